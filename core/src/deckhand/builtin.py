@@ -1,0 +1,56 @@
+"""deckhand's own components, registered through the same hooks as external plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deckhand.hookspecs import Register, hookimpl
+
+
+def _text_loader() -> Any:
+    from deckhand.ingest.loaders import TextLoader
+
+    return TextLoader()
+
+
+def _markitdown_loader() -> Any:
+    from deckhand.ingest.loaders import MarkItDownLoader
+
+    return MarkItDownLoader()
+
+
+def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 50, **_: Any) -> Any:
+    from deckhand.ingest.chunking import TokenChunker
+
+    return TokenChunker(tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+
+
+def _minilm(model: str | None = None, **options: Any) -> Any:
+    from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
+
+    return MiniLMOnnxEmbedder(model, **options)
+
+
+@hookimpl
+def register_loaders(register: Register) -> None:
+    from deckhand.ingest.loaders import MarkItDownLoader, TextLoader
+
+    register("text", _text_loader, description="plain text and markdown, encoding detected",
+             extensions=sorted(TextLoader.extensions))
+    register("markitdown", _markitdown_loader, description="PDF, CSV, JSON, Office and HTML via markitdown",
+             extensions=sorted(MarkItDownLoader.extensions))
+
+
+@hookimpl
+def register_chunkers(register: Register) -> None:
+    register("token", _token_chunker, description="fixed token windows with overlap (embedder's tokenizer)")
+
+
+@hookimpl
+def register_embedders(register: Register) -> None:
+    register(
+        "minilm",
+        _minilm,
+        description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime, offline (default)",
+        aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
+    )

@@ -1,0 +1,57 @@
+"""Entry point of the ``deckhand`` command: the group and its shared options.
+
+Command groups live in their own modules (``deckhand.cli.<name>``) and are attached by
+:data:`COMMAND_MODULES`, each module exposing ``register(cli: click.Group)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+from deckhand import __version__
+
+#: Exit codes scripts can rely on.
+EXIT_OK = 0
+EXIT_ERROR = 1  # a runtime failure (database, embedder, ...)
+EXIT_USAGE = 2  # bad command line (click's own code)
+EXIT_CONFIG = 3  # invalid configuration or missing source
+EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
+
+COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="deckhand")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors; no progress bars (for scripts).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+    """deckhand: retrieval tools and long-term memory for AI agents."""
+    ctx.ensure_object(dict)
+    ctx.obj["quiet"] = quiet
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s",
+                        stream=sys.stderr)
+    logging.getLogger().setLevel(level)
+
+
+def _attach() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # that command group is not part of this build
+            raise
+        module.register(cli)
+
+
+_attach()
+
+
+def main() -> None:
+    cli(prog_name="deckhand")

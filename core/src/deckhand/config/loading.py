@@ -1,0 +1,156 @@
+"""Read configuration files: ``${VAR}`` substitution, friendly errors, database precedence."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from deckhand.config.models import IN_MEMORY, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def interpolate(value: Any, file: Path, field: str = "") -> Any:
+    """Replace ``${VAR}`` in every string with the environment's value (``$$`` is a literal ``$``)."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            if match.group(0) == "$$":
+                return "$"
+            name = match.group(1)
+            if name not in os.environ:
+                where = f" (field {field})" if field else ""
+                raise ConfigError(f"{file}: environment variable {name} is not set{where}; export it or remove ${{{name}}}")
+            return os.environ[name]
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: interpolate(v, file, f"{field}.{k}" if field else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, file, f"{field}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping, with errors that name the file and the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, found {type(data).__name__}")
+    return data
+
+
+def format_validation_error(exc: ValidationError, file: Path, data: Any) -> str:
+    """One line per problem: ``file: field.path: message (got value)``."""
+    lines = []
+    for err in exc.errors():
+        loc = _location(err["loc"], data)
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; `deckhand schema` lists the allowed fields)"
+        got = err.get("input")
+        shown = "" if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list)) else f" (got {got!r})"
+        lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def _location(loc: tuple[Any, ...], data: Any) -> str:
+    """Turn pydantic's location into ``tools[0].top_k``, dropping union tags like ``vectorstore``."""
+    parts: list[str] = []
+    node = data
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            node = node[item] if isinstance(node, list) and item < len(node) else None
+        elif isinstance(node, dict) and item in node:
+            parts.append(f".{item}" if parts else str(item))
+            node = node[item]
+        elif isinstance(node, dict) and node.get("type") == item:
+            continue  # discriminated-union tag
+        else:
+            parts.append(f".{item}" if parts else str(item))
+            node = None
+    return "".join(parts)
+
+
+def validate(model: type[M], data: dict[str, Any], file: Path) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, file, data)) from None
+
+
+def load_agent_config(path: str | Path) -> AgentConfig:
+    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory."""
+    file = Path(path)
+    data = interpolate(read_yaml(file), file)
+    base = file.resolve().parent
+    for tool in data.get("tools") or []:
+        if isinstance(tool, dict) and isinstance(tool.get("source"), str):
+            source = Path(tool["source"]).expanduser()
+            if not source.is_absolute():
+                tool["source"] = str(base / source)
+    return validate(AgentConfig, data, file)
+
+
+def global_config_paths(cwd: Path | None = None, home: Path | None = None) -> list[Path]:
+    """Global config files in precedence order, highest first."""
+    cwd = cwd or Path.cwd()
+    home = home or Path.home()
+    return [
+        cwd / ".deckhand" / "config.yaml",
+        cwd / ".holodeck" / "config.yaml",
+        home / ".deckhand" / "config.yaml",
+        home / ".holodeck" / "config.yaml",
+    ]
+
+
+def load_global_config(cwd: Path | None = None, home: Path | None = None) -> tuple[GlobalConfig, Path | None]:
+    """The first existing global config file and its parsed content (empty if none exists)."""
+    for path in global_config_paths(cwd, home):
+        if path.is_file():
+            data = interpolate(read_yaml(path), path)
+            return validate(GlobalConfig, data, path), path
+    return GlobalConfig(), None
+
+
+def resolve_database(
+    tool_database: DatabaseConfig | None, cwd: Path | None = None, home: Path | None = None
+) -> tuple[DatabaseConfig, str]:
+    """The database a tool uses and where that choice came from.
+
+    Precedence: the tool's ``database`` > ``./.deckhand/config.yaml`` > ``./.holodeck/config.yaml``
+    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > in-memory. A file that
+    exists but has no ``vectorstore`` section is passed over.
+    """
+    if tool_database is not None:
+        return tool_database, "tool configuration"
+    for path in global_config_paths(cwd, home):
+        if path.is_file():
+            config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
+            if config.vectorstore is not None:
+                return config.vectorstore, str(path)
+    return DatabaseConfig(provider=IN_MEMORY), "default (in-memory)"

@@ -1,0 +1,1 @@
+"""Embedders shipped with deckhand and the on-disk embedding cache."""

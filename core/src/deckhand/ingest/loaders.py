@@ -1,0 +1,118 @@
+"""Builtin loaders: plain text and markdown read directly, other formats via markitdown."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from deckhand.errors import LoaderError
+
+log = logging.getLogger(__name__)
+
+#: Tried in order when a file is not valid UTF-8; cp1252 before latin-1 because latin-1
+#: accepts every byte and so must come last.
+FALLBACK_ENCODINGS = ("cp1252", "latin-1")
+
+
+def decode_text(data: bytes, path: Path) -> str:
+    """Decode bytes as UTF-8 (with or without BOM), else the detected or a fallback 8-bit encoding.
+
+    Raises :class:`LoaderError` for binary data (NUL bytes or mostly control characters).
+    """
+    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise LoaderError(f"{path}: looks binary (contains NUL bytes), not text")
+    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise LoaderError(f"{path}: invalid {encoding} text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(data).best()
+    except Exception:  # detection is a best effort; the fallbacks below still apply
+        best = None
+    if best is not None and best.encoding:
+        text = str(best)
+        if not _mostly_control(text):
+            log.debug("%s: decoded as %s", path, best.encoding)
+            return text
+    for encoding in FALLBACK_ENCODINGS:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if not _mostly_control(text):
+            return text
+    raise LoaderError(f"{path}: cannot decode as text (not UTF-8, cp1252 or Latin-1)")
+
+
+def _mostly_control(text: str) -> bool:
+    sample = text[:4096]
+    if not sample:
+        return False
+    bad = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    return bad / len(sample) > 0.05
+
+
+class TextLoader:
+    """Reads .txt and .md files directly, detecting the encoding."""
+
+    extensions = frozenset({".txt", ".md", ".markdown", ".rst"})
+    priority = 0
+
+    def load(self, path: Path) -> str:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        return decode_text(data, path)
+
+
+class MarkItDownLoader:
+    """Converts PDF, CSV, JSON, Office and HTML files to markdown with markitdown."""
+
+    extensions = frozenset({".pdf", ".csv", ".json", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
+    priority = 0
+
+    def __init__(self) -> None:
+        self._converter: object | None = None
+
+    def _markitdown(self) -> object:
+        if self._converter is None:
+            from markitdown import MarkItDown
+
+            self._converter = MarkItDown(enable_plugins=False)
+        return self._converter
+
+    def load(self, path: Path) -> str:
+        try:
+            with path.open("rb"):
+                pass
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        if path.suffix.lower() == ".json":
+            return self._load_json(path)
+        try:
+            result = self._markitdown().convert(str(path))  # type: ignore[attr-defined]
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise LoaderError(f"{path}: conversion failed ({type(exc).__name__}: {reason[:200]})") from exc
+        return str(result.text_content or "")
+
+    def _load_json(self, path: Path) -> str:
+        """JSON as a fenced code block after checking it parses (markitdown would pass junk through)."""
+        import json
+
+        text = decode_text(path.read_bytes(), path)
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LoaderError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+        pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
+        return f"```json\n{pretty}\n```\n"

@@ -1,0 +1,63 @@
+"""One definition of a similarity score in [0, 1] per metric, shared by every store.
+
+* COSINE: the cosine similarity, negatives reported as 0: ``clip(cos, 0, 1)``.
+* IP: the inner product clipped the same way: ``clip(a·b, 0, 1)`` (equal to COSINE for
+  the unit-length vectors deckhand's embedders produce).
+* L2: ``1 / (1 + d)`` with ``d`` the Euclidean distance: 1 for identical vectors,
+  falling towards 0 as they move apart.
+
+Ranking always uses the raw value (cosine, inner product or distance), so clipping
+never reorders results; it only makes ``min_similarity_score`` mean the same thing in
+every store.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from deckhand.types import Metric
+
+FloatArray = npt.NDArray[np.floating]
+
+
+def cosine_to_score(cos: FloatArray) -> FloatArray:
+    return np.clip(cos, 0.0, 1.0)
+
+
+def ip_to_score(ip: FloatArray) -> FloatArray:
+    return np.clip(ip, 0.0, 1.0)
+
+
+def l2_to_score(distance: FloatArray) -> FloatArray:
+    return 1.0 / (1.0 + np.maximum(distance, 0.0))
+
+
+def raw_to_score(metric: Metric, raw: FloatArray) -> FloatArray:
+    """Convert a metric's raw value (cos, ip or L2 distance) into the shared score."""
+    if metric is Metric.COSINE:
+        return cosine_to_score(raw)
+    if metric is Metric.IP:
+        return ip_to_score(raw)
+    return l2_to_score(raw)
+
+
+def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Exact reference: raw values and scores of ``query`` against every row of ``matrix``.
+
+    Returns ``(order_key, scores)`` where a larger ``order_key`` ranks first. This is the
+    NumPy reference the conformance kit compares every store against.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    query = np.asarray(query, dtype=np.float32)
+    if metric is Metric.COSINE:
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        cos = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+        return cos, cosine_to_score(cos)
+    if metric is Metric.IP:
+        ip = matrix @ query
+        return ip, ip_to_score(ip)
+    # ||a-b||^2 = ||a||^2 - 2 a.b + ||b||^2, one matrix product for all rows.
+    sq = np.einsum("ij,ij->i", matrix, matrix) - 2.0 * (matrix @ query) + float(query @ query)
+    dist = np.sqrt(np.maximum(sq, 0.0))
+    return -dist, l2_to_score(dist)
