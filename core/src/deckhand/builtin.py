@@ -54,3 +54,19 @@ def register_embedders(register: Register) -> None:
         description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime, offline (default)",
         aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
     )
+
+
+def _memory_backend(path: Any = None, **options: Any) -> Any:
+    from deckhand.memory.inmemory import InMemoryBackend
+
+    return InMemoryBackend(path, **options)
+
+
+@hookimpl
+def register_memory_backends(register: Register) -> None:
+    register(
+        "memory",
+        _memory_backend,
+        description="decisions kept in this process only (tests, ephemeral agents); nothing persists",
+        aliases=("in-memory", "inmemory"),
+    )

@@ -76,4 +76,9 @@ def register_context_generators(register: Register) -> None:
 
 @hookspec
 def register_memory_backends(register: Register) -> None:
-    """Register memory backends for the vector memory: ``factory(**settings) -> MemoryBackend``."""
+    """Register memory backends for the vector memory: ``factory(path: Path | None, **options) -> MemoryBackend``.
+
+    ``name`` is the ``memory.backend`` value that selects it; ``path`` is the configured
+    ``memory.path`` (the repository root for git-memory, ``None`` when not set) and ``options``
+    are ``memory.options``. See :class:`deckhand.protocols.MemoryBackend`.
+    """

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from deckhand.types import Chunk, CollectionSpec, Document, FileState, Record, SearchHit, Vector
+
+if TYPE_CHECKING:
+    from deckhand.memory.backend import ScanEntry, SyncResult
+    from deckhand.memory.coordinates import VectorCoordinate
 
 
 @runtime_checkable
@@ -151,15 +155,53 @@ class ContextGenerator(Protocol):
         ...
 
 
+@runtime_checkable
 class MemoryBackend(Protocol):
-    """Storage behind :class:`deckhand.memory.VectorMemoryManager` (see the memory docs)."""
+    """Durable storage behind :class:`deckhand.memory.VectorMemoryManager`: one serialized decision per coordinate.
 
-    def read_all(self) -> Iterator[tuple[str, bytes]]:
-        """Every stored decision as ``(key, serialized bytes)``."""
+    The manager validates input, enforces the immutable layer, keeps the indexes and answers
+    queries; a backend only stores bytes, safely under concurrency. Backends are built by the
+    factories registered with ``register_memory_backends``; ``deckhand.testing.memory_conformance``
+    checks one against the contract.
+    """
+
+    #: Where the decisions live, for messages (e.g. ``/repo/.vector-memory``).
+    location: str
+
+    def locate(self, coordinate: VectorCoordinate) -> str:
+        """Where the decision at ``coordinate`` lives (a file path), for error messages."""
         ...
 
-    def write(self, key: str, data: bytes, *, create_only: bool) -> None: ...
+    def scan(self) -> Iterator[ScanEntry]:
+        """Every stored item, readable or not; unreadable ones carry an ``error`` instead of data.
 
-    def read(self, key: str) -> bytes | None: ...
+        Used to (re)build the manager's index at start-up and by ``load_from_git()``; items
+        being written at the time (temporary files) are not reported.
+        """
+        ...
 
-    def sync(self, message: str) -> dict[str, Any]: ...
+    def read(self, coordinate: VectorCoordinate) -> bytes | None:
+        """The decision at ``coordinate``, or ``None`` if there is none; ``StorageError`` if unreadable."""
+        ...
+
+    def write(self, coordinate: VectorCoordinate, data: bytes, *, create_only: bool) -> bool:
+        """Store ``data`` at ``coordinate`` atomically: a reader sees the old or the new bytes, never a mix.
+
+        With ``create_only`` the write happens only if nothing is stored there yet, decided
+        atomically across every process sharing the storage; it returns ``False`` (and writes
+        nothing) when the coordinate was taken. Otherwise it replaces and returns ``True``.
+        Raises ``StorageError`` on failure and ``ConcurrencyError`` when a lock times out.
+        """
+        ...
+
+    def sync(self, message: str | None = None) -> SyncResult:
+        """Make stored decisions durable in the backend's history (a git commit for git-memory).
+
+        Having nothing to record is not an error (``SyncResult.commit`` is ``None``). Backends
+        with history write the message :func:`deckhand.memory.backend.sync_message` builds.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (locks, handles); it is not used afterwards."""
+        ...

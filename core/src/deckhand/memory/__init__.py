@@ -1,0 +1,40 @@
+"""Vector memory: an agent's decisions at (issue x, stage y, layer z), behind a pluggable backend.
+
+``VectorMemoryManager`` implements the vector memory contract; backends come from the
+``register_memory_backends`` hook (git-memory's ``git``, deckhand's in-process ``memory``).
+"""
+
+from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
+from deckhand.memory.coordinates import VectorCoordinate, parse_coordinate
+from deckhand.memory.decisions import StoredDecision
+from deckhand.memory.errors import (
+    ConcurrencyError,
+    CoordinateValidationError,
+    CorruptDecisionsError,
+    ImmutableLayerError,
+    QueryError,
+    StorageError,
+    VectorMemoryError,
+)
+from deckhand.memory.inmemory import InMemoryBackend
+from deckhand.memory.manager import MAX_CONTENT_BYTES, MemoryHit, VectorMemoryManager
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "ConcurrencyError",
+    "CoordinateValidationError",
+    "CorruptDecisionsError",
+    "ImmutableLayerError",
+    "InMemoryBackend",
+    "MemoryHit",
+    "QueryError",
+    "ScanEntry",
+    "StorageError",
+    "StoredDecision",
+    "SyncResult",
+    "VectorCoordinate",
+    "VectorMemoryError",
+    "VectorMemoryManager",
+    "parse_coordinate",
+    "sync_message",
+]

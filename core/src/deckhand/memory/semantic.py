@@ -1,0 +1,94 @@
+"""Ranking decisions by meaning: an embedding per decision, built lazily and kept current.
+
+Nothing is loaded until the first semantic search; then every decision not yet embedded is
+embedded in one batch (through the on-disk embedding cache, so a restart re-embeds nothing)
+and later searches embed only the decisions stored since.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection
+
+import numpy as np
+
+from deckhand.protocols import Embedder
+from deckhand.scoring import cosine_to_score
+from deckhand.types import Vector
+
+Key = tuple[int, int, int]
+
+
+class SemanticIndex:
+    """Unit vectors of the decisions' content; exact cosine search with NumPy."""
+
+    def __init__(self, embedder_factory: Callable[[], Embedder]) -> None:
+        self._factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self._text: dict[Key, str] = {}
+        self._vector: dict[Key, Vector] = {}
+        self._matrix: Vector | None = None
+        self._matrix_keys: list[Key] = []
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the embedding model has been loaded (it is, from the first search on)."""
+        return self._embedder is not None
+
+    def set(self, key: Key, content: str) -> None:
+        with self._lock:
+            if self._text.get(key) != content:
+                self._text[key] = content
+                self._vector.pop(key, None)
+                self._matrix = None
+
+    def remove(self, key: Key) -> None:
+        with self._lock:
+            if self._text.pop(key, None) is not None:
+                self._vector.pop(key, None)
+                self._matrix = None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._text.clear()
+            self._vector.clear()
+            self._matrix = None
+
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._factory()
+        return self._embedder
+
+    def _refresh(self) -> tuple[Vector, list[Key]]:
+        if self._matrix is None:
+            embedder = self.embedder()
+            missing = [k for k in self._text if k not in self._vector]
+            if missing:
+                vectors = embedder.embed([self._text[k] for k in missing])
+                for k, v in zip(missing, vectors):
+                    self._vector[k] = np.asarray(v, dtype=np.float32)
+            keys = sorted(self._text)
+            dim = embedder.dimension
+            self._matrix = (
+                np.stack([self._vector[k] for k in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
+            )
+            self._matrix_keys = keys
+        return self._matrix, self._matrix_keys
+
+    def search(self, query: str, k: int, allowed: Collection[Key] | None = None) -> list[tuple[Key, float]]:
+        """The ``k`` decisions closest in meaning to ``query``: ``(coordinate, score in [0, 1])``, best first."""
+        with self._lock:
+            matrix, keys = self._refresh()
+            if not keys:
+                return []
+            q = np.asarray(self.embedder().embed([query])[0], dtype=np.float32)
+            cos = matrix @ q
+            if allowed is not None:
+                mask = np.fromiter((key in allowed for key in keys), dtype=bool, count=len(keys))
+                cos = np.where(mask, cos, -np.inf)
+            k = min(k, len(keys))
+            top = np.argpartition(-cos, k - 1)[:k]
+            order = top[np.lexsort((top, -cos[top]))]
+            scores = cosine_to_score(cos[order])
+            return [(keys[i], float(s)) for i, s in zip(order, scores) if np.isfinite(cos[i])]
