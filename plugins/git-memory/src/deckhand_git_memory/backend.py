@@ -1,0 +1,202 @@
+"""``GitMemoryBackend``: decisions as JSON files under ``.vector-memory/``, committed by ``sync()``.
+
+``sync()`` commits only ``.vector-memory/``: it stages into a temporary index (``GIT_INDEX_FILE``)
+seeded from ``HEAD``, writes the tree and the commit with git's plumbing, moves ``HEAD`` only if
+nobody else moved it meanwhile, then refreshes just the ``.vector-memory`` entries of the user's
+own index. Whatever else the user has staged or changed stays exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
+from deckhand.memory.coordinates import MEMORY_DIR, VectorCoordinate
+from deckhand.memory.errors import ConcurrencyError, StorageError
+from filelock import FileLock, Timeout
+
+from deckhand_git_memory import files
+from deckhand_git_memory.git import Git
+
+log = logging.getLogger(__name__)
+
+#: How often sync retries when HEAD moves under it (someone committed at the same moment).
+SYNC_ATTEMPTS = 3
+
+
+class GitMemoryBackend:
+    """Stores each decision in ``<repo>/.vector-memory/x-NNN/y-Y-z-Z.json``; history is git's.
+
+    Options: ``lock_timeout`` (seconds to wait for another process's sync or create lock,
+    then ``ConcurrencyError``), ``fsync`` (flush every write to disk; default on),
+    ``author_name``/``author_email`` (commit identity when git has none configured) and
+    ``git`` (the executable).
+    """
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        lock_timeout: float = 10.0,
+        fsync: bool = True,
+        author_name: str | None = None,
+        author_email: str | None = None,
+        git: str = "git",
+    ) -> None:
+        repo = Path(path if path is not None else Path.cwd()).expanduser()
+        if not repo.exists():
+            raise StorageError(f"repo_path {repo} does not exist; create it and run `git init` there")
+        if not repo.is_dir():
+            raise StorageError(f"repo_path {repo} is not a directory")
+        if not isinstance(lock_timeout, (int, float)) or lock_timeout < 0:
+            raise ValueError(f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}")
+        identity: dict[str, str] = {}
+        if author_name:
+            identity.update(GIT_AUTHOR_NAME=author_name, GIT_COMMITTER_NAME=author_name)
+        if author_email:
+            identity.update(GIT_AUTHOR_EMAIL=author_email, GIT_COMMITTER_EMAIL=author_email)
+        self.repo = repo.resolve()
+        self.git = Git(self.repo, executable=git, identity=identity)
+        proc = self.git.run(["rev-parse", "--is-inside-work-tree", "--absolute-git-dir"], check=False)
+        lines = proc.stdout.split()
+        if proc.returncode != 0 or not lines or lines[0] != "true":
+            raise StorageError(
+                f"repo_path {self.repo} is not a git repository ({proc.stderr.strip() or 'not a work tree'});"
+                " run `git init` there or point memory.path at one"
+            )
+        self.git_dir = Path(lines[1])
+        self.root = self.repo / MEMORY_DIR
+        self.location = str(self.root)
+        self.lock_timeout = float(lock_timeout)
+        self.durable = bool(fsync)
+        self._state = self.git_dir / "deckhand-memory"
+        try:
+            self.root.mkdir(exist_ok=True)
+            self._state.mkdir(exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                files.write_file(ignore, files.GITIGNORE.encode(), create_only=True, durable=self.durable)
+        except OSError as exc:
+            raise StorageError(f"cannot create {self.root}: {exc}") from exc
+        self._sync_lock = FileLock(str(self._state / "sync.lock"))
+
+    # -------------------------------------------------------------- storage
+
+    def locate(self, coordinate: VectorCoordinate) -> str:
+        return str(self.repo / coordinate.to_path())
+
+    def scan(self) -> Iterator[ScanEntry]:
+        return files.scan(self.root)
+
+    def read(self, coordinate: VectorCoordinate) -> bytes | None:
+        path = self.repo / coordinate.to_path()
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+    def write(self, coordinate: VectorCoordinate, data: bytes, *, create_only: bool) -> bool:
+        path = self.repo / coordinate.to_path()
+        try:
+            try:
+                return files.write_file(path, data, create_only=create_only, durable=self.durable)
+            except files.LinksUnsupported:
+                return self._create_locked(path, data)
+        except OSError as exc:
+            raise StorageError(f"{path}: cannot write the decision ({exc.strerror or exc})") from exc
+
+    def _create_locked(self, path: Path, data: bytes) -> bool:
+        """Create-only write where hard links are unavailable: check and rename under a per-coordinate lock."""
+        lock = FileLock(str(self._state / f"{path.parent.name}-{path.stem}.lock"))
+        try:
+            with lock.acquire(timeout=self.lock_timeout):
+                if path.exists():
+                    return False
+                return files.write_file(path, data, create_only=False, durable=self.durable)
+        except Timeout as exc:
+            raise ConcurrencyError(
+                f"{path}: another process held the write lock for more than {self.lock_timeout:g}s;"
+                " retry, or raise memory.options.lock_timeout"
+            ) from exc
+
+    # -------------------------------------------------------------- history
+
+    def sync(self, message: str | None = None) -> SyncResult:
+        try:
+            with self._sync_lock.acquire(timeout=self.lock_timeout):
+                for attempt in range(1, SYNC_ATTEMPTS + 1):
+                    try:
+                        return self._commit(message)
+                    except _HeadMoved:
+                        log.info("HEAD moved during sync (attempt %d); retrying", attempt)
+                raise StorageError(
+                    f"sync of {self.root} gave up: HEAD kept moving while committing; retry when the repository is quiet"
+                )
+        except Timeout as exc:
+            raise ConcurrencyError(
+                f"another process has been syncing {self.root} for more than {self.lock_timeout:g}s"
+                f" (lock {self._sync_lock.lock_file}); retry, or raise memory.options.lock_timeout"
+            ) from exc
+
+    def _commit(self, message: str | None) -> SyncResult:
+        git = self.git
+        head_proc = git.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], check=False)
+        head = head_proc.stdout.strip() if head_proc.returncode == 0 else None
+        index = self._state / f"index-{os.getpid()}-{uuid.uuid4().hex}"
+        try:
+            git.run(["read-tree", head] if head else ["read-tree", "--empty"], index_file=index)
+            git.run(["add", "-A", "--", MEMORY_DIR], index_file=index)
+            base = head or git.out(["hash-object", "-t", "tree", "--stdin"], input="")
+            status = git.out(
+                ["diff", "--cached", "--name-status", "--no-renames", "-z", base, "--", MEMORY_DIR], index_file=index
+            )
+            changed, deleted = _parse_name_status(status)
+            if not status:
+                return SyncResult(None, "")
+            text = sync_message(changed, deleted, message)
+            tree = git.out(["write-tree"], index_file=index)
+            commit = git.out(["commit-tree", tree, *(["-p", head] if head else []), "-F", "-"], input=text)
+        finally:
+            index.unlink(missing_ok=True)
+        subject = text.splitlines()[0]
+        moved = git.run(["update-ref", "-m", f"deckhand memory sync: {subject}", "HEAD", commit, head or ""], check=False)
+        if moved.returncode != 0:
+            now = git.run(["rev-parse", "--verify", "-q", "HEAD"], check=False).stdout.strip() or None
+            if now != head:
+                raise _HeadMoved()
+            raise StorageError(f"git update-ref HEAD failed in {self.repo}: {moved.stderr.strip()}")
+        if git.out(["rev-parse", "--verify", "HEAD"]) != commit:
+            raise StorageError(f"sync of {self.root}: commit {commit} was written but HEAD does not point to it")
+        reset = git.run(["reset", "-q", "--", MEMORY_DIR], check=False)
+        if reset.returncode != 0:
+            raise StorageError(
+                f"committed {commit}, but refreshing the index for {MEMORY_DIR} failed ({reset.stderr.strip()});"
+                f" run `git reset -q -- {MEMORY_DIR}` in {self.repo}"
+            )
+        return SyncResult(commit, text, tuple(changed), tuple(deleted), {"repository": str(self.repo)})
+
+    def close(self) -> None:
+        """Nothing is held between calls (locks are taken per operation)."""
+
+
+class _HeadMoved(Exception):
+    """Someone else updated HEAD between reading it and moving it."""
+
+
+def _parse_name_status(output: str) -> tuple[list[VectorCoordinate], list[VectorCoordinate]]:
+    changed: list[VectorCoordinate] = []
+    deleted: list[VectorCoordinate] = []
+    fields = output.split("\0")
+    for status, path in zip(fields[0::2], fields[1::2]):
+        try:
+            coord = VectorCoordinate.from_path(path)
+        except ValueError:
+            continue  # .gitignore or another non-decision file: committed, not counted
+        (deleted if status.startswith("D") else changed).append(coord)
+    return sorted(changed), sorted(deleted)
