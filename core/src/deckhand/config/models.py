@@ -82,6 +82,39 @@ class VectorStoreToolConfig(StrictModel):
         return self
 
 
+class MemoryConfig(StrictModel):
+    """The ``memory:`` section: which backend keeps the agent's vector memory, and where."""
+
+    backend: str = Field(
+        default="git",
+        description="Memory backend plugin: git (deckhand-git-memory), memory (this process only), or a third party's.",
+    )
+    path: str | None = Field(
+        default=None,
+        description="Repository root for git (relative to the config file's directory); default the current directory.",
+    )
+    agent_id: str | None = Field(
+        default=None, min_length=1, description="Agent id recorded with each decision; default the agent's name."
+    )
+    embedding_model: str | None = Field(
+        default=None, description="Embedder for semantic memory search; default all-MiniLM-L6-v2."
+    )
+    embedding_cache: bool = Field(
+        default=True, description="Cache embeddings in <path>/.deckhand/cache/embeddings.sqlite."
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Backend-specific settings (see the backend's README)."
+    )
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not value:
+            raise ValueError("must name a memory backend, e.g. git or memory")
+        return value
+
+
 # A discriminated union on ``type``: add each new tool type's model here.
 ToolConfig = VectorStoreToolConfig
 
@@ -92,6 +125,7 @@ class AgentConfig(StrictModel):
     name: str = "agent"
     description: str = ""
     tools: list[ToolConfig] = Field(default_factory=list)
+    memory: MemoryConfig | None = None
 
     @field_validator("tools")
     @classmethod
@@ -108,3 +142,4 @@ class GlobalConfig(StrictModel):
     """``.deckhand/config.yaml`` (project) or ``~/.deckhand/config.yaml`` (user)."""
 
     vectorstore: DatabaseConfig | None = None
+    memory: MemoryConfig | None = None

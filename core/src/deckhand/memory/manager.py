@@ -63,7 +63,7 @@ class VectorMemoryManager:
         backend_options: Mapping[str, Any] | None = None,
         embedder: Embedder | None = None,
         embedding_model: str | None = None,
-        embedding_cache: Path | str | None | object = _DEFAULT,
+        embedding_cache: Path | str | object | None = _DEFAULT,
     ) -> None:
         """Open the memory at ``repo_path`` with the named backend (or a backend object).
 

@@ -66,7 +66,7 @@ class SemanticIndex:
             missing = [k for k in self._text if k not in self._vector]
             if missing:
                 vectors = embedder.embed([self._text[k] for k in missing])
-                for k, v in zip(missing, vectors):
+                for k, v in zip(missing, vectors, strict=True):
                     self._vector[k] = np.asarray(v, dtype=np.float32)
             keys = sorted(self._text)
             dim = embedder.dimension
@@ -91,4 +91,4 @@ class SemanticIndex:
             top = np.argpartition(-cos, k - 1)[:k]
             order = top[np.lexsort((top, -cos[top]))]
             scores = cosine_to_score(cos[order])
-            return [(keys[i], float(s)) for i, s in zip(order, scores) if np.isfinite(cos[i])]
+            return [(keys[i], float(s)) for i, s in zip(order, scores, strict=True) if np.isfinite(cos[i])]

@@ -136,7 +136,8 @@ class GitMemoryBackend:
                     except _HeadMoved:
                         log.info("HEAD moved during sync (attempt %d); retrying", attempt)
                 raise StorageError(
-                    f"sync of {self.root} gave up: HEAD kept moving while committing; retry when the repository is quiet"
+                    f"sync of {self.root} gave up: HEAD kept moving while committing;"
+                    " retry when the repository is quiet"
                 )
         except Timeout as exc:
             raise ConcurrencyError(
@@ -165,7 +166,8 @@ class GitMemoryBackend:
         finally:
             index.unlink(missing_ok=True)
         subject = text.splitlines()[0]
-        moved = git.run(["update-ref", "-m", f"deckhand memory sync: {subject}", "HEAD", commit, head or ""], check=False)
+        reflog = f"deckhand memory sync: {subject}"
+        moved = git.run(["update-ref", "-m", reflog, "HEAD", commit, head or ""], check=False)
         if moved.returncode != 0:
             now = git.run(["rev-parse", "--verify", "-q", "HEAD"], check=False).stdout.strip() or None
             if now != head:
@@ -193,7 +195,7 @@ def _parse_name_status(output: str) -> tuple[list[VectorCoordinate], list[Vector
     changed: list[VectorCoordinate] = []
     deleted: list[VectorCoordinate] = []
     fields = output.split("\0")
-    for status, path in zip(fields[0::2], fields[1::2]):
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
         try:
             coord = VectorCoordinate.from_path(path)
         except ValueError:

@@ -17,7 +17,9 @@ class Git:
     def __init__(self, path: Path, *, executable: str = "git", identity: Mapping[str, str] | None = None) -> None:
         found = shutil.which(executable)
         if found is None:
-            raise StorageError(f"the git executable {executable!r} was not found; install git or set memory.options.git")
+            raise StorageError(
+                f"the git executable {executable!r} was not found; install git or set memory.options.git"
+            )
         self.executable = found
         self.path = path
         env = dict(os.environ)
