@@ -1,0 +1,1 @@
+"""Test helpers shipped with deckhand for plugin authors: conformance kits and fixtures."""

@@ -1,0 +1,30 @@
+"""The in-process ``memory`` backend passes the conformance kit (as any third-party backend would)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deckhand.memory import InMemoryBackend
+from deckhand.plugins import get_registry
+from deckhand.protocols import MemoryBackend
+from deckhand.testing.memory_conformance import MemoryBackendTests
+
+
+class TestInMemoryBackend(MemoryBackendTests):
+    persistent = False  # storage dies with the object: restart tests are skipped
+    full_grid = True  # fast enough to store all 20,000 coordinates
+
+    @pytest.fixture
+    def backend(self) -> MemoryBackend:
+        return InMemoryBackend()
+
+
+def test_registered_through_the_hook() -> None:
+    component = get_registry().resolve("memory_backend", "in-memory")
+    assert component.name == "memory" and component.plugin == "deckhand.builtin"
+    assert isinstance(component.factory(path=None), MemoryBackend)
+
+
+def test_rejects_unknown_options() -> None:
+    with pytest.raises(TypeError, match="no options"):
+        InMemoryBackend(fsync=True)
