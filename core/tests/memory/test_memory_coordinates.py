@@ -65,3 +65,12 @@ def test_decision_json_round_trip() -> None:
 def test_malformed_decisions_raise(broken: bytes) -> None:
     with pytest.raises((ValueError, KeyError, TypeError)):
         StoredDecision.from_bytes(broken)
+
+
+@pytest.mark.parametrize("context", [None, {}, {"issue_id": "t49", "títle": "naïve \"quoted\"\n"}])
+def test_file_format_is_standard_indented_json(context: dict[str, str] | None) -> None:
+    import json
+
+    d = StoredDecision(VectorCoordinate(1000, 5, 4), "Ünïcode \"q\" \\ \n\t 😀 \u2028",
+                       datetime(2025, 1, 6, 12, 0, 0, 123456, tzinfo=UTC), "agent \"7\"", context)
+    assert d.to_bytes() == (json.dumps(d.to_json(), indent=2, ensure_ascii=False) + "\n").encode()

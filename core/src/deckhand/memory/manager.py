@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deckhand.memory.backend import SyncResult
 from deckhand.memory.coordinates import X_MAX, X_MIN, Y_VALUES, Z_VALUES, VectorCoordinate, check_int
@@ -32,7 +32,9 @@ from deckhand.memory.errors import (
 )
 from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
-from deckhand.protocols import Embedder, MemoryBackend
+
+if TYPE_CHECKING:
+    from deckhand.protocols import Embedder, MemoryBackend
 
 log = logging.getLogger(__name__)
 

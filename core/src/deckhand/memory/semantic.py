@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from deckhand.protocols import Embedder
-from deckhand.scoring import cosine_to_score
-from deckhand.types import Vector
+if TYPE_CHECKING:  # numpy is imported on first use: a CLI call that never searches by meaning stays quick
+    from deckhand.protocols import Embedder
+    from deckhand.types import Vector
 
 Key = tuple[int, int, int]
 
@@ -61,6 +60,8 @@ class SemanticIndex:
         return self._embedder
 
     def _refresh(self) -> tuple[Vector, list[Key]]:
+        import numpy as np
+
         if self._matrix is None:
             embedder = self.embedder()
             missing = [k for k in self._text if k not in self._vector]
@@ -78,6 +79,10 @@ class SemanticIndex:
 
     def search(self, query: str, k: int, allowed: Collection[Key] | None = None) -> list[tuple[Key, float]]:
         """The ``k`` decisions closest in meaning to ``query``: ``(coordinate, score in [0, 1])``, best first."""
+        import numpy as np
+
+        from deckhand.scoring import cosine_to_score
+
         with self._lock:
             matrix, keys = self._refresh()
             if not keys:

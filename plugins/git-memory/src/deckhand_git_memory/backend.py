@@ -79,7 +79,7 @@ class GitMemoryBackend:
             self._state.mkdir(exist_ok=True)
             ignore = self.root / ".gitignore"
             if not ignore.exists():
-                files.write_file(ignore, files.GITIGNORE.encode(), create_only=True, durable=self.durable)
+                files.write_file(ignore, files.GITIGNORE.encode(), create_only=False, durable=self.durable)
         except OSError as exc:
             raise StorageError(f"cannot create {self.root}: {exc}") from exc
         self._sync_lock = FileLock(str(self._state / "sync.lock"))

@@ -1,0 +1,26 @@
+"""git-memory passes deckhand's memory-backend conformance kit, including the multi-process scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from deckhand.protocols import MemoryBackend
+from deckhand.testing.memory_conformance import BackendSpec, MemoryBackendTests
+from deckhand_git_memory import GitMemoryBackend
+
+from conftest import make_repo
+
+
+class TestGitMemoryBackend(MemoryBackendTests):
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> MemoryBackend:
+        return GitMemoryBackend(make_repo(tmp_path / "repo"))
+
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+        assert isinstance(backend, GitMemoryBackend)
+        return GitMemoryBackend(backend.repo)
+
+    def backend_spec(self, backend: MemoryBackend) -> BackendSpec:
+        assert isinstance(backend, GitMemoryBackend)
+        return ("git", {"path": str(backend.repo)})
