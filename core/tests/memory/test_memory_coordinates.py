@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from deckhand.memory import CoordinateValidationError, StoredDecision, VectorCoordinate, parse_coordinate
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from deckhand.memory import InMemoryBackend
 from deckhand.plugins import get_registry
 from deckhand.protocols import MemoryBackend

@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
-
 from deckhand.memory import (
     CorruptDecisionsError,
     ImmutableLayerError,
@@ -18,6 +17,7 @@ from deckhand.memory import (
 )
 from deckhand.memory.backend import describe_ranges, sync_message
 from deckhand.memory.index import ContentIndex
+from deckhand.protocols import Tokenizer
 from deckhand.types import Vector
 
 
@@ -63,7 +63,7 @@ def test_corrupt_decisions_are_reported_and_the_rest_load(caplog: pytest.LogCapt
     assert "x-009/y-1-z-1.json" in str(info.value) and "notes.json" in str(info.value)
     assert isinstance(info.value, StorageError)
     assert len(manager.query_range()) == 5  # still usable after the error
-    with pytest.raises(StorageError, match="x-009/y-1-z-1.json"):
+    with pytest.raises(StorageError, match=r"x-009/y-1-z-1\.json"):
         manager.get(bad)
     assert manager.exists(bad)
     with pytest.raises(ImmutableLayerError):
@@ -126,7 +126,7 @@ class KeywordEmbedder:
         self.calls: list[int] = []
 
     @property
-    def tokenizer(self) -> object:  # pragma: no cover - unused
+    def tokenizer(self) -> Tokenizer:  # pragma: no cover - unused
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> Vector:
@@ -144,7 +144,7 @@ def test_semantic_search_is_lazy_incremental_and_ranked() -> None:
     manager.store(VectorCoordinate(3, 1, 2), "network retries")
     assert embedder.calls == []  # nothing embedded before the first semantic search
     hits = manager.search_semantic("which database", k=2)
-    assert [h.decision.coordinate.x for h in hits][0] == 1
+    assert hits[0].decision.coordinate.x == 1
     assert len(hits) == 2 and hits[0].score >= hits[1].score and 0 <= hits[1].score <= 1
     assert embedder.calls == [3, 1]
     manager.store(VectorCoordinate(4, 1, 2), "testing strategy")

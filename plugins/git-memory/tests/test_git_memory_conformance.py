@@ -8,8 +8,7 @@ import pytest
 from deckhand.protocols import MemoryBackend
 from deckhand.testing.memory_conformance import BackendSpec, MemoryBackendTests
 from deckhand_git_memory import GitMemoryBackend
-
-from conftest import make_repo
+from git_memory_helpers import make_repo
 
 
 class TestGitMemoryBackend(MemoryBackendTests):

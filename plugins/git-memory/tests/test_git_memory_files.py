@@ -22,8 +22,7 @@ from deckhand.memory import (
 )
 from deckhand.plugins import get_registry
 from deckhand_git_memory import GitMemoryBackend
-
-from conftest import git
+from git_memory_helpers import git
 
 
 def _manager(repo: Path, agent: str = "agent") -> VectorMemoryManager:
@@ -120,7 +119,7 @@ def test_corrupt_and_stray_files(repo: Path, caplog: pytest.LogCaptureFixture) -
     for name in ("x-002/y-1-z-2.json", "x-004/notes.json", "x-004/y-9-z-1.json", "x-4/y-1-z-2.json"):
         assert name in message
     assert "non-canonical" in message and "belongs in .vector-memory/x-004/y-1-z-2.json" in message
-    with pytest.raises(StorageError, match="x-002/y-1-z-2.json: not a valid decision file"):
+    with pytest.raises(StorageError, match=r"x-002/y-1-z-2\.json: not a valid decision file"):
         fresh.get(VectorCoordinate(2, 1, 2))
     fresh.store(VectorCoordinate(2, 1, 2), "repaired")
     assert fresh.get(VectorCoordinate(2, 1, 2)).content == "repaired"  # type: ignore[union-attr]

@@ -13,8 +13,7 @@ import pytest
 from deckhand.memory import ConcurrencyError, StorageError, VectorCoordinate, VectorMemoryManager
 from deckhand_git_memory import GitMemoryBackend
 from filelock import FileLock
-
-from conftest import git, make_repo
+from git_memory_helpers import git, make_repo
 
 
 def _manager(repo: Path, agent: str = "agent", **options: Any) -> VectorMemoryManager:

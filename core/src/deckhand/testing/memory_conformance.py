@@ -293,7 +293,8 @@ class ConcurrencyTests(_Base):
         outcomes = _run_processes(spec, [("racer-a", coords), ("racer-b", coords)])
         fresh = _open(self.reopen(backend), "checker")
         for i, c in enumerate(coords):
-            won = [agent for agent, outcome in zip(("racer-a", "racer-b"), outcomes, strict=True) if outcome[i] == "won"]
+            racers = zip(("racer-a", "racer-b"), outcomes, strict=True)
+            won = [agent for agent, outcome in racers if outcome[i] == "won"]
             assert len(won) == 1, f"{c}: winners {won}"
             got = fresh.get(VectorCoordinate(*c))
             assert got is not None and got.agent_id == won[0]
@@ -304,7 +305,7 @@ class ConcurrencyTests(_Base):
 
 def _dataset(manager: VectorMemoryManager, n: int = 150, seed: int = 7) -> list[StoredDecision]:
     rng = random.Random(seed)
-    coords = set()
+    coords: set[tuple[int, int, int]] = set()
     while len(coords) < n:
         coords.add((rng.randint(1, 60), rng.randint(1, 5), rng.randint(1, 4)))
     stored = []
@@ -451,7 +452,7 @@ class ErrorHandlingTests(_Base):
         with pytest.raises(QueryError):
             manager.search_content(["ok", "  "])
         with pytest.raises(QueryError):
-            manager.search_content("database")  # type: ignore[arg-type]
+            manager.search_content("database")
 
     @pytest.mark.parametrize(("xt", "yt", "zf"), [(0, 1, None), (1002, 1, None), (1, 0, None), (1, 7, None), (5, 5, 5)])
     def test_partial_order_threshold_errors(self, manager: VectorMemoryManager, xt: int, yt: int, zf: Any) -> None:
