@@ -29,7 +29,7 @@ def test_unknown_memory_field_is_rejected_with_its_location(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match=r"agent.yaml: memory\.repo: unknown field"):
         load_agent_config(agent)
     glob = _write(tmp_path / "proj" / ".deckhand" / "config.yaml", "memory:\n  backend: ''\n")
-    with pytest.raises(ConfigError, match="memory.backend: must name a memory backend"):
+    with pytest.raises(ConfigError, match=r"memory\.backend: must name a memory backend"):
         load_global_config(cwd=tmp_path / "proj", home=tmp_path / "home")
     assert glob.exists()
 
