@@ -76,7 +76,8 @@ def test_a_corrupt_mutable_decision_is_repaired_by_storing() -> None:
     manager = VectorMemoryManager(None, "agent", backend=backend)
     assert manager.load_errors
     manager.store(bad, "fixed")
-    assert manager.get(bad).content == "fixed"  # type: ignore[union-attr]
+    repaired = manager.get(bad)
+    assert repaired is not None and repaired.content == "fixed"
     assert manager.load_from_git() == 1
 
 
