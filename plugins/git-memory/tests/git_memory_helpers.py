@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from deckhand.memory import StoredDecision, VectorCoordinate, VectorMemoryManager
+
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Run git in ``repo`` and return its output (the test fails if git does)."""
@@ -25,3 +27,10 @@ def make_repo(path: Path, *, identity: bool = True, initial_commit: bool = True)
         git(path, "add", "README.md")
         git(path, "commit", "-q", "-m", "initial")
     return path
+
+
+def decision_at(manager: VectorMemoryManager, coord: VectorCoordinate) -> StoredDecision:
+    """The decision at ``coord``, failing the test if there is none."""
+    decision = manager.get(coord)
+    assert decision is not None, f"no decision at {coord}"
+    return decision

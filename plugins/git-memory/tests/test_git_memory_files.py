@@ -22,7 +22,7 @@ from deckhand.memory import (
 )
 from deckhand.plugins import get_registry
 from deckhand_git_memory import GitMemoryBackend
-from git_memory_helpers import git
+from git_memory_helpers import decision_at, git
 
 
 def _manager(repo: Path, agent: str = "agent") -> VectorMemoryManager:
@@ -59,9 +59,9 @@ def test_failed_write_keeps_the_old_decision_and_leaves_no_temporary(
     with pytest.raises(StorageError, match="No space left"):
         manager.store(coord, "new")
     monkeypatch.undo()
-    assert manager.get(coord).content == "old"  # type: ignore[union-attr]
+    assert decision_at(manager, coord).content == "old"
     assert list((repo / ".vector-memory" / "x-003").iterdir()) == [repo / ".vector-memory/x-003/y-3-z-3.json"]
-    assert _manager(repo).get(coord).content == "old"  # type: ignore[union-attr]
+    assert decision_at(_manager(repo), coord).content == "old"
 
 
 def test_a_process_killed_mid_write_never_leaves_a_truncated_decision(repo: Path) -> None:
@@ -85,7 +85,7 @@ def test_a_process_killed_mid_write_never_leaves_a_truncated_decision(repo: Path
         proc.wait()
         manager = _manager(repo, "checker")
         assert manager.load_errors == []
-        content = manager.get(VectorCoordinate(1, 1, 2)).content  # type: ignore[union-attr]
+        content = decision_at(manager, VectorCoordinate(1, 1, 2)).content
         assert len(content) == 100_000 and len(set(content)) == 1
     leftovers = [p for p in (repo / ".vector-memory").rglob(".*.tmp")]
     manager.store(VectorCoordinate(9, 9 - 4, 2), "after the crashes")
@@ -122,7 +122,7 @@ def test_corrupt_and_stray_files(repo: Path, caplog: pytest.LogCaptureFixture) -
     with pytest.raises(StorageError, match=r"x-002/y-1-z-2\.json: not a valid decision file"):
         fresh.get(VectorCoordinate(2, 1, 2))
     fresh.store(VectorCoordinate(2, 1, 2), "repaired")
-    assert fresh.get(VectorCoordinate(2, 1, 2)).content == "repaired"  # type: ignore[union-attr]
+    assert decision_at(fresh, VectorCoordinate(2, 1, 2)).content == "repaired"
 
 
 def test_create_only_without_hard_links_falls_back_to_a_lock(
@@ -136,7 +136,7 @@ def test_create_only_without_hard_links_falls_back_to_a_lock(
     first.store(VectorCoordinate(6, 1, 1), "first")
     with pytest.raises(ImmutableLayerError):
         second.store(VectorCoordinate(6, 1, 1), "second")
-    assert _manager(repo).get(VectorCoordinate(6, 1, 1)).agent_id == "a"  # type: ignore[union-attr]
+    assert decision_at(_manager(repo), VectorCoordinate(6, 1, 1)).agent_id == "a"
 
 
 def test_options_are_validated(repo: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from deckhand.memory import ConcurrencyError, StorageError, VectorCoordinate, VectorMemoryManager
 from deckhand_git_memory import GitMemoryBackend
 from filelock import FileLock
-from git_memory_helpers import git, make_repo
+from git_memory_helpers import decision_at, git, make_repo
 
 
 def _manager(repo: Path, agent: str = "agent", **options: Any) -> VectorMemoryManager:
@@ -119,7 +119,7 @@ def test_missing_identity_is_a_clear_error_and_options_fix_it(tmp_path: Path) ->
     repo = make_repo(tmp_path / "anon", identity=False, initial_commit=False)
     manager = _manager(repo)
     manager.store(VectorCoordinate(1, 1, 2), "x")
-    with pytest.raises(StorageError, match="commit-tree"):
+    with pytest.raises(StorageError, match=r"no identity .*user\.name/user\.email.*author_name"):
         manager.sync()
     named = _manager(repo, "agent", author_name="Memory Bot", author_email="bot@example.invalid")
     assert named.sync().commit
@@ -192,8 +192,21 @@ def test_clone_then_load_sees_the_synced_memory(repo: Path, tmp_path: Path) -> N
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
     other = _manager(clone, "teammate")
-    assert other.get(VectorCoordinate(7, 4, 1)).content == "Architecture: event sourcing"  # type: ignore[union-attr]
+    assert decision_at(other, VectorCoordinate(7, 4, 1)).content == "Architecture: event sourcing"
     manager.store(VectorCoordinate(8, 1, 2), "later decision")
     manager.sync()
     git(clone, "pull", "-q", "--ff-only")
     assert other.load_from_git() == 2
+
+
+def test_a_large_sync_writes_a_valid_pack(repo: Path) -> None:
+    manager = _manager(repo)
+    for x in range(1, 151):
+        manager.store(VectorCoordinate(x, 1, 2), f"decision {x} " * 20)
+    result = manager.sync()
+    assert result.count == 150
+    git(repo, "fsck", "--strict", "--no-progress")
+    tracked = git(repo, "ls-tree", "-r", "--name-only", "HEAD", ".vector-memory").split()
+    assert len(tracked) == 151  # 150 decisions and the .gitignore
+    assert git(repo, "show", "HEAD:.vector-memory/x-150/y-1-z-2.json").count("decision 150") == 20
+    assert git(repo, "status", "--porcelain") == ""

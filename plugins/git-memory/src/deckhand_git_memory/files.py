@@ -23,7 +23,13 @@ from deckhand.memory.backend import ScanEntry
 from deckhand.memory.coordinates import MEMORY_DIR, VectorCoordinate
 from deckhand.memory.errors import CoordinateValidationError, StorageError
 
-GITIGNORE = "# temporary files of interrupted writes (deckhand git-memory)\n.*.tmp\n"
+GITIGNORE = (
+    "# deckhand git-memory: temporary files of writes in progress or interrupted\n"
+    ".*.tmp\n"
+    "# decisions are committed even if a rule of a parent directory matches them\n"
+    "!/x-*/\n"
+    "!/x-*/y-*-z-*.json\n"
+)
 _XDIR = re.compile(r"x-(\d+)")
 _FILE = re.compile(r"y-(\d+)-z-(\d+)\.json")
 #: errno values meaning "this file system cannot make hard links".
@@ -113,25 +119,25 @@ def scan(root: Path) -> Iterator[ScanEntry]:
         for entry in files:
             if entry.name.startswith(".") or not entry.name.endswith(".json"):
                 continue
-            yield _read_entry(Path(entry.path), int(xmatch.group(1)), xdir.name, entry.name)
+            yield _read_entry(entry.path, int(xmatch.group(1)), xdir.name, entry.name)
 
 
-def _read_entry(path: Path, x: int, xname: str, name: str) -> ScanEntry:
+def _read_entry(path: str, x: int, xname: str, name: str) -> ScanEntry:
     match = _FILE.fullmatch(name)
     if not match:
-        return ScanEntry(str(path), None, None, "file name is not a coordinate (expected y-Y-z-Z.json)")
+        return ScanEntry(path, None, None, "file name is not a coordinate (expected y-Y-z-Z.json)")
     try:
         coord = VectorCoordinate(x, int(match.group(1)), int(match.group(2)))
     except CoordinateValidationError as exc:
-        return ScanEntry(str(path), None, None, f"file name is not a valid coordinate: {exc}")
-    canonical = coord.to_path()
-    if (xname, name) != canonical.parts[-2:]:
-        return ScanEntry(str(path), None, None, f"non-canonical name; the decision at {coord} belongs in {canonical}")
+        return ScanEntry(path, None, None, f"file name is not a valid coordinate: {exc}")
+    if xname != f"x-{coord.x:03d}":
+        return ScanEntry(path, None, None, f"non-canonical name; the decision at {coord} belongs in {coord.to_path()}")
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
-        return ScanEntry(str(path), coord, None, f"cannot read ({exc.strerror or exc})")
-    return ScanEntry(str(path), coord, data)
+        return ScanEntry(path, coord, None, f"cannot read ({exc.strerror or exc})")
+    return ScanEntry(path, coord, data)
 
 
 def memory_root(repo: Path) -> Path:
