@@ -31,6 +31,7 @@ from deckhand.memory import VectorCoordinate, VectorMemoryManager
 TARGETS: dict[str, tuple[float, str]] = {
     "store p99": (0.050, "per call"),
     "get p99": (0.050, "per call"),
+    "exists p99": (0.010, "per call"),
     "exists max": (0.010, "per call"),
     "query_range p99": (0.100, "n < 100 results"),
     "query_partial_order p99": (0.100, "m = all coordinates"),
@@ -99,6 +100,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
             timed(get, lambda c=c: manager.get(c))
             timed(exists, lambda c=c: manager.exists(c))
         results["get p99"] = percentile(get, 0.99)
+        results["exists p99"] = percentile(exists, 0.99)
         results["exists max"] = max(exists)
 
         qr: list[float] = []
@@ -149,9 +151,10 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
             t = time.perf_counter()
             reopened = open_manager(repo, backend, fsync, "reloaded")
             results["open (loads)"] = time.perf_counter() - t
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             loaded = reopened.load_from_git()
             results["load_from_git"] = time.perf_counter() - t
+            results["load_from_git CPU"] = time.process_time() - cpu
             assert loaded == total, (loaded, total)
             results["loaded"] = f"{loaded:,} decisions"
 
@@ -192,8 +195,10 @@ def main() -> None:
     print(f"vector memory benchmark: backend={args.backend}{'' if args.backend != 'git' else f' fsync={fsync}'}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},"
           f" {platform.system()} {platform.release()}")
-    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}\n")
+    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     runs = {n: run_size(n, args.backend, fsync, args.semantic and n <= 1000) for n in sizes}
+    print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}\n")
     keys: list[str] = []
     for r in runs.values():
         keys += [k for k in r if k not in keys]

@@ -21,6 +21,8 @@ _PATH = re.compile(r"(?:^|[/\\])x-(\d+)[/\\]y-(\d+)-z-(\d+)\.json$")
 
 def check_int(name: str, value: object, low: int, high: int) -> int:
     """``value`` if it is an int in ``[low, high]``; otherwise a CoordinateValidationError quoting it."""
+    if type(value) is int and low <= value <= high:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise CoordinateValidationError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
     if not low <= value <= high:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 
 from deckhand.memory.coordinates import VectorCoordinate
 from deckhand.memory.decisions import StoredDecision
@@ -38,8 +39,10 @@ class CoordinateIndex:
     def __contains__(self, key: Key) -> bool:
         return key in self._by_key
 
-    def get(self, key: Key) -> StoredDecision | None:
-        return self._by_key.get(key)
+    @property
+    def get(self) -> Callable[[Key], StoredDecision | None]:
+        """``get(key)``: the decision at ``key`` or ``None`` (the dict's own method, for speed)."""
+        return self._by_key.get
 
     def put(self, decision: StoredDecision) -> StoredDecision | None:
         """Insert or replace; returns the decision it replaced, if any."""
@@ -83,7 +86,7 @@ class ContentIndex:
     """Inverted index: lower-case word → coordinates whose content contains it."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, set[Key]] = {}
+        self._postings: defaultdict[str, set[Key]] = defaultdict(set)
         self._words_of: dict[Key, set[str]] = {}
         self._text_of: dict[Key, str] = {}
         self._vocab_text: str | None = None
@@ -95,18 +98,18 @@ class ContentIndex:
 
     def add(self, key: Key, content: str) -> None:
         """Index ``content`` under ``key``, replacing what was indexed there before."""
-        self.remove(key)
+        if key in self._words_of:
+            self.remove(key)
         lowered = content.lower()
         tokens = set(_WORD.findall(lowered))
         self._words_of[key] = tokens
         self._text_of[key] = lowered
+        postings = self._postings
+        size = len(postings)
         for w in tokens:
-            posting = self._postings.get(w)
-            if posting is None:
-                self._postings[w] = {key}
-                self._vocab_text = None
-            else:
-                posting.add(key)
+            postings[w].add(key)
+        if len(postings) != size:
+            self._vocab_text = None
 
     def remove(self, key: Key) -> None:
         tokens = self._words_of.pop(key, None)
@@ -157,7 +160,7 @@ class ContentIndex:
         for fragment in sorted(set(fragments), key=len, reverse=True):
             keys: set[Key] = set()
             for w in self._words_containing(fragment):
-                keys |= self._postings[w]
+                keys |= self._postings.get(w, set())
             result = keys if result is None else result & keys
             if not result:
                 return set()
@@ -167,8 +170,11 @@ class ContentIndex:
         """Coordinates whose content contains ``term``, ignoring case (substring match)."""
         lowered = term.lower()
         pool = self.candidates(lowered)
+        if pool is not None and _WORD.fullmatch(lowered):
+            return pool  # a single run of word characters: every candidate's words contain it
         keys = self._text_of.keys() if pool is None else pool
-        return {k for k in keys if lowered in self._text_of[k]}
+        text = self._text_of
+        return {k for k in keys if lowered in text[k]}
 
     def search(self, terms: list[str], match_all: bool) -> list[tuple[Key, int]]:
         """``(coordinate, number of matching terms)`` for every match, most terms first, then in (x, y, z) order."""
@@ -177,8 +183,15 @@ class ContentIndex:
             for key in self.matching(term):
                 counts[key] = counts.get(key, 0) + 1
         needed = len(terms) if match_all else 1
-        hits = [(k, n) for k, n in counts.items() if n >= needed]
-        hits.sort(key=lambda kn: (-kn[1], kn[0]))
+        by_count: dict[int, list[Key]] = {}
+        for key, n in counts.items():
+            if n >= needed:
+                by_count.setdefault(n, []).append(key)
+        hits: list[tuple[Key, int]] = []
+        for n in sorted(by_count, reverse=True):
+            keys = by_count[n]
+            keys.sort()
+            hits.extend(zip(keys, [n] * len(keys), strict=True))
         return hits
 
 

@@ -208,7 +208,8 @@ class VectorMemoryManager:
         terms = _terms(search_terms)
         with self._lock:
             hits = self._content.search(terms, match_all)
-            return [(d, n) for key, n in hits if (d := self._index.get(key)) is not None]
+            get = self._index.get
+            return [(d, n) for key, n in hits if (d := get(key)) is not None]
 
     def search_semantic(self, query: str, k: int = 5) -> list[MemoryHit]:
         """The ``k`` decisions closest in meaning to ``query``, best first (beyond the contract).
