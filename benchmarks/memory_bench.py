@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
         texts = [" ".join(rng.choices(words, k=rng.randint(20, 60))) for _ in coords]
         store: list[float] = []
         for c, text in zip(coords, texts, strict=True):
-            timed(store, lambda c=c, text=text: manager.store(c, text))
+            timed(store, partial(manager.store, c, text))
         results["store p50"] = percentile(store, 0.50)
         results["store p99"] = percentile(store, 0.99)
 
@@ -97,8 +98,8 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
         get: list[float] = []
         exists: list[float] = []
         for c in probes:
-            timed(get, lambda c=c: manager.get(c))
-            timed(exists, lambda c=c: manager.exists(c))
+            timed(get, partial(manager.get, c))
+            timed(exists, partial(manager.exists, c))
         results["get p99"] = percentile(get, 0.99)
         results["exists p99"] = percentile(exists, 0.99)
         results["exists max"] = max(exists)
@@ -107,7 +108,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
         sizes: list[int] = []
         for _ in range(300):
             x0 = rng.randint(1, 991)
-            found = timed(qr, lambda x0=x0: manager.query_range(x_range=(x0, x0 + 9)))
+            found = timed(qr, partial(manager.query_range, x_range=(x0, x0 + 9)))
             sizes.append(len(found))
         results["query_range p99"] = percentile(qr, 0.99)
         results["query_range results"] = f"mean {sum(sizes) / len(sizes):.0f}"
@@ -117,7 +118,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
         for _ in range(300):
             xt, yt = rng.randint(1, 1001), rng.randint(1, 6)
             zf = rng.choice([None, 1, 2, 3, 4])
-            po_sizes.append(len(timed(po, lambda xt=xt, yt=yt, zf=zf: manager.query_partial_order(xt, yt, zf))))
+            po_sizes.append(len(timed(po, partial(manager.query_partial_order, xt, yt, zf))))
         results["query_partial_order p99"] = percentile(po, 0.99)
         results["query_partial_order results"] = f"mean {sum(po_sizes) / len(po_sizes):.0f}"
 
@@ -127,7 +128,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
             terms = rng.sample(words, rng.randint(1, 3))
             if i % 3 == 0:
                 terms = [t[1:4] for t in terms]  # substring terms hit many vocabulary words
-            hits.append(len(timed(sc, lambda t=terms, a=(i % 2 == 0): manager.search_content(t, match_all=a))))
+            hits.append(len(timed(sc, partial(manager.search_content, terms, match_all=i % 2 == 0))))
         results["search_content p99"] = percentile(sc, 0.99)
         results["search_content results"] = f"mean {sum(hits) / len(hits):.0f}"
 
@@ -165,7 +166,7 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
             sem: list[float] = []
             for _ in range(50):
                 q = " ".join(rng.choices(words, k=5))
-                timed(sem, lambda q=q: manager.search_semantic(q, k=5))
+                timed(sem, partial(manager.search_semantic, q, k=5))
             results["semantic p99 (warm)"] = percentile(sem, 0.99)
         manager.close()
     return results
