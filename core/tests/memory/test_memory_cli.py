@@ -119,3 +119,11 @@ def test_agent_config_selects_the_memory(repo: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("memory:\n  backend: git\n  colour: red\n")
     assert "memory.colour: unknown field" in run("-c", str(bad), "query", code=EXIT_CONFIG)
+
+
+def test_semantic_cache_stays_out_of_git_status(repo: Path) -> None:
+    run("store", "1", "1", "2", "Persist orders in PostgreSQL tables")
+    run("search", "--semantic", "database")
+    assert (repo / ".deckhand" / "cache" / "embeddings.sqlite").is_file()
+    run("sync")
+    assert _git(repo, "status", "--porcelain", "--untracked-files=all") == ""

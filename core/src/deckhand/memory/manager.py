@@ -345,7 +345,15 @@ class VectorMemoryManager:
 
         name = self._embedding_model or DEFAULT_EMBEDDER
         inner = get_registry().resolve("embedder", name).factory(self._embedding_model)
-        cache = EmbeddingCache(self._embedding_cache) if self._embedding_cache is not None else None
+        cache = None
+        if self._embedding_cache is not None:
+            cache = EmbeddingCache(self._embedding_cache)
+            ignore = self._embedding_cache.parent / ".gitignore"
+            if not ignore.exists():  # keep the cache out of `git status` of the memory's repository
+                try:
+                    ignore.write_text("# deckhand's embedding cache: never commit it\n*\n")
+                except OSError:
+                    log.debug("could not write %s", ignore)
         return CachedEmbedder(inner, cache)
 
 
