@@ -138,8 +138,11 @@ def run_size(n: int, backend: str, fsync: bool, semantic: bool, seed: int = 1) -
         results[f"sync all {n:,}"] = time.perf_counter() - t
         assert backend != "git" or first.commit, "sync made no commit"
         taken = {c.to_tuple() for c in coords}
-        fresh = [c for c in (VectorCoordinate(x, y, z) for x in range(1, 1001) for y in range(1, 6)
-                             for z in range(2, 5)) if c.to_tuple() not in taken][:1000]
+        fresh = [
+            c
+            for c in (VectorCoordinate(x, y, z) for x in range(1, 1001) for y in range(1, 6) for z in range(2, 5))
+            if c.to_tuple() not in taken
+        ][:1000]
         for c in fresh:
             manager.store(c, "a later decision " + " ".join(rng.choices(words, k=20)))
         t = time.perf_counter()
@@ -194,8 +197,10 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     fsync = not args.no_fsync
     print(f"vector memory benchmark: backend={args.backend}{'' if args.backend != 'git' else f' fsync={fsync}'}")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},"
-          f" {platform.system()} {platform.release()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},"
+        f" {platform.system()} {platform.release()}"
+    )
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     runs = {n: run_size(n, args.backend, fsync, args.semantic and n <= 1000) for n in sizes}

@@ -16,8 +16,7 @@ pytest.importorskip("deckhand_git_memory")
 
 def _git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
-                          env=env).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
 @pytest.fixture
@@ -41,8 +40,18 @@ def run(*args: str, code: int = 0, input: str | None = None) -> str:
 
 
 def test_store_get_exists_query_search_sync_load(repo: Path) -> None:
-    out = run("--agent-id", "cli-agent", "store", "5", "2", "1", "Use PostgreSQL for persistence",
-              "--context", "issue_id=t49", "--json")
+    out = run(
+        "--agent-id",
+        "cli-agent",
+        "store",
+        "5",
+        "2",
+        "1",
+        "Use PostgreSQL for persistence",
+        "--context",
+        "issue_id=t49",
+        "--json",
+    )
     stored = json.loads(out)
     assert stored["coordinate"] == {"x": 5, "y": 2, "z": 1} and stored["agent_id"] == "cli-agent"
     assert stored["issue_context"] == {"issue_id": "t49"}
@@ -53,8 +62,10 @@ def test_store_get_exists_query_search_sync_load(repo: Path) -> None:
     assert got["content"] == "Use PostgreSQL for persistence"
     assert "Use PostgreSQL" in run("get", "5", "2", "1")
     assert json.loads(run("get", "6", "2", "1", "--json", code=EXIT_ERROR))["found"] is False
-    assert json.loads(run("exists", "5", "2", "1", "--json")) == {"coordinate": {"x": 5, "y": 2, "z": 1},
-                                                                   "exists": True}
+    assert json.loads(run("exists", "5", "2", "1", "--json")) == {
+        "coordinate": {"x": 5, "y": 2, "z": 1},
+        "exists": True,
+    }
     run("exists", "6", "2", "1", code=EXIT_ERROR)
 
     q = json.loads(run("query", "--x", "1-6", "--json"))
@@ -102,7 +113,7 @@ def test_corrupt_file_on_load(repo: Path) -> None:
     run("store", "2", "1", "2", "soon broken")
     (repo / ".vector-memory" / "x-002" / "y-1-z-2.json").write_text("{not json")
     out = run("load", "--json", code=EXIT_PARTIAL)
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     assert report["loaded"] == 1 and "x-002/y-1-z-2.json" in report["errors"][0]
 
 

@@ -36,8 +36,10 @@ def test_unknown_memory_field_is_rejected_with_its_location(tmp_path: Path) -> N
 
 def test_precedence_agent_over_project_over_user(tmp_path: Path) -> None:
     home, proj = tmp_path / "home", tmp_path / "proj"
-    _write(home / ".deckhand" / "config.yaml",
-           "memory:\n  backend: git\n  path: user-memory\n  embedding_model: minilm\n  options: {lock_timeout: 3}\n")
+    _write(
+        home / ".deckhand" / "config.yaml",
+        "memory:\n  backend: git\n  path: user-memory\n  embedding_model: minilm\n  options: {lock_timeout: 3}\n",
+    )
     _write(proj / ".deckhand" / "config.yaml", "memory:\n  path: shared\n  options: {fsync: false}\n")
     agent = _write(proj / "agents" / "agent.yaml", "name: coder\nmemory:\n  agent_id: coder-7\n")
     resolved = resolve_memory_config(agent, cwd=proj, home=home)

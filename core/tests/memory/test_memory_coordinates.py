@@ -14,8 +14,12 @@ def test_paths_round_trip() -> None:
     assert c.to_tuple() == (5, 2, 1)
     assert c.to_path() == Path(".vector-memory/x-005/y-2-z-1.json")
     assert VectorCoordinate(1000, 5, 4).to_path() == Path(".vector-memory/x-1000/y-5-z-4.json")
-    for form in (".vector-memory/x-005/y-2-z-1.json", "x-005/y-2-z-1.json", "/repo/.vector-memory/x-005/y-2-z-1.json",
-                 Path(".vector-memory/x-005/y-2-z-1.json")):
+    for form in (
+        ".vector-memory/x-005/y-2-z-1.json",
+        "x-005/y-2-z-1.json",
+        "/repo/.vector-memory/x-005/y-2-z-1.json",
+        Path(".vector-memory/x-005/y-2-z-1.json"),
+    ):
         assert VectorCoordinate.from_path(form) == c
 
 
@@ -44,32 +48,51 @@ def test_parse_coordinate() -> None:
 
 
 def test_decision_json_round_trip() -> None:
-    d = StoredDecision(VectorCoordinate(5, 2, 1), "Use PostgreSQL", datetime(2025, 1, 6, 12, 0, tzinfo=UTC),
-                       "claude-code-01", {"issue_id": "t49"})
+    d = StoredDecision(
+        VectorCoordinate(5, 2, 1),
+        "Use PostgreSQL",
+        datetime(2025, 1, 6, 12, 0, tzinfo=UTC),
+        "claude-code-01",
+        {"issue_id": "t49"},
+    )
     data = d.to_json()
-    assert data == {"coordinate": {"x": 5, "y": 2, "z": 1}, "content": "Use PostgreSQL",
-                    "timestamp": "2025-01-06T12:00:00+00:00", "agent_id": "claude-code-01",
-                    "issue_context": {"issue_id": "t49"}}
+    assert data == {
+        "coordinate": {"x": 5, "y": 2, "z": 1},
+        "content": "Use PostgreSQL",
+        "timestamp": "2025-01-06T12:00:00+00:00",
+        "agent_id": "claude-code-01",
+        "issue_context": {"issue_id": "t49"},
+    }
     assert StoredDecision.from_json(data) == d
     assert StoredDecision.from_bytes(d.to_bytes()) == d
 
 
-@pytest.mark.parametrize("broken", [
-    b"{", b"[]", b'{"coordinate": {"x": 5, "y": 2, "z": 1}}',
-    b'{"coordinate": {"x": 5, "y": 2, "z": 9}, "content": "a", "timestamp": "2025-01-06", "agent_id": "a"}',
-    b'{"coordinate": {"x": 5, "y": 2, "z": 1}, "content": 3, "timestamp": "2025-01-06", "agent_id": "a"}',
-    b'{"coordinate": {"x": 5, "y": 2, "z": 1}, "content": "a", "timestamp": "yesterday", "agent_id": "a"}',
-    b"\xff\xfe",
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        b"{",
+        b"[]",
+        b'{"coordinate": {"x": 5, "y": 2, "z": 1}}',
+        b'{"coordinate": {"x": 5, "y": 2, "z": 9}, "content": "a", "timestamp": "2025-01-06", "agent_id": "a"}',
+        b'{"coordinate": {"x": 5, "y": 2, "z": 1}, "content": 3, "timestamp": "2025-01-06", "agent_id": "a"}',
+        b'{"coordinate": {"x": 5, "y": 2, "z": 1}, "content": "a", "timestamp": "yesterday", "agent_id": "a"}',
+        b"\xff\xfe",
+    ],
+)
 def test_malformed_decisions_raise(broken: bytes) -> None:
     with pytest.raises((ValueError, KeyError, TypeError)):
         StoredDecision.from_bytes(broken)
 
 
-@pytest.mark.parametrize("context", [None, {}, {"issue_id": "t49", "títle": "naïve \"quoted\"\n"}])
+@pytest.mark.parametrize("context", [None, {}, {"issue_id": "t49", "títle": 'naïve "quoted"\n'}])
 def test_file_format_is_standard_indented_json(context: dict[str, str] | None) -> None:
     import json
 
-    d = StoredDecision(VectorCoordinate(1000, 5, 4), "Ünïcode \"q\" \\ \n\t 😀 \u2028",
-                       datetime(2025, 1, 6, 12, 0, 0, 123456, tzinfo=UTC), "agent \"7\"", context)
+    d = StoredDecision(
+        VectorCoordinate(1000, 5, 4),
+        'Ünïcode "q" \\ \n\t 😀 \u2028',
+        datetime(2025, 1, 6, 12, 0, 0, 123456, tzinfo=UTC),
+        'agent "7"',
+        context,
+    )
     assert d.to_bytes() == (json.dumps(d.to_json(), indent=2, ensure_ascii=False) + "\n").encode()

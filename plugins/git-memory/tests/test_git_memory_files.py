@@ -125,9 +125,7 @@ def test_corrupt_and_stray_files(repo: Path, caplog: pytest.LogCaptureFixture) -
     assert decision_at(fresh, VectorCoordinate(2, 1, 2)).content == "repaired"
 
 
-def test_create_only_without_hard_links_falls_back_to_a_lock(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_create_only_without_hard_links_falls_back_to_a_lock(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_links(src: object, dst: object) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 

@@ -47,8 +47,12 @@ def test_sync_leaves_staged_unstaged_and_untracked_changes_exactly(repo: Path) -
     assert result.commit == git(repo, "rev-parse", "HEAD").strip()
     assert git(repo, "rev-parse", "HEAD~1").strip() == head
     committed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
-    assert committed == [".vector-memory/.gitignore", ".vector-memory/x-001/y-2-z-1.json",
-                         ".vector-memory/x-002/y-2-z-1.json", ".vector-memory/x-003/y-2-z-1.json"]
+    assert committed == [
+        ".vector-memory/.gitignore",
+        ".vector-memory/x-001/y-2-z-1.json",
+        ".vector-memory/x-002/y-2-z-1.json",
+        ".vector-memory/x-003/y-2-z-1.json",
+    ]
     assert _user_state(repo) == before  # nothing of the user's changed, not even the index
     assert ".vector-memory" not in git(repo, "status", "--porcelain", "--untracked-files=all")
     body = git(repo, "log", "-1", "--format=%B")

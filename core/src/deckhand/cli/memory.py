@@ -143,15 +143,23 @@ def _with_coordinate(func: F) -> F:
 
 
 @click.group("memory")
-@click.option("-c", "--agent-config", type=click.Path(dir_okay=False, path_type=Path),
-              help="agent.yaml whose memory: section to use (default: global config files only).")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path),
-              help="Repository (git) or storage path; overrides memory.path.")
+@click.option(
+    "-c",
+    "--agent-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="agent.yaml whose memory: section to use (default: global config files only).",
+)
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Repository (git) or storage path; overrides memory.path.",
+)
 @click.option("--backend", help="Memory backend (git, memory, ...); overrides memory.backend.")
 @click.option("--agent-id", envvar="DECKHAND_AGENT_ID", help="Agent id recorded with stored decisions.")
 @click.pass_context
-def memory(ctx: click.Context, agent_config: Path | None, repo: Path | None, backend: str | None,
-           agent_id: str | None) -> None:
+def memory(
+    ctx: click.Context, agent_config: Path | None, repo: Path | None, backend: str | None, agent_id: str | None
+) -> None:
     """The agent's vector memory: decisions at (issue x, stage y, layer z)."""
     ctx.ensure_object(dict)
     ctx.obj["memory_options"] = {"agent_config": agent_config, "repo": repo, "backend": backend, "agent_id": agent_id}
@@ -160,15 +168,29 @@ def memory(ctx: click.Context, agent_config: Path | None, repo: Path | None, bac
 @memory.command("store")
 @_with_coordinate
 @click.argument("content", required=False)
-@click.option("-f", "--file", "content_file", type=click.File("r", encoding="utf-8"),
-              help="Read the content from a file ('-' for standard input).")
+@click.option(
+    "-f",
+    "--file",
+    "content_file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the content from a file ('-' for standard input).",
+)
 @click.option("--context", "context", multiple=True, metavar="KEY=VALUE", help="Issue context entry (repeatable).")
 @click.option("--sync", "sync_after", is_flag=True, help="Commit the memory right after storing.")
 @json_option
 @click.pass_context
 @_handles_errors
-def store_cmd(ctx: click.Context, x: int, y: int, z: int, content: str | None, content_file: Any,
-              context: tuple[str, ...], sync_after: bool, as_json: bool) -> None:
+def store_cmd(
+    ctx: click.Context,
+    x: int,
+    y: int,
+    z: int,
+    content: str | None,
+    content_file: Any,
+    context: tuple[str, ...],
+    sync_after: bool,
+    as_json: bool,
+) -> None:
     """Store CONTENT (or --file) at coordinate X Y Z; z=1 can be written only once."""
     if (content is None) == (content_file is None):
         raise click.UsageError("give the decision either as CONTENT or with --file")
@@ -205,8 +227,10 @@ def get_cmd(ctx: click.Context, x: int, y: int, z: int, as_json: bool) -> None:
         ctx.exit(_exit_codes().EXIT_ERROR)
     payload = _decision_json(manager, decision)
     context = "".join(f"\n{k}: {v}" for k, v in (decision.issue_context or {}).items())
-    text = (f"{coord} by {decision.agent_id} at {decision.timestamp.isoformat(timespec='seconds')}"
-            f"{context}\n\n{decision.content}")
+    text = (
+        f"{coord} by {decision.agent_id} at {decision.timestamp.isoformat(timespec='seconds')}"
+        f"{context}\n\n{decision.content}"
+    )
     _emit(as_json, payload, text)
 
 
@@ -219,8 +243,9 @@ def exists_cmd(ctx: click.Context, x: int, y: int, z: int, as_json: bool) -> Non
     """Exit 0 if X Y Z holds a decision, 1 if not."""
     coord = _coordinate(x, y, z)
     found = _manager(ctx).exists(coord)
-    _emit(as_json, {"coordinate": {"x": x, "y": y, "z": z}, "exists": found},
-          f"{coord}: {'exists' if found else 'empty'}")
+    _emit(
+        as_json, {"coordinate": {"x": x, "y": y, "z": z}, "exists": found}, f"{coord}: {'exists' if found else 'empty'}"
+    )
     if not found:
         ctx.exit(_exit_codes().EXIT_ERROR)
 
@@ -234,8 +259,15 @@ def exists_cmd(ctx: click.Context, x: int, y: int, z: int, as_json: bool) -> Non
 @json_option
 @click.pass_context
 @_handles_errors
-def query_cmd(ctx: click.Context, x_range: str | None, y_range: str | None, z_range: str | None,
-              before: str | None, limit: int | None, as_json: bool) -> None:
+def query_cmd(
+    ctx: click.Context,
+    x_range: str | None,
+    y_range: str | None,
+    z_range: str | None,
+    before: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
     """List decisions by coordinate ranges, or those before a point (--before X,Y)."""
     manager = _manager(ctx)
     if before is not None:
@@ -261,13 +293,13 @@ def query_cmd(ctx: click.Context, x_range: str | None, y_range: str | None, z_ra
 @click.argument("terms", nargs=-1, required=True)
 @click.option("--all", "match_all", is_flag=True, help="Require every term (default: any).")
 @click.option("--semantic", is_flag=True, help="Rank by meaning with the embedder (TERMS form one query).")
-@click.option("-k", "--top-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Results to show.")
+@click.option("-k", "--top-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="Results to show.")
 @json_option
 @click.pass_context
 @_handles_errors
-def search_cmd(ctx: click.Context, terms: tuple[str, ...], match_all: bool, semantic: bool, k: int,
-               as_json: bool) -> None:
+def search_cmd(
+    ctx: click.Context, terms: tuple[str, ...], match_all: bool, semantic: bool, k: int, as_json: bool
+) -> None:
     """Find decisions containing TERMS (most matching terms first), or by meaning with --semantic."""
     manager = _manager(ctx)
     if semantic:
@@ -329,8 +361,11 @@ def load_cmd(ctx: click.Context, as_json: bool) -> None:
         loaded = manager.load_from_git()
     except CorruptDecisionsError as exc:
         loaded, errors = exc.loaded, [str(e) for e in exc.errors]
-    _emit(as_json, {"loaded": loaded, "errors": errors},
-          f"loaded {loaded} decision(s)" + "".join(f"\nerror: {e}" for e in errors))
+    _emit(
+        as_json,
+        {"loaded": loaded, "errors": errors},
+        f"loaded {loaded} decision(s)" + "".join(f"\nerror: {e}" for e in errors),
+    )
     if errors:
         ctx.exit(_exit_codes().EXIT_PARTIAL)
 

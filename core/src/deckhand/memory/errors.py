@@ -48,6 +48,4 @@ class CorruptDecisionsError(StorageError):
         self.loaded = loaded
         shown = "; ".join(str(e) for e in self.errors[:5])
         more = f" (and {len(self.errors) - 5} more)" if len(self.errors) > 5 else ""
-        super().__init__(
-            f"{len(self.errors)} stored decision(s) could not be read, {loaded} loaded: {shown}{more}"
-        )
+        super().__init__(f"{len(self.errors)} stored decision(s) could not be read, {loaded} loaded: {shown}{more}")

@@ -316,9 +316,7 @@ class VectorMemoryManager:
                 f"{location}: not a valid decision file ({reason}); fix or restore it, e.g. git checkout -- <file>"
             ) from exc
         if decision.coordinate != coord:
-            raise StorageError(
-                f"{location}: the file says coordinate {decision.coordinate} but its name says {coord}"
-            )
+            raise StorageError(f"{location}: the file says coordinate {decision.coordinate} but its name says {coord}")
         return decision
 
     def _reload_one(self, coord: VectorCoordinate) -> None:

@@ -71,9 +71,7 @@ class SemanticIndex:
                     self._vector[k] = np.asarray(v, dtype=np.float32)
             keys = sorted(self._text)
             dim = embedder.dimension
-            self._matrix = (
-                np.stack([self._vector[k] for k in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
-            )
+            self._matrix = np.stack([self._vector[k] for k in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
             self._matrix_keys = keys
         return self._matrix, self._matrix_keys
 

@@ -52,8 +52,24 @@ from deckhand.protocols import MemoryBackend
 
 BackendSpec = tuple[str, dict[str, Any]]
 AGENT = "conformance-agent"
-WORDS = ("database", "postgresql", "cache", "redis", "authentication", "security", "queue", "retry",
-         "schema", "migration", "logging", "metrics", "api", "gateway", "token", "session")
+WORDS = (
+    "database",
+    "postgresql",
+    "cache",
+    "redis",
+    "authentication",
+    "security",
+    "queue",
+    "retry",
+    "schema",
+    "migration",
+    "logging",
+    "metrics",
+    "api",
+    "gateway",
+    "token",
+    "session",
+)
 
 
 def build_backend(spec: BackendSpec) -> MemoryBackend:
@@ -169,7 +185,7 @@ class StorageTests(_Base):
         assert not manager.exists(coord)
 
     def test_content_kept_exactly(self, manager: VectorMemoryManager) -> None:
-        text = "  Décision: naïve — 数据库 😀\n\twith \"quotes\", \\backslashes\\ and\r\nnewlines  "
+        text = '  Décision: naïve — 数据库 😀\n\twith "quotes", \\backslashes\\ and\r\nnewlines  '
         manager.store(VectorCoordinate(3, 3, 3), text)
         biggest = "a" * MAX_CONTENT_BYTES
         manager.store(VectorCoordinate(3, 3, 4), biggest)
@@ -211,9 +227,7 @@ class ImmutabilityTests(_Base):
             assert manager.get(coord).content == "Implementation v2"  # type: ignore[union-attr]
         assert [d.content for d in manager.search_content(["v1"])] == []
 
-    def test_immutability_holds_for_a_manager_that_has_not_seen_the_decision(
-        self, backend: MemoryBackend
-    ) -> None:
+    def test_immutability_holds_for_a_manager_that_has_not_seen_the_decision(self, backend: MemoryBackend) -> None:
         first, second = _open(backend, "agent-a"), _open(self.reopen(backend), "agent-b")
         coord = VectorCoordinate(9, 1, 1)
         first.store(coord, "agent a was first")
@@ -321,12 +335,18 @@ class QueryTests(_Base):
     def test_query_range_matches_brute_force(self, manager: VectorMemoryManager) -> None:
         stored = _dataset(manager)
         cases: list[tuple[Any, Any, Any]] = [
-            (None, None, None), ((1, 10), None, (1, 1)), (None, (2, 2), None), ((5, 5), (1, 5), (2, 4)),
-            ((20, 40), (3, 4), None), ((61, 1000), None, None), ((1, 1000), (5, 5), (4, 4)),
+            (None, None, None),
+            ((1, 10), None, (1, 1)),
+            (None, (2, 2), None),
+            ((5, 5), (1, 5), (2, 4)),
+            ((20, 40), (3, 4), None),
+            ((61, 1000), None, None),
+            ((1, 1000), (5, 5), (4, 4)),
         ]
         for xr, yr, zr in cases:
             expected = [
-                d.coordinate for d in stored
+                d.coordinate
+                for d in stored
                 if (xr is None or xr[0] <= d.coordinate.x <= xr[1])
                 and (yr is None or yr[0] <= d.coordinate.y <= yr[1])
                 and (zr is None or zr[0] <= d.coordinate.z <= zr[1])
@@ -338,7 +358,8 @@ class QueryTests(_Base):
         stored = _dataset(manager)
         for xt, yt, zf in [(7, 4, 1), (7, 4, None), (1, 1, None), (30, 6, None), (1001, 1, None), (61, 3, 2)]:
             expected = [
-                d.coordinate for d in stored
+                d.coordinate
+                for d in stored
                 if (d.coordinate.x < xt or (d.coordinate.x == xt and d.coordinate.y < yt))
                 and (zf is None or d.coordinate.z == zf)
             ]
@@ -354,9 +375,15 @@ class QueryTests(_Base):
 
     def test_content_search_matches_brute_force_and_ranks_by_terms(self, manager: VectorMemoryManager) -> None:
         stored = _dataset(manager)
-        for terms, match_all in [(["database", "PostgreSQL"], False), (["authentication", "security"], True),
-                                 (["CACHE"], False), (["redis", "queue", "token"], False),
-                                 (["data"], False), (["note 1"], False), (["absent-word"], False)]:
+        for terms, match_all in [
+            (["database", "PostgreSQL"], False),
+            (["authentication", "security"], True),
+            (["CACHE"], False),
+            (["redis", "queue", "token"], False),
+            (["data"], False),
+            (["note 1"], False),
+            (["absent-word"], False),
+        ]:
             lowered = [t.lower() for t in terms]
             counts = {d.coordinate: sum(t in d.content.lower() for t in lowered) for d in stored}
             need = len(terms) if match_all else 1
@@ -414,11 +441,20 @@ class PersistenceTests(_Base):
 class ErrorHandlingTests(_Base):
     """Scenario 6: every specified exception for its invalid input, with a message that says why."""
 
-    @pytest.mark.parametrize(("x", "y", "z", "quoted"), [
-        (0, 1, 1, "x must be in [1, 1000], got 0"), (1001, 1, 1, "got 1001"), (1, 0, 1, "y must be in [1, 5], got 0"),
-        (1, 6, 1, "got 6"), (1, 1, 0, "z must be in [1, 4], got 0"), (1, 1, 5, "got 5"), ("1", 1, 1, "got '1'"),
-        (1.0, 1, 1, "got 1.0"), (True, 1, 1, "got True"),
-    ])
+    @pytest.mark.parametrize(
+        ("x", "y", "z", "quoted"),
+        [
+            (0, 1, 1, "x must be in [1, 1000], got 0"),
+            (1001, 1, 1, "got 1001"),
+            (1, 0, 1, "y must be in [1, 5], got 0"),
+            (1, 6, 1, "got 6"),
+            (1, 1, 0, "z must be in [1, 4], got 0"),
+            (1, 1, 5, "got 5"),
+            ("1", 1, 1, "got '1'"),
+            (1.0, 1, 1, "got 1.0"),
+            (True, 1, 1, "got True"),
+        ],
+    )
     def test_coordinate_validation(self, x: Any, y: Any, z: Any, quoted: str) -> None:
         with pytest.raises(CoordinateValidationError) as info:
             VectorCoordinate(x, y, z)
@@ -510,7 +546,12 @@ class PerformanceTests(_Base):
 
 
 class MemoryBackendTests(
-    StorageTests, ImmutabilityTests, ConcurrencyTests, QueryTests, PersistenceTests, ErrorHandlingTests,
+    StorageTests,
+    ImmutabilityTests,
+    ConcurrencyTests,
+    QueryTests,
+    PersistenceTests,
+    ErrorHandlingTests,
     PerformanceTests,
 ):
     """Every conformance test: subclass it and override the ``backend`` fixture (see the module docstring)."""
