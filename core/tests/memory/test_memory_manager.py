@@ -162,3 +162,32 @@ def test_semantic_search_with_the_default_embedder(tmp_path: object) -> None:
     assert hits[0].decision.coordinate.x == 1
     hits = manager.search_semantic("what happens when a request to a server fails", k=1)
     assert hits[0].decision.coordinate.x == 3
+
+
+def test_stores_are_not_blocked_while_the_first_semantic_search_embeds() -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    class SlowEmbedder(KeywordEmbedder):
+        def embed(self, texts: Sequence[str]) -> Vector:
+            if len(texts) > 1:
+                started.set()
+                assert release.wait(10)
+            return super().embed(texts)
+
+    manager = VectorMemoryManager(None, "a", backend=InMemoryBackend(), embedder=SlowEmbedder())
+    manager.store(VectorCoordinate(1, 1, 2), "database schema")
+    manager.store(VectorCoordinate(2, 1, 2), "network retries")
+    results: list[object] = []
+    searcher = threading.Thread(target=lambda: results.append(manager.search_semantic("database", k=3)))
+    searcher.start()
+    assert started.wait(10)
+    manager.store(VectorCoordinate(3, 1, 2), "testing plan")  # would deadlock if the search held the lock
+    manager.store(VectorCoordinate(2, 1, 2), "interface colours")  # rewritten while being embedded
+    release.set()
+    searcher.join(10)
+    assert results and not searcher.is_alive()
+    hits = manager.search_semantic("interface", k=4)
+    assert hits[0].decision.coordinate == VectorCoordinate(2, 1, 2)
+    assert len(hits) == 3

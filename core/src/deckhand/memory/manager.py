@@ -221,8 +221,8 @@ class VectorMemoryManager:
             raise QueryError(f"query must be a non-empty string, got {query!r}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise QueryError(f"k must be a positive integer, got {k!r}")
+        hits = self._semantic.search(query, k)  # embeds outside the manager's lock: stores go on meanwhile
         with self._lock:
-            hits = self._semantic.search(query, k)
             return [MemoryHit(d, score) for key, score in hits if (d := self._index.get(key)) is not None]
 
     # ------------------------------------------------------------------ persistence

@@ -29,6 +29,7 @@ class SemanticIndex:
         self._matrix: Vector | None = None
         self._matrix_keys: list[Key] = []
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
@@ -55,43 +56,66 @@ class SemanticIndex:
             self._matrix = None
 
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = self._factory()
-        return self._embedder
+        """The embedder, built on first use (loading a model takes a while)."""
+        with self._load_lock:
+            if self._embedder is None:
+                self._embedder = self._factory()
+            return self._embedder
 
-    def _refresh(self) -> tuple[Vector, list[Key]]:
+    def _embed_missing(self) -> None:
+        """Embed every decision that has no vector yet, without holding the lock meanwhile.
+
+        Stores go on while a large first batch is embedded; a decision rewritten during the
+        batch keeps no stale vector (it is embedded at the next search).
+        """
+        embedder = self.embedder()
+        with self._lock:
+            pending = {k: t for k, t in self._text.items() if k not in self._vector}
+        if not pending:
+            return
+        vectors = embedder.embed(list(pending.values()))
+        with self._lock:
+            for (key, text), vector in zip(pending.items(), vectors, strict=True):
+                if self._text.get(key) == text:
+                    self._vector[key] = vector
+            self._matrix = None
+
+    def _current(self) -> tuple[Vector, list[Key]]:
+        """The matrix of every embedded decision (call with the lock held)."""
         import numpy as np
 
         if self._matrix is None:
-            embedder = self.embedder()
-            missing = [k for k in self._text if k not in self._vector]
-            if missing:
-                vectors = embedder.embed([self._text[k] for k in missing])
-                for k, v in zip(missing, vectors, strict=True):
-                    self._vector[k] = np.asarray(v, dtype=np.float32)
-            keys = sorted(self._text)
-            dim = embedder.dimension
-            self._matrix = np.stack([self._vector[k] for k in keys]) if keys else np.zeros((0, dim), dtype=np.float32)
+            keys = sorted(k for k in self._text if k in self._vector)
+            dim = self.embedder().dimension
+            self._matrix = (
+                np.stack([np.asarray(self._vector[k], dtype=np.float32) for k in keys])
+                if keys
+                else np.zeros((0, dim), dtype=np.float32)
+            )
             self._matrix_keys = keys
         return self._matrix, self._matrix_keys
 
     def search(self, query: str, k: int, allowed: Collection[Key] | None = None) -> list[tuple[Key, float]]:
-        """The ``k`` decisions closest in meaning to ``query``: ``(coordinate, score in [0, 1])``, best first."""
+        """The ``k`` decisions closest in meaning to ``query``: ``(coordinate, score in [0, 1])``, best first.
+
+        Decisions stored while the search runs may be left out of it; the next search has them.
+        """
         import numpy as np
 
         from deckhand.scoring import cosine_to_score
 
+        self._embed_missing()
+        q = np.asarray(self.embedder().embed([query])[0], dtype=np.float32)
         with self._lock:
-            matrix, keys = self._refresh()
+            matrix, keys = self._current()
             if not keys:
                 return []
-            q = np.asarray(self.embedder().embed([query])[0], dtype=np.float32)
             cos = matrix @ q
-            if allowed is not None:
-                mask = np.fromiter((key in allowed for key in keys), dtype=bool, count=len(keys))
-                cos = np.where(mask, cos, -np.inf)
-            k = min(k, len(keys))
-            top = np.argpartition(-cos, k - 1)[:k]
-            order = top[np.lexsort((top, -cos[top]))]
-            scores = cosine_to_score(cos[order])
-            return [(keys[i], float(s)) for i, s in zip(order, scores, strict=True) if np.isfinite(cos[i])]
+        if allowed is not None:
+            mask = np.fromiter((key in allowed for key in keys), dtype=bool, count=len(keys))
+            cos = np.where(mask, cos, -np.inf)
+        k = min(k, len(keys))
+        top = np.argpartition(-cos, k - 1)[:k]
+        order = top[np.lexsort((top, -cos[top]))]
+        scores = cosine_to_score(cos[order])
+        return [(keys[i], float(s)) for i, s in zip(order, scores, strict=True) if np.isfinite(cos[i])]
