@@ -1,9 +1,10 @@
 """In-memory indexes over the stored decisions: by coordinate (ordered) and by word (inverted).
 
 Coordinates are kept in a sorted list, so range and partial-order queries cost a binary
-search plus the size of the answer. The inverted index maps each lower-cased word to the
-coordinates whose content contains it; a search term is matched against the vocabulary
-(a few thousand words, searched in C through one joined string), never against every decision.
+search plus the size of the answer. The inverted index maps each lower-cased token (text between whitespace) to
+the coordinates whose content contains it; each run of word characters of a search term is
+looked up in the vocabulary (a few thousand tokens, searched in C through one joined string),
+never against every decision, and only the few candidates are checked for the exact term.
 """
 
 from __future__ import annotations
@@ -19,11 +20,6 @@ from deckhand.memory.decisions import StoredDecision
 Key = tuple[int, int, int]
 
 _WORD = re.compile(r"\w+")
-
-
-def words(text: str) -> set[str]:
-    """The distinct lower-case word tokens of ``text``."""
-    return set(_WORD.findall(text.lower()))
 
 
 class CoordinateIndex:
@@ -83,7 +79,7 @@ class CoordinateIndex:
 
 
 class ContentIndex:
-    """Inverted index: lower-case word → coordinates whose content contains it."""
+    """Inverted index: lower-case token → coordinates whose content contains it."""
 
     def __init__(self) -> None:
         self._postings: defaultdict[str, set[Key]] = defaultdict(set)
@@ -101,7 +97,10 @@ class ContentIndex:
         if key in self._words_of:
             self.remove(key)
         lowered = content.lower()
-        tokens = set(_WORD.findall(lowered))
+        # Whitespace-separated tokens (punctuation included) are 3x quicker to produce than
+        # regex words and keep the candidate set exact enough: a run of word characters that
+        # occurs in the text lies inside one such token.
+        tokens = set(lowered.split())
         self._words_of[key] = tokens
         self._text_of[key] = lowered
         postings = self._postings

@@ -102,6 +102,9 @@ class VectorMemoryManager:
         self._index = CoordinateIndex()
         self._content = ContentIndex()
         self._semantic = SemanticIndex(self._build_embedder)
+        # The embedding index is filled on the first semantic search, then kept current; the
+        # word index is built while loading (its build would otherwise land on the first search).
+        self._semantic_ready = False
         self._corrupt: dict[Key, StorageError] = {}
         self._pending: set[Key] = set()
         #: Decisions the last load could not read (each a StorageError naming its file).
@@ -221,6 +224,11 @@ class VectorMemoryManager:
             raise QueryError(f"query must be a non-empty string, got {query!r}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise QueryError(f"k must be a positive integer, got {k!r}")
+        with self._lock:
+            if not self._semantic_ready:
+                for decision in self._index.values():
+                    self._semantic.set(decision.coordinate.to_tuple(), decision.content)
+                self._semantic_ready = True
         hits = self._semantic.search(query, k)  # embeds outside the manager's lock: stores go on meanwhile
         with self._lock:
             return [MemoryHit(d, score) for key, score in hits if (d := self._index.get(key)) is not None]
@@ -252,6 +260,7 @@ class VectorMemoryManager:
             self._index.clear()
             self._content.clear()
             self._semantic.clear()
+            self._semantic_ready = False
             self._corrupt.clear()
             errors: list[StorageError] = []
             for entry in self.backend.scan():
@@ -305,7 +314,8 @@ class VectorMemoryManager:
         self._index.put(decision)
         self._corrupt.pop(key, None)
         self._content.add(key, decision.content)
-        self._semantic.set(key, decision.content)
+        if self._semantic_ready:
+            self._semantic.set(key, decision.content)
 
     def _decode(self, location: str, coord: VectorCoordinate, data: bytes) -> StoredDecision:
         try:
