@@ -40,6 +40,8 @@ def redact_url(url: str | None) -> str:
                 query = urlencode(
                     [(key, MASK if key.lower() in SECRET_PARAMS else value) for key, value in pairs], safe="*"
                 )
+        if netloc == parts.netloc and query == parts.query:
+            return url  # nothing secret; urlunsplit would also drop an empty netloc ("unix:///")
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return MASK

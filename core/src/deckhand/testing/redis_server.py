@@ -92,12 +92,24 @@ def ping(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
 class RedisServer:
     """A Valkey server with RediSearch on a free loopback port, in its own temp dir.
 
-    Nothing is persisted (``--save ""``, no AOF). Use as a context manager; the server is
-    stopped (and killed if it does not stop) on exit, also when startup fails.
+    By default nothing is persisted (``--save ""``, no AOF); ``appendonly=True`` logs every
+    write to an AOF fsynced per command, so a restart after :meth:`kill` (same port, same
+    dir) shows exactly what a crashed production server would. ``search=False`` starts it
+    without the search module. Use as a context manager; the server is stopped (and killed
+    if it does not stop) on exit, also when startup fails.
     """
 
-    def __init__(self, port: int | None = None, *, startup_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        search: bool = True,
+        appendonly: bool = False,
+        startup_timeout: float = 15.0,
+    ) -> None:
         self.port = port or free_port()
+        self.search = search
+        self.appendonly = appendonly
         self.startup_timeout = startup_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None
@@ -119,7 +131,7 @@ class RedisServer:
         """Start the server and wait until it answers ``PING``."""
         if self.running:
             return self
-        binary, module = find_server_binary(), find_search_module()
+        binary = find_server_binary()
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="deckhand-redis-")
         args = [
@@ -128,10 +140,14 @@ class RedisServer:
             "--bind", "127.0.0.1",
             "--dir", self._dir,
             "--save", "",
-            "--appendonly", "no",
             "--protected-mode", "no",
-            "--loadmodule", str(module),
         ]  # fmt: skip
+        if self.appendonly:
+            args += ["--appendonly", "yes", "--appendfsync", "always"]
+        else:
+            args += ["--appendonly", "no"]
+        if self.search:
+            args += ["--loadmodule", str(find_search_module())]
         log = self.log_path.open("ab")
         try:
             self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
