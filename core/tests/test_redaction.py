@@ -41,3 +41,10 @@ def test_redact_secrets_masks_url_and_bare_password() -> None:
 
 def test_redact_secrets_without_secret_is_identity() -> None:
     assert redact_secrets("Connection refused", "redis://localhost:6379") == "Connection refused"
+
+
+def test_redact_url_inside_text() -> None:
+    text = "Error connecting to redis://:pw1@host:6379 and postgresql://u:pw2@db/x?password=pw3"
+    out = redact_url(text)
+    assert "pw1" not in out and "pw2" not in out and "pw3" not in out
+    assert "redis://:***@host:6379" in out

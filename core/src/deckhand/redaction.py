@@ -8,47 +8,64 @@ back (a driver's exception message) goes through :func:`redact_secrets`.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
 #: Query parameters whose values are secrets.
 SECRET_PARAMS = frozenset(
-    {"password", "pass", "pwd", "secret", "token", "access_token", "api_key", "apikey", "sslpassword"}
+    {"password", "passwd", "pass", "pwd", "secret", "token", "access_token", "api_key", "apikey", "sslpassword"}
+)
+
+# scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text
+_URL_PASSWORD = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]+)(?=@)")
+_QUERY_SECRET = re.compile(
+    r"(?i)(?P<prefix>[?&](?:password|passwd|pass|pwd|token|access_token|api_key|apikey|secret|sslpassword)=)"
+    r"(?P<secret>[^&\s]+)"
 )
 
 
-def redact_url(url: str | None) -> str:
-    """``url`` with its password and secret query parameters replaced by ``***``.
+def redact_url(text: str | None) -> str:
+    """``text`` with passwords in URLs (``scheme://user:pw@``, ``?password=``) replaced by ``***``.
 
-    The user name, host, port, path and other parameters stay, so the message still says
-    which server was meant. Strings that are not URLs come back unchanged; ``None`` as ``""``.
+    A single URL is parsed (so a password containing ``@`` is masked whole); longer text
+    is scanned for URLs. User name, host, port, path and other parameters stay, so the
+    message still says which server was meant. ``None`` gives ``""``.
     """
-    if not url:
+    if not text:
         return ""
+    if any(ch.isspace() for ch in text) or "://" not in text:
+        return _redact_text(text)
     try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hostport = netloc.rpartition("@")
-            if ":" in userinfo:
-                user = userinfo.split(":", 1)[0]
-                netloc = f"{user}:{MASK}@{hostport}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            if any(key.lower() in SECRET_PARAMS for key, _ in pairs):
-                query = urlencode(
-                    [(key, MASK if key.lower() in SECRET_PARAMS else value) for key, value in pairs], safe="*"
-                )
-        if netloc == parts.netloc and query == parts.query:
-            return url  # nothing secret; urlunsplit would also drop an empty netloc ("unix:///")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return _redact_one_url(text)
     except ValueError:
-        return MASK
+        return _redact_text(text)
+
+
+def _redact_text(text: str) -> str:
+    text = _URL_PASSWORD.sub(lambda m: m.group("prefix") + MASK, text)
+    return _QUERY_SECRET.sub(lambda m: m.group("prefix") + MASK, text)
+
+
+def _redact_one_url(url: str) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        if ":" in userinfo:
+            netloc = f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(key.lower() in SECRET_PARAMS for key, _ in pairs):
+            query = urlencode([(k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url  # nothing secret; urlunsplit would also drop an empty netloc ("unix:///")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secret strings inside ``url`` (password, secret parameters), raw and percent-decoded."""
+    """The secret strings inside ``url`` (password, secret parameters), raw and percent-(de)coded."""
     if not url:
         return []
     secrets: list[str] = []
@@ -59,16 +76,16 @@ def url_secrets(url: str | None) -> list[str]:
         secrets += [value for key, value in parse_qsl(parts.query) if key.lower() in SECRET_PARAMS and value]
     except ValueError:
         return []
-    expanded = set()
+    expanded: set[str] = set()
     for secret in secrets:
         expanded |= {secret, unquote(secret), quote(secret, safe="")}
     return sorted((s for s in expanded if s), key=len, reverse=True)
 
 
 def redact_secrets(text: str, url: str | None) -> str:
-    """``text`` with ``url`` replaced by its redacted form and any of its secrets masked."""
+    """``text`` (e.g. a driver's error) with ``url``'s secrets masked, wherever they appear."""
     if url:
         text = text.replace(url, redact_url(url))
     for secret in url_secrets(url):
         text = text.replace(secret, MASK)
-    return text
+    return redact_url(text)
