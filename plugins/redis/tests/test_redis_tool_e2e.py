@@ -31,11 +31,11 @@ from deckhand_redis import RedisStore
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 TOPICS = {
-    "anchoring.md": "Anchoring: choose sand or mud, let out chain five times the depth, and back down to set the anchor.",
-    "reefing.md": "Reefing: reduce sail area before the wind rises; tie in the first reef when gusts exceed twenty knots.",
-    "engine.md": "Diesel engine care: change the oil every hundred hours, check the raw water impeller, bleed the fuel.",
+    "anchoring.md": "Anchoring: choose sand or mud, let out chain five times the depth, back down to set the anchor.",
+    "reefing.md": "Reefing: reduce sail area before the wind rises; tie in a reef when gusts exceed twenty knots.",
+    "engine.md": "Diesel engine care: change the oil every hundred hours, check the impeller, bleed the fuel.",
     "navigation.md": "Coastal navigation: plot a course on the chart, correct for tidal streams and variation.",
-    "weather.md": "Weather routing: read the barometer trend, watch cloud types, and download GRIB files before a passage.",
+    "weather.md": "Weather routing: read the barometer trend, watch cloud types, download GRIB files before a passage.",
     "knots.md": "Knots every sailor uses: bowline for a fixed loop, cleat hitch for mooring, rolling hitch for a line.",
 }
 
