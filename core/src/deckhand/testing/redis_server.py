@@ -228,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     except RedisServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"Redis with the search module is listening: {server.url}", flush=True)
-    print("Set in agent.yaml: database: {provider: redis, connection_string: " + server.url + "}")
-    print("Press Ctrl-C to stop (nothing is saved).", flush=True)
     try:
+        print(f"Redis with the search module is listening: {server.url}", flush=True)
+        print("Set in agent.yaml: database: {provider: redis, connection_string: " + server.url + "}")
+        print("Press Ctrl-C to stop (nothing is saved).", flush=True)
         while server.running:
             time.sleep(0.5)
         print("error: the server exited; see " + str(server.log_path), file=sys.stderr)
