@@ -1,0 +1,45 @@
+"""Shared fixtures for core's tests.
+
+The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
+every test gets its own ``DECKHAND_HOME`` and ``HOME`` so nothing is written into the
+repository or read from the developer's own ``~/.deckhand``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deckhand.plugins import get_registry, reset_registry
+from deckhand.tools.components import embedder_for
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private DECKHAND_HOME and HOME per test; no plugin restriction; logging level restored."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("DECKHAND_HOME", str(home / "deckhand-state"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
+    monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)
+    root = logging.getLogger()
+    level = root.level
+    yield home
+    root.setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The real default embedder, loaded once for the whole session (tools reuse it)."""
+    return embedder_for(get_registry(), None, tmp_path_factory.mktemp("minilm")).inner
+
+
+@pytest.fixture
+def fresh_registry() -> Iterator[None]:
+    """Forget the process-wide registry before and after the test."""
+    reset_registry()
+    yield
+    reset_registry()
