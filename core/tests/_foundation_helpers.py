@@ -90,3 +90,36 @@ class SharedStores:
     @hookimpl
     def register_stores(self, register: Register) -> None:
         register("shared", self.factory, description="test double: persistent in-memory collections")
+
+
+def make_pdf(text: str) -> bytes:
+    """A minimal valid one-page PDF showing ``text`` (Helvetica), written by hand."""
+    content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def contents(store: Any) -> str:
+    """Every stored chunk's text, joined: to check what was (not) indexed."""
+    return "\n".join(r.content for r in store.iter_records())
+
+
+def warnings_of(caplog: Any, logger: str = "deckhand.ingest") -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelname == "WARNING"]
