@@ -78,10 +78,10 @@ async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any
     scores = [float(score) for _, score, _ in blocks]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
     assert "[1] Score: {} | Source: docs/birds.md\n# Birds\n\nSeagulls nest on cliffs".format(blocks[0][1]) in text
-    structured = tool.search_results_sync("which birds steal food?", top_k=3)
+    structured = tool.search_results_sync("which birds steal food from people at the seaside?", top_k=3)
     assert [r.rank for r in structured] == [1, 2, 3]
     assert structured[0].source == "docs/birds.md" and structured[0].chunk_index == 0
-    assert f"{structured[0].score:.2f}" == f"{structured[0].score:.2f}" and 0 < structured[0].score <= 1
+    assert f"{structured[0].score:.2f}" == blocks[0][1] and 0 < structured[0].score <= 1
 
 
 async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Path, minilm: Any) -> None:

@@ -93,11 +93,8 @@ def _initialize(tools: list[Any], force: bool, quiet: bool) -> bool:
         any_failed |= bool(report.failed)
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""
+            # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{tool.config.name}{store}: {report.summary()}", err=True)
-            for item in report.failed:
-                click.echo(f"  failed  {item.display}: {item.reason}", err=True)
-            for item in report.skipped:
-                click.echo(f"  skipped {item.display}: {item.reason}", err=True)
     return any_failed
 
 
