@@ -1,8 +1,8 @@
 """Shared fixtures for core's tests.
 
 The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
-every test gets its own ``DECKHAND_HOME`` and ``HOME`` so nothing is written into the
-repository or read from the developer's own ``~/.deckhand``.
+``DECKHAND_HOME`` points at a session tmp dir and every test gets its own ``HOME``, so
+nothing is written into the repository or read from the developer's own ``~/.deckhand``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,19 @@ from deckhand.plugins import get_registry, reset_registry
 from deckhand.tools.components import embedder_for
 
 
+@pytest.fixture(scope="session")
+def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DECKHAND_HOME for the session: the embedding cache is shared, so each text is embedded once."""
+    return tmp_path_factory.mktemp("deckhand-state")
+
+
 @pytest.fixture(autouse=True)
-def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private DECKHAND_HOME and HOME per test; no plugin restriction; logging level restored."""
+def isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, session_state: Path
+) -> Iterator[Path]:
+    """DECKHAND_HOME in a tmp dir, a private HOME per test, no plugin restriction, logging level restored."""
     home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("DECKHAND_HOME", str(home / "deckhand-state"))
+    monkeypatch.setenv("DECKHAND_HOME", str(session_state))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
     monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)

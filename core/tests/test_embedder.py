@@ -33,7 +33,7 @@ def test_semantic_sanity(minilm: Any) -> None:
 
 
 def test_long_input_is_truncated_not_an_error(minilm: Any) -> None:
-    long_text = "word " * 5000
+    long_text = "word " * 700  # > 512 tokens
     assert minilm.embed([long_text]).shape == (1, 384)
 
 
