@@ -27,7 +27,7 @@ SUMMARY = re.compile(
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
     return tmp_path / "examples"
 
 

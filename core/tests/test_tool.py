@@ -26,7 +26,7 @@ BLOCK = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)\n", re.M)
 
 @pytest.fixture
 def examples(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
     return tmp_path / "examples"
 
 
