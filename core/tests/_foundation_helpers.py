@@ -43,7 +43,9 @@ def make_ingestor(
     )
 
 
-def make_tool(base: Path, source: str | Path, registry: PluginRegistry | None = None, **options: Any) -> VectorStoreTool:
+def make_tool(
+    base: Path, source: str | Path, registry: PluginRegistry | None = None, **options: Any
+) -> VectorStoreTool:
     config = VectorStoreToolConfig.model_validate(
         {"type": "vectorstore", "name": options.pop("name", "kb"), "source": str(source), **options}
     )
@@ -84,7 +86,7 @@ class SharedStores:
         store = self.stores.get(collection)
         if store is None:
             store = self.stores[collection] = InMemoryStore(collection)
-            store.close = lambda: None  # type: ignore[method-assign]
+            store.close = lambda: None
         return store
 
     @hookimpl

@@ -104,6 +104,17 @@ def test_test_command_reports_hit_rate_and_mrr(project: Path, minilm: object) ->
     ]
 
 
+def test_test_command_unknown_tool(project: Path) -> None:
+    data = yaml.safe_load((project / "agent.yaml").read_text())
+    data["tests"][1]["tool"] = "nope"
+    (project / "agent.yaml").write_text(yaml.safe_dump(data))
+    result = run("-c", str(project / "agent.yaml"), "test")
+    assert result.exit_code == 3
+    assert (
+        result.stderr == f"error: {project / 'agent.yaml'}: tests[1].tool: no tool named 'nope' (tools: harbor_docs)\n"
+    )
+
+
 def test_test_command_without_cases(project: Path) -> None:
     (project / "agent.yaml").write_text("tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n")
     result = run("-c", str(project / "agent.yaml"), "test")
@@ -153,7 +164,11 @@ def test_schema_is_valid_json_schema(project: Path) -> None:
     ("tool_yaml", "code", "message"),
     [
         ("    source: missing-dir\n", 3, "error: tool 'kb': source path does not exist: {project}/missing-dir\n"),
-        ("    source: docs\n    top_k: 0\n", 3, "error: {cfg}: tools[0].top_k: Input should be greater than or equal to 1 (got 0)\n"),
+        (
+            "    source: docs\n    top_k: 0\n",
+            3,
+            "error: {cfg}: tools[0].top_k: Input should be greater than or equal to 1 (got 0)\n",
+        ),
         (
             "    source: docs\n    database:\n      provider: redis\n      connection_string: redis://localhost:1\n",
             3,
@@ -187,7 +202,9 @@ def test_partial_ingest_exit_4(project: Path, minilm: object, caplog: pytest.Log
     result = run("-c", str(project / "agent.yaml"), "ingest")
     assert result.exit_code == 4
     assert re.match(r"^harbor_docs \[in-memory\]: 5 ingested .* 1 failed, 0 removed", result.stderr)
-    assert [r.getMessage() for r in caplog.records] == ["skipped docs/blob.txt: looks binary (contains NUL bytes), not text"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "skipped docs/blob.txt: looks binary (contains NUL bytes), not text"
+    ]
 
 
 def test_usage_errors_exit_2() -> None:

@@ -91,7 +91,9 @@ def test_unknown_field_suggests_the_right_one(tmp_path: Path) -> None:
 
 
 def test_unknown_top_level_and_database_fields(tmp_path: Path) -> None:
-    path = _write(tmp_path, "nmae: x\ntools:\n" + TOOL + "    database:\n      provider: in-memory\n      indx_name: a\n")
+    path = _write(
+        tmp_path, "nmae: x\ntools:\n" + TOOL + "    database:\n      provider: in-memory\n      indx_name: a\n"
+    )
     lines = sorted(_error(path).splitlines(), key=lambda line: ": tools[" in line)
     assert len(lines) == 2
     assert lines[0].startswith(f"{path}: nmae: unknown field (did you mean 'name'? allowed: name, description, tools")

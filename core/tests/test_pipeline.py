@@ -289,7 +289,7 @@ def test_failed_replace_keeps_old_chunks_and_is_reported(
             raise StoreError("disk full")
         real_replace(source, records, state)
 
-    store.replace_source = failing_replace  # type: ignore[method-assign]
+    store.replace_source = failing_replace
     (docs / "a.md").write_text("Alpha rewritten: propellers and rudders.")
     (docs / "b.md").write_text("Bravo rewritten: tides and currents.")
     report = ingestor.run(docs)
@@ -303,7 +303,7 @@ def test_failed_replace_keeps_old_chunks_and_is_reported(
     assert "tides and currents" in text and "buoys" not in text  # b: replaced
     assert store.manifest()["docs/a.md"] == old_state
 
-    store.replace_source = real_replace  # type: ignore[method-assign]
+    store.replace_source = real_replace
     retry = ingestor.run(docs)
     assert retry.ingested == ["docs/a.md"] and "propellers" in contents(store)
 

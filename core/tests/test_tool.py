@@ -77,7 +77,7 @@ async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any
     assert blocks[0][2] == "docs/birds.md"
     scores = [float(score) for _, score, _ in blocks]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
-    assert "[1] Score: {} | Source: docs/birds.md\n# Birds\n\nSeagulls nest on cliffs".format(blocks[0][1]) in text
+    assert f"[1] Score: {blocks[0][1]} | Source: docs/birds.md\n# Birds\n\nSeagulls nest on cliffs" in text
     structured = tool.search_results_sync("which birds steal food from people at the seaside?", top_k=3)
     assert [r.rank for r in structured] == [1, 2, 3]
     assert structured[0].source == "docs/birds.md" and structured[0].chunk_index == 0
@@ -123,7 +123,9 @@ def test_missing_source(tmp_path: Path) -> None:
     assert str(err.value) == "tool 'kb': source path does not exist: nowhere"
 
 
-def test_relative_source_is_resolved_against_base_dir(tmp_path: Path, docs: Path, minilm: Any, monkeypatch: Any) -> None:
+def test_relative_source_is_resolved_against_base_dir(
+    tmp_path: Path, docs: Path, minilm: Any, monkeypatch: Any
+) -> None:
     monkeypatch.chdir("/")
     tool = make_tool(tmp_path, "docs")
     tool.initialize_sync()

@@ -65,9 +65,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def format_validation_error(
-    exc: ValidationError, file: Path, data: Any, model: type[BaseModel] | None = None
-) -> str:
+def format_validation_error(exc: ValidationError, file: Path, data: Any, model: type[BaseModel] | None = None) -> str:
     """One line per problem: ``file: field.path: message (got value)``."""
     lines = []
     for err in exc.errors():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from deckhand.errors import LoaderError
 
@@ -171,7 +171,7 @@ class MarkItDownLoader:
     priority = 0
 
     #: Extension → name of the markitdown converter class that handles it.
-    CONVERTERS: dict[str, str] = {
+    CONVERTERS: ClassVar[dict[str, str]] = {
         ".pdf": "PdfConverter",
         ".docx": "DocxConverter",
         ".pptx": "PptxConverter",
