@@ -206,11 +206,11 @@ def test_cmd() -> click.Command:
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")
             tools = {t.config.name: t for t in _tools(config, config_path)}
-            _initialize(list(tools.values()), force_ingest, ctx.obj.get("quiet", False) or as_json)
             for i, case in enumerate(config.tests):
                 if case.tool is not None and case.tool not in tools:
                     known = ", ".join(tools)
                     raise ConfigError(f"{config_path}: tests[{i}].tool: no tool named {case.tool!r} (tools: {known})")
+            _initialize(list(tools.values()), force_ingest, ctx.obj.get("quiet", False) or as_json)
             rows: list[dict[str, Any]] = []
             for case in config.tests:
                 asked = [tools[case.tool]] if case.tool else list(tools.values())
