@@ -239,3 +239,27 @@ def test_real_process_quiet_and_warnings(project: Path) -> None:
     assert quiet.stderr == ""
     assert quiet.stdout.startswith("Found 1 result(s):\n\n[1] Score: ")
     assert "| Source: docs/security.md\n# Security" in quiet.stdout
+
+
+def test_force_ingest_with_a_persistent_store(project: Path, minilm: object, fresh_registry: None) -> None:
+    from _foundation_helpers import SharedStores
+    from deckhand.plugins import get_registry
+
+    shared = SharedStores()
+    get_registry().register_plugin(shared, "shared")
+    cfg = project / "agent.yaml"
+    data = yaml.safe_load(cfg.read_text())
+    data["tools"][0]["database"] = {"provider": "shared"}
+    cfg.write_text(yaml.safe_dump(data))
+
+    first = run("-c", str(cfg), "ingest")
+    assert first.exit_code == 0 and "harbor_docs [shared]: 5 ingested (5 chunks, " in first.stderr
+    again = run("-c", str(cfg), "ingest")
+    assert again.stderr.startswith("harbor_docs [shared]: 0 ingested (0 chunks, 0 embedded), 5 unchanged, 0 skipped")
+    (project / "docs" / "security.md").unlink()
+    removed = run("-c", str(cfg), "ingest")
+    assert removed.stderr.startswith("harbor_docs [shared]: 0 ingested (0 chunks, 0 embedded), 4 unchanged, 0 skipped")
+    assert ", 1 removed in " in removed.stderr
+    forced = run("-c", str(cfg), "ingest", "--force-ingest")
+    assert forced.stderr.startswith("harbor_docs [shared]: 4 ingested (4 chunks, 0 embedded), 0 unchanged, 0 skipped")
+    assert shared.stores["harbor_docs"].count() == 4
