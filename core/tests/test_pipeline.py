@@ -321,3 +321,68 @@ def test_inmemory_replace_source_is_atomic(minilm: Any) -> None:
         store.replace_source("s.md", bad, FileState("s.md", 2.0, 2, "h2", minilm.model_id, 2))
     assert [r.content for r in store.iter_records()] == ["old"]
     assert store.manifest()["s.md"] == state
+
+
+def _write_docx(path: Path, text: str) -> None:
+    """A minimal .docx (three XML parts in a zip), written by hand."""
+    import zipfile
+
+    ct = "http://schemas.openxmlformats.org/package/2006/content-types"
+    rel = "http://schemas.openxmlformats.org/package/2006/relationships"
+    main = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(
+            "[Content_Types].xml",
+            f'<?xml version="1.0"?><Types xmlns="{ct}">'
+            f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            f'<Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/word/document.xml" ContentType="{main}"/></Types>',
+        )
+        z.writestr(
+            "_rels/.rels",
+            f'<?xml version="1.0"?><Relationships xmlns="{rel}"><Relationship Id="rId1" '
+            'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+            'Target="word/document.xml"/></Relationships>',
+        )
+        z.writestr(
+            "word/document.xml",
+            '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            f"<w:body><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:body></w:document>",
+        )
+
+
+def test_office_and_html_formats(tmp_path: Path, minilm: Any, caplog_ingest: pytest.LogCaptureFixture) -> None:
+    import openpyxl
+    import pptx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Berths"
+    sheet.append(["berth", "length"])
+    sheet.append(["North", 320])
+    workbook.save(docs / "berths.xlsx")
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Harbour safety"
+    slide.placeholders[1].text = "Wear a life vest on the pontoon"
+    deck.save(str(docs / "safety.pptx"))
+    (docs / "tides.html").write_text(
+        "<html><head><script>var hidden = 1;</script></head>"
+        "<body><h1>Tide table</h1><p>High tide at 06:12 &amp; 18:40.</p></body></html>"
+    )
+    _write_docx(docs / "mooring.docx", "Mooring lines must be inspected weekly.")
+    (docs / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    store = open_memory_store(minilm)
+    report = make_ingestor(minilm, store, tmp_path).run(docs)
+    assert sorted(report.ingested) == ["docs/berths.xlsx", "docs/mooring.docx", "docs/safety.pptx", "docs/tides.html"]
+    assert warnings_of(caplog_ingest) == [
+        "skipped docs/broken.docx: conversion failed (BadZipFile: File is not a zip file)"
+    ]
+    text = contents(store)
+    assert "| North | 320 |" in text
+    assert "# Harbour safety\nWear a life vest on the pontoon" in text
+    assert "# Tide table\n\nHigh tide at 06:12 & 18:40." in text and "hidden" not in text
+    assert "Mooring lines must be inspected weekly." in text
