@@ -56,3 +56,18 @@ def test_score_definitions() -> None:
     assert raw_to_score(Metric.COSINE, np.array([-0.5, 0.25, 1.2])).tolist() == [0.0, 0.25, 1.0]
     assert raw_to_score(Metric.IP, np.array([-2.0, 0.5])).tolist() == [0.0, 0.5]
     assert raw_to_score(Metric.L2, np.array([0.0, 1.0, 3.0])).tolist() == [1.0, 0.5, 0.25]
+
+
+def test_equal_scores_keep_insertion_order() -> None:
+    """The spec's edge case: identical relevance scores rank in insertion order, whatever k is."""
+    store = InMemoryStore("s")
+    store.open(CollectionSpec("s", 4, "m"))
+    same = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    better = np.array([1.0, 0.1, 0.0, 0.0], dtype=np.float32)
+    records = [Record(f"r{i}", "a", i, "", same) for i in range(3000)]
+    records[1500] = Record("best", "a", 1500, "", better)
+    store.replace_source("a", records, FileState("a", 0, 0, "", "m", len(records)))
+    query = better
+    assert [h.record.id for h in store.search(query, 4)] == ["best", "r0", "r1", "r2"]
+    assert [h.record.id for h in store.search(same, 3)] == ["r0", "r1", "r2"]
+    assert [h.record.id for h in store.search(same, 3000)][:3] == ["r0", "r1", "r2"]
