@@ -146,3 +146,47 @@ def test_process_registry_is_shared_and_resettable(fresh_registry: None) -> None
     assert get_registry() is first
     reset_registry()
     assert get_registry() is not first
+
+
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **modules: object) -> None:
+    """Make ``importlib.metadata.entry_points(group="deckhand")`` list in-memory modules."""
+    import importlib.metadata
+    import sys
+
+    eps = []
+    for name, module in modules.items():
+        module_name = f"deckhand_fake_{name.replace('-', '_')}"
+        if module is not None:
+            monkeypatch.setitem(sys.modules, module_name, module)
+        eps.append(importlib.metadata.EntryPoint(name=name, value=module_name, group="deckhand"))
+    monkeypatch.setattr("deckhand.plugins.importlib.metadata.entry_points", lambda group: eps)
+
+
+def test_entry_point_with_unknown_hook_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    typo = types.ModuleType("typo")
+
+    @hookimpl
+    def register_storez(register: Register) -> None:
+        pass
+
+    typo.register_storez = register_storez  # type: ignore[attr-defined]
+    _fake_entry_points(monkeypatch, typo=typo)
+    with pytest.raises(PluginError) as err:
+        PluginRegistry()
+    assert str(err.value).startswith("plugin 'typo' is invalid: ")
+    assert "register_storez" in str(err.value)
+
+
+def test_entry_point_that_fails_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_entry_points(monkeypatch, ghost=None)
+    with pytest.raises(PluginError) as err:
+        PluginRegistry()
+    assert str(err.value) == (
+        "plugin 'ghost' (deckhand_fake_ghost) failed to import: No module named 'deckhand_fake_ghost'"
+    )
+
+
+def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_entry_points(monkeypatch, ghost=None)
+    monkeypatch.setenv("DECKHAND_PLUGINS", "")
+    assert PluginRegistry().excluded == ["ghost"]  # a way out when a broken plugin is installed
