@@ -67,3 +67,15 @@ def test_invalid_sizes(minilm: Any, size: int, overlap: int, message: str) -> No
     with pytest.raises(ValueError) as err:
         TokenChunker(minilm.tokenizer, chunk_size=size, chunk_overlap=overlap)
     assert str(err.value) == message
+
+
+def test_offsets_are_characters_with_non_ascii_text(minilm: Any) -> None:
+    text = " ".join(f"Café n°{i} — 東京 ☕ naïve façade, Ærøskøbing {i}." for i in range(60))
+    chunks = TokenChunker(minilm.tokenizer, chunk_size=48, chunk_overlap=12).chunk(Document("u.md", text))
+    assert len(chunks) > 3
+    for c in chunks:
+        assert text[c.metadata["start_char"] : c.metadata["end_char"]].strip() == c.content
+        assert minilm.tokenizer.count(c.content) <= 48
+    assert chunks[0].content.startswith("Café n°0 — 東京 ☕")
+    joined_tail = chunks[-1].content
+    assert text.endswith(joined_tail)
