@@ -258,3 +258,16 @@ def test_persistent_store_reuse_and_model_change(tmp_path: Path, docs: Path, min
     assert store.count() == 3 and store.spec.embedding_model == "fake-embedder-v2" and store.spec.dimension == 32
     assert {s.model for s in store.manifest().values()} == {"fake-embedder-v2"}
     assert changed.search_results_sync("seagulls nest on cliffs")[0].source == "docs/birds.md"
+
+
+def test_chunk_size_beyond_the_model_is_a_warning(
+    tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    make_tool(tmp_path, docs, chunk_size=512).initialize_sync()
+    assert caplog.records == []
+    make_tool(tmp_path, docs, chunk_size=1000).initialize_sync()
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool kb: chunk_size 1000 is more than all-MiniLM-L6-v2-onnx-int8 reads (512 tokens); "
+        "the rest of each chunk is not embedded"
+    ]

@@ -60,6 +60,14 @@ class VectorStoreTool:
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
+        if self.config.chunk_size > embedder.max_tokens:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
+                self.config.name,
+                self.config.chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+            )
         database = self.config.database
         spec = CollectionSpec(
             name=self.config.name,
