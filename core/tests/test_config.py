@@ -217,3 +217,18 @@ def test_no_secret_in_validation_messages(tmp_path: Path, caplog: pytest.LogCapt
     )
     message = _error(path)
     assert "hunter2-secret" not in message and "hunter2-secret" not in caplog.text
+
+
+def test_rejected_values_are_shown_redacted(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "tools:\n" + TOOL + "    description: [redis://app:hunter2-secret@db:6379]\n",
+    )
+    message = _error(path)
+    assert "hunter2-secret" not in message
+    path = _write(tmp_path, "tools:\n" + TOOL + "    embedding_model: 42\n    top_k: 'redis://a:hunter2-secret@h'\n")
+    assert _error(path) == (
+        f"{path}: tools[0].embedding_model: Input should be a valid string (got 42)\n"
+        f"{path}: tools[0].top_k: Input should be a valid integer, unable to parse string as an integer "
+        "(got 'redis://a:***@h')"
+    )

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from deckhand.config.models import IN_MEMORY, NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
 from deckhand.errors import ConfigError
+from deckhand.redaction import redact_url
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -83,7 +84,9 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any, model: 
             msg = f"unknown field ({hint}{listed})"
         got = err.get("input")
         shown = (
-            "" if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list)) else f" (got {got!r})"
+            ""
+            if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list))
+            else f" (got {redact_url(repr(got))})"
         )
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
