@@ -15,7 +15,7 @@ import deckhand_inmemory.plugin as inmemory_plugin
 import pytest
 from _foundation_helpers import FakeEmbedder, SharedStores, make_tool
 from deckhand.config import load_agent_config
-from deckhand.errors import ComponentNotFoundError, ModelMismatchError, StoreConnectionError
+from deckhand.errors import ComponentNotFoundError, ConfigError, ModelMismatchError, StoreConnectionError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.tools import build_tool
@@ -271,3 +271,27 @@ def test_chunk_size_beyond_the_model_is_a_warning(
         "tool kb: chunk_size 1000 is more than all-MiniLM-L6-v2-onnx-int8 reads (512 tokens); "
         "the rest of each chunk is not embedded"
     ]
+
+
+def test_global_config_metric_is_used_and_a_changed_metric_needs_force(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    shared = SharedStores()
+    registry = _registry_with((shared, "shared"))
+    (tmp_path / ".deckhand").mkdir()
+    (tmp_path / ".deckhand" / "config.yaml").write_text(
+        "vectorstore:\n  provider: shared\n  distance_metric: L2\n  vector_algorithm: FLAT\n"
+    )
+    make_tool(tmp_path, docs, registry=registry).initialize_sync()
+    spec = shared.stores["kb"].spec
+    assert (spec.metric.value, spec.algorithm.value) == ("L2", "FLAT")
+
+    (tmp_path / ".deckhand" / "config.yaml").write_text("vectorstore:\n  provider: shared\n  distance_metric: IP\n")
+    changed = make_tool(tmp_path, docs, registry=registry)
+    with pytest.raises(ConfigError) as err:
+        changed.initialize_sync()
+    assert str(err.value) == (
+        "tool 'kb': the index was built with distance_metric L2 but the configuration now uses IP; "
+        "vector_algorithm FLAT but the configuration now uses HNSW; run again with --force-ingest to rebuild it"
+    )
+    changed.initialize_sync(force_ingest=True)
+    spec = shared.stores["kb"].spec
+    assert (spec.metric.value, spec.algorithm.value) == ("IP", "HNSW") and changed.document_count == 3
