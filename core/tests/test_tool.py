@@ -162,7 +162,29 @@ class FlakyStore:
         def factory(config: Any, collection: str) -> Any:
             raise StoreConnectionError(f"connection refused by {config.connection_string}")
 
+        class RawSocketStore:
+            def __init__(self, config: Any, collection: str) -> None:
+                pass
+
+            def open(self, spec: Any) -> None:
+                raise ConnectionRefusedError(111, "Connection refused")
+
         register("flaky", factory)
+        register("raw-socket", RawSocketStore)
+
+
+def test_a_raw_connection_error_also_falls_back(
+    tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    registry = _registry_with((FlakyStore(), "flaky"))
+    tool = make_tool(tmp_path, docs, registry=registry, database={"provider": "raw-socket"})
+    tool.initialize_sync()
+    assert tool.provider == "in-memory" and tool.document_count == 3
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool kb: cannot reach raw-socket ([Errno 111] Connection refused); "
+        "falling back to the in-memory store for this run"
+    ]
 
 
 def test_unreachable_store_falls_back_with_one_redacted_warning(

@@ -11,7 +11,6 @@ from typing import Any
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import StoreConnectionError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -68,12 +67,12 @@ def open_store(
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
         return store, previous, config
-    except StoreConnectionError as exc:
+    except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
-        where = redact_url(config.connection_string or "")
+        where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
         log.warning(
-            "tool %s: cannot reach %s at %s (%s); falling back to the in-memory store for this run",
+            "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
             collection,
             config.provider,
             where,
