@@ -15,7 +15,13 @@ import deckhand_inmemory.plugin as inmemory_plugin
 import pytest
 from _foundation_helpers import FakeEmbedder, SharedStores, make_tool
 from deckhand.config import load_agent_config
-from deckhand.errors import ComponentNotFoundError, ConfigError, ModelMismatchError, StoreConnectionError
+from deckhand.errors import (
+    ComponentNotFoundError,
+    ConfigError,
+    EmbeddingError,
+    ModelMismatchError,
+    StoreConnectionError,
+)
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.tools import build_tool
@@ -317,3 +323,39 @@ def test_global_config_metric_is_used_and_a_changed_metric_needs_force(tmp_path:
     changed.initialize_sync(force_ingest=True)
     spec = shared.stores["kb"].spec
     assert (spec.metric.value, spec.algorithm.value) == ("IP", "HNSW") and changed.document_count == 3
+
+
+class BrokenEmbedder(FakeEmbedder):
+    """Embeds documents, then fails: a model server that went away."""
+
+    fail = False
+
+    def embed(self, texts: Any) -> Any:
+        if self.fail:
+            raise EmbeddingError("model server returned 503")
+        return super().embed(texts)
+
+
+def test_embedding_failures_fail_fast(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    broken = BrokenEmbedder(minilm.tokenizer, model_id="broken-v1")
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_embedders(register: Register) -> None:
+        register("broken", lambda model=None, **_: broken)
+
+    plugin.register_embedders = register_embedders
+    registry = _registry_with((plugin, "broken"))
+    tool = make_tool(tmp_path, docs, registry=registry, embedding_model="broken")
+    tool.initialize_sync(force_ingest=True)
+    broken.fail = True
+    with pytest.raises(RuntimeError) as err:
+        tool.search_text_sync("seagulls")
+    assert str(err.value) == "Failed to generate query embedding: model server returned 503"
+
+    (docs / "new.md").write_text("Fresh content that must be embedded.")
+    again = make_tool(tmp_path, docs, registry=registry, embedding_model="broken", name="kb2")
+    with pytest.raises(EmbeddingError) as ingest_err:
+        again.initialize_sync()
+    assert str(ingest_err.value) == "model server returned 503"
+    assert not again.is_initialized
