@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deckhand.ingest.discovery import discover
@@ -82,3 +83,23 @@ def test_fifo_with_supported_extension_is_not_read(tmp_path: Path) -> None:
     found = discover(src, EXTS, base=tmp_path)
     assert [f.display for f in found.files] == ["src/ok.md"]
     assert [(s.display, s.reason) for s in found.skipped] == [("src/pipe.txt", "not a regular file")]
+
+
+def test_unreadable_directory_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "in.md").write_text("x")
+    (src / "ok.md").write_text("x")
+    real_scandir = os.scandir
+
+    def guarded(path: Any = ".") -> Any:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", guarded)
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/ok.md"]
+    assert [(s.display, s.reason) for s in found.skipped] == [
+        ("src/locked", "cannot read directory (Permission denied)")
+    ]

@@ -55,7 +55,13 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
         _consider(shown_root, given.resolve(), exts, out, base)
         return out
     root = given.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(exc: OSError) -> None:  # os.walk would otherwise skip the directory silently
+        where = Path(exc.filename) if exc.filename else root
+        shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
+        out.skipped.append(Skipped(shown, f"cannot read directory ({exc.strerror or exc})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         current = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
