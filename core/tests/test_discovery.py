@@ -103,3 +103,21 @@ def test_unreadable_directory_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
     assert [(s.display, s.reason) for s in found.skipped] == [
         ("src/locked", "cannot read directory (Permission denied)")
     ]
+
+
+def test_symlink_loops_and_dangling_links_do_not_crash(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.md").write_text("x")
+    os.symlink("self.md", src / "self.md")
+    os.symlink("loopdir", src / "loopdir")
+    os.symlink("nowhere.md", src / "dangling.md")
+    os.symlink(".", src / "here")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/ok.md"]
+    assert sorted((s.display, s.reason) for s in found.skipped) == [
+        ("src/dangling.md", "broken symlink (missing target or a loop)"),
+        ("src/here", "symlink to a directory inside the source (indexed at its target)"),
+        ("src/loopdir", "broken symlink (missing target or a loop)"),
+        ("src/self.md", "broken symlink (missing target or a loop)"),
+    ]
