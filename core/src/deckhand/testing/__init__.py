@@ -1,0 +1,1 @@
+"""Test helpers shipped with deckhand: store conformance kit, throw-away database servers."""

@@ -1,0 +1,1 @@
+"""deckhand PostgreSQL store."""
