@@ -26,6 +26,17 @@ class PostgresOptions(BaseModel):
         description="pgvector 0.8 iterative index scans, so filtered HNSW searches still return k hits.",
     )
     max_scan_tuples: int = Field(default=20000, ge=1, description="HNSW: most tuples an iterative scan visits.")
+    bulk_index_threshold: int = Field(
+        default=5000,
+        ge=0,
+        description="HNSW: a write of at least this many records that at least doubles the table rebuilds the "
+        "index after loading instead of inserting into it (0 = never).",
+    )
+    build_memory: str = Field(
+        default="512MB",
+        pattern=r"^[0-9]+ ?(kB|MB|GB)$",
+        description="maintenance_work_mem while (re)building an HNSW index.",
+    )
     pool_min_size: int = Field(default=1, ge=0, le=100, description="Connections kept open.")
     pool_max_size: int = Field(default=10, ge=1, le=100, description="Most connections open at once.")
     pool_timeout: float = Field(default=10.0, gt=0, description="Seconds to wait for a free pooled connection.")

@@ -86,13 +86,12 @@ def data_ddl(names: TableNames, spec: CollectionSpec, *, m: int, ef_construction
         sql.SQL("CREATE INDEX {} ON {} USING gin (tsv)").format(names.ident("_tsv"), names.ident()),
     ]
     if spec.algorithm is Algorithm.HNSW:
-        statements.append(
-            sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})").format(
-                names.ident("_hnsw"),
-                names.ident(),
-                sql.SQL(OPCLASS[spec.metric]),
-                sql.Literal(m),
-                sql.Literal(ef_construction),
-            )
-        )
+        statements.append(hnsw_ddl(names, spec.metric, m=m, ef_construction=ef_construction))
     return statements
+
+
+def hnsw_ddl(names: TableNames, metric: Metric, *, m: int, ef_construction: int) -> sql.Composed:
+    """Create the HNSW index of a collection's table (also used to rebuild it after a bulk load)."""
+    return sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})").format(
+        names.ident("_hnsw"), names.ident(), sql.SQL(OPCLASS[metric]), sql.Literal(m), sql.Literal(ef_construction)
+    )

@@ -34,7 +34,7 @@ from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from deckhand_postgres.options import PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
-from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, meta_ddl
+from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, hnsw_ddl, meta_ddl
 
 log = logging.getLogger(__name__)
 
@@ -320,14 +320,33 @@ class PostgresStore:
         return list(by_id.values())
 
     def _copy(self, conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:
+        """Binary COPY of ``rows``; a bulk load into an HNSW table rebuilds the index afterwards.
+
+        Inserting into an HNSW graph row by row costs far more than building it once, so
+        when a write is large (``bulk_index_threshold``) and at least doubles the table,
+        the index is dropped, the rows are copied and the index is built again -- all in
+        the caller's transaction, so readers see the old table until it commits.
+        """
         if not rows:
             return
+        spec = self.spec
+        opts = self.options
+        rebuild = False
+        if spec.algorithm is Algorithm.HNSW and opts.bulk_index_threshold and len(rows) >= opts.bulk_index_threshold:
+            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.names.ident())).fetchone()
+            rebuild = len(rows) >= (int(row[0]) if row else 0)
+        if rebuild:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(self.names.ident("_hnsw")))
         with conn.cursor() as cur, cur.copy(
             sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(self.names.ident(), sql.SQL(_COLUMNS))
         ) as copy:
             copy.set_types(_COPY_TYPES)
-            for row in rows:
-                copy.write_row(row)
+            for row_values in rows:
+                copy.write_row(row_values)
+        if rebuild:
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (opts.build_memory,))
+            conn.execute(hnsw_ddl(self.names, spec.metric, m=opts.m, ef_construction=opts.ef_construction))
+            log.info("rebuilt the HNSW index of %s after loading %d records", self.names.data, len(rows))
 
     # -- reads ------------------------------------------------------------------------
     def search(
