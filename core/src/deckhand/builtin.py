@@ -13,6 +13,12 @@ def _text_loader() -> Any:
     return TextLoader()
 
 
+def _table_loader() -> Any:
+    from deckhand.ingest.loaders import TableLoader
+
+    return TableLoader()
+
+
 def _markitdown_loader() -> Any:
     from deckhand.ingest.loaders import MarkItDownLoader
 
@@ -33,12 +39,26 @@ def _minilm(model: str | None = None, **options: Any) -> Any:
 
 @hookimpl
 def register_loaders(register: Register) -> None:
-    from deckhand.ingest.loaders import MarkItDownLoader, TextLoader
+    from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
 
-    register("text", _text_loader, description="plain text and markdown, encoding detected",
-             extensions=sorted(TextLoader.extensions))
-    register("markitdown", _markitdown_loader, description="PDF, CSV, JSON, Office and HTML via markitdown",
-             extensions=sorted(MarkItDownLoader.extensions))
+    register(
+        "text",
+        _text_loader,
+        description="plain text and markdown, encoding detected",
+        extensions=sorted(TextLoader.extensions),
+    )
+    register(
+        "table",
+        _table_loader,
+        description="CSV as a markdown table, JSON as a code block",
+        extensions=sorted(TableLoader.extensions),
+    )
+    register(
+        "markitdown",
+        _markitdown_loader,
+        description="PDF, Office and HTML via markitdown",
+        extensions=sorted(MarkItDownLoader.extensions),
+    )
 
 
 @hookimpl

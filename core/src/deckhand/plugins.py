@@ -23,9 +23,7 @@ from deckhand.errors import ComponentNotFoundError, PluginError
 
 log = logging.getLogger(__name__)
 
-Kind = Literal[
-    "loader", "chunker", "embedder", "store", "keyword_strategy", "context_generator", "memory_backend"
-]
+Kind = Literal["loader", "chunker", "embedder", "store", "keyword_strategy", "context_generator", "memory_backend"]
 
 HOOKS: dict[Kind, str] = {
     "loader": "register_loaders",

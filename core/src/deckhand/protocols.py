@@ -126,9 +126,7 @@ class VectorStore(Protocol):
 class NativeKeywordSearch(Protocol):
     """Capability a store opts into when its database ranks text itself (BM25, ts_rank)."""
 
-    def keyword_search(
-        self, query: str, k: int, *, sources: Sequence[str] | None = None
-    ) -> list[SearchHit]: ...
+    def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
 
 
 class KeywordIndex(Protocol):

@@ -28,14 +28,26 @@ COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory"]
 @click.version_option(__version__, prog_name="deckhand")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors; no progress bars (for scripts).")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Agent configuration file (default: ./agent.yaml).",
+)
 @click.pass_context
-def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) -> None:
     """deckhand: retrieval tools and long-term memory for AI agents."""
     ctx.ensure_object(dict)
     ctx.obj["quiet"] = quiet
+    ctx.obj["config_path"] = config_path
     level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=level,
+        format="%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
     logging.getLogger().setLevel(level)
 
 

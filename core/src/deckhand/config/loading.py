@@ -28,7 +28,9 @@ def interpolate(value: Any, file: Path, field: str = "") -> Any:
             name = match.group(1)
             if name not in os.environ:
                 where = f" (field {field})" if field else ""
-                raise ConfigError(f"{file}: environment variable {name} is not set{where}; export it or remove ${{{name}}}")
+                raise ConfigError(
+                    f"{file}: environment variable {name} is not set{where}; export it or remove ${{{name}}}"
+                )
             return os.environ[name]
 
         return _VAR.sub(sub, value)
@@ -72,7 +74,9 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any) -> str:
         if err["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; `deckhand schema` lists the allowed fields)"
         got = err.get("input")
-        shown = "" if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list)) else f" (got {got!r})"
+        shown = (
+            "" if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list)) else f" (got {got!r})"
+        )
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
 

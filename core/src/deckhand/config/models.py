@@ -6,7 +6,7 @@ discriminated union on ``type``; each tool type adds its model to :data:`ToolCon
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,10 +32,14 @@ class DatabaseConfig(StrictModel):
 
     provider: str = Field(description="Store plugin: in-memory, redis, postgres, weaviate, or a third party's.")
     connection_string: str | None = Field(default=None, description="Server URL; put secrets in ${VARS}.")
-    index_name: str = Field(default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix.")
+    index_name: str = Field(
+        default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix."
+    )
     vector_algorithm: Algorithm = Algorithm.HNSW
     distance_metric: Metric = Metric.COSINE
-    options: dict[str, Any] = Field(default_factory=dict, description="Provider-specific settings (see the plugin's README).")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Provider-specific settings (see the plugin's README)."
+    )
 
     @field_validator("provider")
     @classmethod
@@ -53,11 +57,11 @@ class DatabaseConfig(StrictModel):
         if self.provider == IN_MEMORY or schemes is None:
             return self
         if not self.connection_string:
-            raise ValueError(f"connection_string is required for provider {self.provider!r} (e.g. {schemes[0]}host:port)")
-        if not self.connection_string.startswith(schemes):
             raise ValueError(
-                f"connection_string for provider {self.provider!r} must start with {' or '.join(schemes)}"
+                f"connection_string is required for provider {self.provider!r} (e.g. {schemes[0]}host:port)"
             )
+        if not self.connection_string.startswith(schemes):
+            raise ValueError(f"connection_string for provider {self.provider!r} must start with {' or '.join(schemes)}")
         return self
 
 
@@ -68,7 +72,9 @@ class VectorStoreToolConfig(StrictModel):
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
     description: str = ""
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
-    embedding_model: str | None = Field(default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2.")
+    embedding_model: str | None = Field(
+        default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
+    )
     database: DatabaseConfig | None = None
     top_k: int = Field(default=5, ge=1, le=100)
     min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -78,7 +84,9 @@ class VectorStoreToolConfig(StrictModel):
     @model_validator(mode="after")
     def _overlap(self) -> VectorStoreToolConfig:
         if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         return self
 
 
@@ -86,12 +94,24 @@ class VectorStoreToolConfig(StrictModel):
 ToolConfig = VectorStoreToolConfig
 
 
+class RetrievalTestCase(StrictModel):
+    """A query and the sources it must find (run by ``deckhand test``)."""
+
+    query: str = Field(min_length=1)
+    expected_sources: list[str] = Field(
+        min_length=1, description="Sources (paths as shown in results) that count as hits."
+    )
+    tool: str | None = Field(default=None, description="Tool to ask; default: every tool.")
+    top_k: int | None = Field(default=None, ge=1, le=100)
+
+
 class AgentConfig(StrictModel):
-    """An ``agent.yaml``: a name and the tools the agent may call."""
+    """An ``agent.yaml``: a name, the tools the agent may call and optional retrieval tests."""
 
     name: str = "agent"
     description: str = ""
     tools: list[ToolConfig] = Field(default_factory=list)
+    tests: list[RetrievalTestCase] = Field(default_factory=list)
 
     @field_validator("tools")
     @classmethod

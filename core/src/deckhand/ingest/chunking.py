@@ -16,7 +16,9 @@ class TokenChunker:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1 (got {chunk_size})")
         if not 0 <= chunk_overlap < chunk_size:
-            raise ValueError(f"chunk_overlap must be in [0, chunk_size) (got {chunk_overlap} with chunk_size {chunk_size})")
+            raise ValueError(
+                f"chunk_overlap must be in [0, chunk_size) (got {chunk_overlap} with chunk_size {chunk_size})"
+            )
         self.tokenizer = tokenizer
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap

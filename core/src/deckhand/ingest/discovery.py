@@ -63,10 +63,17 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
             if sub.is_symlink():
                 target = sub.resolve()
                 if not _inside(target, root):
-                    out.skipped.append(Skipped(_shown(sub, root, shown_root, base), "symlink points outside the source"))
+                    out.skipped.append(
+                        Skipped(_shown(sub, root, shown_root, base), "symlink points outside the source")
+                    )
                     continue
                 # A link to a directory inside the source is walked where it really lives.
-                out.skipped.append(Skipped(_shown(sub, root, shown_root, base), "symlink to a directory inside the source (indexed at its target)"))
+                out.skipped.append(
+                    Skipped(
+                        _shown(sub, root, shown_root, base),
+                        "symlink to a directory inside the source (indexed at its target)",
+                    )
+                )
                 continue
             if d.startswith("."):
                 continue

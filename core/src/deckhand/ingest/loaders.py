@@ -74,10 +74,59 @@ class TextLoader:
         return decode_text(data, path)
 
 
-class MarkItDownLoader:
-    """Converts PDF, CSV, JSON, Office and HTML files to markdown with markitdown."""
+class TableLoader:
+    """CSV as a markdown table and JSON as a fenced code block, the way markitdown renders them,
+    without importing markitdown (whose import alone takes seconds)."""
 
-    extensions = frozenset({".pdf", ".csv", ".json", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
+    extensions = frozenset({".csv", ".json"})
+    priority = 0
+
+    def load(self, path: Path) -> str:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        text = decode_text(data, path)
+        if path.suffix.lower() == ".json":
+            return _json_block(text, path)
+        return _csv_table(text, path)
+
+
+def _json_block(text: str, path: Path) -> str:
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LoaderError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    return "```json\n" + json.dumps(parsed, indent=2, ensure_ascii=False) + "\n```\n"
+
+
+def _csv_table(text: str, path: Path) -> str:
+    import csv
+    import io
+
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    except csv.Error as exc:
+        raise LoaderError(f"{path}: invalid CSV ({exc})") from exc
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+
+    def line(cells: list[str]) -> str:
+        cells = [c.replace("|", "\\|").replace("\n", " ").strip() for c in cells] + [""] * (width - len(cells))
+        return "| " + " | ".join(cells) + " |"
+
+    out = [line(rows[0]), "| " + " | ".join(["---"] * width) + " |"]
+    out.extend(line(r) for r in rows[1:])
+    return "\n".join(out) + "\n"
+
+
+class MarkItDownLoader:
+    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use)."""
+
+    extensions = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
     priority = 0
 
     def __init__(self) -> None:
@@ -96,23 +145,9 @@ class MarkItDownLoader:
                 pass
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        if path.suffix.lower() == ".json":
-            return self._load_json(path)
         try:
             result = self._markitdown().convert(str(path))  # type: ignore[attr-defined]
         except Exception as exc:
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise LoaderError(f"{path}: conversion failed ({type(exc).__name__}: {reason[:200]})") from exc
         return str(result.text_content or "")
-
-    def _load_json(self, path: Path) -> str:
-        """JSON as a fenced code block after checking it parses (markitdown would pass junk through)."""
-        import json
-
-        text = decode_text(path.read_bytes(), path)
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LoaderError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
-        pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
-        return f"```json\n{pretty}\n```\n"

@@ -1,0 +1,39 @@
+"""Tool I/O models: structured search results and the function definition agents see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SearchResult(BaseModel):
+    """One ranked result, for programs (the agent gets the formatted string)."""
+
+    rank: int = Field(ge=1)
+    score: float = Field(ge=0.0, le=1.0)
+    source: str
+    chunk_index: int = Field(ge=0)
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def function_definition(name: str, description: str) -> dict[str, Any]:
+    """The OpenAI-style function definition of a search tool (the contract's tool-call JSON)."""
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "Natural language search query"}},
+            "required": ["query"],
+        },
+    }
+
+
+def format_results(results: list[SearchResult]) -> str:
+    """The contract's result text: a count line, then one block per result."""
+    blocks = [f"Found {len(results)} result(s):"]
+    for r in results:
+        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source}\n{r.content}")
+    return "\n\n".join(blocks)
