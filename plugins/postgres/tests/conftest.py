@@ -1,8 +1,11 @@
-"""Fixtures: a real PostgreSQL 18 + pgvector server (``$POSTGRES_URL`` or one started for the session)."""
+"""Fixtures of the PostgreSQL plugin's tests: a real PostgreSQL 18 + pgvector (``$POSTGRES_URL`` or started here).
 
-from __future__ import annotations
+``pytest_plugins`` is only allowed in the root conftest, so until the root conftest loads
+``deckhand.testing.postgres_server`` its fixtures are imported here.
+"""
 
 import pytest
 
-pytest_plugins = ["deckhand.testing.postgres_server"]
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
+
+from deckhand.testing.postgres_server import fresh_postgres_server, postgres_url  # noqa: E402, F401
