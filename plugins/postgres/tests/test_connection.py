@@ -106,8 +106,11 @@ def test_password_never_logged(postgres_url: str, caplog: pytest.LogCaptureFixtu
     store = PostgresStore(postgres_url, f"logs_{uuid.uuid4().hex[:8]}", index_name="redaction")
     try:
         store.open(CollectionSpec(store.collection, 3, "m", Metric.L2))
-        store.replace_source("a.md", [Record("a.md_chunk_0", "a.md", 0, "x", np.ones(3, dtype=np.float32))],
-                             FileState("a.md", 1.0, 1, "h", "m", 1))
+        store.replace_source(
+            "a.md",
+            [Record("a.md_chunk_0", "a.md", 0, "x", np.ones(3, dtype=np.float32))],
+            FileState("a.md", 1.0, 1, "h", "m", 1),
+        )
         with pytest.raises(StoreError) as info:
             store.search(np.ones(5, dtype=np.float32), 3)
         assert password not in str(info.value)

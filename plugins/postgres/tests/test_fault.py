@@ -51,8 +51,10 @@ def check_consistent(store: PostgresStore) -> dict[str, int]:
     for source in SOURCES:
         seen = versions.get(source, Counter())
         assert len(seen) == 1, f"{source} is half-indexed: chunks of versions {dict(seen)}"
-        (version, count), = seen.items()
-        assert count == chunks_of(version), f"{source}: {count} chunks of version {version}, expected {chunks_of(version)}"
+        ((version, count),) = seen.items()
+        assert count == chunks_of(version), (
+            f"{source}: {count} chunks of version {version}, expected {chunks_of(version)}"
+        )
         assert manifest[source] == state(source, version), f"{source}: manifest disagrees with its chunks"
         found[source] = version
     return found

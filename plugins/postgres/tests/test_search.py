@@ -128,7 +128,7 @@ def test_keyword_search_stems_ranks_and_filters(make_store) -> None:
     # The score is ts_rank_cd's r/(1+r) (normalisation 32).
     with psycopg.connect(store._url) as conn:
         (rank,) = conn.execute(
-            f'SELECT ts_rank_cd(tsv, to_tsquery(\'english\', \'anchor\')) FROM "{store.names.data}" WHERE id = %s',
+            f"SELECT ts_rank_cd(tsv, to_tsquery('english', 'anchor')) FROM \"{store.names.data}\" WHERE id = %s",
             (record_id("a.md", 1),),
         ).fetchone()
     top = store.keyword_search("anchor", 1)[0]
@@ -141,8 +141,11 @@ def test_same_collection_name_under_two_index_names_is_isolated(make_store) -> N
     second = make_store("shared", index_name="tenant_b")
     spec = CollectionSpec("shared", DIM, "m")
     assert first.open(spec) is None and second.open(spec) is None
-    first.replace_source("a.md", make_records(make_vectors(rng, 3, DIM), "a.md", content=lambda i: "alpha text"),
-                         FileState("a.md", 1.0, 1, "h", "m", 3))
+    first.replace_source(
+        "a.md",
+        make_records(make_vectors(rng, 3, DIM), "a.md", content=lambda i: "alpha text"),
+        FileState("a.md", 1.0, 1, "h", "m", 3),
+    )
     assert second.count() == 0 and second.manifest() == {}
     assert second.keyword_search("alpha", 5) == []
     second.drop()
@@ -197,7 +200,7 @@ def test_concurrent_searches_share_the_pool(make_store) -> None:
         try:
             for i in range(offset, 400, 8):
                 assert store.search(vectors[i], 1)[0].record.chunk_index == i
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]

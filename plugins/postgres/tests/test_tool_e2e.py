@@ -100,7 +100,9 @@ def _consistent(url: str, index: str) -> dict[str, int]:
         assert set(records) <= set(manifest), f"records without a manifest entry: {set(records) - set(manifest)}"
         for source, state in manifest.items():
             indexes = sorted(r.chunk_index for r in records[source])
-            assert indexes == list(range(state.chunk_count)), f"{source}: chunks {indexes}, manifest {state.chunk_count}"
+            assert indexes == list(range(state.chunk_count)), (
+                f"{source}: chunks {indexes}, manifest {state.chunk_count}"
+            )
         return {source: state.chunk_count for source, state in manifest.items()}
     finally:
         store.close()

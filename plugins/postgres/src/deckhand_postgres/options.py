@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from deckhand.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class PostgresOptions(BaseModel):
@@ -56,6 +55,4 @@ class PostgresOptions(BaseModel):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "options"
             known = ", ".join(sorted(f.alias or name for name, f in cls.model_fields.items()))
-            raise ConfigError(
-                f"database.options.{where}: {first['msg']} (postgres options: {known})"
-            ) from None
+            raise ConfigError(f"database.options.{where}: {first['msg']} (postgres options: {known})") from None

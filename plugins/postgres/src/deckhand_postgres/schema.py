@@ -12,9 +12,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from psycopg import sql
-
 from deckhand.types import Algorithm, CollectionSpec, Metric
+from psycopg import sql
 
 #: Longest table name we generate; leaves room for the ``_hnsw``/``_tsv``/``_src`` index suffixes.
 _MAX_TABLE = 54
@@ -73,7 +72,9 @@ def meta_ddl(names: TableNames) -> list[sql.Composed]:
     ]
 
 
-def data_ddl(names: TableNames, spec: CollectionSpec, *, m: int, ef_construction: int, ts_config: str) -> list[sql.Composed]:
+def data_ddl(
+    names: TableNames, spec: CollectionSpec, *, m: int, ef_construction: int, ts_config: str
+) -> list[sql.Composed]:
     """Create one collection's table, its source index, keyword (GIN) index and vector index."""
     statements = [
         sql.SQL(

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.scoring import raw_to_score
+from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
-from deckhand.scoring import raw_to_score
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from deckhand_postgres.options import PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
 from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, hnsw_ddl, meta_ddl
@@ -109,7 +109,8 @@ class PostgresStore:
                 detail = scrub(" ".join(str(exc).split()), self._url)
                 raise StoreError(
                     f"the pgvector extension is not installed in the database at {self.safe_url} and could not be "
-                    f"created ({detail}) -- install pgvector on the server and run CREATE EXTENSION vector as a superuser"
+                    f"created ({detail}) -- install pgvector on the server and run CREATE EXTENSION vector "
+                    "as a superuser"
                 ) from None
             log.info("created the pgvector extension in %s", self.safe_url)
 
@@ -157,7 +158,9 @@ class PostgresStore:
             ) from None
         except psycopg.OperationalError as exc:
             detail = scrub(" ".join(str(exc).split()), self._url)
-            raise StoreConnectionError(f"{action}: lost the connection to PostgreSQL at {self.safe_url}: {detail}") from None
+            raise StoreConnectionError(
+                f"{action}: lost the connection to PostgreSQL at {self.safe_url}: {detail}"
+            ) from None
         except psycopg.Error as exc:
             detail = scrub(" ".join(str(exc).split()), self._url)
             raise StoreError(f"{action} failed on PostgreSQL at {self.safe_url}: {detail}") from None
@@ -186,9 +189,9 @@ class PostgresStore:
             for statement in meta_ddl(names):
                 conn.execute(statement)
             row = conn.execute(
-                sql.SQL(
-                    "SELECT dimension, embedding_model, metric, algorithm FROM {} WHERE collection = %s"
-                ).format(sql.Identifier(names.collections)),
+                sql.SQL("SELECT dimension, embedding_model, metric, algorithm FROM {} WHERE collection = %s").format(
+                    sql.Identifier(names.collections)
+                ),
                 (self.collection,),
             ).fetchone()
             if row is not None:
@@ -196,7 +199,8 @@ class PostgresStore:
                 self._spec = previous
                 return previous
             opts = self.options
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(names.ident()))  # orphan of a half-dropped collection
+            # A table without a spec row is the orphan of a half-dropped collection.
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(names.ident()))
             for statement in data_ddl(
                 names, spec, m=opts.m, ef_construction=opts.ef_construction, ts_config=opts.text_search_config
             ):
@@ -337,9 +341,12 @@ class PostgresStore:
             rebuild = len(rows) >= (int(row[0]) if row else 0)
         if rebuild:
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(self.names.ident("_hnsw")))
-        with conn.cursor() as cur, cur.copy(
-            sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(self.names.ident(), sql.SQL(_COLUMNS))
-        ) as copy:
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(self.names.ident(), sql.SQL(_COLUMNS))
+            ) as copy,
+        ):
             copy.set_types(_COPY_TYPES)
             for row_values in rows:
                 copy.write_row(row_values)
@@ -448,9 +455,9 @@ class PostgresStore:
             for statement in meta_ddl(self.names):  # a store that was never opened has none yet
                 conn.execute(statement)
             rows = conn.execute(
-                sql.SQL(
-                    "SELECT source, mtime, size, sha256, model, chunk_count FROM {} WHERE collection = %s"
-                ).format(sql.Identifier(self.names.manifest)),
+                sql.SQL("SELECT source, mtime, size, sha256, model, chunk_count FROM {} WHERE collection = %s").format(
+                    sql.Identifier(self.names.manifest)
+                ),
                 (self.collection,),
             ).fetchall()
         return {r[0]: FileState(r[0], float(r[1]), int(r[2]), r[3], r[4], int(r[5])) for r in rows}
