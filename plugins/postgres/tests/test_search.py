@@ -222,6 +222,7 @@ def test_long_collection_names_stay_unique(make_store) -> None:
 
 
 def test_operations_before_open_say_so(make_store) -> None:
-    store = make_store()
+    store = make_store(index_name=f"never_{uuid.uuid4().hex[:8]}")
+    assert store.manifest() == {}, "an index_name never opened has an empty manifest"
     with pytest.raises(StoreError, match="call open"):
         store.search(np.ones(3, dtype=np.float32), 1)

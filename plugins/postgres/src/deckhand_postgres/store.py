@@ -452,8 +452,10 @@ class PostgresStore:
     def manifest(self) -> dict[str, FileState]:
         """The ingestion manifest of this collection, keyed by source."""
         with self._conn(f"reading the manifest of {self.collection!r}") as conn:
-            for statement in meta_ddl(self.names):  # a store that was never opened has none yet
-                conn.execute(statement)
+            table = sql.Identifier(self.names.manifest)
+            exists = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
+            if exists is None or exists[0] is None:  # nothing was ever opened under this index_name
+                return {}
             rows = conn.execute(
                 sql.SQL("SELECT source, mtime, size, sha256, model, chunk_count FROM {} WHERE collection = %s").format(
                     sql.Identifier(self.names.manifest)
