@@ -63,8 +63,11 @@ def postgres_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     from deckhand.testing.postgres_server import PostgresServer
     from deckhand_postgres import PostgresStore
 
+    import json
+
     url = os.environ.get("POSTGRES_URL") or stack.enter_context(PostgresServer()).url
-    options = {"pool_max_size": 2}  # per connection object; the 8 clients have their own
+    # Each of the 8 clients is its own store (pool); $POSTGRES_OPTIONS adds database.options as JSON.
+    options = {"pool_max_size": 2, **json.loads(os.environ.get("POSTGRES_OPTIONS") or "{}")}
     config = DatabaseConfig(
         provider="postgres", connection_string=url, index_name="bench", vector_algorithm=algorithm, options=options
     )
