@@ -59,11 +59,11 @@ def redis_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
 
 def postgres_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     """PostgreSQL + pgvector: ``$POSTGRES_URL`` or a server started for the run."""
+    import json
+
     from deckhand.config.models import DatabaseConfig
     from deckhand.testing.postgres_server import PostgresServer
     from deckhand_postgres import PostgresStore
-
-    import json
 
     url = os.environ.get("POSTGRES_URL") or stack.enter_context(PostgresServer()).url
     # Each of the 8 clients is its own store (pool); $POSTGRES_OPTIONS adds database.options as JSON.
