@@ -215,6 +215,10 @@ def redis_url() -> Iterator[str]:
         yield server.url
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a server in the foreground until Ctrl-C (for trying the Redis plugin by hand)."""
     parser = argparse.ArgumentParser(
@@ -223,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=6379, help="port on 127.0.0.1 (default 6379; 0 picks a free one)")
     args = parser.parse_args(argv)
+    # Ctrl-C and `kill` both stop the server (background jobs of a shell start with SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server = RedisServer(args.port or None).start()
     except RedisServerError as exc:
