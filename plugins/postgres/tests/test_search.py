@@ -226,3 +226,15 @@ def test_operations_before_open_say_so(make_store) -> None:
     assert store.manifest() == {}, "an index_name never opened has an empty manifest"
     with pytest.raises(StoreError, match="call open"):
         store.search(np.ones(3, dtype=np.float32), 1)
+
+
+def test_keyword_config_is_the_one_the_table_was_built_with(make_store) -> None:
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    simple = make_store(name, text_search_config="simple")
+    simple.open(CollectionSpec(name, 3, "m", algorithm=Algorithm.FLAT))
+    simple.upsert([Record("a_chunk_0", "a", 0, "the running dogs", np.ones(3, dtype=np.float32))])
+    assert [h.record.id for h in simple.keyword_search("the", 5)] == ["a_chunk_0"], "'simple' keeps stop words"
+    reopened = make_store(name)  # default options say english; the table says simple
+    reopened.open(CollectionSpec(name, 3, "m", algorithm=Algorithm.FLAT))
+    assert [h.record.id for h in reopened.keyword_search("the", 5)] == ["a_chunk_0"]
+    assert reopened.keyword_search("run", 5) == [], "'simple' does not stem, so 'run' does not match 'running'"

@@ -16,7 +16,6 @@ import contextlib
 import json
 import logging
 import math
-import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -65,7 +64,7 @@ class PostgresStore:
         self._url = url
         self.safe_url = redact_url(url)
         self._spec: CollectionSpec | None = None
-        self._spec_lock = threading.Lock()
+        self._ts_config = self.options.text_search_config
         self._ensure_extension()
         self._pool = self._open_pool()
 
@@ -98,7 +97,10 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._connect_error(exc) from None
         with conn:
-            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            try:
+                row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            except psycopg.Error as exc:
+                raise self._connect_error(exc) from None
             if row is not None:
                 return
             try:
@@ -189,14 +191,16 @@ class PostgresStore:
             for statement in meta_ddl(names):
                 conn.execute(statement)
             row = conn.execute(
-                sql.SQL("SELECT dimension, embedding_model, metric, algorithm FROM {} WHERE collection = %s").format(
-                    sql.Identifier(names.collections)
-                ),
+                sql.SQL(
+                    "SELECT dimension, embedding_model, metric, algorithm, text_search_config FROM {} "
+                    "WHERE collection = %s"
+                ).format(sql.Identifier(names.collections)),
                 (self.collection,),
             ).fetchone()
             if row is not None:
                 previous = CollectionSpec(self.collection, int(row[0]), row[1], Metric(row[2]), Algorithm(row[3]))
                 self._spec = previous
+                self._ts_config = row[4]  # the generated tsvector column was built with it
                 return previous
             opts = self.options
             # A table without a spec row is the orphan of a half-dropped collection.
@@ -221,6 +225,7 @@ class PostgresStore:
                 ),
             )
         self._spec = CollectionSpec(self.collection, spec.dimension, spec.embedding_model, spec.metric, spec.algorithm)
+        self._ts_config = opts.text_search_config
         log.info("created collection %r (%s) in %s", self.collection, names.data, self.safe_url)
         return None
 
@@ -410,7 +415,7 @@ class PostgresStore:
         self.spec  # noqa: B018 - raises when the collection is not open
         if k <= 0 or not query.strip() or (sources is not None and len(sources) == 0):
             return []
-        ts = sql.Literal(self.options.text_search_config)
+        ts = sql.Literal(self._ts_config)
         if _web_syntax(query):
             tsquery = sql.SQL("websearch_to_tsquery({ts}::regconfig, %(q)s)").format(ts=ts)
         else:
