@@ -70,12 +70,18 @@ def test_a_taken_port_fails_with_the_server_log_and_cleans_up() -> None:
         assert second.base_dir is None, "a failed start deletes its data directory"
 
 
-def test_module_prints_url_and_stops_on_ctrl_c() -> None:
+def _like_a_background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a job started with &
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_module_prints_url_and_stops_on_a_signal(stop_signal: signal.Signals) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "deckhand.testing.postgres_server"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
+        preexec_fn=_like_a_background_job,
     )
     try:
         assert proc.stdout is not None
@@ -83,7 +89,7 @@ def test_module_prints_url_and_stops_on_ctrl_c() -> None:
         assert url.startswith("postgresql://postgres:") and "@127.0.0.1:" in url
         with psycopg.connect(url, connect_timeout=5) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop_signal)
         assert proc.wait(timeout=60) == 0
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -93,7 +99,7 @@ def test_module_prints_url_and_stops_on_ctrl_c() -> None:
                 break
             time.sleep(0.2)
         else:
-            pytest.fail("the server still accepts connections after Ctrl-C")
+            pytest.fail("the server still accepts connections after the signal")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -21,6 +21,7 @@ import logging
 import os
 import pwd
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -379,16 +380,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
     parser.add_argument("--password", default=DEFAULT_PASSWORD, help="password of the postgres role")
     args = parser.parse_args(argv)
-    with PostgresServer(port=args.port, password=args.password) as server:
-        print(server.url, flush=True)
-        print(
-            f"started in {server.started_in:.2f}s; data in {server.data_dir}; Ctrl-C stops and deletes it",
-            file=sys.stderr,
-            flush=True,
-        )
-        with contextlib.suppress(KeyboardInterrupt):
+
+    def _interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Explicit handlers: a background job starts with SIGINT ignored, and SIGTERM should clean up too.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with PostgresServer(port=args.port, password=args.password) as server:
+            print(server.url, flush=True)
+            print(
+                f"started in {server.started_in:.2f}s; data in {server.data_dir}; Ctrl-C stops and deletes it",
+                file=sys.stderr,
+                flush=True,
+            )
             while server.is_running():
                 time.sleep(1)
+    except KeyboardInterrupt:
+        pass  # the context manager has stopped the server and deleted its data
     return 0
 
 
