@@ -17,7 +17,7 @@ nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3"]
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonschema>=4.20"]
 #: Plugins that need torch (installed from the machine's CPU wheel, never a CUDA build) run only in
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}

@@ -8,8 +8,9 @@ back (a driver's exception message) goes through :func:`redact_secrets`.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
 #: Query parameters whose values are secrets.
@@ -19,6 +20,7 @@ SECRET_PARAMS = frozenset(
 
 # scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text
 _URL_PASSWORD = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]+)(?=@)")
+_ONE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")
 _QUERY_SECRET = re.compile(
     r"(?i)(?P<prefix>[?&](?:password|passwd|pass|pwd|token|access_token|api_key|apikey|secret|sslpassword)=)"
     r"(?P<secret>[^&\s]+)"
@@ -34,12 +36,10 @@ def redact_url(text: str | None) -> str:
     """
     if not text:
         return ""
-    if any(ch.isspace() for ch in text) or "://" not in text:
-        return _redact_text(text)
-    try:
-        return _redact_one_url(text)
-    except ValueError:
-        return _redact_text(text)
+    if _ONE_URL.match(text):
+        with contextlib.suppress(ValueError):  # unparsable: the pattern pass below still applies
+            text = _redact_one_url(text)
+    return _redact_text(text)  # also any URL inside longer text (idempotent on masked URLs)
 
 
 def _redact_text(text: str) -> str:
@@ -54,14 +54,10 @@ def _redact_one_url(url: str) -> str:
         userinfo, _, hostport = netloc.rpartition("@")
         if ":" in userinfo:
             netloc = f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(key.lower() in SECRET_PARAMS for key, _ in pairs):
-            query = urlencode([(k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
-    if netloc == parts.netloc and query == parts.query:
-        return url  # nothing secret; urlunsplit would also drop an empty netloc ("unix:///")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    if netloc != parts.netloc:  # (urlunsplit would drop an empty netloc, so only rebuild when needed)
+        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    # Secret query parameters by pattern, so the other parameters keep their exact spelling.
+    return _QUERY_SECRET.sub(lambda m: m.group("prefix") + MASK, url)
 
 
 def url_secrets(url: str | None) -> list[str]:

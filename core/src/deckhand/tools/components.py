@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import StoreConnectionError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -19,7 +20,7 @@ log = logging.getLogger("deckhand")
 
 DEFAULT_EMBEDDER = "minilm"
 
-_embedders: dict[tuple[int, str], Embedder] = {}
+_embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
 _caches: dict[Path, EmbeddingCache] = {}
 
 
@@ -31,10 +32,12 @@ def state_dir(base_dir: Path) -> Path:
 
 def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
     """The embedder called ``name`` (default MiniLM), loaded once per process and cached on disk."""
-    key = (id(registry), name or DEFAULT_EMBEDDER)
+    component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
+    # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
+    # created after reset_registry() may reuse a freed id and get another plugin's embedder.
+    key = (component.factory, name or DEFAULT_EMBEDDER)
     inner = _embedders.get(key)
     if inner is None:
-        component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
         inner = component.factory(name)
         _embedders[key] = inner
     cache_path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
@@ -64,12 +67,12 @@ def open_store(
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
         return store, previous, config
-    except StoreConnectionError as exc:
+    except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
-        where = redact_url(config.connection_string or "")
+        where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
         log.warning(
-            "tool %s: cannot reach %s at %s (%s); falling back to the in-memory store for this run",
+            "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
             collection,
             config.provider,
             where,

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deckhand.config.loading import resolve_database
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.errors import EmbeddingError, ModelMismatchError
+from deckhand.errors import ConfigError, EmbeddingError, ModelMismatchError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
@@ -54,32 +55,34 @@ class VectorStoreTool:
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
-        source = Path(self.config.source)
+        source = Path(self.config.source).expanduser()
+        if not source.is_absolute():
+            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
-        database = self.config.database
+        if self.config.chunk_size > embedder.max_tokens:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
+                self.config.name,
+                self.config.chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+            )
+        # Resolve the database first (tool > project > user > in-memory) so the collection is
+        # created with the metric and algorithm of whichever config file actually applies.
+        database, origin = resolve_database(self.config.database, cwd=self.base_dir)
+        log.debug("tool %s: database %s from %s", self.config.name, database.provider, origin)
         spec = CollectionSpec(
             name=self.config.name,
             dimension=embedder.dimension,
             embedding_model=embedder.model_id,
-            metric=database.distance_metric if database else CollectionSpec.metric,
-            algorithm=database.vector_algorithm if database else CollectionSpec.algorithm,
+            metric=database.distance_metric,
+            algorithm=database.vector_algorithm,
         )
         store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
-        if previous is not None and (
-            previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
-        ):
-            if not force_ingest:
-                store.close()
-                raise ModelMismatchError(
-                    f"tool {self.config.name!r}: the index was built with embedding model {previous.embedding_model!r} "
-                    f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
-                    f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
-                )
-            log.info("tool %s: embedding model changed; rebuilding the index", self.config.name)
-            store.drop()
-            store.open(spec)
+        if previous is not None:
+            self._check_index(store, previous, spec, force_ingest)
         self.provider = used.provider
         chunker = self.registry.resolve("chunker", "token").factory(
             tokenizer=embedder.tokenizer, chunk_size=self.config.chunk_size, chunk_overlap=self.config.chunk_overlap
@@ -104,6 +107,36 @@ class VectorStoreTool:
         self.last_ingest_time = time.time()
         self.is_initialized = True
         return report
+
+    def _check_index(self, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool) -> None:
+        """Rebuild (with ``force``) or refuse an index built with another model, dimension, metric or algorithm."""
+        name = self.config.name
+        model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
+        layout = [
+            f"{label} {old.value} but the configuration now uses {new.value}"
+            for label, old, new in (
+                ("distance_metric", previous.metric, spec.metric),
+                ("vector_algorithm", previous.algorithm, spec.algorithm),
+            )
+            if old != new
+        ]
+        if not model_changed and not layout:
+            return
+        if not force:
+            store.close()
+            if model_changed:
+                raise ModelMismatchError(
+                    f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
+                    f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
+                    f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
+                )
+            changes = "; ".join(layout)
+            raise ConfigError(
+                f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
+            )
+        log.info("tool %s: the index settings changed; rebuilding the index", name)
+        store.drop()
+        store.open(spec)
 
     def close(self) -> None:
         if self._store is not None:

@@ -209,9 +209,14 @@ class InMemoryStore:
                 return []
             ck = key[candidates]
             if candidates.size > k:
-                part = np.argpartition(-ck, k - 1)[:k]
-                candidates, ck = candidates[part], ck[part]
-            order = candidates[np.argsort(-ck, kind="stable")]
+                # The k-th best key; ties with it are kept in insertion (row) order, so equal
+                # scores rank the same way on every call (argpartition alone picks ties arbitrarily).
+                kth = np.partition(ck, candidates.size - k)[candidates.size - k]
+                better = candidates[ck > kth]
+                ties = candidates[ck == kth][: k - better.size]
+                candidates = np.concatenate([better, ties])
+                ck = key[candidates]
+            order = candidates[np.lexsort((candidates, -ck))]
             hits = []
             for row in order:
                 record = self._records[row]
