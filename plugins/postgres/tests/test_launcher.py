@@ -101,5 +101,9 @@ def test_module_prints_url_and_stops_on_a_signal(stop_signal: signal.Signals) ->
         else:
             pytest.fail("the server still accepts connections after the signal")
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # the test failed early: let the launcher stop its server first
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
