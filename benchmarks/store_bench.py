@@ -57,8 +57,25 @@ def redis_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     return lambda collection: RedisStore.from_config(config, collection)
 
 
+def postgres_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
+    """PostgreSQL + pgvector: ``$POSTGRES_URL`` or a server started for the run."""
+    import json
+
+    from deckhand.config.models import DatabaseConfig
+    from deckhand.testing.postgres_server import PostgresServer
+    from deckhand_postgres import PostgresStore
+
+    url = os.environ.get("POSTGRES_URL") or stack.enter_context(PostgresServer()).url
+    # Each of the 8 clients is its own store (pool); $POSTGRES_OPTIONS adds database.options as JSON.
+    options = {"pool_max_size": 2, **json.loads(os.environ.get("POSTGRES_OPTIONS") or "{}")}
+    config = DatabaseConfig(
+        provider="postgres", connection_string=url, index_name="bench", vector_algorithm=algorithm, options=options
+    )
+    return lambda collection: PostgresStore.from_config(config, collection)
+
+
 #: store name -> setup; other store plugins add themselves here.
-STORES: dict[str, StoreSetup] = {"inmemory": inmemory_setup, "redis": redis_setup}
+STORES: dict[str, StoreSetup] = {"inmemory": inmemory_setup, "redis": redis_setup, "postgres": postgres_setup}
 
 
 @dataclass
