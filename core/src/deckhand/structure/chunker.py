@@ -108,23 +108,25 @@ class StructureChunker:
             if heading_piece is not None and section.is_leaf:
                 return [[heading_piece]]
             return []
-        reserve = heading_piece.tokens + 1 if heading_piece else 0
-        limit = max(8, self.max_chunk_tokens - reserve)
+        # The heading is glued to the first piece of its section, so pieces leave room for it;
+        # a heading too long for that (a tiny limit) is packed like any other piece.
+        glue = heading_piece is not None and heading_piece.tokens <= self.max_chunk_tokens // 4
+        limit = self.max_chunk_tokens - (heading_piece.tokens if glue and heading_piece else 0)
         pieces: list[_Piece] = []
         for block in blocks:
             pieces.extend(self._block_pieces(text, block, limit))
         if heading_piece is not None:
             pieces.insert(0, heading_piece)
-        return self._pack(pieces)
+        return self._pack(pieces, glue_heading=glue)
 
-    def _pack(self, pieces: list[_Piece]) -> list[list[_Piece]]:
+    def _pack(self, pieces: list[_Piece], *, glue_heading: bool) -> list[list[_Piece]]:
         groups: list[list[_Piece]] = []
         current: list[_Piece] = []
         total = 0
         i = 0
         while i < len(pieces):
             piece = pieces[i]
-            heading_only = len(current) == 1 and current[0].kind == "heading"
+            heading_only = glue_heading and len(current) == 1 and current[0].kind == "heading"
             if current and not heading_only and total + piece.tokens > self.max_chunk_tokens:
                 groups.append(current)
                 current = self._overlap(current)
@@ -181,26 +183,13 @@ class StructureChunker:
             cursor = match.end()
         sentences.append((start + cursor, end))
         out: list[_Piece] = []
-        group_start: int | None = None
-        group_end = 0
-        group_tokens = 0
         for s, e in sentences:
-            count = self._count(text[s:e])
+            sentence = text[s:e]
+            count = self._count(sentence)
             if count > limit:
-                if group_start is not None:
-                    out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
-                    group_start = None
                 out.extend(self._token_windows(text, s, e, limit))
-                continue
-            if group_start is not None:
-                joined = self._count(text[group_start:e])
-                if joined <= limit:
-                    group_end, group_tokens = e, joined
-                    continue
-                out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
-            group_start, group_end, group_tokens = s, e, count
-        if group_start is not None:
-            out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
+            elif sentence.strip():
+                out.append(_Piece(sentence, s, e, "sentence", count))
         return out
 
     def _token_windows(self, text: str, start: int, end: int, limit: int) -> list[_Piece]:

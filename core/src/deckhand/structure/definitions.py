@@ -77,6 +77,8 @@ class _Unit:
     text: str
     list_item: bool
     table_row: bool
+    #: A pandoc definition-list entry ("Term" then ": definition"): explicit, trusted anywhere.
+    explicit: bool = False
 
 
 def _units(text: str) -> list[_Unit]:
@@ -84,12 +86,13 @@ def _units(text: str) -> list[_Unit]:
     units: list[_Unit] = []
     current: list[str] = []
     current_item = False
+    explicit = False
 
     def flush() -> None:
-        nonlocal current, current_item
+        nonlocal current, current_item, explicit
         if current:
-            units.append(_Unit(" ".join(" ".join(current).split()), current_item, False))
-        current, current_item = [], False
+            units.append(_Unit(" ".join(" ".join(current).split()), current_item, False, explicit))
+        current, current_item, explicit = [], False, False
 
     for raw in text.splitlines():
         line = raw.strip()
@@ -104,6 +107,7 @@ def _units(text: str) -> list[_Unit]:
             # pandoc definition list: "Term" then ": definition"
             term = current[0]
             current = [f"**{term}**: {line[1:].strip()}"]
+            explicit = True
             continue
         if _LIST_START.match(raw) or line.startswith("#"):
             flush()
@@ -182,7 +186,7 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
                 strong = True
         if strong:
             continue
-        if in_definitions_section or term_list[index]:
+        if in_definitions_section or term_list[index] or unit.explicit:
             pair = _colon_definition(body)
             if pair:
                 add(*pair)
