@@ -84,6 +84,12 @@ def write_pdf(path: Path, pages: list[list[tuple[int, str] | None]]) -> None:
     path.write_bytes(bytes(out))
 
 
+@pytest.fixture
+def pdf_writer() -> Callable[[Path, list[list[tuple[int, str] | None]]], None]:
+    """:func:`write_pdf`, as a fixture (test modules cannot import conftest reliably)."""
+    return write_pdf
+
+
 # --- a local chat-completions server ------------------------------------------------------
 
 

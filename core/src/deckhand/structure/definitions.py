@@ -37,11 +37,11 @@ _OPEN_Q = "\"“'‘"
 _CLOSE_Q = "\"”'’"
 _QUOTED = re.compile(
     rf"[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,80}}?)[{_CLOSE_Q}]"
-    rf"(?:\s*\((?:or\s+)?[{_OPEN_Q}][^{_CLOSE_Q}]{{1,80}}[{_CLOSE_Q}]\))?,?\s+(?P<verb>{_VERBS})\b(?P<rest>.*)",
+    rf"(?:\s*\((?:or\s+)?[{_OPEN_Q}][^{_CLOSE_Q}]{{1,80}}[{_CLOSE_Q}]\))?,?\s+(?P<verb>{_VERBS})\b",
     re.IGNORECASE | re.DOTALL,
 )
 _BOLD = re.compile(
-    rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b(?P<rest>.*)|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
+    rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
     re.IGNORECASE | re.DOTALL,
 )
 _TERM = r"[A-Za-z][\w'’()/&.-]*(?:\s+[\w'’()/&.-]+){0,5}?"
@@ -179,7 +179,9 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
             matches = [m for m in pattern.finditer(body) if m.group("verb")]
             for k, match in enumerate(matches):
                 end = matches[k + 1].start() if k + 1 < len(matches) else len(body)
-                rest = body[match.start("rest") : end]
+                rest = body[match.end("verb") : end]
+                if k + 1 < len(matches):  # '"A" means x and "B" means y'
+                    rest = re.sub(r"[\s,;]*(?:\band|\bor)?[\s,;]*$", "", rest)
                 verb = " ".join(match.group("verb").split()).lower()
                 definition = rest if verb in ("means", "mean", "shall mean") else f"{verb}{rest}"
                 add(match.group("term"), _first_clause(definition))
