@@ -3,6 +3,7 @@ a tiny hand-written PDF writer and a local chat-completions server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -146,6 +147,8 @@ def chat_server() -> Iterator[ChatServer]:
     state = ChatServer()
 
     class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -159,14 +162,15 @@ def chat_server() -> Iterator[ChatServer]:
             for key, value in extra.items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(payload)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
+                self.wfile.write(payload)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
