@@ -113,7 +113,7 @@ async def test_llm_concurrency_is_bounded(
     agreement: tuple[Document, list[Chunk]], llm: Callable[..., LLMContextGenerator], chat_server: Any
 ) -> None:
     document, chunks = agreement
-    chat_server.delay_s = 0.05
+    chat_server.delay_s = 0.2
     await llm(max_concurrency=2).contexts(document, chunks[:8])
     assert chat_server.max_in_flight == 2
     assert len(chat_server.requests) == 8
@@ -210,13 +210,13 @@ def test_settings_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.delenv("DECKHAND_MISSING_KEY", raising=False)
     with pytest.raises(ConfigError, match=r"api_key_env: environment variable DECKHAND_MISSING_KEY is not set"):
         factory(base_url="http://localhost:1/v1", model="m", api_key_env="DECKHAND_MISSING_KEY")
-    with pytest.raises(ConfigError, match=r"contextual_embeddings.base_url"):
+    with pytest.raises(ConfigError, match=r"llm context generator: setting base_url"):
         factory(base_url="localhost:1", model="m", api_key_env=None)
-    with pytest.raises(ConfigError, match=r"contextual_embeddings.max_concurrency"):
+    with pytest.raises(ConfigError, match=r"llm context generator: setting max_concurrency"):
         factory(base_url="http://x/v1", model="m", api_key_env=None, max_concurrency=0)
-    with pytest.raises(ConfigError, match=r"contextual_embeddings.bogus"):
+    with pytest.raises(ConfigError, match=r"llm context generator: setting bogus"):
         factory(base_url="http://x/v1", model="m", api_key_env=None, bogus=1)
-    with pytest.raises(ConfigError, match=r"contextual_embeddings.prompt"):
+    with pytest.raises(ConfigError, match=r"llm context generator: setting prompt"):
         factory(base_url="http://x/v1", model="m", api_key_env=None, prompt="no placeholders")
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
     generator = factory(base_url="http://x/v1", model="m", api_key_env=None)

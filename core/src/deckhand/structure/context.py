@@ -166,7 +166,7 @@ class LLMContextGenerator:
             key = os.environ.get(settings.api_key_env)
             if not key:
                 raise ConfigError(
-                    f"contextual_embeddings.api_key_env: environment variable {settings.api_key_env} is not set; "
+                    f"llm context generator: api_key_env: environment variable {settings.api_key_env} is not set; "
                     "export it, or set api_key_env: null for an endpoint without authentication"
                 )
             self._api_key = key
@@ -360,7 +360,7 @@ def build_llm_generator(
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"contextual_embeddings.{where}: {first['msg']}") from exc
+            raise ConfigError(f"llm context generator: setting {where}: {first['msg']}") from exc
     if os.environ.get("DECKHAND_NO_CACHE") == "1" and cache_path is None:
         path = None
     else:
