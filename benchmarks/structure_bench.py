@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -35,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from deckhand.embedders.minilm_onnx import WordPieceTokenizer
 from deckhand.ingest.chunking import TokenChunker
 from deckhand.structure.chunker import StructureChunker
@@ -137,10 +137,11 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"document: {args.pages} pages, {len(markdown.split())} words, {tokenizer.count(markdown)} tokens\n")
 
-    rows = []
+    rows: list[tuple[str, float, int, str]] = []
     for name, text, limit in (("markdown", markdown, 800), ("markdown", markdown, 512), ("pdf-like", plain, 800)):
         chunker = StructureChunker(tokenizer, max_chunk_tokens=limit)
-        seconds, chunks = timed(lambda c=chunker, t=text: c.chunk(Document("agreement.md", t, "Agreement")))
+        doc = Document("agreement.md", text, "Agreement")
+        seconds, chunks = timed(functools.partial(chunker.chunk, doc))
         over = sum(tokenizer.count(c.content) > limit for c in chunks)
         with_id = sum(c.metadata["section_id"] is not None for c in chunks)
         rows.append((f"structure {name} max={limit}", seconds, len(chunks), f"{with_id} with section id, {over} over"))

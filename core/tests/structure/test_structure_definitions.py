@@ -53,6 +53,18 @@ def test_strong_patterns_anywhere(text: str, term: str, definition: str) -> None
     assert terms(text) == {term: definition}
 
 
+def test_parenthetical_defined_terms_name_what_precedes_them() -> None:
+    text = (
+        'This Agreement is made between Acme Hosting Ltd, a company registered in Ireland (the "Provider"), '
+        "and Beta GmbH, a company registered in Germany (the “Customer”)."
+    )
+    assert terms(text) == {
+        "Provider": "Acme Hosting Ltd, a company registered in Ireland",
+        "Customer": "Beta GmbH, a company registered in Germany",
+    }
+    assert terms('Call the helper (the "x") later.') == {}  # one-letter names are not terms
+
+
 def test_several_definitions_in_one_paragraph_are_separated() -> None:
     found = terms('"Fee" means the monthly fee and "Term" means the initial period.')
     assert found == {"Fee": "the monthly fee", "Term": "the initial period."}
@@ -130,7 +142,17 @@ def records_of(chunks: list[Chunk]) -> list[Record]:
 def test_agreement_definitions_in_chunk_metadata(chunk_file: Callable[..., list[Chunk]]) -> None:
     chunks = chunk_file("services_agreement.md")
     found = {d["term"]: d["definition"] for c in chunks for d in c.metadata["definitions"]}
-    assert set(found) == {"Customer Data", "Platform", "Service Credit", "Business Day", "Incident", "Users"}
+    assert set(found) == {
+        "Provider",
+        "Customer",
+        "Customer Data",
+        "Platform",
+        "Service Credit",
+        "Business Day",
+        "Incident",
+        "Users",
+    }
+    assert found["Provider"] == "Northwind Hosting Ltd, a company registered in Ireland"
     assert found["Business Day"] == "has the meaning given in Section 9.1."
     definers = [c for c in chunks if c.metadata["defined_terms"]]
     assert all(c.metadata["chunk_type"] == "definition" for c in definers)

@@ -44,6 +44,11 @@ _BOLD = re.compile(
     rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
     re.IGNORECASE | re.DOTALL,
 )
+#: ``Acme Ltd, a company registered in Ireland (the "Provider")`` — the term names what precedes it.
+_PARENTHETICAL = re.compile(
+    rf"\((?:the\s+|each\s+a\s+|together\s+the\s+|hereinafter\s+(?:the\s+)?)?[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,60}}?)[{_CLOSE_Q}]\)",
+    re.IGNORECASE,
+)
 _TERM = r"[A-Za-z][\w'’()/&.-]*(?:\s+[\w'’()/&.-]+){0,5}?"
 _COLON = re.compile(rf"^(?P<term>{_TERM})\s*(?::|\s[—–-])\s+(?P<rest>\S.*)$", re.DOTALL)
 _UNQUOTED = re.compile(
@@ -186,6 +191,11 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
                 definition = rest if verb in ("means", "mean", "shall mean") else f"{verb}{rest}"
                 add(match.group("term"), _first_clause(definition))
                 strong = True
+        for match in _PARENTHETICAL.finditer(body):
+            named = _named_before(body[: match.start()])
+            if named and len(match.group("term").strip()) > 1:
+                add(match.group("term"), named)
+                strong = True
         if strong:
             continue
         if in_definitions_section or term_list[index] or unit.explicit:
@@ -203,6 +213,17 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
 def _first_clause(text: str) -> str:
     """A pattern definition runs to the end of its sentence (or of its list item)."""
     return re.split(r"(?<=[.!?])\s+(?=[A-Z\"“])", text.strip(), maxsplit=1)[0]
+
+
+def _named_before(text: str) -> str | None:
+    """What a parenthetical defined term names: the clause just before it, e.g. the party in
+    ``between Acme Ltd, a company registered in Ireland (the "Provider")``."""
+    sentence = re.split(r"(?<=[.!?;])\s+|\)\s*,?\s*(?:\band\b|\bor\b)?\s*", text)[-1]
+    sentence = re.split(r"\b(?:between|by|with|from|to)\s+", sentence)[-1]
+    sentence = sentence.strip(" ,;:-–—")
+    if not sentence or len(sentence) > 300:
+        return None
+    return sentence
 
 
 def _term_list_flags(units: Sequence[_Unit]) -> list[bool]:
