@@ -153,6 +153,13 @@ def test_overlap_repeats_whole_sentences_within_a_section_only(chunk_file: Chunk
     assert after.content.startswith("## Article 6")
 
 
+def test_large_overlap_still_makes_progress(chunk_file: ChunkFile, tokenizer: WordPieceTokenizer) -> None:
+    chunks = chunk_file("services_agreement.md", max_chunk_tokens=60, chunk_overlap=55)
+    assert all(tokenizer.count(c.content) <= 60 for c in chunks)
+    credits = by_chain_end(chunks, "5.2 Service Credits")
+    assert "escalation procedure in Article 9." in credits[-1].content
+
+
 def test_text_without_punctuation_is_cut_into_token_windows(tokenizer: WordPieceTokenizer) -> None:
     words = " ".join(f"word{i}" for i in range(400))
     chunker = StructureChunker(tokenizer, max_chunk_tokens=50)
@@ -284,4 +291,4 @@ def test_bad_limits_are_rejected(tokenizer: WordPieceTokenizer) -> None:
     with pytest.raises(ValueError, match="max_chunk_tokens"):
         StructureChunker(tokenizer, max_chunk_tokens=4)
     with pytest.raises(ValueError, match="chunk_overlap"):
-        StructureChunker(tokenizer, max_chunk_tokens=100, chunk_overlap=60)
+        StructureChunker(tokenizer, max_chunk_tokens=100, chunk_overlap=100)

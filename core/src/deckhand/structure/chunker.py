@@ -70,9 +70,9 @@ class StructureChunker:
     def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
         if max_chunk_tokens < 16:
             raise ValueError(f"max_chunk_tokens must be at least 16 (got {max_chunk_tokens})")
-        if not 0 <= chunk_overlap < max_chunk_tokens // 2:
+        if not 0 <= chunk_overlap < max_chunk_tokens:
             raise ValueError(
-                f"chunk_overlap must be in [0, max_chunk_tokens/2) (got {chunk_overlap} with {max_chunk_tokens})"
+                f"chunk_overlap must be in [0, max_chunk_tokens) (got {chunk_overlap} with {max_chunk_tokens})"
             )
         self.tokenizer = tokenizer
         self.max_chunk_tokens = max_chunk_tokens
