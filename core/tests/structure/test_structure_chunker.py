@@ -205,6 +205,26 @@ def test_code_only_chunk_type(chunk_file: ChunkFile) -> None:
     assert chunk.metadata["chunk_type"] == "code"  # "must" inside code does not make it a requirement
 
 
+def test_code_defines_nothing_and_refers_to_nothing(chunk_file: ChunkFile) -> None:
+    text = (
+        "# Parser\n\n## Patterns\n\nThe parser is configured below.\n\n"
+        "```python\nPATTERN = '\"Customer\" means the buyer; see Section 5'\n```\n"
+    )
+    (chunk,) = by_chain_end(chunk_file("p.md", text=text), "Patterns")
+    assert chunk.metadata["defined_terms"] == [] and chunk.metadata["references"] == []
+
+
+def test_labelled_obligations_are_requirements(chunk_file: ChunkFile) -> None:
+    text = (
+        "# Spec\n\n## Functional requirements\n\n"
+        "- **FR-001**: the system must accept file and directory sources\n"
+        "- **FR-002**: the system must skip unsupported files\n"
+    )
+    (chunk,) = by_chain_end(chunk_file("spec.md", text=text), "Functional requirements")
+    assert chunk.metadata["defined_terms"] == ["FR-001", "FR-002"]  # still looked up as labels
+    assert chunk.metadata["chunk_type"] == "requirement"
+
+
 def test_oversized_code_block_is_split_at_blank_lines_and_refenced(
     chunk_file: ChunkFile, tokenizer: WordPieceTokenizer
 ) -> None:

@@ -113,6 +113,21 @@ def test_false_positives(text: str) -> None:
     assert terms(text) == {}
 
 
+def test_feature_lists_are_not_term_lists() -> None:
+    text = (
+        "- **Performance**: Verify all operations meet their targets\n"
+        "- **Consistency**: Same algorithm behaviour across features\n"
+        "- **Maintainability**: rank_bm25 is well-tested\n"
+    )
+    assert terms(text) == {}
+    # …but the same list under a Glossary heading is trusted
+    assert len(terms(text, in_definitions_section=True)) == 3
+
+
+def test_quoted_patterns_inside_inline_code_are_ignored() -> None:
+    assert terms('The regex matches `"X" means Y` and `(the "Y")` forms.') == {}
+
+
 def test_note_is_never_a_term_even_in_a_definitions_section() -> None:
     assert terms("Note: the list below is exhaustive.", in_definitions_section=True) == {}
 
@@ -126,6 +141,11 @@ def test_note_is_never_a_term_even_in_a_definitions_section() -> None:
         ("Defined terms", True),
         ("Payment terms", False),
         ("Scope", False),
+        ("Definitions and Interpretation", True),
+        ("Glossary of terms", True),
+        ("Abbreviations", True),
+        ("4. Definition Detection and Persistence", False),
+        ("How definitions are used by the search tool", False),
     ],
 )
 def test_definitions_headings(heading: str, expected: bool) -> None:

@@ -305,9 +305,11 @@ class StructureChunker:
         numbered = [h for h in chain if h.section_id]
         in_definitions = any(is_definitions_heading(h.text) for h in chain)
         body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
-        definitions = extract_definitions(body_text, in_definitions_section=in_definitions)
+        # code is not prose: "x" means … in a snippet defines nothing and refers to no section
+        prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", "code"))
+        definitions = extract_definitions(prose, in_definitions_section=in_definitions)
         own_id = numbered[-1].section_id if numbered else None
-        references = find_references(body_text, exclude=[own_id] if own_id else [])
+        references = find_references(prose, exclude=[own_id] if own_id else [])
         metadata: dict[str, Any] = {
             "title": title,
             "parent_chain": [h.text for h in chain],
@@ -337,7 +339,9 @@ def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[st
     if kinds == {"table"} and not definitions:
         return "table"
     if definitions:
-        return "definition"
+        # a labelled list of obligations ("FR-001: System MUST …") is requirements, not a glossary
+        normative = sum(1 for _, text in definitions if _NORMATIVE.search(text))
+        return "requirement" if normative * 2 > len(definitions) else "definition"
     if _NORMATIVE.search(body_text):
         return "requirement"
     if kinds == {"list"}:

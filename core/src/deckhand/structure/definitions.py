@@ -24,8 +24,13 @@ from dataclasses import dataclass
 
 from deckhand.types import Record
 
-DEFINITION_SECTION = re.compile(
-    r"\b(?:definitions?|glossary|interpretation|defined\s+terms|terminology|meaning\s+of\s+terms)\b", re.IGNORECASE
+#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER
+#: ("Definitions and Interpretation", "Glossary of terms"; not "Definition detection").
+_HEADING_KEYWORDS = frozenset(
+    {"definitions", "definition", "glossary", "interpretation", "terminology", "abbreviations", "acronyms"}
+)
+_HEADING_FILLER = frozenset(
+    {"and", "of", "the", "terms", "defined", "key", "meaning", "used", "in", "this", "agreement"}
 )
 MAX_DEFINITION_CHARS = 600
 
@@ -49,6 +54,7 @@ _PARENTHETICAL = re.compile(
     rf"\((?:the\s+|each\s+a\s+|together\s+the\s+|hereinafter\s+(?:the\s+)?)?[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,60}}?)[{_CLOSE_Q}]\)",
     re.IGNORECASE,
 )
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _TERM = r"[A-Za-z][\w'’()/&.-]*(?:\s+[\w'’()/&.-]+){0,5}?"
 _COLON = re.compile(rf"^(?P<term>{_TERM})\s*(?::|\s[—–-])\s+(?P<rest>\S.*)$", re.DOTALL)
 _UNQUOTED = re.compile(
@@ -73,8 +79,22 @@ class Definition:
 
 
 def is_definitions_heading(heading: str) -> bool:
-    """Whether a heading names a definitions section ("1. Definitions", "Glossary")."""
-    return DEFINITION_SECTION.search(heading) is not None
+    """Whether a heading names a definitions section ("1. Definitions", "Glossary",
+    "Definitions and Interpretation", "Defined Terms"), not merely mentions one."""
+    from deckhand.structure.headings import section_label
+
+    text = heading.strip()
+    found = section_label(text)
+    if found is not None:
+        text = text[len(found[1]) :]
+    words = re.findall(r"[a-z]+", text.lower())
+    if not words or len(words) > 6:
+        return False
+    if words in (["defined", "terms"], ["terms", "defined"]):
+        return True
+    return any(w in _HEADING_KEYWORDS for w in words) and all(
+        w in _HEADING_KEYWORDS or w in _HEADING_FILLER for w in words
+    )
 
 
 @dataclass
@@ -136,7 +156,7 @@ def _clean_term(term: str) -> str | None:
     term = " ".join(term.strip(" *_`\"“”'‘’").split())
     if not term or len(term) > 80 or term.lower().rstrip(".") in _NON_TERMS:
         return None
-    if not any(ch.isalpha() for ch in term):
+    if not any(ch.isalpha() for ch in term) or len(term) < 2:
         return None
     return term
 
@@ -180,8 +200,13 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
             continue
         body = _MARKER.sub("", unit.text, count=1) if unit.list_item else unit.text
         strong = False
+        code_spans = [m.span() for m in _INLINE_CODE.finditer(body)]
+
+        def in_code(position: int, spans: list[tuple[int, int]] = code_spans) -> bool:
+            return any(a <= position < b for a, b in spans)
+
         for pattern in (_QUOTED, _BOLD):
-            matches = [m for m in pattern.finditer(body) if m.group("verb")]
+            matches = [m for m in pattern.finditer(body) if m.group("verb") and not in_code(m.start())]
             for k, match in enumerate(matches):
                 end = matches[k + 1].start() if k + 1 < len(matches) else len(body)
                 rest = body[match.end("verb") : end]
@@ -192,6 +217,8 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
                 add(match.group("term"), _first_clause(definition))
                 strong = True
         for match in _PARENTHETICAL.finditer(body):
+            if in_code(match.start()):
+                continue
             named = _named_before(body[: match.start()])
             if named and len(match.group("term").strip()) > 1:
                 add(match.group("term"), named)
@@ -200,7 +227,7 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
             continue
         if in_definitions_section or term_list[index] or unit.explicit:
             pair = _colon_definition(body)
-            if pair:
+            if pair and (in_definitions_section or unit.explicit or _reads_as_definition(pair[1])):
                 add(*pair)
                 continue
         if in_definitions_section:
@@ -213,6 +240,23 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
 def _first_clause(text: str) -> str:
     """A pattern definition runs to the end of its sentence (or of its list item)."""
     return re.split(r"(?<=[.!?])\s+(?=[A-Z\"“])", text.strip(), maxsplit=1)[0]
+
+
+_DEFINITION_OPENERS = frozenset({"a", "an", "the", "any", "one", "short", "abbreviation"})
+_CLAUSE_OPENERS = frozenset(
+    {"if", "when", "where", "see", "use", "uses", "used", "for", "to", "in", "on", "by", "with", "from", "all", "each"}
+)
+
+
+def _reads_as_definition(text: str) -> bool:
+    """In a term list outside a glossary, ``Latency: time to first byte`` defines but
+    ``**Performance**: Verify all operations …`` (a feature list) does not: a definition
+    starts lower-case or with an article."""
+    first = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    first = first.strip("*_`\"'“‘(,;:")
+    if not first.isalpha() or first.lower() in _CLAUSE_OPENERS:
+        return False
+    return first[0].islower() or first.lower() in _DEFINITION_OPENERS
 
 
 def _named_before(text: str) -> str | None:
