@@ -160,6 +160,14 @@ def test_large_overlap_still_makes_progress(chunk_file: ChunkFile, tokenizer: Wo
     assert "escalation procedure in Article 9." in credits[-1].content
 
 
+def test_abbreviations_do_not_end_sentences(chunk_file: ChunkFile) -> None:
+    sentence = "The rule in Art. 5 applies, e.g. To late payments, as described in Sec. 7 of the Order Form."
+    text = "# Rules\n\n" + " ".join([sentence] * 12) + "\n"
+    for chunk in chunk_file("r.md", text=text, max_chunk_tokens=60):
+        body = chunk.content.removeprefix("# Rules").strip()
+        assert body.startswith("The rule in Art. 5") and body.endswith("Order Form.")
+
+
 def test_text_without_punctuation_is_cut_into_token_windows(tokenizer: WordPieceTokenizer) -> None:
     words = " ".join(f"word{i}" for i in range(400))
     chunker = StructureChunker(tokenizer, max_chunk_tokens=50)

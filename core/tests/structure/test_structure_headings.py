@@ -69,6 +69,10 @@ def test_atx_and_setext_headings_with_levels() -> None:
     assert text[setext.start : setext.end] == "Title\n=====\n"
 
 
+def test_empty_atx_heading_is_ignored() -> None:
+    assert [h.text for h in parse_headings("# A\n\n#\n\ntext\n")] == ["A"]
+
+
 def test_hash_lines_inside_fenced_code_are_not_headings() -> None:
     text = "# Real\n\n```bash\n# install\npip install x\n```\n\n~~~\n## not either\n~~~\n\n## Also real\n"
     assert [h.text for h in parse_headings(text)] == ["Real", "Also real"]

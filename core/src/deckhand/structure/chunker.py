@@ -41,6 +41,43 @@ _NORMATIVE = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9§(])")
 
+#: Words ending in a dot that do not end a sentence.
+_ABBREVIATIONS = frozenset(
+    {
+        "art",
+        "arts",
+        "sec",
+        "secs",
+        "ss",
+        "para",
+        "paras",
+        "no",
+        "nos",
+        "cf",
+        "e.g",
+        "i.e",
+        "etc",
+        "vs",
+        "viz",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "st",
+        "fig",
+        "p",
+        "pp",
+        "vol",
+        "ch",
+        "approx",
+        "incl",
+        "resp",
+        "inc",
+        "ltd",
+        "co",
+    }
+)
+
 
 @dataclass(frozen=True)
 class _Piece:
@@ -179,6 +216,9 @@ class StructureChunker:
         sentences: list[tuple[int, int]] = []
         cursor = 0
         for match in _SENTENCE_END.finditer(body):
+            last_word = body[cursor : match.start()].rsplit(None, 1)[-1] if body[cursor : match.start()].strip() else ""
+            if last_word.lower().rstrip(".") in _ABBREVIATIONS:
+                continue  # "Art. 5", "e.g. The": not the end of a sentence
             sentences.append((start + cursor, start + match.start()))
             cursor = match.end()
         sentences.append((start + cursor, end))
