@@ -210,7 +210,7 @@ def test_cmd() -> click.Command:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")
             tools = {t.config.name: t for t in _tools(config, config_path)}
             _initialize(list(tools.values()), force_ingest, ctx.obj.get("quiet", False) or as_json)
-            rows = []
+            rows: list[dict[str, Any]] = []
             for case in config.tests:
                 asked = [tools[case.tool]] if case.tool else list(tools.values())
                 ranks = []
@@ -219,8 +219,8 @@ def test_cmd() -> click.Command:
                     ranks += [r.rank for r in results if any(_matches(r.source, e) for e in case.expected_sources)]
                 best = min(ranks) if ranks else None
                 rows.append({"query": case.query, "rank": best, "hit": best is not None})
-            hits = sum(r["hit"] for r in rows)
-            mrr = sum(1 / r["rank"] for r in rows if r["rank"]) / len(rows)
+            hits = sum(1 for r in rows if r["hit"])
+            mrr = sum(1.0 / int(r["rank"]) for r in rows if r["rank"]) / len(rows)
             if as_json:
                 click.echo(json.dumps({"cases": rows, "hit_rate": hits / len(rows), "mrr": mrr}, indent=2))
             else:

@@ -32,12 +32,12 @@ class VectorStoreTool:
         self,
         config: VectorStoreToolConfig,
         *,
-        base_dir: Path | None = None,
+        base_dir: str | Path | None = None,
         registry: PluginRegistry | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.config = config
-        self.base_dir = (base_dir or Path.cwd()).resolve()
+        self.base_dir = Path(base_dir or Path.cwd()).resolve()
         self.registry = registry or get_registry()
         self.progress = progress
         self.is_initialized = False

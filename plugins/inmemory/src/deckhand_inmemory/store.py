@@ -71,7 +71,7 @@ class InMemoryStore:
     def upsert(self, records: Sequence[Record]) -> None:
         with self._lock:
             vectors = self._check(records)
-            for record, vector in zip(records, vectors):
+            for record, vector in zip(records, vectors, strict=True):
                 row = self._row_of.get(record.id)
                 if row is not None:
                     self._kill(row)
@@ -82,10 +82,9 @@ class InMemoryStore:
             vectors = self._check(records)  # validate everything before touching anything
             for row in list(self._rows_by_source.get(source, ())):
                 self._kill(row)
-            for record, vector in zip(records, vectors):
-                row = self._row_of.get(record.id)
-                if row is not None:
-                    self._kill(row)
+            for record, vector in zip(records, vectors, strict=True):
+                if (old := self._row_of.get(record.id)) is not None:
+                    self._kill(old)
                 self._append(record, vector)
             self._manifest[source] = state
             self._maybe_compact()
@@ -181,7 +180,9 @@ class InMemoryStore:
             if n == 0 or k <= 0:
                 return []
             matrix = self._matrix[:n]
-            dots = matrix @ query
+            dots: np.ndarray = matrix @ query
+            raw: np.ndarray
+            key: np.ndarray
             metric = self.spec.metric
             if metric is Metric.COSINE:
                 qn = float(np.linalg.norm(query)) or 1.0
