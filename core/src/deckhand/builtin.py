@@ -31,6 +31,12 @@ def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 5
     return TokenChunker(tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
 
 
+def _bm25(store: Any = None, *, k1: float = 0.9, b: float = 0.4, cache_path: Any = None, **_: Any) -> Any:
+    from deckhand.search.bm25 import BM25Index
+
+    return BM25Index(k1=k1, b=b, cache_path=cache_path)
+
+
 def _minilm(model: str | None = None, **options: Any) -> Any:
     from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
 
@@ -74,3 +80,8 @@ def register_embedders(register: Register) -> None:
         description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime, offline (default)",
         aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
     )
+
+
+@hookimpl
+def register_keyword_strategies(register: Register) -> None:
+    register("bm25", _bm25, description="in-process BM25 (sparse postings, English stemmer + stopwords)")

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from deckhand.search.analysis import Analyzer
+from deckhand.search.analysis import Analyzer, words
 
 log = logging.getLogger("deckhand.search")
 
@@ -47,6 +47,21 @@ _CACHE_VERSION = 1
 def text_hash(text: str) -> str:
     """Short content hash deciding whether a document must be re-analysed."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class _WordIds(dict[str, int]):
+    """Raw word → term id (-1 for stopwords), filled on first sight so known words cost one lookup."""
+
+    def __init__(self, analyzer: Analyzer, vocab: dict[str, int]) -> None:
+        super().__init__()
+        self.analyzer = analyzer
+        self.vocab = vocab
+
+    def __missing__(self, word: str) -> int:
+        term = self.analyzer.term(word)
+        tid = -1 if term is None else self.vocab.setdefault(term, len(self.vocab))
+        self[word] = tid
+        return tid
 
 
 @dataclass
@@ -73,6 +88,7 @@ class BM25Index:
         self.analyzer = analyzer or Analyzer()
         self.cache_path = cache_path
         self._vocab: dict[str, int] = {}
+        self._word_ids = _WordIds(self.analyzer, self._vocab)
         self._analysed: dict[str, _Analysed] = {}
         self._cache_loaded = False
         self._ids: list[str] = []
@@ -87,9 +103,9 @@ class BM25Index:
 
     # -- building ---------------------------------------------------------------------
     def _term_ids(self, text: str) -> IntArray:
-        vocab = self._vocab
-        ids = [vocab.setdefault(t, len(vocab)) for t in self.analyzer.terms(text)]
-        return np.asarray(ids, dtype=np.int32)
+        raw = words(text)
+        ids = np.fromiter(map(self._word_ids.__getitem__, raw), dtype=np.int32, count=len(raw))
+        return ids[ids >= 0]
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         """(Re)build the index from ``(record id, indexed text)`` pairs."""
@@ -169,7 +185,7 @@ class BM25Index:
         terms = [self._analysed[i].terms for i in ids]
         meta = {
             "version": _CACHE_VERSION,
-            "stem": self.analyzer._stemmer is not None,
+            "stem": self.analyzer.stem,
             "vocab": list(self._vocab),
             "ids": ids,
             "digests": [self._analysed[i].digest for i in ids],
@@ -200,11 +216,12 @@ class BM25Index:
         except (OSError, ValueError, KeyError) as exc:
             log.warning("ignoring unreadable keyword index cache %s (%s); rebuilding", path, exc)
             return
-        if meta.get("version") != _CACHE_VERSION or meta.get("stem") != (self.analyzer._stemmer is not None):
+        if meta.get("version") != _CACHE_VERSION or meta.get("stem") != self.analyzer.stem:
             return
         self._vocab = {t: i for i, t in enumerate(meta["vocab"])}
+        self._word_ids = _WordIds(self.analyzer, self._vocab)
         bounds = np.concatenate(([0], np.cumsum(lengths)))
         self._analysed = {
             doc_id: _Analysed(digest, terms[bounds[i] : bounds[i + 1]])
-            for i, (doc_id, digest) in enumerate(zip(meta["ids"], meta["digests"]))
+            for i, (doc_id, digest) in enumerate(zip(meta["ids"], meta["digests"], strict=True))
         }

@@ -9,7 +9,7 @@ from pathlib import Path
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import StoreConnectionError
+from deckhand.errors import ModelMismatchError, StoreConnectionError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -78,3 +78,42 @@ def open_store(
         fallback = DatabaseConfig(provider=IN_MEMORY)
         store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
         return store, store.open(spec), fallback
+
+
+def open_collection(
+    registry: PluginRegistry,
+    name: str,
+    database: DatabaseConfig | None,
+    embedder: Embedder,
+    *,
+    base_dir: Path,
+    force_ingest: bool,
+) -> tuple[VectorStore, DatabaseConfig]:
+    """Open tool ``name``'s collection for ``embedder``'s vectors (shared by every tool type).
+
+    A collection built with another embedding model is an error unless ``force_ingest``,
+    which drops and recreates it.
+    """
+    spec = CollectionSpec(
+        name=name,
+        dimension=embedder.dimension,
+        embedding_model=embedder.model_id,
+        metric=database.distance_metric if database else CollectionSpec.metric,
+        algorithm=database.vector_algorithm if database else CollectionSpec.algorithm,
+    )
+    store, previous, used = open_store(registry, database, name, spec, cwd=base_dir)
+    changed = previous is not None and (
+        previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
+    )
+    if previous is not None and changed:
+        if not force_ingest:
+            store.close()
+            raise ModelMismatchError(
+                f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
+                f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
+                f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
+            )
+        log.info("tool %s: embedding model changed; rebuilding the index", name)
+        store.drop()
+        store.open(spec)
+    return store, used

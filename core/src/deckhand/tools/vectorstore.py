@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.errors import EmbeddingError, ModelMismatchError
+from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
-from deckhand.tools.components import embedder_for, open_store
+from deckhand.tools.components import embedder_for, open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
-from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
 
@@ -58,28 +57,14 @@ class VectorStoreTool:
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
-        database = self.config.database
-        spec = CollectionSpec(
-            name=self.config.name,
-            dimension=embedder.dimension,
-            embedding_model=embedder.model_id,
-            metric=database.distance_metric if database else CollectionSpec.metric,
-            algorithm=database.vector_algorithm if database else CollectionSpec.algorithm,
+        store, used = open_collection(
+            self.registry,
+            self.config.name,
+            self.config.database,
+            embedder,
+            base_dir=self.base_dir,
+            force_ingest=force_ingest,
         )
-        store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
-        if previous is not None and (
-            previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
-        ):
-            if not force_ingest:
-                store.close()
-                raise ModelMismatchError(
-                    f"tool {self.config.name!r}: the index was built with embedding model {previous.embedding_model!r} "
-                    f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
-                    f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
-                )
-            log.info("tool %s: embedding model changed; rebuilding the index", self.config.name)
-            store.drop()
-            store.open(spec)
         self.provider = used.provider
         chunker = self.registry.resolve("chunker", "token").factory(
             tokenizer=embedder.tokenizer, chunk_size=self.config.chunk_size, chunk_overlap=self.config.chunk_overlap
