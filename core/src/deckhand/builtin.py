@@ -37,6 +37,31 @@ def _bm25(store: Any = None, *, k1: float = 0.9, b: float = 0.4, cache_path: Any
     return BM25Index(k1=k1, b=b, cache_path=cache_path)
 
 
+def _structure_chunker(
+    tokenizer: Any,
+    max_chunk_tokens: int | None = None,
+    chunk_overlap: int = 0,
+    chunk_size: int | None = None,
+    **_: Any,
+) -> Any:
+    from deckhand.structure.chunker import StructureChunker
+
+    limit = max_chunk_tokens or chunk_size or 800  # chunk_size: the vectorstore option's name
+    return StructureChunker(tokenizer, max_chunk_tokens=limit, chunk_overlap=chunk_overlap)
+
+
+def _structural_context(**settings: Any) -> Any:
+    from deckhand.structure.context import build_structural_generator
+
+    return build_structural_generator(**settings)
+
+
+def _llm_context(**settings: Any) -> Any:
+    from deckhand.structure.context import build_llm_generator
+
+    return build_llm_generator(**settings)
+
+
 def _minilm(model: str | None = None, **options: Any) -> Any:
     from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
 
@@ -70,6 +95,17 @@ def register_loaders(register: Register) -> None:
 @hookimpl
 def register_chunkers(register: Register) -> None:
     register("token", _token_chunker, description="fixed token windows with overlap (embedder's tokenizer)")
+    register(
+        "structure",
+        _structure_chunker,
+        description="markdown heading tree: sections, section ids, definitions, cross-references",
+    )
+
+
+@hookimpl
+def register_context_generators(register: Register) -> None:
+    register("structural", _structural_context, description="document title and heading chain (offline, default)")
+    register("llm", _llm_context, description="LLM-written context via an OpenAI-compatible chat endpoint")
 
 
 @hookimpl

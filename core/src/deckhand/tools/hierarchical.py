@@ -142,7 +142,9 @@ class HierarchicalDocumentTool:
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
         contextual = self.config.contextual_embeddings
         self._context = (
-            self.registry.resolve("context_generator", contextual.generator).factory(**contextual.options)
+            self.registry.resolve("context_generator", contextual.generator).factory(
+                **{"base_dir": self.base_dir, **contextual.options}
+            )
             if contextual.enabled
             else None
         )

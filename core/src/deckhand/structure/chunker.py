@@ -1,0 +1,396 @@
+"""The ``structure`` chunker: one section → one or more chunks, with the section's metadata.
+
+Rules (docs/hierarchical-chunking.md explains the choices):
+
+* A chunk never spans two sections; small sections are not merged, so every chunk has one
+  exact ``parent_chain``/``section_id`` and a reference resolves to exactly its section.
+* A section longer than ``max_chunk_tokens`` is cut between blocks (paragraphs, lists,
+  tables, code), then an oversized paragraph between sentences, a list between items, a
+  table between rows (the header row repeated in each piece), a code block at blank lines
+  then lines (each piece re-fenced); a single sentence longer than the limit is cut into
+  token windows. A table row or a code line is never cut, even if it alone exceeds the limit.
+* A heading whose section has no text of its own and no subsections becomes a ``header``
+  chunk; a heading with subsections but no text of its own only appears in their chains.
+* ``chunk_overlap`` tokens of whole sentences/paragraphs are repeated at the start of the
+  next piece of the *same* section; sections never overlap.
+* Chunk ``index`` is the position in the document, so the same text gives the same ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from deckhand.protocols import Tokenizer
+from deckhand.structure.blocks import Block, split_blocks
+from deckhand.structure.definitions import extract_definitions, is_definitions_heading
+from deckhand.structure.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
+from deckhand.structure.references import find_references
+from deckhand.types import Chunk, Document
+
+log = logging.getLogger(__name__)
+
+CHUNK_TYPES = ("definition", "requirement", "content", "header", "code", "table", "list")
+
+_NORMATIVE = re.compile(
+    r"\b(?:shall(?!\s+(?:mean|have\s+the\s+meaning|be\s+defined|refer|include))|must|is\s+required\s+to|"
+    r"are\s+required\s+to|is\s+obliged\s+to|are\s+obliged\s+to|required\s+to)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9§(])")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A packable unit: a slice of the document, or a rewritten slice (re-fenced code, a table
+    piece with its header) when ``exact`` is False."""
+
+    text: str
+    start: int
+    end: int
+    kind: str  # heading, paragraph, sentence, list, code, table
+    tokens: int
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: Heading | None
+    chain: tuple[Heading, ...]
+    lines: list[Line]
+    in_code: list[bool]
+    is_leaf: bool
+
+
+class StructureChunker:
+    """Chunks markdown along its heading structure; see the module docstring for the rules."""
+
+    def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
+        if max_chunk_tokens < 16:
+            raise ValueError(f"max_chunk_tokens must be at least 16 (got {max_chunk_tokens})")
+        if not 0 <= chunk_overlap < max_chunk_tokens // 2:
+            raise ValueError(
+                f"chunk_overlap must be in [0, max_chunk_tokens/2) (got {chunk_overlap} with {max_chunk_tokens})"
+            )
+        self.tokenizer = tokenizer
+        self.max_chunk_tokens = max_chunk_tokens
+        self.chunk_overlap = chunk_overlap
+
+    # -- public -----------------------------------------------------------------------
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        """The document's chunks in order, each with the metadata described in the docs."""
+        text = document.text
+        lines = split_lines(text)
+        in_code = code_lines(lines)
+        headings = parse_headings(text)
+        title = document.title or _first_title(headings) or _stem(document.source)
+        chunks: list[Chunk] = []
+        for section in _sections(lines, in_code, headings):
+            for pieces in self._section_chunks(text, section):
+                chunks.append(self._make_chunk(document, title, section, pieces, len(chunks)))
+        return chunks
+
+    # -- sections → pieces → chunks --------------------------------------------------
+
+    def _section_chunks(self, text: str, section: _Section) -> list[list[_Piece]]:
+        blocks = split_blocks(section.lines, section.in_code)
+        heading_piece: _Piece | None = None
+        if section.heading is not None:
+            h = section.heading
+            heading_text = text[h.start : h.end].rstrip()
+            heading_piece = _Piece(
+                heading_text, h.start, h.start + len(heading_text), "heading", self._count(heading_text)
+            )
+        if not blocks:
+            if heading_piece is not None and section.is_leaf:
+                return [[heading_piece]]
+            return []
+        reserve = heading_piece.tokens + 1 if heading_piece else 0
+        limit = max(8, self.max_chunk_tokens - reserve)
+        pieces: list[_Piece] = []
+        for block in blocks:
+            pieces.extend(self._block_pieces(text, block, limit))
+        if heading_piece is not None:
+            pieces.insert(0, heading_piece)
+        return self._pack(pieces)
+
+    def _pack(self, pieces: list[_Piece]) -> list[list[_Piece]]:
+        groups: list[list[_Piece]] = []
+        current: list[_Piece] = []
+        total = 0
+        i = 0
+        while i < len(pieces):
+            piece = pieces[i]
+            heading_only = len(current) == 1 and current[0].kind == "heading"
+            if current and not heading_only and total + piece.tokens > self.max_chunk_tokens:
+                groups.append(current)
+                current = self._overlap(current)
+                total = sum(p.tokens for p in current)
+                if current and total + piece.tokens > self.max_chunk_tokens:
+                    current, total = [], 0
+                continue
+            current.append(piece)
+            total += piece.tokens
+            i += 1
+        if current:
+            groups.append(current)
+        return groups
+
+    def _overlap(self, previous: list[_Piece]) -> list[_Piece]:
+        """Trailing whole sentences/paragraphs of ``previous`` worth at most ``chunk_overlap`` tokens."""
+        if self.chunk_overlap <= 0:
+            return []
+        kept: list[_Piece] = []
+        total = 0
+        for piece in reversed(previous[1:]):
+            if piece.kind not in ("paragraph", "sentence") or total + piece.tokens > self.chunk_overlap:
+                break
+            kept.insert(0, piece)
+            total += piece.tokens
+        return kept
+
+    def _block_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
+        body = text[block.start : block.end]
+        tokens = self._count(body)
+        if tokens <= limit:
+            return [_Piece(body, block.start, block.end, block.kind, tokens)]
+        if block.kind == "code":
+            return self._code_pieces(text, block, limit)
+        if block.kind == "table":
+            return self._table_pieces(text, block, limit)
+        if block.kind == "list":
+            out: list[_Piece] = []
+            for start, end in block.parts:
+                out.extend(self._text_pieces(text, start, end, limit, "list"))
+            return out
+        return self._text_pieces(text, block.start, block.end, limit, "paragraph")
+
+    def _text_pieces(self, text: str, start: int, end: int, limit: int, kind: str) -> list[_Piece]:
+        """A span as one piece if it fits, else its sentences packed greedily, else token windows."""
+        body = text[start:end]
+        tokens = self._count(body)
+        if tokens <= limit:
+            return [_Piece(body, start, end, kind, tokens)]
+        sentences: list[tuple[int, int]] = []
+        cursor = 0
+        for match in _SENTENCE_END.finditer(body):
+            sentences.append((start + cursor, start + match.start()))
+            cursor = match.end()
+        sentences.append((start + cursor, end))
+        out: list[_Piece] = []
+        group_start: int | None = None
+        group_end = 0
+        group_tokens = 0
+        for s, e in sentences:
+            count = self._count(text[s:e])
+            if count > limit:
+                if group_start is not None:
+                    out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
+                    group_start = None
+                out.extend(self._token_windows(text, s, e, limit))
+                continue
+            if group_start is not None:
+                joined = self._count(text[group_start:e])
+                if joined <= limit:
+                    group_end, group_tokens = e, joined
+                    continue
+                out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
+            group_start, group_end, group_tokens = s, e, count
+        if group_start is not None:
+            out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
+        return out
+
+    def _token_windows(self, text: str, start: int, end: int, limit: int) -> list[_Piece]:
+        """Last resort for a run-on sentence: windows of ``limit`` tokens, cut at word starts when possible."""
+        spans = self.tokenizer.token_spans(text[start:end])
+        out: list[_Piece] = []
+        i = 0
+        while i < len(spans):
+            j = min(i + limit, len(spans))
+            if j < len(spans):
+                k = j
+                while k > i + limit // 2 and spans[k][0] == spans[k - 1][1]:
+                    k -= 1  # do not cut inside a word
+                j = k if k > i + limit // 2 else j
+            a, b = start + spans[i][0], start + spans[j - 1][1]
+            piece_text = text[a:b]
+            out.append(_Piece(piece_text, a, b, "sentence", self._count(piece_text)))
+            i = j
+        return out
+
+    def _code_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
+        """An oversized fenced block cut at blank lines, then at lines; each piece re-fenced."""
+        assert block.fences is not None
+        opening = text[block.fences[0][0] : block.fences[0][1]]
+        closing = text[block.fences[1][0] : block.fences[1][1]].strip() if block.fences[1] else opening.strip()[:3]
+        overhead = self._count(opening) + self._count(closing)
+        budget = max(4, limit - overhead)
+        # runs of lines separated by blank lines
+        runs: list[list[tuple[int, int]]] = [[]]
+        for s, e in block.parts:
+            if not text[s:e].strip():
+                if runs[-1]:
+                    runs.append([])
+                continue
+            runs[-1].append((s, e))
+        runs = [r for r in runs if r]
+        units: list[list[tuple[int, int]]] = []
+        for run in runs:
+            if self._count(text[run[0][0] : run[-1][1]]) <= budget:
+                units.append(run)
+            else:
+                units.extend([[line] for line in run])
+        out: list[_Piece] = []
+        group: list[list[tuple[int, int]]] = []
+        group_tokens = 0
+        for unit in units:
+            count = self._count(text[unit[0][0] : unit[-1][1]])
+            if group and group_tokens + count > budget:
+                out.append(self._fenced(text, group, opening, closing))
+                group, group_tokens = [], 0
+            if count > budget:
+                log.debug("code line of %d tokens exceeds max_chunk_tokens; kept whole", count)
+            group.append(unit)
+            group_tokens += count
+        if group:
+            out.append(self._fenced(text, group, opening, closing))
+        return out
+
+    def _fenced(self, text: str, group: list[list[tuple[int, int]]], opening: str, closing: str) -> _Piece:
+        start, end = group[0][0][0], group[-1][-1][1]
+        inner = text[start:end]
+        body = f"{opening}\n{inner}\n{closing}"
+        return _Piece(body, start, end, "code", self._count(body), exact=False)
+
+    def _table_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
+        """An oversized table cut between rows, the header row and separator repeated in each piece."""
+        header = text[block.header[0] : block.header[1]] if block.header else ""
+        header_tokens = self._count(header) if header else 0
+        budget = max(4, limit - header_tokens)
+        out: list[_Piece] = []
+        rows: list[tuple[int, int]] = []
+        rows_tokens = 0
+
+        def emit() -> None:
+            a, b = rows[0][0], rows[-1][1]
+            body = text[a:b]
+            if header:
+                first = not out
+                start = block.start if first else a
+                full = f"{header}\n{body}"
+                out.append(_Piece(full, start, b, "table", header_tokens + rows_tokens, exact=first))
+            else:
+                out.append(_Piece(body, a, b, "table", rows_tokens))
+
+        for s, e in block.parts:
+            count = self._count(text[s:e])
+            if rows and rows_tokens + count > budget:
+                emit()
+                rows, rows_tokens = [], 0
+            if count > budget:
+                log.debug("table row of %d tokens exceeds max_chunk_tokens; kept whole", count)
+            rows.append((s, e))
+            rows_tokens += count
+        if rows:
+            emit()
+        return out
+
+    # -- metadata ----------------------------------------------------------------------
+
+    def _make_chunk(self, document: Document, title: str, section: _Section, pieces: list[_Piece], index: int) -> Chunk:
+        text = document.text
+        content_parts: list[str] = []
+        for k, piece in enumerate(pieces):
+            if k:
+                prev = pieces[k - 1]
+                if prev.exact and piece.exact and prev.end <= piece.start:
+                    content_parts.append(text[prev.end : piece.start])
+                else:
+                    content_parts.append("\n\n")
+            content_parts.append(piece.text)
+        content = "".join(content_parts).strip()
+        chain = section.chain
+        numbered = [h for h in chain if h.section_id]
+        in_definitions = any(is_definitions_heading(h.text) for h in chain)
+        body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
+        definitions = extract_definitions(body_text, in_definitions_section=in_definitions)
+        own_id = numbered[-1].section_id if numbered else None
+        references = find_references(body_text, exclude=[own_id] if own_id else [])
+        metadata: dict[str, Any] = {
+            "title": title,
+            "parent_chain": [h.text for h in chain],
+            "section_id": own_id,
+            "section_label": numbered[-1].section_label if numbered else None,
+            "section_ids": [h.section_id for h in numbered],
+            "chunk_type": _chunk_type(pieces, body_text, definitions),
+            "defined_terms": [term for term, _ in definitions],
+            "definitions": [{"term": term, "definition": d} for term, d in definitions],
+            "references": references,
+            "start_char": min(p.start for p in pieces),
+            "end_char": max(p.end for p in pieces),
+            "heading_level": chain[-1].level if chain else 0,
+        }
+        return Chunk(source=document.source, index=index, content=content, metadata=metadata)
+
+    def _count(self, text: str) -> int:
+        return self.tokenizer.count(text) if text else 0
+
+
+def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[str, str]]) -> str:
+    kinds = {p.kind for p in pieces if p.kind != "heading"}
+    if not kinds:
+        return "header"
+    if kinds == {"code"}:
+        return "code"
+    if kinds == {"table"} and not definitions:
+        return "table"
+    if definitions:
+        return "definition"
+    if _NORMATIVE.search(body_text):
+        return "requirement"
+    if kinds == {"list"}:
+        return "list"
+    return "content"
+
+
+def _sections(lines: list[Line], in_code: list[bool], headings: list[Heading]) -> list[_Section]:
+    """Split the document's lines at headings; the text before the first heading is a section
+    without heading (its chain is empty)."""
+    line_at = {line.start: i for i, line in enumerate(lines)}
+    bounds: list[tuple[int, int]] = []  # (first line of heading, first body line)
+    for h in headings:
+        first = line_at[h.start]
+        last = first
+        while last + 1 < len(lines) and lines[last + 1].start < h.end:
+            last += 1
+        bounds.append((first, last + 1))
+    sections: list[_Section] = []
+    skip = front_matter_end(lines)  # YAML front matter is metadata, not text to retrieve
+    preamble_end = bounds[0][0] if bounds else len(lines)
+    if preamble_end > skip:
+        sections.append(_Section(None, (), lines[skip:preamble_end], in_code[skip:preamble_end], True))
+    stack: list[Heading] = []
+    for k, h in enumerate(headings):
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        body_from = bounds[k][1]
+        body_to = bounds[k + 1][0] if k + 1 < len(headings) else len(lines)
+        is_leaf = k + 1 >= len(headings) or headings[k + 1].level <= h.level
+        sections.append(_Section(h, tuple(stack), lines[body_from:body_to], in_code[body_from:body_to], is_leaf))
+    return sections
+
+
+def _first_title(headings: list[Heading]) -> str:
+    for h in headings:
+        if h.level == 1 and not h.implicit:
+            return h.text
+    return ""
+
+
+def _stem(source: str) -> str:
+    name = source.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name else name

@@ -1,0 +1,360 @@
+"""Context generators for contextual embeddings: ``structural`` (offline) and ``llm``.
+
+The tool embeds and keyword-indexes ``f"{context}\\n\\n{content}"`` while results keep showing
+the original chunk. ``structural`` writes the document title and heading chain; ``llm`` asks
+an OpenAI-compatible chat endpoint for a 50–100 token situating context (Anthropic's
+contextual retrieval), caching each answer so re-ingesting never asks twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from deckhand.errors import ConfigError
+from deckhand.redaction import redact_url
+from deckhand.types import Chunk, Document
+
+log = logging.getLogger("deckhand")
+
+#: Anthropic's contextual-retrieval prompt (the plan's CONTEXT_PROMPT_TEMPLATE).
+DEFAULT_PROMPT = """<document>
+{document}
+</document>
+Here is the chunk we want to situate within the whole document
+<chunk>
+{chunk}
+</chunk>
+Please give a short succinct context to situate this chunk within the overall document for the purposes of \
+improving search retrieval of the chunk. Answer only with the succinct context and nothing else."""
+
+#: Characters per token assumed when truncating the document for the LLM (its tokenizer is unknown).
+CHARS_PER_TOKEN = 4
+
+
+def structural_context(document: Document, chunk: Chunk) -> str:
+    """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top
+    heading is the title); just the title for chunks without a heading chain."""
+    metadata = chunk.metadata or {}
+    title = str(metadata.get("title") or document.title or "").strip()
+    chain = [str(h).strip() for h in metadata.get("parent_chain") or [] if str(h).strip()]
+    parts = [title] if title else []
+    for heading in chain:
+        if not parts or heading.lower() != parts[-1].lower():
+            parts.append(heading)
+    return " > ".join(parts)
+
+
+class StructuralContextGenerator:
+    """The offline default: each chunk's context is its document title and heading chain."""
+
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
+        """One ``"Title > Heading > …"`` line per chunk."""
+        return [structural_context(document, chunk) for chunk in chunks]
+
+
+class LLMContextSettings(BaseModel):
+    """Settings of the ``llm`` context generator (an OpenAI-compatible chat-completions endpoint)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(
+        description="Endpoint base URL, e.g. http://127.0.0.1:8000/v1 (…/chat/completions is appended)"
+    )
+    model: str = Field(description="Chat model name sent to the endpoint")
+    api_key_env: str | None = Field(
+        default="OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key; null for servers without auth",
+    )
+    max_concurrency: int = Field(default=4, ge=1, le=64, description="Parallel requests")
+    max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, timeouts and connection errors")
+    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout in seconds")
+    max_document_tokens: int = Field(
+        default=8000, ge=100, description="Longer documents are cut to a window around the chunk (≈4 chars/token)"
+    )
+    max_context_tokens: int = Field(default=100, ge=10, le=1000, description="max_tokens of each completion")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    prompt: str = Field(default=DEFAULT_PROMPT, description="Template with {document} and {chunk}")
+    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry, plus jitter")
+    max_backoff_s: float = Field(default=30.0, ge=0, description="Cap on one retry delay (also on Retry-After)")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https:// (got {redact_url(value)!r})")
+        return value.rstrip("/")
+
+    @field_validator("prompt")
+    @classmethod
+    def _placeholders(cls, value: str) -> str:
+        if "{document}" not in value or "{chunk}" not in value:
+            raise ValueError("prompt must contain the {document} and {chunk} placeholders")
+        return value
+
+
+def sha256_hex(text: str) -> str:
+    """SHA-256 of ``text`` (UTF-8) as hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ContextCache:
+    """SQLite table of generated contexts keyed by (document hash, chunk hash, model, prompt hash)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS contexts (document TEXT NOT NULL, chunk TEXT NOT NULL, model TEXT NOT NULL,"
+            " prompt TEXT NOT NULL, context TEXT NOT NULL, created REAL NOT NULL,"
+            " PRIMARY KEY (document, chunk, model, prompt)) WITHOUT ROWID"
+        )
+        self._lock = threading.Lock()
+
+    def get(self, document: str, chunk: str, model: str, prompt: str) -> str | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT context FROM contexts WHERE document = ? AND chunk = ? AND model = ? AND prompt = ?",
+                (document, chunk, model, prompt),
+            ).fetchone()
+        return str(row[0]) if row else None
+
+    def put(self, document: str, chunk: str, model: str, prompt: str, context: str) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO contexts VALUES (?, ?, ?, ?, ?, ?)",
+                (document, chunk, model, prompt, context, time.time()),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _CallFailed(Exception):
+    """One chunk's request failed for good (after retries, or not retryable)."""
+
+
+class LLMContextGenerator:
+    """Anthropic-style contextual retrieval through an OpenAI-compatible chat endpoint.
+
+    Requests run at most ``max_concurrency`` at a time; 429, 5xx, timeouts and connection
+    errors are retried with exponential backoff and jitter (honouring ``Retry-After``). A
+    chunk that still fails gets its structural context instead, and ingestion goes on with
+    one warning line per document. Answers are cached on disk, so the same chunk of the
+    same document is never sent twice for the same model and prompt.
+    """
+
+    def __init__(self, settings: LLMContextSettings, *, cache_path: Path | None = None) -> None:
+        self.settings = settings
+        self._api_key: str | None = None
+        if settings.api_key_env:
+            key = os.environ.get(settings.api_key_env)
+            if not key:
+                raise ConfigError(
+                    f"contextual_embeddings.api_key_env: environment variable {settings.api_key_env} is not set; "
+                    "export it, or set api_key_env: null for an endpoint without authentication"
+                )
+            self._api_key = key
+        self.cache = ContextCache(cache_path) if cache_path is not None else None
+        self._prompt_hash = sha256_hex(settings.prompt)[:16]
+        #: Requests sent (including retries); tests and reports read it.
+        self.requests_sent = 0
+
+    @property
+    def url(self) -> str:
+        return f"{self.settings.base_url}/chat/completions"
+
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
+        """One context per chunk: cached, generated, or (on failure) structural."""
+        import httpx
+
+        doc_hash = sha256_hex(document.text)
+        results: list[str | None] = [None] * len(chunks)
+        todo: list[int] = []
+        for i, chunk in enumerate(chunks):
+            cached = self._cache_get(doc_hash, chunk)
+            if cached is not None:
+                results[i] = cached
+            else:
+                todo.append(i)
+        failures: list[str] = []
+        if todo:
+            semaphore = asyncio.Semaphore(self.settings.max_concurrency)
+            headers = {"Content-Type": "application/json"}
+            if self._api_key:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            timeout = httpx.Timeout(self.settings.timeout_s)
+            async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
+
+                async def one(i: int) -> None:
+                    async with semaphore:
+                        try:
+                            context = await self._generate(client, document, chunks[i])
+                        except _CallFailed as exc:
+                            failures.append(str(exc))
+                            return
+                    results[i] = context
+                    self._cache_put(doc_hash, chunks[i], context)
+
+                await asyncio.gather(*(one(i) for i in todo))
+        if failures:
+            log.warning(
+                "llm context: %d of %d chunks of %s fell back to the structural context (%s)",
+                len(failures),
+                len(chunks),
+                document.source,
+                failures[-1],
+            )
+        return [r if r is not None else structural_context(document, chunks[i]) for i, r in enumerate(results)]
+
+    # -- one request ---------------------------------------------------------------
+
+    def _prompt(self, document: Document, chunk: Chunk) -> str:
+        return self.settings.prompt.format(document=self._document_window(document, chunk), chunk=chunk.content)
+
+    def _document_window(self, document: Document, chunk: Chunk) -> str:
+        """The whole document, or a window of ``max_document_tokens`` around the chunk."""
+        text = document.text
+        budget = self.settings.max_document_tokens * CHARS_PER_TOKEN
+        if len(text) <= budget:
+            return text
+        start = chunk.metadata.get("start_char") if chunk.metadata else None
+        if not isinstance(start, int):
+            found = text.find(chunk.content[:200])
+            start = max(found, 0)
+        end = (
+            chunk.metadata.get("end_char", start + len(chunk.content)) if chunk.metadata else start + len(chunk.content)
+        )
+        middle = (start + int(end)) // 2
+        lo = max(0, min(middle - budget // 2, len(text) - budget))
+        hi = lo + budget
+        return ("…" if lo > 0 else "") + text[lo:hi] + ("…" if hi < len(text) else "")
+
+    async def _generate(self, client: Any, document: Document, chunk: Chunk) -> str:
+        import httpx
+
+        payload = {
+            "model": self.settings.model,
+            "messages": [{"role": "user", "content": self._prompt(document, chunk)}],
+            "max_tokens": self.settings.max_context_tokens,
+            "temperature": self.settings.temperature,
+        }
+        attempts = self.settings.max_retries + 1
+        last = ""
+        for attempt in range(attempts):
+            retry_after: float | None = None
+            try:
+                self.requests_sent += 1
+                response = await client.post(self.url, json=payload)
+            except httpx.TimeoutException:
+                last = f"timeout after {self.settings.timeout_s:g} s"
+            except httpx.TransportError as exc:
+                last = f"connection error ({type(exc).__name__})"
+            else:
+                if response.status_code == 200:
+                    return self._parse(response)
+                last = f"HTTP {response.status_code} from {redact_url(self.url)}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise _CallFailed(last)
+                retry_after = _retry_after(response.headers.get("retry-after"))
+            if attempt + 1 < attempts:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise _CallFailed(f"{last}, after {attempts} attempts")
+
+    def _parse(self, response: Any) -> str:
+        try:
+            data = response.json()
+            content = data["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise _CallFailed(f"unexpected response from {redact_url(self.url)} ({type(exc).__name__})") from exc
+        text = " ".join(str(content or "").split())
+        if not text:
+            raise _CallFailed(f"empty context from {redact_url(self.url)}")
+        return text
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.settings.max_backoff_s)
+        base = self.settings.backoff_s * (2**attempt)
+        return float(min(base + random.uniform(0, base), self.settings.max_backoff_s))
+
+    # -- cache ------------------------------------------------------------------------
+
+    def _cache_get(self, doc_hash: str, chunk: Chunk) -> str | None:
+        if self.cache is None:
+            return None
+        return self.cache.get(doc_hash, sha256_hex(chunk.content), self.settings.model, self._prompt_hash)
+
+    def _cache_put(self, doc_hash: str, chunk: Chunk, context: str) -> None:
+        if self.cache is not None:
+            self.cache.put(doc_hash, sha256_hex(chunk.content), self.settings.model, self._prompt_hash, context)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def default_cache_path(base_dir: Path | None = None) -> Path:
+    """``<state dir>/cache/contexts.sqlite`` (``$DECKHAND_HOME`` or ``<project>/.deckhand``)."""
+    from deckhand.tools.components import state_dir
+
+    return state_dir(base_dir or Path.cwd()) / "cache" / "contexts.sqlite"
+
+
+def build_llm_generator(
+    settings: LLMContextSettings | dict[str, Any] | None = None,
+    *,
+    cache_path: Path | str | None = None,
+    base_dir: Path | str | None = None,
+    **fields: Any,
+) -> LLMContextGenerator:
+    """The ``llm`` factory: settings as a model, a dict or keyword fields; cache under the state dir
+    unless ``cache_path`` is given (``DECKHAND_NO_CACHE=1`` disables it)."""
+    from pydantic import ValidationError
+
+    if isinstance(settings, LLMContextSettings):
+        model = settings.model_copy(update=fields) if fields else settings
+    else:
+        try:
+            model = LLMContextSettings(**{**(settings or {}), **fields})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"contextual_embeddings.{where}: {first['msg']}") from exc
+    if os.environ.get("DECKHAND_NO_CACHE") == "1" and cache_path is None:
+        path = None
+    else:
+        path = Path(cache_path) if cache_path is not None else default_cache_path(Path(base_dir) if base_dir else None)
+    return LLMContextGenerator(model, cache_path=path)
+
+
+def build_structural_generator(**_: Any) -> StructuralContextGenerator:
+    """The ``structural`` factory (takes no settings)."""
+    return StructuralContextGenerator()

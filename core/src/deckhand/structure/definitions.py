@@ -1,0 +1,295 @@
+"""Defined terms: detection in chunk text, and the index that finds definitions for a result.
+
+Recognised forms:
+
+* anywhere: ``"Term" means …`` (also ``shall mean``, ``is defined as``, ``refers to``,
+  ``includes``, ``has the meaning given in …``), the same with ``**Term**`` instead of quotes,
+  and pandoc definition lists (a line ``Term`` followed by ``: definition``);
+* inside a definitions section (a heading in the chain says Definitions, Glossary,
+  Interpretation, Defined terms or Terminology) or a *term list* (a list in which at least
+  two items look like ``Term: definition``): ``Term: definition``, ``Term — definition``,
+  ``**Term**: definition``, ``Term means …`` without quotes, and two-column tables.
+
+``Note: …`` in running prose is therefore not a definition. Detected definitions are stored in
+the chunk's metadata, so :class:`DefinitionIndex` rebuilds from stored records without
+re-reading any file.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from deckhand.types import Record
+
+DEFINITION_SECTION = re.compile(
+    r"\b(?:definitions?|glossary|interpretation|defined\s+terms|terminology|meaning\s+of\s+terms)\b", re.IGNORECASE
+)
+MAX_DEFINITION_CHARS = 600
+
+_VERBS = (
+    r"(?:shall\s+have\s+the\s+meaning|has\s+the\s+meaning|have\s+the\s+meaning|shall\s+mean|means|mean|"
+    r"is\s+defined\s+as|shall\s+be\s+defined\s+as|shall\s+refer\s+to|refers\s+to|shall\s+include|includes)"
+)
+_OPEN_Q = "\"“'‘"
+_CLOSE_Q = "\"”'’"
+_QUOTED = re.compile(
+    rf"[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,80}}?)[{_CLOSE_Q}]"
+    rf"(?:\s*\((?:or\s+)?[{_OPEN_Q}][^{_CLOSE_Q}]{{1,80}}[{_CLOSE_Q}]\))?,?\s+(?P<verb>{_VERBS})\b(?P<rest>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_BOLD = re.compile(
+    rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b(?P<rest>.*)|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
+    re.IGNORECASE | re.DOTALL,
+)
+_TERM = r"[A-Za-z][\w'’()/&.-]*(?:\s+[\w'’()/&.-]+){0,5}?"
+_COLON = re.compile(rf"^(?P<term>{_TERM})\s*(?::|\s[—–-])\s+(?P<rest>\S.*)$", re.DOTALL)
+_UNQUOTED = re.compile(
+    r"^(?P<term>[A-Z][\w'’-]*(?:\s+[\w'’-]+){0,5}?)\s+(?P<verb>means|shall\s+mean)\b(?P<rest>.*)$", re.DOTALL
+)
+_MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}(?:\.\d{1,3})*[.)]?\s+|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\)\s+)")
+_LIST_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}(?:\.\d{1,3})*[.)]?\s|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\)\s)")
+_NON_TERMS = frozenset(
+    {"note", "notes", "example", "examples", "warning", "tip", "caution", "important", "see", "e.g", "i.e"}
+)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A defined term, its definition text and where it was defined."""
+
+    term: str
+    definition: str
+    source: str = ""
+    section_id: str | None = None
+    record_id: str = ""
+
+
+def is_definitions_heading(heading: str) -> bool:
+    """Whether a heading names a definitions section ("1. Definitions", "Glossary")."""
+    return DEFINITION_SECTION.search(heading) is not None
+
+
+@dataclass
+class _Unit:
+    text: str
+    list_item: bool
+    table_row: bool
+
+
+def _units(text: str) -> list[_Unit]:
+    """Paragraphs and list items (wrapped lines joined), and table rows, in order."""
+    units: list[_Unit] = []
+    current: list[str] = []
+    current_item = False
+
+    def flush() -> None:
+        nonlocal current, current_item
+        if current:
+            units.append(_Unit(" ".join(" ".join(current).split()), current_item, False))
+        current, current_item = [], False
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            flush()
+            continue
+        if line.startswith("|"):
+            flush()
+            units.append(_Unit(line, False, True))
+            continue
+        if line.startswith(":") and current and len(current) == 1:
+            # pandoc definition list: "Term" then ": definition"
+            term = current[0]
+            current = [f"**{term}**: {line[1:].strip()}"]
+            continue
+        if _LIST_START.match(raw) or line.startswith("#"):
+            flush()
+            current_item = not line.startswith("#")
+        current.append(line)
+    flush()
+    return units
+
+
+def _clean_definition(text: str) -> str:
+    text = " ".join(text.split()).strip()
+    text = re.sub(r"(?:;|,)?\s*(?:and|or)?\s*$", "", text) if text.endswith((";", "; and", "; or")) else text
+    text = text.rstrip(" ;,")
+    if len(text) > MAX_DEFINITION_CHARS:
+        cut = text.rfind(". ", 0, MAX_DEFINITION_CHARS)
+        text = text[: cut + 1] if cut > 80 else text[:MAX_DEFINITION_CHARS].rstrip() + "…"
+    return text
+
+
+def _clean_term(term: str) -> str | None:
+    term = " ".join(term.strip(" *_`\"“”'‘’").split())
+    if not term or len(term) > 80 or term.lower().rstrip(".") in _NON_TERMS:
+        return None
+    if not any(ch.isalpha() for ch in term):
+        return None
+    return term
+
+
+def _colon_definition(text: str) -> tuple[str, str] | None:
+    bold = _BOLD.match(text)
+    if bold and bold.group("sep"):
+        return bold.group("term"), bold.group("rest2")
+    match = _COLON.match(text)
+    if match and not match.group("term").rstrip().endswith((".", ",")):
+        return match.group("term"), match.group("rest")
+    return None
+
+
+def extract_definitions(text: str, *, in_definitions_section: bool = False) -> list[tuple[str, str]]:
+    """``(term, definition)`` pairs defined in ``text``, each term once, in order.
+
+    ``in_definitions_section`` enables the weaker forms (``Term: definition``, unquoted
+    ``Term means``, two-column tables) that are only trusted under a definitions heading.
+    """
+    units = _units(text)
+    term_list = _term_list_flags(units)
+    found: dict[str, tuple[str, str]] = {}
+
+    def add(term: str, definition: str) -> None:
+        cleaned = _clean_term(term)
+        body = _clean_definition(definition)
+        if cleaned and body and cleaned.lower() not in found:
+            found[cleaned.lower()] = (cleaned, body)
+
+    for index, unit in enumerate(units):
+        if unit.table_row:
+            if in_definitions_section:
+                cells = [c.strip() for c in unit.text.strip("|").split("|")]
+                if len(cells) >= 2 and not set(cells[0]) <= set(":- ") and cells[1] and index > 0:
+                    previous = units[index - 1]
+                    header = not previous.table_row
+                    nxt = units[index + 1] if index + 1 < len(units) else None
+                    if not (header and nxt is not None and nxt.table_row and set(nxt.text) <= set("|:- ")):
+                        add(cells[0], cells[1])
+            continue
+        body = _MARKER.sub("", unit.text, count=1) if unit.list_item else unit.text
+        strong = False
+        for pattern in (_QUOTED, _BOLD):
+            matches = [m for m in pattern.finditer(body) if m.group("verb")]
+            for k, match in enumerate(matches):
+                end = matches[k + 1].start() if k + 1 < len(matches) else len(body)
+                rest = body[match.start("rest") : end]
+                verb = " ".join(match.group("verb").split()).lower()
+                definition = rest if verb in ("means", "mean", "shall mean") else f"{verb}{rest}"
+                add(match.group("term"), _first_clause(definition))
+                strong = True
+        if strong:
+            continue
+        if in_definitions_section or term_list[index]:
+            pair = _colon_definition(body)
+            if pair:
+                add(*pair)
+                continue
+        if in_definitions_section:
+            unquoted = _UNQUOTED.match(body)
+            if unquoted:
+                add(unquoted.group("term"), unquoted.group("rest"))
+    return list(found.values())
+
+
+def _first_clause(text: str) -> str:
+    """A pattern definition runs to the end of its sentence (or of its list item)."""
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z\"“])", text.strip(), maxsplit=1)[0]
+
+
+def _term_list_flags(units: Sequence[_Unit]) -> list[bool]:
+    """Whether each unit is an item of a term list (≥ 2 items of the list look like ``Term: …``)."""
+    flags = [False] * len(units)
+    i = 0
+    while i < len(units):
+        if not units[i].list_item:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(units) and units[j + 1].list_item:
+            j += 1
+        matches = [k for k in range(i, j + 1) if _colon_definition(_MARKER.sub("", units[k].text, count=1))]
+        if len(matches) >= 2 and len(matches) * 2 >= j - i + 1:
+            for k in matches:
+                flags[k] = True
+        i = j + 1
+    return flags
+
+
+class DefinitionIndex:
+    """Defined terms of every stored chunk, rebuilt from record metadata (``definitions``).
+
+    A term defined in several places keeps every definition; :meth:`lookup` and
+    :meth:`relevant` return the first one added (document order within a source).
+    """
+
+    def __init__(self) -> None:
+        self._by_term: dict[str, list[Definition]] = {}
+        self._pattern: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    def add_records(self, records: Iterable[Record]) -> None:
+        """Index the ``definitions`` listed in each record's metadata."""
+        with self._lock:
+            for record in records:
+                for item in record.metadata.get("definitions") or []:
+                    term = str(item.get("term", "")).strip()
+                    text = str(item.get("definition", "")).strip()
+                    if not term or not text:
+                        continue
+                    entry = Definition(term, text, record.source, record.metadata.get("section_id"), record.id)
+                    self._by_term.setdefault(" ".join(term.split()).lower(), []).append(entry)
+            self._pattern = None
+
+    def remove_source(self, source: str) -> None:
+        """Forget every definition that came from ``source``."""
+        with self._lock:
+            for key in list(self._by_term):
+                kept = [d for d in self._by_term[key] if d.source != source]
+                if kept:
+                    self._by_term[key] = kept
+                else:
+                    del self._by_term[key]
+            self._pattern = None
+
+    def lookup(self, term: str) -> Definition | None:
+        """The definition of ``term`` (case-insensitive), or None."""
+        entries = self._by_term.get(" ".join(term.split()).lower())
+        return entries[0] if entries else None
+
+    def terms(self) -> list[str]:
+        """Every defined term as first written, sorted case-insensitively."""
+        return sorted((entries[0].term for entries in self._by_term.values()), key=str.lower)
+
+    def __len__(self) -> int:
+        return len(self._by_term)
+
+    def relevant(self, text: str, limit: int = 5, *, exclude_record_id: str | None = None) -> list[Definition]:
+        """Definitions of the terms that appear in ``text`` (whole words, case-insensitive,
+        plural ``-s``/``-es`` accepted), longest terms first, at most ``limit``.
+
+        ``exclude_record_id`` leaves out definitions made by that chunk itself.
+        """
+        if limit <= 0 or not self._by_term:
+            return []
+        pattern = self._compiled()
+        seen: dict[str, Definition] = {}
+        for match in pattern.finditer(text):
+            key = " ".join(match.group(1).split()).lower()
+            if key in seen:
+                continue
+            entries = [d for d in self._by_term.get(key, []) if d.record_id != exclude_record_id]
+            if entries:
+                seen[key] = entries[0]
+        ranked = sorted(seen.values(), key=lambda d: (-len(d.term), d.term.lower()))
+        return ranked[:limit]
+
+    def _compiled(self) -> re.Pattern[str]:
+        with self._lock:
+            if self._pattern is None:
+                alternatives = sorted(self._by_term, key=len, reverse=True)
+                body = "|".join(r"\s+".join(re.escape(word) for word in term.split()) for term in alternatives)
+                self._pattern = re.compile(rf"(?<![\w])({body})(?:e?s)?(?![\w])", re.IGNORECASE)
+            return self._pattern
