@@ -391,6 +391,11 @@ class HierarchicalDocumentTool:
                 out.append(SectionRef(section_id=ref, resolved=False))
         return out
 
+    @staticmethod
+    def format_results(results: list[HierarchicalSearchResult]) -> str:
+        """The text agents read for ``results`` (what :meth:`search` returns)."""
+        return format_hierarchical_results(results)
+
     def function_definition(self) -> dict[str, Any]:
         """The OpenAI-style function definition agents are given for this tool."""
         description = self.config.description or (
