@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, KeywordStrategy, SearchMode
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError
@@ -65,7 +64,7 @@ def test_full_configuration(tmp_path: Path) -> None:
         ),
         ("    keyword_weight: -1\n", "tools[0].keyword_weight: Input should be greater than or equal to 0"),
         ("    top_k: 101\n", "tools[0].top_k: Input should be less than or equal to 100"),
-        ("    search_mode: fuzzy\n", "tools[0].search_mode: Input should be 'semantic', 'keyword', 'exact' or 'hybrid'"),
+        ("    search_mode: fuzzy\n", "search_mode: Input should be 'semantic', 'keyword', 'exact' or 'hybrid'"),
         ("    keyword_strategy: lucene\n", "tools[0].keyword_strategy: Input should be 'bm25', 'native' or 'auto'"),
         ("    min_score: 1.5\n", "tools[0].min_score: Input should be less than or equal to 1"),
         ("    chunk_overlap: 800\n", "chunk_overlap (800) must be smaller than max_chunk_tokens (800)"),

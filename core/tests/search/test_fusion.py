@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from deckhand.search.fusion import max_rrf, reciprocal_rank_fusion
 
 

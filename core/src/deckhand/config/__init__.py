@@ -1,7 +1,7 @@
 """Configuration: ``agent.yaml``, the global config files, and how they combine."""
 
-from deckhand.config.loading import load_agent_config, load_global_config, resolve_database
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.loading import load_agent_config, load_global_config, resolve_database
 from deckhand.config.models import AgentConfig, DatabaseConfig, GlobalConfig, ToolConfig, VectorStoreToolConfig
 
 __all__ = [
