@@ -51,10 +51,7 @@ def test_scores_match_a_hand_computed_example() -> None:
 def test_same_scores_and_ranking_as_rank_bm25() -> None:
     rng = np.random.default_rng(7)
     vocab = [f"word{i}" for i in range(60)] + ["alpha", "beta", "gamma"]
-    corpus = [
-        (f"d{i}", " ".join(rng.choice(vocab, size=int(rng.integers(3, 40)))))
-        for i in range(200)
-    ]
+    corpus = [(f"d{i}", " ".join(rng.choice(vocab, size=int(rng.integers(3, 40))))) for i in range(200)]
     analyzer = Analyzer()
     index = BM25Index(k1=1.2, b=0.75, analyzer=analyzer)
     index.build(corpus)

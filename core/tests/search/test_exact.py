@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from deckhand.embedders.minilm_onnx import WordPieceTokenizer
 from deckhand.search.exact import ExactIndex
 from deckhand.structure.chunker import StructureChunker
@@ -21,7 +22,8 @@ def _index() -> tuple[ExactIndex, dict[str, Record]]:
     path = importlib.resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json"
     chunker = StructureChunker(WordPieceTokenizer(Path(str(path))), max_chunk_tokens=200)
     chunks = chunker.chunk(Document(source="act.md", text=ACT, title="Widget Safety Act"))
-    records = [Record(c.id, c.source, c.index, c.content, None, dict(c.metadata)) for c in chunks]  # type: ignore[arg-type]
+    vector = np.zeros(2, dtype=np.float32)
+    records = [Record(c.id, c.source, c.index, c.content, vector, dict(c.metadata)) for c in chunks]
     definitions, resolver = DefinitionIndex(), ReferenceResolver()
     definitions.add_records(records)
     resolver.add_records(records)

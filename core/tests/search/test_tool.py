@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from deckhand.cli.main import cli
@@ -105,7 +106,11 @@ def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path) -> None:
 
 def test_indexed_text_does_not_repeat_what_the_content_has() -> None:
     record = Record(
-        "x", "s", 0, "# Title\n\nBody about cats.", None,  # type: ignore[arg-type]
+        "x",
+        "s",
+        0,
+        "# Title\n\nBody about cats.",
+        np.zeros(2, dtype=np.float32),
         {"context": "Title", "parent_chain": ["Title"], "section_id": None, "defined_terms": ["Cat"]},
     )
     assert indexed_text(record) == "# Title\n\nBody about cats."
