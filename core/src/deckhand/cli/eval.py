@@ -195,7 +195,7 @@ def eval_cmd() -> click.Command:
                 )
             reports = evaluate_tool(tool, queries, dataset.qrels, stems, chosen)
             tool.close()
-        payload = {
+        payload: dict[str, Any] = {
             "dataset": str(beir_dir),
             "documents": len(dataset.corpus),
             "chunks": report.chunks_written or tool.document_count,

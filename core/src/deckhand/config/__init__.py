@@ -1,6 +1,5 @@
 """Configuration: ``agent.yaml``, the global config files, and how they combine."""
 
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.loading import load_agent_config, load_global_config, resolve_database
 from deckhand.config.models import AgentConfig, DatabaseConfig, GlobalConfig, ToolConfig, VectorStoreToolConfig
 
@@ -8,7 +7,6 @@ __all__ = [
     "AgentConfig",
     "DatabaseConfig",
     "GlobalConfig",
-    "HierarchicalDocumentToolConfig",
     "ToolConfig",
     "VectorStoreToolConfig",
     "load_agent_config",
