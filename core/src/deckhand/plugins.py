@@ -82,12 +82,10 @@ class PluginRegistry:
 
         self.pm.register(builtin, name="deckhand.builtin")
         self._dists: dict[str, tuple[str, str]] = {}
+        #: Installed entry-point plugins left out because of ``DECKHAND_PLUGINS``.
+        self.excluded: list[str] = []
         if load_entry_points:
             self._load_entry_points()
-        try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginError(f"a plugin implements an unknown hook: {exc}") from exc
         self._components: dict[Kind, dict[str, Component]] | None = None
         self._lock = threading.Lock()
 
@@ -97,6 +95,7 @@ class PluginRegistry:
         for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT):
             if allowed is not None and ep.name not in allowed:
                 log.debug("plugin %s not loaded: not listed in %s", ep.name, ENV_PLUGINS)
+                self.excluded.append(ep.name)
                 continue
             if self.pm.has_plugin(ep.name):
                 continue
@@ -104,7 +103,7 @@ class PluginRegistry:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not hide the others
                 raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
-            self.pm.register(module, name=ep.name)
+            self._register_checked(module, ep.name)
             dist = getattr(ep, "dist", None)
             self._dists[ep.name] = (dist.name, dist.version) if dist else (ep.name, "")
 
@@ -114,9 +113,19 @@ class PluginRegistry:
 
     def register_plugin(self, module: object, name: str) -> None:
         """Register a plugin object directly (tests, embedding applications)."""
-        self.pm.register(module, name=name)
-        self.pm.check_pending()
+        self._register_checked(module, name)
         self._components = None
+
+    def _register_checked(self, module: object, name: str) -> None:
+        """Register ``module``; a hook implementation that matches no spec (a typo such as
+        ``register_storez``) or has the wrong arguments is a :class:`PluginError` naming the plugin."""
+        try:
+            self.pm.register(module, name=name)
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            if self.pm.has_plugin(name):
+                self.pm.unregister(name=name)
+            raise PluginError(f"plugin {name!r} is invalid: {exc}") from exc
 
     @property
     def components(self) -> dict[Kind, dict[str, Component]]:
@@ -165,8 +174,11 @@ class PluginRegistry:
                 return component
         available = ", ".join(sorted(table)) or "none"
         label = kind.replace("_", " ")
+        excluded = (
+            f"; {ENV_PLUGINS} leaves out the installed plugin(s) {', '.join(self.excluded)}" if self.excluded else ""
+        )
         raise ComponentNotFoundError(
-            f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available})"
+            f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available}){excluded}"
         )
 
 

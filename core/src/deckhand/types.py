@@ -16,7 +16,7 @@ import numpy.typing as npt
 Vector = npt.NDArray[np.float32]
 
 
-class Metric(str, enum.Enum):
+class Metric(enum.StrEnum):
     """Distance metrics every store supports; scores are defined in :mod:`deckhand.scoring`."""
 
     COSINE = "COSINE"
@@ -24,7 +24,7 @@ class Metric(str, enum.Enum):
     IP = "IP"
 
 
-class Algorithm(str, enum.Enum):
+class Algorithm(enum.StrEnum):
     """Index algorithms: FLAT is exact, HNSW approximate."""
 
     HNSW = "HNSW"

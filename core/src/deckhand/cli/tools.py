@@ -93,11 +93,8 @@ def _initialize(tools: list[Any], force: bool, quiet: bool) -> bool:
         any_failed |= bool(report.failed)
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""
+            # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{tool.config.name}{store}: {report.summary()}", err=True)
-            for item in report.failed:
-                click.echo(f"  failed  {item.display}: {item.reason}", err=True)
-            for item in report.skipped:
-                click.echo(f"  skipped {item.display}: {item.reason}", err=True)
     return any_failed
 
 
@@ -210,18 +207,22 @@ def test_cmd() -> click.Command:
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")
             tools = {t.config.name: t for t in _tools(config, config_path)}
+            for i, case in enumerate(config.tests):
+                if case.tool is not None and case.tool not in tools:
+                    known = ", ".join(tools)
+                    raise ConfigError(f"{config_path}: tests[{i}].tool: no tool named {case.tool!r} (tools: {known})")
             _initialize(list(tools.values()), force_ingest, ctx.obj.get("quiet", False) or as_json)
-            rows = []
+            rows: list[dict[str, Any]] = []
             for case in config.tests:
                 asked = [tools[case.tool]] if case.tool else list(tools.values())
-                ranks = []
+                ranks: list[int] = []
                 for tool in asked:
                     results = tool.search_results_sync(case.query, case.top_k)
                     ranks += [r.rank for r in results if any(_matches(r.source, e) for e in case.expected_sources)]
                 best = min(ranks) if ranks else None
                 rows.append({"query": case.query, "rank": best, "hit": best is not None})
-            hits = sum(r["hit"] for r in rows)
-            mrr = sum(1 / r["rank"] for r in rows if r["rank"]) / len(rows)
+            hits = sum(1 for r in rows if r["hit"])
+            mrr = sum(1.0 / int(r["rank"]) for r in rows if r["rank"]) / len(rows)
             if as_json:
                 click.echo(json.dumps({"cases": rows, "hit_rate": hits / len(rows), "mrr": mrr}, indent=2))
             else:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from deckhand.config.models import IN_MEMORY, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.config.models import IN_MEMORY, NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
 from deckhand.errors import ConfigError
+from deckhand.redaction import redact_url
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,7 +66,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def format_validation_error(exc: ValidationError, file: Path, data: Any) -> str:
+def format_validation_error(exc: ValidationError, file: Path, data: Any, model: type[BaseModel] | None = None) -> str:
     """One line per problem: ``file: field.path: message (got value)``."""
     lines = []
     for err in exc.errors():
@@ -71,11 +74,19 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any) -> str:
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+        if err["type"] == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == NAME_PATTERN:
+            msg = "must contain only letters, digits and underscores"
         if err["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; `deckhand schema` lists the allowed fields)"
+            allowed = _fields_at(model, err["loc"][:-1]) if model is not None else []
+            close = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            listed = f"allowed: {', '.join(allowed)}" if allowed else "`deckhand schema` lists the allowed fields"
+            msg = f"unknown field ({hint}{listed})"
         got = err.get("input")
         shown = (
-            "" if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list)) else f" (got {got!r})"
+            ""
+            if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list))
+            else f" (got {redact_url(repr(got))})"
         )
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
@@ -100,11 +111,37 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
     return "".join(parts)
 
 
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found by following ``loc`` from ``model`` (empty if lost)."""
+    current: type[BaseModel] | None = model
+    for item in loc:
+        if current is None:
+            return []
+        if isinstance(item, int):
+            continue  # a list element: same model
+        info = current.model_fields.get(str(item))
+        if info is None:
+            continue  # a discriminated-union tag such as ``vectorstore``
+        current = _model_in(info.annotation)
+    return list(current.model_fields) if current is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``annotation`` (``list[X]``, ``X | None``, ...), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
 def validate(model: type[M], data: dict[str, Any], file: Path) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, file, data)) from None
+        raise ConfigError(format_validation_error(exc, file, data, model)) from None
 
 
 def load_agent_config(path: str | Path) -> AgentConfig:

@@ -86,13 +86,13 @@ class CachedEmbedder:
         hashes = [text_hash(t) for t in texts]
         known = self.cache.get_many(self.model_id, list(set(hashes))) if self.cache else {}
         missing: dict[bytes, str] = {}
-        for h, t in zip(hashes, texts):
+        for h, t in zip(hashes, texts, strict=True):
             if h not in known and h not in missing:
                 missing[h] = t
         if missing:
             vectors = self.inner.embed(list(missing.values()))
             self.embedded_count += len(missing)
-            fresh = dict(zip(missing.keys(), vectors))
+            fresh = dict(zip(missing.keys(), vectors, strict=True))
             if self.cache:
                 self.cache.put_many(self.model_id, list(fresh.items()))
             known.update(fresh)

@@ -52,7 +52,7 @@ class WordPieceTokenizer:
         width = max(len(r) for r in rows) + 2
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
-        cls_id, sep_id = self._tok.token_to_id("[CLS]"), self._tok.token_to_id("[SEP]")
+        cls_id, sep_id = int(self._tok.token_to_id("[CLS]") or 101), int(self._tok.token_to_id("[SEP]") or 102)
         for i, row in enumerate(rows):
             n = len(row)
             ids[i, 0] = cls_id

@@ -55,25 +55,20 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
         _consider(shown_root, given.resolve(), exts, out, base)
         return out
     root = given.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(exc: OSError) -> None:  # os.walk would otherwise skip the directory silently
+        where = Path(exc.filename) if exc.filename else root
+        shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
+        out.skipped.append(Skipped(shown, f"cannot read directory ({exc.strerror or exc})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         current = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
             sub = current / d
             if sub.is_symlink():
-                target = sub.resolve()
-                if not _inside(target, root):
-                    out.skipped.append(
-                        Skipped(_shown(sub, root, shown_root, base), "symlink points outside the source")
-                    )
-                    continue
-                # A link to a directory inside the source is walked where it really lives.
-                out.skipped.append(
-                    Skipped(
-                        _shown(sub, root, shown_root, base),
-                        "symlink to a directory inside the source (indexed at its target)",
-                    )
-                )
+                # never followed; a link to a directory inside the source is walked where it really lives
+                out.skipped.append(Skipped(_shown(sub, root, shown_root, base), _link_reason(sub, root)))
                 continue
             if d.startswith("."):
                 continue
@@ -83,17 +78,11 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
             if name.startswith("."):
                 continue
             path = current / name
-            real = path.resolve()
             shown = _shown(path, root, shown_root, base)
             if path.is_symlink():
-                reason = (
-                    "symlink to a file inside the source (indexed at its target)"
-                    if _inside(real, root)
-                    else "symlink points outside the source"
-                )
-                out.skipped.append(Skipped(shown, reason))
+                out.skipped.append(Skipped(shown, _link_reason(path, root)))
                 continue
-            _consider(path, real, exts, out, base, shown)
+            _consider(path, path, exts, out, base, shown)  # walked without following links: already real
     return out
 
 
@@ -108,6 +97,18 @@ def _consider(
         out.skipped.append(Skipped(shown, "not a regular file"))
         return
     out.files.append(SourceFile(real, shown))
+
+
+def _link_reason(link: Path, root: Path) -> str:
+    """Why a symlink found in the source is skipped (a loop or a dangling link must not crash the walk)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: symlink loop (Python < 3.13)
+        return "broken symlink (missing target or a loop)"
+    if not _inside(target, root):
+        return "symlink points outside the source"
+    kind = "directory" if target.is_dir() else "file"
+    return f"symlink to a {kind} inside the source (indexed at its target)"
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any, ClassVar
 
 from deckhand.errors import LoaderError
 
@@ -28,19 +29,18 @@ def decode_text(data: bytes, path: Path) -> str:
             except UnicodeDecodeError as exc:
                 raise LoaderError(f"{path}: invalid {encoding} text ({exc.reason} at byte {exc.start})") from exc
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    try:
-        from charset_normalizer import from_bytes
-
-        best = from_bytes(data).best()
-    except Exception:  # detection is a best effort; the fallbacks below still apply
-        best = None
-    if best is not None and best.encoding:
-        text = str(best)
+    else:
+        if _mostly_control(text):
+            raise LoaderError(f"{path}: looks binary (mostly control characters), not text")
+        return text
+    best = _detect(data)
+    if best is not None:
+        encoding, text = best
         if not _mostly_control(text):
-            log.debug("%s: decoded as %s", path, best.encoding)
+            log.debug("%s: decoded as %s", path, encoding)
             return text
     for encoding in FALLBACK_ENCODINGS:
         try:
@@ -50,6 +50,35 @@ def decode_text(data: bytes, path: Path) -> str:
         if not _mostly_control(text):
             return text
     raise LoaderError(f"{path}: cannot decode as text (not UTF-8, cp1252 or Latin-1)")
+
+
+#: Below this coherence charset-normalizer has not recognised a language, and its pick
+#: among the 8-bit code pages is arbitrary (it reads "café" as UTF-16 or "très" as cp1250).
+_CONFIDENT_COHERENCE = 0.1
+_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
+
+
+def _detect(data: bytes) -> tuple[str, str] | None:
+    """The encoding charset-normalizer finds and the decoded text; Western (cp1252) when it
+    is a plausible candidate and no other language was recognised with confidence."""
+    try:
+        from charset_normalizer import from_bytes
+
+        matches = from_bytes(data)
+        best = matches.best()
+    except Exception:  # detection is a best effort; the fallbacks still apply
+        return None
+    if best is None or not best.encoding:
+        return None
+    if best.coherence < _CONFIDENT_COHERENCE and any(
+        _WESTERN & set(m.could_be_from_charset) and m.chaos <= best.chaos for m in matches
+    ):
+        for encoding in FALLBACK_ENCODINGS:
+            try:
+                return encoding, data.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+    return best.encoding, str(best)
 
 
 def _mostly_control(text: str) -> bool:
@@ -106,10 +135,17 @@ def _csv_table(text: str, path: Path) -> str:
     import csv
     import io
 
+    # strict: an unterminated quote is an error, not the rest of the file swallowed into one cell.
+    reader = csv.reader(io.StringIO(text), strict=True)
+    rows: list[list[str]] = []
+    start = 1
     try:
-        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append(row)
+            start = reader.line_num + 1
     except csv.Error as exc:
-        raise LoaderError(f"{path}: invalid CSV ({exc})") from exc
+        raise LoaderError(f"{path}: invalid CSV in the record starting at line {start} ({exc})") from exc
     if not rows:
         return ""
     width = max(len(r) for r in rows)
@@ -124,30 +160,50 @@ def _csv_table(text: str, path: Path) -> str:
 
 
 class MarkItDownLoader:
-    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use)."""
+    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use).
+
+    Each extension goes to its own markitdown converter: markitdown's generic ``convert``
+    guesses the type from the content and, for a damaged PDF, falls back to reading its
+    raw bytes as plain text, which would index garbage instead of reporting the file.
+    """
 
     extensions = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
     priority = 0
 
+    #: Extension → name of the markitdown converter class that handles it.
+    CONVERTERS: ClassVar[dict[str, str]] = {
+        ".pdf": "PdfConverter",
+        ".docx": "DocxConverter",
+        ".pptx": "PptxConverter",
+        ".xlsx": "XlsxConverter",
+        ".html": "HtmlConverter",
+        ".htm": "HtmlConverter",
+    }
+
     def __init__(self) -> None:
-        self._converter: object | None = None
+        self._converters: dict[str, Any] = {}
 
-    def _markitdown(self) -> object:
-        if self._converter is None:
-            from markitdown import MarkItDown
+    def _converter(self, extension: str) -> Any:
+        name = self.CONVERTERS[extension]
+        if name not in self._converters:
+            from markitdown import converters
 
-            self._converter = MarkItDown(enable_plugins=False)
-        return self._converter
+            self._converters[name] = getattr(converters, name)()
+        return self._converters[name]
 
     def load(self, path: Path) -> str:
+        extension = path.suffix.lower()
         try:
-            with path.open("rb"):
-                pass
+            fh = path.open("rb")
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        try:
-            result = self._markitdown().convert(str(path))  # type: ignore[attr-defined]
-        except Exception as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise LoaderError(f"{path}: conversion failed ({type(exc).__name__}: {reason[:200]})") from exc
-        return str(result.text_content or "")
+        with fh:
+            try:
+                from markitdown import StreamInfo
+
+                info = StreamInfo(extension=extension, filename=path.name, local_path=str(path))
+                result = self._converter(extension).convert(fh, info)
+            except Exception as exc:
+                reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                raise LoaderError(f"{path}: conversion failed ({type(exc).__name__}: {reason[:200]})") from exc
+        return str(result.markdown or "")

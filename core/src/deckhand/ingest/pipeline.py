@@ -187,7 +187,9 @@ class Ingestor:
         try:
             stat = file.path.stat()
         except OSError as exc:
-            report.failed.append(Skipped(file.display, f"cannot stat ({exc.strerror or exc})"))
+            reason = f"cannot stat ({exc.strerror or exc})"
+            log.warning("skipped %s: %s", file.display, reason)
+            report.failed.append(Skipped(file.display, reason))
             return None
         model = self.embedder.model_id
         same_model = known is not None and known.model == model
@@ -221,6 +223,11 @@ class Ingestor:
             text = self.loaders.load(file.path)
         except LoaderError as exc:
             reason = str(exc).removeprefix(f"{file.path}: ")
+            log.warning("skipped %s: %s", file.display, reason)
+            report.failed.append(Skipped(file.display, reason))
+            return None
+        except Exception as exc:  # a (third-party) loader's own bug must not stop the whole run
+            reason = f"loader failed ({type(exc).__name__}: {exc})"
             log.warning("skipped %s: %s", file.display, reason)
             report.failed.append(Skipped(file.display, reason))
             return None

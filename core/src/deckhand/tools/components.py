@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import ModelMismatchError, StoreConnectionError
+from deckhand.errors import ConfigError, ModelMismatchError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -19,7 +21,7 @@ log = logging.getLogger("deckhand")
 
 DEFAULT_EMBEDDER = "minilm"
 
-_embedders: dict[tuple[int, str], Embedder] = {}
+_embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
 _caches: dict[Path, EmbeddingCache] = {}
 
 
@@ -31,10 +33,12 @@ def state_dir(base_dir: Path) -> Path:
 
 def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
     """The embedder called ``name`` (default MiniLM), loaded once per process and cached on disk."""
-    key = (id(registry), name or DEFAULT_EMBEDDER)
+    component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
+    # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
+    # created after reset_registry() may reuse a freed id and get another plugin's embedder.
+    key = (component.factory, name or DEFAULT_EMBEDDER)
     inner = _embedders.get(key)
     if inner is None:
-        component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
         inner = component.factory(name)
         _embedders[key] = inner
     cache_path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
@@ -64,12 +68,12 @@ def open_store(
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
         return store, previous, config
-    except StoreConnectionError as exc:
+    except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
-        where = redact_url(config.connection_string or "")
+        where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
         log.warning(
-            "tool %s: cannot reach %s at %s (%s); falling back to the in-memory store for this run",
+            "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
             collection,
             config.provider,
             where,
@@ -78,6 +82,39 @@ def open_store(
         fallback = DatabaseConfig(provider=IN_MEMORY)
         store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
         return store, store.open(spec), fallback
+
+
+def check_collection(
+    name: str, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool
+) -> None:
+    """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
+    algorithm (shared by every tool type)."""
+    model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
+    layout = [
+        f"{label} {old.value} but the configuration now uses {new.value}"
+        for label, old, new in (
+            ("distance_metric", previous.metric, spec.metric),
+            ("vector_algorithm", previous.algorithm, spec.algorithm),
+        )
+        if old != new
+    ]
+    if not model_changed and not layout:
+        return
+    if not force:
+        store.close()
+        if model_changed:
+            raise ModelMismatchError(
+                f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
+                f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
+                f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
+            )
+        changes = "; ".join(layout)
+        raise ConfigError(
+            f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
+        )
+    log.info("tool %s: the index settings changed; rebuilding the index", name)
+    store.drop()
+    store.open(spec)
 
 
 def open_collection(
@@ -89,31 +126,22 @@ def open_collection(
     base_dir: Path,
     force_ingest: bool,
 ) -> tuple[VectorStore, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors (shared by every tool type).
+    """Open tool ``name``'s collection for ``embedder``'s vectors, as the vectorstore tool does.
 
-    A collection built with another embedding model is an error unless ``force_ingest``,
-    which drops and recreates it.
+    The database is resolved first (tool > project > user > in-memory) so the collection is
+    created with the metric and algorithm of whichever configuration applies; an index built
+    with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
     """
+    config, origin = resolve_database(database, cwd=base_dir)
+    log.debug("tool %s: database %s from %s", name, config.provider, origin)
     spec = CollectionSpec(
         name=name,
         dimension=embedder.dimension,
         embedding_model=embedder.model_id,
-        metric=database.distance_metric if database else CollectionSpec.metric,
-        algorithm=database.vector_algorithm if database else CollectionSpec.algorithm,
+        metric=config.distance_metric,
+        algorithm=config.vector_algorithm,
     )
-    store, previous, used = open_store(registry, database, name, spec, cwd=base_dir)
-    changed = previous is not None and (
-        previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
-    )
-    if previous is not None and changed:
-        if not force_ingest:
-            store.close()
-            raise ModelMismatchError(
-                f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
-                f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
-                f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
-            )
-        log.info("tool %s: embedding model changed; rebuilding the index", name)
-        store.drop()
-        store.open(spec)
+    store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+    if previous is not None:
+        check_collection(name, store, previous, spec, force_ingest)
     return store, used

@@ -136,7 +136,9 @@ class HierarchicalDocumentTool:
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
-        source = Path(self.config.source)
+        source = Path(self.config.source).expanduser()
+        if not source.is_absolute():
+            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)

@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deckhand.config.loading import resolve_database
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
-from deckhand.tools.components import embedder_for, open_collection
+from deckhand.tools.components import check_collection, embedder_for, open_store
 from deckhand.tools.results import SearchResult, format_results, function_definition
+from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
 
@@ -31,12 +33,12 @@ class VectorStoreTool:
         self,
         config: VectorStoreToolConfig,
         *,
-        base_dir: Path | None = None,
+        base_dir: str | Path | None = None,
         registry: PluginRegistry | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.config = config
-        self.base_dir = (base_dir or Path.cwd()).resolve()
+        self.base_dir = Path(base_dir or Path.cwd()).resolve()
         self.registry = registry or get_registry()
         self.progress = progress
         self.is_initialized = False
@@ -53,18 +55,34 @@ class VectorStoreTool:
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
-        source = Path(self.config.source)
+        source = Path(self.config.source).expanduser()
+        if not source.is_absolute():
+            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
-        store, used = open_collection(
-            self.registry,
-            self.config.name,
-            self.config.database,
-            embedder,
-            base_dir=self.base_dir,
-            force_ingest=force_ingest,
+        if self.config.chunk_size > embedder.max_tokens:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
+                self.config.name,
+                self.config.chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+            )
+        # Resolve the database first (tool > project > user > in-memory) so the collection is
+        # created with the metric and algorithm of whichever config file actually applies.
+        database, origin = resolve_database(self.config.database, cwd=self.base_dir)
+        log.debug("tool %s: database %s from %s", self.config.name, database.provider, origin)
+        spec = CollectionSpec(
+            name=self.config.name,
+            dimension=embedder.dimension,
+            embedding_model=embedder.model_id,
+            metric=database.distance_metric,
+            algorithm=database.vector_algorithm,
         )
+        store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
+        if previous is not None:
+            self._check_index(store, previous, spec, force_ingest)
         self.provider = used.provider
         chunker = self.registry.resolve("chunker", "token").factory(
             tokenizer=embedder.tokenizer, chunk_size=self.config.chunk_size, chunk_overlap=self.config.chunk_overlap
@@ -89,6 +107,10 @@ class VectorStoreTool:
         self.last_ingest_time = time.time()
         self.is_initialized = True
         return report
+
+    def _check_index(self, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool) -> None:
+        """Rebuild (with ``force``) or refuse an index built with another model, dimension, metric or algorithm."""
+        check_collection(self.config.name, store, previous, spec, force)
 
     def close(self) -> None:
         if self._store is not None:

@@ -71,7 +71,7 @@ class InMemoryStore:
     def upsert(self, records: Sequence[Record]) -> None:
         with self._lock:
             vectors = self._check(records)
-            for record, vector in zip(records, vectors):
+            for record, vector in zip(records, vectors, strict=True):
                 row = self._row_of.get(record.id)
                 if row is not None:
                     self._kill(row)
@@ -82,10 +82,9 @@ class InMemoryStore:
             vectors = self._check(records)  # validate everything before touching anything
             for row in list(self._rows_by_source.get(source, ())):
                 self._kill(row)
-            for record, vector in zip(records, vectors):
-                row = self._row_of.get(record.id)
-                if row is not None:
-                    self._kill(row)
+            for record, vector in zip(records, vectors, strict=True):
+                if (old := self._row_of.get(record.id)) is not None:
+                    self._kill(old)
                 self._append(record, vector)
             self._manifest[source] = state
             self._maybe_compact()
@@ -181,7 +180,9 @@ class InMemoryStore:
             if n == 0 or k <= 0:
                 return []
             matrix = self._matrix[:n]
-            dots = matrix @ query
+            dots: np.ndarray = matrix @ query
+            raw: np.ndarray
+            key: np.ndarray
             metric = self.spec.metric
             if metric is Metric.COSINE:
                 qn = float(np.linalg.norm(query)) or 1.0
@@ -208,9 +209,14 @@ class InMemoryStore:
                 return []
             ck = key[candidates]
             if candidates.size > k:
-                part = np.argpartition(-ck, k - 1)[:k]
-                candidates, ck = candidates[part], ck[part]
-            order = candidates[np.argsort(-ck, kind="stable")]
+                # The k-th best key; ties with it are kept in insertion (row) order, so equal
+                # scores rank the same way on every call (argpartition alone picks ties arbitrarily).
+                kth = np.partition(ck, candidates.size - k)[candidates.size - k]
+                better = candidates[ck > kth]
+                ties = candidates[ck == kth][: k - better.size]
+                candidates = np.concatenate([better, ties])
+                ck = key[candidates]
+            order = candidates[np.lexsort((candidates, -ck))]
             hits = []
             for row in order:
                 record = self._records[row]

@@ -1,0 +1,127 @@
+"""Helpers shared by core's tests: builders for ingestors and tools, and plugin test doubles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from deckhand.config.models import VectorStoreToolConfig
+from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.ingest.chunking import TokenChunker
+from deckhand.ingest.pipeline import Ingestor, LoaderSet
+from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.types import CollectionSpec
+from deckhand_inmemory import InMemoryStore
+
+
+def open_memory_store(minilm: Any, name: str = "test") -> InMemoryStore:
+    store = InMemoryStore(name)
+    store.open(CollectionSpec(name=name, dimension=minilm.dimension, embedding_model=minilm.model_id))
+    return store
+
+
+def make_ingestor(
+    minilm: Any,
+    store: Any,
+    base: Path,
+    *,
+    chunk_size: int = 512,
+    chunk_overlap: int = 50,
+    cache_dir: Path | None = None,
+) -> Ingestor:
+    """An Ingestor over the real embedder (with an on-disk cache) and the builtin loaders."""
+    cache = EmbeddingCache((cache_dir or base / ".cache") / "embeddings.sqlite")
+    return Ingestor(
+        store=store,
+        embedder=CachedEmbedder(minilm, cache),
+        chunker=TokenChunker(minilm.tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+        loaders=LoaderSet.from_registry(get_registry()),
+        base_dir=base,
+    )
+
+
+def make_tool(
+    base: Path, source: str | Path, registry: PluginRegistry | None = None, **options: Any
+) -> VectorStoreTool:
+    config = VectorStoreToolConfig.model_validate(
+        {"type": "vectorstore", "name": options.pop("name", "kb"), "source": str(source), **options}
+    )
+    return VectorStoreTool(config, base_dir=base, registry=registry)
+
+
+class FakeEmbedder:
+    """Deterministic hashed bag-of-words vectors with the MiniLM tokenizer: another model id."""
+
+    def __init__(self, tokenizer: Any, model_id: str = "fake-embedder-v2", dimension: int = 32) -> None:
+        self.model_id = model_id
+        self.dimension = dimension
+        self.max_tokens = 512
+        self._tokenizer = tokenizer
+        self.calls = 0
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def embed(self, texts: Any) -> Any:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, hash(word) % self.dimension] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+class SharedStores:
+    """A store plugin whose collections outlive the tool (a stand-in for a persistent database)."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, InMemoryStore] = {}
+
+    def factory(self, config: Any, collection: str) -> InMemoryStore:
+        store = self.stores.get(collection)
+        if store is None:
+            store = self.stores[collection] = InMemoryStore(collection)
+            store.close = lambda: None
+        return store
+
+    @hookimpl
+    def register_stores(self, register: Register) -> None:
+        register("shared", self.factory, description="test double: persistent in-memory collections")
+
+
+def make_pdf(text: str) -> bytes:
+    """A minimal valid one-page PDF showing ``text`` (Helvetica), written by hand."""
+    content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def contents(store: Any) -> str:
+    """Every stored chunk's text, joined: to check what was (not) indexed."""
+    return "\n".join(r.content for r in store.iter_records())
+
+
+def warnings_of(caplog: Any, logger: str = "deckhand.ingest") -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelname == "WARNING"]

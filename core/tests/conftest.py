@@ -1,0 +1,53 @@
+"""Shared fixtures for core's tests.
+
+The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
+``DECKHAND_HOME`` points at a session tmp dir and every test gets its own ``HOME``, so
+nothing is written into the repository or read from the developer's own ``~/.deckhand``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deckhand.plugins import get_registry, reset_registry
+from deckhand.tools.components import embedder_for
+
+
+@pytest.fixture(scope="session")
+def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DECKHAND_HOME for the session: the embedding cache is shared, so each text is embedded once."""
+    return tmp_path_factory.mktemp("deckhand-state")
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, session_state: Path
+) -> Iterator[Path]:
+    """DECKHAND_HOME in a tmp dir, a private HOME per test, no plugin restriction, logging level restored."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("DECKHAND_HOME", str(session_state))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
+    monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)
+    root = logging.getLogger()
+    level = root.level
+    yield home
+    root.setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The real default embedder, loaded once for the whole session (tools reuse it)."""
+    return embedder_for(get_registry(), None, tmp_path_factory.mktemp("minilm")).inner
+
+
+@pytest.fixture
+def fresh_registry() -> Iterator[None]:
+    """Forget the process-wide registry before and after the test."""
+    reset_registry()
+    yield
+    reset_registry()

@@ -1,0 +1,264 @@
+"""The deckhand command line: commands, output formats, --config placement and exit codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from deckhand.cli.main import cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DECKHAND = str(Path(sys.executable).parent / "deckhand")
+SUMMARY = re.compile(
+    r"^harbor_docs \[in-memory\]: 5 ingested \(5 chunks, \d+ embedded\), 0 unchanged, 0 skipped, 0 removed in "
+    r"\d+\.\d\ds$"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    return tmp_path / "examples"
+
+
+def run(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def test_ingest_with_group_and_command_config(project: Path, minilm: object) -> None:
+    group = run("--config", str(project / "agent.yaml"), "ingest")
+    assert group.exit_code == 0, group.output
+    assert SUMMARY.match(group.stderr.strip()), group.stderr
+    command = run("ingest", "--config", str(project / "agent.yaml"))
+    assert command.exit_code == 0 and SUMMARY.match(command.stderr.strip())
+    # the command's --config wins over the group's
+    both = run("--config", str(project / "missing.yaml"), "ingest", "-c", str(project / "agent.yaml"))
+    assert both.exit_code == 0
+
+
+def test_default_config_is_cwd_agent_yaml(project: Path, minilm: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    assert run("ingest").exit_code == 0
+    monkeypatch.chdir(project.parent)
+    missing = run("ingest")
+    assert missing.exit_code == 3
+    assert missing.stderr == "error: agent.yaml: file not found; pass --config PATH or create agent.yaml\n"
+
+
+def test_search_text_and_json(project: Path, minilm: object) -> None:
+    cfg = str(project / "agent.yaml")
+    text = run("-c", cfg, "search", "how do I rotate API keys?")
+    assert text.exit_code == 0
+    assert text.stdout.startswith("Found 3 result(s):\n\n[1] Score: ")
+    assert text.stdout.splitlines()[2].endswith("| Source: docs/security.md")
+    one = run("-c", cfg, "search", "-k", "1", "how do I rotate API keys?")
+    assert one.stdout.startswith("Found 1 result(s):") and "[2]" not in one.stdout
+    as_json = run("-c", cfg, "search", "--json", "how do I rotate API keys?")
+    assert as_json.exit_code == 0
+    payload = json.loads(as_json.stdout)
+    assert list(payload) == ["harbor_docs"] and len(payload["harbor_docs"]) == 3
+    first = payload["harbor_docs"][0]
+    assert set(first) == {"rank", "score", "source", "chunk_index", "content", "metadata"}
+    assert (first["rank"], first["source"], first["chunk_index"]) == (1, "docs/security.md", 0)
+    assert "Rotate every key at least every 90 days" in first["content"]
+    assert as_json.stderr == ""  # --json implies quiet
+
+
+def test_search_unknown_tool(project: Path) -> None:
+    result = run("-c", str(project / "agent.yaml"), "search", "--tool", "nope", "x")
+    assert result.exit_code == 3
+    assert result.stderr == f"error: {project / 'agent.yaml'}: no tool named nope (tools: harbor_docs)\n"
+
+
+def test_test_command_reports_hit_rate_and_mrr(project: Path, minilm: object) -> None:
+    cfg = str(project / "agent.yaml")
+    result = run("-c", cfg, "test")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "  hit @ 1  How often should API keys be rotated?",
+        "  hit @ 1  What port does the server listen on by default?",
+        "  hit @ 1  Which plans include priority support?",
+        "hit rate 3/3 = 1.00, MRR 1.000",
+    ]
+    as_json = json.loads(run("-c", cfg, "test", "--json").stdout)
+    assert (as_json["hit_rate"], as_json["mrr"]) == (1.0, 1.0)
+
+    data = yaml.safe_load((project / "agent.yaml").read_text())
+    data["tests"].append({"query": "Which plans include priority support?", "expected_sources": ["docs/nope.md"]})
+    (project / "agent.yaml").write_text(yaml.safe_dump(data))
+    missed = run("-c", cfg, "test")
+    assert missed.exit_code == 4
+    assert missed.stdout.splitlines()[-2:] == [
+        "     MISS  Which plans include priority support?",
+        "hit rate 3/4 = 0.75, MRR 0.750",
+    ]
+
+
+def test_test_command_unknown_tool(project: Path) -> None:
+    data = yaml.safe_load((project / "agent.yaml").read_text())
+    data["tests"][1]["tool"] = "nope"
+    (project / "agent.yaml").write_text(yaml.safe_dump(data))
+    result = run("-c", str(project / "agent.yaml"), "test")
+    assert result.exit_code == 3
+    assert (
+        result.stderr == f"error: {project / 'agent.yaml'}: tests[1].tool: no tool named 'nope' (tools: harbor_docs)\n"
+    )
+
+
+def test_test_command_without_cases(project: Path) -> None:
+    (project / "agent.yaml").write_text("tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n")
+    result = run("-c", str(project / "agent.yaml"), "test")
+    assert result.exit_code == 3
+    assert result.stderr == f"error: {project / 'agent.yaml'}: tests: no retrieval test cases configured\n"
+
+
+def test_chat_reads_queries_from_stdin(project: Path, minilm: object) -> None:
+    result = run("-c", str(project / "agent.yaml"), "chat", input="how do I rotate API keys?\nport 8420\n\nignored\n")
+    assert result.exit_code == 0
+    assert result.stdout.count("== harbor_docs\nFound 3 result(s):") == 2
+    assert "ignored" not in result.stdout
+    assert "1 tool(s) ready: harbor_docs. Type a query; an empty line or Ctrl-D quits." in result.stderr
+    first_answer = result.stdout.split("== harbor_docs")[1]
+    assert "| Source: docs/security.md" in first_answer.splitlines()[3]
+
+
+def test_plugins_command() -> None:
+    text = run("plugins")
+    assert text.exit_code == 0
+    assert re.search(r"^inmemory \(deckhand-inmemory \d+\.\d+\.\d+\)$", text.stdout, re.M)
+    assert re.search(r"^  store\s+in-memory\s+exact NumPy search", text.stdout, re.M)
+    assert re.search(r"^  embedder\s+minilm\s+all-MiniLM-L6-v2", text.stdout, re.M)
+    entries = {e["plugin"]: e for e in json.loads(run("plugins", "--json").stdout)}
+    assert entries["deckhand.builtin"]["distribution"] == "deckhand"
+    stores = [p for p in entries["inmemory"]["provides"] if p["kind"] == "store"]
+    assert [(p["name"], p["aliases"]) for p in stores] == [("in-memory", ["inmemory", "memory"])]
+
+
+def test_schema_is_valid_json_schema(project: Path) -> None:
+    schema = json.loads(run("schema").stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    tool = schema["$defs"]["VectorStoreToolConfig"]["properties"]
+    assert {"type", "name", "source", "embedding_model", "database", "top_k", "min_similarity_score"} <= set(tool)
+    assert (tool["top_k"]["minimum"], tool["top_k"]["maximum"], tool["top_k"]["default"]) == (1, 100, 5)
+    validator = jsonschema.Draft202012Validator(schema)
+    validator.validate(yaml.safe_load((project / "agent.yaml").read_text()))
+    bad = {"tools": [{"type": "vectorstore", "name": "a-b", "source": "x", "top_k": 0}]}
+    assert len(list(validator.iter_errors(bad))) == 2
+    global_schema = json.loads(run("schema", "--global").stdout)
+    jsonschema.Draft202012Validator.check_schema(global_schema)
+    assert "vectorstore" in global_schema["properties"]
+
+
+@pytest.mark.parametrize(
+    ("tool_yaml", "code", "message"),
+    [
+        ("    source: missing-dir\n", 3, "error: tool 'kb': source path does not exist: {project}/missing-dir\n"),
+        (
+            "    source: docs\n    top_k: 0\n",
+            3,
+            "error: {cfg}: tools[0].top_k: Input should be greater than or equal to 1 (got 0)\n",
+        ),
+        (
+            "    source: docs\n    database:\n      provider: redis\n      connection_string: redis://localhost:1\n",
+            3,
+            "error: no store plugin provides 'redis'",
+        ),
+    ],
+)
+def test_config_errors_exit_3(project: Path, tool_yaml: str, code: int, message: str, minilm: object) -> None:
+    if "redis" in tool_yaml and "redis" in run("plugins").stdout:
+        pytest.skip("a redis store plugin is installed in this environment")
+    cfg = project / "agent.yaml"
+    cfg.write_text("tools:\n  - type: vectorstore\n    name: kb\n" + tool_yaml)
+    result = run("-c", str(cfg), "ingest")
+    assert result.exit_code == code
+    assert result.stderr.startswith(message.format(project=project, cfg=cfg))
+
+
+def test_no_supported_files_exit_3(project: Path) -> None:
+    (project / "bin").mkdir()
+    (project / "bin" / "a.png").write_bytes(b"x")
+    cfg = project / "agent.yaml"
+    cfg.write_text("tools:\n  - type: vectorstore\n    name: kb\n    source: bin\n")
+    result = run("-c", str(cfg), "ingest")
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"error: no supported files in {project / 'bin'} (supported: ")
+
+
+def test_partial_ingest_exit_4(project: Path, minilm: object, caplog: pytest.LogCaptureFixture) -> None:
+    (project / "docs" / "blob.txt").write_bytes(b"\x00\x01binary")
+    caplog.set_level(logging.WARNING)
+    result = run("-c", str(project / "agent.yaml"), "ingest")
+    assert result.exit_code == 4
+    assert re.match(r"^harbor_docs \[in-memory\]: 5 ingested .* 1 failed, 0 removed", result.stderr)
+    assert [r.getMessage() for r in caplog.records] == [
+        "skipped docs/blob.txt: looks binary (contains NUL bytes), not text"
+    ]
+
+
+def test_usage_errors_exit_2() -> None:
+    assert CliRunner().invoke(cli, ["search"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["ingest", "--bogus"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["search", "-k", "0", "x"]).exit_code == 2
+
+
+def test_real_process_quiet_and_warnings(project: Path) -> None:
+    """In a real process: one warning line per bad file; --quiet prints the results and nothing else."""
+    (project / "docs" / "blob.txt").write_bytes(b"\x00\x01binary")
+    (project / "docs" / "empty.md").write_text("")
+    env = {**os.environ, "DECKHAND_THREADS": "1"}
+    cfg = str(project / "agent.yaml")
+    loud = subprocess.run([DECKHAND, "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=120)
+    assert loud.returncode == 4
+    assert loud.stdout == ""
+    lines = loud.stderr.splitlines()
+    assert lines[:2] == [
+        "WARNING: skipped docs/blob.txt: looks binary (contains NUL bytes), not text",
+        "WARNING: skipped docs/empty.md: empty file",
+    ]
+    assert len(lines) == 3 and lines[2].startswith("harbor_docs [in-memory]: 5 ingested")
+    quiet = subprocess.run(
+        [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "rotate API keys"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert quiet.returncode == 0
+    assert quiet.stderr == ""
+    assert quiet.stdout.startswith("Found 1 result(s):\n\n[1] Score: ")
+    assert "| Source: docs/security.md\n# Security" in quiet.stdout
+
+
+def test_force_ingest_with_a_persistent_store(project: Path, minilm: object, fresh_registry: None) -> None:
+    from _foundation_helpers import SharedStores
+    from deckhand.plugins import get_registry
+
+    shared = SharedStores()
+    get_registry().register_plugin(shared, "shared")
+    cfg = project / "agent.yaml"
+    data = yaml.safe_load(cfg.read_text())
+    data["tools"][0]["database"] = {"provider": "shared"}
+    cfg.write_text(yaml.safe_dump(data))
+
+    first = run("-c", str(cfg), "ingest")
+    assert first.exit_code == 0 and "harbor_docs [shared]: 5 ingested (5 chunks, " in first.stderr
+    again = run("-c", str(cfg), "ingest")
+    assert again.stderr.startswith("harbor_docs [shared]: 0 ingested (0 chunks, 0 embedded), 5 unchanged, 0 skipped")
+    (project / "docs" / "security.md").unlink()
+    removed = run("-c", str(cfg), "ingest")
+    assert removed.stderr.startswith("harbor_docs [shared]: 0 ingested (0 chunks, 0 embedded), 4 unchanged, 0 skipped")
+    assert ", 1 removed in " in removed.stderr
+    forced = run("-c", str(cfg), "ingest", "--force-ingest")
+    assert forced.stderr.startswith("harbor_docs [shared]: 4 ingested (4 chunks, 0 embedded), 0 unchanged, 0 skipped")
+    assert shared.stores["harbor_docs"].count() == 4

@@ -1,0 +1,123 @@
+"""File discovery: supported extensions, recursion, hidden files, and symlinks never leaving the source."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deckhand.ingest.discovery import discover
+
+EXTS = {".txt", ".md"}
+
+
+def test_missing_source_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as err:
+        discover(tmp_path / "nope", EXTS)
+    assert str(err.value) == f"source path does not exist: {tmp_path / 'nope'}"
+
+
+def test_recursive_walk_supported_only(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "top.md").write_text("x")
+    (src / "a" / "b" / "deep.TXT").write_text("x")
+    (src / "a" / "pic.png").write_bytes(b"x")
+    (src / "noext").write_text("x")
+    (src / ".hidden.md").write_text("x")
+    (src / ".git").mkdir()
+    (src / ".git" / "HEAD.md").write_text("x")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/top.md", "src/a/b/deep.TXT"]
+    assert [(s.display, s.reason) for s in found.skipped] == [
+        ("src/noext", "unsupported file type (none)"),
+        ("src/a/pic.png", "unsupported file type .png"),
+    ]
+
+
+def test_single_file_source(tmp_path: Path) -> None:
+    (tmp_path / "one.md").write_text("x")
+    found = discover(tmp_path / "one.md", EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["one.md"]
+    assert found.files[0].path == (tmp_path / "one.md").resolve()
+
+
+def test_display_is_absolute_outside_base(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.md").write_text("x")
+    found = discover(tmp_path / "d", EXTS, base=tmp_path / "elsewhere")
+    assert [f.display for f in found.files] == [(tmp_path / "d" / "x.md").as_posix()]
+
+
+def test_symlinks_out_of_the_source_are_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    (outside / "sub").mkdir()
+    (outside / "sub" / "more.md").write_text("more secrets")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.md").write_text("fine")
+    (src / "inner.md").write_text("inner")
+    os.symlink(outside / "secret.txt", src / "leak.txt")
+    os.symlink(outside / "sub", src / "leakdir")
+    os.symlink(src / "inner.md", src / "alias.md")
+    os.symlink("../src/../outside/secret.txt", src / "relative.txt")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/inner.md", "src/ok.md"]
+    assert sorted((s.display, s.reason) for s in found.skipped) == [
+        ("src/alias.md", "symlink to a file inside the source (indexed at its target)"),
+        ("src/leak.txt", "symlink points outside the source"),
+        ("src/leakdir", "symlink points outside the source"),
+        ("src/relative.txt", "symlink points outside the source"),
+    ]
+    assert all(not str(f.path).startswith(str(outside)) for f in found.files)
+
+
+def test_fifo_with_supported_extension_is_not_read(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    os.mkfifo(src / "pipe.txt")
+    (src / "ok.md").write_text("x")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/ok.md"]
+    assert [(s.display, s.reason) for s in found.skipped] == [("src/pipe.txt", "not a regular file")]
+
+
+def test_unreadable_directory_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    (src / "locked").mkdir(parents=True)
+    (src / "locked" / "in.md").write_text("x")
+    (src / "ok.md").write_text("x")
+    real_scandir = os.scandir
+
+    def guarded(path: Any = ".") -> Any:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", guarded)
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/ok.md"]
+    assert [(s.display, s.reason) for s in found.skipped] == [
+        ("src/locked", "cannot read directory (Permission denied)")
+    ]
+
+
+def test_symlink_loops_and_dangling_links_do_not_crash(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.md").write_text("x")
+    os.symlink("self.md", src / "self.md")
+    os.symlink("loopdir", src / "loopdir")
+    os.symlink("nowhere.md", src / "dangling.md")
+    os.symlink(".", src / "here")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/ok.md"]
+    assert sorted((s.display, s.reason) for s in found.skipped) == [
+        ("src/dangling.md", "broken symlink (missing target or a loop)"),
+        ("src/here", "symlink to a directory inside the source (indexed at its target)"),
+        ("src/loopdir", "broken symlink (missing target or a loop)"),
+        ("src/self.md", "broken symlink (missing target or a loop)"),
+    ]

@@ -1,0 +1,192 @@
+"""Plugin discovery, DECKHAND_PLUGINS, loud failures for bad hook implementations, clear not-found errors."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import deckhand_inmemory.plugin as inmemory_plugin
+import pytest
+from deckhand.errors import ComponentNotFoundError, PluginError
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.plugins import PluginRegistry, get_registry
+
+
+def _bare_registry() -> PluginRegistry:
+    """Builtins plus the in-memory store only, whatever else is installed in the environment."""
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(inmemory_plugin, "inmemory")
+    return registry
+
+
+def test_builtin_and_entry_point_components() -> None:
+    registry = PluginRegistry()
+    names = {kind: [c.name for c in registry.list(kind)] for kind in ("loader", "chunker", "embedder", "store")}
+    assert {"text", "table", "markitdown"} <= set(names["loader"])
+    assert "token" in names["chunker"]
+    assert "minilm" in names["embedder"] and "in-memory" in names["store"]
+    assert registry.resolve("store", "in-memory").plugin == "inmemory"
+    assert registry.resolve("store", "memory").name == "in-memory"  # alias
+    assert registry.resolve("embedder", "all-MiniLM-L6-v2").name == "minilm"
+    assert registry.plugin_distributions()["inmemory"][0] == "deckhand-inmemory"
+
+
+def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DECKHAND_PLUGINS", "")
+    registry = PluginRegistry()
+    assert registry.list("store") == []
+    assert "inmemory" in registry.excluded
+    assert [c.name for c in registry.list("embedder")] == ["minilm"]  # builtins always load
+    with pytest.raises(ComponentNotFoundError) as err:
+        registry.resolve("store", "in-memory")
+    message = str(err.value)
+    assert message.startswith(
+        "no store plugin provides 'in-memory'; install a plugin that provides it "
+        "(see `deckhand plugins` for what is installed) (installed: none); "
+        "DECKHAND_PLUGINS leaves out the installed plugin(s) "
+    )
+    assert "inmemory" in message.rsplit("plugin(s) ", 1)[1].split(", ")
+
+
+def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DECKHAND_PLUGINS", " inmemory , not-installed")
+    registry = PluginRegistry()
+    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert "inmemory" not in registry.excluded
+
+
+def test_unknown_hook_fails_loudly() -> None:
+    class Typo:
+        @hookimpl
+        def register_storez(self, register: Register) -> None:
+            register("x", object)
+
+    registry = _bare_registry()
+    with pytest.raises(PluginError) as err:
+        registry.register_plugin(Typo(), "typo-plugin")
+    assert str(err.value).startswith("plugin 'typo-plugin' is invalid: ")
+    assert "register_storez" in str(err.value)
+    assert not registry.pm.has_plugin("typo-plugin")  # not left half-registered
+    registry.resolve("store", "in-memory")  # the registry still works
+
+
+def test_wrong_hook_arguments_fail_loudly() -> None:
+    class BadArgs:
+        @hookimpl
+        def register_stores(self, reg: Register, extra: int) -> None:
+            pass
+
+    with pytest.raises(PluginError) as err:
+        _bare_registry().register_plugin(BadArgs(), "bad-args")
+    assert str(err.value).startswith("plugin 'bad-args' is invalid: ")
+
+
+def test_duplicate_component_in_one_plugin() -> None:
+    class Twice:
+        @hookimpl
+        def register_stores(self, register: Register) -> None:
+            register("dup", object)
+            register("dup", object)
+
+    registry = _bare_registry()
+    registry.register_plugin(Twice(), "twice")
+    with pytest.raises(PluginError) as err:
+        registry.list("store")
+    assert str(err.value) == "plugin 'twice' registers store 'dup' twice"
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "hint"),
+    [
+        ("store", "redis", 'install it with: pip install "deckhand[redis]"'),
+        ("store", "postgres", 'install it with: pip install "deckhand[postgres]"'),
+        ("embedder", "text-embedding-3-small", 'install it with: pip install "deckhand[openai]"'),
+        ("store", "acme", "install a plugin that provides it (see `deckhand plugins` for what is installed)"),
+    ],
+)
+def test_missing_component_names_the_install_command(kind: Any, name: str, hint: str) -> None:
+    registry = _bare_registry()
+    installed = ", ".join(sorted(c.name for c in registry.list(kind)))
+    with pytest.raises(ComponentNotFoundError) as err:
+        registry.resolve(kind, name)
+    assert str(err.value) == f"no {kind} plugin provides {name!r}; {hint} (installed: {installed})"
+
+
+def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:
+    class Shout:
+        extensions = frozenset({".md"})
+        priority = 10
+
+        def load(self, path: Path) -> str:
+            return path.read_text().upper()
+
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_loaders(register: Register) -> None:
+        register("shout", Shout, extensions=[".md"])
+
+    plugin.register_loaders = register_loaders
+    registry = _bare_registry()
+    registry.register_plugin(plugin, "shout")
+    from deckhand.ingest.pipeline import LoaderSet
+
+    (tmp_path / "a.md").write_text("quiet words")
+    (tmp_path / "b.txt").write_text("quiet words")
+    loaders = LoaderSet.from_registry(registry)
+    assert loaders.load(tmp_path / "a.md") == "QUIET WORDS"
+    assert loaders.load(tmp_path / "b.txt") == "quiet words"
+
+
+def test_process_registry_is_shared_and_resettable(fresh_registry: None) -> None:
+    from deckhand.plugins import reset_registry
+
+    first = get_registry()
+    assert get_registry() is first
+    reset_registry()
+    assert get_registry() is not first
+
+
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **modules: object) -> None:
+    """Make ``importlib.metadata.entry_points(group="deckhand")`` list in-memory modules."""
+    import importlib.metadata
+    import sys
+
+    eps = []
+    for name, module in modules.items():
+        module_name = f"deckhand_fake_{name.replace('-', '_')}"
+        if module is not None:
+            monkeypatch.setitem(sys.modules, module_name, module)
+        eps.append(importlib.metadata.EntryPoint(name=name, value=module_name, group="deckhand"))
+    monkeypatch.setattr("deckhand.plugins.importlib.metadata.entry_points", lambda group: eps)
+
+
+def test_entry_point_with_unknown_hook_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    typo = types.ModuleType("typo")
+
+    @hookimpl
+    def register_storez(register: Register) -> None:
+        pass
+
+    typo.register_storez = register_storez  # type: ignore[attr-defined]
+    _fake_entry_points(monkeypatch, typo=typo)
+    with pytest.raises(PluginError) as err:
+        PluginRegistry()
+    assert str(err.value).startswith("plugin 'typo' is invalid: ")
+    assert "register_storez" in str(err.value)
+
+
+def test_entry_point_that_fails_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_entry_points(monkeypatch, ghost=None)
+    with pytest.raises(PluginError) as err:
+        PluginRegistry()
+    assert str(err.value) == (
+        "plugin 'ghost' (deckhand_fake_ghost) failed to import: No module named 'deckhand_fake_ghost'"
+    )
+
+
+def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_entry_points(monkeypatch, ghost=None)
+    monkeypatch.setenv("DECKHAND_PLUGINS", "")
+    assert PluginRegistry().excluded == ["ghost"]  # a way out when a broken plugin is installed

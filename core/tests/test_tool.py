@@ -1,0 +1,361 @@
+"""The vectorstore tool: the contract's messages and result format, store selection and fallback, model changes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import deckhand_inmemory.plugin as inmemory_plugin
+import pytest
+from _foundation_helpers import FakeEmbedder, SharedStores, make_tool
+from deckhand.config import load_agent_config
+from deckhand.errors import (
+    ComponentNotFoundError,
+    ConfigError,
+    EmbeddingError,
+    ModelMismatchError,
+    StoreConnectionError,
+)
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.plugins import PluginRegistry
+from deckhand.tools import build_tool
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+BLOCK = re.compile(r"^\[(\d+)\] Score: (\d\.\d\d) \| Source: (\S+)\n", re.M)
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    return tmp_path / "examples"
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "ships.md").write_text("# Ships\n\nContainer ships carry standard boxes between large ports.")
+    (d / "birds.md").write_text("# Birds\n\nSeagulls nest on cliffs and steal chips from tourists.")
+    (d / "trains.txt").write_text("Freight trains haul coal and grain across the prairie at night.")
+    return d
+
+
+def _registry_with(*plugins: tuple[object, str]) -> PluginRegistry:
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(inmemory_plugin, "inmemory")
+    for plugin, name in plugins:
+        registry.register_plugin(plugin, name)
+    return registry
+
+
+async def test_contract_errors_before_and_after_initialize(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    tool = make_tool(tmp_path, docs)
+    assert (tool.is_initialized, tool.document_count, tool.last_ingest_time) == (False, 0, None)
+    with pytest.raises(RuntimeError) as err:
+        await tool.search("ships")
+    assert str(err.value) == "VectorStoreTool must be initialized before search"
+    before = time.time()
+    report = await tool.initialize()
+    assert tool.is_initialized and tool.document_count == 3 and report.chunks_written == 3
+    assert tool.last_ingest_time is not None and tool.last_ingest_time >= before
+    assert tool.provider == "in-memory"
+    for empty in ("", "   \n"):
+        with pytest.raises(ValueError) as verr:
+            await tool.search(empty)
+        assert str(verr.value) == "Search query cannot be empty"
+    tool.close()
+    assert not tool.is_initialized
+
+
+async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    tool = make_tool(tmp_path, docs, top_k=2)
+    await tool.initialize()
+    text = await tool.search("which birds steal food from people at the seaside?")
+    assert text.startswith("Found 2 result(s):\n\n[1] Score: ")
+    blocks = BLOCK.findall(text)
+    assert [int(rank) for rank, _, _ in blocks] == [1, 2]
+    assert blocks[0][2] == "docs/birds.md"
+    scores = [float(score) for _, score, _ in blocks]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert f"[1] Score: {blocks[0][1]} | Source: docs/birds.md\n# Birds\n\nSeagulls nest on cliffs" in text
+    structured = tool.search_results_sync("which birds steal food from people at the seaside?", top_k=3)
+    assert [r.rank for r in structured] == [1, 2, 3]
+    assert structured[0].source == "docs/birds.md" and structured[0].chunk_index == 0
+    assert f"{structured[0].score:.2f}" == blocks[0][1] and 0 < structured[0].score <= 1
+
+
+async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    tool = make_tool(tmp_path, docs, min_similarity_score=0.99)
+    await tool.initialize()
+    assert await tool.search("seagulls") == "No results above similarity threshold 0.99"
+    low = make_tool(tmp_path, docs, name="low", min_similarity_score=0.2, top_k=5)
+    await low.initialize()
+    results = low.search_results_sync("seagulls on cliffs")
+    assert results and all(r.score >= 0.2 for r in results) and len(results) < 3
+
+    empty_dir = tmp_path / "only-empty"
+    empty_dir.mkdir()
+    (empty_dir / "blank.md").write_text("\n\n")
+    nothing = make_tool(tmp_path, empty_dir, name="nothing")
+    await nothing.initialize()
+    assert nothing.document_count == 0
+    assert await nothing.search("anything at all?") == "No relevant results found for query: anything at all?"
+
+
+def test_function_definition(tmp_path: Path) -> None:
+    tool = make_tool(tmp_path, "docs", name="knowledge_base", description="Semantic search over product docs")
+    assert json.loads(json.dumps(tool.function_definition())) == {
+        "name": "knowledge_base",
+        "description": "Semantic search over product docs",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "Natural language search query"}},
+            "required": ["query"],
+        },
+    }
+    assert make_tool(tmp_path, "docs").function_definition()["description"] == "Semantic search over docs"
+
+
+def test_missing_source(tmp_path: Path) -> None:
+    tool = make_tool(tmp_path, "nowhere")
+    with pytest.raises(FileNotFoundError) as err:
+        tool.initialize_sync()
+    assert str(err.value) == "tool 'kb': source path does not exist: nowhere"
+
+
+def test_relative_source_is_resolved_against_base_dir(
+    tmp_path: Path, docs: Path, minilm: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir("/")
+    tool = make_tool(tmp_path, "docs")
+    tool.initialize_sync()
+    assert tool.document_count == 3
+    assert {r.source for r in tool.search_results_sync("trains", top_k=3)} == {
+        "docs/ships.md",
+        "docs/birds.md",
+        "docs/trains.txt",
+    }
+
+
+def test_semantic_relevance_on_examples(examples: Path, minilm: Any) -> None:
+    config = load_agent_config(examples / "agent.yaml")
+    tool = build_tool(config.tools[0], base_dir=examples)
+    tool.initialize_sync()
+    assert tool.document_count == 5
+    for query, expected in [
+        ("how do I rotate API keys?", "docs/security.md"),
+        ("What port does the server listen on by default?", "docs/configuration.md"),
+        ("Which plans include priority support?", "docs/pricing.csv"),
+        ("uploads fail with error 413", "docs/troubleshooting.txt"),
+    ]:
+        assert tool.search_results_sync(query)[0].source == expected, query
+
+
+# -- store selection -------------------------------------------------------------------------
+
+
+class FlakyStore:
+    """A store plugin whose server is never reachable."""
+
+    @hookimpl
+    def register_stores(self, register: Register) -> None:
+        def factory(config: Any, collection: str) -> Any:
+            raise StoreConnectionError(f"connection refused by {config.connection_string}")
+
+        class RawSocketStore:
+            def __init__(self, config: Any, collection: str) -> None:
+                pass
+
+            def open(self, spec: Any) -> None:
+                raise ConnectionRefusedError(111, "Connection refused")
+
+        register("flaky", factory)
+        register("raw-socket", RawSocketStore)
+
+
+def test_a_raw_connection_error_also_falls_back(
+    tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    registry = _registry_with((FlakyStore(), "flaky"))
+    tool = make_tool(tmp_path, docs, registry=registry, database={"provider": "raw-socket"})
+    tool.initialize_sync()
+    assert tool.provider == "in-memory" and tool.document_count == 3
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool kb: cannot reach raw-socket ([Errno 111] Connection refused); "
+        "falling back to the in-memory store for this run"
+    ]
+
+
+def test_unreachable_store_falls_back_with_one_redacted_warning(
+    tmp_path: Path, docs: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DECKHAND_TEST_PW", "pa55-very-secret")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n    database:\n      provider: flaky\n"
+        "      connection_string: flaky://app:${DECKHAND_TEST_PW}@db.internal:7000/0?token=${DECKHAND_TEST_PW}\n"
+    )
+    config = load_agent_config(tmp_path / "agent.yaml")
+    caplog.set_level(logging.DEBUG)
+    tool = build_tool(config.tools[0], base_dir=tmp_path, registry=_registry_with((FlakyStore(), "flaky")))
+    tool.initialize_sync()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "tool kb: cannot reach flaky at flaky://app:***@db.internal:7000/0?token=*** (connection refused by "
+        "flaky://app:***@db.internal:7000/0?token=***); falling back to the in-memory store for this run"
+    ]
+    assert "pa55-very-secret" not in caplog.text
+    assert tool.provider == "in-memory" and tool.document_count == 3
+    assert tool.search_results_sync("seagulls")[0].source == "docs/birds.md"
+
+
+def test_provider_without_plugin_names_the_extra(
+    tmp_path: Path, docs: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DECKHAND_TEST_PW", "pa55-very-secret")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n    database:\n      provider: redis\n"
+        "      connection_string: redis://app:${DECKHAND_TEST_PW}@localhost:6379\n"
+    )
+    config = load_agent_config(tmp_path / "agent.yaml")
+    caplog.set_level(logging.DEBUG)
+    tool = build_tool(config.tools[0], base_dir=tmp_path, registry=_registry_with())
+    with pytest.raises(ComponentNotFoundError) as err:
+        tool.initialize_sync()
+    assert str(err.value) == (
+        "no store plugin provides 'redis'; install it with: pip install \"deckhand[redis]\" (installed: in-memory)"
+    )
+    assert "pa55-very-secret" not in caplog.text
+
+
+def test_global_config_selects_the_store(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    shared = SharedStores()
+    (tmp_path / ".deckhand").mkdir()
+    (tmp_path / ".deckhand" / "config.yaml").write_text("vectorstore:\n  provider: shared\n")
+    tool = make_tool(tmp_path, docs, registry=_registry_with((shared, "shared")))
+    tool.initialize_sync()
+    assert tool.provider == "shared" and shared.stores["kb"].count() == 3
+
+
+# -- persistence and model changes --------------------------------------------------------------
+
+
+def _fake_embedder_plugin(minilm: Any) -> Any:
+    embedder = FakeEmbedder(minilm.tokenizer)
+    plugin = types.SimpleNamespace(embedder=embedder)
+
+    @hookimpl
+    def register_embedders(register: Register) -> None:
+        register("fake", lambda model=None, **_: embedder, aliases=("fake-embedder-v2",))
+
+    plugin.register_embedders = register_embedders
+    return plugin
+
+
+def test_persistent_store_reuse_and_model_change(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    shared = SharedStores()
+    fake = _fake_embedder_plugin(minilm)
+    registry = _registry_with((shared, "shared"), (fake, "fake"))
+    db = {"provider": "shared"}
+
+    first = make_tool(tmp_path, docs, registry=registry, database=db)
+    assert first.initialize_sync().chunks_written == 3
+    again = make_tool(tmp_path, docs, registry=registry, database=db)
+    report = again.initialize_sync()
+    assert (report.ingested, len(report.unchanged), report.texts_embedded) == ([], 3, 0)
+    assert again.document_count == 3
+
+    changed = make_tool(tmp_path, docs, registry=registry, database=db, embedding_model="fake")
+    with pytest.raises(ModelMismatchError) as err:
+        changed.initialize_sync()
+    assert str(err.value) == (
+        "tool 'kb': the index was built with embedding model 'all-MiniLM-L6-v2-onnx-int8' (384 dims) but the "
+        "configuration now uses 'fake-embedder-v2' (32 dims); run again with --force-ingest to rebuild it"
+    )
+    assert shared.stores["kb"].count() == 3  # the old index is untouched
+
+    rebuilt = changed.initialize_sync(force_ingest=True)
+    assert sorted(rebuilt.ingested) == ["docs/birds.md", "docs/ships.md", "docs/trains.txt"]
+    store = shared.stores["kb"]
+    assert store.count() == 3 and store.spec.embedding_model == "fake-embedder-v2" and store.spec.dimension == 32
+    assert {s.model for s in store.manifest().values()} == {"fake-embedder-v2"}
+    assert changed.search_results_sync("seagulls nest on cliffs")[0].source == "docs/birds.md"
+
+
+def test_chunk_size_beyond_the_model_is_a_warning(
+    tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    make_tool(tmp_path, docs, chunk_size=512).initialize_sync()
+    assert caplog.records == []
+    make_tool(tmp_path, docs, chunk_size=1000).initialize_sync()
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool kb: chunk_size 1000 is more than all-MiniLM-L6-v2-onnx-int8 reads (512 tokens); "
+        "the rest of each chunk is not embedded"
+    ]
+
+
+def test_global_config_metric_is_used_and_a_changed_metric_needs_force(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    shared = SharedStores()
+    registry = _registry_with((shared, "shared"))
+    (tmp_path / ".deckhand").mkdir()
+    (tmp_path / ".deckhand" / "config.yaml").write_text(
+        "vectorstore:\n  provider: shared\n  distance_metric: L2\n  vector_algorithm: FLAT\n"
+    )
+    make_tool(tmp_path, docs, registry=registry).initialize_sync()
+    spec = shared.stores["kb"].spec
+    assert (spec.metric.value, spec.algorithm.value) == ("L2", "FLAT")
+
+    (tmp_path / ".deckhand" / "config.yaml").write_text("vectorstore:\n  provider: shared\n  distance_metric: IP\n")
+    changed = make_tool(tmp_path, docs, registry=registry)
+    with pytest.raises(ConfigError) as err:
+        changed.initialize_sync()
+    assert str(err.value) == (
+        "tool 'kb': the index was built with distance_metric L2 but the configuration now uses IP; "
+        "vector_algorithm FLAT but the configuration now uses HNSW; run again with --force-ingest to rebuild it"
+    )
+    changed.initialize_sync(force_ingest=True)
+    spec = shared.stores["kb"].spec
+    assert (spec.metric.value, spec.algorithm.value) == ("IP", "HNSW") and changed.document_count == 3
+
+
+class BrokenEmbedder(FakeEmbedder):
+    """Embeds documents, then fails: a model server that went away."""
+
+    fail = False
+
+    def embed(self, texts: Any) -> Any:
+        if self.fail:
+            raise EmbeddingError("model server returned 503")
+        return super().embed(texts)
+
+
+def test_embedding_failures_fail_fast(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    broken = BrokenEmbedder(minilm.tokenizer, model_id="broken-v1")
+    plugin = types.SimpleNamespace()
+
+    @hookimpl
+    def register_embedders(register: Register) -> None:
+        register("broken", lambda model=None, **_: broken)
+
+    plugin.register_embedders = register_embedders
+    registry = _registry_with((plugin, "broken"))
+    tool = make_tool(tmp_path, docs, registry=registry, embedding_model="broken")
+    tool.initialize_sync(force_ingest=True)
+    broken.fail = True
+    with pytest.raises(RuntimeError) as err:
+        tool.search_text_sync("seagulls")
+    assert str(err.value) == "Failed to generate query embedding: model server returned 503"
+
+    (docs / "new.md").write_text("Fresh content that must be embedded.")
+    again = make_tool(tmp_path, docs, registry=registry, embedding_model="broken", name="kb2")
+    with pytest.raises(EmbeddingError) as ingest_err:
+        again.initialize_sync()
+    assert str(ingest_err.value) == "model server returned 503"
+    assert not again.is_initialized

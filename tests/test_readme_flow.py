@@ -1,0 +1,35 @@
+"""The README flow on examples/, in real processes: search from the repository root, then the retrieval tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DECKHAND = str(Path(sys.executable).parent / "deckhand")
+
+
+def test_examples_search_and_test(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    env = {k: v for k, v in os.environ.items() if k != "DECKHAND_PLUGINS"}
+    env.update(HOME=str(tmp_path / "home"), DECKHAND_HOME=str(tmp_path / "state"), DECKHAND_THREADS="1")
+
+    def deckhand(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([DECKHAND, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180)
+
+    search = deckhand("--config", "examples/agent.yaml", "search", "how do I rotate API keys?")
+    assert search.returncode == 0, search.stderr
+    lines = search.stdout.splitlines()
+    assert lines[0] == "Found 3 result(s):"
+    assert lines[2].startswith("[1] Score: ") and lines[2].endswith(" | Source: docs/security.md")
+    assert "harbor_docs [in-memory]: 5 ingested (5 chunks, 5 embedded)" in search.stderr
+    assert not (tmp_path / "examples" / ".deckhand").exists()  # state went to DECKHAND_HOME
+    assert (tmp_path / "state" / "cache" / "embeddings.sqlite").is_file()
+
+    tests = deckhand("--config", "examples/agent.yaml", "test")
+    assert tests.returncode == 0, tests.stderr
+    assert tests.stdout.splitlines()[-1] == "hit rate 3/3 = 1.00, MRR 1.000"
+    assert "5 ingested (5 chunks, 0 embedded)" in tests.stderr  # the on-disk cache made re-ingestion free
