@@ -16,7 +16,8 @@ def test_tool_ranks_keywords_with_redis(tmp_path: Path, monkeypatch: pytest.Monk
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text(
-        "# Rules\n\n## 1 Boats\n\nSailing boats need wind and a keel.\n\n## 2 Trains\n\nTrains need rails. See section 1.\n"
+        "# Rules\n\n## 1 Boats\n\nSailing boats need wind and a keel.\n\n"
+        "## 2 Trains\n\nTrains need rails. See section 1.\n"
     )
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / ".state"))
     config = HierarchicalDocumentToolConfig.model_validate(
