@@ -31,6 +31,7 @@ CONFIGURATIONS: list[tuple[str, dict[str, Any]]] = [
     ("keyword_weight 1.5", {"keyword_weight": 1.5}),
     ("semantic_weight 1.5", {"semantic_weight": 1.5}),
     ("bm25 k1 1.2 b 0.75 (Lucene defaults)", {"bm25_k1": 1.2, "bm25_b": 0.75}),
+    ("rrf_k 20 + bm25 k1 1.2 b 0.75", {"rrf_k": 20, "bm25_k1": 1.2, "bm25_b": 0.75}),
     ("no contextual embeddings", {"ingest": {"contextual_embeddings": {"enabled": False}}}),
 ]
 

@@ -68,7 +68,9 @@ def test_hybrid_quality_on_a_scifact_subset(tmp_path: Path, monkeypatch: pytest.
     modes = {m["mode"]: m for m in payload["modes"]}
     assert payload["documents"] == DOCUMENTS and payload["queries"] == QUERIES
     assert modes.keys() == {"semantic", "keyword", "exact", "hybrid"}
-    print(json.dumps(modes, indent=1))
-    assert modes["semantic"]["ndcg@10"] >= 0.0
-    assert modes["keyword"]["ndcg@10"] >= 0.0
-    assert modes["hybrid"]["ndcg@10"] >= 0.0
+    # Measured 2026-11-21: semantic 0.909, keyword 0.909, hybrid 0.932 nDCG@10; hybrid Recall@100 1.0.
+    assert modes["semantic"]["ndcg@10"] >= 0.87
+    assert modes["keyword"]["ndcg@10"] >= 0.87
+    assert modes["hybrid"]["ndcg@10"] >= 0.90
+    assert modes["hybrid"]["recall@100"] >= 0.97
+    assert modes["exact"]["ndcg@10"] == 0.0  # claims hold no section ids or quoted phrases
