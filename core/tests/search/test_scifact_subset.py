@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from deckhand.cli.main import cli
 
 QUERIES = 50
