@@ -31,6 +31,12 @@ def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 5
     return TokenChunker(tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
 
 
+def _bm25(store: Any = None, *, k1: float = 0.9, b: float = 0.4, cache_path: Any = None, **_: Any) -> Any:
+    from deckhand.search.bm25 import BM25Index
+
+    return BM25Index(k1=k1, b=b, cache_path=cache_path)
+
+
 def _structure_chunker(
     tokenizer: Any,
     max_chunk_tokens: int | None = None,
@@ -126,3 +132,7 @@ def register_memory_backends(register: Register) -> None:
         description="decisions kept in this process only (tests, ephemeral agents); nothing persists",
         aliases=("in-memory", "inmemory"),
     )
+
+@hookimpl
+def register_keyword_strategies(register: Register) -> None:
+    register("bm25", _bm25, description="in-process BM25 (sparse postings, English stemmer + stopwords)")

@@ -21,7 +21,7 @@ EXIT_USAGE = 2  # bad command line (click's own code)
 EXIT_CONFIG = 3  # invalid configuration or missing source
 EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
 
-COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory"]
+COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -154,7 +154,8 @@ def search_cmd() -> click.Command:
                     from deckhand.tools.results import format_results
 
                     results = tool.search_results_sync(query, top_k)
-                    click.echo(format_results(results) if results else tool.search_text_sync(query))
+                    formatter = getattr(tool, "format_results", format_results)  # a tool's own text format
+                    click.echo(formatter(results) if results else tool.search_text_sync(query))
                 else:
                     click.echo(tool.search_text_sync(query))
 

@@ -6,7 +6,7 @@ discriminated union on ``type``; each tool type adds its model to :data:`ToolCon
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -124,7 +124,9 @@ class MemoryConfig(StrictModel):
 
 
 # A discriminated union on ``type``: add each new tool type's model here.
-ToolConfig = VectorStoreToolConfig
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig  # noqa: E402  (needs the models above)
+
+ToolConfig = Annotated[Union[VectorStoreToolConfig, HierarchicalDocumentToolConfig], Field(discriminator="type")]  # noqa: UP007
 
 
 class RetrievalTestCase(StrictModel):

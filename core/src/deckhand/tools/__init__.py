@@ -10,6 +10,7 @@ from deckhand.errors import ConfigError
 #: ``type:`` value → "module:Class" of the tool implementing it (imported on first use).
 TOOL_TYPES: dict[str, str] = {
     "vectorstore": "deckhand.tools.vectorstore:VectorStoreTool",
+    "hierarchical_document": "deckhand.tools.hierarchical:HierarchicalDocumentTool",
 }
 
 

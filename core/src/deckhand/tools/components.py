@@ -11,6 +11,7 @@ from typing import Any
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
+from deckhand.errors import ConfigError, ModelMismatchError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -81,3 +82,66 @@ def open_store(
         fallback = DatabaseConfig(provider=IN_MEMORY)
         store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
         return store, store.open(spec), fallback
+
+
+def check_collection(
+    name: str, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool
+) -> None:
+    """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
+    algorithm (shared by every tool type)."""
+    model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
+    layout = [
+        f"{label} {old.value} but the configuration now uses {new.value}"
+        for label, old, new in (
+            ("distance_metric", previous.metric, spec.metric),
+            ("vector_algorithm", previous.algorithm, spec.algorithm),
+        )
+        if old != new
+    ]
+    if not model_changed and not layout:
+        return
+    if not force:
+        store.close()
+        if model_changed:
+            raise ModelMismatchError(
+                f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
+                f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
+                f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
+            )
+        changes = "; ".join(layout)
+        raise ConfigError(
+            f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
+        )
+    log.info("tool %s: the index settings changed; rebuilding the index", name)
+    store.drop()
+    store.open(spec)
+
+
+def open_collection(
+    registry: PluginRegistry,
+    name: str,
+    database: DatabaseConfig | None,
+    embedder: Embedder,
+    *,
+    base_dir: Path,
+    force_ingest: bool,
+) -> tuple[VectorStore, DatabaseConfig]:
+    """Open tool ``name``'s collection for ``embedder``'s vectors, as the vectorstore tool does.
+
+    The database is resolved first (tool > project > user > in-memory) so the collection is
+    created with the metric and algorithm of whichever configuration applies; an index built
+    with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
+    """
+    config, origin = resolve_database(database, cwd=base_dir)
+    log.debug("tool %s: database %s from %s", name, config.provider, origin)
+    spec = CollectionSpec(
+        name=name,
+        dimension=embedder.dimension,
+        embedding_model=embedder.model_id,
+        metric=config.distance_metric,
+        algorithm=config.vector_algorithm,
+    )
+    store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+    if previous is not None:
+        check_collection(name, store, previous, spec, force_ingest)
+    return store, used

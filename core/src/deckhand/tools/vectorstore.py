@@ -15,11 +15,11 @@ from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.errors import ConfigError, EmbeddingError, ModelMismatchError
+from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
-from deckhand.tools.components import embedder_for, open_store
+from deckhand.tools.components import check_collection, embedder_for, open_store
 from deckhand.tools.results import SearchResult, format_results, function_definition
 from deckhand.types import CollectionSpec
 
@@ -110,33 +110,7 @@ class VectorStoreTool:
 
     def _check_index(self, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool) -> None:
         """Rebuild (with ``force``) or refuse an index built with another model, dimension, metric or algorithm."""
-        name = self.config.name
-        model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
-        layout = [
-            f"{label} {old.value} but the configuration now uses {new.value}"
-            for label, old, new in (
-                ("distance_metric", previous.metric, spec.metric),
-                ("vector_algorithm", previous.algorithm, spec.algorithm),
-            )
-            if old != new
-        ]
-        if not model_changed and not layout:
-            return
-        if not force:
-            store.close()
-            if model_changed:
-                raise ModelMismatchError(
-                    f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
-                    f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
-                    f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
-                )
-            changes = "; ".join(layout)
-            raise ConfigError(
-                f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
-            )
-        log.info("tool %s: the index settings changed; rebuilding the index", name)
-        store.drop()
-        store.open(spec)
+        check_collection(self.config.name, store, previous, spec, force)
 
     def close(self) -> None:
         if self._store is not None:

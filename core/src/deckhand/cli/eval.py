@@ -1,0 +1,227 @@
+"""``deckhand eval --beir DIR``: retrieval quality of a hierarchical_document tool on a BEIR dataset.
+
+Each BEIR document becomes one markdown file (title as its heading, then the text) under
+a work directory, and the tool ingests that directory exactly as it would a user's
+documents: same chunker, context generator, embedder and indexes. Every query then runs
+once per search mode; a document's rank is that of its best chunk. Figures are BEIR's
+(nDCG@10, Recall@10, Recall@100, via :mod:`deckhand.evaluation.beir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, SearchMode
+from deckhand.errors import ConfigError
+
+ALL_MODES = ("semantic", "keyword", "exact", "hybrid")
+
+
+@dataclass
+class ModeReport:
+    """One search mode's figures."""
+
+    mode: str
+    metrics: dict[str, float]
+    seconds: float
+    latencies_ms: list[float] = field(repr=False, default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ms)
+        return {
+            "mode": self.mode,
+            **{k: round(v, 4) for k, v in self.metrics.items() if k != "queries"},
+            "queries": int(self.metrics.get("queries", 0)),
+            "seconds": round(self.seconds, 2),
+            "p50_ms": round(statistics.median(lat), 2) if lat else None,
+            "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2) if lat else None,
+        }
+
+
+def _safe_name(doc_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", doc_id)[:120] or "doc"
+
+
+def write_corpus(corpus: dict[str, tuple[str, str]], directory: Path) -> dict[str, str]:
+    """Write one markdown file per document (unchanged files are left alone); file stem → document id."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stems: dict[str, str] = {}
+    wanted: set[str] = set()
+    for doc_id, (title, text) in corpus.items():
+        stem = _safe_name(doc_id)
+        if stem in stems:  # two ids that differ only in unsafe characters
+            stem = f"{stem}-{hashlib.sha1(doc_id.encode()).hexdigest()[:8]}"
+        stems[stem] = doc_id
+        body = f"# {title.strip()}\n\n{text.strip()}\n" if title.strip() else f"{text.strip()}\n"
+        path = directory / f"{stem}.md"
+        wanted.add(path.name)
+        try:
+            if path.read_text(encoding="utf-8") == body:
+                continue
+        except OSError:
+            pass
+        path.write_text(body, encoding="utf-8")
+    for stale in directory.glob("*.md"):
+        if stale.name not in wanted:
+            stale.unlink()
+    return stems
+
+
+def evaluate_tool(
+    tool: Any,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    stems: dict[str, str],
+    modes: list[str],
+    depth: int = 100,
+) -> list[ModeReport]:
+    """Run every query in every mode and score the rankings (documents ranked by their best chunk)."""
+    from deckhand.evaluation.beir import evaluate
+
+    reports = []
+    for mode in modes:
+        results: dict[str, dict[str, float]] = {}
+        latencies = []
+        start = time.perf_counter()
+        for query_id, text in queries.items():
+            clock = time.perf_counter()
+            hits = tool.search_results_sync(text, depth, mode=mode, min_score=0.0)
+            latencies.append((time.perf_counter() - clock) * 1000)
+            ranking: dict[str, float] = {}
+            for hit in hits:
+                doc_id = stems.get(Path(hit.source).stem)
+                if doc_id is not None and doc_id not in ranking:
+                    ranking[doc_id] = float(depth - len(ranking))
+            results[query_id] = ranking
+        seconds = time.perf_counter() - start
+        reports.append(ModeReport(mode, evaluate(qrels, results, (10, 100)), seconds, latencies))
+    return reports
+
+
+def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, name: str) -> Any:
+    if config_path is None:
+        if tool_name:
+            raise ConfigError("--tool needs --config (the agent.yaml that defines the tool)")
+        return HierarchicalDocumentToolConfig(type="hierarchical_document", name=name, source=str(source))
+    from deckhand.config.loading import load_agent_config
+
+    agent = load_agent_config(config_path)
+    candidates = [t for t in agent.tools if tool_name is None or t.name == tool_name]
+    if tool_name and not candidates:
+        known = ", ".join(t.name for t in agent.tools) or "none"
+        raise ConfigError(f"{config_path}: no tool named {tool_name} (tools: {known})")
+    hierarchical = [t for t in candidates if t.type == "hierarchical_document"]
+    if not hierarchical:
+        raise ConfigError(f"{config_path}: --tool must name a tool of type hierarchical_document")
+    if len(hierarchical) > 1:
+        names = ", ".join(t.name for t in hierarchical)
+        raise ConfigError(f"{config_path}: several hierarchical_document tools ({names}); choose one with --tool")
+    return hierarchical[0].model_copy(update={"source": str(source), "name": name})
+
+
+def eval_cmd() -> click.Command:
+    @click.command("eval")
+    @click.option(
+        "--beir",
+        "beir_dir",
+        required=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).",
+    )
+    @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
+    @click.option("--tool", "tool_name", default=None, help="The hierarchical_document tool of --config to evaluate.")
+    @click.option("--modes", default=",".join(ALL_MODES), show_default=True, help="Comma-separated search modes.")
+    @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to score against.")
+    @click.option("--limit-queries", type=click.IntRange(1), default=None, help="Only the first N judged queries.")
+    @click.option(
+        "--work-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Where the corpus is written as files (default: .deckhand/beir/<dataset>).",
+    )
+    @click.option("--force-ingest", is_flag=True, help="Re-ingest every document.")
+    @click.option("--json", "as_json", is_flag=True, help="Figures as JSON on stdout.")
+    @click.pass_context
+    def eval_(
+        ctx: click.Context,
+        beir_dir: Path,
+        config_path: Path | None,
+        tool_name: str | None,
+        modes: str,
+        split: str,
+        limit_queries: int | None,
+        work_dir: Path | None,
+        force_ingest: bool,
+        as_json: bool,
+    ) -> None:
+        """Measure nDCG@10, Recall@10 and Recall@100 per search mode on a BEIR dataset."""
+        from deckhand.cli.progress import RichProgress
+        from deckhand.cli.tools import _errors
+        from deckhand.evaluation.beir import load_beir
+        from deckhand.tools.components import state_dir
+        from deckhand.tools.hierarchical import HierarchicalDocumentTool
+
+        quiet = (ctx.obj or {}).get("quiet", False) or as_json
+        with _errors():
+            chosen = [m.strip() for m in modes.split(",") if m.strip()]
+            bad = [m for m in chosen if m not in {s.value for s in SearchMode}]
+            if bad or not chosen:
+                raise ConfigError(f"--modes: unknown mode(s) {', '.join(bad) or '(none)'}; use {', '.join(ALL_MODES)}")
+            dataset = load_beir(beir_dir, split)
+            queries = dict(list(dataset.queries.items())[:limit_queries] if limit_queries else dataset.queries)
+            slug = _safe_name(beir_dir.resolve().name).replace("-", "_").replace(".", "_")
+            root = work_dir or state_dir(Path.cwd()) / "beir" / slug
+            clock = time.perf_counter()
+            stems = write_corpus(dataset.corpus, root / "corpus")
+            config = _tool_config(config_path, tool_name, root / "corpus", f"beir_{slug}")
+            progress = RichProgress(config.name, enabled=not quiet)
+            tool = HierarchicalDocumentTool(config, base_dir=Path.cwd(), progress=progress)
+            with progress:
+                report = tool.initialize_sync(force_ingest=force_ingest)
+            ingest_seconds = time.perf_counter() - clock
+            if not quiet:
+                click.echo(
+                    f"{config.name} [{tool.provider}, keyword {tool.keyword_strategy}]: {report.summary()}", err=True
+                )
+            reports = evaluate_tool(tool, queries, dataset.qrels, stems, chosen)
+            tool.close()
+        payload: dict[str, Any] = {
+            "dataset": str(beir_dir),
+            "documents": len(dataset.corpus),
+            "chunks": report.chunks_written or tool.document_count,
+            "queries": len(queries),
+            "ingest_seconds": round(ingest_seconds, 1),
+            "index_seconds": round(tool.index_seconds, 2),
+            "keyword_strategy": tool.keyword_strategy,
+            "modes": [r.as_dict() for r in reports],
+        }
+        if as_json:
+            click.echo(json.dumps(payload, indent=2))
+            return
+        click.echo(
+            f"{payload['documents']} documents, {len(queries)} queries; ingest {payload['ingest_seconds']}s "
+            f"(indexes {payload['index_seconds']}s)"
+        )
+        click.echo(f"{'mode':<10} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'p50 ms':>8} {'p95 ms':>8} {'total s':>8}")
+        for row in payload["modes"]:
+            click.echo(
+                f"{row['mode']:<10} {row['ndcg@10']:>8.4f} {row['recall@10']:>7.4f} {row['recall@100']:>7.4f} "
+                f"{row['p50_ms']:>8} {row['p95_ms']:>8} {row['seconds']:>8}"
+            )
+        sys.stdout.flush()
+
+    return eval_
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(eval_cmd())

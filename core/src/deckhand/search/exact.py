@@ -1,0 +1,113 @@
+"""The exact-match modality: section ids, defined terms and quoted phrases answered directly.
+
+A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
+in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
+verbatim (case-insensitive); when the phrase is a defined term, the chunk defining it
+ranks first. References inside a longer query ("what does section 5 require") add that
+section's chunks after the direct matches. Everything is rebuilt from stored records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from deckhand.types import Record
+
+#: Straight or typographic double quotes around a phrase.
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
+
+#: Score of a direct section or defined-term match (phrase matches score by coverage).
+DIRECT = 1.0
+
+
+class SectionResolver(Protocol):
+    """What the exact index needs from ``deckhand.structure.references.ReferenceResolver``."""
+
+    def resolve(self, ref: str) -> list[str]: ...
+
+    def find_references(self, text: str) -> list[str]: ...
+
+
+class DefinitionLookup(Protocol):
+    """What the exact index needs from ``deckhand.structure.definitions.DefinitionIndex``."""
+
+    def lookup(self, term: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ExactQuery:
+    """What the exact index recognised in a query."""
+
+    #: The query as a whole names a section (normalised id), e.g. "§ 4.2" → "4.2".
+    section: str | None
+    #: Quoted phrases, lower-cased.
+    phrases: tuple[str, ...]
+    #: Section ids referred to inside the query.
+    references: tuple[str, ...]
+
+
+class ExactIndex:
+    """Section ids, defined terms and phrase containment over the records' original content."""
+
+    def __init__(
+        self,
+        resolver: SectionResolver,
+        definitions: DefinitionLookup,
+        normalise_section_id: Callable[[str], str | None],
+    ) -> None:
+        self.resolver = resolver
+        self.definitions = definitions
+        self.normalise_section_id = normalise_section_id
+        self._texts: dict[str, str] = {}
+
+    def build(self, records: Iterable[Record]) -> None:
+        """(Re)build the phrase index; the resolver and definitions are rebuilt by their owner."""
+        self._texts = {r.id: r.content.lower() for r in records}
+
+    def parse(self, query: str) -> ExactQuery:
+        phrases = tuple(p.strip().lower() for a, b in QUOTED.findall(query) if (p := a or b).strip())
+        bare = QUOTED.sub(" ", query).strip()
+        section = self.normalise_section_id(query.strip()) if not phrases else None
+        if section is not None and not self.resolver.resolve(section):
+            section = None
+        references = tuple(r for r in self.resolver.find_references(bare) if r != section) if bare else ()
+        return ExactQuery(section, phrases, references)
+
+    def section_of_query(self, query: str) -> list[str]:
+        """Record ids of the section the query names on its own ("§ 4.2"), else []."""
+        parsed = self.parse(query)
+        return self.resolver.resolve(parsed.section) if parsed.section else []
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)``: section, then definitions, then references, then phrases."""
+        parsed = self.parse(query)
+        out: dict[str, float] = {}
+
+        def add(ids: Iterable[str], score: float) -> None:
+            for record_id in ids:
+                if record_id not in out and (not self._texts or record_id in self._texts):
+                    out[record_id] = score
+
+        if parsed.section:
+            add(self.resolver.resolve(parsed.section), DIRECT)
+        whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
+        for term in (*parsed.phrases, whole):
+            definition = self.definitions.lookup(term)
+            if definition is not None:
+                add([definition.record_id], DIRECT)
+        for ref in parsed.references:
+            add(self.resolver.resolve(ref), DIRECT)
+        if parsed.phrases:
+            phrase_hits: list[tuple[float, int, str]] = []
+            for position, (record_id, text) in enumerate(self._texts.items()):
+                found = sum(1 for p in parsed.phrases if p in text)
+                if found:
+                    phrase_hits.append((found / len(parsed.phrases), position, record_id))
+            phrase_hits.sort(key=lambda h: (-h[0], h[1]))
+            for coverage, _, record_id in phrase_hits:
+                if record_id not in out:
+                    out[record_id] = coverage
+        return list(out.items())[: max(k, 0)]

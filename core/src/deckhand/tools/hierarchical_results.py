@@ -1,0 +1,74 @@
+"""Result models and text format of the ``hierarchical_document`` tool.
+
+Programs get :class:`HierarchicalSearchResult` (pydantic, JSON-ready); agents get the
+plan's text format from :func:`format_hierarchical_results`: score, source, location
+(``A > B > C``), section id, content, relevant definitions and resolved references.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from deckhand.tools.results import SearchResult
+
+
+class ModalityHit(BaseModel):
+    """What one modality said about a result: its rank (1 = best) and its own score."""
+
+    rank: int = Field(ge=1)
+    score: float
+
+
+class DefinitionRef(BaseModel):
+    """A definition relevant to a result (a defined term that appears in its content)."""
+
+    term: str
+    definition: str
+    source: str
+    section_id: str | None = None
+
+
+class SectionRef(BaseModel):
+    """A section a result refers to, resolved to where it is."""
+
+    section_id: str
+    location: str = ""
+    source: str | None = None
+    #: False when no indexed chunk carries that section id.
+    resolved: bool = True
+
+
+class HierarchicalSearchResult(SearchResult):
+    """One ranked result with its place in the document and each modality's opinion."""
+
+    location: str = Field(default="", description="Heading chain, 'A > B > C'.")
+    parent_chain: list[str] = Field(default_factory=list)
+    section_id: str | None = None
+    section_label: str | None = None
+    chunk_type: str | None = None
+    #: Per modality (semantic, keyword, exact): rank and score; absent when it did not return the chunk.
+    modalities: dict[str, ModalityHit] = Field(default_factory=dict)
+    definitions: list[DefinitionRef] = Field(default_factory=list)
+    references: list[SectionRef] = Field(default_factory=list)
+
+
+def format_hierarchical_results(results: list[HierarchicalSearchResult]) -> str:
+    """The text agents read: a count line, then one block per result."""
+    blocks = [f"Found {len(results)} result(s):"]
+    for r in results:
+        head = f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source}"
+        if r.location:
+            head += f" | Location: {r.location}"
+        if r.section_id:
+            head += f" | Section: {r.section_label or r.section_id}"
+        lines = [head, r.content]
+        if r.definitions:
+            lines.append("Definitions:")
+            lines += [f'  - "{d.term}": {d.definition}' for d in r.definitions]
+        if r.references:
+            lines.append("References:")
+            for ref in r.references:
+                where = ref.location if ref.resolved else "not found in the indexed documents"
+                lines.append(f"  - {ref.section_id}: {where}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

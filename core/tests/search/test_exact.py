@@ -1,0 +1,62 @@
+"""The exact-match index over chunks produced by the structure chunker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from deckhand.embedders.minilm_onnx import WordPieceTokenizer
+from deckhand.search.exact import ExactIndex
+from deckhand.structure.chunker import StructureChunker
+from deckhand.structure.definitions import DefinitionIndex
+from deckhand.structure.headings import normalise_section_id
+from deckhand.structure.references import ReferenceResolver
+from deckhand.types import Document, Record
+
+from .conftest import ACT
+
+
+def _index() -> tuple[ExactIndex, dict[str, Record]]:
+    import importlib.resources
+
+    path = importlib.resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json"
+    chunker = StructureChunker(WordPieceTokenizer(Path(str(path))), max_chunk_tokens=200)
+    chunks = chunker.chunk(Document(source="act.md", text=ACT, title="Widget Safety Act"))
+    vector = np.zeros(2, dtype=np.float32)
+    records = [Record(c.id, c.source, c.index, c.content, vector, dict(c.metadata)) for c in chunks]
+    definitions, resolver = DefinitionIndex(), ReferenceResolver()
+    definitions.add_records(records)
+    resolver.add_records(records)
+    index = ExactIndex(resolver, definitions, normalise_section_id)
+    index.build(records)
+    return index, {r.id: r for r in records}
+
+
+def test_section_reference_query_returns_that_section_first() -> None:
+    index, records = _index()
+    for query in ("§ 2.1", "Section 2.1", "2.1"):
+        hits = index.search(query, 10)
+        assert hits, query
+        first = records[hits[0][0]]
+        assert first.metadata["section_id"] == "2.1"
+        assert hits[0][1] == 1.0
+        assert index.section_of_query(query) == [hits[0][0]]
+    assert index.section_of_query("§ 9.9") == []  # no such section: nothing pinned
+    assert index.search("§ 9.9", 10) == []
+
+
+def test_quoted_phrase_and_defined_term() -> None:
+    index, records = _index()
+    hits = index.search('"force majeure"', 10)
+    ids = [h[0] for h in hits]
+    assert "Force majeure" in records[ids[0]].metadata["defined_terms"]  # the definition first
+    assert any(records[i].metadata.get("section_id") == "2.2" for i in ids[1:])  # then chunks using it
+    assert all("force majeure" in records[i].content.lower() for i in ids)
+    assert index.search('"no such phrase here"', 10) == []
+
+
+def test_reference_inside_a_longer_query() -> None:
+    index, records = _index()
+    hits = index.search("what penalties does section 3.1 impose", 10)
+    assert hits and records[hits[0][0]].metadata["section_id"] == "3.1"
+    assert index.section_of_query("what penalties does section 3.1 impose") == []

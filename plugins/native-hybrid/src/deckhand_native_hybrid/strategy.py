@@ -1,0 +1,42 @@
+"""A :class:`deckhand.protocols.KeywordIndex` backed by a store's ``keyword_search``.
+
+Stores opt in by implementing :class:`deckhand.protocols.NativeKeywordSearch`: the Redis
+store ranks with RediSearch's BM25 scorer, the PostgreSQL store with tsvector and
+``ts_rank_cd``. The database keeps its full-text index up to date on every write, so
+:meth:`NativeKeywordIndex.build` has nothing to do and start-up costs nothing; only the
+records' ``content`` is searched (the store indexes that field), not the generated
+context or heading chain that deckhand's ``bm25`` strategy also indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from deckhand.errors import DeckhandError
+from deckhand.protocols import NativeKeywordSearch
+
+
+class UnsupportedStoreError(DeckhandError, TypeError):
+    """The store has no full-text search of its own (the tool then warns and uses bm25)."""
+
+
+class NativeKeywordIndex:
+    """Keyword search delegated to the store (implements ``KeywordIndex``)."""
+
+    def __init__(self, store: Any) -> None:
+        if not isinstance(store, NativeKeywordSearch):
+            raise UnsupportedStoreError(
+                f"{type(store).__name__} has no keyword_search(); keyword_strategy native needs a store with "
+                "full-text search (redis, postgres)"
+            )
+        self.store = store
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        """Nothing to build: the database indexes records' content as they are written."""
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The store's best ``k`` ``(record id, score)`` pairs, best first."""
+        if k <= 0 or not query.strip():
+            return []
+        return [(hit.record.id, float(hit.score)) for hit in self.store.keyword_search(query, k)]

@@ -1,0 +1,125 @@
+"""Keyword strategy ``native``: delegation to a store's keyword_search, and the tool's choice of strategy."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.errors import ComponentNotFoundError
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.plugins import PluginRegistry
+from deckhand.protocols import NativeKeywordSearch
+from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.types import SearchHit
+from deckhand_inmemory import InMemoryStore
+from deckhand_native_hybrid import NativeKeywordIndex, UnsupportedStoreError
+
+
+class FullTextStore(InMemoryStore):
+    """The in-memory store plus a naive full-text ranking: number of query words in the content."""
+
+    def __init__(self, collection: str = "default") -> None:
+        super().__init__(collection)
+        self.keyword_calls: list[tuple[str, int]] = []
+
+    @classmethod
+    def from_config(cls, config: object = None, collection: str = "default") -> FullTextStore:
+        return cls(collection)
+
+    def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]:
+        self.keyword_calls.append((query, k))
+        words = {w.lower() for w in query.split()}
+        hits = []
+        for record in self.iter_records():
+            count = sum(1 for w in record.content.lower().split() if w.strip(".,") in words)
+            if count:
+                hits.append(SearchHit(record, count / (count + 1)))
+        hits.sort(key=lambda h: (-h.score, h.record.id))
+        return hits[:k]
+
+
+class FakeStorePlugin:
+    @hookimpl
+    def register_stores(self, register: Register) -> None:
+        register("fulltext", FullTextStore.from_config, description="test store with keyword_search")
+
+
+def test_index_delegates_to_the_store() -> None:
+    store = FullTextStore()
+    assert isinstance(store, NativeKeywordSearch)
+    index = NativeKeywordIndex(store)
+    index.build([("ignored", "text")])  # nothing to build
+    assert index.search("  ", 5) == [] and store.keyword_calls == []
+    assert index.search("anything", 3) == []
+    assert store.keyword_calls == [("anything", 3)]
+
+
+def test_a_store_without_the_capability_is_refused() -> None:
+    with pytest.raises(UnsupportedStoreError, match="has no keyword_search"):
+        NativeKeywordIndex(InMemoryStore())
+
+
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Alpha\n\n## Boats\n\nSailing boats need wind.\n\n## Trains\n\nTrains need rails.\n")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / ".state"))
+    return tmp_path
+
+
+def _config(tmp_path: Path, provider: str, strategy: str) -> HierarchicalDocumentToolConfig:
+    return HierarchicalDocumentToolConfig.model_validate(
+        {
+            "type": "hierarchical_document",
+            "name": "docs",
+            "source": str(tmp_path / "docs"),
+            "keyword_strategy": strategy,
+            "database": {"provider": provider},
+        }
+    )
+
+
+@pytest.mark.parametrize("strategy", ["native", "auto"])
+def test_tool_uses_the_store_full_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str) -> None:
+    project = _project(tmp_path, monkeypatch)
+    registry = PluginRegistry()
+    registry.register_plugin(FakeStorePlugin(), "fake-fulltext")
+    tool = HierarchicalDocumentTool(_config(project, "fulltext", strategy), base_dir=project, registry=registry)
+    tool.initialize_sync()
+    assert tool.keyword_strategy == "native"
+    results = tool.search_results_sync("rails", 2, mode="keyword")
+    assert results[0].content.endswith("Trains need rails.")
+    assert results[0].modalities["keyword"].rank == 1
+    assert isinstance(tool._store, FullTextStore) and tool._store.keyword_calls[-1][0] == "rails"
+    hybrid = tool.search_results_sync("wind for sailing", 2)
+    assert "keyword" in hybrid[0].modalities and "semantic" in hybrid[0].modalities
+
+
+def test_tool_on_a_store_without_full_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = _project(tmp_path, monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        tool = HierarchicalDocumentTool(_config(project, "in-memory", "native"), base_dir=project)
+        tool.initialize_sync()
+    assert tool.keyword_strategy == "bm25"
+    assert sum("keyword_strategy native" in r.getMessage() for r in caplog.records) == 1
+    auto = HierarchicalDocumentTool(_config(project, "in-memory", "auto"), base_dir=project)
+    auto.initialize_sync()
+    assert auto.keyword_strategy == "bm25"
+
+
+def test_native_without_the_plugin_names_the_install_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = _project(tmp_path, monkeypatch)
+    monkeypatch.setenv("DECKHAND_PLUGINS", "inmemory")  # native-hybrid not loaded
+    registry = PluginRegistry()
+    registry.register_plugin(FakeStorePlugin(), "fake-fulltext")
+    tool = HierarchicalDocumentTool(_config(project, "fulltext", "native"), base_dir=project, registry=registry)
+    with pytest.raises(ComponentNotFoundError, match=r'pip install "deckhand\[native-hybrid\]"'):
+        tool.initialize_sync()
+    auto = HierarchicalDocumentTool(_config(project, "fulltext", "auto"), base_dir=project, registry=registry)
+    auto.initialize_sync()
+    assert auto.keyword_strategy == "bm25"

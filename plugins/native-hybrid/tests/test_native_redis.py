@@ -1,0 +1,47 @@
+"""Keyword strategy ``native`` against a real Redis (RediSearch BM25), through the tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.tools.hierarchical import HierarchicalDocumentTool
+
+pytestmark = pytest.mark.redis
+
+
+def test_tool_ranks_keywords_with_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_url: str) -> None:
+    pytest.importorskip("deckhand_redis")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text(
+        "# Rules\n\n## 1 Boats\n\nSailing boats need wind and a keel.\n\n"
+        "## 2 Trains\n\nTrains need rails. See section 1.\n"
+    )
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / ".state"))
+    config = HierarchicalDocumentToolConfig.model_validate(
+        {
+            "type": "hierarchical_document",
+            "name": "native_redis_test",
+            "source": str(docs),
+            "keyword_strategy": "native",
+            "database": {"provider": "redis", "connection_string": redis_url, "index_name": "nh_test"},
+        }
+    )
+    tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
+    tool.initialize_sync(force_ingest=True)
+    try:
+        assert tool.provider == "redis" and tool.keyword_strategy == "native"
+        keyword = tool.search_results_sync("rails", 3, mode="keyword")
+        assert keyword and keyword[0].content.endswith("See section 1.")
+        assert 0 < keyword[0].modalities["keyword"].score < 1
+        hybrid = tool.search_results_sync("keel", 3)
+        assert hybrid[0].section_id == "1" and {"semantic", "keyword"} <= set(hybrid[0].modalities)
+        assert tool.search_results_sync("§ 1", 3)[0].section_id == "1"
+        trains = tool.search_results_sync("§ 2", 1)[0]
+        assert [(r.section_id, r.location) for r in trains.references] == [("1", "Rules > 1 Boats")]
+    finally:
+        if tool._store is not None:
+            tool._store.drop()
+        tool.close()
