@@ -9,8 +9,8 @@ from pathlib import Path
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import StoreConnectionError
-from deckhand.plugins import PluginRegistry
+from deckhand.errors import ComponentNotFoundError, StoreConnectionError
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
@@ -29,12 +29,27 @@ def state_dir(base_dir: Path) -> Path:
     return Path(env) if env else base_dir / ".deckhand"
 
 
+def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
+    """The embedder component for an ``embedding_model:`` value.
+
+    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
+    embedder registered as ``<embedder>``, whose factory receives the whole value.
+    """
+    try:
+        return registry.resolve("embedder", name)
+    except ComponentNotFoundError:
+        prefix, sep, _ = name.partition(":")
+        if not (sep and prefix):
+            raise
+        return registry.resolve("embedder", prefix)
+
+
 def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
     """The embedder called ``name`` (default MiniLM), loaded once per process and cached on disk."""
     key = (id(registry), name or DEFAULT_EMBEDDER)
     inner = _embedders.get(key)
     if inner is None:
-        component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
+        component = resolve_embedder(registry, name or DEFAULT_EMBEDDER)
         inner = component.factory(name)
         _embedders[key] = inner
     cache_path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
