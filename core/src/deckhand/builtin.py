@@ -133,6 +133,7 @@ def register_memory_backends(register: Register) -> None:
         aliases=("in-memory", "inmemory"),
     )
 
+
 @hookimpl
 def register_keyword_strategies(register: Register) -> None:
     register("bm25", _bm25, description="in-process BM25 (sparse postings, English stemmer + stopwords)")

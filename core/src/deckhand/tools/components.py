@@ -11,8 +11,8 @@ from typing import Any
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import ConfigError, ModelMismatchError
-from deckhand.plugins import PluginRegistry
+from deckhand.errors import ComponentNotFoundError, ConfigError, ModelMismatchError
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
@@ -31,9 +31,24 @@ def state_dir(base_dir: Path) -> Path:
     return Path(env) if env else base_dir / ".deckhand"
 
 
+def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
+    """The embedder component for an ``embedding_model:`` value.
+
+    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
+    embedder registered as ``<embedder>``, whose factory receives the whole value.
+    """
+    try:
+        return registry.resolve("embedder", name)
+    except ComponentNotFoundError:
+        prefix, sep, _ = name.partition(":")
+        if not (sep and prefix):
+            raise
+        return registry.resolve("embedder", prefix)
+
+
 def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
     """The embedder called ``name`` (default MiniLM), loaded once per process and cached on disk."""
-    component = registry.resolve("embedder", name or DEFAULT_EMBEDDER)
+    component = resolve_embedder(registry, name or DEFAULT_EMBEDDER)
     # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
     # created after reset_registry() may reuse a freed id and get another plugin's embedder.
     key = (component.factory, name or DEFAULT_EMBEDDER)

@@ -1,0 +1,5 @@
+"""deckhand embedder plugin running local sentence-transformers models on CPU torch, offline."""
+
+from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder, resolve_model_dir
+
+__all__ = ["SentenceTransformerEmbedder", "resolve_model_dir"]
