@@ -25,6 +25,10 @@ DIMENSION = 384
 #: BERT's position table has 512 entries; longer inputs are truncated.
 MAX_TOKENS = 512
 BATCH_SIZE = 32
+#: At most this many (padded) tokens per model call. Attention memory grows with
+#: batch × length², and onnxruntime's arena keeps its high-water mark, so 32 inputs of
+#: 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in small batches.
+TOKEN_BUDGET = 4096
 
 
 class WordPieceTokenizer:
@@ -44,11 +48,17 @@ class WordPieceTokenizer:
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
+    def encode_ids(self, texts: Sequence[str], max_tokens: int) -> list[list[int]]:
+        """Token ids of each text (no special tokens), truncated to leave room for [CLS]/[SEP]."""
+        body = max_tokens - 2
+        return [e.ids[:body] for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+
     def encode_batch(self, texts: Sequence[str], max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
         """Ids and attention mask for ``texts``, with [CLS]/[SEP], truncated and padded to the longest."""
-        encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
-        body = max_tokens - 2
-        rows = [e.ids[:body] for e in encodings]
+        return self.pad(self.encode_ids(texts, max_tokens))
+
+    def pad(self, rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Add [CLS]/[SEP] to each row of ids and pad them to one width, with the attention mask."""
         width = max(len(r) for r in rows) + 2
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -93,15 +103,21 @@ class MiniLMOnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        # Sorting by length keeps padding (wasted work) small inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH_SIZE):
-            idx = order[start : start + BATCH_SIZE]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+        rows = self._tokenizer.encode_ids(texts, self.max_tokens)
+        # Sorting by token length keeps padding (wasted work) small inside each batch; the
+        # longest come first so the arena reaches its high-water mark once, early.
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
+        start = 0
+        while start < len(order):
+            width = len(rows[order[start]]) + 2
+            size = max(1, min(BATCH_SIZE, TOKEN_BUDGET // width))
+            idx = order[start : start + size]
+            out[idx] = self._embed_rows([rows[i] for i in idx])
+            start += size
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Vector:
-        ids, mask = self._tokenizer.encode_batch(texts, self.max_tokens)
+    def _embed_rows(self, rows: list[list[int]]) -> Vector:
+        ids, mask = self._tokenizer.pad(rows)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
             with self._lock:
