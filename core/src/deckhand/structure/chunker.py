@@ -41,6 +41,43 @@ _NORMATIVE = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9§(])")
 
+#: Words ending in a dot that do not end a sentence.
+_ABBREVIATIONS = frozenset(
+    {
+        "art",
+        "arts",
+        "sec",
+        "secs",
+        "ss",
+        "para",
+        "paras",
+        "no",
+        "nos",
+        "cf",
+        "e.g",
+        "i.e",
+        "etc",
+        "vs",
+        "viz",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "st",
+        "fig",
+        "p",
+        "pp",
+        "vol",
+        "ch",
+        "approx",
+        "incl",
+        "resp",
+        "inc",
+        "ltd",
+        "co",
+    }
+)
+
 
 @dataclass(frozen=True)
 class _Piece:
@@ -70,9 +107,9 @@ class StructureChunker:
     def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
         if max_chunk_tokens < 16:
             raise ValueError(f"max_chunk_tokens must be at least 16 (got {max_chunk_tokens})")
-        if not 0 <= chunk_overlap < max_chunk_tokens // 2:
+        if not 0 <= chunk_overlap < max_chunk_tokens:
             raise ValueError(
-                f"chunk_overlap must be in [0, max_chunk_tokens/2) (got {chunk_overlap} with {max_chunk_tokens})"
+                f"chunk_overlap must be in [0, max_chunk_tokens) (got {chunk_overlap} with {max_chunk_tokens})"
             )
         self.tokenizer = tokenizer
         self.max_chunk_tokens = max_chunk_tokens
@@ -108,23 +145,25 @@ class StructureChunker:
             if heading_piece is not None and section.is_leaf:
                 return [[heading_piece]]
             return []
-        reserve = heading_piece.tokens + 1 if heading_piece else 0
-        limit = max(8, self.max_chunk_tokens - reserve)
+        # The heading is glued to the first piece of its section, so pieces leave room for it;
+        # a heading too long for that (a tiny limit) is packed like any other piece.
+        glue = heading_piece is not None and heading_piece.tokens <= self.max_chunk_tokens // 4
+        limit = self.max_chunk_tokens - (heading_piece.tokens if glue and heading_piece else 0)
         pieces: list[_Piece] = []
         for block in blocks:
             pieces.extend(self._block_pieces(text, block, limit))
         if heading_piece is not None:
             pieces.insert(0, heading_piece)
-        return self._pack(pieces)
+        return self._pack(pieces, glue_heading=glue)
 
-    def _pack(self, pieces: list[_Piece]) -> list[list[_Piece]]:
+    def _pack(self, pieces: list[_Piece], *, glue_heading: bool) -> list[list[_Piece]]:
         groups: list[list[_Piece]] = []
         current: list[_Piece] = []
         total = 0
         i = 0
         while i < len(pieces):
             piece = pieces[i]
-            heading_only = len(current) == 1 and current[0].kind == "heading"
+            heading_only = glue_heading and len(current) == 1 and current[0].kind == "heading"
             if current and not heading_only and total + piece.tokens > self.max_chunk_tokens:
                 groups.append(current)
                 current = self._overlap(current)
@@ -177,30 +216,20 @@ class StructureChunker:
         sentences: list[tuple[int, int]] = []
         cursor = 0
         for match in _SENTENCE_END.finditer(body):
+            last_word = body[cursor : match.start()].rsplit(None, 1)[-1] if body[cursor : match.start()].strip() else ""
+            if last_word.lower().rstrip(".") in _ABBREVIATIONS:
+                continue  # "Art. 5", "e.g. The": not the end of a sentence
             sentences.append((start + cursor, start + match.start()))
             cursor = match.end()
         sentences.append((start + cursor, end))
         out: list[_Piece] = []
-        group_start: int | None = None
-        group_end = 0
-        group_tokens = 0
         for s, e in sentences:
-            count = self._count(text[s:e])
+            sentence = text[s:e]
+            count = self._count(sentence)
             if count > limit:
-                if group_start is not None:
-                    out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
-                    group_start = None
                 out.extend(self._token_windows(text, s, e, limit))
-                continue
-            if group_start is not None:
-                joined = self._count(text[group_start:e])
-                if joined <= limit:
-                    group_end, group_tokens = e, joined
-                    continue
-                out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
-            group_start, group_end, group_tokens = s, e, count
-        if group_start is not None:
-            out.append(_Piece(text[group_start:group_end], group_start, group_end, "sentence", group_tokens))
+            elif sentence.strip():
+                out.append(_Piece(sentence, s, e, "sentence", count))
         return out
 
     def _token_windows(self, text: str, start: int, end: int, limit: int) -> list[_Piece]:
@@ -316,9 +345,11 @@ class StructureChunker:
         numbered = [h for h in chain if h.section_id]
         in_definitions = any(is_definitions_heading(h.text) for h in chain)
         body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
-        definitions = extract_definitions(body_text, in_definitions_section=in_definitions)
+        # code is not prose: "x" means … in a snippet defines nothing and refers to no section
+        prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", "code"))
+        definitions = extract_definitions(prose, in_definitions_section=in_definitions)
         own_id = numbered[-1].section_id if numbered else None
-        references = find_references(body_text, exclude=[own_id] if own_id else [])
+        references = find_references(prose, exclude=[own_id] if own_id else [])
         metadata: dict[str, Any] = {
             "title": title,
             "parent_chain": [h.text for h in chain],
@@ -348,7 +379,9 @@ def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[st
     if kinds == {"table"} and not definitions:
         return "table"
     if definitions:
-        return "definition"
+        # a labelled list of obligations ("FR-001: System MUST …") is requirements, not a glossary
+        normative = sum(1 for _, text in definitions if _NORMATIVE.search(text))
+        return "requirement" if normative * 2 > len(definitions) else "definition"
     if _NORMATIVE.search(body_text):
         return "requirement"
     if kinds == {"list"}:

@@ -166,7 +166,7 @@ class LLMContextGenerator:
             key = os.environ.get(settings.api_key_env)
             if not key:
                 raise ConfigError(
-                    f"contextual_embeddings.api_key_env: environment variable {settings.api_key_env} is not set; "
+                    f"llm context generator: api_key_env: environment variable {settings.api_key_env} is not set; "
                     "export it, or set api_key_env: null for an endpoint without authentication"
                 )
             self._api_key = key
@@ -174,6 +174,7 @@ class LLMContextGenerator:
         self._prompt_hash = sha256_hex(settings.prompt)[:16]
         #: Requests sent (including retries); tests and reports read it.
         self.requests_sent = 0
+        self._ssl_context: Any = None
 
     @property
     def url(self) -> str:
@@ -199,7 +200,7 @@ class LLMContextGenerator:
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
             timeout = httpx.Timeout(self.settings.timeout_s)
-            async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
+            async with httpx.AsyncClient(headers=headers, timeout=timeout, verify=self._tls()) as client:
 
                 async def one(i: int) -> None:
                     async with semaphore:
@@ -221,6 +222,18 @@ class LLMContextGenerator:
                 failures[-1],
             )
         return [r if r is not None else structural_context(document, chunks[i]) for i, r in enumerate(results)]
+
+    def _tls(self) -> Any:
+        """One TLS context per generator (building one costs ~0.1 s); none needed for http://."""
+        if not self.settings.base_url.startswith("https://"):
+            return False  # plain HTTP: no TLS handshake, nothing to verify
+        if self._ssl_context is None:
+            import ssl
+
+            import certifi
+
+            self._ssl_context = ssl.create_default_context(cafile=certifi.where())
+        return self._ssl_context
 
     # -- one request ---------------------------------------------------------------
 
@@ -347,7 +360,7 @@ def build_llm_generator(
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"contextual_embeddings.{where}: {first['msg']}") from exc
+            raise ConfigError(f"llm context generator: setting {where}: {first['msg']}") from exc
     if os.environ.get("DECKHAND_NO_CACHE") == "1" and cache_path is None:
         path = None
     else:

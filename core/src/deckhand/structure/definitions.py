@@ -24,8 +24,13 @@ from dataclasses import dataclass
 
 from deckhand.types import Record
 
-DEFINITION_SECTION = re.compile(
-    r"\b(?:definitions?|glossary|interpretation|defined\s+terms|terminology|meaning\s+of\s+terms)\b", re.IGNORECASE
+#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER
+#: ("Definitions and Interpretation", "Glossary of terms"; not "Definition detection").
+_HEADING_KEYWORDS = frozenset(
+    {"definitions", "definition", "glossary", "interpretation", "terminology", "abbreviations", "acronyms"}
+)
+_HEADING_FILLER = frozenset(
+    {"and", "of", "the", "terms", "defined", "key", "meaning", "used", "in", "this", "agreement"}
 )
 MAX_DEFINITION_CHARS = 600
 
@@ -37,13 +42,19 @@ _OPEN_Q = "\"“'‘"
 _CLOSE_Q = "\"”'’"
 _QUOTED = re.compile(
     rf"[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,80}}?)[{_CLOSE_Q}]"
-    rf"(?:\s*\((?:or\s+)?[{_OPEN_Q}][^{_CLOSE_Q}]{{1,80}}[{_CLOSE_Q}]\))?,?\s+(?P<verb>{_VERBS})\b(?P<rest>.*)",
+    rf"(?:\s*\((?:or\s+)?[{_OPEN_Q}][^{_CLOSE_Q}]{{1,80}}[{_CLOSE_Q}]\))?,?\s+(?P<verb>{_VERBS})\b",
     re.IGNORECASE | re.DOTALL,
 )
 _BOLD = re.compile(
-    rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b(?P<rest>.*)|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
+    rf"(?:\*\*|__)(?P<term>[^*_\n]{{1,80}}?)(?:\*\*|__)\s*(?:(?P<verb>{_VERBS})\b|(?P<sep>[:—–]|\s-)\s*(?P<rest2>.+))",
     re.IGNORECASE | re.DOTALL,
 )
+#: ``Acme Ltd, a company registered in Ireland (the "Provider")`` — the term names what precedes it.
+_PARENTHETICAL = re.compile(
+    rf"\((?:the\s+|each\s+a\s+|together\s+the\s+|hereinafter\s+(?:the\s+)?)?[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,60}}?)[{_CLOSE_Q}]\)",
+    re.IGNORECASE,
+)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _TERM = r"[A-Za-z][\w'’()/&.-]*(?:\s+[\w'’()/&.-]+){0,5}?"
 _COLON = re.compile(rf"^(?P<term>{_TERM})\s*(?::|\s[—–-])\s+(?P<rest>\S.*)$", re.DOTALL)
 _UNQUOTED = re.compile(
@@ -68,8 +79,22 @@ class Definition:
 
 
 def is_definitions_heading(heading: str) -> bool:
-    """Whether a heading names a definitions section ("1. Definitions", "Glossary")."""
-    return DEFINITION_SECTION.search(heading) is not None
+    """Whether a heading names a definitions section ("1. Definitions", "Glossary",
+    "Definitions and Interpretation", "Defined Terms"), not merely mentions one."""
+    from deckhand.structure.headings import section_label
+
+    text = heading.strip()
+    found = section_label(text)
+    if found is not None:
+        text = text[len(found[1]) :]
+    words = re.findall(r"[a-z]+", text.lower())
+    if not words or len(words) > 6:
+        return False
+    if words in (["defined", "terms"], ["terms", "defined"]):
+        return True
+    return any(w in _HEADING_KEYWORDS for w in words) and all(
+        w in _HEADING_KEYWORDS or w in _HEADING_FILLER for w in words
+    )
 
 
 @dataclass
@@ -77,6 +102,8 @@ class _Unit:
     text: str
     list_item: bool
     table_row: bool
+    #: A pandoc definition-list entry ("Term" then ": definition"): explicit, trusted anywhere.
+    explicit: bool = False
 
 
 def _units(text: str) -> list[_Unit]:
@@ -84,12 +111,13 @@ def _units(text: str) -> list[_Unit]:
     units: list[_Unit] = []
     current: list[str] = []
     current_item = False
+    explicit = False
 
     def flush() -> None:
-        nonlocal current, current_item
+        nonlocal current, current_item, explicit
         if current:
-            units.append(_Unit(" ".join(" ".join(current).split()), current_item, False))
-        current, current_item = [], False
+            units.append(_Unit(" ".join(" ".join(current).split()), current_item, False, explicit))
+        current, current_item, explicit = [], False, False
 
     for raw in text.splitlines():
         line = raw.strip()
@@ -104,6 +132,7 @@ def _units(text: str) -> list[_Unit]:
             # pandoc definition list: "Term" then ": definition"
             term = current[0]
             current = [f"**{term}**: {line[1:].strip()}"]
+            explicit = True
             continue
         if _LIST_START.match(raw) or line.startswith("#"):
             flush()
@@ -127,7 +156,7 @@ def _clean_term(term: str) -> str | None:
     term = " ".join(term.strip(" *_`\"“”'‘’").split())
     if not term or len(term) > 80 or term.lower().rstrip(".") in _NON_TERMS:
         return None
-    if not any(ch.isalpha() for ch in term):
+    if not any(ch.isalpha() for ch in term) or len(term) < 2:
         return None
     return term
 
@@ -171,20 +200,34 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
             continue
         body = _MARKER.sub("", unit.text, count=1) if unit.list_item else unit.text
         strong = False
+        code_spans = [m.span() for m in _INLINE_CODE.finditer(body)]
+
+        def in_code(position: int, spans: list[tuple[int, int]] = code_spans) -> bool:
+            return any(a <= position < b for a, b in spans)
+
         for pattern in (_QUOTED, _BOLD):
-            matches = [m for m in pattern.finditer(body) if m.group("verb")]
+            matches = [m for m in pattern.finditer(body) if m.group("verb") and not in_code(m.start())]
             for k, match in enumerate(matches):
                 end = matches[k + 1].start() if k + 1 < len(matches) else len(body)
-                rest = body[match.start("rest") : end]
+                rest = body[match.end("verb") : end]
+                if k + 1 < len(matches):  # '"A" means x and "B" means y'
+                    rest = re.sub(r"[\s,;]*(?:\band|\bor)?[\s,;]*$", "", rest)
                 verb = " ".join(match.group("verb").split()).lower()
                 definition = rest if verb in ("means", "mean", "shall mean") else f"{verb}{rest}"
                 add(match.group("term"), _first_clause(definition))
                 strong = True
+        for match in _PARENTHETICAL.finditer(body):
+            if in_code(match.start()):
+                continue
+            named = _named_before(body[: match.start()])
+            if named and len(match.group("term").strip()) > 1:
+                add(match.group("term"), named)
+                strong = True
         if strong:
             continue
-        if in_definitions_section or term_list[index]:
+        if in_definitions_section or term_list[index] or unit.explicit:
             pair = _colon_definition(body)
-            if pair:
+            if pair and (in_definitions_section or unit.explicit or _reads_as_definition(pair[1])):
                 add(*pair)
                 continue
         if in_definitions_section:
@@ -197,6 +240,34 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
 def _first_clause(text: str) -> str:
     """A pattern definition runs to the end of its sentence (or of its list item)."""
     return re.split(r"(?<=[.!?])\s+(?=[A-Z\"“])", text.strip(), maxsplit=1)[0]
+
+
+_DEFINITION_OPENERS = frozenset({"a", "an", "the", "any", "one", "short", "abbreviation"})
+_CLAUSE_OPENERS = frozenset(
+    {"if", "when", "where", "see", "use", "uses", "used", "for", "to", "in", "on", "by", "with", "from", "all", "each"}
+)
+
+
+def _reads_as_definition(text: str) -> bool:
+    """In a term list outside a glossary, ``Latency: time to first byte`` defines but
+    ``**Performance**: Verify all operations …`` (a feature list) does not: a definition
+    starts lower-case or with an article."""
+    first = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    first = first.strip("*_`\"'“‘(,;:")
+    if not first.isalpha() or first.lower() in _CLAUSE_OPENERS:
+        return False
+    return first[0].islower() or first.lower() in _DEFINITION_OPENERS
+
+
+def _named_before(text: str) -> str | None:
+    """What a parenthetical defined term names: the clause just before it, e.g. the party in
+    ``between Acme Ltd, a company registered in Ireland (the "Provider")``."""
+    sentence = re.split(r"(?<=[.!?;])\s+|\)\s*,?\s*(?:\band\b|\bor\b)?\s*", text)[-1]
+    sentence = re.split(r"\b(?:between|by|with|from|to)\s+", sentence)[-1]
+    sentence = sentence.strip(" ,;:-–—")
+    if not sentence or len(sentence) > 300:
+        return None
+    return sentence
 
 
 def _term_list_flags(units: Sequence[_Unit]) -> list[bool]:

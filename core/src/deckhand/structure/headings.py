@@ -209,7 +209,7 @@ def _explicit_headings(lines: list[Line], in_code: list[bool]) -> list[Heading]:
         if in_code[i]:
             continue
         atx = _ATX.match(line.text)
-        if atx:
+        if atx and clean_heading_text(atx.group("text") or ""):  # an empty "#" names no section
             headings.append(_make_heading(len(atx.group("hashes")), atx.group("text") or "", line.start, line.end))
             heading_lines.add(i)
             continue

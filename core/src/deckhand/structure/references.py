@@ -27,7 +27,7 @@ _MORE = rf"(?P<more>(?:\s*(?:,|and|or|&|to|through|-|–)\s*(?:{_NUM}|{_ROMAN}\b
 _REFERENCE = re.compile(
     rf"(?:(?P<sign>§§?)\s*(?P<signnum>{_NUM})"
     rf"|\b(?P<kw>{_BARE_KW})\s+(?P<num>{_NUM}|{_ROMAN}\b)"
-    rf"|\b(?P<pkw>{_PREFIXED_KW})\s+(?P<pnum>\d{{1,4}}[A-Za-z]?(?![\w.])|(?-i:{_ROMAN}|[A-Z])(?!\w)))"
+    rf"|\b(?P<pkw>{_PREFIXED_KW})\s+(?P<pnum>\d{{1,4}}[A-Za-z]?(?!\w|\.\d)|(?-i:{_ROMAN}|[A-Z])(?!\w)))"
     rf"{_MORE}",
     re.IGNORECASE,
 )
