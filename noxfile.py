@@ -17,7 +17,7 @@ nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonschema>=4.20"]
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonschema>=4.20", "rank-bm25>=0.2"]
 #: Plugins that need torch (installed from the machine's CPU wheel, never a CUDA build) run only in
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}
@@ -91,10 +91,11 @@ def bench(session: nox.Session) -> None:
     """Every benchmark script (full-size runs: takes a while). ``nox -s bench -- NAME`` runs one."""
     _core(session)
     session.install(*[f"-e./plugins/{name}" for name in _plugins()])
-    scripts = sorted((ROOT / "benchmarks").glob("*_bench.py"))
+    scripts = sorted([*(ROOT / "benchmarks").glob("*_bench.py"), ROOT / "benchmarks" / "hybrid_latency.py"])
     wanted = set(session.posargs)
     for script in scripts:
         if not wanted or script.stem.removesuffix("_bench") in wanted or script.stem in wanted:
+            session.log(f"benchmark {script.name}")
             session.run("python", str(script))
 
 

@@ -80,10 +80,16 @@ class VectorStoreTool:
             metric=database.distance_metric,
             algorithm=database.vector_algorithm,
         )
-        store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
+        reused = self._store is not None
+        if self._store is not None:
+            # Initialised before in this process: keep the store (and, for the in-memory store,
+            # its records and manifest) so re-ingesting unchanged files costs only a stat each.
+            store, previous = self._store, self._store.open(spec)
+        else:
+            store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
+            self.provider = used.provider
         if previous is not None:
             self._check_index(store, previous, spec, force_ingest)
-        self.provider = used.provider
         chunker = self.registry.resolve("chunker", "token").factory(
             tokenizer=embedder.tokenizer, chunk_size=self.config.chunk_size, chunk_overlap=self.config.chunk_overlap
         )
@@ -98,10 +104,9 @@ class VectorStoreTool:
         try:
             report = ingestor.run(source, force=force_ingest)
         except Exception:
-            store.close()
+            if not reused:
+                store.close()
             raise
-        if self._store is not None and self._store is not store:
-            self._store.close()
         self._store, self._embedder = store, embedder
         self.last_report = report
         self.last_ingest_time = time.time()
