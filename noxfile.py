@@ -22,6 +22,8 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonsc
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}
 TORCH_PIN = "torch==2.13.0"
+#: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
+TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"]}
 
 
 def _plugins() -> list[str]:
@@ -62,7 +64,8 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "core":
         session.run("pytest", "core/tests", *session.posargs)
         return
-    session.install("-e", f"plugins/{package}")
+    extra = [arg for name in TEST_PLUGINS.get(package, []) for arg in ("-e", f"plugins/{name}")]
+    session.install("-e", f"plugins/{package}", *extra)
     session.run("pytest", f"plugins/{package}/tests", *session.posargs)
 
 

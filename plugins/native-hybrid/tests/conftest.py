@@ -1,3 +1,8 @@
-"""Fixtures of the native-hybrid tests: a real Redis with the search module when available."""
+"""Fixtures of the native-hybrid tests: real Redis (with search) and PostgreSQL (with pgvector) servers."""
 
-from deckhand.testing.redis_server import redis_url  # noqa: F401
+import pytest
+
+pytest.register_assert_rewrite("deckhand.testing.store_conformance")
+
+from deckhand.testing.postgres_server import postgres_url  # noqa: E402, F401
+from deckhand.testing.redis_server import redis_url  # noqa: E402, F401

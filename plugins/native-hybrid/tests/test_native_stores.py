@@ -1,4 +1,5 @@
-"""Keyword strategy ``native`` against a real Redis (RediSearch BM25), through the tool."""
+"""Keyword strategy ``native`` against real servers — Redis (RediSearch BM25) and PostgreSQL
+(tsvector + ts_rank_cd) — through the hierarchical_document tool, from configuration to results."""
 
 from __future__ import annotations
 
@@ -8,11 +9,23 @@ import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
-pytestmark = pytest.mark.redis
+PROVIDERS = [
+    pytest.param("redis", "deckhand_redis", "redis_url", marks=pytest.mark.redis, id="redis"),
+    pytest.param("postgres", "deckhand_postgres", "postgres_url", marks=pytest.mark.postgres, id="postgres"),
+]
 
 
-def test_tool_ranks_keywords_with_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_url: str) -> None:
-    pytest.importorskip("deckhand_redis")
+@pytest.mark.parametrize(("provider", "module", "url_fixture"), PROVIDERS)
+def test_tool_ranks_keywords_with_the_store(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    provider: str,
+    module: str,
+    url_fixture: str,
+) -> None:
+    pytest.importorskip(module)
+    url = request.getfixturevalue(url_fixture)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text(
@@ -23,16 +36,16 @@ def test_tool_ranks_keywords_with_redis(tmp_path: Path, monkeypatch: pytest.Monk
     config = HierarchicalDocumentToolConfig.model_validate(
         {
             "type": "hierarchical_document",
-            "name": "native_redis_test",
+            "name": f"native_{provider}_test",
             "source": str(docs),
             "keyword_strategy": "native",
-            "database": {"provider": "redis", "connection_string": redis_url, "index_name": "nh_test"},
+            "database": {"provider": provider, "connection_string": url, "index_name": "nh_test"},
         }
     )
     tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
     tool.initialize_sync(force_ingest=True)
     try:
-        assert tool.provider == "redis" and tool.keyword_strategy == "native"
+        assert tool.provider == provider and tool.keyword_strategy == "native"
         keyword = tool.search_results_sync("rails", 3, mode="keyword")
         assert keyword and keyword[0].content.endswith("See section 1.")
         assert 0 < keyword[0].modalities["keyword"].score < 1
