@@ -1,4 +1,7 @@
-"""``deckhand memory``: every subcommand, text and --json, exit codes, run in-process with CliRunner."""
+"""``deckhand memory`` with the git-memory backend: every subcommand, text and --json, exit codes.
+
+Cross-package (core CLI + plugin), hence in tests/; run in-process with CliRunner.
+"""
 
 from __future__ import annotations
 
