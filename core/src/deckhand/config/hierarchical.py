@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.models import NAME_PATTERN, DatabaseConfig, StrictModel
+from deckhand.config.models import SourceToolConfig, StrictModel
 
 
 class SearchMode(enum.StrEnum):
@@ -47,21 +47,14 @@ class ContextualEmbeddingsConfig(StrictModel):
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
-        description="Settings passed to the generator (for llm: base_url, model, api_key, max_tokens, concurrency).",
+        description="Settings passed to the generator (llm: see docs/hierarchical-chunking.md).",
     )
 
 
-class HierarchicalDocumentToolConfig(StrictModel):
+class HierarchicalDocumentToolConfig(SourceToolConfig):
     """``type: hierarchical_document``: hybrid search over structured documents."""
 
     type: Literal["hierarchical_document"]
-    name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
-    description: str = ""
-    source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
-    embedding_model: str | None = Field(
-        default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
-    )
-    database: DatabaseConfig | None = None
 
     max_chunk_tokens: int = Field(default=800, ge=32, le=8192, description="Largest chunk, in embedder tokens.")
     chunk_overlap: int = Field(default=0, ge=0, description="Tokens shared by consecutive pieces of a split section.")

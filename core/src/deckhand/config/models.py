@@ -65,10 +65,9 @@ class DatabaseConfig(StrictModel):
         return self
 
 
-class VectorStoreToolConfig(StrictModel):
-    """``type: vectorstore``: semantic search over a file or directory."""
+class SourceToolConfig(StrictModel):
+    """Fields every tool that ingests a source shares: its name, source, embedder and database."""
 
-    type: Literal["vectorstore"]
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
     description: str = ""
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
@@ -76,6 +75,12 @@ class VectorStoreToolConfig(StrictModel):
         default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
+
+
+class VectorStoreToolConfig(SourceToolConfig):
+    """``type: vectorstore``: semantic search over a file or directory."""
+
+    type: Literal["vectorstore"]
     top_k: int = Field(default=5, ge=1, le=100)
     min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
