@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _foundation_helpers import serialize_pdf
 from deckhand.embedders.minilm_onnx import WordPieceTokenizer
 from deckhand.structure.chunker import StructureChunker
 from deckhand.types import Chunk, Document
@@ -72,17 +73,7 @@ def write_pdf(path: Path, pages: list[list[tuple[int, str] | None]]) -> None:
         len(kids),
     )
     objects.append(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_ref)
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, len(objects), xref)
-    path.write_bytes(bytes(out))
+    path.write_bytes(serialize_pdf(objects, root=len(objects)))
 
 
 @pytest.fixture
