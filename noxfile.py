@@ -33,8 +33,8 @@ def _plugins() -> list[str]:
 
 
 def _core(session: nox.Session) -> None:
-    """deckhand itself with its test launchers, and the in-memory store it always ships with."""
-    session.install("-e", "core[testing]", "-e", "plugins/inmemory", *TEST_DEPS)
+    """deckhand itself (the in-memory store is builtin) with its test launchers."""
+    session.install("-e", "core[testing]", *TEST_DEPS)
 
 
 @nox.session(python=PYTHON)

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from deckhand.search.analysis import Analyzer
-from deckhand.search.bm25 import BM25Index
+from deckhand.retrieval.analysis import Analyzer
+from deckhand.retrieval.bm25 import BM25Index
 from synthetic_corpus import chunks, queries
 
 

@@ -61,7 +61,7 @@ def peak_rss_mib() -> float:
 def load_embedder(option: str) -> Any:
     """Build the option's embedder (imports included, so the time measured is a cold load)."""
     if option.startswith("onnx"):
-        from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
+        from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
         embedder = MiniLMOnnxEmbedder(threads=THREADS)
         embedder.max_tokens = int(option.removeprefix("onnx"))

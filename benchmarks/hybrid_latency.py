@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, Record
-from deckhand_inmemory import InMemoryStore
 from synthetic_corpus import chunks, queries
 
 DIM = 384

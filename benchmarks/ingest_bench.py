@@ -74,8 +74,8 @@ def _report_figures(report: Any, seconds: float, cpu_seconds: float | None = Non
 def section_examples() -> dict[str, Any]:
     """Ingest the shipped examples with a fresh embedding cache (model already loaded)."""
     os.environ["DECKHAND_HOME"] = tempfile.mkdtemp(prefix="deckhand-bench-home-")
+    from deckhand.embedding.factory import embedder_for
     from deckhand.plugins import get_registry
-    from deckhand.tools.components import embedder_for
 
     clock = time.perf_counter()
     embedder_for(get_registry(), None, REPO)  # load the model outside the timed ingestion
@@ -104,12 +104,12 @@ def generate_corpus(target: Path, files: int, seed: int = 2) -> None:
     """``files`` markdown files of real scientific prose, each ``FILE_TOKENS``+ tokens, deterministic."""
     from importlib import resources
 
-    from deckhand.embedders.minilm_onnx import (
+    from deckhand.embedding.minilm_onnx import (
         MiniLMOnnxEmbedder,  # noqa: F401  (tokenizer file location)
         WordPieceTokenizer,
     )
 
-    tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json")))
+    tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json")))
     docs = _sentences(Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact")))
     rng = random.Random(seed)
     target.mkdir(parents=True, exist_ok=True)
@@ -139,9 +139,9 @@ def section_corpus(files: int) -> dict[str, Any]:
     generate_corpus(corpus, files)
     generate_s = time.perf_counter() - clock
 
-    from deckhand.ingest.chunking import TokenChunker
+    from deckhand.chunking.token import TokenChunker
+    from deckhand.embedding.factory import embedder_for
     from deckhand.plugins import get_registry
-    from deckhand.tools.components import embedder_for
     from deckhand.types import Document
 
     cached = embedder_for(get_registry(), None, work)  # model load kept out of the timings
@@ -186,8 +186,8 @@ def section_corpus(files: int) -> dict[str, Any]:
 
 def section_search(sizes: tuple[int, ...] = (10_000, 100_000), queries: int = 300) -> dict[str, Any]:
     """In-memory store search latency (p50/p95 ms), query vectors given (embedding excluded)."""
+    from deckhand.stores.inmemory import InMemoryStore
     from deckhand.types import CollectionSpec, Record
-    from deckhand_inmemory.store import InMemoryStore
 
     rng = np.random.default_rng(0)
     figures: dict[str, Any] = {}

@@ -40,7 +40,7 @@ StoreSetup = Callable[[ExitStack, Algorithm], StoreFactory]
 
 def inmemory_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     """One shared in-process store per collection (connections are the same object)."""
-    from deckhand_inmemory import InMemoryStore
+    from deckhand.stores.inmemory import InMemoryStore
 
     stores: dict[str, InMemoryStore] = {}
     return lambda collection: stores.setdefault(collection, InMemoryStore(collection))

@@ -36,12 +36,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from deckhand.embedders.minilm_onnx import WordPieceTokenizer
-from deckhand.ingest.chunking import TokenChunker
-from deckhand.structure.chunker import StructureChunker
-from deckhand.structure.context import LLMContextGenerator, LLMContextSettings, StructuralContextGenerator
-from deckhand.structure.definitions import DefinitionIndex
-from deckhand.structure.references import ReferenceResolver
+from deckhand.chunking.structure import StructureChunker
+from deckhand.chunking.token import TokenChunker
+from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
+from deckhand.context.structural import StructuralContextGenerator
+from deckhand.embedding.minilm_onnx import WordPieceTokenizer
+from deckhand.retrieval.definitions import DefinitionIndex
+from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Chunk, Document, Record
 
 #: About 500 words per page.
@@ -131,7 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100)
     args = parser.parse_args()
-    tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json")))
+    tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json")))
     markdown = make_document(args.pages)
     plain = plain_twin(markdown)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")

@@ -46,7 +46,7 @@ MODULE = '''
 from pathlib import Path
 
 from deckhand.hookspecs import hookimpl
-from deckhand_inmemory import InMemoryStore
+from deckhand.stores.inmemory import InMemoryStore
 
 
 class NoteLoader:
@@ -159,11 +159,11 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     assert "notes [notes-memory]: 2 ingested" in found.stderr
 
     # DECKHAND_PLUGINS restricts loading: without `notes` its provider is a clear error
-    restricted = _deckhand(tmp_path, "--config", "agent.yaml", "ingest", DECKHAND_PLUGINS="inmemory")
+    restricted = _deckhand(tmp_path, "--config", "agent.yaml", "ingest", DECKHAND_PLUGINS="redis")
     assert restricted.returncode == 3
     assert restricted.stderr.startswith(
         "error: no store plugin provides 'notes-memory'; install a plugin that provides it "
-        "(see `deckhand plugins` for what is installed) (installed: in-memory); "
+        "(see `deckhand plugins` for what is installed) (installed: in-memory, redis); "
         "DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
@@ -172,11 +172,11 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
 def test_deckhand_plugins_can_leave_out_the_third_party_plugin(
     installed_plugin: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DECKHAND_PLUGINS", "inmemory")
+    monkeypatch.setenv("DECKHAND_PLUGINS", "redis")
     reset_registry()
     registry = get_registry()
     assert "notes" in registry.excluded and "notes" not in registry.plugin_distributions()
-    assert [c.name for c in registry.list("store")] == ["in-memory"]
-    monkeypatch.setenv("DECKHAND_PLUGINS", "inmemory,notes")
+    assert [c.name for c in registry.list("store")] == ["in-memory", "redis"]
+    monkeypatch.setenv("DECKHAND_PLUGINS", "redis,notes")
     reset_registry()
     assert get_registry().resolve("store", "notes-memory").plugin == "notes"

@@ -6,15 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
+from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.hookspecs import Register, hookimpl
-from deckhand.ingest.chunking import TokenChunker
 from deckhand.ingest.pipeline import Ingestor, LoaderSet
 from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
-from deckhand_inmemory import InMemoryStore
 
 
 def open_memory_store(minilm: Any, name: str = "test") -> InMemoryStore:

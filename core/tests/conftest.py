@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.plugins import get_registry, reset_registry
-from deckhand.tools.components import embedder_for
+
+pytest.register_assert_rewrite("deckhand.testing.store_conformance")
+
+from deckhand.embedding.factory import embedder_for  # noqa: E402
+from deckhand.plugins import get_registry, reset_registry  # noqa: E402
 
 
 @pytest.fixture(scope="session")

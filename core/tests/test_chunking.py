@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from deckhand.ingest.chunking import TokenChunker
+from deckhand.chunking.token import TokenChunker
 from deckhand.types import Document
 
 TEXT = " ".join(

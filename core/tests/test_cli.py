@@ -135,12 +135,11 @@ def test_chat_reads_queries_from_stdin(project: Path, minilm: object) -> None:
 def test_plugins_command() -> None:
     text = run("plugins")
     assert text.exit_code == 0
-    assert re.search(r"^inmemory \(deckhand-inmemory \d+\.\d+\.\d+\)$", text.stdout, re.M)
     assert re.search(r"^  store\s+in-memory\s+exact NumPy search", text.stdout, re.M)
     assert re.search(r"^  embedder\s+minilm\s+all-MiniLM-L6-v2", text.stdout, re.M)
     entries = {e["plugin"]: e for e in json.loads(run("plugins", "--json").stdout)}
     assert entries["deckhand.builtin"]["distribution"] == "deckhand"
-    stores = [p for p in entries["inmemory"]["provides"] if p["kind"] == "store"]
+    stores = [p for p in entries["deckhand.builtin"]["provides"] if p["kind"] == "store"]
     assert [(p["name"], p["aliases"]) for p in stores] == [("in-memory", ["inmemory", "memory"])]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache, text_hash
+from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, text_hash
 
 
 def test_shape_norm_and_determinism(minilm: Any) -> None:

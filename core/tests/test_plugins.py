@@ -6,7 +6,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-import deckhand_inmemory.plugin as inmemory_plugin
 import pytest
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.hookspecs import Register, hookimpl
@@ -14,10 +13,8 @@ from deckhand.plugins import PluginRegistry, get_registry
 
 
 def _bare_registry() -> PluginRegistry:
-    """Builtins plus the in-memory store only, whatever else is installed in the environment."""
-    registry = PluginRegistry(load_entry_points=False)
-    registry.register_plugin(inmemory_plugin, "inmemory")
-    return registry
+    """Builtins only (the in-memory store among them), whatever else is installed in the environment."""
+    return PluginRegistry(load_entry_points=False)
 
 
 def test_builtin_and_entry_point_components() -> None:
@@ -26,34 +23,30 @@ def test_builtin_and_entry_point_components() -> None:
     assert {"text", "table", "markitdown"} <= set(names["loader"])
     assert "token" in names["chunker"]
     assert "minilm" in names["embedder"] and "in-memory" in names["store"]
-    assert registry.resolve("store", "in-memory").plugin == "inmemory"
+    assert registry.resolve("store", "in-memory").plugin == "deckhand.builtin"
     assert registry.resolve("store", "memory").name == "in-memory"  # alias
     assert registry.resolve("embedder", "all-MiniLM-L6-v2").name == "minilm"
-    assert registry.plugin_distributions()["inmemory"][0] == "deckhand-inmemory"
 
 
 def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DECKHAND_PLUGINS", "")
     registry = PluginRegistry()
-    assert registry.list("store") == []
-    assert "inmemory" in registry.excluded
-    assert [c.name for c in registry.list("embedder")] == ["minilm"]  # builtins always load
+    # Builtins always load, the default store among them: restricting plugins never leaves a tool without one.
+    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert [c.name for c in registry.list("embedder")] == ["minilm"]
+    registry.excluded.append("someplugin")  # as if an installed entry point had been left out
     with pytest.raises(ComponentNotFoundError) as err:
-        registry.resolve("store", "in-memory")
+        registry.resolve("store", "nosuch")
     message = str(err.value)
-    assert message.startswith(
-        "no store plugin provides 'in-memory'; install a plugin that provides it "
-        "(see `deckhand plugins` for what is installed) (installed: none); "
-        "DECKHAND_PLUGINS leaves out the installed plugin(s) "
-    )
-    assert "inmemory" in message.rsplit("plugin(s) ", 1)[1].split(", ")
+    assert message.startswith("no store plugin provides 'nosuch'; install a plugin that provides it ")
+    assert message.rsplit("plugin(s) ", 1)[1].split(", ")[-1] == "someplugin"
 
 
 def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DECKHAND_PLUGINS", " inmemory , not-installed")
+    monkeypatch.setenv("DECKHAND_PLUGINS", " not-installed , other")
     registry = PluginRegistry()
     assert [c.name for c in registry.list("store")] == ["in-memory"]
-    assert "inmemory" not in registry.excluded
+    assert "not-installed" not in registry.excluded
 
 
 def test_unknown_hook_fails_loudly() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from deckhand.scoring import exact_scores, raw_to_score
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.types import CollectionSpec, FileState, Metric, Record
-from deckhand_inmemory import InMemoryStore
 
 
 @pytest.mark.parametrize("metric", list(Metric))

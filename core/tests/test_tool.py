@@ -11,7 +11,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-import deckhand_inmemory.plugin as inmemory_plugin
 import pytest
 from _foundation_helpers import FakeEmbedder, SharedStores, make_tool
 from deckhand.config import load_agent_config
@@ -48,7 +47,6 @@ def docs(tmp_path: Path) -> Path:
 
 def _registry_with(*plugins: tuple[object, str]) -> PluginRegistry:
     registry = PluginRegistry(load_entry_points=False)
-    registry.register_plugin(inmemory_plugin, "inmemory")
     for plugin, name in plugins:
         registry.register_plugin(plugin, name)
     return registry

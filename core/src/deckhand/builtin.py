@@ -26,13 +26,13 @@ def _markitdown_loader() -> Any:
 
 
 def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 50, **_: Any) -> Any:
-    from deckhand.ingest.chunking import TokenChunker
+    from deckhand.chunking.token import TokenChunker
 
     return TokenChunker(tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
 
 
 def _bm25(store: Any = None, *, k1: float = 0.9, b: float = 0.4, cache_path: Any = None, **_: Any) -> Any:
-    from deckhand.search.bm25 import BM25Index
+    from deckhand.retrieval.bm25 import BM25Index
 
     return BM25Index(k1=k1, b=b, cache_path=cache_path)
 
@@ -44,26 +44,26 @@ def _structure_chunker(
     chunk_size: int | None = None,
     **_: Any,
 ) -> Any:
-    from deckhand.structure.chunker import StructureChunker
+    from deckhand.chunking.structure import StructureChunker
 
     limit = max_chunk_tokens or chunk_size or 800  # chunk_size: the vectorstore option's name
     return StructureChunker(tokenizer, max_chunk_tokens=limit, chunk_overlap=chunk_overlap)
 
 
 def _structural_context(**settings: Any) -> Any:
-    from deckhand.structure.context import build_structural_generator
+    from deckhand.context.structural import build_structural_generator
 
     return build_structural_generator(**settings)
 
 
 def _llm_context(**settings: Any) -> Any:
-    from deckhand.structure.context import build_llm_generator
+    from deckhand.context.llm import build_llm_generator
 
     return build_llm_generator(**settings)
 
 
 def _minilm(model: str | None = None, **options: Any) -> Any:
-    from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
+    from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
     return MiniLMOnnxEmbedder(model, **options)
 
@@ -131,6 +131,22 @@ def register_memory_backends(register: Register) -> None:
         _memory_backend,
         description="decisions kept in this process only (tests, ephemeral agents); nothing persists",
         aliases=("in-memory", "inmemory"),
+    )
+
+
+def _inmemory_store(config: Any, collection: str) -> Any:
+    from deckhand.stores.inmemory import InMemoryStore
+
+    return InMemoryStore.from_config(config, collection)
+
+
+@hookimpl
+def register_stores(register: Register) -> None:
+    register(
+        "in-memory",
+        _inmemory_store,
+        description="exact NumPy search in this process; nothing persists",
+        aliases=("inmemory", "memory"),
     )
 
 

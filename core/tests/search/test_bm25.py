@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from deckhand.search.analysis import Analyzer
-from deckhand.search.bm25 import BM25Index
+from deckhand.retrieval.analysis import Analyzer
+from deckhand.retrieval.bm25 import BM25Index
 from rank_bm25 import BM25Okapi
 
 DOCS = [

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from deckhand.embedders.minilm_onnx import WordPieceTokenizer
-from deckhand.search.exact import ExactIndex
-from deckhand.structure.chunker import StructureChunker
-from deckhand.structure.definitions import DefinitionIndex
-from deckhand.structure.headings import normalise_section_id
-from deckhand.structure.references import ReferenceResolver
+from deckhand.chunking.headings import normalise_section_id
+from deckhand.chunking.structure import StructureChunker
+from deckhand.embedding.minilm_onnx import WordPieceTokenizer
+from deckhand.retrieval.definitions import DefinitionIndex
+from deckhand.retrieval.exact import ExactIndex
+from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Document, Record
 
 from .conftest import ACT
@@ -19,7 +19,7 @@ from .conftest import ACT
 def _index() -> tuple[ExactIndex, dict[str, Record]]:
     import importlib.resources
 
-    path = importlib.resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json"
+    path = importlib.resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
     chunker = StructureChunker(WordPieceTokenizer(Path(str(path))), max_chunk_tokens=200)
     chunks = chunker.chunk(Document(source="act.md", text=ACT, title="Widget Safety Act"))
     vector = np.zeros(2, dtype=np.float32)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from deckhand.search.fusion import max_rrf, reciprocal_rank_fusion
+from deckhand.retrieval.fusion import max_rrf, reciprocal_rank_fusion
 
 
 def test_weighted_rrf_values_and_order() -> None:

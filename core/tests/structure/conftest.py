@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from _foundation_helpers import serialize_pdf
-from deckhand.embedders.minilm_onnx import WordPieceTokenizer
-from deckhand.structure.chunker import StructureChunker
+from deckhand.chunking.structure import StructureChunker
+from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.types import Chunk, Document
 
 DATA = Path(__file__).parent / "data"
@@ -26,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="session")
 def tokenizer() -> WordPieceTokenizer:
     """The default embedder's own tokenizer (no model needed)."""
-    return WordPieceTokenizer(Path(str(resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json")))
+    return WordPieceTokenizer(Path(str(resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json")))
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from deckhand.embedders.minilm_onnx import WordPieceTokenizer
+from deckhand.chunking.structure import CHUNK_TYPES, StructureChunker
+from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.plugins import PluginRegistry
-from deckhand.structure.chunker import CHUNK_TYPES, StructureChunker
 from deckhand.types import Chunk, Document
 
 ChunkFile = Callable[..., list[Chunk]]

@@ -8,14 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
+from deckhand.context.structural import StructuralContextGenerator, structural_context
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
-from deckhand.structure.context import (
-    LLMContextGenerator,
-    LLMContextSettings,
-    StructuralContextGenerator,
-    structural_context,
-)
 from deckhand.types import Chunk, Document
 
 DATA = Path(__file__).parent / "data"

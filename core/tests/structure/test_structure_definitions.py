@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from deckhand.structure.definitions import DefinitionIndex, extract_definitions, is_definitions_heading
+from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
+from deckhand.retrieval.definitions import DefinitionIndex
 from deckhand.types import Chunk, Record
 
 

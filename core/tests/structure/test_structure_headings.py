@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from deckhand.structure.headings import normalise_section_id, parse_headings, section_label
+from deckhand.chunking.headings import normalise_section_id, parse_headings, section_label
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from deckhand.embedders.minilm_onnx import WordPieceTokenizer
+from deckhand.chunking.structure import StructureChunker
+from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.ingest.loaders import MarkItDownLoader
-from deckhand.structure.chunker import StructureChunker
 from deckhand.types import Document
 
 PAGES: list[list[tuple[int, str] | None]] = [

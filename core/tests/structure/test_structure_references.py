@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from deckhand.structure.references import ReferenceResolver, find_references, parent_ids
+from deckhand.chunking.references import find_references, parent_ids
+from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Chunk, Record
 
 

@@ -12,9 +12,9 @@ from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import NativeKeywordSearch
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import SearchHit
-from deckhand_inmemory import InMemoryStore
 from deckhand_native_hybrid import NativeKeywordIndex, UnsupportedStoreError
 
 

@@ -56,7 +56,7 @@ class _RenamedMiniLM:
     @hookimpl
     def register_embedders(self, register: Register) -> None:
         def factory(model: str | None = None) -> Any:
-            from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
+            from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
             inner = MiniLMOnnxEmbedder()
             inner.model_id = "renamed-minilm-v2"

@@ -17,12 +17,12 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (install the CPU wheel: pip install torch==2.13.0)")
 pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
 
+from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.embedders.minilm_onnx import MiniLMOnnxEmbedder
+from deckhand.embedding.factory import resolve_embedder
+from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 from deckhand.errors import EmbeddingError
-from deckhand.ingest.chunking import TokenChunker
 from deckhand.plugins import PluginRegistry
-from deckhand.tools.components import resolve_embedder
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import Document
 from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder, resolve_model_dir

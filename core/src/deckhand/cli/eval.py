@@ -165,14 +165,14 @@ def eval_cmd() -> click.Command:
         as_json: bool,
     ) -> None:
         """Measure nDCG@10, Recall@10 and Recall@100 per search mode on a BEIR dataset."""
+        from deckhand.cli.common import errors
         from deckhand.cli.progress import RichProgress
-        from deckhand.cli.tools import _errors
         from deckhand.evaluation.beir import load_beir
-        from deckhand.tools.components import state_dir
+        from deckhand.paths import state_dir
         from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
-        with _errors():
+        with errors():
             chosen = [m.strip() for m in modes.split(",") if m.strip()]
             bad = [m for m in chosen if m not in {s.value for s in SearchMode}]
             if bad or not chosen:

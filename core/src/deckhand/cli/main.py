@@ -13,13 +13,9 @@ import sys
 import click
 
 from deckhand import __version__
+from deckhand.cli.common import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
-#: Exit codes scripts can rely on.
-EXIT_OK = 0
-EXIT_ERROR = 1  # a runtime failure (database, embedder, ...)
-EXIT_USAGE = 2  # bad command line (click's own code)
-EXIT_CONFIG = 3  # invalid configuration or missing source
-EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
+__all__ = ["EXIT_CONFIG", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "cli", "main"]
 
 COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval"]
 

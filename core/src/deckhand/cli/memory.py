@@ -16,15 +16,10 @@ from typing import Any, TypeVar
 
 import click
 
+from deckhand.cli import common
 from deckhand.errors import ComponentNotFoundError, ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _exit_codes() -> Any:
-    from deckhand.cli import main  # imported late: main imports this module while it starts
-
-    return main
 
 
 def _emit(as_json: bool, payload: Any, text: str) -> None:
@@ -48,7 +43,7 @@ def _handles_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from deckhand.memory.errors import CoordinateValidationError, QueryError, VectorMemoryError
 
-        codes = _exit_codes()
+        codes = common
         ctx = click.get_current_context()
         try:
             return func(*args, **kwargs)
@@ -224,7 +219,7 @@ def get_cmd(ctx: click.Context, x: int, y: int, z: int, as_json: bool) -> None:
     decision = manager.get(coord)
     if decision is None:
         _emit(as_json, {"coordinate": {"x": x, "y": y, "z": z}, "found": False}, f"no decision at {coord}")
-        ctx.exit(_exit_codes().EXIT_ERROR)
+        ctx.exit(common.EXIT_ERROR)
     payload = _decision_json(manager, decision)
     context = "".join(f"\n{k}: {v}" for k, v in (decision.issue_context or {}).items())
     text = (
@@ -247,7 +242,7 @@ def exists_cmd(ctx: click.Context, x: int, y: int, z: int, as_json: bool) -> Non
         as_json, {"coordinate": {"x": x, "y": y, "z": z}, "exists": found}, f"{coord}: {'exists' if found else 'empty'}"
     )
     if not found:
-        ctx.exit(_exit_codes().EXIT_ERROR)
+        ctx.exit(common.EXIT_ERROR)
 
 
 @memory.command("query")
@@ -367,7 +362,7 @@ def load_cmd(ctx: click.Context, as_json: bool) -> None:
         f"loaded {loaded} decision(s)" + "".join(f"\nerror: {e}" for e in errors),
     )
     if errors:
-        ctx.exit(_exit_codes().EXIT_PARTIAL)
+        ctx.exit(common.EXIT_PARTIAL)
 
 
 def register(cli: click.Group) -> None:

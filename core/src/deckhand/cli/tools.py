@@ -5,55 +5,20 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from deckhand.cli.main import EXIT_CONFIG, EXIT_ERROR, EXIT_PARTIAL
+from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, force_option
 from deckhand.cli.progress import RichProgress
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
-from deckhand.errors import ComponentNotFoundError, ConfigError, DeckhandError, ModelMismatchError
+from deckhand.errors import ConfigError
 from deckhand.tools import build_tool
 
 log = logging.getLogger("deckhand")
-
-config_option = click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Agent configuration file (default: ./agent.yaml).",
-)
-force_option = click.option("--force-ingest", is_flag=True, help="Re-ingest every file, ignoring what is indexed.")
-
-
-def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn deckhand's errors into one line on stderr and a documented exit code."""
-    try:
-        yield
-    except (ConfigError, ComponentNotFoundError, ModelMismatchError, FileNotFoundError, ValueError) as exc:
-        _fail(str(exc), EXIT_CONFIG)
-    except (DeckhandError, ConnectionError, RuntimeError, OSError) as exc:
-        _fail(str(exc), EXIT_ERROR)
-
-
-def config_path_of(ctx: click.Context, given: Path | None) -> Path:
-    """The command's --config, else the group's, else ./agent.yaml."""
-    if given is not None:
-        return given
-    from_group = (ctx.obj or {}).get("config_path")
-    return Path(from_group) if from_group else Path("agent.yaml")
 
 
 def _load(config_path: Path) -> AgentConfig:
@@ -108,7 +73,7 @@ def ingest_cmd() -> click.Command:
         """Ingest the sources of the agent's tools (incrementally unless --force-ingest)."""
         quiet = ctx.obj.get("quiet", False)
         config_path = config_path_of(ctx, config_path)
-        with _errors():
+        with errors():
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names, lambda name: RichProgress(name, enabled=not quiet))
             failed = _initialize(tools, force_ingest, quiet)
@@ -139,7 +104,7 @@ def search_cmd() -> click.Command:
         """Search the agent's tools (ingesting first what changed)."""
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
-        with _errors():
+        with errors():
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names)
             _initialize(tools, force_ingest, quiet)
@@ -170,7 +135,7 @@ def chat_cmd() -> click.Command:
     def chat(ctx: click.Context, config_path: Path | None, force_ingest: bool) -> None:
         """Interactive session over the agent's tools: type a query, see each tool's results (no LLM)."""
         config_path = config_path_of(ctx, config_path)
-        with _errors():
+        with errors():
             config = _load(config_path)
             tools = _tools(config, config_path)
             _initialize(tools, force_ingest, ctx.obj.get("quiet", False))
@@ -202,7 +167,7 @@ def test_cmd() -> click.Command:
     def test(ctx: click.Context, config_path: Path | None, force_ingest: bool, as_json: bool) -> None:
         """Run the retrieval test cases of agent.yaml (`tests:`); report hit rate and MRR."""
         config_path = config_path_of(ctx, config_path)
-        with _errors():
+        with errors():
             config = _load(config_path)
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.models import SourceToolConfig, StrictModel
+from deckhand.config.base import SourceToolConfig, StrictModel
 
 
 class SearchMode(enum.StrEnum):

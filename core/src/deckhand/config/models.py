@@ -6,93 +6,36 @@ discriminated union on ``type``; each tool type adds its model to :data:`ToolCon
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from deckhand.types import Algorithm, Metric
+from deckhand.config.base import (
+    CONNECTION_SCHEMES,
+    IN_MEMORY,
+    NAME_PATTERN,
+    DatabaseConfig,
+    SourceToolConfig,
+    StrictModel,
+)
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.vectorstore import VectorStoreToolConfig
 
-NAME_PATTERN = r"^[A-Za-z0-9_]+$"
-
-#: URL schemes accepted per provider; providers not listed accept any string.
-CONNECTION_SCHEMES: dict[str, tuple[str, ...]] = {
-    "redis": ("redis://", "rediss://", "unix://"),
-    "postgres": ("postgresql://", "postgres://"),
-    "weaviate": ("http://", "https://", "embedded://"),
-}
-IN_MEMORY = "in-memory"
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DatabaseConfig(StrictModel):
-    """Where a tool stores its vectors (the contract's ``database:`` block)."""
-
-    provider: str = Field(description="Store plugin: in-memory, redis, postgres, weaviate, or a third party's.")
-    connection_string: str | None = Field(default=None, description="Server URL; put secrets in ${VARS}.")
-    index_name: str = Field(
-        default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix."
-    )
-    vector_algorithm: Algorithm = Algorithm.HNSW
-    distance_metric: Metric = Metric.COSINE
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="Provider-specific settings (see the plugin's README)."
-    )
-
-    @field_validator("provider")
-    @classmethod
-    def _provider(cls, value: str) -> str:
-        value = value.strip().lower()
-        if value in {"inmemory", "in_memory", "memory"}:
-            return IN_MEMORY
-        if not value:
-            raise ValueError("must name a store plugin, e.g. in-memory, redis or postgres")
-        return value
-
-    @model_validator(mode="after")
-    def _connection(self) -> DatabaseConfig:
-        schemes = CONNECTION_SCHEMES.get(self.provider)
-        if self.provider == IN_MEMORY or schemes is None:
-            return self
-        if not self.connection_string:
-            raise ValueError(
-                f"connection_string is required for provider {self.provider!r} (e.g. {schemes[0]}host:port)"
-            )
-        if not self.connection_string.startswith(schemes):
-            raise ValueError(f"connection_string for provider {self.provider!r} must start with {' or '.join(schemes)}")
-        return self
-
-
-class SourceToolConfig(StrictModel):
-    """Fields every tool that ingests a source shares: its name, source, embedder and database."""
-
-    name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
-    description: str = ""
-    source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
-    embedding_model: str | None = Field(
-        default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
-    )
-    database: DatabaseConfig | None = None
-
-
-class VectorStoreToolConfig(SourceToolConfig):
-    """``type: vectorstore``: semantic search over a file or directory."""
-
-    type: Literal["vectorstore"]
-    top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
-    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks.")
-
-    @model_validator(mode="after")
-    def _overlap(self) -> VectorStoreToolConfig:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        return self
+__all__ = [
+    "CONNECTION_SCHEMES",
+    "IN_MEMORY",
+    "NAME_PATTERN",
+    "AgentConfig",
+    "DatabaseConfig",
+    "GlobalConfig",
+    "HierarchicalDocumentToolConfig",
+    "MemoryConfig",
+    "RetrievalTestCase",
+    "SourceToolConfig",
+    "StrictModel",
+    "ToolConfig",
+    "VectorStoreToolConfig",
+]
 
 
 class MemoryConfig(StrictModel):
@@ -127,9 +70,6 @@ class MemoryConfig(StrictModel):
             raise ValueError("must name a memory backend, e.g. git or memory")
         return value
 
-
-# A discriminated union on ``type``: add each new tool type's model here.
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig  # noqa: E402  (needs the models above)
 
 ToolConfig = Annotated[Union[VectorStoreToolConfig, HierarchicalDocumentToolConfig], Field(discriminator="type")]  # noqa: UP007
 

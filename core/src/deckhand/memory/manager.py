@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 #: Largest decision content, in UTF-8 bytes (the contract's 100 KB).
 MAX_CONTENT_BYTES = 100 * 1024
 DEFAULT_BACKEND = "git"
-DEFAULT_EMBEDDER = "minilm"
 _DEFAULT = object()
 
 
@@ -92,8 +91,10 @@ class VectorMemoryManager:
             self.backend = backend
             self.backend_name = type(backend).__name__
         if embedding_cache is _DEFAULT:
+            from deckhand.paths import state_dir
+
             embedding_cache = (
-                self.repo_path / ".deckhand" / "cache" / "embeddings.sqlite" if self.repo_path is not None else None
+                state_dir(self.repo_path) / "cache" / "embeddings.sqlite" if self.repo_path is not None else None
             )
         self._embedding_cache = Path(embedding_cache) if isinstance(embedding_cache, (str, Path)) else None
         self._embedder = embedder
@@ -348,13 +349,14 @@ class VectorMemoryManager:
     def _build_embedder(self) -> Embedder:
         if self._embedder is not None:
             return self._embedder
-        from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
+        from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+        from deckhand.embedding.factory import load_embedder
+        from deckhand.paths import cache_disabled
         from deckhand.plugins import get_registry
 
-        name = self._embedding_model or DEFAULT_EMBEDDER
-        inner = get_registry().resolve("embedder", name).factory(self._embedding_model)
+        inner = load_embedder(get_registry(), self._embedding_model)
         cache = None
-        if self._embedding_cache is not None:
+        if self._embedding_cache is not None and not cache_disabled():
             cache = EmbeddingCache(self._embedding_cache)
             ignore = self._embedding_cache.parent / ".gitignore"
             if not ignore.exists():  # keep the cache out of `git status` of the memory's repository

@@ -9,7 +9,7 @@ After every ingestion (and so at start-up) the side indexes are rebuilt from
 ``store.iter_records()``: keyword (BM25, or the store's own full text), exact (section
 ids, defined terms, quoted phrases), definitions and cross-references. A query runs
 the modalities of ``search_mode`` and fuses them with weighted reciprocal rank fusion
-(:mod:`deckhand.search.fusion`); nothing is rebuilt per query.
+(:mod:`deckhand.retrieval.fusion`); nothing is rebuilt per query.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ from typing import Any, TypeVar
 
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, KeywordStrategy, SearchMode
 from deckhand.config.models import IN_MEMORY
+from deckhand.embedding.factory import embedder_for
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.paths import state_dir
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import ContextGenerator, KeywordIndex, NativeKeywordSearch, VectorStore
-from deckhand.search.exact import ExactIndex
-from deckhand.search.fusion import Fused, reciprocal_rank_fusion
-from deckhand.tools.components import embedder_for, open_collection, state_dir
+from deckhand.retrieval.exact import ExactIndex
+from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion
+from deckhand.stores.opening import open_collection
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
     HierarchicalSearchResult,
@@ -249,9 +251,9 @@ class HierarchicalDocumentTool:
 
     def _rebuild_indexes(self) -> None:
         """Rebuild keyword, exact, definition and reference indexes from the stored records."""
-        from deckhand.structure.definitions import DefinitionIndex
-        from deckhand.structure.headings import normalise_section_id
-        from deckhand.structure.references import ReferenceResolver
+        from deckhand.chunking.headings import normalise_section_id
+        from deckhand.retrieval.definitions import DefinitionIndex
+        from deckhand.retrieval.references import ReferenceResolver
 
         assert self._store is not None
         clock = time.perf_counter()

@@ -15,11 +15,12 @@ from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import VectorStoreToolConfig
+from deckhand.embedding.factory import embedder_for
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
-from deckhand.tools.components import check_collection, embedder_for, open_store
+from deckhand.stores.opening import check_collection, open_store
 from deckhand.tools.results import SearchResult, format_results, function_definition
 from deckhand.types import CollectionSpec
 

@@ -1,11 +1,11 @@
-"""The in-memory store against deckhand's store conformance kit."""
+"""The builtin in-memory store against deckhand's store conformance kit."""
 
 from __future__ import annotations
 
 import pytest
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.testing.store_conformance import StoreConformanceTests, StoreFactory
 from deckhand.types import Algorithm
-from deckhand_inmemory import InMemoryStore
 
 
 class TestInMemoryConformance(StoreConformanceTests):

@@ -18,11 +18,8 @@ re-reading any file.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-from deckhand.types import Record
 
 #: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER
 #: ("Definitions and Interpretation", "Glossary of terms"; not "Definition detection").
@@ -81,7 +78,7 @@ class Definition:
 def is_definitions_heading(heading: str) -> bool:
     """Whether a heading names a definitions section ("1. Definitions", "Glossary",
     "Definitions and Interpretation", "Defined Terms"), not merely mentions one."""
-    from deckhand.structure.headings import section_label
+    from deckhand.chunking.headings import section_label
 
     text = heading.strip()
     found = section_label(text)
@@ -287,80 +284,3 @@ def _term_list_flags(units: Sequence[_Unit]) -> list[bool]:
                 flags[k] = True
         i = j + 1
     return flags
-
-
-class DefinitionIndex:
-    """Defined terms of every stored chunk, rebuilt from record metadata (``definitions``).
-
-    A term defined in several places keeps every definition; :meth:`lookup` and
-    :meth:`relevant` return the first one added (document order within a source).
-    """
-
-    def __init__(self) -> None:
-        self._by_term: dict[str, list[Definition]] = {}
-        self._pattern: re.Pattern[str] | None = None
-        self._lock = threading.Lock()
-
-    def add_records(self, records: Iterable[Record]) -> None:
-        """Index the ``definitions`` listed in each record's metadata."""
-        with self._lock:
-            for record in records:
-                for item in record.metadata.get("definitions") or []:
-                    term = str(item.get("term", "")).strip()
-                    text = str(item.get("definition", "")).strip()
-                    if not term or not text:
-                        continue
-                    entry = Definition(term, text, record.source, record.metadata.get("section_id"), record.id)
-                    self._by_term.setdefault(" ".join(term.split()).lower(), []).append(entry)
-            self._pattern = None
-
-    def remove_source(self, source: str) -> None:
-        """Forget every definition that came from ``source``."""
-        with self._lock:
-            for key in list(self._by_term):
-                kept = [d for d in self._by_term[key] if d.source != source]
-                if kept:
-                    self._by_term[key] = kept
-                else:
-                    del self._by_term[key]
-            self._pattern = None
-
-    def lookup(self, term: str) -> Definition | None:
-        """The definition of ``term`` (case-insensitive), or None."""
-        entries = self._by_term.get(" ".join(term.split()).lower())
-        return entries[0] if entries else None
-
-    def terms(self) -> list[str]:
-        """Every defined term as first written, sorted case-insensitively."""
-        return sorted((entries[0].term for entries in self._by_term.values()), key=str.lower)
-
-    def __len__(self) -> int:
-        return len(self._by_term)
-
-    def relevant(self, text: str, limit: int = 5, *, exclude_record_id: str | None = None) -> list[Definition]:
-        """Definitions of the terms that appear in ``text`` (whole words, case-insensitive,
-        plural ``-s``/``-es`` accepted), longest terms first, at most ``limit``.
-
-        ``exclude_record_id`` leaves out definitions made by that chunk itself.
-        """
-        if limit <= 0 or not self._by_term:
-            return []
-        pattern = self._compiled()
-        seen: dict[str, Definition] = {}
-        for match in pattern.finditer(text):
-            key = " ".join(match.group(1).split()).lower()
-            if key in seen:
-                continue
-            entries = [d for d in self._by_term.get(key, []) if d.record_id != exclude_record_id]
-            if entries:
-                seen[key] = entries[0]
-        ranked = sorted(seen.values(), key=lambda d: (-len(d.term), d.term.lower()))
-        return ranked[:limit]
-
-    def _compiled(self) -> re.Pattern[str]:
-        with self._lock:
-            if self._pattern is None:
-                alternatives = sorted(self._by_term, key=len, reverse=True)
-                body = "|".join(r"\s+".join(re.escape(word) for word in term.split()) for term in alternatives)
-                self._pattern = re.compile(rf"(?<![\w])({body})(?:e?s)?(?![\w])", re.IGNORECASE)
-            return self._pattern

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
 from deckhand.redaction import redact_url
 from deckhand.types import Chunk, Document
@@ -42,27 +43,6 @@ improving search retrieval of the chunk. Answer only with the succinct context a
 
 #: Characters per token assumed when truncating the document for the LLM (its tokenizer is unknown).
 CHARS_PER_TOKEN = 4
-
-
-def structural_context(document: Document, chunk: Chunk) -> str:
-    """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top
-    heading is the title); just the title for chunks without a heading chain."""
-    metadata = chunk.metadata or {}
-    title = str(metadata.get("title") or document.title or "").strip()
-    chain = [str(h).strip() for h in metadata.get("parent_chain") or [] if str(h).strip()]
-    parts = [title] if title else []
-    for heading in chain:
-        if not parts or heading.lower() != parts[-1].lower():
-            parts.append(heading)
-    return " > ".join(parts)
-
-
-class StructuralContextGenerator:
-    """The offline default: each chunk's context is its document title and heading chain."""
-
-    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
-        """One ``"Title > Heading > …"`` line per chunk."""
-        return [structural_context(document, chunk) for chunk in chunks]
 
 
 class LLMContextSettings(BaseModel):
@@ -336,7 +316,7 @@ def _retry_after(value: str | None) -> float | None:
 
 def default_cache_path(base_dir: Path | None = None) -> Path:
     """``<state dir>/cache/contexts.sqlite`` (``$DECKHAND_HOME`` or ``<project>/.deckhand``)."""
-    from deckhand.tools.components import state_dir
+    from deckhand.paths import state_dir
 
     return state_dir(base_dir or Path.cwd()) / "cache" / "contexts.sqlite"
 
@@ -366,8 +346,3 @@ def build_llm_generator(
     else:
         path = Path(cache_path) if cache_path is not None else default_cache_path(Path(base_dir) if base_dir else None)
     return LLMContextGenerator(model, cache_path=path)
-
-
-def build_structural_generator(**_: Any) -> StructuralContextGenerator:
-    """The ``structural`` factory (takes no settings)."""
-    return StructuralContextGenerator()

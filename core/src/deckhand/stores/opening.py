@@ -1,66 +1,20 @@
-"""Building the components a tool needs (embedder, store, cache) from configuration."""
+"""Opening a tool's collection: the configured store, the unreachable-server fallback, and the
+compatibility check against the settings the index was built with."""
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
-from deckhand.embedders.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import ComponentNotFoundError, ConfigError, ModelMismatchError
-from deckhand.plugins import Component, PluginRegistry
+from deckhand.errors import ConfigError, ModelMismatchError
+from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
-
-DEFAULT_EMBEDDER = "minilm"
-
-_embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
-_caches: dict[Path, EmbeddingCache] = {}
-
-
-def state_dir(base_dir: Path) -> Path:
-    """Where deckhand keeps local state (embedding cache): ``$DECKHAND_HOME`` or ``<project>/.deckhand``."""
-    env = os.environ.get("DECKHAND_HOME")
-    return Path(env) if env else base_dir / ".deckhand"
-
-
-def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
-    """The embedder component for an ``embedding_model:`` value.
-
-    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
-    embedder registered as ``<embedder>``, whose factory receives the whole value.
-    """
-    try:
-        return registry.resolve("embedder", name)
-    except ComponentNotFoundError:
-        prefix, sep, _ = name.partition(":")
-        if not (sep and prefix):
-            raise
-        return registry.resolve("embedder", prefix)
-
-
-def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
-    """The embedder called ``name`` (default MiniLM), loaded once per process and cached on disk."""
-    component = resolve_embedder(registry, name or DEFAULT_EMBEDDER)
-    # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
-    # created after reset_registry() may reuse a freed id and get another plugin's embedder.
-    key = (component.factory, name or DEFAULT_EMBEDDER)
-    inner = _embedders.get(key)
-    if inner is None:
-        inner = component.factory(name)
-        _embedders[key] = inner
-    cache_path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
-    cache = _caches.get(cache_path)
-    if cache is None and os.environ.get("DECKHAND_NO_CACHE") != "1":
-        cache = _caches[cache_path] = EmbeddingCache(cache_path)
-    return CachedEmbedder(inner, cache)
 
 
 def open_store(

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from deckhand.search.analysis import Analyzer, words
+from deckhand.retrieval.analysis import Analyzer, words
 
 log = logging.getLogger("deckhand.search")
 

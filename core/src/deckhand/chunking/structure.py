@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from deckhand.chunking.blocks import Block, split_blocks
+from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
+from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
+from deckhand.chunking.references import find_references
 from deckhand.protocols import Tokenizer
-from deckhand.structure.blocks import Block, split_blocks
-from deckhand.structure.definitions import extract_definitions, is_definitions_heading
-from deckhand.structure.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
-from deckhand.structure.references import find_references
 from deckhand.types import Chunk, Document
 
 log = logging.getLogger(__name__)

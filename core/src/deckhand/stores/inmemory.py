@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.scoring import raw_to_score
 from deckhand.types import CollectionSpec, FileState, Metric, Record, SearchHit, Vector

@@ -24,7 +24,7 @@ DIRECT = 1.0
 
 
 class SectionResolver(Protocol):
-    """What the exact index needs from ``deckhand.structure.references.ReferenceResolver``."""
+    """What the exact index needs from ``deckhand.chunking.references.ReferenceResolver``."""
 
     def resolve(self, ref: str) -> list[str]: ...
 
@@ -32,7 +32,7 @@ class SectionResolver(Protocol):
 
 
 class DefinitionLookup(Protocol):
-    """What the exact index needs from ``deckhand.structure.definitions.DefinitionIndex``."""
+    """What the exact index needs from ``deckhand.chunking.definitions.DefinitionIndex``."""
 
     def lookup(self, term: str) -> Any: ...
 

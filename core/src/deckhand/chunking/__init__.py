@@ -1,0 +1,1 @@
+"""Splitting documents into chunks: fixed token windows and the structure-aware chunker."""

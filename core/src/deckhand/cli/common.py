@@ -1,0 +1,58 @@
+"""What every command shares: exit codes, the common options, and turning errors into one line.
+
+Command modules import this, never :mod:`deckhand.cli.main` (which imports them), so any of
+them can be imported on its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from deckhand.errors import ComponentNotFoundError, ConfigError, DeckhandError, ModelMismatchError
+
+#: Exit codes scripts can rely on.
+EXIT_OK = 0
+EXIT_ERROR = 1  # a runtime failure (database, embedder, ...)
+EXIT_USAGE = 2  # bad command line (click's own code)
+EXIT_CONFIG = 3  # invalid configuration or missing source
+EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
+
+
+config_option = click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Agent configuration file (default: ./agent.yaml).",
+)
+force_option = click.option("--force-ingest", is_flag=True, help="Re-ingest every file, ignoring what is indexed.")
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """Turn deckhand's errors into one line on stderr and a documented exit code."""
+    try:
+        yield
+    except (ConfigError, ComponentNotFoundError, ModelMismatchError, FileNotFoundError, ValueError) as exc:
+        fail(str(exc), EXIT_CONFIG)
+    except (DeckhandError, ConnectionError, RuntimeError, OSError) as exc:
+        fail(str(exc), EXIT_ERROR)
+
+
+def config_path_of(ctx: click.Context, given: Path | None) -> Path:
+    """The command's --config, else the group's, else ./agent.yaml."""
+    if given is not None:
+        return given
+    from_group = (ctx.obj or {}).get("config_path")
+    return Path(from_group) if from_group else Path("agent.yaml")

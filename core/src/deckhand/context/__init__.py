@@ -1,0 +1,1 @@
+"""Context generators for contextual embeddings (the contextualise step): structural and llm."""

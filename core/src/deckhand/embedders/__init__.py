@@ -1,1 +1,0 @@
-"""Embedders shipped with deckhand and the on-disk embedding cache."""

@@ -1,0 +1,1 @@
+"""Embedders: the default offline model, the on-disk embedding cache and the factory tools and memory share."""

@@ -1,0 +1,88 @@
+"""Resolution of cross-references ("see Section 5") to the chunks of the section they name.
+
+Built from the ``section_ids`` / ``section_id`` metadata of stored records; the references
+themselves are found at chunking time by :func:`deckhand.chunking.references.find_references`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from deckhand.chunking.headings import normalise_section_id
+from deckhand.chunking.references import find_references, parent_ids
+from deckhand.types import Record
+
+
+class ReferenceResolver:
+    """Section id → ids of the chunks of that section (and its subsections), per source.
+
+    Built from record metadata: ``section_ids`` (every numbered heading of the chunk's chain,
+    outermost first), or ``section_id`` for records that only carry that.
+    """
+
+    def __init__(self) -> None:
+        # section id → source → [(chunk index, record id)]
+        self._by_id: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._lock = threading.Lock()
+
+    def add_records(self, records: Iterable[Record]) -> None:
+        """Index the section ids of ``records``."""
+        with self._lock:
+            for record in records:
+                ids = record.metadata.get("section_ids")
+                if not ids:
+                    own = record.metadata.get("section_id")
+                    ids = [own] if own else []
+                for ident in dict.fromkeys(str(i) for i in ids):
+                    entries = self._by_id.setdefault(ident, {}).setdefault(record.source, [])
+                    entries.append((record.chunk_index, record.id))
+
+    def remove_source(self, source: str) -> None:
+        """Forget every chunk of ``source``."""
+        with self._lock:
+            for ident in list(self._by_id):
+                self._by_id[ident].pop(source, None)
+                if not self._by_id[ident]:
+                    del self._by_id[ident]
+
+    def section_ids(self) -> list[str]:
+        """Every known section id."""
+        return sorted(self._by_id)
+
+    def resolve(self, ref: str, *, source: str | None = None) -> list[str]:
+        """Record ids of the chunks of the section ``ref`` names, first chunk first.
+
+        ``ref`` may be a normalised id ("4.2") or as written ("§ 4.2", "see Article 12(3)").
+        An unknown sub-clause falls back to its enclosing section ("12(3)" → "12"). With
+        ``source``, that document's section wins when it has one; otherwise every document's
+        matching chunks are returned, document by document.
+        """
+        ident = self._normalise(ref)
+        if ident is None:
+            return []
+        with self._lock:
+            for candidate in parent_ids(ident):
+                by_source = self._by_id.get(candidate)
+                if not by_source:
+                    continue
+                if source is not None and source in by_source:
+                    return [rid for _, rid in sorted(by_source[source])]
+                out: list[str] = []
+                for entries in by_source.values():
+                    out.extend(rid for _, rid in sorted(entries))
+                return out
+        return []
+
+    def find_references(self, text: str) -> list[str]:
+        """Normalised section ids named in free text ("see Section 5" → ["5"])."""
+        return find_references(text)
+
+    def _normalise(self, ref: str) -> str | None:
+        ref = " ".join(ref.split())
+        if ref in self._by_id:
+            return ref
+        found = find_references(ref)
+        if found:
+            return found[0]
+        return normalise_section_id(ref)

@@ -1,3 +1,0 @@
-import pytest
-
-pytest.register_assert_rewrite("deckhand.testing.store_conformance")
