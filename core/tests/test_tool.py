@@ -273,7 +273,7 @@ def test_persistent_store_reuse_and_model_change(tmp_path: Path, docs: Path, min
     with pytest.raises(ModelMismatchError) as err:
         changed.initialize_sync()
     assert str(err.value) == (
-        "tool 'kb': the index was built with embedding model 'all-MiniLM-L6-v2-onnx-int8' (384 dims) but the "
+        f"tool 'kb': the index was built with embedding model '{minilm.model_id}' (384 dims) but the "
         "configuration now uses 'fake-embedder-v2' (32 dims); run again with --force-ingest to rebuild it"
     )
     assert shared.stores["kb"].count() == 3  # the old index is untouched

@@ -5,14 +5,21 @@ differs (a touched but unchanged file just gets its manifest entry refreshed). E
 file's chunks replace the old ones in one atomic store call, so a failure midway leaves
 the previous chunks searchable. Texts are embedded through :class:`CachedEmbedder`,
 so unchanged chunks are never embedded twice.
+
+Loading and chunking run in a background thread, up to :data:`READ_AHEAD` files ahead of
+the embedder: the next files are converted and chunked while the current ones are embedded
+(onnxruntime releases the GIL, so both progress at once). Everything that touches the store
+or the progress bars stays on the calling thread, in file order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +34,8 @@ log = logging.getLogger("deckhand.ingest")
 
 #: Chunks embedded together; bounds memory while keeping the model's batches full.
 EMBED_GROUP = 2048
+#: Files loaded and chunked ahead of the embedder (bounds the memory the read-ahead holds).
+READ_AHEAD = 16
 
 
 class Progress(Protocol):
@@ -56,11 +65,16 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     chunks_written: int = 0
     texts_embedded: int = 0
+    #: Time per stage. ``convert`` and ``chunk`` run beside ``embed`` (read-ahead thread), so
+    #: the stages add up to more than the wall time.
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Wall-clock time of the whole run (0 until it ends).
+    wall_seconds: float = 0.0
 
     @property
     def total_seconds(self) -> float:
-        return sum(self.seconds.values())
+        """The run's wall time (or, for a report built by hand, the sum of its stages)."""
+        return self.wall_seconds or sum(self.seconds.values())
 
     def summary(self) -> str:
         parts = [
@@ -110,6 +124,15 @@ class _Pending:
     file: SourceFile
     state: FileState
     chunks: list[Chunk]
+    #: The file is now empty: its old chunks must go (done on the calling thread).
+    emptied: bool = False
+
+
+class _Done:
+    """End of the read-ahead queue (``error`` set when the reader thread failed)."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
 
 
 class Ingestor:
@@ -136,6 +159,12 @@ class Ingestor:
         self.prepare = prepare
 
     def run(self, source: str | Path, *, force: bool = False) -> IngestReport:
+        started = time.perf_counter()
+        report = self._run(source, force)
+        report.wall_seconds = time.perf_counter() - started
+        return report
+
+    def _run(self, source: str | Path, force: bool) -> IngestReport:
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir)
@@ -161,10 +190,14 @@ class Ingestor:
         self.progress.stage("files", len(todo))
         batch: list[_Pending] = []
         batch_chunks = 0
-        for file in todo:
-            pending = self._load_and_chunk(file, states[file.display], report)
+        for pending in self._read_ahead(todo, states, report):
             self.progress.advance()
-            if pending is None or not pending.chunks:
+            if pending is None:
+                continue
+            if pending.emptied:
+                self.store.delete_source(pending.file.display)  # it was emptied: its old chunks are stale
+                continue
+            if not pending.chunks:
                 continue
             batch.append(pending)
             batch_chunks += len(pending.chunks)
@@ -217,6 +250,53 @@ class Ingestor:
             return None
         return FileState(file.display, stat.st_mtime, stat.st_size, digest, model, 0)
 
+    def _read_ahead(
+        self, todo: Sequence[SourceFile], states: dict[str, FileState], report: IngestReport
+    ) -> Iterator[_Pending | None]:
+        """Each file of ``todo`` loaded and chunked, in order, by a thread that runs ahead of the caller.
+
+        The thread writes only the ``convert``/``chunk`` timings and the failed/skipped
+        lists of ``report`` (the caller writes the rest). It stops early when the caller does.
+        """
+        if len(todo) <= 1:
+            for file in todo:
+                yield self._load_and_chunk(file, states[file.display], report)
+            return
+        ahead: queue.Queue[_Pending | _Done | None] = queue.Queue(maxsize=READ_AHEAD)
+        stop = threading.Event()
+
+        def put(item: _Pending | _Done | None) -> bool:
+            while not stop.is_set():
+                try:
+                    ahead.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def reader() -> None:
+            try:
+                for file in todo:
+                    if stop.is_set() or not put(self._load_and_chunk(file, states[file.display], report)):
+                        return
+                put(_Done())
+            except BaseException as exc:  # handed to the caller, which raises it
+                put(_Done(exc))
+
+        thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = ahead.get()
+                if isinstance(item, _Done):
+                    if item.error is not None:
+                        raise item.error
+                    return
+                yield item
+        finally:
+            stop.set()
+            thread.join()
+
     def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> _Pending | None:
         clock = time.perf_counter()
         try:
@@ -236,8 +316,7 @@ class Ingestor:
         if not text.strip():
             log.warning("skipped %s: empty file", file.display)
             report.skipped.append(Skipped(file.display, "empty file"))
-            self.store.delete_source(file.display)  # it was emptied: its old chunks are stale
-            return None
+            return _Pending(file, state, [], emptied=True)
         clock = time.perf_counter()
         document = Document(source=file.display, text=text, title=_title(text, file.path))
         chunks = self.chunker.chunk(document)

@@ -184,6 +184,7 @@ class HierarchicalDocumentTool:
             self._store, self._embedder = store, embedder
             if changed or self._keyword is None:
                 self._rebuild_indexes()
+                report.wall_seconds += self.index_seconds
         except Exception:
             store.close()
             self._store = None

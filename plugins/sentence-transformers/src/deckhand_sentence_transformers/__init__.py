@@ -1,4 +1,4 @@
-"""deckhand embedder plugin running local sentence-transformers models on CPU torch, offline."""
+"""deckhand embedder plugin running local sentence-transformers models on torch (CPU, or a GPU in fp16), offline."""
 
 from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder, resolve_model_dir
 

