@@ -47,7 +47,9 @@ def test_float_graph_reproduces_the_reference_and_keeps_the_old_model_id(
     assert cosines.min() >= 0.998, cosines
 
 
-def test_a_texts_vector_does_not_depend_on_the_other_texts(minilm: Any, reference: tuple[list[str], np.ndarray]) -> None:
+def test_a_texts_vector_does_not_depend_on_the_other_texts(
+    minilm: Any, reference: tuple[list[str], np.ndarray]
+) -> None:
     texts, _ = reference
     together = minilm.embed(texts)
     alone = np.stack([minilm.embed([t])[0] for t in texts[:4]])
@@ -93,7 +95,8 @@ def test_onnx_device_selection() -> None:
     assert onnx_providers("auto", cpu_only) == ("cpu", [CPU_PROVIDER])
     assert onnx_providers(None, with_gpu) == ("cuda", [CUDA_PROVIDER, CPU_PROVIDER])
     assert onnx_providers("cpu", with_gpu) == ("cpu", [CPU_PROVIDER])
-    with pytest.raises(EmbeddingError, match=r"device 'cuda' requested but onnxruntime sees no such device; install onnxruntime-gpu"):
+    missing = r"device 'cuda' requested but onnxruntime sees no such device; install onnxruntime-gpu"
+    with pytest.raises(EmbeddingError, match=missing):
         onnx_providers("cuda", cpu_only)
     with pytest.raises(EmbeddingError, match="device 'mps' requested but onnxruntime sees no such device"):
         onnx_providers("mps", with_gpu)
@@ -136,7 +139,8 @@ def test_proto_round_trip_and_clear_errors_for_foreign_models() -> None:
     np.testing.assert_array_equal(graph.initializers["w"], array)
     np.testing.assert_array_equal(graph.initializers["i"], [-2, 7])
     (node,) = graph.nodes
-    assert (node.op_type, node.inputs, node.outputs, node.attributes) == ("Add", ["x", "w"], ["y"], {"alpha": 0.5, "count": 3})
+    assert (node.op_type, node.inputs, node.outputs) == ("Add", ["x", "w"], ["y"])
+    assert node.attributes == {"alpha": 0.5, "count": 3}
     with pytest.raises(ValueError, match="no encoder layers found"):
         minilm_graph.read_weights(data)
     with pytest.raises(ValueError, match="unknown products"):

@@ -302,13 +302,13 @@ def build_model(weights: Weights, options: GraphOptions | None = None) -> bytes:
         hidden = residual_norm(out, hidden, layer.norm2, layer.bias["ffn2"], f"l{i}_ln2")
     b.nodes.append(pb.node("Identity", [hidden], ["last_hidden_state"]))
     dims: list[int | str] = ["batch", "sequence"]
-    inputs = [pb.value_info("input_ids", _INT64, dims)]
+    graph_inputs = [pb.value_info("input_ids", _INT64, dims)]
     if opt.masked:
-        inputs.append(pb.value_info("attention_mask", _INT64, dims))
+        graph_inputs.append(pb.value_info("attention_mask", _INT64, dims))
     return pb.model(
         b.nodes,
         b.inits,
-        inputs,
+        graph_inputs,
         [pb.value_info("last_hidden_state", _FLOAT, [*dims, width])],
         {"": 17, _MS: 1},
         name="all-MiniLM-L6-v2-fused",

@@ -81,10 +81,8 @@ class MiniLMSettings:
         if not name:
             return cls()
         base, _, rest = name.partition(":")
-        if base in ("minilm-float", LEGACY_MODEL_ID):
-            settings = cls(precision="float", window=MAX_TOKENS)
-        else:
-            settings = cls()
+        legacy = base in ("minilm-float", LEGACY_MODEL_ID)
+        settings = cls(precision="float", window=MAX_TOKENS) if legacy else cls()
         values: dict[str, Any] = {}
         for raw in filter(None, (part.strip() for part in rest.split(","))):
             key, eq, value = raw.partition("=")

@@ -18,9 +18,7 @@ CPU_BATCH_SIZE = 32
 #: MiniLM-sized model at 256 tokens in fp16 needs well under 10 MiB per text).
 GPU_TEXTS_PER_GIB = 32
 GPU_BATCH_BOUNDS = (64, 1024)
-TORCH_GPU_HINT = (
-    "install a torch build with GPU support (see pytorch.org for the CUDA wheel), or use device cpu"
-)
+TORCH_GPU_HINT = "install a torch build with GPU support (see pytorch.org for the CUDA wheel), or use device cpu"
 
 
 @dataclass(frozen=True)

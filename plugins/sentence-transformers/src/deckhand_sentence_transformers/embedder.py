@@ -162,16 +162,16 @@ class SentenceTransformerEmbedder:
         requested = device or os.environ.get("DECKHAND_DEVICE") or "auto"
         available = torch_devices(torch)
         chosen = choose_device(requested, available, what="torch", hint=TORCH_GPU_HINT)
-        self.placement = placement(
-            chosen, available, gpu_memory=gpu_memory(torch, chosen), batch_size=batch_size
-        )
+        self.placement = placement(chosen, available, gpu_memory=gpu_memory(torch, chosen), batch_size=batch_size)
         self.device = self.placement.device
         try:
             self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
             if self.placement.fp16:
                 self._model.half()
         except Exception as exc:
-            raise EmbeddingError(f"cannot load the sentence-transformers model at {path} on {self.device}: {exc}") from exc
+            raise EmbeddingError(
+                f"cannot load the sentence-transformers model at {path} on {self.device}: {exc}"
+            ) from exc
         self._model.eval()
         dimension = self._dimension()
         if not dimension:
