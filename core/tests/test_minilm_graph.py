@@ -145,3 +145,15 @@ def test_proto_round_trip_and_clear_errors_for_foreign_models() -> None:
         minilm_graph.read_weights(data)
     with pytest.raises(ValueError, match="unknown products"):
         minilm_graph.GraphOptions(quantize=frozenset({"everything"}))
+
+
+def test_one_model_per_process_whatever_alias_names_it(minilm: Any) -> None:
+    from deckhand.embedding.factory import load_embedder
+    from deckhand.plugins import get_registry
+
+    registry = get_registry()
+    same = {id(load_embedder(registry, n)) for n in (None, "minilm", "default", "all-MiniLM-L6-v2")}
+    assert same == {id(minilm)}
+    legacy = load_embedder(registry, "minilm-float")
+    assert load_embedder(registry, LEGACY_MODEL_ID) is legacy and legacy is not minilm
+    assert legacy.model_id == LEGACY_MODEL_ID

@@ -46,11 +46,13 @@ def load_embedder(registry: PluginRegistry, name: str | None) -> Embedder:
     component = resolve_embedder(registry, name)
     # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
     # created after reset_registry() may reuse a freed id and get another plugin's embedder.
-    key = (component.factory, name)
+    # Aliases of one component share its model ("default", "minilm" and unset are one).
+    canonical = component.name if name in (component.name, *component.aliases) else name
+    key = (component.factory, canonical)
     with _lock:
         inner = _embedders.get(key)
         if inner is None:
-            inner = _embedders[key] = component.factory(name)
+            inner = _embedders[key] = component.factory(canonical)
     return inner
 
 
