@@ -56,22 +56,23 @@ def test_a_texts_vector_does_not_depend_on_the_other_texts(
     np.testing.assert_array_equal(together[:4], alone)
 
 
-def test_window_truncates_or_pools_long_inputs(minilm: Any) -> None:
+def test_window_truncates_or_pools_long_inputs() -> None:
     words = [f"topic{i % 37} finding{i % 11}" for i in range(400)]
     long_text = " ".join(words)  # well over 512 tokens
-    ids = minilm.tokenizer.encode_ids([long_text], 10_000)[0]
-    assert len(ids) > 512
-    # Truncation: the vector is that of the first window-2 tokens' text.
-    spans = minilm.tokenizer.token_spans(long_text)
-    head = long_text[: spans[minilm.window - 3][1]]
-    if not minilm.pool:
-        np.testing.assert_allclose(minilm.embed([long_text]), minilm.embed([head]), atol=1e-6)
-    pooled = MiniLMOnnxEmbedder("minilm:pool", threads=1)
-    assert pooled.model_id.endswith("-pool") and pooled.window == minilm.window
-    rows, owners = pooled._windows([long_text, "short"])
-    assert owners == [0, 0, 1] and [len(r) for r in rows[:2]] == [255, 255]  # 510 tokens as two windows
-    assert max(len(r) for r in rows) <= pooled.window - 2
-    assert float(pooled.embed([long_text])[0] @ minilm.embed([head])[0]) < 0.9999
+    truncating = MiniLMOnnxEmbedder("minilm:window=256", threads=1)
+    pooling = MiniLMOnnxEmbedder("minilm:window=256,pool", threads=1)
+    assert (truncating.max_tokens, pooling.max_tokens) == (256, 512)
+    assert len(truncating.tokenizer.encode_ids([long_text], 10_000)[0]) > 512
+    # Truncated: the vector is that of the text's first 254 tokens (plus [CLS] and [SEP]).
+    spans = truncating.tokenizer.token_spans(long_text)
+    head = long_text[: spans[253][1]]
+    np.testing.assert_allclose(truncating.embed([long_text]), truncating.embed([head]), atol=1e-6)
+    # Pooled: 510 tokens read as three equal windows of 170 (never a full one and a scrap).
+    rows, owners = pooling._windows([long_text, "short"])
+    assert owners == [0, 0, 0, 1] and [len(r) for r in rows[:3]] == [170, 170, 170]
+    assert float(pooling.embed([long_text])[0] @ truncating.embed([head])[0]) < 0.9999
+    # A text within one window is read the same way by both.
+    np.testing.assert_allclose(pooling.embed(["short text"]), truncating.embed(["short text"]), atol=1e-6)
 
 
 def test_settings_parse_options_and_name_model_ids() -> None:

@@ -153,8 +153,6 @@ class MiniLMOnnxEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime: 384 dimensions, unit-length vectors."""
 
     dimension = DIMENSION
-    #: The longest input that is read (with ``pool``) or accepted and truncated to the window.
-    max_tokens = MAX_TOKENS
 
     def __init__(
         self,
@@ -183,6 +181,9 @@ class MiniLMOnnxEmbedder:
             raise EmbeddingError("the int8 MiniLM graph runs on the CPU only; use minilm:float on a GPU")
         self.window = window or settings.window
         self.pool = settings.pool if pool is None else pool
+        #: Tokens of an input that reach its vector: all of them up to 512 when windows are
+        #: pooled, else the window (the rest is truncated).
+        self.max_tokens = MAX_TOKENS if self.pool else self.window
         self.model_id = MiniLMSettings(self.precision, self.window, self.pool).model_id(self.precision)
         self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
 
@@ -219,7 +220,7 @@ class MiniLMOnnxEmbedder:
         """The token rows to run and, for each, the index of the text it belongs to."""
         body = self.window - 2
         rows, owners = [], []
-        for i, ids in enumerate(self._tokenizer.encode_ids(texts, self.max_tokens if self.pool else self.window)):
+        for i, ids in enumerate(self._tokenizer.encode_ids(texts, self.max_tokens)):
             # Equal windows (not a full one and a scrap): 300 tokens are read as 150 + 150.
             size = -(-len(ids) // -(-len(ids) // body)) if self.pool and len(ids) > body else body
             pieces = [ids[start : start + size] for start in range(0, len(ids), size)] or [ids]
