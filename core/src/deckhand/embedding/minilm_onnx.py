@@ -50,7 +50,7 @@ DIMENSION = 384
 MAX_TOKENS = 512
 #: Tokens the model reads per window by default, and whether longer inputs are read as
 #: several windows (pooled) rather than truncated (see the module docstring).
-WINDOW = 256
+WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
 #: int8 products are 1.6x faster on this project's CPUs but cost 0.005-0.014 SciFact nDCG@10
