@@ -1,7 +1,8 @@
 """Device, fp16 and batch-size selection of the sentence-transformers embedder, without a GPU (or torch).
 
-A stand-in torch module says which GPUs "exist"; the real GPU path is exercised where a GPU
-is present (the last test), and skipped elsewhere.
+A stand-in torch module says which GPUs "exist" (these tests need neither torch nor a GPU,
+only the plugin installed, as ``nox -s tests-torch`` does); the real GPU path is exercised
+where a GPU is present (the last test), and skipped elsewhere.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "deckhand_sentence_transformers", reason="the plugin is not installed (nox -s tests-torch installs it)"
+)
+
 from deckhand.errors import EmbeddingError
 from deckhand_sentence_transformers.devices import (
     CPU_BATCH_SIZE,
