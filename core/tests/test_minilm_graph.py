@@ -29,7 +29,7 @@ def reference() -> tuple[list[str], np.ndarray]:
 
 @pytest.fixture(scope="module")
 def float512() -> MiniLMOnnxEmbedder:
-    return MiniLMOnnxEmbedder("minilm-float", threads=2)
+    return MiniLMOnnxEmbedder(LEGACY_MODEL_ID, threads=2)
 
 
 def test_default_agrees_with_fp32_reference_vectors(minilm: Any, reference: tuple[list[str], np.ndarray]) -> None:
@@ -79,7 +79,8 @@ def test_settings_parse_options_and_name_model_ids() -> None:
     assert MiniLMSettings.parse(None) == MiniLMSettings()
     assert MiniLMSettings.parse("minilm") == MiniLMSettings()
     legacy = MiniLMSettings(precision="float", window=512, pool=False)
-    assert MiniLMSettings.parse("minilm-float") == legacy == MiniLMSettings.parse(LEGACY_MODEL_ID)
+    assert MiniLMSettings.parse(LEGACY_MODEL_ID) == legacy
+    assert MiniLMSettings.parse("minilm:float,window=512").model_id("float") == LEGACY_MODEL_ID
     parsed = MiniLMSettings.parse("minilm:float, window=128,pool,cpu")
     assert parsed == MiniLMSettings(precision="float", window=128, pool=True, device="cpu")
     assert parsed.model_id("float") == "all-MiniLM-L6-v2-float-w128-pool"
@@ -157,6 +158,7 @@ def test_one_model_per_process_whatever_alias_names_it(minilm: Any) -> None:
     registry = get_registry()
     same = {id(load_embedder(registry, n)) for n in (None, "minilm", "default", "all-MiniLM-L6-v2")}
     assert same == {id(minilm)}
-    legacy = load_embedder(registry, "minilm-float")
-    assert load_embedder(registry, LEGACY_MODEL_ID) is legacy and legacy is not minilm
-    assert legacy.model_id == LEGACY_MODEL_ID
+    # The default's vectors are the old model id's: that name is one more alias of the same model.
+    assert load_embedder(registry, LEGACY_MODEL_ID) is minilm and minilm.model_id == LEGACY_MODEL_ID
+    other = load_embedder(registry, "minilm:int8,window=256")
+    assert other is not minilm and other.model_id == "all-MiniLM-L6-v2-int8-w256-pool"

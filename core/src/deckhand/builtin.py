@@ -113,16 +113,9 @@ def register_embedders(register: Register) -> None:
     register(
         "minilm",
         _minilm,
-        description="all-MiniLM-L6-v2 on onnxruntime, int8, 256-token window, offline (default); "
-        "'minilm:OPTIONS' picks precision, window, pooling and device",
-        aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
-    )
-    register(
-        "minilm-float",
-        _minilm,
-        description="all-MiniLM-L6-v2 on onnxruntime, fp32, 512-token window: the vectors of "
-        "all-MiniLM-L6-v2-onnx-int8 indexes built before int8 became the default",
-        aliases=("all-MiniLM-L6-v2-onnx-int8",),
+        description="all-MiniLM-L6-v2 on onnxruntime (fused graph, fp32, 512 tokens), offline (default); "
+        "'minilm:OPTIONS' picks precision (int8), window, pooling and device",
+        aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default", "all-MiniLM-L6-v2-onnx-int8"),
     )
 
 

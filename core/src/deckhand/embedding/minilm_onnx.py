@@ -75,7 +75,7 @@ class MiniLMSettings:
     Options (comma-separated, any order): ``int8`` or ``float``; ``window=N`` (16-512);
     ``pool`` (long inputs read as averaged windows) or ``truncate`` (cut at the window);
     ``cpu``, ``cuda`` or ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``).
-    ``minilm-float`` is ``minilm:float,window=512``.
+    ``all-MiniLM-L6-v2-onnx-int8`` (the old default's model id) is ``minilm:float,window=512``.
     """
 
     precision: str | None = None
@@ -88,7 +88,7 @@ class MiniLMSettings:
         if not name:
             return cls()
         base, _, rest = name.partition(":")
-        legacy = base in ("minilm-float", LEGACY_MODEL_ID)
+        legacy = base == LEGACY_MODEL_ID
         settings = cls(precision="float", window=MAX_TOKENS, pool=False) if legacy else cls()
         values: dict[str, Any] = {}
         for raw in filter(None, (part.strip() for part in rest.split(","))):
