@@ -1,6 +1,6 @@
 """Shared fixtures for core's tests.
 
-The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
+The real default embedder (all-MiniLM-L6-v2 on onnxruntime) is loaded once per session;
 ``DECKHAND_HOME`` points at a session tmp dir and every test gets its own ``HOME``, so
 nothing is written into the repository or read from the developer's own ``~/.deckhand``.
 """

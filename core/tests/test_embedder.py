@@ -1,4 +1,4 @@
-"""The default embedder (MiniLM int8 ONNX, offline) and the on-disk embedding cache."""
+"""The default embedder (all-MiniLM-L6-v2 on onnxruntime, offline) and the on-disk embedding cache."""
 
 from __future__ import annotations
 
