@@ -38,6 +38,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from deckhand_redis.layout import Layout, escape_query_term
 from deckhand_redis.options import RedisOptions
+from deckhand_redis.server import START_HINT
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,7 @@ class RedisStore:
         except (RedisConnectionError, RedisTimeoutError) as exc:
             detail = redact_secrets(str(exc), self.url)
             raise StoreConnectionError(
-                f"cannot reach Redis at {self.safe_url} while {action}: {detail} "
-                "(is the server running? start one with: python -m deckhand.testing.redis_server)"
+                f"cannot reach Redis at {self.safe_url} while {action}: {detail} ({START_HINT})"
             ) from None
         except ResponseError as exc:
             raise StoreError(
