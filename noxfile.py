@@ -229,6 +229,8 @@ def _start_and_stop(session: nox.Session, command: list[str], env: dict[str, str
         process.send_signal(signal.SIGINT)
         if process.wait(30) != 0:
             session.error(f"the launcher exited with {process.returncode}: {process.stderr.read()}")
+        if "Warning" in (errors := process.stderr.read()):
+            session.error(f"the launcher warned: {errors}")
         session.log(f"python {' '.join(command[1:3])}: started {url.group(0)} without pytest, stopped on Ctrl-C")
     finally:
         if process.poll() is None:

@@ -205,6 +205,7 @@ def test_the_launchers_the_hints_name_import_without_pytest(module: str) -> None
     help_run = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=60)
     assert help_run.returncode == 0, help_run.stderr
     assert f"usage: {launcher.START_COMMAND}" in help_run.stdout
+    assert "Warning" not in help_run.stderr  # the package does not import its launcher before -m runs it
 
 
 def test_servers_module_imports_without_pytest() -> None:

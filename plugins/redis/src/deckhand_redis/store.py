@@ -36,9 +36,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
 from deckhand_redis.options import RedisOptions
-from deckhand_redis.server import START_HINT
 
 log = logging.getLogger(__name__)
 
