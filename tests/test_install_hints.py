@@ -236,3 +236,15 @@ def _module_exists(module: str) -> bool:
         pass
     relative = Path(*module.split("."))
     return any((src / relative).with_suffix(".py").is_file() for src in (ROOT / "plugins").glob("*/src"))
+
+
+def test_servers_without_the_launchers_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['deckhand_redis'] = None; sys.modules['deckhand_postgres'] = None\n"
+        "from deckhand.testing.servers import main; raise SystemExit(main())"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert 'pip install "deckhand-ai-redis[server]" "deckhand-ai-postgres[server]"' in result.stderr
+    assert all(_check(r, "servers") is None for r in _requirements(result.stderr))
