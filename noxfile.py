@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import zipfile
 from pathlib import Path
 
 import nox
@@ -160,11 +161,15 @@ def install(session: nox.Session) -> None:
     env = {k: v for k, v in os.environ.items() if k not in {"DECKHAND_PLUGINS", "VIRTUAL_ENV", "PYTHONPATH"}}
     env.update(HOME=str(home), DECKHAND_HOME=str(home / "state"), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
 
+    # The wheels keep their version from build to build: uv must not take an older one from its cache.
+    refresh = [arg for wheel in sorted(DIST.glob("*.whl")) for arg in ("--refresh-package", _wheel_name(wheel))]
+
     def pip_install(*requirements: str) -> None:
         session.run(
             "uv", "pip", "install", "--quiet", "--python", str(bin_dir / "python"), "--find-links", str(DIST),
-            *requirements, external=True,
+            *refresh, *requirements, external=True,
         )  # fmt: skip
+        _check_installed_from_dist(session, venv)
 
     def deckhand(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -211,6 +216,25 @@ def install(session: nox.Session) -> None:
         session.error(f"no hint for starting a Redis server:\n{unreachable.stdout}{unreachable.stderr}")
     pip_install(start.group(1))
     _start_and_stop(session, [str(bin_dir / "python"), "-m", start.group(2), "--port", "0"], env)
+
+
+def _wheel_name(wheel: Path) -> str:
+    """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
+    return wheel.name.split("-")[0].replace("_", "-")
+
+
+def _check_installed_from_dist(session: nox.Session, venv: Path) -> None:
+    """Every workspace package installed in ``venv`` has exactly the files (same hashes) of its wheel in dist/."""
+    for wheel in sorted(DIST.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            record_name = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
+            built = {line for line in archive.read(record_name).decode().splitlines() if ".dist-info/" not in line}
+        installed = list(venv.glob(f"lib/python*/site-packages/{record_name}"))
+        if not installed:
+            continue
+        lines = {line for line in installed[0].read_text().splitlines() if ".dist-info/" not in line}
+        if not built <= lines:
+            session.error(f"{_wheel_name(wheel)} in the fresh environment is not the wheel just built ({wheel.name})")
 
 
 def _start_and_stop(session: nox.Session, command: list[str], env: dict[str, str]) -> None:
