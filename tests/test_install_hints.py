@@ -84,7 +84,7 @@ def _requirements(text: str) -> list[str]:
 def _check(requirement: str, where: str) -> str | None:
     """Why ``requirement`` (from ``where``) names no real deckhand package or extra; None when it is fine."""
     target, _, extras_part = requirement.partition("[")
-    if requirement.startswith((".", "/")):
+    if requirement.startswith((".", "/")) or "/" in target:
         directory = Path(target).as_posix().removeprefix("./").rstrip("/")
         if not directory.startswith(("core", "plugins")):
             return None  # a project of the reader's own (docs/plugins.md's example plugin)
@@ -127,6 +127,7 @@ def test_the_command_reader_reads_what_it_must() -> None:
     assert _check("./plugins/nosuch", "t") is not None
     assert _check("./plugins/redis[server]", "t") is None
     assert _check("./plugins/redis[nosuch]", "t") is not None
+    assert _check("plugins/redis", "t") is None and _check("plugins/redi", "t") is not None
 
 
 def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> None:
