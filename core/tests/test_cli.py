@@ -138,7 +138,7 @@ def test_plugins_command() -> None:
     assert re.search(r"^  store\s+in-memory\s+exact NumPy search", text.stdout, re.M)
     assert re.search(r"^  embedder\s+minilm\s+all-MiniLM-L6-v2", text.stdout, re.M)
     entries = {e["plugin"]: e for e in json.loads(run("plugins", "--json").stdout)}
-    assert entries["deckhand.builtin"]["distribution"] == "deckhand"
+    assert entries["deckhand.builtin"]["distribution"] == "deckhand-ai"
     stores = [p for p in entries["deckhand.builtin"]["provides"] if p["kind"] == "store"]
     assert [(p["name"], p["aliases"]) for p in stores] == [("in-memory", ["inmemory", "memory"])]
 

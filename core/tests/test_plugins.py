@@ -89,13 +89,24 @@ def test_duplicate_component_in_one_plugin() -> None:
     assert str(err.value) == "plugin 'twice' registers store 'dup' twice"
 
 
+GENERIC_HINT = (
+    "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, "
+    "sentence-transformers; `deckhand plugins` lists what is installed)"
+)
+
+
 @pytest.mark.parametrize(
     ("kind", "name", "hint"),
     [
-        ("store", "redis", 'install it with: pip install "deckhand[redis]"'),
-        ("store", "postgres", 'install it with: pip install "deckhand[postgres]"'),
-        ("embedder", "text-embedding-3-small", 'install it with: pip install "deckhand[openai]"'),
-        ("store", "acme", "install a plugin that provides it (see `deckhand plugins` for what is installed)"),
+        ("store", "redis", 'install it with: pip install "deckhand-ai[redis]"'),
+        ("store", "postgres", 'install it with: pip install "deckhand-ai[postgres]"'),
+        ("embedder", "sentence-transformers", 'install it with: pip install "deckhand-ai[sentence-transformers]"'),
+        # No extra of deckhand-ai is called so: never an extra that does not exist (there is no [weaviate]).
+        ("store", "weaviate", GENERIC_HINT),
+        ("store", "acme", GENERIC_HINT),
+        ("store", "testing", GENERIC_HINT),  # an extra, but not one that brings a plugin
+        ("embedder", "text-embedding-3-small", GENERIC_HINT),  # there is no [openai] either
+        ("keyword_strategy", "native", GENERIC_HINT),  # extras carry no kind: no guess from a prefix
     ],
 )
 def test_missing_component_names_the_install_command(kind: Any, name: str, hint: str) -> None:
@@ -103,7 +114,8 @@ def test_missing_component_names_the_install_command(kind: Any, name: str, hint:
     installed = ", ".join(sorted(c.name for c in registry.list(kind)))
     with pytest.raises(ComponentNotFoundError) as err:
         registry.resolve(kind, name)
-    assert str(err.value) == f"no {kind} plugin provides {name!r}; {hint} (installed: {installed})"
+    label = kind.replace("_", " ")
+    assert str(err.value) == f"no {label} plugin provides {name!r}; {hint} (installed: {installed})"
 
 
 def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def test_provider_without_plugin_names_the_extra(
     with pytest.raises(ComponentNotFoundError) as err:
         tool.initialize_sync()
     assert str(err.value) == (
-        "no store plugin provides 'redis'; install it with: pip install \"deckhand[redis]\" (installed: in-memory)"
+        "no store plugin provides 'redis'; install it with: pip install \"deckhand-ai[redis]\" (installed: in-memory)"
     )
     assert "pa55-very-secret" not in caplog.text
 

@@ -20,6 +20,7 @@ import pluggy
 
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
+from deckhand.install_hints import install_hint
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +34,6 @@ HOOKS: dict[Kind, str] = {
     "keyword_strategy": "register_keyword_strategies",
     "context_generator": "register_context_generators",
     "memory_backend": "register_memory_backends",
-}
-
-#: Components the project ships as separately installed plugins, and the extra that brings each.
-KNOWN_EXTRAS: dict[tuple[Kind, str], str] = {
-    ("store", "redis"): "redis",
-    ("store", "postgres"): "postgres",
-    ("store", "weaviate"): "weaviate",
-    ("keyword_strategy", "native"): "native-hybrid",
-    ("memory_backend", "git"): "git-memory",
-    ("embedder", "sentence-transformers"): "sentence-transformers",
-    ("embedder", "openai"): "openai",
-    ("embedder", "text-embedding-3-small"): "openai",
-    ("embedder", "text-embedding-3-large"): "openai",
-    ("embedder", "text-embedding-ada-002"): "openai",
 }
 
 ENV_PLUGINS = "DECKHAND_PLUGINS"
@@ -63,13 +50,6 @@ class Component:
     description: str = ""
     aliases: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
-
-
-def install_hint(kind: Kind, name: str) -> str:
-    extra = KNOWN_EXTRAS.get((kind, name))
-    if extra:
-        return f'install it with: pip install "deckhand[{extra}]"'
-    return "install a plugin that provides it (see `deckhand plugins` for what is installed)"
 
 
 class PluginRegistry:

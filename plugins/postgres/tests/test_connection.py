@@ -13,10 +13,10 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.testing.postgres_server import free_port
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 from deckhand_postgres import PostgresOptions, PostgresStore
 from deckhand_postgres.redact import redact_url
+from deckhand_postgres.server import free_port
 
 pytestmark = pytest.mark.postgres
 

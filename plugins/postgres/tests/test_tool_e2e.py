@@ -21,10 +21,10 @@ from deckhand.config.models import DatabaseConfig, VectorStoreToolConfig
 from deckhand.errors import ModelMismatchError, StoreConnectionError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
-from deckhand.testing.postgres_server import PostgresServer, free_port
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec, Record
 from deckhand_postgres import PostgresStore
+from deckhand_postgres.server import PostgresServer, free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.testing.redis_server import RedisServer, free_port
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
+from deckhand_redis.server import START_COMMAND, RedisServer, free_port
 
 pytestmark = pytest.mark.redis
 
@@ -30,7 +30,8 @@ def test_closed_port_raises_store_connection_error_quickly(caplog: pytest.LogCap
     assert "\n" not in message
     assert "hunter2secret" not in message and "hunter2secret" not in caplog.text
     assert f"redis://:***@127.0.0.1:{url.rsplit(':', 1)[1]}" in message
-    assert "python -m deckhand.testing.redis_server" in message  # says how to fix it
+    # says how to fix it (the launcher test runs START_COMMAND without pytest)
+    assert START_COMMAND in message and 'pip install "deckhand-ai-redis[server]"' in message
     assert isinstance(info.value, ConnectionError)  # what the tool catches to fall back
 
 

@@ -23,10 +23,10 @@ from deckhand.config.models import DatabaseConfig, VectorStoreToolConfig
 from deckhand.errors import ModelMismatchError, StoreConnectionError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
-from deckhand.testing.redis_server import RedisServer
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec, Record
 from deckhand_redis import RedisStore
+from deckhand_redis.server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

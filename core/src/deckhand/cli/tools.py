@@ -211,6 +211,7 @@ def plugins_cmd() -> click.Command:
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides."""
         from deckhand import __version__
+        from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
 
         registry = get_registry()
@@ -218,7 +219,7 @@ def plugins_cmd() -> click.Command:
         grouped: dict[str, dict[str, Any]] = {}
         for kind, table in registry.components.items():
             for comp in table.values():
-                dist, version = dists.get(comp.plugin, ("deckhand", __version__))
+                dist, version = dists.get(comp.plugin, (DISTRIBUTION, __version__))
                 entry = grouped.setdefault(
                     comp.plugin, {"plugin": comp.plugin, "distribution": dist, "version": version, "provides": []}
                 )

@@ -27,7 +27,7 @@ class KeywordStrategy(enum.StrEnum):
     """Where keyword (lexical) ranking happens.
 
     ``bm25``: deckhand's in-process BM25. ``native``: the store's own full-text ranking
-    (plugin ``deckhand-native-hybrid``); a store without it gets one warning and bm25.
+    (plugin ``deckhand-ai-native-hybrid``); a store without it gets one warning and bm25.
     ``auto``: native when it is installed and the store supports it, else bm25, silently.
     """
 

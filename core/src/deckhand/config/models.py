@@ -43,7 +43,7 @@ class MemoryConfig(StrictModel):
 
     backend: str = Field(
         default="git",
-        description="Memory backend plugin: git (deckhand-git-memory), memory (this process only), or a third party's.",
+        description="Memory backend: git (deckhand-ai-git-memory), memory (this process only), or a third party's.",
     )
     path: str | None = Field(
         default=None,

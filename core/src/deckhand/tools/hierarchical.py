@@ -238,7 +238,7 @@ class HierarchicalDocumentTool:
         elif wanted is KeywordStrategy.AUTO and native_ok:
             if "native" in self.registry.components["keyword_strategy"]:
                 return self.registry.resolve("keyword_strategy", "native").factory(store), "native"
-            log.debug("tool %s: native keyword search needs deckhand-native-hybrid; using bm25", self.config.name)
+            log.debug("tool %s: native keyword search needs deckhand-ai-native-hybrid; using bm25", self.config.name)
         elif wanted is KeywordStrategy.NATIVE:
             return self.registry.resolve("keyword_strategy", "native").factory(store), "native"
         cache = None

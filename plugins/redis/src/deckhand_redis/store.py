@@ -36,6 +36,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
 from deckhand_redis.options import RedisOptions
 
@@ -101,8 +102,7 @@ class RedisStore:
         except (RedisConnectionError, RedisTimeoutError) as exc:
             detail = redact_secrets(str(exc), self.url)
             raise StoreConnectionError(
-                f"cannot reach Redis at {self.safe_url} while {action}: {detail} "
-                "(is the server running? start one with: python -m deckhand.testing.redis_server)"
+                f"cannot reach Redis at {self.safe_url} while {action}: {detail} ({START_HINT})"
             ) from None
         except ResponseError as exc:
             raise StoreError(
