@@ -36,7 +36,7 @@ TOKEN_MIN_LENGTH = 16
 MCP_PATH = "/mcp"
 DEFAULT_HOST = "127.0.0.1"
 TOKEN_HINT = (
-    f"export {TOKEN_ENV}=$(python -c 'import secrets; print(secrets.token_urlsafe(32))') and give the same token to "
+    f"export {TOKEN_ENV}=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))') and give the same token to "
     "the client"
 )
 
