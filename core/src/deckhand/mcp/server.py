@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -73,7 +74,8 @@ class DeckhandMcpServer:
         except Exception as exc:  # a bug: say so in one line, keep serving
             line = self.toolbox.error_line(exc)
             log.error("call %s failed: %s", name, line)
-            log.debug("call %s failed", name, exc_info=True)
+            if log.isEnabledFor(logging.DEBUG):  # the traceback, with secrets masked like everything else
+                log.debug("%s", self.toolbox.redact("".join(traceback.format_exception(exc))))
             return _error(f"{name}: {line}")
         finally:
             if progress is not None:
