@@ -109,3 +109,14 @@ def test_help_mentions_the_server() -> None:
     assert "deckhand mcp" in top.output and re.search(r"^\s+mcp\s+Serve the agent's tools", top.output, re.M)
     sub = run("mcp", "--help")
     assert "--http [HOST:]PORT" in sub.output and "--watch" in sub.output
+
+
+def test_the_cli_does_not_import_the_sdk_until_the_server_starts() -> None:
+    """Every other command stays as fast as before: ``mcp`` (about a second to import) loads only for ``deckhand mcp``."""
+    import sys
+
+    code = (
+        "import sys, deckhand.cli.main; print(sorted(m for m in ('mcp', 'watchfiles', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
