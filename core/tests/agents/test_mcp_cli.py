@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,8 +113,7 @@ def test_help_mentions_the_server() -> None:
 
 
 def test_the_cli_does_not_import_the_sdk_until_the_server_starts() -> None:
-    """Every other command stays as fast as before: ``mcp`` (about a second to import) loads only for ``deckhand mcp``."""
-    import sys
+    """Every other command stays as fast as before: the SDK (a second or more to import) loads only for the server."""
 
     code = (
         "import sys, deckhand.cli.main; print(sorted(m for m in ('mcp', 'watchfiles', 'uvicorn') if m in sys.modules))"
