@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from deckhand.agents.toolbox import Toolbox
+from _agent_fakes import box_of
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.memory.manager import VectorMemoryManager
 from deckhand.testing.mcp_client import call, memory_session
@@ -26,7 +26,7 @@ def memory() -> VectorMemoryManager:
 async def test_answers_while_ingesting_then_searches(make_tool: Any) -> None:
     tool = make_tool()
     tool.release.clear()
-    box = Toolbox([tool])
+    box = box_of(tool)
     app = DeckhandMcpServer(box)
     box.start_ingest()
     async with memory_session(app.server) as session:  # initialize is answered with the ingest held
@@ -57,7 +57,7 @@ async def test_answers_while_ingesting_then_searches(make_tool: Any) -> None:
 
 
 async def test_definitions(make_tool: Any, memory: VectorMemoryManager) -> None:
-    app = DeckhandMcpServer(Toolbox([make_tool()], memory))
+    app = DeckhandMcpServer(box_of(make_tool(), memory=memory))
     async with memory_session(app.server) as session:
         listed = {
             t["name"]: t
@@ -89,7 +89,7 @@ async def test_definitions(make_tool: Any, memory: VectorMemoryManager) -> None:
 
 async def test_bad_calls_are_tool_errors_and_the_server_goes_on(make_tool: Any, memory: VectorMemoryManager) -> None:
     tool = make_tool()
-    app = DeckhandMcpServer(Toolbox([tool], memory))
+    app = DeckhandMcpServer(box_of(tool, memory=memory))
     async with memory_session(app.server) as session:
         cases = [
             ("nope", {"query": "x"}, "unknown tool 'nope' (tools: docs, memory_store,"),
@@ -119,7 +119,7 @@ async def test_bad_calls_are_tool_errors_and_the_server_goes_on(make_tool: Any, 
 
 
 async def test_memory_calls(memory: VectorMemoryManager, make_tool: Any) -> None:
-    app = DeckhandMcpServer(Toolbox([make_tool()], memory))
+    app = DeckhandMcpServer(box_of(make_tool(), memory=memory))
     async with memory_session(app.server) as session:
         stored = await call(session, "memory_store", {"x": 5, "y": 2, "z": 1, "content": "Use PostgreSQL",
                                                       "issue_context": {"issue_id": "T-49"}})  # fmt: skip
@@ -151,7 +151,7 @@ async def test_memory_calls(memory: VectorMemoryManager, make_tool: Any) -> None
 
 async def test_reingest_reports_progress_notifications(make_tool: Any) -> None:
     tool = make_tool(files=3)
-    box = Toolbox([tool])
+    box = box_of(tool)
     box.ingest("docs")
     app = DeckhandMcpServer(box)
     seen: list[tuple[float, float | None, str | None]] = []

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _agent_fakes import box_of
 from deckhand.agents.calls import CallError, IngestArguments, SearchArguments
-from deckhand.agents.toolbox import Toolbox
 from deckhand.errors import ConfigError
 
 QUERY = SearchArguments(query="rotate keys")
@@ -32,7 +32,7 @@ def _in_thread(func: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any
 def test_search_during_the_first_ingest_waits_for_it(make_tool: Any) -> None:
     tool = make_tool()
     tool.release.clear()
-    box = Toolbox([tool])
+    box = box_of(tool)
     box.start_ingest()
     assert tool.started.wait(5)
     thread, out = _in_thread(lambda: box.search("docs", QUERY))
@@ -51,7 +51,7 @@ def test_search_during_the_first_ingest_waits_for_it(make_tool: Any) -> None:
 def test_a_search_queued_behind_another_tools_ingest_waits_too(make_tool: Any) -> None:
     first, second = make_tool("first"), make_tool("second")
     first.release.clear()
-    box = Toolbox([first, second])
+    box = box_of(first, second)
     box.start_ingest()
     assert first.started.wait(5)
     thread, out = _in_thread(lambda: box.search("second", QUERY))
@@ -65,7 +65,7 @@ def test_a_search_queued_behind_another_tools_ingest_waits_too(make_tool: Any) -
 def test_search_gives_up_after_search_wait_with_where_the_ingest_is(make_tool: Any) -> None:
     tool = make_tool(files=4)
     tool.release.clear()
-    box = Toolbox([tool], search_wait=0.2)
+    box = box_of(tool, search_wait=0.2)
     box.start_ingest()
     assert tool.started.wait(5)
     with pytest.raises(CallError, match=r"^docs: still ingesting \(files 1/4\); try again in a moment$"):
@@ -77,7 +77,7 @@ def test_search_gives_up_after_search_wait_with_where_the_ingest_is(make_tool: A
 
 def test_a_tool_nobody_ingested_is_ingested_by_its_first_search(make_tool: Any) -> None:
     tool = make_tool()
-    box = Toolbox([tool])
+    box = box_of(tool)
     assert "(ingest 1)" in box.search("docs", QUERY)[0]
     assert "(ingest 1)" in box.search("docs", QUERY)[0], "only the first search ingests"
 
@@ -85,7 +85,7 @@ def test_a_tool_nobody_ingested_is_ingested_by_its_first_search(make_tool: Any) 
 def test_failed_ingest_makes_search_fail_until_a_reingest_succeeds(make_tool: Any) -> None:
     tool = make_tool()
     tool.fail_with = FileNotFoundError("source path does not exist: /nowhere")
-    box = Toolbox([tool])
+    box = box_of(tool)
     box.start_ingest()
     assert box.wait_idle(5)
     with pytest.raises(CallError) as info:
@@ -104,7 +104,7 @@ def test_failed_ingest_makes_search_fail_until_a_reingest_succeeds(make_tool: An
 
 def test_a_failed_reingest_keeps_answering_from_the_previous_index(make_tool: Any) -> None:
     tool = make_tool()
-    box = Toolbox([tool])
+    box = box_of(tool)
     box.ingest("docs")
     tool.fail_with = OSError("disk full")
     with pytest.raises(CallError, match=r"^docs: ingest failed: disk full$"):
@@ -116,7 +116,7 @@ def test_a_failed_reingest_keeps_answering_from_the_previous_index(make_tool: An
 
 def test_progress_reaches_the_listener_in_order(make_tool: Any) -> None:
     tool = make_tool(files=5)
-    box = Toolbox([tool])
+    box = box_of(tool)
     seen: list[tuple[float, str]] = []
     box.ingest("docs", listener=lambda units, message: seen.append((units, message)))
     assert [m for _, m in seen] == ["docs: files 0/5", "docs: files 1/5", "docs: files 5/5"]
@@ -128,7 +128,7 @@ def test_progress_reaches_the_listener_in_order(make_tool: Any) -> None:
 def test_close_wakes_a_waiting_search(make_tool: Any) -> None:
     tool = make_tool()
     tool.release.clear()
-    box = Toolbox([tool])
+    box = box_of(tool)
     box.start_ingest()
     assert tool.started.wait(5)
     thread, out = _in_thread(lambda: box.search("docs", QUERY))
@@ -143,7 +143,7 @@ def test_close_wakes_a_waiting_search(make_tool: Any) -> None:
 
 def test_errors_are_one_line_and_never_show_secrets(make_tool: Any) -> None:
     tool = make_tool()
-    box = Toolbox([tool], secrets=["hunter2-token-value"])
+    box = box_of(tool, secrets=["hunter2-token-value"])
     box.ingest("docs")
     tool.search_error = ConnectionError(
         "redis://:s3cr3t@db:6379 refused (auth hunter2-token-value)\nTraceback (most recent call last): ..."
@@ -157,18 +157,18 @@ def test_errors_are_one_line_and_never_show_secrets(make_tool: Any) -> None:
 
 
 def test_unknown_tool_and_reserved_names(make_tool: Any) -> None:
-    box = Toolbox([make_tool("docs")])
+    box = box_of(make_tool("docs"))
     with pytest.raises(CallError, match=r"^unknown tool 'nope' \(tools: docs\)$"):
         box.search("nope", QUERY)
     with pytest.raises(CallError, match=r"^deckhand_ingest: tool: no tool named 'nope' \(tools: docs\)$"):
         box.reingest(IngestArguments(tool="nope"))
     with pytest.raises(ConfigError, match="'memory_store' is reserved"):
-        Toolbox([make_tool("memory_store")])
+        box_of(make_tool("memory_store"))
 
 
 def test_tools_for_maps_changed_paths_to_tools(make_tool: Any) -> None:
     docs, notes = make_tool("docs"), make_tool("notes")
-    box = Toolbox([docs, notes])
+    box = box_of(docs, notes)
     source = box.source("docs")
     assert box.tools_for([source / "a.md"]) == ["docs"]
     assert box.tools_for([source / "sub" / "b.md", box.source("notes") / "c.md"]) == ["docs", "notes"]

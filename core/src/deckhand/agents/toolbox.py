@@ -21,7 +21,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -139,7 +139,14 @@ class Toolbox:
         search_wait: float = SEARCH_WAIT,
         secrets: Sequence[str] = (),
         source_of: Callable[[Any], Path] | None = None,
+        progress: Mapping[str, IngestProgress] | None = None,
     ) -> None:
+        """Serve ``tools`` (built, not necessarily ingested) and ``memory``.
+
+        ``progress`` maps a tool name to the :class:`IngestProgress` it was built with
+        (``build_tool(..., progress=...)``), so its ingests can be followed; ``secrets`` are masked
+        in every error; ``source_of`` tells where a tool's source is (default: its config's).
+        """
         names = [t.config.name for t in tools]
         for name in names:
             if name in RESERVED_NAMES:
@@ -150,8 +157,7 @@ class Toolbox:
         self.search_wait = search_wait
         self._slots: dict[str, _Slot] = {}
         for tool in tools:
-            tracker = getattr(tool, "progress", None)
-            self._slots[tool.config.name] = _Slot(tool, tracker if isinstance(tracker, IngestProgress) else None)
+            self._slots[tool.config.name] = _Slot(tool, (progress or {}).get(tool.config.name))
         self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
         self._source_of = source_of
         self._closing = threading.Event()
@@ -188,9 +194,8 @@ class Toolbox:
                     f"{path}: tools[{i}].name: {tool_config.name!r} is reserved for deckhand's own calls;"
                     " rename the tool"
                 )
-        tools = [
-            build_tool(t, base_dir=base_dir, registry=registry, progress=IngestProgress(t.name)) for t in config.tools
-        ]
+        trackers = {t.name: IngestProgress(t.name) for t in config.tools}
+        tools = [build_tool(t, base_dir=base_dir, registry=registry, progress=trackers[t.name]) for t in config.tools]
         manager = _open_memory(path, base_dir) if memory else None
         if not tools and manager is None:
             raise ConfigError(f"{path}: tools: no tools and no memory configured; nothing to serve")
@@ -208,7 +213,7 @@ class Toolbox:
             source = Path(tool.config.source).expanduser()
             return source if source.is_absolute() else base_dir / source
 
-        return cls(tools, manager, search_wait=search_wait, secrets=secrets, source_of=source_of)
+        return cls(tools, manager, search_wait=search_wait, secrets=secrets, source_of=source_of, progress=trackers)
 
     # -- what is served --------------------------------------------------------------------
     @property
