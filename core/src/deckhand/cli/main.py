@@ -17,7 +17,7 @@ from deckhand.cli.common import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, 
 
 __all__ = ["EXIT_CONFIG", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "cli", "main"]
 
-COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval"]
+COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval", "deckhand.cli.mcp"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +34,10 @@ COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.ev
 )
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) -> None:
-    """deckhand: retrieval tools and long-term memory for AI agents."""
+    """deckhand: retrieval tools and long-term memory for AI agents.
+
+    `deckhand mcp` serves them to MCP clients (Claude, VS Code, Cursor, ...).
+    """
     ctx.ensure_object(dict)
     ctx.obj["quiet"] = quiet
     ctx.obj["config_path"] = config_path
