@@ -94,12 +94,16 @@ def open_collection(
     *,
     base_dir: Path,
     force_ingest: bool,
+    store: VectorStore | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors, as the vectorstore tool does.
+    """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
     The database is resolved first (tool > project > user > in-memory) so the collection is
     created with the metric and algorithm of whichever configuration applies; an index built
     with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
+    ``store`` is the collection's store from an earlier initialisation in this process: it is
+    opened again rather than replaced, so what it holds (all of it, for the in-memory store)
+    is kept and unchanged files are not ingested again.
     """
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
@@ -110,7 +114,10 @@ def open_collection(
         metric=config.distance_metric,
         algorithm=config.vector_algorithm,
     )
-    store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+    if store is not None:
+        previous, used = store.open(spec), config
+    else:
+        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest)
     return store, used
