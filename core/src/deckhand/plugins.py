@@ -250,7 +250,7 @@ def _override_message(ranked: list[Component]) -> str:
         why = "a plugin overrides deckhand's builtin"
     else:
         why = "same priority: the plugin name that sorts first wins; pass priority= to choose"
-    return f"{winner.label()} is registered by plugins {plugins}; using {winner.plugin!r}'s ({why})"
+    return f"{winner.label()} is registered by plugins {plugins}; {winner.plugin!r} wins ({why})"
 
 
 def _check_registration(component: Component) -> None:

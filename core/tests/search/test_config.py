@@ -72,7 +72,7 @@ def test_full_configuration(tmp_path: Path) -> None:
         ("    search_mode: fuzzy\n", "search_mode: Input should be 'semantic', 'keyword', 'exact' or 'hybrid'"),
         (
             "    keyword_strategy: lucene\n",
-            "tools[0].keyword_strategy: no keyword strategy plugin provides 'lucene'; install a plugin that provides it",
+            "tools[0].keyword_strategy: no keyword strategy plugin provides 'lucene'; install a plugin that ",
         ),
         ("    min_score: 1.5\n", "tools[0].min_score: Input should be less than or equal to 1"),
         ("    chunk_overlap: 800\n", "chunk_overlap (800) must be smaller than max_chunk_tokens (800)"),

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from deckhand.config.models import IN_MEMORY, NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
-from deckhand.config.options import INVALID, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
+from deckhand.config.options import INVALID, NOT_FOUND, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.redaction import redact_url
@@ -80,11 +80,8 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any, model: 
             allowed = fields_at(model, err["loc"][:-1]) if model is not None else []
             msg = unknown_message(str(err["loc"][-1]), allowed)
         got = err.get("input")
-        shown = (
-            ""
-            if err["type"] in {"missing", "extra_forbidden", UNKNOWN_FIELD, INVALID} or isinstance(got, (dict, list))
-            else f" (got {redact_url(repr(got))})"
-        )
+        said = err["type"] in {"missing", "extra_forbidden", UNKNOWN_FIELD, INVALID, NOT_FOUND}
+        shown = "" if said or isinstance(got, (dict, list)) else f" (got {redact_url(repr(got))})"
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
 

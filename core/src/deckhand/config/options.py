@@ -10,9 +10,10 @@ problem is a pydantic error located at the field that caused it, so ``agent.yaml
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args
 
@@ -29,7 +30,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
-from deckhand.errors import ComponentNotFoundError
+from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
 #: Key of the pydantic validation context that carries the :class:`PluginRegistry` to validate against.
@@ -37,6 +38,7 @@ REGISTRY_KEY = "registry"
 #: Error types raised here; their messages already say everything (no ``(got ...)`` is appended).
 UNKNOWN_FIELD = "deckhand_unknown_field"
 INVALID = "deckhand_invalid"
+NOT_FOUND = "deckhand_not_found"
 #: JSON Schema keywords the static models leave for :mod:`deckhand.config.schema` to fill in from the
 #: registry: a field naming a component of a kind (and other names it accepts), and a model whose
 #: options field follows the component another field names.
@@ -197,6 +199,20 @@ def relocate(
     return out
 
 
+@contextlib.contextmanager
+def runtime_errors(tool: str) -> Iterator[None]:
+    """Outside validation (a tool resolving its components against its own registry), report a
+    missing component as :class:`ComponentNotFoundError` and bad options as one-line :class:`ConfigError`."""
+    try:
+        yield
+    except ValidationError as exc:
+        errors = exc.errors()
+        if errors and all(e["type"] == NOT_FOUND for e in errors):
+            raise ComponentNotFoundError(errors[0]["msg"]) from None
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        raise ConfigError(f"tool {tool!r}: {where}") from None
+
+
 # -- options --------------------------------------------------------------------------------
 
 
@@ -256,7 +272,7 @@ def resolve_component(registry: PluginRegistry, kind: Kind, name: str, loc: tupl
     try:
         return registry.resolve(kind, name)
     except ComponentNotFoundError as exc:
-        raise_errors([error(loc, str(exc), name)])
+        raise_errors([error(loc, str(exc), name, NOT_FOUND)])
 
 
 def resolve_choice(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhand.config.base import SourceToolConfig
+from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.factory import embedder_for
 from deckhand.errors import EmbeddingError
@@ -133,7 +134,8 @@ class SourceTool:
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer."""
-        component, options = self.config.chunker_component(self.registry)
+        with runtime_errors(self.config.name):
+            component, options = self.config.chunker_component(self.registry)
         chunk_size = options.get("chunk_size")
         if isinstance(chunk_size, int) and chunk_size > embedder.max_tokens:
             log.warning(

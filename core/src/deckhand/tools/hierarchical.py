@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from deckhand.config.base import IN_MEMORY
 from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
+from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import IngestReport, Progress
@@ -128,7 +129,8 @@ class HierarchicalDocumentTool(SourceTool):
         if not contextual.enabled:
             self._context = None
             return
-        component, options = contextual.generator_component(self.registry)
+        with runtime_errors(self.config.name):
+            component, options = contextual.generator_component(self.registry)
         self._context = component.factory(base_dir=self.base_dir, **options)
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
@@ -177,7 +179,8 @@ class HierarchicalDocumentTool(SourceTool):
         if wanted == AUTO:
             native = registry.find("keyword_strategy", NATIVE)
             wanted = NATIVE if native is not None and _supports(store, native) else BM25
-        component, options = self.config.keyword_component(registry, wanted)
+        with runtime_errors(self.config.name):
+            component, options = self.config.keyword_component(registry, wanted)
         if not _supports(store, component):
             missing = ", ".join(p.__name__ for p in component.requires if not isinstance(store, p))
             log.warning(
@@ -188,7 +191,8 @@ class HierarchicalDocumentTool(SourceTool):
                 missing,
                 BM25,
             )
-            component, options = self.config.keyword_component(registry, BM25)
+            with runtime_errors(self.config.name):
+                component, options = self.config.keyword_component(registry, BM25)
         cache = None
         if self.provider != IN_MEMORY:
             cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.provider}.npz"
