@@ -129,7 +129,7 @@ def allowed_fields(model: type[BaseModel]) -> list[str]:
 
 def accepted_keys(model: type[BaseModel]) -> set[str]:
     """Every key ``model`` reads a field from: names, aliases and alias choices."""
-    keys = set()
+    keys: set[str] = set()
     for name, info in model.model_fields.items():
         keys.update(k for k in (name, info.alias) if k)
         alias = info.validation_alias
