@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
 
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
 
+from _foundation_helpers import AcmeStorePlugin  # noqa: E402
 from deckhand.embedding.factory import embedder_for  # noqa: E402
-from deckhand.hookspecs import Register, hookimpl  # noqa: E402
 from deckhand.plugins import get_registry, reset_registry  # noqa: E402
 
 
@@ -56,31 +55,6 @@ def fresh_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
-
-
-class AcmeOptions(BaseModel):
-    """Options of the test store ``acme`` (a stand-in for a server store plugin)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    pool_size: int = Field(default=4, ge=1, le=64, description="Connections kept open.")
-    tls: bool = False
-
-
-class AcmeStorePlugin:
-    """A store plugin as a third party writes one: options model and URL schemes declared."""
-
-    @hookimpl
-    def register_stores(self, register: Register) -> None:
-        from deckhand.stores.inmemory import InMemoryStore
-
-        register(
-            "acme",
-            lambda config, collection: InMemoryStore(collection),
-            description="test store declaring options and URL schemes",
-            options=AcmeOptions,
-            url_schemes=("acme://", "acmes://", "unix://"),
-        )
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 import yaml
+from _foundation_helpers import AcmeStorePlugin
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config import load_agent_config
@@ -20,6 +21,7 @@ from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import ConfigError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.tools import build_tool
 from pydantic import BaseModel, ConfigDict, Field
 
 VECTORSTORE = "tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n"
@@ -235,3 +237,23 @@ def test_schema_command_uses_the_installed_plugins() -> None:
     rules = {tuple(r["if"]["properties"]["generator"]["enum"]): r["then"] for r in context["allOf"]}
     assert rules[("llm",)]["properties"]["options"] == {"$ref": "#/$defs/LLMContextSettings"}
     assert "x-deckhand-component" not in json.dumps(schema)
+
+
+def test_a_tool_checks_its_database_against_its_own_registry(tmp_path: Path) -> None:
+    """A configuration validated where the store was not installed is checked when the tool opens it."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("Tides.")
+    acme = PluginRegistry()
+    acme.register_plugin(AcmeStorePlugin(), "acme")
+    for database, message in [
+        ("{provider: acme, connection_string: 'http://h'}", "tool 'kb': database: connection_string for provider "),
+        (
+            "{provider: acme, connection_string: 'acme://h', options: {pool_sise: 2}}",
+            "tool 'kb': database.options.pool_sise: unknown option (did you mean 'pool_size'? store 'acme' accepts ",
+        ),
+    ]:
+        config = _load(tmp_path, VECTORSTORE + f"    database: {database}\n").tools[0]  # acme unknown here
+        tool = build_tool(config, base_dir=tmp_path, registry=acme)
+        with pytest.raises(ConfigError) as err:
+            tool.initialize_sync()
+        assert str(err.value).startswith(message)

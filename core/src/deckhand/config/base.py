@@ -61,16 +61,21 @@ class DatabaseConfig(StrictModel):
     @model_validator(mode="after")
     def _connection(self, info: ValidationInfo) -> DatabaseConfig:
         store = _store(self.provider, registry_of(info))
-        schemes = store.url_schemes if store is not None else ()
-        if not schemes:
-            return self
-        if not self.connection_string:
+        if store is not None:
+            self.check_for(store)
+        return self
+
+    def check_for(self, store: Component, *, where: tuple[str, ...] = (), context: Any = None) -> None:
+        """Check this block against what ``store`` declared (URL schemes, options model); raise
+        ValueError (URL) or a ValidationError located under ``where + ("options",)`` (options)."""
+        schemes = store.url_schemes
+        if schemes and not self.connection_string:
             raise ValueError(
                 f"connection_string is required for provider {self.provider!r} (e.g. {schemes[0]}host:port)"
             )
-        if not self.connection_string.startswith(schemes):
+        if schemes and not str(self.connection_string).startswith(schemes):
             raise ValueError(f"connection_string for provider {self.provider!r} must start with {' or '.join(schemes)}")
-        return self
+        validate_options(store, self.options, (*where, "options"), context=context)
 
 
 def _store(provider: Any, registry: PluginRegistry) -> Component | None:

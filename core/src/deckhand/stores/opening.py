@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
+from deckhand.config.options import runtime_errors
 from deckhand.errors import ConfigError, ModelMismatchError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
@@ -33,6 +36,14 @@ def open_store(
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
     component = registry.resolve("store", config.provider)
+    # Checked at load against the registry then in use; again against the tool's own.
+    with runtime_errors(collection):
+        try:
+            config.check_for(component, where=("database",))
+        except ValueError as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ConfigError(f"tool {collection!r}: database: {exc}") from None
     try:
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
