@@ -7,7 +7,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from deckhand.config.options import Choice, Shorthand, options_follow, registry_of, resolve_choice, validate_options
+from deckhand.config.options import (
+    Choice,
+    Shorthand,
+    choice_field,
+    options_follow,
+    registry_of,
+    resolve_choice,
+    validate_options,
+)
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
@@ -97,7 +105,7 @@ class ToolConfigBase(StrictModel):
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
-    Subclasses declare ``chunker`` with their default (:func:`deckhand.config.options.choice_field`),
+    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.options.choice_field`),
     name the tool-level settings the chunker may also take in :attr:`chunker_shorthands`, and put
     their own cross-field rules in :meth:`check` (run before the registered components are checked).
     """
@@ -110,7 +118,7 @@ class SourceToolConfig(ToolConfigBase):
         default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
-    chunker: Choice
+    chunker: Choice = choice_field("chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}.")
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""

@@ -109,8 +109,8 @@ class SourceTool:
         try:
             report = ingestor.run(source, force=force_ingest)
             self._store = store
-            if self._embedder is not embedder:
-                self._query_vectors.clear()
+            if self._embedder is None or self._embedder.inner is not embedder.inner:
+                self._query_vectors.clear()  # another model: cached query vectors no longer apply
             self._embedder = embedder
             self.after_ingest(store, report, changed=reused is None or bool(report.ingested or report.removed))
         except Exception:
