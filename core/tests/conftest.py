@@ -16,6 +16,7 @@ import pytest
 
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
 
+from _foundation_helpers import AcmeStorePlugin  # noqa: E402
 from deckhand.embedding.factory import embedder_for  # noqa: E402
 from deckhand.plugins import get_registry, reset_registry  # noqa: E402
 
@@ -54,3 +55,10 @@ def fresh_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture
+def acme_store(fresh_registry: None) -> Iterator[None]:
+    """The process-wide registry with the ``acme`` store plugin registered."""
+    get_registry().register_plugin(AcmeStorePlugin(), "acme")
+    yield

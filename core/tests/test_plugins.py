@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import types
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,13 @@ import pytest
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
+from pydantic import BaseModel
+
+
+class Opts(BaseModel):
+    """An options model without the ``type`` field a tool config needs."""
+
+    size: int = 1
 
 
 def _bare_registry() -> PluginRegistry:
@@ -195,3 +203,80 @@ def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyP
     _fake_entry_points(monkeypatch, ghost=None)
     monkeypatch.setenv("DECKHAND_PLUGINS", "")
     assert PluginRegistry().excluded == ["ghost"]  # a way out when a broken plugin is installed
+
+
+# -- two plugins, one name ------------------------------------------------------------------
+
+
+def _chunker_plugin(tag: str, priority: int | None = None) -> object:
+    class Plugin:
+        @hookimpl
+        def register_chunkers(self, register: Register) -> None:
+            extra = {} if priority is None else {"priority": priority}
+            register("token", lambda tokenizer: tag, description=f"token by {tag}", **extra)
+
+    return Plugin()
+
+
+def _winner(caplog: pytest.LogCaptureFixture, *plugins: tuple[str, object]) -> tuple[str, list[str]]:
+    registry = _bare_registry()
+    for name, plugin in plugins:
+        registry.register_plugin(plugin, name)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        winner = registry.resolve("chunker", "token").plugin
+        registry.list("chunker")  # collected once: no second warning
+    return winner, [r.getMessage() for r in caplog.records]
+
+
+def test_a_plugin_overrides_a_builtin_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    winner, warnings = _winner(caplog, ("fast", _chunker_plugin("fast")))
+    assert winner == "fast"
+    assert warnings == [
+        "chunker 'token' is registered by plugins 'fast' and 'deckhand.builtin'; 'fast' wins "
+        "(a plugin overrides deckhand's builtin)"
+    ]
+
+
+def test_explicit_priority_comes_first(caplog: pytest.LogCaptureFixture) -> None:
+    winner, warnings = _winner(caplog, ("meek", _chunker_plugin("meek", priority=-1)))
+    assert winner == "deckhand.builtin"
+    assert warnings == [
+        "chunker 'token' is registered by plugins 'deckhand.builtin' and 'meek'; 'deckhand.builtin' wins "
+        "(priority 0 over -1)"
+    ]
+    winner, _ = _winner(caplog, ("zeta", _chunker_plugin("zeta", priority=5)), ("alpha", _chunker_plugin("alpha")))
+    assert winner == "zeta"
+
+
+def test_same_priority_third_parties_by_name_whatever_the_load_order(caplog: pytest.LogCaptureFixture) -> None:
+    one = ("beta", _chunker_plugin("beta")), ("alpha", _chunker_plugin("alpha"))
+    for plugins in (one, one[::-1]):
+        winner, warnings = _winner(caplog, *plugins)
+        assert winner == "alpha"
+        assert warnings == [
+            "chunker 'token' is registered by plugins 'alpha' and 'beta' and 'deckhand.builtin'; 'alpha' wins "
+            "(same priority: the plugin name that sorts first wins; pass priority= to choose)"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("kind_hook", "kwargs", "message"),
+    [
+        ("register_chunkers", {"options": dict}, "with options=<class 'dict'>, which is not a pydantic model class"),
+        ("register_tools", {}, "without options=: a tool type needs its config model"),
+        ("register_tools", {"options": Opts}, 'its config model Opts needs type: Literal["x"]'),
+        ("register_stores", {"url_schemes": "redis://"}, "with url_schemes='redis://'; give a tuple such as"),
+        ("register_keyword_strategies", {"requires": ("keyword_search",)}, "with requires=('keyword_search',); give"),
+    ],
+)
+def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], message: str) -> None:
+    def hook(register: Register) -> None:
+        register("x", object, **kwargs)
+
+    plugin = types.SimpleNamespace(**{kind_hook: hookimpl(hook)})
+    registry = _bare_registry()
+    registry.register_plugin(plugin, "sloppy")
+    with pytest.raises(PluginError) as err:
+        registry.components  # noqa: B018
+    assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)

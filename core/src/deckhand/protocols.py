@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from deckhand.types import Chunk, CollectionSpec, Document, FileState, Record, SearchHit, Vector
 
 if TYPE_CHECKING:
+    from deckhand.config.base import ToolConfigBase
+    from deckhand.ingest.pipeline import IngestReport
     from deckhand.memory.backend import ScanEntry, SyncResult
     from deckhand.memory.coordinates import VectorCoordinate
+    from deckhand.tools.results import SearchResult
 
 
 @runtime_checkable
@@ -202,4 +205,74 @@ class MemoryBackend(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds (locks, handles); it is not used afterwards."""
+        ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """An agent tool, as the CLI, the MCP server and Python programs use it.
+
+    Built by :func:`deckhand.tools.build_tool` from a validated ``tools:`` entry. The life cycle
+    is ``initialize`` (ingest what changed; again later to pick up changes, ``force_ingest`` to
+    redo everything), any number of searches, then ``close``. Every blocking method has an
+    ``async`` twin that runs it in a worker thread, so the tool (and the store under it) is
+    called from one thread at a time, but not always the same one.
+    """
+
+    @property
+    def config(self) -> ToolConfigBase:
+        """The validated ``tools:`` entry the tool was built from."""
+        ...
+
+    @property
+    def provider(self) -> str | None:
+        """The store in use after initialisation (``None`` for a tool without one)."""
+        ...
+
+    @property
+    def is_initialized(self) -> bool: ...
+
+    @property
+    def last_ingest_time(self) -> float | None:
+        """``time.time()`` of the last successful initialisation."""
+        ...
+
+    @property
+    def last_report(self) -> IngestReport | None:
+        """What the last initialisation ingested, skipped and removed."""
+        ...
+
+    @property
+    def document_count(self) -> int:
+        """Searchable items (chunks) held; 0 before initialisation."""
+        ...
+
+    async def initialize(self, force_ingest: bool = False) -> IngestReport: ...
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        """Blocking form of :meth:`initialize`."""
+        ...
+
+    async def search(self, query: str) -> str:
+        """The answer agents read: formatted results, or a line saying why there are none."""
+        ...
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count."""
+        ...
+
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON)."""
+        ...
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Blocking form of :meth:`search_results`."""
+        ...
+
+    def function_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition agents are given for the tool."""
+        ...
+
+    def close(self) -> None:
+        """Release the store and anything else held; :meth:`initialize` opens them again."""
         ...

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.plugins import get_registry
+from deckhand.protocols import NativeKeywordSearch
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical import HierarchicalDocumentTool, indexed_text
 from deckhand.types import Record
@@ -118,14 +122,29 @@ def test_indexed_text_does_not_repeat_what_the_content_has() -> None:
     assert indexed_text(record) == "Zoo > Title\n# Title\n\nBody about cats."
 
 
-def test_native_keyword_strategy_on_a_store_without_it_warns_and_uses_bm25(
-    legal_corpus: Path, caplog: pytest.LogCaptureFixture
+class _FullTextOnly:
+    """A keyword strategy that needs the store's own full-text search (as ``native`` does)."""
+
+    @hookimpl
+    def register_keyword_strategies(self, register: Register) -> None:
+        def factory(store: Any, cache_path: Any = None) -> Any:
+            raise AssertionError("never built on a store without keyword_search")
+
+        register("fulltext", factory, description="needs keyword_search", requires=(NativeKeywordSearch,))
+
+
+def test_a_strategy_the_store_cannot_serve_warns_and_uses_bm25(
+    legal_corpus: Path, caplog: pytest.LogCaptureFixture, fresh_registry: None
 ) -> None:
+    get_registry().register_plugin(_FullTextOnly(), "fulltext-plugin")
     with caplog.at_level(logging.WARNING, logger="deckhand"):
-        tool = _tool(legal_corpus, "    keyword_strategy: native\n")
+        tool = _tool(legal_corpus, "    keyword_strategy: fulltext\n")
     assert tool.keyword_strategy == "bm25"
-    warnings = [r for r in caplog.records if "keyword_strategy native" in r.getMessage()]
-    assert len(warnings) == 1
+    warnings = [r.getMessage() for r in caplog.records if "keyword_strategy fulltext" in r.getMessage()]
+    assert warnings == [
+        "tool act: keyword_strategy fulltext: store 'in-memory' does not implement NativeKeywordSearch; using bm25"
+    ]
+    assert tool.search_results_sync("fine of 500 units", 3, mode="keyword")  # bm25 answers
 
 
 def test_cli_search_json_and_text(legal_corpus: Path) -> None:

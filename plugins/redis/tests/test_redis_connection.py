@@ -14,6 +14,7 @@ from deckhand.plugins import PluginRegistry
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
 from deckhand_redis.server import START_COMMAND, RedisServer, free_port
+from pydantic import ValidationError
 
 pytestmark = pytest.mark.redis
 
@@ -76,10 +77,14 @@ def test_server_gone_after_open_raises_store_connection_error() -> None:
 
 
 def test_bad_option_names_the_field(redis_url: str) -> None:
-    config = DatabaseConfig(provider="redis", connection_string=redis_url, options={"ef_runtime": 0})
+    # deckhand refuses such a database block when it is validated (the plugin registered RedisOptions) ...
+    with pytest.raises(ValidationError, match="EF_RUNTIME"):
+        DatabaseConfig(provider="redis", connection_string=redis_url, options={"ef_runtime": 0})
+    # ... and the store checks its options itself when given an unvalidated one
+    config = DatabaseConfig.model_construct(provider="redis", connection_string=redis_url, options={"ef_runtime": 0})
     with pytest.raises(ConfigError, match=r"database\.options\.EF_RUNTIME"):
         RedisStore.from_config(config, "docs")
-    config = DatabaseConfig(provider="redis", connection_string=redis_url, options={"efruntime": 5})
+    config = DatabaseConfig.model_construct(provider="redis", connection_string=redis_url, options={"efruntime": 5})
     with pytest.raises(ConfigError, match="EFRUNTIME"):
         RedisStore.from_config(config, "docs")
 

@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
+
+
+class TokenChunkerOptions(BaseModel):
+    """Options of the ``token`` chunker (``chunker: {name: token, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
+    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks.")
+
+    @model_validator(mode="after")
+    def _overlap(self) -> TokenChunkerOptions:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
 
 
 class TokenChunker:

@@ -16,6 +16,7 @@ from deckhand.cli.progress import RichProgress
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
+from deckhand.protocols import Tool
 from deckhand.tools import build_tool
 
 log = logging.getLogger("deckhand")
@@ -32,7 +33,7 @@ def _tools(
     config_path: Path,
     names: tuple[str, ...] | None = None,
     progress: Callable[[str], Any] | None = None,
-) -> list[Any]:
+) -> list[Tool]:
     base_dir = config_path.resolve().parent
     selected = [t for t in config.tools if not names or t.name in names]
     if names:
@@ -45,12 +46,13 @@ def _tools(
     return [build_tool(t, base_dir=base_dir, progress=progress(t.name) if progress else None) for t in selected]
 
 
-def _initialize(tools: list[Any], force: bool, quiet: bool) -> bool:
-    """Ingest every tool; print one summary line each. True if any file failed."""
+def _initialize(tools: list[Tool], force: bool, quiet: bool, bars: dict[str, RichProgress] | None = None) -> bool:
+    """Ingest every tool (drawing ``bars[tool name]`` if given); print one summary line each.
+    True if any file failed."""
     any_failed = False
     for tool in tools:
-        progress = tool.progress
-        if isinstance(progress, RichProgress):
+        progress = (bars or {}).get(tool.config.name)
+        if progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force)
         else:
@@ -75,8 +77,9 @@ def ingest_cmd() -> click.Command:
         config_path = config_path_of(ctx, config_path)
         with errors():
             config = _load(config_path)
-            tools = _tools(config, config_path, tool_names, lambda name: RichProgress(name, enabled=not quiet))
-            failed = _initialize(tools, force_ingest, quiet)
+            bars = {t.name: RichProgress(t.name, enabled=not quiet) for t in config.tools}
+            tools = _tools(config, config_path, tool_names, bars.get)
+            failed = _initialize(tools, force_ingest, quiet, bars)
         if failed:
             sys.exit(EXIT_PARTIAL)
 
@@ -115,14 +118,7 @@ def search_cmd() -> click.Command:
             for tool in tools:
                 if len(tools) > 1:
                     click.secho(f"== {tool.config.name}", bold=True)
-                if top_k:
-                    from deckhand.tools.results import format_results
-
-                    results = tool.search_results_sync(query, top_k)
-                    formatter = getattr(tool, "format_results", format_results)  # a tool's own text format
-                    click.echo(formatter(results) if results else tool.search_text_sync(query))
-                else:
-                    click.echo(tool.search_text_sync(query))
+                click.echo(tool.search_text_sync(query, top_k))
 
     return search
 
@@ -241,11 +237,11 @@ def schema_cmd() -> click.Command:
     @click.command("schema")
     @click.option("--global", "global_", is_flag=True, help="Schema of .deckhand/config.yaml instead.")
     def schema(global_: bool) -> None:
-        """Print the JSON Schema of agent.yaml (for editor completion)."""
-        from deckhand.config.models import GlobalConfig
+        """Print the JSON Schema of agent.yaml (for editor completion), with every installed plugin's options."""
+        from deckhand.config.schema import agent_schema, global_schema
 
-        model = GlobalConfig if global_ else AgentConfig
-        click.echo(json.dumps(model.model_json_schema(), indent=2))
+        with errors():
+            click.echo(json.dumps(global_schema() if global_ else agent_schema(), indent=2))
 
     return schema
 

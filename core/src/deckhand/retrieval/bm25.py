@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.retrieval.analysis import Analyzer, words
 
@@ -47,6 +48,15 @@ _CACHE_VERSION = 1
 def text_hash(text: str) -> str:
     """Short content hash deciding whether a document must be re-analysed."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class BM25Options(BaseModel):
+    """Options of the ``bm25`` keyword strategy (``keyword_strategy: {name: bm25, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k1: float = Field(default=0.9, ge=0.0, le=10.0, description="Term-frequency saturation.")
+    b: float = Field(default=0.4, ge=0.0, le=1.0, description="Length normalisation.")
 
 
 class _WordIds(dict[str, int]):

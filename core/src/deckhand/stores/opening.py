@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
+from deckhand.config.options import runtime_errors
 from deckhand.errors import ConfigError, ModelMismatchError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
@@ -33,6 +36,14 @@ def open_store(
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
     component = registry.resolve("store", config.provider)
+    # Checked at load against the registry then in use; again against the tool's own.
+    with runtime_errors(collection):
+        try:
+            config.check_for(component, where=("database",))
+        except ValueError as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ConfigError(f"tool {collection!r}: database: {exc}") from None
     try:
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
@@ -94,12 +105,16 @@ def open_collection(
     *,
     base_dir: Path,
     force_ingest: bool,
+    store: VectorStore | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors, as the vectorstore tool does.
+    """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
     The database is resolved first (tool > project > user > in-memory) so the collection is
     created with the metric and algorithm of whichever configuration applies; an index built
     with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
+    ``store`` is the collection's store from an earlier initialisation in this process: it is
+    opened again rather than replaced, so what it holds (all of it, for the in-memory store)
+    is kept and unchanged files are not ingested again.
     """
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
@@ -110,7 +125,10 @@ def open_collection(
         metric=config.distance_metric,
         algorithm=config.vector_algorithm,
     )
-    store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+    if store is not None:
+        previous, used = store.open(spec), config
+    else:
+        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest)
     return store, used

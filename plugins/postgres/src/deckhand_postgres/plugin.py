@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from deckhand.hookspecs import Register, hookimpl
 
+from deckhand_postgres.options import PostgresOptions
 from deckhand_postgres.store import PostgresStore
 
 
@@ -14,4 +15,6 @@ def register_stores(register: Register) -> None:
         PostgresStore.from_config,
         description="PostgreSQL + pgvector (HNSW or exact), full-text keyword search, manifest in the database",
         aliases=("postgresql", "pgvector"),
+        options=PostgresOptions,
+        url_schemes=("postgresql://", "postgres://"),
     )

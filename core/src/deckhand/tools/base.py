@@ -1,0 +1,232 @@
+"""The life cycle every tool that ingests a source shares: :class:`SourceTool`.
+
+``initialize`` resolves the source, loads the embedder (:mod:`deckhand.embedding.factory`),
+builds the configured chunker, opens the collection (:func:`deckhand.stores.opening.open_collection`)
+and runs the :class:`~deckhand.ingest.pipeline.Ingestor`. The store is kept between
+initialisations in one process, so a second ``initialize`` ingests only what changed, on
+every store. Subclasses add how a query is answered (:meth:`SourceTool.search_results_sync`)
+and, if they keep side indexes, what to do after an ingestion (:meth:`SourceTool.after_ingest`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from deckhand.config.base import SourceToolConfig
+from deckhand.config.options import runtime_errors
+from deckhand.embedding.cache import CachedEmbedder
+from deckhand.embedding.factory import embedder_for
+from deckhand.errors import EmbeddingError
+from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.protocols import Chunker, VectorStore
+from deckhand.stores.opening import open_collection
+from deckhand.tools.results import SearchResult, format_results, function_definition
+from deckhand.types import Chunk, Document, Vector
+
+log = logging.getLogger("deckhand")
+
+#: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
+QUERY_CACHE = 1024
+
+
+class SourceTool:
+    """Base of tools that ingest a source into a store and answer queries from it (a :class:`~deckhand.protocols.Tool`).
+
+    A subclass implements :meth:`search_results_sync`; it may override :meth:`prepare` (a step
+    between chunking and embedding), :meth:`after_ingest` (rebuild side indexes),
+    :meth:`format_results`, :meth:`no_results` and :meth:`default_description`.
+    """
+
+    config: SourceToolConfig
+
+    def __init__(
+        self,
+        config: SourceToolConfig,
+        *,
+        base_dir: str | Path | None = None,
+        registry: PluginRegistry | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config
+        self.base_dir = Path(base_dir or Path.cwd()).resolve()
+        self.registry = registry or get_registry()
+        self.progress = progress
+        self.is_initialized = False
+        self.last_ingest_time: float | None = None
+        self.last_report: IngestReport | None = None
+        self.provider: str | None = None
+        self._store: VectorStore | None = None
+        self._embedder: CachedEmbedder | None = None
+        self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        """Open the store and ingest the source (only what changed unless ``force_ingest``)."""
+        return await asyncio.to_thread(self.initialize_sync, force_ingest)
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        """Blocking form of :meth:`initialize` for scripts and the CLI."""
+        source = self.source_path()
+        embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
+        chunker = self.build_chunker(embedder)
+        self.before_ingest(embedder)
+        reused = self._store
+        try:
+            store, used = open_collection(
+                self.registry,
+                self.config.name,
+                self.config.database,
+                embedder,
+                base_dir=self.base_dir,
+                force_ingest=force_ingest,
+                store=reused,
+            )
+        except Exception:
+            if reused is not None:  # forget it: the compatibility check may have closed it already
+                self._store = None
+                with contextlib.suppress(Exception):
+                    reused.close()
+            raise
+        if reused is None:
+            self.provider = used.provider
+        ingestor = Ingestor(
+            store=store,
+            embedder=embedder,
+            chunker=chunker,
+            loaders=LoaderSet.from_registry(self.registry),
+            base_dir=self.base_dir,
+            progress=self.progress,
+            prepare=self.prepare,
+        )
+        try:
+            report = ingestor.run(source, force=force_ingest)
+            self._store = store
+            if self._embedder is None or self._embedder.inner is not embedder.inner:
+                self._query_vectors.clear()  # another model: cached query vectors no longer apply
+            self._embedder = embedder
+            self.after_ingest(store, report, changed=reused is None or bool(report.ingested or report.removed))
+        except Exception:
+            if reused is None:
+                store.close()
+                self._store = None
+            raise
+        self.last_report = report
+        self.last_ingest_time = time.time()
+        self.is_initialized = True
+        return report
+
+    def source_path(self) -> Path:
+        """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
+        source = Path(self.config.source).expanduser()
+        if not source.is_absolute():
+            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
+        if not source.exists():
+            raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
+        return source
+
+    def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
+        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer."""
+        with runtime_errors(self.config.name):
+            component, options = self.config.chunker_component(self.registry)
+        chunk_size = options.get("chunk_size")
+        if isinstance(chunk_size, int) and chunk_size > embedder.max_tokens:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
+                self.config.name,
+                chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+            )
+        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
+        return chunker
+
+    def before_ingest(self, embedder: CachedEmbedder) -> None:
+        """Called before the store is opened (e.g. to build a context generator)."""
+
+    def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
+        """A step between chunking and embedding (default: none)."""
+        return chunks
+
+    def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
+        """Called after each ingestion; ``changed`` says whether the stored records may differ."""
+
+    def close(self) -> None:
+        """Release the store; :meth:`initialize` opens it again."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        self.is_initialized = False
+
+    # -- queries ----------------------------------------------------------------------
+    @property
+    def document_count(self) -> int:
+        """Number of stored chunks (0 before initialisation)."""
+        return self._store.count() if self._store is not None else 0
+
+    async def search(self, query: str) -> str:
+        """Search and format the results as text (what the agent reads)."""
+        return await asyncio.to_thread(self.search_text_sync, query)
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`; ``top_k`` overrides the configured count."""
+        results = self.search_results_sync(query, top_k)
+        if results:
+            return self.format_results(results)
+        return self.no_results(query)
+
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Structured results for programs."""
+        return await asyncio.to_thread(self.search_results_sync, query, top_k)
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """The ``top_k`` best results for ``query`` (default: the configured count)."""
+        raise NotImplementedError
+
+    def format_results(self, results: Sequence[Any]) -> str:
+        """The text agents read for ``results`` (what :meth:`search` returns)."""
+        return format_results(list(results))
+
+    def no_results(self, query: str) -> str:
+        """What :meth:`search` says when nothing was found."""
+        return f"No relevant results found for query: {query}"
+
+    def default_description(self) -> str:
+        """The function description when the configuration gives none."""
+        return f"Search {self.config.source}"
+
+    def function_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition agents are given for this tool."""
+        return function_definition(self.config.name, self.config.description or self.default_description())
+
+    def ready_store(self, query: str) -> VectorStore:
+        """The store, once initialised and given a non-empty query; else a clear error."""
+        if not self.is_initialized or self._store is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        if not query or not query.strip():
+            raise ValueError("Search query cannot be empty")
+        return self._store
+
+    def embed_query(self, query: str) -> Vector:
+        """``query``'s vector from the tool's embedder (the last :data:`QUERY_CACHE` are kept)."""
+        vector = self._query_vectors.get(query)
+        if vector is not None:
+            self._query_vectors.move_to_end(query)
+            return vector
+        if self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        try:
+            vector = self._embedder.inner.embed([query])[0]
+        except Exception as exc:
+            raise EmbeddingError(f"Failed to generate query embedding: {exc}") from exc
+        self._query_vectors[query] = vector
+        if len(self._query_vectors) > QUERY_CACHE:
+            self._query_vectors.popitem(last=False)
+        return vector
