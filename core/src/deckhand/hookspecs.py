@@ -60,7 +60,10 @@ def register_embedders(register: Register) -> None:
 def register_stores(register: Register) -> None:
     """Register vector stores: ``factory(config: DatabaseConfig, collection: str) -> VectorStore``.
 
-    ``name`` is the ``database.provider`` value that selects it.
+    ``name`` is the ``database.provider`` value that selects it. A store that keeps files in
+    the project registers with ``uses_base_dir=True``: its factory is then also given
+    ``base_dir=`` (the agent config's directory), against which it resolves relative paths;
+    its default location is under ``deckhand.paths.state_dir(base_dir)``.
     """
 
 

@@ -18,6 +18,8 @@ CONNECTION_SCHEMES: dict[str, tuple[str, ...]] = {
     "weaviate": ("http://", "https://", "embedded://"),
 }
 IN_MEMORY = "in-memory"
+#: The store a tool uses when nothing configures one: persistent, in the project's state directory.
+DEFAULT_STORE = "sqlite"
 
 
 class StrictModel(BaseModel):
@@ -27,7 +29,9 @@ class StrictModel(BaseModel):
 class DatabaseConfig(StrictModel):
     """Where a tool stores its vectors (the contract's ``database:`` block)."""
 
-    provider: str = Field(description="Store plugin: in-memory, redis, postgres, weaviate, or a third party's.")
+    provider: str = Field(
+        description="Store plugin: sqlite (the default), in-memory, redis, postgres, or a third party's."
+    )
     connection_string: str | None = Field(default=None, description="Server URL; put secrets in ${VARS}.")
     index_name: str = Field(
         default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix."

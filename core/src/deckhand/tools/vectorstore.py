@@ -87,7 +87,9 @@ class VectorStoreTool:
             # its records and manifest) so re-ingesting unchanged files costs only a stat each.
             store, previous = self._store, self._store.open(spec)
         else:
-            store, previous, used = open_store(self.registry, database, self.config.name, spec, cwd=self.base_dir)
+            store, previous, used = open_store(
+                self.registry, database, self.config.name, spec, cwd=self.base_dir, force=force_ingest
+            )
             self.provider = used.provider
         if previous is not None:
             self._check_index(store, previous, spec, force_ingest)
