@@ -1,4 +1,4 @@
-"""The builtin sqlite store (the default) against deckhand's store conformance kit, built through its registered factory."""
+"""The builtin sqlite store (the default) against the store conformance kit, built by its registered factory."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from deckhand.scoring import raw_to_score
 from deckhand.types import Metric, Vector
 
 IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float32]
+FloatArray = npt.NDArray[np.floating]
 BoolArray = npt.NDArray[np.bool_]
 
 
