@@ -65,7 +65,12 @@ def build_store(component: Component, config: DatabaseConfig, collection: str, c
 
 
 def _open(store: VectorStore, spec: CollectionSpec, force: bool) -> CollectionSpec | None:
+    """``store.open(spec)``; with ``force``, a store offering ``verify_integrity()`` is checked first,
+    so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice."""
     try:
+        verify = getattr(store, "verify_integrity", None)
+        if force and callable(verify):
+            verify()
         return store.open(spec)
     except IndexCorruptError:
         if not force:

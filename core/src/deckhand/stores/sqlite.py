@@ -8,9 +8,10 @@ on while one process writes. See :mod:`deckhand.stores.sqlite_file` for where th
 
 Searches are exact, as in the in-memory store: the collection's vectors are loaded into one
 NumPy matrix on the first search and ranked with one matrix-vector product. Each collection
-carries a generation counter bumped by every write; a search that finds it changed (another
-process or connection wrote) loads only the rows added since and drops the rows deleted,
-so a long-lived reader always answers from the latest committed index.
+carries a generation counter bumped by every write, and a log of the rows each write deleted;
+a search that finds the generation changed (another process or connection wrote) loads only
+the rows added since and drops the logged deletions, so a long-lived reader always answers
+from the latest committed index at the cost of what changed.
 
 Rows get increasing numbers that are never reused (``collections.next_row``), which is what
 makes the incremental reload possible: new vectors are the rows above the last one loaded.
@@ -33,7 +34,15 @@ import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
 from deckhand.stores.exact_search import top_k
-from deckhand.stores.sqlite_file import check_options, connect, damaged_message, index_path, set_aside, translated
+from deckhand.stores.sqlite_file import (
+    check_options,
+    connect,
+    damaged_message,
+    index_path,
+    set_aside,
+    translated,
+    verify,
+)
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -42,6 +51,10 @@ log = logging.getLogger("deckhand")
 _BATCH = 500
 #: Vectors read per round trip when loading the matrix.
 _FETCH = 4096
+#: Rows deleted by the last this-many write transactions are logged for readers to drop incrementally;
+#: a reader further behind reloads everything. The log is trimmed every ``_TRIM_EVERY`` writes.
+_LOG_GENERATIONS = 4096
+_TRIM_EVERY = 256
 #: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
 _COMPACT_AT = 1024
 
@@ -56,6 +69,7 @@ class _Collection:
     generation: int
     next_row: int
     size: int
+    log_floor: int
     spec: CollectionSpec
 
     @property
@@ -86,18 +100,22 @@ class _Matrix:
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
 
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` rows without copying again (a full load knows its size up front)."""
+        if capacity > self.rows.size:
+            self.rows = _grow(self.rows, capacity)
+            self.vectors = _grow(self.vectors, capacity, self.dimension)
+            self.norms = _grow(self.norms, capacity)
+            self.squares = _grow(self.squares, capacity)
+            self.alive = _grow(self.alive, capacity)
+
     def append(self, rows: IntArray, vectors: Vector) -> None:
         n = rows.size
         if not n:
             return
         need = self.size + n
         if need > self.rows.size:
-            capacity = max(need, 2 * self.rows.size, 1024)
-            self.rows = _grow(self.rows, capacity)
-            self.vectors = _grow(self.vectors, capacity, self.dimension)
-            self.norms = _grow(self.norms, capacity)
-            self.squares = _grow(self.squares, capacity)
-            self.alive = _grow(self.alive, capacity)
+            self.reserve(max(need, 2 * self.rows.size, 1024))
         end = self.size + n
         self.rows[self.size : end] = rows
         self.vectors[self.size : end] = vectors
@@ -109,13 +127,9 @@ class _Matrix:
         self.size = end
         self.last_row = int(rows[-1])
 
-    def keep_only(self, present: IntArray) -> None:
-        """Mark dead every loaded row not in ``present`` (sorted row numbers now in the database)."""
-        loaded = self.rows[: self.size]
-        idx = np.searchsorted(present, loaded)
-        idx[idx == present.size] = 0
-        still = present[idx] == loaded if present.size else np.zeros(self.size, dtype=bool)
-        self.alive[: self.size] &= still
+    def kill(self, rows: IntArray) -> None:
+        """Mark the given row numbers dead (rows never loaded are ignored); compact when many are."""
+        self.alive[self.positions(np.sort(rows))] = False
         self.dead = int(self.size - np.count_nonzero(self.alive[: self.size]))
         if self.dead >= _COMPACT_AT and self.dead * 4 >= self.size:
             keep = np.flatnonzero(self.alive[: self.size])
@@ -183,8 +197,13 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 found = self._find(conn) or self._create(conn, spec)
+                found.generation += 1  # this transaction's generation, recorded with the rows it deletes
                 yield conn, found
-                conn.execute("UPDATE collections SET generation = generation + 1 WHERE id = ?", (found.id,))
+                conn.execute("UPDATE collections SET generation = ? WHERE id = ?", (found.generation, found.id))
+                if found.generation % _TRIM_EVERY == 0:
+                    floor = found.generation - _LOG_GENERATIONS
+                    conn.execute("DELETE FROM deleted WHERE collection = ? AND generation <= ?", (found.id, floor))
+                    conn.execute("UPDATE collections SET log_floor = ? WHERE id = ?", (max(0, floor), found.id))
                 conn.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
@@ -193,15 +212,15 @@ class SQLiteStore:
 
     def _find(self, conn: sqlite3.Connection) -> _Collection | None:
         row = conn.execute(
-            "SELECT id, generation, next_row, size, dimension, embedding_model, metric, algorithm"
+            "SELECT id, generation, next_row, size, log_floor, dimension, embedding_model, metric, algorithm"
             " FROM collections WHERE name = ?",
             (self.collection,),
         ).fetchone()
         if row is None:
             return None
-        cid, generation, next_row, size, dimension, model, metric, algorithm = row
+        cid, generation, next_row, size, log_floor, dimension, model, metric, algorithm = row
         spec = CollectionSpec(self.collection, int(dimension), str(model), Metric(metric), Algorithm(algorithm))
-        return _Collection(int(cid), int(generation), int(next_row), int(size), spec)
+        return _Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
 
     def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> _Collection:
         cursor = conn.execute(
@@ -209,7 +228,7 @@ class SQLiteStore:
             (self.collection, spec.dimension, spec.embedding_model, spec.metric.value, spec.algorithm.value),
         )
         assert cursor.lastrowid is not None
-        created = _Collection(cursor.lastrowid, 0, 1, 0, spec)
+        created = _Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
         conn.execute(
             f"CREATE TABLE {created.records} (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
             " chunk_index INTEGER NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL)"
@@ -242,6 +261,11 @@ class SQLiteStore:
             self._spec = found.spec
             return found.spec
 
+    def verify_integrity(self) -> None:
+        """Raise :class:`IndexCorruptError` if any page of the file is damaged (reads the whole file)."""
+        with self._lock, translated(self.path):
+            verify(self._connection(), self.path)
+
     def drop(self) -> None:
         """Delete the collection; a damaged index file is set aside (renamed, not deleted) and a new one started."""
         with self._lock:
@@ -255,6 +279,7 @@ class SQLiteStore:
                             conn.execute(f"DROP TABLE IF EXISTS {found.records}")
                             conn.execute(f"DROP TABLE IF EXISTS {found.vectors}")
                             conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
+                            conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
                             conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
                         conn.execute("COMMIT")
                     except BaseException:
@@ -346,6 +371,11 @@ class SQLiteStore:
 
     def _delete_source(self, conn: sqlite3.Connection, found: _Collection, source: str) -> None:
         conn.execute(
+            f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
+            " WHERE source = ?",
+            (found.id, found.generation, source),
+        )
+        conn.execute(
             f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE source = ?)", (source,)
         )
         gone = conn.execute(f"DELETE FROM {found.records} WHERE source = ?", (source,)).rowcount
@@ -357,6 +387,11 @@ class SQLiteStore:
         for start in range(0, len(ids), _BATCH):
             part = list(ids[start : start + _BATCH])
             marks = ",".join("?" * len(part))
+            conn.execute(
+                f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
+                f" WHERE id IN ({marks})",
+                [found.id, found.generation, *part],
+            )
             conn.execute(
                 f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE id IN ({marks}))",
                 part,
@@ -382,15 +417,18 @@ class SQLiteStore:
         matrix = self._matrix
         if matrix is not None and matrix.collection_id == found.id and matrix.generation == found.generation:
             return matrix
-        if matrix is None or matrix.collection_id != found.id:
-            self._spec = found.spec  # (re)created, possibly by another process with other settings
+        if matrix is None or matrix.collection_id != found.id or matrix.generation < found.log_floor:
+            # New to this process, (re)created by another one (maybe with other settings), or so far
+            # behind that the deletion log no longer reaches back: load everything.
+            self._spec = found.spec
             matrix = _Matrix(found.id, found.generation, found.spec.dimension)
+            matrix.reserve(found.size)
         else:
-            present = np.fromiter(
-                (r for (r,) in conn.execute(f"SELECT row FROM {found.records}")), dtype=np.int64, count=-1
-            )
-            present.sort()
-            matrix.keep_only(present)
+            dead = conn.execute(
+                "SELECT row FROM deleted WHERE collection = ? AND generation > ?", (found.id, matrix.generation)
+            ).fetchall()
+            if dead:
+                matrix.kill(np.fromiter((r for (r,) in dead), dtype=np.int64, count=len(dead)))
             matrix.generation = found.generation
         self._load_after(conn, found, matrix)
         self._matrix = matrix
