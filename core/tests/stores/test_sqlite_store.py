@@ -381,3 +381,34 @@ def test_damaged_index_gives_one_line_and_force_rebuilds(tmp_path: Path, how: st
     store.close()
     kept = [p.name for p in tmp_path.iterdir() if ".damaged-" in p.name]
     assert kept and all(name.startswith("index.sqlite.damaged-") for name in kept), "the damaged file is kept"
+
+
+# -- side indexes (keyword postings, definitions...) versioned with the records --------------------
+def test_side_indexes_are_kept_only_for_the_records_they_were_built_from(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    store = SQLiteStore(path, "kb")
+    store.open(SPEC)
+    store.replace_source("a.md", _records("a.md", 3), _state("a.md", 3))
+    assert store.load_side_index("bm25") is None
+    version = store.records_version()
+    postings = os.urandom(3_000_000)  # large blobs round-trip
+    assert store.save_side_index("bm25", version, postings)
+    store.set_file_state(_state("a.md", 3, "v2"))  # a touched file changes no record: still fresh
+
+    other = SQLiteStore(path, "kb")  # another connection, as a new process would open it
+    assert other.open(SPEC) == SPEC
+    assert other.load_side_index("bm25") == (version, postings)
+    assert other.load_side_index("definitions") is None
+
+    before = other.records_version()
+    store.replace_source("b.md", _records("b.md", 2), _state("b.md", 2))  # records change meanwhile
+    assert other.load_side_index("bm25") is None, "an index of older records must not be served"
+    assert not other.save_side_index("bm25", before, b"built from older records")
+    assert other.load_side_index("bm25") is None
+    assert other.save_side_index("bm25", other.records_version(), b"rebuilt")
+    assert store.load_side_index("bm25") == (store.records_version(), b"rebuilt")
+
+    store.drop()
+    assert store.open(SPEC) is None and store.load_side_index("bm25") is None
+    store.close()
+    other.close()

@@ -189,14 +189,22 @@ class SQLiteStore:
                 conn.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[tuple[sqlite3.Connection, _Collection]]:
-        """A write transaction on this collection (created if another process dropped it); bumps its generation."""
+    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, _Collection]]:
+        """A write transaction on this collection (created if another process dropped it).
+
+        With ``records`` (a write that changes records) the collection's generation is bumped:
+        it versions the records, for readers' matrices and for side indexes.
+        """
         spec = self.spec
         with self._lock, translated(self.path):
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 found = self._find(conn) or self._create(conn, spec)
+                if not records:
+                    yield conn, found
+                    conn.execute("COMMIT")
+                    return
                 found.generation += 1  # this transaction's generation, recorded with the rows it deletes
                 yield conn, found
                 conn.execute("UPDATE collections SET generation = ? WHERE id = ?", (found.generation, found.id))
@@ -280,6 +288,7 @@ class SQLiteStore:
                             conn.execute(f"DROP TABLE IF EXISTS {found.vectors}")
                             conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
                             conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
+                            conn.execute("DELETE FROM side_indexes WHERE collection = ?", (found.id,))
                             conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
                         conn.execute("COMMIT")
                     except BaseException:
@@ -332,7 +341,7 @@ class SQLiteStore:
             conn.execute("DELETE FROM manifest WHERE collection = ? AND source = ?", (found.id, source))
 
     def set_file_state(self, state: FileState) -> None:
-        with self._write() as (conn, found):
+        with self._write(records=False) as (conn, found):  # records unchanged: their version stays
             self._set_state(conn, found, state)
 
     def _check(self, records: Sequence[Record]) -> Vector:
@@ -407,6 +416,49 @@ class SQLiteStore:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (found.id, state.source, state.mtime, state.size, state.sha256, state.model, state.chunk_count),
         )
+
+    # -- side indexes -------------------------------------------------------------------------
+    def records_version(self) -> int:
+        """The version of the collection's records: changes with every write that adds or removes one."""
+        with self._read() as (_, found):
+            return found.generation if found is not None else 0
+
+    def save_side_index(self, name: str, version: int, data: bytes) -> bool:
+        """Keep ``data`` (an index derived from the records, e.g. keyword postings) under ``name``.
+
+        ``version`` is :meth:`records_version` read *before* the index was built from the
+        records. It is stored only if the records are still at that version, checked in the
+        same transaction; False means they changed meanwhile and nothing was stored (rebuild).
+        """
+        with self._lock, translated(self.path):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = self._find(conn)
+                stored = found is not None and found.generation == version
+                if found is not None and stored:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO side_indexes (collection, name, version, data) VALUES (?, ?, ?, ?)",
+                        (found.id, name, version, sqlite3.Binary(data)),
+                    )
+                conn.execute("COMMIT")
+                return stored
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+
+    def load_side_index(self, name: str) -> tuple[int, bytes] | None:
+        """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
+        with self._read() as (conn, found):
+            if found is None:
+                return None
+            row = conn.execute(
+                "SELECT version, data FROM side_indexes WHERE collection = ? AND name = ?", (found.id, name)
+            ).fetchone()
+            if row is None or int(row[0]) != found.generation:
+                return None
+            return int(row[0]), bytes(row[1])
 
     # -- the loaded matrix ------------------------------------------------------------------
     def _refresh(self, conn: sqlite3.Connection, found: _Collection | None) -> _Matrix | None:

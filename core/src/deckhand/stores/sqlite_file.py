@@ -43,6 +43,13 @@ CREATE TABLE collections (
     size INTEGER NOT NULL DEFAULT 0,
     log_floor INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE side_indexes (
+    collection INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (collection, name)
+) WITHOUT ROWID;
 CREATE TABLE deleted (
     collection INTEGER NOT NULL,
     generation INTEGER NOT NULL,
