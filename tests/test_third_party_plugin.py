@@ -284,7 +284,7 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     assert restricted.stderr.startswith(
         "error: no store plugin provides 'notes-memory'; install a plugin that provides it "
         "(deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, sentence-transformers; "
-        "`deckhand plugins` lists what is installed) (installed: in-memory, redis); "
+        "`deckhand plugins` lists what is installed) (installed: in-memory, redis, sqlite); "
         "DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
@@ -297,7 +297,7 @@ def test_deckhand_plugins_can_leave_out_the_third_party_plugin(
     reset_registry()
     registry = get_registry()
     assert "notes" in registry.excluded and "notes" not in registry.plugin_distributions()
-    assert [c.name for c in registry.list("store")] == ["in-memory", "redis"]
+    assert [c.name for c in registry.list("store")] == ["in-memory", "redis", "sqlite"]
     monkeypatch.setenv("DECKHAND_PLUGINS", "redis,notes")
     reset_registry()
     assert get_registry().resolve("store", "notes-memory").plugin == "notes"

@@ -20,8 +20,11 @@ from deckhand.cli.main import cli
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
 SUMMARY = re.compile(
-    r"^harbor_docs \[in-memory\]: 5 ingested \(5 chunks, \d+ embedded\), 0 unchanged, 0 skipped, 0 removed in "
+    r"^harbor_docs \[sqlite\]: 5 ingested \(5 chunks, \d+ embedded\), 0 unchanged, 0 skipped, 0 removed in "
     r"\d+\.\d\ds$"
+)
+UNCHANGED = re.compile(
+    r"^harbor_docs \[sqlite\]: 0 ingested \(0 chunks, 0 embedded\), 5 unchanged, 0 skipped, 0 removed in \d+\.\d\ds$"
 )
 
 
@@ -40,7 +43,8 @@ def test_ingest_with_group_and_command_config(project: Path, minilm: object) -> 
     assert group.exit_code == 0, group.output
     assert SUMMARY.match(group.stderr.strip()), group.stderr
     command = run("ingest", "--config", str(project / "agent.yaml"))
-    assert command.exit_code == 0 and SUMMARY.match(command.stderr.strip())
+    # the default store persists: the second run finds every file already indexed
+    assert command.exit_code == 0 and UNCHANGED.match(command.stderr.strip()), command.stderr
     # the command's --config wins over the group's
     both = run("--config", str(project / "missing.yaml"), "ingest", "-c", str(project / "agent.yaml"))
     assert both.exit_code == 0
@@ -136,11 +140,15 @@ def test_plugins_command() -> None:
     text = run("plugins")
     assert text.exit_code == 0
     assert re.search(r"^  store\s+in-memory\s+exact NumPy search", text.stdout, re.M)
+    assert re.search(r"^  store\s+sqlite\s+one SQLite file", text.stdout, re.M)
     assert re.search(r"^  embedder\s+minilm\s+all-MiniLM-L6-v2", text.stdout, re.M)
     entries = {e["plugin"]: e for e in json.loads(run("plugins", "--json").stdout)}
     assert entries["deckhand.builtin"]["distribution"] == "deckhand-ai"
     stores = [p for p in entries["deckhand.builtin"]["provides"] if p["kind"] == "store"]
-    assert [(p["name"], p["aliases"]) for p in stores] == [("in-memory", ["inmemory", "memory"])]
+    assert [(p["name"], p["aliases"]) for p in stores] == [
+        ("in-memory", ["inmemory", "memory"]),
+        ("sqlite", ["sqlite3"]),
+    ]
 
 
 def test_schema_is_valid_json_schema(project: Path) -> None:
@@ -202,7 +210,7 @@ def test_partial_ingest_exit_4(project: Path, minilm: object, caplog: pytest.Log
     caplog.set_level(logging.WARNING)
     result = run("-c", str(project / "agent.yaml"), "ingest")
     assert result.exit_code == 4
-    assert re.match(r"^harbor_docs \[in-memory\]: 5 ingested .* 1 failed, 0 removed", result.stderr)
+    assert re.match(r"^harbor_docs \[sqlite\]: 5 ingested .* 1 failed, 0 removed", result.stderr)
     assert [r.getMessage() for r in caplog.records] == [
         "skipped docs/blob.txt: looks binary (contains NUL bytes), not text"
     ]
@@ -228,7 +236,7 @@ def test_real_process_quiet_and_warnings(project: Path) -> None:
         "WARNING: skipped docs/blob.txt: looks binary (contains NUL bytes), not text",
         "WARNING: skipped docs/empty.md: empty file",
     ]
-    assert len(lines) == 3 and lines[2].startswith("harbor_docs [in-memory]: 5 ingested")
+    assert len(lines) == 3 and lines[2].startswith("harbor_docs [sqlite]: 5 ingested")
     quiet = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "rotate API keys"],
         capture_output=True,

@@ -181,7 +181,10 @@ def test_database_precedence(tmp_path: Path) -> None:
     cwd.mkdir()
     home.mkdir()
     tool_db = DatabaseConfig(provider="tool-level")
-    assert resolve_database(None, cwd=cwd, home=home) == (DatabaseConfig(provider="in-memory"), "default (in-memory)")
+    assert resolve_database(None, cwd=cwd, home=home) == (
+        DatabaseConfig(provider="sqlite"),
+        "default (sqlite, in the state directory)",
+    )
     steps = [
         (home, ".holodeck", "user-holodeck"),
         (home, ".deckhand", "user-deckhand"),

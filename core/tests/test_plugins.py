@@ -21,7 +21,7 @@ class Opts(BaseModel):
 
 
 def _bare_registry() -> PluginRegistry:
-    """Builtins only (the in-memory store among them), whatever else is installed in the environment."""
+    """Builtins only (the sqlite and in-memory stores among them), whatever else is installed in the environment."""
     return PluginRegistry(load_entry_points=False)
 
 
@@ -30,9 +30,10 @@ def test_builtin_and_entry_point_components() -> None:
     names = {kind: [c.name for c in registry.list(kind)] for kind in ("loader", "chunker", "embedder", "store")}
     assert {"text", "table", "markitdown"} <= set(names["loader"])
     assert "token" in names["chunker"]
-    assert "minilm" in names["embedder"] and "in-memory" in names["store"]
+    assert "minilm" in names["embedder"] and {"in-memory", "sqlite"} <= set(names["store"])
     assert registry.resolve("store", "in-memory").plugin == "deckhand.builtin"
     assert registry.resolve("store", "memory").name == "in-memory"  # alias
+    assert registry.resolve("store", "sqlite").plugin == "deckhand.builtin"
     assert registry.resolve("embedder", "all-MiniLM-L6-v2").name == "minilm"
 
 
@@ -40,7 +41,7 @@ def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("DECKHAND_PLUGINS", "")
     registry = PluginRegistry()
     # Builtins always load, the default store among them: restricting plugins never leaves a tool without one.
-    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
     assert [c.name for c in registry.list("embedder")] == ["minilm"]
     registry.excluded.append("someplugin")  # as if an installed entry point had been left out
     with pytest.raises(ComponentNotFoundError) as err:
@@ -53,7 +54,7 @@ def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyP
 def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DECKHAND_PLUGINS", " not-installed , other")
     registry = PluginRegistry()
-    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
     assert "not-installed" not in registry.excluded
 
 

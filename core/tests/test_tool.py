@@ -62,7 +62,7 @@ async def test_contract_errors_before_and_after_initialize(tmp_path: Path, docs:
     report = await tool.initialize()
     assert tool.is_initialized and tool.document_count == 3 and report.chunks_written == 3
     assert tool.last_ingest_time is not None and tool.last_ingest_time >= before
-    assert tool.provider == "in-memory"
+    assert tool.provider == "sqlite"
     for empty in ("", "   \n"):
         with pytest.raises(ValueError) as verr:
             await tool.search(empty)
@@ -227,7 +227,8 @@ def test_provider_without_plugin_names_the_extra(
     with pytest.raises(ComponentNotFoundError) as err:
         tool.initialize_sync()
     assert str(err.value) == (
-        "no store plugin provides 'redis'; install it with: pip install \"deckhand-ai[redis]\" (installed: in-memory)"
+        "no store plugin provides 'redis'; install it with: pip install \"deckhand-ai[redis]\" "
+        "(installed: in-memory, sqlite)"
     )
     assert "pa55-very-secret" not in caplog.text
 

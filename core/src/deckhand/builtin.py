@@ -165,6 +165,12 @@ def _inmemory_store(config: Any, collection: str) -> Any:
     return InMemoryStore.from_config(config, collection)
 
 
+def _sqlite_store(config: Any, collection: str, *, base_dir: Any = None) -> Any:
+    from deckhand.stores.sqlite import SQLiteStore
+
+    return SQLiteStore.from_config(config, collection, base_dir=base_dir)
+
+
 @hookimpl
 def register_stores(register: Register) -> None:
     register(
@@ -172,6 +178,13 @@ def register_stores(register: Register) -> None:
         _inmemory_store,
         description="exact NumPy search in this process; nothing persists",
         aliases=("inmemory", "memory"),
+    )
+    register(
+        "sqlite",
+        _sqlite_store,
+        description="one SQLite file under .deckhand/index, persistent, exact NumPy search (default)",
+        aliases=("sqlite3",),
+        uses_base_dir=True,
     )
 
 

@@ -91,6 +91,9 @@ def register_stores(register: Register) -> None:
     ``database.options`` (the factory still reads them from ``config.options``);
     ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it starts
     with one of them (a store without ``url_schemes`` accepts any connection string, or none).
+    A store that keeps files in the project registers with ``uses_base_dir=True``: its factory
+    is then also given ``base_dir=`` (the agent config's directory), against which it resolves
+    relative paths; its default location is under ``deckhand.paths.state_dir(base_dir)``.
     """
 
 

@@ -1,4 +1,4 @@
-"""The hierarchical_document tool end to end from agent.yaml on the in-memory store."""
+"""The hierarchical_document tool end to end from agent.yaml on the default (sqlite) store."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _tool(project: Path, extra: str = "") -> HierarchicalDocumentTool:
 
 def test_section_query_definitions_references_and_location(legal_corpus: Path) -> None:
     tool = _tool(legal_corpus)
-    assert tool.provider == "in-memory" and tool.keyword_strategy == "bm25"
+    assert tool.provider == "sqlite" and tool.keyword_strategy == "bm25"
     results = tool.search_results_sync("§ 2.1")
     first = results[0]
     assert first.section_id == "2.1" and first.score == 1.0
@@ -94,7 +94,7 @@ def test_reinitialise_rebuilds_the_indexes(legal_corpus: Path) -> None:
     assert tool.search_results_sync("tomatoes compost", 5, mode="keyword") == []
 
 
-def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path) -> None:
+def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = _tool(legal_corpus)
     assert tool._store is not None
     record = next(r for r in tool._store.iter_records() if r.metadata.get("section_id") == "2.2")
@@ -103,6 +103,9 @@ def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path) -> None:
     # Only the heading chain reaches the keyword index: "duties" is not in 2.2's content.
     hits = tool.search_results_sync("duties", 10, mode="keyword")
     assert any(h.section_id == "2.2" for h in hits)
+    # A fresh index: the persistent default store would keep the records ingested with context
+    # (only a model change triggers re-ingestion; other settings need --force-ingest).
+    monkeypatch.setenv("DECKHAND_HOME", str(legal_corpus / ".state-off"))
     off = _tool(legal_corpus, "    contextual_embeddings: false\n")
     assert off._store is not None
     assert all("context" not in r.metadata for r in off._store.iter_records())

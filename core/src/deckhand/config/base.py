@@ -21,6 +21,8 @@ from deckhand.types import Algorithm, Metric
 
 NAME_PATTERN = r"^[A-Za-z0-9_]+$"
 IN_MEMORY = "in-memory"
+#: The store a tool uses when nothing configures one: persistent, in the project's state directory.
+DEFAULT_STORE = "sqlite"
 
 
 class StrictModel(BaseModel):
@@ -37,7 +39,9 @@ class DatabaseConfig(StrictModel):
 
     model_config = options_follow("store", by="provider")
 
-    provider: str = Field(description="Store plugin: in-memory, redis, postgres, or a third party's.")
+    provider: str = Field(
+        description="Store plugin: sqlite (the default), in-memory, redis, postgres, or a third party's."
+    )
     connection_string: str | None = Field(default=None, description="Server URL; put secrets in ${VARS}.")
     index_name: str = Field(
         default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix."

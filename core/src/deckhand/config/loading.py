@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from deckhand.config.models import IN_MEMORY, NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.config.base import DEFAULT_STORE
+from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
 from deckhand.config.options import INVALID, NOT_FOUND, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
@@ -159,8 +160,11 @@ def resolve_database(
     """The database a tool uses and where that choice came from.
 
     Precedence: the tool's ``database`` > ``./.deckhand/config.yaml`` > ``./.holodeck/config.yaml``
-    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > in-memory. A file that
-    exists but has no ``vectorstore`` section is passed over.
+    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > the persistent sqlite store
+    (an index file in the state directory). A file that exists but has no ``vectorstore``
+    section is passed over. The contract's default is the volatile in-memory store; deckhand
+    persists by default so a new process does not re-ingest every source (``provider:
+    in-memory`` keeps the volatile behaviour).
     """
     if tool_database is not None:
         return tool_database, "tool configuration"
@@ -169,4 +173,4 @@ def resolve_database(
             config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
             if config.vectorstore is not None:
                 return config.vectorstore, str(path)
-    return DatabaseConfig(provider=IN_MEMORY), "default (in-memory)"
+    return DatabaseConfig(provider=DEFAULT_STORE), f"default ({DEFAULT_STORE}, in the state directory)"

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
-from deckhand.errors import ConfigError, ModelMismatchError
-from deckhand.plugins import PluginRegistry
+from deckhand.errors import ConfigError, IndexCorruptError, ModelMismatchError
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
@@ -27,11 +27,13 @@ def open_store(
     spec: CollectionSpec,
     *,
     cwd: Path | None = None,
+    force: bool = False,
 ) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
     """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
 
     Returns the store, the spec the collection had before (None if new), and the database
-    configuration actually used.
+    configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
+    error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
     """
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
@@ -45,8 +47,8 @@ def open_store(
                 raise
             raise ConfigError(f"tool {collection!r}: database: {exc}") from None
     try:
-        store: VectorStore = component.factory(config, collection)
-        previous = store.open(spec)
+        store = build_store(component, config, collection, cwd)
+        previous = _open(store, spec, force)
         return store, previous, config
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
@@ -62,6 +64,31 @@ def open_store(
         fallback = DatabaseConfig(provider=IN_MEMORY)
         store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
         return store, store.open(spec), fallback
+
+
+def build_store(component: Component, config: DatabaseConfig, collection: str, cwd: Path | None) -> VectorStore:
+    """Call a store factory; stores registered with ``uses_base_dir=True`` also get the agent's directory."""
+    if component.info.get("uses_base_dir"):
+        store: VectorStore = component.factory(config, collection, base_dir=cwd or Path.cwd())
+    else:
+        store = component.factory(config, collection)
+    return store
+
+
+def _open(store: VectorStore, spec: CollectionSpec, force: bool) -> CollectionSpec | None:
+    """``store.open(spec)``; with ``force``, a store offering ``verify_integrity()`` is checked first,
+    so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice."""
+    try:
+        verify = getattr(store, "verify_integrity", None)
+        if force and callable(verify):
+            verify()
+        return store.open(spec)
+    except IndexCorruptError:
+        if not force:
+            store.close()
+            raise
+        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here
+        return store.open(spec)
 
 
 def check_collection(
@@ -109,7 +136,7 @@ def open_collection(
 ) -> tuple[VectorStore, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
-    The database is resolved first (tool > project > user > in-memory) so the collection is
+    The database is resolved first (tool > project > user > the default sqlite store) so the collection is
     created with the metric and algorithm of whichever configuration applies; an index built
     with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
     ``store`` is the collection's store from an earlier initialisation in this process: it is
@@ -128,7 +155,7 @@ def open_collection(
     if store is not None:
         previous, used = store.open(spec), config
     else:
-        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir, force=force_ingest)
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest)
     return store, used
