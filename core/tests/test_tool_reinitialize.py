@@ -51,7 +51,7 @@ def test_hierarchical_tool_second_initialize_reingests_nothing_unchanged(
     config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="h", source=str(source))
     tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
     first = tool.initialize_sync()
-    assert len(first.ingested) == 4 and tool.provider == "in-memory"
+    assert len(first.ingested) == 4 and tool.provider == "sqlite"
     count, keyword = tool.document_count, tool._keyword
 
     with caplog.at_level(logging.INFO, logger="deckhand"):

@@ -25,6 +25,7 @@ from deckhand.stores.opening import open_store
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite_file import index_path
 from deckhand.types import CollectionSpec, FileState, Record
+from pydantic import ValidationError
 
 DIM = 16
 SPEC = CollectionSpec("kb", DIM, "test-model")
@@ -152,8 +153,13 @@ def test_index_path_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     home = DatabaseConfig(provider="sqlite", connection_string="~/kb.sqlite")
     assert index_path(home, project) == tmp_path / "user" / "kb.sqlite"
+    # Options are checked when the configuration is validated (the store registered no options model) ...
+    with pytest.raises(ValidationError, match=r"unknown option \(store 'sqlite' takes no options\)"):
+        DatabaseConfig(provider="sqlite", options={"bogus": 1})
+    # ... and by the store itself for a configuration built without validation.
+    unchecked = DatabaseConfig.model_construct(provider="sqlite", options={"bogus": 1}, index_name="kb_index")
     with pytest.raises(ConfigError, match=r"^database.options: the sqlite store takes no options \(got bogus\)"):
-        SQLiteStore.from_config(DatabaseConfig(provider="sqlite", options={"bogus": 1}), "kb", base_dir=project)
+        SQLiteStore.from_config(unchecked, "kb", base_dir=project)
 
 
 def test_default_database_is_the_persistent_store(tmp_path: Path) -> None:
