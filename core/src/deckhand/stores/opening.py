@@ -3,18 +3,46 @@ compatibility check against the settings the index was built with."""
 
 from __future__ import annotations
 
+import inspect
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.errors import ConfigError, ModelMismatchError
-from deckhand.plugins import PluginRegistry
+from deckhand.paths import state_dir
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
+
+
+def _wants_state_dir(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` names a ``state_dir`` parameter (``**kwargs`` alone does not count)."""
+    try:
+        parameter = inspect.signature(factory).parameters.get("state_dir")
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+    return parameter is not None and parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+
+
+def create_store(component: Component, config: DatabaseConfig, collection: str, *, base_dir: Path) -> VectorStore:
+    """Build (not open) ``collection``'s store with ``component``'s factory, as every tool does.
+
+    The factory is called as ``factory(config, collection)``; one that declares a
+    ``state_dir`` parameter also gets ``state_dir=``:func:`deckhand.paths.state_dir`
+    ``(base_dir)``, where ``base_dir`` is the agent config's directory, so a file-based
+    store puts relative paths under the project's state directory.
+    """
+    if _wants_state_dir(component.factory):
+        store: VectorStore = component.factory(config, collection, state_dir=state_dir(base_dir))
+    else:
+        store = component.factory(config, collection)
+    return store
 
 
 def open_store(
@@ -33,8 +61,9 @@ def open_store(
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
     component = registry.resolve("store", config.provider)
+    base_dir = cwd or Path.cwd()
     try:
-        store: VectorStore = component.factory(config, collection)
+        store = create_store(component, config, collection, base_dir=base_dir)
         previous = store.open(spec)
         return store, previous, config
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
@@ -49,7 +78,7 @@ def open_store(
             redact_url(str(exc)),
         )
         fallback = DatabaseConfig(provider=IN_MEMORY)
-        store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
+        store = create_store(registry.resolve("store", IN_MEMORY), fallback, collection, base_dir=base_dir)
         return store, store.open(spec), fallback
 
 
