@@ -97,7 +97,6 @@ def _test_module() -> str:
         classes[cls] = provider
     lines = [
         "import pytest",
-        "pytest.register_assert_rewrite('deckhand.testing.store_conformance')",
         "from deckhand.testing.store_conformance import StoreConformanceTests",
     ]
     for cls, provider in classes.items():

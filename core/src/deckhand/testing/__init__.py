@@ -1,5 +1,21 @@
 """Test helpers deckhand ships for plugin authors: conformance kits and test-server launchers.
 
 Importing this package imports nothing heavy; each module is loaded on its own
-(``deckhand.testing.store_conformance``, ``deckhand.testing.redis_server``, ...).
+(``deckhand.testing.store_conformance``, ``deckhand.testing.tool_conformance``,
+``deckhand.testing.redis_server``, ...). Under pytest the kits' modules are registered
+for assertion rewriting here, before they are imported, so a failing check shows the
+values it compared without any conftest line.
 """
+
+import sys
+
+#: The kits whose plain ``assert`` statements pytest should explain.
+KIT_MODULES = (
+    "deckhand.testing.store_conformance",
+    "deckhand.testing.tool_conformance",
+    "deckhand.testing.memory_conformance",
+)
+
+if "pytest" in sys.modules:  # only under pytest; the package never imports pytest itself
+    _pytest = sys.modules["pytest"]
+    _pytest.register_assert_rewrite(*[m for m in KIT_MODULES if m not in sys.modules])

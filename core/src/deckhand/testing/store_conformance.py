@@ -296,13 +296,11 @@ class StoreConformanceTests:
     @staticmethod
     def _finish_process(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
         try:
-            process.wait(timeout=PROCESS_TIMEOUT)
+            out, err = process.communicate(timeout=PROCESS_TIMEOUT)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
+            process.communicate()
             pytest.fail(f"the store process did not finish within {PROCESS_TIMEOUT:.0f}s")
-        assert process.stdout is not None and process.stderr is not None
-        out, err = process.stdout.read(), process.stderr.read()
         assert process.returncode == 0, f"the store process failed (exit {process.returncode}):\n{err[-3000:]}"
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
@@ -994,8 +992,8 @@ class StoreConformanceTests:
                 assert process.stdout is not None
                 line = process.stdout.readline()
                 assert line.startswith('{"op": "ready"}'), f"a store process did not start: {line!r}"
-            go.touch()
         finally:
+            go.touch()  # also releases a waiting process when the other one failed
             results = [self._finish_process(p) for p in processes]
         opened = [r for result in results for r in result if r["op"] == "open"]
         created = sum(1 for r in opened if r["previous"] is None)
