@@ -291,6 +291,7 @@ class StoreConformanceTests:
         assert process.stdin is not None
         process.stdin.write(json.dumps(job))
         process.stdin.close()
+        process.stdin = None  # sent; communicate() must not touch it again
         return process
 
     @staticmethod

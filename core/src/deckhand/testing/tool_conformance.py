@@ -255,7 +255,6 @@ class ToolConformanceTests:
         monkeypatch.setenv("DECKHAND_NO_CACHE", "1")
         monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
         monkeypatch.setenv("HOME", str(tmp_path / "user"))  # no user-level config leaks in
-        monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
         project = tmp_path / "project"
         write_corpus(project)
         return project
