@@ -6,6 +6,7 @@ are structural (``typing.Protocol``): a plugin needs no base class, only the met
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -66,16 +67,91 @@ class Chunker(Protocol):
     def chunk(self, document: Document) -> list[Chunk]: ...
 
 
+class StoreCapability(enum.StrEnum):
+    """What a vector store may support beyond the :class:`VectorStore` methods every store has.
+
+    A store declares its capabilities in a ``capabilities`` class attribute; the store
+    conformance kit (:mod:`deckhand.testing.store_conformance`) tests every declared one and
+    fails a store that implements one without declaring it (where that can be detected).
+    """
+
+    #: Data outlives the process: another connection, in this process or another one,
+    #: sees the collection, its records and its manifest (a server, or a file).
+    PERSISTENT = "persistent"
+    #: The database ranks text itself: the store implements :class:`NativeKeywordSearch`.
+    KEYWORD_SEARCH = "keyword_search"
+    #: Several processes may write the same collection at once (two ``deckhand ingest``
+    #: runs): no chunk is lost or duplicated, each ``replace_source`` stays all-or-nothing.
+    #: Without it, deckhand must keep to one writing process per collection.
+    CONCURRENT_PROCESSES = "concurrent_processes"
+
+
+def store_capabilities(store: object) -> frozenset[StoreCapability]:
+    """The capabilities ``store`` declares (none when it declares nothing).
+
+    Raises :class:`ValueError` naming the store class for a value that is no
+    :class:`StoreCapability` (a typo such as ``"persistant"``).
+    """
+    declared: Iterable[str] = getattr(store, "capabilities", frozenset())
+    out: set[StoreCapability] = set()
+    for value in declared:
+        try:
+            out.add(StoreCapability(value))
+        except ValueError:
+            known = ", ".join(c.value for c in StoreCapability)
+            raise ValueError(
+                f"{type(store).__name__}.capabilities declares unknown capability {value!r} (known: {known})"
+            ) from None
+    return frozenset(out)
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     """A collection of records plus the ingestion manifest that describes them.
 
     Every store keeps the manifest (one :class:`FileState` per source) in the same
     database as the vectors, and replaces a source's chunks all-or-nothing.
+
+    **Building.** The factory registered with ``register_stores`` is called as
+    ``factory(config, collection)``: ``config`` is the tool's ``database:`` block
+    (:class:`deckhand.config.models.DatabaseConfig`) and ``collection`` the tool's name. A
+    store registered with ``uses_base_dir=True`` also receives ``base_dir=``, the agent
+    config's directory: a file-based store resolves every relative path of its options
+    against it (as ``source:`` is), never against the current directory, and keeps its
+    default files under :func:`deckhand.paths.state_dir` ``(base_dir)`` (``$DECKHAND_HOME``
+    when set, else ``<agent.yaml's directory>/.deckhand``).
+    :func:`deckhand.stores.opening.create_store` is the one place that calls factories.
+
+    **Names.** ``collection`` (the tool name) names one collection: its records, its
+    manifest and the spec it was created with. ``config.index_name`` is a namespace
+    around collections (a key prefix, a table-name prefix, a file name): two tools with
+    the same name but different ``index_name`` values never see each other's data, and
+    :meth:`drop` removes only its own collection.
+
+    **Threads.** A store is built in one thread and called from others: the tools run
+    ``initialize()`` and ``search()`` through :func:`asyncio.to_thread`, so ``open()``,
+    the writes and every search may each run in a different worker thread, and an
+    application (an MCP server) may search from several threads at once, also while
+    another thread writes. Every method must work from any thread and concurrently with
+    the others (a lock where the driver needs one; a SQLite connection opened with
+    ``check_same_thread=False``, or one connection per thread). Writes to one collection
+    come from one thread at a time within a process.
+
+    **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
+    supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
     """
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The :class:`StoreCapability` values this store supports (a class attribute)."""
+        ...
+
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
-        """Create the collection if missing; return the spec it was created with before, if any."""
+        """Create the collection if missing; return the spec it was created with before, if any.
+
+        With a persistent store a second connection (or process) that opens an existing
+        collection gets the spec it was created with, whatever ``spec`` it passes.
+        """
         ...
 
     def drop(self) -> None:
@@ -105,7 +181,12 @@ class VectorStore(Protocol):
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[SearchHit]:
-        """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says."""
+        """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says.
+
+        ``sources`` keeps only records of those sources (``[]`` keeps none). A persistent
+        store answers from the current data: writes made through another connection or
+        process since this one last read are visible (no stale in-memory copy).
+        """
         ...
 
     def get(self, ids: Sequence[str]) -> list[Record]:
@@ -131,7 +212,11 @@ class VectorStore(Protocol):
 
 @runtime_checkable
 class NativeKeywordSearch(Protocol):
-    """Capability a store opts into when its database ranks text itself (BM25, ts_rank)."""
+    """Capability a store opts into when its database ranks text itself (BM25, ts_rank).
+
+    A store implementing it declares :attr:`StoreCapability.KEYWORD_SEARCH`; hits are
+    scored in [0, 1], best first, and query-language characters are searched as text.
+    """
 
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
 

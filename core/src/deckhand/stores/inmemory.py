@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.stores.exact_search import top_k
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 
@@ -21,7 +22,14 @@ _INITIAL_CAPACITY = 1024
 
 
 class InMemoryStore:
-    """A volatile collection: records, their vectors and the ingestion manifest."""
+    """A volatile collection: records, their vectors and the ingestion manifest.
+
+    Each instance is its own collection: a second instance (another connection) starts
+    empty, so it declares no capability; every method takes one lock, so threads may
+    share an instance.
+    """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
 
     def __init__(self, collection: str = "default") -> None:
         self.collection = collection

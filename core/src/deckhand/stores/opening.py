@@ -20,6 +20,21 @@ from deckhand.types import CollectionSpec
 log = logging.getLogger("deckhand")
 
 
+def create_store(component: Component, config: DatabaseConfig, collection: str, *, base_dir: Path) -> VectorStore:
+    """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
+
+    The factory is called as ``factory(config, collection)``; a store registered with
+    ``uses_base_dir=True`` (one that keeps files in the project) also gets ``base_dir=``, the
+    agent config's directory: it resolves relative paths against it and keeps its default
+    files under :func:`deckhand.paths.state_dir` ``(base_dir)``.
+    """
+    if component.info.get("uses_base_dir"):
+        store: VectorStore = component.factory(config, collection, base_dir=base_dir)
+    else:
+        store = component.factory(config, collection)
+    return store
+
+
 def open_store(
     registry: PluginRegistry,
     database: DatabaseConfig | None,
@@ -46,8 +61,9 @@ def open_store(
             if isinstance(exc, ValidationError):
                 raise
             raise ConfigError(f"tool {collection!r}: database: {exc}") from None
+    base_dir = cwd or Path.cwd()
     try:
-        store = build_store(component, config, collection, cwd)
+        store = create_store(component, config, collection, base_dir=base_dir)
         previous = _open(store, spec, force)
         return store, previous, config
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
@@ -62,17 +78,8 @@ def open_store(
             redact_url(str(exc)),
         )
         fallback = DatabaseConfig(provider=IN_MEMORY)
-        store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
+        store = create_store(registry.resolve("store", IN_MEMORY), fallback, collection, base_dir=base_dir)
         return store, store.open(spec), fallback
-
-
-def build_store(component: Component, config: DatabaseConfig, collection: str, cwd: Path | None) -> VectorStore:
-    """Call a store factory; stores registered with ``uses_base_dir=True`` also get the agent's directory."""
-    if component.info.get("uses_base_dir"):
-        store: VectorStore = component.factory(config, collection, base_dir=cwd or Path.cwd())
-    else:
-        store = component.factory(config, collection)
-    return store
 
 
 def _open(store: VectorStore, spec: CollectionSpec, force: bool) -> CollectionSpec | None:

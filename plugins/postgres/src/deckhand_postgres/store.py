@@ -19,11 +19,12 @@ import math
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import psycopg
 from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from pgvector.psycopg import register_vector
@@ -46,8 +47,13 @@ class PostgresStore:
 
     Building it connects (within ``connect_timeout`` seconds) and makes sure the
     ``vector`` extension exists; an unreachable server raises
-    :class:`~deckhand.errors.StoreConnectionError` naming the redacted URL.
+    :class:`~deckhand.errors.StoreConnectionError` naming the redacted URL. Each call takes
+    its own pooled connection, so one store serves every thread.
     """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+    )
 
     def __init__(
         self,

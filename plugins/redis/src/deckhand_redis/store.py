@@ -23,12 +23,13 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
@@ -53,7 +54,14 @@ BM25_HALF = 1.0
 
 
 class RedisStore:
-    """One collection in Redis: records, their vectors, the spec and the ingestion manifest."""
+    """One collection in Redis: records, their vectors, the spec and the ingestion manifest.
+
+    redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
+    """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+    )
 
     def __init__(
         self,
