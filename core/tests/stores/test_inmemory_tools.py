@@ -8,19 +8,8 @@ the tool).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from deckhand.testing.tool_conformance import ToolConformanceTests
-
-_REOPENS = (
-    "the hierarchical tool opens a new collection at every initialize(), which on the in-memory store starts empty, "
-    "so every file is ingested again (issue 9, one tool lifecycle)"
-)
 
 
 class TestInMemoryTools(ToolConformanceTests):
     provider = "in-memory"
-    xfail: ClassVar[dict[str, str]] = {
-        "test_reinitialize_reuses_the_index[hierarchical_document]": _REOPENS,
-        "test_modified_and_deleted_files[hierarchical_document]": _REOPENS,
-    }

@@ -27,12 +27,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.stores.exact_search import top_k
 from deckhand.stores.sqlite_file import (
     check_options,
@@ -154,6 +155,10 @@ class SQLiteStore:
     connection per store object, used under a lock. Several store objects and processes may
     open the same file at once.
     """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES}
+    )
 
     def __init__(self, path: str | Path, collection: str = "default") -> None:
         self.path = Path(path)

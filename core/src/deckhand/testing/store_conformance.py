@@ -1081,5 +1081,6 @@ class StoreConformanceTests:
         written = sorted(p.name for p in cwd.iterdir())
         assert written == [], (
             f"the store wrote {written} into the current directory: register with uses_base_dir=True and "
-            "resolve relative paths against the base_dir the factory receives (see deckhand.stores.opening.create_store)"
+            "resolve relative paths against the base_dir the factory receives "
+            "(see deckhand.stores.opening.create_store)"
         )
