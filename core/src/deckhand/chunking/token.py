@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
 
@@ -24,15 +26,16 @@ class TokenChunker:
         self.chunk_overlap = chunk_overlap
 
     def chunk(self, document: Document) -> list[Chunk]:
+        """The windows of ``document``; the tokens are read as a stream when the tokenizer can
+        (``iter_token_spans``), so memory does not grow with the document beyond its chunks."""
         text = document.text
-        spans = self.tokenizer.token_spans(text)
-        if not spans:
+        spans = self._spans(text)
+        window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]
+        if not window:
             return []
         chunks: list[Chunk] = []
         step = self.chunk_size - self.chunk_overlap
-        start = 0
         while True:
-            window = spans[start : start + self.chunk_size]
             begin, end = window[0][0], window[-1][1]
             content = text[begin:end].strip()
             if content:
@@ -44,7 +47,14 @@ class TokenChunker:
                         metadata={"start_char": begin, "end_char": end},
                     )
                 )
-            if start + self.chunk_size >= len(spans):
+            following = next(spans, None)
+            if following is None:  # the window reached the last token
                 break
-            start += step
+            del window[:step]
+            window.append(following)
+            window.extend(span for _, span in zip(range(self.chunk_size - len(window)), spans, strict=False))
         return chunks
+
+    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+        stream = getattr(self.tokenizer, "iter_token_spans", None)
+        return iter(stream(text) if stream is not None else self.tokenizer.token_spans(text))

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
 
+from deckhand.ingest.encoding import canonical_encoding
 from deckhand.types import Algorithm, Metric
 
 NAME_PATTERN = r"^[A-Za-z0-9_]+$"
@@ -36,6 +37,13 @@ class DatabaseConfig(StrictModel):
     distance_metric: Metric = Metric.COSINE
     options: dict[str, Any] = Field(
         default_factory=dict, description="Provider-specific settings (see the plugin's README)."
+    )
+    allow_fallback: bool | None = Field(
+        default=None,
+        description=(
+            "When the server is unreachable: true uses the in-memory store for the run, false fails; "
+            "default: fail for `deckhand ingest`, fall back for search/chat/test (--allow-fallback/--no-fallback)."
+        ),
     )
 
     @field_validator("provider")
@@ -72,3 +80,45 @@ class SourceToolConfig(StrictModel):
         default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
+    encoding: str | dict[str, str] = Field(
+        default="auto",
+        description=(
+            "Text encoding of the source files: auto (detected), a codec such as cp1252 or shift_jis, or a mapping "
+            "of glob patterns (relative to the source) to encodings, first match wins, e.g. "
+            "{'legacy/*.txt': cp1252, '*': auto}."
+        ),
+    )
+    max_file_size: ByteSize | None = Field(
+        default=ByteSize(50_000_000),
+        description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(value, str):
+            return _check_encoding(value)
+        if not value:
+            raise ValueError("the encoding mapping is empty; use auto or map glob patterns to encodings")
+        checked = {}
+        for pattern, encoding in value.items():
+            if not pattern.strip():
+                raise ValueError("an encoding pattern is empty; use a glob such as legacy/*.txt or *")
+            checked[pattern] = _check_encoding(encoding, pattern)
+        return checked
+
+
+def _check_encoding(name: str, pattern: str | None = None) -> str:
+    """``auto`` or a known text codec, else a ValueError naming it (and its pattern)."""
+    name = name.strip()
+    if name.lower() == "auto":
+        return "auto"
+    try:
+        canonical_encoding(name)
+    except LookupError:
+        where = f" for {pattern!r}" if pattern else ""
+        raise ValueError(
+            f"unknown encoding {name!r}{where}; use auto or a Python codec name such as utf-8, cp1252, latin-1, "
+            "cp1251, shift_jis or gb18030"
+        ) from None
+    return name

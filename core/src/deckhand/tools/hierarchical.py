@@ -173,6 +173,8 @@ class HierarchicalDocumentTool:
             loaders=LoaderSet.from_registry(self.registry),
             base_dir=self.base_dir,
             progress=self.progress,
+            encoding=self.config.encoding,
+            max_file_size=self.config.max_file_size,
             prepare=self._prepare,
         )
         try:

@@ -101,6 +101,8 @@ class VectorStoreTool:
             loaders=LoaderSet.from_registry(self.registry),
             base_dir=self.base_dir,
             progress=self.progress,
+            encoding=self.config.encoding,
+            max_file_size=self.config.max_file_size,
         )
         try:
             report = ingestor.run(source, force=force_ingest)
