@@ -68,7 +68,9 @@ def test_bad_input_is_skipped_with_one_warning_each_and_the_rest_ingested(
         ("docs/link.txt", "symlink points outside the source"),
         ("docs/linkdir", "symlink points outside the source"),
     ]
-    uncertain = "encoding uncertain, read as cp1252 (cp1250 would give other text); pin it with the tool's encoding: setting"
+    uncertain = (
+        "encoding uncertain, read as cp1252 (cp1250 would give other text); pin it with the tool's encoding: setting"
+    )
     assert sorted(warnings_of(caplog_ingest)) == [
         f"docs/cp1252.txt: {uncertain}",  # one line each: "crème brûlée" or "crčme brűlée"?
         f"docs/latin1.txt: {uncertain}",
@@ -299,7 +301,7 @@ def test_failed_replace_keeps_old_chunks_and_is_reported(
     assert report.ingested == ["docs/b.md"]
     assert [(f.display, f.reason) for f in report.failed] == [("docs/a.md", "store failed: disk full")]
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
-        "could not store docs/a.md: disk full (its previous chunks are kept)"
+        "failed docs/a.md: store failed: disk full (its previous chunks are kept)"
     ]
     text = contents(store)
     assert "anchors and mooring lines" in text and "propellers" not in text  # a: old chunks kept

@@ -97,7 +97,8 @@ class LineProgress:
             return  # embedding runs in many groups: one line for the stage, then status lines
         self._stages.add(name)
         if name == "files":
-            self._print(f"loading and chunking {total:,} file(s)")
+            if total:  # nothing changed: the summary line says so
+                self._print(f"loading and chunking {total:,} file(s)")
         elif name == "embedding":
             self._print("embedding chunks")
         else:

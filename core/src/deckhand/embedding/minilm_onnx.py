@@ -102,8 +102,8 @@ def _cut(text: str, start: int, target: int, window: int) -> int:
         found = match.start()
     if found is not None:
         return found
-    match = _SAFE_CUT.search(text, target)
-    return match.start() if match else len(text)
+    after = _SAFE_CUT.search(text, target)
+    return after.start() if after else len(text)
 
 
 class MiniLMOnnxEmbedder:

@@ -158,18 +158,10 @@ def _wide(data: bytes, head: bytes) -> Decoded:
     candidates += [e for e in ("utf-16-le", "utf-16-be") if len(data) % 2 == 0]
     scored = []
     for encoding in candidates:
-        try:
-            sample = head.decode(encoding)
+        try:  # not final: the head may end inside a character
+            sample = codecs.getincrementaldecoder(encoding)().decode(head, final=False)
         except UnicodeDecodeError:
-            sample = None
-            for cut in (1, 2, 3):  # the head may end inside a character
-                try:
-                    sample = head[: len(head) - cut].decode(encoding)
-                    break
-                except UnicodeDecodeError:
-                    continue
-            if sample is None:
-                continue
+            continue
         if mostly_control(sample):
             continue
         penalty, judged = plausibility(sample)
@@ -341,13 +333,7 @@ def plausibility(text: str) -> tuple[float, int]:
             penalty += _end_run(run)
             if kind == "rare":
                 penalty += 1.0
-            if (
-                code < 0x2E80
-                and ch not in IN_WORD
-                and previous.isalpha()
-                and i + 1 < length
-                and text[i + 1].isalpha()
-            ):
+            if code < 0x2E80 and ch not in IN_WORD and previous.isalpha() and i + 1 < length and text[i + 1].isalpha():
                 penalty += 2.0  # a symbol inside a word
         previous = ch
     penalty += _end_run(run)

@@ -18,6 +18,7 @@ AUTO = "auto"
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class DecodeSettings:
     """How the file being loaded is decoded, and the notices its decoding produced.

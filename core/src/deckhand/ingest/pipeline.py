@@ -13,7 +13,7 @@ import hashlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -133,7 +133,7 @@ class IngestReport:
         self.skipped.append(Skipped(display, reason))
 
     def fail(self, display: str, reason: str) -> None:
-        """A file that could not be ingested (unreadable, conversion error, store error): one warning, counted as failed."""
+        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
         log.warning("failed %s: %s", printable(display), reason)
         self.failed.append(Skipped(display, reason))
 

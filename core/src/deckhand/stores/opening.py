@@ -43,7 +43,7 @@ class FallbackPolicy:
         return self.default
 
 
-_policy: ContextVar[FallbackPolicy] = ContextVar("deckhand_fallback_policy", default=FallbackPolicy())
+_policy: ContextVar[FallbackPolicy | None] = ContextVar("deckhand_fallback_policy", default=None)
 
 
 @contextmanager
@@ -80,7 +80,7 @@ def open_store(
         if config.provider == IN_MEMORY:
             raise
         where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
-        if not _policy.get().allows(config):
+        if not (_policy.get() or FallbackPolicy()).allows(config):
             raise StoreConnectionError(
                 f"tool {collection}: cannot reach {config.provider}{where} ({redact_url(str(exc))}); start the "
                 "server, or pass --allow-fallback (or set database.allow_fallback: true) to use the in-memory "

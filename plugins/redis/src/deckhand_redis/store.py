@@ -33,9 +33,15 @@ from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
-from redis.exceptions import AuthenticationWrongNumberOfArgsError, AuthorizationError, NoPermissionError
+from redis.exceptions import (
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    NoPermissionError,
+    RedisError,
+    ResponseError,
+    WatchError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from deckhand_redis.layout import Layout, escape_query_term
