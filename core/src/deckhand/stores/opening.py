@@ -19,7 +19,7 @@ from pathlib import Path
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
-from deckhand.errors import ConfigError, ModelMismatchError, StoreConnectionError
+from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -76,15 +76,16 @@ def open_store(
         store: VectorStore = component.factory(config, collection)
         previous = store.open(spec)
         return store, previous, config
+    except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
+        raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
         where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
         if not (_policy.get() or FallbackPolicy()).allows(config):
             raise StoreConnectionError(
-                f"tool {collection}: cannot reach {config.provider}{where} ({redact_url(str(exc))}); start the "
-                "server, or pass --allow-fallback (or set database.allow_fallback: true) to use the in-memory "
-                "store for this run"
+                f"tool {collection}: {redact_url(str(exc))}; to use the in-memory store for this run instead, "
+                "pass --allow-fallback (or set database.allow_fallback: true)"
             ) from None
         log.warning(
             "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
