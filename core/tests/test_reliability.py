@@ -424,6 +424,30 @@ def test_a_long_ingest_is_estimated_before_it_runs(tmp_path: Path, minilm: Any) 
     assert 3000 < expected < 6000  # projected from the chunks per byte of the files loaded so far
 
 
+def test_one_huge_file_is_estimated_and_embedded_while_it_is_cut(tmp_path: Path, minilm: Any) -> None:
+    """The estimate comes after the first 64 chunks, not after the whole file is chunked."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "huge.txt").write_text("The harbour crane lifted another container onto the quay. " * 25_000)  # 1.5 MB
+    progress = _Notes()
+    embedder = _SlowEmbedder(minilm.tokenizer)
+    ingestor = Ingestor(
+        store=open_memory_store(embedder, "huge"),
+        embedder=embedder,
+        chunker=TokenChunker(minilm.tokenizer, 64, 0),
+        loaders=LoaderSet.from_registry(get_registry()),
+        base_dir=tmp_path,
+        progress=progress,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        ingestor.run(docs)
+    (note,) = progress.notes
+    assert re.fullmatch(r"about [\d,]+ chunks to embed from 1 file\(s\) \(1\.\d MB\): about .+ at [\d.]+ chunks/s", note)
+    last = progress.statuses[-1]
+    assert last.files_done == 0 and last.embedded == 64 and last.chunks < 100  # still cutting the file
+    assert 3000 < last.chunks_expected < 8000  # projected from how far into the text the chunks are
+
+
 def test_a_short_ingest_prints_no_estimate(tmp_path: Path, minilm: Any) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

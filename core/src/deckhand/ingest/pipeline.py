@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-
 from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
@@ -185,6 +183,8 @@ class _Pending:
     file: SourceFile
     state: FileState
     chunks: list[Chunk]
+    #: False while its chunker is still cutting it.
+    complete: bool = True
     vectors: list[Vector] = field(default_factory=list)
     embedded: int = 0
 
@@ -256,14 +256,13 @@ class Ingestor:
         self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
         self._estimated = self._status.bytes_total < ESTIMATE_MIN_BYTES
         self.progress.stage("files", len(todo))
+        loaded = 0
         for file in todo:
-            pending = self._load_and_chunk(file, states[file.display], report)
+            self._load_and_chunk(file, states[file.display], report)
+            loaded += states[file.display].size
             self._status.files_done += 1
-            self._status.bytes_done += states[file.display].size
+            self._status.bytes_done = loaded
             self.progress.advance()
-            if pending is not None and pending.chunks:
-                self._queue.append(pending)
-                self._status.chunks += len(pending.chunks)
             self._embed_ready(report, final=False)
             self._report_status()
         self._embed_ready(report, final=True)
@@ -325,7 +324,9 @@ class Ingestor:
             relative = file.path.name
         return encoding_for(self.encoding, relative)
 
-    def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> _Pending | None:
+    def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> None:
+        """Load ``file``, cut it into chunks and queue them; a chunker that can stream (``iter_chunks``)
+        hands them over while it cuts, so a huge file is embedded as it goes (progress, estimate)."""
         clock = time.perf_counter()
         try:
             with decoding(self._encoding_of(file)) as settings:
@@ -340,18 +341,38 @@ class Ingestor:
             report.seconds["convert"] = report.seconds.get("convert", 0.0) + time.perf_counter() - clock
         for notice in settings.notices:
             log.warning("%s: %s", printable(file.display), notice)
-        if not text.strip():
+        if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
             report.skip(file.display, "empty file")
             self.store.delete_source(file.display)  # it was emptied: its old chunks are stale
             return None
         clock = time.perf_counter()
+        embedding = report.seconds.get("embed", 0.0) + report.seconds.get("store", 0.0)
         document = Document(source=file.display, text=text, title=_title(text, file.path))
         del text
-        chunks = self.chunker.chunk(document)
-        if self.prepare is not None:
-            chunks = self.prepare(document, chunks)
-        report.seconds["chunk"] = report.seconds.get("chunk", 0.0) + time.perf_counter() - clock
-        return _Pending(file, state, chunks)
+        pending = _Pending(file, state, [], complete=False)
+        self._queue.append(pending)
+        stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        if stream is not None:
+            length, before = len(document.text), self._status.bytes_done
+            for chunk in stream(document):
+                pending.chunks.append(chunk)
+                self._status.chunks += 1
+                if pending.waiting >= (EMBED_GROUP if self._estimated else CALIBRATION_GROUP):
+                    end = chunk.metadata.get("end_char", 0)
+                    self._status.bytes_done = before + round(state.size * end / max(length, 1))
+                    self._embed_ready(report, final=False)
+        else:
+            chunks = self.chunker.chunk(document)
+            if self.prepare is not None:
+                chunks = self.prepare(document, chunks)
+            pending.chunks = chunks
+            self._status.chunks += len(chunks)
+        pending.complete = True
+        if not pending.chunks:
+            self._queue.remove(pending)
+        spent = time.perf_counter() - clock
+        embedding = report.seconds.get("embed", 0.0) + report.seconds.get("store", 0.0) - embedding
+        report.seconds["chunk"] = report.seconds.get("chunk", 0.0) + spent - embedding
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
         """Embed the queued chunks in groups of :data:`EMBED_GROUP` (all of them when ``final``), storing
@@ -362,7 +383,7 @@ class Ingestor:
             if not waiting or (waiting < group and not final):
                 return
             self._embed_group(group, report)
-            while self._queue and not self._queue[0].waiting:
+            while self._queue and self._queue[0].complete and not self._queue[0].waiting:
                 self._store(self._queue.popleft(), report)
             self._report_status()
             if not self._estimated:
@@ -399,12 +420,13 @@ class Ingestor:
 
     def _store(self, pending: _Pending, report: IngestReport) -> None:
         clock = time.perf_counter()
-        vectors = np.concatenate(pending.vectors) if len(pending.vectors) > 1 else pending.vectors[0]
+        rows = (row for group in pending.vectors for row in group)  # views: no copy of a big file's vectors
         records = [
-            Record(chunk.id, chunk.source, chunk.index, chunk.content, vectors[i], dict(chunk.metadata))
-            for i, chunk in enumerate(pending.chunks)
+            Record(chunk.id, chunk.source, chunk.index, chunk.content, vector, dict(chunk.metadata))
+            for chunk, vector in zip(pending.chunks, rows, strict=True)
         ]
         pending.vectors.clear()
+        pending.chunks = []
         state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
         try:
             self.store.replace_source(pending.file.display, records, state)
