@@ -442,7 +442,9 @@ def test_one_huge_file_is_estimated_and_embedded_while_it_is_cut(tmp_path: Path,
     with pytest.raises(KeyboardInterrupt):
         ingestor.run(docs)
     (note,) = progress.notes
-    assert re.fullmatch(r"about [\d,]+ chunks to embed from 1 file\(s\) \(1\.\d MB\): about .+ at [\d.]+ chunks/s", note)
+    assert re.fullmatch(
+        r"about [\d,]+ chunks to embed from 1 file\(s\) \(1\.\d MB\): about .+ at [\d.]+ chunks/s", note
+    ), note
     last = progress.statuses[-1]
     assert last.files_done == 0 and last.embedded == 64 and last.chunks < 100  # still cutting the file
     assert 3000 < last.chunks_expected < 8000  # projected from how far into the text the chunks are
