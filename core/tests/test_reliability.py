@@ -450,6 +450,36 @@ def test_one_huge_file_is_estimated_and_embedded_while_it_is_cut(tmp_path: Path,
     assert 3000 < last.chunks_expected < 8000  # projected from how far into the text the chunks are
 
 
+def test_groups_follow_the_embedding_rate(tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow model gets small groups (progress keeps coming); the first group calibrates the rate."""
+    import deckhand.ingest.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "ESTIMATE_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline, "GROUP_SECONDS", 0.5)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "log.txt").write_text("The harbour crane lifted another container onto the quay. " * 2_000)
+    sizes: list[int] = []
+
+    class Timed(FakeEmbedder):
+        def embed(self, texts: Any) -> Any:
+            sizes.append(len(texts))
+            time.sleep(0.005 * len(texts))  # 200 texts/s: 0.5 s is 100 texts
+            return super().embed(texts)
+
+    embedder = Timed(minilm.tokenizer)
+    ingestor = Ingestor(
+        store=open_memory_store(embedder, "rate"),
+        embedder=embedder,
+        chunker=TokenChunker(minilm.tokenizer, 32, 0),
+        loaders=LoaderSet.from_registry(get_registry()),
+        base_dir=tmp_path,
+    )
+    report = ingestor.run(docs)
+    assert report.chunks_written == sum(sizes) > 400
+    assert sizes[0] == 64 and all(64 <= n <= 130 for n in sizes[1:-1]), sizes
+
+
 def test_a_short_ingest_prints_no_estimate(tmp_path: Path, minilm: Any) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

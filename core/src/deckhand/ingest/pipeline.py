@@ -29,11 +29,15 @@ from deckhand.types import Chunk, Document, FileState, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Chunks embedded together; bounds memory while keeping the model's batches full. A file
+#: Most chunks embedded together; bounds memory while keeping the model's batches full. A file
 #: with more chunks is embedded in several groups (its records are stored together at the end).
 EMBED_GROUP = 2048
-#: Size of the first group of a big ingest: its embedding time gives the rate of the estimate.
+#: Fewest chunks embedded together, and the first group of a big ingest: its embedding time
+#: gives the rate of the estimate.
 CALIBRATION_GROUP = 64
+#: After the first group, a group holds about this many seconds of embedding at the measured rate,
+#: so progress is reported that often even with a slow model (2,048 chunks take half an hour at 1/s).
+GROUP_SECONDS = 30.0
 #: Work below this many bytes to load gets no estimate (it cannot take minutes).
 ESTIMATE_MIN_BYTES = 256 * 1024
 #: An estimate is printed when the ingest will take longer than this many seconds.
@@ -357,7 +361,7 @@ class Ingestor:
             for chunk in stream(document):
                 pending.chunks.append(chunk)
                 self._status.chunks += 1
-                if pending.waiting >= (EMBED_GROUP if self._estimated else CALIBRATION_GROUP):
+                if pending.waiting >= self._group_size():
                     end = chunk.metadata.get("end_char", 0)
                     self._status.bytes_done = before + round(state.size * end / max(length, 1))
                     self._embed_ready(report, final=False)
@@ -379,7 +383,7 @@ class Ingestor:
         each file as soon as all its chunks have vectors."""
         while True:
             waiting = sum(p.waiting for p in self._queue)
-            group = EMBED_GROUP if self._estimated else CALIBRATION_GROUP
+            group = self._group_size()
             if not waiting or (waiting < group and not final):
                 return
             self._embed_group(group, report)
@@ -388,6 +392,16 @@ class Ingestor:
             self._report_status()
             if not self._estimated:
                 self._estimate()
+
+    def _group_size(self) -> int:
+        """:data:`CALIBRATION_GROUP` first on a big ingest, then :data:`GROUP_SECONDS` worth of chunks
+        (between :data:`CALIBRATION_GROUP` and :data:`EMBED_GROUP`)."""
+        if not self._estimated:
+            return CALIBRATION_GROUP
+        rate = self._status.rate
+        if rate is None:
+            return EMBED_GROUP
+        return max(CALIBRATION_GROUP, min(EMBED_GROUP, int(rate * GROUP_SECONDS)))
 
     def _embed_group(self, size: int, report: IngestReport) -> None:
         parts: list[tuple[_Pending, int, int]] = []
