@@ -389,9 +389,9 @@ class Ingestor:
             self._embed_group(group, report)
             while self._queue and self._queue[0].complete and not self._queue[0].waiting:
                 self._store(self._queue.popleft(), report)
-            self._report_status()
             if not self._estimated:
                 self._estimate()
+            self._report_status()
 
     def _group_size(self) -> int:
         """:data:`CALIBRATION_GROUP` first on a big ingest, then :data:`GROUP_SECONDS` worth of chunks
