@@ -78,15 +78,13 @@ class NotTextError(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoding decision: the text, the encoding and, when unsure, the runner-up encoding."""
+    """A decoding decision: the text, the encoding, whether it is certain and, when another encoding
+    gives a different text nearly as plausible, that encoding."""
 
     text: str
     encoding: str
     alternative: str | None = None
-
-    @property
-    def certain(self) -> bool:
-        return self.alternative is None
+    certain: bool = True
 
 
 def canonical_encoding(name: str) -> str:
@@ -184,8 +182,8 @@ def _legacy(data: bytes) -> Decoded:
     candidates = LEGACY_ENCODINGS + (("utf-16-le", "utf-16-be") if len(data) % 2 == 0 else ())
     for preference, encoding in enumerate(candidates):
         decoder = codecs.getincrementaldecoder(encoding)()
-        try:
-            text = decoder.decode(sample, final=False)
+        try:  # lines cut UTF-16 out of step: its sample is the start of the file
+            text = decoder.decode(data[:SAMPLE_BYTES] if encoding.startswith("utf-16") else sample, final=False)
         except UnicodeDecodeError:
             continue
         if mostly_control(text):
@@ -200,21 +198,16 @@ def _legacy(data: bytes) -> Decoded:
         except UnicodeDecodeError:
             continue  # invalid further on than the sample
         rivals = [r for r in ranked[position + 1 :] if r[3] != text]
-        alternative = None
-        if rivals:
-            margin = rivals[0][0] - penalty
-            if margin < max(CERTAIN_MARGIN, CERTAIN_SHARE * judged):
-                alternative = rivals[0][2]
-        return Decoded(full, encoding, alternative)
-    text = data.decode("latin-1")  # accepts every byte
-    if mostly_control(text):
-        raise NotTextError("cannot decode as text (not UTF-8, cp1252 or Latin-1)")
-    return Decoded(text, "latin-1", alternative="cp1252")
+        if rivals and rivals[0][0] - penalty < max(CERTAIN_MARGIN, CERTAIN_SHARE * judged):
+            return Decoded(full, encoding, alternative=rivals[0][2], certain=False)
+        return Decoded(full, encoding)
+    # ISO 8859-15 and KOI8-R accept every byte: only control characters everywhere get here
+    raise NotTextError("cannot decode as text (not UTF-8, cp1252 or Latin-1)")
 
 
 def _sample(data: bytes) -> bytes:
     """Lines that hold non-ASCII bytes, up to :data:`SAMPLE_BYTES` (a newline byte never occurs
-    inside a character of the candidate encodings, so lines cut nothing)."""
+    inside a character of the legacy encodings, so lines cut nothing)."""
     if len(data) <= SAMPLE_BYTES:
         return data
     parts: list[bytes] = []
