@@ -78,13 +78,16 @@ class NotTextError(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoding decision: the text, the encoding, whether it is certain and, when another encoding
-    gives a different text nearly as plausible, that encoding."""
+    """A decoding decision: the text, the encoding and, when another encoding gives a different text
+    nearly as plausible (the choice is uncertain), that encoding."""
 
     text: str
     encoding: str
     alternative: str | None = None
-    certain: bool = True
+
+    @property
+    def certain(self) -> bool:
+        return self.alternative is None
 
 
 def canonical_encoding(name: str) -> str:
@@ -199,7 +202,7 @@ def _legacy(data: bytes) -> Decoded:
             continue  # invalid further on than the sample
         rivals = [r for r in ranked[position + 1 :] if r[3] != text]
         if rivals and rivals[0][0] - penalty < max(CERTAIN_MARGIN, CERTAIN_SHARE * judged):
-            return Decoded(full, encoding, alternative=rivals[0][2], certain=False)
+            return Decoded(full, encoding, alternative=rivals[0][2])
         return Decoded(full, encoding)
     # ISO 8859-15 and KOI8-R accept every byte: only control characters everywhere get here
     raise NotTextError("cannot decode as text (not UTF-8, cp1252 or Latin-1)")

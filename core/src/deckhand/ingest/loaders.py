@@ -70,8 +70,10 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     except NotTextError as exc:
         raise LoaderError(f"{path}: {exc}") from exc
     if not decoded.certain:
-        why = f"{decoded.alternative} would give other text" if decoded.alternative else "no encoding fits it all"
-        notice = f"encoding uncertain, read as {decoded.encoding} ({why}); pin it with the tool's encoding: setting"
+        notice = (
+            f"encoding uncertain, read as {decoded.encoding} ({decoded.alternative} would give other text); "
+            "pin it with the tool's encoding: setting"
+        )
         if settings is not None:
             settings.notices.append(notice)
         else:
