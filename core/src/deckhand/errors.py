@@ -32,7 +32,14 @@ class StoreError(DeckhandError):
 
 
 class StoreConnectionError(StoreError, ConnectionError):
-    """The store's server could not be reached (the tool falls back to in-memory)."""
+    """The store's server could not be reached (the tool falls back to in-memory where that is allowed)."""
+
+
+class StoreAuthenticationError(StoreError, ConfigError):
+    """The store's server refused the credentials or the permissions (wrong password, missing grant).
+
+    A configuration error, never a reason to fall back to in-memory: the ``deckhand`` command exits 3.
+    """
 
 
 class IndexFileError(StoreError):

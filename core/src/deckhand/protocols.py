@@ -34,7 +34,12 @@ class Loader(Protocol):
 
 
 class Tokenizer(Protocol):
-    """Splits text into the embedder's tokens; chunkers count and cut with it."""
+    """Splits text into the embedder's tokens; chunkers count and cut with it.
+
+    Optional: ``iter_token_spans(text) -> Iterator[tuple[int, int]]``, the same spans computed a
+    window at a time (the builtin tokenizer has it). Without it the token chunker holds every
+    span of a document at once, which for a huge file costs many times the file's size.
+    """
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character ``(start, end)`` of every token of ``text``, in order."""
@@ -62,7 +67,11 @@ class Embedder(Protocol):
 
 
 class Chunker(Protocol):
-    """Splits a document into chunks."""
+    """Splits a document into chunks.
+
+    Optional: ``iter_chunks(document) -> Iterator[Chunk]``, the same chunks one by one (the token
+    chunker has it); the pipeline then embeds a huge file's first chunks while the rest are cut.
+    """
 
     def chunk(self, document: Document) -> list[Chunk]: ...
 

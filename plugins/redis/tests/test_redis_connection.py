@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import redis
 from deckhand.config.models import DatabaseConfig
-from deckhand.errors import ConfigError, StoreConnectionError, StoreError
+from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
@@ -54,12 +54,29 @@ def test_wrong_password_is_reported_without_the_password(redis_url: str) -> None
         client.config_set("requirepass", "right-password")
         client.close()
         bad = server.url.replace("redis://", "redis://:wrong-password@")
-        with pytest.raises(StoreError) as info:
+        with pytest.raises(StoreAuthenticationError) as info:
             RedisStore(bad, "docs")
         assert "wrong-password" not in str(info.value)
         assert "***" in str(info.value)
+        assert "refused the credentials" in str(info.value)
+        # a configuration error (exit 3), not an outage: open_store must not fall back on it
+        assert isinstance(info.value, ConfigError) and not isinstance(info.value, ConnectionError)
+        with pytest.raises(StoreAuthenticationError, match="check the user name and password"):
+            RedisStore(server.url, "docs")  # no password at all: NOAUTH
         good = server.url.replace("redis://", "redis://:right-password@")
         RedisStore(good, "docs").close()
+
+
+def test_acl_user_without_permission_is_an_authentication_error(redis_url: str) -> None:
+    with RedisServer() as server:
+        client = redis.Redis.from_url(server.url)
+        client.acl_setuser("reader", enabled=True, passwords=["+reader-pass"], commands=["+ping"], keys=["*"])
+        client.close()
+        url = server.url.replace("redis://", "redis://reader:reader-pass@")
+        with pytest.raises(StoreAuthenticationError) as info:
+            RedisStore(url, "docs")
+        assert "denied connecting: User reader has no permissions to run the 'FT._LIST' command" in str(info.value)
+        assert "reader-pass" not in str(info.value)
 
 
 def test_server_without_search_module_is_a_clear_error() -> None:

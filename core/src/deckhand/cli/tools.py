@@ -11,12 +11,14 @@ from typing import Any
 
 import click
 
-from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, force_option
-from deckhand.cli.progress import RichProgress
+from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, fallback_option, force_option
+from deckhand.cli.progress import LineProgress, RichProgress, progress_for
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
+from deckhand.display import printable
 from deckhand.errors import ConfigError
 from deckhand.protocols import Tool
+from deckhand.stores.opening import fallback_policy
 from deckhand.tools import build_tool
 
 log = logging.getLogger("deckhand")
@@ -46,12 +48,16 @@ def _tools(
     return [build_tool(t, base_dir=base_dir, progress=progress(t.name) if progress else None) for t in selected]
 
 
-def _initialize(tools: list[Tool], force: bool, quiet: bool, bars: dict[str, RichProgress] | None = None) -> bool:
-    """Ingest every tool (drawing ``bars[tool name]`` if given); print one summary line each.
+#: What shows one tool's ingestion progress in a terminal or a log.
+Display = RichProgress | LineProgress
+
+
+def _initialize(tools: list[Tool], force: bool, quiet: bool, displays: dict[str, Display | None] | None = None) -> bool:
+    """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
     True if any file failed."""
     any_failed = False
     for tool in tools:
-        progress = (bars or {}).get(tool.config.name)
+        progress = (displays or {}).get(tool.config.name)
         if progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force)
@@ -61,7 +67,7 @@ def _initialize(tools: list[Tool], force: bool, quiet: bool, bars: dict[str, Ric
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""
             # Each skipped or failed file already had its one warning line from the pipeline's log.
-            click.echo(f"{tool.config.name}{store}: {report.summary()}", err=True)
+            click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
     return any_failed
 
 
@@ -69,17 +75,28 @@ def ingest_cmd() -> click.Command:
     @click.command("ingest")
     @config_option
     @force_option
+    @fallback_option
     @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable).")
     @click.pass_context
-    def ingest(ctx: click.Context, config_path: Path | None, force_ingest: bool, tool_names: tuple[str, ...]) -> None:
-        """Ingest the sources of the agent's tools (incrementally unless --force-ingest)."""
+    def ingest(
+        ctx: click.Context,
+        config_path: Path | None,
+        force_ingest: bool,
+        allow_fallback: bool | None,
+        tool_names: tuple[str, ...],
+    ) -> None:
+        """Ingest the sources of the agent's tools (incrementally unless --force-ingest).
+
+        An unreachable store server is an error here (exit 1) unless fallback is allowed:
+        what is ingested into the in-memory store is lost when the command ends.
+        """
         quiet = ctx.obj.get("quiet", False)
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback, default=False):
             config = _load(config_path)
-            bars = {t.name: RichProgress(t.name, enabled=not quiet) for t in config.tools}
-            tools = _tools(config, config_path, tool_names, bars.get)
-            failed = _initialize(tools, force_ingest, quiet, bars)
+            displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
+            tools = _tools(config, config_path, tool_names, displays.get)
+            failed = _initialize(tools, force_ingest, quiet, displays)
         if failed:
             sys.exit(EXIT_PARTIAL)
 
@@ -94,6 +111,7 @@ def search_cmd() -> click.Command:
     @click.option("-k", "--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
     @force_option
+    @fallback_option
     @click.pass_context
     def search(
         ctx: click.Context,
@@ -103,11 +121,12 @@ def search_cmd() -> click.Command:
         top_k: int | None,
         as_json: bool,
         force_ingest: bool,
+        allow_fallback: bool | None,
     ) -> None:
         """Search the agent's tools (ingesting first what changed)."""
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names)
             _initialize(tools, force_ingest, quiet)
@@ -127,11 +146,12 @@ def chat_cmd() -> click.Command:
     @click.command("chat")
     @config_option
     @force_option
+    @fallback_option
     @click.pass_context
-    def chat(ctx: click.Context, config_path: Path | None, force_ingest: bool) -> None:
+    def chat(ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None) -> None:
         """Interactive session over the agent's tools: type a query, see each tool's results (no LLM)."""
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path)
             _initialize(tools, force_ingest, ctx.obj.get("quiet", False))
@@ -158,12 +178,15 @@ def test_cmd() -> click.Command:
     @click.command("test")
     @config_option
     @force_option
+    @fallback_option
     @click.option("--json", "as_json", is_flag=True, help="Per-case results as JSON.")
     @click.pass_context
-    def test(ctx: click.Context, config_path: Path | None, force_ingest: bool, as_json: bool) -> None:
+    def test(
+        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, as_json: bool
+    ) -> None:
         """Run the retrieval test cases of agent.yaml (`tests:`); report hit rate and MRR."""
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from deckhand.config.options import (
     Choice,
@@ -16,6 +16,7 @@ from deckhand.config.options import (
     resolve_choice,
     validate_options,
 )
+from deckhand.ingest.encoding import canonical_encoding
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
@@ -50,6 +51,13 @@ class DatabaseConfig(StrictModel):
     distance_metric: Metric = Metric.COSINE
     options: dict[str, Any] = Field(
         default_factory=dict, description="Settings of the store plugin (`deckhand schema` lists each store's)."
+    )
+    allow_fallback: bool | None = Field(
+        default=None,
+        description=(
+            "When the server is unreachable: true uses the in-memory store for the run, false fails; "
+            "default: fail for `deckhand ingest`, fall back for search/chat/test (--allow-fallback/--no-fallback)."
+        ),
     )
 
     @field_validator("provider")
@@ -123,6 +131,18 @@ class SourceToolConfig(ToolConfigBase):
     )
     database: DatabaseConfig | None = None
     chunker: Choice = choice_field("chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}.")
+    encoding: str | dict[str, str] = Field(
+        default="auto",
+        description=(
+            "Text encoding of the source files: auto (detected), a codec such as cp1252 or shift_jis, or a mapping "
+            "of glob patterns (relative to the source) to encodings, first match wins, e.g. "
+            "{'legacy/*.txt': cp1252, '*': auto}."
+        ),
+    )
+    max_file_size: ByteSize | None = Field(
+        default=ByteSize(50_000_000),
+        description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
+    )
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""
@@ -149,3 +169,33 @@ class SourceToolConfig(ToolConfigBase):
         return resolve_choice(
             registry, "chunker", self.chunker, ("chunker",), self.shorthands(self.chunker_shorthands), context=context
         )
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(value, str):
+            return _check_encoding(value)
+        if not value:
+            raise ValueError("the encoding mapping is empty; use auto or map glob patterns to encodings")
+        checked = {}
+        for pattern, encoding in value.items():
+            if not pattern.strip():
+                raise ValueError("an encoding pattern is empty; use a glob such as legacy/*.txt or *")
+            checked[pattern] = _check_encoding(encoding, pattern)
+        return checked
+
+
+def _check_encoding(name: str, pattern: str | None = None) -> str:
+    """``auto`` or a known text codec, else a ValueError naming it (and its pattern)."""
+    name = name.strip()
+    if name.lower() == "auto":
+        return "auto"
+    try:
+        canonical_encoding(name)
+    except LookupError:
+        where = f" for {pattern!r}" if pattern else ""
+        raise ValueError(
+            f"unknown encoding {name!r}{where}; use auto or a Python codec name such as utf-8, cp1252, latin-1, "
+            "cp1251, shift_jis or gb18030"
+        ) from None
+    return name

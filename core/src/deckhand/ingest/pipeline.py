@@ -12,25 +12,47 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
+from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.loaders import AUTO, decoding
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record
+from deckhand.types import Chunk, Document, FileState, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Chunks embedded together; bounds memory while keeping the model's batches full.
+#: Most chunks embedded together; bounds memory while keeping the model's batches full. A file
+#: with more chunks is embedded in several groups (its records are stored together at the end).
 EMBED_GROUP = 2048
+#: Fewest chunks embedded together, and the first group of a big ingest: its embedding time
+#: gives the rate of the estimate.
+CALIBRATION_GROUP = 64
+#: After the first group, a group holds about this many seconds of embedding at the measured rate,
+#: so progress is reported that often even with a slow model (2,048 chunks take half an hour at 1/s).
+GROUP_SECONDS = 30.0
+#: Work below this many bytes to load gets no estimate (it cannot take minutes).
+ESTIMATE_MIN_BYTES = 256 * 1024
+#: An estimate is printed when the ingest will take longer than this many seconds.
+ESTIMATE_MIN_SECONDS = 60.0
+#: The default ``max_file_size`` (the tool configuration's default too).
+DEFAULT_MAX_FILE_SIZE = 50_000_000
 
 
 class Progress(Protocol):
-    """What the pipeline reports while it runs (the CLI draws progress bars from it)."""
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it).
+
+    Two methods are optional and called only when present: ``status(IngestStatus)`` after
+    every file and embedding group (counts, rate and ETA), and ``note(str)`` for a message
+    the user should see before a long run (the time estimate).
+    """
 
     def stage(self, name: str, total: int) -> None: ...
 
@@ -43,6 +65,40 @@ class _NoProgress:
 
     def advance(self, n: int = 1) -> None:
         pass
+
+
+@dataclass
+class IngestStatus:
+    """Where a run stands: files and bytes loaded, chunks made and embedded, and the time spent embedding."""
+
+    files_total: int = 0
+    bytes_total: int = 0
+    files_done: int = 0
+    bytes_done: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    embed_seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def rate(self) -> float | None:
+        """Chunks embedded per second so far (cache hits included), None before the first group."""
+        return self.embedded / self.embed_seconds if self.embedded and self.embed_seconds > 0 else None
+
+    @property
+    def chunks_expected(self) -> int:
+        """Chunks made so far plus those the files still to load should give (same chunks per byte)."""
+        if not self.bytes_done:
+            return self.chunks
+        remaining = max(self.bytes_total - self.bytes_done, 0)
+        return self.chunks + round(remaining * self.chunks / self.bytes_done)
+
+    def eta(self) -> float | None:
+        """Seconds left at the embedding rate so far (None until it is known)."""
+        rate = self.rate
+        if rate is None or not self.bytes_done:
+            return None
+        return max(self.chunks_expected - self.embedded, 0) / rate
 
 
 @dataclass
@@ -72,6 +128,16 @@ class IngestReport:
             parts.append(f"{len(self.failed)} failed")
         parts.append(f"{len(self.removed)} removed")
         return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
+
+    def skip(self, display: str, reason: str) -> None:
+        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
+        log.warning("skipped %s: %s", printable(display), reason)
+        self.skipped.append(Skipped(display, reason))
+
+    def fail(self, display: str, reason: str) -> None:
+        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
+        log.warning("failed %s: %s", printable(display), reason)
+        self.failed.append(Skipped(display, reason))
 
 
 class LoaderSet:
@@ -105,11 +171,30 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def format_size(size: float) -> str:
+    """``52,428,800`` → ``52.4 MB`` (decimal units, as ``max_file_size`` reads them)."""
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return f"{size:,.1f} GB"  # pragma: no cover - the loop returns
+
+
 @dataclass
 class _Pending:
+    """A file whose chunks are being embedded; its records are stored once every chunk has a vector."""
+
     file: SourceFile
     state: FileState
     chunks: list[Chunk]
+    #: False while its chunker is still cutting it.
+    complete: bool = True
+    vectors: list[Vector] = field(default_factory=list)
+    embedded: int = 0
+
+    @property
+    def waiting(self) -> int:
+        return len(self.chunks) - self.embedded
 
 
 class Ingestor:
@@ -125,6 +210,8 @@ class Ingestor:
         base_dir: Path | None = None,
         progress: Progress | None = None,
         prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None = None,
+        encoding: str | Mapping[str, str] = AUTO,
+        max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -134,17 +221,28 @@ class Ingestor:
         self.progress = progress or _NoProgress()
         #: Optional step between chunking and embedding (e.g. adding context to ``embed_text``).
         self.prepare = prepare
+        #: The tool's ``encoding:`` setting: ``auto``, a codec, or glob pattern → codec.
+        self.encoding = encoding
+        #: Files larger than this many bytes are skipped (None: no limit).
+        self.max_file_size = max_file_size
+        self._root: Path | None = None
+        self._queue: deque[_Pending] = deque()
+        self._status = IngestStatus()
+        self._estimated = False
 
     def run(self, source: str | Path, *, force: bool = False) -> IngestReport:
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir)
         for skipped in found.skipped:
-            log.warning("skipped %s: %s", skipped.display, skipped.reason)
-        report.skipped.extend(found.skipped)
+            report.skip(skipped.display, skipped.reason)
+        for failed in found.failed:
+            report.fail(failed.display, failed.reason)
         if not found.files:
             exts = ", ".join(sorted(self.loaders.extensions))
             raise SourceValidationError(f"no supported files in {source} (supported: {exts})")
+        given = Path(source).expanduser().resolve()
+        self._root = given if given.is_dir() else given.parent
         manifest = self.store.manifest()
         report.seconds["discover"] = time.perf_counter() - clock
 
@@ -158,21 +256,20 @@ class Ingestor:
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
 
+        self._queue = deque()
+        self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
+        self._estimated = self._status.bytes_total < ESTIMATE_MIN_BYTES
         self.progress.stage("files", len(todo))
-        batch: list[_Pending] = []
-        batch_chunks = 0
+        loaded = 0
         for file in todo:
-            pending = self._load_and_chunk(file, states[file.display], report)
+            self._load_and_chunk(file, states[file.display], report)
+            loaded += states[file.display].size
+            self._status.files_done += 1
+            self._status.bytes_done = loaded
             self.progress.advance()
-            if pending is None or not pending.chunks:
-                continue
-            batch.append(pending)
-            batch_chunks += len(pending.chunks)
-            if batch_chunks >= EMBED_GROUP:
-                self._embed_and_store(batch, report)
-                batch, batch_chunks = [], 0
-        if batch:
-            self._embed_and_store(batch, report)
+            self._embed_ready(report, final=False)
+            self._report_status()
+        self._embed_ready(report, final=True)
 
         clock = time.perf_counter()
         present = {f.display for f in found.files}
@@ -183,13 +280,20 @@ class Ingestor:
         return report
 
     def _state(self, file: SourceFile, known: FileState | None, force: bool, report: IngestReport) -> FileState | None:
-        """The new manifest state if ``file`` must be (re)ingested, else None (unchanged)."""
+        """The new manifest state if ``file`` must be (re)ingested, else None (unchanged or too large)."""
         try:
             stat = file.path.stat()
         except OSError as exc:
-            reason = f"cannot stat ({exc.strerror or exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, f"cannot stat ({exc.strerror or exc})")
+            return None
+        if self.max_file_size is not None and stat.st_size > self.max_file_size:
+            report.skip(
+                file.display,
+                f"{format_size(stat.st_size)} is over max_file_size ({format_size(self.max_file_size)}); "
+                "raise the tool's max_file_size to ingest it",
+            )
+            if known is not None:
+                self.store.delete_source(file.display)  # its old chunks no longer match the file
             return None
         model = self.embedder.model_id
         same_model = known is not None and known.model == model
@@ -205,9 +309,7 @@ class Ingestor:
         try:
             digest = file_sha256(file.path)
         except OSError as exc:
-            reason = f"cannot read ({exc.strerror or exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, f"cannot read ({exc.strerror or exc})")
             return None
         if not force and same_model and known is not None and known.sha256 == digest:
             self.store.set_file_state(
@@ -217,37 +319,102 @@ class Ingestor:
             return None
         return FileState(file.display, stat.st_mtime, stat.st_size, digest, model, 0)
 
-    def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> _Pending | None:
+    def _encoding_of(self, file: SourceFile) -> str:
+        if isinstance(self.encoding, str):
+            return self.encoding
+        try:
+            relative = file.path.relative_to(self._root).as_posix() if self._root else file.path.name
+        except ValueError:
+            relative = file.path.name
+        return encoding_for(self.encoding, relative)
+
+    def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> None:
+        """Load ``file``, cut it into chunks and queue them; a chunker that can stream (``iter_chunks``)
+        hands them over while it cuts, so a huge file is embedded as it goes (progress, estimate)."""
         clock = time.perf_counter()
         try:
-            text = self.loaders.load(file.path)
+            with decoding(self._encoding_of(file)) as settings:
+                text = self.loaders.load(file.path)
         except LoaderError as exc:
-            reason = str(exc).removeprefix(f"{file.path}: ")
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, str(exc).removeprefix(f"{file.path}: "))
             return None
         except Exception as exc:  # a (third-party) loader's own bug must not stop the whole run
-            reason = f"loader failed ({type(exc).__name__}: {exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, f"loader failed ({type(exc).__name__}: {exc})")
             return None
         finally:
             report.seconds["convert"] = report.seconds.get("convert", 0.0) + time.perf_counter() - clock
-        if not text.strip():
-            log.warning("skipped %s: empty file", file.display)
-            report.skipped.append(Skipped(file.display, "empty file"))
+        for notice in settings.notices:
+            log.warning("%s: %s", printable(file.display), notice)
+        if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
+            report.skip(file.display, "empty file")
             self.store.delete_source(file.display)  # it was emptied: its old chunks are stale
             return None
         clock = time.perf_counter()
+        embedding = report.seconds.get("embed", 0.0) + report.seconds.get("store", 0.0)
         document = Document(source=file.display, text=text, title=_title(text, file.path))
-        chunks = self.chunker.chunk(document)
-        if self.prepare is not None:
-            chunks = self.prepare(document, chunks)
-        report.seconds["chunk"] = report.seconds.get("chunk", 0.0) + time.perf_counter() - clock
-        return _Pending(file, state, chunks)
+        del text
+        pending = _Pending(file, state, [], complete=False)
+        self._queue.append(pending)
+        stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        if stream is not None:
+            length, before = len(document.text), self._status.bytes_done
+            for chunk in stream(document):
+                pending.chunks.append(chunk)
+                self._status.chunks += 1
+                if pending.waiting >= self._group_size():
+                    end = chunk.metadata.get("end_char", 0)
+                    self._status.bytes_done = before + round(state.size * end / max(length, 1))
+                    self._embed_ready(report, final=False)
+        else:
+            chunks = self.chunker.chunk(document)
+            if self.prepare is not None:
+                chunks = self.prepare(document, chunks)
+            pending.chunks = chunks
+            self._status.chunks += len(chunks)
+        pending.complete = True
+        if not pending.chunks:
+            self._queue.remove(pending)
+        spent = time.perf_counter() - clock
+        embedding = report.seconds.get("embed", 0.0) + report.seconds.get("store", 0.0) - embedding
+        report.seconds["chunk"] = report.seconds.get("chunk", 0.0) + spent - embedding
 
-    def _embed_and_store(self, batch: Sequence[_Pending], report: IngestReport) -> None:
-        texts = [c.text_for_embedding for p in batch for c in p.chunks]
+    def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
+        """Embed the queued chunks in groups of :data:`EMBED_GROUP` (all of them when ``final``), storing
+        each file as soon as all its chunks have vectors."""
+        while True:
+            waiting = sum(p.waiting for p in self._queue)
+            group = self._group_size()
+            if not waiting or (waiting < group and not final):
+                return
+            self._embed_group(group, report)
+            while self._queue and self._queue[0].complete and not self._queue[0].waiting:
+                self._store(self._queue.popleft(), report)
+            if not self._estimated:
+                self._estimate()
+            self._report_status()
+
+    def _group_size(self) -> int:
+        """:data:`CALIBRATION_GROUP` first on a big ingest, then :data:`GROUP_SECONDS` worth of chunks
+        (between :data:`CALIBRATION_GROUP` and :data:`EMBED_GROUP`)."""
+        if not self._estimated:
+            return CALIBRATION_GROUP
+        rate = self._status.rate
+        if rate is None:
+            return EMBED_GROUP
+        return max(CALIBRATION_GROUP, min(EMBED_GROUP, int(rate * GROUP_SECONDS)))
+
+    def _embed_group(self, size: int, report: IngestReport) -> None:
+        parts: list[tuple[_Pending, int, int]] = []
+        texts: list[str] = []
+        for pending in self._queue:
+            if len(texts) >= size:
+                break
+            if not pending.waiting:
+                continue
+            take = min(pending.waiting, size - len(texts))
+            start = pending.embedded
+            texts.extend(c.text_for_embedding for c in pending.chunks[start : start + take])
+            parts.append((pending, start, start + take))
         clock = time.perf_counter()
         before = getattr(self.embedder, "embedded_count", None)
         self.progress.stage("embedding", len(texts))
@@ -255,33 +422,79 @@ class Ingestor:
         self.progress.advance(len(texts))
         after = getattr(self.embedder, "embedded_count", None)
         report.texts_embedded += (after - before) if before is not None and after is not None else len(texts)
-        report.seconds["embed"] = report.seconds.get("embed", 0.0) + time.perf_counter() - clock
-        clock = time.perf_counter()
+        seconds = time.perf_counter() - clock
+        report.seconds["embed"] = report.seconds.get("embed", 0.0) + seconds
+        self._status.embedded += len(texts)
+        self._status.embed_seconds += seconds
         offset = 0
-        for pending in batch:
-            records = []
-            for chunk in pending.chunks:
-                records.append(
-                    Record(chunk.id, chunk.source, chunk.index, chunk.content, vectors[offset], dict(chunk.metadata))
-                )
-                offset += 1
-            state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
-            try:
-                self.store.replace_source(pending.file.display, records, state)
-            except StoreConnectionError:
-                raise  # the server is gone: stop; the next run picks up where this one ended
-            except StoreError as exc:
-                log.error("could not store %s: %s (its previous chunks are kept)", pending.file.display, exc)
-                report.failed.append(Skipped(pending.file.display, f"store failed: {exc}"))
-                continue
+        for pending, start, end in parts:
+            pending.vectors.append(vectors[offset : offset + end - start])
+            pending.embedded = end
+            offset += end - start
+
+    def _store(self, pending: _Pending, report: IngestReport) -> None:
+        clock = time.perf_counter()
+        rows = (row for group in pending.vectors for row in group)  # views: no copy of a big file's vectors
+        records = [
+            Record(chunk.id, chunk.source, chunk.index, chunk.content, vector, dict(chunk.metadata))
+            for chunk, vector in zip(pending.chunks, rows, strict=True)
+        ]
+        pending.vectors.clear()
+        pending.chunks = []
+        state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
+        try:
+            self.store.replace_source(pending.file.display, records, state)
+        except StoreConnectionError:
+            raise  # the server is gone: stop; the next run picks up where this one ended
+        except StoreError as exc:
+            log.error(
+                "failed %s: store failed: %s (its previous chunks are kept)", printable(pending.file.display), exc
+            )
+            report.failed.append(Skipped(pending.file.display, f"store failed: {exc}"))
+        else:
             report.ingested.append(pending.file.display)
             report.chunks_written += len(records)
-        report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
+        finally:
+            report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
+
+    def _estimate(self) -> None:
+        """After the first (small) group: the time the whole ingest will take, printed if over a minute."""
+        self._estimated = True
+        status = self._status
+        eta = status.eta()
+        if eta is None or eta < ESTIMATE_MIN_SECONDS:
+            return
+        rate = status.rate or 0.0
+        message = (
+            f"about {status.chunks_expected:,} chunks to embed from {status.files_total:,} file(s) "
+            f"({format_size(status.bytes_total)}): about {_duration(eta)} at {rate:.1f} chunks/s"
+        )
+        note = getattr(self.progress, "note", None)
+        if note is not None:
+            note(message)
+        else:
+            log.info(message)
+
+    def _report_status(self) -> None:
+        status = getattr(self.progress, "status", None)
+        if status is not None:
+            status(self._status)
+
+
+def _duration(seconds: float) -> str:
+    """``3725`` → ``1 h 2 min``; ``95`` → ``2 min``; ``40`` → ``40 s``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def _title(text: str, path: Path) -> str:
-    """The first markdown heading, else the file name: used as document context."""
-    for line in text.splitlines()[:50]:
+    """The first markdown heading in the first 50 lines, else the file name: used as document context.
+
+    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
+    """
+    for line in text[: 50 * 4096].splitlines()[:50]:
         stripped = line.strip()
         if stripped.startswith("#"):
             return stripped.lstrip("#").strip()

@@ -1,9 +1,20 @@
 """Opening a tool's collection: the configured store, the unreachable-server fallback, and the
-compatibility check against the settings the index was built with."""
+compatibility check against the settings the index was built with.
+
+Fallback policy: when the configured server cannot be reached, a tool uses the in-memory
+store for the run if fallback is allowed. Whether it is: the command line's choice
+(:func:`fallback_policy`, set by ``--allow-fallback/--no-fallback``), else the database's
+``allow_fallback``, else the caller's default (``deckhand ingest`` refuses, search/chat/test
+and library use fall back). Authentication and permission errors never fall back.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -11,7 +22,13 @@ from pydantic import ValidationError
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
-from deckhand.errors import ConfigError, IndexCorruptError, ModelMismatchError
+from deckhand.errors import (
+    ConfigError,
+    IndexCorruptError,
+    ModelMismatchError,
+    StoreAuthenticationError,
+    StoreConnectionError,
+)
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
@@ -33,6 +50,34 @@ def create_store(component: Component, config: DatabaseConfig, collection: str, 
     else:
         store = component.factory(config, collection)
     return store
+
+
+@dataclass(frozen=True)
+class FallbackPolicy:
+    """``allow``: the command line's explicit choice (None: not given); ``default``: the command's default."""
+
+    allow: bool | None = None
+    default: bool = True
+
+    def allows(self, database: DatabaseConfig) -> bool:
+        if self.allow is not None:
+            return self.allow
+        if database.allow_fallback is not None:
+            return database.allow_fallback
+        return self.default
+
+
+_policy: ContextVar[FallbackPolicy | None] = ContextVar("deckhand_fallback_policy", default=None)
+
+
+@contextmanager
+def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[None]:
+    """Stores opened inside the block fall back to in-memory per ``allow`` (None: the config, else ``default``)."""
+    token = _policy.set(FallbackPolicy(allow, default))
+    try:
+        yield
+    finally:
+        _policy.reset(token)
 
 
 def open_store(
@@ -66,10 +111,17 @@ def open_store(
         store = create_store(component, config, collection, base_dir=base_dir)
         previous = _open(store, spec, force)
         return store, previous, config
+    except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
+        raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
         where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
+        if not (_policy.get() or FallbackPolicy()).allows(config):
+            raise StoreConnectionError(
+                f"tool {collection}: {redact_url(str(exc))}; to use the in-memory store for this run instead, "
+                "pass --allow-fallback (or set database.allow_fallback: true)"
+            ) from None
         log.warning(
             "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
             collection,

@@ -105,6 +105,8 @@ class SourceTool:
             base_dir=self.base_dir,
             progress=self.progress,
             prepare=self.prepare,
+            encoding=self.config.encoding,
+            max_file_size=self.config.max_file_size,
         )
         try:
             report = ingestor.run(source, force=force_ingest)

@@ -28,13 +28,21 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
-from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
+from redis.exceptions import (
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    NoPermissionError,
+    RedisError,
+    ResponseError,
+    WatchError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from deckhand_redis.hints import START_HINT
@@ -107,6 +115,17 @@ class RedisStore:
         """Turn redis-py exceptions into deckhand's, with the password masked."""
         try:
             yield
+        except (RedisAuthenticationError, AuthenticationWrongNumberOfArgsError) as exc:
+            # before ConnectionError (its base class): a wrong password is a configuration error, not an outage
+            raise StoreAuthenticationError(
+                f"Redis at {self.safe_url} refused the credentials while {action}: "
+                f"{redact_secrets(str(exc), self.url)} -- check the user name and password in connection_string"
+            ) from None
+        except (AuthorizationError, NoPermissionError) as exc:
+            raise StoreAuthenticationError(
+                f"Redis at {self.safe_url} denied {action}: {redact_secrets(str(exc), self.url)} -- grant the ACL "
+                "user the commands and keys deckhand uses (FT.*, JSON/HASH, the index's key prefix)"
+            ) from None
         except (RedisConnectionError, RedisTimeoutError) as exc:
             detail = redact_secrets(str(exc), self.url)
             raise StoreConnectionError(
