@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
-from deckhand.testing.postgres_server import free_port
+from deckhand_postgres.server import free_port
 
 pytestmark = pytest.mark.postgres
 

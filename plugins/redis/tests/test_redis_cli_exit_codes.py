@@ -12,7 +12,7 @@ import redis
 import yaml
 from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
-from deckhand.testing.redis_server import RedisServer
+from deckhand_redis.server import RedisServer
 
 pytestmark = pytest.mark.redis
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 from deckhand.testing.mcp_client import call, stdio_session
-from deckhand.testing.redis_server import RedisServer
+from deckhand_redis.server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
