@@ -31,7 +31,7 @@ from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
-from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, SideIndexStorage, VectorStore
 from deckhand.stores.opening import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
@@ -111,10 +111,11 @@ class SourceTool:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
         source = self.source_path()
         store, embedder, reused = self._open_store(force_ingest)
+        component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
         ingestor = Ingestor(
             store=store,
             embedder=embedder,
-            chunker=_LazyChunker(lambda: self.build_chunker(embedder)),
+            chunker=_LazyChunker(lambda: component.factory(tokenizer=embedder.tokenizer, **options)),
             loaders=LoaderSet.from_registry(self.registry),
             base_dir=self.base_dir,
             progress=self.progress,
@@ -219,7 +220,13 @@ class SourceTool:
         return source
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
-        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer."""
+        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
+        component, options = self._chunker_component(embedder)
+        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
+        return chunker
+
+    def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
+        """The chunker component and options; warns once about a chunk size beyond what the model reads."""
         with runtime_errors(self.config.name):
             component, options = self.config.chunker_component(self.registry)
         chunk_size = options.get("chunk_size")
@@ -231,8 +238,7 @@ class SourceTool:
                 embedder.model_id,
                 embedder.max_tokens,
             )
-        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
-        return chunker
+        return component, options
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""
