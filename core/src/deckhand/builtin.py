@@ -135,11 +135,17 @@ def register_context_generators(register: Register) -> None:
 
 @hookimpl
 def register_embedders(register: Register) -> None:
+    from deckhand.embedding.minilm_onnx import DIMENSION, MAX_TOKENS, MODEL_ID
+
     register(
         "minilm",
         _minilm,
         description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime, offline (default)",
         aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
+        # Described here so a process that never embeds never loads the model (deckhand.embedding.lazy).
+        model_id=MODEL_ID,
+        dimension=DIMENSION,
+        max_tokens=MAX_TOKENS,
     )
 
 

@@ -230,6 +230,27 @@ class NativeKeywordSearch(Protocol):
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
 
 
+@runtime_checkable
+class SideIndexStorage(Protocol):
+    """Capability a persistent store opts into: keeping indexes derived from its records (the sqlite store).
+
+    Each saved index carries the records version it was built from; a load returns it only
+    while the records are still at that version, so a stale index is never used.
+    """
+
+    def records_version(self) -> int:
+        """The version of the collection's records: changes with every write that adds or removes one."""
+        ...
+
+    def save_side_index(self, name: str, version: int, data: bytes) -> bool:
+        """Keep ``data`` built from the records at ``version``; False (nothing kept) if they changed since."""
+        ...
+
+    def load_side_index(self, name: str) -> tuple[int, bytes] | None:
+        """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
+        ...
+
+
 class KeywordIndex(Protocol):
     """A keyword (lexical) index over records' indexed text."""
 
@@ -345,6 +366,14 @@ class Tool(Protocol):
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize`."""
+        ...
+
+    async def open(self) -> IngestReport:
+        """Get ready to search without checking the source for changes (``initialize`` if never ingested)."""
+        ...
+
+    def open_sync(self) -> IngestReport:
+        """Blocking form of :meth:`open`."""
         ...
 
     async def search(self, query: str) -> str:

@@ -145,7 +145,7 @@ def test_a_strategy_the_store_cannot_serve_warns_and_uses_bm25(
     assert tool.keyword_strategy == "bm25"
     warnings = [r.getMessage() for r in caplog.records if "keyword_strategy fulltext" in r.getMessage()]
     assert warnings == [
-        "tool act: keyword_strategy fulltext: store 'in-memory' does not implement NativeKeywordSearch; using bm25"
+        "tool act: keyword_strategy fulltext: store 'sqlite' does not implement NativeKeywordSearch; using bm25"
     ]
     assert tool.search_results_sync("fine of 500 units", 3, mode="keyword")  # bm25 answers
 

@@ -52,13 +52,24 @@ def _tools(
 Display = RichProgress | LineProgress
 
 
-def _initialize(tools: list[Tool], force: bool, quiet: bool, displays: dict[str, Display | None] | None = None) -> bool:
+def _initialize(
+    tools: list[Tool],
+    force: bool,
+    quiet: bool,
+    displays: dict[str, Display | None] | None = None,
+    *,
+    refresh: bool = True,
+) -> bool:
     """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
-    True if any file failed."""
+
+    Without ``refresh`` (and ``force``) a tool already ingested is only opened: its source is
+    not walked (``deckhand search`` / ``chat`` without ``--refresh``). True if any file failed."""
     any_failed = False
     for tool in tools:
         progress = (displays or {}).get(tool.config.name)
-        if progress is not None:
+        if not refresh and not force:
+            report = tool.open_sync()
+        elif progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force)
         else:
@@ -69,6 +80,14 @@ def _initialize(tools: list[Tool], force: bool, quiet: bool, displays: dict[str,
             # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
     return any_failed
+
+
+#: ``search`` and ``chat`` open an ingested index as it is; this flag checks the sources first.
+refresh_option = click.option(
+    "--refresh",
+    is_flag=True,
+    help="Check the sources for changes and ingest them first (default: search the index as last ingested).",
+)
 
 
 def ingest_cmd() -> click.Command:
@@ -112,6 +131,7 @@ def search_cmd() -> click.Command:
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
     @force_option
     @fallback_option
+    @refresh_option
     @click.pass_context
     def search(
         ctx: click.Context,
@@ -122,14 +142,15 @@ def search_cmd() -> click.Command:
         as_json: bool,
         force_ingest: bool,
         allow_fallback: bool | None,
+        refresh: bool,
     ) -> None:
-        """Search the agent's tools (ingesting first what changed)."""
+        """Search the agent's tools (a tool never ingested is ingested first; --refresh checks for changes)."""
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names)
-            _initialize(tools, force_ingest, quiet)
+            _initialize(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
                 payload = {t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k)] for t in tools}
                 click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -147,14 +168,17 @@ def chat_cmd() -> click.Command:
     @config_option
     @force_option
     @fallback_option
+    @refresh_option
     @click.pass_context
-    def chat(ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None) -> None:
+    def chat(
+        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, refresh: bool
+    ) -> None:
         """Interactive session over the agent's tools: type a query, see each tool's results (no LLM)."""
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path)
-            _initialize(tools, force_ingest, ctx.obj.get("quiet", False))
+            _initialize(tools, force_ingest, ctx.obj.get("quiet", False), refresh=refresh)
             click.echo(
                 f"{len(tools)} tool(s) ready: {', '.join(t.config.name for t in tools)}. "
                 "Type a query; an empty line or Ctrl-D quits.",

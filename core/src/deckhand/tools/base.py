@@ -1,11 +1,16 @@
 """The life cycle every tool that ingests a source shares: :class:`SourceTool`.
 
-``initialize`` resolves the source, loads the embedder (:mod:`deckhand.embedding.factory`),
-builds the configured chunker, opens the collection (:func:`deckhand.stores.opening.open_collection`)
-and runs the :class:`~deckhand.ingest.pipeline.Ingestor`. The store is kept between
-initialisations in one process, so a second ``initialize`` ingests only what changed, on
-every store. Subclasses add how a query is answered (:meth:`SourceTool.search_results_sync`)
-and, if they keep side indexes, what to do after an ingestion (:meth:`SourceTool.after_ingest`).
+``initialize`` resolves the source, opens the collection
+(:func:`deckhand.stores.opening.open_collection`) and runs the
+:class:`~deckhand.ingest.pipeline.Ingestor`: every file is checked, what changed is ingested.
+``open`` is the lazy start of a process that only searches: it opens the collection and
+does not walk the source, unless the tool was never completely ingested (then it is
+``initialize``). Either way the embedding model is loaded only when something is embedded
+(:mod:`deckhand.embedding.lazy`), and the chunker (which needs the model's tokenizer) only
+when a file is chunked. The store is kept between initialisations in one process, so a second
+``initialize`` ingests only what changed, on every store. Subclasses add how a query is
+answered (:meth:`SourceTool.search_results_sync`) and, if they keep side indexes, what to do
+after an ingestion or an open (:meth:`SourceTool.after_ingest`).
 """
 
 from __future__ import annotations
@@ -15,18 +20,19 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import embedder_for
+from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
-from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import Chunker, VectorStore
+from deckhand.plugins import Component, PluginRegistry, get_registry
+from deckhand.protocols import Chunker, SideIndexStorage, VectorStore
 from deckhand.stores.opening import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
 from deckhand.types import Chunk, Document, Vector
@@ -35,6 +41,44 @@ log = logging.getLogger("deckhand")
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
+#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
+COMPLETE_MARK = "ingest/complete"
+
+
+@dataclass
+class IndexOpened(IngestReport):
+    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
+
+    files: int = 0
+    chunks: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"index opened ({self.files} files, {self.chunks} chunks; not checked for changes: --refresh checks)"
+            f" in {self.total_seconds:.2f}s"
+        )
+
+
+class _LazyChunker:
+    """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
+
+    def __init__(self, build: Callable[[], Chunker]) -> None:
+        self._build = build
+        self._chunker: Chunker | None = None
+
+    def _built(self) -> Chunker:
+        if self._chunker is None:
+            self._chunker = self._build()
+        return self._chunker
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return self._built().chunk(document)
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
+        chunker = self._built()
+        stream = getattr(chunker, "iter_chunks", None)
+        yield from (stream(document) if stream is not None else chunker.chunk(document))
 
 
 class SourceTool:
@@ -75,8 +119,73 @@ class SourceTool:
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
         source = self.source_path()
-        embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
-        chunker = self.build_chunker(embedder)
+        store, embedder, reused = self._open_store(force_ingest)
+        component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
+        ingestor = Ingestor(
+            store=store,
+            embedder=embedder,
+            chunker=_LazyChunker(lambda: component.factory(tokenizer=embedder.tokenizer, **options)),
+            loaders=LoaderSet.from_registry(self.registry),
+            base_dir=self.base_dir,
+            progress=self.progress,
+            prepare=self.prepare,
+            encoding=self.config.encoding,
+            max_file_size=self.config.max_file_size,
+        )
+        try:
+            report = ingestor.run(source, force=force_ingest)
+            self._mark_complete(store)
+            self._store = store
+            self._embedder = embedder
+            self.after_ingest(store, report, changed=reused is None or bool(report.ingested or report.removed))
+        except Exception:
+            if reused is None:
+                store.close()
+                self._store = None
+            raise
+        self.last_report = report
+        self.last_ingest_time = time.time()
+        self.is_initialized = True
+        return report
+
+    async def open(self) -> IngestReport:
+        """Open the index for searching without checking the source (see :meth:`open_sync`)."""
+        return await asyncio.to_thread(self.open_sync)
+
+    def open_sync(self) -> IngestReport:
+        """Open the index for searching; walk the source only if it was never completely ingested.
+
+        A collection whose last write was not the end of a complete ingestion (new, or an
+        ingestion killed midway, as far as the store can tell) is ingested by
+        :meth:`initialize`; otherwise nothing under the source is read and the model is not loaded. Changes made
+        to the source since the last ingestion are picked up by :meth:`initialize`.
+        """
+        clock = time.perf_counter()
+        self.source_path()
+        store, embedder, reused = self._open_store(False)
+        try:
+            manifest = store.manifest()
+            if not manifest or not self._is_complete(store):
+                self._store, self._embedder = store, embedder
+                return self.initialize_sync()
+            report = IndexOpened(files=len(manifest), chunks=store.count())
+            report.seconds["open"] = time.perf_counter() - clock
+            self._store = store
+            self._embedder = embedder
+            self.after_ingest(store, report, changed=reused is None)
+        except Exception:
+            if reused is None:
+                store.close()
+                self._store = None
+            raise
+        self.last_report = report
+        self.last_ingest_time = time.time()
+        self.is_initialized = True
+        return report
+
+    def _open_store(self, force_ingest: bool) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
+        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any)."""
+        embedder = lazy_embedder_for(self.registry, self.config.embedding_model, self.base_dir)
         self.before_ingest(embedder)
         reused = self._store
         try:
@@ -97,33 +206,20 @@ class SourceTool:
             raise
         if reused is None:
             self.provider = used.provider
-        ingestor = Ingestor(
-            store=store,
-            embedder=embedder,
-            chunker=chunker,
-            loaders=LoaderSet.from_registry(self.registry),
-            base_dir=self.base_dir,
-            progress=self.progress,
-            prepare=self.prepare,
-            encoding=self.config.encoding,
-            max_file_size=self.config.max_file_size,
-        )
-        try:
-            report = ingestor.run(source, force=force_ingest)
-            self._store = store
-            if self._embedder is None or self._embedder.inner is not embedder.inner:
-                self._query_vectors.clear()  # another model: cached query vectors no longer apply
-            self._embedder = embedder
-            self.after_ingest(store, report, changed=reused is None or bool(report.ingested or report.removed))
-        except Exception:
-            if reused is None:
-                store.close()
-                self._store = None
-            raise
-        self.last_report = report
-        self.last_ingest_time = time.time()
-        self.is_initialized = True
-        return report
+        if self._embedder is None or self._embedder.inner is not embedder.inner:
+            self._query_vectors.clear()  # another model: cached query vectors no longer apply
+        return store, embedder, reused
+
+    @staticmethod
+    def _mark_complete(store: VectorStore) -> None:
+        """Record that the store's records are those of a complete ingestion (stores with side indexes)."""
+        if isinstance(store, SideIndexStorage):
+            store.save_side_index(COMPLETE_MARK, store.records_version(), b"")
+
+    @staticmethod
+    def _is_complete(store: VectorStore) -> bool:
+        """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
+        return not isinstance(store, SideIndexStorage) or store.load_side_index(COMPLETE_MARK) is not None
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
@@ -135,7 +231,13 @@ class SourceTool:
         return source
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
-        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer."""
+        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
+        component, options = self._chunker_component(embedder)
+        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
+        return chunker
+
+    def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
+        """The chunker component and options; warns once about a chunk size beyond what the model reads."""
         with runtime_errors(self.config.name):
             component, options = self.config.chunker_component(self.registry)
         chunk_size = options.get("chunk_size")
@@ -147,8 +249,7 @@ class SourceTool:
                 embedder.model_id,
                 embedder.max_tokens,
             )
-        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
-        return chunker
+        return component, options
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""

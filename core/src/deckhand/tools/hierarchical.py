@@ -6,11 +6,15 @@ The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the 
 (contextual embeddings): the context is embedded with the chunk and kept in the record's
 metadata (``context``) so the keyword index can be rebuilt from the store alone.
 
-After every ingestion (and so at start-up) the side indexes are rebuilt from
-``store.iter_records()``: keyword (BM25, or the store's own full text), exact (section
-ids, defined terms, quoted phrases), definitions and cross-references. A query runs
-the modalities of ``search_mode`` and fuses them with weighted reciprocal rank fusion
-(:mod:`deckhand.retrieval.fusion`); nothing is rebuilt per query.
+After every ingestion or open (and so at start-up) the side indexes are brought up to
+date with the records: keyword (BM25, or the store's own full text), exact (section ids,
+defined terms, quoted phrases), definitions and cross-references. A store that keeps side
+indexes (the sqlite store) holds them, versioned by its records version
+(:mod:`deckhand.tools.hierarchical_indexes`): a new process loads them, and rebuilds them
+from ``store.iter_records()`` only when the records changed since they were saved; other
+stores rebuild them at start-up. A query first checks the records version (one read) so an
+ingestion by another process is picked up; it then runs the modalities of ``search_mode``
+and fuses them with weighted reciprocal rank fusion (:mod:`deckhand.retrieval.fusion`).
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import ContextGenerator, KeywordIndex, VectorStore
+from deckhand.protocols import ContextGenerator, KeywordIndex, SideIndexStorage, VectorStore
 from deckhand.retrieval.exact import ExactIndex
 from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion
+from deckhand.tools import hierarchical_indexes
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
@@ -121,6 +126,10 @@ class HierarchicalDocumentTool(SourceTool):
         self._resolver: Any = None
         self._locations: dict[str, tuple[str, str]] = {}
         self._indexes_stale = True
+        #: Records version the side indexes were built from (stores that keep side indexes).
+        self._indexed_version: int | None = None
+        #: How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``.
+        self.index_origin: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     def before_ingest(self, embedder: CachedEmbedder) -> None:
@@ -137,7 +146,7 @@ class HierarchicalDocumentTool(SourceTool):
         """Rebuild the side indexes when the stored records may have changed."""
         if changed or self._indexes_stale or self._keyword_store is not store:
             self._indexes_stale = True
-            self._rebuild_indexes()
+            self._update_indexes()
             self._indexes_stale = False
         report.seconds["index"] = self.index_seconds
 
@@ -199,6 +208,53 @@ class HierarchicalDocumentTool(SourceTool):
         index: KeywordIndex = component.factory(store, cache_path=cache, **options)
         return index, component.name
 
+    def _update_indexes(self) -> None:
+        """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
+        assert self._store is not None
+        store = self._store
+        if self._keyword is None or self._keyword_store is not store:
+            self._keyword, self.keyword_strategy = self._keyword_index(store)
+            self._keyword_store = store
+        if not isinstance(store, SideIndexStorage) or not hierarchical_indexes.persistable(self._keyword):
+            self._rebuild_indexes()
+            return
+        clock = time.perf_counter()
+        version = store.records_version()  # read before the records: a rebuild is saved only if still current
+        found = store.load_side_index(hierarchical_indexes.SIDE_INDEX)
+        loaded = None
+        if found is not None:
+            loaded = hierarchical_indexes.load(found[1], self._keyword, str(self.keyword_strategy))
+        if loaded is not None:
+            self._definitions, self._resolver = loaded.definitions, loaded.resolver
+            self._exact, self._locations = loaded.exact, loaded.locations
+            self._indexed_version = found[0] if found is not None else version
+            self.index_seconds = time.perf_counter() - clock
+            self.index_origin = "loaded"
+            log.info(
+                "tool %s: indexes loaded for %d chunks in %.2fs",
+                self.config.name,
+                len(self._locations),
+                self.index_seconds,
+            )
+            return
+        self._rebuild_indexes()
+        assert self._exact is not None
+        built = hierarchical_indexes.SideIndexes(
+            self._keyword, str(self.keyword_strategy), self._definitions, self._resolver, self._exact, self._locations
+        )
+        if not store.save_side_index(hierarchical_indexes.SIDE_INDEX, version, hierarchical_indexes.dump(built)):
+            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.config.name)
+        self._indexed_version = version
+
+    def _ensure_current(self, store: VectorStore) -> None:
+        """Bring the side indexes up to date when another process (or store object) changed the records."""
+        if (
+            isinstance(store, SideIndexStorage)
+            and self._indexed_version is not None
+            and store.records_version() != self._indexed_version
+        ):
+            self._update_indexes()
+
     def _rebuild_indexes(self) -> None:
         """Rebuild keyword, exact, definition and reference indexes from the stored records."""
         from deckhand.chunking.headings import normalise_section_id
@@ -221,6 +277,7 @@ class HierarchicalDocumentTool(SourceTool):
         self._exact.build(records)
         self._locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
         self.index_seconds = time.perf_counter() - clock
+        self.index_origin = "rebuilt"
         log.info(
             "tool %s: indexes rebuilt over %d chunks in %.2fs (keyword: %s)",
             self.config.name,
@@ -243,6 +300,7 @@ class HierarchicalDocumentTool(SourceTool):
         ``min_score`` overrides the configured threshold (0 disables it).
         """
         store = self.ready_store(query)
+        self._ensure_current(store)
         mode = SearchMode(mode) if mode is not None else self.config.search_mode
         k = top_k or self.config.top_k
         threshold = self.config.min_score if min_score is None else min_score
