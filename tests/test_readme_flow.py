@@ -35,3 +35,11 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     assert tests.stdout.splitlines()[-1] == "hit rate 3/3 = 1.00, MRR 1.000"
     # a second process finds the index the first one wrote: nothing is re-ingested
     assert "harbor_docs [sqlite]: 0 ingested (0 chunks, 0 embedded), 5 unchanged" in tests.stderr
+
+    # The README's first command again: the index is opened as it is, nothing is walked or embedded.
+    again = deckhand("--config", "examples/agent.yaml", "search", "how do I rotate API keys?")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[:3] == lines[:3]
+    assert "harbor_docs [sqlite]: index opened (5 files, 5 chunks; not checked for changes: --refresh checks)" in (
+        again.stderr
+    )

@@ -368,7 +368,7 @@ def test_progress_through_a_pipe_prints_stages_and_status_lines(tmp_path: Path, 
     middle = [line for line in lines[1:-1] if line != "harbour: embedding chunks"]
     assert middle and all(status.match(line) for line in middle), middle
     assert "harbour: 12/12 files, 12 chunks embedded" in "\n".join(middle)
-    assert lines[-1].startswith("harbour [in-memory]: 12 ingested (12 chunks, ")
+    assert lines[-1].startswith("harbour [sqlite]: 12 ingested (12 chunks, ")
 
 
 class _SlowEmbedder(FakeEmbedder):

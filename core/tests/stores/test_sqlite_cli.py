@@ -65,7 +65,7 @@ def test_two_ingest_processes_at_once_store_every_chunk_once(project: Path) -> N
     for process in both:
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
-        assert err.startswith("harbor_docs [sqlite]: "), err
+        assert err.splitlines()[-1].startswith("harbor_docs [sqlite]: "), err
 
     store = SQLiteStore(_index(), "harbor_docs")
     previous = store.open(CollectionSpec("harbor_docs", 384, "unused"))

@@ -272,10 +272,11 @@ def plugins_cmd() -> click.Command:
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
+        width = max([14, *(len(p["name"]) for e in grouped.values() for p in e["provides"])])
         for entry in grouped.values():
             click.secho(f"{entry['plugin']} ({entry['distribution']} {entry['version']})", bold=True)
             for p in entry["provides"]:
-                click.echo(f"  {p['kind']:<17} {p['name']:<14} {p['description']}")
+                click.echo(f"  {p['kind']:<17} {p['name']:<{width}} {p['description']}")
 
     return plugins
 

@@ -18,6 +18,6 @@ KIT_MODULES = (
     "deckhand.testing.memory_conformance",
 )
 
-if "pytest" in sys.modules:  # only under pytest; the package never imports pytest itself
-    _pytest = sys.modules["pytest"]
+_pytest = sys.modules.get("pytest")  # None when absent (or blocked): the package never imports pytest itself
+if _pytest is not None:  # only under pytest
     _pytest.register_assert_rewrite(*[m for m in KIT_MODULES if m not in sys.modules])
