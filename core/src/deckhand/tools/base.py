@@ -21,6 +21,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,20 +133,10 @@ class SourceTool:
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
         )
-        try:
+        with self._closing_on_error(store, reused):
             report = ingestor.run(source, force=force_ingest)
             self._mark_complete(store)
-            self._store = store
-            self._embedder = embedder
-            self.after_ingest(store, report, changed=reused is None or bool(report.ingested or report.removed))
-        except Exception:
-            if reused is None:
-                store.close()
-                self._store = None
-            raise
-        self.last_report = report
-        self.last_ingest_time = time.time()
-        self.is_initialized = True
+            self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
 
     async def open(self) -> IngestReport:
@@ -163,25 +154,34 @@ class SourceTool:
         clock = time.perf_counter()
         self.source_path()
         store, embedder, reused = self._open_store(False)
-        try:
+        with self._closing_on_error(store, reused):
             manifest = store.manifest()
             if not manifest or not self._is_complete(store):
                 self._store, self._embedder = store, embedder
                 return self.initialize_sync()
             report = IndexOpened(files=len(manifest), chunks=store.count())
             report.seconds["open"] = time.perf_counter() - clock
-            self._store = store
-            self._embedder = embedder
-            self.after_ingest(store, report, changed=reused is None)
+            self._adopt(store, embedder, report, changed=reused is None)
+        return report
+
+    @contextmanager
+    def _closing_on_error(self, store: VectorStore, reused: VectorStore | None) -> Iterator[None]:
+        """On failure, close ``store`` if this initialisation opened it (a reused one stays for the next try)."""
+        try:
+            yield
         except Exception:
             if reused is None:
                 store.close()
                 self._store = None
             raise
+
+    def _adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
+        """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
+        self._store, self._embedder = store, embedder
+        self.after_ingest(store, report, changed=changed)
         self.last_report = report
         self.last_ingest_time = time.time()
         self.is_initialized = True
-        return report
 
     def _open_store(self, force_ingest: bool) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
         """The collection opened (or re-opened) for the configured embedder, and the store reused (if any)."""
