@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -259,8 +260,9 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     listed = _deckhand(tmp_path, "plugins")
     assert listed.returncode == 0, listed.stderr
     assert f"notes ({DIST} 0.0.1)\n" in listed.stdout
-    assert "  loader            note           field notes, % comments dropped\n" in listed.stdout
-    assert "  store             notes-memory   third-party test store\n" in listed.stdout
+    # one line per component: kind, name, description (columns as wide as the longest name)
+    assert re.search(r"^  loader +note +field notes, % comments dropped$", listed.stdout, re.M), listed.stdout
+    assert re.search(r"^  store +notes-memory +third-party test store$", listed.stdout, re.M), listed.stdout
 
     docs = tmp_path / "docs"
     docs.mkdir()
