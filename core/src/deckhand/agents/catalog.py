@@ -85,18 +85,14 @@ def operations(toolbox: Toolbox) -> list[Operation]:
             return toolbox.search(_name, args)
 
         ops.append(
-            Operation(
-                name=name,
-                title=f"Search {name}",
-                description=tool.function_definition()["description"],
-                arguments=SearchArguments,
-                output=SearchOutput,
+            _op(
+                name,
+                f"Search {name}",
+                tool.function_definition()["description"],
+                SearchArguments,
+                SearchOutput,
+                search,
                 input_schema=_search_schema(tool),
-                output_schema=json_schema(SearchOutput),
-                read_only=True,
-                destructive=False,
-                idempotent=True,
-                handler=search,
             )
         )
     if toolbox.memory is not None:
@@ -117,14 +113,16 @@ def _op(
     destructive: bool = False,
     idempotent: bool = True,
     reports_progress: bool = False,
+    input_schema: dict[str, Any] | None = None,
 ) -> Operation:
+    """An operation whose schemas come from its argument and output models (``input_schema`` overrides the first)."""
     return Operation(
         name=name,
         title=title,
         description=description,
         arguments=arguments,
         output=output,
-        input_schema=json_schema(arguments),
+        input_schema=input_schema if input_schema is not None else json_schema(arguments),
         output_schema=json_schema(output),
         read_only=read_only,
         destructive=destructive,
