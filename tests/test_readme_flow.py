@@ -25,11 +25,21 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     lines = search.stdout.splitlines()
     assert lines[0] == "Found 3 result(s):"
     assert lines[2].startswith("[1] Score: ") and lines[2].endswith(" | Source: docs/security.md")
-    assert "harbor_docs [in-memory]: 5 ingested (5 chunks, 5 embedded)" in search.stderr
+    assert "harbor_docs [sqlite]: 5 ingested (5 chunks, 5 embedded)" in search.stderr
     assert not (tmp_path / "examples" / ".deckhand").exists()  # state went to DECKHAND_HOME
     assert (tmp_path / "state" / "cache" / "embeddings.sqlite").is_file()
+    assert (tmp_path / "state" / "index" / "deckhand_vectors.sqlite").is_file()  # the default store persists
 
     tests = deckhand("--config", "examples/agent.yaml", "test")
     assert tests.returncode == 0, tests.stderr
     assert tests.stdout.splitlines()[-1] == "hit rate 3/3 = 1.00, MRR 1.000"
-    assert "5 ingested (5 chunks, 0 embedded)" in tests.stderr  # the on-disk cache made re-ingestion free
+    # a second process finds the index the first one wrote: nothing is re-ingested
+    assert "harbor_docs [sqlite]: 0 ingested (0 chunks, 0 embedded), 5 unchanged" in tests.stderr
+
+    # The README's first command again: the index is opened as it is, nothing is walked or embedded.
+    again = deckhand("--config", "examples/agent.yaml", "search", "how do I rotate API keys?")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[:3] == lines[:3]
+    assert "harbor_docs [sqlite]: index opened (5 files, 5 chunks; not checked for changes: --refresh checks)" in (
+        again.stderr
+    )

@@ -15,6 +15,7 @@ from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
+from pydantic import BaseModel, ConfigDict, Field
 
 
 def open_memory_store(minilm: Any, name: str = "test") -> InMemoryStore:
@@ -130,3 +131,28 @@ def contents(store: Any) -> str:
 
 def warnings_of(caplog: Any, logger: str = "deckhand.ingest") -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == logger and r.levelname == "WARNING"]
+
+
+class AcmeOptions(BaseModel):
+    """Options of the test store ``acme`` (a stand-in for a server store plugin)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pool_size: int = Field(default=4, ge=1, le=64, description="Connections kept open.")
+    tls: bool = False
+
+
+class AcmeStorePlugin:
+    """A store plugin as a third party writes one: options model and URL schemes declared."""
+
+    @hookimpl
+    def register_stores(self, register: Register) -> None:
+        from deckhand.stores.inmemory import InMemoryStore
+
+        register(
+            "acme",
+            lambda config, collection: InMemoryStore(collection),
+            description="test store declaring options and URL schemes",
+            options=AcmeOptions,
+            url_schemes=("acme://", "acmes://", "unix://"),
+        )

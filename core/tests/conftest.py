@@ -1,8 +1,9 @@
 """Shared fixtures for core's tests.
 
-The real default embedder (all-MiniLM-L6-v2 on onnxruntime) is loaded once per session;
-``DECKHAND_HOME`` points at a session tmp dir and every test gets its own ``HOME``, so
-nothing is written into the repository or read from the developer's own ``~/.deckhand``.
+The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
+every test gets its own ``DECKHAND_HOME`` (so the default store's index starts empty) whose
+``cache/`` is the session's (so each text is embedded once), and its own ``HOME``: nothing
+is written into the repository or read from the developer's own ``~/.deckhand``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import pytest
 
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
 
+from _foundation_helpers import AcmeStorePlugin  # noqa: E402
 from deckhand.embedding.factory import embedder_for  # noqa: E402
 from deckhand.plugins import get_registry, reset_registry  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """DECKHAND_HOME for the session: the embedding cache is shared, so each text is embedded once."""
+    """The session's state directory: its ``cache/`` (embeddings, LLM contexts) is shared by every test."""
     return tmp_path_factory.mktemp("deckhand-state")
 
 
@@ -30,9 +32,14 @@ def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, session_state: Path
 ) -> Iterator[Path]:
-    """DECKHAND_HOME in a tmp dir, a private HOME per test, no plugin restriction, logging level restored."""
+    """A private DECKHAND_HOME (sharing the session's caches) and HOME per test, no plugin restriction,
+    logging level restored."""
     home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("DECKHAND_HOME", str(session_state))
+    state = tmp_path_factory.mktemp("state")
+    shared = session_state / "cache"
+    shared.mkdir(exist_ok=True)
+    (state / "cache").symlink_to(shared, target_is_directory=True)
+    monkeypatch.setenv("DECKHAND_HOME", str(state))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
     monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)
@@ -54,3 +61,10 @@ def fresh_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture
+def acme_store(fresh_registry: None) -> Iterator[None]:
+    """The process-wide registry with the ``acme`` store plugin registered."""
+    get_registry().register_plugin(AcmeStorePlugin(), "acme")
+    yield

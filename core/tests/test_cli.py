@@ -20,8 +20,11 @@ from deckhand.cli.main import cli
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
 SUMMARY = re.compile(
-    r"^harbor_docs \[in-memory\]: 5 ingested \(5 chunks, \d+ embedded\), 0 unchanged, 0 skipped, 0 removed in "
+    r"^harbor_docs \[sqlite\]: 5 ingested \(5 chunks, \d+ embedded\), 0 unchanged, 0 skipped, 0 removed in "
     r"\d+\.\d\ds$"
+)
+UNCHANGED = re.compile(
+    r"^harbor_docs \[sqlite\]: 0 ingested \(0 chunks, 0 embedded\), 5 unchanged, 0 skipped, 0 removed in \d+\.\d\ds$"
 )
 
 
@@ -31,6 +34,10 @@ def project(tmp_path: Path) -> Path:
     return tmp_path / "examples"
 
 
+#: Without a terminal (CliRunner, a pipe) ingestion prints a line per stage before its summary.
+STAGES = ["harbor_docs: loading and chunking 5 file(s)", "harbor_docs: embedding chunks"]
+
+
 def run(*args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
@@ -38,9 +45,11 @@ def run(*args: str, input: str | None = None) -> Result:
 def test_ingest_with_group_and_command_config(project: Path, minilm: object) -> None:
     group = run("--config", str(project / "agent.yaml"), "ingest")
     assert group.exit_code == 0, group.output
-    assert SUMMARY.match(group.stderr.strip()), group.stderr
+    *stages, summary = group.stderr.splitlines()
+    assert stages == STAGES and SUMMARY.match(summary), group.stderr
     command = run("ingest", "--config", str(project / "agent.yaml"))
-    assert command.exit_code == 0 and SUMMARY.match(command.stderr.strip())
+    # the default store persists: the second run finds every file already indexed
+    assert command.exit_code == 0 and UNCHANGED.match(command.stderr.splitlines()[-1]), command.stderr
     # the command's --config wins over the group's
     both = run("--config", str(project / "missing.yaml"), "ingest", "-c", str(project / "agent.yaml"))
     assert both.exit_code == 0
@@ -136,11 +145,15 @@ def test_plugins_command() -> None:
     text = run("plugins")
     assert text.exit_code == 0
     assert re.search(r"^  store\s+in-memory\s+exact NumPy search", text.stdout, re.M)
+    assert re.search(r"^  store\s+sqlite\s+one SQLite file", text.stdout, re.M)
     assert re.search(r"^  embedder\s+minilm\s+all-MiniLM-L6-v2", text.stdout, re.M)
     entries = {e["plugin"]: e for e in json.loads(run("plugins", "--json").stdout)}
-    assert entries["deckhand.builtin"]["distribution"] == "deckhand"
+    assert entries["deckhand.builtin"]["distribution"] == "deckhand-ai"
     stores = [p for p in entries["deckhand.builtin"]["provides"] if p["kind"] == "store"]
-    assert [(p["name"], p["aliases"]) for p in stores] == [("in-memory", ["inmemory", "memory"])]
+    assert [(p["name"], p["aliases"]) for p in stores] == [
+        ("in-memory", ["inmemory", "memory"]),
+        ("sqlite", ["sqlite3"]),
+    ]
 
 
 def test_schema_is_valid_json_schema(project: Path) -> None:
@@ -202,9 +215,11 @@ def test_partial_ingest_exit_4(project: Path, minilm: object, caplog: pytest.Log
     caplog.set_level(logging.WARNING)
     result = run("-c", str(project / "agent.yaml"), "ingest")
     assert result.exit_code == 4
-    assert re.match(r"^harbor_docs \[in-memory\]: 5 ingested .* 1 failed, 0 removed", result.stderr)
+    stages, summary = result.stderr.splitlines()[:-1], result.stderr.splitlines()[-1]
+    assert stages == ["harbor_docs: loading and chunking 6 file(s)", "harbor_docs: embedding chunks"]
+    assert re.match(r"^harbor_docs \[sqlite\]: 5 ingested .* 0 skipped, 1 failed, 0 removed", summary)
     assert [r.getMessage() for r in caplog.records] == [
-        "skipped docs/blob.txt: looks binary (contains NUL bytes), not text"
+        "failed docs/blob.txt: looks binary (contains NUL bytes), not text"
     ]
 
 
@@ -224,11 +239,14 @@ def test_real_process_quiet_and_warnings(project: Path) -> None:
     assert loud.returncode == 4
     assert loud.stdout == ""
     lines = loud.stderr.splitlines()
-    assert lines[:2] == [
-        "WARNING: skipped docs/blob.txt: looks binary (contains NUL bytes), not text",
+    assert lines[:4] == [
+        "harbor_docs: loading and chunking 7 file(s)",
+        "WARNING: failed docs/blob.txt: looks binary (contains NUL bytes), not text",
         "WARNING: skipped docs/empty.md: empty file",
+        "harbor_docs: embedding chunks",
     ]
-    assert len(lines) == 3 and lines[2].startswith("harbor_docs [in-memory]: 5 ingested")
+    assert len(lines) == 5 and lines[4].startswith("harbor_docs [sqlite]: 5 ingested")
+    assert lines[4].endswith(", 1 skipped, 1 failed, 0 removed in " + lines[4].rsplit(" ", 1)[1])
     quiet = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "rotate API keys"],
         capture_output=True,
@@ -262,5 +280,7 @@ def test_force_ingest_with_a_persistent_store(project: Path, minilm: object, fre
     assert removed.stderr.startswith("harbor_docs [shared]: 0 ingested (0 chunks, 0 embedded), 4 unchanged, 0 skipped")
     assert ", 1 removed in " in removed.stderr
     forced = run("-c", str(cfg), "ingest", "--force-ingest")
-    assert forced.stderr.startswith("harbor_docs [shared]: 4 ingested (4 chunks, 0 embedded), 0 unchanged, 0 skipped")
+    assert forced.stderr.splitlines()[:2] == ["harbor_docs: loading and chunking 4 file(s)", STAGES[1]]
+    summary = forced.stderr.splitlines()[2]
+    assert summary.startswith("harbor_docs [shared]: 4 ingested (4 chunks, 0 embedded), 0 unchanged, 0 skipped")
     assert shared.stores["harbor_docs"].count() == 4

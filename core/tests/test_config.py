@@ -54,12 +54,25 @@ def test_valid_config_defaults_and_relative_source(tmp_path: Path) -> None:
             "tools[0]: chunk_overlap (100) must be smaller than chunk_size (100)",
         ),
         (
-            "    database:\n      provider: redis\n      connection_string: http://localhost:6379\n",
-            "tools[0].database: connection_string for provider 'redis' must start with redis:// or rediss:// or unix://",
+            "    database:\n      provider: acme\n      connection_string: http://localhost:6379\n",
+            "tools[0].database: connection_string for provider 'acme' must start with acme:// or acmes:// or unix://",
         ),
         (
-            "    database:\n      provider: redis\n",
-            "tools[0].database: connection_string is required for provider 'redis' (e.g. redis://host:port)",
+            "    database:\n      provider: acme\n",
+            "tools[0].database: connection_string is required for provider 'acme' (e.g. acme://host:port)",
+        ),
+        (
+            "    database:\n      provider: acme\n      connection_string: acme://h\n      options: {pool_sise: 2}\n",
+            "tools[0].database.options.pool_sise: unknown option (did you mean 'pool_size'? store 'acme' accepts "
+            "pool_size, tls)",
+        ),
+        (
+            "    database:\n      provider: acme\n      connection_string: acme://h\n      options: {pool_size: 0}\n",
+            "tools[0].database.options.pool_size: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            "    database:\n      provider: in-memory\n      options: {size: 2}\n",
+            "tools[0].database.options.size: unknown option (store 'in-memory' takes no options)",
         ),
         (
             "    database:\n      provider: in-memory\n      distance_metric: EUCLID\n",
@@ -71,7 +84,7 @@ def test_valid_config_defaults_and_relative_source(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_invalid_tool_values(tmp_path: Path, extra: str, message: str) -> None:
+def test_invalid_tool_values(tmp_path: Path, extra: str, message: str, acme_store: None) -> None:
     path = _write(tmp_path, "tools:\n" + TOOL + extra)
     assert _error(path) == f"{path}: {message}"
 
@@ -168,7 +181,10 @@ def test_database_precedence(tmp_path: Path) -> None:
     cwd.mkdir()
     home.mkdir()
     tool_db = DatabaseConfig(provider="tool-level")
-    assert resolve_database(None, cwd=cwd, home=home) == (DatabaseConfig(provider="in-memory"), "default (in-memory)")
+    assert resolve_database(None, cwd=cwd, home=home) == (
+        DatabaseConfig(provider="sqlite"),
+        "default (sqlite, in the state directory)",
+    )
     steps = [
         (home, ".holodeck", "user-holodeck"),
         (home, ".deckhand", "user-deckhand"),
@@ -198,25 +214,33 @@ def test_home_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mon
     assert global_config.vectorstore is not None and path == tmp_path / "h" / ".holodeck" / "config.yaml"
 
 
-def test_invalid_global_config_names_its_file(tmp_path: Path) -> None:
-    _write(tmp_path, "vectorstore:\n  provider: redis\n  connection_string: http://x\n", ".deckhand/config.yaml")
+def test_invalid_global_config_names_its_file(tmp_path: Path, acme_store: None) -> None:
+    _write(tmp_path, "vectorstore:\n  provider: acme\n  connection_string: http://x\n", ".deckhand/config.yaml")
     with pytest.raises(ConfigError) as err:
         resolve_database(None, cwd=tmp_path, home=tmp_path / "h")
     assert str(err.value) == (
-        f"{tmp_path / '.deckhand' / 'config.yaml'}: vectorstore: connection_string for provider 'redis' "
-        "must start with redis:// or rediss:// or unix://"
+        f"{tmp_path / '.deckhand' / 'config.yaml'}: vectorstore: connection_string for provider 'acme' "
+        "must start with acme:// or acmes:// or unix://"
     )
 
 
-def test_no_secret_in_validation_messages(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_no_secret_in_validation_messages(tmp_path: Path, caplog: pytest.LogCaptureFixture, acme_store: None) -> None:
     caplog.set_level(logging.DEBUG)
     path = _write(
         tmp_path,
-        "tools:\n" + TOOL + "    database:\n      provider: postgres\n"
+        "tools:\n" + TOOL + "    database:\n      provider: acme\n"
         "      connection_string: mysql://admin:hunter2-secret@db/x\n",
     )
     message = _error(path)
+    assert "must start with acme://" in message
     assert "hunter2-secret" not in message and "hunter2-secret" not in caplog.text
+
+
+def test_a_provider_no_plugin_provides_is_left_to_the_tool(tmp_path: Path) -> None:
+    """Its URL and options cannot be checked at load; the tool names the install command when it opens the store."""
+    path = _write(tmp_path, "tools:\n" + TOOL + "    database:\n      provider: nosuch\n      options: {a: 1}\n")
+    database = load_agent_config(path).tools[0].database
+    assert database is not None and database.options == {"a": 1}
 
 
 def test_rejected_values_are_shown_redacted(tmp_path: Path) -> None:

@@ -100,9 +100,10 @@ def test_unreadable_directory_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(os, "scandir", guarded)
     found = discover(src, EXTS, base=tmp_path)
     assert [f.display for f in found.files] == ["src/ok.md"]
-    assert [(s.display, s.reason) for s in found.skipped] == [
+    assert [(s.display, s.reason) for s in found.failed] == [
         ("src/locked", "cannot read directory (Permission denied)")
     ]
+    assert found.skipped == []  # unreadable is a failure, not a file left out on purpose
 
 
 def test_symlink_loops_and_dangling_links_do_not_crash(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import types
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,17 @@ import pytest
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
+from pydantic import BaseModel
+
+
+class Opts(BaseModel):
+    """An options model without the ``type`` field a tool config needs."""
+
+    size: int = 1
 
 
 def _bare_registry() -> PluginRegistry:
-    """Builtins only (the in-memory store among them), whatever else is installed in the environment."""
+    """Builtins only (the sqlite and in-memory stores among them), whatever else is installed in the environment."""
     return PluginRegistry(load_entry_points=False)
 
 
@@ -22,9 +30,10 @@ def test_builtin_and_entry_point_components() -> None:
     names = {kind: [c.name for c in registry.list(kind)] for kind in ("loader", "chunker", "embedder", "store")}
     assert {"text", "table", "markitdown"} <= set(names["loader"])
     assert "token" in names["chunker"]
-    assert "minilm" in names["embedder"] and "in-memory" in names["store"]
+    assert "minilm" in names["embedder"] and {"in-memory", "sqlite"} <= set(names["store"])
     assert registry.resolve("store", "in-memory").plugin == "deckhand.builtin"
     assert registry.resolve("store", "memory").name == "in-memory"  # alias
+    assert registry.resolve("store", "sqlite").plugin == "deckhand.builtin"
     assert registry.resolve("embedder", "all-MiniLM-L6-v2").name == "minilm"
 
 
@@ -32,7 +41,7 @@ def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("DECKHAND_PLUGINS", "")
     registry = PluginRegistry()
     # Builtins always load, the default store among them: restricting plugins never leaves a tool without one.
-    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
     assert [c.name for c in registry.list("embedder")] == ["minilm"]
     registry.excluded.append("someplugin")  # as if an installed entry point had been left out
     with pytest.raises(ComponentNotFoundError) as err:
@@ -45,7 +54,7 @@ def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyP
 def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DECKHAND_PLUGINS", " not-installed , other")
     registry = PluginRegistry()
-    assert [c.name for c in registry.list("store")] == ["in-memory"]
+    assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
     assert "not-installed" not in registry.excluded
 
 
@@ -89,13 +98,24 @@ def test_duplicate_component_in_one_plugin() -> None:
     assert str(err.value) == "plugin 'twice' registers store 'dup' twice"
 
 
+GENERIC_HINT = (
+    "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, "
+    "sentence-transformers; `deckhand plugins` lists what is installed)"
+)
+
+
 @pytest.mark.parametrize(
     ("kind", "name", "hint"),
     [
-        ("store", "redis", 'install it with: pip install "deckhand[redis]"'),
-        ("store", "postgres", 'install it with: pip install "deckhand[postgres]"'),
-        ("embedder", "text-embedding-3-small", 'install it with: pip install "deckhand[openai]"'),
-        ("store", "acme", "install a plugin that provides it (see `deckhand plugins` for what is installed)"),
+        ("store", "redis", 'install it with: pip install "deckhand-ai[redis]"'),
+        ("store", "postgres", 'install it with: pip install "deckhand-ai[postgres]"'),
+        ("embedder", "sentence-transformers", 'install it with: pip install "deckhand-ai[sentence-transformers]"'),
+        # No extra of deckhand-ai is called so: never an extra that does not exist (there is no [weaviate]).
+        ("store", "weaviate", GENERIC_HINT),
+        ("store", "acme", GENERIC_HINT),
+        ("store", "testing", GENERIC_HINT),  # an extra, but not one that brings a plugin
+        ("embedder", "text-embedding-3-small", GENERIC_HINT),  # there is no [openai] either
+        ("keyword_strategy", "native", GENERIC_HINT),  # extras carry no kind: no guess from a prefix
     ],
 )
 def test_missing_component_names_the_install_command(kind: Any, name: str, hint: str) -> None:
@@ -103,7 +123,8 @@ def test_missing_component_names_the_install_command(kind: Any, name: str, hint:
     installed = ", ".join(sorted(c.name for c in registry.list(kind)))
     with pytest.raises(ComponentNotFoundError) as err:
         registry.resolve(kind, name)
-    assert str(err.value) == f"no {kind} plugin provides {name!r}; {hint} (installed: {installed})"
+    label = kind.replace("_", " ")
+    assert str(err.value) == f"no {label} plugin provides {name!r}; {hint} (installed: {installed})"
 
 
 def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:
@@ -183,3 +204,80 @@ def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyP
     _fake_entry_points(monkeypatch, ghost=None)
     monkeypatch.setenv("DECKHAND_PLUGINS", "")
     assert PluginRegistry().excluded == ["ghost"]  # a way out when a broken plugin is installed
+
+
+# -- two plugins, one name ------------------------------------------------------------------
+
+
+def _chunker_plugin(tag: str, priority: int | None = None) -> object:
+    class Plugin:
+        @hookimpl
+        def register_chunkers(self, register: Register) -> None:
+            extra = {} if priority is None else {"priority": priority}
+            register("token", lambda tokenizer: tag, description=f"token by {tag}", **extra)
+
+    return Plugin()
+
+
+def _winner(caplog: pytest.LogCaptureFixture, *plugins: tuple[str, object]) -> tuple[str, list[str]]:
+    registry = _bare_registry()
+    for name, plugin in plugins:
+        registry.register_plugin(plugin, name)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        winner = registry.resolve("chunker", "token").plugin
+        registry.list("chunker")  # collected once: no second warning
+    return winner, [r.getMessage() for r in caplog.records]
+
+
+def test_a_plugin_overrides_a_builtin_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    winner, warnings = _winner(caplog, ("fast", _chunker_plugin("fast")))
+    assert winner == "fast"
+    assert warnings == [
+        "chunker 'token' is registered by plugins 'fast' and 'deckhand.builtin'; 'fast' wins "
+        "(a plugin overrides deckhand's builtin)"
+    ]
+
+
+def test_explicit_priority_comes_first(caplog: pytest.LogCaptureFixture) -> None:
+    winner, warnings = _winner(caplog, ("meek", _chunker_plugin("meek", priority=-1)))
+    assert winner == "deckhand.builtin"
+    assert warnings == [
+        "chunker 'token' is registered by plugins 'deckhand.builtin' and 'meek'; 'deckhand.builtin' wins "
+        "(priority 0 over -1)"
+    ]
+    winner, _ = _winner(caplog, ("zeta", _chunker_plugin("zeta", priority=5)), ("alpha", _chunker_plugin("alpha")))
+    assert winner == "zeta"
+
+
+def test_same_priority_third_parties_by_name_whatever_the_load_order(caplog: pytest.LogCaptureFixture) -> None:
+    one = ("beta", _chunker_plugin("beta")), ("alpha", _chunker_plugin("alpha"))
+    for plugins in (one, one[::-1]):
+        winner, warnings = _winner(caplog, *plugins)
+        assert winner == "alpha"
+        assert warnings == [
+            "chunker 'token' is registered by plugins 'alpha' and 'beta' and 'deckhand.builtin'; 'alpha' wins "
+            "(same priority: the plugin name that sorts first wins; pass priority= to choose)"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("kind_hook", "kwargs", "message"),
+    [
+        ("register_chunkers", {"options": dict}, "with options=<class 'dict'>, which is not a pydantic model class"),
+        ("register_tools", {}, "without options=: a tool type needs its config model"),
+        ("register_tools", {"options": Opts}, 'its config model Opts needs type: Literal["x"]'),
+        ("register_stores", {"url_schemes": "redis://"}, "with url_schemes='redis://'; give a tuple such as"),
+        ("register_keyword_strategies", {"requires": ("keyword_search",)}, "with requires=('keyword_search',); give"),
+    ],
+)
+def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], message: str) -> None:
+    def hook(register: Register) -> None:
+        register("x", object, **kwargs)
+
+    plugin = types.SimpleNamespace(**{kind_hook: hookimpl(hook)})
+    registry = _bare_registry()
+    registry.register_plugin(plugin, "sloppy")
+    with pytest.raises(PluginError) as err:
+        registry.components  # noqa: B018
+    assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)

@@ -62,7 +62,7 @@ async def test_contract_errors_before_and_after_initialize(tmp_path: Path, docs:
     report = await tool.initialize()
     assert tool.is_initialized and tool.document_count == 3 and report.chunks_written == 3
     assert tool.last_ingest_time is not None and tool.last_ingest_time >= before
-    assert tool.provider == "in-memory"
+    assert tool.provider == "sqlite"
     for empty in ("", "   \n"):
         with pytest.raises(ValueError) as verr:
             await tool.search(empty)
@@ -227,7 +227,8 @@ def test_provider_without_plugin_names_the_extra(
     with pytest.raises(ComponentNotFoundError) as err:
         tool.initialize_sync()
     assert str(err.value) == (
-        "no store plugin provides 'redis'; install it with: pip install \"deckhand[redis]\" (installed: in-memory)"
+        "no store plugin provides 'redis'; install it with: pip install \"deckhand-ai[redis]\" "
+        "(installed: in-memory, sqlite)"
     )
     assert "pa55-very-secret" not in caplog.text
 
@@ -357,3 +358,23 @@ def test_embedding_failures_fail_fast(tmp_path: Path, docs: Path, minilm: Any) -
         again.initialize_sync()
     assert str(ingest_err.value) == "model server returned 503"
     assert not again.is_initialized
+
+
+def test_chunker_selected_in_agent_yaml_is_the_one_used(tmp_path: Path, minilm: Any) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "act.md").write_text("# Act\n\n## 1 Scope\n\nHarbours and piers.\n\n## 2 Duties\n\nKeep piers clean.\n")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n"
+        "  - {type: vectorstore, name: by_token, source: docs,\n"
+        "     chunker: {name: token, chunk_size: 16, chunk_overlap: 0}}\n"
+        "  - {type: vectorstore, name: by_section, source: docs, chunker: structure}\n"
+    )
+    config = load_agent_config(tmp_path / "agent.yaml")
+    by_token, by_section = (build_tool(t, base_dir=tmp_path) for t in config.tools)
+    by_token.initialize_sync()
+    by_section.initialize_sync()
+    token_hits = by_token.search_results_sync("piers", 10)
+    section_hits = by_section.search_results_sync("piers", 10)
+    assert all("section_id" not in hit.metadata for hit in token_hits)  # fixed windows of 16 tokens
+    assert {hit.metadata.get("section_id") for hit in section_hits} >= {"1", "2"}  # one chunk per section

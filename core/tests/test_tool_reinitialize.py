@@ -1,11 +1,18 @@
-"""Initialising a tool twice in one process reuses its store: unchanged files are not reprocessed."""
+"""Initialising a tool twice in one process reuses its store: unchanged files are not reprocessed,
+whatever the tool type (the life cycle is :class:`deckhand.tools.base.SourceTool`'s)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
+from deckhand.protocols import Tool
+from deckhand.tools import build_tool
+from deckhand.tools.base import SourceTool
+from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.tools.vectorstore import VectorStoreTool
 
 
@@ -28,3 +35,49 @@ def test_second_initialize_keeps_the_in_memory_index(tmp_path: Path, monkeypatch
     third = tool.initialize_sync()
     assert third.ingested == ["docs/doc0.md"] and len(third.unchanged) == 4
     assert tool.document_count == count
+
+
+def test_hierarchical_tool_second_initialize_reingests_nothing_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
+    source = tmp_path / "docs"
+    source.mkdir()
+    for i in range(4):
+        (source / f"act{i}.md").write_text(
+            f"# Act {i}\n\n## 1 Scope\n\nThis act covers harbour {i}.\n\n## 2 Duties\n\nSee section 1.\n",
+            encoding="utf-8",
+        )
+    config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="h", source=str(source))
+    tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
+    first = tool.initialize_sync()
+    assert len(first.ingested) == 4 and tool.provider == "sqlite"
+    count, keyword = tool.document_count, tool._keyword
+
+    with caplog.at_level(logging.INFO, logger="deckhand"):
+        again = tool.initialize_sync()
+    assert again.ingested == [] and len(again.unchanged) == 4 and again.texts_embedded == 0
+    assert tool.document_count == count
+    assert tool._keyword is keyword and not [r for r in caplog.records if "indexes rebuilt" in r.getMessage()]
+    assert tool.search_results_sync("§ 2", 1)[0].section_id == "2"
+
+    (source / "act0.md").write_text("# Act 0\n\n## 1 Scope\n\nRewritten: this act covers ferries.\n", encoding="utf-8")
+    third = tool.initialize_sync()
+    assert third.ingested == ["docs/act0.md"] and len(third.unchanged) == 3
+    assert "ferries" in tool.search_text_sync("ferries", 1)
+    tool.close()
+    assert not tool.is_initialized and tool.document_count == 0
+
+
+@pytest.mark.parametrize("tool_type", [VectorStoreTool, HierarchicalDocumentTool])
+def test_builtin_tools_are_tools(tool_type: type) -> None:
+    assert issubclass(tool_type, SourceTool)
+    config = {"name": "t", "source": "."}
+    tool = build_tool(
+        VectorStoreToolConfig(type="vectorstore", **config)
+        if tool_type is VectorStoreTool
+        else HierarchicalDocumentToolConfig(type="hierarchical_document", **config)
+    )
+    assert isinstance(tool, tool_type) and isinstance(tool, Tool)
+    with pytest.raises(RuntimeError, match=f"{tool_type.__name__} must be initialized before search"):
+        tool.search_results_sync("q")

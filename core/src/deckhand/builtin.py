@@ -1,7 +1,12 @@
-"""deckhand's own components, registered through the same hooks as external plugins."""
+"""deckhand's own components, registered through the same hooks as external plugins.
+
+Factories import their implementation when called, so registering loads no model; the options
+models they declare are small pydantic models imported at registration.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from deckhand.hookspecs import Register, hookimpl
@@ -25,41 +30,39 @@ def _markitdown_loader() -> Any:
     return MarkItDownLoader()
 
 
-def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 50, **_: Any) -> Any:
+def _token_chunker(tokenizer: Any, chunk_size: int = 512, chunk_overlap: int = 50) -> Any:
     from deckhand.chunking.token import TokenChunker
 
     return TokenChunker(tokenizer, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
 
 
-def _bm25(store: Any = None, *, k1: float = 0.9, b: float = 0.4, cache_path: Any = None, **_: Any) -> Any:
+def _bm25(store: Any, cache_path: Path | None = None, *, k1: float = 0.9, b: float = 0.4) -> Any:
     from deckhand.retrieval.bm25 import BM25Index
 
     return BM25Index(k1=k1, b=b, cache_path=cache_path)
 
 
 def _structure_chunker(
-    tokenizer: Any,
-    max_chunk_tokens: int | None = None,
-    chunk_overlap: int = 0,
-    chunk_size: int | None = None,
-    **_: Any,
+    tokenizer: Any, max_chunk_tokens: int = 800, chunk_overlap: int = 0, chunk_size: int | None = None
 ) -> Any:
+    """``chunk_size`` is another name for ``max_chunk_tokens`` (the vectorstore tool's)."""
     from deckhand.chunking.structure import StructureChunker
 
-    limit = max_chunk_tokens or chunk_size or 800  # chunk_size: the vectorstore option's name
+    limit = chunk_size if chunk_size is not None else max_chunk_tokens
     return StructureChunker(tokenizer, max_chunk_tokens=limit, chunk_overlap=chunk_overlap)
 
 
-def _structural_context(**settings: Any) -> Any:
+def _structural_context(base_dir: Path | None = None) -> Any:
     from deckhand.context.structural import build_structural_generator
 
-    return build_structural_generator(**settings)
+    return build_structural_generator()
 
 
-def _llm_context(**settings: Any) -> Any:
+def _llm_context(base_dir: Path | None = None, **settings: Any) -> Any:
+    """``settings`` are the validated fields of :class:`deckhand.context.llm.LLMContextSettings`."""
     from deckhand.context.llm import build_llm_generator
 
-    return build_llm_generator(**settings)
+    return build_llm_generator(base_dir=base_dir, **settings)
 
 
 def _minilm(model: str | None = None, **options: Any) -> Any:
@@ -94,28 +97,56 @@ def register_loaders(register: Register) -> None:
 
 @hookimpl
 def register_chunkers(register: Register) -> None:
-    register("token", _token_chunker, description="fixed token windows with overlap (embedder's tokenizer)")
+    from deckhand.chunking.structure import StructureChunkerOptions
+    from deckhand.chunking.token import TokenChunkerOptions
+
+    register(
+        "token",
+        _token_chunker,
+        description="fixed token windows with overlap (embedder's tokenizer)",
+        options=TokenChunkerOptions,
+    )
     register(
         "structure",
         _structure_chunker,
         description="markdown heading tree: sections, section ids, definitions, cross-references",
+        options=StructureChunkerOptions,
     )
 
 
 @hookimpl
 def register_context_generators(register: Register) -> None:
-    register("structural", _structural_context, description="document title and heading chain (offline, default)")
-    register("llm", _llm_context, description="LLM-written context via an OpenAI-compatible chat endpoint")
+    from deckhand.context.llm import LLMContextSettings
+    from deckhand.context.structural import StructuralContextOptions
+
+    register(
+        "structural",
+        _structural_context,
+        description="document title and heading chain (offline, default)",
+        options=StructuralContextOptions,
+    )
+    register(
+        "llm",
+        _llm_context,
+        description="LLM-written context via an OpenAI-compatible chat endpoint",
+        options=LLMContextSettings,
+    )
 
 
 @hookimpl
 def register_embedders(register: Register) -> None:
+    from deckhand.embedding.minilm_onnx import DIMENSION, LEGACY_MODEL_ID, MAX_TOKENS
+
     register(
         "minilm",
         _minilm,
         description="all-MiniLM-L6-v2 on onnxruntime (fused graph, fp32, 512 tokens), offline (default); "
         "'minilm:OPTIONS' picks precision (int8), window, pooling and device",
         aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default", "all-MiniLM-L6-v2-onnx-int8"),
+        # Described here so a process that never embeds never loads the model (deckhand.embedding.lazy).
+        model_id=LEGACY_MODEL_ID,
+        dimension=DIMENSION,
+        max_tokens=MAX_TOKENS,
     )
 
 
@@ -141,6 +172,12 @@ def _inmemory_store(config: Any, collection: str) -> Any:
     return InMemoryStore.from_config(config, collection)
 
 
+def _sqlite_store(config: Any, collection: str, *, base_dir: Any = None) -> Any:
+    from deckhand.stores.sqlite import SQLiteStore
+
+    return SQLiteStore.from_config(config, collection, base_dir=base_dir)
+
+
 @hookimpl
 def register_stores(register: Register) -> None:
     register(
@@ -149,8 +186,53 @@ def register_stores(register: Register) -> None:
         description="exact NumPy search in this process; nothing persists",
         aliases=("inmemory", "memory"),
     )
+    register(
+        "sqlite",
+        _sqlite_store,
+        description="one SQLite file under .deckhand/index, persistent, exact NumPy search (default)",
+        aliases=("sqlite3",),
+        uses_base_dir=True,
+    )
 
 
 @hookimpl
 def register_keyword_strategies(register: Register) -> None:
-    register("bm25", _bm25, description="in-process BM25 (sparse postings, English stemmer + stopwords)")
+    from deckhand.retrieval.bm25 import BM25Options
+
+    register(
+        "bm25",
+        _bm25,
+        description="in-process BM25 (sparse postings, English stemmer + stopwords)",
+        options=BM25Options,
+    )
+
+
+def _vectorstore_tool(config: Any, *, base_dir: Any = None, registry: Any = None, progress: Any = None) -> Any:
+    from deckhand.tools.vectorstore import VectorStoreTool
+
+    return VectorStoreTool(config, base_dir=base_dir, registry=registry, progress=progress)
+
+
+def _hierarchical_tool(config: Any, *, base_dir: Any = None, registry: Any = None, progress: Any = None) -> Any:
+    from deckhand.tools.hierarchical import HierarchicalDocumentTool
+
+    return HierarchicalDocumentTool(config, base_dir=base_dir, registry=registry, progress=progress)
+
+
+@hookimpl
+def register_tools(register: Register) -> None:
+    from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+    from deckhand.config.vectorstore import VectorStoreToolConfig
+
+    register(
+        "vectorstore",
+        _vectorstore_tool,
+        description="semantic search over a file or directory",
+        options=VectorStoreToolConfig,
+    )
+    register(
+        "hierarchical_document",
+        _hierarchical_tool,
+        description="hybrid search (dense + keyword + exact) over structured documents",
+        options=HierarchicalDocumentToolConfig,
+    )

@@ -32,7 +32,34 @@ class StoreError(DeckhandError):
 
 
 class StoreConnectionError(StoreError, ConnectionError):
-    """The store's server could not be reached (the tool falls back to in-memory)."""
+    """The store's server could not be reached (the tool falls back to in-memory where that is allowed)."""
+
+
+class StoreAuthenticationError(StoreError, ConfigError):
+    """The store's server refused the credentials or the permissions (wrong password, missing grant).
+
+    A configuration error, never a reason to fall back to in-memory: the ``deckhand`` command exits 3.
+    """
+
+
+class IndexFileError(StoreError):
+    """A store's index file cannot be used (corrupt, truncated, unwritable or from a newer deckhand).
+
+    ``path`` names the file. When the file is damaged, ``--force-ingest`` (``initialize(force_ingest=True)``)
+    sets it aside and rebuilds the index from the sources.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class IndexCorruptError(IndexFileError):
+    """The index file is damaged: the message names it and the fix (rebuild with ``--force-ingest``)."""
+
+
+class IndexLockedError(StoreError):
+    """Another process held the index's write lock for longer than the store waits."""
 
 
 class DimensionMismatchError(StoreError, ValueError):

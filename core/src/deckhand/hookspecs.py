@@ -5,18 +5,35 @@ callable and calls it once per component it provides::
 
     @hookimpl
     def register_stores(register):
-        register("redis", RedisStore, description="Redis with the search module")
+        register("redis", RedisStore.from_config, description="Redis with the search module",
+                 options=RedisOptions, url_schemes=("redis://", "rediss://", "unix://"))
 
 Components are built lazily: registering is cheap and loads no model or connection.
 Builtin components are registered through these same hooks (see :mod:`deckhand.builtin`).
+
+What ``register`` accepts for every kind:
+
+- ``name``: what configuration selects the component by; ``aliases``: other names for it.
+- ``factory``: builds the component (its arguments per kind are in each hook's docstring).
+- ``description``: one line for ``deckhand plugins``.
+- ``options``: a pydantic model of the settings configuration may give the component. deckhand
+  validates them with it when ``agent.yaml`` is loaded (errors name the file and the field),
+  ``deckhand schema`` includes it, and the factory receives the validated values as keyword
+  arguments (field names). A component without an options model accepts no options.
+- ``priority``: which component wins when two plugins register the same name (higher first;
+  then a third-party plugin over deckhand's builtin; then the plugin name that sorts first).
+  deckhand logs one warning naming both plugins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 PROJECT = "deckhand"
 
@@ -34,18 +51,28 @@ class Register(Protocol):
         *,
         description: str = "",
         aliases: Sequence[str] = (),
+        options: type[BaseModel] | None = None,
+        priority: int = 0,
         **info: Any,
     ) -> None: ...
 
 
 @hookspec
 def register_loaders(register: Register) -> None:
-    """Register file loaders: ``factory() -> Loader``; pass ``extensions=[".txt", ...]``."""
+    """Register file loaders: ``factory() -> Loader``; pass ``extensions=[".txt", ...]``.
+
+    Among loaders claiming the same extension, the loader's own ``priority`` attribute decides.
+    """
 
 
 @hookspec
 def register_chunkers(register: Register) -> None:
-    """Register chunkers: ``factory(tokenizer=..., **options) -> Chunker``."""
+    """Register chunkers: ``factory(tokenizer: Tokenizer, **options) -> Chunker``.
+
+    ``chunker:`` on a tool selects one, by name or as ``{name: NAME, option: value, ...}``. A
+    tool's own size settings (``chunk_size``, ``chunk_overlap``, ``max_chunk_tokens``) are passed
+    on when written in ``agent.yaml`` and the options model declares a field of that name.
+    """
 
 
 @hookspec
@@ -60,18 +87,36 @@ def register_embedders(register: Register) -> None:
 def register_stores(register: Register) -> None:
     """Register vector stores: ``factory(config: DatabaseConfig, collection: str) -> VectorStore``.
 
-    ``name`` is the ``database.provider`` value that selects it.
+    ``name`` is the ``database.provider`` value that selects it. ``options`` validates
+    ``database.options`` (the factory still reads them from ``config.options``);
+    ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it starts
+    with one of them (a store without ``url_schemes`` accepts any connection string, or none).
+    A store that keeps files in the project registers with ``uses_base_dir=True``: its factory
+    is then also given ``base_dir=`` (the agent config's directory), against which it resolves
+    relative paths; its default location is under ``deckhand.paths.state_dir(base_dir)``.
     """
 
 
 @hookspec
 def register_keyword_strategies(register: Register) -> None:
-    """Register keyword strategies: ``factory(store: VectorStore, **options) -> KeywordIndex``."""
+    """Register keyword strategies: ``factory(store: VectorStore, cache_path: Path | None, **options) -> KeywordIndex``.
+
+    ``keyword_strategy:`` on a ``hierarchical_document`` tool selects one. ``cache_path`` is a
+    file under deckhand's state directory where the strategy may keep what it built between
+    runs (``None`` when the store itself keeps nothing). ``requires=(SomeProtocol, ...)`` lists
+    the runtime-checkable protocols the store must implement (e.g.
+    :class:`deckhand.protocols.NativeKeywordSearch`); on a store without them the tool logs one
+    warning and uses ``bm25``.
+    """
 
 
 @hookspec
 def register_context_generators(register: Register) -> None:
-    """Register context generators for contextual embeddings: ``factory(**settings) -> ContextGenerator``."""
+    """Register context generators: ``factory(base_dir: Path, **options) -> ContextGenerator``.
+
+    ``contextual_embeddings.generator`` selects one and ``contextual_embeddings.options`` are its
+    options; ``base_dir`` is the agent's directory (for caches under its state directory).
+    """
 
 
 @hookspec
@@ -81,4 +126,16 @@ def register_memory_backends(register: Register) -> None:
     ``name`` is the ``memory.backend`` value that selects it; ``path`` is the configured
     ``memory.path`` (the repository root for git-memory, ``None`` when not set) and ``options``
     are ``memory.options``. See :class:`deckhand.protocols.MemoryBackend`.
+    """
+
+
+@hookspec
+def register_tools(register: Register) -> None:
+    """Register tool types: ``factory(config, *, base_dir, registry, progress) -> Tool``.
+
+    ``name`` is the ``type:`` value of a ``tools:`` entry in ``agent.yaml``. ``options`` is
+    required: the pydantic model of the whole entry, a subclass of
+    :class:`deckhand.config.base.ToolConfigBase` (or ``SourceToolConfig`` for tools that
+    ingest a source) whose ``type`` field is ``Literal["<name>"]``. The factory (usually the
+    tool class) receives the validated model and returns a :class:`deckhand.protocols.Tool`.
     """

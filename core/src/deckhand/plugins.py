@@ -4,6 +4,10 @@ Entry points in the ``deckhand`` group are loaded at first use. ``DECKHAND_PLUGI
 (a comma-separated list of entry-point names, or empty for none) restricts which load;
 builtin components always load. Hook implementations that match no hook spec fail
 loudly, as tox does with ``check_pending``.
+
+When two plugins register the same name for the same kind, one wins by a fixed rule
+(:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
+deckhand's builtin, then the plugin whose name sorts first; one warning names them all.
 """
 
 from __future__ import annotations
@@ -14,16 +18,20 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import pluggy
+from pydantic import BaseModel
 
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
+from deckhand.install_hints import install_hint
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["loader", "chunker", "embedder", "store", "keyword_strategy", "context_generator", "memory_backend"]
+Kind = Literal[
+    "loader", "chunker", "embedder", "store", "keyword_strategy", "context_generator", "memory_backend", "tool"
+]
 
 HOOKS: dict[Kind, str] = {
     "loader": "register_loaders",
@@ -33,21 +41,11 @@ HOOKS: dict[Kind, str] = {
     "keyword_strategy": "register_keyword_strategies",
     "context_generator": "register_context_generators",
     "memory_backend": "register_memory_backends",
+    "tool": "register_tools",
 }
 
-#: Components the project ships as separately installed plugins, and the extra that brings each.
-KNOWN_EXTRAS: dict[tuple[Kind, str], str] = {
-    ("store", "redis"): "redis",
-    ("store", "postgres"): "postgres",
-    ("store", "weaviate"): "weaviate",
-    ("keyword_strategy", "native"): "native-hybrid",
-    ("memory_backend", "git"): "git-memory",
-    ("embedder", "sentence-transformers"): "sentence-transformers",
-    ("embedder", "openai"): "openai",
-    ("embedder", "text-embedding-3-small"): "openai",
-    ("embedder", "text-embedding-3-large"): "openai",
-    ("embedder", "text-embedding-ada-002"): "openai",
-}
+#: The name under which deckhand's own components are registered.
+BUILTIN = "deckhand.builtin"
 
 ENV_PLUGINS = "DECKHAND_PLUGINS"
 
@@ -63,13 +61,29 @@ class Component:
     description: str = ""
     aliases: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
+    #: The pydantic model of the component's options (``None``: it takes none).
+    options: type[BaseModel] | None = None
+    #: Decides between components of the same name from different plugins (higher wins).
+    priority: int = 0
 
+    @property
+    def builtin(self) -> bool:
+        """Whether deckhand itself provides the component."""
+        return self.plugin == BUILTIN
 
-def install_hint(kind: Kind, name: str) -> str:
-    extra = KNOWN_EXTRAS.get((kind, name))
-    if extra:
-        return f'install it with: pip install "deckhand[{extra}]"'
-    return "install a plugin that provides it (see `deckhand plugins` for what is installed)"
+    @property
+    def url_schemes(self) -> tuple[str, ...]:
+        """Stores: the URL schemes ``connection_string`` may use (empty: any, or none)."""
+        return tuple(self.info.get("url_schemes", ()))
+
+    @property
+    def requires(self) -> tuple[type, ...]:
+        """Keyword strategies: protocols the store must implement for the strategy to work."""
+        return tuple(self.info.get("requires", ()))
+
+    def label(self) -> str:
+        """``chunker 'token'``: how messages name the component."""
+        return f"{self.kind.replace('_', ' ')} {self.name!r}"
 
 
 class PluginRegistry:
@@ -80,7 +94,7 @@ class PluginRegistry:
         self.pm.add_hookspecs(hookspecs)
         from deckhand import builtin
 
-        self.pm.register(builtin, name="deckhand.builtin")
+        self.pm.register(builtin, name=BUILTIN)
         self._dists: dict[str, tuple[str, str]] = {}
         #: Installed entry-point plugins left out because of ``DECKHAND_PLUGINS``.
         self.excluded: list[str] = []
@@ -135,10 +149,10 @@ class PluginRegistry:
             return self._components
 
     def _collect(self) -> dict[Kind, dict[str, Component]]:
-        found: dict[Kind, dict[str, Component]] = {kind: {} for kind in HOOKS}
+        candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in HOOKS}
         for kind, hook_name in HOOKS.items():
             hook = getattr(self.pm.hook, hook_name)
-            for impl in reversed(hook.get_hookimpls()):  # builtins first, so plugins may override
+            for impl in hook.get_hookimpls():
                 plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
 
                 def register(
@@ -147,31 +161,50 @@ class PluginRegistry:
                     *,
                     description: str = "",
                     aliases: Sequence[str] = (),
+                    options: type[BaseModel] | None = None,
+                    priority: int = 0,
                     _kind: Kind = kind,
                     _plugin: str = plugin_name,
                     **info: Any,
                 ) -> None:
-                    previous = found[_kind].get(name)
-                    if previous is not None and previous.plugin == _plugin:
+                    same = candidates[_kind].setdefault(name, [])
+                    if any(c.plugin == _plugin for c in same):
                         raise PluginError(f"plugin {_plugin!r} registers {_kind} {name!r} twice")
-                    found[_kind][name] = Component(
-                        _kind, name, factory, _plugin, description, tuple(aliases), dict(info)
+                    component = Component(
+                        _kind, name, factory, _plugin, description, tuple(aliases), dict(info), options, priority
                     )
+                    _check_registration(component)
+                    same.append(component)
 
                 impl.function(register=register)
+        found: dict[Kind, dict[str, Component]] = {kind: {} for kind in HOOKS}
+        for kind, table in candidates.items():
+            for name, same in sorted(table.items()):
+                ranked = sorted(same, key=_precedence)
+                found[kind][name] = ranked[0]
+                if len(ranked) > 1:
+                    log.warning("%s", _override_message(ranked))
         return found
 
     def list(self, kind: Kind) -> list[Component]:
         return sorted(self.components[kind].values(), key=lambda c: c.name)
 
-    def resolve(self, kind: Kind, name: str) -> Component:
-        """The component called ``name`` (or aliased so); a clear error naming the install command if none."""
+    def find(self, kind: Kind, name: str) -> Component | None:
+        """The component called ``name`` (or aliased so), or ``None``."""
         table = self.components[kind]
         if name in table:
             return table[name]
         for component in table.values():
             if name in component.aliases:
                 return component
+        return None
+
+    def resolve(self, kind: Kind, name: str) -> Component:
+        """The component called ``name`` (or aliased so); a clear error naming the install command if none."""
+        component = self.find(kind, name)
+        if component is not None:
+            return component
+        table = self.components[kind]
         available = ", ".join(sorted(table)) or "none"
         label = kind.replace("_", " ")
         excluded = (
@@ -180,6 +213,45 @@ class PluginRegistry:
         raise ComponentNotFoundError(
             f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available}){excluded}"
         )
+
+
+def _precedence(component: Component) -> tuple[int, bool, str]:
+    """Sort key: the component sorting first wins (higher priority, third party, plugin name)."""
+    return (-component.priority, component.builtin, component.plugin)
+
+
+def _override_message(ranked: list[Component]) -> str:
+    """The one warning about a name registered by several plugins, ``ranked[0]`` being the winner."""
+    winner, runner_up = ranked[0], ranked[1]
+    plugins = " and ".join(repr(c.plugin) for c in ranked)
+    if winner.priority != runner_up.priority:
+        why = f"priority {winner.priority} over {runner_up.priority}"
+    elif winner.builtin != runner_up.builtin:
+        why = "a plugin overrides deckhand's builtin"
+    else:
+        why = "same priority: the plugin name that sorts first wins; pass priority= to choose"
+    return f"{winner.label()} is registered by plugins {plugins}; {winner.plugin!r} wins ({why})"
+
+
+def _check_registration(component: Component) -> None:
+    """Reject what would only fail later, far from the plugin: a bad options model or tool config."""
+    where = f"plugin {component.plugin!r} registers {component.label()}"
+    model = component.options
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f"{where} with options={model!r}, which is not a pydantic model class")
+    if component.kind == "tool":
+        if model is None:
+            raise PluginError(f"{where} without options=: a tool type needs its config model")
+        type_field = model.model_fields.get("type")
+        tags = get_args(type_field.annotation) if type_field is not None else ()
+        if type_field is None or get_origin(type_field.annotation) is not Literal or component.name not in tags:
+            raise PluginError(f'{where}: its config model {model.__name__} needs type: Literal["{component.name}"]')
+    schemes = component.info.get("url_schemes", ())
+    if isinstance(schemes, str) or not all(isinstance(s, str) and s.endswith("://") for s in schemes):
+        raise PluginError(f'{where} with url_schemes={schemes!r}; give a tuple such as ("redis://", "rediss://")')
+    requires = component.info.get("requires", ())
+    if not all(isinstance(r, type) for r in requires):
+        raise PluginError(f"{where} with requires={requires!r}; give a tuple of runtime-checkable protocols")
 
 
 _registry: PluginRegistry | None = None

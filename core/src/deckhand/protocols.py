@@ -6,15 +6,19 @@ are structural (``typing.Protocol``): a plugin needs no base class, only the met
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from deckhand.types import Chunk, CollectionSpec, Document, FileState, Record, SearchHit, Vector
 
 if TYPE_CHECKING:
+    from deckhand.config.base import ToolConfigBase
+    from deckhand.ingest.pipeline import IngestReport
     from deckhand.memory.backend import ScanEntry, SyncResult
     from deckhand.memory.coordinates import VectorCoordinate
+    from deckhand.tools.results import SearchResult
 
 
 @runtime_checkable
@@ -30,7 +34,12 @@ class Loader(Protocol):
 
 
 class Tokenizer(Protocol):
-    """Splits text into the embedder's tokens; chunkers count and cut with it."""
+    """Splits text into the embedder's tokens; chunkers count and cut with it.
+
+    Optional: ``iter_token_spans(text) -> Iterator[tuple[int, int]]``, the same spans computed a
+    window at a time (the builtin tokenizer has it). Without it the token chunker holds every
+    span of a document at once, which for a huge file costs many times the file's size.
+    """
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character ``(start, end)`` of every token of ``text``, in order."""
@@ -58,9 +67,51 @@ class Embedder(Protocol):
 
 
 class Chunker(Protocol):
-    """Splits a document into chunks."""
+    """Splits a document into chunks.
+
+    Optional: ``iter_chunks(document) -> Iterator[Chunk]``, the same chunks one by one (the token
+    chunker has it); the pipeline then embeds a huge file's first chunks while the rest are cut.
+    """
 
     def chunk(self, document: Document) -> list[Chunk]: ...
+
+
+class StoreCapability(enum.StrEnum):
+    """What a vector store may support beyond the :class:`VectorStore` methods every store has.
+
+    A store declares its capabilities in a ``capabilities`` class attribute; the store
+    conformance kit (:mod:`deckhand.testing.store_conformance`) tests every declared one and
+    fails a store that implements one without declaring it (where that can be detected).
+    """
+
+    #: Data outlives the process: another connection, in this process or another one,
+    #: sees the collection, its records and its manifest (a server, or a file).
+    PERSISTENT = "persistent"
+    #: The database ranks text itself: the store implements :class:`NativeKeywordSearch`.
+    KEYWORD_SEARCH = "keyword_search"
+    #: Several processes may write the same collection at once (two ``deckhand ingest``
+    #: runs): no chunk is lost or duplicated, each ``replace_source`` stays all-or-nothing.
+    #: Without it, deckhand must keep to one writing process per collection.
+    CONCURRENT_PROCESSES = "concurrent_processes"
+
+
+def store_capabilities(store: object) -> frozenset[StoreCapability]:
+    """The capabilities ``store`` declares (none when it declares nothing).
+
+    Raises :class:`ValueError` naming the store class for a value that is no
+    :class:`StoreCapability` (a typo such as ``"persistant"``).
+    """
+    declared: Iterable[str] = getattr(store, "capabilities", frozenset())
+    out: set[StoreCapability] = set()
+    for value in declared:
+        try:
+            out.add(StoreCapability(value))
+        except ValueError:
+            known = ", ".join(c.value for c in StoreCapability)
+            raise ValueError(
+                f"{type(store).__name__}.capabilities declares unknown capability {value!r} (known: {known})"
+            ) from None
+    return frozenset(out)
 
 
 @runtime_checkable
@@ -69,10 +120,47 @@ class VectorStore(Protocol):
 
     Every store keeps the manifest (one :class:`FileState` per source) in the same
     database as the vectors, and replaces a source's chunks all-or-nothing.
+
+    **Building.** The factory registered with ``register_stores`` is called as
+    ``factory(config, collection)``: ``config`` is the tool's ``database:`` block
+    (:class:`deckhand.config.models.DatabaseConfig`) and ``collection`` the tool's name. A
+    store registered with ``uses_base_dir=True`` also receives ``base_dir=``, the agent
+    config's directory: a file-based store resolves every relative path of its options
+    against it (as ``source:`` is), never against the current directory, and keeps its
+    default files under :func:`deckhand.paths.state_dir` ``(base_dir)`` (``$DECKHAND_HOME``
+    when set, else ``<agent.yaml's directory>/.deckhand``).
+    :func:`deckhand.stores.opening.create_store` is the one place that calls factories.
+
+    **Names.** ``collection`` (the tool name) names one collection: its records, its
+    manifest and the spec it was created with. ``config.index_name`` is a namespace
+    around collections (a key prefix, a table-name prefix, a file name): two tools with
+    the same name but different ``index_name`` values never see each other's data, and
+    :meth:`drop` removes only its own collection.
+
+    **Threads.** A store is built in one thread and called from others: the tools run
+    ``initialize()`` and ``search()`` through :func:`asyncio.to_thread`, so ``open()``,
+    the writes and every search may each run in a different worker thread, and an
+    application (an MCP server) may search from several threads at once, also while
+    another thread writes. Every method must work from any thread and concurrently with
+    the others (a lock where the driver needs one; a SQLite connection opened with
+    ``check_same_thread=False``, or one connection per thread). Writes to one collection
+    come from one thread at a time within a process.
+
+    **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
+    supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
     """
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The :class:`StoreCapability` values this store supports (a class attribute)."""
+        ...
+
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
-        """Create the collection if missing; return the spec it was created with before, if any."""
+        """Create the collection if missing; return the spec it was created with before, if any.
+
+        With a persistent store a second connection (or process) that opens an existing
+        collection gets the spec it was created with, whatever ``spec`` it passes.
+        """
         ...
 
     def drop(self) -> None:
@@ -102,7 +190,12 @@ class VectorStore(Protocol):
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[SearchHit]:
-        """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says."""
+        """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says.
+
+        ``sources`` keeps only records of those sources (``[]`` keeps none). A persistent
+        store answers from the current data: writes made through another connection or
+        process since this one last read are visible (no stale in-memory copy).
+        """
         ...
 
     def get(self, ids: Sequence[str]) -> list[Record]:
@@ -128,9 +221,34 @@ class VectorStore(Protocol):
 
 @runtime_checkable
 class NativeKeywordSearch(Protocol):
-    """Capability a store opts into when its database ranks text itself (BM25, ts_rank)."""
+    """Capability a store opts into when its database ranks text itself (BM25, ts_rank).
+
+    A store implementing it declares :attr:`StoreCapability.KEYWORD_SEARCH`; hits are
+    scored in [0, 1], best first, and query-language characters are searched as text.
+    """
 
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
+
+
+@runtime_checkable
+class SideIndexStorage(Protocol):
+    """Capability a persistent store opts into: keeping indexes derived from its records (the sqlite store).
+
+    Each saved index carries the records version it was built from; a load returns it only
+    while the records are still at that version, so a stale index is never used.
+    """
+
+    def records_version(self) -> int:
+        """The version of the collection's records: changes with every write that adds or removes one."""
+        ...
+
+    def save_side_index(self, name: str, version: int, data: bytes) -> bool:
+        """Keep ``data`` built from the records at ``version``; False (nothing kept) if they changed since."""
+        ...
+
+    def load_side_index(self, name: str) -> tuple[int, bytes] | None:
+        """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
+        ...
 
 
 class KeywordIndex(Protocol):
@@ -202,4 +320,82 @@ class MemoryBackend(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds (locks, handles); it is not used afterwards."""
+        ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """An agent tool, as the CLI, the MCP server and Python programs use it.
+
+    Built by :func:`deckhand.tools.build_tool` from a validated ``tools:`` entry. The life cycle
+    is ``initialize`` (ingest what changed; again later to pick up changes, ``force_ingest`` to
+    redo everything), any number of searches, then ``close``. Every blocking method has an
+    ``async`` twin that runs it in a worker thread, so the tool (and the store under it) is
+    called from one thread at a time, but not always the same one.
+    """
+
+    @property
+    def config(self) -> ToolConfigBase:
+        """The validated ``tools:`` entry the tool was built from."""
+        ...
+
+    @property
+    def provider(self) -> str | None:
+        """The store in use after initialisation (``None`` for a tool without one)."""
+        ...
+
+    @property
+    def is_initialized(self) -> bool: ...
+
+    @property
+    def last_ingest_time(self) -> float | None:
+        """``time.time()`` of the last successful initialisation."""
+        ...
+
+    @property
+    def last_report(self) -> IngestReport | None:
+        """What the last initialisation ingested, skipped and removed."""
+        ...
+
+    @property
+    def document_count(self) -> int:
+        """Searchable items (chunks) held; 0 before initialisation."""
+        ...
+
+    async def initialize(self, force_ingest: bool = False) -> IngestReport: ...
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        """Blocking form of :meth:`initialize`."""
+        ...
+
+    async def open(self) -> IngestReport:
+        """Get ready to search without checking the source for changes (``initialize`` if never ingested)."""
+        ...
+
+    def open_sync(self) -> IngestReport:
+        """Blocking form of :meth:`open`."""
+        ...
+
+    async def search(self, query: str) -> str:
+        """The answer agents read: formatted results, or a line saying why there are none."""
+        ...
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count."""
+        ...
+
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON)."""
+        ...
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Blocking form of :meth:`search_results`."""
+        ...
+
+    def function_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition agents are given for the tool."""
+        ...
+
+    def close(self) -> None:
+        """Release the store and anything else held; :meth:`initialize` opens them again."""
         ...

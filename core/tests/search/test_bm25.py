@@ -102,3 +102,22 @@ def test_empty_corpus_and_bad_parameters() -> None:
     assert index.search("the", 5) == []
     with pytest.raises(ValueError, match="0 <= b <= 1"):
         BM25Index(b=1.5)
+
+
+def test_to_bytes_restores_the_same_ranking_and_refuses_other_settings() -> None:
+    docs = [
+        ("a", "the harbour master assigns a berth"),
+        ("b", "pilots guide vessels into the harbour"),
+        ("c", "beacons show a white light"),
+    ]
+    built = BM25Index()
+    built.build(docs)
+    data = built.to_bytes()
+    restored = BM25Index()
+    assert restored.restore(data)
+    for query in ("harbour berth", "white light", "vessels harbour pilots", "nothing here"):
+        assert restored.search(query, 3) == built.search(query, 3)
+    assert not BM25Index(k1=1.2).restore(data)  # built with other settings: the caller rebuilds
+    assert not BM25Index().restore(b"not an index")
+    restored.build([*docs, ("d", "a new berth in the harbour")])  # a later rebuild still works
+    assert {d for d, _ in restored.search("berth", 3)} == {"a", "d"}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, KeywordStrategy, SearchMode
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, SearchMode
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError
+from deckhand.plugins import get_registry
 
 
 def _write(tmp_path: Path, tool: str) -> Path:
@@ -23,7 +24,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert tool.source == str(tmp_path / "docs")
     assert (tool.max_chunk_tokens, tool.top_k, tool.rrf_k) == (800, 10, 60)
     assert tool.search_mode is SearchMode.HYBRID
-    assert tool.keyword_strategy is KeywordStrategy.AUTO
+    assert tool.keyword_strategy.name == "auto" and not tool.keyword_strategy.options
+    assert tool.chunker.name == "structure" and not tool.chunker.options
     assert tool.contextual_embeddings.enabled and tool.contextual_embeddings.generator == "structural"
     assert tool.weights == {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
 
@@ -38,7 +40,7 @@ def test_full_configuration(tmp_path: Path) -> None:
     min_score: 0.25
     max_chunk_tokens: 400
     chunk_overlap: 40
-    keyword_strategy: native
+    keyword_strategy: bm25
     bm25_k1: 1.2
     bm25_b: 0.75
     contextual_embeddings:
@@ -50,7 +52,10 @@ def test_full_configuration(tmp_path: Path) -> None:
     assert isinstance(tool, HierarchicalDocumentToolConfig)
     assert tool.weights == {"semantic": 0.5, "keyword": 2.0, "exact": 0.0}
     assert tool.contextual_embeddings.options["model"] == "m"
-    assert tool.keyword_strategy is KeywordStrategy.NATIVE
+    assert tool.keyword_strategy.name == "bm25"
+    # bm25_k1 and bm25_b are the bm25 strategy's k1 and b, validated with its options model
+    assert tool.keyword_component(get_registry())[1] == {"k1": 1.2, "b": 0.75}
+    assert tool.chunker_component(get_registry())[1] == {"max_chunk_tokens": 400, "chunk_overlap": 40}
     off = load_agent_config(_write(tmp_path, "    contextual_embeddings: false\n")).tools[0]
     assert isinstance(off, HierarchicalDocumentToolConfig) and not off.contextual_embeddings.enabled
 
@@ -65,7 +70,10 @@ def test_full_configuration(tmp_path: Path) -> None:
         ("    keyword_weight: -1\n", "tools[0].keyword_weight: Input should be greater than or equal to 0"),
         ("    top_k: 101\n", "tools[0].top_k: Input should be less than or equal to 100"),
         ("    search_mode: fuzzy\n", "search_mode: Input should be 'semantic', 'keyword', 'exact' or 'hybrid'"),
-        ("    keyword_strategy: lucene\n", "tools[0].keyword_strategy: Input should be 'bm25', 'native' or 'auto'"),
+        (
+            "    keyword_strategy: lucene\n",
+            "tools[0].keyword_strategy: no keyword strategy plugin provides 'lucene'; install a plugin that ",
+        ),
         ("    min_score: 1.5\n", "tools[0].min_score: Input should be less than or equal to 1"),
         ("    chunk_overlap: 800\n", "chunk_overlap (800) must be smaller than max_chunk_tokens (800)"),
         ("    rrf_k: -5\n", "tools[0].rrf_k: Input should be greater than or equal to 0"),

@@ -1,16 +1,20 @@
-"""The hierarchical_document tool end to end from agent.yaml on the in-memory store."""
+"""The hierarchical_document tool end to end from agent.yaml on the default (sqlite) store."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
+from deckhand.hookspecs import Register, hookimpl
+from deckhand.plugins import get_registry
+from deckhand.protocols import NativeKeywordSearch
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical import HierarchicalDocumentTool, indexed_text
 from deckhand.types import Record
@@ -30,7 +34,7 @@ def _tool(project: Path, extra: str = "") -> HierarchicalDocumentTool:
 
 def test_section_query_definitions_references_and_location(legal_corpus: Path) -> None:
     tool = _tool(legal_corpus)
-    assert tool.provider == "in-memory" and tool.keyword_strategy == "bm25"
+    assert tool.provider == "sqlite" and tool.keyword_strategy == "bm25"
     results = tool.search_results_sync("§ 2.1")
     first = results[0]
     assert first.section_id == "2.1" and first.score == 1.0
@@ -90,7 +94,7 @@ def test_reinitialise_rebuilds_the_indexes(legal_corpus: Path) -> None:
     assert tool.search_results_sync("tomatoes compost", 5, mode="keyword") == []
 
 
-def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path) -> None:
+def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = _tool(legal_corpus)
     assert tool._store is not None
     record = next(r for r in tool._store.iter_records() if r.metadata.get("section_id") == "2.2")
@@ -99,6 +103,9 @@ def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path) -> None:
     # Only the heading chain reaches the keyword index: "duties" is not in 2.2's content.
     hits = tool.search_results_sync("duties", 10, mode="keyword")
     assert any(h.section_id == "2.2" for h in hits)
+    # A fresh index: the persistent default store would keep the records ingested with context
+    # (only a model change triggers re-ingestion; other settings need --force-ingest).
+    monkeypatch.setenv("DECKHAND_HOME", str(legal_corpus / ".state-off"))
     off = _tool(legal_corpus, "    contextual_embeddings: false\n")
     assert off._store is not None
     assert all("context" not in r.metadata for r in off._store.iter_records())
@@ -118,14 +125,29 @@ def test_indexed_text_does_not_repeat_what_the_content_has() -> None:
     assert indexed_text(record) == "Zoo > Title\n# Title\n\nBody about cats."
 
 
-def test_native_keyword_strategy_on_a_store_without_it_warns_and_uses_bm25(
-    legal_corpus: Path, caplog: pytest.LogCaptureFixture
+class _FullTextOnly:
+    """A keyword strategy that needs the store's own full-text search (as ``native`` does)."""
+
+    @hookimpl
+    def register_keyword_strategies(self, register: Register) -> None:
+        def factory(store: Any, cache_path: Any = None) -> Any:
+            raise AssertionError("never built on a store without keyword_search")
+
+        register("fulltext", factory, description="needs keyword_search", requires=(NativeKeywordSearch,))
+
+
+def test_a_strategy_the_store_cannot_serve_warns_and_uses_bm25(
+    legal_corpus: Path, caplog: pytest.LogCaptureFixture, fresh_registry: None
 ) -> None:
+    get_registry().register_plugin(_FullTextOnly(), "fulltext-plugin")
     with caplog.at_level(logging.WARNING, logger="deckhand"):
-        tool = _tool(legal_corpus, "    keyword_strategy: native\n")
+        tool = _tool(legal_corpus, "    keyword_strategy: fulltext\n")
     assert tool.keyword_strategy == "bm25"
-    warnings = [r for r in caplog.records if "keyword_strategy native" in r.getMessage()]
-    assert len(warnings) == 1
+    warnings = [r.getMessage() for r in caplog.records if "keyword_strategy fulltext" in r.getMessage()]
+    assert warnings == [
+        "tool act: keyword_strategy fulltext: store 'sqlite' does not implement NativeKeywordSearch; using bm25"
+    ]
+    assert tool.search_results_sync("fine of 500 units", 3, mode="keyword")  # bm25 answers
 
 
 def test_cli_search_json_and_text(legal_corpus: Path) -> None:

@@ -4,5 +4,5 @@ import pytest
 
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
 
-from deckhand.testing.postgres_server import postgres_url  # noqa: E402, F401
-from deckhand.testing.redis_server import redis_url  # noqa: E402, F401
+from deckhand_postgres.testing import postgres_url  # noqa: E402, F401
+from deckhand_redis.testing import redis_url  # noqa: E402, F401

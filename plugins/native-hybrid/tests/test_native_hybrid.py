@@ -16,6 +16,7 @@ from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import SearchHit
 from deckhand_native_hybrid import NativeKeywordIndex, UnsupportedStoreError
+from pydantic import ValidationError
 
 
 class FullTextStore(InMemoryStore):
@@ -70,7 +71,10 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _config(tmp_path: Path, provider: str, strategy: str) -> HierarchicalDocumentToolConfig:
+def _config(
+    tmp_path: Path, provider: str, strategy: str, registry: PluginRegistry | None = None
+) -> HierarchicalDocumentToolConfig:
+    """The tool's configuration, validated against ``registry`` (default: the process-wide one)."""
     return HierarchicalDocumentToolConfig.model_validate(
         {
             "type": "hierarchical_document",
@@ -78,7 +82,8 @@ def _config(tmp_path: Path, provider: str, strategy: str) -> HierarchicalDocumen
             "source": str(tmp_path / "docs"),
             "keyword_strategy": strategy,
             "database": {"provider": provider},
-        }
+        },
+        context={"registry": registry} if registry is not None else None,
     )
 
 
@@ -114,12 +119,20 @@ def test_tool_on_a_store_without_full_text(
 
 def test_native_without_the_plugin_names_the_install_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = _project(tmp_path, monkeypatch)
+    with_native = PluginRegistry()
+    with_native.register_plugin(FakeStorePlugin(), "fake-fulltext")
     monkeypatch.setenv("DECKHAND_PLUGINS", "inmemory")  # native-hybrid not loaded
     registry = PluginRegistry()
     registry.register_plugin(FakeStorePlugin(), "fake-fulltext")
-    tool = HierarchicalDocumentTool(_config(project, "fulltext", "native"), base_dir=project, registry=registry)
-    with pytest.raises(ComponentNotFoundError, match=r'pip install "deckhand\[native-hybrid\]"'):
+    # Validating the configuration against the plugins installed names the install command ...
+    with pytest.raises(ValidationError, match=r"provides 'native'; .*deckhand-ai's extras: .*native-hybrid") as invalid:
+        _config(project, "fulltext", "native", registry)
+    assert [e["loc"] for e in invalid.value.errors()] == [("keyword_strategy",)]
+    # ... and so does a tool given a configuration validated elsewhere, when it starts.
+    config = _config(project, "fulltext", "native", with_native)
+    tool = HierarchicalDocumentTool(config, base_dir=project, registry=registry)
+    with pytest.raises(ComponentNotFoundError, match=r"provides 'native'; .*deckhand-ai's extras: .*native-hybrid"):
         tool.initialize_sync()
-    auto = HierarchicalDocumentTool(_config(project, "fulltext", "auto"), base_dir=project, registry=registry)
+    auto = HierarchicalDocumentTool(_config(project, "fulltext", "auto", registry), base_dir=project, registry=registry)
     auto.initialize_sync()
     assert auto.keyword_strategy == "bm25"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from deckhand.testing.store_conformance import StoreConformanceTests, StoreFactory
+from deckhand.config.models import DatabaseConfig
+from deckhand.testing.store_conformance import StoreConformanceTests
 from deckhand.types import Algorithm
-from deckhand_postgres import PostgresOptions, PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -13,12 +13,17 @@ pytestmark = pytest.mark.postgres
 class TestPostgresConformance(StoreConformanceTests):
     """FLAT is an exact scan; HNSW must reach the kit's recall."""
 
-    persistent = True
+    provider = "postgres"
+    entry_point = "postgres"
     algorithms = (Algorithm.FLAT, Algorithm.HNSW)
     exact_algorithms = frozenset({Algorithm.FLAT})
     large_batch = 10_000
 
     @pytest.fixture
-    def store_factory(self, postgres_url: str) -> StoreFactory:
-        options = PostgresOptions(pool_min_size=1, pool_max_size=4)
-        return lambda collection: PostgresStore(postgres_url, collection, index_name="conformance", options=options)
+    def database(self, postgres_url: str) -> DatabaseConfig:
+        return DatabaseConfig(
+            provider="postgres",
+            connection_string=postgres_url,
+            index_name="conformance",
+            options={"pool_min_size": 1, "pool_max_size": 4},
+        )

@@ -11,12 +11,12 @@ import numpy as np
 import psycopg
 import pytest
 from deckhand.config.models import DatabaseConfig
-from deckhand.errors import ConfigError, StoreConnectionError, StoreError
+from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.testing.postgres_server import free_port
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 from deckhand_postgres import PostgresOptions, PostgresStore
 from deckhand_postgres.redact import redact_url
+from deckhand_postgres.server import free_port
 
 pytestmark = pytest.mark.postgres
 
@@ -52,14 +52,46 @@ def test_unroutable_host_times_out_within_connect_timeout() -> None:
     assert SECRET not in str(info.value)
 
 
-def test_wrong_password_is_a_connection_error_without_the_password(postgres_url: str) -> None:
+def test_wrong_password_is_an_authentication_error_without_the_password(postgres_url: str) -> None:
+    """A refused login is a configuration error (the CLI exits 3), never a reason to fall back to in-memory."""
     url = _with_password(postgres_url, SECRET)
-    with pytest.raises(StoreConnectionError) as info:
+    with pytest.raises(StoreAuthenticationError) as info:
         PostgresStore(url, "docs")
     message = str(info.value)
     assert SECRET not in message
     assert "password authentication failed" in message
     assert ":***@" in message
+    assert "check the user name, password and database in connection_string" in message
+    assert not isinstance(info.value, ConnectionError)  # what open_store falls back on
+    assert isinstance(info.value, ConfigError)
+
+
+def test_unknown_database_is_an_authentication_error(postgres_url: str) -> None:
+    url = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(StoreAuthenticationError, match='database "no_such_database" does not exist'):
+        PostgresStore(url, "docs")
+
+
+def test_missing_privilege_is_an_authentication_error(postgres_url: str) -> None:
+    """A role that may log in but not create tables: the store says which grant is missing."""
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    schema = f"locked_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{SECRET}'")
+        admin.execute(f"CREATE SCHEMA {schema}")
+        admin.execute(f"ALTER ROLE {role} SET search_path = {schema}, public")
+        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    parts = urlsplit(postgres_url)
+    url = f"postgresql://{role}:{SECRET}@{parts.hostname}:{parts.port}{parts.path}"
+    store = PostgresStore(url, "docs")
+    try:
+        with pytest.raises(StoreAuthenticationError) as info:
+            store.open(CollectionSpec(name="docs", dimension=4, embedding_model="m"))
+    finally:
+        store.close()
+    assert "permission denied" in str(info.value)
+    assert SECRET not in str(info.value)
 
 
 def test_missing_extension_that_cannot_be_created(postgres_url: str) -> None:

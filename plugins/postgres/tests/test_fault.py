@@ -13,9 +13,9 @@ from collections import Counter
 import numpy as np
 import pytest
 from deckhand.errors import StoreError
-from deckhand.testing.postgres_server import PostgresServer
 from deckhand.types import Algorithm, CollectionSpec, FileState, Record, record_id
 from deckhand_postgres import PostgresOptions, PostgresStore
+from deckhand_postgres.server import PostgresServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

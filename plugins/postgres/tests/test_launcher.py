@@ -1,4 +1,4 @@
-"""The PostgreSQL test-server launcher (deckhand.testing.postgres_server)."""
+"""The PostgreSQL test-server launcher (deckhand_postgres.server): run by hand without pytest, and as a class."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
-from deckhand.testing.postgres_server import SERVICE_USER, PostgresServer, PostgresServerError
+from deckhand_postgres.server import SERVICE_USER, START_COMMAND, PostgresServer, PostgresServerError
 
 pytestmark = pytest.mark.postgres
 
@@ -70,18 +71,36 @@ def test_a_taken_port_fails_with_the_server_log_and_cleans_up() -> None:
         assert second.base_dir is None, "a failed start deletes its data directory"
 
 
+def _env_without_pytest(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import pytest`` fails as if it were not installed (a shim first on the path)."""
+    shim = tmp_path / "no-pytest"
+    for name in ("pytest", "_pytest"):
+        (shim / name).mkdir(parents=True)
+        missing = f"raise ModuleNotFoundError('No module named {name!r}', name={name!r})\n"
+        (shim / name / "__init__.py").write_text(missing)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")]))
+    probe = subprocess.run([sys.executable, "-c", "import pytest"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "No module named 'pytest'" in probe.stderr, probe.stderr
+    return env
+
+
 def _like_a_background_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a job started with &
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_module_prints_url_and_stops_on_a_signal(stop_signal: signal.Signals) -> None:
+def test_start_command_runs_without_pytest_prints_url_and_stops_on_a_signal(
+    stop_signal: signal.Signals, tmp_path: Path
+) -> None:
+    python, *args = START_COMMAND.split()
+    assert python == "python"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deckhand.testing.postgres_server"],
+        [sys.executable, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         preexec_fn=_like_a_background_job,
+        env=_env_without_pytest(tmp_path),
     )
     try:
         assert proc.stdout is not None

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from deckhand.config.models import DatabaseConfig
-from deckhand.testing.store_conformance import StoreConformanceTests, StoreFactory
+from deckhand.testing.store_conformance import StoreConformanceTests
 from deckhand.types import Algorithm
-from deckhand_redis import RedisStore
 
 pytestmark = pytest.mark.redis
 
@@ -14,9 +13,10 @@ pytestmark = pytest.mark.redis
 class TestRedisConformance(StoreConformanceTests):
     """HNSW (approximate, recall >= 0.95) and FLAT (exact) x COSINE, L2, IP."""
 
+    provider = "redis"
+    entry_point = "redis"
     algorithms = (Algorithm.HNSW, Algorithm.FLAT)
 
     @pytest.fixture
-    def store_factory(self, redis_url: str) -> StoreFactory:
-        config = DatabaseConfig(provider="redis", connection_string=redis_url, index_name="conformance")
-        return lambda collection: RedisStore.from_config(config, collection)
+    def database(self, redis_url: str) -> DatabaseConfig:
+        return DatabaseConfig(provider="redis", connection_string=redis_url, index_name="conformance")

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import redis.connection
 from deckhand.errors import StoreConnectionError
-from deckhand.testing.redis_server import RedisServer
 from deckhand.testing.store_conformance import file_state, make_records, make_vectors
 from deckhand.types import Algorithm, CollectionSpec, FileState, Record
 from deckhand_redis import RedisStore
+from deckhand_redis.server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

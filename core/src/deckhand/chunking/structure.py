@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+
 from deckhand.chunking.blocks import Block, split_blocks
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
@@ -99,6 +101,29 @@ class _Section:
     lines: list[Line]
     in_code: list[bool]
     is_leaf: bool
+
+
+class StructureChunkerOptions(BaseModel):
+    """Options of the ``structure`` chunker (``chunker: {name: structure, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_chunk_tokens: int = Field(
+        default=800,
+        ge=32,
+        le=8192,
+        validation_alias=AliasChoices("max_chunk_tokens", "chunk_size"),  # chunk_size: the vectorstore tool's name
+        description="Largest chunk, in embedder tokens (chunk_size is accepted too).",
+    )
+    chunk_overlap: int = Field(default=0, ge=0, description="Tokens shared by consecutive pieces of a split section.")
+
+    @model_validator(mode="after")
+    def _overlap(self) -> StructureChunkerOptions:
+        if self.chunk_overlap >= self.max_chunk_tokens:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than max_chunk_tokens ({self.max_chunk_tokens})"
+            )
+        return self
 
 
 class StructureChunker:

@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
+
+
+class TokenChunkerOptions(BaseModel):
+    """Options of the ``token`` chunker (``chunker: {name: token, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
+    chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks.")
+
+    @model_validator(mode="after")
+    def _overlap(self) -> TokenChunkerOptions:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
 
 
 class TokenChunker:
@@ -24,27 +45,37 @@ class TokenChunker:
         self.chunk_overlap = chunk_overlap
 
     def chunk(self, document: Document) -> list[Chunk]:
+        return list(self.iter_chunks(document))
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        """The windows of ``document``, one by one: the tokens are read as a stream when the tokenizer
+        can (``iter_token_spans``), so memory does not grow with the document, and the pipeline can
+        embed the first chunks of a huge file while the rest are still being cut."""
         text = document.text
-        spans = self.tokenizer.token_spans(text)
-        if not spans:
-            return []
-        chunks: list[Chunk] = []
+        spans = self._spans(text)
+        window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]
+        if not window:
+            return
+        index = 0
         step = self.chunk_size - self.chunk_overlap
-        start = 0
         while True:
-            window = spans[start : start + self.chunk_size]
             begin, end = window[0][0], window[-1][1]
             content = text[begin:end].strip()
             if content:
-                chunks.append(
-                    Chunk(
-                        source=document.source,
-                        index=len(chunks),
-                        content=content,
-                        metadata={"start_char": begin, "end_char": end},
-                    )
+                yield Chunk(
+                    source=document.source,
+                    index=index,
+                    content=content,
+                    metadata={"start_char": begin, "end_char": end},
                 )
-            if start + self.chunk_size >= len(spans):
+                index += 1
+            following = next(spans, None)
+            if following is None:  # the window reached the last token
                 break
-            start += step
-        return chunks
+            del window[:step]
+            window.append(following)
+            window.extend(span for _, span in zip(range(self.chunk_size - len(window)), spans, strict=False))
+
+    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+        stream = getattr(self.tokenizer, "iter_token_spans", None)
+        return iter(stream(text) if stream is not None else self.tokenizer.token_spans(text))

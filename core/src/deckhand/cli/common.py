@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from deckhand.display import printable
 from deckhand.errors import ComponentNotFoundError, ConfigError, DeckhandError, ModelMismatchError
 
 #: Exit codes scripts can rely on.
@@ -32,10 +33,22 @@ config_option = click.option(
     help="Agent configuration file (default: ./agent.yaml).",
 )
 force_option = click.option("--force-ingest", is_flag=True, help="Re-ingest every file, ignoring what is indexed.")
+fallback_option = click.option(
+    "--allow-fallback/--no-fallback",
+    "allow_fallback",
+    default=None,
+    help=(
+        "When a configured store server is unreachable, use the in-memory store for this run (--allow-fallback) "
+        "or fail with exit 1 (--no-fallback). Default: database.allow_fallback, else fail for ingest and fall "
+        "back for search, chat and test."
+    ),
+)
 
 
 def fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
+    """Print ``error: message`` on stderr (control characters escaped, line breaks kept) and exit with ``code``."""
+    shown = "\n".join(printable(line) for line in message.split("\n"))
+    click.echo(f"error: {shown}", err=True)
     sys.exit(code)
 
 

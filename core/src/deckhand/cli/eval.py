@@ -166,7 +166,7 @@ def eval_cmd() -> click.Command:
     ) -> None:
         """Measure nDCG@10, Recall@10 and Recall@100 per search mode on a BEIR dataset."""
         from deckhand.cli.common import errors
-        from deckhand.cli.progress import RichProgress
+        from deckhand.cli.progress import progress_for
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
         from deckhand.tools.hierarchical import HierarchicalDocumentTool
@@ -184,9 +184,12 @@ def eval_cmd() -> click.Command:
             clock = time.perf_counter()
             stems = write_corpus(dataset.corpus, root / "corpus")
             config = _tool_config(config_path, tool_name, root / "corpus", f"beir_{slug}")
-            progress = RichProgress(config.name, enabled=not quiet)
+            progress = progress_for(config.name, quiet=quiet)
             tool = HierarchicalDocumentTool(config, base_dir=Path.cwd(), progress=progress)
-            with progress:
+            if progress is not None:
+                with progress:
+                    report = tool.initialize_sync(force_ingest=force_ingest)
+            else:
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
             if not quiet:

@@ -14,10 +14,11 @@ import click
 
 from deckhand import __version__
 from deckhand.cli.common import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
+from deckhand.display import printable
 
 __all__ = ["EXIT_CONFIG", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "cli", "main"]
 
-COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval"]
+COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval", "deckhand.cli.mcp"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,17 +35,27 @@ COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.ev
 )
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) -> None:
-    """deckhand: retrieval tools and long-term memory for AI agents."""
+    """deckhand: retrieval tools and long-term memory for AI agents.
+
+    `deckhand mcp` serves them to MCP clients (Claude, VS Code, Cursor, ...).
+    """
     ctx.ensure_object(dict)
     ctx.obj["quiet"] = quiet
     ctx.obj["config_path"] = config_path
     level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-    logging.basicConfig(
-        level=level,
-        format="%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s",
-        stream=sys.stderr,
-    )
+    line = "%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s"
+    logging.basicConfig(level=level, format=line, stream=sys.stderr)
     logging.getLogger().setLevel(level)
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler:  # the one basicConfig made, not a test harness's
+            handler.setFormatter(PrintableFormatter(line))
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log lines with control characters escaped: a file name holding a newline cannot split or forge a line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
 
 
 def _attach() -> None:

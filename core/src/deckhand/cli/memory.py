@@ -7,16 +7,19 @@ with ``--repo``/``--backend``/``--agent-id`` overriding both.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from deckhand.cli import common
+from deckhand.display import printable
 from deckhand.errors import ComponentNotFoundError, ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -79,12 +82,30 @@ def _manager(ctx: click.Context) -> Any:
         if overrides:
             config = config.model_copy(update=overrides)
             config = type(config).model_validate(config.model_dump())
-        manager = open_memory(config, agent_id=opts["agent_id"] or resolved.agent_id)
+        # The manager logs each unreadable file while loading; the command reports them itself, once:
+        # as warnings, or as its result for ``memory load``.
+        with _muted(logging.getLogger("deckhand.memory.manager")):
+            manager = open_memory(config, agent_id=opts["agent_id"] or resolved.agent_id)
         ctx.call_on_close(manager.close)
         state["memory_manager"] = manager
-        for error in manager.load_errors:
-            click.echo(f"warning: {error}", err=True)
+        if ctx.info_name != "load" and not state.get("quiet"):
+            for error in manager.load_errors:
+                click.echo(f"warning: {printable(str(error))}", err=True)
     return state["memory_manager"]
+
+
+@contextlib.contextmanager
+def _muted(logger: logging.Logger) -> Iterator[None]:
+    """Drop ``logger``'s warnings inside the block (errors still pass)."""
+
+    def keep(record: logging.LogRecord) -> bool:
+        return record.levelno > logging.WARNING
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def _decision_json(manager: Any, decision: Any) -> dict[str, Any]:

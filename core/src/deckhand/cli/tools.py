@@ -11,11 +11,14 @@ from typing import Any
 
 import click
 
-from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, force_option
-from deckhand.cli.progress import RichProgress
+from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, fallback_option, force_option
+from deckhand.cli.progress import LineProgress, RichProgress, progress_for
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
+from deckhand.display import printable
 from deckhand.errors import ConfigError
+from deckhand.protocols import Tool
+from deckhand.stores.opening import fallback_policy
 from deckhand.tools import build_tool
 
 log = logging.getLogger("deckhand")
@@ -32,7 +35,7 @@ def _tools(
     config_path: Path,
     names: tuple[str, ...] | None = None,
     progress: Callable[[str], Any] | None = None,
-) -> list[Any]:
+) -> list[Tool]:
     base_dir = config_path.resolve().parent
     selected = [t for t in config.tools if not names or t.name in names]
     if names:
@@ -45,12 +48,28 @@ def _tools(
     return [build_tool(t, base_dir=base_dir, progress=progress(t.name) if progress else None) for t in selected]
 
 
-def _initialize(tools: list[Any], force: bool, quiet: bool) -> bool:
-    """Ingest every tool; print one summary line each. True if any file failed."""
+#: What shows one tool's ingestion progress in a terminal or a log.
+Display = RichProgress | LineProgress
+
+
+def _initialize(
+    tools: list[Tool],
+    force: bool,
+    quiet: bool,
+    displays: dict[str, Display | None] | None = None,
+    *,
+    refresh: bool = True,
+) -> bool:
+    """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
+
+    Without ``refresh`` (and ``force``) a tool already ingested is only opened: its source is
+    not walked (``deckhand search`` / ``chat`` without ``--refresh``). True if any file failed."""
     any_failed = False
     for tool in tools:
-        progress = tool.progress
-        if isinstance(progress, RichProgress):
+        progress = (displays or {}).get(tool.config.name)
+        if not refresh and not force:
+            report = tool.open_sync()
+        elif progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force)
         else:
@@ -59,24 +78,44 @@ def _initialize(tools: list[Any], force: bool, quiet: bool) -> bool:
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""
             # Each skipped or failed file already had its one warning line from the pipeline's log.
-            click.echo(f"{tool.config.name}{store}: {report.summary()}", err=True)
+            click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
     return any_failed
+
+
+#: ``search`` and ``chat`` open an ingested index as it is; this flag checks the sources first.
+refresh_option = click.option(
+    "--refresh",
+    is_flag=True,
+    help="Check the sources for changes and ingest them first (default: search the index as last ingested).",
+)
 
 
 def ingest_cmd() -> click.Command:
     @click.command("ingest")
     @config_option
     @force_option
+    @fallback_option
     @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable).")
     @click.pass_context
-    def ingest(ctx: click.Context, config_path: Path | None, force_ingest: bool, tool_names: tuple[str, ...]) -> None:
-        """Ingest the sources of the agent's tools (incrementally unless --force-ingest)."""
+    def ingest(
+        ctx: click.Context,
+        config_path: Path | None,
+        force_ingest: bool,
+        allow_fallback: bool | None,
+        tool_names: tuple[str, ...],
+    ) -> None:
+        """Ingest the sources of the agent's tools (incrementally unless --force-ingest).
+
+        An unreachable store server is an error here (exit 1) unless fallback is allowed:
+        what is ingested into the in-memory store is lost when the command ends.
+        """
         quiet = ctx.obj.get("quiet", False)
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback, default=False):
             config = _load(config_path)
-            tools = _tools(config, config_path, tool_names, lambda name: RichProgress(name, enabled=not quiet))
-            failed = _initialize(tools, force_ingest, quiet)
+            displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
+            tools = _tools(config, config_path, tool_names, displays.get)
+            failed = _initialize(tools, force_ingest, quiet, displays)
         if failed:
             sys.exit(EXIT_PARTIAL)
 
@@ -91,6 +130,8 @@ def search_cmd() -> click.Command:
     @click.option("-k", "--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
     @force_option
+    @fallback_option
+    @refresh_option
     @click.pass_context
     def search(
         ctx: click.Context,
@@ -100,14 +141,16 @@ def search_cmd() -> click.Command:
         top_k: int | None,
         as_json: bool,
         force_ingest: bool,
+        allow_fallback: bool | None,
+        refresh: bool,
     ) -> None:
-        """Search the agent's tools (ingesting first what changed)."""
+        """Search the agent's tools (a tool never ingested is ingested first; --refresh checks for changes)."""
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names)
-            _initialize(tools, force_ingest, quiet)
+            _initialize(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
                 payload = {t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k)] for t in tools}
                 click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -115,14 +158,7 @@ def search_cmd() -> click.Command:
             for tool in tools:
                 if len(tools) > 1:
                     click.secho(f"== {tool.config.name}", bold=True)
-                if top_k:
-                    from deckhand.tools.results import format_results
-
-                    results = tool.search_results_sync(query, top_k)
-                    formatter = getattr(tool, "format_results", format_results)  # a tool's own text format
-                    click.echo(formatter(results) if results else tool.search_text_sync(query))
-                else:
-                    click.echo(tool.search_text_sync(query))
+                click.echo(tool.search_text_sync(query, top_k))
 
     return search
 
@@ -131,14 +167,18 @@ def chat_cmd() -> click.Command:
     @click.command("chat")
     @config_option
     @force_option
+    @fallback_option
+    @refresh_option
     @click.pass_context
-    def chat(ctx: click.Context, config_path: Path | None, force_ingest: bool) -> None:
+    def chat(
+        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, refresh: bool
+    ) -> None:
         """Interactive session over the agent's tools: type a query, see each tool's results (no LLM)."""
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             tools = _tools(config, config_path)
-            _initialize(tools, force_ingest, ctx.obj.get("quiet", False))
+            _initialize(tools, force_ingest, ctx.obj.get("quiet", False), refresh=refresh)
             click.echo(
                 f"{len(tools)} tool(s) ready: {', '.join(t.config.name for t in tools)}. "
                 "Type a query; an empty line or Ctrl-D quits.",
@@ -162,12 +202,15 @@ def test_cmd() -> click.Command:
     @click.command("test")
     @config_option
     @force_option
+    @fallback_option
     @click.option("--json", "as_json", is_flag=True, help="Per-case results as JSON.")
     @click.pass_context
-    def test(ctx: click.Context, config_path: Path | None, force_ingest: bool, as_json: bool) -> None:
+    def test(
+        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, as_json: bool
+    ) -> None:
         """Run the retrieval test cases of agent.yaml (`tests:`); report hit rate and MRR."""
         config_path = config_path_of(ctx, config_path)
-        with errors():
+        with errors(), fallback_policy(allow_fallback):
             config = _load(config_path)
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")
@@ -211,6 +254,7 @@ def plugins_cmd() -> click.Command:
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides."""
         from deckhand import __version__
+        from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
 
         registry = get_registry()
@@ -218,7 +262,7 @@ def plugins_cmd() -> click.Command:
         grouped: dict[str, dict[str, Any]] = {}
         for kind, table in registry.components.items():
             for comp in table.values():
-                dist, version = dists.get(comp.plugin, ("deckhand", __version__))
+                dist, version = dists.get(comp.plugin, (DISTRIBUTION, __version__))
                 entry = grouped.setdefault(
                     comp.plugin, {"plugin": comp.plugin, "distribution": dist, "version": version, "provides": []}
                 )
@@ -228,10 +272,11 @@ def plugins_cmd() -> click.Command:
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
+        width = max([14, *(len(p["name"]) for e in grouped.values() for p in e["provides"])])
         for entry in grouped.values():
             click.secho(f"{entry['plugin']} ({entry['distribution']} {entry['version']})", bold=True)
             for p in entry["provides"]:
-                click.echo(f"  {p['kind']:<17} {p['name']:<14} {p['description']}")
+                click.echo(f"  {p['kind']:<17} {p['name']:<{width}} {p['description']}")
 
     return plugins
 
@@ -240,11 +285,11 @@ def schema_cmd() -> click.Command:
     @click.command("schema")
     @click.option("--global", "global_", is_flag=True, help="Schema of .deckhand/config.yaml instead.")
     def schema(global_: bool) -> None:
-        """Print the JSON Schema of agent.yaml (for editor completion)."""
-        from deckhand.config.models import GlobalConfig
+        """Print the JSON Schema of agent.yaml (for editor completion), with every installed plugin's options."""
+        from deckhand.config.schema import agent_schema, global_schema
 
-        model = GlobalConfig if global_ else AgentConfig
-        click.echo(json.dumps(model.model_json_schema(), indent=2))
+        with errors():
+            click.echo(json.dumps(global_schema() if global_ else agent_schema(), indent=2))
 
     return schema
 

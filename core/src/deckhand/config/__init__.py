@@ -1,5 +1,6 @@
 """Configuration: ``agent.yaml``, the global config files, and how they combine."""
 
+from deckhand.config.base import SourceToolConfig, ToolConfigBase
 from deckhand.config.loading import load_agent_config, load_global_config, resolve_database
 from deckhand.config.models import AgentConfig, DatabaseConfig, GlobalConfig, ToolConfig, VectorStoreToolConfig
 
@@ -7,7 +8,9 @@ __all__ = [
     "AgentConfig",
     "DatabaseConfig",
     "GlobalConfig",
+    "SourceToolConfig",
     "ToolConfig",
+    "ToolConfigBase",
     "VectorStoreToolConfig",
     "load_agent_config",
     "load_global_config",

@@ -1,23 +1,29 @@
-"""The configuration pieces every tool type builds on: strict models, the ``database:`` block and
-the fields shared by tools that ingest a source."""
+"""The configuration pieces every tool type builds on: strict models, the ``database:`` block, the
+fields every tool entry has and those shared by tools that ingest a source."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from deckhand.config.options import (
+    Choice,
+    Shorthand,
+    choice_field,
+    options_follow,
+    registry_of,
+    resolve_choice,
+    validate_options,
+)
+from deckhand.ingest.encoding import canonical_encoding
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
 NAME_PATTERN = r"^[A-Za-z0-9_]+$"
-
-#: URL schemes accepted per provider; providers not listed accept any string.
-CONNECTION_SCHEMES: dict[str, tuple[str, ...]] = {
-    "redis": ("redis://", "rediss://", "unix://"),
-    "postgres": ("postgresql://", "postgres://"),
-    "weaviate": ("http://", "https://", "embedded://"),
-}
 IN_MEMORY = "in-memory"
+#: The store a tool uses when nothing configures one: persistent, in the project's state directory.
+DEFAULT_STORE = "sqlite"
 
 
 class StrictModel(BaseModel):
@@ -25,9 +31,18 @@ class StrictModel(BaseModel):
 
 
 class DatabaseConfig(StrictModel):
-    """Where a tool stores its vectors (the contract's ``database:`` block)."""
+    """Where a tool stores its vectors (the contract's ``database:`` block).
 
-    provider: str = Field(description="Store plugin: in-memory, redis, postgres, weaviate, or a third party's.")
+    When the store plugin named by ``provider`` is installed, ``options`` are checked with the
+    options model it registered and ``connection_string`` against the URL schemes it declared;
+    a provider no installed plugin provides is reported when a tool opens its store.
+    """
+
+    model_config = options_follow("store", by="provider")
+
+    provider: str = Field(
+        description="Store plugin: sqlite (the default), in-memory, redis, postgres, or a third party's."
+    )
     connection_string: str | None = Field(default=None, description="Server URL; put secrets in ${VARS}.")
     index_name: str = Field(
         default="deckhand_vectors", pattern=NAME_PATTERN, description="Collection/index name prefix."
@@ -35,7 +50,14 @@ class DatabaseConfig(StrictModel):
     vector_algorithm: Algorithm = Algorithm.HNSW
     distance_metric: Metric = Metric.COSINE
     options: dict[str, Any] = Field(
-        default_factory=dict, description="Provider-specific settings (see the plugin's README)."
+        default_factory=dict, description="Settings of the store plugin (`deckhand schema` lists each store's)."
+    )
+    allow_fallback: bool | None = Field(
+        default=None,
+        description=(
+            "When the server is unreachable: true uses the in-memory store for the run, false fails; "
+            "default: fail for `deckhand ingest`, fall back for search/chat/test (--allow-fallback/--no-fallback)."
+        ),
     )
 
     @field_validator("provider")
@@ -48,27 +70,132 @@ class DatabaseConfig(StrictModel):
             raise ValueError("must name a store plugin, e.g. in-memory, redis or postgres")
         return value
 
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        store = _store(info.data.get("provider"), registry_of(info))
+        if store is not None:
+            validate_options(store, value, (), context=info.context)
+        return value  # the store reads them itself, from the mapping as written
+
     @model_validator(mode="after")
-    def _connection(self) -> DatabaseConfig:
-        schemes = CONNECTION_SCHEMES.get(self.provider)
-        if self.provider == IN_MEMORY or schemes is None:
-            return self
-        if not self.connection_string:
+    def _connection(self, info: ValidationInfo) -> DatabaseConfig:
+        store = _store(self.provider, registry_of(info))
+        if store is not None:
+            self.check_for(store)
+        return self
+
+    def check_for(self, store: Component, *, where: tuple[str, ...] = (), context: Any = None) -> None:
+        """Check this block against what ``store`` declared (URL schemes, options model); raise
+        ValueError (URL) or a ValidationError located under ``where + ("options",)`` (options)."""
+        schemes = store.url_schemes
+        if schemes and not self.connection_string:
             raise ValueError(
                 f"connection_string is required for provider {self.provider!r} (e.g. {schemes[0]}host:port)"
             )
-        if not self.connection_string.startswith(schemes):
+        if schemes and not str(self.connection_string).startswith(schemes):
             raise ValueError(f"connection_string for provider {self.provider!r} must start with {' or '.join(schemes)}")
-        return self
+        validate_options(store, self.options, (*where, "options"), context=context)
 
 
-class SourceToolConfig(StrictModel):
-    """Fields every tool that ingests a source shares: its name, source, embedder and database."""
+def _store(provider: Any, registry: PluginRegistry) -> Component | None:
+    return registry.find("store", provider) if isinstance(provider, str) else None
 
+
+class ToolConfigBase(StrictModel):
+    """What every ``tools:`` entry has; a tool type's config model subclasses it.
+
+    A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
+    ``register_tools`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
+    """
+
+    type: str = Field(description="Tool type: a name registered with register_tools.")
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
     description: str = ""
+
+
+class SourceToolConfig(ToolConfigBase):
+    """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
+
+    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.options.choice_field`),
+    name the tool-level settings the chunker may also take in :attr:`chunker_shorthands`, and put
+    their own cross-field rules in :meth:`check` (run before the registered components are checked).
+    """
+
+    #: Tool-level field → chunker option it doubles as (when the chunker declares that option).
+    chunker_shorthands: ClassVar[dict[str, str]] = {}
+
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
     embedding_model: str | None = Field(
         default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
+    chunker: Choice = choice_field("chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}.")
+    encoding: str | dict[str, str] = Field(
+        default="auto",
+        description=(
+            "Text encoding of the source files: auto (detected), a codec such as cp1252 or shift_jis, or a mapping "
+            "of glob patterns (relative to the source) to encodings, first match wins, e.g. "
+            "{'legacy/*.txt': cp1252, '*': auto}."
+        ),
+    )
+    max_file_size: ByteSize | None = Field(
+        default=ByteSize(50_000_000),
+        description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
+    )
+
+    def check(self) -> None:
+        """The tool type's own rules between fields; raise ValueError with a message naming them."""
+
+    def check_components(self, registry: PluginRegistry, context: Any) -> None:
+        """Check the registered components this entry names (chunker, ...) and their options."""
+        self.chunker_component(registry, context=context)
+
+    @model_validator(mode="after")
+    def _validate(self, info: ValidationInfo) -> SourceToolConfig:
+        self.check()
+        self.check_components(registry_of(info), info.context)
+        return self
+
+    def shorthands(self, mapping: dict[str, str]) -> dict[str, Shorthand]:
+        """``mapping`` (tool field → option) as :class:`Shorthand` values of this entry."""
+        return {
+            option: Shorthand(field, getattr(self, field), field in self.model_fields_set)
+            for field, option in mapping.items()
+        }
+
+    def chunker_component(self, registry: PluginRegistry, *, context: Any = None) -> tuple[Component, dict[str, Any]]:
+        """The chunker and the keyword options its factory gets (besides ``tokenizer``)."""
+        return resolve_choice(
+            registry, "chunker", self.chunker, ("chunker",), self.shorthands(self.chunker_shorthands), context=context
+        )
+
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(value, str):
+            return _check_encoding(value)
+        if not value:
+            raise ValueError("the encoding mapping is empty; use auto or map glob patterns to encodings")
+        checked = {}
+        for pattern, encoding in value.items():
+            if not pattern.strip():
+                raise ValueError("an encoding pattern is empty; use a glob such as legacy/*.txt or *")
+            checked[pattern] = _check_encoding(encoding, pattern)
+        return checked
+
+
+def _check_encoding(name: str, pattern: str | None = None) -> str:
+    """``auto`` or a known text codec, else a ValueError naming it (and its pattern)."""
+    name = name.strip()
+    if name.lower() == "auto":
+        return "auto"
+    try:
+        canonical_encoding(name)
+    except LookupError:
+        where = f" for {pattern!r}" if pattern else ""
+        raise ValueError(
+            f"unknown encoding {name!r}{where}; use auto or a Python codec name such as utf-8, cp1252, latin-1, "
+            "cp1251, shift_jis or gb18030"
+        ) from None
+    return name

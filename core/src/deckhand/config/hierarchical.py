@@ -7,11 +7,32 @@ see docs/hierarchical-document.md for the reference.
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from deckhand.config.base import SourceToolConfig, StrictModel
+from deckhand.config.options import (
+    Choice,
+    ComponentChoice,
+    choice_field,
+    error,
+    options_follow,
+    raise_errors,
+    registry_of,
+    resolve_choice,
+    resolve_component,
+    validate_options,
+)
+from deckhand.plugins import Component, PluginRegistry
+
+#: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that
+#: strategy is installed and the store meets what it requires, else ``bm25``.
+AUTO = "auto"
+#: The in-process strategy every other one falls back to.
+BM25 = "bm25"
+#: The strategy ``auto`` prefers when the store supports it.
+NATIVE = "native"
 
 
 class SearchMode(enum.StrEnum):
@@ -23,21 +44,10 @@ class SearchMode(enum.StrEnum):
     HYBRID = "hybrid"
 
 
-class KeywordStrategy(enum.StrEnum):
-    """Where keyword (lexical) ranking happens.
-
-    ``bm25``: deckhand's in-process BM25. ``native``: the store's own full-text ranking
-    (plugin ``deckhand-native-hybrid``); a store without it gets one warning and bm25.
-    ``auto``: native when it is installed and the store supports it, else bm25, silently.
-    """
-
-    BM25 = "bm25"
-    NATIVE = "native"
-    AUTO = "auto"
-
-
 class ContextualEmbeddingsConfig(StrictModel):
     """Context prepended to each chunk before it is embedded and keyword-indexed."""
+
+    model_config = options_follow("context_generator", by="generator")
 
     enabled: bool = True
     generator: str = Field(
@@ -47,16 +57,39 @@ class ContextualEmbeddingsConfig(StrictModel):
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
-        description="Settings passed to the generator (llm: see docs/hierarchical-chunking.md).",
+        description="Settings of the generator (`deckhand schema` lists each generator's).",
     )
+
+    @model_validator(mode="after")
+    def _generator(self, info: ValidationInfo) -> ContextualEmbeddingsConfig:
+        registry = registry_of(info)
+        if self.enabled or registry.find("context_generator", self.generator) is not None:
+            self.generator_component(registry, context=info.context)
+        return self
+
+    def generator_component(self, registry: PluginRegistry, *, context: Any = None) -> tuple[Component, dict[str, Any]]:
+        """The context generator and the keyword options its factory gets (besides ``base_dir``)."""
+        component = resolve_component(registry, "context_generator", self.generator, ("generator",))
+        return component, validate_options(component, self.options, ("options",), context=context)
 
 
 class HierarchicalDocumentToolConfig(SourceToolConfig):
     """``type: hierarchical_document``: hybrid search over structured documents."""
 
+    chunker_shorthands: ClassVar[dict[str, str]] = {
+        "max_chunk_tokens": "max_chunk_tokens",
+        "chunk_overlap": "chunk_overlap",
+    }
+    keyword_shorthands: ClassVar[dict[str, str]] = {"bm25_k1": "k1", "bm25_b": "b"}
+
     type: Literal["hierarchical_document"]
 
-    max_chunk_tokens: int = Field(default=800, ge=32, le=8192, description="Largest chunk, in embedder tokens.")
+    chunker: Choice = choice_field(
+        "chunker", "structure", "Chunker plugin: a name, or {name: NAME, ...options}; default structure."
+    )
+    max_chunk_tokens: int = Field(
+        default=800, ge=32, le=8192, description="Largest chunk, in embedder tokens (structure chunker)."
+    )
     chunk_overlap: int = Field(default=0, ge=0, description="Tokens shared by consecutive pieces of a split section.")
 
     search_mode: SearchMode = SearchMode.HYBRID
@@ -69,7 +102,13 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
 
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
 
-    keyword_strategy: KeywordStrategy = KeywordStrategy.AUTO
+    keyword_strategy: Choice = choice_field(
+        "keyword_strategy",
+        AUTO,
+        "Keyword strategy plugin: auto (the store's own full text when supported, else bm25), bm25, native, "
+        "or a third party's; a name or {name: NAME, ...options}.",
+        also=(AUTO,),
+    )
     bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(default=0.4, ge=0.0, le=1.0, description="BM25 length normalisation.")
 
@@ -81,8 +120,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
             data = {**data, "contextual_embeddings": {"enabled": data["contextual_embeddings"]}}
         return data
 
-    @model_validator(mode="after")
-    def _checks(self) -> HierarchicalDocumentToolConfig:
+    def check(self) -> None:
         if self.chunk_overlap >= self.max_chunk_tokens:
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than max_chunk_tokens ({self.max_chunk_tokens})"
@@ -92,7 +130,39 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
                 "semantic_weight, keyword_weight and exact_weight are all 0; hybrid search needs at least one "
                 "positive weight (or choose search_mode: semantic, keyword or exact)"
             )
-        return self
+
+    def check_components(self, registry: PluginRegistry, context: Any) -> None:
+        super().check_components(registry, context)
+        choice = self.keyword_strategy
+        if choice.name == AUTO:
+            if choice.options:
+                raise_errors(
+                    [
+                        error(
+                            ("keyword_strategy",),
+                            "auto takes no options; name the strategy to set its options, e.g. {name: bm25, k1: 1.2}",
+                            choice.options,
+                        )
+                    ]
+                )
+            return
+        self.keyword_component(registry, choice.name, context=context)
+
+    def keyword_component(
+        self, registry: PluginRegistry, name: str | None = None, *, context: Any = None
+    ) -> tuple[Component, dict[str, Any]]:
+        """Keyword strategy ``name`` (default: the configured one, which must not be ``auto``) and the
+        keyword options its factory gets; the configured options apply only to the configured strategy."""
+        configured = self.keyword_strategy
+        choice = configured if name in (None, configured.name) else ComponentChoice(name=str(name))
+        return resolve_choice(
+            registry,
+            "keyword_strategy",
+            choice,
+            ("keyword_strategy",),
+            self.shorthands(self.keyword_shorthands),
+            context=context,
+        )
 
     @property
     def weights(self) -> dict[str, float]:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from deckhand.config.models import IN_MEMORY, NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.config.base import DEFAULT_STORE
+from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.config.options import INVALID, NOT_FOUND, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
 from deckhand.errors import ConfigError
+from deckhand.plugins import PluginRegistry
 from deckhand.redaction import redact_url
 
 M = TypeVar("M", bound=BaseModel)
@@ -77,17 +78,11 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any, model: 
         if err["type"] == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == NAME_PATTERN:
             msg = "must contain only letters, digits and underscores"
         if err["type"] == "extra_forbidden":
-            allowed = _fields_at(model, err["loc"][:-1]) if model is not None else []
-            close = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            listed = f"allowed: {', '.join(allowed)}" if allowed else "`deckhand schema` lists the allowed fields"
-            msg = f"unknown field ({hint}{listed})"
+            allowed = fields_at(model, err["loc"][:-1]) if model is not None else []
+            msg = unknown_message(str(err["loc"][-1]), allowed)
         got = err.get("input")
-        shown = (
-            ""
-            if err["type"] in {"missing", "extra_forbidden"} or isinstance(got, (dict, list))
-            else f" (got {redact_url(repr(got))})"
-        )
+        said = err["type"] in {"missing", "extra_forbidden", UNKNOWN_FIELD, INVALID, NOT_FOUND}
+        shown = "" if said or isinstance(got, (dict, list)) else f" (got {redact_url(repr(got))})"
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
 
@@ -111,41 +106,22 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
     return "".join(parts)
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """Field names of the model found by following ``loc`` from ``model`` (empty if lost)."""
-    current: type[BaseModel] | None = model
-    for item in loc:
-        if current is None:
-            return []
-        if isinstance(item, int):
-            continue  # a list element: same model
-        info = current.model_fields.get(str(item))
-        if info is None:
-            continue  # a discriminated-union tag such as ``vectorstore``
-        current = _model_in(info.annotation)
-    return list(current.model_fields) if current is not None else []
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model inside ``annotation`` (``list[X]``, ``X | None``, ...), if any."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def validate(model: type[M], data: dict[str, Any], file: Path) -> M:
+def validate(model: type[M], data: dict[str, Any], file: Path, registry: PluginRegistry | None = None) -> M:
+    """``data`` validated as ``model`` (plugin components checked against ``registry``, default the
+    process-wide one); a :class:`ConfigError` with one ``file: field: problem`` line per problem."""
+    context = {REGISTRY_KEY: registry} if registry is not None else None
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, file, data, model)) from None
 
 
-def load_agent_config(path: str | Path) -> AgentConfig:
-    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory."""
+def load_agent_config(path: str | Path, registry: PluginRegistry | None = None) -> AgentConfig:
+    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory.
+
+    Tool types, chunkers, keyword strategies and the options of every plugin component are
+    checked against ``registry`` (default: the process-wide one).
+    """
     file = Path(path)
     data = interpolate(read_yaml(file), file)
     base = file.resolve().parent
@@ -154,7 +130,7 @@ def load_agent_config(path: str | Path) -> AgentConfig:
             source = Path(tool["source"]).expanduser()
             if not source.is_absolute():
                 tool["source"] = str(base / source)
-    return validate(AgentConfig, data, file)
+    return validate(AgentConfig, data, file, registry)
 
 
 def global_config_paths(cwd: Path | None = None, home: Path | None = None) -> list[Path]:
@@ -184,8 +160,11 @@ def resolve_database(
     """The database a tool uses and where that choice came from.
 
     Precedence: the tool's ``database`` > ``./.deckhand/config.yaml`` > ``./.holodeck/config.yaml``
-    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > in-memory. A file that
-    exists but has no ``vectorstore`` section is passed over.
+    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > the persistent sqlite store
+    (an index file in the state directory). A file that exists but has no ``vectorstore``
+    section is passed over. The contract's default is the volatile in-memory store; deckhand
+    persists by default so a new process does not re-ingest every source (``provider:
+    in-memory`` keeps the volatile behaviour).
     """
     if tool_database is not None:
         return tool_database, "tool configuration"
@@ -194,4 +173,4 @@ def resolve_database(
             config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
             if config.vectorstore is not None:
                 return config.vectorstore, str(path)
-    return DatabaseConfig(provider=IN_MEMORY), "default (in-memory)"
+    return DatabaseConfig(provider=DEFAULT_STORE), f"default ({DEFAULT_STORE}, in the state directory)"

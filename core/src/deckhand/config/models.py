@@ -1,28 +1,31 @@
 """Pydantic models of ``agent.yaml`` and the global ``config.yaml``.
 
-Unknown keys are rejected (a typo must not be silently ignored). Tools form a
-discriminated union on ``type``; each tool type adds its model to :data:`ToolConfig`.
+Unknown keys are rejected (a typo must not be silently ignored). Each ``tools:`` entry is
+validated by the config model its ``type`` registered (``register_tools``), looked up in the
+plugin registry of the validation context (else the process-wide one).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+import difflib
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, PlainValidator, ValidationError, ValidationInfo, WithJsonSchema, field_validator
 
 from deckhand.config.base import (
-    CONNECTION_SCHEMES,
     IN_MEMORY,
     NAME_PATTERN,
     DatabaseConfig,
     SourceToolConfig,
     StrictModel,
+    ToolConfigBase,
 )
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.options import UNKNOWN_FIELD, error, raise_errors, registry_of, relocate
 from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.errors import PluginError
 
 __all__ = [
-    "CONNECTION_SCHEMES",
     "IN_MEMORY",
     "NAME_PATTERN",
     "AgentConfig",
@@ -34,6 +37,7 @@ __all__ = [
     "SourceToolConfig",
     "StrictModel",
     "ToolConfig",
+    "ToolConfigBase",
     "VectorStoreToolConfig",
 ]
 
@@ -43,7 +47,7 @@ class MemoryConfig(StrictModel):
 
     backend: str = Field(
         default="git",
-        description="Memory backend plugin: git (deckhand-git-memory), memory (this process only), or a third party's.",
+        description="Memory backend: git (deckhand-ai-git-memory), memory (this process only), or a third party's.",
     )
     path: str | None = Field(
         default=None,
@@ -71,7 +75,50 @@ class MemoryConfig(StrictModel):
         return value
 
 
-ToolConfig = Annotated[Union[VectorStoreToolConfig, HierarchicalDocumentToolConfig], Field(discriminator="type")]  # noqa: UP007
+def validate_tool_entry(value: Any, info: ValidationInfo) -> ToolConfigBase:
+    """One ``tools:`` entry, validated by the config model registered for its ``type``."""
+    if isinstance(value, ToolConfigBase):
+        return value
+    registry = registry_of(info)
+    names = [c.name for c in registry.list("tool")]
+    types = ", ".join(names) or "none installed"
+    if not isinstance(value, dict):
+        raise_errors([error((), f"must be a mapping with a type ({types})", value)])
+    kind = value.get("type")
+    if kind is None:
+        raise_errors([error(("type",), f"missing: the tool type ({types})", value, UNKNOWN_FIELD)])
+    component = registry.find("tool", kind) if isinstance(kind, str) else None
+    if component is None:
+        raise_errors(
+            [
+                error(
+                    ("type",),
+                    f"unknown tool type {kind!r} ({_did_you_mean(kind, names)}available: {types}); "
+                    "a plugin that registers it must be installed (see `deckhand plugins`)",
+                    kind,
+                    UNKNOWN_FIELD,
+                )
+            ]
+        )
+    model = component.options
+    if model is None or not issubclass(model, ToolConfigBase):
+        raise PluginError(
+            f"plugin {component.plugin!r} registers tool {kind!r} with a config model that does not subclass "
+            "deckhand.config.base.ToolConfigBase"
+        )
+    try:
+        return model.model_validate(value, context=info.context)
+    except ValidationError as exc:
+        raise_errors(relocate(exc, model))
+
+
+def _did_you_mean(value: Any, names: list[str]) -> str:
+    close = difflib.get_close_matches(value, names, n=1) if isinstance(value, str) else []
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+#: A ``tools:`` entry: any registered tool type's config (``deckhand schema`` lists them all).
+ToolConfig = Annotated[ToolConfigBase, PlainValidator(validate_tool_entry), WithJsonSchema({"type": "object"})]
 
 
 class RetrievalTestCase(StrictModel):

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from deckhand.types import Chunk, Document
+
+
+class StructuralContextOptions(BaseModel):
+    """The ``structural`` generator takes no options; this model makes any given an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def structural_context(document: Document, chunk: Chunk) -> str:
@@ -29,6 +36,6 @@ class StructuralContextGenerator:
         return [structural_context(document, chunk) for chunk in chunks]
 
 
-def build_structural_generator(**_: Any) -> StructuralContextGenerator:
+def build_structural_generator() -> StructuralContextGenerator:
     """The ``structural`` factory (takes no settings)."""
     return StructuralContextGenerator()

@@ -30,8 +30,9 @@ output for this model.
 from __future__ import annotations
 
 import os
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -117,6 +118,14 @@ class MiniLMSettings:
         return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if pooled else ''}"
 
 
+#: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
+SPAN_WINDOW = 1 << 16
+
+#: Where a text can be cut without changing its tokens: BERT splits words at whitespace and
+#: puts every CJK ideograph in a word of its own, and WordPiece never looks across words.
+_SAFE_CUT = re.compile(r"[ \t\n\r]|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 class WordPieceTokenizer:
     """The model's tokenizer via the ``tokenizers`` library, without truncation or padding."""
 
@@ -130,6 +139,21 @@ class WordPieceTokenizer:
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         enc = self._tok.encode(text, add_special_tokens=False)
         return [tuple(o) for o in enc.offsets]  # type: ignore[misc]
+
+    def iter_token_spans(self, text: str, window: int = SPAN_WINDOW) -> Iterator[tuple[int, int]]:
+        """The spans :meth:`token_spans` gives for ``text``, computed ``window`` characters at a time.
+
+        The text is cut only where no token can cross (whitespace, before a CJK ideograph),
+        so the spans are exactly those of the whole text while memory stays bounded by the
+        window: a whole 200 MB text as one ``encode`` holds an offset pair per token (GBs).
+        A stretch longer than the window without a safe cut is tokenized whole.
+        """
+        start, size = 0, len(text)
+        while start < size:
+            end = size if start + window >= size else _cut(text, start, start + window, window)
+            for a, b in self._tok.encode(text[start:end], add_special_tokens=False).offsets:
+                yield start + a, start + b
+            start = end
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
@@ -156,6 +180,18 @@ class WordPieceTokenizer:
             ids[i, n + 1] = sep_id
             mask[i, : n + 2] = 1
         return ids, mask
+
+
+def _cut(text: str, start: int, target: int, window: int) -> int:
+    """The last safe cut in the second half of ``text[start:target]``, else the first one from ``target`` on."""
+    low = max(start + 1, target - window // 2)
+    found = None
+    for match in _SAFE_CUT.finditer(text, low, target):
+        found = match.start()
+    if found is not None:
+        return found
+    after = _SAFE_CUT.search(text, target)
+    return after.start() if after else len(text)
 
 
 class MiniLMOnnxEmbedder:

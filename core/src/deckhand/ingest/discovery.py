@@ -26,8 +26,12 @@ class Skipped:
 
 @dataclass
 class Discovery:
+    """What a walk found: the files to ingest, those left out on purpose (``skipped``: unsupported,
+    excluded, links) and the places that could not be read (``failed``)."""
+
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    failed: list[Skipped] = field(default_factory=list)
 
 
 def display_path(path: Path, base: Path | None = None) -> str:
@@ -59,7 +63,7 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
     def unreadable(exc: OSError) -> None:  # os.walk would otherwise skip the directory silently
         where = Path(exc.filename) if exc.filename else root
         shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
-        out.skipped.append(Skipped(shown, f"cannot read directory ({exc.strerror or exc})"))
+        out.failed.append(Skipped(shown, f"cannot read directory ({exc.strerror or exc})"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         current = Path(dirpath)

@@ -3,90 +3,84 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from deckhand.errors import LoaderError
+from deckhand.ingest.encoding import NotTextError, decode_as, detect
+
+#: The ``encoding:`` value that means "detect it".
+AUTO = "auto"
 
 log = logging.getLogger(__name__)
 
-#: Tried in order when a file is not valid UTF-8; cp1252 before latin-1 because latin-1
-#: accepts every byte and so must come last.
-FALLBACK_ENCODINGS = ("cp1252", "latin-1")
 
+@dataclass
+class DecodeSettings:
+    """How the file being loaded is decoded, and the notices its decoding produced.
 
-def decode_text(data: bytes, path: Path) -> str:
-    """Decode bytes as UTF-8 (with or without BOM), else the detected or a fallback 8-bit encoding.
-
-    Raises :class:`LoaderError` for binary data (NUL bytes or mostly control characters).
+    The pipeline sets one per file (:func:`decoding`) so that loaders keep their one-argument
+    ``load(path)`` signature: ``encoding`` is ``auto`` or a pinned codec from the tool's
+    ``encoding:`` setting, and an uncertain detection is added to ``notices`` (the pipeline
+    logs it with the file's display path) instead of being logged here.
     """
-    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise LoaderError(f"{path}: looks binary (contains NUL bytes), not text")
-    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
-        if data.startswith(bom):
-            try:
-                return data.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise LoaderError(f"{path}: invalid {encoding} text ({exc.reason} at byte {exc.start})") from exc
+
+    encoding: str = AUTO
+    notices: list[str] = field(default_factory=list)
+
+
+_settings: ContextVar[DecodeSettings | None] = ContextVar("deckhand_decode_settings", default=None)
+
+
+@contextmanager
+def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
+    """Decode the files loaded inside the block with ``encoding`` (``auto``: detect); yields the notices."""
+    settings = DecodeSettings(encoding)
+    token = _settings.set(settings)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    else:
-        if _mostly_control(text):
-            raise LoaderError(f"{path}: looks binary (mostly control characters), not text")
-        return text
-    best = _detect(data)
-    if best is not None:
-        encoding, text = best
-        if not _mostly_control(text):
-            log.debug("%s: decoded as %s", path, encoding)
-            return text
-    for encoding in FALLBACK_ENCODINGS:
+        yield settings
+    finally:
+        _settings.reset(token)
+
+
+def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
+    """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`),
+    else detected (see :mod:`deckhand.ingest.encoding`).
+
+    Raises :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding.
+    An uncertain detection becomes one notice naming the encoding chosen.
+    """
+    settings = _settings.get()
+    pinned = encoding or (settings.encoding if settings is not None else AUTO)
+    if pinned != AUTO:
         try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        if not _mostly_control(text):
-            return text
-    raise LoaderError(f"{path}: cannot decode as text (not UTF-8, cp1252 or Latin-1)")
-
-
-#: Below this coherence charset-normalizer has not recognised a language, and its pick
-#: among the 8-bit code pages is arbitrary (it reads "café" as UTF-16 or "très" as cp1250).
-_CONFIDENT_COHERENCE = 0.1
-_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
-
-
-def _detect(data: bytes) -> tuple[str, str] | None:
-    """The encoding charset-normalizer finds and the decoded text; Western (cp1252) when it
-    is a plausible candidate and no other language was recognised with confidence."""
+            return decode_as(data, pinned)
+        except UnicodeDecodeError as exc:
+            bad = data[exc.start : exc.start + 1].hex()
+            raise LoaderError(
+                f"{path}: not valid {pinned} text (byte 0x{bad} at offset {exc.start}); "
+                "fix the tool's encoding: setting for this file"
+            ) from exc
     try:
-        from charset_normalizer import from_bytes
-
-        matches = from_bytes(data)
-        best = matches.best()
-    except Exception:  # detection is a best effort; the fallbacks still apply
-        return None
-    if best is None or not best.encoding:
-        return None
-    if best.coherence < _CONFIDENT_COHERENCE and any(
-        _WESTERN & set(m.could_be_from_charset) and m.chaos <= best.chaos for m in matches
-    ):
-        for encoding in FALLBACK_ENCODINGS:
-            try:
-                return encoding, data.decode(encoding)
-            except UnicodeDecodeError:
-                continue
-    return best.encoding, str(best)
-
-
-def _mostly_control(text: str) -> bool:
-    sample = text[:4096]
-    if not sample:
-        return False
-    bad = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
-    return bad / len(sample) > 0.05
+        decoded = detect(data)
+    except NotTextError as exc:
+        raise LoaderError(f"{path}: {exc}") from exc
+    if not decoded.certain:
+        notice = (
+            f"encoding uncertain, read as {decoded.encoding} ({decoded.alternative} would give other text); "
+            "pin it with the tool's encoding: setting"
+        )
+        if settings is not None:
+            settings.notices.append(notice)
+        else:
+            log.warning("%s: %s", path, notice)
+    else:
+        log.debug("%s: decoded as %s", path, decoded.encoding)
+    return decoded.text
 
 
 class TextLoader:

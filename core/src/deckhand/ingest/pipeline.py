@@ -5,11 +5,6 @@ differs (a touched but unchanged file just gets its manifest entry refreshed). E
 file's chunks replace the old ones in one atomic store call, so a failure midway leaves
 the previous chunks searchable. Texts are embedded through :class:`CachedEmbedder`,
 so unchanged chunks are never embedded twice.
-
-Loading and chunking run in a background thread, up to :data:`READ_AHEAD` files ahead of
-the embedder: the next files are converted and chunked while the current ones are embedded
-(onnxruntime releases the GIL, so both progress at once). Everything that touches the store
-or the progress bars stays on the calling thread, in file order.
 """
 
 from __future__ import annotations
@@ -19,27 +14,52 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
+from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.loaders import AUTO, decoding
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record
+from deckhand.types import Chunk, Document, FileState, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Chunks embedded together; bounds memory while keeping the model's batches full.
+#: Most chunks embedded together; bounds memory while keeping the model's batches full. A file
+#: with more chunks is embedded in several groups (its records are stored together at the end).
 EMBED_GROUP = 2048
-#: Files loaded and chunked ahead of the embedder (bounds the memory the read-ahead holds).
-READ_AHEAD = 16
+#: Fewest chunks embedded together, and the first group of a big ingest: its embedding time
+#: gives the rate of the estimate.
+CALIBRATION_GROUP = 64
+#: After the first group, a group holds about this many seconds of embedding at the measured rate,
+#: so progress is reported that often even with a slow model (2,048 chunks take half an hour at 1/s).
+GROUP_SECONDS = 30.0
+#: Read-ahead hand-overs queued between the reader thread and the embedder (each holds up to
+#: :data:`READ_BATCH` chunks), so conversion and chunking run at most this far ahead.
+READ_AHEAD = 64
+#: Most chunks in one hand-over from the reader thread.
+READ_BATCH = 32
+#: Work below this many bytes to load gets no estimate (it cannot take minutes).
+ESTIMATE_MIN_BYTES = 256 * 1024
+#: An estimate is printed when the ingest will take longer than this many seconds.
+ESTIMATE_MIN_SECONDS = 60.0
+#: The default ``max_file_size`` (the tool configuration's default too).
+DEFAULT_MAX_FILE_SIZE = 50_000_000
 
 
 class Progress(Protocol):
-    """What the pipeline reports while it runs (the CLI draws progress bars from it)."""
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it).
+
+    Two methods are optional and called only when present: ``status(IngestStatus)`` after
+    every file and embedding group (counts, rate and ETA), and ``note(str)`` for a message
+    the user should see before a long run (the time estimate).
+    """
 
     def stage(self, name: str, total: int) -> None: ...
 
@@ -55,6 +75,40 @@ class _NoProgress:
 
 
 @dataclass
+class IngestStatus:
+    """Where a run stands: files and bytes loaded, chunks made and embedded, and the time spent embedding."""
+
+    files_total: int = 0
+    bytes_total: int = 0
+    files_done: int = 0
+    bytes_done: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    embed_seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def rate(self) -> float | None:
+        """Chunks embedded per second so far (cache hits included), None before the first group."""
+        return self.embedded / self.embed_seconds if self.embedded and self.embed_seconds > 0 else None
+
+    @property
+    def chunks_expected(self) -> int:
+        """Chunks made so far plus those the files still to load should give (same chunks per byte)."""
+        if not self.bytes_done:
+            return self.chunks
+        remaining = max(self.bytes_total - self.bytes_done, 0)
+        return self.chunks + round(remaining * self.chunks / self.bytes_done)
+
+    def eta(self) -> float | None:
+        """Seconds left at the embedding rate so far (None until it is known)."""
+        rate = self.rate
+        if rate is None or not self.bytes_done:
+            return None
+        return max(self.chunks_expected - self.embedded, 0) / rate
+
+
+@dataclass
 class IngestReport:
     """What one ingestion run did, for the summary line and for scripts."""
 
@@ -65,15 +119,13 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     chunks_written: int = 0
     texts_embedded: int = 0
-    #: Time per stage. ``convert`` and ``chunk`` run beside ``embed`` (read-ahead thread), so
-    #: the stages add up to more than the wall time.
     seconds: dict[str, float] = field(default_factory=dict)
-    #: Wall-clock time of the whole run (0 until it ends).
+    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
+    #: (files are converted and chunked while earlier ones are embedded).
     wall_seconds: float = 0.0
 
     @property
     def total_seconds(self) -> float:
-        """The run's wall time (or, for a report built by hand, the sum of its stages)."""
         return self.wall_seconds or sum(self.seconds.values())
 
     def summary(self) -> str:
@@ -86,6 +138,16 @@ class IngestReport:
             parts.append(f"{len(self.failed)} failed")
         parts.append(f"{len(self.removed)} removed")
         return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
+
+    def skip(self, display: str, reason: str) -> None:
+        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
+        log.warning("skipped %s: %s", printable(display), reason)
+        self.skipped.append(Skipped(display, reason))
+
+    def fail(self, display: str, reason: str) -> None:
+        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
+        log.warning("failed %s: %s", printable(display), reason)
+        self.failed.append(Skipped(display, reason))
 
 
 class LoaderSet:
@@ -119,20 +181,54 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def format_size(size: float) -> str:
+    """``52,428,800`` → ``52.4 MB`` (decimal units, as ``max_file_size`` reads them)."""
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return f"{size:,.1f} GB"  # pragma: no cover - the loop returns
+
+
 @dataclass
 class _Pending:
+    """A file whose chunks are being embedded; its records are stored once every chunk has a vector."""
+
     file: SourceFile
     state: FileState
     chunks: list[Chunk]
-    #: The file is now empty: its old chunks must go (done on the calling thread).
+    #: False while its chunker is still cutting it.
+    complete: bool = True
+    vectors: list[Vector] = field(default_factory=list)
+    embedded: int = 0
+
+    @property
+    def waiting(self) -> int:
+        return len(self.chunks) - self.embedded
+
+
+@dataclass
+class _Read:
+    """What the reader thread hands over about file number ``index``: its next chunks, a problem,
+    and (``done``) that nothing more of it follows."""
+
+    index: int
+    chunks: list[Chunk] = field(default_factory=list)
+    #: How far into the file's text the chunks so far reach (0..1), for progress and the estimate.
+    fraction: float = 0.0
+    done: bool = False
+    failed: str | None = None
+    skipped: str | None = None
+    #: The file is now empty: its old chunks must go.
     emptied: bool = False
 
 
-class _Done:
-    """End of the read-ahead queue (``error`` set when the reader thread failed)."""
+@dataclass
+class _ReaderEnd:
+    """The reader thread stopped: after the last file, or (``error``) because it raised."""
 
-    def __init__(self, error: BaseException | None = None) -> None:
-        self.error = error
+    seconds: dict[str, float]
+    error: BaseException | None = None
 
 
 class Ingestor:
@@ -148,6 +244,8 @@ class Ingestor:
         base_dir: Path | None = None,
         progress: Progress | None = None,
         prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None = None,
+        encoding: str | Mapping[str, str] = AUTO,
+        max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -157,6 +255,14 @@ class Ingestor:
         self.progress = progress or _NoProgress()
         #: Optional step between chunking and embedding (e.g. adding context to ``embed_text``).
         self.prepare = prepare
+        #: The tool's ``encoding:`` setting: ``auto``, a codec, or glob pattern → codec.
+        self.encoding = encoding
+        #: Files larger than this many bytes are skipped (None: no limit).
+        self.max_file_size = max_file_size
+        self._root: Path | None = None
+        self._queue: deque[_Pending] = deque()
+        self._status = IngestStatus()
+        self._estimated = False
 
     def run(self, source: str | Path, *, force: bool = False) -> IngestReport:
         started = time.perf_counter()
@@ -169,11 +275,14 @@ class Ingestor:
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir)
         for skipped in found.skipped:
-            log.warning("skipped %s: %s", skipped.display, skipped.reason)
-        report.skipped.extend(found.skipped)
+            report.skip(skipped.display, skipped.reason)
+        for failed in found.failed:
+            report.fail(failed.display, failed.reason)
         if not found.files:
             exts = ", ".join(sorted(self.loaders.extensions))
             raise SourceValidationError(f"no supported files in {source} (supported: {exts})")
+        given = Path(source).expanduser().resolve()
+        self._root = given if given.is_dir() else given.parent
         manifest = self.store.manifest()
         report.seconds["discover"] = time.perf_counter() - clock
 
@@ -187,25 +296,41 @@ class Ingestor:
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
 
+        self._queue = deque()
+        self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
+        self._estimated = self._status.bytes_total < ESTIMATE_MIN_BYTES
         self.progress.stage("files", len(todo))
-        batch: list[_Pending] = []
-        batch_chunks = 0
-        for pending in self._read_ahead(todo, states, report):
+        current: _Pending | None = None
+        loaded = 0
+        for read in self._read_ahead(todo, states, report):
+            file = todo[read.index]
+            state = states[file.display]
+            if read.chunks:
+                if current is None or current.file is not file:
+                    current = _Pending(file, state, [], complete=False)
+                    self._queue.append(current)
+                current.chunks.extend(read.chunks)
+                self._status.chunks += len(read.chunks)
+                self._status.bytes_done = loaded + round(state.size * read.fraction)
+                self._embed_ready(report, final=False)
+            if read.failed is not None:
+                report.fail(file.display, read.failed)
+            if read.skipped is not None:
+                report.skip(file.display, read.skipped)
+            if read.emptied:
+                self.store.delete_source(file.display)  # it was emptied: its old chunks are stale
+            if not read.done:
+                continue
+            if current is not None and current.file is file:
+                current.complete = True
+                current = None
+            loaded += state.size
+            self._status.files_done += 1
+            self._status.bytes_done = loaded
             self.progress.advance()
-            if pending is None:
-                continue
-            if pending.emptied:
-                self.store.delete_source(pending.file.display)  # it was emptied: its old chunks are stale
-                continue
-            if not pending.chunks:
-                continue
-            batch.append(pending)
-            batch_chunks += len(pending.chunks)
-            if batch_chunks >= EMBED_GROUP:
-                self._embed_and_store(batch, report)
-                batch, batch_chunks = [], 0
-        if batch:
-            self._embed_and_store(batch, report)
+            self._embed_ready(report, final=False)
+            self._report_status()
+        self._embed_ready(report, final=True)
 
         clock = time.perf_counter()
         present = {f.display for f in found.files}
@@ -216,13 +341,20 @@ class Ingestor:
         return report
 
     def _state(self, file: SourceFile, known: FileState | None, force: bool, report: IngestReport) -> FileState | None:
-        """The new manifest state if ``file`` must be (re)ingested, else None (unchanged)."""
+        """The new manifest state if ``file`` must be (re)ingested, else None (unchanged or too large)."""
         try:
             stat = file.path.stat()
         except OSError as exc:
-            reason = f"cannot stat ({exc.strerror or exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, f"cannot stat ({exc.strerror or exc})")
+            return None
+        if self.max_file_size is not None and stat.st_size > self.max_file_size:
+            report.skip(
+                file.display,
+                f"{format_size(stat.st_size)} is over max_file_size ({format_size(self.max_file_size)}); "
+                "raise the tool's max_file_size to ingest it",
+            )
+            if known is not None:
+                self.store.delete_source(file.display)  # its old chunks no longer match the file
             return None
         model = self.embedder.model_id
         same_model = known is not None and known.model == model
@@ -238,9 +370,7 @@ class Ingestor:
         try:
             digest = file_sha256(file.path)
         except OSError as exc:
-            reason = f"cannot read ({exc.strerror or exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
+            report.fail(file.display, f"cannot read ({exc.strerror or exc})")
             return None
         if not force and same_model and known is not None and known.sha256 == digest:
             self.store.set_file_state(
@@ -250,22 +380,30 @@ class Ingestor:
             return None
         return FileState(file.display, stat.st_mtime, stat.st_size, digest, model, 0)
 
+    def _encoding_of(self, file: SourceFile) -> str:
+        if isinstance(self.encoding, str):
+            return self.encoding
+        try:
+            relative = file.path.relative_to(self._root).as_posix() if self._root else file.path.name
+        except ValueError:
+            relative = file.path.name
+        return encoding_for(self.encoding, relative)
+
     def _read_ahead(
-        self, todo: Sequence[SourceFile], states: dict[str, FileState], report: IngestReport
-    ) -> Iterator[_Pending | None]:
-        """Each file of ``todo`` loaded and chunked, in order, by a thread that runs ahead of the caller.
+        self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
+    ) -> Iterator[_Read]:
+        """What :meth:`_read` says about each file of ``todo``, in order, from a thread that runs
+        ahead of the caller (at most :data:`READ_AHEAD` hand-overs), so the next files are converted
+        and chunked while the current ones are embedded (onnxruntime releases the GIL).
 
-        The thread writes only the ``convert``/``chunk`` timings and the failed/skipped
-        lists of ``report`` (the caller writes the rest). It stops early when the caller does.
+        Only the caller touches the store, the queue and ``report``; the thread's own timings
+        (``convert``, ``chunk``) are added to ``report`` when it ends.
         """
-        if len(todo) <= 1:
-            for file in todo:
-                yield self._load_and_chunk(file, states[file.display], report)
-            return
-        ahead: queue.Queue[_Pending | _Done | None] = queue.Queue(maxsize=READ_AHEAD)
+        ahead: queue.Queue[_Read | _ReaderEnd] = queue.Queue(maxsize=READ_AHEAD)
         stop = threading.Event()
+        seconds: dict[str, float] = {"convert": 0.0, "chunk": 0.0}
 
-        def put(item: _Pending | _Done | None) -> bool:
+        def put(item: _Read | _ReaderEnd) -> bool:
             while not stop.is_set():
                 try:
                     ahead.put(item, timeout=0.1)
@@ -276,19 +414,25 @@ class Ingestor:
 
         def reader() -> None:
             try:
-                for file in todo:
-                    if stop.is_set() or not put(self._load_and_chunk(file, states[file.display], report)):
-                        return
-                put(_Done())
+                for index, file in enumerate(todo):
+                    clock = time.perf_counter()
+                    for read in self._read(index, file, states[file.display], seconds):
+                        seconds["chunk"] += time.perf_counter() - clock
+                        if not put(read):
+                            return
+                        clock = time.perf_counter()
+                    seconds["chunk"] += time.perf_counter() - clock
             except BaseException as exc:  # handed to the caller, which raises it
-                put(_Done(exc))
+                put(_ReaderEnd(seconds, exc))
+            else:
+                put(_ReaderEnd(seconds))
 
         thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
         thread.start()
         try:
             while True:
                 item = ahead.get()
-                if isinstance(item, _Done):
+                if isinstance(item, _ReaderEnd):
                     if item.error is not None:
                         raise item.error
                     return
@@ -296,37 +440,85 @@ class Ingestor:
         finally:
             stop.set()
             thread.join()
+            for stage in ("convert", "chunk"):
+                report.seconds[stage] = report.seconds.get(stage, 0.0) + seconds[stage]
+            report.seconds["chunk"] -= seconds["convert"]  # the reader's clock covered both
 
-    def _load_and_chunk(self, file: SourceFile, state: FileState, report: IngestReport) -> _Pending | None:
+    def _read(self, index: int, file: SourceFile, state: FileState, seconds: dict[str, float]) -> Iterator[_Read]:
+        """Load file ``index`` and cut it into chunks (on the reader thread); a chunker that can stream
+        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes."""
         clock = time.perf_counter()
         try:
-            text = self.loaders.load(file.path)
+            with decoding(self._encoding_of(file)) as settings:
+                text = self.loaders.load(file.path)
         except LoaderError as exc:
-            reason = str(exc).removeprefix(f"{file.path}: ")
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
-            return None
+            yield _Read(index, failed=str(exc).removeprefix(f"{file.path}: "), done=True)
+            return
         except Exception as exc:  # a (third-party) loader's own bug must not stop the whole run
-            reason = f"loader failed ({type(exc).__name__}: {exc})"
-            log.warning("skipped %s: %s", file.display, reason)
-            report.failed.append(Skipped(file.display, reason))
-            return None
+            yield _Read(index, failed=f"loader failed ({type(exc).__name__}: {exc})", done=True)
+            return
         finally:
-            report.seconds["convert"] = report.seconds.get("convert", 0.0) + time.perf_counter() - clock
-        if not text.strip():
-            log.warning("skipped %s: empty file", file.display)
-            report.skipped.append(Skipped(file.display, "empty file"))
-            return _Pending(file, state, [], emptied=True)
-        clock = time.perf_counter()
+            seconds["convert"] += time.perf_counter() - clock
+        for notice in settings.notices:
+            log.warning("%s: %s", printable(file.display), notice)
+        if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
+            yield _Read(index, skipped="empty file", emptied=True, done=True)
+            return
         document = Document(source=file.display, text=text, title=_title(text, file.path))
-        chunks = self.chunker.chunk(document)
-        if self.prepare is not None:
-            chunks = self.prepare(document, chunks)
-        report.seconds["chunk"] = report.seconds.get("chunk", 0.0) + time.perf_counter() - clock
-        return _Pending(file, state, chunks)
+        del text
+        stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        if stream is None:
+            chunks = self.chunker.chunk(document)
+            if self.prepare is not None:
+                chunks = self.prepare(document, chunks)
+            yield _Read(index, chunks, 1.0, done=True)
+            return
+        length = max(len(document.text), 1)
+        batch: list[Chunk] = []
+        for chunk in stream(document):
+            batch.append(chunk)
+            if len(batch) >= READ_BATCH:
+                yield _Read(index, batch, chunk.metadata.get("end_char", 0) / length)
+                batch = []
+        yield _Read(index, batch, 1.0, done=True)
 
-    def _embed_and_store(self, batch: Sequence[_Pending], report: IngestReport) -> None:
-        texts = [c.text_for_embedding for p in batch for c in p.chunks]
+    def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
+        """Embed the queued chunks in groups of :data:`EMBED_GROUP` (all of them when ``final``), storing
+        each file as soon as all its chunks have vectors."""
+        while True:
+            waiting = sum(p.waiting for p in self._queue)
+            group = self._group_size()
+            if not waiting or (waiting < group and not final):
+                return
+            self._embed_group(group, report)
+            while self._queue and self._queue[0].complete and not self._queue[0].waiting:
+                self._store(self._queue.popleft(), report)
+            if not self._estimated:
+                self._estimate()
+            self._report_status()
+
+    def _group_size(self) -> int:
+        """:data:`CALIBRATION_GROUP` first on a big ingest, then :data:`GROUP_SECONDS` worth of chunks
+        (between :data:`CALIBRATION_GROUP` and :data:`EMBED_GROUP`)."""
+        if not self._estimated:
+            return CALIBRATION_GROUP
+        rate = self._status.rate
+        if rate is None:
+            return EMBED_GROUP
+        return max(CALIBRATION_GROUP, min(EMBED_GROUP, int(rate * GROUP_SECONDS)))
+
+    def _embed_group(self, size: int, report: IngestReport) -> None:
+        parts: list[tuple[_Pending, int, int]] = []
+        texts: list[str] = []
+        for pending in self._queue:
+            if len(texts) >= size:
+                break
+            if not pending.waiting:
+                continue
+            take = min(pending.waiting, size - len(texts))
+            start = pending.embedded
+            texts.extend(c.text_for_embedding for c in pending.chunks[start : start + take])
+            parts.append((pending, start, start + take))
         clock = time.perf_counter()
         before = getattr(self.embedder, "embedded_count", None)
         self.progress.stage("embedding", len(texts))
@@ -334,33 +526,79 @@ class Ingestor:
         self.progress.advance(len(texts))
         after = getattr(self.embedder, "embedded_count", None)
         report.texts_embedded += (after - before) if before is not None and after is not None else len(texts)
-        report.seconds["embed"] = report.seconds.get("embed", 0.0) + time.perf_counter() - clock
-        clock = time.perf_counter()
+        seconds = time.perf_counter() - clock
+        report.seconds["embed"] = report.seconds.get("embed", 0.0) + seconds
+        self._status.embedded += len(texts)
+        self._status.embed_seconds += seconds
         offset = 0
-        for pending in batch:
-            records = []
-            for chunk in pending.chunks:
-                records.append(
-                    Record(chunk.id, chunk.source, chunk.index, chunk.content, vectors[offset], dict(chunk.metadata))
-                )
-                offset += 1
-            state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
-            try:
-                self.store.replace_source(pending.file.display, records, state)
-            except StoreConnectionError:
-                raise  # the server is gone: stop; the next run picks up where this one ended
-            except StoreError as exc:
-                log.error("could not store %s: %s (its previous chunks are kept)", pending.file.display, exc)
-                report.failed.append(Skipped(pending.file.display, f"store failed: {exc}"))
-                continue
+        for pending, start, end in parts:
+            pending.vectors.append(vectors[offset : offset + end - start])
+            pending.embedded = end
+            offset += end - start
+
+    def _store(self, pending: _Pending, report: IngestReport) -> None:
+        clock = time.perf_counter()
+        rows = (row for group in pending.vectors for row in group)  # views: no copy of a big file's vectors
+        records = [
+            Record(chunk.id, chunk.source, chunk.index, chunk.content, vector, dict(chunk.metadata))
+            for chunk, vector in zip(pending.chunks, rows, strict=True)
+        ]
+        pending.vectors.clear()
+        pending.chunks = []
+        state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
+        try:
+            self.store.replace_source(pending.file.display, records, state)
+        except StoreConnectionError:
+            raise  # the server is gone: stop; the next run picks up where this one ended
+        except StoreError as exc:
+            log.error(
+                "failed %s: store failed: %s (its previous chunks are kept)", printable(pending.file.display), exc
+            )
+            report.failed.append(Skipped(pending.file.display, f"store failed: {exc}"))
+        else:
             report.ingested.append(pending.file.display)
             report.chunks_written += len(records)
-        report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
+        finally:
+            report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
+
+    def _estimate(self) -> None:
+        """After the first (small) group: the time the whole ingest will take, printed if over a minute."""
+        self._estimated = True
+        status = self._status
+        eta = status.eta()
+        if eta is None or eta < ESTIMATE_MIN_SECONDS:
+            return
+        rate = status.rate or 0.0
+        message = (
+            f"about {status.chunks_expected:,} chunks to embed from {status.files_total:,} file(s) "
+            f"({format_size(status.bytes_total)}): about {_duration(eta)} at {rate:.1f} chunks/s"
+        )
+        note = getattr(self.progress, "note", None)
+        if note is not None:
+            note(message)
+        else:
+            log.info(message)
+
+    def _report_status(self) -> None:
+        status = getattr(self.progress, "status", None)
+        if status is not None:
+            status(self._status)
+
+
+def _duration(seconds: float) -> str:
+    """``3725`` → ``1 h 2 min``; ``95`` → ``2 min``; ``40`` → ``40 s``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
 def _title(text: str, path: Path) -> str:
-    """The first markdown heading, else the file name: used as document context."""
-    for line in text.splitlines()[:50]:
+    """The first markdown heading in the first 50 lines, else the file name: used as document context.
+
+    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
+    """
+    for line in text[: 50 * 4096].splitlines()[:50]:
         stripped = line.strip()
         if stripped.startswith("#"):
             return stripped.lstrip("#").strip()

@@ -17,12 +17,15 @@ BEIR / Pyserini values behind the SciFact reference figure).
 
 Rebuilds reuse each document's analysed terms (keyed by record id and a hash of its
 text), and with ``cache_path`` those terms are saved to disk, so re-opening a persistent
-collection only re-analyses records whose text changed.
+collection only re-analyses records whose text changed. The built index itself (postings
+and statistics) round-trips through :meth:`BM25Index.to_bytes` / :meth:`BM25Index.restore`,
+which the hierarchical tool keeps in stores that hold side indexes (the sqlite store).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.retrieval.analysis import Analyzer, words
 
@@ -42,11 +46,22 @@ IntArray = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float32]
 
 _CACHE_VERSION = 1
+#: Format of :meth:`BM25Index.to_bytes`.
+_STATE_VERSION = 1
 
 
 def text_hash(text: str) -> str:
     """Short content hash deciding whether a document must be re-analysed."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class BM25Options(BaseModel):
+    """Options of the ``bm25`` keyword strategy (``keyword_strategy: {name: bm25, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k1: float = Field(default=0.9, ge=0.0, le=10.0, description="Term-frequency saturation.")
+    b: float = Field(default=0.4, ge=0.0, le=1.0, description="Length normalisation.")
 
 
 class _WordIds(dict[str, int]):
@@ -180,6 +195,51 @@ class BM25Index:
         return [(self._ids[i], float(scores[i])) for i in order]
 
     # -- persistence ------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """The built index (postings, statistics, vocabulary, ids) as bytes for :meth:`restore`."""
+        meta = {
+            "version": _STATE_VERSION,
+            "k1": self.k1,
+            "b": self.b,
+            "stem": self.analyzer.stem,
+            "avgdl": self.avgdl,
+            "vocab": list(self._vocab),
+            "ids": self._ids,
+        }
+        out = io.BytesIO()
+        np.savez(
+            out,
+            meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+            offsets=self._offsets,
+            docs=self._post_docs,
+            weights=self._post_weights,
+            idf=self.idf,
+        )
+        return out.getvalue()
+
+    def restore(self, data: bytes) -> bool:
+        """Take the index :meth:`to_bytes` wrote; False (nothing changed) if it was built with other
+        settings or cannot be read, and the caller rebuilds."""
+        try:
+            with np.load(io.BytesIO(data)) as arrays:
+                meta = json.loads(bytes(arrays["meta"]).decode("utf-8"))
+                offsets, docs = arrays["offsets"].astype(np.int64), arrays["docs"].astype(np.int32)
+                weights, idf = arrays["weights"].astype(np.float32), arrays["idf"].astype(np.float32)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring an unreadable stored keyword index (%s); rebuilding", exc)
+            return False
+        wanted = (_STATE_VERSION, self.k1, self.b, self.analyzer.stem)
+        if (meta.get("version"), meta.get("k1"), meta.get("b"), meta.get("stem")) != wanted:
+            return False
+        self._vocab = {t: i for i, t in enumerate(meta["vocab"])}
+        self._word_ids = _WordIds(self.analyzer, self._vocab)
+        self._analysed = {}
+        self._cache_loaded = False  # a later build() reads the analysis cache (if any) and re-analyses the rest
+        self._ids = list(meta["ids"])
+        self._offsets, self._post_docs, self._post_weights, self.idf = offsets, docs, weights, idf
+        self.avgdl = float(meta["avgdl"])
+        return True
+
     def _save_cache(self, path: Path) -> None:
         ids = list(self._analysed)
         terms = [self._analysed[i].terms for i in ids]

@@ -50,6 +50,26 @@ class DefinitionIndex:
                     del self._by_term[key]
             self._pattern = None
 
+    def to_state(self) -> list[list[object]]:
+        """Every entry as JSON-able rows ``[key, term, definition, source, section id, record id]``."""
+        with self._lock:
+            return [
+                [key, d.term, d.definition, d.source, d.section_id, d.record_id]
+                for key, entries in self._by_term.items()
+                for d in entries
+            ]
+
+    @classmethod
+    def from_state(cls, rows: list[list[object]]) -> DefinitionIndex:
+        """The index :meth:`to_state` described, entries in the same order."""
+        index = cls()
+        for key, term, text, source, section_id, record_id in rows:
+            entry = Definition(
+                str(term), str(text), str(source), None if section_id is None else str(section_id), str(record_id)
+            )
+            index._by_term.setdefault(str(key), []).append(entry)
+        return index
+
     def lookup(self, term: str) -> Definition | None:
         """The definition of ``term`` (case-insensitive), or None."""
         entries = self._by_term.get(" ".join(term.split()).lower())

@@ -4,7 +4,8 @@ A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come bac
 in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
 verbatim (case-insensitive); when the phrase is a defined term, the chunk defining it
 ranks first. References inside a longer query ("what does section 5 require") add that
-section's chunks after the direct matches. Everything is rebuilt from stored records.
+section's chunks after the direct matches. Everything is built from stored records (and kept
+with them, in stores that hold side indexes: see ``deckhand.tools.hierarchical_indexes``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ class ExactIndex:
     def build(self, records: Iterable[Record]) -> None:
         """(Re)build the phrase index; the resolver and definitions are rebuilt by their owner."""
         self._texts = {r.id: r.content.lower() for r in records}
+
+    def texts(self) -> dict[str, str]:
+        """Record id → lower-cased content, as :meth:`build` indexed them (kept with the side indexes)."""
+        return dict(self._texts)
+
+    def restore(self, texts: dict[str, str]) -> None:
+        """Take the phrase index :meth:`texts` returned instead of building it from records."""
+        self._texts = dict(texts)
 
     def parse(self, query: str) -> ExactQuery:
         phrases = tuple(p.strip().lower() for a, b in QUOTED.findall(query) if (p := a or b).strip())

@@ -46,6 +46,24 @@ class ReferenceResolver:
                 if not self._by_id[ident]:
                     del self._by_id[ident]
 
+    def to_state(self) -> dict[str, dict[str, list[tuple[int, str]]]]:
+        """The section table as JSON-able data (see :meth:`from_state`)."""
+        with self._lock:
+            return {
+                ident: {src: list(entries) for src, entries in by_source.items()}
+                for ident, by_source in self._by_id.items()
+            }
+
+    @classmethod
+    def from_state(cls, state: dict[str, dict[str, list[list[object]]]]) -> ReferenceResolver:
+        """The resolver :meth:`to_state` described."""
+        resolver = cls()
+        resolver._by_id = {
+            ident: {src: [(int(str(i)), str(rid)) for i, rid in entries] for src, entries in by_source.items()}
+            for ident, by_source in state.items()
+        }
+        return resolver
+
     def section_ids(self) -> list[str]:
         """Every known section id."""
         return sorted(self._by_id)

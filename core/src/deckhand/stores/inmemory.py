@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from deckhand.errors import DimensionMismatchError, StoreError
-from deckhand.scoring import raw_to_score
-from deckhand.types import CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.protocols import StoreCapability
+from deckhand.stores.exact_search import top_k
+from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 
 _INITIAL_CAPACITY = 1024
 
 
 class InMemoryStore:
-    """A volatile collection: records, their vectors and the ingestion manifest."""
+    """A volatile collection: records, their vectors and the ingestion manifest.
+
+    Each instance is its own collection: a second instance (another connection) starts
+    empty, so it declares no capability; every method takes one lock, so threads may
+    share an instance.
+    """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
 
     def __init__(self, collection: str = "default") -> None:
         self.collection = collection
@@ -180,20 +188,6 @@ class InMemoryStore:
                 )
             if n == 0 or k <= 0:
                 return []
-            matrix = self._matrix[:n]
-            dots: np.ndarray = matrix @ query
-            raw: np.ndarray
-            key: np.ndarray
-            metric = self.spec.metric
-            if metric is Metric.COSINE:
-                qn = float(np.linalg.norm(query)) or 1.0
-                raw = dots / (np.where(self._norms[:n] == 0, 1.0, self._norms[:n]) * qn)
-                key = raw
-            elif metric is Metric.IP:
-                raw = key = dots
-            else:
-                raw = np.sqrt(np.maximum(self._sq[:n] - 2.0 * dots + float(query @ query), 0.0))
-                key = -raw
             mask = self._alive[:n].copy()
             if sources is not None:
                 allowed = np.zeros(n, dtype=bool)
@@ -202,27 +196,14 @@ class InMemoryStore:
                     if rows:
                         allowed[list(rows)] = True
                 mask &= allowed
-            scores = raw_to_score(metric, raw)
-            if min_score is not None:
-                mask &= scores >= min_score
-            candidates = np.flatnonzero(mask)
-            if candidates.size == 0:
-                return []
-            ck = key[candidates]
-            if candidates.size > k:
-                # The k-th best key; ties with it are kept in insertion (row) order, so equal
-                # scores rank the same way on every call (argpartition alone picks ties arbitrarily).
-                kth = np.partition(ck, candidates.size - k)[candidates.size - k]
-                better = candidates[ck > kth]
-                ties = candidates[ck == kth][: k - better.size]
-                candidates = np.concatenate([better, ties])
-                ck = key[candidates]
-            order = candidates[np.lexsort((candidates, -ck))]
+            order, scores = top_k(
+                self._matrix[:n], self._norms[:n], self._sq[:n], mask, query, self.spec.metric, k, min_score
+            )
             hits = []
-            for row in order:
+            for row, score in zip(order, scores, strict=True):
                 record = self._records[row]
                 assert record is not None
-                hits.append(SearchHit(record, float(scores[row])))
+                hits.append(SearchHit(record, float(score)))
             return hits
 
     def get(self, ids: Sequence[str]) -> list[Record]:

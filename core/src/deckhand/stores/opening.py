@@ -1,20 +1,83 @@
 """Opening a tool's collection: the configured store, the unreachable-server fallback, and the
-compatibility check against the settings the index was built with."""
+compatibility check against the settings the index was built with.
+
+Fallback policy: when the configured server cannot be reached, a tool uses the in-memory
+store for the run if fallback is allowed. Whether it is: the command line's choice
+(:func:`fallback_policy`, set by ``--allow-fallback/--no-fallback``), else the database's
+``allow_fallback``, else the caller's default (``deckhand ingest`` refuses, search/chat/test
+and library use fall back). Authentication and permission errors never fall back.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
-from deckhand.errors import ConfigError, ModelMismatchError
-from deckhand.plugins import PluginRegistry
+from deckhand.config.options import runtime_errors
+from deckhand.errors import (
+    ConfigError,
+    IndexCorruptError,
+    ModelMismatchError,
+    StoreAuthenticationError,
+    StoreConnectionError,
+)
+from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
+
+
+def create_store(component: Component, config: DatabaseConfig, collection: str, *, base_dir: Path) -> VectorStore:
+    """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
+
+    The factory is called as ``factory(config, collection)``; a store registered with
+    ``uses_base_dir=True`` (one that keeps files in the project) also gets ``base_dir=``, the
+    agent config's directory: it resolves relative paths against it and keeps its default
+    files under :func:`deckhand.paths.state_dir` ``(base_dir)``.
+    """
+    if component.info.get("uses_base_dir"):
+        store: VectorStore = component.factory(config, collection, base_dir=base_dir)
+    else:
+        store = component.factory(config, collection)
+    return store
+
+
+@dataclass(frozen=True)
+class FallbackPolicy:
+    """``allow``: the command line's explicit choice (None: not given); ``default``: the command's default."""
+
+    allow: bool | None = None
+    default: bool = True
+
+    def allows(self, database: DatabaseConfig) -> bool:
+        if self.allow is not None:
+            return self.allow
+        if database.allow_fallback is not None:
+            return database.allow_fallback
+        return self.default
+
+
+_policy: ContextVar[FallbackPolicy | None] = ContextVar("deckhand_fallback_policy", default=None)
+
+
+@contextmanager
+def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[None]:
+    """Stores opened inside the block fall back to in-memory per ``allow`` (None: the config, else ``default``)."""
+    token = _policy.set(FallbackPolicy(allow, default))
+    try:
+        yield
+    finally:
+        _policy.reset(token)
 
 
 def open_store(
@@ -24,23 +87,41 @@ def open_store(
     spec: CollectionSpec,
     *,
     cwd: Path | None = None,
+    force: bool = False,
 ) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
     """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
 
     Returns the store, the spec the collection had before (None if new), and the database
-    configuration actually used.
+    configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
+    error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
     """
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
     component = registry.resolve("store", config.provider)
+    # Checked at load against the registry then in use; again against the tool's own.
+    with runtime_errors(collection):
+        try:
+            config.check_for(component, where=("database",))
+        except ValueError as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ConfigError(f"tool {collection!r}: database: {exc}") from None
+    base_dir = cwd or Path.cwd()
     try:
-        store: VectorStore = component.factory(config, collection)
-        previous = store.open(spec)
+        store = create_store(component, config, collection, base_dir=base_dir)
+        previous = _open(store, spec, force)
         return store, previous, config
+    except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
+        raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
     except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
         if config.provider == IN_MEMORY:
             raise
         where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
+        if not (_policy.get() or FallbackPolicy()).allows(config):
+            raise StoreConnectionError(
+                f"tool {collection}: {redact_url(str(exc))}; to use the in-memory store for this run instead, "
+                "pass --allow-fallback (or set database.allow_fallback: true)"
+            ) from None
         log.warning(
             "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
             collection,
@@ -49,8 +130,24 @@ def open_store(
             redact_url(str(exc)),
         )
         fallback = DatabaseConfig(provider=IN_MEMORY)
-        store = registry.resolve("store", IN_MEMORY).factory(fallback, collection)
+        store = create_store(registry.resolve("store", IN_MEMORY), fallback, collection, base_dir=base_dir)
         return store, store.open(spec), fallback
+
+
+def _open(store: VectorStore, spec: CollectionSpec, force: bool) -> CollectionSpec | None:
+    """``store.open(spec)``; with ``force``, a store offering ``verify_integrity()`` is checked first,
+    so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice."""
+    try:
+        verify = getattr(store, "verify_integrity", None)
+        if force and callable(verify):
+            verify()
+        return store.open(spec)
+    except IndexCorruptError:
+        if not force:
+            store.close()
+            raise
+        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here
+        return store.open(spec)
 
 
 def check_collection(
@@ -94,12 +191,16 @@ def open_collection(
     *,
     base_dir: Path,
     force_ingest: bool,
+    store: VectorStore | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors, as the vectorstore tool does.
+    """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
-    The database is resolved first (tool > project > user > in-memory) so the collection is
+    The database is resolved first (tool > project > user > the default sqlite store) so the collection is
     created with the metric and algorithm of whichever configuration applies; an index built
     with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
+    ``store`` is the collection's store from an earlier initialisation in this process: it is
+    opened again rather than replaced, so what it holds (all of it, for the in-memory store)
+    is kept and unchanged files are not ingested again.
     """
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
@@ -110,7 +211,10 @@ def open_collection(
         metric=config.distance_metric,
         algorithm=config.vector_algorithm,
     )
-    store, previous, used = open_store(registry, config, name, spec, cwd=base_dir)
+    if store is not None:
+        previous, used = store.open(spec), config
+    else:
+        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir, force=force_ingest)
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest)
     return store, used

@@ -2,7 +2,10 @@
 
 ``python -m deckhand.testing.servers`` (or ``nox -s servers``) prints the environment
 variables to export — the test fixtures and the examples use these servers instead of
-starting their own — and stops both on Ctrl-C. Nothing is saved.
+starting their own — and stops both on Ctrl-C. Nothing is saved. The launchers live in
+their plugins (``deckhand_redis.server``, ``deckhand_postgres.server``) and need those
+plugins' ``server`` extras; they are imported when this runs, so that importing this module
+works in any environment.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ import sys
 import time
 from contextlib import ExitStack
 
-from deckhand.testing.postgres_server import PostgresServer, PostgresServerError
-from deckhand.testing.redis_server import RedisServer, RedisServerError
+#: What brings both launchers and their server binaries.
+INSTALL = 'pip install "deckhand-ai-redis[server]" "deckhand-ai-postgres[server]"'
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -21,6 +24,12 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main() -> int:
+    try:
+        from deckhand_postgres.server import PostgresServer, PostgresServerError
+        from deckhand_redis.server import RedisServer, RedisServerError
+    except ImportError as exc:
+        print(f"error: {exc.name or exc} is not installed; the launchers come with: {INSTALL}", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     with ExitStack() as stack:

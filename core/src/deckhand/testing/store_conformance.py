@@ -1,22 +1,36 @@
 """A pytest conformance suite every :class:`~deckhand.protocols.VectorStore` plugin runs.
 
-A plugin subclasses :class:`StoreConformanceTests` in one of its test modules, overrides
-the ``store_factory`` fixture and, where needed, the capability attributes; pytest then
-collects every ``test_*`` method of the kit against that store::
+A plugin subclasses :class:`StoreConformanceTests` in one of its test modules, names the
+registered store (``provider``) and the entry point that registers it, and gives the
+``database:`` block the tests use; pytest then collects every ``test_*`` method of the
+kit against that store::
 
     import pytest
-    from deckhand.testing.store_conformance import StoreConformanceTests, StoreFactory
+    from deckhand.config.models import DatabaseConfig
+    from deckhand.testing.store_conformance import StoreConformanceTests
+    from deckhand.types import Algorithm
 
     class TestMyStoreConformance(StoreConformanceTests):
+        provider = "mystore"          # the name given to register() in register_stores
+        entry_point = "mystore"       # [project.entry-points.deckhand] name (None: a deckhand builtin)
         algorithms = (Algorithm.HNSW, Algorithm.FLAT)
 
         @pytest.fixture
-        def store_factory(self, my_server_url) -> StoreFactory:
-            return lambda collection: MyStore(my_server_url, collection)
+        def database(self, my_server_url: str) -> DatabaseConfig:
+            return DatabaseConfig(provider="mystore", connection_string=my_server_url)
 
-``store_factory(collection)`` must return a *new connection* to the named collection each
-time it is called (the persistence tests open a second one). The kit opens every
-collection itself, uses a fresh collection name per test and drops it afterwards.
+Stores are built the way tools build them: the factory registered under ``provider``,
+called through :func:`deckhand.stores.opening.create_store` (so a factory asking for
+``uses_base_dir=True`` gets the test's agent directory as ``base_dir``). Each call of ``store_factory(collection)``
+is a *new connection*; the kit opens every collection itself, uses a fresh collection
+name per test and drops it afterwards.
+
+What the kit expects of a store depends on the capabilities the store class declares
+(``capabilities``, see :class:`deckhand.protocols.StoreCapability`): a declared capability
+that does not work fails, and a store that implements ``keyword_search`` or keeps its data
+across processes without declaring it fails too, so the declaration can be trusted.
+Checks that need another process run ``python -m deckhand.testing.store_process``, which
+resolves the store through the plugin registry, as ``deckhand`` does.
 
 Scores are checked against :func:`deckhand.scoring.exact_scores`, the NumPy reference the
 in-memory store also follows, so a score means the same thing whichever store answers.
@@ -25,22 +39,46 @@ Vectors are seeded random (clustered, so approximate indexes face realistic data
 
 from __future__ import annotations
 
+import asyncio
+import importlib.metadata
+import json
 import math
+import os
+import subprocess
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
-from deckhand.errors import DimensionMismatchError
-from deckhand.protocols import NativeKeywordSearch, VectorStore
+from deckhand.config.models import DatabaseConfig
+from deckhand.errors import ComponentNotFoundError, DimensionMismatchError
+from deckhand.hookspecs import PROJECT
+from deckhand.paths import ENV_HOME
+from deckhand.plugins import get_registry
+from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore, store_capabilities
 from deckhand.scoring import exact_scores
+from deckhand.stores.opening import create_store
+from deckhand.testing.store_process import (
+    seeded_records,
+    seeded_state,
+    spec_from_json,
+    spec_to_json,
+    state_to_json,
+)
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, Vector, record_id
 
 #: Builds a new connection to the named collection (not yet opened).
 StoreFactory = Callable[[str], VectorStore]
+
+#: Seconds a store process may take (start-up included).
+PROCESS_TIMEOUT = 120.0
 
 #: Absolute tolerance between a store's score and the NumPy reference.
 SCORE_TOLERANCE = 1e-3
@@ -51,6 +89,12 @@ AWKWARD_SOURCES = (
     "docs/a b-c,d|e{f}.md",
     "notes/ünïcødé 文档 'quoted' \"double\" %_*.txt",
 )
+
+
+def _require(capabilities: frozenset[StoreCapability], capability: StoreCapability) -> None:
+    """Skip a test of a capability the store does not declare."""
+    if capability not in capabilities:
+        pytest.skip(f"the store does not declare {capability.value!r} in its capabilities")
 
 
 def make_vectors(rng: np.random.Generator, n: int, dim: int, *, clusters: int = 8, unit: bool = True) -> Vector:
@@ -86,12 +130,13 @@ def file_state(source: str, *, chunks: int, model: str = "test-model", salt: str
 
 
 class StoreConformanceTests:
-    """The conformance suite; subclass it as ``Test<Store>Conformance`` and override the fixture.
+    """The conformance suite; subclass it as ``Test<Store>Conformance``.
 
-    Capability attributes (override as class attributes):
+    Class attributes to set:
 
-    * ``persistent`` -- data written through one connection is visible through a second
-      one (``store_factory`` called again). False for in-process stores.
+    * ``provider`` -- the name the store is registered under (``database.provider``). Required.
+    * ``entry_point`` -- the name of the ``deckhand`` entry point whose module registers the
+      store; ``None`` only for stores deckhand itself registers.
     * ``algorithms`` -- index algorithms to run the whole kit with; a FLAT index must be
       exact, an HNSW index must reach ``min_recall``.
     * ``exact_algorithms`` -- algorithms whose results must equal the exact reference.
@@ -99,9 +144,13 @@ class StoreConformanceTests:
     * ``dimension`` -- vector length of the test collections.
     * ``large_batch`` -- records in the large-batch test.
     * ``min_recall`` -- recall@10 required of approximate indexes.
+
+    What the store supports is not set here: it is read from the store class's
+    ``capabilities`` (:class:`deckhand.protocols.StoreCapability`).
     """
 
-    persistent: ClassVar[bool] = True
+    provider: ClassVar[str] = ""
+    entry_point: ClassVar[str | None] = None
     algorithms: ClassVar[Sequence[Algorithm]] = (Algorithm.FLAT,)
     exact_algorithms: ClassVar[frozenset[Algorithm]] = frozenset({Algorithm.FLAT})
     metrics: ClassVar[Sequence[Metric]] = (Metric.COSINE, Metric.L2, Metric.IP)
@@ -118,9 +167,46 @@ class StoreConformanceTests:
             metafunc.parametrize("metric", list(self.metrics), ids=[m.value for m in self.metrics])
 
     @pytest.fixture
-    def store_factory(self) -> StoreFactory:
-        """Override: return ``factory(collection) -> VectorStore`` (a new connection per call)."""
-        pytest.fail("override the store_factory fixture in your StoreConformanceTests subclass")
+    def database(self) -> DatabaseConfig:
+        """Override for a store that needs settings: the ``database:`` block the tests use.
+
+        The default, ``DatabaseConfig(provider=provider)``, suits stores that need no
+        connection string (embedded and file-based stores).
+        """
+        if not self.provider:
+            pytest.fail(f"{type(self).__name__}: set provider = '<name the store is registered under>'")
+        return DatabaseConfig(provider=self.provider)
+
+    @pytest.fixture
+    def base_dir(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        """The agent config's directory of the test; the state directory is ``<base_dir>/.deckhand``.
+
+        ``DECKHAND_HOME`` is unset for the test, so a file-based store that ignores the
+        ``base_dir`` it is given and writes elsewhere is seen.
+        """
+        monkeypatch.delenv(ENV_HOME, raising=False)
+        path = tmp_path / "project"
+        path.mkdir(exist_ok=True)
+        return path
+
+    @pytest.fixture
+    def store_factory(self, database: DatabaseConfig, base_dir: Path) -> StoreFactory:
+        """``factory(collection) -> VectorStore``, a new connection per call, through the registered factory.
+
+        Override only to pass what a ``database:`` block cannot express; the registered
+        factory is checked on its own by ``test_registered_factory_and_entry_point``.
+        """
+        component = get_registry().resolve("store", database.provider)
+        return lambda collection: create_store(component, database, collection, base_dir=base_dir)
+
+    @pytest.fixture
+    def capabilities(self, store_factory: StoreFactory) -> frozenset[StoreCapability]:
+        """What the store class declares (read from a connection that is never opened)."""
+        store = store_factory(f"caps_{uuid.uuid4().hex[:8]}")
+        try:
+            return store_capabilities(store)
+        finally:
+            store.close()
 
     @pytest.fixture
     def collection(self, store_factory: StoreFactory) -> Iterator[str]:
@@ -176,23 +262,73 @@ class StoreConformanceTests:
     def _ids(hits: Sequence[Any]) -> list[str]:
         return [hit.record.id for hit in hits]
 
+    def _process_spec(self, collection: str) -> CollectionSpec:
+        """The spec of tests that are not parametrised by algorithm (the first algorithm)."""
+        return CollectionSpec(collection, self.dimension, self.embedding_model, Metric.COSINE, self.algorithms[0])
+
+    def _job(
+        self, database: DatabaseConfig, base_dir: Path, spec: CollectionSpec, steps: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return {
+            "provider": database.provider,
+            "database": database.model_dump(mode="json"),
+            "collection": spec.name,
+            "base_dir": str(base_dir),
+            "spec": spec_to_json(spec),
+            "steps": steps,
+        }
+
+    @staticmethod
+    def _start_process(job: dict[str, Any]) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deckhand.testing.store_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(job))
+        process.stdin.close()
+        process.stdin = None  # sent; communicate() must not touch it again
+        return process
+
+    @staticmethod
+    def _finish_process(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
+        try:
+            out, err = process.communicate(timeout=PROCESS_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            pytest.fail(f"the store process did not finish within {PROCESS_TIMEOUT:.0f}s")
+        assert process.returncode == 0, f"the store process failed (exit {process.returncode}):\n{err[-3000:]}"
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+    def _in_another_process(
+        self, database: DatabaseConfig, base_dir: Path, spec: CollectionSpec, steps: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Run ``steps`` (see :mod:`deckhand.testing.store_process`) in a new Python process."""
+        results = self._finish_process(self._start_process(self._job(database, base_dir, spec, steps)))
+        return [r for r in results if r["op"] != "ready"]
+
     # -- collection lifecycle ---------------------------------------------------------------
     def test_open_returns_none_then_previous_spec(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec
+        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
         store = connect()
         assert store.open(spec) is None, "open() of a new collection must return None"
         assert store.open(spec) == spec, "open() of an existing collection must return the spec it was created with"
-        if self.persistent:
+        if StoreCapability.PERSISTENT in capabilities:
             assert connect().open(spec) == spec, "a second connection must see the collection's spec"
 
     def test_open_reports_previous_spec_when_model_changed(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec
+        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
         store = connect()
         store.open(spec)
         changed = replace(spec, embedding_model="another-model")
-        again = connect() if self.persistent else store
+        again = connect() if StoreCapability.PERSISTENT in capabilities else store
         assert again.open(changed) == spec, "open() must report the original spec so the tool can detect a model change"
 
     def test_drop_removes_records_and_manifest(
@@ -486,10 +622,13 @@ class StoreConformanceTests:
         assert store.manifest()["unchunked.md"] == only_state
 
     def test_data_visible_from_second_connection(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, rng: np.random.Generator
+        self,
+        connect: Callable[[], VectorStore],
+        spec: CollectionSpec,
+        rng: np.random.Generator,
+        capabilities: frozenset[StoreCapability],
     ) -> None:
-        if not self.persistent:
-            pytest.skip("store is not persistent (capability persistent=False)")
+        _require(capabilities, StoreCapability.PERSISTENT)
         writer = connect()
         writer.open(spec)
         vectors = make_vectors(rng, 20, self.dimension)
@@ -505,10 +644,9 @@ class StoreConformanceTests:
         assert self._ids(hits) == [records[4].id]
 
     def test_manifest_visible_from_second_connection(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec
+        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
-        if not self.persistent:
-            pytest.skip("store is not persistent (capability persistent=False)")
+        _require(capabilities, StoreCapability.PERSISTENT)
         writer = connect()
         writer.open(spec)
         state = file_state("touched.md", chunks=0)
@@ -518,10 +656,14 @@ class StoreConformanceTests:
         reader.delete_source("touched.md")
         assert writer.manifest() == {}
 
-    # -- optional capability: native keyword search ------------------------------------------
-    def test_native_keyword_search(self, store: VectorStore, rng: np.random.Generator) -> None:
-        if not isinstance(store, NativeKeywordSearch):
-            pytest.skip("store does not implement NativeKeywordSearch")
+    # -- capability: native keyword search --------------------------------------------------
+    def test_native_keyword_search(
+        self, store: VectorStore, rng: np.random.Generator, capabilities: frozenset[StoreCapability]
+    ) -> None:
+        _require(capabilities, StoreCapability.KEYWORD_SEARCH)
+        assert isinstance(store, NativeKeywordSearch), (
+            f"{type(store).__name__} declares keyword_search but has no keyword_search(query, k, *, sources) method"
+        )
         texts = [
             "the anchor windlass hauls the anchor chain",
             "anchor",
@@ -537,9 +679,11 @@ class StoreConformanceTests:
             "b.md", make_records(vectors[3:], "b.md", start=3, content=lambda i: texts[i]), file_state("b.md", chunks=2)
         )
         hits = store.keyword_search("windlass", 5)
-        assert self._ids(hits) == [record_id("a.md", 0)]
+        assert self._ids(hits) == [record_id("a.md", 0)], f"keyword_search('windlass') found {self._ids(hits)}"
         hits = store.keyword_search("anchor", 5)
-        assert set(self._ids(hits)) == {record_id("a.md", 0), record_id("a.md", 1)}
+        assert set(self._ids(hits)) == {record_id("a.md", 0), record_id("a.md", 1)}, (
+            f"keyword_search('anchor') found {self._ids(hits)}"
+        )
         assert all(0.0 <= h.score <= 1.0 for h in hits)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert store.keyword_search("moorings", 5, sources=["a.md"]) == []
@@ -547,3 +691,396 @@ class StoreConformanceTests:
         # Query-language characters are searched as text, never parsed.
         assert isinstance(store.keyword_search('anchor -@content:{x} "unclosed | (', 5), list)
         assert store.keyword_search("zzzunknownword", 5) == []
+
+    # -- declarations: capabilities, registration, entry point -------------------------------
+    def test_capabilities_are_declared(self, store_factory: StoreFactory, collection: str) -> None:
+        if "persistent" in vars(type(self)):
+            pytest.fail(
+                f"{type(self).__name__}.persistent is no longer read: declare StoreCapability.PERSISTENT in the "
+                "store class's capabilities instead, and remove the attribute from the test class"
+            )
+        store = store_factory(collection)
+        try:
+            cls = type(store)
+            declared = getattr(cls, "capabilities", None)
+            assert declared is not None, (
+                f"{cls.__name__} declares no capabilities: add a class attribute such as "
+                "capabilities = frozenset({StoreCapability.PERSISTENT}) (frozenset() when it supports none; "
+                "see deckhand.protocols.StoreCapability)"
+            )
+            assert isinstance(declared, (frozenset, set)), (
+                f"{cls.__name__}.capabilities must be a frozenset of StoreCapability values, "
+                f"not {type(declared).__name__}"
+            )
+            try:
+                caps = store_capabilities(store)
+            except ValueError as exc:
+                pytest.fail(str(exc))
+            implements = isinstance(store, NativeKeywordSearch)
+            if implements and StoreCapability.KEYWORD_SEARCH not in caps:
+                pytest.fail(
+                    f"{cls.__name__} implements keyword_search (NativeKeywordSearch) but does not declare "
+                    "StoreCapability.KEYWORD_SEARCH: declare it, so this kit tests it"
+                )
+            if StoreCapability.KEYWORD_SEARCH in caps and not implements:
+                pytest.fail(f"{cls.__name__} declares keyword_search but has no keyword_search() method")
+        finally:
+            store.close()
+
+    def test_registered_factory_and_entry_point(
+        self,
+        database: DatabaseConfig,
+        base_dir: Path,
+        store_factory: StoreFactory,
+        collection: str,
+        capabilities: frozenset[StoreCapability],
+        rng: np.random.Generator,
+    ) -> None:
+        assert self.provider, f"{type(self).__name__}: set provider = '<name the store is registered under>'"
+        try:
+            component = get_registry().resolve("store", self.provider)
+        except ComponentNotFoundError as exc:
+            pytest.fail(f"the store is not registered: {exc}")
+        assert get_registry().resolve("store", database.provider) is component, (
+            f"the database fixture selects provider {database.provider!r}, which is not the store {self.provider!r}"
+        )
+        entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group=PROJECT)}
+        if self.entry_point is not None:
+            assert self.entry_point in entry_points, (
+                f"no entry point {self.entry_point!r} in group {PROJECT!r}: add [project.entry-points.{PROJECT}] "
+                f'{self.entry_point} = "<your_package>.plugin" to pyproject.toml and reinstall the package'
+            )
+            assert component.plugin == self.entry_point, (
+                f"store {self.provider!r} is registered by {component.plugin!r}, not by entry point "
+                f"{self.entry_point!r} ({entry_points[self.entry_point].value})"
+            )
+        else:
+            assert component.plugin not in entry_points, (
+                f"store {self.provider!r} comes from entry point {component.plugin!r}: set entry_point = "
+                f"{component.plugin!r}"
+            )
+        spec = self._process_spec(collection)
+        built = create_store(component, database, collection, base_dir=base_dir)
+        direct = store_factory(collection)
+        try:
+            assert type(built) is type(direct), (
+                f"the registered factory builds {type(built).__name__}, the kit's store_factory {type(direct).__name__}"
+            )
+            assert built.open(spec) is None
+            records = make_records(make_vectors(rng, 3, self.dimension), "registered.md")
+            built.replace_source("registered.md", records, file_state("registered.md", chunks=3))
+            assert built.count() == 3
+            if StoreCapability.PERSISTENT in capabilities:
+                assert direct.open(spec) == spec, "the registered factory and store_factory reach different data"
+                assert direct.count() == 3
+        finally:
+            built.close()
+            direct.close()
+
+    # -- capability: persistence, seen from another process ----------------------------------
+    def test_persistence_from_another_process(
+        self,
+        connect: Callable[[], VectorStore],
+        collection: str,
+        database: DatabaseConfig,
+        base_dir: Path,
+        capabilities: frozenset[StoreCapability],
+    ) -> None:
+        """Another Python process, building the store through the registry, sees what this one wrote.
+
+        A store that keeps its data in a module-level dict passes every same-process test
+        and fails this one. A store that does not declare ``persistent`` must not show this
+        process's data to another one (if it does, it should declare the capability).
+        """
+        spec = self._process_spec(collection)
+        source = AWKWARD_SOURCES[2]
+        records = seeded_records(source, 11, 12, self.dimension, tag="first")
+        state = seeded_state(source, 12, tag="first")
+        touched = file_state("unchunked.md", chunks=0)
+        writer = connect()
+        writer.open(spec)
+        writer.replace_source(source, records, state)
+        writer.set_file_state(touched)
+        writer.close()
+        probe = {"seed": 11, "n": 12, "row": 7, "k": 3, "sources": [source]}
+        opened, read = self._in_another_process(
+            database, base_dir, spec, [{"op": "open"}, {"op": "read", "ids": [records[3].id, "nope"], "probe": probe}]
+        )
+        assert opened["type"] == f"{type(writer).__module__}.{type(writer).__qualname__}", (
+            f"the registered factory builds {opened['type']} in another process"
+        )
+        assert set(opened["capabilities"]) == {c.value for c in capabilities}
+        if StoreCapability.PERSISTENT not in capabilities:
+            assert spec_from_json(opened["previous"]) is None and read["count"] == 0, (
+                "another process sees this process's collection: the data outlives the process, so declare "
+                "StoreCapability.PERSISTENT"
+            )
+            return
+        assert spec_from_json(opened["previous"]) == spec, (
+            "another process opening the collection must get the spec it was created with; it got "
+            f"{opened['previous']!r} (is the data only kept in this process?)"
+        )
+        assert read["count"] == 12, f"another process counts {read['count']} records, expected 12"
+        assert read["manifest"] == {source: state_to_json(state), "unchunked.md": state_to_json(touched)}
+        assert read["got"] == [[records[3].id, records[3].content]]
+        assert [hit[0] for hit in read["hits"]][:1] == [records[7].id]
+        assert read["ids"] == sorted(r.id for r in records)
+
+    def test_reader_sees_later_writes(
+        self,
+        connect: Callable[[], VectorStore],
+        collection: str,
+        database: DatabaseConfig,
+        base_dir: Path,
+        capabilities: frozenset[StoreCapability],
+    ) -> None:
+        """A connection that already searched (and may hold vectors in memory) sees later writes and deletes.
+
+        The writes come from a second connection in this process, then from another process.
+        """
+        _require(capabilities, StoreCapability.PERSISTENT)
+        spec = self._process_spec(collection)
+        dim = self.dimension
+        a1, b1 = seeded_records("a.md", 1, 3, dim, tag="v1"), seeded_records("b.md", 2, 3, dim, tag="v1")
+        writer = connect()
+        writer.open(spec)
+        writer.replace_source("a.md", a1, seeded_state("a.md", 3, tag="v1"))
+        writer.replace_source("b.md", b1, seeded_state("b.md", 3, tag="v1"))
+        reader = self._second(connect, spec)
+        # Load everything a reader might cache.
+        assert self._ids(reader.search(a1[0].vector, 1)) == [a1[0].id]
+        assert reader.count() == 6 and len(list(reader.iter_records())) == 6
+        assert set(reader.manifest()) == {"a.md", "b.md"}
+
+        a2, c1 = seeded_records("a.md", 3, 2, dim, tag="v2"), seeded_records("c.md", 4, 2, dim, tag="v1")
+        writer.replace_source("a.md", a2, seeded_state("a.md", 2, tag="v2"))
+        writer.delete_source("b.md")
+        writer.replace_source("c.md", c1, seeded_state("c.md", 2, tag="v1"))
+        writer.set_file_state(file_state("touched.md", chunks=0))
+        stale = "a reader that already searched must see another connection's later writes"
+        assert reader.count() == 4, f"{stale}: count() is {reader.count()}, expected 4"
+        assert reader.manifest() == {
+            "a.md": seeded_state("a.md", 2, tag="v2"),
+            "c.md": seeded_state("c.md", 2, tag="v1"),
+            "touched.md": file_state("touched.md", chunks=0),
+        }, f"{stale} (manifest)"
+        hits = reader.search(a2[1].vector, 1)
+        assert [(h.record.id, h.record.content) for h in hits] == [(a2[1].id, a2[1].content)], f"{stale} (search)"
+        assert not {h.record.source for h in reader.search(b1[0].vector, 10)} & {"b.md"}, f"{stale}: deleted b.md found"
+        assert reader.get([b1[0].id, a1[2].id]) == [], f"{stale}: get() returns deleted records"
+        in_c = set(self._ids(reader.search(c1[0].vector, 5, sources=["c.md"])))
+        assert in_c == {c1[0].id, c1[1].id}, f"{stale}: search(sources=['c.md']) found {in_c}"
+        assert sorted(r.id for r in reader.iter_records()) == sorted(r.id for r in [*a2, *c1]), f"{stale} (iter)"
+
+        # Now another process writes d.md and deletes c.md.
+        self._in_another_process(
+            database,
+            base_dir,
+            spec,
+            [
+                {"op": "open"},
+                {"op": "write", "sources": ["d.md"], "seed": 5, "n": 4, "tag": "other"},
+                {"op": "delete", "sources": ["c.md"]},
+            ],
+        )
+        d1 = seeded_records("d.md", 5, 4, dim, tag="other")
+        stale = "a reader must see another process's later writes"
+        assert reader.count() == 6, f"{stale}: count() is {reader.count()}, expected 6"
+        assert set(reader.manifest()) == {"a.md", "d.md", "touched.md"}, f"{stale} (manifest)"
+        hits = reader.search(d1[2].vector, 1)
+        assert [(h.record.id, h.record.content) for h in hits] == [(d1[2].id, d1[2].content)], f"{stale} (search)"
+        assert "c.md" not in {h.record.source for h in reader.search(c1[0].vector, 10)}, f"{stale}: deleted c.md found"
+
+    # -- threads: asyncio.to_thread runs the store in worker threads --------------------------
+    def test_calls_from_other_threads(
+        self, store_factory: StoreFactory, collection: str, rng: np.random.Generator
+    ) -> None:
+        """Built and opened in one thread, written in a second, searched in this one and in several at once.
+
+        ``await tool.initialize()`` and ``await tool.search()`` run the store through
+        :func:`asyncio.to_thread`; a driver object tied to the thread that made it (a
+        ``sqlite3`` connection with the default ``check_same_thread=True``) fails here.
+        """
+        spec = self._process_spec(collection)
+        dim = self.dimension
+        with ThreadPoolExecutor(1) as opener, ThreadPoolExecutor(1) as writer:
+            store = opener.submit(store_factory, collection).result()
+            try:
+                assert opener.submit(store.open, spec).result() is None
+                first = make_records(make_vectors(rng, 8, dim), "a.md")
+                writer.submit(store.replace_source, "a.md", first, file_state("a.md", chunks=8)).result()
+                # Read in the main thread.
+                assert store.count() == 8
+                assert self._ids(store.search(first[3].vector, 1)) == [first[3].id]
+                assert [r.id for r in store.get([first[5].id])] == [first[5].id]
+                assert set(store.manifest()) == {"a.md"}
+                assert len(list(store.iter_records())) == 8
+                # As an application does: await asyncio.to_thread(...) from an event loop.
+                hits = asyncio.run(asyncio.to_thread(store.search, first[2].vector, 1))
+                assert self._ids(hits) == [first[2].id]
+                # Several threads search while another writes.
+                failures: list[BaseException] = []
+                done = threading.Event()
+
+                def search_until_done() -> int:
+                    calls = 0
+                    while not done.is_set() or calls < 3:
+                        found = store.search(first[calls % 8].vector, 3)
+                        assert found and found[0].record.source == "a.md"
+                        calls += 1
+                    return calls
+
+                def write_sources() -> None:
+                    try:
+                        for i in range(6):
+                            source = f"w{i}.md"
+                            records = make_records(make_vectors(rng, 4, dim) * -1, source)
+                            store.replace_source(source, records, file_state(source, chunks=4))
+                        store.delete_source("w0.md")
+                    finally:
+                        done.set()
+
+                with ThreadPoolExecutor(4) as pool:
+                    searches = [pool.submit(search_until_done) for _ in range(3)]
+                    written = pool.submit(write_sources)
+                    futures: list[Future[Any]] = [written, *searches]
+                    for future in futures:
+                        try:
+                            future.result(timeout=PROCESS_TIMEOUT)
+                        except BaseException as exc:  # collect, then report the first
+                            failures.append(exc)
+                if failures:
+                    raise AssertionError(
+                        f"concurrent calls from several threads failed: {type(failures[0]).__name__}: {failures[0]}"
+                    ) from failures[0]
+                assert writer.submit(store.count).result() == 8 + 5 * 4
+                assert set(writer.submit(store.manifest).result()) == {"a.md", *(f"w{i}.md" for i in range(1, 6))}
+            finally:
+                writer.submit(store.close).result()
+
+    # -- capability: several processes writing at once ----------------------------------------
+    def test_concurrent_processes(
+        self,
+        collection: str,
+        database: DatabaseConfig,
+        base_dir: Path,
+        connect: Callable[[], VectorStore],
+        capabilities: frozenset[StoreCapability],
+    ) -> None:
+        """Two processes open a new collection and write at once, also the same source: nothing lost or mixed."""
+        _require(capabilities, StoreCapability.CONCURRENT_PROCESSES)
+        spec = self._process_spec(collection)
+        go = base_dir / f"go-{collection}"
+        rounds, per = 6, 3
+        processes = []
+        for name, seed in (("p", 100), ("q", 200)):
+            steps: list[dict[str, Any]] = [
+                {"op": "wait", "path": str(go)},
+                {"op": "open"},
+                {"op": "write", "sources": [f"{name}{i}.md" for i in range(5)], "seed": seed, "n": per, "tag": name},
+                {
+                    "op": "write",
+                    "sources": ["shared.md"],
+                    "seed": seed + 1,
+                    "n": per + (name == "q"),
+                    "tag": name,
+                    "rounds": rounds,
+                },
+            ]
+            processes.append(self._start_process(self._job(database, base_dir, spec, steps)))
+        try:
+            for process in processes:  # both started and waiting: let them go together
+                assert process.stdout is not None
+                line = process.stdout.readline()
+                assert line.startswith('{"op": "ready"}'), f"a store process did not start: {line!r}"
+        finally:
+            go.touch()  # also releases a waiting process when the other one failed
+            results = [self._finish_process(p) for p in processes]
+        opened = [r for result in results for r in result if r["op"] == "open"]
+        created = sum(1 for r in opened if r["previous"] is None)
+        assert created == 1, (
+            f"{created} of 2 processes opening a new collection at once report creating it: exactly one must, "
+            "the other must get the spec it was created with"
+        )
+        store = connect()
+        assert store.open(spec) == spec
+        manifest = store.manifest()
+        expected_sources = {f"{n}{i}.md" for n in "pq" for i in range(5)} | {"shared.md"}
+        assert set(manifest) == expected_sources, f"sources lost or invented: {set(manifest) ^ expected_sources}"
+        by_source: dict[str, list[Record]] = {}
+        for record in store.iter_records():
+            by_source.setdefault(record.source, []).append(record)
+        for source, state in manifest.items():
+            chunks = sorted(r.chunk_index for r in by_source.get(source, []))
+            assert chunks == list(range(state.chunk_count)), f"{source}: chunks {chunks}, manifest {state.chunk_count}"
+        shared_tags = {r.metadata.get("tag") for r in by_source["shared.md"]}
+        assert len(shared_tags) == 1, f"shared.md mixes the records of two writers: {shared_tags}"
+        (tag,) = shared_tags
+        assert manifest["shared.md"] == seeded_state("shared.md", per + (tag == "q"), tag=str(tag)), (
+            "shared.md's manifest entry belongs to the other writer's records"
+        )
+        assert store.count() == 10 * per + per + (tag == "q")
+
+    # -- names and paths ------------------------------------------------------------------------
+    def test_index_name_separates_collections(
+        self,
+        database: DatabaseConfig,
+        base_dir: Path,
+        collection: str,
+        store_factory: StoreFactory,
+        rng: np.random.Generator,
+    ) -> None:
+        """``index_name`` is a namespace: the same collection name under another index_name is another collection."""
+        component = get_registry().resolve("store", database.provider)
+        other_config = database.model_copy(update={"index_name": f"{database.index_name}_kit2"})
+        spec = self._process_spec(collection)
+        mine = store_factory(collection)
+        other = create_store(component, other_config, collection, base_dir=base_dir)
+        try:
+            assert mine.open(spec) is None
+            assert other.open(replace(spec, dimension=self.dimension + 4)) is None, (
+                f"a collection under index_name {other_config.index_name!r} sees the one under {database.index_name!r}"
+            )
+            vectors = make_vectors(rng, 5, self.dimension)
+            mine.replace_source("guide.md", make_records(vectors, "guide.md"), file_state("guide.md", chunks=5))
+            other_vectors = make_vectors(rng, 2, self.dimension + 4)
+            other.replace_source(
+                "guide.md", make_records(other_vectors, "guide.md"), file_state("guide.md", chunks=2, salt="o")
+            )
+            assert (mine.count(), other.count()) == (5, 2)
+            assert mine.manifest()["guide.md"] == file_state("guide.md", chunks=5)
+            other.drop()
+            assert mine.count() == 5, "drop() under another index_name removed this collection's records"
+            assert mine.manifest() == {"guide.md": file_state("guide.md", chunks=5)}
+            assert self._ids(mine.search(vectors[1], 1)) == [record_id("guide.md", 1)]
+        finally:
+            other.drop()
+            other.close()
+            mine.close()
+
+    def test_writes_nothing_into_the_working_directory(
+        self,
+        store_factory: StoreFactory,
+        collection: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        rng: np.random.Generator,
+    ) -> None:
+        """Relative paths resolve against the ``base_dir`` the factory receives, never the current directory."""
+        cwd = tmp_path / "elsewhere"
+        cwd.mkdir()
+        monkeypatch.chdir(cwd)
+        store = store_factory(collection)
+        try:
+            store.open(self._process_spec(collection))
+            vectors = make_vectors(rng, 3, self.dimension)
+            store.replace_source("a.md", make_records(vectors, "a.md"), file_state("a.md", chunks=3))
+            assert store.search(vectors[0], 1)
+        finally:
+            store.close()
+        written = sorted(p.name for p in cwd.iterdir())
+        assert written == [], (
+            f"the store wrote {written} into the current directory: register with uses_base_dir=True and "
+            "resolve relative paths against the base_dir the factory receives "
+            "(see deckhand.stores.opening.create_store)"
+        )

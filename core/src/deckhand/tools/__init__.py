@@ -1,23 +1,43 @@
-"""Agent tools built from configuration (``type:`` in agent.yaml)."""
+"""Agent tools built from configuration (``type:`` in agent.yaml).
+
+Tool types are plugins (``register_tools``); :func:`build_tool` builds the one a validated
+``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; tools that ingest a
+source share :class:`deckhand.tools.base.SourceTool`.
+"""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from deckhand.errors import ConfigError
+from deckhand.errors import ConfigError, PluginError
+from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.protocols import Tool
 
-#: ``type:`` value → "module:Class" of the tool implementing it (imported on first use).
-TOOL_TYPES: dict[str, str] = {
-    "vectorstore": "deckhand.tools.vectorstore:VectorStoreTool",
-    "hierarchical_document": "deckhand.tools.hierarchical:HierarchicalDocumentTool",
-}
+if TYPE_CHECKING:
+    from deckhand.ingest.pipeline import Progress
+
+__all__ = ["Tool", "build_tool"]
 
 
-def build_tool(config: Any, **kwargs: Any) -> Any:
-    """Instantiate the tool a validated tool configuration describes."""
-    target = TOOL_TYPES.get(getattr(config, "type", ""))
-    if target is None:
-        raise ConfigError(f"unsupported tool type {getattr(config, 'type', config)!r}")
-    module_name, _, class_name = target.partition(":")
-    return getattr(importlib.import_module(module_name), class_name)(config, **kwargs)
+def build_tool(
+    config: Any,
+    *,
+    base_dir: str | Path | None = None,
+    registry: PluginRegistry | None = None,
+    progress: Progress | None = None,
+) -> Tool:
+    """The tool a validated ``tools:`` entry describes, built by the plugin that registered its ``type``."""
+    registry = registry or get_registry()
+    kind = getattr(config, "type", None)
+    component = registry.find("tool", kind) if isinstance(kind, str) else None
+    if component is None:
+        available = ", ".join(c.name for c in registry.list("tool")) or "none"
+        raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
+    tool = component.factory(config, base_dir=base_dir, registry=registry, progress=progress)
+    if not isinstance(tool, Tool):
+        raise PluginError(
+            f"plugin {component.plugin!r}: tool type {kind!r} built a {type(tool).__name__}, "
+            "which lacks methods of deckhand.protocols.Tool"
+        )
+    return tool

@@ -1,15 +1,20 @@
 """The ``hierarchical_document`` tool: structure-aware hybrid search over documents.
 
-Ingestion reuses the vectorstore pipeline (:class:`deckhand.ingest.pipeline.Ingestor`)
-with the ``structure`` chunker and a ``prepare`` step that writes each chunk's context
+The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the pipeline
+(:class:`deckhand.ingest.pipeline.Ingestor`) with the configured chunker (default
+``structure``) and a ``prepare`` step that writes each chunk's context
 (contextual embeddings): the context is embedded with the chunk and kept in the record's
 metadata (``context``) so the keyword index can be rebuilt from the store alone.
 
-After every ingestion (and so at start-up) the side indexes are rebuilt from
-``store.iter_records()``: keyword (BM25, or the store's own full text), exact (section
-ids, defined terms, quoted phrases), definitions and cross-references. A query runs
-the modalities of ``search_mode`` and fuses them with weighted reciprocal rank fusion
-(:mod:`deckhand.retrieval.fusion`); nothing is rebuilt per query.
+After every ingestion or open (and so at start-up) the side indexes are brought up to
+date with the records: keyword (BM25, or the store's own full text), exact (section ids,
+defined terms, quoted phrases), definitions and cross-references. A store that keeps side
+indexes (the sqlite store) holds them, versioned by its records version
+(:mod:`deckhand.tools.hierarchical_indexes`): a new process loads them, and rebuilds them
+from ``store.iter_records()`` only when the records changed since they were saved; other
+stores rebuild them at start-up. A query first checks the records version (one read) so an
+ingestion by another process is picked up; it then runs the modalities of ``search_mode``
+and fuses them with weighted reciprocal rank fusion (:mod:`deckhand.retrieval.fusion`).
 """
 
 from __future__ import annotations
@@ -19,22 +24,23 @@ import concurrent.futures
 import dataclasses
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, KeywordStrategy, SearchMode
-from deckhand.config.models import IN_MEMORY
-from deckhand.embedding.factory import embedder_for
+from deckhand.config.base import IN_MEMORY
+from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
+from deckhand.config.options import runtime_errors
+from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import EmbeddingError
-from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
-from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import ContextGenerator, KeywordIndex, NativeKeywordSearch, VectorStore
+from deckhand.plugins import Component, PluginRegistry
+from deckhand.protocols import ContextGenerator, KeywordIndex, SideIndexStorage, VectorStore
 from deckhand.retrieval.exact import ExactIndex
 from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion
-from deckhand.stores.opening import open_collection
+from deckhand.tools import hierarchical_indexes
+from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
     HierarchicalSearchResult,
@@ -42,8 +48,7 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
-from deckhand.tools.results import function_definition
-from deckhand.types import Chunk, Document, Record, Vector
+from deckhand.types import Chunk, Document, Record
 
 log = logging.getLogger("deckhand")
 
@@ -51,9 +56,6 @@ log = logging.getLogger("deckhand")
 CANDIDATES = 100
 #: Relevant definitions listed per result.
 DEFINITIONS_PER_RESULT = 5
-#: Query vectors kept in memory (``deckhand eval`` runs every query once per mode).
-QUERY_CACHE = 1024
-
 T = TypeVar("T")
 
 
@@ -98,110 +100,58 @@ def indexed_text(record: Record) -> str:
     return "\n".join(parts)
 
 
-class HierarchicalDocumentTool:
+class HierarchicalDocumentTool(SourceTool):
     """Hybrid (dense + keyword + exact) search over structured documents, as an agent tool."""
+
+    config: HierarchicalDocumentToolConfig
 
     def __init__(
         self,
         config: HierarchicalDocumentToolConfig,
         *,
-        base_dir: Path | None = None,
+        base_dir: str | Path | None = None,
         registry: PluginRegistry | None = None,
         progress: Progress | None = None,
     ) -> None:
-        self.config = config
-        self.base_dir = (base_dir or Path.cwd()).resolve()
-        self.registry = registry or get_registry()
-        self.progress = progress
-        self.is_initialized = False
-        self.last_ingest_time: float | None = None
-        self.last_report: IngestReport | None = None
+        super().__init__(config, base_dir=base_dir, registry=registry, progress=progress)
         #: Seconds the last rebuild of the side indexes took.
         self.index_seconds: float = 0.0
-        self.provider: str | None = None
-        #: The keyword strategy in use after initialisation: ``bm25`` or ``native``.
+        #: The keyword strategy in use after initialisation (``bm25``, ``native``, a plugin's).
         self.keyword_strategy: str | None = None
-        self._store: VectorStore | None = None
-        self._embedder: Any = None
         self._context: ContextGenerator | None = None
         self._keyword: KeywordIndex | None = None
+        self._keyword_store: VectorStore | None = None
         self._exact: ExactIndex | None = None
         self._definitions: Any = None
         self._resolver: Any = None
         self._locations: dict[str, tuple[str, str]] = {}
-        self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
+        self._indexes_stale = True
+        #: Records version the side indexes were built from (stores that keep side indexes).
+        self._indexed_version: int | None = None
+        #: How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``.
+        self.index_origin: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------
-    async def initialize(self, force_ingest: bool = False) -> IngestReport:
-        """Open the store, ingest the source (only what changed unless ``force_ingest``), rebuild indexes."""
-        return await asyncio.to_thread(self.initialize_sync, force_ingest)
-
-    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
-        """Blocking form of :meth:`initialize` for scripts and the CLI."""
-        source = Path(self.config.source).expanduser()
-        if not source.is_absolute():
-            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
-        if not source.exists():
-            raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
-        embedder = embedder_for(self.registry, self.config.embedding_model, self.base_dir)
+    def before_ingest(self, embedder: CachedEmbedder) -> None:
+        """Build the context generator of contextual embeddings (``None`` when disabled)."""
         contextual = self.config.contextual_embeddings
-        self._context = (
-            self.registry.resolve("context_generator", contextual.generator).factory(
-                **{"base_dir": self.base_dir, **contextual.options}
-            )
-            if contextual.enabled
-            else None
-        )
-        store, used = open_collection(
-            self.registry,
-            self.config.name,
-            self.config.database,
-            embedder,
-            base_dir=self.base_dir,
-            force_ingest=force_ingest,
-        )
-        self.provider = used.provider
-        chunker = self.registry.resolve("chunker", "structure").factory(
-            tokenizer=embedder.tokenizer,
-            max_chunk_tokens=self.config.max_chunk_tokens,
-            chunk_overlap=self.config.chunk_overlap,
-        )
-        ingestor = Ingestor(
-            store=store,
-            embedder=embedder,
-            chunker=chunker,
-            loaders=LoaderSet.from_registry(self.registry),
-            base_dir=self.base_dir,
-            progress=self.progress,
-            prepare=self._prepare,
-        )
-        try:
-            report = ingestor.run(source, force=force_ingest)
-            changed = store is not self._store or bool(report.ingested or report.removed)
-            if self._store is not None and self._store is not store:
-                self._store.close()
-                self._keyword = None
-            self._store, self._embedder = store, embedder
-            if changed or self._keyword is None:
-                self._rebuild_indexes()
-                report.wall_seconds += self.index_seconds
-        except Exception:
-            store.close()
-            self._store = None
-            raise
+        if not contextual.enabled:
+            self._context = None
+            return
+        with runtime_errors(self.config.name):
+            component, options = contextual.generator_component(self.registry)
+        self._context = component.factory(base_dir=self.base_dir, **options)
+
+    def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
+        """Rebuild the side indexes when the stored records may have changed."""
+        if changed or self._indexes_stale or self._keyword_store is not store:
+            self._indexes_stale = True
+            self._update_indexes()
+            self._indexes_stale = False
+            report.wall_seconds += self.index_seconds
         report.seconds["index"] = self.index_seconds
-        self.last_report = report
-        self.last_ingest_time = time.time()
-        self.is_initialized = True
-        return report
 
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-        self.is_initialized = False
-
-    def _prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
+    def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
         """Contextual embeddings: prepend each chunk's context to what is embedded; keep it in metadata."""
         if self._context is None or not chunks:
             return chunks
@@ -228,27 +178,83 @@ class HierarchicalDocumentTool:
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
-        wanted = self.config.keyword_strategy
-        native_ok = isinstance(store, NativeKeywordSearch)
-        if wanted is KeywordStrategy.NATIVE and not native_ok:
+        """The configured keyword strategy on ``store``.
+
+        ``auto`` is ``native`` when that strategy is installed and ``store`` implements what it
+        requires, else ``bm25``. A named strategy whose requirements ``store`` lacks gets one
+        warning and ``bm25``.
+        """
+        wanted = self.config.keyword_strategy.name
+        registry = self.registry
+        if wanted == AUTO:
+            native = registry.find("keyword_strategy", NATIVE)
+            wanted = NATIVE if native is not None and _supports(store, native) else BM25
+        with runtime_errors(self.config.name):
+            component, options = self.config.keyword_component(registry, wanted)
+        if not _supports(store, component):
+            missing = ", ".join(p.__name__ for p in component.requires if not isinstance(store, p))
             log.warning(
-                "tool %s: keyword_strategy native: store %r has no full-text search of its own; using bm25",
+                "tool %s: keyword_strategy %s: store %r does not implement %s; using %s",
                 self.config.name,
+                component.name,
                 self.provider,
+                missing,
+                BM25,
             )
-        elif wanted is KeywordStrategy.AUTO and native_ok:
-            if "native" in self.registry.components["keyword_strategy"]:
-                return self.registry.resolve("keyword_strategy", "native").factory(store), "native"
-            log.debug("tool %s: native keyword search needs deckhand-native-hybrid; using bm25", self.config.name)
-        elif wanted is KeywordStrategy.NATIVE:
-            return self.registry.resolve("keyword_strategy", "native").factory(store), "native"
+            with runtime_errors(self.config.name):
+                component, options = self.config.keyword_component(registry, BM25)
         cache = None
         if self.provider != IN_MEMORY:
             cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.provider}.npz"
-        index = self.registry.resolve("keyword_strategy", "bm25").factory(
-            store, k1=self.config.bm25_k1, b=self.config.bm25_b, cache_path=cache
+        index: KeywordIndex = component.factory(store, cache_path=cache, **options)
+        return index, component.name
+
+    def _update_indexes(self) -> None:
+        """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
+        assert self._store is not None
+        store = self._store
+        if self._keyword is None or self._keyword_store is not store:
+            self._keyword, self.keyword_strategy = self._keyword_index(store)
+            self._keyword_store = store
+        if not isinstance(store, SideIndexStorage) or not hierarchical_indexes.persistable(self._keyword):
+            self._rebuild_indexes()
+            return
+        clock = time.perf_counter()
+        version = store.records_version()  # read before the records: a rebuild is saved only if still current
+        found = store.load_side_index(hierarchical_indexes.SIDE_INDEX)
+        loaded = None
+        if found is not None:
+            loaded = hierarchical_indexes.load(found[1], self._keyword, str(self.keyword_strategy))
+        if loaded is not None:
+            self._definitions, self._resolver = loaded.definitions, loaded.resolver
+            self._exact, self._locations = loaded.exact, loaded.locations
+            self._indexed_version = found[0] if found is not None else version
+            self.index_seconds = time.perf_counter() - clock
+            self.index_origin = "loaded"
+            log.info(
+                "tool %s: indexes loaded for %d chunks in %.2fs",
+                self.config.name,
+                len(self._locations),
+                self.index_seconds,
+            )
+            return
+        self._rebuild_indexes()
+        assert self._exact is not None
+        built = hierarchical_indexes.SideIndexes(
+            self._keyword, str(self.keyword_strategy), self._definitions, self._resolver, self._exact, self._locations
         )
-        return index, "bm25"
+        if not store.save_side_index(hierarchical_indexes.SIDE_INDEX, version, hierarchical_indexes.dump(built)):
+            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.config.name)
+        self._indexed_version = version
+
+    def _ensure_current(self, store: VectorStore) -> None:
+        """Bring the side indexes up to date when another process (or store object) changed the records."""
+        if (
+            isinstance(store, SideIndexStorage)
+            and self._indexed_version is not None
+            and store.records_version() != self._indexed_version
+        ):
+            self._update_indexes()
 
     def _rebuild_indexes(self) -> None:
         """Rebuild keyword, exact, definition and reference indexes from the stored records."""
@@ -260,8 +266,9 @@ class HierarchicalDocumentTool:
         clock = time.perf_counter()
         records = list(self._store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
-        if self._keyword is None:
+        if self._keyword is None or self._keyword_store is not self._store:
             self._keyword, self.keyword_strategy = self._keyword_index(self._store)
+            self._keyword_store = self._store
         self._keyword.build((r.id, indexed_text(r)) for r in records)
         self._definitions = DefinitionIndex()
         self._definitions.add_records(records)
@@ -271,6 +278,7 @@ class HierarchicalDocumentTool:
         self._exact.build(records)
         self._locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
         self.index_seconds = time.perf_counter() - clock
+        self.index_origin = "rebuilt"
         log.info(
             "tool %s: indexes rebuilt over %d chunks in %.2fs (keyword: %s)",
             self.config.name,
@@ -280,28 +288,6 @@ class HierarchicalDocumentTool:
         )
 
     # -- queries ----------------------------------------------------------------------
-    @property
-    def document_count(self) -> int:
-        """Number of stored chunks (0 before initialisation)."""
-        return self._store.count() if self._store is not None else 0
-
-    async def search(self, query: str) -> str:
-        """Search and format the results as text (what the agent reads)."""
-        return await asyncio.to_thread(self.search_text_sync, query)
-
-    def search_text_sync(self, query: str) -> str:
-        results = self.search_results_sync(query)
-        if results:
-            return format_hierarchical_results(results)
-        threshold = self.config.min_score
-        if threshold is not None and self.search_results_sync(query, 1, min_score=0.0):
-            return f"No results above score threshold {threshold}"
-        return f"No relevant results found for query: {query}"
-
-    async def search_results(self, query: str, top_k: int | None = None) -> list[HierarchicalSearchResult]:
-        """Structured results for programs."""
-        return await asyncio.to_thread(self.search_results_sync, query, top_k)
-
     def search_results_sync(
         self,
         query: str,
@@ -314,7 +300,8 @@ class HierarchicalDocumentTool:
 
         ``min_score`` overrides the configured threshold (0 disables it).
         """
-        store = self._ready(query)
+        store = self.ready_store(query)
+        self._ensure_current(store)
         mode = SearchMode(mode) if mode is not None else self.config.search_mode
         k = top_k or self.config.top_k
         threshold = self.config.min_score if min_score is None else min_score
@@ -335,7 +322,7 @@ class HierarchicalDocumentTool:
         ranked: dict[str, list[tuple[str, float]]] = {}
         records: dict[str, Record] = {}
         if "semantic" in weights:
-            hits = store.search(self._embed_query(query), depth)
+            hits = store.search(self.embed_query(query), depth)
             ranked["semantic"] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if "keyword" in weights:
@@ -396,36 +383,23 @@ class HierarchicalDocumentTool:
                 out.append(SectionRef(section_id=ref, resolved=False))
         return out
 
-    @staticmethod
-    def format_results(results: list[HierarchicalSearchResult]) -> str:
+    def format_results(self, results: Sequence[Any]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
-        return format_hierarchical_results(results)
+        return format_hierarchical_results(list(results))
 
-    def function_definition(self) -> dict[str, Any]:
-        """The OpenAI-style function definition agents are given for this tool."""
-        description = self.config.description or (
+    def no_results(self, query: str) -> str:
+        threshold = self.config.min_score
+        if threshold is not None and self.search_results_sync(query, 1, min_score=0.0):
+            return f"No results above score threshold {threshold}"
+        return super().no_results(query)
+
+    def default_description(self) -> str:
+        return (
             f"Search the structured documents in {self.config.source} (hybrid semantic + keyword + exact match); "
             "section references such as '§ 4.2' and quoted phrases are matched exactly"
         )
-        return function_definition(self.config.name, description)
 
-    def _ready(self, query: str) -> VectorStore:
-        if not self.is_initialized or self._store is None:
-            raise RuntimeError("HierarchicalDocumentTool must be initialized before search")
-        if not query or not query.strip():
-            raise ValueError("Search query cannot be empty")
-        return self._store
 
-    def _embed_query(self, query: str) -> Vector:
-        vector = self._query_vectors.get(query)
-        if vector is not None:
-            self._query_vectors.move_to_end(query)
-            return vector
-        try:
-            vector = self._embedder.inner.embed([query])[0]
-        except Exception as exc:
-            raise EmbeddingError(f"Failed to generate query embedding: {exc}") from exc
-        self._query_vectors[query] = vector
-        if len(self._query_vectors) > QUERY_CACHE:
-            self._query_vectors.popitem(last=False)
-        return vector
+def _supports(store: VectorStore, component: Component) -> bool:
+    """Whether ``store`` implements every protocol ``component`` requires."""
+    return all(isinstance(store, protocol) for protocol in component.requires)

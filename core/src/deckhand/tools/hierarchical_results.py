@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from deckhand.display import printable
 from deckhand.tools.results import SearchResult
 
 
@@ -56,11 +57,11 @@ def format_hierarchical_results(results: list[HierarchicalSearchResult]) -> str:
     """The text agents read: a count line, then one block per result."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
-        head = f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source}"
+        head = f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}"
         if r.location:
-            head += f" | Location: {r.location}"
+            head += f" | Location: {printable(r.location)}"
         if r.section_id:
-            head += f" | Section: {r.section_label or r.section_id}"
+            head += f" | Section: {printable(r.section_label or r.section_id)}"
         lines = [head, r.content]
         if r.definitions:
             lines.append("Definitions:")
@@ -68,7 +69,7 @@ def format_hierarchical_results(results: list[HierarchicalSearchResult]) -> str:
         if r.references:
             lines.append("References:")
             for ref in r.references:
-                where = ref.location if ref.resolved else "not found in the indexed documents"
-                lines.append(f"  - {ref.section_id}: {where}")
+                where = printable(ref.location) if ref.resolved else "not found in the indexed documents"
+                lines.append(f"  - {printable(ref.section_id)}: {where}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from deckhand.display import printable
+
 
 class SearchResult(BaseModel):
     """One ranked result, for programs (the agent gets the formatted string)."""
@@ -35,5 +37,5 @@ def format_results(results: list[SearchResult]) -> str:
     """The contract's result text: a count line, then one block per result."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
-        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {r.source}\n{r.content}")
+        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}\n{r.content}")
     return "\n\n".join(blocks)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from deckhand.hookspecs import Register, hookimpl
+from deckhand.protocols import NativeKeywordSearch
 
 from deckhand_native_hybrid.strategy import NativeKeywordIndex
 
 
-def _native(store: Any, **_: Any) -> NativeKeywordIndex:
+def _native(store: Any, cache_path: Path | None = None) -> NativeKeywordIndex:
+    """The store keeps its own full-text index, so ``cache_path`` is not used; no options."""
     return NativeKeywordIndex(store)
 
 
@@ -19,4 +22,5 @@ def register_keyword_strategies(register: Register) -> None:
         "native",
         _native,
         description="the store's own full-text ranking (Redis BM25, PostgreSQL ts_rank_cd)",
+        requires=(NativeKeywordSearch,),
     )

@@ -16,14 +16,16 @@ import contextlib
 import json
 import logging
 import math
+import re
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import psycopg
-from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from pgvector.psycopg import register_vector
@@ -46,8 +48,13 @@ class PostgresStore:
 
     Building it connects (within ``connect_timeout`` seconds) and makes sure the
     ``vector`` extension exists; an unreachable server raises
-    :class:`~deckhand.errors.StoreConnectionError` naming the redacted URL.
+    :class:`~deckhand.errors.StoreConnectionError` naming the redacted URL. Each call takes
+    its own pooled connection, so one store serves every thread.
     """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+    )
 
     def __init__(
         self,
@@ -81,8 +88,13 @@ class PostgresStore:
         )
 
     # -- connection -------------------------------------------------------------------
-    def _connect_error(self, exc: BaseException) -> StoreConnectionError:
+    def _connect_error(self, exc: BaseException) -> StoreError:
         detail = scrub(" ".join(str(exc).split()), self._url) or type(exc).__name__
+        if _refused_credentials(exc):
+            return StoreAuthenticationError(
+                f"PostgreSQL at {self.safe_url} refused the login: {detail} -- check the user name, password and "
+                "database in connection_string (and the server's pg_hba.conf)"
+            )
         return StoreConnectionError(
             f"cannot connect to PostgreSQL at {self.safe_url}: {detail} -- check that the server is running and "
             f"the connection_string (host, port, user, password, database) is right"
@@ -158,8 +170,16 @@ class PostgresStore:
                 f"{action}: no connection to PostgreSQL at {self.safe_url} within {self.options.pool_timeout:g}s "
                 f"({scrub(str(exc), self._url)}) -- is the server running?"
             ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            detail = scrub(" ".join(str(exc).split()), self._url)
+            raise StoreAuthenticationError(
+                f"{action}: PostgreSQL at {self.safe_url} denied it: {detail} -- grant the user the privileges on "
+                "the database and schema (CREATE, SELECT, INSERT, UPDATE, DELETE)"
+            ) from None
         except psycopg.OperationalError as exc:
             detail = scrub(" ".join(str(exc).split()), self._url)
+            if _refused_credentials(exc):
+                raise self._connect_error(exc) from None
             raise StoreConnectionError(
                 f"{action}: lost the connection to PostgreSQL at {self.safe_url}: {detail}"
             ) from None
@@ -538,3 +558,20 @@ def _record(row: Sequence[Any]) -> Record:
 def _web_syntax(query: str) -> bool:
     lowered = f" {query.lower()} "
     return '"' in query or " or " in lowered or " -" in lowered
+
+
+#: SQLSTATE classes of a refused login: 28 (invalid authorization: wrong password, no pg_hba.conf entry,
+#: unknown role) and 3D000 (the database named in the URL does not exist).
+_LOGIN_REFUSED = ("28", "3D000")
+#: What libpq says for those when the error carries no SQLSTATE (connection errors do not).
+_REFUSAL_MESSAGES = ("authentication failed", "no pg_hba.conf entry")
+_MISSING = re.compile(r'\b(?:role|database) "[^"]*" does not exist')
+
+
+def _refused_credentials(exc: BaseException) -> bool:
+    """Whether a connection error is the server refusing this login (a configuration error), not an outage."""
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        return str(state).startswith(_LOGIN_REFUSED)
+    text = str(exc)
+    return any(marker in text for marker in _REFUSAL_MESSAGES) or _MISSING.search(text) is not None

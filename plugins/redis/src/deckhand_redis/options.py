@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deckhand.errors import ConfigError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class RedisOptions(BaseModel):
@@ -23,6 +23,14 @@ class RedisOptions(BaseModel):
     CONNECT_TIMEOUT: float = Field(default=3.0, gt=0, le=60, description="Seconds to wait for a connection.")
     SOCKET_TIMEOUT: float = Field(default=60.0, gt=0, le=3600, description="Seconds to wait for a reply.")
     BATCH_SIZE: int = Field(default=1000, ge=1, le=100_000, description="Records per pipeline round trip.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upper_case_keys(cls, data: Any) -> Any:
+        """``ef_runtime`` and ``EF_RUNTIME`` are the same option (deckhand validates what agent.yaml says)."""
+        if isinstance(data, dict):
+            return {str(key).upper(): value for key, value in data.items()}
+        return data
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> RedisOptions:

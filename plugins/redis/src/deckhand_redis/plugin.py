@@ -6,6 +6,8 @@ from typing import Any
 
 from deckhand.hookspecs import Register, hookimpl
 
+from deckhand_redis.options import RedisOptions
+
 
 def _factory(config: Any, collection: str = "default") -> Any:
     """Import redis-py only when a Redis store is actually built."""
@@ -20,4 +22,6 @@ def register_stores(register: Register) -> None:
         "redis",
         _factory,
         description="Redis with the search module: HNSW or FLAT, COSINE/L2/IP, BM25 keyword search; persistent",
+        options=RedisOptions,
+        url_schemes=("redis://", "rediss://", "unix://"),
     )

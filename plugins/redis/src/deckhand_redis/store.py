@@ -23,19 +23,29 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
-from deckhand.errors import DimensionMismatchError, StoreConnectionError, StoreError
+from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
+from redis.exceptions import (
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    NoPermissionError,
+    RedisError,
+    ResponseError,
+    WatchError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
 from deckhand_redis.options import RedisOptions
 
@@ -52,7 +62,14 @@ BM25_HALF = 1.0
 
 
 class RedisStore:
-    """One collection in Redis: records, their vectors, the spec and the ingestion manifest."""
+    """One collection in Redis: records, their vectors, the spec and the ingestion manifest.
+
+    redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
+    """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+    )
 
     def __init__(
         self,
@@ -98,11 +115,21 @@ class RedisStore:
         """Turn redis-py exceptions into deckhand's, with the password masked."""
         try:
             yield
+        except (RedisAuthenticationError, AuthenticationWrongNumberOfArgsError) as exc:
+            # before ConnectionError (its base class): a wrong password is a configuration error, not an outage
+            raise StoreAuthenticationError(
+                f"Redis at {self.safe_url} refused the credentials while {action}: "
+                f"{redact_secrets(str(exc), self.url)} -- check the user name and password in connection_string"
+            ) from None
+        except (AuthorizationError, NoPermissionError) as exc:
+            raise StoreAuthenticationError(
+                f"Redis at {self.safe_url} denied {action}: {redact_secrets(str(exc), self.url)} -- grant the ACL "
+                "user the commands and keys deckhand uses (FT.*, JSON/HASH, the index's key prefix)"
+            ) from None
         except (RedisConnectionError, RedisTimeoutError) as exc:
             detail = redact_secrets(str(exc), self.url)
             raise StoreConnectionError(
-                f"cannot reach Redis at {self.safe_url} while {action}: {detail} "
-                "(is the server running? start one with: python -m deckhand.testing.redis_server)"
+                f"cannot reach Redis at {self.safe_url} while {action}: {detail} ({START_HINT})"
             ) from None
         except ResponseError as exc:
             raise StoreError(

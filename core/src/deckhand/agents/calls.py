@@ -1,0 +1,298 @@
+"""The arguments and results of every call an agent can make, as pydantic models.
+
+Arguments are validated strictly (no unknown keys, no ``"5"`` for an integer) and a
+failure becomes :class:`CallError` with one line naming the argument, what is allowed and
+what was given. Coordinates are deliberately not range-checked here: the memory manager
+checks them and its messages are the contract's. The JSON Schemas agents see are derived
+from these models by :func:`json_schema` (flat: no ``$ref``, no titles, no ``null`` unions).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from deckhand.errors import DeckhandError
+
+#: Bounds of ``top_k`` wherever a call takes one (the tool config's own bounds).
+TOP_K_MIN, TOP_K_MAX = 1, 100
+
+
+class CallError(DeckhandError, ValueError):
+    """A call failed; the message is one line an agent (or a person) can act on."""
+
+
+# -- arguments ----------------------------------------------------------------------------
+
+
+class Arguments(BaseModel):
+    """Base of every call's arguments: unknown keys are errors, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _top_k(description: str, default: int | None = None) -> Any:
+    return Field(default=default, ge=TOP_K_MIN, le=TOP_K_MAX, description=description)
+
+
+class SearchArguments(Arguments):
+    """A search of one retrieval tool. Filters will be added here, validated like the rest."""
+
+    query: str = Field(description="What to look for, in natural language (or a section id such as '§ 4.2').")
+    top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Search query cannot be empty")
+        return value
+
+
+def _axis(name: str, low: int, high: int, meaning: str) -> Any:
+    # Bounds are shown to the agent but checked by the memory manager (its messages are the contract's).
+    return Field(description=f"{meaning} ({low}-{high}).", json_schema_extra={"minimum": low, "maximum": high})
+
+
+class CoordinateArguments(Arguments):
+    """A point of the memory space."""
+
+    x: int = _axis("x", 1, 1000, "Issue number")
+    y: int = _axis("y", 1, 5, "Cycle stage")
+    z: int = _axis("z", 1, 4, "Memory layer; 1 is the immutable architecture layer")
+
+
+class MemoryStoreArguments(CoordinateArguments):
+    content: str = Field(description="The decision, as text (at most 100 KB).")
+    issue_context: dict[str, str] | None = Field(
+        default=None, description="Optional facts about the issue, e.g. {'issue_id': 'T-49', 'title': '...'}."
+    )
+
+
+class MemoryGetArguments(CoordinateArguments):
+    pass
+
+
+def _pair(meaning: str, low: int, high: int) -> Any:
+    return Field(
+        default=None,
+        description=f"Inclusive [min, max] of {meaning} ({low}-{high}); omit for all.",
+        json_schema_extra={"minItems": 2, "maxItems": 2},
+    )
+
+
+class MemoryRangeArguments(Arguments):
+    x_range: list[int] | None = _pair("issue numbers", 1, 1000)
+    y_range: list[int] | None = _pair("cycle stages", 1, 5)
+    z_range: list[int] | None = _pair("memory layers", 1, 4)
+    limit: int | None = Field(default=None, ge=1, description="Return at most this many decisions (first in x, y, z).")
+
+
+class MemoryBeforeArguments(Arguments):
+    x: int = Field(
+        description="Issue number of the point (1-1001; 1001 includes the last issue).",
+        json_schema_extra={"minimum": 1, "maximum": 1001},
+    )
+    y: int = Field(
+        description="Cycle stage of the point (1-6; 6 includes the last stage).",
+        json_schema_extra={"minimum": 1, "maximum": 6},
+    )
+    z: int | None = Field(
+        default=None, description="Only this memory layer (1-4).", json_schema_extra={"minimum": 1, "maximum": 4}
+    )
+    limit: int | None = Field(default=None, ge=1, description="Return at most this many decisions (first in x, y, z).")
+
+
+class MemorySearchContentArguments(Arguments):
+    terms: list[str] = Field(description="Words or phrases to find (case-insensitive).", min_length=1)
+    match_all: bool = Field(default=False, description="Require every term (default: any; most matches first).")
+    top_k: int | None = _top_k("How many decisions to return (1-100); default 10.")
+
+
+class MemorySearchSemanticArguments(Arguments):
+    query: str = Field(description="What the decision is about, in natural language.")
+    top_k: int | None = _top_k("How many decisions to return (1-100); default 5.")
+
+
+class ListToolsArguments(Arguments):
+    pass
+
+
+class IngestArguments(Arguments):
+    tool: str | None = Field(default=None, description="The tool to re-ingest; default: every tool.")
+    force: bool = Field(default=False, description="Re-ingest every file, not only those that changed.")
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+class Output(BaseModel):
+    """Base of every call's structured result."""
+
+
+class DefinitionOut(BaseModel):
+    term: str
+    definition: str
+    source: str
+
+
+class ReferenceOut(BaseModel):
+    section_id: str
+    location: str = ""
+    resolved: bool = True
+
+
+class Hit(BaseModel):
+    """One search result: the chunk, where it comes from, and how well it matched."""
+
+    rank: int
+    score: float = Field(description="Similarity in [0, 1], higher is better.")
+    source: str = Field(description="The file the chunk comes from.")
+    chunk_index: int
+    content: str
+    location: str | None = Field(default=None, description="Heading chain 'A > B > C' (structured documents).")
+    section_id: str | None = None
+    definitions: list[DefinitionOut] = Field(default_factory=list)
+    references: list[ReferenceOut] = Field(default_factory=list)
+
+
+class SearchOutput(Output):
+    tool: str
+    query: str
+    results: list[Hit]
+
+
+class Decision(BaseModel):
+    """A stored memory decision and where it is kept."""
+
+    x: int
+    y: int
+    z: int
+    content: str
+    agent_id: str
+    timestamp: str = Field(description="ISO 8601, UTC.")
+    issue_context: dict[str, str] | None = None
+    location: str = Field(description="Where the backend keeps it (a file for git-memory).")
+    score: float | None = Field(default=None, description="Similarity in [0, 1] (search by meaning).")
+    matched_terms: int | None = Field(default=None, description="How many terms matched (search by content).")
+
+
+class DecisionOutput(Output):
+    found: bool
+    decision: Decision | None = None
+
+
+class DecisionsOutput(Output):
+    count: int = Field(description="How many decisions matched (before any limit).")
+    decisions: list[Decision]
+
+
+class ToolStatus(BaseModel):
+    name: str
+    type: str
+    description: str
+    source: str
+    state: str = Field(description="pending, ingesting, ready or failed.")
+    provider: str | None = Field(default=None, description="The store in use, once ingested.")
+    document_count: int = Field(description="Chunks stored.")
+    last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
+    last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
+    error: str | None = Field(default=None, description="Why the last ingest failed.")
+
+
+class MemoryStatus(BaseModel):
+    backend: str
+    agent_id: str
+    decisions: int
+
+
+class ToolListOutput(Output):
+    tools: list[ToolStatus]
+    memory: MemoryStatus | None = None
+
+
+class IngestSummary(BaseModel):
+    tool: str
+    summary: str
+    ingested: int
+    unchanged: int
+    removed: int
+    chunks_written: int
+    failed: list[str] = Field(default_factory=list, description="Files that could not be read, with the reason.")
+    skipped: list[str] = Field(default_factory=list)
+
+
+class IngestOutput(Output):
+    tools: list[IngestSummary]
+
+
+# -- validation and schemas ------------------------------------------------------------------------
+
+
+def parse_arguments(model: type[Arguments], arguments: dict[str, Any] | None, call: str) -> Arguments:
+    """``arguments`` validated as ``model``; :class:`CallError` with one line when they are not."""
+    try:
+        return model.model_validate(arguments or {}, strict=True)
+    except ValidationError as exc:
+        raise CallError(f"{call}: {validation_line(exc, model)}") from None
+
+
+def validation_line(exc: ValidationError, model: type[BaseModel]) -> str:
+    """The first problem of ``exc`` as ``field: what is wrong, got VALUE`` (and how many more)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"]) or "arguments"
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        allowed = ", ".join(model.model_fields) or "no arguments"
+        text = f"{where}: unknown argument (allowed: {allowed})"
+    elif kind == "missing":
+        text = f"{where}: required argument is missing"
+    else:
+        message = str(first["msg"]).removeprefix("Value error, ")
+        given = repr(first.get("input"))
+        if len(given) > 60:
+            given = given[:57] + "..."
+        text = f"{where}: {message[:1].lower()}{message[1:]}, got {given}"
+        if kind == "value_error":
+            text = f"{where}: {message}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more problem(s))"
+    return text
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON Schema for agents: references inlined, titles and ``null`` alternatives removed."""
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    raw.pop("description", None)  # the model's docstring is for programmers; the call has its own description
+    cleaned: dict[str, Any] = _clean(raw, defs)
+    return cleaned
+
+
+def _clean(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_clean(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        return _clean({**target, **extra}, defs)
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(options):
+            merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **kept[0]}
+            return _clean(merged, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" or (key == "default" and value is None):
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _clean(sub, defs) for name, sub in value.items()}
+        else:
+            out[key] = _clean(value, defs)
+    return out

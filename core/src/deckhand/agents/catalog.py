@@ -1,0 +1,219 @@
+"""The list of calls a :class:`~deckhand.agents.toolbox.Toolbox` offers, with their schemas.
+
+Front ends (the MCP server, the Semantic Kernel plugin) turn each :class:`Operation` into
+their own kind of function: same name, description, input schema and behaviour everywhere.
+There is one search per retrieval tool (named after the tool), the memory calls when a
+memory is configured, and two housekeeping calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from deckhand.agents.calls import (
+    Arguments,
+    DecisionOutput,
+    DecisionsOutput,
+    IngestArguments,
+    IngestOutput,
+    ListToolsArguments,
+    MemoryBeforeArguments,
+    MemoryGetArguments,
+    MemoryRangeArguments,
+    MemorySearchContentArguments,
+    MemorySearchSemanticArguments,
+    MemoryStoreArguments,
+    Output,
+    SearchArguments,
+    SearchOutput,
+    ToolListOutput,
+    json_schema,
+    parse_arguments,
+)
+from deckhand.agents.toolbox import ProgressListener, Toolbox
+
+#: What a call returns: the text an agent reads and the same answer as structured data.
+Outcome = tuple[str, Output]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One call: how it is presented to an agent and the function that answers it."""
+
+    name: str
+    title: str
+    description: str
+    arguments: type[Arguments]
+    output: type[Output]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    #: Answers parsed arguments; blocking (front ends run it in a thread). The listener gets progress.
+    handler: Callable[[Any, ProgressListener | None], Outcome]
+    #: True for the operations that report progress (ingestion).
+    reports_progress: bool = False
+
+    def parse(self, arguments: dict[str, Any] | None) -> Arguments:
+        """``arguments`` validated, or ``CallError`` with one line."""
+        return parse_arguments(self.arguments, arguments, self.name)
+
+    def call(self, arguments: dict[str, Any] | None, listener: ProgressListener | None = None) -> Outcome:
+        """Validate ``arguments`` and answer (blocking); ``CallError`` with one line on any failure."""
+        return self.handler(self.parse(arguments), listener)
+
+
+def _search_schema(tool: Any) -> dict[str, Any]:
+    schema = json_schema(SearchArguments)
+    default = getattr(tool.config, "top_k", None)
+    if default is not None:
+        schema["properties"]["top_k"]["default"] = default
+        schema["properties"]["top_k"]["description"] = f"How many results to return (1-100); default {default}."
+    return schema
+
+
+def operations(toolbox: Toolbox) -> list[Operation]:
+    """Every call ``toolbox`` answers, searches first."""
+    ops: list[Operation] = []
+    for name in toolbox.tool_names:
+        tool = toolbox.tool(name)
+
+        def search(args: Any, listener: ProgressListener | None, _name: str = name) -> Outcome:
+            return toolbox.search(_name, args)
+
+        ops.append(
+            _op(
+                name,
+                f"Search {name}",
+                tool.function_definition()["description"],
+                SearchArguments,
+                SearchOutput,
+                search,
+                input_schema=_search_schema(tool),
+            )
+        )
+    if toolbox.memory is not None:
+        ops += _memory_operations(toolbox)
+    ops += _housekeeping_operations(toolbox)
+    return ops
+
+
+def _op(
+    name: str,
+    title: str,
+    description: str,
+    arguments: type[Arguments],
+    output: type[Output],
+    handler: Callable[[Any, ProgressListener | None], Outcome],
+    *,
+    read_only: bool = True,
+    destructive: bool = False,
+    idempotent: bool = True,
+    reports_progress: bool = False,
+    input_schema: dict[str, Any] | None = None,
+) -> Operation:
+    """An operation whose schemas come from its argument and output models (``input_schema`` overrides the first)."""
+    return Operation(
+        name=name,
+        title=title,
+        description=description,
+        arguments=arguments,
+        output=output,
+        input_schema=input_schema if input_schema is not None else json_schema(arguments),
+        output_schema=json_schema(output),
+        read_only=read_only,
+        destructive=destructive,
+        idempotent=idempotent,
+        handler=handler,
+        reports_progress=reports_progress,
+    )
+
+
+def _memory_operations(toolbox: Toolbox) -> list[Operation]:
+    where = "(x = issue number 1-1000, y = cycle stage 1-5, z = memory layer 1-4)"
+    return [
+        _op(
+            "memory_store",
+            "Store a decision",
+            f"Store a decision in the agent's long-term memory at coordinate {where}. Layer z=1 holds "
+            "architecture decisions and can be written only once; z=2-4 may be overwritten.",
+            MemoryStoreArguments,
+            DecisionOutput,
+            lambda args, _: toolbox.memory_store(args),
+            read_only=False,
+            destructive=True,
+            idempotent=False,
+        ),
+        _op(
+            "memory_get",
+            "Read a decision",
+            f"Read the decision stored at coordinate {where}, if there is one.",
+            MemoryGetArguments,
+            DecisionOutput,
+            lambda args, _: toolbox.memory_get(args),
+        ),
+        _op(
+            "memory_query_range",
+            "List decisions by coordinate range",
+            f"List the stored decisions whose coordinates {where} fall within inclusive ranges, in (x, y, z) order.",
+            MemoryRangeArguments,
+            DecisionsOutput,
+            lambda args, _: toolbox.memory_query_range(args),
+        ),
+        _op(
+            "memory_query_before",
+            "List decisions made before a point",
+            "List every decision made before stage y of issue x (an earlier issue, or the same issue at an "
+            "earlier stage), in (x, y, z) order: the context that led to that point, or what to roll back.",
+            MemoryBeforeArguments,
+            DecisionsOutput,
+            lambda args, _: toolbox.memory_query_before(args),
+        ),
+        _op(
+            "memory_search_content",
+            "Find decisions by words",
+            "Find the decisions that contain words or phrases (case-insensitive), most matching terms first.",
+            MemorySearchContentArguments,
+            DecisionsOutput,
+            lambda args, _: toolbox.memory_search_content(args),
+        ),
+        _op(
+            "memory_search_semantic",
+            "Find decisions by meaning",
+            "Find the stored decisions closest in meaning to a question, best first.",
+            MemorySearchSemanticArguments,
+            DecisionsOutput,
+            lambda args, _: toolbox.memory_search_semantic(args),
+        ),
+    ]
+
+
+def _housekeeping_operations(toolbox: Toolbox) -> list[Operation]:
+    ingest = _op(
+        "deckhand_ingest",
+        "Re-ingest a tool's source",
+        "Re-ingest a retrieval tool's source so its searches see the files as they are now: only the files that "
+        "changed unless force is true. Reports what was ingested, unchanged and removed.",
+        IngestArguments,
+        IngestOutput,
+        lambda args, listener: toolbox.reingest(args, listener),
+        read_only=False,
+        reports_progress=True,
+    )
+    if toolbox.tool_names:
+        ingest.input_schema["properties"]["tool"]["enum"] = toolbox.tool_names
+    return [
+        _op(
+            "deckhand_list_tools",
+            "List the retrieval tools",
+            "List this server's retrieval tools with their sources, state, number of stored chunks and last "
+            "ingest time, and the memory if one is configured.",
+            ListToolsArguments,
+            ToolListOutput,
+            lambda args, _: toolbox.list_tools(),
+        ),
+        ingest,
+    ]

@@ -1,0 +1,27 @@
+"""Making text safe to print: control characters escaped, so a file name cannot break a line.
+
+A file may be called ``a\\nb.txt``; printed as is, it splits a warning or a result's
+``Source:`` line in two and can forge a line of output. Everything deckhand prints about
+a file goes through :func:`printable` (the CLI's log handler also escapes whole messages).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\t``, ``\\x1b``, ``\\u202e``) and backslashes kept."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -1,0 +1,86 @@
+"""An embedder that loads its model on first use, so a process that never embeds never loads it.
+
+A tool needs the model's id and dimension at start-up (to open its collection and check it
+was built with the same model) but the model itself only to embed: while ingesting, and for
+a semantic query. An embedder registered with ``model_id=``, ``dimension=`` and
+``max_tokens=`` in its registration info (the builtin ``minilm`` is) is described without
+being loaded; keyword-only and exact searches, and a search that only opens an ingested
+index, then never load it. Other embedders are loaded as soon as they are described.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from deckhand.embedding.cache import CachedEmbedder
+from deckhand.embedding.factory import DEFAULT_EMBEDDER, embedding_cache, load_embedder, resolve_embedder
+from deckhand.plugins import PluginRegistry
+from deckhand.protocols import Embedder, Tokenizer
+from deckhand.types import Vector
+
+#: Registration info keys that describe a model without loading it.
+DESCRIBED = ("model_id", "dimension", "max_tokens")
+
+_lazy: dict[tuple[Callable[..., Any], str], LazyEmbedder] = {}
+_lock = threading.Lock()
+
+
+class LazyEmbedder:
+    """Stands for the embedder called ``name``: its description at once, the model on first ``embed``/``tokenizer``."""
+
+    def __init__(self, registry: PluginRegistry, name: str, described: dict[str, Any] | None) -> None:
+        self._registry = registry
+        self._name = name
+        self._inner: Embedder | None = None
+        self._lock = threading.Lock()
+        if described is None:
+            inner = self.load()
+            described = {"model_id": inner.model_id, "dimension": inner.dimension, "max_tokens": inner.max_tokens}
+        self.model_id: str = str(described["model_id"])
+        self.dimension: int = int(described["dimension"])
+        self.max_tokens: int = int(described["max_tokens"])
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model was loaded (by this object)."""
+        return self._inner is not None
+
+    def load(self) -> Embedder:
+        """The real embedder (loaded once per process, shared with :func:`load_embedder`)."""
+        with self._lock:
+            if self._inner is None:
+                self._inner = load_embedder(self._registry, self._name)
+            return self._inner
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.load().tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        return self.load().embed(texts)
+
+
+def lazy_embedder(registry: PluginRegistry, name: str | None) -> LazyEmbedder:
+    """The lazy stand-in for embedder ``name`` (default MiniLM), one per process and name."""
+    name = name or DEFAULT_EMBEDDER
+    component = resolve_embedder(registry, name)
+    key = (component.factory, name)
+    with _lock:
+        found = _lazy.get(key)
+    if found is not None:
+        return found
+    # ``<embedder>:<model>`` names a model the registration does not describe: load it to learn it.
+    direct = name == component.name or name in component.aliases
+    info = component.info
+    described = {k: info[k] for k in DESCRIBED} if direct and all(k in info for k in DESCRIBED) else None
+    made = LazyEmbedder(registry, name, described)
+    with _lock:
+        return _lazy.setdefault(key, made)
+
+
+def lazy_embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
+    """Like :func:`deckhand.embedding.factory.embedder_for`, with the model loaded only when first needed."""
+    return CachedEmbedder(lazy_embedder(registry, name), embedding_cache(base_dir))

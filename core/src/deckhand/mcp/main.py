@@ -1,0 +1,71 @@
+"""Start the MCP server: background ingestion, the transport, and the watcher when asked.
+
+The transport starts at once, so a client's ``initialize`` and ``tools/list`` are answered
+while the tools are still being ingested (one after the other, in a background thread). A
+search that arrives meanwhile waits for its tool (see :mod:`deckhand.agents.toolbox`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from deckhand.agents.toolbox import Toolbox
+from deckhand.mcp.server import DeckhandMcpServer
+from deckhand.mcp.transports import HttpAddress, serve_http, serve_stdio
+
+
+def serve(
+    toolbox: Toolbox,
+    *,
+    http: HttpAddress | None = None,
+    token: str | None = None,
+    watch: bool = False,
+    echo: Callable[[str], None] | None = None,
+    access_log: bool = False,
+) -> None:
+    """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP).
+
+    ``echo`` receives the lines a person watching stderr wants: where the server listens and one
+    summary per ingest. The toolbox is closed on the way out.
+    """
+    say = echo or (lambda line: None)
+    app = DeckhandMcpServer(toolbox)
+
+    def ingested(name: str, report: Any, error: str | None) -> None:
+        if error is not None:
+            say(f"error: {error}")
+        else:
+            provider = getattr(toolbox.tool(name), "provider", None)
+            say(f"{name}{f' [{provider}]' if provider else ''}: {report.summary()}")
+
+    async def main() -> None:
+        toolbox.start_ingest(ingested)
+        watcher = None
+        if watch:
+            from deckhand.mcp.watch import watch_sources
+
+            watcher = asyncio.create_task(watch_sources(toolbox, ingested))
+        what = f"{len(toolbox.tool_names)} tool(s)" + (" and memory" if toolbox.memory is not None else "")
+        try:
+            if http is not None:
+                await serve_http(
+                    app, http, token, lambda url: say(f"deckhand mcp: serving {what} at {url}"), access_log
+                )
+            else:
+                say(f"deckhand mcp: serving {what} on stdio")
+                await serve_stdio(app)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watcher
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        toolbox.close()

@@ -1,0 +1,99 @@
+"""The parts of the ``mcp`` SDK that differ between its 1.x and 2.x lines, in one place.
+
+deckhand supports ``mcp>=1.26,<3``. The wire protocol is the same; what changed at 2.0 is the
+low-level server's registration (decorators in 1.x, ``on_*`` constructor arguments in 2.x),
+how a handler reaches its request (a context variable in 1.x, a ``ctx`` argument in 2.x),
+and the field names of the pydantic types (camelCase in 1.x, snake_case with camelCase
+aliases in 2.x). Everything here builds SDK objects from camelCase dictionaries, which both
+lines validate, so the rest of the server never touches a version-specific name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
+
+import mcp.types as mcp_types
+from mcp.server.lowlevel import Server
+
+#: The installed SDK's version and major version.
+SDK_VERSION = version("mcp")
+SDK_MAJOR = int(SDK_VERSION.split(".", 1)[0])
+
+#: Sends one progress notification for the current request (a no-op without a progress token).
+Reporter = Callable[[float, float | None, str | None], Awaitable[None]]
+ListTools = Callable[[], list[dict[str, Any]]]
+CallTool = Callable[[str, dict[str, Any], Reporter], Awaitable[dict[str, Any]]]
+
+
+def tool(definition: dict[str, Any]) -> Any:
+    """An SDK ``Tool`` from its wire form (camelCase keys)."""
+    return mcp_types.Tool.model_validate(definition)
+
+
+def call_result(payload: dict[str, Any]) -> Any:
+    """An SDK ``CallToolResult`` from its wire form (``content``, ``structuredContent``, ``isError``)."""
+    return mcp_types.CallToolResult.model_validate(payload)
+
+
+def build_server(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
+    """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions.
+
+    ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
+    """
+    if SDK_MAJOR >= 2:
+        return _build_v2(name, server_version, instructions, list_tools, call)
+    return _build_v1(name, server_version, instructions, list_tools, call)
+
+
+def _build_v1(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
+    server: Any = Server(name, version=server_version, instructions=instructions)
+
+    async def on_list() -> list[Any]:
+        return [tool(d) for d in list_tools()]
+
+    async def on_call(tool_name: str, arguments: dict[str, Any]) -> Any:
+        ctx = server.request_context
+        token = getattr(ctx.meta, "progressToken", None) if ctx.meta is not None else None
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            if token is not None:
+                await ctx.session.send_progress_notification(
+                    token, progress, total, message, related_request_id=str(ctx.request_id)
+                )
+
+        return call_result(await call(tool_name, arguments or {}, report))
+
+    server.list_tools()(on_list)
+    # The arguments are validated by deckhand itself, so the messages are deckhand's one-liners.
+    server.call_tool(validate_input=False)(on_call)
+    return server
+
+
+def _build_v2(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
+    async def on_list(ctx: Any, params: Any) -> Any:
+        return mcp_types.ListToolsResult.model_validate({"tools": list_tools()})
+
+    async def on_call(ctx: Any, params: Any) -> Any:
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(progress, total, message)
+
+        return call_result(await call(params.name, params.arguments or {}, report))
+
+    server_class: Any = Server
+    return server_class(
+        name, version=server_version, instructions=instructions, on_list_tools=on_list, on_call_tool=on_call
+    )
+
+
+def transport_security(allowed_hosts: list[str] | None) -> Any:
+    """DNS-rebinding protection limited to ``allowed_hosts`` (``None``: off, for a server bound elsewhere)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if allowed_hosts is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    origins = [f"http://{h}" for h in allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=origins
+    )

@@ -1,0 +1,244 @@
+"""How the MCP server is reached: stdio (default) or streamable HTTP.
+
+HTTP binds a loopback address unless told otherwise. On loopback the Host and Origin headers
+must name loopback too (DNS-rebinding protection). Bound anywhere else, the server refuses
+to start without a bearer token in :data:`TOKEN_ENV`, and then every HTTP request must carry
+``Authorization: Bearer <token>``. The token is compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import io
+import ipaddress
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from deckhand.errors import ConfigError
+from deckhand.mcp import sdk
+from deckhand.mcp.server import DeckhandMcpServer
+
+log = logging.getLogger("deckhand.mcp")
+
+#: Environment variable holding the bearer token HTTP clients must send.
+TOKEN_ENV = "DECKHAND_MCP_TOKEN"
+#: Shortest token accepted (a guessable token is no protection).
+TOKEN_MIN_LENGTH = 16
+#: The path the MCP endpoint is served at.
+MCP_PATH = "/mcp"
+DEFAULT_HOST = "127.0.0.1"
+TOKEN_HINT = (
+    f"export {TOKEN_ENV}=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))') and give the same token to "
+    "the client"
+)
+
+
+@dataclass(frozen=True)
+class HttpAddress:
+    """Where the HTTP transport listens."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> HttpAddress:
+        """``PORT``, ``:PORT``, ``HOST:PORT`` or ``[IPv6]:PORT`` (the host defaults to 127.0.0.1)."""
+        value = text.strip()
+        host, port_text = DEFAULT_HOST, value
+        if value.startswith("["):
+            end = value.find("]")
+            if end < 0 or value[end + 1 : end + 2] != ":":
+                raise ValueError(f"{text!r}: write an IPv6 address as [ADDRESS]:PORT, e.g. [::1]:8765")
+            host, port_text = value[1:end], value[end + 2 :]
+        elif ":" in value:
+            host, _, port_text = value.rpartition(":")
+            host = host or DEFAULT_HOST
+        if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+            raise ValueError(f"{text!r}: expected [HOST:]PORT with PORT in 0-65535, e.g. 127.0.0.1:8765")
+        return cls(host, int(port_text))
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def url(self, port: int | None = None) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port if port is None else port}{MCP_PATH}"
+
+
+def bearer_token(address: HttpAddress, environ: dict[str, str] | None = None) -> str | None:
+    """The token HTTP requests must carry: required off loopback, optional (but enforced if set) on it."""
+    env = os.environ if environ is None else environ
+    token = env.get(TOKEN_ENV, "").strip() or None
+    if token is None and not address.loopback:
+        raise ConfigError(
+            f"--http {address.host}:{address.port} is not a loopback address, so clients must authenticate: "
+            f"{TOKEN_HINT}"
+        )
+    if token is not None and len(token) < TOKEN_MIN_LENGTH:
+        raise ConfigError(
+            f"{TOKEN_ENV} is shorter than {TOKEN_MIN_LENGTH} characters; use a random token: {TOKEN_HINT}"
+        )
+    return token
+
+
+# -- stdio ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def claimed_stdio() -> Iterator[tuple[Any, Any]]:
+    """The process's stdin and stdout, reserved for the protocol while the server runs.
+
+    File descriptor 0 then reads the null device and 1 writes to stderr, so neither a stray
+    ``print`` nor a child process (git, a converter) can corrupt or steal protocol messages.
+    """
+    import anyio
+
+    sys.stdout.flush()
+    protocol_in, protocol_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    reader = io.TextIOWrapper(open(protocol_in, "rb"), encoding="utf-8", errors="replace")  # noqa: SIM115
+    writer = io.TextIOWrapper(open(protocol_out, "wb"), encoding="utf-8", newline="\n")  # noqa: SIM115
+    try:
+        yield anyio.wrap_file(reader), anyio.wrap_file(writer)
+    finally:
+        os.dup2(reader.fileno(), 0)
+        os.dup2(writer.fileno(), 1)
+        for stream in (reader, writer):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+async def serve_stdio(app: DeckhandMcpServer) -> None:
+    """Serve one client on stdin/stdout until it closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    with claimed_stdio() as (stdin, stdout):
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            await app.server.run(read_stream, write_stream, app.server.create_initialization_options())
+
+
+# -- streamable HTTP ---------------------------------------------------------------------------------
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            client = scope.get("client") or ("?", 0)
+            log.warning("refused an HTTP request from %s: missing or wrong bearer token", client[0])
+            body = json.dumps({"error": "missing or invalid bearer token"}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="deckhand"'),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: dict[str, Any]) -> bool:
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                given = value
+        scheme, _, credentials = given.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+
+
+class _Endpoint:
+    """The MCP endpoint as a plain ASGI app (so Starlette passes requests through untouched)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+def http_app(app: DeckhandMcpServer, token: str | None, loopback: bool) -> Any:
+    """The ASGI application: the MCP endpoint at :data:`MCP_PATH`, behind the bearer check if a token is set."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else None
+    manager = StreamableHTTPSessionManager(app=app.server, security_settings=sdk.transport_security(hosts))
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    starlette = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+    return BearerAuth(starlette, token) if token else starlette
+
+
+def bind(address: HttpAddress) -> socket.socket:
+    """A listening socket on ``address`` (port 0 picks a free port)."""
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    try:
+        infos = socket.getaddrinfo(address.host, address.port, family, socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--http {address.host}:{address.port}: cannot resolve host ({exc.strerror})") from None
+    sock = socket.socket(infos[0][0], socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(infos[0][4])
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"--http {address.host}:{address.port}: cannot listen there ({exc.strerror})") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(
+    app: DeckhandMcpServer,
+    address: HttpAddress,
+    token: str | None,
+    on_ready: Callable[[str], None] | None = None,
+    access_log: bool = False,
+) -> None:
+    """Serve streamable HTTP on ``address`` until interrupted; ``on_ready(url)`` once listening."""
+    import uvicorn
+
+    sock = bind(address)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        http_app(app, token, address.loopback), log_level="warning", access_log=access_log, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        on_ready(address.url(port))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,635 @@
+"""The default store: records, vectors and the ingestion manifest in one SQLite file that persists.
+
+Every write is one transaction: a source's chunks and its manifest entry are replaced
+all-or-nothing, two processes writing the same collection are serialised by SQLite's write
+lock (the later one waits, nothing is duplicated or lost), and a process killed mid-write
+leaves the last committed index. The file is in WAL mode, so searches in other processes go
+on while one process writes. See :mod:`deckhand.stores.sqlite_file` for where the file lives.
+
+Searches are exact, as in the in-memory store: the collection's vectors are loaded into one
+NumPy matrix on the first search and ranked with one matrix-vector product. Each collection
+carries a generation counter bumped by every write, and a log of the rows each write deleted;
+a search that finds the generation changed (another process or connection wrote) loads only
+the rows added since and drops the logged deletions, so a long-lived reader always answers
+from the latest committed index at the cost of what changed.
+
+Rows get increasing numbers that are never reused (``collections.next_row``), which is what
+makes the incremental reload possible: new vectors are the rows above the last one loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
+from deckhand.protocols import StoreCapability
+from deckhand.stores.exact_search import top_k
+from deckhand.stores.sqlite_file import (
+    check_options,
+    connect,
+    damaged_message,
+    index_path,
+    set_aside,
+    translated,
+    verify,
+)
+from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+
+log = logging.getLogger("deckhand")
+
+#: Ids or sources per ``IN (...)`` query, well under SQLite's bound-parameter limit.
+_BATCH = 500
+#: Vectors read per round trip when loading the matrix.
+_FETCH = 4096
+#: Rows deleted by the last this-many write transactions are logged for readers to drop incrementally;
+#: a reader further behind reloads everything. The log is trimmed every ``_TRIM_EVERY`` writes.
+_LOG_GENERATIONS = 4096
+_TRIM_EVERY = 256
+#: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
+_COMPACT_AT = 1024
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Collection:
+    """A collection's row in ``collections``, read in the current transaction."""
+
+    id: int
+    generation: int
+    next_row: int
+    size: int
+    log_floor: int
+    spec: CollectionSpec
+
+    @property
+    def records(self) -> str:
+        return f"c{self.id}_records"
+
+    @property
+    def vectors(self) -> str:
+        return f"c{self.id}_vectors"
+
+
+@dataclass
+class _Matrix:
+    """The collection's vectors as loaded into this process, in row order, with dead rows masked."""
+
+    collection_id: int
+    generation: int
+    dimension: int
+    size: int = 0
+    last_row: int = 0
+    dead: int = 0
+    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    vectors: Vector = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    norms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    squares: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def __post_init__(self) -> None:
+        self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` rows without copying again (a full load knows its size up front)."""
+        if capacity > self.rows.size:
+            self.rows = _grow(self.rows, capacity)
+            self.vectors = _grow(self.vectors, capacity, self.dimension)
+            self.norms = _grow(self.norms, capacity)
+            self.squares = _grow(self.squares, capacity)
+            self.alive = _grow(self.alive, capacity)
+
+    def append(self, rows: IntArray, vectors: Vector) -> None:
+        n = rows.size
+        if not n:
+            return
+        need = self.size + n
+        if need > self.rows.size:
+            self.reserve(max(need, 2 * self.rows.size, 1024))
+        end = self.size + n
+        self.rows[self.size : end] = rows
+        self.vectors[self.size : end] = vectors
+        vectors = self.vectors[self.size : end]
+        squares = np.einsum("ij,ij->i", vectors, vectors)
+        self.squares[self.size : end] = squares
+        self.norms[self.size : end] = np.sqrt(squares)
+        self.alive[self.size : end] = True
+        self.size = end
+        self.last_row = int(rows[-1])
+
+    def kill(self, rows: IntArray) -> None:
+        """Mark the given row numbers dead (rows never loaded are ignored); compact when many are."""
+        self.alive[self.positions(np.sort(rows))] = False
+        self.dead = int(self.size - np.count_nonzero(self.alive[: self.size]))
+        if self.dead >= _COMPACT_AT and self.dead * 4 >= self.size:
+            keep = np.flatnonzero(self.alive[: self.size])
+            rows, vectors, last = self.rows[keep], self.vectors[keep], self.last_row
+            self.size, self.dead = 0, 0
+            self.append(rows, vectors)
+            self.last_row = last  # rows are never reused: nothing between the kept ones and ``last`` returns
+
+    def positions(self, rows: IntArray) -> IntArray:
+        """Positions in the matrix of the given row numbers (rows not loaded are left out)."""
+        loaded = self.rows[: self.size]
+        idx = np.searchsorted(loaded, rows)
+        ok = idx < self.size
+        idx, rows = idx[ok], rows[ok]
+        return idx[loaded[idx] == rows]
+
+
+class SQLiteStore:
+    """A persistent collection in an SQLite file (one file per ``index_name``, shared by collections).
+
+    Safe to call from several threads (tools run it in ``asyncio.to_thread`` workers): one
+    connection per store object, used under a lock. Several store objects and processes may
+    open the same file at once.
+    """
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES}
+    )
+
+    def __init__(self, path: str | Path, collection: str = "default") -> None:
+        self.path = Path(path)
+        self.collection = collection
+        self._conn: sqlite3.Connection | None = None
+        self._spec: CollectionSpec | None = None
+        self._matrix: _Matrix | None = None
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_config(
+        cls, config: Any = None, collection: str = "default", *, base_dir: Path | None = None
+    ) -> SQLiteStore:
+        """The ``register_stores`` factory: the file comes from the ``database:`` block (see ``index_path``)."""
+        check_options(config)
+        return cls(index_path(config, base_dir), collection)
+
+    # -- connection and transactions ------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect(self.path)
+        return self._conn
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[tuple[sqlite3.Connection, _Collection | None]]:
+        """A read transaction: one consistent snapshot of the file, however others write meanwhile."""
+        with self._lock, translated(self.path):
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                yield conn, self._find(conn)
+            finally:
+                conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, _Collection]]:
+        """A write transaction on this collection (created if another process dropped it).
+
+        With ``records`` (a write that changes records) the collection's generation is bumped:
+        it versions the records, for readers' matrices and for side indexes.
+        """
+        spec = self.spec
+        with self._lock, translated(self.path):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = self._find(conn) or self._create(conn, spec)
+                if not records:
+                    yield conn, found
+                    conn.execute("COMMIT")
+                    return
+                found.generation += 1  # this transaction's generation, recorded with the rows it deletes
+                yield conn, found
+                conn.execute("UPDATE collections SET generation = ? WHERE id = ?", (found.generation, found.id))
+                if found.generation % _TRIM_EVERY == 0:
+                    floor = found.generation - _LOG_GENERATIONS
+                    conn.execute("DELETE FROM deleted WHERE collection = ? AND generation <= ?", (found.id, floor))
+                    conn.execute("UPDATE collections SET log_floor = ? WHERE id = ?", (max(0, floor), found.id))
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _find(self, conn: sqlite3.Connection) -> _Collection | None:
+        row = conn.execute(
+            "SELECT id, generation, next_row, size, log_floor, dimension, embedding_model, metric, algorithm"
+            " FROM collections WHERE name = ?",
+            (self.collection,),
+        ).fetchone()
+        if row is None:
+            return None
+        cid, generation, next_row, size, log_floor, dimension, model, metric, algorithm = row
+        spec = CollectionSpec(self.collection, int(dimension), str(model), Metric(metric), Algorithm(algorithm))
+        return _Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
+
+    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> _Collection:
+        cursor = conn.execute(
+            "INSERT INTO collections (name, dimension, embedding_model, metric, algorithm) VALUES (?, ?, ?, ?, ?)",
+            (self.collection, spec.dimension, spec.embedding_model, spec.metric.value, spec.algorithm.value),
+        )
+        assert cursor.lastrowid is not None
+        created = _Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
+        conn.execute(
+            f"CREATE TABLE {created.records} (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
+            " chunk_index INTEGER NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL)"
+        )
+        conn.execute(f"CREATE INDEX c{created.id}_source ON {created.records} (source)")
+        conn.execute(f"CREATE TABLE {created.vectors} (row INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
+        return created
+
+    # -- collection -------------------------------------------------------------------
+    def open(self, spec: CollectionSpec) -> CollectionSpec | None:
+        with self._lock, translated(self.path):
+            conn = self._connection()
+            found = self._find(conn)
+            if found is None:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    found = self._find(conn)  # another process may have created it meanwhile
+                    created = found is None
+                    if found is None:
+                        self._create(conn, spec)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise
+                if created:
+                    self._spec, self._matrix = spec, None
+                    return None
+            assert found is not None
+            self._spec = found.spec
+            return found.spec
+
+    def verify_integrity(self) -> None:
+        """Raise :class:`IndexCorruptError` if any page of the file is damaged (reads the whole file)."""
+        with self._lock, translated(self.path):
+            verify(self._connection(), self.path)
+
+    def drop(self) -> None:
+        """Delete the collection; a damaged index file is set aside (renamed, not deleted) and a new one started."""
+        with self._lock:
+            try:
+                with translated(self.path):
+                    conn = self._connection()
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        found = self._find(conn)
+                        if found is not None:
+                            conn.execute(f"DROP TABLE IF EXISTS {found.records}")
+                            conn.execute(f"DROP TABLE IF EXISTS {found.vectors}")
+                            conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
+                            conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
+                            conn.execute("DELETE FROM side_indexes WHERE collection = ?", (found.id,))
+                            conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                        raise
+            except IndexCorruptError as exc:
+                self._disconnect()
+                with translated(self.path):
+                    moved = set_aside(self.path)
+                log.warning("%s; moved it to %s and starting a new index", str(exc).partition(";")[0], moved)
+            self._spec, self._matrix = None, None
+
+    def close(self) -> None:
+        """Close the connection; a later call reconnects."""
+        with self._lock:
+            self._disconnect()
+            self._matrix = None
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    @property
+    def spec(self) -> CollectionSpec:
+        if self._spec is None:
+            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
+        return self._spec
+
+    # -- writes -----------------------------------------------------------------------
+    def upsert(self, records: Sequence[Record]) -> None:
+        vectors = self._check(records)
+        with self._write() as (conn, found):
+            self._delete_ids(conn, found, [r.id for r in records])
+            self._insert(conn, found, records, vectors)
+
+    def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
+        vectors = self._check(records)  # validate everything before touching anything
+        with self._write() as (conn, found):
+            self._delete_source(conn, found, source)
+            self._delete_ids(conn, found, [r.id for r in records])
+            self._insert(conn, found, records, vectors)
+            self._set_state(conn, found, state)
+
+    def delete_source(self, source: str) -> None:
+        with self._write() as (conn, found):
+            self._delete_source(conn, found, source)
+            conn.execute("DELETE FROM manifest WHERE collection = ? AND source = ?", (found.id, source))
+
+    def set_file_state(self, state: FileState) -> None:
+        with self._write(records=False) as (conn, found):  # records unchanged: their version stays
+            self._set_state(conn, found, state)
+
+    def _check(self, records: Sequence[Record]) -> Vector:
+        dim = self.spec.dimension
+        if not records:
+            return np.zeros((0, dim), dtype=np.float32)
+        for record in records:
+            size = np.asarray(record.vector).size
+            if size != dim:
+                raise DimensionMismatchError(
+                    f"record {record.id!r} has a {size}-dimensional vector; collection {self.collection!r} stores {dim}"
+                )
+        return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
+
+    def _insert(self, conn: sqlite3.Connection, found: _Collection, records: Sequence[Record], vectors: Vector) -> None:
+        if not records:
+            return
+        first = int(conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()[0])
+        rows = range(first, first + len(records))
+        conn.executemany(
+            f"INSERT INTO {found.records} (row, id, source, chunk_index, content, metadata) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (row, r.id, r.source, int(r.chunk_index), r.content, _dump(r.metadata))
+                for row, r in zip(rows, records, strict=True)
+            ],
+        )
+        little = vectors.astype("<f4", copy=False)
+        conn.executemany(
+            f"INSERT INTO {found.vectors} (row, vector) VALUES (?, ?)",
+            [(row, little[i].tobytes()) for i, row in enumerate(rows)],
+        )
+        conn.execute(
+            "UPDATE collections SET next_row = ?, size = size + ? WHERE id = ?",
+            (first + len(records), len(records), found.id),
+        )
+
+    def _delete_source(self, conn: sqlite3.Connection, found: _Collection, source: str) -> None:
+        conn.execute(
+            f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
+            " WHERE source = ?",
+            (found.id, found.generation, source),
+        )
+        conn.execute(
+            f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE source = ?)", (source,)
+        )
+        gone = conn.execute(f"DELETE FROM {found.records} WHERE source = ?", (source,)).rowcount
+        if gone:
+            conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
+
+    def _delete_ids(self, conn: sqlite3.Connection, found: _Collection, ids: Sequence[str]) -> None:
+        gone = 0
+        for start in range(0, len(ids), _BATCH):
+            part = list(ids[start : start + _BATCH])
+            marks = ",".join("?" * len(part))
+            conn.execute(
+                f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
+                f" WHERE id IN ({marks})",
+                [found.id, found.generation, *part],
+            )
+            conn.execute(
+                f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE id IN ({marks}))",
+                part,
+            )
+            gone += conn.execute(f"DELETE FROM {found.records} WHERE id IN ({marks})", part).rowcount
+        if gone:
+            conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
+
+    @staticmethod
+    def _set_state(conn: sqlite3.Connection, found: _Collection, state: FileState) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO manifest (collection, source, mtime, size, sha256, model, chunk_count)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (found.id, state.source, state.mtime, state.size, state.sha256, state.model, state.chunk_count),
+        )
+
+    # -- side indexes -------------------------------------------------------------------------
+    def records_version(self) -> int:
+        """The version of the collection's records: changes with every write that adds or removes one."""
+        with self._read() as (_, found):
+            return found.generation if found is not None else 0
+
+    def save_side_index(self, name: str, version: int, data: bytes) -> bool:
+        """Keep ``data`` (an index derived from the records, e.g. keyword postings) under ``name``.
+
+        ``version`` is :meth:`records_version` read *before* the index was built from the
+        records. It is stored only if the records are still at that version, checked in the
+        same transaction; False means they changed meanwhile and nothing was stored (rebuild).
+        """
+        with self._lock, translated(self.path):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = self._find(conn)
+                stored = found is not None and found.generation == version
+                if found is not None and stored:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO side_indexes (collection, name, version, data) VALUES (?, ?, ?, ?)",
+                        (found.id, name, version, sqlite3.Binary(data)),
+                    )
+                conn.execute("COMMIT")
+                return stored
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+
+    def load_side_index(self, name: str) -> tuple[int, bytes] | None:
+        """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
+        with self._read() as (conn, found):
+            if found is None:
+                return None
+            row = conn.execute(
+                "SELECT version, data FROM side_indexes WHERE collection = ? AND name = ?", (found.id, name)
+            ).fetchone()
+            if row is None or int(row[0]) != found.generation:
+                return None
+            return int(row[0]), bytes(row[1])
+
+    # -- the loaded matrix ------------------------------------------------------------------
+    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None) -> _Matrix | None:
+        """Bring the loaded vectors up to the snapshot's generation (inside a read transaction)."""
+        if found is None:
+            self._matrix = None
+            return None
+        matrix = self._matrix
+        if matrix is not None and matrix.collection_id == found.id and matrix.generation == found.generation:
+            return matrix
+        if matrix is None or matrix.collection_id != found.id or matrix.generation < found.log_floor:
+            # New to this process, (re)created by another one (maybe with other settings), or so far
+            # behind that the deletion log no longer reaches back: load everything.
+            self._spec = found.spec
+            matrix = _Matrix(found.id, found.generation, found.spec.dimension)
+            matrix.reserve(found.size)
+        else:
+            dead = conn.execute(
+                "SELECT row FROM deleted WHERE collection = ? AND generation > ?", (found.id, matrix.generation)
+            ).fetchall()
+            if dead:
+                matrix.kill(np.fromiter((r for (r,) in dead), dtype=np.int64, count=len(dead)))
+            matrix.generation = found.generation
+        self._load_after(conn, found, matrix)
+        self._matrix = matrix
+        return matrix
+
+    def _load_after(self, conn: sqlite3.Connection, found: _Collection, matrix: _Matrix) -> None:
+        dim = found.spec.dimension
+        width = 4 * dim
+        cursor = conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row > ? ORDER BY row", (matrix.last_row,))
+        while batch := cursor.fetchmany(_FETCH):
+            rows = np.fromiter((r for r, _ in batch), dtype=np.int64, count=len(batch))
+            blob = b"".join(v for _, v in batch)
+            if len(blob) != width * len(batch):
+                bad = next(r for r, v in batch if len(v) != width)
+                raise IndexCorruptError(
+                    damaged_message(self.path, f"row {bad} of collection {self.collection!r} has a malformed vector"),
+                    str(self.path),
+                )
+            matrix.append(rows, np.frombuffer(blob, dtype="<f4").reshape(len(batch), dim))
+
+    # -- reads ------------------------------------------------------------------------
+    def search(
+        self,
+        vector: Vector,
+        k: int,
+        *,
+        min_score: float | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._read() as (conn, found):
+            matrix = self._refresh(conn, found)
+            spec = self.spec
+            if query.size != spec.dimension:
+                raise DimensionMismatchError(
+                    f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
+                )
+            if matrix is None or found is None or matrix.size == 0 or k <= 0:
+                return []
+            n = matrix.size
+            mask = matrix.alive[:n].copy()
+            if sources is not None:
+                allowed = np.zeros(n, dtype=bool)
+                allowed[matrix.positions(self._rows_of_sources(conn, found, sources))] = True
+                mask &= allowed
+            order, scores = top_k(
+                matrix.vectors[:n], matrix.norms[:n], matrix.squares[:n], mask, query, spec.metric, k, min_score
+            )
+            if not order.size:
+                return []
+            rows = matrix.rows[order]
+            fetched = self._records_by_row(conn, found, rows.tolist())
+            hits = []
+            for position, row, score in zip(order, rows.tolist(), scores.tolist(), strict=True):
+                meta = fetched.get(row)
+                if meta is not None:
+                    hits.append(SearchHit(_record(meta, matrix.vectors[position].copy()), score))
+            return hits
+
+    @staticmethod
+    def _rows_of_sources(conn: sqlite3.Connection, found: _Collection, sources: Sequence[str]) -> IntArray:
+        wanted = list(dict.fromkeys(sources))
+        rows: list[int] = []
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            marks = ",".join("?" * len(part))
+            rows.extend(r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE source IN ({marks})", part))
+        return np.sort(np.asarray(rows, dtype=np.int64))
+
+    @staticmethod
+    def _records_by_row(conn: sqlite3.Connection, found: _Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
+        marks = ",".join("?" * len(rows))
+        return {
+            r[0]: r
+            for r in conn.execute(
+                f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records} WHERE row IN ({marks})",
+                rows,
+            )
+        }
+
+    def get(self, ids: Sequence[str]) -> list[Record]:
+        with self._read() as (conn, found):
+            if found is None:
+                return []
+            by_id: dict[str, Record] = {}
+            unique = list(dict.fromkeys(ids))
+            for start in range(0, len(unique), _BATCH):
+                part = unique[start : start + _BATCH]
+                marks = ",".join("?" * len(part))
+                for row in conn.execute(
+                    f"SELECT r.row, r.id, r.source, r.chunk_index, r.content, r.metadata, v.vector"
+                    f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row WHERE r.id IN ({marks})",
+                    part,
+                ):
+                    by_id[row[1]] = _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
+            return [by_id[i] for i in ids if i in by_id]
+
+    def count(self) -> int:
+        with self._read() as (_, found):
+            return found.size if found is not None else 0
+
+    def manifest(self) -> dict[str, FileState]:
+        with self._read() as (conn, found):
+            if found is None:
+                return {}
+            return {
+                source: FileState(source, float(mtime), int(size), sha, model, int(chunks))
+                for source, mtime, size, sha, model, chunks in conn.execute(
+                    "SELECT source, mtime, size, sha256, model, chunk_count FROM manifest WHERE collection = ?",
+                    (found.id,),
+                )
+            }
+
+    def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
+        """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
+        after = 0
+        while True:
+            with self._read() as (conn, found):
+                if found is None:
+                    return
+                batch = conn.execute(
+                    f"SELECT r.row, r.id, r.source, r.chunk_index, r.content, r.metadata, v.vector"
+                    f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row"
+                    " WHERE r.row > ? ORDER BY r.row LIMIT ?",
+                    (after, max(1, batch_size)),
+                ).fetchall()
+            if not batch:
+                return
+            for row in batch:
+                yield _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
+            after = int(batch[-1][0])
+
+
+def _dump(metadata: dict[str, Any]) -> str:
+    return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _record(row: tuple[Any, ...], vector: Vector) -> Record:
+    _, record_id, source, chunk_index, content, metadata = row[:6]
+    return Record(record_id, source, int(chunk_index), content, vector, json.loads(metadata))
+
+
+def _grow(array: np.ndarray, capacity: int, width: int | None = None) -> np.ndarray:
+    shape = (capacity,) if width is None else (capacity, width)
+    grown = np.zeros(shape, dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown

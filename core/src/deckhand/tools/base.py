@@ -1,0 +1,335 @@
+"""The life cycle every tool that ingests a source shares: :class:`SourceTool`.
+
+``initialize`` resolves the source, opens the collection
+(:func:`deckhand.stores.opening.open_collection`) and runs the
+:class:`~deckhand.ingest.pipeline.Ingestor`: every file is checked, what changed is ingested.
+``open`` is the lazy start of a process that only searches: it opens the collection and
+does not walk the source, unless the tool was never completely ingested (then it is
+``initialize``). Either way the embedding model is loaded only when something is embedded
+(:mod:`deckhand.embedding.lazy`), and the chunker (which needs the model's tokenizer) only
+when a file is chunked. The store is kept between initialisations in one process, so a second
+``initialize`` ingests only what changed, on every store. Subclasses add how a query is
+answered (:meth:`SourceTool.search_results_sync`) and, if they keep side indexes, what to do
+after an ingestion or an open (:meth:`SourceTool.after_ingest`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deckhand.config.base import SourceToolConfig
+from deckhand.config.options import runtime_errors
+from deckhand.embedding.cache import CachedEmbedder
+from deckhand.embedding.lazy import lazy_embedder_for
+from deckhand.errors import EmbeddingError
+from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.plugins import Component, PluginRegistry, get_registry
+from deckhand.protocols import Chunker, SideIndexStorage, VectorStore
+from deckhand.stores.opening import open_collection
+from deckhand.tools.results import SearchResult, format_results, function_definition
+from deckhand.types import Chunk, Document, Vector
+
+log = logging.getLogger("deckhand")
+
+#: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
+QUERY_CACHE = 1024
+#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
+COMPLETE_MARK = "ingest/complete"
+
+
+@dataclass
+class IndexOpened(IngestReport):
+    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
+
+    files: int = 0
+    chunks: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"index opened ({self.files} files, {self.chunks} chunks; not checked for changes: --refresh checks)"
+            f" in {self.total_seconds:.2f}s"
+        )
+
+
+class _LazyChunker:
+    """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
+
+    def __init__(self, build: Callable[[], Chunker]) -> None:
+        self._build = build
+        self._chunker: Chunker | None = None
+
+    def _built(self) -> Chunker:
+        if self._chunker is None:
+            self._chunker = self._build()
+        return self._chunker
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return self._built().chunk(document)
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
+        chunker = self._built()
+        stream = getattr(chunker, "iter_chunks", None)
+        yield from (stream(document) if stream is not None else chunker.chunk(document))
+
+
+class SourceTool:
+    """Base of tools that ingest a source into a store and answer queries from it (a :class:`~deckhand.protocols.Tool`).
+
+    A subclass implements :meth:`search_results_sync`; it may override :meth:`prepare` (a step
+    between chunking and embedding), :meth:`after_ingest` (rebuild side indexes),
+    :meth:`format_results`, :meth:`no_results` and :meth:`default_description`.
+    """
+
+    config: SourceToolConfig
+
+    def __init__(
+        self,
+        config: SourceToolConfig,
+        *,
+        base_dir: str | Path | None = None,
+        registry: PluginRegistry | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config
+        self.base_dir = Path(base_dir or Path.cwd()).resolve()
+        self.registry = registry or get_registry()
+        self.progress = progress
+        self.is_initialized = False
+        self.last_ingest_time: float | None = None
+        self.last_report: IngestReport | None = None
+        self.provider: str | None = None
+        self._store: VectorStore | None = None
+        self._embedder: CachedEmbedder | None = None
+        self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        """Open the store and ingest the source (only what changed unless ``force_ingest``)."""
+        return await asyncio.to_thread(self.initialize_sync, force_ingest)
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        """Blocking form of :meth:`initialize` for scripts and the CLI."""
+        source = self.source_path()
+        store, embedder, reused = self._open_store(force_ingest)
+        component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
+        ingestor = Ingestor(
+            store=store,
+            embedder=embedder,
+            chunker=_LazyChunker(lambda: component.factory(tokenizer=embedder.tokenizer, **options)),
+            loaders=LoaderSet.from_registry(self.registry),
+            base_dir=self.base_dir,
+            progress=self.progress,
+            prepare=self.prepare,
+            encoding=self.config.encoding,
+            max_file_size=self.config.max_file_size,
+        )
+        with self._closing_on_error(store, reused):
+            report = ingestor.run(source, force=force_ingest)
+            self._mark_complete(store)
+            self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
+        return report
+
+    async def open(self) -> IngestReport:
+        """Open the index for searching without checking the source (see :meth:`open_sync`)."""
+        return await asyncio.to_thread(self.open_sync)
+
+    def open_sync(self) -> IngestReport:
+        """Open the index for searching; walk the source only if it was never completely ingested.
+
+        A collection whose last write was not the end of a complete ingestion (new, or an
+        ingestion killed midway, as far as the store can tell) is ingested by
+        :meth:`initialize`; otherwise nothing under the source is read and the model is not loaded. Changes made
+        to the source since the last ingestion are picked up by :meth:`initialize`.
+        """
+        clock = time.perf_counter()
+        self.source_path()
+        store, embedder, reused = self._open_store(False)
+        with self._closing_on_error(store, reused):
+            manifest = store.manifest()
+            if not manifest or not self._is_complete(store):
+                self._store, self._embedder = store, embedder
+                return self.initialize_sync()
+            report = IndexOpened(files=len(manifest), chunks=store.count())
+            report.seconds["open"] = time.perf_counter() - clock
+            self._adopt(store, embedder, report, changed=reused is None)
+        return report
+
+    @contextmanager
+    def _closing_on_error(self, store: VectorStore, reused: VectorStore | None) -> Iterator[None]:
+        """On failure, close ``store`` if this initialisation opened it (a reused one stays for the next try)."""
+        try:
+            yield
+        except Exception:
+            if reused is None:
+                store.close()
+                self._store = None
+            raise
+
+    def _adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
+        """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
+        self._store, self._embedder = store, embedder
+        self.after_ingest(store, report, changed=changed)
+        self.last_report = report
+        self.last_ingest_time = time.time()
+        self.is_initialized = True
+
+    def _open_store(self, force_ingest: bool) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
+        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any)."""
+        embedder = lazy_embedder_for(self.registry, self.config.embedding_model, self.base_dir)
+        self.before_ingest(embedder)
+        reused = self._store
+        try:
+            store, used = open_collection(
+                self.registry,
+                self.config.name,
+                self.config.database,
+                embedder,
+                base_dir=self.base_dir,
+                force_ingest=force_ingest,
+                store=reused,
+            )
+        except Exception:
+            if reused is not None:  # forget it: the compatibility check may have closed it already
+                self._store = None
+                with contextlib.suppress(Exception):
+                    reused.close()
+            raise
+        if reused is None:
+            self.provider = used.provider
+        if self._embedder is None or self._embedder.inner is not embedder.inner:
+            self._query_vectors.clear()  # another model: cached query vectors no longer apply
+        return store, embedder, reused
+
+    @staticmethod
+    def _mark_complete(store: VectorStore) -> None:
+        """Record that the store's records are those of a complete ingestion (stores with side indexes)."""
+        if isinstance(store, SideIndexStorage):
+            store.save_side_index(COMPLETE_MARK, store.records_version(), b"")
+
+    @staticmethod
+    def _is_complete(store: VectorStore) -> bool:
+        """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
+        return not isinstance(store, SideIndexStorage) or store.load_side_index(COMPLETE_MARK) is not None
+
+    def source_path(self) -> Path:
+        """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
+        source = Path(self.config.source).expanduser()
+        if not source.is_absolute():
+            source = self.base_dir / source  # load_agent_config makes it absolute; programs may not
+        if not source.exists():
+            raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
+        return source
+
+    def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
+        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
+        component, options = self._chunker_component(embedder)
+        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
+        return chunker
+
+    def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
+        """The chunker component and options; warns once about a chunk size beyond what the model reads."""
+        with runtime_errors(self.config.name):
+            component, options = self.config.chunker_component(self.registry)
+        chunk_size = options.get("chunk_size")
+        if isinstance(chunk_size, int) and chunk_size > embedder.max_tokens:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
+                self.config.name,
+                chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+            )
+        return component, options
+
+    def before_ingest(self, embedder: CachedEmbedder) -> None:
+        """Called before the store is opened (e.g. to build a context generator)."""
+
+    def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
+        """A step between chunking and embedding (default: none)."""
+        return chunks
+
+    def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
+        """Called after each ingestion; ``changed`` says whether the stored records may differ."""
+
+    def close(self) -> None:
+        """Release the store; :meth:`initialize` opens it again."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        self.is_initialized = False
+
+    # -- queries ----------------------------------------------------------------------
+    @property
+    def document_count(self) -> int:
+        """Number of stored chunks (0 before initialisation)."""
+        return self._store.count() if self._store is not None else 0
+
+    async def search(self, query: str) -> str:
+        """Search and format the results as text (what the agent reads)."""
+        return await asyncio.to_thread(self.search_text_sync, query)
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`; ``top_k`` overrides the configured count."""
+        results = self.search_results_sync(query, top_k)
+        if results:
+            return self.format_results(results)
+        return self.no_results(query)
+
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """Structured results for programs."""
+        return await asyncio.to_thread(self.search_results_sync, query, top_k)
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        """The ``top_k`` best results for ``query`` (default: the configured count)."""
+        raise NotImplementedError
+
+    def format_results(self, results: Sequence[Any]) -> str:
+        """The text agents read for ``results`` (what :meth:`search` returns)."""
+        return format_results(list(results))
+
+    def no_results(self, query: str) -> str:
+        """What :meth:`search` says when nothing was found."""
+        return f"No relevant results found for query: {query}"
+
+    def default_description(self) -> str:
+        """The function description when the configuration gives none."""
+        return f"Search {self.config.source}"
+
+    def function_definition(self) -> dict[str, Any]:
+        """The OpenAI-style function definition agents are given for this tool."""
+        return function_definition(self.config.name, self.config.description or self.default_description())
+
+    def ready_store(self, query: str) -> VectorStore:
+        """The store, once initialised and given a non-empty query; else a clear error."""
+        if not self.is_initialized or self._store is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        if not query or not query.strip():
+            raise ValueError("Search query cannot be empty")
+        return self._store
+
+    def embed_query(self, query: str) -> Vector:
+        """``query``'s vector from the tool's embedder (the last :data:`QUERY_CACHE` are kept)."""
+        vector = self._query_vectors.get(query)
+        if vector is not None:
+            self._query_vectors.move_to_end(query)
+            return vector
+        if self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        try:
+            vector = self._embedder.inner.embed([query])[0]
+        except Exception as exc:
+            raise EmbeddingError(f"Failed to generate query embedding: {exc}") from exc
+        self._query_vectors[query] = vector
+        if len(self._query_vectors) > QUERY_CACHE:
+            self._query_vectors.popitem(last=False)
+        return vector

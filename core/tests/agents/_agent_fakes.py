@@ -1,0 +1,85 @@
+"""Fakes for the unit tests of the toolbox and the MCP server: a tool whose ingest the test controls."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deckhand.agents.toolbox import Toolbox
+from deckhand.ingest.pipeline import IngestReport
+from deckhand.tools.results import SearchResult
+
+
+@dataclass
+class FakeConfig:
+    name: str
+    source: str
+    description: str = "Fake search"
+    type: str = "fake"
+    top_k: int = 3
+
+
+class FakeTool:
+    """Implements the tool API the toolbox uses; ``initialize_sync`` blocks until ``release`` is set."""
+
+    def __init__(self, name: str, source: Path, progress: Any = None, files: int = 3) -> None:
+        self.config = FakeConfig(name, str(source))
+        self.progress = progress
+        self.files = files
+        self.release = threading.Event()
+        self.release.set()
+        self.started = threading.Event()
+        self.fail_with: BaseException | None = None
+        self.search_error: BaseException | None = None
+        self.ingests = 0
+        self.is_initialized = False
+        self.last_ingest_time: float | None = None
+        self.last_report: IngestReport | None = None
+        self.closed = False
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        self.started.set()
+        if self.progress is not None:
+            self.progress.stage("files", self.files)
+            self.progress.advance()
+        assert self.release.wait(30), "test never released the ingest"
+        if self.fail_with is not None:
+            raise self.fail_with
+        if self.progress is not None:
+            self.progress.advance(self.files - 1)
+        self.ingests += 1
+        self.is_initialized = True
+        self.last_ingest_time = time.time()
+        self.last_report = IngestReport(ingested=[f"f{i}.md" for i in range(self.files)], chunks_written=self.files)
+        return self.last_report
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        if self.search_error is not None:
+            raise self.search_error
+        if not self.is_initialized:
+            raise RuntimeError("not initialized")
+        return [
+            SearchResult(rank=1, score=0.9, source="f0.md", chunk_index=0, content=f"{query} (ingest {self.ingests})")
+        ][: top_k or self.config.top_k]
+
+    def search_text_sync(self, query: str) -> str:
+        return f"No relevant results found for query: {query}"
+
+    def function_definition(self) -> dict[str, Any]:
+        return {"name": self.config.name, "description": self.config.description, "parameters": {}}
+
+    @property
+    def document_count(self) -> int:
+        return self.files if self.is_initialized else 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def box_of(*tools: FakeTool, **kwargs: Any) -> Toolbox:
+    """A toolbox over fake tools, following each one's ingest progress."""
+    progress = {t.config.name: t.progress for t in tools if t.progress is not None}
+    return Toolbox(list(tools), progress=progress, **kwargs)

@@ -1,0 +1,23 @@
+"""Fixtures of the agent-call tests: fake tools over their own directories (see _agent_fakes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _agent_fakes import FakeTool
+
+
+@pytest.fixture
+def make_tool(tmp_path: Path) -> Callable[..., FakeTool]:
+    """``make_tool(name, tracker=True)``: a fake tool over its own directory under tmp_path."""
+
+    def make(name: str = "docs", tracker: bool = True, files: int = 3) -> FakeTool:
+        from deckhand.agents.toolbox import IngestProgress
+
+        source = tmp_path / name
+        source.mkdir(exist_ok=True)
+        return FakeTool(name, source, IngestProgress(name) if tracker else None, files)
+
+    return make

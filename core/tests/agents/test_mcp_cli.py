@@ -1,0 +1,122 @@
+"""``deckhand mcp``'s refusals: each one line on stderr with a documented exit code, and hints that work."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from deckhand.cli.main import cli
+from deckhand.errors import ConfigError
+from deckhand.mcp.transports import TOKEN_MIN_LENGTH, HttpAddress, bearer_token
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n")
+    config = tmp_path / "agent.yaml"
+    config.write_text("tools:\n  - type: vectorstore\n    name: docs\n    source: docs/\n")
+    return config
+
+
+def test_off_loopback_without_a_token_is_refused_with_a_working_hint(agent: Path) -> None:
+    result = run("mcp", "-c", str(agent), "--http", "0.0.0.0:8765", env={"DECKHAND_MCP_TOKEN": ""})
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: --http 0.0.0.0:8765 is not a loopback address, so clients must authenticate: "
+        "export DECKHAND_MCP_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+    )
+    # The hint's command, run the way the hint says (a shell), yields a token the server accepts.
+    command = lines[0].split("authenticate: ", 1)[1].split(" and give the same token", 1)[0]
+    assert command.startswith("export DECKHAND_MCP_TOKEN=")
+    token = subprocess.run(
+        ["sh", "-c", f'{command}; printf %s "$DECKHAND_MCP_TOKEN"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert len(token) >= TOKEN_MIN_LENGTH
+    assert bearer_token(HttpAddress("0.0.0.0", 8765), {"DECKHAND_MCP_TOKEN": token}) == token
+
+
+def test_short_token_is_refused(agent: Path) -> None:
+    result = run("mcp", "-c", str(agent), "--http", "127.0.0.1:0", env={"DECKHAND_MCP_TOKEN": "short"})
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: DECKHAND_MCP_TOKEN is shorter than 16 characters; use a random token:")
+    assert "short" not in result.stderr.replace("shorter", "")
+
+
+@pytest.mark.parametrize("value", ["nonsense", "host:99999", "[::1]8000", "127.0.0.1:"])
+def test_bad_http_address_is_a_usage_error(agent: Path, value: str) -> None:
+    result = run("mcp", "-c", str(agent), "--http", value)
+    assert result.exit_code == 2
+    assert "expected [HOST:]PORT" in result.stderr or "write an IPv6 address" in result.stderr
+
+
+def test_missing_config_and_reserved_names(tmp_path: Path, agent: Path) -> None:
+    missing = run("mcp", "-c", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == 3
+    assert (
+        missing.stderr == f"error: {tmp_path / 'nope.yaml'}: file not found; pass --config PATH or create agent.yaml\n"
+    )
+    agent.write_text(agent.read_text().replace("name: docs", "name: memory_store"))
+    reserved = run("mcp", "-c", str(agent))
+    assert reserved.exit_code == 3
+    assert reserved.stderr == (
+        f"error: {agent}: tools[0].name: 'memory_store' is reserved for deckhand's own calls; rename the tool\n"
+    )
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("name: nothing\n")
+    nothing = run("mcp", "-c", str(empty))
+    assert nothing.exit_code == 3 and "no tools and no memory configured" in nothing.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port", "loopback"),
+    [
+        ("8765", "127.0.0.1", 8765, True),
+        (":8765", "127.0.0.1", 8765, True),
+        ("localhost:1", "localhost", 1, True),
+        ("[::1]:9000", "::1", 9000, True),
+        ("0.0.0.0:80", "0.0.0.0", 80, False),
+        ("192.168.1.5:8000", "192.168.1.5", 8000, False),
+        ("mcp.example.org:443", "mcp.example.org", 443, False),
+    ],
+)
+def test_http_address(text: str, host: str, port: int, loopback: bool) -> None:
+    address = HttpAddress.parse(text)
+    assert (address.host, address.port, address.loopback) == (host, port, loopback)
+
+
+def test_token_is_optional_on_loopback_but_enforced_when_set() -> None:
+    loopback = HttpAddress("127.0.0.1", 1)
+    assert bearer_token(loopback, {}) is None
+    assert bearer_token(loopback, {"DECKHAND_MCP_TOKEN": "x" * 20}) == "x" * 20
+    with pytest.raises(ConfigError, match="is not a loopback address"):
+        bearer_token(HttpAddress("10.0.0.1", 1), {})
+
+
+def test_help_mentions_the_server() -> None:
+    top = run("--help")
+    assert "deckhand mcp" in top.output and re.search(r"^\s+mcp\s+Serve the agent's tools", top.output, re.M)
+    sub = run("mcp", "--help")
+    assert "--http [HOST:]PORT" in sub.output and "--watch" in sub.output
+
+
+def test_the_cli_does_not_import_the_sdk_until_the_server_starts() -> None:
+    """Every other command stays as fast as before: the SDK (a second or more to import) loads only for the server."""
+
+    code = (
+        "import sys, deckhand.cli.main; print(sorted(m for m in ('mcp', 'watchfiles', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

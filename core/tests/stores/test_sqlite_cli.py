@@ -1,0 +1,82 @@
+"""The default store through the CLI: a damaged index is one line naming the file and the fix, and
+the fix works; two `deckhand ingest` processes at once on the same tool leave every chunk once."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from deckhand.cli.main import EXIT_ERROR, cli
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.types import CollectionSpec
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+DECKHAND = str(Path(sys.executable).parent / "deckhand")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    return tmp_path / "examples"
+
+
+def _index() -> Path:
+    return Path(os.environ["DECKHAND_HOME"]) / "index" / "deckhand_vectors.sqlite"
+
+
+def test_damaged_index_is_one_line_and_force_ingest_rebuilds(project: Path, minilm: object) -> None:
+    cfg = str(project / "agent.yaml")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["-c", cfg, "ingest"]).exit_code == 0
+    gc.collect()  # the tool is gone: its connection closes and checkpoints, as when a process exits
+    index = _index()
+    assert not Path(f"{index}-wal").exists()
+    index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
+
+    broken = runner.invoke(cli, ["-c", cfg, "search", "rotate API keys"])
+    assert broken.exit_code == EXIT_ERROR
+    assert broken.stdout == ""
+    assert broken.stderr.count("\n") == 1 and "Traceback" not in broken.stderr
+    assert broken.stderr.startswith(f"error: index file {index} is damaged (")
+    assert broken.stderr.endswith("; run again with --force-ingest to set it aside and rebuild the index\n")
+
+    fixed = runner.invoke(cli, ["-c", cfg, "search", "--force-ingest", "rotate API keys"])
+    assert fixed.exit_code == 0, fixed.stderr
+    assert "| Source: docs/security.md" in fixed.stdout.splitlines()[2]
+    assert "harbor_docs [sqlite]: 5 ingested" in fixed.stderr
+    assert [p.name.startswith("deckhand_vectors.sqlite.damaged-") for p in index.parent.glob("*.damaged-*")] == [True]
+    again = runner.invoke(cli, ["-c", cfg, "search", "rotate API keys"])
+    assert again.exit_code == 0 and "harbor_docs [sqlite]: index opened (5 files, 5 chunks;" in again.stderr
+    checked = runner.invoke(cli, ["-c", cfg, "search", "--refresh", "rotate API keys"])
+    assert checked.exit_code == 0 and "0 ingested (0 chunks, 0 embedded), 5 unchanged" in checked.stderr
+
+
+def test_two_ingest_processes_at_once_store_every_chunk_once(project: Path) -> None:
+    env = {**os.environ, "DECKHAND_THREADS": "1"}
+    command = [DECKHAND, "-c", str(project / "agent.yaml"), "ingest"]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)]
+    both.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    for process in both:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert err.splitlines()[-1].startswith("harbor_docs [sqlite]: "), err
+
+    store = SQLiteStore(_index(), "harbor_docs")
+    previous = store.open(CollectionSpec("harbor_docs", 384, "unused"))
+    assert previous is not None
+    manifest = store.manifest()
+    records = list(store.iter_records())
+    assert len(manifest) == 5 and store.count() == len(records) == sum(s.chunk_count for s in manifest.values())
+    assert len({r.id for r in records}) == len(records)
+    assert sorted({r.source for r in records}) == sorted(manifest)
+    store.close()
+
+    third = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert third.returncode == 0
+    assert "harbor_docs [sqlite]: 0 ingested (0 chunks, 0 embedded), 5 unchanged" in third.stderr

@@ -1,0 +1,251 @@
+"""Every install command deckhand prints or documents names a real distribution and a real extra.
+
+The hints are collected three ways: the registry's hint for every component name that could be
+asked for (each extra's name, each registered component, names nothing provides), every
+``pip install`` written in the sources of core and the plugins (error messages, launcher hints),
+and every ``pip install`` in the README and the docs. Each requirement that names a deckhand
+distribution is checked against the packages' metadata: the pyproject.toml files the wheels are
+built from (static metadata only) and, for what this environment has installed, the installed
+metadata. The server launchers the hints name are checked to import without pytest; the
+launcher tests of the Redis and PostgreSQL plugins run them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from deckhand import install_hints
+from deckhand.install_hints import DISTRIBUTION, core_extras, extras_of, install_hint, normalize, plugin_extras
+from deckhand.plugins import HOOKS, PluginRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIRS = [ROOT / "core", *sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))]
+#: Where hints are written: the sources of every package, and the documents users read.
+SOURCES = [f for d in PACKAGE_DIRS for f in sorted((d / "src").rglob("*.py"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *[d / "README.md" for d in PACKAGE_DIRS]]
+
+#: One command on one line, up to a shell separator, a comment or the end of inline code.
+_COMMAND = re.compile(r"pip install((?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`);&|#]+))+)")
+_TOKEN = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`);&|#]+")
+_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
+#: Options of pip install that take a value (the value is not a requirement).
+_VALUED_OPTIONS = {"--find-links", "-f", "--index-url", "-i", "--extra-index-url", "--python", "-r", "-c"}
+
+
+def _project(directory: Path) -> dict[str, object]:
+    project = tomllib.loads((directory / "pyproject.toml").read_text())["project"]
+    assert isinstance(project, dict)
+    return project
+
+
+def _built_extras() -> dict[str, dict[str, set[str]]]:
+    """Distribution → extra → required distributions, as the wheels are built (from static metadata)."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for directory in PACKAGE_DIRS:
+        project = _project(directory)
+        assert not {"dependencies", "optional-dependencies", "name"} & set(project.get("dynamic", [])), directory  # type: ignore[arg-type]
+        optional = project.get("optional-dependencies", {})
+        assert isinstance(optional, dict)
+        found[normalize(str(project["name"]))] = {
+            normalize(extra): {normalize(_REQUIREMENT.match(req).group(1)) for req in reqs}  # type: ignore[union-attr]
+            for extra, reqs in optional.items()
+        }
+    return found
+
+
+BUILT = _built_extras()
+PATHS = {d.relative_to(ROOT).as_posix(): normalize(str(_project(d)["name"])) for d in PACKAGE_DIRS}
+
+
+def _requirements(text: str) -> list[str]:
+    """The requirements (names, paths) every ``pip install`` command in ``text`` installs."""
+    found: list[str] = []
+    for command in _COMMAND.finditer(text):
+        tokens = [t.strip("\"'") for t in _TOKEN.findall(command.group(1))]
+        skip = False
+        for token in tokens:
+            if skip or "{" in token:  # an option's value, or an f-string placeholder (checked where it is built)
+                skip = False
+                continue
+            if token.startswith("-"):
+                skip = token in _VALUED_OPTIONS
+                continue
+            found.append(token)
+    return found
+
+
+def _check(requirement: str, where: str) -> str | None:
+    """Why ``requirement`` (from ``where``) names no real deckhand package or extra; None when it is fine."""
+    target, _, extras_part = requirement.partition("[")
+    if requirement.startswith((".", "/")) or "/" in target:
+        directory = Path(target).as_posix().removeprefix("./").rstrip("/")
+        if not directory.startswith(("core", "plugins")):
+            return None  # a project of the reader's own (docs/plugins.md's example plugin)
+        if directory not in PATHS:
+            return f"{where}: {requirement!r} is not a package directory of this repository"
+        distribution = PATHS[directory]
+    else:
+        match = _REQUIREMENT.match(requirement)
+        if match is None:
+            return f"{where}: cannot read the requirement {requirement!r}"
+        distribution = normalize(match.group(1))
+        if not distribution.startswith("deckhand"):
+            return None  # another project's package (torch, uv, nox): not ours to check
+        if distribution not in BUILT:
+            return f"{where}: {requirement!r} names {distribution!r}, which is none of {sorted(BUILT)}"
+    extras = {normalize(e) for e in extras_part.rstrip("]").split(",") if e.strip()}
+    missing = extras - set(BUILT[distribution])
+    if missing:
+        have = sorted(BUILT[distribution])
+        return f"{where}: {requirement!r}: {distribution} has no extra {sorted(missing)} (it has {have})"
+    return None
+
+
+def test_the_command_reader_reads_what_it_must() -> None:
+    text = (
+        'run pip install "deckhand-ai[redis,postgres]" ./plugins/redis; then `pip install -e ./core` and '
+        "pip install --find-links dist 'deckhand-ai-redis[server]' && deckhand plugins; pip install torch==2.13.0\n"
+        "pip install ./plugins/postgres  # a comment\npython -m deckhand_postgres.server"
+    )
+    assert _requirements(text) == [
+        "deckhand-ai[redis,postgres]",
+        "./plugins/redis",
+        "./core",
+        "deckhand-ai-redis[server]",
+        "torch==2.13.0",
+        "./plugins/postgres",
+    ]
+    assert _check("deckhand[redis]", "t") is not None  # the unrelated project that holds the name
+    assert _check("deckhand-ai[weaviate]", "t") is not None
+    assert _check("./plugins/nosuch", "t") is not None
+    assert _check("./plugins/redis[server]", "t") is None
+    assert _check("./plugins/redis[nosuch]", "t") is not None
+    assert _check("plugins/redis", "t") is None and _check("plugins/redi", "t") is not None
+
+
+def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> None:
+    installed = extras_of(importlib.metadata.metadata(DISTRIBUTION))
+    assert {extra: set(dists) for extra, dists in installed.items()} == BUILT[DISTRIBUTION]
+    assert core_extras() == installed
+    assert plugin_extras() == ["git-memory", "native-hybrid", "postgres", "redis", "sentence-transformers"]
+
+
+def test_installed_workspace_packages_match_their_pyproject() -> None:
+    for distribution, extras in BUILT.items():
+        try:
+            metadata = importlib.metadata.metadata(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # not in this environment (sentence-transformers needs torch): pyproject is checked above
+        assert {e: set(d) for e, d in extras_of(metadata).items()} == extras, distribution
+
+
+def _registry_hints() -> list[tuple[str, str]]:
+    registry = PluginRegistry()
+    names = {"weaviate", "openai", "acme", *core_extras()}
+    names |= {c.name for table in registry.components.values() for c in table.values()}
+    return [(f"install_hint({kind!r}, {name!r})", install_hint(kind, name)) for kind in HOOKS for name in sorted(names)]
+
+
+def _written_hints() -> list[tuple[str, str]]:
+    return [(str(f.relative_to(ROOT)), f.read_text()) for f in [*SOURCES, *DOCUMENTS] if f.is_file()]
+
+
+def test_every_install_command_names_a_real_distribution_and_extra() -> None:
+    problems: list[str] = []
+    checked = 0
+    for where, text in [*_registry_hints(), *_written_hints()]:
+        for requirement in _requirements(text):
+            checked += 1
+            problem = _check(requirement, where)
+            if problem:
+                problems.append(problem)
+    assert not problems, "\n".join(problems)
+    assert checked > 50  # the hints were found (a reader that found none would pass vacuously)
+
+
+def test_each_named_extra_really_brings_the_component() -> None:
+    """A hint that names an extra for a registered component names the extra whose distribution registers it."""
+    registry = PluginRegistry()
+    dists = registry.plugin_distributions()
+    checked = 0
+    for kind, table in registry.components.items():
+        for component in table.values():
+            hint = install_hint(kind, component.name)
+            match = re.search(r'pip install "deckhand-ai\[([^\]]+)\]"', hint)
+            if match is None or component.plugin not in dists:
+                continue
+            checked += 1
+            assert normalize(dists[component.plugin][0]) in core_extras()[match.group(1)], (kind, component, hint)
+    assert checked >= 2  # redis and postgres stores are installed here
+
+
+def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:
+    hint = install_hint("embedder", "text-embedding-3-small")
+    listed = re.search(r"deckhand-ai's extras: ([^;]+);", hint)
+    assert listed is not None, hint
+    assert set(listed.group(1).split(", ")) == set(plugin_extras()) <= set(BUILT[DISTRIBUTION])
+    assert "openai" not in hint
+
+
+@pytest.mark.parametrize("module", ["deckhand_redis.server", "deckhand_postgres.server"])
+def test_the_launchers_the_hints_name_import_without_pytest(module: str) -> None:
+    launcher = importlib.import_module(module)
+    assert f"python -m {module}" == launcher.START_COMMAND
+    assert _check(_requirements(launcher.SERVER_EXTRA_INSTALL)[0], module) is None
+    code = (
+        "import sys; sys.modules['pytest'] = None; sys.modules['_pytest'] = None\n"
+        f"import runpy; runpy.run_module({module!r}, run_name='__main__')"
+    )
+    help_run = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=60)
+    assert help_run.returncode == 0, help_run.stderr
+    assert f"usage: {launcher.START_COMMAND}" in help_run.stdout
+    assert "Warning" not in help_run.stderr  # the package does not import its launcher before -m runs it
+
+
+def test_servers_module_imports_without_pytest() -> None:
+    code = "import sys; sys.modules['pytest'] = None; import deckhand.testing.servers"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert install_hints.DISTRIBUTION == "deckhand-ai"
+
+
+def test_every_documented_launcher_module_exists() -> None:
+    """``python -m deckhand...`` in the sources and docs names a module that is there (no stale launcher paths)."""
+    named = {
+        (where, module)
+        for where, text in _written_hints()
+        for module in re.findall(r"python3? -m (deckhand[\w.]*)", text)
+    }
+    assert {m for _, m in named} >= {"deckhand_redis.server", "deckhand_postgres.server", "deckhand.testing.servers"}
+    missing = [f"{where}: python -m {module}" for where, module in sorted(named) if not _module_exists(module)]
+    assert not missing, missing
+
+
+def _module_exists(module: str) -> bool:
+    """Importable here, or (for a plugin this environment lacks) present in the plugin's sources."""
+    try:
+        if importlib.util.find_spec(module) is not None:
+            return True
+    except ModuleNotFoundError:
+        pass
+    relative = Path(*module.split("."))
+    return any((src / relative).with_suffix(".py").is_file() for src in (ROOT / "plugins").glob("*/src"))
+
+
+def test_servers_without_the_launchers_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['deckhand_redis'] = None; sys.modules['deckhand_postgres'] = None\n"
+        "from deckhand.testing.servers import main; raise SystemExit(main())"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert 'pip install "deckhand-ai-redis[server]" "deckhand-ai-postgres[server]"' in result.stderr
+    assert all(_check(r, "servers") is None for r in _requirements(result.stderr))
