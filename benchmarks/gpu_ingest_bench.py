@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synthetic_corpus import chunks as synthetic_chunks  # noqa: E402
+from synthetic_corpus import chunks as synthetic_chunks
 
 
 def _gpu() -> str | None:
