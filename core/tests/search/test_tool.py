@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -69,12 +70,18 @@ def test_modes_and_hybrid_fusion(legal_corpus: Path) -> None:
     hybrid = tool.search_results_sync("what fine is an operator liable to pay", 5)
     assert hybrid[0].section_id == "3.1"
     assert {"semantic", "keyword"} <= set(hybrid[0].modalities)
+    # z-score fusion (the default): 1 for the best hit of every modality that found anything.
+    assert 0.0 < hybrid[0].score <= 1.0
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hybrid))
+    rrf = _tool(legal_corpus, "    fusion: rrf\n").search_results_sync("what fine is an operator liable to pay", 5)
+    assert rrf[0].section_id == "3.1"
     # Normalised RRF: the best possible document scores 1; this one lacks an exact match.
-    assert hybrid[0].score <= 2 / 3 + 1e-6
+    assert rrf[0].score <= 2 / 3 + 1e-6
 
 
 def test_min_score_threshold_and_function_definition(legal_corpus: Path) -> None:
-    tool = _tool(legal_corpus, "    min_score: 0.99\n")
+    # Under RRF a document scores 1 only when every weighted modality ranks it first.
+    tool = _tool(legal_corpus, "    min_score: 0.99\n    fusion: rrf\n")
     assert tool.search_results_sync("widget factory safety") == []
     assert tool.search_text_sync("widget factory safety") == "No results above score threshold 0.99"
     assert tool.search_results_sync("§ 3.1")[0].section_id == "3.1"  # a direct section match scores 1

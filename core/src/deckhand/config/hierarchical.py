@@ -93,10 +93,17 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     chunk_overlap: int = Field(default=0, ge=0, description="Tokens shared by consecutive pieces of a split section.")
 
     search_mode: SearchMode = SearchMode.HYBRID
-    semantic_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of dense (embedding) search.")
-    keyword_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of keyword search.")
-    exact_weight: float = Field(default=1.0, ge=0.0, description="RRF weight of exact matches.")
-    rrf_k: float = Field(default=60.0, ge=0.0, le=10_000.0, description="RRF constant k in w / (k + rank).")
+    fusion: Literal["zscore", "rrf", "minmax"] = Field(
+        default="zscore",
+        description="How hybrid search merges the modalities: zscore (weighted sum of per-query standard scores), "
+        "rrf (reciprocal rank fusion, constant rrf_k) or minmax (weighted sum of min-max scaled scores).",
+    )
+    semantic_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of dense (embedding) search.")
+    keyword_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of keyword search.")
+    exact_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of exact matches.")
+    rrf_k: float = Field(
+        default=60.0, ge=0.0, le=10_000.0, description="RRF constant k in w / (k + rank) (fusion: rrf)."
+    )
     top_k: int = Field(default=10, ge=1, le=100)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Drop results below this fused score.")
 

@@ -38,7 +38,7 @@ from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import ContextGenerator, KeywordIndex, SideIndexStorage, VectorStore
 from deckhand.retrieval.exact import ExactIndex
-from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion
+from deckhand.retrieval.fusion import Fused, fuse
 from deckhand.tools import hierarchical_indexes
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
@@ -331,7 +331,7 @@ class HierarchicalDocumentTool(SourceTool):
         if "exact" in weights:
             ranked["exact"] = self._exact.search(query, depth)
             pinned = self._exact.section_of_query(query)
-        fused = reciprocal_rank_fusion(ranked, weights, self.config.rrf_k)
+        fused = fuse(self.config.fusion, ranked, weights, self.config.rrf_k)
         if pinned:
             # A query that is a section reference ("§ 4.2") gets that section first, in order.
             by_id = {f.id: f for f in fused}
