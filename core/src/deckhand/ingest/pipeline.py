@@ -22,6 +22,7 @@ from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO, decoding
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
@@ -161,6 +162,11 @@ class LoaderSet:
 
     def load(self, path: Path) -> str:
         return self.by_extension[path.suffix.lower()].load(path)
+
+    def verbatim(self, path: Path) -> bool:
+        """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
+        offsets into it are places in the file (results then show line numbers)."""
+        return bool(getattr(self.by_extension.get(path.suffix.lower()), "verbatim", False))
 
 
 def file_sha256(path: Path) -> str:
@@ -356,9 +362,11 @@ class Ingestor:
         pending = _Pending(file, state, [], complete=False)
         self._queue.append(pending)
         stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        numbered = self.loaders.verbatim(file.path)
         if stream is not None:
             length, before = len(document.text), self._status.bytes_done
-            for chunk in stream(document):
+            chunks_out = stream(document)
+            for chunk in with_start_lines(document.text, chunks_out) if numbered else chunks_out:
                 pending.chunks.append(chunk)
                 self._status.chunks += 1
                 if pending.waiting >= self._group_size():
@@ -367,6 +375,8 @@ class Ingestor:
                     self._embed_ready(report, final=False)
         else:
             chunks = self.chunker.chunk(document)
+            if numbered:
+                chunks = list(with_start_lines(document.text, chunks))
             if self.prepare is not None:
                 chunks = self.prepare(document, chunks)
             pending.chunks = chunks
