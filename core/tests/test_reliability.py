@@ -571,7 +571,7 @@ def test_control_characters_in_names_are_escaped_in_every_line(tmp_path: Path, m
     search = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "crane"], capture_output=True, text=True, env=env, timeout=300
     )
-    assert "| Source: docs/two\\nlines.md\nThe quay crane" in search.stdout
+    assert "| Source: docs/two\\nlines.md:1\nThe quay crane" in search.stdout
 
 
 def test_loader_error_messages_are_one_line(tmp_path: Path) -> None:

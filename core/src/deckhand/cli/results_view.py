@@ -104,8 +104,8 @@ class Output:
     (a test runner's capture, a pipe) and asks that stream whether it is a terminal.
     """
 
-    def __init__(self) -> None:
-        self._console: Console | None = None
+    def __init__(self, console: Console | None = None) -> None:
+        self._console = console
 
     @property
     def console(self) -> Console:
