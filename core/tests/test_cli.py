@@ -117,6 +117,61 @@ def test_test_command_reports_hit_rate_and_mrr(project: Path, minilm: object) ->
     ]
 
 
+def test_test_command_per_tool(project: Path, minilm: object) -> None:
+    """Each tool gets its own hit@k, MRR and missed cases; --tool runs only the named one."""
+    cfg = project / "agent.yaml"
+    data = yaml.safe_load(cfg.read_text())
+    # a second tool that has only a copy of security.md (sec/docs/security.md matches docs/security.md)
+    (project / "sec" / "docs").mkdir(parents=True)
+    shutil.copy(project / "docs" / "security.md", project / "sec" / "docs" / "security.md")
+    data["tools"].append({"type": "vectorstore", "name": "security_only", "source": "sec/docs", "top_k": 2})
+    data["tests"].append(
+        {"query": "Who answers vulnerability reports?", "expected_sources": ["security.md"], "tool": "security_only"}
+    )
+    cfg.write_text(yaml.safe_dump(data))
+    both = run("-c", str(cfg), "test")
+    assert both.exit_code == 0, both.output
+    assert both.stdout.splitlines() == [
+        "== harbor_docs",
+        "  hit @ 1  How often should API keys be rotated?",
+        "  hit @ 1  What port does the server listen on by default?",
+        "  hit @ 1  Which plans include priority support?",
+        "harbor_docs: hit@3 3/3 = 1.00, MRR 1.000",
+        "== security_only",
+        "  hit @ 1  How often should API keys be rotated?",
+        "     MISS  What port does the server listen on by default?",
+        "     MISS  Which plans include priority support?",
+        "  hit @ 1  Who answers vulnerability reports?",
+        "security_only: hit@2 2/4 = 0.50, MRR 0.500, missed tests[1] tests[2]",
+        "hit rate 4/4 = 1.00, MRR 1.000",  # a case counts as found when any tool asked found it
+    ]
+    report = json.loads(run("-c", str(cfg), "test", "--json").stdout)
+    assert report["tools"]["security_only"] == {
+        "k": 2,
+        "cases": 4,
+        "hits": 2,
+        "hit_rate": 0.5,
+        "mrr": 0.5,
+        "ranks": {"0": 1, "1": None, "2": None, "3": 1},
+        "missed": [
+            {"case": 1, "query": "What port does the server listen on by default?"},
+            {"case": 2, "query": "Which plans include priority support?"},
+        ],
+    }
+    assert (report["hit_rate"], report["mrr"], len(report["cases"])) == (1.0, 1.0, 4)
+
+    one = run("-c", str(cfg), "test", "--tool", "security_only")
+    assert one.exit_code == 4  # alone, it misses two cases
+    assert one.stdout.splitlines()[0] == "== security_only" and "== harbor_docs" not in one.stdout
+    assert one.stdout.splitlines()[-1] == "hit rate 2/4 = 0.50, MRR 0.500"
+    assert "harbor_docs [" not in one.stderr  # the other tool is not even opened
+    data["tests"] = [t for t in data["tests"] if t.get("tool") == "security_only"]
+    cfg.write_text(yaml.safe_dump(data))
+    none = run("-c", str(cfg), "test", "--tool", "harbor_docs")
+    assert none.exit_code == 3
+    assert none.stderr == f"error: {cfg}: tests: no case for harbor_docs (each names another tool)\n"
+
+
 def test_test_command_unknown_tool(project: Path) -> None:
     data = yaml.safe_load((project / "agent.yaml").read_text())
     data["tests"][1]["tool"] = "nope"

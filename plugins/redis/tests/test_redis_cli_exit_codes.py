@@ -1,6 +1,6 @@
 """Exit codes scripts can trust, against a real Redis: a refused password is a configuration error
 (exit 3, no fallback anywhere); an unreachable server fails ``deckhand ingest`` (exit 1) unless the
-fallback is allowed, and falls back for ``search`` unless ``--no-fallback``."""
+fallback is allowed, and falls back for ``search`` unless ``--no-fallback`` (or ``--strict``)."""
 
 from __future__ import annotations
 
@@ -85,6 +85,10 @@ def test_the_config_switch_and_the_flag_override_it(tmp_path: Path, closed_url: 
     allowed = _agent(tmp_path, closed_url, allow_fallback=True)
     assert _run("-c", str(allowed), "ingest").exit_code == 0
     assert _run("-c", str(allowed), "ingest", "--no-fallback").exit_code == 1
+    strict = _run("-c", str(allowed), "search", "--strict", "spring tides")  # --strict is --no-fallback
+    assert strict.exit_code == 1 and strict.stdout == ""
+    assert strict.stderr.startswith("error: tool harbour: cannot reach Redis at redis://:***@127.0.0.1:")
+    assert strict.stderr.count("\n") == 1 and "hunter2pw" not in strict.stderr
     denied = _agent(tmp_path, closed_url, allow_fallback=False)
     assert _run("-c", str(denied), "search", "spring tides").exit_code == 1
     assert _run("-c", str(denied), "search", "--allow-fallback", "spring tides").exit_code == 0
