@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -187,3 +189,31 @@ def test_no_results_is_the_tools_own_line(project: Path, minilm: object) -> None
     none = run("-c", str(cfg), "search", "rotate API keys")
     assert none.exit_code == 0
     assert none.stdout == "No results above similarity threshold 0.99\n"
+
+
+# -- the examples of docs/cli.md ------------------------------------------------------------------
+
+DOCS_CLI = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+SCORE = re.compile(r"Score: \d\.\d\d")
+
+
+def documented_runs(prefix: str) -> list[tuple[str, str]]:
+    """Each ``$ <command>`` in a code block of docs/cli.md starting with ``prefix``, and the output shown under it."""
+    runs = []
+    for block in re.findall(r"^```\n(.*?)^```$", DOCS_CLI.read_text(), re.M | re.S):
+        for command, output in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M):
+            if command.startswith(prefix):
+                runs.append((command, output))
+    return runs
+
+
+def test_the_documented_example_commands_print_what_docs_cli_md_shows(
+    project: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = documented_runs("deckhand -q --config examples/agent.yaml ")
+    assert [shlex.split(c)[4] for c, _ in runs] == ["search", "test"]
+    monkeypatch.chdir(project.parent)
+    for command, output in runs:
+        done = run(*shlex.split(command)[1:])
+        assert done.exit_code == 0, (command, done.output)
+        assert SCORE.sub("Score: _", done.stdout) == SCORE.sub("Score: _", output), command
