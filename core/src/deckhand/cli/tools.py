@@ -136,11 +136,21 @@ full_option = click.option("--full", is_flag=True, help="Show each result's whol
 
 
 def answer(tool: Tool, query: str, top_k: int | None = None, *, full: bool = False) -> Text:
-    """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none."""
+    """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
+
+    A tool type that writes its own result text (a plugin overriding ``format_results``) is
+    shown in that text: it chose how its results read."""
+    if _own_format(tool):
+        return Text(tool.search_text_sync(query, top_k))
     results = tool.search_results_sync(query, top_k)
     if not results:  # the tool's own line: no result, or none above its threshold
         return Text(tool.search_text_sync(query, top_k))
     return results_text(results, query, full=full)
+
+
+def _own_format(tool: Tool) -> bool:
+    method = getattr(type(tool), "format_results", None)
+    return method is not None and not str(getattr(method, "__module__", "")).startswith("deckhand.")
 
 
 def search_cmd() -> click.Command:
