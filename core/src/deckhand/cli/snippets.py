@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from deckhand.retrieval.analysis import Analyzer, words
 
@@ -32,8 +33,7 @@ class Segment:
     hit: bool = False
 
 
-@dataclass(frozen=True)
-class _Word:
+class _Word(NamedTuple):  # a tuple: a chunk has hundreds of words, made on every result shown
     start: int
     end: int
     term: str | None  # the query term it matches, if any
@@ -53,14 +53,20 @@ class QueryTerms:
         self.terms = frozenset(analyzer.terms(query))
         #: A query of stopwords only ("what is it") still marks its words, unstemmed.
         self._raw = frozenset(w.strip(".") for w in words(query)) if not self.terms else frozenset()
+        self._seen: dict[str, str | None] = {}
 
     def match(self, word: str) -> str | None:
         """The query term ``word`` (as written in the text) stands for, or None."""
+        if word in self._seen:
+            return self._seen[word]
         lower = word.lower()
         if self._raw:
-            return lower if lower in self._raw else None
-        term = self._analyzer.term(lower)
-        return term if term is not None and term in self.terms else None
+            found = lower if lower in self._raw else None
+        else:
+            term = self._analyzer.term(lower)
+            found = term if term is not None and term in self.terms else None
+        self._seen[word] = found  # a chunk repeats its words: each is stemmed once
+        return found
 
     def words(self, text: str) -> list[_Word]:
         return [_Word(m.start(), m.end(), self.match(m.group())) for m in _WORD.finditer(text)]
