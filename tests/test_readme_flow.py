@@ -24,7 +24,8 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     assert search.returncode == 0, search.stderr
     lines = search.stdout.splitlines()
     assert lines[0] == "Found 3 result(s):"
-    assert lines[2].startswith("[1] Score: ") and lines[2].endswith(" | Source: docs/security.md")
+    assert lines[2].startswith("[1] Score: ") and lines[2].endswith(" | Source: docs/security.md:1")
+    assert "Rotate every key at least every 90 days" in lines[3] and "\x1b" not in search.stdout
     assert "harbor_docs [sqlite]: 5 ingested (5 chunks, 5 embedded)" in search.stderr
     assert not (tmp_path / "examples" / ".deckhand").exists()  # state went to DECKHAND_HOME
     assert (tmp_path / "state" / "cache" / "embeddings.sqlite").is_file()

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
+from deckhand.cli.snippets import ELLIPSIS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
@@ -69,7 +70,7 @@ def test_search_text_and_json(project: Path, minilm: object) -> None:
     text = run("-c", cfg, "search", "how do I rotate API keys?")
     assert text.exit_code == 0
     assert text.stdout.startswith("Found 3 result(s):\n\n[1] Score: ")
-    assert text.stdout.splitlines()[2].endswith("| Source: docs/security.md")
+    assert text.stdout.splitlines()[2].endswith("| Source: docs/security.md:1")
     one = run("-c", cfg, "search", "-k", "1", "how do I rotate API keys?")
     assert one.stdout.startswith("Found 1 result(s):") and "[2]" not in one.stdout
     as_json = run("-c", cfg, "search", "--json", "how do I rotate API keys?")
@@ -94,9 +95,11 @@ def test_test_command_reports_hit_rate_and_mrr(project: Path, minilm: object) ->
     result = run("-c", cfg, "test")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
+        "== harbor_docs",
         "  hit @ 1  How often should API keys be rotated?",
         "  hit @ 1  What port does the server listen on by default?",
         "  hit @ 1  Which plans include priority support?",
+        "harbor_docs: hit@3 3/3 = 1.00, MRR 1.000",
         "hit rate 3/3 = 1.00, MRR 1.000",
     ]
     as_json = json.loads(run("-c", cfg, "test", "--json").stdout)
@@ -107,10 +110,66 @@ def test_test_command_reports_hit_rate_and_mrr(project: Path, minilm: object) ->
     (project / "agent.yaml").write_text(yaml.safe_dump(data))
     missed = run("-c", cfg, "test")
     assert missed.exit_code == 4
-    assert missed.stdout.splitlines()[-2:] == [
+    assert missed.stdout.splitlines()[-3:] == [
         "     MISS  Which plans include priority support?",
+        "harbor_docs: hit@3 3/4 = 0.75, MRR 0.750, missed tests[3]",
         "hit rate 3/4 = 0.75, MRR 0.750",
     ]
+
+
+def test_test_command_per_tool(project: Path, minilm: object) -> None:
+    """Each tool gets its own hit@k, MRR and missed cases; --tool runs only the named one."""
+    cfg = project / "agent.yaml"
+    data = yaml.safe_load(cfg.read_text())
+    # a second tool that has only a copy of security.md (sec/docs/security.md matches docs/security.md)
+    (project / "sec" / "docs").mkdir(parents=True)
+    shutil.copy(project / "docs" / "security.md", project / "sec" / "docs" / "security.md")
+    data["tools"].append({"type": "vectorstore", "name": "security_only", "source": "sec/docs", "top_k": 2})
+    data["tests"].append(
+        {"query": "Who answers vulnerability reports?", "expected_sources": ["security.md"], "tool": "security_only"}
+    )
+    cfg.write_text(yaml.safe_dump(data))
+    both = run("-c", str(cfg), "test")
+    assert both.exit_code == 0, both.output
+    assert both.stdout.splitlines() == [
+        "== harbor_docs",
+        "  hit @ 1  How often should API keys be rotated?",
+        "  hit @ 1  What port does the server listen on by default?",
+        "  hit @ 1  Which plans include priority support?",
+        "harbor_docs: hit@3 3/3 = 1.00, MRR 1.000",
+        "== security_only",
+        "  hit @ 1  How often should API keys be rotated?",
+        "     MISS  What port does the server listen on by default?",
+        "     MISS  Which plans include priority support?",
+        "  hit @ 1  Who answers vulnerability reports?",
+        "security_only: hit@2 2/4 = 0.50, MRR 0.500, missed tests[1] tests[2]",
+        "hit rate 4/4 = 1.00, MRR 1.000",  # a case counts as found when any tool asked found it
+    ]
+    report = json.loads(run("-c", str(cfg), "test", "--json").stdout)
+    assert report["tools"]["security_only"] == {
+        "k": 2,
+        "cases": 4,
+        "hits": 2,
+        "hit_rate": 0.5,
+        "mrr": 0.5,
+        "ranks": {"0": 1, "1": None, "2": None, "3": 1},
+        "missed": [
+            {"case": 1, "query": "What port does the server listen on by default?"},
+            {"case": 2, "query": "Which plans include priority support?"},
+        ],
+    }
+    assert (report["hit_rate"], report["mrr"], len(report["cases"])) == (1.0, 1.0, 4)
+
+    one = run("-c", str(cfg), "test", "--tool", "security_only")
+    assert one.exit_code == 4  # alone, it misses two cases
+    assert one.stdout.splitlines()[0] == "== security_only" and "== harbor_docs" not in one.stdout
+    assert one.stdout.splitlines()[-1] == "hit rate 2/4 = 0.50, MRR 0.500"
+    assert "harbor_docs [" not in one.stderr  # the other tool is not even opened
+    data["tests"] = [t for t in data["tests"] if t.get("tool") == "security_only"]
+    cfg.write_text(yaml.safe_dump(data))
+    none = run("-c", str(cfg), "test", "--tool", "harbor_docs")
+    assert none.exit_code == 3
+    assert none.stderr == f"error: {cfg}: tests: no case for harbor_docs (each names another tool)\n"
 
 
 def test_test_command_unknown_tool(project: Path) -> None:
@@ -136,7 +195,10 @@ def test_chat_reads_queries_from_stdin(project: Path, minilm: object) -> None:
     assert result.exit_code == 0
     assert result.stdout.count("== harbor_docs\nFound 3 result(s):") == 2
     assert "ignored" not in result.stdout
-    assert "1 tool(s) ready: harbor_docs. Type a query; an empty line or Ctrl-D quits." in result.stderr
+    assert (
+        "1 tool(s) ready: harbor_docs. Type a query; :help lists the commands; quit, an empty line or Ctrl-D ends."
+        in result.stderr
+    )
     first_answer = result.stdout.split("== harbor_docs")[1]
     assert "| Source: docs/security.md" in first_answer.splitlines()[3]
 
@@ -257,7 +319,9 @@ def test_real_process_quiet_and_warnings(project: Path) -> None:
     assert quiet.returncode == 0
     assert quiet.stderr == ""
     assert quiet.stdout.startswith("Found 1 result(s):\n\n[1] Score: ")
-    assert "| Source: docs/security.md\n# Security" in quiet.stdout
+    head, passage = quiet.stdout.splitlines()[2:4]
+    assert head.endswith("| Source: docs/security.md:1") and "\x1b" not in quiet.stdout  # a pipe: no colours
+    assert passage.startswith(ELLIPSIS) and "Rotate every key at least every 90 days" in passage
 
 
 def test_force_ingest_with_a_persistent_store(project: Path, minilm: object, fresh_registry: None) -> None:

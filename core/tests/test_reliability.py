@@ -539,6 +539,17 @@ def test_exit_codes_of_fallback_and_refused_credentials(tmp_path: Path, minilm: 
     assert code("-c", down, "search", "--no-fallback", "ships") == 1
     allowed = _agent(tmp_path, "down", allow_fallback=True)
     assert code("-c", allowed, "ingest") == 0
+    # --strict is --no-fallback: it wins over the configuration, on every command that opens stores
+    with_cases = yaml.safe_load(Path(allowed).read_text())
+    with_cases["tests"] = [{"query": "ships", "expected_sources": ["docs/a.md"]}]
+    Path(allowed).write_text(yaml.safe_dump(with_cases))
+    for command in (["ingest"], ["search", "ships"], ["test"], ["chat"]):
+        strict = CliRunner().invoke(cli, ["-c", allowed, *command, "--strict"], input="ships\n")
+        assert strict.exit_code == 1, (command, strict.output)
+        assert strict.stderr == (
+            "error: tool kb: cannot reach down at down://db:1 (connection refused); to use the in-memory store for "
+            "this run instead, pass --allow-fallback (or set database.allow_fallback: true)\n"
+        ), command
     locked = _agent(tmp_path, "locked")
     assert code("-c", locked, "ingest") == 3
     assert code("-c", locked, "ingest", "--allow-fallback") == 3
@@ -571,7 +582,7 @@ def test_control_characters_in_names_are_escaped_in_every_line(tmp_path: Path, m
     search = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "crane"], capture_output=True, text=True, env=env, timeout=300
     )
-    assert "| Source: docs/two\\nlines.md\nThe quay crane" in search.stdout
+    assert "| Source: docs/two\\nlines.md:1\nThe quay crane" in search.stdout
 
 
 def test_loader_error_messages_are_one_line(tmp_path: Path) -> None:

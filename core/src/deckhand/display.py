@@ -12,11 +12,19 @@ import re
 #: C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: The same, less the line breaks and tabs a multi-line text (a chunk shown whole) keeps.
+_CONTROL_IN_BLOCK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """``text`` with control characters escaped (``\\n``, ``\\t``, ``\\x1b``, ``\\u202e``) and backslashes kept."""
     return _CONTROL.sub(_escape, text)
+
+
+def printable_block(text: str) -> str:
+    """Like :func:`printable` for text shown over several lines: ``\\n`` and ``\\t`` are kept as they are
+    (and a Windows line end ``\\r\\n`` is one line break)."""
+    return _CONTROL_IN_BLOCK.sub(_escape, text.replace("\r\n", "\n"))
 
 
 def _escape(match: re.Match[str]) -> str:

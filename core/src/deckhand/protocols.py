@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Loader(Protocol):
-    """Turns one file into text. Raises :class:`deckhand.errors.LoaderError` on failure."""
+    """Turns one file into text. Raises :class:`deckhand.errors.LoaderError` on failure.
+
+    Optional: ``verbatim = True`` when the text returned is the file's own (decoded, not
+    converted), so the pipeline can number the lines chunks start at (results show ``path:line``).
+    """
 
     #: Lower-case extensions with the dot, e.g. ``{".txt", ".md"}``.
     extensions: frozenset[str]

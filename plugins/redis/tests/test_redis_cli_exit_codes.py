@@ -1,11 +1,14 @@
 """Exit codes scripts can trust, against a real Redis: a refused password is a configuration error
 (exit 3, no fallback anywhere); an unreachable server fails ``deckhand ingest`` (exit 1) unless the
-fallback is allowed, and falls back for ``search`` unless ``--no-fallback``."""
+fallback is allowed, and falls back for ``search`` unless ``--no-fallback`` (or ``--strict``)."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -85,6 +88,28 @@ def test_the_config_switch_and_the_flag_override_it(tmp_path: Path, closed_url: 
     allowed = _agent(tmp_path, closed_url, allow_fallback=True)
     assert _run("-c", str(allowed), "ingest").exit_code == 0
     assert _run("-c", str(allowed), "ingest", "--no-fallback").exit_code == 1
+    strict = _run("-c", str(allowed), "search", "--strict", "spring tides")  # --strict is --no-fallback
+    assert strict.exit_code == 1 and strict.stdout == ""
+    assert strict.stderr.startswith("error: tool harbour: cannot reach Redis at redis://:***@127.0.0.1:")
+    assert strict.stderr.count("\n") == 1 and "hunter2pw" not in strict.stderr
     denied = _agent(tmp_path, closed_url, allow_fallback=False)
     assert _run("-c", str(denied), "search", "spring tides").exit_code == 1
     assert _run("-c", str(denied), "search", "--allow-fallback", "spring tides").exit_code == 0
+
+
+def test_the_strict_example_of_docs_cli_md(tmp_path: Path, closed_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/cli.md's --strict example, run as written (on a port where nothing listens)."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text()
+    section = text[text.index("## When a store server is unreachable") :]
+    config = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    command, shown = re.search(r"```\n\$ (.*)\n(.*)\n```", section).groups()  # type: ignore[union-attr]
+    port = str(urlsplit(closed_url).port)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tides.md").write_text("# Tides\n\nSpring tides follow the full and the new moon.\n")
+    (tmp_path / "agent.yaml").write_text(config.replace("6390", port))
+    monkeypatch.chdir(tmp_path)
+    strict = _run(*shlex.split(command)[1:])
+    assert strict.exit_code == 1
+    assert strict.stderr == shown.replace("6390", port) + "\n"
+    fallback = _run(*[a for a in shlex.split(command)[1:] if a != "--strict"])
+    assert fallback.exit_code == 0 and "Source: docs/tides.md:1" in fallback.stdout

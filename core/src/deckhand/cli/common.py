@@ -33,14 +33,16 @@ config_option = click.option(
     help="Agent configuration file (default: ./agent.yaml).",
 )
 force_option = click.option("--force-ingest", is_flag=True, help="Re-ingest every file, ignoring what is indexed.")
+#: One switch, three spellings: ``--strict`` is ``--no-fallback`` under the name scripts and CI look for.
 fallback_option = click.option(
     "--allow-fallback/--no-fallback",
+    " /--strict",
     "allow_fallback",
     default=None,
     help=(
         "When a configured store server is unreachable, use the in-memory store for this run (--allow-fallback) "
-        "or fail with exit 1 (--no-fallback). Default: database.allow_fallback, else fail for ingest and fall "
-        "back for search, chat and test."
+        "or fail with exit 1 (--no-fallback, or its alias --strict). Default: database.allow_fallback, else fail "
+        "for ingest and fall back for search, chat and test."
     ),
 )
 

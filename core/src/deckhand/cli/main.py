@@ -18,7 +18,13 @@ from deckhand.display import printable
 
 __all__ = ["EXIT_CONFIG", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "cli", "main"]
 
-COMMAND_MODULES = ["deckhand.cli.tools", "deckhand.cli.memory", "deckhand.cli.eval", "deckhand.cli.mcp"]
+COMMAND_MODULES = [
+    "deckhand.cli.tools",
+    "deckhand.cli.chat",
+    "deckhand.cli.memory",
+    "deckhand.cli.eval",
+    "deckhand.cli.mcp",
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

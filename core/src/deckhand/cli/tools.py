@@ -1,4 +1,4 @@
-"""Commands over an agent's tools: ingest, search, chat, test, plugins, schema."""
+"""Commands over an agent's tools: ingest, search, test, plugins, schema (``chat`` is in :mod:`deckhand.cli.chat`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.text import Text
 
 from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, fallback_option, force_option
 from deckhand.cli.progress import LineProgress, RichProgress, progress_for
+from deckhand.cli.results_view import Output, results_text
+from deckhand.cli.retrieval_cases import overall, run_cases
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
 from deckhand.display import printable
@@ -24,25 +27,31 @@ from deckhand.tools import build_tool
 log = logging.getLogger("deckhand")
 
 
-def _load(config_path: Path) -> AgentConfig:
+def load_config(config_path: Path) -> AgentConfig:
+    """The agent configuration at ``config_path``; a missing file is a one-line configuration error."""
     if not config_path.exists():
         raise ConfigError(f"{config_path}: file not found; pass --config PATH or create agent.yaml")
     return load_agent_config(config_path)
 
 
-def _tools(
+def check_tool_names(config: AgentConfig, config_path: Path, names: tuple[str, ...]) -> None:
+    """A one-line configuration error when one of ``names`` (``--tool``) is not a configured tool."""
+    unknown = set(names) - {t.name for t in config.tools}
+    if unknown:
+        known = ", ".join(t.name for t in config.tools) or "none"
+        raise ConfigError(f"{config_path}: no tool named {', '.join(sorted(unknown))} (tools: {known})")
+
+
+def build_tools(
     config: AgentConfig,
     config_path: Path,
     names: tuple[str, ...] | None = None,
     progress: Callable[[str], Any] | None = None,
 ) -> list[Tool]:
+    """The configured tools (only ``names`` if given; an unknown name is an error listing the known ones)."""
     base_dir = config_path.resolve().parent
+    check_tool_names(config, config_path, names or ())
     selected = [t for t in config.tools if not names or t.name in names]
-    if names:
-        unknown = set(names) - {t.name for t in config.tools}
-        if unknown:
-            known = ", ".join(t.name for t in config.tools) or "none"
-            raise ConfigError(f"{config_path}: no tool named {', '.join(sorted(unknown))} (tools: {known})")
     if not selected:
         raise ConfigError(f"{config_path}: tools: no tools configured")
     return [build_tool(t, base_dir=base_dir, progress=progress(t.name) if progress else None) for t in selected]
@@ -52,7 +61,7 @@ def _tools(
 Display = RichProgress | LineProgress
 
 
-def _initialize(
+def initialize_tools(
     tools: list[Tool],
     force: bool,
     quiet: bool,
@@ -112,14 +121,36 @@ def ingest_cmd() -> click.Command:
         quiet = ctx.obj.get("quiet", False)
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback, default=False):
-            config = _load(config_path)
+            config = load_config(config_path)
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
-            tools = _tools(config, config_path, tool_names, displays.get)
-            failed = _initialize(tools, force_ingest, quiet, displays)
+            tools = build_tools(config, config_path, tool_names, displays.get)
+            failed = initialize_tools(tools, force_ingest, quiet, displays)
         if failed:
             sys.exit(EXIT_PARTIAL)
 
     return ingest
+
+
+#: ``search`` and ``chat`` show each result's best passage; this flag shows whole chunks.
+full_option = click.option("--full", is_flag=True, help="Show each result's whole chunk instead of its best passage.")
+
+
+def answer(tool: Tool, query: str, top_k: int | None = None, *, full: bool = False) -> Text:
+    """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
+
+    A tool type that writes its own result text (a plugin overriding ``format_results``) is
+    shown in that text: it chose how its results read."""
+    if _own_format(tool):
+        return Text(tool.search_text_sync(query, top_k))
+    results = tool.search_results_sync(query, top_k)
+    if not results:  # the tool's own line: no result, or none above its threshold
+        return Text(tool.search_text_sync(query, top_k))
+    return results_text(results, query, full=full)
+
+
+def _own_format(tool: Tool) -> bool:
+    method = getattr(type(tool), "format_results", None)
+    return method is not None and not str(getattr(method, "__module__", "")).startswith("deckhand.")
 
 
 def search_cmd() -> click.Command:
@@ -129,6 +160,7 @@ def search_cmd() -> click.Command:
     @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable); default: all.")
     @click.option("-k", "--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
+    @full_option
     @force_option
     @fallback_option
     @refresh_option
@@ -140,112 +172,93 @@ def search_cmd() -> click.Command:
         tool_names: tuple[str, ...],
         top_k: int | None,
         as_json: bool,
+        full: bool,
         force_ingest: bool,
         allow_fallback: bool | None,
         refresh: bool,
     ) -> None:
-        """Search the agent's tools (a tool never ingested is ingested first; --refresh checks for changes)."""
+        """Search the agent's tools (a tool never ingested is ingested first; --refresh checks for changes).
+
+        Each result shows its score, where it is (path:line, headings, section) and the passage
+        that matches the query best, its terms highlighted on a terminal; --full shows whole chunks.
+        """
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
-            config = _load(config_path)
-            tools = _tools(config, config_path, tool_names)
-            _initialize(tools, force_ingest, quiet, refresh=refresh)
+            config = load_config(config_path)
+            tools = build_tools(config, config_path, tool_names)
+            initialize_tools(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
                 payload = {t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k)] for t in tools}
                 click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
                 return
+            out = Output()
             for tool in tools:
                 if len(tools) > 1:
-                    click.secho(f"== {tool.config.name}", bold=True)
-                click.echo(tool.search_text_sync(query, top_k))
+                    out.print(f"== {printable(tool.config.name)}", style="bold")
+                out.print(answer(tool, query, top_k, full=full))
 
     return search
-
-
-def chat_cmd() -> click.Command:
-    @click.command("chat")
-    @config_option
-    @force_option
-    @fallback_option
-    @refresh_option
-    @click.pass_context
-    def chat(
-        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, refresh: bool
-    ) -> None:
-        """Interactive session over the agent's tools: type a query, see each tool's results (no LLM)."""
-        config_path = config_path_of(ctx, config_path)
-        with errors(), fallback_policy(allow_fallback):
-            config = _load(config_path)
-            tools = _tools(config, config_path)
-            _initialize(tools, force_ingest, ctx.obj.get("quiet", False), refresh=refresh)
-            click.echo(
-                f"{len(tools)} tool(s) ready: {', '.join(t.config.name for t in tools)}. "
-                "Type a query; an empty line or Ctrl-D quits.",
-                err=True,
-            )
-            while True:
-                try:
-                    query = input("> ") if sys.stdin.isatty() else sys.stdin.readline()
-                except EOFError:
-                    break
-                if not query or not query.strip():
-                    break
-                for tool in tools:
-                    click.secho(f"== {tool.config.name}", bold=True)
-                    click.echo(tool.search_text_sync(query.strip()))
-
-    return chat
 
 
 def test_cmd() -> click.Command:
     @click.command("test")
     @config_option
+    @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable); default: all.")
     @force_option
     @fallback_option
-    @click.option("--json", "as_json", is_flag=True, help="Per-case results as JSON.")
+    @click.option("--json", "as_json", is_flag=True, help="Per-tool and per-case results as JSON.")
     @click.pass_context
     def test(
-        ctx: click.Context, config_path: Path | None, force_ingest: bool, allow_fallback: bool | None, as_json: bool
+        ctx: click.Context,
+        config_path: Path | None,
+        tool_names: tuple[str, ...],
+        force_ingest: bool,
+        allow_fallback: bool | None,
+        as_json: bool,
     ) -> None:
-        """Run the retrieval test cases of agent.yaml (`tests:`); report hit rate and MRR."""
+        """Run the retrieval test cases of agent.yaml (`tests:`): per tool hit@k, MRR and the cases it missed.
+
+        The last line counts a case as found when any tool asked found it; exit 4 if one was not.
+        """
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
-            config = _load(config_path)
+            config = load_config(config_path)
             if not config.tests:
                 raise ConfigError(f"{config_path}: tests: no retrieval test cases configured")
-            tools = {t.config.name: t for t in _tools(config, config_path)}
+            known = [t.name for t in config.tools]
             for i, case in enumerate(config.tests):
-                if case.tool is not None and case.tool not in tools:
-                    known = ", ".join(tools)
-                    raise ConfigError(f"{config_path}: tests[{i}].tool: no tool named {case.tool!r} (tools: {known})")
-            _initialize(list(tools.values()), force_ingest, ctx.obj.get("quiet", False) or as_json)
-            rows: list[dict[str, Any]] = []
-            for case in config.tests:
-                asked = [tools[case.tool]] if case.tool else list(tools.values())
-                ranks: list[int] = []
-                for tool in asked:
-                    results = tool.search_results_sync(case.query, case.top_k)
-                    ranks += [r.rank for r in results if any(_matches(r.source, e) for e in case.expected_sources)]
-                best = min(ranks) if ranks else None
-                rows.append({"query": case.query, "rank": best, "hit": best is not None})
-            hits = sum(1 for r in rows if r["hit"])
-            mrr = sum(1.0 / int(r["rank"]) for r in rows if r["rank"]) / len(rows)
+                if case.tool is not None and case.tool not in known:
+                    raise ConfigError(
+                        f"{config_path}: tests[{i}].tool: no tool named {case.tool!r} (tools: {', '.join(known)})"
+                    )
+            tools = build_tools(config, config_path, tool_names)
+            if not any(c.tool is None or c.tool in tool_names for c in config.tests) and tool_names:
+                raise ConfigError(
+                    f"{config_path}: tests: no case for {', '.join(tool_names)} (each names another tool)"
+                )
+            initialize_tools(tools, force_ingest, ctx.obj.get("quiet", False) or as_json)
+            scores = [s for s in run_cases(config.tests, tools) if s.runs]
+            rows = overall(scores)
+            hits = sum(1 for r in rows if r.hit)
+            mrr = sum(1.0 / r.rank for r in rows if r.rank) / len(rows)
             if as_json:
-                click.echo(json.dumps({"cases": rows, "hit_rate": hits / len(rows), "mrr": mrr}, indent=2))
+                cases = [{"case": r.case, "query": r.query, "rank": r.rank, "hit": r.hit} for r in rows]
+                tables = {s.name: s.as_json() for s in scores}
+                payload = {"cases": cases, "hit_rate": hits / len(rows), "mrr": mrr, "tools": tables}
+                click.echo(json.dumps(payload, indent=2))
             else:
-                for row in rows:
-                    mark = f"hit @ {row['rank']}" if row["hit"] else "MISS"
-                    click.echo(f"{mark:>9}  {row['query']}")
+                for score in scores:
+                    click.secho(f"== {score.name}", bold=True)
+                    for run in score.runs:
+                        mark = f"hit @ {run.rank}" if run.hit else "MISS"
+                        click.echo(f"{mark:>9}  {printable(run.query)}")
+                    click.echo(score.summary())
                 click.echo(f"hit rate {hits}/{len(rows)} = {hits / len(rows):.2f}, MRR {mrr:.3f}")
         if hits < len(rows):
             sys.exit(EXIT_PARTIAL)
 
     return test
-
-
-def _matches(source: str, expected: str) -> bool:
-    return source == expected or source.endswith("/" + expected.lstrip("./"))
 
 
 def plugins_cmd() -> click.Command:
@@ -295,5 +308,5 @@ def schema_cmd() -> click.Command:
 
 
 def register(cli: click.Group) -> None:
-    for factory in (ingest_cmd, search_cmd, chat_cmd, test_cmd, plugins_cmd, schema_cmd):
+    for factory in (ingest_cmd, search_cmd, test_cmd, plugins_cmd, schema_cmd):
         cli.add_command(factory())

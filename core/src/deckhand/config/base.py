@@ -56,7 +56,8 @@ class DatabaseConfig(StrictModel):
         default=None,
         description=(
             "When the server is unreachable: true uses the in-memory store for the run, false fails; "
-            "default: fail for `deckhand ingest`, fall back for search/chat/test (--allow-fallback/--no-fallback)."
+            "default: fail for `deckhand ingest`, fall back for search/chat/test "
+            "(--allow-fallback, --no-fallback/--strict)."
         ),
     )
 

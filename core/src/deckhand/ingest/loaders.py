@@ -88,6 +88,8 @@ class TextLoader:
 
     extensions = frozenset({".txt", ".md", ".markdown", ".rst"})
     priority = 0
+    #: The text returned is the file's own (decoded, not converted): offsets in it are places in the file.
+    verbatim = True
 
     def load(self, path: Path) -> str:
         try:

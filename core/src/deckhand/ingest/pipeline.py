@@ -24,6 +24,7 @@ from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO, decoding
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
@@ -171,6 +172,11 @@ class LoaderSet:
 
     def load(self, path: Path) -> str:
         return self.by_extension[path.suffix.lower()].load(path)
+
+    def verbatim(self, path: Path) -> bool:
+        """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
+        offsets into it are places in the file (results then show line numbers)."""
+        return bool(getattr(self.by_extension.get(path.suffix.lower()), "verbatim", False))
 
 
 def file_sha256(path: Path) -> str:
@@ -467,15 +473,19 @@ class Ingestor:
         document = Document(source=file.display, text=text, title=_title(text, file.path))
         del text
         stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        numbered = self.loaders.verbatim(file.path)
         if stream is None:
             chunks = self.chunker.chunk(document)
+            if numbered:
+                chunks = list(with_start_lines(document.text, chunks))
             if self.prepare is not None:
                 chunks = self.prepare(document, chunks)
             yield _Read(index, chunks, 1.0, done=True)
             return
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        for chunk in stream(document):
+        chunks_out = stream(document)
+        for chunk in with_start_lines(document.text, chunks_out) if numbered else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:
                 yield _Read(index, batch, chunk.metadata.get("end_char", 0) / length)

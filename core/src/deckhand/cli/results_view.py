@@ -1,0 +1,126 @@
+"""How ``deckhand search`` and ``deckhand chat`` show results to a person.
+
+Each result is a head line (rank, score, where it is: ``path:line``, the heading chain and
+the section id when the tool knows them) and the passage that matches the query best
+(:mod:`deckhand.cli.snippets`) with the query's terms marked; ``--full`` shows the whole
+chunk instead. On a terminal this is drawn with rich (bold head, marked terms in colour);
+into a pipe or a file it is the same text without a single escape code. Agents get the
+contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, highlighted, snippet
+from deckhand.display import printable, printable_block
+from deckhand.ingest.lines import START_LINE
+from deckhand.tools.results import SearchResult
+
+HIT = "bold yellow"
+HEAD = "bold"
+SOURCE = "cyan"
+FAINT = "dim"
+
+
+def where(result: SearchResult) -> str:
+    """The result's file and place in it: ``docs/guide.md:42``, ``report.pdf (page 3)``, or the path alone."""
+    meta = result.metadata or {}
+    text = printable(result.source)
+    line, page = meta.get(START_LINE), meta.get("page")
+    if isinstance(line, int) and not isinstance(line, bool):
+        return f"{text}:{line}"
+    if isinstance(page, int) and not isinstance(page, bool):
+        return f"{text} (page {page})"
+    return text
+
+
+def result_text(result: SearchResult, terms: QueryTerms, *, full: bool = False) -> Text:
+    """One result: its head line, then its best passage (or, with ``full``, its whole content)."""
+    out = Text()
+    out.append(f"[{result.rank}] Score: {result.score:.2f}", style=HEAD)
+    out.append(" | Source: ")
+    out.append(where(result), style=SOURCE)
+    location: str = getattr(result, "location", "") or ""
+    section: str | None = getattr(result, "section_label", None) or getattr(result, "section_id", None)
+    if location:
+        out.append(f" | Location: {printable(location)}", style=FAINT)
+    if section:
+        out.append(f" | Section: {printable(section)}", style=FAINT)
+    out.append("\n")
+    segments = highlighted(result.content, terms) if full else snippet(result.content, terms)
+    _append(out, segments, block=full)
+    for line in _extras(result):
+        out.append("\n" + line, style=FAINT)
+    return out
+
+
+def results_text(results: Sequence[SearchResult], query: str, *, full: bool = False) -> Text:
+    """The count line, then each result, separated by blank lines."""
+    terms = QueryTerms(query)
+    out = Text(f"Found {len(results)} result(s):")
+    for result in results:
+        out.append("\n\n")
+        out.append_text(result_text(result, terms, full=full))
+    return out
+
+
+def _append(out: Text, segments: list[Segment], *, block: bool) -> None:
+    clean = printable_block if block else printable
+    for segment in segments:
+        if segment.hit:
+            out.append(clean(segment.text), style=HIT)
+        elif ELLIPSIS in segment.text and segment.text.strip() == ELLIPSIS:
+            out.append(segment.text, style=FAINT)
+        else:
+            out.append(clean(segment.text))
+
+
+def _extras(result: SearchResult) -> list[str]:
+    """The definitions and resolved references of a ``hierarchical_document`` result, as agents see them."""
+    lines: list[str] = []
+    definitions: list[Any] = getattr(result, "definitions", None) or []
+    references: list[Any] = getattr(result, "references", None) or []
+    if definitions:
+        lines.append("Definitions:")
+        lines += [f'  - "{printable(d.term)}": {printable(d.definition)}' for d in definitions]
+    if references:
+        lines.append("References:")
+        for ref in references:
+            place = printable(ref.location) if ref.resolved else "not found in the indexed documents"
+            lines.append(f"  - {printable(ref.section_id)}: {place}")
+    return lines
+
+
+class Output:
+    """Where the CLI prints results: rich on a terminal, plain text (no escape codes) anywhere else.
+
+    The console is made when first used, so it writes to the ``sys.stdout`` of that moment
+    (a test runner's capture, a pipe) and asks that stream whether it is a terminal.
+    """
+
+    def __init__(self, console: Console | None = None) -> None:
+        self._console = console
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = Console(highlight=False, markup=False, emoji=False)
+        return self._console
+
+    @property
+    def styled(self) -> bool:
+        return self.console.is_terminal
+
+    def print(self, text: Text | str, *, style: str | None = None) -> None:
+        if isinstance(text, str):
+            text = Text(text, style=style or "")
+        if self.styled:
+            self.console.print(text, overflow="fold")
+        else:
+            click.echo(text.plain)

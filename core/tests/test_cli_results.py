@@ -1,0 +1,219 @@
+"""What a person sees of a result: the best passage, the query's terms marked, path:line, --full."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from deckhand.cli.main import cli
+from deckhand.cli.results_view import Output, results_text, where
+from deckhand.cli.snippets import ELLIPSIS, Segment, highlighted, snippet
+from deckhand.ingest.lines import with_start_lines
+from deckhand.tools.hierarchical_results import DefinitionRef, HierarchicalSearchResult, SectionRef
+from deckhand.tools.results import SearchResult
+from deckhand.types import Chunk
+from rich.console import Console
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FILLER = " ".join(f"word{i}" for i in range(120))  # 120 words that match nothing
+
+
+def marked(segments: list[Segment]) -> str:
+    """The snippet with its hits in [brackets], to compare in one string."""
+    return "".join(f"[{s.text}]" if s.hit else s.text for s in segments)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+# -- choosing the passage ------------------------------------------------------------------------
+
+
+def test_the_window_with_the_query_terms_is_chosen_and_cut_with_ellipses() -> None:
+    text = f"{FILLER}\nTides rise twice a day; the spring tide follows the new moon.\n{FILLER}"
+    shown = marked(snippet(text, "When do spring tides come?"))
+    assert shown.startswith(ELLIPSIS + " ") and shown.endswith(" " + ELLIPSIS)
+    # stemmed as the keyword index stems: "tides" marks "Tides" and "tide", "spring" marks "spring"
+    assert "[Tides] rise twice a day; the [spring] [tide] follows the new moon." in shown
+    assert len(shown.replace("[", "").replace("]", "")) <= 240 + 4
+    # the hits are in the middle of the window, not at its edge
+    before, after = shown.split("[Tides]")[0], shown.split("moon.")[1]
+    assert len(before) > 40 and len(after) > 40
+
+
+def test_more_distinct_terms_beat_more_repeats_of_one() -> None:
+    text = f"harbour harbour harbour harbour harbour {FILLER} the harbour pilot boards here {FILLER}"
+    shown = marked(snippet(text, "harbour pilot"))
+    assert "[harbour] [pilot] boards here" in shown
+
+
+def test_a_short_text_is_shown_whole_and_one_without_hits_from_its_start() -> None:
+    assert marked(snippet("# Keys\n\nRotate   every key\tyearly.", "rotating keys")) == (
+        "# [Keys] [Rotate] every [key] yearly."
+    )
+    start = marked(snippet(f"# Title {FILLER}", "nothing matches this"))
+    assert start.startswith("# Title word0 word1") and start.endswith(ELLIPSIS) and "[" not in start
+
+
+def test_a_query_of_stopwords_still_marks_its_words() -> None:
+    assert marked(snippet("What it is and what it was.", "what is it")) == "[What] [it] [is] and [what] [it] was."
+
+
+def test_full_keeps_the_line_breaks() -> None:
+    assert marked(highlighted("# Keys\n\n  Rotate keys.\n", "key")) == "# [Keys]\n\n  Rotate [keys].\n"
+
+
+# -- where a result is, and how it is drawn ------------------------------------------------------
+
+
+def result(**fields: object) -> SearchResult:
+    base: dict[str, object] = {"rank": 1, "score": 0.5, "source": "docs/a.md", "chunk_index": 0, "content": "x"}
+    return SearchResult.model_validate({**base, **fields})
+
+
+def test_where_gives_the_line_or_page_when_known() -> None:
+    assert where(result(metadata={"start_line": 42})) == "docs/a.md:42"
+    assert where(result(source="r.pdf", metadata={"page": 3})) == "r.pdf (page 3)"
+    assert where(result(source="evil\x1b[2J.md")) == "evil\\x1b[2J.md"
+
+
+def test_plain_text_of_a_hierarchical_result() -> None:
+    found = HierarchicalSearchResult(
+        rank=1,
+        score=0.91,
+        source="docs/act.md",
+        chunk_index=3,
+        content="2.1 An operator must keep every widget guarded.\x1b[31m",
+        metadata={"start_line": 12},
+        location="Widget Act > Part 2 Duties",
+        section_id="2.1",
+        section_label="§ 2.1",
+        definitions=[DefinitionRef(term="widget", definition="a guarded machine", source="docs/act.md")],
+        references=[SectionRef(section_id="5", resolved=False)],
+    )
+    text = results_text([found], "widget duties").plain
+    assert text.splitlines() == [
+        "Found 1 result(s):",
+        "",
+        "[1] Score: 0.91 | Source: docs/act.md:12 | Location: Widget Act > Part 2 Duties | Section: § 2.1",
+        "2.1 An operator must keep every widget guarded.\\x1b[31m",
+        "Definitions:",
+        '  - "widget": a guarded machine',
+        "References:",
+        "  - 5: not found in the indexed documents",
+    ]
+
+
+def test_a_terminal_gets_the_terms_in_colour_a_pipe_gets_none() -> None:
+    buffer = io.StringIO()
+    terminal = Output(Console(file=buffer, force_terminal=True, color_system="standard", width=200))
+    terminal.print(results_text([result(content="Rotate every key yearly.")], "rotating keys"))
+    assert "\x1b[1;33mRotate\x1b[0m every \x1b[1;33mkey\x1b[0m yearly." in buffer.getvalue()
+    piped = Output(Console(file=io.StringIO(), force_terminal=False))
+    assert not piped.styled
+
+
+# -- line numbers from ingestion ---------------------------------------------------------------
+
+
+def test_start_lines_count_to_the_first_visible_character() -> None:
+    text = "one\ntwo\n\n\nfour words here\nfive\n"
+    chunks = [
+        Chunk("a.md", 0, "one two", metadata={"start_char": 0}),
+        Chunk("a.md", 1, "four words", metadata={"start_char": 8}),  # starts on the blank lines before "four"
+        Chunk("a.md", 2, "five", metadata={"start_char": text.index("five")}),
+        Chunk("a.md", 3, "two", metadata={"start_char": 4}),  # out of order: counted afresh
+        Chunk("a.md", 4, "no offset"),
+    ]
+    lines = [c.metadata.get("start_line") for c in with_start_lines(text, chunks)]
+    assert lines == [1, 5, 6, 2, None]
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    return tmp_path / "examples"
+
+
+def test_search_shows_a_passage_and_full_shows_the_chunk(project: Path, minilm: object) -> None:
+    cfg = str(project / "agent.yaml")
+    short = run("-c", cfg, "search", "-k", "1", "how do I rotate API keys?")
+    assert short.exit_code == 0
+    head, passage, *rest = short.stdout.splitlines()[2:]
+    assert head.endswith("| Source: docs/security.md:1") and rest == []
+    assert passage.startswith(ELLIPSIS) and passage.endswith(ELLIPSIS) and "Rotate every key" in passage
+    assert "\x1b" not in short.stdout
+    full = run("-c", cfg, "search", "-k", "1", "--full", "how do I rotate API keys?")
+    body = (project / "docs" / "security.md").read_text().strip()
+    assert full.stdout == f"Found 1 result(s):\n\n{head}\n{body}\n"
+    # --json is the structured results, as before (the line is in the metadata)
+    payload = json.loads(run("-c", cfg, "search", "-k", "1", "--json", "rotate API keys").stdout)
+    assert payload["harbor_docs"][0]["metadata"]["start_line"] == 1
+
+
+def test_line_numbers_of_chunks_deep_in_a_file(tmp_path: Path, minilm: object) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    lines = [f"Line {n} talks about cargo number {n} in the harbour." for n in range(1, 61)]
+    lines[44] = "The lighthouse keeper polishes the great lens every evening."
+    text = "\n".join(lines) + "\n"
+    (docs / "log.txt").write_text(text)
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n"
+        "    chunker: {name: token, chunk_size: 64, chunk_overlap: 0}\n"
+    )
+    cfg = str(tmp_path / "agent.yaml")
+    found = run("-c", cfg, "search", "-k", "1", "lighthouse keeper lens")
+    assert found.exit_code == 0, found.output
+    chunk = json.loads(run("-c", cfg, "search", "--json", "-k", "1", "lighthouse keeper lens").stdout)["kb"][0]
+    expected = text.count("\n", 0, text.index(chunk["content"])) + 1  # the line the chunk's first word is on
+    assert 30 < expected < 46  # a chunk well inside the file, holding line 45
+    head, passage = found.stdout.splitlines()[2:4]
+    assert head.endswith(f"| Source: docs/log.txt:{expected}")
+    assert "The lighthouse keeper polishes the great lens every evening." in passage
+
+
+def test_no_results_is_the_tools_own_line(project: Path, minilm: object) -> None:
+    cfg = project / "agent.yaml"
+    cfg.write_text(cfg.read_text().replace("    top_k: 3\n", "    top_k: 3\n    min_similarity_score: 0.99\n"))
+    none = run("-c", str(cfg), "search", "rotate API keys")
+    assert none.exit_code == 0
+    assert none.stdout == "No results above similarity threshold 0.99\n"
+
+
+# -- the examples of docs/cli.md ------------------------------------------------------------------
+
+DOCS_CLI = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+SCORE = re.compile(r"Score: \d\.\d\d")
+
+
+def documented_runs(prefix: str) -> list[tuple[str, str]]:
+    """Each ``$ <command>`` in a code block of docs/cli.md starting with ``prefix``, and the output shown under it."""
+    runs = []
+    for block in re.findall(r"^```\n(.*?)^```$", DOCS_CLI.read_text(), re.M | re.S):
+        for command, output in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, re.M):
+            if command.startswith(prefix):
+                runs.append((command, output))
+    return runs
+
+
+def test_the_documented_example_commands_print_what_docs_cli_md_shows(
+    project: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = documented_runs("deckhand -q --config examples/agent.yaml ")
+    assert [shlex.split(c)[4] for c, _ in runs] == ["search", "test"]
+    monkeypatch.chdir(project.parent)
+    for command, output in runs:
+        done = run(*shlex.split(command)[1:])
+        assert done.exit_code == 0, (command, done.output)
+        assert SCORE.sub("Score: _", done.stdout) == SCORE.sub("Score: _", output), command
