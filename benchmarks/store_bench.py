@@ -74,8 +74,31 @@ def postgres_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
     return lambda collection: PostgresStore.from_config(config, collection)
 
 
+def weaviate_setup(stack: ExitStack, algorithm: Algorithm) -> StoreFactory:
+    """Weaviate at ``$WEAVIATE_URL`` (none can be started here); ``$WEAVIATE_OPTIONS`` adds database.options as JSON."""
+    import json
+
+    from deckhand.config.models import DatabaseConfig
+    from deckhand_weaviate import WeaviateStore
+    from deckhand_weaviate.testing import ENV_URL, SKIP_REASON, live_options
+
+    url = os.environ.get(ENV_URL)
+    if not url:
+        raise SystemExit(SKIP_REASON)
+    options = {**live_options(), **json.loads(os.environ.get("WEAVIATE_OPTIONS") or "{}")}
+    config = DatabaseConfig(
+        provider="weaviate", connection_string=url, index_name="bench", vector_algorithm=algorithm, options=options
+    )
+    return lambda collection: WeaviateStore.from_config(config, collection)
+
+
 #: store name -> setup; other store plugins add themselves here.
-STORES: dict[str, StoreSetup] = {"inmemory": inmemory_setup, "redis": redis_setup, "postgres": postgres_setup}
+STORES: dict[str, StoreSetup] = {
+    "inmemory": inmemory_setup,
+    "redis": redis_setup,
+    "postgres": postgres_setup,
+    "weaviate": weaviate_setup,
+}
 
 
 @dataclass

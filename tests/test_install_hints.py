@@ -123,7 +123,8 @@ def test_the_command_reader_reads_what_it_must() -> None:
         "./plugins/postgres",
     ]
     assert _check("deckhand[redis]", "t") is not None  # the unrelated project that holds the name
-    assert _check("deckhand-ai[weaviate]", "t") is not None
+    assert _check("deckhand-ai[weaviate]", "t") is None
+    assert _check("deckhand-ai[no-such-extra]", "t") is not None
     assert _check("./plugins/nosuch", "t") is not None
     assert _check("./plugins/redis[server]", "t") is None
     assert _check("./plugins/redis[nosuch]", "t") is not None
@@ -134,7 +135,7 @@ def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> No
     installed = extras_of(importlib.metadata.metadata(DISTRIBUTION))
     assert {extra: set(dists) for extra, dists in installed.items()} == BUILT[DISTRIBUTION]
     assert core_extras() == installed
-    assert plugin_extras() == ["git-memory", "native-hybrid", "postgres", "redis", "sentence-transformers"]
+    assert plugin_extras() == ["git-memory", "native-hybrid", "postgres", "redis", "sentence-transformers", "weaviate"]
 
 
 def test_installed_workspace_packages_match_their_pyproject() -> None:
@@ -148,7 +149,7 @@ def test_installed_workspace_packages_match_their_pyproject() -> None:
 
 def _registry_hints() -> list[tuple[str, str]]:
     registry = PluginRegistry()
-    names = {"weaviate", "openai", "acme", *core_extras()}
+    names = {"weaviate", "pinecone", "openai", "acme", *core_extras()}
     names |= {c.name for table in registry.components.values() for c in table.values()}
     return [(f"install_hint({kind!r}, {name!r})", install_hint(kind, name)) for kind in HOOKS for name in sorted(names)]
 
@@ -183,7 +184,7 @@ def test_each_named_extra_really_brings_the_component() -> None:
                 continue
             checked += 1
             assert normalize(dists[component.plugin][0]) in core_extras()[match.group(1)], (kind, component, hint)
-    assert checked >= 2  # redis and postgres stores are installed here
+    assert checked >= 3  # redis, postgres and weaviate stores are installed here
 
 
 def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:

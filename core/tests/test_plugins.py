@@ -100,7 +100,7 @@ def test_duplicate_component_in_one_plugin() -> None:
 
 GENERIC_HINT = (
     "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, "
-    "sentence-transformers; `deckhand plugins` lists what is installed)"
+    "sentence-transformers, weaviate; `deckhand plugins` lists what is installed)"
 )
 
 
@@ -110,8 +110,9 @@ GENERIC_HINT = (
         ("store", "redis", 'install it with: pip install "deckhand-ai[redis]"'),
         ("store", "postgres", 'install it with: pip install "deckhand-ai[postgres]"'),
         ("embedder", "sentence-transformers", 'install it with: pip install "deckhand-ai[sentence-transformers]"'),
-        # No extra of deckhand-ai is called so: never an extra that does not exist (there is no [weaviate]).
-        ("store", "weaviate", GENERIC_HINT),
+        ("store", "weaviate", 'install it with: pip install "deckhand-ai[weaviate]"'),
+        # No extra of deckhand-ai is called so: never an extra that does not exist (there is no [pinecone]).
+        ("store", "pinecone", GENERIC_HINT),
         ("store", "acme", GENERIC_HINT),
         ("store", "testing", GENERIC_HINT),  # an extra, but not one that brings a plugin
         ("embedder", "text-embedding-3-small", GENERIC_HINT),  # there is no [openai] either

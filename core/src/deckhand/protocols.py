@@ -235,6 +235,24 @@ class NativeKeywordSearch(Protocol):
 
 
 @runtime_checkable
+class NativeHybridSearch(Protocol):
+    """Optional method of a store whose database fuses its own keyword ranking with a vector search.
+
+    ``hybrid_search`` ranks by the query's text (the database's full-text scoring) and by
+    ``vector`` (the query embedded by the tool's embedder) in one request, fused as the store's
+    configuration says (Weaviate's ``query.hybrid``: ``alpha`` and the fusion type); hits are
+    scored in [0, 1], best first. A store implementing it also implements
+    :class:`NativeKeywordSearch`; with ``keyword_strategy: native`` the ``hierarchical_document``
+    tool then takes its keyword modality from this method. It is not a :class:`StoreCapability`:
+    a store without it simply gets plain keyword search.
+    """
+
+    def hybrid_search(
+        self, query: str, vector: Vector, k: int, *, sources: Sequence[str] | None = None
+    ) -> list[SearchHit]: ...
+
+
+@runtime_checkable
 class SideIndexStorage(Protocol):
     """Capability a persistent store opts into: keeping indexes derived from its records (the sqlite store).
 
@@ -256,7 +274,12 @@ class SideIndexStorage(Protocol):
 
 
 class KeywordIndex(Protocol):
-    """A keyword (lexical) index over records' indexed text."""
+    """A keyword (lexical) index over records' indexed text.
+
+    Optional: ``search_with_vector(query, vector, k)``, the same ranking given the query's
+    embedding too (see :class:`VectorAwareKeywordIndex`); the native strategy has it, for stores
+    with :class:`NativeHybridSearch`.
+    """
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         """(Re)build from ``(record id, indexed text)`` pairs."""
@@ -264,6 +287,18 @@ class KeywordIndex(Protocol):
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Best ``k`` ``(record id, score)`` pairs, best first."""
+        ...
+
+
+@runtime_checkable
+class VectorAwareKeywordIndex(Protocol):
+    """A keyword index that also uses the query's embedding (a store's native hybrid search)."""
+
+    #: Whether :meth:`search_with_vector` uses the vector (else the tool calls ``search`` and embeds nothing extra).
+    wants_vector: bool
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)`` pairs for ``query`` embedded as ``vector``, best first."""
         ...
 
 

@@ -6,15 +6,16 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import NativeKeywordSearch
+from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, VectorAwareKeywordIndex
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.types import SearchHit
+from deckhand.types import SearchHit, Vector
 from deckhand_native_hybrid import NativeKeywordIndex, UnsupportedStoreError
 from pydantic import ValidationError
 
@@ -136,3 +137,58 @@ def test_native_without_the_plugin_names_the_install_command(tmp_path: Path, mon
     auto = HierarchicalDocumentTool(_config(project, "fulltext", "auto", registry), base_dir=project, registry=registry)
     auto.initialize_sync()
     assert auto.keyword_strategy == "bm25"
+
+
+class HybridStore(FullTextStore):
+    """A fake with native hybrid search (as Weaviate's store has): records what it was asked, ranks by text."""
+
+    def __init__(self, collection: str = "default") -> None:
+        super().__init__(collection)
+        self.hybrid_calls: list[tuple[str, int, int]] = []
+
+    @classmethod
+    def from_config(cls, config: object = None, collection: str = "default") -> HybridStore:
+        return cls(collection)
+
+    def hybrid_search(
+        self, query: str, vector: Vector, k: int, *, sources: Sequence[str] | None = None
+    ) -> list[SearchHit]:
+        self.hybrid_calls.append((query, int(np.asarray(vector).size), k))
+        hits = FullTextStore.keyword_search(self, query, k, sources=sources)
+        self.keyword_calls.pop()  # the text ranking is borrowed; only direct keyword searches are counted
+        return hits
+
+
+class FakeHybridPlugin:
+    @hookimpl
+    def register_stores(self, register: Register) -> None:
+        register("hybrid", HybridStore.from_config, description="test store with hybrid_search")
+
+
+def test_index_passes_the_vector_to_a_hybrid_store() -> None:
+    store = HybridStore()
+    assert isinstance(store, NativeHybridSearch)
+    index = NativeKeywordIndex(store)
+    assert isinstance(index, VectorAwareKeywordIndex) and index.wants_vector
+    assert index.search_with_vector("anything", np.ones(4, dtype=np.float32), 3) == []
+    assert store.hybrid_calls == [("anything", 4, 3)] and store.keyword_calls == []
+    assert index.search_with_vector("   ", np.ones(4, dtype=np.float32), 3) == [] and len(store.hybrid_calls) == 1
+    plain = NativeKeywordIndex(FullTextStore())
+    assert not plain.wants_vector
+    assert plain.search_with_vector("x", np.ones(4, dtype=np.float32), 2) == []  # falls back to keyword_search
+
+
+def test_tool_sends_the_query_vector_to_native_hybrid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = _project(tmp_path, monkeypatch)
+    registry = PluginRegistry()
+    registry.register_plugin(FakeHybridPlugin(), "fake-hybrid")
+    tool = HierarchicalDocumentTool(_config(project, "hybrid", "native"), base_dir=project, registry=registry)
+    tool.initialize_sync()
+    store = tool._store
+    assert isinstance(store, HybridStore) and tool.keyword_strategy == "native"
+    results = tool.search_results_sync("rails", 2, mode="keyword")
+    assert results[0].content.endswith("Trains need rails.")
+    dimension = tool.embed_query("rails").size
+    assert store.hybrid_calls == [("rails", dimension, 100)] and store.keyword_calls == []
+    tool.search_results_sync("wind for sailing", 2)  # hybrid mode: the same vector serves both modalities
+    assert store.hybrid_calls[-1][0] == "wind for sailing"

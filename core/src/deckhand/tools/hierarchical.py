@@ -36,7 +36,13 @@ from deckhand.errors import EmbeddingError
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import ContextGenerator, KeywordIndex, SideIndexStorage, VectorStore
+from deckhand.protocols import (
+    ContextGenerator,
+    KeywordIndex,
+    SideIndexStorage,
+    VectorAwareKeywordIndex,
+    VectorStore,
+)
 from deckhand.retrieval.exact import ExactIndex
 from deckhand.retrieval.fusion import Fused, fuse
 from deckhand.tools import hierarchical_indexes
@@ -321,12 +327,21 @@ class HierarchicalDocumentTool(SourceTool):
             weights = {mode.value: 1.0}
         ranked: dict[str, list[tuple[str, float]]] = {}
         records: dict[str, Record] = {}
+        keyword = self._keyword
+        # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector.
+        hybrid = "keyword" in weights and isinstance(keyword, VectorAwareKeywordIndex) and keyword.wants_vector
+        vector = self.embed_query(query) if "semantic" in weights or hybrid else None
         if "semantic" in weights:
-            hits = store.search(self.embed_query(query), depth)
+            assert vector is not None
+            hits = store.search(vector, depth)
             ranked["semantic"] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if "keyword" in weights:
-            ranked["keyword"] = self._keyword.search(query, depth)
+            if hybrid:
+                assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
+                ranked["keyword"] = keyword.search_with_vector(query, vector, depth)
+            else:
+                ranked["keyword"] = keyword.search(query, depth)
         pinned: list[str] = []
         if "exact" in weights:
             ranked["exact"] = self._exact.search(query, depth)

@@ -21,6 +21,6 @@ def register_keyword_strategies(register: Register) -> None:
     register(
         "native",
         _native,
-        description="the store's own full-text ranking (Redis BM25, PostgreSQL ts_rank_cd)",
+        description="the store's own full-text ranking (Redis BM25, PostgreSQL ts_rank_cd, Weaviate BM25/hybrid)",
         requires=(NativeKeywordSearch,),
     )

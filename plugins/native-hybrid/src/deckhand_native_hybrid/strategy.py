@@ -2,7 +2,12 @@
 
 Stores opt in by implementing :class:`deckhand.protocols.NativeKeywordSearch`: the Redis
 store ranks with RediSearch's BM25 scorer, the PostgreSQL store with tsvector and
-``ts_rank_cd``. The database keeps its full-text index up to date on every write, so
+``ts_rank_cd``, the Weaviate store with its BM25. A store that also implements
+:class:`deckhand.protocols.NativeHybridSearch` (Weaviate's ``query.hybrid``) gets the query's
+vector too: the keyword ranking is then the database's own fusion of BM25 and the vector
+search, with the ``alpha`` and fusion type of the store's options.
+
+The database keeps its full-text index up to date on every write, so
 :meth:`NativeKeywordIndex.build` has nothing to do and start-up costs nothing; only the
 records' ``content`` is searched (the store indexes that field), not the generated
 context or heading chain that deckhand's ``bm25`` strategy also indexes.
@@ -14,7 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from deckhand.errors import DeckhandError
-from deckhand.protocols import NativeKeywordSearch
+from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch
+from deckhand.types import Vector
 
 
 class UnsupportedStoreError(DeckhandError, TypeError):
@@ -28,9 +34,11 @@ class NativeKeywordIndex:
         if not isinstance(store, NativeKeywordSearch):
             raise UnsupportedStoreError(
                 f"{type(store).__name__} has no keyword_search(); keyword_strategy native needs a store with "
-                "full-text search (redis, postgres)"
+                "full-text search (redis, postgres, weaviate)"
             )
         self.store = store
+        #: The store fuses keywords with the query's vector itself (the tool then passes the vector).
+        self.wants_vector = isinstance(store, NativeHybridSearch)
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         """Nothing to build: the database indexes records' content as they are written."""
@@ -40,3 +48,11 @@ class NativeKeywordIndex:
         if k <= 0 or not query.strip():
             return []
         return [(hit.record.id, float(hit.score)) for hit in self.store.keyword_search(query, k)]
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        """The store's native hybrid ranking of ``query`` and its ``vector`` when it has one, else :meth:`search`."""
+        if k <= 0 or not query.strip():
+            return []
+        if isinstance(self.store, NativeHybridSearch):
+            return [(hit.record.id, float(hit.score)) for hit in self.store.hybrid_search(query, vector, k)]
+        return self.search(query, k)
