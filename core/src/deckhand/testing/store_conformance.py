@@ -685,7 +685,7 @@ class StoreConformanceTests:
         """Records of every metadata shape a filter meets, written through ``replace_source``."""
         records: list[Record] = []
         per_source = 12
-        for s, (source, path) in enumerate(zip(AWKWARD_SOURCES + ("guides/setup.MD",), FILTER_PATHS, strict=True)):
+        for s, (source, path) in enumerate(zip((*AWKWARD_SOURCES, "guides/setup.MD"), FILTER_PATHS, strict=True)):
             vectors = make_vectors(rng, per_source, self.dimension)
             batch = []
             for i in range(per_source):
@@ -778,7 +778,7 @@ class StoreConformanceTests:
     ) -> None:
         if StoreCapability.FILTERS in capabilities:
             pytest.skip("the store declares 'filters': test_filters checks them")
-        records, vectors = self._filter_corpus(store, rng)
+        _, vectors = self._filter_corpus(store, rng)
         where = Filter((condition("author", Op.EQ, ["nobody"]),))
         with pytest.raises(FilterError):
             filtering.search(store, vectors[0], 5, where=where)
