@@ -15,6 +15,7 @@ from deckhand.types import Chunk, CollectionSpec, Document, FileState, LoadedTex
 
 if TYPE_CHECKING:
     from deckhand.config.base import ToolConfigBase
+    from deckhand.filters.spec import FilterInput
     from deckhand.ingest.pipeline import IngestReport
     from deckhand.memory.backend import ScanEntry, SyncResult
     from deckhand.memory.coordinates import VectorCoordinate
@@ -399,15 +400,23 @@ class Tool(Protocol):
         """The answer agents read: formatted results, or a line saying why there are none."""
         ...
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
-        """Blocking form of :meth:`search`, with an optional result count."""
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count and filter."""
         ...
 
-    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
-        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON)."""
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
+        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON).
+
+        ``filter`` keeps only chunks that pass it (:class:`deckhand.filters.SearchFilter`, a
+        mapping of the same shape, or ``--filter`` expressions); see ``docs/filters.md``.
+        """
         ...
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         """Blocking form of :meth:`search_results`."""
         ...
 

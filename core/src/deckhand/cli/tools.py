@@ -17,6 +17,7 @@ from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
 from deckhand.display import printable
 from deckhand.errors import ConfigError
+from deckhand.filters.spec import SYNTAX, parse_expressions
 from deckhand.protocols import Tool
 from deckhand.stores.opening import fallback_policy
 from deckhand.tools import build_tool
@@ -129,6 +130,13 @@ def search_cmd() -> click.Command:
     @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable); default: all.")
     @click.option("-k", "--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
+    @click.option(
+        "--filter",
+        "filters",
+        multiple=True,
+        metavar="EXPR",
+        help=f"Only chunks that pass (repeatable; all must hold): {SYNTAX}. See docs/filters.md.",
+    )
     @force_option
     @fallback_option
     @refresh_option
@@ -140,6 +148,7 @@ def search_cmd() -> click.Command:
         tool_names: tuple[str, ...],
         top_k: int | None,
         as_json: bool,
+        filters: tuple[str, ...],
         force_ingest: bool,
         allow_fallback: bool | None,
         refresh: bool,
@@ -148,17 +157,20 @@ def search_cmd() -> click.Command:
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
+            extra = {"filter": parse_expressions(filters)} if filters else {}  # a typo fails before any ingestion
             config = _load(config_path)
             tools = _tools(config, config_path, tool_names)
             _initialize(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
-                payload = {t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k)] for t in tools}
+                payload = {
+                    t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k, **extra)] for t in tools
+                }
                 click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
                 return
             for tool in tools:
                 if len(tools) > 1:
                     click.secho(f"== {tool.config.name}", bold=True)
-                click.echo(tool.search_text_sync(query, top_k))
+                click.echo(tool.search_text_sync(query, top_k, **extra))
 
     return search
 

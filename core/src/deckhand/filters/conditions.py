@@ -93,7 +93,7 @@ class Condition:
             return any(
                 isinstance(e, str) and any(glob_regex(str(p)).match(e) for p in self.values) for e in _elements(value)
             )
-        if not is_number(value):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
             return False
         bound = float(self.values[0])
         number = float(value)

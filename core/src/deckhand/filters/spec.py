@@ -18,9 +18,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, condition
@@ -34,27 +45,38 @@ _TYPE = re.compile(r"^[a-z0-9][a-z0-9_+-]{0,15}$")
 
 StrictScalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
+# Agents get flat JSON Schemas (no anyOf; see deckhand.schemas): each field shows its main form,
+# while validation also takes the shorthand (one string for a list, a bare value for {"eq": value}).
+_STRINGS = WithJsonSchema({"type": "array", "items": {"type": "string"}})
+_ANY_VALUE = WithJsonSchema({"description": "A string, number or boolean, or a list of them (any of them)."})
+_NUMBER = WithJsonSchema({"type": "number"})
+_BOOLEAN = WithJsonSchema({"type": "boolean"})
+
 
 class MetadataCondition(BaseModel):
     """Operators on one metadata field; several given together must all hold (``{"gte": 2020, "lt": 2024}``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    eq: StrictScalar | list[StrictScalar] | None = Field(
+    eq: Annotated[StrictScalar | list[StrictScalar] | None, _ANY_VALUE] = Field(
         default=None, description="Equal to this value (or to any of a list); a list field matches any item."
     )
-    in_: list[StrictScalar] | None = Field(default=None, alias="in", description="Equal to any of these values.")
-    ne: StrictScalar | list[StrictScalar] | None = Field(
+    in_: Annotated[list[StrictScalar] | None, WithJsonSchema({"type": "array", "items": {}})] = Field(
+        default=None, alias="in", description="Equal to any of these values."
+    )
+    ne: Annotated[StrictScalar | list[StrictScalar] | None, _ANY_VALUE] = Field(
         default=None, description="Equal to none of these values (records without the field pass)."
     )
-    lt: StrictInt | StrictFloat | None = Field(default=None, description="A number below this.")
-    lte: StrictInt | StrictFloat | None = Field(default=None, description="A number at most this.")
-    gt: StrictInt | StrictFloat | None = Field(default=None, description="A number above this.")
-    gte: StrictInt | StrictFloat | None = Field(default=None, description="A number at least this.")
-    glob: StrictStr | list[StrictStr] | None = Field(
+    lt: Annotated[StrictInt | StrictFloat | None, _NUMBER] = Field(default=None, description="A number below this.")
+    lte: Annotated[StrictInt | StrictFloat | None, _NUMBER] = Field(default=None, description="A number at most this.")
+    gt: Annotated[StrictInt | StrictFloat | None, _NUMBER] = Field(default=None, description="A number above this.")
+    gte: Annotated[StrictInt | StrictFloat | None, _NUMBER] = Field(default=None, description="A number at least this.")
+    glob: Annotated[StrictStr | list[StrictStr] | None, _STRINGS] = Field(
         default=None, description="A text matching this pattern (* any characters, ? one character)."
     )
-    exists: StrictBool | None = Field(default=None, description="true: the field is present; false: it is absent.")
+    exists: Annotated[StrictBool | None, _BOOLEAN] = Field(
+        default=None, description="true: the field is present; false: it is absent."
+    )
 
 
 MetadataValue = StrictScalar | list[StrictScalar] | MetadataCondition
@@ -70,16 +92,19 @@ class SearchFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: StrictStr | list[StrictStr] | None = Field(
+    path: Annotated[StrictStr | list[StrictStr] | None, _STRINGS] = Field(
         default=None,
         description="Glob(s) on the file's path relative to the tool's source, e.g. 'guides/*.md' "
         "(* any characters including /, ? one character; a pattern without / matches the file name); "
         "a list means any of them.",
     )
-    type: StrictStr | list[StrictStr] | None = Field(
+    type: Annotated[StrictStr | list[StrictStr] | None, _STRINGS] = Field(
         default=None, description="File type(s) by extension, e.g. 'md' or ['md', 'rst']; any of them."
     )
-    metadata: dict[str, MetadataValue] = Field(
+    metadata: Annotated[
+        dict[str, MetadataValue],
+        WithJsonSchema({"type": "object", "additionalProperties": MetadataCondition.model_json_schema(by_alias=True)}),
+    ] = Field(
         default_factory=dict,
         description="Document fields (markdown front matter, loader metadata): field -> value (equality; "
         "a list means any of them) or operators such as {'gte': 2020, 'lt': 2024}, {'ne': 'draft'}, "
@@ -97,8 +122,30 @@ class SearchFilter(BaseModel):
             try:
                 return cls.model_validate(dict(value))
             except ValidationError as exc:
-                raise FilterError(_validation_line(exc)) from None
+                raise FilterError(f"filter: {filter_validation_line(exc)}") from None
         return parse_expressions(list(value))
+
+    @field_validator("metadata")
+    @classmethod
+    def _keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            check_key(key, f"metadata.{key}")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _paths(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is not None:
+            _path_patterns(_listed(value))
+        return value
+
+    @field_validator("type")
+    @classmethod
+    def _types(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is not None:
+            for item in _listed(value):
+                _file_type(item)
+        return value
 
     def is_empty(self) -> bool:
         return self.path is None and self.type is None and not self.metadata
@@ -119,7 +166,11 @@ class SearchFilter(BaseModel):
         return Filter(tuple(conditions))
 
 
-def compile_filter(value: SearchFilter | Mapping[str, Any] | Sequence[str] | str | None) -> Filter | None:
+#: What the tools' ``filter=`` accepts.
+FilterInput = SearchFilter | Mapping[str, Any] | Sequence[str] | str | None
+
+
+def compile_filter(value: FilterInput) -> Filter | None:
     """The store-facing filter for any accepted form, None when there is nothing to filter on."""
     parsed = SearchFilter.parse(value)
     if parsed is None or parsed.is_empty():
@@ -169,29 +220,33 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
     return out
 
 
-def _validation_line(exc: ValidationError) -> str:
+def filter_validation_line(exc: ValidationError) -> str:
     """One line for the most telling problem: a metadata operator's own error beats the union's alternatives."""
     errors = exc.errors(include_url=False)
     first = next((e for e in errors if "MetadataCondition" in e["loc"] and len(e["loc"]) > 3), errors[0])
     loc = [str(p) for p in first["loc"]]
     kind = first["type"]
+    given = first.get("input")
+    if kind == "value_error":
+        return str(first["msg"]).removeprefix("Value error, ")
+    if not loc:
+        return f"expected an object with path, type and/or metadata, got {given!r}"
     if kind == "extra_forbidden":
         if len(loc) == 1:
-            return f"filter: unknown field {loc[0]!r} (allowed: path, type, metadata)"
+            return f"unknown field {loc[0]!r} (allowed: path, type, metadata)"
         return f"metadata.{loc[1]}: unknown operator {loc[-1]!r} (known: eq, in, ne, lt, lte, gt, gte, glob, exists)"
     if loc[0] == "metadata" and len(loc) > 3:
         op = loc[3].replace("in_", "in")
         expected = {"lt": "a number", "lte": "a number", "gt": "a number", "gte": "a number", "exists": "true or false"}
         wanted = expected.get(op, "a string, number or boolean (or a list of them)")
-        return f"metadata.{loc[1]}.{op}: expected {wanted}, got {first.get('input')!r}"
+        return f"metadata.{loc[1]}.{op}: expected {wanted}, got {given!r}"
     if loc[0] == "metadata" and len(loc) > 1:
         return (
-            f"metadata.{loc[1]}: expected a value, a list of values or operators such as {{'gte': 2020}}, "
-            f"got {first.get('input')!r}"
+            f"metadata.{loc[1]}: expected a value, a list of values or operators such as {{'gte': 2020}}, got {given!r}"
         )
     if loc[0] in ("path", "type"):
-        return f"{loc[0]}: expected a string or a list of strings, got {first.get('input')!r}"
-    return f"{'.'.join(loc) or 'filter'}: {str(first['msg']).removeprefix('Value error, ')}, got {first.get('input')!r}"
+        return f"{loc[0]}: expected a string or a list of strings, got {given!r}"
+    return f"{'.'.join(loc)}: {str(first['msg']).removeprefix('Value error, ')}, got {given!r}"
 
 
 # -- the command-line form ------------------------------------------------------------------------
@@ -260,7 +315,7 @@ def parse_expressions(expressions: Iterable[str]) -> SearchFilter:
     try:
         return SearchFilter.model_validate(data)
     except ValidationError as exc:
-        raise FilterError(_validation_line(exc)) from None
+        raise FilterError(f"--filter: {filter_validation_line(exc)}") from None
 
 
 def _set(metadata: dict[str, dict[str, Any]], key: str, op: str, value: Any, expression: str) -> None:

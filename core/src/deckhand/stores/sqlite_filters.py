@@ -40,9 +40,9 @@ def _condition(c: Condition, column: str) -> tuple[str, list[Any]]:
     # json_each walks an object's members too: an object value has no elements to match.
     listed = f"COALESCE(json_type({column}, ?), 'null') != 'object' AND "
     if c.op is Op.GLOB:
-        tests = " OR ".join("e.value GLOB ?" for _ in c.values)
+        globs = " OR ".join("e.value GLOB ?" for _ in c.values)
         return (
-            f"{listed}EXISTS (SELECT 1 FROM json_each({column}, ?) AS e WHERE e.type = 'text' AND ({tests}))",
+            f"{listed}EXISTS (SELECT 1 FROM json_each({column}, ?) AS e WHERE e.type = 'text' AND ({globs}))",
             [path, path, *(glob_to_sqlite(str(p)) for p in c.values)],
         )
     tests: list[str] = []

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from deckhand.errors import DeckhandError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import NativeKeywordSearch
+from deckhand.stores import filtering
 
 
 class UnsupportedStoreError(DeckhandError, TypeError):
@@ -40,3 +42,11 @@ class NativeKeywordIndex:
         if k <= 0 or not query.strip():
             return []
         return [(hit.record.id, float(hit.score)) for hit in self.store.keyword_search(query, k)]
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]]:
+        """Like :meth:`search`, restricted by the store itself to records that pass ``where``."""
+        if k <= 0 or not query.strip():
+            return []
+        return [
+            (hit.record.id, float(hit.score)) for hit in filtering.keyword_search(self.store, query, k, where=where)
+        ]
