@@ -38,11 +38,13 @@ def front_matter(text: str) -> dict[str, Any]:
     closing = _CLOSE.search(block)
     if closing is None:
         return {}  # a leading horizontal rule, not front matter
+    body = block[: closing.start()]
     try:
-        data = yaml.safe_load(block[: closing.start()])
+        data = yaml.safe_load(body)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
+        last = max(body.count("\n") - 1, 0)  # an error found at the end of the block is on its last line
+        where = f" at line {min(mark.line, last) + 2}" if mark is not None else ""
         raise FrontMatterError(f"front matter is not valid YAML{where}; its fields are not indexed") from None
     if data is None:
         return {}

@@ -13,6 +13,10 @@ a search that finds the generation changed (another process or connection wrote)
 the rows added since and drops the logged deletions, so a long-lived reader always answers
 from the latest committed index at the cost of what changed.
 
+A filtered search (``where=``, :mod:`deckhand.stores.sqlite_filters`) first selects the rows the
+filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
+ranks only those.
+
 Rows get increasing numbers that are never reused (``collections.next_row``), which is what
 makes the incremental reload possible: new vectors are the rows above the last one loaded.
 """
