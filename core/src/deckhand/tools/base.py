@@ -287,16 +287,18 @@ class SourceTool:
 
     def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
         """Blocking form of :meth:`search`; ``top_k`` overrides the configured count, ``filter`` restricts it."""
-        results = self.search_results_sync(query, top_k, filter=filter)
+        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}  # subclasses may predate filters
+        results = self.search_results_sync(query, top_k, **extra)
         if results:
             return self.format_results(results)
-        return self.no_results(query, filter=filter)
+        return self.no_results(query, **extra)
 
     async def search_results(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
         """Structured results for programs."""
-        return await asyncio.to_thread(lambda: self.search_results_sync(query, top_k, filter=filter))
+        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}
+        return await asyncio.to_thread(lambda: self.search_results_sync(query, top_k, **extra))
 
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
