@@ -108,7 +108,9 @@ async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Pat
 
 def test_function_definition(tmp_path: Path) -> None:
     tool = make_tool(tmp_path, "docs", name="knowledge_base", description="Semantic search over product docs")
-    assert json.loads(json.dumps(tool.function_definition())) == {
+    definition = json.loads(json.dumps(tool.function_definition()))
+    where = definition["parameters"]["properties"].pop("filter")  # deckhand's optional addition to the contract
+    assert definition == {
         "name": "knowledge_base",
         "description": "Semantic search over product docs",
         "parameters": {
@@ -117,6 +119,8 @@ def test_function_definition(tmp_path: Path) -> None:
             "required": ["query"],
         },
     }
+    assert where["type"] == "object" and set(where["properties"]) == {"path", "type", "metadata"}
+    assert "anyOf" not in json.dumps(where) and "$ref" not in json.dumps(where)
     assert make_tool(tmp_path, "docs").function_definition()["description"] == "Semantic search over docs"
 
 

@@ -72,3 +72,10 @@ class ModelMismatchError(DeckhandError):
 
 class SourceValidationError(DeckhandError, ValueError):
     """A source holds no supported file at all (the contract's ValidationError)."""
+
+
+class FilterError(DeckhandError, ValueError):
+    """A search filter is invalid, or cannot be applied by the store or index it is given to.
+
+    The message is one line naming the filter field and the fix.
+    """

@@ -11,10 +11,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from deckhand.types import Chunk, CollectionSpec, Document, FileState, Record, SearchHit, Vector
+from deckhand.types import Chunk, CollectionSpec, Document, FileState, LoadedText, Record, SearchHit, Vector
 
 if TYPE_CHECKING:
     from deckhand.config.base import ToolConfigBase
+    from deckhand.filters.spec import FilterInput
     from deckhand.ingest.pipeline import IngestReport
     from deckhand.memory.backend import ScanEntry, SyncResult
     from deckhand.memory.coordinates import VectorCoordinate
@@ -27,6 +28,9 @@ class Loader(Protocol):
 
     Optional: ``verbatim = True`` when the text returned is the file's own (decoded, not
     converted), so the pipeline can number the lines chunks start at (results show ``path:line``).
+    ``load`` may return a :class:`deckhand.types.LoadedText` instead of a string to attach
+    metadata (title, author, ...) to the document: every chunk of the file carries it, and
+    search filters can select on it (the builtin markdown loader attaches the front matter).
     """
 
     #: Lower-case extensions with the dot, e.g. ``{".txt", ".md"}``.
@@ -34,7 +38,7 @@ class Loader(Protocol):
     #: Among loaders claiming the same extension, the highest priority wins.
     priority: int
 
-    def load(self, path: Path) -> str: ...
+    def load(self, path: Path) -> str | LoadedText: ...
 
 
 class Tokenizer(Protocol):
@@ -97,6 +101,11 @@ class StoreCapability(enum.StrEnum):
     #: runs): no chunk is lost or duplicated, each ``replace_source`` stays all-or-nothing.
     #: Without it, deckhand must keep to one writing process per collection.
     CONCURRENT_PROCESSES = "concurrent_processes"
+    #: ``search`` (and ``keyword_search``, where the store has it) take ``where=``, a
+    #: :class:`deckhand.filters.Filter`, and return only records that satisfy it, translated
+    #: into the database's own query language. A store without it is never given a filter
+    #: (deckhand raises :class:`deckhand.errors.FilterError` instead of ignoring one).
+    FILTERS = "filters"
 
 
 def store_capabilities(store: object) -> frozenset[StoreCapability]:
@@ -152,6 +161,7 @@ class VectorStore(Protocol):
 
     **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
     supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
+    A store declaring :attr:`StoreCapability.FILTERS` also takes ``where=`` in :meth:`search`.
     """
 
     @property
@@ -196,7 +206,9 @@ class VectorStore(Protocol):
     ) -> list[SearchHit]:
         """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says.
 
-        ``sources`` keeps only records of those sources (``[]`` keeps none). A persistent
+        ``sources`` keeps only records of those sources (``[]`` keeps none). A store that
+        declares :attr:`StoreCapability.FILTERS` also takes ``where: Filter | None = None``
+        and keeps only records satisfying it (see :mod:`deckhand.filters.conditions`). A persistent
         store answers from the current data: writes made through another connection or
         process since this one last read are visible (no stale in-memory copy).
         """
@@ -228,7 +240,8 @@ class NativeKeywordSearch(Protocol):
     """Capability a store opts into when its database ranks text itself (BM25, ts_rank).
 
     A store implementing it declares :attr:`StoreCapability.KEYWORD_SEARCH`; hits are
-    scored in [0, 1], best first, and query-language characters are searched as text.
+    scored in [0, 1], best first, and query-language characters are searched as text. A store
+    that also declares :attr:`StoreCapability.FILTERS` takes ``where=`` here too.
     """
 
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
@@ -286,7 +299,12 @@ class KeywordIndex(Protocol):
         ...
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)`` pairs, best first."""
+        """Best ``k`` ``(record id, score)`` pairs, best first.
+
+        Optional: ``search_filtered(query, k, where)``, the same restricted to records that satisfy
+        ``where`` (a :class:`deckhand.filters.Filter`) by the index itself (the store's full text);
+        without it the hierarchical tool filters the ranking against the records' metadata.
+        """
         ...
 
 
@@ -419,15 +437,23 @@ class Tool(Protocol):
         """The answer agents read: formatted results, or a line saying why there are none."""
         ...
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
-        """Blocking form of :meth:`search`, with an optional result count."""
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count and filter."""
         ...
 
-    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
-        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON)."""
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
+        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON).
+
+        ``filter`` keeps only chunks that pass it (:class:`deckhand.filters.SearchFilter`, a
+        mapping of the same shape, or ``--filter`` expressions); see ``docs/filters.md``.
+        """
         ...
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         """Blocking form of :meth:`search_results`."""
         ...
 

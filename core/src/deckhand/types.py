@@ -42,6 +42,18 @@ class Document:
 
 
 @dataclass(frozen=True)
+class LoadedText:
+    """What a loader may return instead of a string: the text and the document's metadata.
+
+    ``metadata`` (JSON-like: strings, numbers, booleans, lists, objects) is copied into every
+    chunk of the file, where search filters can select on it.
+    """
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Chunk:
     """A piece of a document to embed.
 

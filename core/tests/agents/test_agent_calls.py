@@ -31,7 +31,20 @@ from deckhand.agents.calls import (
         ({"query": "x", "top_k": "5"}, "docs: top_k: input should be a valid integer, got '5'"),
         ({"query": "x", "top_k": True}, "docs: top_k: input should be a valid integer, got True"),
         ({"query": 5}, "docs: query: input should be a valid string, got 5"),
-        ({"query": "x", "filter": {"a": 1}}, "docs: filter: unknown argument (allowed: query, top_k)"),
+        ({"query": "x", "where": {"a": 1}}, "docs: where: unknown argument (allowed: query, top_k, filter)"),
+        ({"query": "x", "filter": {"a": 1}}, "docs: filter: unknown field 'a' (allowed: path, type, metadata)"),
+        (
+            {"query": "x", "filter": {"metadata": {"year": {"after": 2020}}}},
+            "docs: filter: metadata.year: unknown operator 'after' (known: eq, in, ne, lt, lte, gt, gte, glob, exists)",
+        ),
+        (
+            {"query": "x", "filter": {"metadata": {"year": {"gte": "2020"}}}},
+            "docs: filter: metadata.year.gte: expected a number, got '2020'",
+        ),
+        (
+            {"query": "x", "filter": {"path": "/etc/*"}},
+            "docs: filter: path: '/etc/*' is absolute; path globs are relative to the tool's source",
+        ),
     ],
 )
 def test_search_arguments_fail_with_one_line(arguments: dict[str, Any], message: str) -> None:
@@ -98,7 +111,14 @@ def test_search_schema() -> None:
         "maximum": 100,
         "description": "",
     }
-    assert set(schema["properties"]) == {"query", "top_k"}
+    assert set(schema["properties"]) == {"query", "top_k", "filter"}
+    where = schema["properties"]["filter"]
+    assert where["additionalProperties"] is False
+    assert set(where["properties"]) == {"path", "type", "metadata"}
+    assert where["properties"]["path"]["type"] == "array"
+    operators = where["properties"]["metadata"]["additionalProperties"]["properties"]
+    assert set(operators) == {"eq", "in", "ne", "lt", "lte", "gt", "gte", "glob", "exists"}
+    assert operators["gte"]["type"] == "number" and operators["exists"]["type"] == "boolean"
 
 
 def test_memory_schema_shows_the_contract_ranges() -> None:

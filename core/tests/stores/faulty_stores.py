@@ -46,6 +46,35 @@ class MissingKeywordStore(InMemoryStore):
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.KEYWORD_SEARCH})
 
 
+class IgnoredFilterStore(InMemoryStore):
+    """Declares filters and ignores them: every filtered search answers as if unfiltered."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.FILTERS})
+
+    def search(
+        self,
+        vector: Vector,
+        k: int,
+        *,
+        min_score: float | None = None,
+        sources: Sequence[str] | None = None,
+        where: Any = None,
+    ) -> list[SearchHit]:
+        return super().search(vector, k, min_score=min_score, sources=sources)
+
+
+class UndeclaredIgnoredFilterStore(IgnoredFilterStore):
+    """Takes where= without declaring filters, and ignores it (a filter silently dropped)."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
+
+
+class UndeclaredFilterStore(InMemoryStore):
+    """Applies filters (the in-memory store's) without declaring them: the kit would never test them."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
+
+
 _SHARED: dict[tuple[str, ...], InMemoryStore] = {}
 
 
@@ -235,6 +264,9 @@ STORES: dict[str, Any] = {
     "faulty-stale-reader": StaleReaderStore.connect,
     "faulty-thread-bound": ThreadBoundStore.from_config,
     "faulty-cwd": CwdStore.from_config,
+    "faulty-ignored-filter": IgnoredFilterStore.from_config,
+    "faulty-undeclared-ignored-filter": UndeclaredIgnoredFilterStore.from_config,
+    "faulty-undeclared-filter": UndeclaredFilterStore.from_config,
     "faulty-json-file": JsonFileStore.connect,
     "faulty-undeclared-json-file": UndeclaredJsonFileStore.connect,
 }

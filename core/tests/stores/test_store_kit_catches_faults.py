@@ -41,6 +41,15 @@ EXPECTED: dict[tuple[str, str, str], str] = {
     ("TestMissingKeyword", "faulty-missing-keyword", "test_native_keyword_search[FLAT]"): (
         "declares keyword_search but has no keyword_search(query, k, *, sources) method"
     ),
+    ("TestIgnoredFilter", "faulty-ignored-filter", "test_sources_filter[FLAT]"): PASSED,
+    ("TestIgnoredFilter", "faulty-ignored-filter", "test_filters[FLAT]"): "do not satisfy it",
+    ("TestIgnoredFilter", "faulty-ignored-filter", "test_filters_rank_and_combine[FLAT]"): "the filter excludes",
+    ("TestUndeclaredIgnoredFilter", "faulty-undeclared-ignored-filter", "test_filters_refused_when_undeclared[FLAT]"): (
+        "ignored the filter and returned unfiltered hits"
+    ),
+    ("TestUndeclaredFilter", "faulty-undeclared-filter", "test_filters_refused_when_undeclared[FLAT]"): (
+        "applies filters (search(where=...)) without declaring StoreCapability.FILTERS"
+    ),
     ("TestModuleDict", "faulty-module-dict", "test_data_visible_from_second_connection[FLAT]"): PASSED,
     ("TestModuleDict", "faulty-module-dict", "test_persistence_from_another_process"): (
         "another process opening the collection must get the spec it was created with"

@@ -54,6 +54,12 @@ def test_tool_ranks_keywords_with_the_store(
         assert tool.search_results_sync("§ 1", 3)[0].section_id == "1"
         trains = tool.search_results_sync("§ 2", 1)[0]
         assert [(r.section_id, r.location) for r in trains.references] == [("1", "Rules > 1 Boats")]
+        # A filter is applied by the store's own full text (search_filtered), not after it.
+        (docs / "b.md").write_text("---\nline: freight\n---\n# Freight\n\nFreight trains need rails too.\n")
+        tool.initialize_sync()
+        only_b = tool.search_results_sync("rails", 5, mode="keyword", filter=["line=freight"])
+        assert [r.source.rsplit("/", 1)[-1] for r in only_b] == ["b.md"]
+        assert tool.search_results_sync("rails", 5, mode="keyword", filter={"path": "a.md"})[0].source.endswith("a.md")
     finally:
         if tool._store is not None:
             tool._store.drop()

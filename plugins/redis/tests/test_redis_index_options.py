@@ -21,6 +21,8 @@ def _vector_attribute(url: str, index: str) -> dict[str, Any]:
         client.close()
     fields = dict(zip(info[::2], info[1::2], strict=True))
     for attribute in fields[b"attributes"]:
+        if list(attribute[:2]) != [b"identifier", b"embedding"]:
+            continue  # other attributes may end in bare flags (a TAG's CASESENSITIVE): not key-value pairs
         pairs = dict(zip(attribute[::2], attribute[1::2], strict=True))
         if pairs[b"identifier"] == b"embedding":
             return {k.decode(): v.decode() if isinstance(v, bytes) else v for k, v in pairs.items()}

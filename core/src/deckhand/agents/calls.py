@@ -9,12 +9,15 @@ from these models by :func:`json_schema` (flat: no ``$ref``, no titles, no ``nul
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 from deckhand.errors import DeckhandError
+from deckhand.filters.spec import SearchFilter, filter_validation_line
+from deckhand.schemas import json_schema
+
+__all__ = ["json_schema"]  # re-exported: the front ends import it from here
 
 #: Bounds of ``top_k`` wherever a call takes one (the tool config's own bounds).
 TOP_K_MIN, TOP_K_MAX = 1, 100
@@ -38,10 +41,16 @@ def _top_k(description: str, default: int | None = None) -> Any:
 
 
 class SearchArguments(Arguments):
-    """A search of one retrieval tool. Filters will be added here, validated like the rest."""
+    """A search of one retrieval tool, optionally filtered (``docs/filters.md``)."""
 
     query: str = Field(description="What to look for, in natural language (or a section id such as '§ 4.2').")
     top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")
+    filter: SearchFilter | None = Field(
+        default=None,
+        description="Only chunks that pass every part given: path glob(s) relative to the tool's source, file "
+        'type(s), document fields (markdown front matter). Example: {"path": ["guides/*"], "type": ["md"], '
+        '"metadata": {"year": {"gte": 2020}, "tags": {"eq": "security"}}}.',
+    )
 
     @field_validator("query")
     @classmethod
@@ -49,6 +58,15 @@ class SearchArguments(Arguments):
         if not value.strip():
             raise ValueError("Search query cannot be empty")
         return value
+
+    @field_validator("filter", mode="wrap")
+    @classmethod
+    def _filter_line(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A filter's problem as the filter's own one-line message (not pydantic's union alternatives)."""
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            raise ValueError(filter_validation_line(exc)) from None
 
 
 def _axis(name: str, low: int, high: int, meaning: str) -> Any:
@@ -261,38 +279,3 @@ def validation_line(exc: ValidationError, model: type[BaseModel]) -> str:
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more problem(s))"
     return text
-
-
-def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON Schema for agents: references inlined, titles and ``null`` alternatives removed."""
-    raw = model.model_json_schema()
-    defs = raw.pop("$defs", {})
-    raw.pop("description", None)  # the model's docstring is for programmers; the call has its own description
-    cleaned: dict[str, Any] = _clean(raw, defs)
-    return cleaned
-
-
-def _clean(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, list):
-        return [_clean(item, defs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
-        extra = {k: v for k, v in node.items() if k != "$ref"}
-        return _clean({**target, **extra}, defs)
-    options = node.get("anyOf")
-    if isinstance(options, list):
-        kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1 and len(kept) < len(options):
-            merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **kept[0]}
-            return _clean(merged, defs)
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" or (key == "default" and value is None):
-            continue
-        if key == "properties" and isinstance(value, dict):
-            out[key] = {name: _clean(sub, defs) for name, sub in value.items()}
-        else:
-            out[key] = _clean(value, defs)
-    return out

@@ -17,6 +17,7 @@ policy every front end shares:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import re
@@ -338,13 +339,16 @@ class Toolbox:
                 raise CallError(f"{name}: not available: {reason}; fix it, then call deckhand_ingest")
             tool = slot.tool
             try:
-                results = tool.search_results_sync(args.query, args.top_k)
+                extra = _filter_argument(tool, args.filter)
+                results = tool.search_results_sync(args.query, args.top_k, **extra)
                 if results:
                     from deckhand.tools.results import format_results
 
                     text = getattr(tool, "format_results", format_results)(results)  # a tool's own text format
                 else:
-                    text = tool.search_text_sync(args.query)  # the contract's "no results" wording
+                    text = tool.search_text_sync(args.query, **extra)  # the contract's "no results" wording
+            except CallError:
+                raise
             except Exception as exc:
                 raise CallError(f"{name}: {self.error_line(exc)}") from None
         hits = [_hit(r) for r in results]
@@ -614,3 +618,16 @@ def _config_secrets(files: Sequence[Path]) -> list[str]:
             continue
         found += [os.environ[name] for name in _VAR.findall(text) if os.environ.get(name)]
     return found
+
+
+def _filter_argument(tool: Any, where: Any) -> dict[str, Any]:
+    """``{"filter": where}`` for a search with a filter; a tool whose search takes none refuses it in one line."""
+    if where is None:
+        return {}
+    try:
+        takes = "filter" in inspect.signature(tool.search_results_sync).parameters
+    except (TypeError, ValueError):
+        takes = True
+    if not takes:
+        raise CallError(f"{tool.config.name}: this tool's search takes no filter; search without one")
+    return {"filter": where}

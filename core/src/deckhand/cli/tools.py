@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
 from deckhand.display import printable
 from deckhand.errors import ConfigError
+from deckhand.filters.spec import SYNTAX, parse_expressions
 from deckhand.protocols import Tool
 from deckhand.stores.opening import fallback_policy
 from deckhand.tools import build_tool
@@ -135,16 +136,20 @@ def ingest_cmd() -> click.Command:
 full_option = click.option("--full", is_flag=True, help="Show each result's whole chunk instead of its best passage.")
 
 
-def answer(tool: Tool, query: str, top_k: int | None = None, *, full: bool = False) -> Text:
+def answer(
+    tool: Tool, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
+) -> Text:
     """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
 
     A tool type that writes its own result text (a plugin overriding ``format_results``) is
-    shown in that text: it chose how its results read."""
+    shown in that text: it chose how its results read. ``extra`` holds search arguments only
+    some tools take (``filter``), passed only when given."""
+    extra = extra or {}
     if _own_format(tool):
-        return Text(tool.search_text_sync(query, top_k))
-    results = tool.search_results_sync(query, top_k)
+        return Text(tool.search_text_sync(query, top_k, **extra))
+    results = tool.search_results_sync(query, top_k, **extra)
     if not results:  # the tool's own line: no result, or none above its threshold
-        return Text(tool.search_text_sync(query, top_k))
+        return Text(tool.search_text_sync(query, top_k, **extra))
     return results_text(results, query, full=full)
 
 
@@ -161,6 +166,13 @@ def search_cmd() -> click.Command:
     @click.option("-k", "--top-k", type=click.IntRange(1, 100), default=None, help="Results per tool.")
     @click.option("--json", "as_json", is_flag=True, help="Structured results as JSON on stdout.")
     @full_option
+    @click.option(
+        "--filter",
+        "filters",
+        multiple=True,
+        metavar="EXPR",
+        help=f"Only chunks that pass (repeatable; all must hold): {SYNTAX}. See docs/filters.md.",
+    )
     @force_option
     @fallback_option
     @refresh_option
@@ -173,6 +185,7 @@ def search_cmd() -> click.Command:
         top_k: int | None,
         as_json: bool,
         full: bool,
+        filters: tuple[str, ...],
         force_ingest: bool,
         allow_fallback: bool | None,
         refresh: bool,
@@ -185,18 +198,21 @@ def search_cmd() -> click.Command:
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback):
+            extra = {"filter": parse_expressions(filters)} if filters else {}  # a typo fails before any ingestion
             config = load_config(config_path)
             tools = build_tools(config, config_path, tool_names)
             initialize_tools(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
-                payload = {t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k)] for t in tools}
+                payload = {
+                    t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k, **extra)] for t in tools
+                }
                 click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
                 return
             out = Output()
             for tool in tools:
                 if len(tools) > 1:
                     out.print(f"== {printable(tool.config.name)}", style="bold")
-                out.print(answer(tool, query, top_k, full=full))
+                out.print(answer(tool, query, top_k, full=full, extra=extra))
 
     return search
 

@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 from deckhand.errors import LoaderError
 from deckhand.ingest.encoding import NotTextError, decode_as, detect
+from deckhand.ingest.front_matter import FrontMatterError, front_matter
+from deckhand.types import LoadedText
 
 #: The ``encoding:`` value that means "detect it".
 AUTO = "auto"
@@ -83,20 +85,39 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     return decoded.text
 
 
+def notice(message: str) -> None:
+    """Report something about the file being loaded (the pipeline logs it once, with the file's path)."""
+    settings = _settings.get()
+    if settings is not None:
+        settings.notices.append(message)
+    else:
+        log.warning("%s", message)
+
+
 class TextLoader:
-    """Reads .txt and .md files directly, detecting the encoding."""
+    """Reads .txt, .md and .rst files directly, detecting the encoding; markdown front matter becomes metadata."""
 
     extensions = frozenset({".txt", ".md", ".markdown", ".rst"})
     priority = 0
     #: The text returned is the file's own (decoded, not converted): offsets in it are places in the file.
     verbatim = True
+    #: Extensions whose YAML front matter is parsed into the document's metadata.
+    MARKDOWN: ClassVar[frozenset[str]] = frozenset({".md", ".markdown"})
 
-    def load(self, path: Path) -> str:
+    def load(self, path: Path) -> str | LoadedText:
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        return decode_text(data, path)
+        text = decode_text(data, path)
+        if path.suffix.lower() not in self.MARKDOWN:
+            return text
+        try:
+            fields = front_matter(text)
+        except FrontMatterError as exc:
+            notice(str(exc))
+            fields = {}
+        return LoadedText(text, fields) if fields else text
 
 
 class TableLoader:

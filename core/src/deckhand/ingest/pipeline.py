@@ -9,6 +9,7 @@ so unchanged chunks are never embedded twice.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import queue
@@ -22,13 +23,14 @@ from typing import Protocol
 
 from deckhand.display import printable
 from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
+from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO, decoding
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record, Vector
+from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
@@ -171,7 +173,15 @@ class LoaderSet:
         return frozenset(self.by_extension)
 
     def load(self, path: Path) -> str:
-        return self.by_extension[path.suffix.lower()].load(path)
+        """The file's text."""
+        return self.load_with_metadata(path).text
+
+    def load_with_metadata(self, path: Path) -> LoadedText:
+        """The file's text and the metadata its loader attached (a loader may return just the text)."""
+        loaded = self.by_extension[path.suffix.lower()].load(path)
+        if isinstance(loaded, LoadedText):
+            return loaded
+        return LoadedText(loaded)
 
     def verbatim(self, path: Path) -> bool:
         """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
@@ -456,7 +466,7 @@ class Ingestor:
         clock = time.perf_counter()
         try:
             with decoding(self._encoding_of(file)) as settings:
-                text = self.loaders.load(file.path)
+                loaded = self.loaders.load_with_metadata(file.path)
         except LoaderError as exc:
             yield _Read(index, failed=str(exc).removeprefix(f"{file.path}: "), done=True)
             return
@@ -467,15 +477,19 @@ class Ingestor:
             seconds["convert"] += time.perf_counter() - clock
         for notice in settings.notices:
             log.warning("%s: %s", printable(file.display), notice)
+        text, fields = loaded.text, self._fields(file, loaded.metadata)
+        del loaded
         if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
             yield _Read(index, skipped="empty file", emptied=True, done=True)
             return
-        document = Document(source=file.display, text=text, title=_title(text, file.path))
+        given = fields.get("title")  # a front-matter title names the document better than its first heading
+        title = given.strip() if isinstance(given, str) and given.strip() else _title(text, file.path)
+        document = Document(source=file.display, text=text, title=title, metadata=fields)
         del text
         stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
         numbered = self.loaders.verbatim(file.path)
         if stream is None:
-            chunks = self.chunker.chunk(document)
+            chunks = [_with_fields(c, fields) for c in self.chunker.chunk(document)]
             if numbered:
                 chunks = list(with_start_lines(document.text, chunks))
             if self.prepare is not None:
@@ -484,13 +498,34 @@ class Ingestor:
             return
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        chunks_out = stream(document)
+        chunks_out = (_with_fields(c, fields) for c in stream(document))
         for chunk in with_start_lines(document.text, chunks_out) if numbered else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:
                 yield _Read(index, batch, chunk.metadata.get("end_char", 0) / length)
                 batch = []
         yield _Read(index, batch, 1.0, done=True)
+
+    def _fields(self, file: SourceFile, attached: Mapping[str, object]) -> dict[str, object]:
+        """The metadata every chunk of ``file`` carries: its loader's (front matter), its path and type.
+
+        ``path`` (relative to the source) and ``file_type`` are deckhand's and win over a
+        document field of the same name; such a field is reported once.
+        """
+        try:
+            relative = file.path.relative_to(self._root).as_posix() if self._root else file.path.name
+        except ValueError:
+            relative = file.path.name
+        own = {PATH_KEY: relative, TYPE_KEY: file.path.suffix.lower().removeprefix(".")}
+        shadowed = sorted(k for k in attached if k in own)
+        if shadowed:
+            log.warning(
+                "%s: field(s) %s of the document are shadowed by deckhand's own chunk metadata; rename them to "
+                "search or filter on them",
+                printable(file.display),
+                ", ".join(shadowed),
+            )
+        return {**attached, **own}
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
         """Embed the queued chunks in groups of :data:`EMBED_GROUP` (all of them when ``final``), storing
@@ -593,6 +628,14 @@ class Ingestor:
         status = getattr(self.progress, "status", None)
         if status is not None:
             status(self._status)
+
+
+def _with_fields(chunk: Chunk, fields: Mapping[str, object]) -> Chunk:
+    """``chunk`` carrying the document's ``fields``; the chunker's own metadata wins over a field of the same name."""
+    if not fields:
+        return chunk
+    own = {PATH_KEY: fields.get(PATH_KEY), TYPE_KEY: fields.get(TYPE_KEY)}
+    return dataclasses.replace(chunk, metadata={**fields, **chunk.metadata, **own})
 
 
 def _duration(seconds: float) -> str:

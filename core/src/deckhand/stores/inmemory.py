@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.exact_search import top_k
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
@@ -25,11 +26,11 @@ class InMemoryStore:
     """A volatile collection: records, their vectors and the ingestion manifest.
 
     Each instance is its own collection: a second instance (another connection) starts
-    empty, so it declares no capability; every method takes one lock, so threads may
-    share an instance.
+    empty, so it is not persistent; every method takes one lock, so threads may share an
+    instance. Filters are applied with their reference meaning (:meth:`Filter.matches`).
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.FILTERS})
 
     def __init__(self, collection: str = "default") -> None:
         self.collection = collection
@@ -178,6 +179,7 @@ class InMemoryStore:
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
         with self._lock:
             n = self._size
@@ -196,6 +198,11 @@ class InMemoryStore:
                     if rows:
                         allowed[list(rows)] = True
                 mask &= allowed
+            if where:
+                for row in np.flatnonzero(mask):
+                    record = self._records[row]
+                    if record is None or not where.matches(record.metadata):
+                        mask[row] = False
             order, scores = top_k(
                 self._matrix[:n], self._norms[:n], self._sq[:n], mask, query, self.spec.metric, k, min_score
             )

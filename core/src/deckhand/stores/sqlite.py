@@ -13,6 +13,10 @@ a search that finds the generation changed (another process or connection wrote)
 the rows added since and drops the logged deletions, so a long-lived reader always answers
 from the latest committed index at the cost of what changed.
 
+A filtered search (``where=``, :mod:`deckhand.stores.sqlite_filters`) first selects the rows the
+filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
+ranks only those.
+
 Rows get increasing numbers that are never reused (``collections.next_row``), which is what
 makes the incremental reload possible: new vectors are the rows above the last one loaded.
 """
@@ -24,6 +28,7 @@ import json
 import logging
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.exact_search import top_k
 from deckhand.stores.sqlite_file import (
@@ -44,6 +50,7 @@ from deckhand.stores.sqlite_file import (
     translated,
     verify,
 )
+from deckhand.stores.sqlite_filters import where_sql
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -56,6 +63,8 @@ _FETCH = 4096
 #: a reader further behind reloads everything. The log is trimmed every ``_TRIM_EVERY`` writes.
 _LOG_GENERATIONS = 4096
 _TRIM_EVERY = 256
+#: Filters whose allowed rows are remembered (per generation of the records).
+_FILTER_CACHE = 16
 #: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
 _COMPACT_AT = 1024
 
@@ -157,7 +166,7 @@ class SQLiteStore:
     """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES}
+        {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES, StoreCapability.FILTERS}
     )
 
     def __init__(self, path: str | Path, collection: str = "default") -> None:
@@ -167,6 +176,8 @@ class SQLiteStore:
         self._spec: CollectionSpec | None = None
         self._matrix: _Matrix | None = None
         self._lock = threading.RLock()
+        #: Rows each recent filter allows, per (collection, generation): repeated filtered searches cost no scan.
+        self._filtered: OrderedDict[tuple[int, int, Filter], IntArray] = OrderedDict()
 
     @classmethod
     def from_config(
@@ -514,6 +525,7 @@ class SQLiteStore:
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._read() as (conn, found):
@@ -530,6 +542,10 @@ class SQLiteStore:
             if sources is not None:
                 allowed = np.zeros(n, dtype=bool)
                 allowed[matrix.positions(self._rows_of_sources(conn, found, sources))] = True
+                mask &= allowed
+            if where:
+                allowed = np.zeros(n, dtype=bool)
+                allowed[matrix.positions(self._rows_where(conn, found, where))] = True
                 mask &= allowed
             order, scores = top_k(
                 matrix.vectors[:n], matrix.norms[:n], matrix.squares[:n], mask, query, spec.metric, k, min_score
@@ -554,6 +570,21 @@ class SQLiteStore:
             marks = ",".join("?" * len(part))
             rows.extend(r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE source IN ({marks})", part))
         return np.sort(np.asarray(rows, dtype=np.int64))
+
+    def _rows_where(self, conn: sqlite3.Connection, found: _Collection, where: Filter) -> IntArray:
+        """Sorted row numbers of the records ``where`` allows (one SQL scan per filter and generation)."""
+        key = (found.id, found.generation, where)
+        rows = self._filtered.get(key)
+        if rows is not None:
+            self._filtered.move_to_end(key)
+            return rows
+        sql, params = where_sql(where)
+        found_rows = [r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE {sql}", params)]
+        rows = np.sort(np.asarray(found_rows, dtype=np.int64))
+        self._filtered[key] = rows
+        while len(self._filtered) > _FILTER_CACHE:
+            self._filtered.popitem(last=False)
+        return rows
 
     @staticmethod
     def _records_by_row(conn: sqlite3.Connection, found: _Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:

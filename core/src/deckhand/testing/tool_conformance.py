@@ -51,7 +51,7 @@ from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.embedding.factory import load_embedder
-from deckhand.errors import ModelMismatchError
+from deckhand.errors import FilterError, ModelMismatchError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities
@@ -404,6 +404,52 @@ class ToolConformanceTests:
         assert results[0].source.endswith("reefing.md")
         if persistent:
             assert sum(view().consistent().values()) == total
+
+    def test_filtered_search(
+        self, build: Callable[..., Any], docs: Path, capabilities: frozenset[StoreCapability]
+    ) -> None:
+        """Filters by path glob, file type and front matter hold in every result, in every search mode."""
+        (docs / "guides").mkdir()
+        (docs / "guides" / "rigging.md").write_text(
+            "---\nauthor: Ann\nyear: 2023\ntags: [rigging, safety]\n---\n# Rigging\n\n"
+            "Anchoring from the bow roller: inspect the anchor chain shackle and the windlass before a passage.\n",
+            encoding="utf-8",
+        )
+        (docs / "logbook.txt").write_text(
+            "Logbook: anchored in sand, let out chain five times the depth, the anchor held all night.\n",
+            encoding="utf-8",
+        )
+        tool = build()
+        tool.initialize_sync()
+        query = "how much anchor chain should I let out?"
+        if StoreCapability.FILTERS not in capabilities:
+            with pytest.raises(FilterError, match="cannot apply search filters"):
+                tool.search_results_sync(query, filter={"type": "md"})
+            return
+        modes: list[dict[str, Any]] = [{}]
+        if hasattr(tool, "keyword_strategy"):
+            modes += [{"mode": m} for m in ("semantic", "keyword", "exact", "hybrid")]
+        cases: list[tuple[Any, Callable[[str], bool]]] = [
+            ({"path": "guides/*"}, lambda source: "/guides/" in source),
+            (["type:txt"], lambda source: source.endswith("logbook.txt")),
+            ({"metadata": {"author": "Ann", "year": {"gte": 2020}}}, lambda source: source.endswith("rigging.md")),
+            (["tags=safety", "path:rigging.md"], lambda source: source.endswith("rigging.md")),
+            ({"path": ["anchoring.md", "*.txt"]}, lambda source: source.endswith(("anchoring.md", "logbook.txt"))),
+        ]
+        for where, allowed in cases:
+            for mode in modes:
+                results = tool.search_results_sync(query, 20, filter=where, **mode)
+                if mode.get("mode") != "exact":
+                    assert results, f"filter {where} ({mode or 'default mode'}) found nothing"
+                wrong = [r.source for r in results if not allowed(r.source)]
+                assert not wrong, f"filter {where} ({mode or 'default mode'}) returned {wrong}"
+        found = tool.search_results_sync(query, 20, filter={"metadata": {"author": "Ann"}})
+        assert found[0].metadata["author"] == "Ann" and found[0].metadata["path"] == "guides/rigging.md"
+        assert found[0].metadata["file_type"] == "md" and found[0].metadata["tags"] == ["rigging", "safety"]
+        text = tool.search_text_sync(query, filter=["author=Nobody"])
+        assert text == f"No relevant results found for query: {query} (with the filter given)"
+        with pytest.raises(FilterError, match="unknown operator 'after'"):
+            tool.search_results_sync(query, filter={"metadata": {"year": {"after": 2020}}})
 
     def test_reinitialize_reuses_the_index(self, build: Callable[..., Any]) -> None:
         """Initialising the same tool again embeds nothing and reports every file unchanged."""

@@ -26,14 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
-from deckhand.errors import EmbeddingError
+from deckhand.errors import EmbeddingError, FilterError
+from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, SideIndexStorage, VectorStore
+from deckhand.stores import filtering
 from deckhand.stores.opening import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
 from deckhand.types import Chunk, Document, Vector
@@ -111,6 +116,8 @@ class SourceTool:
         self._store: VectorStore | None = None
         self._embedder: CachedEmbedder | None = None
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
+        #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
+        self._filters_checked: VectorStore | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(self, force_ingest: bool = False) -> IngestReport:
@@ -278,27 +285,67 @@ class SourceTool:
         """Search and format the results as text (what the agent reads)."""
         return await asyncio.to_thread(self.search_text_sync, query)
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
-        """Blocking form of :meth:`search`; ``top_k`` overrides the configured count."""
-        results = self.search_results_sync(query, top_k)
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
+        """Blocking form of :meth:`search`; ``top_k`` overrides the configured count, ``filter`` restricts it."""
+        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}  # subclasses may predate filters
+        results = self.search_results_sync(query, top_k, **extra)
         if results:
             return self.format_results(results)
-        return self.no_results(query)
+        return self.no_results(query, **extra)
 
-    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         """Structured results for programs."""
-        return await asyncio.to_thread(self.search_results_sync, query, top_k)
+        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}
+        return await asyncio.to_thread(lambda: self.search_results_sync(query, top_k, **extra))
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
-        """The ``top_k`` best results for ``query`` (default: the configured count)."""
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
+        """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter``.
+
+        ``filter`` is a :class:`deckhand.filters.SearchFilter`, the same as a mapping
+        (``{"path": "guides/*", "metadata": {"year": {"gte": 2020}}}``), or ``--filter``
+        expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``.
+        """
         raise NotImplementedError
+
+    def filter_for(self, store: VectorStore, value: FilterInput) -> Filter | None:
+        """``value`` compiled for ``store``, or :class:`FilterError` (naming the tool) when it cannot be applied.
+
+        Refused: an invalid filter; a store that does not declare the filters capability; an index
+        holding chunks ingested before deckhand stored the fields filters read (``path``,
+        ``file_type``, front matter), which would silently match nothing.
+        """
+        name = self.config.name
+        try:
+            where = compile_filter(value)
+            if where is None:
+                return None
+            filtering.require_filters(store, self.provider)
+        except FilterError as exc:
+            raise FilterError(f"tool {name!r}: {exc}") from None
+        if self._filters_checked is not store:
+            probe = np.zeros(self._embedder.dimension if self._embedder else 1, dtype=np.float32)
+            probe[0] = 1.0
+            legacy = Filter((condition(PATH_KEY, Op.EXISTS, [False]),))
+            if filtering.search(store, probe, 1, where=legacy, provider=self.provider):
+                raise FilterError(
+                    f"tool {name!r}: the index holds chunks ingested before deckhand stored the fields filters "
+                    "read (path, file_type, front matter); rebuild it once with: deckhand ingest --force-ingest"
+                )
+            self._filters_checked = store
+        return where
 
     def format_results(self, results: Sequence[Any]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_results(list(results))
 
-    def no_results(self, query: str) -> str:
+    def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         """What :meth:`search` says when nothing was found."""
+        if compile_filter(filter) is not None:
+            return f"No relevant results found for query: {query} (with the filter given)"
         return f"No relevant results found for query: {query}"
 
     def default_description(self) -> str:

@@ -33,6 +33,8 @@ from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumen
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import EmbeddingError
+from deckhand.filters.conditions import Filter
+from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
@@ -45,6 +47,7 @@ from deckhand.protocols import (
 )
 from deckhand.retrieval.exact import ExactIndex
 from deckhand.retrieval.fusion import Fused, fuse
+from deckhand.stores import filtering
 from deckhand.tools import hierarchical_indexes
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
@@ -60,6 +63,10 @@ log = logging.getLogger("deckhand")
 
 #: Results each modality contributes to the fusion (at least ``top_k``).
 CANDIDATES = 100
+#: A ranking's whole length, asked of in-process indexes when a filter may drop most of it.
+_EVERYTHING = 1 << 30
+#: Records whose metadata is read at once when filtering an in-process ranking.
+_JUDGE_BATCH = 256
 #: Relevant definitions listed per result.
 DEFINITIONS_PER_RESULT = 5
 T = TypeVar("T")
@@ -301,24 +308,29 @@ class HierarchicalDocumentTool(SourceTool):
         *,
         mode: SearchMode | str | None = None,
         min_score: float | None = None,
+        filter: FilterInput = None,
     ) -> list[HierarchicalSearchResult]:
         """The ``top_k`` best chunks for ``query`` in ``mode`` (default: the configured mode).
 
-        ``min_score`` overrides the configured threshold (0 disables it).
+        ``min_score`` overrides the configured threshold (0 disables it). ``filter`` holds in
+        every modality: the store applies it to the dense search (and to its own full text),
+        and the in-process keyword and exact rankings keep only records whose metadata pass it,
+        so every fused result satisfies it.
         """
         store = self.ready_store(query)
         self._ensure_current(store)
+        where = self.filter_for(store, filter)
         mode = SearchMode(mode) if mode is not None else self.config.search_mode
         k = top_k or self.config.top_k
         threshold = self.config.min_score if min_score is None else min_score
-        fused, records = self._rank(store, query, mode, max(k, CANDIDATES))
+        fused, records = self._rank(store, query, mode, max(k, CANDIDATES), where)
         fused = [f for f in fused if threshold is None or f.score >= threshold][:k]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
         return [self._result(rank, f, records[f.id]) for rank, f in enumerate(fused, start=1) if f.id in records]
 
     def _rank(
-        self, store: VectorStore, query: str, mode: SearchMode, depth: int
+        self, store: VectorStore, query: str, mode: SearchMode, depth: int, where: Filter | None = None
     ) -> tuple[list[Fused], dict[str, Record]]:
         assert self._keyword is not None and self._exact is not None
         if mode is SearchMode.HYBRID:
@@ -328,24 +340,39 @@ class HierarchicalDocumentTool(SourceTool):
         ranked: dict[str, list[tuple[str, float]]] = {}
         records: dict[str, Record] = {}
         keyword = self._keyword
-        # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector.
-        hybrid = "keyword" in weights and isinstance(keyword, VectorAwareKeywordIndex) and keyword.wants_vector
+        # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector;
+        # a filtered search takes the filtered keyword paths below instead.
+        hybrid = (
+            where is None
+            and "keyword" in weights
+            and isinstance(keyword, VectorAwareKeywordIndex)
+            and keyword.wants_vector
+        )
         vector = self.embed_query(query) if "semantic" in weights or hybrid else None
+        passes = _FilterCheck(store, where, records)
         if "semantic" in weights:
             assert vector is not None
-            hits = store.search(vector, depth)
+            hits = filtering.search(store, vector, depth, where=where, provider=self.provider)
             ranked["semantic"] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if "keyword" in weights:
+            native: Any = getattr(keyword, "search_filtered", None)
             if hybrid:
                 assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
                 ranked["keyword"] = keyword.search_with_vector(query, vector, depth)
-            else:
+            elif where is None:
                 ranked["keyword"] = keyword.search(query, depth)
+            elif callable(native):
+                ranked["keyword"] = native(query, depth, where)
+            else:
+                ranked["keyword"] = passes.first(keyword.search(query, _EVERYTHING), depth)
         pinned: list[str] = []
         if "exact" in weights:
-            ranked["exact"] = self._exact.search(query, depth)
-            pinned = self._exact.section_of_query(query)
+            if where is None:
+                ranked["exact"] = self._exact.search(query, depth)
+            else:
+                ranked["exact"] = passes.first(self._exact.search(query, _EVERYTHING), depth)
+            pinned = [i for i in self._exact.section_of_query(query) if passes.allows(i)]
         fused = fuse(self.config.fusion, ranked, weights, self.config.rrf_k)
         if pinned:
             # A query that is a section reference ("§ 4.2") gets that section first, in order.
@@ -402,17 +429,54 @@ class HierarchicalDocumentTool(SourceTool):
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 
-    def no_results(self, query: str) -> str:
+    def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         threshold = self.config.min_score
-        if threshold is not None and self.search_results_sync(query, 1, min_score=0.0):
+        if threshold is not None and self.search_results_sync(query, 1, min_score=0.0, filter=filter):
             return f"No results above score threshold {threshold}"
-        return super().no_results(query)
+        return super().no_results(query, filter=filter)
 
     def default_description(self) -> str:
         return (
             f"Search the structured documents in {self.config.source} (hybrid semantic + keyword + exact match); "
             "section references such as '§ 4.2' and quoted phrases are matched exactly"
         )
+
+
+class _FilterCheck:
+    """Which record ids pass a filter, judged on their stored metadata (read in batches, once per id)."""
+
+    def __init__(self, store: VectorStore, where: Filter | None, records: dict[str, Record]) -> None:
+        self.store = store
+        self.where = where
+        self.records = records
+        self.verdicts: dict[str, bool] = {}
+
+    def _judge(self, ids: Sequence[str]) -> None:
+        unknown = [i for i in dict.fromkeys(ids) if i not in self.verdicts]
+        if not unknown or self.where is None:
+            return
+        missing = [i for i in unknown if i not in self.records]
+        self.records.update((r.id, r) for r in self.store.get(missing))
+        for record_id in unknown:
+            record = self.records.get(record_id)
+            self.verdicts[record_id] = record is not None and self.where.matches(record.metadata)
+
+    def allows(self, record_id: str) -> bool:
+        if self.where is None:
+            return True
+        self._judge([record_id])
+        return self.verdicts[record_id]
+
+    def first(self, ranked: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
+        """The best ``depth`` of ``ranked`` that pass, in order."""
+        out: list[tuple[str, float]] = []
+        for start in range(0, len(ranked), _JUDGE_BATCH):
+            part = ranked[start : start + _JUDGE_BATCH]
+            self._judge([i for i, _ in part])
+            out.extend(entry for entry in part if self.verdicts.get(entry[0], self.where is None))
+            if len(out) >= depth:
+                break
+        return out[:depth]
 
 
 def _supports(store: VectorStore, component: Component) -> bool:

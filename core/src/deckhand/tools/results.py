@@ -7,6 +7,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from deckhand.display import printable
+from deckhand.filters.spec import SearchFilter
+from deckhand.schemas import json_schema
 
 
 class SearchResult(BaseModel):
@@ -21,13 +23,24 @@ class SearchResult(BaseModel):
 
 
 def function_definition(name: str, description: str) -> dict[str, Any]:
-    """The OpenAI-style function definition of a search tool (the contract's tool-call JSON)."""
+    """The OpenAI-style function definition of a search tool (the contract's tool-call JSON).
+
+    ``filter`` is optional: the same :class:`deckhand.filters.SearchFilter` the MCP tools take.
+    """
+    filter_schema = json_schema(SearchFilter)
+    filter_schema["description"] = (
+        "Optional: only chunks that pass every part given (path glob relative to the source, file type, "
+        "document fields such as front matter)."
+    )
     return {
         "name": name,
         "description": description,
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "Natural language search query"}},
+            "properties": {
+                "query": {"type": "string", "description": "Natural language search query"},
+                "filter": filter_schema,
+            },
             "required": ["query"],
         },
     }

@@ -9,6 +9,8 @@ life cycle is :class:`deckhand.tools.base.SourceTool`'s.
 from __future__ import annotations
 
 from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.filters.spec import FilterInput
+from deckhand.stores import filtering
 from deckhand.tools.base import SourceTool
 from deckhand.tools.results import SearchResult
 
@@ -18,11 +20,22 @@ class VectorStoreTool(SourceTool):
 
     config: VectorStoreToolConfig
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
-        """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``."""
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> list[SearchResult]:
+        """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``
+        that pass ``filter`` (applied by the store, see :meth:`SourceTool.search_results_sync`)."""
         store = self.ready_store(query)
+        where = self.filter_for(store, filter)
         vector = self.embed_query(query)
-        hits = store.search(vector, top_k or self.config.top_k, min_score=self.config.min_similarity_score)
+        hits = filtering.search(
+            store,
+            vector,
+            top_k or self.config.top_k,
+            min_score=self.config.min_similarity_score,
+            where=where,
+            provider=self.provider,
+        )
         return [
             SearchResult(
                 rank=i,
@@ -35,14 +48,16 @@ class VectorStoreTool(SourceTool):
             for i, hit in enumerate(hits, start=1)
         ]
 
-    def no_results(self, query: str) -> str:
+    def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         threshold = self.config.min_similarity_score
-        if threshold is not None and self._unfiltered_has_results(query):
+        if threshold is not None and self._unthresholded_has_results(query, filter):
             return f"No results above similarity threshold {threshold}"
-        return super().no_results(query)
+        return super().no_results(query, filter=filter)
 
     def default_description(self) -> str:
         return f"Semantic search over {self.config.source}"
 
-    def _unfiltered_has_results(self, query: str) -> bool:
-        return bool(self.ready_store(query).search(self.embed_query(query), 1))
+    def _unthresholded_has_results(self, query: str, filter: FilterInput) -> bool:
+        store = self.ready_store(query)
+        where = self.filter_for(store, filter)
+        return bool(filtering.search(store, self.embed_query(query), 1, where=where, provider=self.provider))

@@ -19,7 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from deckhand.errors import DeckhandError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch
+from deckhand.stores import filtering
 from deckhand.types import Vector
 
 
@@ -56,3 +58,11 @@ class NativeKeywordIndex:
         if isinstance(self.store, NativeHybridSearch):
             return [(hit.record.id, float(hit.score)) for hit in self.store.hybrid_search(query, vector, k)]
         return self.search(query, k)
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]]:
+        """Like :meth:`search`, restricted by the store itself to records that pass ``where``."""
+        if k <= 0 or not query.strip():
+            return []
+        return [
+            (hit.record.id, float(hit.score)) for hit in filtering.keyword_search(self.store, query, k, where=where)
+        ]

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 import psycopg
 from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
@@ -33,6 +34,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from deckhand_postgres.filters import where_sql
 from deckhand_postgres.options import PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
 from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, hnsw_ddl, meta_ddl
@@ -53,7 +55,12 @@ class PostgresStore:
     """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.KEYWORD_SEARCH,
+            StoreCapability.CONCURRENT_PROCESSES,
+            StoreCapability.FILTERS,
+        }
     )
 
     def __init__(
@@ -388,8 +395,12 @@ class PostgresStore:
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
         """The ``k`` nearest records by the collection's metric, best first, as deckhand scores.
+
+        ``sources`` and ``where`` (:mod:`deckhand_postgres.filters`) are SQL conditions of the
+        query; HNSW keeps returning ``k`` hits thanks to pgvector's iterative index scans.
 
         ``min_score`` is applied after ranking: a score is monotone in the distance, so
         dropping the top k's low scorers equals filtering before the top k.
@@ -403,14 +414,12 @@ class PostgresStore:
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
         op = sql.SQL(DISTANCE_OP[spec.metric])
-        where = sql.SQL("WHERE source = ANY(%(sources)s)") if sources is not None else sql.SQL("")
-        statement = sql.SQL(
-            "SELECT {cols}, embedding {op} %(q)s AS distance FROM {table} {where} ORDER BY embedding {op} %(q)s "
-            "LIMIT %(k)s"
-        ).format(cols=sql.SQL(_COLUMNS), op=op, table=self.names.ident(), where=where)
         params: dict[str, Any] = {"q": query, "k": k}
-        if sources is not None:
-            params["sources"] = list(sources)
+        clause = _where(sources, where, params)
+        statement = sql.SQL(
+            "SELECT {cols}, embedding {op} %(q)s AS distance FROM {table} WHERE {clause} ORDER BY embedding {op} %(q)s "
+            "LIMIT %(k)s"
+        ).format(cols=sql.SQL(_COLUMNS), op=op, table=self.names.ident(), clause=clause)
         with self._conn(f"searching {self.collection!r}") as conn, conn.cursor(binary=True) as cur:
             rows = cur.execute(statement, params).fetchall()
         if not rows:
@@ -424,7 +433,9 @@ class PostgresStore:
             hits.append(SearchHit(_record(row), float(score)))
         return hits
 
-    def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]:
+    def keyword_search(
+        self, query: str, k: int, *, sources: Sequence[str] | None = None, where: Filter | None = None
+    ) -> list[SearchHit]:
         """Full-text search with PostgreSQL's ranking, best first.
 
         Plain words match any of them (OR of the stemmed terms); a query with quotes,
@@ -443,14 +454,12 @@ class PostgresStore:
                 "NULLIF(array_to_string(ARRAY(SELECT quote_literal(lexeme) FROM "
                 "unnest(tsvector_to_array(to_tsvector({ts}::regconfig, %(q)s))) AS lexeme), ' | '), '')::tsquery"
             ).format(ts=ts)
-        where = sql.SQL("AND source = ANY(%(sources)s)") if sources is not None else sql.SQL("")
+        params: dict[str, Any] = {"q": query, "k": k}
+        clause = _where(sources, where, params)
         statement = sql.SQL(
             "SELECT {cols}, ts_rank_cd(tsv, q.query, 32) AS rank FROM {table}, (SELECT {tsquery} AS query) AS q "
-            "WHERE tsv @@ q.query {where} ORDER BY rank DESC, id LIMIT %(k)s"
-        ).format(cols=sql.SQL(_COLUMNS), table=self.names.ident(), tsquery=tsquery, where=where)
-        params: dict[str, Any] = {"q": query, "k": k}
-        if sources is not None:
-            params["sources"] = list(sources)
+            "WHERE tsv @@ q.query AND {clause} ORDER BY rank DESC, id LIMIT %(k)s"
+        ).format(cols=sql.SQL(_COLUMNS), table=self.names.ident(), tsquery=tsquery, clause=clause)
         with self._conn(f"keyword search in {self.collection!r}") as conn, conn.cursor(binary=True) as cur:
             rows = cur.execute(statement, params).fetchall()
         return [SearchHit(_record(row), min(max(_float(row[6]), 0.0), 1.0)) for row in rows]
@@ -575,3 +584,16 @@ def _refused_credentials(exc: BaseException) -> bool:
         return str(state).startswith(_LOGIN_REFUSED)
     text = str(exc)
     return any(marker in text for marker in _REFUSAL_MESSAGES) or _MISSING.search(text) is not None
+
+
+def _where(sources: Sequence[str] | None, where: Filter | None, params: dict[str, Any]) -> sql.Composable:
+    """The query's conditions on sources and metadata (``TRUE`` when none), adding their parameters."""
+    parts: list[sql.Composable] = []
+    if sources is not None:
+        parts.append(sql.SQL("source = ANY(%(sources)s)"))
+        params["sources"] = list(sources)
+    if where:
+        clause, values = where_sql(where)
+        parts.append(clause)
+        params.update(values)
+    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")

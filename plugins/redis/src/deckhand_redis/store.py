@@ -2,7 +2,8 @@
 
 Records are HASHes indexed by ``FT.CREATE ... ON HASH``: the vector as a FLOAT32 blob
 (HNSW or FLAT; COSINE, L2 or IP), the content as TEXT (BM25 keyword search), the
-source as a TAG (its hash; see :mod:`deckhand_redis.layout`) and ``chunk_index`` NUMERIC.
+source as a TAG (its hash; see :mod:`deckhand_redis.layout`) and ``chunk_index`` NUMERIC; the
+metadata keys filters name get TAG and NUMERIC fields of their own (:mod:`deckhand_redis.filters`).
 The collection spec and the ingestion manifest are HASHes next to the records, so a
 second process sees the same index without re-embedding.
 
@@ -21,7 +22,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
@@ -29,6 +30,7 @@ import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
@@ -45,6 +47,8 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from deckhand_redis import filters
+from deckhand_redis.filters import KEYS_FIELD
 from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
 from deckhand_redis.options import RedisOptions
@@ -68,7 +72,12 @@ class RedisStore:
     """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH, StoreCapability.CONCURRENT_PROCESSES}
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.KEYWORD_SEARCH,
+            StoreCapability.CONCURRENT_PROCESSES,
+            StoreCapability.FILTERS,
+        }
     )
 
     def __init__(
@@ -85,6 +94,8 @@ class RedisStore:
         self.layout = Layout(index_name, collection)
         self.options = options or RedisOptions()
         self._spec: CollectionSpec | None = None
+        #: Metadata fields known to be in the index schema (see :mod:`deckhand_redis.filters`).
+        self._indexed: set[str] = set()
         try:
             self._client = redis.Redis.from_url(
                 url,
@@ -182,6 +193,7 @@ class RedisStore:
             previous = _spec_from_json(_text(raw)) if raw else spec
             self._spec = previous
             self._create_index(previous)  # recreate if someone dropped only the index
+            self._add_fields([KEYS_FIELD])  # an index created before filters existed lacks it
             return previous
 
     def _create_index(self, spec: CollectionSpec) -> None:
@@ -196,6 +208,7 @@ class RedisStore:
                 "content", "TEXT",
                 "source_tag", "TAG",
                 "chunk_index", "NUMERIC",
+                *filters.schema_args(KEYS_FIELD),
                 "embedding", "VECTOR", spec.algorithm.value, len(vector_args), *vector_args,
             )  # fmt: skip
         except ResponseError as exc:
@@ -213,6 +226,44 @@ class RedisStore:
             if int(fields.get(b"indexing", 0)) == 0:
                 return
             time.sleep(0.05)
+
+    def _add_fields(self, fields: Iterable[str]) -> None:
+        """Declare metadata fields in the index schema (once each; concurrent writers may race, which is harmless)."""
+        missing = [f for f in fields if f not in self._indexed]
+        if not missing:
+            return
+        self._indexed.update(_text(f) for f in self._client.smembers(self.layout.prefix + "fields"))
+        for field in missing:
+            if field in self._indexed:
+                continue
+            try:
+                self._client.execute_command(
+                    "FT.ALTER", self.layout.index, "SCHEMA", "ADD", *filters.schema_args(field)
+                )
+            except ResponseError as exc:
+                if "duplicate" not in str(exc).lower():
+                    raise
+            self._client.sadd(self.layout.prefix + "fields", field)  # after the ALTER: the set never claims too much
+            self._indexed.add(field)
+
+    def _known_fields(self) -> set[str]:
+        """The metadata fields in the index schema now (another process may have added some)."""
+        self._indexed.update(_text(f) for f in self._client.smembers(self.layout.prefix + "fields"))
+        return self._indexed
+
+    def _prefilter(self, where: Filter | None, sources: Sequence[str] | None) -> str | None:
+        """The query's filter part (``*`` for none); None when nothing can match."""
+        parts = []
+        if sources is not None:
+            parts.append(self.layout.source_filter(list(sources)))
+        if where:
+            with self._errors("reading the index's fields"):
+                clause = filters.query_clause(where, self._known_fields())
+            if clause is None:
+                return None
+            if clause != "*":
+                parts.append(clause)
+        return " ".join(parts) if parts else "*"
 
     def drop(self) -> None:
         """Drop the index and delete every key of the collection (records, spec, manifest)."""
@@ -235,6 +286,7 @@ class RedisStore:
                 self._client.unlink(*batch)
             self._client.unlink(self.layout.meta)
         self._spec = None
+        self._indexed.clear()
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -257,6 +309,7 @@ class RedisStore:
 
     def _mapping(self, record: Record, blob: bytes) -> dict[Any, Any]:
         return {
+            **filters.record_fields(record.metadata),
             "id": record.id,
             "source": record.source,
             "source_tag": self.layout.source_tag(record.source),
@@ -271,6 +324,7 @@ class RedisStore:
         blobs = self._vectors(records)
         step = self.options.BATCH_SIZE
         with self._errors(f"writing {len(records)} records"):
+            self._add_fields(filters.fields_of(r.metadata for r in records))
             for start in range(0, len(records), step):
                 pipe = self._client.pipeline(transaction=True)
                 for record, blob in zip(records[start : start + step], blobs[start : start + step], strict=True):
@@ -285,6 +339,8 @@ class RedisStore:
             if record.source != source:
                 raise StoreError(f"replace_source({source!r}) got record {record.id!r} of source {record.source!r}")
         blobs = self._vectors(records)  # validate everything before touching Redis
+        with self._errors(f"declaring the metadata fields of {source!r}"):
+            self._add_fields(filters.fields_of(r.metadata for r in records))
         new_keys = [self.layout.doc_key(record.id) for record in records]
         self._swap(source, lambda pipe: self._queue_writes(pipe, records, blobs, new_keys), new_keys, state)
 
@@ -336,8 +392,12 @@ class RedisStore:
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
-        """KNN query (``DIALECT 2``), distances converted to deckhand scores, then ``min_score``."""
+        """KNN query (``DIALECT 2``), distances converted to deckhand scores, then ``min_score``.
+
+        ``sources`` and ``where`` are a pre-filter of the KNN query (RediSearch's hybrid query).
+        """
         spec = self.spec
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.size != spec.dimension:
@@ -347,7 +407,10 @@ class RedisStore:
             )
         if k <= 0 or (sources is not None and not list(sources)):
             return []
-        prefilter = f"({self.layout.source_filter(list(sources))})" if sources is not None else "*"
+        clause = self._prefilter(where, sources)
+        if clause is None:
+            return []
+        prefilter = f"({clause})" if clause != "*" else "*"
         knn = "KNN $k @embedding $vec"
         params: list[Any] = ["k", k, "vec", query.tobytes()]
         if spec.algorithm is Algorithm.HNSW:
@@ -373,7 +436,9 @@ class RedisStore:
             hits.append(SearchHit(_record(fields), score))
         return hits
 
-    def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]:
+    def keyword_search(
+        self, query: str, k: int, *, sources: Sequence[str] | None = None, where: Filter | None = None
+    ) -> list[SearchHit]:
         """BM25 over the content (``FT.SEARCH ... SCORER BM25``), any of the query's words.
 
         The query is split into words, each escaped, and OR-ed, so query-language syntax in
@@ -384,8 +449,11 @@ class RedisStore:
         if not terms or k <= 0 or (sources is not None and not list(sources)):
             return []
         text = "@content:(" + " | ".join(escape_query_term(term) for term in terms) + ")"
-        if sources is not None:
-            text = f"{self.layout.source_filter(list(sources))} {text}"
+        clause = self._prefilter(where, sources)
+        if clause is None:
+            return []
+        if clause != "*":
+            text = f"{clause} {text}"
         with self._errors("keyword searching"):
             reply = self._client.execute_command(
                 "FT.SEARCH", self.layout.index, text,

@@ -1,0 +1,211 @@
+"""The filter stores receive: a conjunction of conditions on top-level record metadata keys.
+
+This is the whole store-facing interface of filters (see ``docs/writing-a-store-plugin.md``):
+a :class:`Filter` holds :class:`Condition` s that must all hold; each names one key of
+``Record.metadata``, an :class:`Op` and its values. :meth:`Filter.matches` is the reference
+meaning every store's translation must agree with (the store conformance kit checks that),
+and what the in-memory store and the in-process keyword channels apply directly.
+
+Meaning, per condition on ``key`` (``v`` the record's ``metadata.get(key)``):
+
+* a value's *elements* are ``v`` itself, or the items of ``v`` when it is a list; only strings,
+  numbers and booleans are ever matched (``None``, objects and nested lists never are);
+* ``EQ`` -- some element equals one of the values: strings exactly (case-sensitive), numbers
+  numerically (``2`` equals ``2.0``), booleans as booleans; a string never equals a number;
+* ``NE`` -- not ``EQ`` (so records without the key pass);
+* ``LT``, ``LTE``, ``GT``, ``GTE`` -- ``v`` is a number (not a boolean, not a list) compared
+  with the one value;
+* ``GLOB`` -- some string element matches one of the patterns: ``*`` any run of characters
+  (``/`` included), ``?`` exactly one character, every other character itself, case-sensitive;
+* ``EXISTS`` -- with ``(True,)`` the key is present and not ``None``; with ``(False,)`` it is not.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from deckhand.errors import FilterError
+
+#: A value a condition compares with.
+Scalar = str | int | float | bool
+
+#: Metadata keys a filter may name: what every store can index as a field name or a JSON path.
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+class Op(enum.StrEnum):
+    """What a :class:`Condition` checks (see the module docstring for the exact meaning)."""
+
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LTE = "lte"
+    GT = "gt"
+    GTE = "gte"
+    GLOB = "glob"
+    EXISTS = "exists"
+
+
+#: The comparison operators (one number each).
+COMPARISONS = frozenset({Op.LT, Op.LTE, Op.GT, Op.GTE})
+
+
+def check_key(key: str, where: str = "metadata") -> str:
+    """``key`` if a store can index it, else :class:`FilterError` naming it and the allowed form."""
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise FilterError(
+            f"{where}: key {key!r} cannot be filtered on: use letters, digits, '_' and '-' (starting with a "
+            "letter or '_', at most 64 characters); rename the field in the documents' front matter"
+        )
+    return key
+
+
+def is_number(value: object) -> bool:
+    """True for ints and floats, False for booleans (a ``bool`` is an ``int`` in Python)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on ``metadata[key]``; build it with :func:`condition` to have it checked."""
+
+    key: str
+    op: Op
+    values: tuple[Scalar, ...]
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a record with ``metadata`` satisfies this condition (the reference meaning)."""
+        value = metadata.get(self.key)
+        op = self.op
+        if op is Op.EXISTS:
+            return (value is not None) is bool(self.values[0])
+        if op is Op.NE:
+            return not _equal_any(value, self.values)
+        if op is Op.EQ:
+            return _equal_any(value, self.values)
+        if op is Op.GLOB:
+            return any(
+                isinstance(e, str) and any(glob_regex(str(p)).match(e) for p in self.values) for e in _elements(value)
+            )
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        bound = float(self.values[0])
+        number = float(value)
+        if op is Op.LT:
+            return number < bound
+        if op is Op.LTE:
+            return number <= bound
+        if op is Op.GT:
+            return number > bound
+        return number >= bound
+
+
+def condition(key: str, op: Op | str, values: Iterable[Scalar]) -> Condition:
+    """A checked :class:`Condition`: valid key, the values the operator needs; else :class:`FilterError`."""
+    check_key(key)
+    try:
+        op = Op(op)
+    except ValueError:
+        known = ", ".join(o.value for o in Op)
+        raise FilterError(f"metadata.{key}: unknown operator {op!r} (known: {known})") from None
+    vals = tuple(values)
+    where = f"metadata.{key}.{op.value}"
+    if not vals:
+        raise FilterError(f"{where}: give at least one value")
+    for v in vals:
+        if not isinstance(v, (str, int, float, bool)):
+            raise FilterError(f"{where}: {v!r} is not a string, number or boolean")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise FilterError(f"{where}: {v!r} is not a finite number")
+    if op in COMPARISONS:
+        if len(vals) != 1 or not is_number(vals[0]):
+            raise FilterError(f"{where}: a comparison takes one number, got {list(vals)!r}")
+    elif op is Op.GLOB:
+        for v in vals:
+            if not isinstance(v, str) or not v:
+                raise FilterError(f"{where}: a glob pattern is a non-empty string, got {v!r}")
+    elif op is Op.EXISTS and (len(vals) != 1 or not isinstance(vals[0], bool)):
+        raise FilterError(f"{where}: exists takes true or false, got {list(vals)!r}")
+    return Condition(key, op, vals)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Conditions that must all hold (an empty filter keeps everything)."""
+
+    conditions: tuple[Condition, ...] = ()
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a record with ``metadata`` passes every condition."""
+        return all(c.matches(metadata) for c in self.conditions)
+
+    def __bool__(self) -> bool:
+        return bool(self.conditions)
+
+    def describe(self) -> str:
+        """A short readable form for messages, e.g. ``path glob 'docs/*' and year gte 2020``."""
+        parts = []
+        for c in self.conditions:
+            shown = ", ".join(repr(v) for v in c.values)
+            parts.append(f"{c.key} {c.op.value} {shown}")
+        return " and ".join(parts) or "no conditions"
+
+
+def _elements(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [e for e in value if isinstance(e, (str, int, float, bool))]
+    if isinstance(value, (str, int, float, bool)):
+        return [value]
+    return []
+
+
+def _same(element: Any, wanted: Scalar) -> bool:
+    if isinstance(wanted, bool) or isinstance(element, bool):
+        return isinstance(wanted, bool) and isinstance(element, bool) and wanted is element
+    if is_number(wanted):
+        return is_number(element) and float(element) == float(wanted)
+    return isinstance(element, str) and element == wanted
+
+
+def _equal_any(value: Any, wanted: tuple[Scalar, ...]) -> bool:
+    return any(_same(e, w) for e in _elements(value) for w in wanted)
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """``pattern`` (``*`` and ``?`` special, nothing else) as an anchored regular expression."""
+    out = []
+    for ch in pattern:
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        else:
+            out.append(re.escape(ch))
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def glob_to_like(pattern: str, escape: str = "\\") -> str:
+    """``pattern`` as a SQL ``LIKE`` pattern with ``escape`` as the escape character."""
+    out = []
+    for ch in pattern:
+        if ch == "*":
+            out.append("%")
+        elif ch == "?":
+            out.append("_")
+        elif ch in ("%", "_", escape):
+            out.append(escape + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def glob_to_sqlite(pattern: str) -> str:
+    """``pattern`` as an SQLite ``GLOB`` pattern (``[`` is a character class there: written ``[[]``)."""
+    return pattern.replace("[", "[[]")

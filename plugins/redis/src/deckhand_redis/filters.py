@@ -1,0 +1,144 @@
+"""Search filters as RediSearch query clauses over fields each record HASH carries.
+
+RediSearch indexes only the fields its schema declares, and metadata keys are whatever the
+documents hold, so every filterable metadata key ``k`` gets two hash fields, added to the
+index (``FT.ALTER ... SCHEMA ADD``) the first time a record carries ``k``:
+
+* ``t_<hash of k>`` -- a TAG (case-sensitive, separated by ``\\x1f``) with one token per element
+  of the value: ``s<text>;`` for a string (the ``s`` and ``;`` keep RediSearch from trimming
+  its spaces), ``n<float>`` for a number, ``b1``/``b0`` for a boolean. Equality, ``ne`` and
+  globs (``w'...'`` wildcard matching) read it;
+* ``n_<hash of k>`` -- a NUMERIC with the value when it is one number, for comparisons.
+
+One more TAG, ``f_keys``, lists the keys a record carries (not ``None``), for ``exists``.
+Records written before filters existed carry none of these: ``exists: false`` matches them,
+which is how the tools tell that an index must be re-ingested. The names of the fields added
+so far are kept in the SET ``<prefix>fields``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from deckhand.filters.conditions import COMPARISONS, KEY_PATTERN, Condition, Filter, Op, is_number
+
+from deckhand_redis.layout import digest
+
+#: TAG separator of the metadata fields: a control character no sensible value holds.
+SEPARATOR = "\x1f"
+#: The TAG of present keys.
+KEYS_FIELD = "f_keys"
+
+_WILDCARD_SPECIAL = re.compile(r"[^A-Za-z0-9\u0080-\U0010ffff*?]")
+_TAG_SPECIAL = re.compile(r"[^A-Za-z0-9\u0080-\U0010ffff]")
+
+
+def tag_field(key: str) -> str:
+    return "t_" + digest(key, 16)
+
+
+def numeric_field(key: str) -> str:
+    return "n_" + digest(key, 16)
+
+
+def schema_args(field: str) -> list[Any]:
+    """The ``FT.CREATE``/``FT.ALTER`` arguments declaring ``field``."""
+    if field.startswith("n_"):
+        return [field, "NUMERIC"]
+    return [field, "TAG", "SEPARATOR", SEPARATOR, "CASESENSITIVE"]
+
+
+def token(value: Any) -> str | None:
+    """The TAG token of one element (None for what filters never match)."""
+    if isinstance(value, bool):
+        return "b1" if value else "b0"
+    if is_number(value):
+        number = float(value)
+        return "n" + repr(number) if math.isfinite(number) else None
+    if isinstance(value, str):
+        return "s" + value.replace(SEPARATOR, " ") + ";"
+    return None
+
+
+def record_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The hash fields that make a record's metadata filterable (see the module docstring)."""
+    out: dict[str, Any] = {}
+    present = []
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not KEY_PATTERN.match(key) or value is None:
+            continue
+        present.append(key)
+        elements = value if isinstance(value, list) else [value]
+        tokens = [t for t in (token(e) for e in elements if not isinstance(e, (list, dict))) if t is not None]
+        if isinstance(value, dict):
+            tokens = []
+        if tokens:
+            out[tag_field(key)] = SEPARATOR.join(dict.fromkeys(tokens))
+        if is_number(value) and math.isfinite(float(value)):
+            out[numeric_field(key)] = repr(float(value))
+    out[KEYS_FIELD] = SEPARATOR.join(present)
+    return out
+
+
+def fields_of(metadata: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Every schema field the records' metadata needs."""
+    needed: set[str] = set()
+    for meta in metadata:
+        needed.update(name for name in record_fields(meta) if name != KEYS_FIELD)
+    return needed
+
+
+def _tag_value(text: str) -> str:
+    return _TAG_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+
+
+def _wildcard(pattern: str) -> str:
+    return "w'" + _WILDCARD_SPECIAL.sub(lambda m: "\\" + m.group(0), "s" + pattern + ";") + "'"
+
+
+def query_clause(where: Filter, indexed: set[str]) -> str | None:
+    """The query clauses (AND-ed) for ``where``; None when no record can match it.
+
+    ``indexed`` holds the fields in the index schema: a condition on a field no record ever
+    carried is decided here (nothing matches it, or everything does for ``ne``/``exists: false``).
+    """
+    parts: list[str] = []
+    for c in where.conditions:
+        clause = _clause(c, indexed)
+        if clause is None:
+            return None
+        if clause:
+            parts.append(clause)
+    return " ".join(parts) if parts else "*"
+
+
+def _clause(c: Condition, indexed: set[str]) -> str | None:
+    """One condition's clause; "" when it holds for every record, None when for none."""
+    if c.op is Op.EXISTS:
+        clause = f"@{KEYS_FIELD}:{{{_tag_value(c.key)}}}"
+        return clause if c.values[0] else f"-{clause}"
+    if c.op in COMPARISONS:
+        field = numeric_field(c.key)
+        if field not in indexed:
+            return None
+        bound = repr(float(c.values[0]))
+        low, high = {
+            Op.LT: ("-inf", f"({bound}"),
+            Op.LTE: ("-inf", bound),
+            Op.GT: (f"({bound}", "+inf"),
+            Op.GTE: (bound, "+inf"),
+        }[c.op]
+        return f"@{field}:[{low} {high}]"
+    field = tag_field(c.key)
+    if field not in indexed:
+        return "" if c.op is Op.NE else None
+    if c.op is Op.GLOB:
+        alternatives = [_wildcard(str(p)) for p in c.values]
+    else:
+        tokens = [t for t in (token(v) for v in c.values) if t is not None]
+        alternatives = [_tag_value(t) for t in dict.fromkeys(tokens)]
+    clause = f"@{field}:{{{' | '.join(alternatives)}}}"
+    return f"-{clause}" if c.op is Op.NE else clause
