@@ -19,20 +19,23 @@ class VectorStoreTool(SourceTool):
     config: VectorStoreToolConfig
 
     def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
-        """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``."""
+        """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``;
+        with a reranker, the best ``rerank_top_n`` reordered by it (its score becomes the result's)."""
         store = self.ready_store(query)
         vector = self.embed_query(query)
-        hits = store.search(vector, top_k or self.config.top_k, min_score=self.config.min_similarity_score)
+        k = top_k or self.config.top_k
+        hits = store.search(vector, self.rerank_depth(k), min_score=self.config.min_similarity_score)
+        ranked = self.reranked(query, hits, lambda hit: hit.record.content)[:k]
         return [
             SearchResult(
                 rank=i,
-                score=round(min(max(hit.score, 0.0), 1.0), 6),
+                score=round(min(max(hit.score if reranked is None else reranked, 0.0), 1.0), 6),
                 source=hit.record.source,
                 chunk_index=hit.record.chunk_index,
                 content=hit.record.content,
                 metadata=hit.record.metadata,
             )
-            for i, hit in enumerate(hits, start=1)
+            for i, (hit, reranked) in enumerate(ranked, start=1)
         ]
 
     def no_results(self, query: str) -> str:
