@@ -65,6 +65,13 @@ def _llm_context(base_dir: Path | None = None, **settings: Any) -> Any:
     return build_llm_generator(base_dir=base_dir, **settings)
 
 
+def _llm_reranker(base_dir: Path | None = None, **options: Any) -> Any:
+    """``options`` are the validated fields of :class:`deckhand.retrieval.llm_rerank.LLMRerankerOptions`."""
+    from deckhand.retrieval.llm_rerank import build_llm_reranker
+
+    return build_llm_reranker(base_dir, **options)
+
+
 def _minilm(model: str | None = None, **options: Any) -> Any:
     from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
@@ -130,6 +137,18 @@ def register_context_generators(register: Register) -> None:
         _llm_context,
         description="LLM-written context via an OpenAI-compatible chat endpoint",
         options=LLMContextSettings,
+    )
+
+
+@hookimpl
+def register_rerankers(register: Register) -> None:
+    from deckhand.retrieval.llm_rerank import LLMRerankerOptions
+
+    register(
+        "llm",
+        _llm_reranker,
+        description="a chat model grades each candidate, via an OpenAI-compatible endpoint",
+        options=LLMRerankerOptions,
     )
 
 

@@ -27,6 +27,10 @@ class EmbeddingError(DeckhandError, RuntimeError):
     """The embedder failed; ingestion cannot proceed without embeddings."""
 
 
+class RerankError(DeckhandError):
+    """A reranker could not score the candidates of a query; the tool keeps the fused order."""
+
+
 class StoreError(DeckhandError):
     """A vector store operation failed."""
 

@@ -120,6 +120,19 @@ def register_context_generators(register: Register) -> None:
 
 
 @hookspec
+def register_rerankers(register: Register) -> None:
+    """Register rerankers: ``factory(base_dir: Path, **options) -> Reranker``.
+
+    ``reranker:`` on a tool selects one, by name or as ``{name: NAME, option: value, ...}``
+    (none by default). After fusion the tool's best ``rerank_top_n`` candidates are passed to
+    :meth:`deckhand.protocols.Reranker.rerank` and reordered by its scores. The factory runs
+    when the tool opens its index, so it should only check its settings (a missing API key or
+    model directory is a :class:`deckhand.errors.ConfigError` then) and load any model on the
+    first query. ``base_dir`` is the agent's directory, against which relative paths resolve.
+    """
+
+
+@hookspec
 def register_memory_backends(register: Register) -> None:
     """Register memory backends for the vector memory: ``factory(path: Path | None, **options) -> MemoryBackend``.
 

@@ -30,7 +30,15 @@ from deckhand.install_hints import install_hint
 log = logging.getLogger(__name__)
 
 Kind = Literal[
-    "loader", "chunker", "embedder", "store", "keyword_strategy", "context_generator", "memory_backend", "tool"
+    "loader",
+    "chunker",
+    "embedder",
+    "store",
+    "keyword_strategy",
+    "context_generator",
+    "reranker",
+    "memory_backend",
+    "tool",
 ]
 
 HOOKS: dict[Kind, str] = {
@@ -40,6 +48,7 @@ HOOKS: dict[Kind, str] = {
     "store": "register_stores",
     "keyword_strategy": "register_keyword_strategies",
     "context_generator": "register_context_generators",
+    "reranker": "register_rerankers",
     "memory_backend": "register_memory_backends",
     "tool": "register_tools",
 }

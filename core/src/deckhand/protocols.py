@@ -328,6 +328,19 @@ class ContextGenerator(Protocol):
         ...
 
 
+class Reranker(Protocol):
+    """Scores a query's candidate passages again, after fusion, to reorder the best of them.
+
+    Built by the factories registered with ``register_rerankers``; ``rerank`` returns one
+    relevance score in ``[0, 1]`` per passage, in order (higher is more relevant), or raises
+    :class:`deckhand.errors.RerankError` with a one-line reason (the tool then keeps the fused order).
+    """
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """One score in ``[0, 1]`` per passage, in the passages' order."""
+        ...
+
+
 @runtime_checkable
 class MemoryBackend(Protocol):
     """Durable storage behind :class:`deckhand.memory.VectorMemoryManager`: one serialized decision per coordinate.

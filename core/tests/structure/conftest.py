@@ -3,18 +3,12 @@ a tiny hand-written PDF writer and a local chat-completions server."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _chat_server import ChatServer, serve_chat
 from _foundation_helpers import serialize_pdf
 from deckhand.chunking.structure import StructureChunker
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
@@ -85,88 +79,14 @@ def pdf_writer() -> Callable[[Path, list[list[tuple[int, str] | None]]], None]:
 # --- a local chat-completions server ------------------------------------------------------
 
 
-@dataclass
-class ChatServer:
-    """A stand-in for an OpenAI-compatible endpoint; ``script`` decides each answer."""
-
-    url: str = ""
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    #: Status codes to answer before succeeding, consumed in order (e.g. [500, 429]).
-    failures: list[int] = field(default_factory=list)
-    #: Answer every request with this status (overrides ``failures``).
-    always_status: int | None = None
-    retry_after: str | None = None
-    delay_s: float = 0.0
-    in_flight: int = 0
-    max_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def answer(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-        with self.lock:
-            self.requests.append(body)
-            self.headers.append(headers)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            status = self.always_status or (self.failures.pop(0) if self.failures else 200)
-        try:
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            if status != 200:
-                extra = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
-                return status, extra, b'{"error": {"message": "try later"}}'
-            prompt = body["messages"][0]["content"]
-            chunk = prompt.split("<chunk>", 1)[1].split("</chunk>", 1)[0].strip()
-            context = f"Context for: {chunk.splitlines()[0][:40]}"
-            reply = {
-                "id": "cmpl-1",
-                "object": "chat.completion",
-                "model": body.get("model"),
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": context}, "finish_reason": "stop"}
-                ],
-            }
-            return 200, {}, json.dumps(reply).encode()
-        finally:
-            with self.lock:
-                self.in_flight -= 1
+def _context_reply(prompt: str) -> str:
+    """What the stand-in answers a context request: the chunk's first line, recognisably."""
+    chunk = prompt.split("<chunk>", 1)[1].split("</chunk>", 1)[0].strip()
+    return f"Context for: {chunk.splitlines()[0][:40]}"
 
 
 @pytest.fixture
 def chat_server() -> Iterator[ChatServer]:
     """A chat-completions server on 127.0.0.1 with a free port, stopped after the test."""
-    state = ChatServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path != "/v1/chat/completions":
-                status, extra, payload = 404, dict[str, str](), b"{}"
-            else:
-                status, extra, payload = state.answer(body, {k.lower(): v for k, v in self.headers.items()})
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in extra.items():
-                self.send_header(key, value)
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
-                self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serve_chat(ChatServer(reply=_context_reply)) as state:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

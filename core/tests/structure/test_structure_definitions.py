@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from deckhand.retrieval.definitions import DefinitionIndex
 from deckhand.types import Chunk, Record
 
 
-def terms(text: str, **kwargs: bool) -> dict[str, str]:
+def terms(text: str, **kwargs: Any) -> dict[str, str]:
     return dict(extract_definitions(text, **kwargs))
 
 
@@ -81,8 +82,16 @@ def test_colon_and_unquoted_forms_need_a_definitions_section() -> None:
 
 
 def test_term_list_outside_a_definitions_section() -> None:
-    text = "- Latency: time to first byte\n- Throughput: requests per second\n- see the dashboards for more\n"
-    assert terms(text) == {"Latency": "time to first byte", "Throughput": "requests per second"}
+    text = "- Latency: the time to first byte\n- Throughput: the requests per second\n- see the dashboards for more\n"
+    assert terms(text) == {"Latency": "the time to first byte", "Throughput": "the requests per second"}
+    # Without an article the items may as well be instructions ("- Disk: keep 20% free"): only a
+    # glossary makes them definitions.
+    bare = "- Latency: time to first byte\n- Throughput: requests per second\n"
+    assert terms(bare) == {}
+    glossary = {"Latency": "time to first byte", "Throughput": "requests per second"}
+    assert terms(bare, in_definitions_section=True) == glossary
+    chores = "- Lag: watch the consumer lag\n- Disk: keep at least 20% free\n"
+    assert terms(chores) == {}
 
 
 def test_dash_and_bold_colon_forms_in_a_glossary() -> None:
@@ -231,3 +240,53 @@ def test_longest_term_wins_over_contained_term() -> None:
     )
     assert [d.term for d in index.relevant("Personal Data is protected")] == ["Personal Data"]
     assert [d.term for d in index.relevant("Personal Data and other data")] == ["Personal Data", "Data"]
+
+
+# --- only where the form says so (issue: junk definitions from RST files and manuals) ----------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ".. code-block:: cmake\n   :caption: CMakeLists.txt",  # a directive and its option
+        ":Author: The developers\n:Date: 2024-05-01",  # an RST field list
+        'Files with holes in ("sparse") take less space.',  # a quoted word in prose
+        "**Step 1**: create the data directory.",
+        "**Important**: run the server as an unprivileged user.",
+        '"Auto" means that holes are recreated when the source has them.',
+        "For the purposes of this Act: the following applies.",
+    ],
+)
+def test_markup_and_prose_are_not_definitions(text: str) -> None:
+    assert terms(text) == {}
+    assert terms(text, markup="rst") == {}
+
+
+def test_parenthetical_with_an_article_names_the_noun_phrase_before_it() -> None:
+    text = 'Where the Agency objects, it may serve a notice (a "compliance notice") on the authority.'
+    assert terms(text) == {"compliance notice": "a notice"}
+
+
+def test_bold_term_with_a_definition_anywhere() -> None:
+    assert terms("**Visibility timeout**: the time a message stays hidden.") == {
+        "Visibility timeout": "the time a message stays hidden."
+    }
+    assert terms("**Broker** — a server that stores partitions") == {"Broker": "a server that stores partitions"}
+    assert terms("**Durable**: Every message is written to disk.") == {}  # a feature, not a definition
+
+
+def test_rst_definition_lists() -> None:
+    text = (
+        "Toolchain file\n    a CMake script that sets the compiler.\n\n"
+        "Linux\n    Use the distribution's packages.\n\n"
+        "``KESTREL_SPARSE``\n    Store sparse files with holes.\n"
+    )
+    assert terms(text, markup="rst") == {"Toolchain file": "a CMake script that sets the compiler."}
+    assert terms(text) == {}  # markdown: an indented line is just a wrapped paragraph
+    # in a glossary every entry counts, stacked terms share the definition
+    glossary = "cache variable\ncache entry\n   A setting stored in the cache.\n\nLinux\n   Use apt.\n"
+    assert terms(glossary, in_definitions_section=True) == {
+        "cache variable": "A setting stored in the cache.",
+        "cache entry": "A setting stored in the cache.",
+        "Linux": "Use apt.",
+    }

@@ -1,4 +1,5 @@
-"""A section body → blocks: paragraphs, fenced code, tables and lists.
+"""A section body → blocks: paragraphs, fenced code, tables and lists (and, in
+reStructuredText, the markup regions of :mod:`deckhand.chunking.rst`).
 
 Blocks are the units the chunker packs; each knows its sub-units (list items, table rows,
 code lines) so an oversized block can be cut only where cutting is harmless.
@@ -10,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from deckhand.chunking.headings import Line
+from deckhand.chunking.rst import Region
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)]|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\))\s+\S")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -23,11 +25,12 @@ class Block:
     (after the header), code lines (blank lines marked in ``breaks``).
     """
 
-    kind: str  # "paragraph", "code", "table", "list"
+    kind: str  # "paragraph", "code", "table", "list"; RST also "directive", "glossary"
     start: int
     end: int
     parts: list[tuple[int, int]] = field(default_factory=list)
-    #: For tables: the span of the header row and its separator, repeated in each piece.
+    #: For tables: the span of the header row and its separator; for RST directives: the ``..`` line
+    #: and its options. Repeated in each piece of a block cut for size.
     header: tuple[int, int] | None = None
     #: For code: the opening and closing fence lines' spans.
     fences: tuple[tuple[int, int], tuple[int, int] | None] | None = None
@@ -37,13 +40,26 @@ def _is_table_line(line: Line) -> bool:
     return line.text.lstrip().startswith("|")
 
 
-def split_blocks(lines: list[Line], in_code: list[bool]) -> list[Block]:
-    """Blocks of the given body lines (``in_code`` aligned with ``lines``)."""
+def split_blocks(lines: list[Line], in_code: list[bool], marks: list[Region | None] | None = None) -> list[Block]:
+    """Blocks of the given body lines (``in_code`` and the RST regions ``marks`` aligned with ``lines``).
+
+    A region becomes one block of its kind; its lines must also be marked in ``in_code``.
+    """
     blocks: list[Block] = []
     i = 0
     n = len(lines)
     while i < n:
         line = lines[i]
+        region = marks[i] if marks is not None else None
+        if region is not None:
+            assert marks is not None
+            j = i
+            while j + 1 < n and marks[j + 1] is region:
+                j += 1
+            if region.kind != "markup":  # targets, substitutions, comments: nothing to retrieve
+                blocks.append(_region_block(lines, i, j, region))
+            i = j + 1
+            continue
         if in_code[i]:
             j = i
             while j + 1 < n and in_code[j + 1] and not _opens_fence(lines, in_code, j + 1):
@@ -138,3 +154,18 @@ def _table_block(lines: list[Line]) -> Block:
     if len(lines) >= 2 and _TABLE_SEPARATOR.match(lines[1].text):
         return Block("table", start, end, spans[2:], header=(spans[0][0], spans[1][1]))
     return Block("table", start, end, spans)
+
+
+def _region_block(lines: list[Line], i: int, j: int, region: Region) -> Block:
+    """Lines ``i``..``j`` of an RST region as one block; its directive header (if any) apart."""
+    start = lines[i].start
+    end = lines[j].start + len(lines[j].text)
+    header_lines = region.header_last - region.first + 1 if region.header_last >= 0 else 0
+    header = None
+    body_from = i
+    if header_lines and i + header_lines - 1 <= j:
+        last = lines[i + header_lines - 1]
+        header = (start, last.start + len(last.text))
+        body_from = i + header_lines
+    parts = [(ln.start, ln.start + len(ln.text)) for ln in lines[body_from : j + 1]]
+    return Block(region.kind, start, end, parts, header=header)

@@ -1,17 +1,27 @@
 """Defined terms: detection in chunk text, and the index that finds definitions for a result.
 
-Recognised forms:
+A definition is detected only where the document's form says a term is being defined:
 
 * anywhere: ``"Term" means …`` (also ``shall mean``, ``is defined as``, ``refers to``,
   ``includes``, ``has the meaning given in …``), the same with ``**Term**`` instead of quotes,
-  and pandoc definition lists (a line ``Term`` followed by ``: definition``);
+  a parenthetical defined term (``Acme Ltd (the "Provider")``, ``a notice (a "compliance
+  notice")``), pandoc definition lists (a line ``Term`` then ``:   definition``, as markitdown
+  renders HTML ``<dl>``), and a bold term followed by a definition that reads as one
+  (``**Term**: a …``, ``**Term** — the …``);
+* in reStructuredText, definition lists (a line ``Term`` with the definition indented under it)
+  whose definition reads as one, and every entry of a ``.. glossary::``;
 * inside a definitions section (a heading in the chain says Definitions, Glossary,
-  Interpretation, Defined terms or Terminology) or a *term list* (a list in which at least
-  two items look like ``Term: definition``): ``Term: definition``, ``Term — definition``,
-  ``**Term**: definition``, ``Term means …`` without quotes, and two-column tables.
+  Interpretation, Defined terms or Terminology): ``Term: definition``, ``Term — definition``,
+  ``Term means …`` without quotes, indented definition lists and two-column tables;
+* in a *term list* (a list in which at least two items look like ``Term: definition``), the
+  items whose definition starts with an article (``- Latency: the time to first byte``).
 
-``Note: …`` in running prose is therefore not a definition. Detected definitions are stored in
-the chunk's metadata, so :class:`DefinitionIndex` rebuilds from stored records without
+A definition "reads as one" when it starts with an article or a lower-case word that opens no
+clause, so labels (``Note: …``, ``**Step 1**: create …``), feature lists (``**Durable**: Every
+message …``), instructions (``- Disk: keep 20% free``) and ``X means that …`` are not definitions.
+Code and markup (fenced code, RST directives and literal blocks) are never read here: the
+chunker passes prose only. Detected definitions are stored in the chunk's metadata, so
+:class:`deckhand.retrieval.definitions.DefinitionIndex` rebuilds from stored records without
 re-reading any file.
 """
 
@@ -48,7 +58,8 @@ _BOLD = re.compile(
 )
 #: ``Acme Ltd, a company registered in Ireland (the "Provider")`` — the term names what precedes it.
 _PARENTHETICAL = re.compile(
-    rf"\((?:the\s+|each\s+a\s+|together\s+the\s+|hereinafter\s+(?:the\s+)?)?[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,60}}?)[{_CLOSE_Q}]\)",
+    rf"\((?P<det>the\s+|an?\s+|each\s+an?\s+|together\s+the\s+|collectively\s+the\s+|hereinafter\s+(?:the\s+)?)?"
+    rf"[{_OPEN_Q}](?P<term>[^{_OPEN_Q}{_CLOSE_Q}\n]{{1,60}}?)[{_CLOSE_Q}]\)",
     re.IGNORECASE,
 )
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -59,8 +70,23 @@ _UNQUOTED = re.compile(
 )
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}(?:\.\d{1,3})*[.)]?\s+|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\)\s+)")
 _LIST_START = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}(?:\.\d{1,3})*[.)]?\s|\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\)\s)")
+#: Labels that introduce a remark, never a defined term.
 _NON_TERMS = frozenset(
-    {"note", "notes", "example", "examples", "warning", "tip", "caution", "important", "see", "e.g", "i.e"}
+    {
+        *("note", "notes", "example", "examples", "warning", "warnings", "tip", "tips", "caution", "important"),
+        *("see", "e.g", "i.e", "hint", "todo", "fixme", "deprecated", "danger", "attention", "info", "usage"),
+        *("default", "defaults", "returns", "return", "raises", "result", "output", "input", "status", "summary"),
+        *("symptom", "cause", "fix", "solution", "workaround", "reason", "question", "answer", "q", "a"),
+        *("pros", "cons", "goal", "scope", "author", "date", "version", "license", "step", "option", "type"),
+    }
+)
+#: A pandoc definition line: a colon, whitespace, the definition (``:caption: x`` is an RST option).
+_PANDOC_DEFINITION = re.compile(r"^:[ \t]+\S")
+#: What a definition-list term line may look like: a few words, no sentence, no markup.
+_TERM_LINE = re.compile(r"^[A-Za-z*][\w'’()/&.+*-]*(?:[ \t]+[\w'’()/&.+*-]+){0,5}(?:[ \t]+:[ \t]+\w[\w ]*)?$")
+#: Words a term does not end with (a clause cut off mid-way, not a name).
+_DANGLING = frozenset(
+    {"a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or", "is", "are", "be"}
 )
 
 
@@ -99,12 +125,40 @@ class _Unit:
     text: str
     list_item: bool
     table_row: bool
-    #: A pandoc definition-list entry ("Term" then ": definition"): explicit, trusted anywhere.
+    #: A pandoc definition-list entry ("Term" then ":   definition"): explicit, trusted anywhere.
     explicit: bool = False
+    #: An indented definition-list entry ("Term" then the definition indented under it),
+    #: written ``**Term**: definition``; ``terms`` are all the terms stacked above the definition.
+    deflist: bool = False
+    terms: tuple[str, ...] = ()
 
 
-def _units(text: str) -> list[_Unit]:
-    """Paragraphs and list items (wrapped lines joined), and table rows, in order."""
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _deflist_entry(lines: list[str], i: int) -> tuple[list[str], int] | None:
+    """Terms (1 to 3 stacked lines) at line ``i`` with a definition indented under them, and the
+    index of the definition's first line; None when line ``i`` opens no such entry."""
+    base = _indent(lines[i])
+    terms: list[str] = []
+    j = i
+    while j < len(lines) and len(terms) < 3:
+        line = lines[j]
+        if not line.strip() or _indent(line) != base:
+            break
+        if not _TERM_LINE.match(line.strip()) or line.strip().startswith(("* ", "- ", "+ ")):
+            return None
+        terms.append(line.strip())
+        j += 1
+    if not terms or j >= len(lines) or not lines[j].strip() or _indent(lines[j]) <= base:
+        return None
+    return terms, j
+
+
+def _units(text: str, markup: str = "markdown", deflists: bool = False) -> list[_Unit]:
+    """Paragraphs and list items (wrapped lines joined), table rows and definition-list
+    entries (``deflists``: read indented ones), in order."""
     units: list[_Unit] = []
     current: list[str] = []
     current_item = False
@@ -116,8 +170,12 @@ def _units(text: str) -> list[_Unit]:
             units.append(_Unit(" ".join(" ".join(current).split()), current_item, False, explicit))
         current, current_item, explicit = [], False, False
 
-    for raw in text.splitlines():
+    raw_lines = text.splitlines()
+    i = 0
+    while i < len(raw_lines):
+        raw = raw_lines[i]
         line = raw.strip()
+        i += 1
         if not line:
             flush()
             continue
@@ -125,8 +183,26 @@ def _units(text: str) -> list[_Unit]:
             flush()
             units.append(_Unit(line, False, True))
             continue
-        if line.startswith(":") and current and len(current) == 1:
-            # pandoc definition list: "Term" then ": definition"
+        if deflists and not current:
+            entry = _deflist_entry(raw_lines, i - 1)
+            if entry is not None:
+                terms, j = entry
+                base = _indent(raw_lines[i - 1])
+                body: list[str] = []
+                while j < len(raw_lines) and raw_lines[j].strip() and _indent(raw_lines[j]) > base:
+                    body.append(raw_lines[j].strip())
+                    j += 1
+                definition = " ".join(" ".join(body).split())
+                units.append(_Unit(f"**{terms[0]}**: {definition}", False, False, deflist=True, terms=tuple(terms)))
+                i = j
+                continue
+        if (
+            markup == "markdown"
+            and _PANDOC_DEFINITION.match(line)
+            and len(current) == 1
+            and _TERM_LINE.match(current[0])
+        ):
+            # pandoc definition list: "Term" then ":   definition"
             term = current[0]
             current = [f"**{term}**: {line[1:].strip()}"]
             explicit = True
@@ -150,11 +226,20 @@ def _clean_definition(text: str) -> str:
 
 
 def _clean_term(term: str) -> str | None:
+    """The term as it will be listed, or None when it is no term: a label (``Note``), a step
+    (``Step 1``), markup (``.. code-block::``), a clause (``For the purposes of this Act``)."""
     term = " ".join(term.strip(" *_`\"“”'‘’").split())
     if not term or len(term) > 80 or term.lower().rstrip(".") in _NON_TERMS:
         return None
-    if not any(ch.isalpha() for ch in term) or len(term) < 2:
+    if not any(ch.isalpha() for ch in term) or len(term) < 2 or not term[0].isalnum():
         return None
+    if "::" in term or term.startswith(("http:", "https:")):
+        return None
+    words = term.lower().split()
+    if len(words) > 6 or words[0] in _CLAUSE_OPENERS or words[-1] in _DANGLING:
+        return None
+    if len(words) > 1 and words[-1].isdigit() and words[0] in _NON_TERMS:
+        return None  # "Step 1", "Option 2"
     return term
 
 
@@ -168,13 +253,17 @@ def _colon_definition(text: str) -> tuple[str, str] | None:
     return None
 
 
-def extract_definitions(text: str, *, in_definitions_section: bool = False) -> list[tuple[str, str]]:
+def extract_definitions(
+    text: str, *, in_definitions_section: bool = False, markup: str = "markdown"
+) -> list[tuple[str, str]]:
     """``(term, definition)`` pairs defined in ``text``, each term once, in order.
 
     ``in_definitions_section`` enables the weaker forms (``Term: definition``, unquoted
-    ``Term means``, two-column tables) that are only trusted under a definitions heading.
+    ``Term means``, indented definition lists, two-column tables) that are only trusted under a
+    definitions heading. ``markup`` is ``markdown`` or ``rst`` (whose indented definition lists
+    count outside definitions sections too, when the definition reads as one).
     """
-    units = _units(text)
+    units = _units(text, markup, deflists=in_definitions_section or markup == "rst")
     term_list = _term_list_flags(units)
     found: dict[str, tuple[str, str]] = {}
 
@@ -195,6 +284,13 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
                     if not (header and nxt is not None and nxt.table_row and set(nxt.text) <= set("|:- ")):
                         add(cells[0], cells[1])
             continue
+        if unit.deflist:
+            definition = unit.text.split("**: ", 1)[1]
+            if in_definitions_section or _reads_as_definition(definition):
+                for term in unit.terms:
+                    if not term.startswith(("*", "`")):  # a literal or emphasised name is an option or a value
+                        add(term.split(" : ")[0], definition)
+            continue
         body = _MARKER.sub("", unit.text, count=1) if unit.list_item else unit.text
         strong = False
         code_spans = [m.span() for m in _INLINE_CODE.finditer(body)]
@@ -210,21 +306,36 @@ def extract_definitions(text: str, *, in_definitions_section: bool = False) -> l
                 if k + 1 < len(matches):  # '"A" means x and "B" means y'
                     rest = re.sub(r"[\s,;]*(?:\band|\bor)?[\s,;]*$", "", rest)
                 verb = " ".join(match.group("verb").split()).lower()
+                if verb in ("means", "mean") and re.match(r"\s*(?:that|this|it|we|you)\b", rest, re.IGNORECASE):
+                    continue  # "X" means that …: a consequence, not a definition
                 definition = rest if verb in ("means", "mean", "shall mean") else f"{verb}{rest}"
                 add(match.group("term"), _first_clause(definition))
                 strong = True
         for match in _PARENTHETICAL.finditer(body):
             if in_code(match.start()):
                 continue
-            named = _named_before(body[: match.start()])
-            if named and len(match.group("term").strip()) > 1:
-                add(match.group("term"), named)
+            term = match.group("term").strip()
+            determiner = (match.group("det") or "").strip().lower()
+            if determiner not in ("a", "an") and not term[:1].isupper():
+                continue  # ("sparse"): a word in quotes, not a defined term
+            named = _named_before(body[: match.start()], determiner)
+            if named and len(term) > 1:
+                add(term, named)
                 strong = True
         if strong:
             continue
-        if in_definitions_section or term_list[index] or unit.explicit:
+        if unit.explicit:
             pair = _colon_definition(body)
-            if pair and (in_definitions_section or unit.explicit or _reads_as_definition(pair[1])):
+            if pair:
+                add(*pair)
+            continue
+        bold = _BOLD.match(body)
+        if bold and bold.group("sep") and _reads_as_definition(bold.group("rest2"), strict=not in_definitions_section):
+            add(bold.group("term"), bold.group("rest2"))
+            continue
+        if in_definitions_section or term_list[index]:
+            pair = _colon_definition(body)
+            if pair and (in_definitions_section or _reads_as_definition(pair[1], strict=True)):
                 add(*pair)
                 continue
         if in_definitions_section:
@@ -245,25 +356,34 @@ _CLAUSE_OPENERS = frozenset(
 )
 
 
-def _reads_as_definition(text: str) -> bool:
-    """In a term list outside a glossary, ``Latency: time to first byte`` defines but
-    ``**Performance**: Verify all operations …`` (a feature list) does not: a definition
-    starts lower-case or with an article."""
+def _reads_as_definition(text: str, *, strict: bool = False) -> bool:
+    """Whether ``text`` reads as the definition of a term rather than a remark or an instruction:
+    ``**Partition**: an ordered sequence …`` does, ``**Performance**: Verify all operations …``
+    (a feature list) does not. A definition starts with an article or, unless ``strict``, a
+    lower-case word that opens no clause (``strict``: only an article, for lists whose items may
+    be instructions such as ``- Disk: keep 20% free``)."""
     first = text.strip().split(maxsplit=1)[0] if text.strip() else ""
     first = first.strip("*_`\"'“‘(,;:")
     if not first.isalpha() or first.lower() in _CLAUSE_OPENERS:
         return False
-    return first[0].islower() or first.lower() in _DEFINITION_OPENERS
+    if first.lower() in _DEFINITION_OPENERS:
+        return True
+    return not strict and first[0].islower()
 
 
-def _named_before(text: str) -> str | None:
+def _named_before(text: str, determiner: str = "") -> str | None:
     """What a parenthetical defined term names: the clause just before it, e.g. the party in
-    ``between Acme Ltd, a company registered in Ireland (the "Provider")``."""
+    ``between Acme Ltd, a company registered in Ireland (the "Provider")``, or after ``(a "…")``
+    the noun phrase just before (``serve a notice (a "compliance notice")`` → ``a notice``)."""
     sentence = re.split(r"(?<=[.!?;])\s+|\)\s*,?\s*(?:\band\b|\bor\b)?\s*", text)[-1]
-    sentence = re.split(r"\b(?:between|by|with|from|to)\s+", sentence)[-1]
+    if determiner in ("a", "an"):
+        phrase = re.search(r"\b(?:an?|the|any|each)\s+[^,;:()]{1,80}$", sentence.rstrip(), re.IGNORECASE)
+        sentence = phrase.group(0) if phrase else ""
+    else:
+        sentence = re.split(r"\b(?:between|by|with|from|to)\s+", sentence)[-1]
     sentence = sentence.strip(" ,;:-–—")
-    if not sentence or len(sentence) > 300:
-        return None
+    if not sentence or len(sentence) > 300 or sentence.lower().split()[-1] in _DANGLING:
+        return None  # "holes in": a clause cut off, not what the term names
     return sentence
 
 

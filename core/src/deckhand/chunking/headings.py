@@ -195,7 +195,8 @@ def parse_headings(text: str) -> list[Heading]:
     return _implicit_headings(lines, in_code)
 
 
-def _make_heading(level: int, raw: str, start: int, end: int, implicit: bool = False) -> Heading:
+def make_heading(level: int, raw: str, start: int, end: int, implicit: bool = False) -> Heading:
+    """A heading of ``level`` from its text as written: cleaned, with its section id when numbered."""
     cleaned = clean_heading_text(raw)
     found = section_label(cleaned)
     ident, label = found if found else (None, None)
@@ -210,14 +211,14 @@ def _explicit_headings(lines: list[Line], in_code: list[bool]) -> list[Heading]:
             continue
         atx = _ATX.match(line.text)
         if atx and clean_heading_text(atx.group("text") or ""):  # an empty "#" names no section
-            headings.append(_make_heading(len(atx.group("hashes")), atx.group("text") or "", line.start, line.end))
+            headings.append(make_heading(len(atx.group("hashes")), atx.group("text") or "", line.start, line.end))
             heading_lines.add(i)
             continue
         setext = _SETEXT.match(line.text)
         if setext and i > 0 and _setext_title_ok(lines, in_code, heading_lines, i - 1):
             title = lines[i - 1]
             level = 1 if setext.group("bar")[0] == "=" else 2
-            headings.append(_make_heading(level, title.text.strip(), title.start, line.end))
+            headings.append(make_heading(level, title.text.strip(), title.start, line.end))
             heading_lines.update((i - 1, i))
     return headings
 
@@ -318,5 +319,5 @@ def _implicit_headings(lines: list[Line], in_code: list[bool]) -> list[Heading]:
         if prv is not None and prv.kind == cand.kind and prv.level == cand.level:
             continue
         line = lines[i]
-        headings.append(_make_heading(cand.level, line.text.strip(), line.start, line.end, implicit=True))
+        headings.append(make_heading(cand.level, line.text.strip(), line.start, line.end, implicit=True))
     return headings

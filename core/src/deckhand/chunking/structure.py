@@ -1,6 +1,8 @@
 """The ``structure`` chunker: one section → one or more chunks, with the section's metadata.
 
-Rules (docs/hierarchical-chunking.md explains the choices):
+Markdown is read along its headings (:mod:`deckhand.chunking.headings`), reStructuredText
+along its titles, with directives, literal blocks and tables kept whole as markup
+(:mod:`deckhand.chunking.rst`). Rules (docs/hierarchical-chunking.md explains the choices):
 
 * A chunk never spans two sections; small sections are not merged, so every chunk has one
   exact ``parent_chain``/``section_id`` and a reference resolves to exactly its section.
@@ -25,6 +27,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from deckhand.chunking import rst
 from deckhand.chunking.blocks import Block, split_blocks
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
@@ -35,6 +38,8 @@ from deckhand.types import Chunk, Document
 log = logging.getLogger(__name__)
 
 CHUNK_TYPES = ("definition", "requirement", "content", "header", "code", "table", "list")
+#: Block kinds kept verbatim: cut only between lines, never read as prose (definitions, references).
+_VERBATIM = ("code", "directive", "glossary")
 
 _NORMATIVE = re.compile(
     r"\b(?:shall(?!\s+(?:mean|have\s+the\s+meaning|be\s+defined|refer|include))|must|is\s+required\s+to|"
@@ -101,6 +106,28 @@ class _Section:
     lines: list[Line]
     in_code: list[bool]
     is_leaf: bool
+    #: RST markup regions, aligned with ``lines`` (None for markdown).
+    marks: list[rst.Region | None] | None = None
+
+
+@dataclass(frozen=True)
+class _Markup:
+    """How a document's structure is read: markdown (with implicit numbered headings for PDF
+    text) or reStructuredText."""
+
+    is_rst: bool
+    in_code: list[bool]
+    headings: list[Heading]
+    marks: list[rst.Region | None] | None
+
+
+def _read_markup(document: Document, lines: list[Line]) -> _Markup:
+    """RST for ``.rst`` files and ``.txt`` files that read as RST; markdown otherwise."""
+    source = document.source.lower()
+    if rst.is_rst_source(source) or (source.endswith(".txt") and rst.looks_like_rst(lines)):
+        marks = rst.region_lines(len(lines), rst.regions(lines))
+        return _Markup(True, [m is not None for m in marks], rst.headings(lines, marks), marks)
+    return _Markup(False, code_lines(lines), parse_headings(document.text), None)
 
 
 class StructureChunkerOptions(BaseModel):
@@ -127,7 +154,7 @@ class StructureChunkerOptions(BaseModel):
 
 
 class StructureChunker:
-    """Chunks markdown along its heading structure; see the module docstring for the rules."""
+    """Chunks markdown or reStructuredText along its heading structure; see the module docstring."""
 
     def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
         if max_chunk_tokens < 16:
@@ -146,19 +173,18 @@ class StructureChunker:
         """The document's chunks in order, each with the metadata described in the docs."""
         text = document.text
         lines = split_lines(text)
-        in_code = code_lines(lines)
-        headings = parse_headings(text)
-        title = document.title or _first_title(headings) or _stem(document.source)
+        markup = _read_markup(document, lines)
+        title = document.title or _first_title(markup.headings) or _stem(document.source)
         chunks: list[Chunk] = []
-        for section in _sections(lines, in_code, headings):
+        for section in _sections(lines, markup.in_code, markup.headings, markup.marks):
             for pieces in self._section_chunks(text, section):
-                chunks.append(self._make_chunk(document, title, section, pieces, len(chunks)))
+                chunks.append(self._make_chunk(document, title, section, pieces, len(chunks), markup.is_rst))
         return chunks
 
     # -- sections → pieces → chunks --------------------------------------------------
 
     def _section_chunks(self, text: str, section: _Section) -> list[list[_Piece]]:
-        blocks = split_blocks(section.lines, section.in_code)
+        blocks = split_blocks(section.lines, section.in_code, section.marks)
         heading_piece: _Piece | None = None
         if section.heading is not None:
             h = section.heading
@@ -221,7 +247,7 @@ class StructureChunker:
         tokens = self._count(body)
         if tokens <= limit:
             return [_Piece(body, block.start, block.end, block.kind, tokens)]
-        if block.kind == "code":
+        if block.kind in _VERBATIM:
             return self._code_pieces(text, block, limit)
         if block.kind == "table":
             return self._table_pieces(text, block, limit)
@@ -276,10 +302,14 @@ class StructureChunker:
         return out
 
     def _code_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
-        """An oversized fenced block cut at blank lines, then at lines; each piece re-fenced."""
-        assert block.fences is not None
-        opening = text[block.fences[0][0] : block.fences[0][1]]
-        closing = text[block.fences[1][0] : block.fences[1][1]].strip() if block.fences[1] else opening.strip()[:3]
+        """An oversized fenced block (or RST literal block or directive) cut at blank lines, then
+        at lines; each piece re-fenced (a directive's header repeated)."""
+        if block.fences is not None:
+            opening = text[block.fences[0][0] : block.fences[0][1]]
+            closing = text[block.fences[1][0] : block.fences[1][1]].strip() if block.fences[1] else opening.strip()[:3]
+        else:
+            opening = text[block.header[0] : block.header[1]] if block.header else ""
+            closing = ""
         overhead = self._count(opening) + self._count(closing)
         budget = max(4, limit - overhead)
         # runs of lines separated by blank lines
@@ -303,21 +333,21 @@ class StructureChunker:
         for unit in units:
             count = self._count(text[unit[0][0] : unit[-1][1]])
             if group and group_tokens + count > budget:
-                out.append(self._fenced(text, group, opening, closing))
+                out.append(self._fenced(text, group, opening, closing, block.kind))
                 group, group_tokens = [], 0
             if count > budget:
                 log.debug("code line of %d tokens exceeds max_chunk_tokens; kept whole", count)
             group.append(unit)
             group_tokens += count
         if group:
-            out.append(self._fenced(text, group, opening, closing))
+            out.append(self._fenced(text, group, opening, closing, block.kind))
         return out
 
-    def _fenced(self, text: str, group: list[list[tuple[int, int]]], opening: str, closing: str) -> _Piece:
+    def _fenced(self, text: str, group: list[list[tuple[int, int]]], opening: str, closing: str, kind: str) -> _Piece:
         start, end = group[0][0][0], group[-1][-1][1]
         inner = text[start:end]
-        body = f"{opening}\n{inner}\n{closing}"
-        return _Piece(body, start, end, "code", self._count(body), exact=False)
+        body = "\n".join(part for part in (opening, inner, closing) if part)
+        return _Piece(body, start, end, kind, self._count(body), exact=False)
 
     def _table_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
         """An oversized table cut between rows, the header row and separator repeated in each piece."""
@@ -354,7 +384,9 @@ class StructureChunker:
 
     # -- metadata ----------------------------------------------------------------------
 
-    def _make_chunk(self, document: Document, title: str, section: _Section, pieces: list[_Piece], index: int) -> Chunk:
+    def _make_chunk(
+        self, document: Document, title: str, section: _Section, pieces: list[_Piece], index: int, is_rst: bool
+    ) -> Chunk:
         text = document.text
         content_parts: list[str] = []
         for k, piece in enumerate(pieces):
@@ -370,9 +402,16 @@ class StructureChunker:
         numbered = [h for h in chain if h.section_id]
         in_definitions = any(is_definitions_heading(h.text) for h in chain)
         body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
-        # code is not prose: "x" means … in a snippet defines nothing and refers to no section
-        prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", "code"))
-        definitions = extract_definitions(prose, in_definitions_section=in_definitions)
+        # code and markup are not prose: "x" means … in a snippet or a directive's options defines
+        # nothing and refers to no section; an RST glossary's entries are definitions
+        prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", *_VERBATIM))
+        markup = "rst" if is_rst else "markdown"
+        definitions = extract_definitions(prose, in_definitions_section=in_definitions, markup=markup)
+        for piece in pieces:
+            if piece.kind == "glossary":
+                known = {term.lower() for term, _ in definitions}
+                glossary = extract_definitions(rst.glossary_body(piece.text), in_definitions_section=True, markup="rst")
+                definitions += [(term, d) for term, d in glossary if term.lower() not in known]
         own_id = numbered[-1].section_id if numbered else None
         references = find_references(prose, exclude=[own_id] if own_id else [])
         metadata: dict[str, Any] = {
@@ -414,7 +453,9 @@ def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[st
     return "content"
 
 
-def _sections(lines: list[Line], in_code: list[bool], headings: list[Heading]) -> list[_Section]:
+def _sections(
+    lines: list[Line], in_code: list[bool], headings: list[Heading], marks: list[rst.Region | None] | None = None
+) -> list[_Section]:
     """Split the document's lines at headings; the text before the first heading is a section
     without heading (its chain is empty)."""
     line_at = {line.start: i for i, line in enumerate(lines)}
@@ -429,7 +470,8 @@ def _sections(lines: list[Line], in_code: list[bool], headings: list[Heading]) -
     skip = front_matter_end(lines)  # YAML front matter is metadata, not text to retrieve
     preamble_end = bounds[0][0] if bounds else len(lines)
     if preamble_end > skip:
-        sections.append(_Section(None, (), lines[skip:preamble_end], in_code[skip:preamble_end], True))
+        preamble = _slice(marks, skip, preamble_end)
+        sections.append(_Section(None, (), lines[skip:preamble_end], in_code[skip:preamble_end], True, preamble))
     stack: list[Heading] = []
     for k, h in enumerate(headings):
         while stack and stack[-1].level >= h.level:
@@ -438,8 +480,21 @@ def _sections(lines: list[Line], in_code: list[bool], headings: list[Heading]) -
         body_from = bounds[k][1]
         body_to = bounds[k + 1][0] if k + 1 < len(headings) else len(lines)
         is_leaf = k + 1 >= len(headings) or headings[k + 1].level <= h.level
-        sections.append(_Section(h, tuple(stack), lines[body_from:body_to], in_code[body_from:body_to], is_leaf))
+        sections.append(
+            _Section(
+                h,
+                tuple(stack),
+                lines[body_from:body_to],
+                in_code[body_from:body_to],
+                is_leaf,
+                _slice(marks, body_from, body_to),
+            )
+        )
     return sections
+
+
+def _slice(marks: list[rst.Region | None] | None, start: int, end: int) -> list[rst.Region | None] | None:
+    return marks[start:end] if marks is not None else None
 
 
 def _first_title(headings: list[Heading]) -> str:

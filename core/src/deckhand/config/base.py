@@ -11,6 +11,7 @@ from deckhand.config.options import (
     Choice,
     Shorthand,
     choice_field,
+    optional_choice_field,
     options_follow,
     registry_of,
     resolve_choice,
@@ -144,13 +145,22 @@ class SourceToolConfig(ToolConfigBase):
         default=ByteSize(50_000_000),
         description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
     )
+    reranker: Choice | None = optional_choice_field(
+        "reranker",
+        "Reranker plugin applied to the best rerank_top_n candidates of each query: a name, or "
+        "{name: NAME, ...options}; none by default.",
+    )
+    rerank_top_n: int = Field(
+        default=20, ge=1, le=200, description="Candidates the reranker scores again (at least top_k are fetched)."
+    )
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""
 
     def check_components(self, registry: PluginRegistry, context: Any) -> None:
-        """Check the registered components this entry names (chunker, ...) and their options."""
+        """Check the registered components this entry names (chunker, reranker, ...) and their options."""
         self.chunker_component(registry, context=context)
+        self.reranker_component(registry, context=context)
 
     @model_validator(mode="after")
     def _validate(self, info: ValidationInfo) -> SourceToolConfig:
@@ -170,6 +180,14 @@ class SourceToolConfig(ToolConfigBase):
         return resolve_choice(
             registry, "chunker", self.chunker, ("chunker",), self.shorthands(self.chunker_shorthands), context=context
         )
+
+    def reranker_component(
+        self, registry: PluginRegistry, *, context: Any = None
+    ) -> tuple[Component, dict[str, Any]] | None:
+        """The reranker and the keyword options its factory gets (besides ``base_dir``); None when none is set."""
+        if self.reranker is None:
+            return None
+        return resolve_choice(registry, "reranker", self.reranker, ("reranker",), context=context)
 
     @field_validator("encoding")
     @classmethod

@@ -102,6 +102,11 @@ def choice_field(kind: Kind, default: str, description: str, also: tuple[str, ..
     )
 
 
+def optional_choice_field(kind: Kind, description: str) -> Any:
+    """A :data:`Choice` field that may be left out (``None``: no component of ``kind``)."""
+    return Field(default=None, description=description, json_schema_extra={COMPONENT_KEYWORD: kind, ALSO_KEYWORD: []})
+
+
 def options_follow(kind: Kind, by: str, field: str = "options") -> ConfigDict:
     """Model config for a model whose ``field`` holds the options of the ``kind`` component ``by`` names."""
     return ConfigDict(

@@ -22,7 +22,7 @@ from deckhand.config.options import ALSO_KEYWORD, COMPONENT_KEYWORD, OPTIONS_KEY
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
 #: Kinds whose components may declare options that appear in configuration.
-OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator")
+OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator", "reranker")
 
 
 def agent_schema(registry: PluginRegistry | None = None) -> dict[str, Any]:
@@ -104,6 +104,8 @@ def _fill(node: Any, registry: PluginRegistry, defs: dict[str, Any], ref_of: dic
         node.clear()
         node.update(keep)
         node["anyOf"] = _choice(registry.list(kind), also, defs, ref_of)
+        if "default" in keep and keep["default"] is None:
+            node["anyOf"].append({"type": "null"})  # an optional component (reranker: none by default)
 
 
 def _choice(components: list[Component], also: list[str], defs: dict[str, Any], ref_of: dict[Any, str]) -> list[Any]:

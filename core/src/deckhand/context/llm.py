@@ -264,7 +264,7 @@ class LLMContextGenerator:
                 last = f"HTTP {response.status_code} from {redact_url(self.url)}"
                 if response.status_code != 429 and response.status_code < 500:
                     raise _CallFailed(last)
-                retry_after = _retry_after(response.headers.get("retry-after"))
+                retry_after = retry_after_seconds(response.headers.get("retry-after"))
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         raise _CallFailed(f"{last}, after {attempts} attempts")
@@ -298,7 +298,7 @@ class LLMContextGenerator:
             self.cache.put(doc_hash, sha256_hex(chunk.content), self.settings.model, self._prompt_hash, context)
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
     if not value:
         return None

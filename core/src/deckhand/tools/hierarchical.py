@@ -47,6 +47,7 @@ from deckhand.protocols import (
 )
 from deckhand.retrieval.exact import ExactIndex
 from deckhand.retrieval.fusion import Fused, fuse
+from deckhand.retrieval.rerank import passage_text
 from deckhand.stores import filtering
 from deckhand.tools import hierarchical_indexes
 from deckhand.tools.base import SourceTool
@@ -324,10 +325,26 @@ class HierarchicalDocumentTool(SourceTool):
         k = top_k or self.config.top_k
         threshold = self.config.min_score if min_score is None else min_score
         fused, records = self._rank(store, query, mode, max(k, CANDIDATES), where)
-        fused = [f for f in fused if threshold is None or f.score >= threshold][:k]
+        fused = [f for f in fused if threshold is None or f.score >= threshold][: self.rerank_depth(k)]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
-        return [self._result(rank, f, records[f.id]) for rank, f in enumerate(fused, start=1) if f.id in records]
+        ranked = self._rerank(query, [f for f in fused if f.id in records], records)[:k]
+        return [self._result(rank, f, records[f.id], score) for rank, (f, score) in enumerate(ranked, start=1)]
+
+    def _rerank(self, query: str, fused: list[Fused], records: dict[str, Record]) -> list[tuple[Fused, float | None]]:
+        """The reranker's order (with its scores) after the sections a section-reference query pins first."""
+        if self.reranker is None:
+            return [(f, None) for f in fused]
+        pinned = set(self._exact.section_of_query(query)) if self._exact is not None else set()
+        head = 0
+        while head < len(fused) and fused[head].id in pinned:
+            head += 1
+
+        def text(entry: Fused) -> str:
+            record = records[entry.id]
+            return passage_text(record.content, location_of(record.metadata))
+
+        return [(f, None) for f in fused[:head]] + self.reranked(query, fused[head:], text)
 
     def _rank(
         self, store: VectorStore, query: str, mode: SearchMode, depth: int, where: Filter | None = None
@@ -384,11 +401,17 @@ class HierarchicalDocumentTool(SourceTool):
             fused = head + [f for f in fused if f.id not in taken]
         return fused, records
 
-    def _result(self, rank: int, fused: Fused, record: Record) -> HierarchicalSearchResult:
+    def _result(
+        self, rank: int, fused: Fused, record: Record, reranked: float | None = None
+    ) -> HierarchicalSearchResult:
+        """One result; with a reranker score, that is its score and its ``rerank`` modality."""
         meta = record.metadata
+        modalities = {m: ModalityHit(rank=r, score=fused.scores[m]) for m, r in fused.ranks.items()}
+        if reranked is not None:
+            modalities["rerank"] = ModalityHit(rank=rank, score=reranked)
         return HierarchicalSearchResult(
             rank=rank,
-            score=round(min(max(fused.score, 0.0), 1.0), 6),
+            score=round(min(max(fused.score if reranked is None else reranked, 0.0), 1.0), 6),
             source=record.source,
             chunk_index=record.chunk_index,
             content=record.content,
@@ -398,7 +421,7 @@ class HierarchicalDocumentTool(SourceTool):
             section_id=meta.get("section_id"),
             section_label=meta.get("section_label"),
             chunk_type=meta.get("chunk_type"),
-            modalities={m: ModalityHit(rank=r, score=fused.scores[m]) for m, r in fused.ranks.items()},
+            modalities=modalities,
             definitions=self._relevant_definitions(record),
             references=self._references(meta.get("references") or []),
         )

@@ -47,7 +47,8 @@ class HierarchicalSearchResult(SearchResult):
     section_id: str | None = None
     section_label: str | None = None
     chunk_type: str | None = None
-    #: Per modality (semantic, keyword, exact): rank and score; absent when it did not return the chunk.
+    #: Per modality (semantic, keyword, exact; rerank when a reranker reordered the results): rank and
+    #: score; absent when it did not return the chunk.
     modalities: dict[str, ModalityHit] = Field(default_factory=dict)
     definitions: list[DefinitionRef] = Field(default_factory=list)
     references: list[SectionRef] = Field(default_factory=list)

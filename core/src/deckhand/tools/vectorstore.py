@@ -24,28 +24,31 @@ class VectorStoreTool(SourceTool):
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> list[SearchResult]:
         """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``
-        that pass ``filter`` (applied by the store, see :meth:`SourceTool.search_results_sync`)."""
+        that pass ``filter`` (applied by the store, see :meth:`SourceTool.search_results_sync`); with a
+        reranker, the best ``rerank_top_n`` reordered by it (its score becomes the result's)."""
         store = self.ready_store(query)
         where = self.filter_for(store, filter)
         vector = self.embed_query(query)
+        k = top_k or self.config.top_k
         hits = filtering.search(
             store,
             vector,
-            top_k or self.config.top_k,
+            self.rerank_depth(k),
             min_score=self.config.min_similarity_score,
             where=where,
             provider=self.provider,
         )
+        ranked = self.reranked(query, hits, lambda hit: hit.record.content)[:k]
         return [
             SearchResult(
                 rank=i,
-                score=round(min(max(hit.score, 0.0), 1.0), 6),
+                score=round(min(max(hit.score if reranked is None else reranked, 0.0), 1.0), 6),
                 source=hit.record.source,
                 chunk_index=hit.record.chunk_index,
                 content=hit.record.content,
                 metadata=hit.record.metadata,
             )
-            for i, hit in enumerate(hits, start=1)
+            for i, (hit, reranked) in enumerate(ranked, start=1)
         ]
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
