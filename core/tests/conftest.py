@@ -43,6 +43,7 @@ def isolated_state(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
     monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)
+    monkeypatch.delenv("DECKHAND_CHUNK_WORKERS", raising=False)
     root = logging.getLogger()
     level = root.level
     yield home

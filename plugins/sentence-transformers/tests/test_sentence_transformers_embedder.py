@@ -7,6 +7,7 @@ plugin's README for how to run these.
 from __future__ import annotations
 
 import itertools
+import pickle
 import socket
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,15 @@ def test_token_chunker_works_with_its_tokenizer(embedder: SentenceTransformerEmb
     assert len(chunks) > 5
     counts = [embedder.tokenizer.count(c.content) for c in chunks]
     assert max(counts) <= 66  # 64 tokens; word-piece joins may shift one or two
+
+
+def test_its_chunker_pickles_for_chunk_worker_processes(embedder: SentenceTransformerEmbedder) -> None:
+    """Chunk worker processes get the chunker pickled with its tokenizer (not the model): same chunks."""
+    chunker = TokenChunker(embedder.tokenizer, chunk_size=64, chunk_overlap=8)
+    payload = pickle.dumps(chunker)
+    document = Document(source="doc.md", text=" ".join(f"sentence number {i} about proteins." for i in range(200)))
+    assert pickle.loads(payload).chunk(document) == chunker.chunk(document)
+    assert len(payload) < 5_000_000  # the tokenizer alone
 
 
 def test_loads_a_model_directory_or_package_by_prefix(embedder: SentenceTransformerEmbedder) -> None:

@@ -200,6 +200,10 @@ class MarkItDownLoader:
     def __init__(self) -> None:
         self._converters: dict[str, Any] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for chunk worker processes) without the converters made so far: a worker makes its own."""
+        return {"_converters": {}}
+
     def _converter(self, extension: str) -> Any:
         name = self.CONVERTERS[extension]
         if name not in self._converters:

@@ -9,7 +9,6 @@ so unchanged chunks are never embedded twice.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import queue
@@ -17,17 +16,30 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from deckhand.display import printable
-from deckhand.errors import LoaderError, SourceValidationError, StoreConnectionError, StoreError
-from deckhand.filters.spec import PATH_KEY, TYPE_KEY
+from deckhand.errors import SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
-from deckhand.ingest.loaders import AUTO, decoding
+from deckhand.ingest.loaders import AUTO
+from deckhand.ingest.workers import (
+    IN_FLIGHT_BYTES,
+    LARGE_FILE,
+    ChunkPool,
+    Converted,
+    cut,
+    document_of,
+    file_fields,
+    load_text,
+    replay,
+    with_fields,
+    worker_count,
+)
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
 from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
@@ -410,11 +422,13 @@ class Ingestor:
     ) -> Iterator[_Read]:
         """What :meth:`_read` says about each file of ``todo``, in order, from a thread that runs
         ahead of the caller (at most :data:`READ_AHEAD` hand-overs), so the next files are converted
-        and chunked while the current ones are embedded (onnxruntime releases the GIL).
+        and chunked while the current ones are embedded. With worker processes
+        (:mod:`deckhand.ingest.workers`) the thread hands over what they made, in the same order.
 
-        Only the caller touches the store, the queue and ``report``; the thread's own timings
-        (``convert``, ``chunk``) are added to ``report`` when it ends.
+        Only the caller touches the store, the queue and ``report``; the reading's own timings
+        (``convert``, ``chunk``; the workers' added up) are added to ``report`` when it ends.
         """
+        workers = worker_count(sum(states[f.display].size for f in todo if states[f.display].size <= LARGE_FILE))
         ahead: queue.Queue[_Read | _ReaderEnd] = queue.Queue(maxsize=READ_AHEAD)
         stop = threading.Event()
         seconds: dict[str, float] = {"convert": 0.0, "chunk": 0.0}
@@ -429,19 +443,21 @@ class Ingestor:
             return False
 
         def reader() -> None:
+            pool: ChunkPool | None = None
             try:
-                for index, file in enumerate(todo):
-                    clock = time.perf_counter()
-                    for read in self._read(index, file, states[file.display], seconds):
-                        seconds["chunk"] += time.perf_counter() - clock
-                        if not put(read):
-                            return
-                        clock = time.perf_counter()
-                    seconds["chunk"] += time.perf_counter() - clock
+                if workers:
+                    pool = ChunkPool.start(workers, self.loaders, self.chunker, keep_text=self.prepare is not None)
+                reads = self._reads(todo, seconds) if pool is None else self._pooled(pool, todo, states, seconds)
+                for read in reads:
+                    if not put(read):
+                        return
             except BaseException as exc:  # handed to the caller, which raises it
                 put(_ReaderEnd(seconds, exc))
             else:
                 put(_ReaderEnd(seconds))
+            finally:
+                if pool is not None:
+                    pool.close()
 
         thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
         thread.start()
@@ -458,74 +474,111 @@ class Ingestor:
             thread.join()
             for stage in ("convert", "chunk"):
                 report.seconds[stage] = report.seconds.get(stage, 0.0) + seconds[stage]
-            report.seconds["chunk"] -= seconds["convert"]  # the reader's clock covered both
 
-    def _read(self, index: int, file: SourceFile, state: FileState, seconds: dict[str, float]) -> Iterator[_Read]:
-        """Load file ``index`` and cut it into chunks (on the reader thread); a chunker that can stream
-        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes."""
-        clock = time.perf_counter()
-        try:
-            with decoding(self._encoding_of(file)) as settings:
-                loaded = self.loaders.load_with_metadata(file.path)
-        except LoaderError as exc:
-            yield _Read(index, failed=str(exc).removeprefix(f"{file.path}: "), done=True)
+    def _reads(self, todo: Sequence[SourceFile], seconds: dict[str, float]) -> Iterator[_Read]:
+        """Every file of ``todo`` read on this thread, in order."""
+        for index, file in enumerate(todo):
+            yield from self._read(index, file, seconds)
+
+    def _pooled(
+        self, pool: ChunkPool, todo: Sequence[SourceFile], states: Mapping[str, FileState], seconds: dict[str, float]
+    ) -> Iterator[_Read]:
+        """Every file of ``todo``, in order, loaded and chunked by ``pool`` (files over :data:`LARGE_FILE`
+        on this thread, streamed), with at most ``pool.max_files`` files and :data:`IN_FLIGHT_BYTES`
+        in flight. If the pool breaks (a worker killed, a chunker that does not unpickle), the
+        files it had not handed over are read on this thread."""
+        pending: deque[tuple[int, Future[Converted] | None, int]] = deque()
+        following, in_flight = 0, 0
+        while pending or following < len(todo):
+            while following < len(todo) and (
+                not pending or (len(pending) < pool.max_files and in_flight < IN_FLIGHT_BYTES)
+            ):
+                file = todo[following]
+                size = states[file.display].size
+                submitted = size <= LARGE_FILE and not pool.broken
+                future = (
+                    pool.submit(file.path, file.display, self._encoding_of(file), self._root) if submitted else None
+                )
+                pending.append((following, future, size if submitted else 0))
+                in_flight += size if submitted else 0
+                following += 1
+            index, future, size = pending.popleft()
+            in_flight -= size
+            converted = pool.result(future) if future is not None else None
+            if converted is None:
+                yield from self._read(index, todo[index], seconds)
+            else:
+                yield from self._converted(index, todo[index], converted, seconds)
+
+    def _converted(
+        self, index: int, file: SourceFile, converted: Converted, seconds: dict[str, float]
+    ) -> Iterator[_Read]:
+        """What a worker made of file ``index``, handed over as :meth:`_read` would (``prepare`` runs here)."""
+        replay(converted.logged)
+        seconds["convert"] += converted.convert_seconds
+        seconds["chunk"] += converted.chunk_seconds
+        if converted.failed is not None:
+            yield _Read(index, failed=converted.failed, done=True)
             return
-        except Exception as exc:  # a (third-party) loader's own bug must not stop the whole run
-            yield _Read(index, failed=f"loader failed ({type(exc).__name__}: {exc})", done=True)
-            return
-        finally:
-            seconds["convert"] += time.perf_counter() - clock
-        for notice in settings.notices:
+        for notice in converted.notices:
             log.warning("%s: %s", printable(file.display), notice)
-        text, fields = loaded.text, self._fields(file, loaded.metadata)
+        if converted.empty:
+            yield _Read(index, skipped="empty file", emptied=True, done=True)
+            return
+        chunks = converted.chunks
+        if self.prepare is not None:
+            clock = time.perf_counter()
+            document = Document(
+                source=file.display, text=converted.text or "", title=converted.title, metadata=converted.metadata
+            )
+            chunks = self.prepare(document, chunks)
+            seconds["chunk"] += time.perf_counter() - clock
+        for start in range(0, len(chunks), READ_BATCH):
+            end = min(start + READ_BATCH, len(chunks))
+            yield _Read(index, chunks[start:end], end / len(chunks), done=end == len(chunks))
+        if not chunks:
+            yield _Read(index, fraction=1.0, done=True)
+
+    def _read(self, index: int, file: SourceFile, seconds: dict[str, float]) -> Iterator[_Read]:
+        """Load file ``index`` and cut it into chunks on this thread; a chunker that can stream
+        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes.
+        The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
+        clock = time.perf_counter()
+        loaded, failed, notices = load_text(self.loaders, file.path, self._encoding_of(file))
+        seconds["convert"] += time.perf_counter() - clock
+        if loaded is None:
+            yield _Read(index, failed=failed, done=True)
+            return
+        clock = time.perf_counter()
+        for notice in notices:
+            log.warning("%s: %s", printable(file.display), notice)
+        text, fields = loaded.text, file_fields(file.path, file.display, self._root, loaded.metadata)
         del loaded
         if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
             yield _Read(index, skipped="empty file", emptied=True, done=True)
             return
-        given = fields.get("title")  # a front-matter title names the document better than its first heading
-        title = given.strip() if isinstance(given, str) and given.strip() else _title(text, file.path)
-        document = Document(source=file.display, text=text, title=title, metadata=fields)
+        document = document_of(file.display, text, file.path, fields)
         del text
         stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
-        numbered = self.loaders.verbatim(file.path)
         if stream is None:
-            chunks = [_with_fields(c, fields) for c in self.chunker.chunk(document)]
-            if numbered:
-                chunks = list(with_start_lines(document.text, chunks))
+            chunks = cut(self.chunker, self.loaders, document, file.path)
             if self.prepare is not None:
                 chunks = self.prepare(document, chunks)
+            seconds["chunk"] += time.perf_counter() - clock
             yield _Read(index, chunks, 1.0, done=True)
             return
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        chunks_out = (_with_fields(c, fields) for c in stream(document))
-        for chunk in with_start_lines(document.text, chunks_out) if numbered else chunks_out:
+        chunks_out = (with_fields(c, fields) for c in stream(document))
+        for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:
+                seconds["chunk"] += time.perf_counter() - clock
                 yield _Read(index, batch, chunk.metadata.get("end_char", 0) / length)
+                clock = time.perf_counter()
                 batch = []
+        seconds["chunk"] += time.perf_counter() - clock
         yield _Read(index, batch, 1.0, done=True)
-
-    def _fields(self, file: SourceFile, attached: Mapping[str, object]) -> dict[str, object]:
-        """The metadata every chunk of ``file`` carries: its loader's (front matter), its path and type.
-
-        ``path`` (relative to the source) and ``file_type`` are deckhand's and win over a
-        document field of the same name; such a field is reported once.
-        """
-        try:
-            relative = file.path.relative_to(self._root).as_posix() if self._root else file.path.name
-        except ValueError:
-            relative = file.path.name
-        own = {PATH_KEY: relative, TYPE_KEY: file.path.suffix.lower().removeprefix(".")}
-        shadowed = sorted(k for k in attached if k in own)
-        if shadowed:
-            log.warning(
-                "%s: field(s) %s of the document are shadowed by deckhand's own chunk metadata; rename them to "
-                "search or filter on them",
-                printable(file.display),
-                ", ".join(shadowed),
-            )
-        return {**attached, **own}
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
         """Embed the queued chunks in groups of :data:`EMBED_GROUP` (all of them when ``final``), storing
@@ -630,29 +683,9 @@ class Ingestor:
             status(self._status)
 
 
-def _with_fields(chunk: Chunk, fields: Mapping[str, object]) -> Chunk:
-    """``chunk`` carrying the document's ``fields``; the chunker's own metadata wins over a field of the same name."""
-    if not fields:
-        return chunk
-    own = {PATH_KEY: fields.get(PATH_KEY), TYPE_KEY: fields.get(TYPE_KEY)}
-    return dataclasses.replace(chunk, metadata={**fields, **chunk.metadata, **own})
-
-
 def _duration(seconds: float) -> str:
     """``3725`` → ``1 h 2 min``; ``95`` → ``2 min``; ``40`` → ``40 s``."""
     if seconds < 60:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
-
-
-def _title(text: str, path: Path) -> str:
-    """The first markdown heading in the first 50 lines, else the file name: used as document context.
-
-    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
-    """
-    for line in text[: 50 * 4096].splitlines()[:50]:
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            return stripped.lstrip("#").strip()
-    return path.stem

@@ -88,6 +88,10 @@ class _LazyChunker:
         stream = getattr(chunker, "iter_chunks", None)
         yield from (stream(document) if stream is not None else chunker.chunk(document))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for chunk worker processes) as the built chunker: the builder is a closure."""
+        return {"_build": None, "_chunker": self._built()}
+
 
 class SourceTool:
     """Base of tools that ingest a source into a store and answer queries from it (a :class:`~deckhand.protocols.Tool`).
@@ -140,7 +144,7 @@ class SourceTool:
             loaders=LoaderSet.from_registry(self.registry),
             base_dir=self.base_dir,
             progress=self.progress,
-            prepare=self.prepare,
+            prepare=self._prepare_step(),
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
         )
@@ -302,6 +306,11 @@ class SourceTool:
     def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
         """A step between chunking and embedding (default: none)."""
         return chunks
+
+    def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
+        """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""
+        step = self.prepare
+        return None if getattr(step, "__func__", None) is SourceTool.prepare else step
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Called after each ingestion; ``changed`` says whether the stored records may differ."""

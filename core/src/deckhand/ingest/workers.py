@@ -1,0 +1,303 @@
+"""Loading and chunking files in worker processes, beside the embedder.
+
+Chunking is pure Python: on the ingest's reader thread it holds the GIL and takes turns with
+the embedder's own Python work, so a fast (GPU) embedder waits for it. A :class:`ChunkPool`
+runs :func:`convert` for whole files in ``spawn`` worker processes (never ``fork``: the
+ingesting process has threads) and the reader thread hands their chunks over in order.
+
+How many workers: ``DECKHAND_CHUNK_WORKERS`` (0: chunk on the reader thread), else
+:func:`worker_count`'s automatic choice, which uses workers only where they pay: more than
+two cores and enough bytes to chunk. The loaders and the chunker are pickled once per pool
+(a chunker that cannot be pickled keeps the work on the reader thread); files over
+:data:`LARGE_FILE` stay on the reader thread, which streams them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+import pickle
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from deckhand.display import printable
+from deckhand.errors import ConfigError, LoaderError
+from deckhand.filters.spec import PATH_KEY, TYPE_KEY
+from deckhand.ingest.lines import with_start_lines
+from deckhand.ingest.loaders import decoding
+from deckhand.protocols import Chunker
+from deckhand.types import Chunk, Document, LoadedText
+
+log = logging.getLogger("deckhand.ingest")
+
+#: The setting: how many worker processes load and chunk files (0: the reader thread does).
+WORKERS_ENV = "DECKHAND_CHUNK_WORKERS"
+#: Files larger than this stay on the reader thread, streamed through ``iter_chunks``: a worker
+#: would hold the whole text and send every chunk back at once.
+LARGE_FILE = 8_000_000
+#: The automatic choice uses workers only when the files a worker may take add up to this many
+#: bytes (below it chunking takes seconds and starting the workers would cost as much).
+AUTO_MIN_BYTES = 8_000_000
+#: Most workers the automatic choice starts; two cores are left to the embedder and the caller.
+AUTO_MAX_WORKERS = 8
+#: Files submitted and not yet handed over, per worker, and their bytes in all: bounds the
+#: results waiting in memory.
+FILES_PER_WORKER = 4
+IN_FLIGHT_BYTES = 64_000_000
+
+
+class Loads(Protocol):
+    """What loads a file's text (the pipeline's ``LoaderSet``)."""
+
+    def load_with_metadata(self, path: Path) -> LoadedText: ...
+
+    def verbatim(self, path: Path) -> bool: ...
+
+
+def worker_count(work_bytes: int, cores: int | None = None) -> int:
+    """Worker processes for ``work_bytes`` of files to chunk: ``$DECKHAND_CHUNK_WORKERS``, else
+    ``min(cores - 2, 8)`` when there are more than two cores and at least :data:`AUTO_MIN_BYTES`."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit():
+            raise ConfigError(
+                f"{WORKERS_ENV}={raw!r} is not a number of worker processes; "
+                "set it to 0 (chunk in the ingesting process) or more, or unset it"
+            )
+        return int(raw)
+    cores = cores or _cores()
+    if cores <= 2 or work_bytes < AUTO_MIN_BYTES:
+        return 0
+    return min(cores - 2, AUTO_MAX_WORKERS)
+
+
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
+def load_text(loaders: Loads, path: Path, encoding: str) -> tuple[LoadedText | None, str | None, list[str]]:
+    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only)."""
+    try:
+        with decoding(encoding) as settings:
+            text = loaders.load_with_metadata(path)
+    except LoaderError as exc:
+        return None, str(exc).removeprefix(f"{path}: "), []
+    except Exception as exc:  # a (third-party) loader's own bug must not stop the whole run
+        return None, f"loader failed ({type(exc).__name__}: {exc})", []
+    return text, None, settings.notices
+
+
+def title_of(text: str, path: Path) -> str:
+    """The first markdown heading in the first 50 lines, else the file name: used as document context.
+
+    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
+    """
+    for line in text[: 50 * 4096].splitlines()[:50]:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            return stripped.lstrip("#").strip()
+    return path.stem
+
+
+def file_fields(path: Path, display: str, root: Path | None, attached: Mapping[str, object]) -> dict[str, object]:
+    """The metadata every chunk of a file carries: its loader's (front matter), its path and type.
+
+    ``path`` (relative to the source ``root``) and ``file_type`` are deckhand's and win over a
+    document field of the same name; such a field is reported once.
+    """
+    try:
+        relative = path.relative_to(root).as_posix() if root else path.name
+    except ValueError:
+        relative = path.name
+    own = {PATH_KEY: relative, TYPE_KEY: path.suffix.lower().removeprefix(".")}
+    shadowed = sorted(k for k in attached if k in own)
+    if shadowed:
+        log.warning(
+            "%s: field(s) %s of the document are shadowed by deckhand's own chunk metadata; rename them to "
+            "search or filter on them",
+            printable(display),
+            ", ".join(shadowed),
+        )
+    return {**attached, **own}
+
+
+def with_fields(chunk: Chunk, fields: Mapping[str, object]) -> Chunk:
+    """``chunk`` carrying the document's ``fields``; the chunker's own metadata wins over a field of the same name."""
+    if not fields:
+        return chunk
+    own = {PATH_KEY: fields.get(PATH_KEY), TYPE_KEY: fields.get(TYPE_KEY)}
+    return dataclasses.replace(chunk, metadata={**fields, **chunk.metadata, **own})
+
+
+def document_of(source: str, text: str, path: Path, fields: Mapping[str, object]) -> Document:
+    """The document to chunk; a front-matter ``title`` names it better than its first heading."""
+    given = fields.get("title")
+    title = given.strip() if isinstance(given, str) and given.strip() else title_of(text, path)
+    return Document(source=source, text=text, title=title, metadata=dict(fields))
+
+
+def cut(chunker: Chunker, loaders: Loads, document: Document, path: Path) -> list[Chunk]:
+    """``document``'s chunks (whole, not streamed), carrying its fields and, for a verbatim text, their first line."""
+    chunks = [with_fields(c, document.metadata) for c in chunker.chunk(document)]
+    if loaders.verbatim(path):
+        chunks = list(with_start_lines(document.text, chunks))
+    return chunks
+
+
+@dataclass
+class Converted:
+    """What a worker made of one file: its chunks, or why there are none, and what it logged."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    title: str = ""
+    #: The metadata every chunk carries (:func:`file_fields`).
+    metadata: dict[str, object] = field(default_factory=dict)
+    #: The document's text, when the caller asked for it (to run its ``prepare`` step).
+    text: str | None = None
+    failed: str | None = None
+    empty: bool = False
+    notices: list[str] = field(default_factory=list)
+    logged: list[logging.LogRecord] = field(default_factory=list)
+    convert_seconds: float = 0.0
+    chunk_seconds: float = 0.0
+
+
+class _Records(logging.Handler):
+    """Keeps what a worker logs while it converts a file, for the parent process to log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args = record.getMessage(), None  # arguments may not pickle
+        record.exc_info, record.exc_text = None, None
+        self.records.append(record)
+
+
+class WorkerUnavailable(Exception):
+    """A worker could not rebuild the loaders or the chunker (e.g. a class its process cannot import)."""
+
+
+@dataclass
+class _Worker:
+    loaders: Loads
+    chunker: Chunker
+    records: _Records
+
+
+_worker: _Worker | None = None
+#: Why this worker process has no loaders and chunker (set when unpickling them failed).
+_unavailable = ""
+
+
+def _start_worker(payload: bytes, level: int) -> None:
+    """Pool initializer: unpickle the loaders and chunker once, collect log records from ``level`` up."""
+    global _worker, _unavailable
+    records = _Records()
+    root = logging.getLogger()
+    root.handlers[:] = [records]
+    root.setLevel(level)
+    try:
+        loaders, chunker = pickle.loads(payload)
+    except Exception as exc:  # reported by each convert call: the reader thread takes the files back
+        _unavailable = f"{type(exc).__name__}: {exc}"
+        return
+    _worker = _Worker(loaders, chunker, records)
+
+
+def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path | None) -> Converted:
+    """Load and chunk one file in a worker; a chunker's exception propagates to the caller."""
+    if _worker is None:
+        raise WorkerUnavailable(_unavailable or "not started by a ChunkPool")
+    _worker.records.records = []
+    clock = time.perf_counter()
+    loaded, failed, notices = load_text(_worker.loaders, path, encoding)
+    converted = Converted(failed=failed, notices=notices, logged=_worker.records.records)
+    converted.convert_seconds = time.perf_counter() - clock
+    if loaded is None:
+        return converted
+    text = loaded.text
+    if not text or text.isspace():
+        converted.empty = True
+        return converted
+    clock = time.perf_counter()
+    document = document_of(source, text, path, file_fields(path, source, root, loaded.metadata))
+    converted.title, converted.metadata = document.title, document.metadata
+    converted.chunks = cut(_worker.chunker, _worker.loaders, document, path)
+    converted.chunk_seconds = time.perf_counter() - clock
+    converted.text = text if keep_text else None
+    return converted
+
+
+class ChunkPool:
+    """Worker processes that :func:`convert` files; :meth:`start` says None when the work cannot be sent."""
+
+    def __init__(self, executor: ProcessPoolExecutor, workers: int, keep_text: bool) -> None:
+        self._executor = executor
+        self.workers = workers
+        self.keep_text = keep_text
+        #: The workers stopped or cannot work: the files not handed over go back to the reader thread.
+        self.broken = False
+
+    @classmethod
+    def start(cls, workers: int, loaders: Loads, chunker: Chunker, *, keep_text: bool) -> ChunkPool | None:
+        """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle."""
+        try:
+            payload = pickle.dumps((loaders, chunker))
+        except Exception as exc:  # a lambda, a local class, a live connection: chunk on the reader thread
+            log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
+            return None
+        level = min(logging.getLogger().getEffectiveLevel(), logging.getLogger("deckhand").getEffectiveLevel())
+        executor = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(payload, level),
+        )
+        log.debug("chunking in %d worker process(es)", workers)
+        return cls(executor, workers, keep_text)
+
+    @property
+    def max_files(self) -> int:
+        """Most files submitted and not yet handed over."""
+        return self.workers * FILES_PER_WORKER
+
+    def submit(self, path: Path, source: str, encoding: str, root: Path | None) -> Future[Converted]:
+        return self._executor.submit(convert, path, source, encoding, self.keep_text, root)
+
+    def result(self, future: Future[Converted]) -> Converted | None:
+        """What ``future`` made, or None when the pool broke (the caller reads that file itself).
+
+        A chunker's own exception is raised here, as it would be on the reader thread.
+        """
+        try:
+            return future.result()
+        except WorkerUnavailable as exc:
+            if not self.broken:
+                log.debug("chunking in the reader thread: the worker processes cannot rebuild the chunker (%s)", exc)
+        except BrokenProcessPool as exc:
+            if not self.broken:
+                log.warning("chunk worker processes stopped (%s); the remaining files are chunked in this process", exc)
+        self.broken = True
+        return None
+
+    def close(self) -> None:
+        """Drop the files not started, wait for those being chunked (one each at most), end the workers."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def replay(records: list[logging.LogRecord]) -> None:
+    """Log a worker's records in this process, through the loggers and levels configured here."""
+    for record in records:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
