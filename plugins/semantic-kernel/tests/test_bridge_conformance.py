@@ -1,0 +1,49 @@
+"""The Chroma and Qdrant bridges against deckhand's store and tool conformance kits, on real engines.
+
+Chroma runs embedded (a persistent directory), Qdrant in qdrant-client's local mode (a
+directory): both started by the tests from registry packages, no server. Skipped where
+semantic-kernel or the engines are not installed; CI runs these in
+``nox -s "tests(package='semantic-kernel')"``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("semantic_kernel", reason="semantic-kernel is not installed: nox -s \"tests(package='semantic-kernel')\"")
+pytest.importorskip("chromadb", reason='chromadb is not installed: pip install "deckhand-ai-semantic-kernel[chromadb]"')
+pytest.importorskip("qdrant_client", reason='qdrant-client is not installed: pip install "deckhand-ai-semantic-kernel[qdrant]"')
+
+from deckhand.testing.store_conformance import StoreConformanceTests  # noqa: E402
+from deckhand.testing.tool_conformance import ToolConformanceTests  # noqa: E402
+from deckhand.types import Algorithm  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+class TestChromaConformance(StoreConformanceTests):
+    """Chroma has HNSW only (approximate: recall@10 >= 0.95)."""
+
+    provider = "chromadb"
+    entry_point = "semantic-kernel"
+    algorithms = (Algorithm.HNSW,)
+    exact_algorithms = frozenset()
+    large_batch = 4000
+
+
+class TestQdrantLocalConformance(StoreConformanceTests):
+    """Qdrant's local mode searches exhaustively, so both algorithms are exact."""
+
+    provider = "qdrant"
+    entry_point = "semantic-kernel"
+    algorithms = (Algorithm.HNSW, Algorithm.FLAT)
+    exact_algorithms = frozenset({Algorithm.HNSW, Algorithm.FLAT})
+    large_batch = 4000
+
+
+class TestChromaTools(ToolConformanceTests):
+    provider = "chromadb"
+
+
+class TestQdrantLocalTools(ToolConformanceTests):
+    provider = "qdrant"
