@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("semantic_kernel", reason="semantic-kernel is not installed: nox -s \"tests(package='semantic-kernel')\"")
+pytest.importorskip(
+    "semantic_kernel", reason="semantic-kernel is not installed: nox -s \"tests(package='semantic-kernel')\""
+)
 pytest.importorskip("chromadb", reason='chromadb is not installed: pip install "deckhand-ai-semantic-kernel[chromadb]"')
-pytest.importorskip("qdrant_client", reason='qdrant-client is not installed: pip install "deckhand-ai-semantic-kernel[qdrant]"')
+pytest.importorskip(
+    "qdrant_client", reason='qdrant-client is not installed: pip install "deckhand-ai-semantic-kernel[qdrant]"'
+)
 
-from deckhand.testing.store_conformance import StoreConformanceTests  # noqa: E402
-from deckhand.testing.tool_conformance import ToolConformanceTests  # noqa: E402
-from deckhand.types import Algorithm  # noqa: E402
+from deckhand.testing.store_conformance import StoreConformanceTests
+from deckhand.testing.tool_conformance import ToolConformanceTests
+from deckhand.types import Algorithm
 
 pytestmark = pytest.mark.slow
 

@@ -140,8 +140,8 @@ class BridgeStore:
             length = int(np.asarray(vector).shape[-1]) if np.asarray(vector).ndim else 0
             if length != spec.dimension:
                 raise DimensionMismatchError(
-                    f"{what} has {length} dimensions; collection {self.collection!r} holds {spec.dimension}-dimensional "
-                    "vectors (re-ingest with --force-ingest after changing the embedding model)"
+                    f"{what} has {length} dimensions; collection {self.collection!r} holds "
+                    f"{spec.dimension}-dimensional vectors (re-ingest with --force-ingest after changing the model)"
                 )
 
     def _read_catalog(self, handle: Any) -> Catalog | None:

@@ -126,13 +126,16 @@ def _chroma_close(client: Any) -> None:
 
 
 def _chroma_http(url: str | None, options: ChromaOptions) -> Any:
-    import chromadb
     from urllib.parse import urlsplit
+
+    import chromadb
 
     if url:
         parts = urlsplit(url)
-        host, port, ssl = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 8000), (
-            parts.scheme == "https"
+        host, port, ssl = (
+            parts.hostname or "localhost",
+            parts.port or (443 if parts.scheme == "https" else 8000),
+            (parts.scheme == "https"),
         )
     else:
         host, port, ssl = str(options.host), options.port, False
@@ -420,4 +423,3 @@ STORE_CLASSES: dict[str, type[BridgeStore]] = {
         FaissStore,
     )
 }
-

@@ -79,4 +79,4 @@ class SqlServerOptions(BridgeOptions):
 
 
 class FaissOptions(BridgeOptions):
-    """``provider: faiss``: an exact FAISS index held in this process (Semantic Kernel's connector keeps nothing on disk)."""
+    """``provider: faiss``: an exact FAISS index in this process (SK's connector keeps nothing on disk)."""

@@ -39,7 +39,9 @@ class Provider:
 
 
 PROVIDERS: tuple[Provider, ...] = (
-    Provider("chromadb", "chromadb", ("chromadb",), "Chroma via Semantic Kernel (embedded directory or server)", live=True),
+    Provider(
+        "chromadb", "chromadb", ("chromadb",), "Chroma via Semantic Kernel (embedded directory or server)", live=True
+    ),
     Provider("qdrant", "qdrant", ("qdrant_client",), "Qdrant via Semantic Kernel (local mode or server)", live=True),
     Provider(
         "azure-ai-search",

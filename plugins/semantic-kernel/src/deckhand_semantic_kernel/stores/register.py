@@ -23,7 +23,14 @@ from deckhand_semantic_kernel.stores.options import (
     QdrantOptions,
     SqlServerOptions,
 )
-from deckhand_semantic_kernel.stores.providers import PRIORITY, PROVIDERS, Provider, require
+from deckhand_semantic_kernel.stores.providers import (
+    PRIORITY,
+    PROVIDERS,
+    Provider,
+    install_command,
+    missing_modules,
+    require,
+)
 
 OPTIONS: dict[str, type[Any]] = {
     "chromadb": ChromaOptions,
@@ -66,10 +73,12 @@ def _factory(provider: Provider) -> Any:
 @hookimpl
 def register_stores(register: Register) -> None:
     for provider in PROVIDERS:
+        # find_spec imports nothing: listing what is missing costs no start-up time.
+        missing = f" (not installed: {install_command(provider)})" if missing_modules(provider) else ""
         register(
             provider.name,
             _factory(provider),
-            description=provider.description,
+            description=provider.description + missing,
             options=OPTIONS[provider.name],
             priority=PRIORITY,
             url_schemes=provider.url_schemes,
