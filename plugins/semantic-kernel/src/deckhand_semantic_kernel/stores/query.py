@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,7 @@ class SearchRequest:
 
 
 def build_search(
-    vector: Sequence[float],
+    vector: Iterable[float],
     k: int,
     *,
     sources: Sequence[str] | None,
