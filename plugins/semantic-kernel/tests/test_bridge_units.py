@@ -256,3 +256,21 @@ def test_original_platform_database_blocks_validate(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="persist_directry"):
         load_agent_config(path, registry)
+
+
+def test_loading_the_plugin_imports_no_connector() -> None:
+    """deckhand loads every entry point on start: the bridge's must not import Semantic Kernel (1.5 s) or an engine."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from deckhand.plugins import get_registry; "
+        "names = [c.name for c in get_registry().list('store')]; "
+        "heavy = [m for m in ('semantic_kernel', 'chromadb', 'qdrant_client', 'pinecone', 'pymongo') "
+        "if m in sys.modules]; "
+        "print(','.join(names)); print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    names, heavy = out.stdout.splitlines()
+    assert {p.name for p in PROVIDERS} <= set(names.split(","))
+    assert heavy == "", f"loading the plugins imported {heavy}"
