@@ -168,11 +168,15 @@ class BridgeStore:
     def _catalog_or_new(self, handle: Any) -> Catalog:
         return self._read_catalog(handle) or Catalog(self._spec_or_fail())
 
-    def _upsert_rows(self, collection: Any, rows: list[dict[str, Any]]) -> None:
+    def _upsert_rows(self, collection: Any, rows: list[dict[str, Any]], existing: set[str] | None = None) -> None:
+        """Upsert ``rows``; where the connector does not overwrite, first delete those whose ``record_id`` is
+        in ``existing`` (every row when ``existing`` is None: unknown)."""
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             if not self.upsert_overwrites:
-                runner.run(collection.delete(keys=[row["key"] for row in batch]))
+                stale = [row["key"] for row in batch if existing is None or row["record_id"] in existing]
+                if stale:
+                    runner.run(collection.delete(keys=stale))
             runner.run(collection.upsert(batch))
 
     def _delete_ids(self, collection: Any, ids: Sequence[str]) -> None:
@@ -229,10 +233,11 @@ class BridgeStore:
             by_source: dict[str, list[str]] = {}
             for record in records:
                 by_source.setdefault(record.source, []).append(record.id)
+            existing = {i for source in by_source for i in catalog.ids_of(source)}
             for source, ids in by_source.items():
                 catalog.add(source, ids)
             self._write_catalog(handle, catalog)
-            self._upsert_rows(self._data(handle, spec), rows)
+            self._upsert_rows(self._data(handle, spec), rows, existing)
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
         spec = self._spec_or_fail()
@@ -248,7 +253,7 @@ class BridgeStore:
             catalog.add(source, new_ids)
             self._write_catalog(handle, catalog)
             data = self._data(handle, spec)
-            self._upsert_rows(data, rows)
+            self._upsert_rows(data, rows, set(old_ids))
             stale = sorted(set(old_ids) - set(new_ids))
             self._delete_ids(data, stale)
             catalog.set(source, new_ids)
