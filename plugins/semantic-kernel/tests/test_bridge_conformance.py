@@ -4,9 +4,17 @@ Chroma runs embedded (a persistent directory), Qdrant in qdrant-client's local m
 directory): both started by the tests from registry packages, no server. Skipped where
 semantic-kernel or the engines are not installed; CI runs these in
 ``nox -s "tests(package='semantic-kernel')"``.
+
+The store kit runs whole on both engines. The tool kit's tests start many processes, each
+importing Semantic Kernel (1.5 s alone on an idle machine, 10 s and more under load), so CI runs
+it with one tool type per engine (Chroma: hierarchical_document, Qdrant: vectorstore), which
+covers both kill points once; ``DECKHAND_SK_FULL_KITS=1`` runs both tool types and both kill
+points on both engines.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -45,9 +53,18 @@ class TestQdrantLocalConformance(StoreConformanceTests):
     large_batch = 4000
 
 
+FULL = os.environ.get("DECKHAND_SK_FULL_KITS") == "1"
+BOTH = ("vectorstore", "hierarchical_document")
+EVERY_KILL = tuple((tool, point) for tool in BOTH for point in ("after_first_write", "before_delete"))
+
+
 class TestChromaTools(ToolConformanceTests):
     provider = "chromadb"
+    tool_types = BOTH if FULL else ("hierarchical_document",)
+    kill_cases = EVERY_KILL if FULL else (("hierarchical_document", "before_delete"),)
 
 
 class TestQdrantLocalTools(ToolConformanceTests):
     provider = "qdrant"
+    tool_types = BOTH if FULL else ("vectorstore",)
+    kill_cases = EVERY_KILL if FULL else (("vectorstore", "after_first_write"),)

@@ -77,7 +77,8 @@ class BridgeStore:
         self._data_name = storage_name(config.index_name, collection, "", self.name_rule)
         self._catalog_name = storage_name(config.index_name, collection, "-catalog", self.name_rule)
         self._spec: CollectionSpec | None = None
-        self._collections: dict[tuple[int, str], Any] = {}
+        #: layout → (the client it was built on, the SK collection).
+        self._collections: dict[str, tuple[Any, Any]] = {}
 
     # -- hooks ---------------------------------------------------------------------------------
     def _session(self, *, write: bool) -> contextlib.AbstractContextManager[Any]:
@@ -121,14 +122,13 @@ class BridgeStore:
         return self._cached(handle, self._catalog_name, 1, rule.distance_function, index_kind)
 
     def _cached(self, handle: Any, name: str, dimension: int, distance_function: str, index_kind: str) -> Any:
-        key = (id(handle), f"{name}/{dimension}/{distance_function}/{index_kind}")
-        collection = self._collections.get(key)
-        if collection is None:
-            if len(self._collections) > 16:
-                self._collections.clear()
+        """The SK collection object for this layout, rebuilt when the engine's client was reopened."""
+        key = f"{name}/{dimension}/{distance_function}/{index_kind}"
+        cached = self._collections.get(key)
+        if cached is None or cached[0] is not handle:
             definition = layout.definition(dimension, distance_function, index_kind)
-            collection = self._collections[key] = self._build_collection(handle, name, definition)
-        return collection
+            cached = self._collections[key] = (handle, self._build_collection(handle, name, definition))
+        return cached[1]
 
     def _spec_or_fail(self) -> CollectionSpec:
         if self._spec is None:

@@ -241,7 +241,7 @@ class _ManagedStore(BridgeStore):
         return contextlib.nullcontext(None)
 
     def _release(self) -> None:
-        for collection in list(self._collections.values()):
+        for _, collection in list(self._collections.values()):
             with contextlib.suppress(Exception):
                 runner.run(collection.__aexit__(None, None, None))
         self._collections.clear()
