@@ -9,6 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+pytest.importorskip(
+    "deckhand_semantic_kernel", reason="the plugin is not installed here: nox -s \"tests(package='semantic-kernel')\""
+)
+
 from deckhand.config import load_agent_config
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError, ConfigError
