@@ -45,11 +45,11 @@ def test_original_agent_yaml_with_chromadb(tmp_path: Path, monkeypatch: pytest.M
     result = runner.invoke(cli, ["--config", str(tmp_path / "agent.yaml"), "search", "How do I reset my password?"])
     assert result.exit_code == 0, result.output
     first = next(line for line in result.output.splitlines() if line.startswith("[1] "))
-    assert first.endswith("| Source: knowledge_base/faq.md"), result.output
+    assert first.endswith("| Source: knowledge_base/faq.md:1"), result.output
     assert any((tmp_path / "data" / "chromadb").iterdir()), "the index is in persist_directory, relative to agent.yaml"
     # A second run searches the stored index (nothing to ingest again).
     again = runner.invoke(cli, ["--config", str(tmp_path / "agent.yaml"), "search", "When are invoices sent?"])
     assert again.exit_code == 0, again.output
     assert "0 ingested" in again.output or "ingested" not in again.output, again.output
     first = next(line for line in again.output.splitlines() if line.startswith("[1] "))
-    assert first.endswith("| Source: knowledge_base/billing.md"), again.output
+    assert first.endswith("| Source: knowledge_base/billing.md:1"), again.output
