@@ -91,7 +91,8 @@ def load_embedder(option: str) -> Any:
         torch.set_num_threads(THREADS)
         from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(None, device="cpu", threads=THREADS)
+        # $DECKHAND_BENCH_ST_MODEL: another model directory (e.g. on a machine without the weights package).
+        return SentenceTransformerEmbedder(os.environ.get("DECKHAND_BENCH_ST_MODEL"), device="cpu", threads=THREADS)
     raise SystemExit(f"unknown option {option!r}; choose from {', '.join(OPTIONS)}")
 
 
