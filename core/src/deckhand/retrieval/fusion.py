@@ -57,23 +57,11 @@ def reciprocal_rank_fusion(
     """
     if k < 0:
         raise ValueError(f"rrf k must be >= 0 (got {k})")
-    top = max_rrf(weights, k)
-    fused: dict[str, Fused] = {}
-    for modality, hits in ranked.items():
-        weight = max(weights.get(modality, 0.0), 0.0)
-        for rank, (doc_id, raw) in enumerate(hits, start=1):
-            entry = fused.get(doc_id)
-            if entry is None:
-                entry = fused[doc_id] = Fused(doc_id, 0.0, 0.0)
-            if modality in entry.ranks:
-                continue  # a list naming a document twice: keep its best rank
-            entry.ranks[modality] = rank
-            entry.scores[modality] = float(raw)
-            entry.rrf += weight / (k + rank)
-    results = sorted(fused.values(), key=lambda f: -f.rrf)
-    for entry in results:
-        entry.score = min(entry.rrf / top, 1.0) if top > 0 else 0.0
-    return results
+    gains = {
+        modality: {doc_id: max(weights.get(modality, 0.0), 0.0) / (k + rank) for rank, (doc_id, _) in _ranks(hits)}
+        for modality, hits in ranked.items()
+    }
+    return _combine(ranked, gains, max_rrf(weights, k))
 
 
 def _normalised(hits: Sequence[tuple[str, float]], method: str) -> dict[str, float]:
@@ -113,7 +101,7 @@ def score_fusion(
     """
     if method not in SCORE_METHODS:
         raise ValueError(f"fusion method must be one of {', '.join(SCORE_METHODS)} (got {method!r})")
-    fused: dict[str, Fused] = {}
+    gains: dict[str, dict[str, float]] = {}
     top = 0.0
     for modality, hits in ranked.items():
         if not hits:
@@ -121,15 +109,37 @@ def score_fusion(
         weight = max(weights.get(modality, 0.0), 0.0)
         normalised = _normalised(hits, method)
         top += weight * max(normalised.values())
-        for rank, (doc_id, raw) in enumerate(hits, start=1):
+        gains[modality] = {doc_id: weight * value for doc_id, value in normalised.items()}
+    return _combine(ranked, gains, top)
+
+
+def _ranks(hits: Sequence[tuple[str, float]]) -> list[tuple[int, tuple[str, float]]]:
+    """``hits`` numbered from 1, a document listed twice kept at its best (first) rank."""
+    seen: set[str] = set()
+    out = []
+    for rank, hit in enumerate(hits, start=1):
+        if hit[0] not in seen:
+            seen.add(hit[0])
+            out.append((rank, hit))
+    return out
+
+
+def _combine(
+    ranked: Mapping[str, Sequence[tuple[str, float]]], gains: Mapping[str, Mapping[str, float]], top: float
+) -> list[Fused]:
+    """Every listed document with its ranks and raw scores, ``rrf`` the sum of its ``gains`` (per
+    modality and id), best first; ``score`` is ``rrf / top`` capped at 1. Ties keep the order of
+    first appearance (modalities in the order given)."""
+    fused: dict[str, Fused] = {}
+    for modality, hits in ranked.items():
+        gain = gains.get(modality, {})
+        for rank, (doc_id, raw) in _ranks(hits):
             entry = fused.get(doc_id)
             if entry is None:
                 entry = fused[doc_id] = Fused(doc_id, 0.0, 0.0)
-            if modality in entry.ranks:
-                continue
             entry.ranks[modality] = rank
             entry.scores[modality] = float(raw)
-            entry.rrf += weight * normalised[doc_id]
+            entry.rrf += gain.get(doc_id, 0.0)
     results = sorted(fused.values(), key=lambda f: -f.rrf)
     for entry in results:
         entry.score = min(entry.rrf / top, 1.0) if top > 0 else 0.0
