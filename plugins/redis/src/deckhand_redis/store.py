@@ -34,6 +34,7 @@ from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
+from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import (
@@ -190,7 +191,7 @@ class RedisStore:
                 log.info("created Redis index %s at %s", self.layout.index, self.safe_url)
                 return None
             raw = self._client.hget(self.layout.meta, "spec")
-            previous = _spec_from_json(_text(raw)) if raw else spec
+            previous = spec_from_json(_text(raw)) if raw else spec
             self._spec = previous
             self._create_index(previous)  # recreate if someone dropped only the index
             self._add_fields([KEYS_FIELD])  # an index created before filters existed lacks it
@@ -373,7 +374,7 @@ class RedisStore:
                     if state is None:
                         pipe.hdel(self.layout.manifest, source)
                     else:
-                        pipe.hset(self.layout.manifest, source, _state_to_json(state))
+                        pipe.hset(self.layout.manifest, source, file_state_to_json(state))
                     pipe.execute()
                     return
                 except WatchError:
@@ -382,7 +383,7 @@ class RedisStore:
 
     def set_file_state(self, state: FileState) -> None:
         with self._errors(f"updating the manifest entry of {state.source!r}"):
-            self._client.hset(self.layout.manifest, state.source, _state_to_json(state))
+            self._client.hset(self.layout.manifest, state.source, file_state_to_json(state))
 
     # -- reads ----------------------------------------------------------------------------------
     def search(
@@ -489,7 +490,7 @@ class RedisStore:
     def manifest(self) -> dict[str, FileState]:
         with self._errors("reading the manifest"):
             raw = self._client.hgetall(self.layout.manifest)
-        return {_text(key): _state_from_json(_text(value)) for key, value in raw.items()}
+        return {_text(key): file_state_from_json(_text(value)) for key, value in raw.items()}
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record, ``batch_size`` keys per SCAN step (each key once)."""
@@ -548,36 +549,4 @@ def _record(fields: dict[bytes, Any]) -> Record:
         content=fields[b"content"].decode(),
         vector=np.frombuffer(fields[b"embedding"], dtype=np.float32).copy(),
         metadata=json.loads(metadata) if metadata else {},
-    )
-
-
-def _state_to_json(state: FileState) -> str:
-    return json.dumps(
-        {
-            "source": state.source,
-            "mtime": state.mtime,
-            "size": state.size,
-            "sha256": state.sha256,
-            "model": state.model,
-            "chunk_count": state.chunk_count,
-        },
-        ensure_ascii=False,
-    )
-
-
-def _state_from_json(raw: str) -> FileState:
-    data = json.loads(raw)
-    return FileState(
-        data["source"], float(data["mtime"]), int(data["size"]), data["sha256"], data["model"], int(data["chunk_count"])
-    )
-
-
-def _spec_from_json(raw: str) -> CollectionSpec:
-    data = json.loads(raw)
-    return CollectionSpec(
-        name=data["name"],
-        dimension=int(data["dimension"]),
-        embedding_model=data["embedding_model"],
-        metric=Metric(data["metric"]),
-        algorithm=Algorithm(data["algorithm"]),
     )

@@ -40,7 +40,8 @@ import numpy.typing as npt
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
+from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter
 from weaviate.collections.classes.filters import _Filters
@@ -180,7 +181,7 @@ class WeaviateStore:
                 collections.delete(self.layout.records)
             self._create(records_collection(self.layout, spec, self.options))
             self._meta().data.insert(
-                properties={"kind": "spec", "key": "", "payload": _spec_to_json(spec), "busy": False},
+                properties={"kind": "spec", "key": "", "payload": json.dumps(spec_to_dict(spec)), "busy": False},
                 uuid=SPEC_UUID,
             )
         self._spec = CollectionSpec(self.collection, spec.dimension, spec.embedding_model, spec.metric, spec.algorithm)
@@ -200,7 +201,7 @@ class WeaviateStore:
         found = self._meta().query.fetch_object_by_id(SPEC_UUID, return_properties=["payload"])
         if found is None:
             return None
-        return _spec_from_json(str(found.properties["payload"]))
+        return spec_from_json(str(found.properties["payload"]))
 
     def drop(self) -> None:
         """Delete the side collection (spec and manifest), then the records."""
@@ -363,7 +364,7 @@ class WeaviateStore:
             except BaseException:
                 self._abandon(entry, generation)
                 raise
-            self._put(Entry(source, _state_to_json(state), generation, retiring=old))  # the commit
+            self._put(Entry(source, file_state_to_json(state), generation, retiring=old))  # the commit
             self._delete(
                 Filter.all_of(
                     [
@@ -372,7 +373,7 @@ class WeaviateStore:
                     ]
                 )
             )
-            self._put(Entry(source, _state_to_json(state), generation))
+            self._put(Entry(source, file_state_to_json(state), generation))
 
     def _abandon(self, entry: Entry, generation: str) -> None:
         """After a failed insert: remove what was written and restore the entry (else the next run will)."""
@@ -400,7 +401,7 @@ class WeaviateStore:
         with self._write_lock, self._errors(f"updating the manifest of {self.collection!r}"):
             self._recover()
             entry = self._entry(state.source) or Entry(state.source)
-            self._put(Entry(state.source, _state_to_json(state), entry.generation, entry.pending, entry.retiring))
+            self._put(Entry(state.source, file_state_to_json(state), entry.generation, entry.pending, entry.retiring))
 
     # -- reads ------------------------------------------------------------------------
     def _query_vector(self, vector: Vector) -> npt.NDArray[np.float32]:
@@ -518,7 +519,7 @@ class WeaviateStore:
             for obj in self._meta().iterator(return_properties=_META_RETURN, cache_size=1000):
                 entry = Entry.of(obj.properties)
                 if obj.properties.get("kind") == "entry" and entry.payload:
-                    out[entry.source] = _state_from_json(entry.payload)
+                    out[entry.source] = file_state_from_json(entry.payload)
         return out
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
@@ -555,48 +556,4 @@ def _record(props: dict[str, Any]) -> Record:
         content=str(props.get("content") or ""),
         vector=vector,
         metadata=json.loads(metadata) if metadata else {},
-    )
-
-
-def _state_to_json(state: FileState) -> str:
-    return json.dumps(
-        {
-            "source": state.source,
-            "mtime": state.mtime,
-            "size": state.size,
-            "sha256": state.sha256,
-            "model": state.model,
-            "chunk_count": state.chunk_count,
-        },
-        ensure_ascii=False,
-    )
-
-
-def _state_from_json(raw: str) -> FileState:
-    data = json.loads(raw)
-    return FileState(
-        data["source"], float(data["mtime"]), int(data["size"]), data["sha256"], data["model"], int(data["chunk_count"])
-    )
-
-
-def _spec_to_json(spec: CollectionSpec) -> str:
-    return json.dumps(
-        {
-            "name": spec.name,
-            "dimension": spec.dimension,
-            "embedding_model": spec.embedding_model,
-            "metric": spec.metric.value,
-            "algorithm": spec.algorithm.value,
-        }
-    )
-
-
-def _spec_from_json(raw: str) -> CollectionSpec:
-    data = json.loads(raw)
-    return CollectionSpec(
-        name=data["name"],
-        dimension=int(data["dimension"]),
-        embedding_model=data["embedding_model"],
-        metric=Metric(data["metric"]),
-        algorithm=Algorithm(data["algorithm"]),
     )

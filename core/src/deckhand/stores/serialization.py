@@ -1,0 +1,60 @@
+"""JSON forms of a collection's spec and of manifest entries, for stores that keep them as text.
+
+Server stores (Redis, Weaviate, ...) keep the spec a collection was created with and each
+file's manifest entry in the database itself; these are the one JSON shape they share, so a
+store plugin need not write its own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from deckhand.types import Algorithm, CollectionSpec, FileState, Metric
+
+
+def file_state_to_json(state: FileState) -> str:
+    """``state`` as a JSON object (text kept as written: ``ensure_ascii=False``)."""
+    return json.dumps(
+        {
+            "source": state.source,
+            "mtime": state.mtime,
+            "size": state.size,
+            "sha256": state.sha256,
+            "model": state.model,
+            "chunk_count": state.chunk_count,
+        },
+        ensure_ascii=False,
+    )
+
+
+def file_state_from_json(raw: str) -> FileState:
+    """The :class:`FileState` :func:`file_state_to_json` wrote."""
+    data = json.loads(raw)
+    return FileState(
+        data["source"], float(data["mtime"]), int(data["size"]), data["sha256"], data["model"], int(data["chunk_count"])
+    )
+
+
+def spec_to_dict(spec: CollectionSpec) -> dict[str, Any]:
+    """``spec``'s fields, enums as their values."""
+    return {
+        "name": spec.name,
+        "dimension": spec.dimension,
+        "embedding_model": spec.embedding_model,
+        "metric": spec.metric.value,
+        "algorithm": spec.algorithm.value,
+    }
+
+
+def spec_from_json(raw: str) -> CollectionSpec:
+    """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others are ignored;
+    ``dimension`` may be written as text)."""
+    data = json.loads(raw)
+    return CollectionSpec(
+        name=data["name"],
+        dimension=int(data["dimension"]),
+        embedding_model=data["embedding_model"],
+        metric=Metric(data["metric"]),
+        algorithm=Algorithm(data["algorithm"]),
+    )
