@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError
@@ -23,6 +23,7 @@ from deckhand_semantic_kernel.stores.bridge import BridgeStore, NameRule
 from deckhand_semantic_kernel.stores.lease import Lease, forget, lease_for
 from deckhand_semantic_kernel.stores.options import (
     AzureAISearchOptions,
+    BridgeOptions,
     ChromaOptions,
     CosmosNoSqlOptions,
     FaissOptions,
@@ -34,6 +35,8 @@ from deckhand_semantic_kernel.stores.options import (
 from deckhand_semantic_kernel.stores.query import SOURCE_KEY_FIELD, FilterStyle
 
 PERSISTENT = frozenset({StoreCapability.PERSISTENT})
+#: A managed connector's options model.
+OptionsT = TypeVar("OptionsT", bound=BridgeOptions)
 
 
 def _local_path(value: str | None, base_dir: Path, default: str) -> Path:
@@ -232,10 +235,14 @@ def _qdrant_server(url: str, options: QdrantOptions) -> Any:
     return AsyncQdrantClient(url=url, api_key=api_key, prefer_grpc=grpc or options.prefer_grpc)
 
 
-class _ManagedStore(BridgeStore):
+class _ManagedStore(BridgeStore, Generic[OptionsT]):
     """Connectors whose SK collection builds and owns its client from connection settings."""
 
     capabilities = PERSISTENT
+
+    def __init__(self, config: DatabaseConfig, collection: str, *, options: OptionsT) -> None:
+        super().__init__(config, collection, batch_size=options.batch_size)
+        self.options = options
 
     def _session(self, *, write: bool) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext(None)
@@ -251,15 +258,11 @@ def _secret(value: Any) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-class AzureAISearchStore(_ManagedStore):
+class AzureAISearchStore(_ManagedStore[AzureAISearchOptions]):
     """Azure AI Search: index names are lower-case with dashes; ``@search.score`` is rescaled per metric."""
 
     provider = "azure-ai-search"
     name_rule = NameRule(lower_dash=True, max_length=128)
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: AzureAISearchOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.azure_ai_search import AzureAISearchCollection
@@ -273,16 +276,12 @@ class AzureAISearchStore(_ManagedStore):
         )
 
 
-class PineconeStore(_ManagedStore):
+class PineconeStore(_ManagedStore[PineconeOptions]):
     """Pinecone: index names are lower-case with dashes, at most 45 characters; euclidean scores are squared."""
 
     provider = "pinecone"
     name_rule = NameRule(lower_dash=True, max_length=45)
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "default", Algorithm.FLAT: "default"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: PineconeOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.pinecone import PineconeCollection
@@ -297,15 +296,11 @@ class PineconeStore(_ManagedStore):
         )
 
 
-class MongoDBAtlasStore(_ManagedStore):
+class MongoDBAtlasStore(_ManagedStore[MongoOptions]):
     """MongoDB Atlas vector search: ``vectorSearchScore`` is ``(1 + x) / 2`` for cosine and dot product."""
 
     provider = "mongodb"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "hnsw"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: MongoOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.mongodb import MongoDBAtlasCollection
@@ -319,15 +314,11 @@ class MongoDBAtlasStore(_ManagedStore):
         )
 
 
-class CosmosMongoStore(_ManagedStore):
+class CosmosMongoStore(_ManagedStore[MongoOptions]):
     """Azure Cosmos DB for MongoDB (vCore)."""
 
     provider = "azure-cosmos-mongo"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "ivf_flat"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: MongoOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.azure_cosmos_db import CosmosMongoCollection
@@ -341,15 +332,11 @@ class CosmosMongoStore(_ManagedStore):
         )
 
 
-class CosmosNoSqlStore(_ManagedStore):
+class CosmosNoSqlStore(_ManagedStore[CosmosNoSqlOptions]):
     """Azure Cosmos DB for NoSQL: ``VectorDistance`` is a similarity for cosine and dot, a distance for euclidean."""
 
     provider = "azure-cosmos-nosql"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "disk_ann", Algorithm.FLAT: "flat"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: CosmosNoSqlOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.azure_cosmos_db import CosmosNoSqlCollection
@@ -365,15 +352,11 @@ class CosmosNoSqlStore(_ManagedStore):
         )
 
 
-class SqlServerStore(_ManagedStore):
+class SqlServerStore(_ManagedStore[SqlServerOptions]):
     """SQL Server / Azure SQL: ``VECTOR_DISTANCE`` returns distances (cosine distance, L2, negative dot)."""
 
     provider = "sql-server"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.FLAT: "flat", Algorithm.HNSW: "flat"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: SqlServerOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.sql_server import SqlServerCollection
@@ -386,7 +369,7 @@ class SqlServerStore(_ManagedStore):
         )
 
 
-class FaissStore(_ManagedStore):
+class FaissStore(_ManagedStore[FaissOptions]):
     """FAISS: exact flat indexes held by the collection object, nothing on disk (declares no persistence).
 
     FAISS has no cosine index; cosine is the inner product of vectors normalised by the bridge.
@@ -395,10 +378,6 @@ class FaissStore(_ManagedStore):
     provider = "faiss"
     capabilities = frozenset()
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.FLAT: "flat", Algorithm.HNSW: "flat"}
-
-    def __init__(self, config: DatabaseConfig, collection: str, *, options: FaissOptions) -> None:
-        super().__init__(config, collection, batch_size=options.batch_size)
-        self.options = options
 
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
         from semantic_kernel.connectors.faiss import FaissCollection
