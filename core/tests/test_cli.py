@@ -220,7 +220,10 @@ def test_plugins_command() -> None:
 
 def test_schema_is_valid_json_schema(project: Path) -> None:
     schema = json.loads(run("schema").stdout)
-    jsonschema.Draft202012Validator.check_schema(schema)
+    # The dialect is stated, and it is the one the schema is valid under (validator_for reads $schema).
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert jsonschema.validators.validator_for(schema) is jsonschema.Draft202012Validator
+    jsonschema.validators.validator_for(schema).check_schema(schema)
     tool = schema["$defs"]["VectorStoreToolConfig"]["properties"]
     assert {"type", "name", "source", "embedding_model", "database", "top_k", "min_similarity_score"} <= set(tool)
     assert (tool["top_k"]["minimum"], tool["top_k"]["maximum"], tool["top_k"]["default"]) == (1, 100, 5)
@@ -232,7 +235,8 @@ def test_schema_is_valid_json_schema(project: Path) -> None:
     branch = {**schema["$defs"]["VectorStoreToolConfig"], "$defs": schema["$defs"]}
     assert len(list(jsonschema.Draft202012Validator(branch).iter_errors(bad["tools"][0]))) == 2
     global_schema = json.loads(run("schema", "--global").stdout)
-    jsonschema.Draft202012Validator.check_schema(global_schema)
+    assert global_schema["$schema"] == schema["$schema"]
+    jsonschema.validators.validator_for(global_schema).check_schema(global_schema)
     assert "vectorstore" in global_schema["properties"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -120,3 +121,45 @@ def test_the_cli_does_not_import_the_sdk_until_the_server_starts() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _served_once(agent: Path, *options: str) -> str:
+    """``deckhand [options[:-1]] mcp [options[-1]]`` on stdio answering one ``deckhand_list_tools`` call; its stderr.
+
+    An empty string stands for no option."""
+    from deckhand.testing.mcp_client import deckhand_command
+
+    process = subprocess.Popen(
+        [*deckhand_command(), *filter(None, options[:-1]), "mcp", "-c", str(agent), *filter(None, options[-1:])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "deckhand_list_tools", "arguments": {}}},
+    ]  # fmt: skip
+    process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    process.stdin.flush()
+    while '"id":2' not in process.stdout.readline().replace(" ", ""):
+        pass
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
+def test_quiet_and_verbose_are_options_of_mcp_too(tmp_path: Path) -> None:
+    """``deckhand mcp -v`` (as client configs write it) logs each call; ``-q`` keeps only errors."""
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("name: a\nmemory:\n  backend: memory\n")  # no tool: nothing to ingest, no model to load
+    verbose = _served_once(agent, "-v")
+    assert "deckhand mcp: serving 0 tool(s) and memory on stdio" in verbose
+    assert "INFO deckhand.mcp: call deckhand_list_tools" in verbose
+    quiet = _served_once(agent, "-q")
+    assert "serving" not in quiet and "INFO" not in quiet
+    # Before ``mcp``, as ever: the group's option.
+    assert "INFO deckhand.mcp: call deckhand_list_tools" in _served_once(agent, "-v", "")

@@ -206,9 +206,11 @@ def chat(
         interactive = sys.stdin.isatty()
         history = History(state_dir(config_path.resolve().parent) / HISTORY_FILE if interactive else None)
         session = Session(tools, Output(), history, ready, top_k=top_k, full=full, picked=picked)
+        others = len(tools) - len(session.picked)
         click.echo(
-            f"{len(tools)} tool(s) ready: {', '.join(t.config.name for t in session.picked)}. "
-            "Type a query; :help lists the commands; quit, an empty line or Ctrl-D ends.",
+            f"{len(session.picked)} tool(s) ready: {', '.join(t.config.name for t in session.picked)}"
+            + (f" ({others} more configured; :tool switches)" if others else "")
+            + ". Type a query; :help lists the commands; quit, an empty line or Ctrl-D ends.",
             err=True,
         )
         try:

@@ -6,6 +6,7 @@ them can be imported on its own.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,9 @@ EXIT_USAGE = 2  # bad command line (click's own code)
 EXIT_CONFIG = 3  # invalid configuration or missing source
 EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
 
+
+verbose_option = click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only errors; no progress bars (for scripts).")
 
 config_option = click.option(
     "-c",
@@ -71,3 +75,21 @@ def config_path_of(ctx: click.Context, given: Path | None) -> Path:
         return given
     from_group = (ctx.obj or {}).get("config_path")
     return Path(from_group) if from_group else Path("agent.yaml")
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log lines with control characters escaped: a file name holding a newline cannot split or forge a line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    """Log to stderr at the level ``-v``/``-vv``/``-q`` ask for (warnings by default)."""
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    line = "%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s"
+    logging.basicConfig(level=level, format=line, stream=sys.stderr)
+    logging.getLogger().setLevel(level)
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler:  # the one basicConfig made, not a test harness's
+            handler.setFormatter(PrintableFormatter(line))

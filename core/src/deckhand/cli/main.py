@@ -7,14 +7,20 @@ Command groups live in their own modules (``deckhand.cli.<name>``) and are attac
 from __future__ import annotations
 
 import importlib
-import logging
-import sys
 
 import click
 
 from deckhand import __version__
-from deckhand.cli.common import EXIT_CONFIG, EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
-from deckhand.display import printable
+from deckhand.cli.common import (
+    EXIT_CONFIG,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    configure_logging,
+    quiet_option,
+    verbose_option,
+)
 
 __all__ = ["EXIT_CONFIG", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "cli", "main"]
 
@@ -29,8 +35,8 @@ COMMAND_MODULES = [
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="deckhand")
-@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Only errors; no progress bars (for scripts).")
+@verbose_option
+@quiet_option
 @click.option(
     "-c",
     "--config",
@@ -48,20 +54,7 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) 
     ctx.ensure_object(dict)
     ctx.obj["quiet"] = quiet
     ctx.obj["config_path"] = config_path
-    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-    line = "%(levelname)s %(name)s: %(message)s" if verbose else "%(levelname)s: %(message)s"
-    logging.basicConfig(level=level, format=line, stream=sys.stderr)
-    logging.getLogger().setLevel(level)
-    for handler in logging.getLogger().handlers:
-        if type(handler) is logging.StreamHandler:  # the one basicConfig made, not a test harness's
-            handler.setFormatter(PrintableFormatter(line))
-
-
-class PrintableFormatter(logging.Formatter):
-    """Log lines with control characters escaped: a file name holding a newline cannot split or forge a line."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
+    configure_logging(verbose, quiet)
 
 
 def _attach() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from deckhand.cli.common import config_option, config_path_of, errors
+from deckhand.cli.common import config_option, config_path_of, configure_logging, errors, quiet_option, verbose_option
 
 
 def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -33,8 +33,10 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     "any other interface needs DECKHAND_MCP_TOKEN).",
 )
 @click.option("--watch", is_flag=True, help="Re-ingest a tool when files under its source change.")
+@verbose_option
+@quiet_option
 @click.pass_context
-def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool) -> None:
+def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool, verbose: int, quiet: bool) -> None:
     """Serve the agent's tools and memory over the Model Context Protocol (stdio by default).
 
     Every tool of agent.yaml becomes an MCP tool of the same name; with a memory: section, the
@@ -45,7 +47,10 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool)
     from deckhand.mcp.main import serve
     from deckhand.mcp.transports import TOKEN_ENV, HttpAddress, bearer_token
 
-    quiet = bool((ctx.obj or {}).get("quiet"))
+    group = ctx.obj or {}
+    if verbose or quiet:  # given after ``mcp`` (as client configs do): the same as ``deckhand -v mcp``
+        configure_logging(verbose, quiet)
+    quiet = quiet or bool(group.get("quiet"))
     config_path = config_path_of(ctx, config_path)
     with errors():
         address = http if isinstance(http, HttpAddress) else None

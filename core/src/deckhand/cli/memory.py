@@ -1,8 +1,8 @@
 """``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell.
 
 Every command takes ``--json`` for machine-readable output. The memory is chosen like the
-agent's: ``--agent-config agent.yaml``'s ``memory:`` section over the global config files,
-with ``--repo``/``--backend``/``--agent-id`` overriding both.
+agent's: ``--agent-config agent.yaml``'s ``memory:`` section (or that of ``deckhand -c agent.yaml``)
+over the global config files, with ``--repo``/``--backend``/``--agent-id`` overriding both.
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ def _with_coordinate(func: F) -> F:
     "-c",
     "--agent-config",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="agent.yaml whose memory: section to use (default: global config files only).",
+    help="agent.yaml whose memory: section to use (default: deckhand's own -c/--config, else global config files "
+    "only).",
 )
 @click.option(
     "--repo",
@@ -178,6 +179,8 @@ def memory(
 ) -> None:
     """The agent's vector memory: decisions at (issue x, stage y, layer z)."""
     ctx.ensure_object(dict)
+    if agent_config is None and ctx.obj.get("config_path"):  # ``deckhand -c agent.yaml memory ...``
+        agent_config = Path(ctx.obj["config_path"])
     ctx.obj["memory_options"] = {"agent_config": agent_config, "repo": repo, "backend": backend, "agent_id": agent_id}
 
 

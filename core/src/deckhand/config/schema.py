@@ -21,6 +21,9 @@ from deckhand.config.models import AgentConfig, GlobalConfig
 from deckhand.config.options import ALSO_KEYWORD, COMPONENT_KEYWORD, OPTIONS_KEYWORD
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
+#: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords: ``$defs``,
+#: ``prefixItems``); stated so that editors and validators need not guess.
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: Kinds whose components may declare options that appear in configuration.
 OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator", "reranker")
 
@@ -62,7 +65,7 @@ def _schema(model: type[BaseModel], registry: PluginRegistry) -> dict[str, Any]:
     root = defs.pop(root_name)
     used = _referenced(root, defs)
     defs = {name: schema for name, schema in defs.items() if name in used}
-    return {**root, "$defs": defs} if defs else root
+    return {"$schema": DIALECT, **root, "$defs": defs} if defs else {"$schema": DIALECT, **root}
 
 
 def _referenced(root: Any, defs: dict[str, Any]) -> set[str]:
