@@ -136,6 +136,18 @@ def test_start_lines_count_to_the_first_visible_character() -> None:
     assert lines == [1, 5, 6, 2, None]
 
 
+def test_end_lines_are_the_line_of_the_last_visible_character() -> None:
+    text = "one\ntwo\n\n\nfour words here\nfive\n"
+    chunks = [
+        Chunk("a.md", 0, "one two", metadata={"start_char": 0, "end_char": 9}),  # ends on the blank line after two
+        Chunk("a.md", 1, "four..five", metadata={"start_char": 8, "end_char": len(text)}),
+        Chunk("a.md", 2, "one", metadata={"start_char": 0, "end_char": 1}),  # one character
+        Chunk("a.md", 3, "no end", metadata={"start_char": 4}),
+    ]
+    spans = [(c.metadata.get("start_line"), c.metadata.get("end_line")) for c in with_start_lines(text, chunks)]
+    assert spans == [(1, 2), (5, 6), (1, 1), (2, None)]
+
+
 # -- the commands ------------------------------------------------------------------------------
 
 

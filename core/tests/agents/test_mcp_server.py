@@ -32,7 +32,7 @@ async def test_answers_while_ingesting_then_searches(make_tool: Any) -> None:
     async with memory_session(app.server) as session:  # initialize is answered with the ingest held
         listed = await session.list_tools()
         names = [t.name for t in listed.tools]
-        assert names == ["docs", "deckhand_list_tools", "deckhand_ingest"]
+        assert names == ["docs", "deckhand_list_tools", "deckhand_ingest", "deckhand_read"]
         status = await call(session, "deckhand_list_tools")
         assert status["structuredContent"]["tools"][0]["state"] == "ingesting"
         search = asyncio.create_task(call(session, "docs", {"query": "keys", "top_k": 1}))
@@ -73,6 +73,7 @@ async def test_definitions(make_tool: Any, memory: VectorMemoryManager) -> None:
         "memory_search_semantic",
         "deckhand_list_tools",
         "deckhand_ingest",
+        "deckhand_read",
     ]
     docs = listed["docs"]
     assert docs["description"] == "Fake search"
@@ -82,6 +83,8 @@ async def test_definitions(make_tool: Any, memory: VectorMemoryManager) -> None:
     assert listed["memory_store"]["annotations"]["readOnlyHint"] is False
     assert listed["memory_store"]["annotations"]["destructiveHint"] is True
     assert listed["deckhand_ingest"]["inputSchema"]["properties"]["tool"]["enum"] == ["docs"]
+    assert listed["deckhand_read"]["annotations"]["readOnlyHint"] is True
+    assert listed["deckhand_read"]["inputSchema"]["required"] == ["uri"]
     for definition in listed.values():
         jsonschema.Draft202012Validator.check_schema(definition["inputSchema"])
         jsonschema.Draft202012Validator.check_schema(definition["outputSchema"])

@@ -81,6 +81,7 @@ def test_every_call_is_a_kernel_function(kernel: Kernel) -> None:
         "memory_search_semantic",
         "deckhand_list_tools",
         "deckhand_ingest",
+        "deckhand_read",
     ]
     assert plugin.functions["docs"].description == "Search the Harbor documentation"
 
@@ -163,7 +164,12 @@ async def test_plugin_over_an_existing_toolbox(agent: Path) -> None:
     try:
         kernel = Kernel()
         kernel.add_plugin(plugin_from_toolbox(toolbox, plugin_name="harbor"))
-        assert list(kernel.get_plugin("harbor").functions) == ["docs", "deckhand_list_tools", "deckhand_ingest"]
+        assert list(kernel.get_plugin("harbor").functions) == [
+            "docs",
+            "deckhand_list_tools",
+            "deckhand_ingest",
+            "deckhand_read",
+        ]
         listing = await kernel.invoke(plugin_name="harbor", function_name="deckhand_list_tools")
         assert listing is not None and str(listing.value).startswith("docs (vectorstore): ")
     finally:

@@ -141,6 +141,22 @@ class ListToolsArguments(Arguments):
 class IngestArguments(Arguments):
     tool: str | None = Field(default=None, description="The tool to re-ingest; default: every tool.")
     force: bool = Field(default=False, description="Re-ingest every file, not only those that changed.")
+    wait: bool = Field(
+        default=True,
+        description="Wait for the ingest and report it (default); false: start it in the background and answer at "
+        "once; deckhand_list_tools then shows each tool's state and last ingest.",
+    )
+
+
+class ReadArguments(Arguments):
+    uri: str = Field(
+        description="A search result's uri (file:///path#L12-L30), or another line range of the same file.",
+        max_length=4096,
+    )
+    context: int = Field(default=0, ge=0, le=200, description="Lines to add before and after the range (0-200).")
+    section: bool = Field(
+        default=False, description="Widen the range to the whole section (markdown or RST heading) that holds it."
+    )
 
 
 # -- results ------------------------------------------------------------------------------
@@ -174,6 +190,13 @@ class Hit(BaseModel):
     section_id: str | None = None
     definitions: list[DefinitionOut] = Field(default_factory=list)
     references: list[ReferenceOut] = Field(default_factory=list)
+    start_line: int | None = Field(default=None, description="First line of the chunk in its file (text formats).")
+    end_line: int | None = Field(default=None, description="Last line of the chunk in its file (text formats).")
+    uri: str | None = Field(
+        default=None,
+        description="file:// URI of the chunk's lines (#Lstart-Lend): deckhand_read (or resources/read) reads it, "
+        "wider with context or section.",
+    )
 
 
 class SearchOutput(Output):
@@ -244,6 +267,20 @@ class IngestSummary(BaseModel):
 
 class IngestOutput(Output):
     tools: list[IngestSummary]
+    started: list[str] | None = Field(
+        default=None, description="With wait: false, the tools whose ingest was started in the background."
+    )
+
+
+class ReadOutput(Output):
+    tool: str = Field(description="The tool whose source holds the file.")
+    source: str = Field(description="The file, relative to the tool's source.")
+    uri: str = Field(description="The lines returned, as a URI (file:///path#Lstart-Lend).")
+    start_line: int
+    end_line: int
+    total_lines: int = Field(description="Lines in the file.")
+    truncated: bool = Field(description="True when the range was cut (at 400 lines or 40,000 characters).")
+    text: str
 
 
 # -- validation and schemas ------------------------------------------------------------------------

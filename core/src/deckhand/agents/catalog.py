@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from deckhand.agents.background import start_reingest
 from deckhand.agents.calls import (
     Arguments,
+    CallError,
     DecisionOutput,
     DecisionsOutput,
     IngestArguments,
@@ -26,12 +29,15 @@ from deckhand.agents.calls import (
     MemorySearchSemanticArguments,
     MemoryStoreArguments,
     Output,
+    ReadArguments,
+    ReadOutput,
     SearchArguments,
     SearchOutput,
     ToolListOutput,
     json_schema,
     parse_arguments,
 )
+from deckhand.agents.reading import SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -78,11 +84,13 @@ def _search_schema(tool: Any) -> dict[str, Any]:
 def operations(toolbox: Toolbox) -> list[Operation]:
     """Every call ``toolbox`` answers, searches first."""
     ops: list[Operation] = []
+    reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:
         tool = toolbox.tool(name)
 
         def search(args: Any, listener: ProgressListener | None, _name: str = name) -> Outcome:
-            return toolbox.search(_name, args)
+            text, found = toolbox.search(_name, args)
+            return text, with_links(reader, toolbox.tool(_name), found)
 
         ops.append(
             _op(
@@ -97,8 +105,22 @@ def operations(toolbox: Toolbox) -> list[Operation]:
         )
     if toolbox.memory is not None:
         ops += _memory_operations(toolbox)
-    ops += _housekeeping_operations(toolbox)
+    ops += _housekeeping_operations(toolbox, reader)
     return ops
+
+
+def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOutput:
+    """``found`` with each hit's ``uri`` (its file and lines) where the reader would serve it."""
+    base = Path(getattr(tool, "base_dir", None) or Path.cwd())
+    for hit in found.results:
+        path = base / hit.source  # the display path is relative to the tool's base directory, or absolute
+        uri = file_uri(path.absolute(), hit.start_line, hit.end_line)
+        try:
+            reader.resolve(uri)
+        except CallError:
+            continue
+        hit.uri = uri
+    return found
 
 
 def _op(
@@ -191,15 +213,38 @@ def _memory_operations(toolbox: Toolbox) -> list[Operation]:
     ]
 
 
-def _housekeeping_operations(toolbox: Toolbox) -> list[Operation]:
+def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader) -> list[Operation]:
+    def reingest(args: Any, listener: ProgressListener | None) -> Outcome:
+        return toolbox.reingest(args, listener) if args.wait else start_reingest(toolbox, args)
+
+    def read(args: Any, listener: ProgressListener | None) -> Outcome:
+        try:
+            passage = reader.read(args.uri, context=args.context, section=args.section)
+        except CallError as exc:
+            raise CallError(f"deckhand_read: {exc}") from None
+        head = f"{passage.display}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
+        if passage.truncated:
+            head += f" (cut; read on from {file_uri(passage.path, passage.end_line + 1)})"
+        return f"{head}\n\n{passage.text}", ReadOutput(
+            tool=passage.tool,
+            source=passage.display,
+            uri=passage.uri,
+            start_line=passage.start_line,
+            end_line=passage.end_line,
+            total_lines=passage.total_lines,
+            truncated=passage.truncated,
+            text=passage.text,
+        )
+
     ingest = _op(
         "deckhand_ingest",
         "Re-ingest a tool's source",
         "Re-ingest a retrieval tool's source so its searches see the files as they are now: only the files that "
-        "changed unless force is true. Reports what was ingested, unchanged and removed.",
+        "changed unless force is true. Reports what was ingested, unchanged and removed; with wait: false it "
+        "starts the ingest in the background and answers at once.",
         IngestArguments,
         IngestOutput,
-        lambda args, listener: toolbox.reingest(args, listener),
+        reingest,
         read_only=False,
         reports_progress=True,
     )
@@ -216,4 +261,14 @@ def _housekeeping_operations(toolbox: Toolbox) -> list[Operation]:
             lambda args, _: toolbox.list_tools(),
         ),
         ingest,
+        _op(
+            "deckhand_read",
+            "Read around a search result",
+            "Read the lines of a search result's uri from its file, with more context (context: lines before and "
+            "after) or the whole section that holds them (section: true), without a new search. Only files the "
+            "tools index can be read.",
+            ReadArguments,
+            ReadOutput,
+            read,
+        ),
     ]

@@ -71,7 +71,7 @@ MEMORY_CALLS = (
     "memory_search_content",
     "memory_search_semantic",
 )
-HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest")
+HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
 RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS)
 #: Default result counts of the memory searches (the CLI's).
 MEMORY_CONTENT_TOP_K = 10
@@ -574,7 +574,14 @@ def _hit(result: Any) -> Hit:
         section_id=getattr(result, "section_id", None),
         definitions=definitions,
         references=references,
+        start_line=_line(result, "start_line"),
+        end_line=_line(result, "end_line"),
     )
+
+
+def _line(result: Any, key: str) -> int | None:
+    value = (getattr(result, "metadata", None) or {}).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _pair(values: list[int] | None) -> Any:

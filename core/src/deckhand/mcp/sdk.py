@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
-from typing import Any
+from typing import Any, Protocol
 
 import mcp.types as mcp_types
 from mcp.server.lowlevel import Server
@@ -27,6 +27,25 @@ ListTools = Callable[[], list[dict[str, Any]]]
 CallTool = Callable[[str, dict[str, Any], Reporter], Awaitable[dict[str, Any]]]
 
 
+class ResourceSource(Protocol):
+    """What answers the resource requests (:class:`deckhand.mcp.resources.Resources`), in wire form."""
+
+    def listing(self) -> list[dict[str, Any]]: ...
+    def templates(self) -> list[dict[str, Any]]: ...
+    def read(self, uri: str) -> dict[str, Any]: ...
+
+
+def resource_error(code: int, message: str) -> Exception:
+    """The SDK's exception that answers a request with a JSON-RPC error ``code`` and ``message``."""
+    if SDK_MAJOR >= 2:
+        from mcp.shared.exceptions import MCPError
+
+        return MCPError(code, message)
+    from mcp.shared.exceptions import McpError  # type: ignore[attr-defined,unused-ignore]
+
+    return McpError(mcp_types.ErrorData(code=code, message=message))  # type: ignore[no-any-return,unused-ignore]
+
+
 def tool(definition: dict[str, Any]) -> Any:
     """An SDK ``Tool`` from its wire form (camelCase keys)."""
     return mcp_types.Tool.model_validate(definition)
@@ -37,17 +56,32 @@ def call_result(payload: dict[str, Any]) -> Any:
     return mcp_types.CallToolResult.model_validate(payload)
 
 
-def build_server(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
-    """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions.
+def build_server(
+    name: str,
+    server_version: str,
+    instructions: str,
+    list_tools: ListTools,
+    call: CallTool,
+    resources: ResourceSource | None = None,
+) -> Any:
+    """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
+    and the resource requests with ``resources`` when given.
 
     ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
     """
     if SDK_MAJOR >= 2:
-        return _build_v2(name, server_version, instructions, list_tools, call)
-    return _build_v1(name, server_version, instructions, list_tools, call)
+        return _build_v2(name, server_version, instructions, list_tools, call, resources)
+    return _build_v1(name, server_version, instructions, list_tools, call, resources)
 
 
-def _build_v1(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
+def _build_v1(
+    name: str,
+    server_version: str,
+    instructions: str,
+    list_tools: ListTools,
+    call: CallTool,
+    resources: ResourceSource | None,
+) -> Any:
     server: Any = Server(name, version=server_version, instructions=instructions)
 
     async def on_list() -> list[Any]:
@@ -68,10 +102,33 @@ def _build_v1(name: str, server_version: str, instructions: str, list_tools: Lis
     server.list_tools()(on_list)
     # The arguments are validated by deckhand itself, so the messages are deckhand's one-liners.
     server.call_tool(validate_input=False)(on_call)
+    if resources is not None:
+        from mcp.server.lowlevel.helper_types import ReadResourceContents
+
+        async def on_list_resources() -> list[Any]:
+            return [mcp_types.Resource.model_validate(r) for r in resources.listing()]
+
+        async def on_templates() -> list[Any]:
+            return [mcp_types.ResourceTemplate.model_validate(t) for t in resources.templates()]
+
+        async def on_read(uri: Any) -> list[Any]:
+            contents = resources.read(str(uri))["contents"]
+            return [ReadResourceContents(content=c["text"], mime_type=c.get("mimeType")) for c in contents]
+
+        server.list_resources()(on_list_resources)
+        server.list_resource_templates()(on_templates)
+        server.read_resource()(on_read)
     return server
 
 
-def _build_v2(name: str, server_version: str, instructions: str, list_tools: ListTools, call: CallTool) -> Any:
+def _build_v2(
+    name: str,
+    server_version: str,
+    instructions: str,
+    list_tools: ListTools,
+    call: CallTool,
+    resources: ResourceSource | None,
+) -> Any:
     async def on_list(ctx: Any, params: Any) -> Any:
         return mcp_types.ListToolsResult.model_validate({"tools": list_tools()})
 
@@ -81,9 +138,31 @@ def _build_v2(name: str, server_version: str, instructions: str, list_tools: Lis
 
         return call_result(await call(params.name, params.arguments or {}, report))
 
+    handlers: dict[str, Any] = {}
+    if resources is not None:
+
+        async def on_list_resources(ctx: Any, params: Any) -> Any:
+            return mcp_types.ListResourcesResult.model_validate({"resources": resources.listing()})
+
+        async def on_templates(ctx: Any, params: Any) -> Any:
+            return mcp_types.ListResourceTemplatesResult.model_validate({"resourceTemplates": resources.templates()})
+
+        async def on_read(ctx: Any, params: Any) -> Any:
+            return mcp_types.ReadResourceResult.model_validate(resources.read(str(params.uri)))
+
+        handlers = {
+            "on_list_resources": on_list_resources,
+            "on_list_resource_templates": on_templates,
+            "on_read_resource": on_read,
+        }
     server_class: Any = Server
     return server_class(
-        name, version=server_version, instructions=instructions, on_list_tools=on_list, on_call_tool=on_call
+        name,
+        version=server_version,
+        instructions=instructions,
+        on_list_tools=on_list,
+        on_call_tool=on_call,
+        **handlers,
     )
 
 

@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 from deckhand import __version__
 from deckhand.agents.calls import CallError
 from deckhand.agents.catalog import Operation, operations
+from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp import sdk
+from deckhand.mcp.resources import Resources, link_items
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -37,7 +39,10 @@ class DeckhandMcpServer:
     def __init__(self, toolbox: Toolbox) -> None:
         self.toolbox = toolbox
         self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox)}
-        self.server = sdk.build_server("deckhand", __version__, self._instructions(), self.definitions, self.call)
+        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names)
+        self.server = sdk.build_server(
+            "deckhand", __version__, self._instructions(), self.definitions, self.call, self.resources
+        )
 
     def definitions(self) -> list[dict[str, Any]]:
         """The ``tools/list`` entries, in wire form."""
@@ -80,9 +85,11 @@ class DeckhandMcpServer:
         finally:
             if progress is not None:
                 await progress.finish()
+        structured = data.model_dump(mode="json", exclude_none=True)
         return {
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": data.model_dump(mode="json", exclude_none=True),
+            # After the text, a resource link to each hit's lines (search results only).
+            "content": [{"type": "text", "text": text}, *link_items(structured)],
+            "structuredContent": structured,
             "isError": False,
         }
 
@@ -100,7 +107,8 @@ class DeckhandMcpServer:
                 "z=1 is write-once)."
             )
         parts.append(
-            "deckhand_list_tools shows what is indexed; deckhand_ingest refreshes a tool after its files change."
+            "deckhand_list_tools shows what is indexed; deckhand_ingest refreshes a tool after its files change; "
+            "deckhand_read reads around a result (its uri) without a new search."
         )
         return " ".join(parts)
 

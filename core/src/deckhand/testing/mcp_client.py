@@ -105,3 +105,24 @@ async def memory_session(server: Any) -> AsyncIterator[ClientSession]:
                 yield session
         finally:
             group.cancel_scope.cancel()
+
+
+async def read_resource(session: ClientSession, uri: str) -> dict[str, Any]:
+    """``resources/read`` of ``uri``: the result's wire form, or ``{"error": {"code", "message"}}`` when refused.
+
+    1.x's client takes the URI as a pydantic ``AnyUrl`` (which normalizes it: ``..`` segments are
+    resolved before it is sent); 2.x's sends the string as given.
+    """
+    argument: Any = uri
+    if SDK_MAJOR < 2:
+        from pydantic import AnyUrl
+
+        argument = AnyUrl(uri)
+    try:
+        result = await session.read_resource(argument)
+    except Exception as exc:  # the SDK's McpError (1.x) / MCPError (2.x): a JSON-RPC error answer
+        error = getattr(exc, "error", None)
+        if error is None:
+            raise
+        return {"error": {"code": error.code, "message": error.message}}
+    return wire(result)

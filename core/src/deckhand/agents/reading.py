@@ -1,0 +1,294 @@
+"""Links from search hits back to the files, and reading them: only what a served tool indexes.
+
+Every hit of a file-backed chunk carries a ``file://`` URI of the file with its line range,
+``file:///srv/docs/keys.md#L12-L30`` (GitHub's fragment form; lines are 1-based and
+inclusive), so an agent or a client can open the place or read around it without a new
+search. :class:`SourceReader` resolves such a URI and reads the lines, widened on request by
+context lines or to the whole section (markdown or RST headings) that holds them.
+
+A URI is served only when it names a file one of the toolbox's tools ingests, by the rules
+ingestion itself follows (:mod:`deckhand.ingest.discovery`): under the tool's source, no
+hidden file or directory on the way, no symbolic link below the source, a supported file
+type. Anything else — another scheme, a host, ``..`` or ``.`` segments (also percent-encoded),
+a NUL, a link pointing elsewhere — is refused with one line that names no file outside.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from deckhand.agents.calls import CallError
+
+#: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
+MAX_LINES = 400
+#: Most characters one read returns.
+MAX_CHARS = 40_000
+#: Most context lines asked for on each side.
+MAX_CONTEXT = 200
+
+_RANGE = re.compile(r"^L(\d{1,9})(?:-L?(\d{1,9}))?$")
+_MIME = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".rst": "text/x-rst",
+    ".txt": "text/plain",
+    ".csv": "text/markdown",  # read back as the table ingestion made of it
+    ".json": "text/markdown",
+}
+
+
+def file_uri(path: Path, start: int | None = None, end: int | None = None) -> str:
+    """``file:///abs/path#Lstart-Lend`` (no fragment without a start line)."""
+    uri = "file://" + quote(path.as_posix(), safe="/")
+    if start is None:
+        return uri
+    return f"{uri}#L{start}-L{end if end is not None and end >= start else start}"
+
+
+def mime_type(path: PurePath) -> str:
+    """What a read of ``path`` returns: its own text type, else markdown (the text ingestion converted it to)."""
+    return _MIME.get(path.suffix.lower(), "text/markdown")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A file a tool ingests, and the lines asked for (None: from the start / to the end)."""
+
+    tool: str
+    path: Path
+    display: str
+    start: int | None
+    end: int | None
+
+
+@dataclass(frozen=True)
+class Passage:
+    """Lines read from a file: which, from where, and whether the file goes on past them."""
+
+    tool: str
+    path: Path
+    display: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool
+
+    @property
+    def uri(self) -> str:
+        return file_uri(self.path, self.start_line, self.end_line)
+
+    @property
+    def mime_type(self) -> str:
+        return mime_type(self.path)
+
+
+@dataclass(frozen=True)
+class _Source:
+    tool: str
+    given: Path  # as configured (absolute)
+    real: Path  # resolved
+    is_file: bool
+    extensions: frozenset[str]
+    encoding: Any
+
+
+class SourceReader:
+    """Resolves ``file://`` URIs inside the sources of some tools and reads the lines they name."""
+
+    def __init__(self, sources: Sequence[tuple[str, Path, Any]], loaders_of: Callable[[Any], Any] | None = None):
+        """``sources``: (tool name, source path, tool) for each tool served."""
+        self._loaders_of = loaders_of or _loaders
+        self._tools = {name: tool for name, _, tool in sources}
+        self._sources: list[_Source] = []
+        for name, path, tool in sources:
+            given = Path(path).expanduser().absolute()
+            try:
+                real = given.resolve(strict=True)
+            except OSError:
+                continue  # a source that does not exist (yet) serves nothing
+            self._sources.append(
+                _Source(
+                    name,
+                    given,
+                    real,
+                    real.is_file(),
+                    self._loaders_of(tool).extensions,
+                    getattr(tool.config, "encoding", "auto"),
+                )
+            )
+
+    @classmethod
+    def of(cls, toolbox: Any) -> SourceReader:
+        """The reader over every tool of a :class:`~deckhand.agents.toolbox.Toolbox`."""
+        return cls([(name, toolbox.source(name), toolbox.tool(name)) for name in toolbox.tool_names])
+
+    def root(self, tool: str) -> Path | None:
+        """The directory a tool's ``path`` metadata is relative to (a file source: its directory)."""
+        for source in self._sources:
+            if source.tool == tool:
+                return source.real.parent if source.is_file else source.real
+        return None
+
+    def link(self, tool: str, relative: str | None, start: int | None, end: int | None) -> str | None:
+        """The URI of a hit (``relative``: its ``path`` metadata), or None when it names no served file."""
+        root = self.root(tool)
+        if root is None or not relative:
+            return None
+        return file_uri(root / relative, start, end)
+
+    # -- resolving ----------------------------------------------------------------------------------
+    def resolve(self, uri: str) -> Place:
+        """The file and lines ``uri`` names; :class:`CallError` (one line) when it is not one a tool ingests."""
+        if not isinstance(uri, str) or not uri.strip():
+            raise CallError("uri: give a file:// URI from a search result")
+        if len(uri) > 4096:
+            raise CallError("uri: too long")
+        if "\x00" in uri or "%00" in uri:
+            raise CallError("uri: NUL is not allowed in a file URI")
+        parts = urlsplit(uri.strip())
+        if parts.scheme.lower() != "file":
+            raise CallError(f"uri: only file:// URIs of search results are read, not {parts.scheme or 'a path'}")
+        if parts.netloc not in ("", "localhost") or parts.query:
+            raise CallError("uri: a file URI of this machine has no host and no query (file:///path#L1-L9)")
+        start, end = _range(parts.fragment)
+        raw = unquote(parts.path, errors="strict")
+        segments = raw.split("/")
+        if not raw.startswith("/") or any(s in (".", "..") for s in segments) or "\\" in raw or "\x00" in raw:
+            raise CallError("uri: give the absolute path of an indexed file, without . or .. segments")
+        path = Path(raw)
+        for source in self._sources:
+            place = self._inside(source, path, start, end)
+            if place is not None:
+                return place
+        raise CallError("uri: not a file any tool of this server indexes (see deckhand_list_tools for the sources)")
+
+    def _inside(self, source: _Source, path: Path, start: int | None, end: int | None) -> Place | None:
+        if source.is_file:
+            if path not in (source.given, source.real):
+                return None
+            return Place(source.tool, source.real, source.real.name, start, end)
+        relative = None
+        for base in (source.given, source.real):
+            try:
+                relative = path.relative_to(base)
+                break
+            except ValueError:
+                continue
+        if relative is None or not relative.parts:
+            return None
+        current = source.real
+        for part in relative.parts:
+            if part.startswith("."):
+                raise CallError("uri: hidden files and directories are not indexed, so not read")
+            current = current / part
+            if current.is_symlink():
+                raise CallError("uri: a symbolic link inside the source; read the file where it really is")
+        if current.suffix.lower() not in source.extensions:
+            raise CallError(f"uri: {current.suffix or 'a file without extension'} files are not indexed, so not read")
+        if not current.is_file():
+            raise CallError("uri: no such file in the tool's source (it may have been deleted; search again)")
+        return Place(source.tool, current, relative.as_posix(), start, end)
+
+    # -- reading ------------------------------------------------------------------------------------
+    def read(self, uri: str, *, context: int = 0, section: bool = False, max_lines: int = MAX_LINES) -> Passage:
+        """The lines ``uri`` names, ``context`` more on each side, or the whole section that holds them."""
+        place = self.resolve(uri)
+        lines = self._lines(place)
+        total = len(lines)
+        if total == 0:
+            return Passage(place.tool, place.path, place.display, 1, 0, 0, "", False)
+        start = place.start or 1
+        end = place.end if place.end is not None else (place.start if place.start is not None else total)
+        if start > total:
+            raise CallError(f"uri: line {start} is past the end of the file ({total} lines)")
+        end = min(max(end, start), total)
+        if section:
+            start, end = _section(lines, place.display, start, end)
+        context = max(0, min(context, MAX_CONTEXT))
+        start, end = max(1, start - context), min(total, end + context)
+        shown = lines[start - 1 : end]
+        truncated = False
+        if len(shown) > max_lines:
+            shown, truncated = shown[:max_lines], True
+        text = "".join(shown)
+        if len(text) > MAX_CHARS:
+            kept: list[str] = []
+            size = 0
+            for line in shown:
+                if kept and size + len(line) > MAX_CHARS:
+                    break
+                kept.append(line[:MAX_CHARS])
+                size += len(kept[-1])
+            shown, text, truncated = kept, "".join(kept), True
+        return Passage(
+            place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False
+        )
+
+    def _lines(self, place: Place) -> list[str]:
+        from deckhand.ingest.encoding import encoding_for
+        from deckhand.ingest.workers import load_text
+
+        source = next(s for s in self._sources if s.tool == place.tool)
+        encoding = source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.display)
+        loaded, failed, _ = load_text(self._loaders_of(self._tools[place.tool]), place.path, encoding)
+        if loaded is None:
+            raise CallError(f"uri: cannot read {place.display}: {failed}")
+        return loaded.text.splitlines(keepends=True)
+
+
+def _range(fragment: str) -> tuple[int | None, int | None]:
+    if not fragment:
+        return None, None
+    match = _RANGE.match(unquote(fragment))
+    if match is None:
+        raise CallError(f"uri: the fragment must be a line range such as #L12-L30 or #L12, not #{fragment[:40]}")
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) else start
+    if start < 1 or end < start:
+        raise CallError(f"uri: line range {start}-{end}: lines start at 1 and the range must not be reversed")
+    return start, end
+
+
+def _section(lines: list[str], name: str, start: int, end: int) -> tuple[int, int]:
+    """The lines of the section (markdown or RST headings) that holds ``start``, through ``end``'s section."""
+    from deckhand.chunking import rst
+    from deckhand.chunking.headings import parse_headings, split_lines
+
+    text = "".join(lines)
+    parsed = split_lines(text)
+    if rst.is_rst_source(name) or (name.lower().endswith(".txt") and rst.looks_like_rst(parsed)):
+        found = rst.headings(parsed, rst.region_lines(len(parsed), rst.regions(parsed)))
+    else:
+        found = parse_headings(text)
+    offsets = [line.start for line in parsed]
+    heads = [(_line_of(offsets, h.start), h.level) for h in found]
+    first, level = 1, 0
+    for line, lvl in heads:
+        if line <= start:
+            first, level = line, lvl
+    last = len(lines)
+    for line, lvl in heads:
+        if line > max(start, end) and (level == 0 or lvl <= level):
+            last = line - 1
+            break
+    return first, max(last, end)
+
+
+def _line_of(offsets: list[int], char: int) -> int:
+    """The 1-based line holding character ``char``."""
+    import bisect
+
+    return bisect.bisect_right(offsets, char)
+
+
+def _loaders(tool: Any) -> Any:
+    from deckhand.ingest.pipeline import LoaderSet
+    from deckhand.plugins import get_registry
+
+    return LoaderSet.from_registry(getattr(tool, "registry", None) or get_registry())

@@ -1,0 +1,91 @@
+"""MCP resources: the files behind search hits, as ``resource_link`` items and ``resources/read``.
+
+A search result's content carries, after the text, one ``resource_link`` per hit that has a
+file (``file:///srv/docs/keys.md#L12-L30``: the chunk's lines). ``resources/read`` of such a
+URI returns those lines (``#L`` range omitted: the whole file, up to the read limit); the
+resolution and its limits are :class:`deckhand.agents.reading.SourceReader`'s: only files a
+served tool indexes. ``resources/templates/list`` gives one template per tool's source;
+``resources/list`` is empty (the files are reached through hits and templates, not listed).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from deckhand.agents.calls import CallError
+from deckhand.agents.reading import SourceReader, file_uri, mime_type
+from deckhand.mcp import sdk
+
+#: Most lines ``resources/read`` returns for one URI (a line range or a whole file).
+READ_LINES = 5000
+#: JSON-RPC error code for a resource that cannot be read (the spec's "resource not found").
+RESOURCE_NOT_FOUND = -32002
+
+
+def link_items(structured: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``resource_link`` content items of a search's structured result (none for other calls)."""
+    items = []
+    for hit in structured.get("results", []) if isinstance(structured.get("results"), list) else []:
+        uri = hit.get("uri") if isinstance(hit, dict) else None
+        if not uri:
+            continue
+        lines = f":{hit['start_line']}-{hit.get('end_line', hit['start_line'])}" if hit.get("start_line") else ""
+        item: dict[str, Any] = {
+            "type": "resource_link",
+            "uri": uri,
+            "name": f"{hit['source']}{lines}",
+            "description": f"result {hit['rank']} (score {hit['score']:.2f}); deckhand_read reads around it",
+            "mimeType": mime_type_of(uri),
+        }
+        items.append(item)
+    return items
+
+
+def mime_type_of(uri: str) -> str:
+    """The MIME type a read of ``uri`` returns (from its file's extension)."""
+    return mime_type(PurePosixPath(unquote(urlsplit(uri).path)))
+
+
+class Resources:
+    """``resources/list``, ``resources/templates/list`` and ``resources/read`` over a toolbox's sources."""
+
+    def __init__(self, reader: SourceReader, tool_names: list[str]) -> None:
+        self.reader = reader
+        self.tool_names = tool_names
+
+    def listing(self) -> list[dict[str, Any]]:
+        return []
+
+    def templates(self) -> list[dict[str, Any]]:
+        """One ``file:///source/{+path}`` template per tool (a file source is its own URI)."""
+        out = []
+        for name in self.tool_names:
+            root = self.reader.root(name)
+            if root is None:
+                continue
+            out.append(
+                {
+                    "uriTemplate": "file://" + quote(root.as_posix(), safe="/") + "/{+path}",
+                    "name": name,
+                    "title": f"Files of {name}",
+                    "description": f"A file {name} indexes, by its path under the source; add #L12-L30 for lines.",
+                }
+            )
+        return out
+
+    def read(self, uri: str) -> dict[str, Any]:
+        """The ``ReadResourceResult`` wire form; an SDK error (code -32002, one line) when it cannot be read."""
+        try:
+            passage = self.reader.read(uri, max_lines=READ_LINES)
+        except CallError as exc:
+            raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
+        return {
+            "contents": [
+                {"uri": uri, "mimeType": passage.mime_type, "text": passage.text},
+            ]
+        }
+
+
+__all__ = ["RESOURCE_NOT_FOUND", "Resources", "file_uri", "link_items"]
