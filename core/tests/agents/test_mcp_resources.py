@@ -173,6 +173,7 @@ def _refusals(tree: Path) -> list[str]:
         f"file://{docs}/guides/%2e%2e%2f%2e%2e%2fsecret.md",  # encoded slashes around it
         f"file://{docs}/./keys.md",
         f"file://{docs}/keys.md%00.md",  # a NUL
+        f"file://{docs}/%92keys.md",  # not UTF-8 once decoded
         f"file://{docs}/link.md",  # a symlink to a file outside
         f"file://{docs}/linked-dir/o.md",  # through a symlinked directory
         f"file://{docs}/.hidden.md",

@@ -157,7 +157,10 @@ class SourceReader:
         if parts.netloc not in ("", "localhost") or parts.query:
             raise CallError("uri: a file URI of this machine has no host and no query (file:///path#L1-L9)")
         start, end = _range(parts.fragment)
-        raw = unquote(parts.path, errors="strict")
+        try:
+            raw = unquote(parts.path, errors="strict")
+        except UnicodeDecodeError:
+            raise CallError("uri: the path is not valid percent-encoded UTF-8") from None
         segments = raw.split("/")
         if not raw.startswith("/") or any(s in (".", "..") for s in segments) or "\\" in raw or "\x00" in raw:
             raise CallError("uri: give the absolute path of an indexed file, without . or .. segments")
@@ -245,7 +248,7 @@ class SourceReader:
 def _range(fragment: str) -> tuple[int | None, int | None]:
     if not fragment:
         return None, None
-    match = _RANGE.match(unquote(fragment))
+    match = _RANGE.match(fragment)
     if match is None:
         raise CallError(f"uri: the fragment must be a line range such as #L12-L30 or #L12, not #{fragment[:40]}")
     start = int(match.group(1))
