@@ -270,7 +270,8 @@ def install(session: nox.Session) -> None:
         "    database: {provider: redis, connection_string: 'redis://127.0.0.1:1/0'}\n"
     )
     missing = deckhand("--config", str(agent), "search", README_QUERY)
-    hint = re.search(r'install it with: pip install "([^"]+)"', missing.stderr)
+    # uv installed the wheels (no pip in this environment), so the hint says ``uv pip install``.
+    hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
     if missing.returncode == 0 or hint is None or hint.group(1) != f"{DISTRIBUTION}[redis]":
         session.error(f"no install hint for the missing redis store:\n{missing.stderr}")
     pip_install(hint.group(1))
@@ -290,7 +291,7 @@ def install(session: nox.Session) -> None:
 
     # The installed store cannot reach a server: its hint says how to start one; follow it.
     unreachable = deckhand("--config", str(agent), "search", README_QUERY)
-    start = re.search(r'start a local one with: pip install "([^"]+)" && python -m ([\w.]+)', unreachable.stderr)
+    start = re.search(r'start a local one with: uv pip install "([^"]+)" && python -m ([\w.]+)', unreachable.stderr)
     if start is None:
         session.error(f"no hint for starting a Redis server:\n{unreachable.stdout}{unreachable.stderr}")
     pip_install(start.group(1))

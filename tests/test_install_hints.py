@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -22,7 +26,16 @@ from pathlib import Path
 
 import pytest
 from deckhand import install_hints
-from deckhand.install_hints import DISTRIBUTION, core_extras, extras_of, install_hint, normalize, plugin_extras
+from deckhand.install_hints import (
+    DISTRIBUTION,
+    Installation,
+    core_extras,
+    extras_of,
+    install_command,
+    install_hint,
+    normalize,
+    plugin_extras,
+)
 from deckhand.plugins import HOOKS, PluginRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +97,9 @@ def _requirements(text: str) -> list[str]:
 def _check(requirement: str, where: str) -> str | None:
     """Why ``requirement`` (from ``where``) names no real deckhand package or extra; None when it is fine."""
     target, _, extras_part = requirement.partition("[")
+    if Path(target).is_absolute() and ROOT in Path(target).parents:  # a hint from this checkout
+        target = Path(target).relative_to(ROOT).as_posix()
+        requirement = target + (f"[{extras_part}" if extras_part else "")
     if requirement.startswith((".", "/")) or "/" in target:
         directory = Path(target).as_posix().removeprefix("./").rstrip("/")
         if not directory.startswith(("core", "plugins")):
@@ -171,8 +187,9 @@ def test_every_install_command_names_a_real_distribution_and_extra() -> None:
     assert checked > 50  # the hints were found (a reader that found none would pass vacuously)
 
 
-def test_each_named_extra_really_brings_the_component() -> None:
+def test_each_named_extra_really_brings_the_component(monkeypatch: pytest.MonkeyPatch) -> None:
     """A hint that names an extra for a registered component names the extra whose distribution registers it."""
+    monkeypatch.setattr(install_hints, "installation", lambda: Installation())  # as installed from an index
     registry = PluginRegistry()
     dists = registry.plugin_distributions()
     checked = 0
@@ -248,5 +265,86 @@ def test_servers_without_the_launchers_says_what_to_install() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert 'pip install "deckhand-ai-redis[server]" "deckhand-ai-postgres[server]"' in result.stderr
+    # This environment is this checkout's (uv, editable): the hint names the plugins' directories.
+    assert f'uv pip install -e "{ROOT}/plugins/redis[server]" -e "{ROOT}/plugins/postgres[server]"' in result.stderr
     assert all(_check(r, "servers") is None for r in _requirements(result.stderr))
+
+
+# -- hints that work where deckhand is installed -------------------------------------------------------
+
+
+def test_how_deckhand_was_installed_is_read_from_its_metadata(tmp_path: Path) -> None:
+    core = (ROOT / "core").as_uri()
+    assert install_hints.installation_from(None, None) == Installation("pip", None, False)  # an index
+    assert install_hints.installation_from("uv\n", None) == Installation("uv", None, False)
+    wheel = '{"url": "file:///tmp/dist/deckhand_ai-0.1.0-py3-none-any.whl", "archive_info": {}}'
+    assert install_hints.installation_from("pip", wheel).checkout is None  # a wheel file: names resolve
+    editable = json.dumps({"url": core, "dir_info": {"editable": True}})
+    assert install_hints.installation_from("uv", editable) == Installation("uv", ROOT, True)
+    built = json.dumps({"url": core, "dir_info": {}})  # pip install ./core
+    assert install_hints.installation_from("pip", built) == Installation("pip", ROOT, False)
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "pyproject.toml").write_text("[project]\nname = 'deckhand-ai'\n")
+    moved = json.dumps({"url": (tmp_path / "core").as_uri(), "dir_info": {}})  # no plugins/ next to it
+    assert install_hints.installation_from("pip", moved).checkout is None
+    gone = json.dumps({"url": (tmp_path / "nowhere" / "core").as_uri(), "dir_info": {}})
+    assert install_hints.installation_from("pip", gone).checkout is None
+    assert install_hints.installation_from("pip", "{not json").checkout is None
+    # This environment: the workspace's editable install made by uv sync.
+    assert install_hints.installation() == Installation("uv", ROOT, True)
+
+
+def test_install_commands_for_each_situation(tmp_path: Path) -> None:
+    index, uv_index = Installation("pip"), Installation("uv")
+    clone, editable = Installation("pip", ROOT, False), Installation("uv", ROOT, True)
+    assert install_command("deckhand-ai[redis]", where=index) == 'pip install "deckhand-ai[redis]"'
+    assert install_command("deckhand-ai[redis]", where=uv_index) == 'uv pip install "deckhand-ai[redis]"'
+    assert install_command("deckhand-ai[redis]", where=clone) == f'pip install "{ROOT}/plugins/redis"'
+    assert install_command("deckhand-ai[redis,git-memory]", where=editable) == (
+        f'uv pip install -e "{ROOT}/plugins/redis" -e "{ROOT}/plugins/git-memory"'
+    )
+    assert install_command("deckhand-ai-redis[server]", "deckhand-ai-postgres[server]", where=clone) == (
+        f'pip install "{ROOT}/plugins/redis[server]" "{ROOT}/plugins/postgres[server]"'
+    )
+    assert install_command("deckhand-ai[testing]", where=clone) == f'pip install "{ROOT}/core[testing]"'
+    assert install_command("torch==2.13.0", where=clone) == 'pip install "torch==2.13.0"'  # not ours: by name
+    # A checkout whose path a shell would expand inside double quotes is single-quoted.
+    odd = tmp_path / 'a "b" $HOME'
+    shutil.copytree(ROOT / "plugins" / "redis", odd / "plugins" / "redis", ignore=shutil.ignore_patterns("tests"))
+    (odd / "core").mkdir()
+    shutil.copy(ROOT / "core" / "pyproject.toml", odd / "core")
+    command = install_command("deckhand-ai-redis[server]", where=Installation("pip", odd, False))
+    assert shlex.split(command) == ["pip", "install", f"{odd}/plugins/redis[server]"]
+    # Every form names a real package directory or distribution of this repository.
+    for where in (index, uv_index, clone, editable):
+        for extra in plugin_extras():
+            for requirement in _requirements(install_command(f"deckhand-ai[{extra}]", where=where)):
+                assert _check(requirement, f"{where}: {extra}") is None
+
+
+@pytest.mark.slow
+def test_the_hint_printed_in_an_install_from_a_clone_runs(tmp_path: Path) -> None:
+    """README's install from a clone (``pip install ./core``, here by uv), a store it lacks, its hint run as printed."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not available to make a fresh environment")
+    venv = tmp_path / "venv"
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "DECKHAND_PLUGINS"}}
+    env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", HOME=str(tmp_path / "home"))
+    env["DECKHAND_HOME"] = str(tmp_path / "state")
+    subprocess.run([uv, "pip", "install", "--quiet", str(ROOT / "core")], check=True, env=env, timeout=600)
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        f"tools:\n  - type: vectorstore\n    name: kb\n    source: {ROOT / 'examples' / 'docs'}\n"
+        "    database: {provider: redis, connection_string: 'redis://127.0.0.1:1/0'}\n"
+    )
+    deckhand = str(venv / "bin" / "deckhand")
+    missing = subprocess.run([deckhand, "-c", str(agent), "search", "keys"], capture_output=True, text=True, env=env)
+    assert missing.returncode == 3
+    hint = re.search(r"install it with: (.+?) \(installed: ", missing.stderr)
+    assert hint is not None, missing.stderr
+    assert hint.group(1) == f'uv pip install "{ROOT}/plugins/redis"'  # not the unpublished deckhand-ai[redis]
+    subprocess.run(hint.group(1), shell=True, check=True, env=env, timeout=600, cwd=tmp_path)  # as printed
+    listing = subprocess.run([deckhand, "plugins"], capture_output=True, text=True, env=env, check=True)
+    assert re.search(r"^  store\s+redis\s", listing.stdout, re.M), listing.stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deckhand import install_hints
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
@@ -119,7 +120,11 @@ GENERIC_HINT = (
         ("keyword_strategy", "native", GENERIC_HINT),  # extras carry no kind: no guess from a prefix
     ],
 )
-def test_missing_component_names_the_install_command(kind: Any, name: str, hint: str) -> None:
+def test_missing_component_names_the_install_command(
+    kind: Any, name: str, hint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As installed from an index (the checkout forms of the same hints: tests/test_install_hints.py).
+    monkeypatch.setattr(install_hints, "installation", lambda: install_hints.Installation())
     registry = _bare_registry()
     installed = ", ".join(sorted(c.name for c in registry.list(kind)))
     with pytest.raises(ComponentNotFoundError) as err:

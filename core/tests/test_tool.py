@@ -22,6 +22,7 @@ from deckhand.errors import (
     StoreConnectionError,
 )
 from deckhand.hookspecs import Register, hookimpl
+from deckhand.install_hints import install_command
 from deckhand.plugins import PluginRegistry
 from deckhand.tools import build_tool
 
@@ -231,7 +232,7 @@ def test_provider_without_plugin_names_the_extra(
     with pytest.raises(ComponentNotFoundError) as err:
         tool.initialize_sync()
     assert str(err.value) == (
-        "no store plugin provides 'redis'; install it with: pip install \"deckhand-ai[redis]\" "
+        f"no store plugin provides 'redis'; install it with: {install_command('deckhand-ai[redis]')} "
         "(installed: in-memory, sqlite)"
     )
     assert "pa55-very-secret" not in caplog.text

@@ -4,13 +4,27 @@ The hints are read from deckhand's own distribution metadata — its extras and 
 distributions each one requires — so a hint names only an extra that exists, and core names
 no specific plugin. An extra matches a component of the same name (``provider: redis`` →
 ``deckhand-ai[redis]``); any other name gets the generic hint, which lists the extras.
+
+A hint is a command that works where deckhand is installed (:func:`install_command`). From
+an index (or a wheelhouse: ``--find-links dist``) it names the distribution and extra. From a
+checkout of the repository (``pip install ./core``, ``pip install -e core``, ``uv sync``: the
+distribution's ``direct_url.json`` names a local directory), those names resolve nowhere, so
+the hint names the plugin's directory in that checkout instead (``-e`` when deckhand itself
+is editable). When uv installed deckhand (the ``INSTALLER`` file says so, and uv makes
+environments without pip) the command is ``uv pip install``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
+import json
 import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 #: The name deckhand is published under (``import deckhand``; the command is ``deckhand``).
 DISTRIBUTION = "deckhand-ai"
@@ -27,9 +41,96 @@ def normalize(name: str) -> str:
 
 
 def pip_install(distribution: str, extra: str | None = None) -> str:
-    """The command that installs ``distribution`` (with ``extra``), quoted for a shell."""
+    """The command that installs ``distribution`` (with ``extra``) from an index, quoted for a shell."""
     requirement = f"{distribution}[{extra}]" if extra else distribution
     return f'pip install "{requirement}"'
+
+
+@dataclass(frozen=True)
+class Installation:
+    """How deckhand is installed: the installer, and the repository checkout it came from (None: an index)."""
+
+    installer: str = "pip"
+    checkout: Path | None = None
+    editable: bool = False
+
+
+@functools.cache
+def installation() -> Installation:
+    """How this environment's deckhand was installed (read once from its distribution metadata)."""
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return Installation()
+    return installation_from(dist.read_text("INSTALLER"), dist.read_text("direct_url.json"))
+
+
+def installation_from(installer: str | None, direct_url: str | None) -> Installation:
+    """An :class:`Installation` from a distribution's ``INSTALLER`` and ``direct_url.json`` (PEP 610) texts."""
+    tool = (installer or "").strip() or "pip"
+    try:
+        origin = json.loads(direct_url) if direct_url else {}
+    except json.JSONDecodeError:
+        origin = {}
+    url = origin.get("url") if isinstance(origin, dict) else None
+    info = origin.get("dir_info") if isinstance(origin, dict) else None
+    if not isinstance(url, str) or not isinstance(info, dict) or not url.startswith("file://"):
+        return Installation(tool)  # from an index, a wheel file or a VCS URL: the names resolve
+    core = Path(unquote(urlsplit(url).path))
+    checkout = core.parent
+    if not (core / "pyproject.toml").is_file() or not (checkout / "plugins").is_dir():
+        return Installation(tool)
+    return Installation(tool, checkout, bool(info.get("editable")))
+
+
+def package_directories(checkout: Path) -> dict[str, Path]:
+    """Distribution (normalized) → its directory in a checkout: ``core`` and each ``plugins/*``."""
+    found: dict[str, Path] = {}
+    for directory in [checkout / "core", *sorted((checkout / "plugins").glob("*"))]:
+        try:
+            name = tomllib.loads((directory / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+        except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        found[normalize(str(name))] = directory
+    return found
+
+
+def install_command(*requirements: str, where: Installation | None = None) -> str:
+    """The command that installs ``requirements`` (``deckhand-ai[redis]``, ``deckhand-ai-redis[server]``) here.
+
+    From a checkout, deckhand's extras become the directories of the plugins they bring and a
+    plugin distribution its directory (with its extras); anything the checkout lacks keeps its name.
+    """
+    where = where or installation()
+    command = "uv pip install" if where.installer == "uv" else "pip install"
+    directories = package_directories(where.checkout) if where.checkout is not None else {}
+    arguments: list[str] = []
+    for requirement in requirements:
+        arguments += _arguments(requirement, directories, where.editable)
+    return " ".join([command, *arguments])
+
+
+def _arguments(requirement: str, directories: dict[str, Path], editable: bool) -> list[str]:
+    name, _, rest = requirement.partition("[")
+    extras = [e.strip() for e in rest.rstrip("]").split(",") if e.strip()]
+    dist = normalize(name)
+    if dist == normalize(DISTRIBUTION) and extras and directories:
+        brought = [d for extra in extras for d in core_extras().get(normalize(extra), ())]
+        if brought and all(d in directories for d in brought):
+            return [arg for d in dict.fromkeys(brought) for arg in _local(directories[d], [], editable)]
+    if dist in directories:
+        return _local(directories[dist], extras, editable)
+    return [_quoted(requirement)]
+
+
+def _local(directory: Path, extras: list[str], editable: bool) -> list[str]:
+    target = directory.as_posix() + (f"[{','.join(extras)}]" if extras else "")
+    return ["-e", _quoted(target)] if editable else [_quoted(target)]
+
+
+def _quoted(text: str) -> str:
+    """``text`` in double quotes (brackets are shell globs) unless it holds what double quotes expand."""
+    return shlex.quote(text) if re.search(r'["$`\\!]', text) else f'"{text}"'
 
 
 def extras_of(metadata: importlib.metadata.PackageMetadata) -> dict[str, tuple[str, ...]]:
@@ -66,6 +167,6 @@ def install_hint(kind: str, name: str) -> str:
     """
     extras = plugin_extras()
     if name in extras:
-        return f"install it with: {pip_install(DISTRIBUTION, name)}"
+        return f"install it with: {install_command(f'{DISTRIBUTION}[{name}]')}"
     listed = f"{DISTRIBUTION}'s extras: {', '.join(extras)}; " if extras else ""
     return f"install a plugin that provides it ({listed}`deckhand plugins` lists what is installed)"

@@ -147,9 +147,7 @@ async def test_deckhand_read_widens_a_hit_by_lines_or_to_its_section(tree: Path,
         assert section["text"].startswith("## API keys\n") and "### Storing keys" in section["text"]
         assert "## Passwords" not in section["text"]
         # RST titles too: the "Ports" section of the guide.
-        rst = (await call(session, "deckhand_read", {"uri": uri(deploy, "#L9"), "section": True}))[
-            "structuredContent"
-        ]
+        rst = (await call(session, "deckhand_read", {"uri": uri(deploy, "#L9"), "section": True}))["structuredContent"]
         assert rst["text"] == "Ports\n-----\n\nThe server listens on port 7410.\n\n"
         whole = (await call(session, "deckhand_read", {"uri": uri(tree / "single.md")}))["structuredContent"]
         assert whole["tool"] == "single" and whole["text"] == "# Single\n\nA tool over one file.\n"
@@ -288,7 +286,7 @@ def test_links_are_absent_where_there_is_no_file(make_tool: Any) -> None:
     """A tool whose hits name no file under its source gets no uri (never a link that would not read)."""
     box = box_of(make_tool())
     app = DeckhandMcpServer(box)
-    text, found = app.operations["docs"].call({"query": "keys"})
+    _, found = app.operations["docs"].call({"query": "keys"})
     assert found.model_dump()["results"] and all(r["uri"] is None for r in found.model_dump()["results"])
     assert os.path.basename(found.results[0].source) == "f0.md"
     box.close()

@@ -13,6 +13,7 @@ from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnecti
 from deckhand.plugins import PluginRegistry
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
+from deckhand_redis.hints import SERVER_EXTRA_INSTALL
 from deckhand_redis.server import START_COMMAND, RedisServer, free_port
 from pydantic import ValidationError
 
@@ -32,7 +33,7 @@ def test_closed_port_raises_store_connection_error_quickly(caplog: pytest.LogCap
     assert "hunter2secret" not in message and "hunter2secret" not in caplog.text
     assert f"redis://:***@127.0.0.1:{url.rsplit(':', 1)[1]}" in message
     # says how to fix it (the launcher test runs START_COMMAND without pytest)
-    assert START_COMMAND in message and 'pip install "deckhand-ai-redis[server]"' in message
+    assert START_COMMAND in message and SERVER_EXTRA_INSTALL in message
     assert isinstance(info.value, ConnectionError)  # what the tool catches to fall back
 
 

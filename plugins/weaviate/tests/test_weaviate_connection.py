@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.install_hints import install_hint
+from deckhand.install_hints import install_command, install_hint
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, StoreCapability, store_capabilities
 from deckhand_weaviate.connection import FIX, Redactor, connection_error
@@ -116,7 +116,7 @@ def test_registered_as_provider_weaviate() -> None:
     component = registry.resolve("store", "weaviate")
     assert component.options is WeaviateOptions and component.url_schemes == ("http://", "https://")
     assert registry.plugin_distributions()[component.plugin][0] == "deckhand-ai-weaviate"
-    assert install_hint("store", "weaviate") == 'install it with: pip install "deckhand-ai[weaviate]"'
+    assert install_hint("store", "weaviate") == f"install it with: {install_command('deckhand-ai[weaviate]')}"
 
 
 def test_factory_error_names_the_url_and_the_fix(closed_url: str) -> None:

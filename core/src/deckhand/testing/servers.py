@@ -15,8 +15,10 @@ import sys
 import time
 from contextlib import ExitStack
 
-#: What brings both launchers and their server binaries.
-INSTALL = 'pip install "deckhand-ai-redis[server]" "deckhand-ai-postgres[server]"'
+from deckhand.install_hints import install_command
+
+#: What brings both launchers and their server binaries (as a command that works where deckhand is installed).
+INSTALL = install_command("deckhand-ai-redis[server]", "deckhand-ai-postgres[server]")
 
 
 def _interrupt(signum: int, frame: object) -> None:

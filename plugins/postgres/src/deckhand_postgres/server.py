@@ -33,6 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from deckhand.install_hints import install_command
+
 log = logging.getLogger(__name__)
 
 #: System user the server runs as when the caller is root.
@@ -56,8 +58,8 @@ TEST_SETTINGS: dict[str, str] = {
 
 StopMode = Literal["smart", "fast", "immediate"]
 
-#: The distribution and extra that bring the server binaries.
-SERVER_EXTRA_INSTALL = 'pip install "deckhand-ai-postgres[server]"'
+#: The distribution and extra that bring the server binaries (as a command that works where deckhand is installed).
+SERVER_EXTRA_INSTALL = install_command("deckhand-ai-postgres[server]")
 #: How a user starts a local server by hand.
 START_COMMAND = "python -m deckhand_postgres.server"
 

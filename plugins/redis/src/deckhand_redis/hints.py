@@ -6,8 +6,10 @@ importing it (``python -m deckhand_redis.server`` must find the module not yet i
 
 from __future__ import annotations
 
-#: The distribution and extra that bring the server binaries.
-SERVER_EXTRA_INSTALL = 'pip install "deckhand-ai-redis[server]"'
+from deckhand.install_hints import install_command
+
+#: The distribution and extra that bring the server binaries (as a command that works where deckhand is installed).
+SERVER_EXTRA_INSTALL = install_command("deckhand-ai-redis[server]")
 #: How a user starts a local server by hand (needs no pytest).
 START_COMMAND = "python -m deckhand_redis.server"
 #: The hint connection errors end with: how to get a local server when none is running.
