@@ -114,7 +114,10 @@ def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOu
     base = Path(getattr(tool, "base_dir", None) or Path.cwd())
     for hit in found.results:
         path = base / hit.source  # the display path is relative to the tool's base directory, or absolute
-        uri = file_uri(path.absolute(), hit.start_line, hit.end_line)
+        end = hit.end_line
+        if end is None and hit.start_line is not None:  # an index made before end lines were stored
+            end = hit.start_line + hit.content.rstrip().count("\n")
+        uri = file_uri(path.absolute(), hit.start_line, end)
         try:
             reader.resolve(uri)
         except CallError:
