@@ -300,3 +300,13 @@ def test_a_hit_from_an_index_without_end_lines_links_to_its_content_lines(tree: 
     hit = Hit(rank=1, score=0.5, source="docs/keys.md", chunk_index=0, content="# Security\n\nIntro\n", start_line=1)
     found = with_links(SourceReader.of(box), box.tool("docs"), SearchOutput(tool="docs", query="q", results=[hit]))
     assert found.results[0].uri == file_uri(tree / "docs" / "keys.md", 1, 3)
+
+
+def test_a_source_created_after_the_server_started_is_served(tmp_path: Path, box: Toolbox) -> None:
+    later = tmp_path / "later"
+    reader = SourceReader([("later", later, box.tool("docs"))])
+    with pytest.raises(CallError):
+        reader.read(file_uri(later / "a.md"))
+    later.mkdir()
+    (later / "a.md").write_text("# A\n")
+    assert reader.read(file_uri(later / "a.md")).text == "# A\n"

@@ -104,24 +104,24 @@ class SourceReader:
     def __init__(self, sources: Sequence[tuple[str, Path, Any]], loaders_of: Callable[[Any], Any] | None = None):
         """``sources``: (tool name, source path, tool) for each tool served."""
         self._loaders_of = loaders_of or _loaders
+        self._given = [(name, Path(path).expanduser().absolute(), tool) for name, path, tool in sources]
         self._tools = {name: tool for name, _, tool in sources}
-        self._sources: list[_Source] = []
-        for name, path, tool in sources:
-            given = Path(path).expanduser().absolute()
+        self._extensions: dict[str, frozenset[str]] = {}
+
+    @property
+    def _sources(self) -> list[_Source]:
+        """The sources as they are now (one created after the server started is served from then on)."""
+        found = []
+        for name, given, tool in self._given:
             try:
                 real = given.resolve(strict=True)
-            except OSError:
+            except (OSError, RuntimeError):
                 continue  # a source that does not exist (yet) serves nothing
-            self._sources.append(
-                _Source(
-                    name,
-                    given,
-                    real,
-                    real.is_file(),
-                    self._loaders_of(tool).extensions,
-                    getattr(tool.config, "encoding", "auto"),
-                )
-            )
+            if name not in self._extensions:
+                self._extensions[name] = self._loaders_of(tool).extensions
+            encoding = getattr(tool.config, "encoding", "auto")
+            found.append(_Source(name, given, real, real.is_file(), self._extensions[name], encoding))
+        return found
 
     @classmethod
     def of(cls, toolbox: Any) -> SourceReader:
