@@ -10,6 +10,7 @@ lines validate, so the rest of the server never touches a version-specific name.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any, Protocol
@@ -112,7 +113,7 @@ def _build_v1(
             return [mcp_types.ResourceTemplate.model_validate(t) for t in resources.templates()]
 
         async def on_read(uri: Any) -> list[Any]:
-            contents = resources.read(str(uri))["contents"]
+            contents = (await asyncio.to_thread(resources.read, str(uri)))["contents"]
             return [ReadResourceContents(content=c["text"], mime_type=c.get("mimeType")) for c in contents]
 
         server.list_resources()(on_list_resources)
@@ -148,7 +149,8 @@ def _build_v2(
             return mcp_types.ListResourceTemplatesResult.model_validate({"resourceTemplates": resources.templates()})
 
         async def on_read(ctx: Any, params: Any) -> Any:
-            return mcp_types.ReadResourceResult.model_validate(resources.read(str(params.uri)))
+            read = await asyncio.to_thread(resources.read, str(params.uri))  # a file read (or a conversion)
+            return mcp_types.ReadResourceResult.model_validate(read)
 
         handlers = {
             "on_list_resources": on_list_resources,
