@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from deckhand.mcp.sdk import SDK_MAJOR
-from deckhand.testing.mcp_client import call, deckhand_command, http_session, stdio_session
+from deckhand.testing.mcp_client import call, deckhand_command, http_session, read_resource, stdio_session
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,15 @@ async def test_stdio_search_memory_errors_and_watch(agent: Path) -> None:
         first = found["structuredContent"]["results"][0]
         assert (first["rank"], first["source"], first["chunk_index"]) == (1, "docs/keys.md", 0)
         assert "90 days" in first["content"] and 0 < first["score"] <= 1
+        # The hit links to its lines; the link reads back over resources/read and widens with deckhand_read.
+        assert first["uri"] == f"{(docs / 'keys.md').resolve().as_uri()}#L1-L3"
+        assert {"type": "resource_link", "uri": first["uri"]}.items() <= found["content"][1].items()
+        read = await read_resource(session, first["uri"])
+        assert read["contents"][0]["text"] == DOCS["keys.md"]
+        around = await call(session, "deckhand_read", {"uri": first["uri"].split("#")[0] + "#L3", "context": 2})
+        assert around["structuredContent"]["text"] == DOCS["keys.md"]
+        outside = await read_resource(session, (agent.parent / "agent.yaml").as_uri())
+        assert outside["error"]["code"] == -32002
 
         stored = await call(session, "memory_store", {"x": 3, "y": 1, "z": 1, "content": "Keys rotate every 90 days"})
         assert stored["isError"] is False
