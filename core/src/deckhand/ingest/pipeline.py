@@ -41,7 +41,7 @@ from deckhand.ingest.workers import (
     worker_count,
 )
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
+from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, VectorStore
 from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
@@ -365,6 +365,10 @@ class Ingestor:
         for gone in sorted(set(manifest) - present):
             self.store.delete_source(gone)
             report.removed.append(gone)
+        if isinstance(self.store, IndexMaintenance):
+            done = self.store.maintain()
+            if done:
+                log.info("%s", done)
         report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
         return report
 
