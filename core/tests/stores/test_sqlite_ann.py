@@ -299,4 +299,5 @@ def test_usearch_and_onnxruntime_load_in_either_order() -> None:
     for first, second in (("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")):
         probe = f"import {first}\nimport {second}\nprint('ok')"
         result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0 and result.stdout.strip() == "ok", (first, result.returncode, result.stderr[-500:])
+        assert result.returncode == 0, (first, result.returncode, result.stderr[-500:])
+        assert result.stdout.strip() == "ok"

@@ -160,7 +160,7 @@ def test_index_path_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         DatabaseConfig(provider="sqlite", options={"search": "fast"})
     # ... and by the store itself for a configuration built without validation.
     unchecked = DatabaseConfig.model_construct(provider="sqlite", options={"bogus": 1}, index_name="kb_index")
-    with pytest.raises(ConfigError, match=r"^database.options.bogus: Extra inputs are not permitted \(sqlite options: "):
+    with pytest.raises(ConfigError, match=r"^database.options.bogus: Extra inputs are not permitted \(sqlite options"):
         SQLiteStore.from_config(unchecked, "kb", base_dir=project)
     chosen = DatabaseConfig(provider="sqlite", options={"search": "exact"}, index_name="kb_index")
     assert SQLiteStore.from_config(chosen, "kb", base_dir=project).options.search == "exact"
