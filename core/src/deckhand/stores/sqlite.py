@@ -657,13 +657,13 @@ class SQLiteStore:
                 candidates = view.candidates(query, int(np.ceil(2 * wanted / share)))
                 candidates = candidates[np.isin(candidates, subset)]
             if candidates.size < min(wanted, subset.size):
-                # A selective filter: rank its rows by the index's stored vectors, then rescore the best.
-                approx = view.vectors(subset)
+                # A selective filter: rank its rows by the float16 matrix beside the graph, then rescore the best.
+                held, approx = view.vectors(subset)
                 squares = np.einsum("ij,ij->i", approx, approx)
                 order, _ = top_k(
-                    approx, np.sqrt(squares), squares, np.ones(subset.size, bool), query, self.spec.metric, 2 * wanted
+                    approx, np.sqrt(squares), squares, np.ones(held.size, bool), query, self.spec.metric, 2 * wanted
                 )
-                candidates = subset[order]
+                candidates = held[order]
         if candidates.size == 0:
             return []
         rows, vectors = self._vectors_by_row(conn, found, candidates)

@@ -4,7 +4,9 @@ Exact search reads every vector per query: linear in the collection (≈ 0.4 s a
 384-dim vectors) and the whole matrix in memory. Past a size threshold the sqlite store keeps a
 usearch HNSW graph of its vectors (fp16 by default) in a file next to the index,
 ``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
-(``view``): opening costs nothing and only the pages a query touches are read.
+(``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
+vectors as a float16 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
+memory-mapped: a selective filter ranks its few rows from it exactly rather than through the graph.
 
 The graph is a snapshot of the records at one generation, recorded in the ``ann_indexes``
 table with the last row it holds. Rows written since (above that row) are searched exactly
@@ -127,8 +129,9 @@ def readable(index: Path, state: AnnState) -> bool:
     """Whether the recorded file is there and starts like a usearch index (reads its header only)."""
     from usearch.index import Index
 
+    graph = index.with_name(state.file)
     try:
-        return bool(Index.metadata(str(index.with_name(state.file))))
+        return bool(Index.metadata(str(graph))) and all(p.is_file() for p in companions(graph))
     except (OSError, RuntimeError, ValueError):
         return False
 
@@ -137,8 +140,14 @@ def file_prefix(index: Path, collection: int) -> str:
     return f"{index.name}.c{collection}."
 
 
+def companions(graph: Path) -> tuple[Path, Path]:
+    """The float16 vectors and the row numbers written beside a graph file."""
+    stem = graph.name.removesuffix(".usearch")
+    return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
+
+
 class AnnView:
-    """A recorded graph, memory-mapped read-only, with the row numbers it knows."""
+    """A recorded graph and its float16 matrix, memory-mapped read-only."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index
@@ -148,6 +157,11 @@ class AnnView:
         if index is None:
             raise OSError(f"{path.name} is not a usearch index")
         self.index = index
+        vectors_file, rows_file = companions(path)
+        self.matrix = np.load(vectors_file, mmap_mode="r")
+        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
+        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
+            raise ValueError(f"{vectors_file.name} does not match {path.name}")
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of (about) the ``count`` nearest vectors, best first."""
@@ -157,10 +171,13 @@ class AnnView:
         matches = self.index.search(query, count)
         return np.asarray(matches.keys, dtype=np.int64)
 
-    def vectors(self, rows: IntArray) -> npt.NDArray[np.float32]:
-        """The stored (quantized) vectors of ``rows``, as float32, for a first ranking of a filtered subset."""
-        got = self.index.get(rows.astype(np.uint64), dtype="f32")
-        return np.asarray(got, dtype=np.float32).reshape(rows.size, -1)
+    def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
+        """Those of ``rows`` the snapshot holds, and their float16 vectors as float32 (to rank a filtered subset)."""
+        positions = np.searchsorted(self.rows, rows)
+        inside = positions < self.rows.shape[0]
+        positions, rows = positions[inside], rows[inside]
+        held = self.rows[positions] == rows
+        return rows[held], np.asarray(self.matrix[positions[held]], dtype=np.float32)
 
 
 class AnnCache:
@@ -290,14 +307,22 @@ def build(
         last = max(last, collection.next_row - 1)
         name = f"{prefix}g{collection.generation}.usearch"
         final = index_path.with_name(name)
-        tmp = index_path.with_name(f".{name}.{os.getpid()}.tmp")
+        vectors_file, rows_file = companions(final)
+        pending = [
+            index_path.with_name(f".{target.name}.{os.getpid()}.tmp") for target in (final, vectors_file, rows_file)
+        ]
         try:
-            graph.save(str(tmp))
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, final)
+            graph.save(str(pending[0]))
+            _write_matrix(conn, collection, last, len(graph), pending[1], pending[2])
+            for tmp in pending:
+                with open(tmp, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            # The companions first: a graph file under its final name always has its matrix beside it.
+            for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
+                os.replace(tmp, target)
         finally:
-            tmp.unlink(missing_ok=True)
+            for tmp in pending:
+                tmp.unlink(missing_ok=True)
         log.info(
             "approximate index of %s rows written to %s in %.1fs",
             f"{len(graph):,}",
@@ -305,6 +330,29 @@ def build(
             time.perf_counter() - started,
         )
         return AnnState(collection.generation, last, len(graph), name, settings.ann_precision), final
+
+
+def _write_matrix(conn: sqlite3.Connection, collection: Any, last: int, size: int, vectors: Path, rows: Path) -> None:
+    """The snapshot's vectors (rows up to ``last``) as a float16 ``.npy`` and their row numbers, in row order."""
+    dim = collection.spec.dimension
+    matrix = np.lib.format.open_memmap(vectors, mode="w+", dtype=np.float16, shape=(size, dim))
+    numbers = np.zeros(size, dtype=np.int64)
+    cursor = conn.execute(f"SELECT row, vector FROM {collection.vectors} WHERE row <= ? ORDER BY row", (last,))
+    at = 0
+    while batch := cursor.fetchmany(_FETCH):
+        if at + len(batch) > size:
+            raise ValueError(f"{collection.vectors} holds more rows than the graph ({size})")
+        numbers[at : at + len(batch)] = [r for r, _ in batch]
+        block = np.frombuffer(b"".join(v for _, v in batch), dtype="<f4").reshape(len(batch), dim)
+        matrix[at : at + len(batch)] = block
+        at += len(batch)
+    if at != size:
+        raise ValueError(f"{collection.vectors} holds {at} rows, the graph {size}")
+    matrix.flush()
+    del matrix
+    np.save(rows, numbers)
+    if not str(rows).endswith(".npy"):  # np.save appends .npy to a name without it
+        Path(f"{rows}.npy").replace(rows)
 
 
 def record(conn: sqlite3.Connection, collection: int, state: AnnState) -> None:
@@ -319,7 +367,8 @@ def record(conn: sqlite3.Connection, collection: int, state: AnnState) -> None:
 
 def remove_unrecorded(index_path: Path, collection: int, keep: str | None) -> None:
     """Delete this collection's graph files other than ``keep`` (readers that mapped one keep it until they close)."""
-    for old in index_path.parent.glob(f"{file_prefix(index_path, collection)}g*.usearch"):
-        if old.name != keep:
+    keep_stem = keep.removesuffix(".usearch") + "." if keep else None
+    for old in index_path.parent.glob(f"{file_prefix(index_path, collection)}g*"):
+        if keep_stem is None or not old.name.startswith(keep_stem):
             with contextlib.suppress(OSError):
                 old.unlink()
