@@ -657,37 +657,16 @@ class SQLiteStore:
                 candidates = view.candidates(query, int(np.ceil(2 * wanted / share)))
                 candidates = candidates[np.isin(candidates, subset)]
             if candidates.size < min(wanted, subset.size):
-                # A selective filter: rank its rows by the float16 matrix beside the graph, then rescore the best.
-                held, approx = view.vectors(subset)
-                squares = np.einsum("ij,ij->i", approx, approx)
-                order, _ = top_k(
-                    approx, np.sqrt(squares), squares, np.ones(held.size, bool), query, self.spec.metric, 2 * wanted
-                )
-                candidates = held[order]
+                # A selective filter: rank its rows exactly from the matrix beside the graph.
+                candidates = subset
         if candidates.size == 0:
             return []
-        rows, vectors = self._vectors_by_row(conn, found, candidates)
+        rows, vectors = view.vectors(np.unique(candidates))
         squares = np.einsum("ij,ij->i", vectors, vectors)
         order, scores = top_k(
             vectors, np.sqrt(squares), squares, np.ones(rows.size, bool), query, self.spec.metric, k, min_score
         )
         return [(score, int(rows[i]), vectors[i]) for i, score in zip(order.tolist(), scores.tolist(), strict=True)]
-
-    def _vectors_by_row(
-        self, conn: sqlite3.Connection, found: _Collection, rows: IntArray
-    ) -> tuple[IntArray, npt.NDArray[np.float32]]:
-        """The stored float32 vectors of ``rows`` (rows since deleted are left out), in row order."""
-        dim = found.spec.dimension
-        got: list[tuple[int, bytes]] = []
-        wanted = np.unique(rows).tolist()
-        for start in range(0, len(wanted), _BATCH):
-            part = wanted[start : start + _BATCH]
-            marks = ",".join("?" * len(part))
-            got.extend(conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row IN ({marks})", part))
-        got.sort()
-        found_rows = np.fromiter((r for r, _ in got), dtype=np.int64, count=len(got))
-        matrix = np.frombuffer(b"".join(v for _, v in got), dtype="<f4").reshape(len(got), dim).astype(np.float32)
-        return found_rows, matrix
 
     def maintain(self, threads: int | None = None) -> str | None:
         """Bring the approximate index up to date after writes (called at the end of an ingest).

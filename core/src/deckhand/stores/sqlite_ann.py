@@ -5,8 +5,9 @@ Exact search reads every vector per query: linear in the collection (≈ 0.4 s a
 usearch HNSW graph of its vectors (fp16 by default) in a file next to the index,
 ``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
 (``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
-vectors as a float16 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
-memory-mapped: a selective filter ranks its few rows from it exactly rather than through the graph.
+vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
+memory-mapped: the graph's candidates are rescored from it, and a selective filter ranks its few
+rows from it exactly rather than through the graph.
 
 The graph is a snapshot of the records at one generation, recorded in the ``ann_indexes``
 table with the last row it holds. Rows written since (above that row) are searched exactly
@@ -141,13 +142,13 @@ def file_prefix(index: Path, collection: int) -> str:
 
 
 def companions(graph: Path) -> tuple[Path, Path]:
-    """The float16 vectors and the row numbers written beside a graph file."""
+    """The float32 vectors and the row numbers written beside a graph file."""
     stem = graph.name.removesuffix(".usearch")
     return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
 
 
 class AnnView:
-    """A recorded graph and its float16 matrix, memory-mapped read-only."""
+    """A recorded graph and its float32 matrix, memory-mapped read-only."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index
@@ -172,12 +173,12 @@ class AnnView:
         return np.asarray(matches.keys, dtype=np.int64)
 
     def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
-        """Those of ``rows`` the snapshot holds, and their float16 vectors as float32 (to rank a filtered subset)."""
+        """Those of ``rows`` the snapshot holds, and their stored float32 vectors."""
         positions = np.searchsorted(self.rows, rows)
         inside = positions < self.rows.shape[0]
         positions, rows = positions[inside], rows[inside]
         held = self.rows[positions] == rows
-        return rows[held], np.asarray(self.matrix[positions[held]], dtype=np.float32)
+        return rows[held], np.asarray(self.matrix[positions[held]])
 
 
 class AnnCache:
@@ -333,9 +334,9 @@ def build(
 
 
 def _write_matrix(conn: sqlite3.Connection, collection: Any, last: int, size: int, vectors: Path, rows: Path) -> None:
-    """The snapshot's vectors (rows up to ``last``) as a float16 ``.npy`` and their row numbers, in row order."""
+    """The snapshot's vectors (rows up to ``last``) as a float32 ``.npy`` and their row numbers, in row order."""
     dim = collection.spec.dimension
-    matrix = np.lib.format.open_memmap(vectors, mode="w+", dtype=np.float16, shape=(size, dim))
+    matrix = np.lib.format.open_memmap(vectors, mode="w+", dtype=np.float32, shape=(size, dim))
     numbers = np.zeros(size, dtype=np.int64)
     cursor = conn.execute(f"SELECT row, vector FROM {collection.vectors} WHERE row <= ? ORDER BY row", (last,))
     at = 0
