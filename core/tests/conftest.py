@@ -2,7 +2,8 @@
 
 The real default embedder (all-MiniLM-L6-v2, int8 ONNX) is loaded once per session;
 every test gets its own ``DECKHAND_HOME`` (so the default store's index starts empty) whose
-``cache/`` is the session's (so each text is embedded once), and its own ``HOME``: nothing
+``cache/`` is the session's (so each text is embedded once), a model-graph cache shared by the
+session (so a ``deckhand`` subprocess does not rebuild the graph), and its own ``HOME``: nothing
 is written into the repository or read from the developer's own ``~/.deckhand``.
 """
 
@@ -41,6 +42,7 @@ def isolated_state(
     (state / "cache").symlink_to(shared, target_is_directory=True)
     monkeypatch.setenv("DECKHAND_HOME", str(state))
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DECKHAND_MODEL_CACHE", str(session_state / "models"))
     monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
     monkeypatch.delenv("DECKHAND_NO_CACHE", raising=False)
     monkeypatch.delenv("DECKHAND_CHUNK_WORKERS", raising=False)

@@ -199,6 +199,8 @@ def _sqlite_store(config: Any, collection: str, *, base_dir: Any = None) -> Any:
 
 @hookimpl
 def register_stores(register: Register) -> None:
+    from deckhand.stores.sqlite_ann import SQLiteOptions
+
     register(
         "in-memory",
         _inmemory_store,
@@ -208,9 +210,11 @@ def register_stores(register: Register) -> None:
     register(
         "sqlite",
         _sqlite_store,
-        description="one SQLite file under .deckhand/index, persistent, exact NumPy search (default)",
+        description="one SQLite file under .deckhand/index, persistent; exact NumPy search, HNSW past 50k records"
+        " (default)",
         aliases=("sqlite3",),
         uses_base_dir=True,
+        options=SQLiteOptions,
     )
 
 

@@ -286,6 +286,18 @@ class SideIndexStorage(Protocol):
         ...
 
 
+@runtime_checkable
+class IndexMaintenance(Protocol):
+    """Optional method of a store that keeps derived search structures to bring up to date after writes.
+
+    The sqlite store's approximate (HNSW) index is one: writes go to the records at once (and
+    searches see them), while the graph is updated in bulk at the end of an ingest run rather
+    than per file. ``maintain`` returns a short description of what it did, or None.
+    """
+
+    def maintain(self) -> str | None: ...
+
+
 class KeywordIndex(Protocol):
     """A keyword (lexical) index over records' indexed text.
 

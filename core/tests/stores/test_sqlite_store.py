@@ -153,13 +153,17 @@ def test_index_path_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     home = DatabaseConfig(provider="sqlite", connection_string="~/kb.sqlite")
     assert index_path(home, project) == tmp_path / "user" / "kb.sqlite"
-    # Options are checked when the configuration is validated (the store registered no options model) ...
-    with pytest.raises(ValidationError, match=r"unknown option \(store 'sqlite' takes no options\)"):
+    # Options are checked when the configuration is validated (against the store's options model) ...
+    with pytest.raises(ValidationError, match=r"options.bogus\n  unknown option \(store 'sqlite' accepts search, "):
         DatabaseConfig(provider="sqlite", options={"bogus": 1})
+    with pytest.raises(ValidationError, match=r"options.search\n"):
+        DatabaseConfig(provider="sqlite", options={"search": "fast"})
     # ... and by the store itself for a configuration built without validation.
     unchecked = DatabaseConfig.model_construct(provider="sqlite", options={"bogus": 1}, index_name="kb_index")
-    with pytest.raises(ConfigError, match=r"^database.options: the sqlite store takes no options \(got bogus\)"):
+    with pytest.raises(ConfigError, match=r"^database.options.bogus: Extra inputs are not permitted \(sqlite options"):
         SQLiteStore.from_config(unchecked, "kb", base_dir=project)
+    chosen = DatabaseConfig(provider="sqlite", options={"search": "exact"}, index_name="kb_index")
+    assert SQLiteStore.from_config(chosen, "kb", base_dir=project).options.search == "exact"
 
 
 def test_default_database_is_the_persistent_store(tmp_path: Path) -> None:

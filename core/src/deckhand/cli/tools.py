@@ -21,9 +21,11 @@ from deckhand.config.models import AgentConfig
 from deckhand.display import printable
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
+from deckhand.ingest.sharding import Shard
 from deckhand.protocols import Tool
 from deckhand.stores.opening import fallback_policy
 from deckhand.tools import build_tool
+from deckhand.tools.base import SourceTool
 
 log = logging.getLogger("deckhand")
 
@@ -69,6 +71,7 @@ def initialize_tools(
     displays: dict[str, Display | None] | None = None,
     *,
     refresh: bool = True,
+    shard: Shard | None = None,
 ) -> bool:
     """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
 
@@ -76,14 +79,20 @@ def initialize_tools(
     not walked (``deckhand search`` / ``chat`` without ``--refresh``). True if any file failed."""
     any_failed = False
     for tool in tools:
+        if shard is not None and not isinstance(tool, SourceTool):
+            raise ConfigError(
+                f"tool {tool.config.name!r} ({type(tool).__name__}) cannot ingest a shard; leave out --shard"
+            )
+    for tool in tools:
         progress = (displays or {}).get(tool.config.name)
+        sharded = {"shard": shard} if shard is not None else {}
         if not refresh and not force:
             report = tool.open_sync()
         elif progress is not None:
             with progress:
-                report = tool.initialize_sync(force_ingest=force)
+                report = tool.initialize_sync(force_ingest=force, **sharded)
         else:
-            report = tool.initialize_sync(force_ingest=force)
+            report = tool.initialize_sync(force_ingest=force, **sharded)
         any_failed |= bool(report.failed)
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""
@@ -106,6 +115,13 @@ def ingest_cmd() -> click.Command:
     @force_option
     @fallback_option
     @click.option("--tool", "tool_names", multiple=True, help="Only this tool (repeatable).")
+    @click.option(
+        "--shard",
+        metavar="I/N",
+        default=None,
+        help="Only shard I of N of the files (split by path; run the N shards anywhere, in any order, into one "
+        "server store).",
+    )
     @click.pass_context
     def ingest(
         ctx: click.Context,
@@ -113,6 +129,7 @@ def ingest_cmd() -> click.Command:
         force_ingest: bool,
         allow_fallback: bool | None,
         tool_names: tuple[str, ...],
+        shard: str | None,
     ) -> None:
         """Ingest the sources of the agent's tools (incrementally unless --force-ingest).
 
@@ -122,10 +139,11 @@ def ingest_cmd() -> click.Command:
         quiet = ctx.obj.get("quiet", False)
         config_path = config_path_of(ctx, config_path)
         with errors(), fallback_policy(allow_fallback, default=False):
+            chosen = Shard.parse(shard) if shard is not None else None
             config = load_config(config_path)
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
             tools = build_tools(config, config_path, tool_names, displays.get)
-            failed = initialize_tools(tools, force_ingest, quiet, displays)
+            failed = initialize_tools(tools, force_ingest, quiet, displays, shard=chosen)
         if failed:
             sys.exit(EXIT_PARTIAL)
 

@@ -27,6 +27,7 @@ from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO
+from deckhand.ingest.sharding import Shard
 from deckhand.ingest.workers import (
     IN_FLIGHT_BYTES,
     LARGE_FILE,
@@ -41,7 +42,7 @@ from deckhand.ingest.workers import (
     worker_count,
 )
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
+from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, VectorStore
 from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
@@ -292,20 +293,24 @@ class Ingestor:
         self._status = IngestStatus()
         self._estimated = False
 
-    def run(self, source: str | Path, *, force: bool = False) -> IngestReport:
+    def run(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> IngestReport:
+        """Ingest what changed under ``source`` (everything with ``force``); with ``shard``, only that shard's files."""
         started = time.perf_counter()
-        report = self._run(source, force)
+        report = self._run(source, force, shard)
         report.wall_seconds = time.perf_counter() - started
         return report
 
-    def _run(self, source: str | Path, force: bool) -> IngestReport:
+    def _run(self, source: str | Path, force: bool, shard: Shard | None = None) -> IngestReport:
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir)
+        mine = shard.owns if shard is not None else (lambda _: True)
         for skipped in found.skipped:
-            report.skip(skipped.display, skipped.reason)
+            if mine(skipped.display):
+                report.skip(skipped.display, skipped.reason)
         for failed in found.failed:
-            report.fail(failed.display, failed.reason)
+            if mine(failed.display):
+                report.fail(failed.display, failed.reason)
         if not found.files:
             exts = ", ".join(sorted(self.loaders.extensions))
             raise SourceValidationError(f"no supported files in {source} (supported: {exts})")
@@ -318,6 +323,8 @@ class Ingestor:
         states: dict[str, FileState] = {}
         clock = time.perf_counter()
         for file in found.files:
+            if not mine(file.display):
+                continue
             state = self._state(file, manifest.get(file.display), force, report)
             if state is not None:
                 todo.append(file)
@@ -362,9 +369,13 @@ class Ingestor:
 
         clock = time.perf_counter()
         present = {f.display for f in found.files}
-        for gone in sorted(set(manifest) - present):
+        for gone in sorted(source for source in set(manifest) - present if mine(source)):
             self.store.delete_source(gone)
             report.removed.append(gone)
+        if isinstance(self.store, IndexMaintenance):
+            done = self.store.maintain()
+            if done:
+                log.info("%s", done)
         report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
         return report
 

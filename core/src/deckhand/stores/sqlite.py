@@ -13,6 +13,10 @@ a search that finds the generation changed (another process or connection wrote)
 the rows added since and drops the logged deletions, so a long-lived reader always answers
 from the latest committed index at the cost of what changed.
 
+Past a size threshold (``database.options``: ``search``, ``ann_threshold``) searches go through an
+approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite_ann`): memory-mapped,
+with only the rows written since it was built held in memory, and candidates rescored exactly.
+
 A filtered search (``where=``, :mod:`deckhand.stores.sqlite_filters`) first selects the rows the
 filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
 ranks only those.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -40,9 +45,10 @@ import numpy.typing as npt
 from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
+from deckhand.stores import sqlite_ann
 from deckhand.stores.exact_search import top_k
+from deckhand.stores.sqlite_ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite_file import (
-    check_options,
     connect,
     damaged_message,
     index_path,
@@ -67,6 +73,10 @@ _TRIM_EVERY = 256
 _FILTER_CACHE = 16
 #: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
 _COMPACT_AT = 1024
+#: Approximate search: candidates asked of the graph beyond ``k`` (rescored exactly), and the largest
+#: filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph.
+_ANN_EXTRA = 24
+_ANN_EXACT_SUBSET = 20_000
 
 IntArray = npt.NDArray[np.int64]
 
@@ -98,6 +108,8 @@ class _Matrix:
     collection_id: int
     generation: int
     dimension: int
+    #: Rows up to this one are not loaded here (they are in the approximate index); 0: all rows.
+    base_row: int = 0
     size: int = 0
     last_row: int = 0
     dead: int = 0
@@ -109,6 +121,7 @@ class _Matrix:
 
     def __post_init__(self) -> None:
         self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        self.last_row = self.base_row
 
     def reserve(self, capacity: int) -> None:
         """Room for ``capacity`` rows without copying again (a full load knows its size up front)."""
@@ -169,9 +182,13 @@ class SQLiteStore:
         {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES, StoreCapability.FILTERS}
     )
 
-    def __init__(self, path: str | Path, collection: str = "default") -> None:
+    def __init__(self, path: str | Path, collection: str = "default", options: SQLiteOptions | None = None) -> None:
         self.path = Path(path)
         self.collection = collection
+        self.options = options or SQLiteOptions()
+        self._ann = AnnCache()
+        #: Rows of the approximate index deleted since it was built, per (file, generation).
+        self._ann_dead: tuple[tuple[str, int], IntArray] | None = None
         self._conn: sqlite3.Connection | None = None
         self._spec: CollectionSpec | None = None
         self._matrix: _Matrix | None = None
@@ -184,8 +201,8 @@ class SQLiteStore:
         cls, config: Any = None, collection: str = "default", *, base_dir: Path | None = None
     ) -> SQLiteStore:
         """The ``register_stores`` factory: the file comes from the ``database:`` block (see ``index_path``)."""
-        check_options(config)
-        return cls(index_path(config, base_dir), collection)
+        options = SQLiteOptions.parse(getattr(config, "options", None))
+        return cls(index_path(config, base_dir), collection, options)
 
     # -- connection and transactions ------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -305,12 +322,16 @@ class SQLiteStore:
                             conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
                             conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
                             conn.execute("DELETE FROM side_indexes WHERE collection = ?", (found.id,))
+                            sqlite_ann.forget(conn, found.id)
                             conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
                         conn.execute("COMMIT")
                     except BaseException:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
                         raise
+                    if found is not None:
+                        self._ann.close()
+                        sqlite_ann.remove_unrecorded(self.path, found.id, keep=None)
             except IndexCorruptError as exc:
                 self._disconnect()
                 with translated(self.path):
@@ -323,6 +344,7 @@ class SQLiteStore:
         with self._lock:
             self._disconnect()
             self._matrix = None
+            self._ann.close()
 
     def _disconnect(self) -> None:
         if self._conn is not None:
@@ -477,20 +499,23 @@ class SQLiteStore:
             return int(row[0]), bytes(row[1])
 
     # -- the loaded matrix ------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None) -> _Matrix | None:
-        """Bring the loaded vectors up to the snapshot's generation (inside a read transaction)."""
+    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None, base_row: int = 0) -> _Matrix | None:
+        """Bring the loaded vectors (the rows above ``base_row``) up to the snapshot's generation (inside a read
+        transaction)."""
         if found is None:
             self._matrix = None
             return None
         matrix = self._matrix
+        if matrix is not None and matrix.base_row != base_row:
+            matrix = None  # the approximate index appeared, moved on or went away: what is loaded here changes
         if matrix is not None and matrix.collection_id == found.id and matrix.generation == found.generation:
             return matrix
         if matrix is None or matrix.collection_id != found.id or matrix.generation < found.log_floor:
             # New to this process, (re)created by another one (maybe with other settings), or so far
             # behind that the deletion log no longer reaches back: load everything.
             self._spec = found.spec
-            matrix = _Matrix(found.id, found.generation, found.spec.dimension)
-            matrix.reserve(found.size)
+            matrix = _Matrix(found.id, found.generation, found.spec.dimension, base_row)
+            matrix.reserve(found.size if base_row == 0 else 1024)
         else:
             dead = conn.execute(
                 "SELECT row FROM deleted WHERE collection = ? AND generation > ?", (found.id, matrix.generation)
@@ -529,37 +554,190 @@ class SQLiteStore:
     ) -> list[SearchHit]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._read() as (conn, found):
-            matrix = self._refresh(conn, found)
+            view = self._ann_view(conn, found)
+            matrix = self._refresh(conn, found, view.state.last_row if view is not None else 0)
             spec = self.spec
             if query.size != spec.dimension:
                 raise DimensionMismatchError(
                     f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
                 )
-            if matrix is None or found is None or matrix.size == 0 or k <= 0:
+            if matrix is None or found is None or k <= 0:
                 return []
-            n = matrix.size
-            mask = matrix.alive[:n].copy()
+            allowed: IntArray | None = None
             if sources is not None:
-                allowed = np.zeros(n, dtype=bool)
-                allowed[matrix.positions(self._rows_of_sources(conn, found, sources))] = True
-                mask &= allowed
+                allowed = self._rows_of_sources(conn, found, sources)
             if where:
-                allowed = np.zeros(n, dtype=bool)
-                allowed[matrix.positions(self._rows_where(conn, found, where))] = True
-                mask &= allowed
-            order, scores = top_k(
-                matrix.vectors[:n], matrix.norms[:n], matrix.squares[:n], mask, query, spec.metric, k, min_score
-            )
-            if not order.size:
+                rows = self._rows_where(conn, found, where)
+                allowed = rows if allowed is None else np.intersect1d(allowed, rows, assume_unique=True)
+            ranked: list[tuple[float, int, Vector]] = []
+            n = matrix.size
+            if n:
+                mask = matrix.alive[:n].copy()
+                if allowed is not None:
+                    permitted = np.zeros(n, dtype=bool)
+                    permitted[matrix.positions(allowed)] = True
+                    mask &= permitted
+                order, scores = top_k(
+                    matrix.vectors[:n], matrix.norms[:n], matrix.squares[:n], mask, query, spec.metric, k, min_score
+                )
+                rows_found = matrix.rows[order].tolist()
+                for position, row, score in zip(order.tolist(), rows_found, scores.tolist(), strict=True):
+                    ranked.append((score, row, matrix.vectors[position].copy()))
+            if view is not None:
+                ranked.extend(self._ann_ranked(conn, found, view, query, k, min_score, allowed))
+            ranked.sort(key=lambda item: (-item[0], item[1]))
+            ranked = ranked[:k]
+            if not ranked:
                 return []
-            rows = matrix.rows[order]
-            fetched = self._records_by_row(conn, found, rows.tolist())
+            fetched = self._records_by_row(conn, found, [row for _, row, _ in ranked])
             hits = []
-            for position, row, score in zip(order, rows.tolist(), scores.tolist(), strict=True):
+            for score, row, stored in ranked:
                 meta = fetched.get(row)
                 if meta is not None:
-                    hits.append(SearchHit(_record(meta, matrix.vectors[position].copy()), score))
+                    hits.append(SearchHit(_record(meta, stored), score))
             return hits
+
+    # -- approximate search -------------------------------------------------------------------
+    def _ann_view(self, conn: sqlite3.Connection, found: _Collection | None) -> AnnView | None:
+        """The collection's recorded approximate index, opened, if searches should use it."""
+        if found is None or self.options.search == "exact":
+            return None
+        state = sqlite_ann.read_state(conn, found.id)
+        if state is None or state.generation < found.log_floor:
+            # Never built, or so old that the deletion log no longer covers it: exact until the next ingest.
+            return None
+        return self._ann.get(self.path, state, self.options)
+
+    def _ann_dead_rows(self, conn: sqlite3.Connection, found: _Collection, view: AnnView) -> IntArray:
+        """Sorted rows of the approximate index deleted since it was built (remembered per generation)."""
+        key = (view.state.file, found.generation)
+        if self._ann_dead is not None and self._ann_dead[0] == key:
+            return self._ann_dead[1]
+        rows = np.unique(
+            np.asarray(
+                [
+                    r
+                    for (r,) in conn.execute(
+                        "SELECT row FROM deleted WHERE collection = ? AND generation > ? AND row <= ?",
+                        (found.id, view.state.generation, view.state.last_row),
+                    )
+                ],
+                dtype=np.int64,
+            )
+        )
+        self._ann_dead = (key, rows)
+        return rows
+
+    def _ann_ranked(
+        self,
+        conn: sqlite3.Connection,
+        found: _Collection,
+        view: AnnView,
+        query: Vector,
+        k: int,
+        min_score: float | None,
+        allowed: IntArray | None,
+    ) -> list[tuple[float, int, Vector]]:
+        """The best ``k`` rows of the approximate index's snapshot, with exact scores and float32 vectors."""
+        dead = self._ann_dead_rows(conn, found, view)
+        wanted = k + _ANN_EXTRA
+        if allowed is None:
+            candidates = view.candidates(query, wanted + min(int(dead.size), 4 * wanted))
+            if dead.size:
+                candidates = candidates[~np.isin(candidates, dead)]
+        else:
+            subset = allowed[allowed <= view.state.last_row]
+            if dead.size:
+                subset = np.setdiff1d(subset, dead, assume_unique=True)
+            if subset.size == 0:
+                return []
+            share = subset.size / max(1, view.state.size)
+            candidates = np.zeros(0, dtype=np.int64)
+            if subset.size > _ANN_EXACT_SUBSET:
+                candidates = view.candidates(query, int(np.ceil(2 * wanted / share)))
+                candidates = candidates[np.isin(candidates, subset)]
+            if candidates.size < min(wanted, subset.size):
+                # A selective filter: rank its rows exactly from the matrix beside the graph.
+                candidates = subset
+        if candidates.size == 0:
+            return []
+        rows, vectors = view.vectors(np.unique(candidates))
+        squares = np.einsum("ij,ij->i", vectors, vectors)
+        order, scores = top_k(
+            vectors, np.sqrt(squares), squares, np.ones(rows.size, bool), query, self.spec.metric, k, min_score
+        )
+        return [(score, int(rows[i]), vectors[i]) for i, score in zip(order.tolist(), scores.tolist(), strict=True)]
+
+    def maintain(self, threads: int | None = None) -> str | None:
+        """Bring the approximate index up to date after writes (called at the end of an ingest).
+
+        Builds it when the collection reaches the threshold, updates it in place once enough rows
+        changed since (``ann_refresh_rows``), removes it when the settings no longer want one.
+        Returns what it did, for the ingest report, or None when nothing was needed.
+        """
+        with self._lock:
+            with self._read() as (conn, found):
+                if found is None:
+                    return None
+                state = sqlite_ann.read_state(conn, found.id)
+                if state is not None and not sqlite_ann.readable(self.path, state):
+                    state = None  # deleted or damaged: build it again
+                changed = 0
+                if state is not None:
+                    changed = int(
+                        conn.execute(
+                            "SELECT COUNT(*) FROM deleted WHERE collection = ? AND generation > ?",
+                            (found.id, state.generation),
+                        ).fetchone()[0]
+                    )
+                if not sqlite_ann.needs_refresh(
+                    state,
+                    generation=found.generation,
+                    log_floor=found.log_floor,
+                    next_row=found.next_row,
+                    changed=changed,
+                    settings=self.options,
+                    size=found.size,
+                ):
+                    return None
+                if not self.options.wants_ann(found.size):
+                    built = None
+                else:
+                    deleted = np.zeros(0, dtype=np.int64)
+                    if state is not None and state.generation >= found.log_floor:
+                        deleted = np.unique(
+                            np.asarray(
+                                [
+                                    r
+                                    for (r,) in conn.execute(
+                                        "SELECT row FROM deleted WHERE collection = ? AND generation > ?",
+                                        (found.id, state.generation),
+                                    )
+                                ],
+                                dtype=np.int64,
+                            )
+                        )
+                    usable = state if state is not None and state.generation >= found.log_floor else None
+                    built = sqlite_ann.build(
+                        conn, self.path, found, self.options, usable, deleted, threads or (os.cpu_count() or 1)
+                    )
+                    if built is None:
+                        return None  # another process is building it
+            with self._write(records=False) as (conn, current):
+                recorded = sqlite_ann.read_state(conn, current.id)
+                if built is None:
+                    sqlite_ann.forget(conn, current.id)
+                    keep = None
+                elif current.id != found.id or (recorded is not None and recorded.generation > built[0].generation):
+                    keep = recorded.file if recorded is not None else None  # dropped, or a newer one was recorded
+                else:
+                    sqlite_ann.record(conn, current.id, built[0])
+                    keep = built[0].file
+            sqlite_ann.remove_unrecorded(self.path, found.id, keep)
+            self._ann.close()
+            if built is None:
+                return "approximate index removed (exact search)"
+            return f"approximate index: {built[0].size:,} vectors ({self.options.ann_precision})"
 
     @staticmethod
     def _rows_of_sources(conn: sqlite3.Connection, found: _Collection, sources: Sequence[str]) -> IntArray:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deckhand.errors import ConfigError, IndexCorruptError, IndexFileError, IndexLockedError, StoreError
+from deckhand.errors import IndexCorruptError, IndexFileError, IndexLockedError, StoreError
 from deckhand.paths import state_dir
 
 #: Bumped when the layout changes; a file with a higher version is refused (rebuild with --force-ingest).
@@ -93,15 +93,6 @@ def index_path(config: Any, base_dir: Path | None = None) -> Path:
     if target.endswith(("/", os.sep)) or path.is_dir():
         path = path / f"{index_name}{SUFFIX}"
     return path
-
-
-def check_options(config: Any) -> None:
-    """The sqlite store takes no provider options: a misspelt or foreign option is an error, not ignored."""
-    options = dict(getattr(config, "options", None) or {})
-    if options:
-        raise ConfigError(
-            f"database.options: the sqlite store takes no options (got {', '.join(sorted(options))}); remove them"
-        )
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -32,10 +32,11 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
-from deckhand.errors import EmbeddingError, FilterError, RerankError
+from deckhand.errors import ConfigError, EmbeddingError, FilterError, RerankError
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, SideIndexStorage, VectorStore
 from deckhand.stores import filtering
@@ -128,12 +129,17 @@ class SourceTool:
         self.reranker: Reranker | None = None
 
     # -- lifecycle ------------------------------------------------------------------
-    async def initialize(self, force_ingest: bool = False) -> IngestReport:
-        """Open the store and ingest the source (only what changed unless ``force_ingest``)."""
-        return await asyncio.to_thread(self.initialize_sync, force_ingest)
+    async def initialize(self, force_ingest: bool = False, *, shard: Shard | None = None) -> IngestReport:
+        """Open the store and ingest the source (only what changed unless ``force_ingest``; only ``shard``'s files)."""
+        return await asyncio.to_thread(self.initialize_sync, force_ingest, shard=shard)
 
-    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+    def initialize_sync(self, force_ingest: bool = False, *, shard: Shard | None = None) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
+        if shard is not None and force_ingest:
+            raise ConfigError(
+                "--shard and --force-ingest do not go together (each shard would drop the others' work): "
+                "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
+            )
         source = self.source_path()
         store, embedder, reused = self._open_store(force_ingest)
         component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
@@ -149,7 +155,7 @@ class SourceTool:
             max_file_size=self.config.max_file_size,
         )
         with self._closing_on_error(store, reused):
-            report = ingestor.run(source, force=force_ingest)
+            report = ingestor.run(source, force=force_ingest, shard=shard)
             self._mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report

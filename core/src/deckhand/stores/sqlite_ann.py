@@ -1,0 +1,375 @@
+"""An approximate nearest-neighbour (HNSW) index beside the sqlite store's file, and when to use it.
+
+Exact search reads every vector per query: linear in the collection (≈ 0.4 s at a million
+384-dim vectors) and the whole matrix in memory. Past a size threshold the sqlite store keeps a
+usearch HNSW graph of its vectors (fp16 by default) in a file next to the index,
+``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
+(``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
+vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
+memory-mapped: the graph's candidates are rescored from it, and a selective filter ranks its few
+rows from it exactly rather than through the graph.
+
+The graph is a snapshot of the records at one generation, recorded in the ``ann_indexes``
+table with the last row it holds. Rows written since (above that row) are searched exactly
+in memory, and rows deleted since (the store's deletion log) are dropped from its answers, so
+a search always reflects the latest committed records. Candidates are rescored with their
+stored float32 vectors, so scores are the exact ones. When the rows written or deleted since
+the snapshot pass :attr:`AnnSettings.refresh_rows`, the next ingest (:meth:`maintain`) brings
+the graph up to date: rows added and removed in place on a loaded copy, written to a new
+file, renamed into place, then recorded in one transaction. A process killed at any point
+leaves either the old snapshot recorded or the new one; a missing, unreadable or stale file
+only means exact search until the next ingest rebuilds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deckhand.errors import ConfigError
+from deckhand.types import Metric
+
+log = logging.getLogger("deckhand")
+
+IntArray = npt.NDArray[np.int64]
+
+_TABLE = """CREATE TABLE IF NOT EXISTS ann_indexes (
+    collection INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    last_row INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    file TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    built REAL NOT NULL
+)"""
+_USEARCH_METRIC = {Metric.COSINE: "cos", Metric.IP: "ip", Metric.L2: "l2sq"}
+#: Vectors read per round trip while building.
+_FETCH = 8192
+
+
+class SQLiteOptions(BaseModel):
+    """``database.options`` of the sqlite store: how vectors are searched."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    search: Literal["auto", "exact", "ann"] = Field(
+        default="auto",
+        description="exact: scan every vector; ann: an HNSW index (usearch) beside the file; "
+        "auto: ann from ann_threshold records on.",
+    )
+    ann_threshold: int = Field(default=50_000, ge=0, description="auto: records from which the HNSW index is used.")
+    ann_precision: Literal["f16", "i8", "f32"] = Field(
+        default="f16", description="How the HNSW index stores vectors (candidates are rescored in float32)."
+    )
+    ann_connectivity: int = Field(default=16, ge=4, le=128, description="HNSW: edges per node.")
+    ann_expansion_add: int = Field(default=128, ge=16, le=4096, description="HNSW: candidates while building.")
+    ann_expansion_search: int = Field(default=96, ge=16, le=4096, description="HNSW: candidates while searching.")
+    ann_refresh_rows: int = Field(
+        default=20_000,
+        ge=1,
+        description="Rows written or deleted since the index was built that make the next ingest update it.",
+    )
+
+    @classmethod
+    def parse(cls, options: dict[str, Any] | None) -> SQLiteOptions:
+        """Validate ``database.options``; a bad key or value is a one-line :class:`ConfigError`."""
+        try:
+            return cls.model_validate(dict(options or {}))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"]) or "options"
+            known = ", ".join(cls.model_fields)
+            raise ConfigError(f"database.options.{field}: {error['msg']} (sqlite options: {known})") from None
+
+    def wants_ann(self, size: int) -> bool:
+        return self.search == "ann" or (self.search == "auto" and size >= self.ann_threshold)
+
+
+@dataclass(frozen=True)
+class AnnState:
+    """The ``ann_indexes`` row of a collection: which file holds its graph, and up to where."""
+
+    generation: int
+    last_row: int
+    size: int
+    file: str
+    precision: str
+
+
+def read_state(conn: sqlite3.Connection, collection: int) -> AnnState | None:
+    """The recorded snapshot, or None (never built, or a file written before ANN indexes existed)."""
+    try:
+        row = conn.execute(
+            "SELECT generation, last_row, size, file, precision FROM ann_indexes WHERE collection = ?", (collection,)
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return None if row is None else AnnState(int(row[0]), int(row[1]), int(row[2]), str(row[3]), str(row[4]))
+
+
+def forget(conn: sqlite3.Connection, collection: int) -> None:
+    """Drop the collection's record (inside the caller's write transaction)."""
+    with contextlib.suppress(sqlite3.OperationalError):  # no table: nothing was recorded
+        conn.execute("DELETE FROM ann_indexes WHERE collection = ?", (collection,))
+
+
+def readable(index: Path, state: AnnState) -> bool:
+    """Whether the recorded file is there and starts like a usearch index (reads its header only)."""
+    from usearch.index import Index
+
+    graph = index.with_name(state.file)
+    try:
+        return bool(Index.metadata(str(graph))) and all(p.is_file() for p in companions(graph))
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def file_prefix(index: Path, collection: int) -> str:
+    return f"{index.name}.c{collection}."
+
+
+def companions(graph: Path) -> tuple[Path, Path]:
+    """The float32 vectors and the row numbers written beside a graph file."""
+    stem = graph.name.removesuffix(".usearch")
+    return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
+
+
+class AnnView:
+    """A recorded graph and its float32 matrix, memory-mapped read-only."""
+
+    def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
+        from usearch.index import Index
+
+        self.path, self.state = path, state
+        index = Index.restore(str(path), view=True, expansion_search=settings.ann_expansion_search)
+        if index is None:
+            raise OSError(f"{path.name} is not a usearch index")
+        self.index = index
+        vectors_file, rows_file = companions(path)
+        self.matrix = np.load(vectors_file, mmap_mode="r")
+        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
+        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
+            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+
+    def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
+        """Row numbers of (about) the ``count`` nearest vectors, best first."""
+        count = min(count, len(self.index))
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64)
+        matches = self.index.search(query, count)
+        return np.asarray(matches.keys, dtype=np.int64)
+
+    def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
+        """Those of ``rows`` the snapshot holds, and their stored float32 vectors."""
+        positions = np.searchsorted(self.rows, rows)
+        inside = positions < self.rows.shape[0]
+        positions, rows = positions[inside], rows[inside]
+        held = self.rows[positions] == rows
+        return rows[held], np.asarray(self.matrix[positions[held]])
+
+
+class AnnCache:
+    """One store object's opened graph, reopened when another process records a new one."""
+
+    def __init__(self) -> None:
+        self._view: AnnView | None = None
+        self._failed: set[str] = set()
+
+    def get(self, index: Path, state: AnnState, settings: SQLiteOptions) -> AnnView | None:
+        if self._view is not None and self._view.state == state:
+            return self._view
+        self._view = None
+        if state.file in self._failed:
+            return None
+        path = index.with_name(state.file)
+        try:
+            self._view = AnnView(path, state, settings)
+        except (OSError, RuntimeError, ValueError) as exc:
+            self._failed.add(state.file)
+            log.warning(
+                "approximate index %s cannot be opened (%s); searching exactly until `deckhand ingest` rebuilds it",
+                path,
+                exc,
+            )
+            return None
+        return self._view
+
+    def close(self) -> None:
+        self._view = None
+
+
+# -- maintenance (the writer's side) ---------------------------------------------------------
+@contextlib.contextmanager
+def _build_lock(index: Path, collection: int) -> Iterator[bool]:
+    """An exclusive lock on building this collection's graph; False when another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: builds in two processes at once waste work, nothing worse
+        yield True
+        return
+    lock_path = index.with_name(f".{file_prefix(index, collection)}lock")
+    with open(lock_path, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def needs_refresh(
+    state: AnnState | None,
+    *,
+    generation: int,
+    log_floor: int,
+    next_row: int,
+    changed: int,
+    settings: SQLiteOptions,
+    size: int,
+) -> bool:
+    """Whether :func:`maintain` has work to do for a collection in this state."""
+    if not settings.wants_ann(size):
+        return state is not None  # an index the settings no longer want is removed
+    if state is None or state.precision != settings.ann_precision or state.generation < log_floor:
+        return True
+    added = max(0, next_row - 1 - state.last_row)
+    return added + changed >= settings.ann_refresh_rows
+
+
+def build(
+    conn: sqlite3.Connection,
+    index_path: Path,
+    collection: Any,
+    settings: SQLiteOptions,
+    state: AnnState | None,
+    deleted_since: IntArray,
+    threads: int,
+) -> tuple[AnnState, Path] | None:
+    """Write a graph of the collection as of the caller's read snapshot; return its state and file.
+
+    With a usable previous graph (same precision, deletion log covering it) the graph is
+    loaded and updated in place (new rows added, deleted rows removed); otherwise it is built
+    from every row. The file is complete and synced under its final name before the caller
+    records it; None when another process is building the same collection right now.
+    """
+    from usearch.index import Index
+
+    prefix = file_prefix(index_path, collection.id)
+    with _build_lock(index_path, collection.id) as locked:
+        if not locked:
+            return None
+        for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
+            leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
+        started = time.perf_counter()
+        graph = None
+        after = 0
+        if state is not None and state.precision == settings.ann_precision:
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                graph = Index.restore(str(index_path.with_name(state.file)), view=False)
+        if graph is not None and state is not None:
+            after = state.last_row
+            if deleted_since.size:
+                known = deleted_since[deleted_since <= state.last_row]
+                if known.size:
+                    graph.remove(known.astype(np.uint64))
+        else:
+            graph = Index(
+                ndim=collection.spec.dimension,
+                metric=_USEARCH_METRIC[collection.spec.metric],
+                dtype=settings.ann_precision,
+                connectivity=settings.ann_connectivity,
+                expansion_add=settings.ann_expansion_add,
+                expansion_search=settings.ann_expansion_search,
+            )
+        dim = collection.spec.dimension
+        cursor = conn.execute(f"SELECT row, vector FROM {collection.vectors} WHERE row > ? ORDER BY row", (after,))
+        last = after
+        while batch := cursor.fetchmany(_FETCH):
+            rows = np.fromiter((r for r, _ in batch), dtype=np.int64, count=len(batch))
+            vectors = np.frombuffer(b"".join(v for _, v in batch), dtype="<f4").reshape(len(batch), dim)
+            graph.add(rows.astype(np.uint64), vectors.astype(np.float32), threads=threads)
+            last = int(rows[-1])
+        last = max(last, collection.next_row - 1)
+        name = f"{prefix}g{collection.generation}.usearch"
+        final = index_path.with_name(name)
+        vectors_file, rows_file = companions(final)
+        pending = [
+            index_path.with_name(f".{target.name}.{os.getpid()}.tmp") for target in (final, vectors_file, rows_file)
+        ]
+        try:
+            graph.save(str(pending[0]))
+            _write_matrix(conn, collection, last, len(graph), pending[1], pending[2])
+            for tmp in pending:
+                with open(tmp, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            # The companions first: a graph file under its final name always has its matrix beside it.
+            for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
+                os.replace(tmp, target)
+        finally:
+            for tmp in pending:
+                tmp.unlink(missing_ok=True)
+        log.info(
+            "approximate index of %s rows written to %s in %.1fs",
+            f"{len(graph):,}",
+            final,
+            time.perf_counter() - started,
+        )
+        return AnnState(collection.generation, last, len(graph), name, settings.ann_precision), final
+
+
+def _write_matrix(conn: sqlite3.Connection, collection: Any, last: int, size: int, vectors: Path, rows: Path) -> None:
+    """The snapshot's vectors (rows up to ``last``) as a float32 ``.npy`` and their row numbers, in row order."""
+    dim = collection.spec.dimension
+    matrix = np.lib.format.open_memmap(vectors, mode="w+", dtype=np.float32, shape=(size, dim))
+    numbers = np.zeros(size, dtype=np.int64)
+    cursor = conn.execute(f"SELECT row, vector FROM {collection.vectors} WHERE row <= ? ORDER BY row", (last,))
+    at = 0
+    while batch := cursor.fetchmany(_FETCH):
+        if at + len(batch) > size:
+            raise ValueError(f"{collection.vectors} holds more rows than the graph ({size})")
+        numbers[at : at + len(batch)] = [r for r, _ in batch]
+        block = np.frombuffer(b"".join(v for _, v in batch), dtype="<f4").reshape(len(batch), dim)
+        matrix[at : at + len(batch)] = block
+        at += len(batch)
+    if at != size:
+        raise ValueError(f"{collection.vectors} holds {at} rows, the graph {size}")
+    matrix.flush()
+    del matrix
+    np.save(rows, numbers)
+    if not str(rows).endswith(".npy"):  # np.save appends .npy to a name without it
+        Path(f"{rows}.npy").replace(rows)
+
+
+def record(conn: sqlite3.Connection, collection: int, state: AnnState) -> None:
+    """Make ``state`` the collection's graph (inside the caller's write transaction)."""
+    conn.execute(_TABLE)
+    conn.execute(
+        "INSERT OR REPLACE INTO ann_indexes (collection, generation, last_row, size, file, precision, built)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (collection, state.generation, state.last_row, state.size, state.file, state.precision, time.time()),
+    )
+
+
+def remove_unrecorded(index_path: Path, collection: int, keep: str | None) -> None:
+    """Delete this collection's graph files other than ``keep`` (readers that mapped one keep it until they close)."""
+    keep_stem = keep.removesuffix(".usearch") + "." if keep else None
+    for old in index_path.parent.glob(f"{file_prefix(index_path, collection)}g*"):
+        if keep_stem is None or not old.name.startswith(keep_stem):
+            with contextlib.suppress(OSError):
+                old.unlink()

@@ -1,0 +1,303 @@
+"""The sqlite store's approximate (HNSW) index: recall on real embeddings, filters, writes seen before
+the index catches up, incremental updates, kill -9 while it is written, and missing or damaged files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from deckhand.filters.conditions import Filter
+from deckhand.filters.spec import parse_expressions
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.sqlite_ann import SQLiteOptions, read_state
+from deckhand.types import CollectionSpec, FileState, Metric, Record
+
+ANN = SQLiteOptions(search="ann", ann_threshold=0)
+DIM = 24
+#: Records per source in the synthetic collections.
+PER_SOURCE = 20
+
+
+def _scifact() -> Path | None:
+    root = Path(__file__).resolve().parents[3]
+    for candidate in (os.environ.get("DECKHAND_SCIFACT_DIR", ""), str(root.parent / "shared" / "datasets" / "scifact")):
+        if candidate and (Path(candidate) / "corpus.jsonl").is_file():
+            return Path(candidate)
+    return None
+
+
+def parse_filter(expressions: list[str]) -> Filter:
+    compiled = parse_expressions(expressions).compile()
+    assert compiled is not None
+    return compiled
+
+
+def _state(source: str, n: int) -> FileState:
+    return FileState(source, 1.0, n, "0" * 64, "m", n)
+
+
+def _fill(store: SQLiteStore, vectors: np.ndarray, first_source: int = 0) -> None:
+    """``vectors`` as records, PER_SOURCE per source, ``bucket`` = global index % 100 in the metadata."""
+    for start in range(0, len(vectors), PER_SOURCE):
+        source = f"doc{first_source + start // PER_SOURCE}.md"
+        records = [
+            Record(f"{source}#{i}", source, i - start, f"text {i}", vectors[i], {"bucket": i % 100})
+            for i in range(start, min(start + PER_SOURCE, len(vectors)))
+        ]
+        store.replace_source(source, records, _state(source, len(records)))
+
+
+def _clustered(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(4, n // 50), dim))
+    points = centres[rng.integers(0, len(centres), n)] + 0.3 * rng.standard_normal((n, dim))
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _pair(tmp_path: Path, metric: Metric = Metric.COSINE, dim: int = DIM) -> tuple[SQLiteStore, SQLiteStore]:
+    """The same file opened with the approximate index and exactly."""
+    spec = CollectionSpec("kb", dim, "m", metric)
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN)
+    ann.open(spec)
+    exact = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="exact"))
+    exact.open(spec)
+    return ann, exact
+
+
+def _recall(ann: SQLiteStore, exact: SQLiteStore, queries: np.ndarray, k: int = 10, **kwargs: Any) -> float:
+    found = wanted = 0
+    for query in queries:
+        truth = {h.record.id for h in exact.search(query, k, **kwargs)}
+        got = ann.search(query, k, **kwargs)
+        found += len(truth & {h.record.id for h in got})
+        wanted += len(truth)
+    return found / max(1, wanted)
+
+
+def _graph_files(tmp_path: Path) -> list[Path]:
+    return sorted(tmp_path.glob("index.sqlite.c*.g*.usearch"))
+
+
+def test_below_the_threshold_searches_stay_exact_and_nothing_is_built(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite", "kb")  # defaults: auto, 50,000 records
+    store.open(CollectionSpec("kb", DIM, "m"))
+    _fill(store, _clustered(200))
+    assert store.maintain() is None
+    assert not _graph_files(tmp_path)
+
+
+@pytest.mark.parametrize("metric", [Metric.COSINE, Metric.IP, Metric.L2])
+def test_answers_and_scores_match_exact_search(tmp_path: Path, metric: Metric) -> None:
+    ann, exact = _pair(tmp_path, metric)
+    vectors = _clustered(3000)
+    _fill(ann, vectors)
+    assert ann.maintain() == "approximate index: 3,000 vectors (f16)"
+    assert len(_graph_files(tmp_path)) == 1
+    queries = _clustered(50, seed=7)
+    assert _recall(ann, exact, queries) >= 0.98
+    for query in queries[:10]:
+        truth = {h.record.id: h.score for h in exact.search(query, 10)}
+        for hit in ann.search(query, 10):
+            if hit.record.id in truth:  # rescored with the stored float32 vectors: the exact score
+                assert hit.score == pytest.approx(truth[hit.record.id], abs=1e-6)
+            assert hit.record.vector.dtype == np.float32 and hit.record.vector.shape == (DIM,)
+
+
+@pytest.mark.skipif(_scifact() is None, reason="SciFact (shared/datasets/scifact) is not beside this checkout")
+def test_recall_on_real_minilm_vectors_with_and_without_filters(tmp_path: Path, minilm: Any) -> None:
+    source = _scifact()
+    assert source is not None
+    docs = [json.loads(line) for line in (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2000]]
+    queries = [json.loads(line)["text"] for line in (source / "queries.jsonl").read_text().splitlines()[:150]]
+    vectors = minilm.embed([f"{d['title']}. {d['text'][:300]}" for d in docs]).astype(np.float32)
+    probes = minilm.embed(queries).astype(np.float32)
+    ann, exact = _pair(tmp_path, dim=vectors.shape[1])
+    _fill(ann, vectors)
+    ann.maintain()
+    assert _recall(ann, exact, probes) >= 0.98
+    for keep in ("bucket<1", "bucket<30"):  # 1% and 30% of the rows
+        where = parse_filter([keep])
+        assert _recall(ann, exact, probes, where=where) >= 0.98, keep
+        for hit in ann.search(probes[0], 10, where=where):
+            assert hit.record.metadata["bucket"] < int(keep.partition("<")[2])
+
+
+def test_filters_and_sources_return_only_matching_rows(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    _fill(ann, _clustered(2000))
+    ann.maintain()
+    queries = _clustered(20, seed=3)
+    for text, bound in (("bucket<1", 1), ("bucket<30", 30), ("bucket<95", 95)):
+        where = parse_filter([text])
+        assert _recall(ann, exact, queries, where=where) >= 0.98
+        for query in queries:
+            hits = ann.search(query, 10, where=where)
+            assert len(hits) == 10 and all(h.record.metadata["bucket"] < bound for h in hits)
+    sources = ["doc3.md", "doc40.md"]
+    for query in queries:
+        hits = ann.search(query, 10, sources=sources)
+        assert {h.record.source for h in hits} <= set(sources) and len(hits) == 10
+    assert _recall(ann, exact, queries, sources=sources) == 1.0
+
+
+def test_writes_after_the_build_are_searched_at_once(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    vectors = _clustered(1000)
+    _fill(ann, vectors)
+    ann.maintain()
+    marker = _clustered(1, seed=99)[0]
+    ann.replace_source("new.md", [Record("new.md#0", "new.md", 0, "new", marker, {})], _state("new.md", 1))
+    assert ann.search(marker, 1)[0].record.id == "new.md#0"  # not in the graph yet: searched exactly
+    gone = vectors[5]
+    assert ann.search(gone, 1)[0].record.source == "doc0.md"
+    ann.delete_source("doc0.md")
+    assert all(h.record.source != "doc0.md" for h in ann.search(gone, 50))
+    # A second connection (another process, say) sees the same.
+    other = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN)
+    other.open(CollectionSpec("kb", DIM, "m"))
+    assert other.search(marker, 1)[0].record.id == "new.md#0"
+    assert all(h.record.source != "doc0.md" for h in other.search(gone, 50))
+    assert _recall(ann, exact, _clustered(20, seed=5)) >= 0.98
+
+
+def test_enough_changes_update_the_graph_in_place(tmp_path: Path) -> None:
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 50}))
+    ann.open(CollectionSpec("kb", DIM, "m"))
+    vectors = _clustered(1000)
+    _fill(ann, vectors)
+    ann.maintain()
+    first = _graph_files(tmp_path)
+    assert ann.maintain() is None  # nothing changed
+    _fill(ann, _clustered(40, seed=4), first_source=100)
+    assert ann.maintain() is None  # 40 rows: below ann_refresh_rows
+    ann.delete_source("doc1.md")
+    assert ann.maintain() == "approximate index: 1,020 vectors (f16)"  # 40 added + 20 deleted
+    second = _graph_files(tmp_path)
+    assert len(second) == 1 and second != first  # the old file is gone
+    with ann._read() as (conn, found):
+        assert found is not None
+        state = read_state(conn, found.id)
+    assert state is not None and state.size == 1020 and state.generation == found.generation
+    assert all(h.record.source != "doc1.md" for h in ann.search(vectors[25], 30))
+
+
+def test_a_missing_or_damaged_graph_means_exact_search_then_a_rebuild(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ann, exact = _pair(tmp_path)
+    vectors = _clustered(800)
+    _fill(ann, vectors)
+    ann.maintain()
+    (graph,) = _graph_files(tmp_path)
+    graph.write_bytes(b"not a graph" * 100)
+    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN)
+    reader.open(CollectionSpec("kb", DIM, "m"))
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        hits = reader.search(vectors[3], 5)
+    assert hits[0].record.id == "doc0.md#3"
+    assert "cannot be opened" in caplog.text and "deckhand ingest" in caplog.text
+    assert reader.maintain() is not None  # the next ingest rebuilds it
+    graph.unlink(missing_ok=True)
+    for leftover in _graph_files(tmp_path):
+        leftover.unlink()
+    assert exact.search(vectors[9], 1)[0].record.id == reader.search(vectors[9], 1)[0].record.id
+    assert reader.maintain() is not None and len(_graph_files(tmp_path)) == 1
+
+
+def test_switching_to_exact_removes_the_graph(tmp_path: Path) -> None:
+    ann, _ = _pair(tmp_path)
+    _fill(ann, _clustered(300))
+    ann.maintain()
+    assert _graph_files(tmp_path)
+    exact_now = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="exact"))
+    exact_now.open(CollectionSpec("kb", DIM, "m"))
+    assert exact_now.maintain() == "approximate index removed (exact search)"
+    assert not _graph_files(tmp_path)
+    assert len(ann.search(_clustered(1)[0], 5)) == 5  # the ann-configured connection falls back to exact
+
+
+def test_drop_removes_the_graph(tmp_path: Path) -> None:
+    ann, _ = _pair(tmp_path)
+    _fill(ann, _clustered(300))
+    ann.maintain()
+    ann.drop()
+    assert not _graph_files(tmp_path)
+
+
+#: Builds the graph in another process and is killed (SIGKILL, by itself) at the named point.
+BUILDER = r"""
+import os, signal, sys
+from deckhand.stores import sqlite_ann
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.types import CollectionSpec
+
+path, point = sys.argv[1], sys.argv[2]
+die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+if point == "before-rename":
+    sqlite_ann.os.replace = die
+elif point == "before-record":
+    sqlite_ann.record = die
+store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions(search="ann", ann_threshold=0, ann_refresh_rows=1))
+store.open(CollectionSpec("kb", int(sys.argv[3]), "m"))
+store.maintain()
+"""
+
+
+@pytest.mark.parametrize("point", ["before-rename", "before-record"])
+def test_kill_9_while_the_graph_is_written_leaves_a_working_index(tmp_path: Path, point: str) -> None:
+    ann, exact = _pair(tmp_path)
+    vectors = _clustered(600)
+    _fill(ann, vectors[:300])
+    ann.maintain()
+    before = _graph_files(tmp_path)
+    _fill(ann, vectors[300:], first_source=15)
+    script = tmp_path / "builder.py"
+    script.write_text(BUILDER)
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "index.sqlite"), point, str(DIM)], capture_output=True, timeout=120
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
+    reader.open(CollectionSpec("kb", DIM, "m"))
+    queries = _clustered(20, seed=11)
+    assert _recall(reader, exact, queries) >= 0.98  # the old graph plus the newer rows, searched exactly
+    assert reader.search(vectors[450], 1)[0].record.id == exact.search(vectors[450], 1)[0].record.id
+    assert _graph_files(tmp_path)[:1] == before[:1] or point == "before-record"
+    assert reader.maintain() is not None  # the next ingest finishes the job and tidies up
+    assert len(_graph_files(tmp_path)) == 1
+    assert not list(tmp_path.glob(".*.tmp"))
+    assert _recall(reader, exact, queries) >= 0.98
+
+
+def _ids(hits: Sequence[Any]) -> list[str]:
+    return [h.record.id for h in hits]
+
+
+def test_the_choice_comes_from_database_options(tmp_path: Path) -> None:
+    from deckhand.config.models import DatabaseConfig
+
+    config = DatabaseConfig(provider="sqlite", options={"search": "ann", "ann_threshold": 10, "ann_precision": "i8"})
+    store = SQLiteStore.from_config(config, "kb", base_dir=tmp_path)
+    assert store.options.search == "ann" and store.options.ann_precision == "i8"
+    store.open(CollectionSpec("kb", DIM, "m"))
+    _fill(store, _clustered(100))
+    assert store.maintain() == "approximate index: 100 vectors (i8)"
+    assert _ids(store.search(_clustered(100)[7], 1)) == ["doc0.md#7"]
+
+
+def test_usearch_and_onnxruntime_load_in_either_order() -> None:
+    """usearch 2.26 (numkong) crashes the interpreter when imported before onnxruntime: keep it out."""
+    for first, second in (("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")):
+        probe = f"import {first}\nimport {second}\nprint('ok')"
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, (first, result.returncode, result.stderr[-500:])
+        assert result.stdout.strip() == "ok"
