@@ -8,11 +8,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from deckhand.config.options import (
+    NOT_FOUND,
     Choice,
+    ComponentChoice,
+    ModelChoice,
     Shorthand,
     choice_field,
+    error,
+    model_choice_field,
     optional_choice_field,
     options_follow,
+    raise_errors,
     registry_of,
     resolve_choice,
     validate_options,
@@ -156,8 +162,10 @@ class SourceToolConfig(ToolConfigBase):
     chunker_shorthands: ClassVar[dict[str, str]] = {}
 
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
-    embedding_model: str | None = Field(
-        default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
+    embedding_model: ModelChoice | None = model_choice_field(
+        "Embedder: a plugin or model name (minilm, text-embedding-3-small, ollama:nomic-embed-text), or "
+        "{name: NAME, ...options} (e.g. {name: openai-compatible, base_url: ..., model: ...}); "
+        "default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
     chunker: Choice = choice_field("chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}.")
@@ -189,6 +197,21 @@ class SourceToolConfig(ToolConfigBase):
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
         self.chunker_component(registry, context=context)
         self.reranker_component(registry, context=context)
+        self.embedder_options(registry, context=context)
+
+    def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
+        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is
+        resolved when the tool opens, as a missing store is)."""
+        if not isinstance(self.embedding_model, ComponentChoice):
+            return None
+        from deckhand.embedding.factory import embedder_options, resolve_embedder
+        from deckhand.errors import ComponentNotFoundError
+
+        try:
+            component = resolve_embedder(registry, self.embedding_model.name)
+        except ComponentNotFoundError as exc:
+            raise_errors([error(("embedding_model", "name"), str(exc), self.embedding_model.name, NOT_FOUND)])
+        return embedder_options(component, self.embedding_model.options, loc=("embedding_model",), context=context)
 
     @model_validator(mode="after")
     def _validate(self, info: ValidationInfo) -> SourceToolConfig:
