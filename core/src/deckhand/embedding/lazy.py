@@ -11,7 +11,7 @@ index, then never load it. Other embedders are loaded as soon as they are descri
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,9 @@ class LazyEmbedder:
         self.model_id: str = str(described["model_id"])
         self.dimension: int = int(described["dimension"])
         self.max_tokens: int = int(described["max_tokens"])
+        self.long_inputs: str | None = described.get("long_inputs") or (
+            getattr(self._inner, "long_inputs", None) if self._inner is not None else None
+        )
 
     @property
     def loaded(self) -> bool:
@@ -68,6 +71,21 @@ class LazyEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vector:
         return self.load().embed(texts)
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
+        """The model's ``embed_batches`` where it has one (vectors as they are made), else one part."""
+        inner = self.load()
+        batches = getattr(inner, "embed_batches", None)
+        if batches is None:
+            yield list(range(len(texts))), inner.embed(texts)
+            return
+        yield from batches(texts)
+
+    @property
+    def tokens_used(self) -> int | None:
+        """Tokens a remote service reported using (None until loaded, or for a local model)."""
+        used = getattr(self._inner, "tokens_used", None)
+        return used if isinstance(used, int) else None
 
 
 def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedder:

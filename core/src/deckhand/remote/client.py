@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from deckhand.redaction import MASK
-from deckhand.remote.settings import OPENAI_BASE_URL, RemoteSettings
+from deckhand.remote.settings import RemoteSettings
 
 T = TypeVar("T")
 
@@ -118,7 +118,7 @@ class RemoteClient:
             )
         cls_ = openai.AsyncOpenAI if asynchronous else openai.OpenAI
         # Without a key the SDK still wants one: a placeholder, and the header is dropped per request.
-        return cls_(api_key=self._key or "no-key", base_url=s.base_url or OPENAI_BASE_URL, **common)
+        return cls_(api_key=self._key or "no-key", base_url=s.url, **common)
 
     def _env_token(self) -> str:
         import os
@@ -178,6 +178,11 @@ class RemoteClient:
     def _count(self) -> None:
         with self._lock:
             self.requests_sent += 1
+
+    def add_tokens(self, tokens: int) -> None:
+        """Count ``tokens`` the service reported using (for progress and reports)."""
+        with self._lock:
+            self.tokens_used += tokens
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``attempt + 1``: ``Retry-After`` when given, else backoff with jitter."""

@@ -22,6 +22,8 @@ from deckhand.redaction import redact_url
 
 #: The OpenAI API; what ``base_url`` means when neither it nor ``azure_endpoint`` is set.
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: The environment variable the OpenAI SDK reads for another base URL; deckhand honours it too.
+BASE_URL_ENV = "OPENAI_BASE_URL"
 
 
 class RemoteSettings(BaseModel):
@@ -82,9 +84,14 @@ class RemoteSettings(BaseModel):
         return self.azure_endpoint is not None
 
     @property
+    def url(self) -> str:
+        """The base URL requests go to: ``base_url``, else ``$OPENAI_BASE_URL``, else the OpenAI API."""
+        return self.azure_endpoint or self.base_url or os.environ.get(BASE_URL_ENV) or OPENAI_BASE_URL
+
+    @property
     def endpoint(self) -> str:
         """The service's URL as messages show it (passwords masked)."""
-        return redact_url(self.azure_endpoint or self.base_url or OPENAI_BASE_URL)
+        return redact_url(self.url)
 
     def resolve_key(self, who: str) -> str | None:
         """The API key (``api_key``, else ``$api_key_env``), or None for a service without one.

@@ -32,7 +32,7 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
-from deckhand.errors import EmbeddingError, FilterError, RerankError
+from deckhand.errors import ConfigError, EmbeddingError, FilterError, RerankError
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
@@ -421,6 +421,8 @@ class SourceTool:
             raise RuntimeError(f"{type(self).__name__} must be initialized before search")
         try:
             vector = self._embedder.inner.embed([query])[0]
+        except ConfigError:
+            raise  # a refused key: a configuration error (exit 3), not a failed embedding
         except Exception as exc:
             raise EmbeddingError(f"Failed to generate query embedding: {exc}") from exc
         self._query_vectors[query] = vector
