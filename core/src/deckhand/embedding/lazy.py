@@ -109,3 +109,14 @@ def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedd
 def lazy_embedder_for(registry: PluginRegistry, value: EmbeddingModel, base_dir: Path) -> CachedEmbedder:
     """Like :func:`deckhand.embedding.factory.embedder_for`, with the model loaded only when first needed."""
     return CachedEmbedder(lazy_embedder(registry, value), embedding_cache(base_dir))
+
+
+def forget_embedders() -> None:
+    """Drop every embedder this process built (tests, or an application whose environment changed:
+    a remote embedder reads its key and ``$OPENAI_BASE_URL`` when it is built)."""
+    from deckhand.embedding import factory
+
+    with _lock:
+        _lazy.clear()
+    with factory._lock:
+        factory._embedders.clear()
