@@ -48,7 +48,7 @@ PLUGIN_EXTRAS = {"redis": "server", "postgres": "server", "semantic-kernel": "ch
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
 DISTRIBUTION = "deckhand-ai"
-INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate"]
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai"]
 #: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
 WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
@@ -260,9 +260,9 @@ def build(session: nox.Session) -> None:
 def install(session: nox.Session) -> None:
     """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
 
-    Core alone first: the README's search runs, and a store that is not installed gets an install
-    hint, which is then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate]``: ``deckhand plugins``
-    lists all four, and the Redis launcher the store's hints name starts a server in this
+    Core alone first: the README's search runs, and a store and an embedding model that are not installed
+    get install hints, which are then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``:
+    ``deckhand plugins`` lists all five, and the Redis launcher the store's hints name starts a server in this
     environment, which has no pytest.
     """
     build(session)
@@ -312,15 +312,33 @@ def install(session: nox.Session) -> None:
         session.error(f"no install hint for the missing redis store:\n{missing.stderr}")
     pip_install(hint.group(1))
 
+    # The contract's embedding model without its plugin: the hint names the extra; install it.
+    remote = tmp / "openai-agent.yaml"
+    remote.write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: " + str(ROOT / "examples" / "docs") + "\n"
+        "    embedding_model: text-embedding-3-small\n"
+    )
+    missing = deckhand("--config", str(remote), "ingest")
+    hint = re.search(r'install it with: pip install "([^"]+)"', missing.stderr)
+    if missing.returncode != 3 or hint is None or hint.group(1) != f"{DISTRIBUTION}[openai]":
+        session.error(f"no install hint for text-embedding-3-small:\n{missing.stderr}")
+    pip_install(hint.group(1))
+
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
-    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate"} <= plugins:
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai"} <= plugins:
         session.error(
-            "deckhand plugins does not list redis, postgres, git-memory and weaviate:\n"
+            "deckhand plugins does not list redis, postgres, git-memory, weaviate and openai:\n"
             f"{listing.stdout}{listing.stderr}"
         )
-    for kind, name in (("store", "redis"), ("store", "postgres"), ("store", "weaviate"), ("memory_backend", "git")):
+    for kind, name in (
+        ("store", "redis"),
+        ("store", "postgres"),
+        ("store", "weaviate"),
+        ("memory_backend", "git"),
+        ("embedder", "text-embedding-3-small"),
+    ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
     session.log("deckhand plugins: " + ", ".join(sorted(plugins)))
