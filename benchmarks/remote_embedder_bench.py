@@ -77,9 +77,8 @@ def main() -> None:
 
     texts = chunks(args.chunks)
     registry = PluginRegistry()
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {sys.version.split()[0]}"
-    )
+    machine = platform.processor() or platform.machine()
+    print(f"machine: {machine}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
     print(f"load (1-min average) at start: {os.getloadavg()[0]:.2f}")
     process, url, start_seconds = start_server(args.infinity, args.model_dir, args.batch_size)
     rows = []
