@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 _WORD = re.compile(r"\w+")
+#: The API key the tests give (it must never appear in any output).
+SECRET = "sk-proj-deckhand-test-secret-0123456789"
 
 
 def bag_of_words(text: str, dimension: int) -> list[float]:

@@ -8,11 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _embedding_server import EmbeddingServer, serve_embeddings
+from _embedding_server import SECRET, EmbeddingServer, serve_embeddings
 from deckhand.embedding.lazy import forget_embedders
 from deckhand.plugins import reset_registry
-
-SECRET = "sk-proj-deckhand-test-secret-0123456789"
 
 
 @pytest.fixture(autouse=True)

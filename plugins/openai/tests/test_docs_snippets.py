@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from _embedding_server import EmbeddingServer
+from _embedding_server import SECRET, EmbeddingServer
 from deckhand.config.loading import load_agent_config
 from deckhand.config.options import ComponentChoice
 from deckhand.embedding.lazy import lazy_embedder
 from deckhand.plugins import PluginRegistry
-
-from conftest import SECRET
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "embedders.md"
 _SNIPPET = re.compile(r"<!-- tested: ([\w-]+) -->\n```yaml\n(.*?)```", re.S)

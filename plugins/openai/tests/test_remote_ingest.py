@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _embedding_server import EmbeddingServer
+from _embedding_server import SECRET, EmbeddingServer
 from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
-from deckhand.embedding.lazy import lazy_embedder
+from deckhand.embedding.lazy import forget_embedders, lazy_embedder
 from deckhand.errors import EmbedderAuthenticationError, EmbeddingError
 from deckhand.plugins import PluginRegistry
 from deckhand_openai.embedder import proxy_tokenizer
-
-from conftest import SECRET
 
 TOPICS = {
     "tides.md": "# Tides\n\nSpring tides follow the full moon and the new moon, when the pull is strongest.\n",
@@ -148,19 +146,13 @@ def test_a_refused_key_exits_3_without_fallback_and_never_shows_the_key(
     openai_env.always = "401"
     (config.parent / "docs" / "knots.md").write_text("# Knots\n\nA clove hitch holds on a post.\n")
     for args in (["ingest"], ["ingest", "--allow-fallback"], ["search", "which knot holds on a post"]):
-        forget_cached_queries()
+        forget_embedders()  # as a new process would: the search builds its embedder again
         result = _run("-c", str(config), *args)
         assert result.exit_code == 3, (args, result.output)
         assert "refused the credentials" in result.stderr and "$OPENAI_API_KEY" in result.stderr
         assert SECRET[-6:] not in result.output and SECRET not in result.output
         assert "[in-memory]" not in result.stdout
     assert len(openai_env.requests) == 3  # never retried
-
-
-def forget_cached_queries() -> None:
-    from deckhand.embedding.lazy import forget_embedders
-
-    forget_embedders()
 
 
 def test_a_refused_key_raises_the_configuration_error(openai_env: EmbeddingServer) -> None:
