@@ -122,8 +122,8 @@ def test_chunker_by_name_or_mapping(tmp_path: Path, registry: PluginRegistry) ->
         (
             "    chunker: tokn\n",
             "tools[0].chunker: no chunker plugin provides 'tokn'; install a plugin that provides it "
-            "(deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, sentence-transformers, weaviate; "
-            "`deckhand plugins` lists what is installed) (installed: structure, token)",
+            "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, sentence-transformers, "
+            "weaviate; `deckhand plugins` lists what is installed) (installed: structure, token)",
         ),
         ("    chunker: {chunk_size: 100}\n", "tools[0].chunker.name: missing: name the component, e.g. {name: token, "),
         ("    chunker: [token]\n", "tools[0].chunker: must be a name or a mapping {name: NAME, option: value, ...}"),
