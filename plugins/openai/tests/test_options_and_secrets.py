@@ -65,6 +65,7 @@ def test_the_key_is_never_shown(tmp_path: Path, server: EmbeddingServer, monkeyp
     config = load_agent_config(path)
     embedder = lazy_embedder(PluginRegistry(), config.tools[0].embedding_model)  # type: ignore[attr-defined]
     shown = [embedder.model_id, repr(embedder), repr(embedder.load()), repr(embedder.load().options)]  # type: ignore[attr-defined]
+    shown += [repr(config), str(config.tools[0])]
     assert server.headers[-1]["authorization"] == f"Bearer {KEY}"  # the probe request carried it
     server.always = "401"
     with pytest.raises(ConfigError) as refused:

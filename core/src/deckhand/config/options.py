@@ -72,6 +72,13 @@ class ComponentChoice(BaseModel):
         """Serialised as written: the bare name, or the flat mapping."""
         return {"name": self.name, **self.options} if self.options else self.name
 
+    def __repr_args__(self) -> Any:
+        """Options whose names say they hold a secret (``api_key``, ``token``, ...) are shown masked."""
+        from deckhand.redaction import MASK, SECRET_PARAMS
+
+        shown = {k: MASK if k.lower() in SECRET_PARAMS and v else v for k, v in self.options.items()}
+        return [("name", self.name), ("options", shown)]
+
 
 def parse_choice(value: Any) -> Any:
     """``NAME`` or a flat ``{name: NAME, ...options}`` mapping → :class:`ComponentChoice`."""
