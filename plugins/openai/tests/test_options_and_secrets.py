@@ -98,3 +98,20 @@ def test_schema_lists_every_remote_embedder_and_its_options() -> None:
     assert {"headers", "max_input_tokens", "api_key"} <= set(compatible["properties"])
     assert {"name", "base_url", "model"} <= set(compatible["required"])
     assert set(forms["embedder 'azure-openai'"]["required"]) >= {"azure_endpoint", "azure_deployment"}
+
+
+def test_the_memory_section_takes_the_same_embedder_options(tmp_path: Path, server: EmbeddingServer) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "memory:\n  backend: memory\n  embedding_model: {name: openai-compatible, model: m, batch_sise: 2}\n"
+    )
+    with pytest.raises(ConfigError, match=r"memory.embedding_model.batch_sise: unknown option"):
+        load_agent_config(path)
+    path.write_text(
+        f"memory:\n  backend: memory\n  embedding_model: {{name: ollama, model: m, base_url: '{server.url}'}}\n"
+    )
+    config = load_agent_config(path)
+    assert config.memory is not None
+    server.dimension = 64
+    embedder = lazy_embedder(PluginRegistry(), config.memory.embedding_model)
+    assert (embedder.model_id, embedder.dimension) == ("ollama/m", 64)

@@ -134,6 +134,21 @@ class DatabaseConfig(StrictModel):
         validate_options(store, self.options, (*where, "options"), context=context)
 
 
+def check_embedder_options(value: Any, registry: PluginRegistry, context: Any = None) -> dict[str, Any] | None:
+    """The validated options of an ``embedding_model: {name: ..., ...}`` value, errors located at
+    ``embedding_model``; None for a plain name (resolved when the model is first needed)."""
+    if not isinstance(value, ComponentChoice):
+        return None
+    from deckhand.embedding.factory import embedder_options, resolve_embedder
+    from deckhand.errors import ComponentNotFoundError
+
+    try:
+        component = resolve_embedder(registry, value.name)
+    except ComponentNotFoundError as exc:
+        raise_errors([error(("embedding_model", "name"), str(exc), value.name, NOT_FOUND)])
+    return embedder_options(component, value.options, loc=("embedding_model",), context=context)
+
+
 def _store(provider: Any, registry: PluginRegistry) -> Component | None:
     return registry.find("store", provider) if isinstance(provider, str) else None
 
@@ -202,16 +217,7 @@ class SourceToolConfig(ToolConfigBase):
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
         """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is
         resolved when the tool opens, as a missing store is)."""
-        if not isinstance(self.embedding_model, ComponentChoice):
-            return None
-        from deckhand.embedding.factory import embedder_options, resolve_embedder
-        from deckhand.errors import ComponentNotFoundError
-
-        try:
-            component = resolve_embedder(registry, self.embedding_model.name)
-        except ComponentNotFoundError as exc:
-            raise_errors([error(("embedding_model", "name"), str(exc), self.embedding_model.name, NOT_FOUND)])
-        return embedder_options(component, self.embedding_model.options, loc=("embedding_model",), context=context)
+        return check_embedder_options(self.embedding_model, registry, context)
 
     @model_validator(mode="after")
     def _validate(self, info: ValidationInfo) -> SourceToolConfig:
