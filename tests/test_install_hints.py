@@ -151,7 +151,9 @@ def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> No
     installed = extras_of(importlib.metadata.metadata(DISTRIBUTION))
     assert {extra: set(dists) for extra, dists in installed.items()} == BUILT[DISTRIBUTION]
     assert core_extras() == installed
-    assert plugin_extras() == ["git-memory", "native-hybrid", "postgres", "redis", "sentence-transformers", "weaviate"]
+    assert plugin_extras() == [
+        "git-memory", "native-hybrid", "openai", "postgres", "redis", "sentence-transformers", "weaviate"
+    ]  # fmt: skip
 
 
 def test_installed_workspace_packages_match_their_pyproject() -> None:
@@ -205,11 +207,45 @@ def test_each_named_extra_really_brings_the_component(monkeypatch: pytest.Monkey
 
 
 def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:
-    hint = install_hint("embedder", "text-embedding-3-small")
+    hint = install_hint("embedder", "acme-embed-v9")
     listed = re.search(r"deckhand-ai's extras: ([^;]+);", hint)
     assert listed is not None, hint
     assert set(listed.group(1).split(", ")) == set(plugin_extras()) <= set(BUILT[DISTRIBUTION])
-    assert "openai" not in hint
+    assert "acme" not in listed.group(1)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "text-embedding-3-small",
+        "text-embedding-ada-002",
+        "openai:text-embedding-3-large",
+        "ollama:nomic-embed-text",
+        "azure-openai",
+        "openai-compatible",
+    ],
+)
+def test_openai_model_names_name_the_openai_extra(name: str) -> None:
+    assert install_hint("embedder", name) == 'install it with: pip install "deckhand-ai[openai]"'
+    assert set(install_hints.MODEL_NAMES) <= set(BUILT[DISTRIBUTION])
+
+
+def test_an_agent_with_text_embedding_3_small_without_the_plugin_says_what_to_install(tmp_path: Path) -> None:
+    """The contract's example with the plugin left out: one line naming the command that installs it."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: kb, source: docs, embedding_model: text-embedding-3-small}\n"
+    )
+    env = {**os.environ, "DECKHAND_PLUGINS": "", "DECKHAND_HOME": str(tmp_path / "state")}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "deckhand"), "-c", str(tmp_path / "agent.yaml"), "ingest"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "no embedder plugin provides 'text-embedding-3-small'" in result.stderr
+    assert 'install it with: pip install "deckhand-ai[openai]"' in result.stderr
+    assert _check(re.findall(r'pip install "([^"]+)"', result.stderr)[0], "cli") is None
 
 
 @pytest.mark.parametrize("module", ["deckhand_redis.server", "deckhand_postgres.server"])

@@ -122,8 +122,8 @@ def test_chunker_by_name_or_mapping(tmp_path: Path, registry: PluginRegistry) ->
         (
             "    chunker: tokn\n",
             "tools[0].chunker: no chunker plugin provides 'tokn'; install a plugin that provides it "
-            "(deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, sentence-transformers, weaviate; "
-            "`deckhand plugins` lists what is installed) (installed: structure, token)",
+            "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, sentence-transformers, "
+            "weaviate; `deckhand plugins` lists what is installed) (installed: structure, token)",
         ),
         ("    chunker: {chunk_size: 100}\n", "tools[0].chunker.name: missing: name the component, e.g. {name: token, "),
         ("    chunker: [token]\n", "tools[0].chunker: must be a name or a mapping {name: NAME, option: value, ...}"),
@@ -162,8 +162,9 @@ def test_context_generator_options(tmp_path: Path) -> None:
     llm = "    contextual_embeddings:\n      generator: llm\n      options: {base_url: 'http://127.0.0.1:9/v1', "
     assert _error(tmp_path, HIERARCHICAL + llm + "model: m, max_concurency: 2}\n") == (
         "tools[0].contextual_embeddings.options.max_concurency: unknown option (did you mean 'max_concurrency'? "
-        "context generator 'llm' accepts base_url, model, api_key_env, max_concurrency, max_retries, timeout_s, "
-        "max_document_tokens, max_context_tokens, temperature, prompt, backoff_s, max_backoff_s)"
+        "context generator 'llm' accepts base_url, api_key, api_key_env, azure_endpoint, azure_deployment, "
+        "api_version, azure_ad_token_env, azure_identity, headers, timeout_s, max_retries, backoff_s, max_backoff_s, "
+        "max_concurrency, model, max_document_tokens, max_context_tokens, temperature, prompt)"
     )
     assert (
         _error(tmp_path, HIERARCHICAL + llm + "}\n") == "tools[0].contextual_embeddings.options.model: Field required"

@@ -100,7 +100,7 @@ def test_duplicate_component_in_one_plugin() -> None:
 
 
 GENERIC_HINT = (
-    "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, postgres, redis, "
+    "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, "
     "sentence-transformers, weaviate; `deckhand plugins` lists what is installed)"
 )
 
@@ -116,7 +116,9 @@ GENERIC_HINT = (
         ("store", "pinecone", GENERIC_HINT),
         ("store", "acme", GENERIC_HINT),
         ("store", "testing", GENERIC_HINT),  # an extra, but not one that brings a plugin
-        ("embedder", "text-embedding-3-small", GENERIC_HINT),  # there is no [openai] either
+        ("embedder", "text-embedding-3-small", 'install it with: pip install "deckhand-ai[openai]"'),
+        ("embedder", "ollama:nomic-embed-text", 'install it with: pip install "deckhand-ai[openai]"'),
+        ("embedder", "text-embedding-4-huge", GENERIC_HINT),  # only the names the openai plugin serves
         ("keyword_strategy", "native", GENERIC_HINT),  # extras carry no kind: no guess from a prefix
     ],
 )

@@ -27,6 +27,14 @@ class EmbeddingError(DeckhandError, RuntimeError):
     """The embedder failed; ingestion cannot proceed without embeddings."""
 
 
+class EmbedderAuthenticationError(EmbeddingError, ConfigError):
+    """A remote embedding service refused the key or token (HTTP 401/403).
+
+    A configuration error, never retried and never a reason to fall back: the ``deckhand`` command exits 3.
+    The message names the embedder, the endpoint and where the key came from, never the key.
+    """
+
+
 class RerankError(DeckhandError):
     """A reranker could not score the candidates of a query; the tool keeps the fused order."""
 

@@ -77,9 +77,16 @@ def register_chunkers(register: Register) -> None:
 
 @hookspec
 def register_embedders(register: Register) -> None:
-    """Register embedders: ``factory(model: str | None) -> Embedder``.
+    """Register embedders: ``factory(model: str | None, **options) -> Embedder``.
 
-    ``aliases`` lists the model names (``embedding_model:`` values) the embedder serves.
+    ``aliases`` lists the model names (``embedding_model:`` values) the embedder serves; ``model``
+    is the name (or the whole ``<embedder>:<model>`` value). With ``options=``, ``embedding_model:
+    {name: NAME, option: value, ...}`` is validated by that model and its fields are passed as
+    keyword arguments. ``model_id=``, ``dimension=`` and ``max_tokens=`` in the registration
+    describe the plain name without building the embedder (see :mod:`deckhand.embedding.lazy`).
+    Optional on the embedder: ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are
+    made (the embedding cache keeps each part at once), ``long_inputs`` (a phrase saying what happens
+    to an input over ``max_tokens``: ingestion names the files that had one) and ``tokens_used``.
     """
 
 

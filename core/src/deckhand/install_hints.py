@@ -3,7 +3,9 @@
 The hints are read from deckhand's own distribution metadata — its extras and the plugin
 distributions each one requires — so a hint names only an extra that exists, and core names
 no specific plugin. An extra matches a component of the same name (``provider: redis`` →
-``deckhand-ai[redis]``); any other name gets the generic hint, which lists the extras.
+``deckhand-ai[redis]``), and ``<extra>:<model>`` too; the model names of :data:`MODEL_NAMES` (what
+users copy from a provider's documentation before any plugin is installed) match their extra; any
+other name gets the generic hint, which lists the extras.
 
 A hint is a command that works where deckhand is installed (:func:`install_command`). From
 an index (or a wheelhouse: ``--find-links dist``) it names the distribution and extra. From a
@@ -30,6 +32,21 @@ from urllib.parse import unquote, urlsplit
 DISTRIBUTION = "deckhand-ai"
 #: Extras whose distributions are plugins are the ones named ``deckhand-ai-<plugin>``.
 PLUGIN_PREFIX = DISTRIBUTION + "-"
+
+#: Names an extra's plugin serves that are not the extra's own name: the embedding models people write
+#: in agent.yaml before the plugin is installed. Consulted only for extras deckhand's metadata has.
+MODEL_NAMES: dict[str, frozenset[str]] = {
+    "openai": frozenset(
+        {
+            "text-embedding-3-small",
+            "text-embedding-3-large",
+            "text-embedding-ada-002",
+            "azure-openai",
+            "openai-compatible",
+            "ollama",
+        }
+    ),
+}
 
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
@@ -160,13 +177,25 @@ def plugin_extras() -> list[str]:
     )
 
 
+def extra_for(name: str, extras: list[str]) -> str | None:
+    """The extra among ``extras`` that brings component ``name`` (or ``name``'s ``<prefix>:``), if one does."""
+    for candidate in dict.fromkeys((name, name.partition(":")[0])):
+        if candidate in extras:
+            return candidate
+        for extra, names in MODEL_NAMES.items():
+            if extra in extras and candidate in names:
+                return extra
+    return None
+
+
 def install_hint(kind: str, name: str) -> str:
     """What to install for component ``name`` of ``kind``: the extra of that name, else the generic hint.
 
     ``kind`` is accepted for callers' symmetry; extras carry no kind, so the match is by name.
     """
     extras = plugin_extras()
-    if name in extras:
-        return f"install it with: {install_command(f'{DISTRIBUTION}[{name}]')}"
+    extra = extra_for(name, extras)
+    if extra is not None:
+        return f"install it with: {install_command(f'{DISTRIBUTION}[{extra}]')}"
     listed = f"{DISTRIBUTION}'s extras: {', '.join(extras)}; " if extras else ""
     return f"install a plugin that provides it ({listed}`deckhand plugins` lists what is installed)"

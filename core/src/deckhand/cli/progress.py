@@ -118,6 +118,8 @@ class LineProgress:
         rate = status.rate
         if rate is not None:
             line += f", {rate:.1f} chunks/s"
+        if status.tokens is not None:
+            line += f", {status.tokens:,} tokens"
         eta = status.eta()
         if eta is not None and eta >= 1:
             line += f", about {_duration(eta)} left"

@@ -8,11 +8,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from deckhand.config.options import (
+    NOT_FOUND,
     Choice,
+    ComponentChoice,
+    ModelChoice,
     Shorthand,
     choice_field,
+    error,
+    model_choice_field,
     optional_choice_field,
     options_follow,
+    raise_errors,
     registry_of,
     resolve_choice,
     validate_options,
@@ -128,6 +134,21 @@ class DatabaseConfig(StrictModel):
         validate_options(store, self.options, (*where, "options"), context=context)
 
 
+def check_embedder_options(value: Any, registry: PluginRegistry, context: Any = None) -> dict[str, Any] | None:
+    """The validated options of an ``embedding_model: {name: ..., ...}`` value, errors located at
+    ``embedding_model``; None for a plain name (resolved when the model is first needed)."""
+    if not isinstance(value, ComponentChoice):
+        return None
+    from deckhand.embedding.factory import embedder_options, resolve_embedder
+    from deckhand.errors import ComponentNotFoundError
+
+    try:
+        component = resolve_embedder(registry, value.name)
+    except ComponentNotFoundError as exc:
+        raise_errors([error(("embedding_model", "name"), str(exc), value.name, NOT_FOUND)])
+    return embedder_options(component, value.options, loc=("embedding_model",), context=context)
+
+
 def _store(provider: Any, registry: PluginRegistry) -> Component | None:
     return registry.find("store", provider) if isinstance(provider, str) else None
 
@@ -156,8 +177,10 @@ class SourceToolConfig(ToolConfigBase):
     chunker_shorthands: ClassVar[dict[str, str]] = {}
 
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
-    embedding_model: str | None = Field(
-        default=None, description="Embedder plugin or model name; default all-MiniLM-L6-v2."
+    embedding_model: ModelChoice | None = model_choice_field(
+        "Embedder: a plugin or model name (minilm, text-embedding-3-small, ollama:nomic-embed-text), or "
+        "{name: NAME, ...options} (e.g. {name: openai-compatible, base_url: ..., model: ...}); "
+        "default all-MiniLM-L6-v2."
     )
     database: DatabaseConfig | None = None
     chunker: Choice = choice_field("chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}.")
@@ -189,6 +212,12 @@ class SourceToolConfig(ToolConfigBase):
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
         self.chunker_component(registry, context=context)
         self.reranker_component(registry, context=context)
+        self.embedder_options(registry, context=context)
+
+    def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
+        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is
+        resolved when the tool opens, as a missing store is)."""
+        return check_embedder_options(self.embedding_model, registry, context)
 
     @model_validator(mode="after")
     def _validate(self, info: ValidationInfo) -> SourceToolConfig:

@@ -10,7 +10,15 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any
 
-from pydantic import Field, PlainValidator, ValidationError, ValidationInfo, WithJsonSchema, field_validator
+from pydantic import (
+    Field,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from deckhand.config.base import (
     IN_MEMORY,
@@ -19,9 +27,18 @@ from deckhand.config.base import (
     SourceToolConfig,
     StrictModel,
     ToolConfigBase,
+    check_embedder_options,
 )
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.config.options import UNKNOWN_FIELD, error, raise_errors, registry_of, relocate
+from deckhand.config.options import (
+    UNKNOWN_FIELD,
+    ModelChoice,
+    error,
+    model_choice_field,
+    raise_errors,
+    registry_of,
+    relocate,
+)
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import PluginError
 
@@ -56,8 +73,9 @@ class MemoryConfig(StrictModel):
     agent_id: str | None = Field(
         default=None, min_length=1, description="Agent id recorded with each decision; default the agent's name."
     )
-    embedding_model: str | None = Field(
-        default=None, description="Embedder for semantic memory search; default all-MiniLM-L6-v2."
+    embedding_model: ModelChoice | None = model_choice_field(
+        "Embedder for semantic memory search: a name, or {name: NAME, ...options} as on a tool; "
+        "default all-MiniLM-L6-v2."
     )
     embedding_cache: bool = Field(
         default=True, description="Cache embeddings in <path>/.deckhand/cache/embeddings.sqlite."
@@ -65,6 +83,11 @@ class MemoryConfig(StrictModel):
     options: dict[str, Any] = Field(
         default_factory=dict, description="Backend-specific settings (see the backend's README)."
     )
+
+    @model_validator(mode="after")
+    def _embedder(self, info: ValidationInfo) -> MemoryConfig:
+        check_embedder_options(self.embedding_model, registry_of(info), info.context)
+        return self
 
     @field_validator("backend")
     @classmethod

@@ -45,6 +45,8 @@ NOT_FOUND = "deckhand_not_found"
 COMPONENT_KEYWORD = "x-deckhand-component"
 ALSO_KEYWORD = "x-deckhand-also"
 OPTIONS_KEYWORD = "x-deckhand-options"
+#: A component field whose string form is free (``minilm:int8``, ``ollama:nomic-embed-text``), not one of the names.
+FREE_NAME_KEYWORD = "x-deckhand-free-name"
 
 _STANDARD_ERRORS = frozenset(get_args(ErrorType))
 
@@ -69,6 +71,13 @@ class ComponentChoice(BaseModel):
     def _flat(self) -> Any:
         """Serialised as written: the bare name, or the flat mapping."""
         return {"name": self.name, **self.options} if self.options else self.name
+
+    def __repr_args__(self) -> Any:
+        """Options whose names say they hold a secret (``api_key``, ``token``, ...) are shown masked."""
+        from deckhand.redaction import MASK, SECRET_PARAMS
+
+        shown = {k: MASK if k.lower() in SECRET_PARAMS and v else v for k, v in self.options.items()}
+        return [("name", self.name), ("options", shown)]
 
 
 def parse_choice(value: Any) -> Any:
@@ -99,6 +108,29 @@ def choice_field(kind: Kind, default: str, description: str, also: tuple[str, ..
         default=ComponentChoice(name=default),
         description=description,
         json_schema_extra={COMPONENT_KEYWORD: kind, ALSO_KEYWORD: list(also)},
+    )
+
+
+def parse_model_choice(value: Any) -> Any:
+    """An ``embedding_model:`` value: a string as written (a name, or ``<embedder>:<model>``), or a flat
+    ``{name: NAME, ...options}`` mapping → :class:`ComponentChoice`."""
+    if value is None or isinstance(value, str | ComponentChoice):
+        return value.strip() if isinstance(value, str) else value
+    if not isinstance(value, Mapping):
+        raise PydanticCustomError("string_type", "Input should be a valid string")
+    return parse_choice(value)
+
+
+#: An ``embedding_model:`` field: a string, or a name with the embedder's options.
+ModelChoice = Annotated[str | ComponentChoice, BeforeValidator(parse_model_choice)]
+
+
+def model_choice_field(description: str) -> Any:
+    """An optional :data:`ModelChoice` field (``deckhand schema`` lists the embedders and their options)."""
+    return Field(
+        default=None,
+        description=description,
+        json_schema_extra={COMPONENT_KEYWORD: "embedder", ALSO_KEYWORD: [], FREE_NAME_KEYWORD: True},
     )
 
 

@@ -18,14 +18,14 @@ from pydantic.json_schema import models_json_schema
 
 from deckhand.config.base import ToolConfigBase
 from deckhand.config.models import AgentConfig, GlobalConfig
-from deckhand.config.options import ALSO_KEYWORD, COMPONENT_KEYWORD, OPTIONS_KEYWORD
+from deckhand.config.options import ALSO_KEYWORD, COMPONENT_KEYWORD, FREE_NAME_KEYWORD, OPTIONS_KEYWORD
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
 #: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords: ``$defs``,
 #: ``prefixItems``); stated so that editors and validators need not guess.
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: Kinds whose components may declare options that appear in configuration.
-OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator", "reranker")
+OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator", "reranker", "embedder")
 
 
 def agent_schema(registry: PluginRegistry | None = None) -> dict[str, Any]:
@@ -102,11 +102,14 @@ def _fill(node: Any, registry: PluginRegistry, defs: dict[str, Any], ref_of: dic
         _fill(value, registry, defs, ref_of)
     kind = node.pop(COMPONENT_KEYWORD, None)
     also = node.pop(ALSO_KEYWORD, [])
+    free = node.pop(FREE_NAME_KEYWORD, False)
     if kind is not None:
         keep = {k: node[k] for k in ("description", "default", "title") if k in node}
         node.clear()
         node.update(keep)
         node["anyOf"] = _choice(registry.list(kind), also, defs, ref_of)
+        if free:  # any string: ``<embedder>:<model>`` names a model no registration lists
+            node["anyOf"][0] = {"type": "string", "examples": node["anyOf"][0]["enum"]}
         if "default" in keep and keep["default"] is None:
             node["anyOf"].append({"type": "null"})  # an optional component (reranker: none by default)
 

@@ -9,11 +9,9 @@ contextual retrieval), caching each answer so re-ingesting never asks twice.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import logging
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -21,12 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
-from deckhand.redaction import redact_url
+from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient, retry_after_seconds
+from deckhand.remote.settings import RemoteSettings
 from deckhand.types import Chunk, Document
+
+__all__ = ["LLMContextGenerator", "LLMContextSettings", "build_llm_generator", "retry_after_seconds"]
 
 log = logging.getLogger("deckhand")
 
@@ -45,37 +46,19 @@ improving search retrieval of the chunk. Answer only with the succinct context a
 CHARS_PER_TOKEN = 4
 
 
-class LLMContextSettings(BaseModel):
-    """Settings of the ``llm`` context generator (an OpenAI-compatible chat-completions endpoint)."""
+class LLMContextSettings(RemoteSettings):
+    """Settings of the ``llm`` context generator: an OpenAI-compatible chat-completions endpoint (or Azure
+    OpenAI) as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str = Field(
-        description="Endpoint base URL, e.g. http://127.0.0.1:8000/v1 (…/chat/completions is appended)"
-    )
-    model: str = Field(description="Chat model name sent to the endpoint")
-    api_key_env: str | None = Field(
-        default="OPENAI_API_KEY",
-        description="Name of the environment variable holding the API key; null for servers without auth",
-    )
-    max_concurrency: int = Field(default=4, ge=1, le=64, description="Parallel requests")
-    max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, timeouts and connection errors")
-    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout in seconds")
+    model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")
     max_document_tokens: int = Field(
         default=8000, ge=100, description="Longer documents are cut to a window around the chunk (≈4 chars/token)"
     )
     max_context_tokens: int = Field(default=100, ge=10, le=1000, description="max_tokens of each completion")
     temperature: float = Field(default=0.0, ge=0, le=2)
     prompt: str = Field(default=DEFAULT_PROMPT, description="Template with {document} and {chunk}")
-    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry, plus jitter")
-    max_backoff_s: float = Field(default=30.0, ge=0, description="Cap on one retry delay (also on Retry-After)")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https:// (got {redact_url(value)!r})")
-        return value.rstrip("/")
 
     @field_validator("prompt")
     @classmethod
@@ -125,45 +108,32 @@ class ContextCache:
             self._db.close()
 
 
-class _CallFailed(Exception):
-    """One chunk's request failed for good (after retries, or not retryable)."""
-
-
 class LLMContextGenerator:
     """Anthropic-style contextual retrieval through an OpenAI-compatible chat endpoint.
 
-    Requests run at most ``max_concurrency`` at a time; 429, 5xx, timeouts and connection
-    errors are retried with exponential backoff and jitter (honouring ``Retry-After``). A
-    chunk that still fails gets its structural context instead, and ingestion goes on with
-    one warning line per document. Answers are cached on disk, so the same chunk of the
-    same document is never sent twice for the same model and prompt.
+    Requests go through :class:`deckhand.remote.RemoteClient` (the async OpenAI SDK client, its one
+    retry loop), at most ``max_concurrency`` at a time. A chunk that still fails gets its structural
+    context instead, and ingestion goes on with one warning line per document. Answers are cached
+    on disk, so the same chunk of the same document is never sent twice for the same model and prompt.
     """
 
     def __init__(self, settings: LLMContextSettings, *, cache_path: Path | None = None) -> None:
         self.settings = settings
-        self._api_key: str | None = None
-        if settings.api_key_env:
-            key = os.environ.get(settings.api_key_env)
-            if not key:
-                raise ConfigError(
-                    f"llm context generator: api_key_env: environment variable {settings.api_key_env} is not set; "
-                    "export it, or set api_key_env: null for an endpoint without authentication"
-                )
-            self._api_key = key
+        self.client = RemoteClient(settings, "llm context generator")
         self.cache = ContextCache(cache_path) if cache_path is not None else None
         self._prompt_hash = sha256_hex(settings.prompt)[:16]
-        #: Requests sent (including retries); tests and reports read it.
-        self.requests_sent = 0
-        self._ssl_context: Any = None
+
+    @property
+    def requests_sent(self) -> int:
+        """Requests sent (including retries); tests and reports read it."""
+        return self.client.requests_sent
 
     @property
     def url(self) -> str:
-        return f"{self.settings.base_url}/chat/completions"
+        return f"{self.settings.endpoint}/chat/completions"
 
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
         """One context per chunk: cached, generated, or (on failure) structural."""
-        import httpx
-
         doc_hash = sha256_hex(document.text)
         results: list[str | None] = [None] * len(chunks)
         todo: list[int] = []
@@ -176,17 +146,13 @@ class LLMContextGenerator:
         failures: list[str] = []
         if todo:
             semaphore = asyncio.Semaphore(self.settings.max_concurrency)
-            headers = {"Content-Type": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            timeout = httpx.Timeout(self.settings.timeout_s)
-            async with httpx.AsyncClient(headers=headers, timeout=timeout, verify=self._tls()) as client:
+            async with self.client.new_async() as sdk:
 
                 async def one(i: int) -> None:
                     async with semaphore:
                         try:
-                            context = await self._generate(client, document, chunks[i])
-                        except _CallFailed as exc:
+                            context = await self._generate(sdk, document, chunks[i])
+                        except RemoteCallError as exc:
                             failures.append(str(exc))
                             return
                     results[i] = context
@@ -195,25 +161,14 @@ class LLMContextGenerator:
                 await asyncio.gather(*(one(i) for i in todo))
         if failures:
             log.warning(
-                "llm context: %d of %d chunks of %s fell back to the structural context (%s)",
+                "llm context: %d of %d chunks of %s fell back to the structural context (%s from %s)",
                 len(failures),
                 len(chunks),
                 document.source,
                 failures[-1],
+                self.url,
             )
         return [r if r is not None else structural_context(document, chunks[i]) for i, r in enumerate(results)]
-
-    def _tls(self) -> Any:
-        """One TLS context per generator (building one costs ~0.1 s); none needed for http://."""
-        if not self.settings.base_url.startswith("https://"):
-            return False  # plain HTTP: no TLS handshake, nothing to verify
-        if self._ssl_context is None:
-            import ssl
-
-            import certifi
-
-            self._ssl_context = ssl.create_default_context(cafile=certifi.where())
-        return self._ssl_context
 
     # -- one request ---------------------------------------------------------------
 
@@ -238,53 +193,31 @@ class LLMContextGenerator:
         hi = lo + budget
         return ("…" if lo > 0 else "") + text[lo:hi] + ("…" if hi < len(text) else "")
 
-    async def _generate(self, client: Any, document: Document, chunk: Chunk) -> str:
-        import httpx
+    async def _generate(self, sdk: Any, document: Document, chunk: Chunk) -> str:
+        client = self.client
+        prompt = self._prompt(document, chunk)
 
-        payload = {
-            "model": self.settings.model,
-            "messages": [{"role": "user", "content": self._prompt(document, chunk)}],
-            "max_tokens": self.settings.max_context_tokens,
-            "temperature": self.settings.temperature,
-        }
-        attempts = self.settings.max_retries + 1
-        last = ""
-        for attempt in range(attempts):
-            retry_after: float | None = None
-            try:
-                self.requests_sent += 1
-                response = await client.post(self.url, json=payload)
-            except httpx.TimeoutException:
-                last = f"timeout after {self.settings.timeout_s:g} s"
-            except httpx.TransportError as exc:
-                last = f"connection error ({type(exc).__name__})"
-            else:
-                if response.status_code == 200:
-                    return self._parse(response)
-                last = f"HTTP {response.status_code} from {redact_url(self.url)}"
-                if response.status_code != 429 and response.status_code < 500:
-                    raise _CallFailed(last)
-                retry_after = retry_after_seconds(response.headers.get("retry-after"))
-            if attempt + 1 < attempts:
-                await asyncio.sleep(self._delay(attempt, retry_after))
-        raise _CallFailed(f"{last}, after {attempts} attempts")
+        async def request() -> str:
+            response = await sdk.chat.completions.create(
+                model=self.settings.model,
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=self.settings.max_context_tokens,
+                temperature=self.settings.temperature,
+                **client.request_options,
+            )
+            return self._parse(response)
+
+        return await client.acall(request)
 
     def _parse(self, response: Any) -> str:
         try:
-            data = response.json()
-            content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _CallFailed(f"unexpected response from {redact_url(self.url)} ({type(exc).__name__})") from exc
+            content = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise MalformedResponse(f"no choices[0].message.content ({type(exc).__name__})") from exc
         text = " ".join(str(content or "").split())
         if not text:
-            raise _CallFailed(f"empty context from {redact_url(self.url)}")
+            raise RemoteCallError("empty context")
         return text
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.settings.max_backoff_s)
-        base = self.settings.backoff_s * (2**attempt)
-        return float(min(base + random.uniform(0, base), self.settings.max_backoff_s))
 
     # -- cache ------------------------------------------------------------------------
 
@@ -296,22 +229,6 @@ class LLMContextGenerator:
     def _cache_put(self, doc_hash: str, chunk: Chunk, context: str) -> None:
         if self.cache is not None:
             self.cache.put(doc_hash, sha256_hex(chunk.content), self.settings.model, self._prompt_hash, context)
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def default_cache_path(base_dir: Path | None = None) -> Path:

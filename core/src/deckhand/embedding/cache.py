@@ -65,7 +65,12 @@ class EmbeddingCache:
 
 
 class CachedEmbedder:
-    """An embedder that answers from the cache and embeds only texts it has not seen."""
+    """An embedder that answers from the cache and embeds only texts it has not seen.
+
+    When the inner embedder hands vectors over as they are made (``embed_batches(texts)`` yielding
+    ``(indices, vectors)``, as remote embedders do), each part is cached as it arrives: a run that
+    fails halfway keeps what was embedded, and the next run does not ask for it again.
+    """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache | None) -> None:
         self.inner = inner
@@ -73,12 +78,21 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dimension = inner.dimension
         self.max_tokens = inner.max_tokens
+        #: What the inner embedder does with an input over ``max_tokens`` (e.g. "truncated to 8191
+        #: tokens"), when it says; the ingestion then names the files that had such inputs.
+        self.long_inputs: str | None = getattr(inner, "long_inputs", None)
         #: Texts actually sent to the model (the rest came from the cache or were duplicates).
         self.embedded_count = 0
 
     @property
     def tokenizer(self) -> Tokenizer:
         return self.inner.tokenizer
+
+    @property
+    def tokens_used(self) -> int | None:
+        """Tokens a remote service reported using so far (None for an embedder that reports none)."""
+        used = getattr(self.inner, "tokens_used", None)
+        return used if isinstance(used, int) else None
 
     def embed(self, texts: Sequence[str]) -> Vector:
         if not texts:
@@ -90,10 +104,18 @@ class CachedEmbedder:
             if h not in known and h not in missing:
                 missing[h] = t
         if missing:
-            vectors = self.inner.embed(list(missing.values()))
-            self.embedded_count += len(missing)
-            fresh = dict(zip(missing.keys(), vectors, strict=True))
-            if self.cache:
-                self.cache.put_many(self.model_id, list(fresh.items()))
-            known.update(fresh)
+            known.update(self._embed_missing(list(missing.keys()), list(missing.values())))
         return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def _embed_missing(self, hashes: list[bytes], texts: list[str]) -> dict[bytes, Vector]:
+        """Vectors of ``texts`` from the inner embedder, cached part by part where it hands them over so."""
+        batches = getattr(self.inner, "embed_batches", None)
+        parts = batches(texts) if batches is not None else [(list(range(len(texts))), self.inner.embed(texts))]
+        fresh: dict[bytes, Vector] = {}
+        for indices, vectors in parts:
+            part = [(hashes[i], vector) for i, vector in zip(indices, vectors, strict=True)]
+            self.embedded_count += len(part)
+            if self.cache:
+                self.cache.put_many(self.model_id, part)
+            fresh.update(part)
+        return fresh

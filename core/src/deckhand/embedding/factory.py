@@ -1,26 +1,35 @@
 """The one embedder factory tools and the vector memory share.
 
 An ``embedding_model:`` value names a registered embedder (or one of its aliases), or
-``<embedder>:<model>`` for an embedder that serves many models. The model is loaded once
-per process; the on-disk cache lives in the state directory (:mod:`deckhand.paths`).
+``<embedder>:<model>`` for an embedder that serves many models, or is a mapping
+``{name: <embedder>, option: value, ...}`` whose options the embedder's options model validates
+(the factory gets them as keyword arguments). The model is loaded once per process and set of
+options; the on-disk cache lives in the state directory (:mod:`deckhand.paths`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
-from deckhand.errors import ComponentNotFoundError
+from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder
 
+if TYPE_CHECKING:
+    from deckhand.config.options import ComponentChoice
+
 DEFAULT_EMBEDDER = "minilm"
 
-_embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
+#: What ``embedding_model:`` holds once validated: a name, a name with options, or nothing (the default).
+EmbeddingModel: TypeAlias = "str | ComponentChoice | None"
+
+_embedders: dict[tuple[Callable[..., Any], str, str], Embedder] = {}
 _caches: dict[Path, EmbeddingCache] = {}
 _lock = threading.Lock()
 
@@ -40,20 +49,61 @@ def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
         return registry.resolve("embedder", prefix)
 
 
-def load_embedder(registry: PluginRegistry, name: str | None) -> Embedder:
-    """The embedder called ``name`` (default MiniLM), built once per process and shared."""
-    name = name or DEFAULT_EMBEDDER
+def split_model(value: EmbeddingModel) -> tuple[str, dict[str, Any]]:
+    """``(name, options as written)`` of an ``embedding_model:`` value."""
+    if value is None or isinstance(value, str):
+        return value or DEFAULT_EMBEDDER, {}
+    return value.name, dict(value.options)
+
+
+def options_key(options: Mapping[str, Any]) -> str:
+    """A stable key for a set of options (embedders built with equal options are shared)."""
+    return json.dumps(options, sort_keys=True, default=str)
+
+
+def embedder_options(
+    component: Component,
+    options: Mapping[str, Any],
+    *,
+    loc: tuple[Any, ...] = ("embedding_model",),
+    context: Any = None,
+) -> dict[str, Any]:
+    """The factory's keyword arguments: ``options`` validated with the embedder's options model.
+
+    Raises the located pydantic error (configuration validation reports it with the file).
+    """
+    from deckhand.config.options import validate_options
+
+    return validate_options(component, options, loc, extra_keys=("name",), context=context)
+
+
+def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> Embedder:
+    """The embedder ``value`` selects (default MiniLM), built once per process and set of options, and shared."""
+    name, options = split_model(value)
     component = resolve_embedder(registry, name)
     # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
     # created after reset_registry() may reuse a freed id and get another plugin's embedder.
     # Aliases of one component share its model ("default", "minilm" and unset are one).
     canonical = component.name if name in (component.name, *component.aliases) else name
-    key = (component.factory, canonical)
+    key = (component.factory, canonical, options_key(options))
     with _lock:
         inner = _embedders.get(key)
         if inner is None:
-            inner = _embedders[key] = component.factory(canonical)
+            inner = _embedders[key] = component.factory(canonical, **_checked(component, options))
     return inner
+
+
+def _checked(component: Component, options: dict[str, Any]) -> dict[str, Any]:
+    """Validated options, or one :class:`ConfigError` line naming each bad option (outside config loading)."""
+    if not options:
+        return {}
+    from pydantic import ValidationError
+
+    try:
+        return embedder_options(component, options)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(where) from None
 
 
 def embedding_cache(base_dir: Path) -> EmbeddingCache | None:
@@ -68,6 +118,6 @@ def embedding_cache(base_dir: Path) -> EmbeddingCache | None:
     return cache
 
 
-def embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
-    """The embedder called ``name``, loaded once per process and cached on disk under ``base_dir``."""
-    return CachedEmbedder(load_embedder(registry, name), embedding_cache(base_dir))
+def embedder_for(registry: PluginRegistry, value: EmbeddingModel, base_dir: Path) -> CachedEmbedder:
+    """The embedder ``value`` selects, loaded once per process and cached on disk under ``base_dir``."""
+    return CachedEmbedder(load_embedder(registry, value), embedding_cache(base_dir))

@@ -11,12 +11,19 @@ index, then never load it. Other embedders are loaded as soon as they are descri
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import DEFAULT_EMBEDDER, embedding_cache, load_embedder, resolve_embedder
+from deckhand.embedding.factory import (
+    EmbeddingModel,
+    embedding_cache,
+    load_embedder,
+    options_key,
+    resolve_embedder,
+    split_model,
+)
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, Tokenizer
 from deckhand.types import Vector
@@ -24,16 +31,16 @@ from deckhand.types import Vector
 #: Registration info keys that describe a model without loading it.
 DESCRIBED = ("model_id", "dimension", "max_tokens")
 
-_lazy: dict[tuple[Callable[..., Any], str], LazyEmbedder] = {}
+_lazy: dict[tuple[Callable[..., Any], str, str], LazyEmbedder] = {}
 _lock = threading.Lock()
 
 
 class LazyEmbedder:
-    """Stands for the embedder called ``name``: its description at once, the model on first ``embed``/``tokenizer``."""
+    """Stands for the embedder ``value`` selects: its description at once, the model on first ``embed``."""
 
-    def __init__(self, registry: PluginRegistry, name: str, described: dict[str, Any] | None) -> None:
+    def __init__(self, registry: PluginRegistry, value: EmbeddingModel, described: dict[str, Any] | None) -> None:
         self._registry = registry
-        self._name = name
+        self._value = value
         self._inner: Embedder | None = None
         self._lock = threading.Lock()
         if described is None:
@@ -42,6 +49,9 @@ class LazyEmbedder:
         self.model_id: str = str(described["model_id"])
         self.dimension: int = int(described["dimension"])
         self.max_tokens: int = int(described["max_tokens"])
+        self.long_inputs: str | None = described.get("long_inputs") or (
+            getattr(self._inner, "long_inputs", None) if self._inner is not None else None
+        )
 
     @property
     def loaded(self) -> bool:
@@ -52,7 +62,7 @@ class LazyEmbedder:
         """The real embedder (loaded once per process, shared with :func:`load_embedder`)."""
         with self._lock:
             if self._inner is None:
-                self._inner = load_embedder(self._registry, self._name)
+                self._inner = load_embedder(self._registry, self._value)
             return self._inner
 
     @property
@@ -62,25 +72,51 @@ class LazyEmbedder:
     def embed(self, texts: Sequence[str]) -> Vector:
         return self.load().embed(texts)
 
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
+        """The model's ``embed_batches`` where it has one (vectors as they are made), else one part."""
+        inner = self.load()
+        batches = getattr(inner, "embed_batches", None)
+        if batches is None:
+            yield list(range(len(texts))), inner.embed(texts)
+            return
+        yield from batches(texts)
 
-def lazy_embedder(registry: PluginRegistry, name: str | None) -> LazyEmbedder:
-    """The lazy stand-in for embedder ``name`` (default MiniLM), one per process and name."""
-    name = name or DEFAULT_EMBEDDER
+    @property
+    def tokens_used(self) -> int | None:
+        """Tokens a remote service reported using (None until loaded, or for a local model)."""
+        used = getattr(self._inner, "tokens_used", None)
+        return used if isinstance(used, int) else None
+
+
+def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedder:
+    """The lazy stand-in for the embedder ``value`` selects (default MiniLM), one per process, name and options."""
+    name, options = split_model(value)
     component = resolve_embedder(registry, name)
-    key = (component.factory, name)
+    key = (component.factory, name, options_key(options))
     with _lock:
         found = _lazy.get(key)
     if found is not None:
         return found
-    # ``<embedder>:<model>`` names a model the registration does not describe: load it to learn it.
-    direct = name == component.name or name in component.aliases
+    # ``<embedder>:<model>`` names a model the registration does not describe, nor do options: load it to learn it.
+    direct = (name == component.name or name in component.aliases) and not options
     info = component.info
     described = {k: info[k] for k in DESCRIBED} if direct and all(k in info for k in DESCRIBED) else None
-    made = LazyEmbedder(registry, name, described)
+    made = LazyEmbedder(registry, value, described)
     with _lock:
         return _lazy.setdefault(key, made)
 
 
-def lazy_embedder_for(registry: PluginRegistry, name: str | None, base_dir: Path) -> CachedEmbedder:
+def lazy_embedder_for(registry: PluginRegistry, value: EmbeddingModel, base_dir: Path) -> CachedEmbedder:
     """Like :func:`deckhand.embedding.factory.embedder_for`, with the model loaded only when first needed."""
-    return CachedEmbedder(lazy_embedder(registry, name), embedding_cache(base_dir))
+    return CachedEmbedder(lazy_embedder(registry, value), embedding_cache(base_dir))
+
+
+def forget_embedders() -> None:
+    """Drop every embedder this process built (tests, or an application whose environment changed:
+    a remote embedder reads its key and ``$OPENAI_BASE_URL`` when it is built)."""
+    from deckhand.embedding import factory
+
+    with _lock:
+        _lazy.clear()
+    with factory._lock:
+        factory._embedders.clear()

@@ -101,6 +101,8 @@ class IngestStatus:
     chunks: int = 0
     embedded: int = 0
     embed_seconds: float = 0.0
+    #: Tokens a remote embedding service reported using in this run (None: it reports none).
+    tokens: int | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -135,6 +137,8 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     chunks_written: int = 0
     texts_embedded: int = 0
+    #: Tokens a remote embedding service reported using (None for a local model).
+    tokens_used: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
     #: (files are converted and chunked while earlier ones are embedded).
@@ -145,8 +149,9 @@ class IngestReport:
         return self.wall_seconds or sum(self.seconds.values())
 
     def summary(self) -> str:
+        tokens = f", {self.tokens_used:,} tokens" if self.tokens_used is not None else ""
         parts = [
-            f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded)",
+            f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded{tokens})",
             f"{len(self.unchanged)} unchanged",
             f"{len(self.skipped)} skipped",
         ]
@@ -292,6 +297,7 @@ class Ingestor:
         self._queue: deque[_Pending] = deque()
         self._status = IngestStatus()
         self._estimated = False
+        self._long_warned: set[str] = set()
 
     def run(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> IngestReport:
         """Ingest what changed under ``source`` (everything with ``force``); with ``shard``, only that shard's files."""
@@ -331,6 +337,7 @@ class Ingestor:
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
 
+        self._long_warned = set()
         self._queue = deque()
         self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
         self._estimated = self._status.bytes_total < ESTIMATE_MIN_BYTES
@@ -628,13 +635,20 @@ class Ingestor:
             start = pending.embedded
             texts.extend(c.text_for_embedding for c in pending.chunks[start : start + take])
             parts.append((pending, start, start + take))
+        self._note_long_inputs(parts)
         clock = time.perf_counter()
         before = getattr(self.embedder, "embedded_count", None)
+        tokens_before = getattr(self.embedder, "tokens_used", None)
         self.progress.stage("embedding", len(texts))
         vectors = self.embedder.embed(texts)
         self.progress.advance(len(texts))
         after = getattr(self.embedder, "embedded_count", None)
         report.texts_embedded += (after - before) if before is not None and after is not None else len(texts)
+        tokens_after = getattr(self.embedder, "tokens_used", None)
+        if isinstance(tokens_after, int):
+            spent = tokens_after - (tokens_before if isinstance(tokens_before, int) else 0)
+            report.tokens_used = (report.tokens_used or 0) + spent
+            self._status.tokens = report.tokens_used
         seconds = time.perf_counter() - clock
         report.seconds["embed"] = report.seconds.get("embed", 0.0) + seconds
         self._status.embedded += len(texts)
@@ -644,6 +658,30 @@ class Ingestor:
             pending.vectors.append(vectors[offset : offset + end - start])
             pending.embedded = end
             offset += end - start
+
+    def _note_long_inputs(self, parts: list[tuple[_Pending, int, int]]) -> None:
+        """One warning per file with chunks over the embedder's input limit, saying what the embedder does
+        with them (for embedders that say: ``long_inputs``, e.g. a remote model's split-and-average)."""
+        handling = getattr(self.embedder, "long_inputs", None)
+        if not handling:
+            return
+        limit = self.embedder.max_tokens
+        for pending, start, end in parts:
+            display = pending.file.display
+            if display in self._long_warned:
+                continue
+            texts = (c.text_for_embedding for c in pending.chunks[start:end])
+            # A token covers at least one character: shorter texts need no count.
+            over = sum(1 for t in texts if len(t) > limit and self.embedder.tokenizer.count(t) > limit)
+            if over:
+                self._long_warned.add(display)
+                log.warning(
+                    "%s: %d chunk(s) over the embedding model's input limit of %d tokens: %s",
+                    printable(display),
+                    over,
+                    limit,
+                    handling,
+                )
 
     def _store(self, pending: _Pending, report: IngestReport) -> None:
         clock = time.perf_counter()

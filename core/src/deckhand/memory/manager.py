@@ -34,6 +34,7 @@ from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:
+    from deckhand.embedding.factory import EmbeddingModel
     from deckhand.protocols import Embedder, MemoryBackend
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class VectorMemoryManager:
         backend: str | MemoryBackend = DEFAULT_BACKEND,
         backend_options: Mapping[str, Any] | None = None,
         embedder: Embedder | None = None,
-        embedding_model: str | None = None,
+        embedding_model: EmbeddingModel = None,
         embedding_cache: Path | str | object | None = _DEFAULT,
     ) -> None:
         """Open the memory at ``repo_path`` with the named backend (or a backend object).

@@ -264,7 +264,16 @@ class SourceTool:
         with runtime_errors(self.config.name):
             component, options = self.config.chunker_component(self.registry)
         chunk_size = options.get("chunk_size")
-        if isinstance(chunk_size, int) and chunk_size > embedder.max_tokens:
+        if isinstance(chunk_size, int) and chunk_size > embedder.max_tokens and embedder.long_inputs:
+            log.warning(
+                "tool %s: chunk_size %d is more than %s reads at once (%d tokens); longer chunks are %s",
+                self.config.name,
+                chunk_size,
+                embedder.model_id,
+                embedder.max_tokens,
+                embedder.long_inputs,
+            )
+        elif isinstance(chunk_size, int) and chunk_size > embedder.max_tokens:
             log.warning(
                 "tool %s: chunk_size %d is more than %s reads (%d tokens); the rest of each chunk is not embedded",
                 self.config.name,
@@ -427,6 +436,8 @@ class SourceTool:
             raise RuntimeError(f"{type(self).__name__} must be initialized before search")
         try:
             vector = self._embedder.inner.embed([query])[0]
+        except ConfigError:
+            raise  # a refused key: a configuration error (exit 3), not a failed embedding
         except Exception as exc:
             raise EmbeddingError(f"Failed to generate query embedding: {exc}") from exc
         self._query_vectors[query] = vector

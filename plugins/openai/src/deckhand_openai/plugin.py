@@ -1,0 +1,111 @@
+"""Registers the remote embedders with deckhand (loaded through the ``deckhand`` entry point).
+
+``embedding_model:`` values they serve:
+
+- ``text-embedding-3-small``, ``text-embedding-3-large``, ``text-embedding-ada-002`` (the OpenAI API),
+  and ``openai:<model>`` for any other OpenAI model;
+- ``{name: azure-openai, azure_endpoint: ..., azure_deployment: ...}``;
+- ``{name: openai-compatible, base_url: ..., model: ...}`` for vLLM, TEI, LM Studio, llama.cpp, infinity;
+- ``ollama:<model>`` (Ollama on 127.0.0.1:11434), or ``{name: ollama, model: ..., base_url: ...}``.
+
+Registering imports nothing but the options models; an embedder is built (its key read) when a tool
+opens its index, and it sends nothing until it embeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deckhand.errors import EmbeddingError
+from deckhand.hookspecs import Register, hookimpl
+
+from deckhand_openai.options import (
+    KNOWN_MODELS,
+    AzureOptions,
+    CompatibleOptions,
+    EmbedderOptions,
+    OllamaOptions,
+    OpenAIOptions,
+)
+
+OPENAI = "openai"
+AZURE = "azure-openai"
+COMPATIBLE = "openai-compatible"
+OLLAMA = "ollama"
+
+
+def _build(provider: str, name: str, options_model: type[EmbedderOptions], options: dict[str, Any]) -> Any:
+    """The embedder for ``name`` (``provider`` or ``provider:<model>``) with validated ``options``."""
+    from deckhand_openai.embedder import RemoteEmbedder
+
+    _, sep, model = name.partition(":")
+    if sep and model:
+        if options.get("model") not in (None, model):
+            raise EmbeddingError(f"embedding_model {name!r} names model {model!r} and its options another")
+        options = {**options, "model": model}
+    return RemoteEmbedder(provider, options_model(**options))
+
+
+def _openai(name: str | None = None, /, **options: Any) -> Any:
+    return _build(OPENAI, name or OPENAI, OpenAIOptions, options)
+
+
+def _openai_model(model: str) -> Any:
+    def factory(name: str | None = None, /, **options: Any) -> Any:
+        if options.get("model") not in (None, model):
+            raise EmbeddingError(f"embedding_model {model!r}: leave out model, or use {{name: openai, model: ...}}")
+        return _build(OPENAI, OPENAI, OpenAIOptions, {**options, "model": model})
+
+    return factory
+
+
+def _azure(name: str | None = None, /, **options: Any) -> Any:
+    return _build(AZURE, name or AZURE, AzureOptions, options)
+
+
+def _compatible(name: str | None = None, /, **options: Any) -> Any:
+    return _build(COMPATIBLE, name or COMPATIBLE, CompatibleOptions, options)
+
+
+def _ollama(name: str | None = None, /, **options: Any) -> Any:
+    return _build(OLLAMA, name or OLLAMA, OllamaOptions, options)
+
+
+@hookimpl
+def register_embedders(register: Register) -> None:
+    for model, (dimension, limit) in KNOWN_MODELS.items():
+        register(
+            model,
+            _openai_model(model),
+            description=f"OpenAI {model} ({dimension} dims) via the OpenAI API; key from $OPENAI_API_KEY",
+            options=OpenAIOptions,
+            # Described here: a process that only searches an ingested index by keyword builds no client.
+            model_id=f"{OPENAI}/{model}",
+            dimension=dimension,
+            max_tokens=limit,
+        )
+    register(
+        OPENAI,
+        _openai,
+        description="any OpenAI embedding model: 'openai:<model>' or {name: openai, model: ...}",
+        options=OpenAIOptions,
+    )
+    register(
+        AZURE,
+        _azure,
+        description="Azure OpenAI: {name: azure-openai, azure_endpoint: ..., azure_deployment: ...}; key or Entra ID",
+        options=AzureOptions,
+    )
+    register(
+        COMPATIBLE,
+        _compatible,
+        description="any OpenAI-compatible /v1/embeddings server (vLLM, TEI, LM Studio, llama.cpp, infinity): "
+        "{name: openai-compatible, base_url: ..., model: ...}",
+        options=CompatibleOptions,
+    )
+    register(
+        OLLAMA,
+        _ollama,
+        description="Ollama on 127.0.0.1:11434: 'ollama:<model>' (e.g. ollama:nomic-embed-text)",
+        options=OllamaOptions,
+    )

@@ -1,0 +1,160 @@
+"""A fault-injecting stand-in for an OpenAI-compatible ``/embeddings`` endpoint, on 127.0.0.1 with a free port.
+
+It answers what a real server will not on demand: 429 with ``Retry-After``, 500s, slow answers
+(timeouts), malformed JSON, vectors of the wrong length, a refused key. Its vectors are a hashed
+bag of words, so texts sharing words are close and an ingested corpus is really searchable.
+Any path ending in ``/embeddings`` is served (Azure's ``/openai/deployments/<name>/embeddings``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+_WORD = re.compile(r"\w+")
+#: The API key the tests give (it must never appear in any output).
+SECRET = "sk-proj-deckhand-test-secret-0123456789"
+
+
+def bag_of_words(text: str, dimension: int) -> list[float]:
+    """A unit vector of hashed lower-case words (deterministic)."""
+    vector = np.zeros(dimension, dtype=np.float64)
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimension] += 1.0 if digest[4] & 1 else -1.0
+    norm = float(np.linalg.norm(vector))
+    if norm == 0:
+        vector[0] = 1.0
+        norm = 1.0
+    return [float(x) for x in vector / norm]
+
+
+#: What one request may be answered with instead of vectors (consumed in order from ``script``).
+FAULTS = ("429", "500", "503", "slow", "malformed", "wrong-dimension", "401", "400")
+
+
+@dataclass
+class EmbeddingServer:
+    """The server's script and what it saw; ``url`` is its ``…/v1`` base URL once started."""
+
+    dimension: int = 1536
+    url: str = ""
+    #: Faults for the next requests, one per request, in order (then vectors again).
+    script: list[str] = field(default_factory=list)
+    #: Answer every request with this fault (overrides ``script``).
+    always: str | None = None
+    retry_after: str | None = None
+    delay_s: float = 0.0
+    #: The request bodies, paths (with query) and headers seen, in order.
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    #: Called with the number of requests received so far, as each arrives (before it is answered).
+    on_request: Callable[[int], None] | None = None
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def inputs(self) -> list[str]:
+        """Every input text received, over all requests."""
+        return [text for body in self.requests for text in _inputs(body)]
+
+    def answer(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        with self.lock:
+            self.requests.append(body)
+            self.paths.append(path)
+            self.headers.append(headers)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            fault = self.always or (self.script.pop(0) if self.script else None)
+            received = len(self.requests)
+        if self.on_request is not None:
+            self.on_request(received)
+        try:
+            if self.delay_s or fault == "slow":
+                time.sleep(self.delay_s or 2.0)
+            extra = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
+            if fault in {"429", "500", "503"}:
+                return int(fault), extra, b'{"error": {"message": "try later", "type": "server_error"}}'
+            if fault == "401":
+                key = headers.get("authorization", "")[-6:]  # as OpenAI does: a piece of the key in the message
+                message = f"Incorrect API key provided: sk-***{key}"
+                return 401, {}, json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+            if fault == "400":
+                return 400, {}, b'{"error": {"message": "This model\'s maximum context length is 8192 tokens"}}'
+            if fault == "malformed":
+                return 200, {}, b'{"object": "list", "data": [{"embedding": [0.1, '
+            texts = _inputs(body)
+            dimension = int(body.get("dimensions") or self.dimension)
+            if fault == "wrong-dimension":
+                dimension = max(2, dimension // 2)
+            data = [
+                {"object": "embedding", "index": i, "embedding": bag_of_words(text, dimension)}
+                for i, text in enumerate(texts)
+            ]
+            tokens = sum(len(_WORD.findall(t)) for t in texts)
+            reply = {
+                "object": "list",
+                "data": list(reversed(data)),  # out of order on purpose: clients must sort by index
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+            return 200, {}, json.dumps(reply).encode()
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def _inputs(body: dict[str, Any]) -> list[str]:
+    given = body.get("input", [])
+    return [given] if isinstance(given, str) else list(given)
+
+
+@contextlib.contextmanager
+def serve_embeddings(state: EmbeddingServer) -> Iterator[EmbeddingServer]:
+    """Serve ``state`` on 127.0.0.1 (a free port) for the duration of the block."""
+
+    class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.split("?", 1)[0].endswith("/embeddings"):
+                status, extra, payload = 404, dict[str, str](), b"{}"
+            else:
+                status, extra, payload = state.answer(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in extra.items():
+                self.send_header(key, value)
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
+                self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
