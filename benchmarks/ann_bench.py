@@ -150,9 +150,8 @@ def main() -> None:
             f"| {a['1%']['p95_ms']:.2f} / {a['30%']['p95_ms']:.2f} | {a['peak_rss_mb']:.0f} / {e['peak_rss_mb']:.0f} |",
             flush=True,
         )
-    print(
-        f"load average at end: {os.getloadavg()[0]:.1f}; peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
-    )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"load average at end: {os.getloadavg()[0]:.1f}; peak RSS of this process {peak:.0f} MB")
 
 
 if __name__ == "__main__":
