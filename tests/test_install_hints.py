@@ -226,7 +226,10 @@ def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:
     ],
 )
 def test_openai_model_names_name_the_openai_extra(name: str) -> None:
-    assert install_hint("embedder", name) == 'install it with: pip install "deckhand-ai[openai]"'
+    assert install_hint("embedder", name) == f"install it with: {install_command('deckhand-ai[openai]')}"
+    assert install_command("deckhand-ai[openai]", where=Installation("pip", None, False)) == (
+        'pip install "deckhand-ai[openai]"'
+    )
     assert set(install_hints.MODEL_NAMES) <= set(BUILT[DISTRIBUTION])
 
 
@@ -244,8 +247,8 @@ def test_an_agent_with_text_embedding_3_small_without_the_plugin_says_what_to_in
     )  # fmt: skip
     assert result.returncode == 3, result.stderr
     assert "no embedder plugin provides 'text-embedding-3-small'" in result.stderr
-    assert 'install it with: pip install "deckhand-ai[openai]"' in result.stderr
-    assert _check(re.findall(r'pip install "([^"]+)"', result.stderr)[0], "cli") is None
+    assert f"install it with: {install_command('deckhand-ai[openai]')}" in result.stderr
+    assert _check(re.findall(r'pip install (?:-e )?"([^"]+)"', result.stderr)[0], "cli") is None
 
 
 @pytest.mark.parametrize("module", ["deckhand_redis.server", "deckhand_postgres.server"])
