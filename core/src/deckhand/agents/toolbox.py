@@ -134,14 +134,15 @@ class _Outage:
 
     since: float  # time.time() of the first failure
     error: str  # the last failure, one line, secrets masked
-    attempts: int = 1  # failed calls and retries so far
+    attempts: int = 1  # failed ingests (the first one, then the retries)
     retry_at: float = 0.0  # time.monotonic() of the next retry
+    retrying: bool = False  # a retry is running now
 
     def describe(self, now: float) -> str:
-        """``store unreachable since 2026-11-25T17:38:22+00:00 (3 failed attempts; next retry in 4s)``."""
+        """``store unreachable since 2026-11-25T17:38:22+00:00 (3 failed attempt(s); next retry in 4s)``."""
         since = datetime.fromtimestamp(self.since, UTC).isoformat(timespec="seconds")
-        wait = max(0.0, self.retry_at - now)
-        return f"store unreachable since {since} ({self.attempts} failed attempt(s); next retry in {wait:.0f}s)"
+        when = "retrying now" if self.retrying else f"next retry in {max(0.0, self.retry_at - now):.0f}s"
+        return f"store unreachable since {since} ({self.attempts} failed attempt(s); {when})"
 
 
 @dataclass
@@ -173,13 +174,16 @@ class Toolbox:
         source_of: Callable[[Any], Path] | None = None,
         progress: Mapping[str, IngestProgress] | None = None,
         retry: tuple[float, float] = (RETRY_FIRST, RETRY_MAX),
+        allow_fallback: bool | None = None,
     ) -> None:
         """Serve ``tools`` (built, not necessarily ingested) and ``memory``.
 
         ``progress`` maps a tool name to the :class:`IngestProgress` it was built with
         (``build_tool(..., progress=...)``), so its ingests can be followed; ``secrets`` are masked
         in every error; ``source_of`` tells where a tool's source is (default: its config's);
-        ``retry`` is the first and the longest delay between two retries of an unreachable store.
+        ``retry`` is the first and the longest delay between two retries of an unreachable store;
+        ``allow_fallback`` lets an unreachable store be replaced by the in-memory one for the rest of
+        the run (None: as the database's ``allow_fallback`` says, else no).
         """
         names = [t.config.name for t in tools]
         for name in names:
@@ -197,6 +201,7 @@ class Toolbox:
         self._closing = threading.Event()
         self._background: threading.Thread | None = None
         self.retry_first, self.retry_max = retry
+        self.allow_fallback = allow_fallback
         self._healer: threading.Thread | None = None
         self._heal_wake = threading.Event()
         self._heal_lock = threading.Lock()
@@ -211,6 +216,7 @@ class Toolbox:
         memory: bool = True,
         search_wait: float = SEARCH_WAIT,
         extra_secrets: Sequence[str] = (),
+        allow_fallback: bool | None = None,
     ) -> Toolbox:
         """Build the tools of ``config_path`` (nothing is ingested yet) and open its memory if configured.
 
@@ -251,7 +257,15 @@ class Toolbox:
             source = Path(tool.config.source).expanduser()
             return source if source.is_absolute() else base_dir / source
 
-        return cls(tools, manager, search_wait=search_wait, secrets=secrets, source_of=source_of, progress=trackers)
+        return cls(
+            tools,
+            manager,
+            search_wait=search_wait,
+            secrets=secrets,
+            source_of=source_of,
+            progress=trackers,
+            allow_fallback=allow_fallback,
+        )
 
     # -- what is served --------------------------------------------------------------------
     @property
@@ -328,7 +342,7 @@ class Toolbox:
                 slot.tracker.listener = listener
             try:
                 # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
-                with fallback_policy(None, default=False):
+                with fallback_policy(self.allow_fallback, default=False):
                     report = slot.tool.initialize_sync(force)
             except Exception as exc:
                 slot.error = self.error_line(exc)
@@ -391,6 +405,7 @@ class Toolbox:
                 outage = slot.outage = _Outage(since=time.time(), error=line, retry_at=now + self.retry_first)
                 log.warning("tool %s: the store is unreachable; retrying in the background: %s", name, line)
             elif attempt:
+                outage.retrying = False
                 outage.attempts += 1
                 outage.error = line
                 outage.retry_at = now + min(self.retry_first * 2 ** (outage.attempts - 1), self.retry_max)
@@ -419,6 +434,7 @@ class Toolbox:
                 return False
             # Claimed: a second caller waits for the outcome of this attempt rather than repeat it.
             outage.retry_at = time.monotonic() + self.retry_max
+            outage.retrying = True
             return True
 
     def _retry_now(self, slot: _Slot) -> None:
@@ -611,10 +627,10 @@ class Toolbox:
         tool = slot.tool
         count = self._count(name, slot)
         outage = slot.outage
-        if slot.ingesting:
+        if outage is not None:
+            state = "unreachable"  # also while a retry runs: the outage text says "retrying now"
+        elif slot.ingesting:
             state = "ingesting"
-        elif outage is not None:
-            state = "unreachable"
         elif slot.ready:
             state = "ready"
         elif slot.error:

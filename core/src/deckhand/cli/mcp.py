@@ -33,8 +33,16 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     "any other interface needs DECKHAND_MCP_TOKEN).",
 )
 @click.option("--watch", is_flag=True, help="Re-ingest a tool when files under its source change.")
+@click.option(
+    "--allow-fallback/--no-fallback",
+    "allow_fallback",
+    default=None,
+    help="When a store's server is unreachable: serve an in-memory copy for the rest of this run (--allow-fallback), "
+    "or show the tool as unreachable and retry until the server is back (--no-fallback). "
+    "Default: database.allow_fallback, else retry.",
+)
 @click.pass_context
-def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool) -> None:
+def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool, allow_fallback: bool | None) -> None:
     """Serve the agent's tools and memory over the Model Context Protocol (stdio by default).
 
     Every tool of agent.yaml becomes an MCP tool of the same name; with a memory: section, the
@@ -51,7 +59,7 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool)
         address = http if isinstance(http, HttpAddress) else None
         token = bearer_token(address) if address is not None else None
         extra = [os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else []
-        toolbox = Toolbox.from_config(config_path, extra_secrets=extra)
+        toolbox = Toolbox.from_config(config_path, extra_secrets=extra, allow_fallback=allow_fallback)
         serve(
             toolbox,
             http=address,
