@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from deckhand.cli.common import config_option, config_path_of, errors
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
 
 
 def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -41,8 +42,31 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     "or show the tool as unreachable and retry until the server is back (--no-fallback). "
     "Default: database.allow_fallback, else retry.",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=MAX_SESSIONS,
+    show_default=True,
+    help="With --http: sessions kept at once; a new one closes the least recently used idle session.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=IDLE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: close a session no request used for this long (the client starts a new one).",
+)
 @click.pass_context
-def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool, allow_fallback: bool | None) -> None:
+def mcp(
+    ctx: click.Context,
+    config_path: Path | None,
+    http: object,
+    watch: bool,
+    allow_fallback: bool | None,
+    max_sessions: int,
+    session_idle_timeout: float,
+) -> None:
     """Serve the agent's tools and memory over the Model Context Protocol (stdio by default).
 
     Every tool of agent.yaml becomes an MCP tool of the same name; with a memory: section, the
@@ -67,6 +91,8 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool,
             watch=watch,
             echo=None if quiet else (lambda line: click.echo(line, err=True)),
             access_log=logging.getLogger().level <= logging.INFO,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
         )
 
 
