@@ -31,9 +31,10 @@ def refusal(line: str) -> dict[str, Any] | None:
         return None
     try:
         sdk.validate_message(line)
-        return None
     except (ValidationError, ValueError):
         pass
+    else:
+        return _unanswerable_id(line)
     bad_byte = _UNDECODABLE.search(line)
     if bad_byte is not None:
         byte = ord(bad_byte.group()) - 0xDC00
@@ -60,6 +61,22 @@ def refusal(line: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return _error(None, INVALID_REQUEST, f"Invalid Request: expected a JSON object, got {type(value).__name__}")
     return _error(ident, INVALID_REQUEST, f"Invalid Request: {_problem(value)}")
+
+
+def _unanswerable_id(line: str) -> dict[str, Any] | None:
+    """A request the SDK reads as a notification because its ``id`` is no id (an object, a list, true, null):
+    it would get no answer, so it is refused here (-32600, id null)."""
+    if '"id"' not in line:
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict) and "id" in value and "method" in value:
+        ident = value["id"]
+        if ident is None or isinstance(ident, (bool, dict, list)):
+            return _error(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+    return None
 
 
 def _not_json(name: str) -> Any:

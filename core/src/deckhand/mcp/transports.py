@@ -224,6 +224,65 @@ class BearerAuth:
         return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
 
 
+#: Largest HTTP request body accepted (bytes); MCP messages are small.
+MAX_BODY = 4 * 1024 * 1024
+
+
+class Utf8Bodies:
+    """ASGI middleware: a POST body that is not UTF-8 JSON (or too large) gets a JSON-RPC error, never a 500.
+
+    The SDK 1.x answers 500 "internal error" to bytes that are not UTF-8, and to NUL bytes (which
+    ``json.loads`` of bytes takes for UTF-32).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                await _json_error(send, 413, -32600, f"Invalid Request: the body is larger than {MAX_BODY} bytes")
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            json.loads(body.decode("utf-8"))  # as text: bytes would let json guess UTF-16 or UTF-32
+        except UnicodeDecodeError as exc:
+            await _json_error(send, 400, -32700, f"Parse error: the body is not UTF-8 (byte at {exc.start})")
+            return
+        except (ValueError, RecursionError) as exc:
+            await _json_error(send, 400, -32700, f"Parse error: the body is not JSON ({str(exc).splitlines()[0]})")
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return dict(await receive())
+
+        await self.app(scope, replay, send)
+
+
+async def _json_error(send: Any, status: int, code: int, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def http_app(
     app: DeckhandMcpServer,
     token: str | None,
@@ -265,7 +324,7 @@ def http_app_and_keeper(
             yield
             group.cancel_scope.cancel()
 
-    starlette = Starlette(routes=[Route(MCP_PATH, endpoint=keeper)], lifespan=lifespan)
+    starlette = Starlette(routes=[Route(MCP_PATH, endpoint=Utf8Bodies(keeper))], lifespan=lifespan)
     return (BearerAuth(starlette, token) if token else starlette), keeper
 
 
