@@ -349,8 +349,8 @@ class Toolbox:
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
                 slot.ready = slot.ready and bool(getattr(slot.tool, "is_initialized", True))
                 if is_outage(exc):
-                    outage = self._store_down(name, slot, slot.error)
-                    log.warning("tool %s: ingest failed, %s: %s", name, outage, slot.error)
+                    outage = self._store_down(name, slot, slot.error)  # warns once, when the outage begins
+                    log.info("tool %s: ingest failed, %s: %s", name, outage, slot.error)
                     raise CallError(f"{name}: ingest failed: {slot.error} ({outage})") from None
                 self._store_up(name, slot, healed=False)
                 log.warning("tool %s: ingest failed: %s", name, slot.error)
