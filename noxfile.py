@@ -25,7 +25,14 @@ nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.23", "pytest-timeout>=2.3", "jsonschema>=4.20", "rank-bm25>=0.2"]
+TEST_DEPS = [
+    "pytest>=8",
+    "pytest-asyncio>=0.23",
+    "pytest-timeout>=2.3",
+    "jsonschema>=4.20",
+    "rank-bm25>=0.2",
+    "hypothesis>=6.100",
+]
 #: Plugins that need torch (installed from the machine's CPU wheel, never a CUDA build) run only in
 #: their own opt-in session, not in the default matrix.
 TORCH_PLUGINS = {"sentence-transformers"}
@@ -119,6 +126,14 @@ def tests_mcp1(session: nox.Session) -> None:
     _core(session)
     session.install(MCP1_PIN)
     session.run("pytest", "core/tests/agents", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """The MCP protocol fuzzing with many more examples than CI runs (``DECKHAND_FUZZ_EXAMPLES``, default 500)."""
+    _core(session)
+    session.env["DECKHAND_FUZZ_EXAMPLES"] = os.environ.get("DECKHAND_FUZZ_EXAMPLES", "500")
+    session.run("pytest", "core/tests/agents/test_mcp_protocol_fuzz.py", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="tests-weaviate")

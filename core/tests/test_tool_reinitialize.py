@@ -81,3 +81,38 @@ def test_builtin_tools_are_tools(tool_type: type) -> None:
     assert isinstance(tool, tool_type) and isinstance(tool, Tool)
     with pytest.raises(RuntimeError, match=f"{tool_type.__name__} must be initialized before search"):
         tool.search_results_sync("q")
+
+
+def test_an_unreachable_store_during_a_reinitialize_keeps_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-ingest that cannot reach the store's server keeps the store: searches answer again without one."""
+    from deckhand.errors import StoreConnectionError
+
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
+    source = tmp_path / "docs"
+    source.mkdir()
+    (source / "reef.md").write_text("# Reefing\n\nTie in a reef when gusts exceed twenty knots.\n", encoding="utf-8")
+    tool = VectorStoreTool(VectorStoreToolConfig(type="vectorstore", name="t", source=str(source)), base_dir=tmp_path)
+    tool.initialize_sync()
+    store = tool._store
+    assert store is not None
+
+    def unreachable(spec: object) -> None:
+        raise StoreConnectionError("cannot reach the server while opening collection 't': Connection refused")
+
+    monkeypatch.setattr(store, "open", unreachable)
+    with pytest.raises(StoreConnectionError):
+        tool.initialize_sync()
+    monkeypatch.undo()  # the server is back
+    assert tool._store is store and tool.is_initialized
+    assert tool.search_results_sync("reef", 1)[0].source.endswith("reef.md")
+    assert tool.document_count == 1
+
+    def incompatible(spec: object) -> None:
+        raise ValueError("not an outage")
+
+    monkeypatch.setattr(store, "open", incompatible)
+    with pytest.raises(ValueError):
+        tool.initialize_sync()
+    assert tool._store is None and not tool.is_initialized, "any other failure leaves no half-usable tool"

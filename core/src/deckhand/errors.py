@@ -91,3 +91,12 @@ class FilterError(DeckhandError, ValueError):
 
     The message is one line naming the filter field and the fix.
     """
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says a store's server is unreachable right now (an outage that may heal by itself).
+
+    Connection failures and timeouts are; a refused password (:class:`StoreAuthenticationError`)
+    and every other error are not: retrying them cannot help.
+    """
+    return isinstance(exc, (ConnectionError, TimeoutError)) and not isinstance(exc, StoreAuthenticationError)

@@ -34,13 +34,16 @@ class FakeTool:
         self.started = threading.Event()
         self.fail_with: BaseException | None = None
         self.search_error: BaseException | None = None
+        self.count_error: BaseException | None = None
         self.ingests = 0
+        self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
         self.is_initialized = False
         self.last_ingest_time: float | None = None
         self.last_report: IngestReport | None = None
         self.closed = False
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        self.attempts.append(time.monotonic())
         self.started.set()
         if self.progress is not None:
             self.progress.stage("files", self.files)
@@ -73,6 +76,8 @@ class FakeTool:
 
     @property
     def document_count(self) -> int:
+        if self.count_error is not None:
+            raise self.count_error
         return self.files if self.is_initialized else 0
 
     def close(self) -> None:

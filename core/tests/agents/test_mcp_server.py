@@ -114,10 +114,9 @@ async def test_bad_calls_are_tool_errors_and_the_server_goes_on(make_tool: Any, 
             assert (await call(session, "docs", {"query": "still there?"}))["isError"] is False
         tool.search_error = ConnectionError("connection refused: redis://:pw-secret@127.0.0.1:1")
         broken = await call(session, "docs", {"query": "x"})
-        assert (broken["isError"], broken["content"]) == (
-            True,
-            [{"type": "text", "text": "docs: connection refused: redis://:***@127.0.0.1:1"}],
-        )
+        assert broken["isError"] is True and len(broken["content"]) == 1
+        assert broken["text"].startswith("docs: connection refused: redis://:***@127.0.0.1:1 (store unreachable since ")
+        assert "pw-secret" not in broken["text"] and "\n" not in broken["text"]
         assert (await call(session, "deckhand_list_tools"))["isError"] is False
 
 

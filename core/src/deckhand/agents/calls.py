@@ -235,12 +235,15 @@ class ToolStatus(BaseModel):
     type: str
     description: str
     source: str
-    state: str = Field(description="pending, ingesting, ready or failed.")
+    state: str = Field(description="pending, ingesting, ready, failed, or unreachable (the store's server).")
     provider: str | None = Field(default=None, description="The store in use, once ingested.")
-    document_count: int = Field(description="Chunks stored.")
+    document_count: int = Field(description="Chunks stored (the last count read while the store is unreachable).")
     last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")
+    outage: str | None = Field(
+        default=None, description="While the store's server is unreachable: since when, and when it is retried."
+    )
 
 
 class MemoryStatus(BaseModel):

@@ -13,15 +13,24 @@ policy every front end shares:
   yet is ingested by its first search.
 * **Errors are one line**, secrets masked (:mod:`deckhand.redaction` plus every value the
   config files took from ``${VARS}``), raised as :class:`~deckhand.agents.calls.CallError`.
+* **Outages heal by themselves.** A store server that cannot be reached (a call or an ingest
+  fails with a connection error) is an *outage*, not a failure: the tool keeps its store and
+  its last index, the listing says since when the store is unreachable, and a background
+  thread retries with a doubling delay (:data:`RETRY_FIRST` up to :data:`RETRY_MAX`) until
+  an incremental re-ingest succeeds, which also picks up what changed meanwhile. A server
+  that is down when the toolbox starts is never replaced by the in-memory store (unless the
+  database sets ``allow_fallback: true``), so the tool comes back to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,7 +61,7 @@ from deckhand.agents.calls import (
     ToolStatus,
 )
 from deckhand.agents.calls import Decision as DecisionOut
-from deckhand.errors import ConfigError, DeckhandError
+from deckhand.errors import ConfigError, DeckhandError, is_outage
 from deckhand.redaction import MASK, redact_url
 
 if TYPE_CHECKING:
@@ -62,6 +71,10 @@ log = logging.getLogger("deckhand.agents")
 
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
+#: Seconds before the first retry after a store became unreachable; each failed retry doubles the delay...
+RETRY_FIRST = 1.0
+#: ...up to this many seconds between two retries, for as long as the outage lasts.
+RETRY_MAX = 30.0
 #: Names the front ends use for their own calls; a tool cannot take them.
 MEMORY_CALLS = (
     "memory_store",
@@ -116,6 +129,23 @@ class IngestProgress:
 
 
 @dataclass
+class _Outage:
+    """A tool's store server is unreachable: since when, the last error, and when to try again."""
+
+    since: float  # time.time() of the first failure
+    error: str  # the last failure, one line, secrets masked
+    attempts: int = 1  # failed ingests (the first one, then the retries)
+    retry_at: float = 0.0  # time.monotonic() of the next retry
+    retrying: bool = False  # a retry is running now
+
+    def describe(self, now: float) -> str:
+        """``store unreachable since 2026-11-25T17:38:22+00:00 (3 failed attempt(s); next retry in 4s)``."""
+        since = datetime.fromtimestamp(self.since, UTC).isoformat(timespec="seconds")
+        when = "retrying now" if self.retrying else f"next retry in {max(0.0, self.retry_at - now):.0f}s"
+        return f"store unreachable since {since} ({self.attempts} failed attempt(s); {when})"
+
+
+@dataclass
 class _Slot:
     """One tool and what the toolbox knows about it."""
 
@@ -127,6 +157,8 @@ class _Slot:
     queued: int = 0  # background ingests not started yet
     ready: bool = False  # ingested at least once
     error: str | None = None  # why the last ingest failed
+    outage: _Outage | None = None  # the store's server is unreachable (retried in the background)
+    count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
 
 
 class Toolbox:
@@ -141,12 +173,17 @@ class Toolbox:
         secrets: Sequence[str] = (),
         source_of: Callable[[Any], Path] | None = None,
         progress: Mapping[str, IngestProgress] | None = None,
+        retry: tuple[float, float] = (RETRY_FIRST, RETRY_MAX),
+        allow_fallback: bool | None = None,
     ) -> None:
         """Serve ``tools`` (built, not necessarily ingested) and ``memory``.
 
         ``progress`` maps a tool name to the :class:`IngestProgress` it was built with
         (``build_tool(..., progress=...)``), so its ingests can be followed; ``secrets`` are masked
-        in every error; ``source_of`` tells where a tool's source is (default: its config's).
+        in every error; ``source_of`` tells where a tool's source is (default: its config's);
+        ``retry`` is the first and the longest delay between two retries of an unreachable store;
+        ``allow_fallback`` lets an unreachable store be replaced by the in-memory one for the rest of
+        the run (None: as the database's ``allow_fallback`` says, else no).
         """
         names = [t.config.name for t in tools]
         for name in names:
@@ -163,6 +200,11 @@ class Toolbox:
         self._source_of = source_of
         self._closing = threading.Event()
         self._background: threading.Thread | None = None
+        self.retry_first, self.retry_max = retry
+        self.allow_fallback = allow_fallback
+        self._healer: threading.Thread | None = None
+        self._heal_wake = threading.Event()
+        self._heal_lock = threading.Lock()
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -174,6 +216,7 @@ class Toolbox:
         memory: bool = True,
         search_wait: float = SEARCH_WAIT,
         extra_secrets: Sequence[str] = (),
+        allow_fallback: bool | None = None,
     ) -> Toolbox:
         """Build the tools of ``config_path`` (nothing is ingested yet) and open its memory if configured.
 
@@ -214,7 +257,15 @@ class Toolbox:
             source = Path(tool.config.source).expanduser()
             return source if source.is_absolute() else base_dir / source
 
-        return cls(tools, manager, search_wait=search_wait, secrets=secrets, source_of=source_of, progress=trackers)
+        return cls(
+            tools,
+            manager,
+            search_wait=search_wait,
+            secrets=secrets,
+            source_of=source_of,
+            progress=trackers,
+            allow_fallback=allow_fallback,
+        )
 
     # -- what is served --------------------------------------------------------------------
     @property
@@ -282,15 +333,26 @@ class Toolbox:
 
         Waits for a search or another ingest of the same tool to finish first.
         """
+        from deckhand.stores.opening import fallback_policy
+
         slot = self._slot(name)
         with self._hold(name, slot, timeout=None):
             slot.ingesting = True
             if slot.tracker is not None:
                 slot.tracker.listener = listener
             try:
-                report = slot.tool.initialize_sync(force)
+                # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
+                with fallback_policy(self.allow_fallback, default=False):
+                    report = slot.tool.initialize_sync(force)
             except Exception as exc:
                 slot.error = self.error_line(exc)
+                # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
+                slot.ready = slot.ready and bool(getattr(slot.tool, "is_initialized", True))
+                if is_outage(exc):
+                    outage = self._store_down(name, slot, slot.error)  # warns once, when the outage begins
+                    log.info("tool %s: ingest failed, %s: %s", name, outage, slot.error)
+                    raise CallError(f"{name}: ingest failed: {slot.error} ({outage})") from None
+                self._store_up(name, slot, healed=False)
                 log.warning("tool %s: ingest failed: %s", name, slot.error)
                 raise CallError(f"{name}: ingest failed: {slot.error}") from None
             finally:
@@ -298,6 +360,8 @@ class Toolbox:
                 if slot.tracker is not None:
                     slot.tracker.listener = None
             slot.ready, slot.error = True, None
+            self._store_up(name, slot, healed=True)
+            self._count(name, slot)
             return report
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -327,14 +391,108 @@ class Toolbox:
                 slot.busy = False
                 slot.cond.notify_all()
 
+    # -- outages ------------------------------------------------------------------------------------
+    def _store_down(self, name: str, slot: _Slot, line: str, *, attempt: bool = True) -> str:
+        """Record that tool ``name``'s store is unreachable; the outage in words.
+
+        ``attempt``: an ingest (a retry) failed, so the next one is scheduled after a doubled delay;
+        otherwise (a search or a count failed) only a new outage schedules its first retry.
+        """
+        now = time.monotonic()
+        with slot.cond:
+            outage = slot.outage
+            if outage is None:
+                outage = slot.outage = _Outage(since=time.time(), error=line, retry_at=now + self.retry_first)
+                log.warning("tool %s: the store is unreachable; retrying in the background: %s", name, line)
+            elif attempt:
+                outage.retrying = False
+                outage.attempts += 1
+                outage.error = line
+                outage.retry_at = now + min(self.retry_first * 2 ** (outage.attempts - 1), self.retry_max)
+            else:
+                outage.error = line
+            described = outage.describe(now)
+        self._wake_healer()
+        return described
+
+    def _store_up(self, name: str, slot: _Slot, *, healed: bool) -> None:
+        """The store answered (``healed``: and an ingest brought the index up to date): the outage is over."""
+        with slot.cond:
+            outage, slot.outage = slot.outage, None
+        if outage is not None and healed:
+            log.warning(
+                "tool %s: the store is reachable again after %.0fs; the index is up to date",
+                name,
+                time.time() - outage.since,
+            )
+
+    def _retry_due(self, slot: _Slot) -> bool:
+        """Whether ``slot``'s store is unreachable and its next retry is due (claims the retry)."""
+        with slot.cond:
+            outage = slot.outage
+            if outage is None or outage.retry_at > time.monotonic():
+                return False
+            # Claimed: a second caller waits for the outcome of this attempt rather than repeat it.
+            outage.retry_at = time.monotonic() + self.retry_max
+            outage.retrying = True
+            return True
+
+    def _retry_now(self, slot: _Slot) -> None:
+        with slot.cond:
+            if slot.outage is not None:
+                slot.outage.retry_at = 0.0
+        self._wake_healer()
+
+    def _wake_healer(self) -> None:
+        """Start the thread that retries unreachable stores (once), or wake it to look again."""
+        with self._heal_lock:
+            if self._closing.is_set():
+                return
+            if self._healer is None or not self._healer.is_alive():
+                self._healer = threading.Thread(target=self._heal, name="deckhand-heal", daemon=True)
+                self._healer.start()
+        self._heal_wake.set()
+
+    def _heal(self) -> None:
+        """Re-ingest each tool whose store is unreachable when its retry is due, until every outage is over."""
+        while not self._closing.is_set():
+            self._heal_wake.clear()
+            pending = [(n, s) for n, s in self._slots.items() if s.outage is not None]
+            if not pending:
+                with self._heal_lock:
+                    if not self._heal_wake.is_set():
+                        self._healer = None
+                        return
+                continue
+            for name, slot in pending:
+                if self._closing.is_set():
+                    return
+                if self._retry_due(slot):
+                    try:
+                        self.ingest(name)  # incremental: also picks up what changed during the outage
+                    except CallError as exc:
+                        log.debug("tool %s: retry failed: %s", name, exc)
+            now = time.monotonic()
+            waits = [s.outage.retry_at - now for _, s in pending if s.outage is not None]
+            if waits:
+                self._heal_wake.wait(max(0.05, min(waits)))
+
     # -- search ------------------------------------------------------------------------------------
     def search(self, name: str, args: SearchArguments) -> tuple[str, SearchOutput]:
         """Search tool ``name``: the contract's text and the structured results."""
         slot = self._slot(name)
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)  # nobody ingested this tool yet: its first search does (lazy front ends)
+        elif not slot.ready and self._retry_due(slot):
+            with contextlib.suppress(CallError):  # the store may be back: try now rather than at the next retry
+                self.ingest(name)
         with self._hold(name, slot, timeout=self.search_wait):
             if not slot.ready:
+                if slot.outage is not None:
+                    raise CallError(
+                        f"{name}: not available: {slot.outage.describe(time.monotonic())}: {slot.outage.error}; "
+                        "it is retried automatically"
+                    )
                 reason = slot.error or "it has not been ingested"
                 raise CallError(f"{name}: not available: {reason}; fix it, then call deckhand_ingest")
             tool = slot.tool
@@ -350,7 +508,13 @@ class Toolbox:
             except CallError:
                 raise
             except Exception as exc:
-                raise CallError(f"{name}: {self.error_line(exc)}") from None
+                line = self.error_line(exc)
+                if is_outage(exc):
+                    outage = self._store_down(name, slot, line, attempt=False)
+                    raise CallError(f"{name}: {line} ({outage}; the index is kept)") from None
+                raise CallError(f"{name}: {line}") from None
+            if slot.outage is not None:
+                self._retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
         hits = [_hit(r) for r in results]
         return text, SearchOutput(tool=name, query=args.query, results=hits)
 
@@ -450,6 +614,8 @@ class Toolbox:
         for s in statuses:
             when = s.last_ingest_time or "never"
             line = f"{s.name} ({s.type}): {s.state}, {s.document_count} chunks from {s.source}, last ingest {when}"
+            if s.outage:
+                line += f"; {s.outage}"
             if s.error:
                 line += f"; error: {s.error}"
             lines.append(line)
@@ -459,7 +625,11 @@ class Toolbox:
 
     def _status(self, name: str, slot: _Slot) -> ToolStatus:
         tool = slot.tool
-        if slot.ingesting:
+        count = self._count(name, slot)
+        outage = slot.outage
+        if outage is not None:
+            state = "unreachable"  # also while a retry runs: the outage text says "retrying now"
+        elif slot.ingesting:
             state = "ingesting"
         elif slot.ready:
             state = "ready"
@@ -467,11 +637,10 @@ class Toolbox:
             state = "failed"
         else:
             state = "pending"
-        try:
-            count = int(tool.document_count)
-        except Exception as exc:  # the store may be gone; the listing must still answer
-            log.debug("tool %s: document_count failed: %s", name, self.redact(str(exc)))
-            count = 0
+        said = None
+        if outage is not None:
+            kept = f"the last index ({count} chunks) is kept" if slot.ready else "nothing is indexed yet"
+            said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
         stamp = getattr(tool, "last_ingest_time", None)
         report = getattr(tool, "last_report", None)
         return ToolStatus(
@@ -485,7 +654,19 @@ class Toolbox:
             last_ingest_time=datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds") if stamp else None,
             last_ingest=report.summary() if report is not None else None,
             error=slot.error,
+            outage=said,
         )
+
+    def _count(self, name: str, slot: _Slot) -> int:
+        """The tool's chunk count; the last one read while its store cannot answer (an outage is noted)."""
+        try:
+            slot.count = int(slot.tool.document_count)
+        except Exception as exc:  # the store may be gone; the listing must still answer
+            line = self.error_line(exc)
+            log.debug("tool %s: document_count failed: %s", name, line)
+            if is_outage(exc):
+                self._store_down(name, slot, line, attempt=False)
+        return slot.count
 
     def reingest(self, args: IngestArguments, listener: ProgressListener | None = None) -> tuple[str, IngestOutput]:
         """Re-ingest one tool (or all): incremental unless ``force``; one summary per tool."""
@@ -530,6 +711,7 @@ class Toolbox:
     def close(self) -> None:
         """Wake every waiting call, then release the tools that are idle and the memory."""
         self._closing.set()
+        self._heal_wake.set()
         for name, slot in self._slots.items():
             with slot.cond:
                 slot.cond.notify_all()

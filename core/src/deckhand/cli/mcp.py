@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from deckhand.cli.common import config_option, config_path_of, configure_logging, errors, quiet_option, verbose_option
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
 
 
 def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -33,10 +34,43 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     "any other interface needs DECKHAND_MCP_TOKEN).",
 )
 @click.option("--watch", is_flag=True, help="Re-ingest a tool when files under its source change.")
+@click.option(
+    "--allow-fallback/--no-fallback",
+    "allow_fallback",
+    default=None,
+    help="When a store's server is unreachable: serve an in-memory copy for the rest of this run (--allow-fallback), "
+    "or show the tool as unreachable and retry until the server is back (--no-fallback). "
+    "Default: database.allow_fallback, else retry.",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=MAX_SESSIONS,
+    show_default=True,
+    help="With --http: sessions kept at once; a new one closes the least recently used idle session.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=IDLE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: close a session no request used for this long (the client starts a new one).",
+)
 @verbose_option
 @quiet_option
 @click.pass_context
-def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool, verbose: int, quiet: bool) -> None:
+def mcp(
+    ctx: click.Context,
+    config_path: Path | None,
+    http: object,
+    watch: bool,
+    allow_fallback: bool | None,
+    max_sessions: int,
+    session_idle_timeout: float,
+    verbose: int,
+    quiet: bool,
+) -> None:
     """Serve the agent's tools and memory over the Model Context Protocol (stdio by default).
 
     Every tool of agent.yaml becomes an MCP tool of the same name; with a memory: section, the
@@ -56,7 +90,7 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool,
         address = http if isinstance(http, HttpAddress) else None
         token = bearer_token(address) if address is not None else None
         extra = [os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else []
-        toolbox = Toolbox.from_config(config_path, extra_secrets=extra)
+        toolbox = Toolbox.from_config(config_path, extra_secrets=extra, allow_fallback=allow_fallback)
         serve(
             toolbox,
             http=address,
@@ -64,6 +98,8 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool,
             watch=watch,
             echo=None if quiet else (lambda line: click.echo(line, err=True)),
             access_log=logging.getLogger().level <= logging.INFO,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
 from deckhand.mcp.transports import HttpAddress, serve_http, serve_stdio
 
 
@@ -25,6 +26,8 @@ def serve(
     watch: bool = False,
     echo: Callable[[str], None] | None = None,
     access_log: bool = False,
+    max_sessions: int = MAX_SESSIONS,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> None:
     """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP).
 
@@ -52,7 +55,13 @@ def serve(
         try:
             if http is not None:
                 await serve_http(
-                    app, http, token, lambda url: say(f"deckhand mcp: serving {what} at {url}"), access_log
+                    app,
+                    http,
+                    token,
+                    lambda url: say(f"deckhand mcp: serving {what} at {url}"),
+                    access_log,
+                    max_sessions=max_sessions,
+                    idle_timeout=idle_timeout,
                 )
             else:
                 say(f"deckhand mcp: serving {what} on stdio")

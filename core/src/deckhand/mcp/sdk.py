@@ -168,6 +168,51 @@ def _build_v2(
     )
 
 
+def validate_message(line: str) -> None:
+    """Raise (a pydantic ``ValidationError``) unless the SDK's stdio transport accepts ``line`` as a message."""
+    adapter = getattr(mcp_types, "jsonrpc_message_adapter", None)  # 2.x
+    if adapter is not None:
+        adapter.validate_json(line, by_name=False)
+    else:  # 1.x
+        message: Any = mcp_types.JSONRPCMessage
+        message.model_validate_json(line)
+
+
+def session_manager(app: Any, security: Any) -> Any:
+    """The SDK's streamable-HTTP session manager, stateful, with its own session limits off (2.x has some).
+
+    deckhand bounds the sessions itself (:mod:`deckhand.mcp.sessions`), the same way on both lines.
+    """
+    import inspect
+
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    options: dict[str, Any] = {"app": app, "security_settings": security}
+    accepted = inspect.signature(StreamableHTTPSessionManager.__init__).parameters
+    for name in ("session_idle_timeout", "max_sessions"):
+        if name in accepted:
+            options[name] = None
+    return StreamableHTTPSessionManager(**options)
+
+
+def forget_session(manager: Any, session_id: str) -> None:
+    """Drop a closed session from the manager's table.
+
+    1.x keeps a terminated session's transport in ``_server_instances`` for the life of the process
+    (2.x removes it); this is the one place deckhand reaches into the manager, and a no-op where the
+    table is gone.
+    """
+    instances = getattr(manager, "_server_instances", None)
+    if isinstance(instances, dict):
+        instances.pop(session_id, None)
+
+
+def live_sessions(manager: Any) -> int | None:
+    """Sessions the manager holds (None where it does not say): for tests and diagnostics."""
+    instances = getattr(manager, "_server_instances", None)
+    return len(instances) if isinstance(instances, dict) else None
+
+
 def transport_security(allowed_hosts: list[str] | None) -> Any:
     """DNS-rebinding protection limited to ``allowed_hosts`` (``None``: off, for a server bound elsewhere)."""
     from mcp.server.transport_security import TransportSecuritySettings

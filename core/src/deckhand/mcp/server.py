@@ -70,6 +70,9 @@ class DeckhandMcpServer:
         if op is None:
             return _error(f"unknown tool {name!r} (tools: {', '.join(self.operations)})")
         log.info("call %s", name)
+        where = _lone_surrogate(arguments)
+        if where is not None:  # valid JSON, but no text a tool can encode (the SDK 1.x lets it through)
+            return _error(f"{name}: {where}: holds a lone UTF-16 surrogate; send valid text")
         progress = _Progress(report) if op.reports_progress else None
         try:
             text, data = await in_daemon_thread(op.call, arguments, progress.listener if progress else None)
@@ -111,6 +114,25 @@ class DeckhandMcpServer:
             "deckhand_read reads around a result (its uri) without a new search."
         )
         return " ".join(parts)
+
+
+def _lone_surrogate(value: Any, path: str = "") -> str | None:
+    """The argument path of the first string (or key) holding an unpaired surrogate, or None."""
+    if isinstance(value, str):
+        return (path or "argument") if any(0xD800 <= ord(c) <= 0xDFFF for c in value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _lone_surrogate(key, path or "argument name") or _lone_surrogate(
+                item, f"{path}.{key}" if path else str(key)
+            )
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 from deckhand.errors import ConfigError
 from deckhand.mcp import sdk
 from deckhand.mcp.server import DeckhandMcpServer
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -113,7 +114,9 @@ def claimed_stdio() -> Iterator[tuple[Any, Any]]:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    reader = io.TextIOWrapper(open(protocol_in, "rb"), encoding="utf-8", errors="replace")  # noqa: SIM115
+    # surrogateescape: bytes that are not UTF-8 reach the line check (see jsonrpc_errors) instead of
+    # silently becoming U+FFFD inside a request.
+    reader = io.TextIOWrapper(open(protocol_in, "rb"), encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     writer = io.TextIOWrapper(open(protocol_out, "wb"), encoding="utf-8", newline="\n")  # noqa: SIM115
     try:
         yield anyio.wrap_file(reader), anyio.wrap_file(writer)
@@ -125,12 +128,60 @@ def claimed_stdio() -> Iterator[tuple[Any, Any]]:
                 stream.close()
 
 
+class _SerializedWriter:
+    """stdout for the SDK's writer and for :class:`_CheckedLines`: one line written (and flushed) at a time."""
+
+    def __init__(self, stdout: Any) -> None:
+        import anyio
+
+        self._stdout = stdout
+        self._lock = anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        async with self._lock:
+            await self._stdout.write(text)
+
+    async def flush(self) -> None:
+        async with self._lock:
+            await self._stdout.flush()
+
+    async def send_line(self, text: str) -> None:
+        async with self._lock:
+            await self._stdout.write(text + "\n")
+            await self._stdout.flush()
+
+
+class _CheckedLines:
+    """stdin's lines for the SDK's reader: a line the SDK cannot read is answered here instead of dropped."""
+
+    def __init__(self, stdin: Any, stdout: _SerializedWriter) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        from deckhand.mcp.jsonrpc_errors import refusal
+
+        async for line in self._stdin:
+            answer = refusal(line)
+            if answer is None:
+                if line.strip():
+                    yield line
+                continue
+            log.info("stdio: refused a message: %s", answer["error"]["message"])
+            await self._stdout.send_line(json.dumps(answer))
+
+
 async def serve_stdio(app: DeckhandMcpServer) -> None:
-    """Serve one client on stdin/stdout until it closes stdin."""
+    """Serve one client on stdin/stdout until it closes stdin; every request line gets an answer."""
     from mcp.server.stdio import stdio_server
 
     with claimed_stdio() as (stdin, stdout):
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        writer = _SerializedWriter(stdout)
+        lines: Any = _CheckedLines(stdin, writer)
+        async with stdio_server(lines, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             await app.server.run(read_stream, write_stream, app.server.create_initialization_options())
 
 
@@ -173,32 +224,108 @@ class BearerAuth:
         return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
 
 
-class _Endpoint:
-    """The MCP endpoint as a plain ASGI app (so Starlette passes requests through untouched)."""
-
-    def __init__(self, manager: Any) -> None:
-        self.manager = manager
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.manager.handle_request(scope, receive, send)
+#: Largest HTTP request body accepted (bytes); MCP messages are small.
+MAX_BODY = 4 * 1024 * 1024
 
 
-def http_app(app: DeckhandMcpServer, token: str | None, loopback: bool) -> Any:
+class Utf8Bodies:
+    """ASGI middleware: a POST body that is not UTF-8 JSON (or too large) gets a JSON-RPC error, never a 500.
+
+    The SDK 1.x answers 500 "internal error" to bytes that are not UTF-8, and to NUL bytes (which
+    ``json.loads`` of bytes takes for UTF-32).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                await _json_error(send, 413, -32600, f"Invalid Request: the body is larger than {MAX_BODY} bytes")
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            json.loads(body.decode("utf-8"))  # as text: bytes would let json guess UTF-16 or UTF-32
+        except UnicodeDecodeError as exc:
+            await _json_error(send, 400, -32700, f"Parse error: the body is not UTF-8 (byte at {exc.start})")
+            return
+        except (ValueError, RecursionError) as exc:
+            await _json_error(send, 400, -32700, f"Parse error: the body is not JSON ({str(exc).splitlines()[0]})")
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return dict(await receive())
+
+        await self.app(scope, replay, send)
+
+
+async def _json_error(send: Any, status: int, code: int, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def http_app(
+    app: DeckhandMcpServer,
+    token: str | None,
+    loopback: bool,
+    *,
+    max_sessions: int = MAX_SESSIONS,
+    idle_timeout: float = IDLE_TIMEOUT,
+) -> Any:
     """The ASGI application: the MCP endpoint at :data:`MCP_PATH`, behind the bearer check if a token is set."""
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    return http_app_and_keeper(app, token, loopback, max_sessions=max_sessions, idle_timeout=idle_timeout)[0]
+
+
+def http_app_and_keeper(
+    app: DeckhandMcpServer,
+    token: str | None,
+    loopback: bool,
+    *,
+    max_sessions: int = MAX_SESSIONS,
+    idle_timeout: float = IDLE_TIMEOUT,
+) -> tuple[Any, SessionKeeper]:
+    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions."""
+    import anyio
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else None
-    manager = StreamableHTTPSessionManager(app=app.server, security_settings=sdk.transport_security(hosts))
+    manager = sdk.session_manager(app.server, sdk.transport_security(hosts))
+    keeper = SessionKeeper(manager, max_sessions=max_sessions, idle_timeout=idle_timeout)
+
+    async def sweep() -> None:
+        while True:
+            await anyio.sleep(keeper.sweep_interval)
+            await keeper.close_idle()
 
     @asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
-        async with manager.run():
+        async with manager.run(), anyio.create_task_group() as group:
+            group.start_soon(sweep)
             yield
+            group.cancel_scope.cancel()
 
-    starlette = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
-    return BearerAuth(starlette, token) if token else starlette
+    starlette = Starlette(routes=[Route(MCP_PATH, endpoint=Utf8Bodies(keeper))], lifespan=lifespan)
+    return (BearerAuth(starlette, token) if token else starlette), keeper
 
 
 def bind(address: HttpAddress) -> socket.socket:
@@ -226,6 +353,9 @@ async def serve_http(
     token: str | None,
     on_ready: Callable[[str], None] | None = None,
     access_log: bool = False,
+    *,
+    max_sessions: int = MAX_SESSIONS,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> None:
     """Serve streamable HTTP on ``address`` until interrupted; ``on_ready(url)`` once listening."""
     import uvicorn
@@ -233,7 +363,10 @@ async def serve_http(
     sock = bind(address)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        http_app(app, token, address.loopback), log_level="warning", access_log=access_log, lifespan="on"
+        http_app(app, token, address.loopback, max_sessions=max_sessions, idle_timeout=idle_timeout),
+        log_level="warning",
+        access_log=access_log,
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     if on_ready is not None:

@@ -32,7 +32,7 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
-from deckhand.errors import ConfigError, EmbeddingError, FilterError, RerankError
+from deckhand.errors import ConfigError, EmbeddingError, FilterError, RerankError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
@@ -221,11 +221,15 @@ class SourceTool:
                 force_ingest=force_ingest,
                 store=reused,
             )
-        except Exception:
-            if reused is not None:  # forget it: the compatibility check may have closed it already
+        except Exception as exc:
+            if reused is not None and not is_outage(exc):
+                # Forget it (the compatibility check may have closed it already): the tool has no index now.
                 self._store = None
+                self.is_initialized = False
                 with contextlib.suppress(Exception):
                     reused.close()
+            # An unreachable server keeps the store: its client reconnects once the server is back, and
+            # the index it holds answers searches again without a re-ingest.
             raise
         if reused is None:
             self.provider = used.provider

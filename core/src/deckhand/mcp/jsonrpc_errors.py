@@ -1,0 +1,137 @@
+"""The answer to a stdio line the MCP SDK cannot read: JSON-RPC parse and invalid-request errors.
+
+The SDK's stdio transport drops a line it cannot validate (it logs "transport yielded
+exception" and sends nothing), so the client's request waits forever. Over HTTP the same
+bytes get an error. :func:`refusal` gives that error for stdio, with the request's ``id``
+when one can still be read, so the client's pending request ends:
+
+* not JSON, not UTF-8, or a string holding a lone UTF-16 surrogate (``"\\ud800"``): -32700;
+* JSON that is no JSON-RPC 2.0 message (a batch, a wrong ``jsonrpc``, ``params`` that are not an
+  object, ...): -32600.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from deckhand.mcp import sdk
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8 (read with surrogateescape)
+
+
+def refusal(line: str) -> dict[str, Any] | None:
+    """None when ``line`` is blank or a message the SDK accepts; else the JSON-RPC error response to send."""
+    if not line.strip():
+        return None
+    try:
+        sdk.validate_message(line)
+    except (ValidationError, ValueError):
+        pass
+    else:
+        return _unanswerable_id(line)
+    bad_byte = _UNDECODABLE.search(line)
+    if bad_byte is not None:
+        byte = ord(bad_byte.group()) - 0xDC00
+        return _error(
+            None, PARSE_ERROR, f"Parse error: the line is not UTF-8 (byte 0x{byte:02x} at {bad_byte.start()})"
+        )
+    try:
+        value = json.loads(line, parse_constant=_not_json)
+    except json.JSONDecodeError as exc:
+        return _error(None, PARSE_ERROR, f"Parse error: not JSON ({exc.msg} at character {exc.pos})")
+    except (ValueError, RecursionError) as exc:
+        return _error(None, PARSE_ERROR, f"Parse error: not JSON ({exc or 'nested too deeply'})")
+    ident = _id_of(value)
+    surrogate = _lone_surrogate(value)
+    if surrogate is not None:
+        return _error(
+            ident,
+            PARSE_ERROR,
+            f"Parse error: a string holds the lone UTF-16 surrogate \\u{surrogate:04x}; send a valid pair or the "
+            "character itself",
+        )
+    if isinstance(value, list):
+        return _error(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported by MCP")
+    if not isinstance(value, dict):
+        return _error(None, INVALID_REQUEST, f"Invalid Request: expected a JSON object, got {type(value).__name__}")
+    return _error(ident, INVALID_REQUEST, f"Invalid Request: {_problem(value)}")
+
+
+def _unanswerable_id(line: str) -> dict[str, Any] | None:
+    """A request the SDK reads as a notification because its ``id`` is no id (an object, a list, true, null):
+    it would get no answer, so it is refused here (-32600, id null)."""
+    if '"id"' not in line:
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict) and "id" in value and "method" in value:
+        ident = value["id"]
+        if ident is None or isinstance(ident, (bool, dict, list)):
+            return _error(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+    return None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _error(ident: str | int | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+def _id_of(value: Any) -> str | int | None:
+    """The request's id when it is one JSON-RPC allows (a string or an integer), else None."""
+    if not isinstance(value, dict):
+        return None
+    ident = value.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    if isinstance(ident, str) and _lone_surrogate(ident) is not None:
+        return None
+    return ident
+
+
+def _lone_surrogate(value: Any, depth: int = 0) -> int | None:
+    """The code point of the first unpaired surrogate in any string (keys included) of ``value``."""
+    if depth > 200:
+        return None
+    if isinstance(value, str):
+        for ch in value:
+            if 0xD800 <= ord(ch) <= 0xDFFF:
+                return ord(ch)
+        return None
+    items: list[Any] = []
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    for item in items:
+        found = _lone_surrogate(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _problem(value: dict[str, Any]) -> str:
+    """What makes ``value`` no JSON-RPC 2.0 message, in a few words."""
+    if value.get("jsonrpc") != "2.0":
+        return '"jsonrpc" must be "2.0"'
+    if "method" in value:
+        if not isinstance(value["method"], str):
+            return '"method" must be a string'
+        if "params" in value and not isinstance(value["params"], (dict, type(None))):
+            return '"params" must be an object'
+        if "id" in value and _id_of(value) is None:
+            return '"id" must be a string or an integer'
+        return "not a valid request or notification"
+    if "result" in value or "error" in value:
+        return "not a valid response"
+    return 'no "method"'
