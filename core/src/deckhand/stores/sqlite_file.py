@@ -160,9 +160,11 @@ def _check_length(conn: sqlite3.Connection, path: Path) -> None:
 
 def verify(conn: sqlite3.Connection, path: Path) -> None:
     """Read every page (``PRAGMA quick_check``): slow on a large index, so only ``--force-ingest`` asks."""
-    problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
-    if problems != ["ok"]:
-        raise IndexCorruptError(damaged_message(path, "; ".join(problems)), str(path))
+    rows = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
+    if rows != ["ok"]:
+        # one problem per line, after a "*** in database main ***" heading: the message stays one line
+        problems = [p.strip() for row in rows for p in row.splitlines() if p.strip() and not p.startswith("***")]
+        raise IndexCorruptError(damaged_message(path, "; ".join(problems[:3]) or "quick_check failed"), str(path))
 
 
 def _create(path: Path) -> None:

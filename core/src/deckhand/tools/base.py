@@ -135,7 +135,7 @@ class SourceTool:
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
         source = self.source_path()
-        store, embedder, reused = self._open_store(force_ingest)
+        store, embedder, reused = self._open_store(force_ingest, verify=True)
         component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
         ingestor = Ingestor(
             store=store,
@@ -200,8 +200,11 @@ class SourceTool:
         self.last_ingest_time = time.time()
         self.is_initialized = True
 
-    def _open_store(self, force_ingest: bool) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
-        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any)."""
+    def _open_store(
+        self, force_ingest: bool, *, verify: bool = False
+    ) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
+        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
+        ``verify`` (an ingest) checks the index file's integrity first where the store can."""
         embedder = lazy_embedder_for(self.registry, self.config.embedding_model, self.base_dir)
         self.before_ingest(embedder)
         reused = self._store
@@ -214,6 +217,7 @@ class SourceTool:
                 base_dir=self.base_dir,
                 force_ingest=force_ingest,
                 store=reused,
+                verify=verify,
             )
         except Exception:
             if reused is not None:  # forget it: the compatibility check may have closed it already
