@@ -7,21 +7,28 @@ per process; the on-disk cache lives in the state directory (:mod:`deckhand.path
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deckhand.display import printable
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.errors import ComponentNotFoundError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder
 
+log = logging.getLogger("deckhand")
+
 DEFAULT_EMBEDDER = "minilm"
 
 _embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
 _caches: dict[Path, EmbeddingCache] = {}
+#: Cache files that could not be opened (warned about once per process).
+_unusable: set[Path] = set()
 _lock = threading.Lock()
 
 
@@ -57,14 +64,26 @@ def load_embedder(registry: PluginRegistry, name: str | None) -> Embedder:
 
 
 def embedding_cache(base_dir: Path) -> EmbeddingCache | None:
-    """The shared on-disk cache under ``base_dir``'s state directory (None with ``DECKHAND_NO_CACHE=1``)."""
+    """The shared on-disk cache under ``base_dir``'s state directory (None with ``DECKHAND_NO_CACHE=1``, or
+    when it cannot be opened: an unwritable state directory or a full disk is one warning, not a failure)."""
     if cache_disabled():
         return None
     path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
     with _lock:
         cache = _caches.get(path)
         if cache is None:
-            cache = _caches[path] = EmbeddingCache(path)
+            try:
+                cache = _caches[path] = EmbeddingCache(path)
+            except (OSError, sqlite3.Error) as exc:
+                if path not in _unusable:
+                    _unusable.add(path)
+                    log.warning(
+                        "embedding cache %s: cannot open it (%s); embedding without it (make the directory "
+                        "writable, set DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)",
+                        printable(str(path)),
+                        printable(getattr(exc, "strerror", None) or str(exc)),
+                    )
+                return None
     return cache
 
 
