@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deckhand.memory.backend import SyncResult
 from deckhand.memory.coordinates import X_MAX, X_MIN, Y_VALUES, Z_VALUES, VectorCoordinate, check_int
-from deckhand.memory.decisions import StoredDecision
+from deckhand.memory.decisions import StoredDecision, decision_problem
 from deckhand.memory.errors import (
     CoordinateValidationError,
     CorruptDecisionsError,
@@ -240,7 +240,8 @@ class VectorMemoryManager:
         """Commit every pending change of the memory (and nothing else) to the backend's history.
 
         The commit message names the coordinate ranges and the number of decisions; with
-        nothing to commit this is a no-op whose result has ``commit=None``. Raises
+        nothing to commit this is a no-op whose result has ``commit=None``. A decision file that
+        does not parse is left out of the commit and listed in ``skipped`` (one warning each). Raises
         ``StorageError`` if git fails and ``ConcurrencyError`` if another sync holds the lock.
         """
         if message is not None and not isinstance(message, str):
@@ -248,7 +249,9 @@ class VectorMemoryManager:
         with self._lock:
             result = self.backend.sync(message)
             self._pending.clear()
-            return result
+        for line in result.skipped:
+            log.warning("memory sync skipped %s", line)
+        return result
 
     def load_from_git(self) -> int:
         """Rebuild the indexes from storage (after a pull or a restart) and return the number loaded.
@@ -319,16 +322,10 @@ class VectorMemoryManager:
             self._semantic.set(key, decision.content)
 
     def _decode(self, location: str, coord: VectorCoordinate, data: bytes) -> StoredDecision:
-        try:
-            decision = StoredDecision.from_bytes(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise StorageError(
-                f"{location}: not a valid decision file ({reason}); fix or restore it, e.g. git checkout -- <file>"
-            ) from exc
-        if decision.coordinate != coord:
-            raise StorageError(f"{location}: the file says coordinate {decision.coordinate} but its name says {coord}")
-        return decision
+        problem = decision_problem(coord, data)
+        if problem is not None:
+            raise StorageError(f"{location}: {problem}")
+        return StoredDecision.from_bytes(data)
 
     def _reload_one(self, coord: VectorCoordinate) -> None:
         try:
