@@ -94,6 +94,27 @@ class EmbeddingCache:
             self._db.close()
 
 
+#: Cache files that could not be opened (warned about once per process).
+_unusable: set[Path] = set()
+
+
+def open_cache(path: Path) -> EmbeddingCache | None:
+    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened:
+    an unwritable or missing state directory, a full disk. Embedding goes on without it."""
+    try:
+        return EmbeddingCache(path)
+    except (OSError, sqlite3.Error) as exc:
+        if path not in _unusable:
+            _unusable.add(path)
+            log.warning(
+                "embedding cache %s: cannot open it (%s); embedding without it (make the directory "
+                "writable, set DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)",
+                printable(str(path)),
+                printable(getattr(exc, "strerror", None) or str(exc)),
+            )
+        return None
+
+
 class CachedEmbedder:
     """An embedder that answers from the cache and embeds only texts it has not seen."""
 

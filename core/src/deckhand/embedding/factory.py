@@ -7,28 +7,21 @@ per process; the on-disk cache lives in the state directory (:mod:`deckhand.path
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deckhand.display import printable
-from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, open_cache
 from deckhand.errors import ComponentNotFoundError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder
 
-log = logging.getLogger("deckhand")
-
 DEFAULT_EMBEDDER = "minilm"
 
 _embedders: dict[tuple[Callable[..., Any], str], Embedder] = {}
 _caches: dict[Path, EmbeddingCache] = {}
-#: Cache files that could not be opened (warned about once per process).
-_unusable: set[Path] = set()
 _lock = threading.Lock()
 
 
@@ -72,18 +65,10 @@ def embedding_cache(base_dir: Path) -> EmbeddingCache | None:
     with _lock:
         cache = _caches.get(path)
         if cache is None:
-            try:
-                cache = _caches[path] = EmbeddingCache(path)
-            except (OSError, sqlite3.Error) as exc:
-                if path not in _unusable:
-                    _unusable.add(path)
-                    log.warning(
-                        "embedding cache %s: cannot open it (%s); embedding without it (make the directory "
-                        "writable, set DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)",
-                        printable(str(path)),
-                        printable(getattr(exc, "strerror", None) or str(exc)),
-                    )
+            cache = open_cache(path)
+            if cache is None:
                 return None
+            _caches[path] = cache
     return cache
 
 

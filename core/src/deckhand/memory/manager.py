@@ -346,7 +346,7 @@ class VectorMemoryManager:
     def _build_embedder(self) -> Embedder:
         if self._embedder is not None:
             return self._embedder
-        from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+        from deckhand.embedding.cache import CachedEmbedder, open_cache
         from deckhand.embedding.factory import load_embedder
         from deckhand.paths import cache_disabled
         from deckhand.plugins import get_registry
@@ -354,7 +354,7 @@ class VectorMemoryManager:
         inner = load_embedder(get_registry(), self._embedding_model)
         cache = None
         if self._embedding_cache is not None and not cache_disabled():
-            cache = EmbeddingCache(self._embedding_cache)
+            cache = open_cache(self._embedding_cache)  # None, with one warning, where it cannot be opened
             ignore = self._embedding_cache.parent / ".gitignore"
             if not ignore.exists():  # keep the cache out of `git status` of the memory's repository
                 try:
