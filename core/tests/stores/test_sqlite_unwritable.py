@@ -83,7 +83,8 @@ def test_a_full_embedding_cache_is_one_warning_and_embedding_goes_on(
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warnings == [
         f"embedding cache {tmp_path / 'cache.sqlite'}: database or disk is full; embedding without it for the "
-        "rest of this run (free disk space, or set DECKHAND_NO_CACHE=1 to turn the cache off)"
+        "rest of this run (free disk space, delete the file if it is damaged: it only saves work, or set "
+        "DECKHAND_NO_CACHE=1 to turn the cache off)"
     ]
     assert embedder.embedded_count == 401 and cache.failed == "database or disk is full"
 
@@ -158,10 +159,29 @@ def test_an_unusable_state_directory_is_one_error_naming_it(project: Path) -> No
     assert result.returncode == EXIT_ERROR
     assert result.stderr.splitlines() == [
         f"WARNING: embedding cache {home}/cache/embeddings.sqlite: cannot open it (Not a directory); embedding "
-        "without it (make the directory writable, set DECKHAND_HOME to a writable directory, or set "
-        "DECKHAND_NO_CACHE=1)",
+        "without it (make its directory writable, delete the file if it is damaged: it only saves work, set "
+        "DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)",
         f"error: cannot use index file {home}/index/deckhand_vectors.sqlite (Not a directory); {FIX}",
     ]
+
+
+def test_a_damaged_embedding_cache_is_one_warning_and_the_ingest_goes_on(project: Path, minilm: object) -> None:
+    cache = Path(os.environ["DECKHAND_HOME"]) / "cache"
+    cache.unlink()  # this test's own cache (the suite shares one through a link), then damaged
+    cache.mkdir()
+    (cache / "embeddings.sqlite").write_bytes(b"not a database " * 1000)
+    env = {**os.environ, "DECKHAND_THREADS": "1"}
+    done = subprocess.run(
+        [DECKHAND, "-c", str(project / "agent.yaml"), "ingest"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == (
+        f"WARNING: embedding cache {cache}/embeddings.sqlite: cannot open it (file is not a database); embedding "
+        "without it (make its directory writable, delete the file if it is damaged: it only saves work, set "
+        "DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)"
+    )
+    assert lines[-1].startswith("harbor_docs [sqlite]: 5 ingested") and "Traceback" not in done.stderr
 
 
 @pytest.fixture

@@ -83,8 +83,8 @@ class EmbeddingCache:
         """Stop using the cache in this process (disk full, read-only or damaged file), with one warning."""
         self.failed = str(exc)
         log.warning(
-            "embedding cache %s: %s; embedding without it for the rest of this run (free disk space, "
-            "or set DECKHAND_NO_CACHE=1 to turn the cache off)",
+            "embedding cache %s: %s; embedding without it for the rest of this run (free disk space, delete "
+            "the file if it is damaged: it only saves work, or set DECKHAND_NO_CACHE=1 to turn the cache off)",
             printable(str(self.path)),
             printable(str(exc)),
         )
@@ -107,8 +107,9 @@ def open_cache(path: Path) -> EmbeddingCache | None:
         if path not in _unusable:
             _unusable.add(path)
             log.warning(
-                "embedding cache %s: cannot open it (%s); embedding without it (make the directory "
-                "writable, set DECKHAND_HOME to a writable directory, or set DECKHAND_NO_CACHE=1)",
+                "embedding cache %s: cannot open it (%s); embedding without it (make its directory writable, "
+                "delete the file if it is damaged: it only saves work, set DECKHAND_HOME to a writable "
+                "directory, or set DECKHAND_NO_CACHE=1)",
                 printable(str(path)),
                 printable(getattr(exc, "strerror", None) or str(exc)),
             )
