@@ -141,6 +141,33 @@ def test_corrupt_file_is_reported_once_per_command(repo: Path) -> None:
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
+def test_sync_skips_decision_files_that_do_not_parse_and_names_them(repo: Path) -> None:
+    """A file that fails to parse is never committed: sync commits the others, names it once on stderr, exits 4."""
+    run("store", "1", "1", "2", "good")
+    run("store", "2", "1", "2", "soon broken")
+    bad = repo / ".vector-memory" / "x-002" / "y-1-z-2.json"
+    bad.write_text("{not json")
+    deckhand = [os.path.join(os.path.dirname(sys.executable), "deckhand"), "memory"]
+    sync = subprocess.run([*deckhand, "sync"], capture_output=True, text=True, cwd=repo, timeout=120)
+    assert sync.returncode == EXIT_PARTIAL, sync.stderr
+    assert sync.stdout.startswith("committed ") and "1 decision at x 1 · y 1 · z 2" in sync.stdout
+    assert sync.stderr.splitlines() == [
+        f"warning: not committed: {bad}: not a valid decision file (Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1)); fix or restore it, e.g. git checkout -- <file>"
+    ]
+    committed = _git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert committed == [".vector-memory/.gitignore", ".vector-memory/x-001/y-1-z-2.json"]
+    out = run("sync", "--json", code=EXIT_PARTIAL)  # the warning on stderr, then the JSON
+    again = json.loads(out[out.index("{") :])
+    assert again["commit"] is None and again["skipped"] == [
+        f"{bad}: not a valid decision file (Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1)); fix or restore it, e.g. git checkout -- <file>"
+    ]
+    run("store", "2", "1", "2", "repaired")  # written again whole: committed by the next sync
+    fixed = json.loads(run("sync", "--json"))
+    assert fixed["skipped"] == [] and fixed["changed"] == [[2, 1, 2]]
+
+
 def test_agent_config_selects_the_memory(repo: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()

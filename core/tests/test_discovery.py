@@ -122,3 +122,27 @@ def test_symlink_loops_and_dangling_links_do_not_crash(tmp_path: Path) -> None:
         ("src/loopdir", "broken symlink (missing target or a loop)"),
         ("src/self.md", "broken symlink (missing target or a loop)"),
     ]
+
+
+def test_names_that_are_not_utf8_fail_one_line_each_and_the_walk_goes_on(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "good.md").write_text("x")
+    root = os.fsencode(src)
+    with open(root + b"/bad_\xff.txt", "w") as fh:
+        fh.write("x")
+    os.mkdir(root + b"/caf\xe9")  # a Latin-1 directory name: one line for it, not one per file under it
+    for name in (b"one.md", b"two.md"):
+        with open(root + b"/caf\xe9/" + name, "w") as fh:
+            fh.write("x")
+    with open(root + b"/pic\xfe.png", "w") as fh:
+        fh.write("x")
+    found = discover(src, EXTS, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/good.md"]
+    assert [(s.display, s.reason) for s in found.failed] == [
+        ("src/caf\\xe9", "directory: its name is not valid UTF-8; rename it to ingest it"),
+        ("src/bad_\\xff.txt", "its name is not valid UTF-8; rename it to ingest it"),
+    ]
+    assert [(s.display, s.reason) for s in found.skipped] == [("src/pic\\xfe.png", "unsupported file type .png")]
+    for entry in (*found.failed, *found.skipped):
+        entry.display.encode("utf-8")  # every name reported can be printed, logged and sent as JSON

@@ -13,6 +13,7 @@ about 23 s per 1,000 tiny texts on the 2-core CI machine, two minutes for the ca
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pathlib
@@ -593,3 +594,28 @@ def test_loader_error_messages_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(LoaderError) as err:
         TableLoader().load(path)
     assert "\n" not in str(err.value)
+
+
+def test_a_file_name_that_is_not_utf8_fails_alone_and_searches_work(tmp_path: Path, minilm: Any) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text(GOOD)
+    with open(os.fsencode(docs) + b"/bad_\xff.txt", "w") as fh:
+        fh.write("The tide table for the outer harbour.")
+    (tmp_path / "agent.yaml").write_text("tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n")
+    env = {**os.environ, "DECKHAND_THREADS": "1"}
+    cfg = str(tmp_path / "agent.yaml")
+    ingest = subprocess.run([DECKHAND, "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=300)
+    assert ingest.returncode == 4, ingest.stderr
+    lines = ingest.stderr.splitlines()
+    assert lines[0] == "WARNING: failed docs/bad_\\xff.txt: its name is not valid UTF-8; rename it to ingest it"
+    assert lines[-1].startswith("kb [sqlite]: 1 ingested (1 chunks"), lines
+    search = subprocess.run(
+        [DECKHAND, "-q", "-c", cfg, "search", "--json", "harbour master"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert search.returncode == 0, search.stderr
+    assert [hit["source"] for hit in json.loads(search.stdout)["kb"]] == ["docs/good.md"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gc
 import os
+import random
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +57,42 @@ def test_damaged_index_is_one_line_and_force_ingest_rebuilds(project: Path, mini
     assert again.exit_code == 0 and "harbor_docs [sqlite]: index opened (5 files, 5 chunks;" in again.stderr
     checked = runner.invoke(cli, ["-c", cfg, "search", "--refresh", "rotate API keys"])
     assert checked.exit_code == 0 and "0 ingested (0 chunks, 0 embedded), 5 unchanged" in checked.stderr
+
+
+def test_ingest_into_a_scribbled_index_fails_one_line_and_force_ingest_rebuilds(project: Path, minilm: object) -> None:
+    """Random bytes over a page of vectors the next ingest does not read: the ingest checks the whole file
+    before it writes, so it fails (one line, the file and the fix) instead of reporting success while
+    every search fails."""
+    for n in range(40):  # other files first, so that their vectors fill pages of their own
+        (project / "docs" / f"a{n:02}.md").write_text(f"Berth {n} takes ships up to {n * 1000} tonnes.")
+    cfg = str(project / "agent.yaml")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["-c", cfg, "ingest"]).exit_code == 0
+    gc.collect()  # the tool is gone: its connection closes and checkpoints, as when a process exits
+    index = _index()
+    with sqlite3.connect(index) as conn:
+        leaves = [
+            p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'c1_vectors' AND pagetype = 'leaf'")
+        ]
+    conn.close()
+    assert len(leaves) >= 3
+    with open(index, "r+b") as fh:  # the second leaf: vectors of a0x.md, not of the file edited below
+        fh.seek((sorted(leaves)[1] - 1) * 16384)
+        fh.write(random.Random(19).randbytes(16384))
+    (project / "docs" / "security.md").write_text((project / "docs" / "security.md").read_text() + "\nEdited.\n")
+    assert runner.invoke(cli, ["-c", cfg, "search", "rotate API keys"]).exit_code == EXIT_ERROR
+
+    damaged = runner.invoke(cli, ["-c", cfg, "ingest"])
+    assert damaged.exit_code == EXIT_ERROR, damaged.stderr
+    last = damaged.stderr.splitlines()[-1]
+    assert "ingested" not in damaged.stderr and "Traceback" not in damaged.stderr
+    assert last.startswith(f"error: index file {index} is damaged (") and "\n" not in last
+    assert last.endswith("; run again with --force-ingest to set it aside and rebuild the index")
+
+    fixed = runner.invoke(cli, ["-c", cfg, "ingest", "--force-ingest"])
+    assert fixed.exit_code == 0 and "harbor_docs [sqlite]: 45 ingested" in fixed.stderr, fixed.stderr
+    found = runner.invoke(cli, ["-c", cfg, "search", "rotate API keys"])
+    assert found.exit_code == 0 and "| Source: docs/security.md" in found.stdout, found.stderr
 
 
 def test_two_ingest_processes_at_once_store_every_chunk_once(project: Path) -> None:

@@ -214,3 +214,29 @@ def test_a_large_sync_writes_a_valid_pack(repo: Path) -> None:
     assert len(tracked) == 151  # 150 decisions and the .gitignore
     assert git(repo, "show", "HEAD:.vector-memory/x-150/y-1-z-2.json").count("decision 150") == 20
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_sync_never_commits_a_decision_file_that_does_not_parse(repo: Path) -> None:
+    manager = _manager(repo)
+    for x in (1, 2, 3):
+        manager.store(VectorCoordinate(x, 2, 2), f"Decision {x}")
+    manager.sync()
+    head = git(repo, "rev-parse", "HEAD").strip()
+    memory = repo / ".vector-memory"
+    (memory / "x-001" / "y-2-z-2.json").write_bytes(b"\xff\xfe not json")
+    moved = (memory / "x-003" / "y-2-z-2.json").read_text().replace('"x": 3', '"x": 4')
+    (memory / "x-003" / "y-2-z-2.json").write_text(moved)  # parses, but says another coordinate
+    manager.store(VectorCoordinate(2, 2, 2), "Decision 2, revised")
+
+    result = _manager(repo).sync()
+    assert [c.to_tuple() for c in result.changed] == [(2, 2, 2)]
+    assert result.skipped == (
+        f"{memory / 'x-001' / 'y-2-z-2.json'}: not a valid decision file ('utf-8' codec can't decode byte 0xff in "
+        "position 0: invalid start byte); fix or restore it, e.g. git checkout -- <file>",
+        f"{memory / 'x-003' / 'y-2-z-2.json'}: the file says coordinate (4, 2, 2) but its name says (3, 2, 2)",
+    )
+    assert git(repo, "rev-parse", "HEAD~1").strip() == head
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == [".vector-memory/x-002/y-2-z-2.json"]
+    assert '"x": 3' in git(repo, "show", "HEAD:.vector-memory/x-003/y-2-z-2.json")  # the last good version
+    nothing = _manager(repo).sync()
+    assert nothing.commit is None and len(nothing.skipped) == 2

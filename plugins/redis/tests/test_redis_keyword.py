@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -81,3 +82,38 @@ def test_sources_filter_and_empty(store: RedisStore) -> None:
     assert store.keyword_search("anchor", 5, sources=[]) == []
     assert store.keyword_search("", 5) == []
     assert len(store.keyword_search("anchor", 1)) == 1
+
+
+def _info(client: redis.Redis, index: str) -> dict[str, int]:
+    reply = client.execute_command("FT.INFO", index)
+    fields = dict(zip(reply[::2], reply[1::2], strict=True))
+    return {key: int(float(fields[key.encode()])) for key in ("indexing", "num_docs", "max_doc_id")}
+
+
+def test_a_new_metadata_field_does_not_index_records_twice(redis_url: str) -> None:
+    """``FT.ALTER`` (a metadata field seen for the first time) re-scans the collection in the background; records
+    written during that scan were indexed twice, leaving deleted postings that changed BM25 scores by timing
+    (the cause of a flaky test_scores_are_normalised_bm25). A write now returns with the index caught up."""
+    store = RedisStore(redis_url, "kw_alter", index_name="keyword_tests")
+    store.drop()
+    store.open(CollectionSpec("kw_alter", 8, "m"))
+    client = redis.Redis.from_url(redis_url, protocol=2)
+    try:
+        bulk = make_records(make_vectors(np.random.default_rng(5), 3000, 8), "bulk.md")
+        store.replace_source("bulk.md", bulk, file_state("bulk.md", chunks=3000))
+        before = _info(client, store.layout.index)
+        assert before["indexing"] == 0 and before["num_docs"] == 3000
+        records = [
+            replace(r, metadata={**r.metadata, "deck": i})  # a field the index does not have yet: FT.ALTER
+            for i, r in enumerate(
+                make_records(make_vectors(np.random.default_rng(6), 5, 8), "a.md", content=TEXTS.__getitem__)
+            )
+        ]
+        store.replace_source("a.md", records, file_state("a.md", chunks=5))
+        after = _info(client, store.layout.index)
+        assert after["indexing"] == 0, "replace_source returned while the index was still re-scanning"
+        assert after["num_docs"] == 3005
+    finally:
+        client.close()
+        store.drop()
+        store.close()

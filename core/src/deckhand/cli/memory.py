@@ -88,7 +88,8 @@ def _manager(ctx: click.Context) -> Any:
             manager = open_memory(config, agent_id=opts["agent_id"] or resolved.agent_id)
         ctx.call_on_close(manager.close)
         state["memory_manager"] = manager
-        if ctx.info_name != "load" and not state.get("quiet"):
+        # ``sync`` names the bad files it leaves out itself (one line each), not twice
+        if ctx.info_name not in ("load", "sync") and not state.get("quiet"):
             for error in manager.load_errors:
                 click.echo(f"warning: {printable(str(error))}", err=True)
     return state["memory_manager"]
@@ -225,10 +226,22 @@ def store_cmd(
     payload = _decision_json(manager, decision)
     message = f"stored {decision.coordinate} at {payload['location']}"
     if sync_after:
-        result = manager.sync()
+        result = _sync(manager, None)
         payload["commit"] = result.commit
+        payload["skipped"] = list(result.skipped)
         message += f"; committed {result.commit}" if result.commit else "; nothing to commit"
     _emit(as_json, payload, message)
+    if sync_after and result.skipped:
+        ctx.exit(common.EXIT_PARTIAL)
+
+
+def _sync(manager: Any, message: str | None) -> Any:
+    """``manager.sync(message)``, each decision file it left out (it does not parse) named on stderr, once."""
+    with _muted(logging.getLogger("deckhand.memory.manager")):
+        result = manager.sync(message)
+    for line in result.skipped:
+        click.echo(f"warning: not committed: {printable(line)}", err=True)
+    return result
 
 
 @memory.command("get")
@@ -348,14 +361,18 @@ def search_cmd(
 @click.pass_context
 @_handles_errors
 def sync_cmd(ctx: click.Context, message: str | None, as_json: bool) -> None:
-    """Commit the memory (only .vector-memory/); nothing to commit is not an error."""
-    result = _manager(ctx).sync(message)
+    """Commit the memory (only .vector-memory/); nothing to commit is not an error.
+
+    A decision file that does not parse is not committed: it is named on stderr, the others are
+    committed, and the exit code is 4."""
+    result = _sync(_manager(ctx), message)
     payload = {
         "commit": result.commit,
         "count": result.count,
         "changed": [c.to_tuple() for c in result.changed],
         "deleted": [c.to_tuple() for c in result.deleted],
         "message": result.message,
+        "skipped": list(result.skipped),
     }
     if result.commit:
         text = f"committed {result.commit[:12]}: {result.message.splitlines()[0]}"
@@ -364,6 +381,8 @@ def sync_cmd(ctx: click.Context, message: str | None, as_json: bool) -> None:
     else:
         text = "nothing to commit"
     _emit(as_json, payload, text)
+    if result.skipped:
+        ctx.exit(common.EXIT_PARTIAL)
 
 
 @memory.command("load")

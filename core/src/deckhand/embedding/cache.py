@@ -3,11 +3,15 @@
 Keyed by (model id, SHA-256 of the text); stored in SQLite under ``.deckhand/cache/``.
 Wrapping any embedder in :class:`CachedEmbedder` makes re-ingesting unchanged content
 nearly free, even into the volatile in-memory store.
+
+The cache only saves work: when its file cannot be read or written (disk full, a read-only or
+damaged file) it says so in one warning and the run goes on without it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -15,8 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from deckhand.display import printable
 from deckhand.protocols import Embedder, Tokenizer
 from deckhand.types import Vector
+
+log = logging.getLogger("deckhand")
 
 
 def text_hash(text: str) -> bytes:
@@ -37,31 +44,76 @@ class EmbeddingCache:
             " vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
         )
         self._lock = threading.Lock()
+        #: Why the cache stopped being used in this process (None: in use).
+        self.failed: str | None = None
 
     def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, Vector]:
         found: dict[bytes, Vector] = {}
         with self._lock:
-            for start in range(0, len(hashes), 500):
-                part = list(hashes[start : start + 500])
-                marks = ",".join("?" * len(part))
-                rows = self._db.execute(
-                    f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
-                    [model, *part],
-                ).fetchall()
-                for h, blob in rows:
-                    found[bytes(h)] = np.frombuffer(blob, dtype=np.float32)
+            if self.failed is not None:
+                return found
+            try:
+                for start in range(0, len(hashes), 500):
+                    part = list(hashes[start : start + 500])
+                    marks = ",".join("?" * len(part))
+                    rows = self._db.execute(
+                        f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                        [model, *part],
+                    ).fetchall()
+                    for h, blob in rows:
+                        found[bytes(h)] = np.frombuffer(blob, dtype=np.float32)
+            except sqlite3.Error as exc:
+                self._give_up(exc)
         return found
 
     def put_many(self, model: str, items: Sequence[tuple[bytes, Vector]]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
-                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
-            )
+        with self._lock:
+            if self.failed is not None:
+                return
+            try:
+                with self._db:  # one transaction: rolled back whole if it fails
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
+                        [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+                    )
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+
+    def _give_up(self, exc: sqlite3.Error) -> None:
+        """Stop using the cache in this process (disk full, read-only or damaged file), with one warning."""
+        self.failed = str(exc)
+        log.warning(
+            "embedding cache %s: %s; embedding without it for the rest of this run (free disk space, delete "
+            "the file if it is damaged: it only saves work, or set DECKHAND_NO_CACHE=1 to turn the cache off)",
+            printable(str(self.path)),
+            printable(str(exc)),
+        )
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+#: Cache files that could not be opened (warned about once per process).
+_unusable: set[Path] = set()
+
+
+def open_cache(path: Path) -> EmbeddingCache | None:
+    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened:
+    an unwritable or missing state directory, a full disk. Embedding goes on without it."""
+    try:
+        return EmbeddingCache(path)
+    except (OSError, sqlite3.Error) as exc:
+        if path not in _unusable:
+            _unusable.add(path)
+            log.warning(
+                "embedding cache %s: cannot open it (%s); embedding without it (make its directory writable, "
+                "delete the file if it is damaged: it only saves work, set DECKHAND_HOME to a writable "
+                "directory, or set DECKHAND_NO_CACHE=1)",
+                printable(str(path)),
+                printable(getattr(exc, "strerror", None) or str(exc)),
+            )
+        return None
 
 
 class CachedEmbedder:

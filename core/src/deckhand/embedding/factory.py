@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, open_cache
 from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
@@ -107,14 +107,18 @@ def _checked(component: Component, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def embedding_cache(base_dir: Path) -> EmbeddingCache | None:
-    """The shared on-disk cache under ``base_dir``'s state directory (None with ``DECKHAND_NO_CACHE=1``)."""
+    """The shared on-disk cache under ``base_dir``'s state directory (None with ``DECKHAND_NO_CACHE=1``, or
+    when it cannot be opened: an unwritable state directory or a full disk is one warning, not a failure)."""
     if cache_disabled():
         return None
     path = state_dir(base_dir) / "cache" / "embeddings.sqlite"
     with _lock:
         cache = _caches.get(path)
         if cache is None:
-            cache = _caches[path] = EmbeddingCache(path)
+            cache = open_cache(path)
+            if cache is None:
+                return None
+            _caches[path] = cache
     return cache
 
 

@@ -7,6 +7,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deckhand.display import is_utf8, utf8_name
+
+#: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
+#: result can carry such a name, and an escaped stand-in could collide with a real file's name).
+NOT_UTF8 = "its name is not valid UTF-8; rename it to ingest it"
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -47,7 +53,9 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
     """List the supported files of ``source`` (a file or a directory, walked recursively).
 
     Symlinks are followed only while they resolve inside the source directory; anything
-    else is skipped with a reason. Raises ``FileNotFoundError`` if the source is missing.
+    else is skipped with a reason. A supported file (or a directory) whose name is not valid
+    UTF-8 is listed in ``failed``, named with its bad bytes escaped (``bad_\\xff.txt``), and the
+    walk goes on. Raises ``FileNotFoundError`` if the source is missing.
     """
     given = Path(source).expanduser()
     if not given.exists():
@@ -63,7 +71,7 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
     def unreadable(exc: OSError) -> None:  # os.walk would otherwise skip the directory silently
         where = Path(exc.filename) if exc.filename else root
         shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
-        out.failed.append(Skipped(shown, f"cannot read directory ({exc.strerror or exc})"))
+        out.failed.append(Skipped(utf8_name(shown), f"cannot read directory ({exc.strerror or exc})"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         current = Path(dirpath)
@@ -72,9 +80,12 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
             sub = current / d
             if sub.is_symlink():
                 # never followed; a link to a directory inside the source is walked where it really lives
-                out.skipped.append(Skipped(_shown(sub, root, shown_root, base), _link_reason(sub, root)))
+                out.skipped.append(Skipped(utf8_name(_shown(sub, root, shown_root, base)), _link_reason(sub, root)))
                 continue
             if d.startswith("."):
+                continue
+            if not is_utf8(d):  # one line for the directory, not one per file under it
+                out.failed.append(Skipped(utf8_name(_shown(sub, root, shown_root, base)), f"directory: {NOT_UTF8}"))
                 continue
             keep.append(d)
         dirnames[:] = keep
@@ -84,7 +95,7 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
             path = current / name
             shown = _shown(path, root, shown_root, base)
             if path.is_symlink():
-                out.skipped.append(Skipped(shown, _link_reason(path, root)))
+                out.skipped.append(Skipped(utf8_name(shown), _link_reason(path, root)))
                 continue
             _consider(path, path, exts, out, base, shown)  # walked without following links: already real
     return out
@@ -95,10 +106,13 @@ def _consider(
 ) -> None:
     shown = shown or display_path(path, base)
     if path.suffix.lower() not in exts:
-        out.skipped.append(Skipped(shown, f"unsupported file type {path.suffix or '(none)'}"))
+        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(path.suffix) or '(none)'}"))
         return
     if not real.is_file():
-        out.skipped.append(Skipped(shown, "not a regular file"))
+        out.skipped.append(Skipped(utf8_name(shown), "not a regular file"))
+        return
+    if not is_utf8(shown):
+        out.failed.append(Skipped(utf8_name(shown), NOT_UTF8))
         return
     out.files.append(SourceFile(real, shown))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from deckhand.display import printable
-from deckhand.errors import SourceValidationError, StoreConnectionError, StoreError
+from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
@@ -695,8 +695,10 @@ class Ingestor:
         state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
         try:
             self.store.replace_source(pending.file.display, records, state)
-        except StoreConnectionError:
-            raise  # the server is gone: stop; the next run picks up where this one ended
+        except (StoreConnectionError, IndexFileError):
+            # the server is gone, or the index file cannot take writes (disk full, read-only, damaged): no later
+            # file would fare better, so stop with the one error; the next run picks up where this one ended
+            raise
         except StoreError as exc:
             log.error(
                 "failed %s: store failed: %s (its previous chunks are kept)", printable(pending.file.display), exc

@@ -33,7 +33,9 @@ class SyncResult:
 
     ``commit`` is the new commit's id, or ``None`` when there was nothing to commit (not an
     error) or the backend has no history (in-memory). ``changed`` lists the coordinates the
-    commit added or modified, ``deleted`` those it removed.
+    commit added or modified, ``deleted`` those it removed. ``skipped`` names the decision files
+    left out because they do not parse (``"<location>: <reason>"``, one line each; see
+    :func:`deckhand.memory.decisions.decision_problem`): they stay as they are, uncommitted.
     """
 
     commit: str | None
@@ -41,6 +43,7 @@ class SyncResult:
     changed: tuple[VectorCoordinate, ...] = ()
     deleted: tuple[VectorCoordinate, ...] = ()
     details: dict[str, str] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:

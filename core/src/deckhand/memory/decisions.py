@@ -84,3 +84,19 @@ class StoredDecision:
     def from_bytes(data: bytes) -> StoredDecision:
         """Parse a decision file's content; raises ``ValueError``/``KeyError``/``TypeError`` when malformed."""
         return StoredDecision.from_json(json.loads(data.decode("utf-8")))
+
+
+def decision_problem(coordinate: VectorCoordinate, data: bytes) -> str | None:
+    """Why ``data`` is not a valid decision file for ``coordinate`` (one line), or None when it is.
+
+    The manager refuses to load such a file and a backend refuses to commit it (``sync`` skips it
+    and says so): what history records is only what can be read back.
+    """
+    try:
+        decision = StoredDecision.from_bytes(data)
+    except (ValueError, KeyError, TypeError) as exc:
+        reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        return f"not a valid decision file ({reason}); fix or restore it, e.g. git checkout -- <file>"
+    if decision.coordinate != coordinate:
+        return f"the file says coordinate {decision.coordinate} but its name says {coordinate}"
+    return None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deckhand.memory.backend import SyncResult
 from deckhand.memory.coordinates import X_MAX, X_MIN, Y_VALUES, Z_VALUES, VectorCoordinate, check_int
-from deckhand.memory.decisions import StoredDecision
+from deckhand.memory.decisions import StoredDecision, decision_problem
 from deckhand.memory.errors import (
     CoordinateValidationError,
     CorruptDecisionsError,
@@ -241,7 +241,8 @@ class VectorMemoryManager:
         """Commit every pending change of the memory (and nothing else) to the backend's history.
 
         The commit message names the coordinate ranges and the number of decisions; with
-        nothing to commit this is a no-op whose result has ``commit=None``. Raises
+        nothing to commit this is a no-op whose result has ``commit=None``. A decision file that
+        does not parse is left out of the commit and listed in ``skipped`` (one warning each). Raises
         ``StorageError`` if git fails and ``ConcurrencyError`` if another sync holds the lock.
         """
         if message is not None and not isinstance(message, str):
@@ -249,7 +250,9 @@ class VectorMemoryManager:
         with self._lock:
             result = self.backend.sync(message)
             self._pending.clear()
-            return result
+        for line in result.skipped:
+            log.warning("memory sync skipped %s", line)
+        return result
 
     def load_from_git(self) -> int:
         """Rebuild the indexes from storage (after a pull or a restart) and return the number loaded.
@@ -320,16 +323,10 @@ class VectorMemoryManager:
             self._semantic.set(key, decision.content)
 
     def _decode(self, location: str, coord: VectorCoordinate, data: bytes) -> StoredDecision:
-        try:
-            decision = StoredDecision.from_bytes(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise StorageError(
-                f"{location}: not a valid decision file ({reason}); fix or restore it, e.g. git checkout -- <file>"
-            ) from exc
-        if decision.coordinate != coord:
-            raise StorageError(f"{location}: the file says coordinate {decision.coordinate} but its name says {coord}")
-        return decision
+        problem = decision_problem(coord, data)
+        if problem is not None:
+            raise StorageError(f"{location}: {problem}")
+        return StoredDecision.from_bytes(data)
 
     def _reload_one(self, coord: VectorCoordinate) -> None:
         try:
@@ -350,7 +347,7 @@ class VectorMemoryManager:
     def _build_embedder(self) -> Embedder:
         if self._embedder is not None:
             return self._embedder
-        from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+        from deckhand.embedding.cache import CachedEmbedder, open_cache
         from deckhand.embedding.factory import load_embedder
         from deckhand.paths import cache_disabled
         from deckhand.plugins import get_registry
@@ -358,7 +355,7 @@ class VectorMemoryManager:
         inner = load_embedder(get_registry(), self._embedding_model)
         cache = None
         if self._embedding_cache is not None and not cache_disabled():
-            cache = EmbeddingCache(self._embedding_cache)
+            cache = open_cache(self._embedding_cache)  # None, with one warning, where it cannot be opened
             ignore = self._embedding_cache.parent / ".gitignore"
             if not ignore.exists():  # keep the cache out of `git status` of the memory's repository
                 try:

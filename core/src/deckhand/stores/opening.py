@@ -88,12 +88,14 @@ def open_store(
     *,
     cwd: Path | None = None,
     force: bool = False,
+    verify: bool = False,
 ) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
     """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
 
     Returns the store, the spec the collection had before (None if new), and the database
     configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
     error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
+    ``verify`` (an ingest) checks the whole file first where the store can (``verify_integrity``).
     """
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
@@ -109,7 +111,7 @@ def open_store(
     base_dir = cwd or Path.cwd()
     try:
         store = create_store(component, config, collection, base_dir=base_dir)
-        previous = _open(store, spec, force)
+        previous = _open(store, spec, force, verify=verify)
         return store, previous, config
     except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
         raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
@@ -134,13 +136,14 @@ def open_store(
         return store, store.open(spec), fallback
 
 
-def _open(store: VectorStore, spec: CollectionSpec, force: bool) -> CollectionSpec | None:
-    """``store.open(spec)``; with ``force``, a store offering ``verify_integrity()`` is checked first,
-    so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice."""
+def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
+    """``store.open(spec)``; with ``force`` or ``verify``, a store offering ``verify_integrity()`` is checked
+    first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
+    ingest never writes into (and reports success on) a damaged index."""
     try:
-        verify = getattr(store, "verify_integrity", None)
-        if force and callable(verify):
-            verify()
+        check = getattr(store, "verify_integrity", None)
+        if (force or verify) and callable(check):
+            check()
         return store.open(spec)
     except IndexCorruptError:
         if not force:
@@ -192,6 +195,7 @@ def open_collection(
     base_dir: Path,
     force_ingest: bool,
     store: VectorStore | None = None,
+    verify: bool = False,
 ) -> tuple[VectorStore, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
@@ -200,7 +204,8 @@ def open_collection(
     with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
     ``store`` is the collection's store from an earlier initialisation in this process: it is
     opened again rather than replaced, so what it holds (all of it, for the in-memory store)
-    is kept and unchanged files are not ingested again.
+    is kept and unchanged files are not ingested again. ``verify`` (set by an ingest, which is about to
+    write) checks the index file's integrity first (see :func:`open_store`).
     """
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
@@ -212,9 +217,11 @@ def open_collection(
         algorithm=config.vector_algorithm,
     )
     if store is not None:
-        previous, used = store.open(spec), config
+        previous, used = _open(store, spec, force_ingest, verify=verify), config
     else:
-        store, previous, used = open_store(registry, config, name, spec, cwd=base_dir, force=force_ingest)
+        store, previous, used = open_store(
+            registry, config, name, spec, cwd=base_dir, force=force_ingest, verify=verify
+        )
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest)
     return store, used

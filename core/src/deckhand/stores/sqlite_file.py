@@ -151,9 +151,11 @@ def _check_length(conn: sqlite3.Connection, path: Path) -> None:
 
 def verify(conn: sqlite3.Connection, path: Path) -> None:
     """Read every page (``PRAGMA quick_check``): slow on a large index, so only ``--force-ingest`` asks."""
-    problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
-    if problems != ["ok"]:
-        raise IndexCorruptError(damaged_message(path, "; ".join(problems)), str(path))
+    rows = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
+    if rows != ["ok"]:
+        # one problem per line, after a "*** in database main ***" heading: the message stays one line
+        problems = [p.strip() for row in rows for p in row.splitlines() if p.strip() and not p.startswith("***")]
+        raise IndexCorruptError(damaged_message(path, "; ".join(problems[:3]) or "quick_check failed"), str(path))
 
 
 def _create(path: Path) -> None:
@@ -230,12 +232,23 @@ def describe(exc: sqlite3.Error, path: Path) -> StoreError:
             "try again when it has finished"
         )
     if primary in (_PERM, _READONLY, _CANTOPEN, _FULL, _IOERR):
+        if primary in (_FULL, _IOERR) and _disk_full(path) and "full" not in reason:
+            reason = f"{reason}: no space left on the disk"  # a failed write to the WAL is reported as I/O
         return IndexFileError(_unwritable(path, reason), str(path))
     return StoreError(f"index file {path}: {reason}")
 
 
+def _disk_full(path: Path) -> bool:
+    """Whether the file system holding ``path`` has less than a page of 16 KiB free."""
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < PAGE_SIZE
+
+
 def _unwritable(path: Path, reason: str) -> str:
     return (
-        f"cannot use index file {path} ({reason}); free disk space or make its directory writable, "
+        f"cannot use index file {path} ({reason}); free disk space or make the file and its directory writable, "
         "set DECKHAND_HOME to a writable directory, or use `database: {provider: in-memory}`"
     )

@@ -92,6 +92,22 @@ AWKWARD_SOURCES = (
     "notes/ünïcødé 文档 'quoted' \"double\" %_*.txt",
 )
 
+#: File names a store must keep apart exactly as given (see ``test_any_file_name_is_a_source_of_its_own``).
+STRANGE_SOURCES = (
+    "docs/line\nbreak.md",
+    "docs/tab\tand\rreturn.md",
+    "docs/back\\slash\\n.md",
+    "docs/-rf --help.md",
+    "docs/README.md",
+    "docs/readme.md",
+    "docs/caf\u00e9.md",  # NFC
+    "docs/cafe\u0301.md",  # NFD: another file on Linux
+    "docs/@source:{x} | (y) -z *.md",
+    "docs/$(rm -rf ~) `x` ;|&.md",
+    "docs/100%_done?[ab].md",
+    "docs/" + "\u00e9" * 127 + ".md",  # 254 bytes of name (a file system's limit is 255)
+)
+
 
 #: Where each source of the filter corpus lives relative to a tool's source (one per source).
 FILTER_PATHS = (
@@ -542,6 +558,27 @@ class StoreConformanceTests:
         store.upsert(make_records(make_vectors(rng, 2, self.dimension), "a.md"))
         with pytest.raises(DimensionMismatchError, match=str(self.dimension)):
             store.search(np.ones(self.dimension + 1, dtype=np.float32), 3)
+
+    def test_any_file_name_is_a_source_of_its_own(self, store: VectorStore, rng: np.random.Generator) -> None:
+        """Every name a file system allows (and deckhand ingests) is a distinct source through replace, manifest,
+        the ``sources`` filter and delete: control characters, backslashes, names that look like options or
+        query syntax, case and Unicode-normalisation twins, and a 255-byte name."""
+        for source in STRANGE_SOURCES:
+            records = make_records(make_vectors(rng, 2, self.dimension), source)
+            store.replace_source(source, records, file_state(source, chunks=2))
+        assert set(store.manifest()) == set(STRANGE_SOURCES), "a source name was changed or merged with another"
+        assert store.count() == 2 * len(STRANGE_SOURCES)
+        query = make_vectors(rng, 1, self.dimension)[0]
+        for source in STRANGE_SOURCES:
+            hits = store.search(query, 5, sources=[source])
+            assert {h.record.source for h in hits} == {source}, f"sources=[{source!r}] returned {hits!r}"
+            assert len(hits) == 2, f"sources=[{source!r}]: {len(hits)} hits, expected 2"
+        for gone in STRANGE_SOURCES[::2]:
+            store.delete_source(gone)
+        kept = set(STRANGE_SOURCES[1::2])
+        assert set(store.manifest()) == kept, "delete_source removed another source's entry, or missed its own"
+        assert {h.record.source for h in store.search(query, 100)} == kept
+        assert store.count() == 2 * len(kept)
 
     # -- content ----------------------------------------------------------------------------
     def test_unicode_and_long_content(self, store: VectorStore, rng: np.random.Generator) -> None:

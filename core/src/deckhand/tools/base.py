@@ -141,7 +141,7 @@ class SourceTool:
                 "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
             )
         source = self.source_path()
-        store, embedder, reused = self._open_store(force_ingest)
+        store, embedder, reused = self._open_store(force_ingest, verify=True)
         component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
         ingestor = Ingestor(
             store=store,
@@ -206,8 +206,11 @@ class SourceTool:
         self.last_ingest_time = time.time()
         self.is_initialized = True
 
-    def _open_store(self, force_ingest: bool) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
-        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any)."""
+    def _open_store(
+        self, force_ingest: bool, *, verify: bool = False
+    ) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
+        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
+        ``verify`` (an ingest) checks the index file's integrity first where the store can."""
         embedder = lazy_embedder_for(self.registry, self.config.embedding_model, self.base_dir)
         self.before_ingest(embedder)
         reused = self._store
@@ -220,6 +223,7 @@ class SourceTool:
                 base_dir=self.base_dir,
                 force_ingest=force_ingest,
                 store=reused,
+                verify=verify,
             )
         except Exception as exc:
             if reused is not None and not is_outage(exc):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
 from deckhand.memory.coordinates import MEMORY_DIR, VectorCoordinate
+from deckhand.memory.decisions import decision_problem
 from deckhand.memory.errors import ConcurrencyError, StorageError
 from filelock import FileLock, Timeout
 
@@ -152,12 +153,14 @@ class GitMemoryBackend:
         head_proc = git.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], check=False)
         head = head_proc.stdout.strip() if head_proc.returncode == 0 else None
         written, removed = self._changes(head)
+        contents, skipped = self._contents(written)
+        written = [rel for rel, _ in contents]
         if not written and not removed:
-            return SyncResult(None, "")
+            return SyncResult(None, "", skipped=skipped)
         changed = _coordinates(written)
         deleted = _coordinates(removed)
         text = sync_message(changed, deleted, message)
-        commit = self._fast_import(head, written, removed, text)
+        commit = self._fast_import(head, contents, removed, text)
         reflog = f"deckhand memory sync: {text.splitlines()[0]}"
         moved = git.run(["update-ref", "-m", reflog, "HEAD", commit, head or ""], check=False)
         if moved.returncode != 0:
@@ -174,7 +177,28 @@ class GitMemoryBackend:
                 f" run `git reset -q -- {MEMORY_DIR}` in {self.repo}"
             )
         git.run(["gc", "--auto", "--quiet"], check=False)  # fast-import never triggers it; detaches if needed
-        return SyncResult(commit, text, tuple(changed), tuple(deleted), {"repository": str(self.repo)})
+        return SyncResult(commit, text, tuple(changed), tuple(deleted), {"repository": str(self.repo)}, skipped)
+
+    def _contents(self, written: list[str]) -> tuple[list[tuple[str, bytes | None]], tuple[str, ...]]:
+        """What to commit of each changed path (None: it is gone, delete it), and the decision files left out
+        because they do not parse (``"<path>: <reason>"``): history only records what can be read back."""
+        contents: list[tuple[str, bytes | None]] = []
+        skipped: list[str] = []
+        for rel in written:
+            path = self.repo / rel
+            try:
+                data: bytes | None = path.read_bytes()
+            except FileNotFoundError:
+                data = None
+            except OSError as exc:
+                raise StorageError(f"{path}: cannot read for sync ({exc.strerror or exc})") from exc
+            coordinate = _coordinate(rel)
+            problem = decision_problem(coordinate, data) if data is not None and coordinate is not None else None
+            if problem is not None:
+                skipped.append(f"{path}: {problem}")
+                continue
+            contents.append((rel, data))
+        return contents, tuple(skipped)
 
     def _changes(self, head: str | None) -> tuple[list[str], list[str]]:
         """Paths under .vector-memory/ that differ from ``head``: (added or modified, deleted).
@@ -194,7 +218,9 @@ class GitMemoryBackend:
         written.update(p for p in others.split("\0") if p)
         return sorted(written), sorted(removed - written)
 
-    def _fast_import(self, head: str | None, written: list[str], removed: list[str], message: str) -> str:
+    def _fast_import(
+        self, head: str | None, written: list[tuple[str, bytes | None]], removed: list[str], message: str
+    ) -> str:
         """Write one commit of ``head`` plus the changes with ``git fast-import`` and return its id.
 
         fast-import streams every blob into a single pack (``git add`` would create one loose
@@ -211,16 +237,11 @@ class GitMemoryBackend:
         ]
         if head:
             parts.append(f"from {head}\n".encode())
-        for rel in written:
-            try:
-                with open(os.path.join(self.repo, rel), "rb") as handle:
-                    data = handle.read()
-            except FileNotFoundError:
+        for rel, data in written:
+            if data is None:  # gone since git listed it
                 if head:
                     parts.append(f"D {_quote(rel)}\n".encode())
                 continue
-            except OSError as exc:
-                raise StorageError(f"{self.repo / rel}: cannot read for sync ({exc.strerror or exc})") from exc
             parts.append(f"M 100644 inline {_quote(rel)}\ndata {len(data)}\n".encode())
             parts.append(data)
             parts.append(b"\n")
@@ -263,14 +284,15 @@ class _HeadMoved(Exception):
     """Someone else updated HEAD between reading it and moving it."""
 
 
+def _coordinate(path: str) -> VectorCoordinate | None:
+    try:
+        return VectorCoordinate.from_path(path)
+    except ValueError:
+        return None  # .gitignore or another non-decision file: committed, not counted
+
+
 def _coordinates(paths: list[str]) -> list[VectorCoordinate]:
-    found = []
-    for path in paths:
-        try:
-            found.append(VectorCoordinate.from_path(path))
-        except ValueError:
-            continue  # .gitignore or another non-decision file: committed, not counted
-    return sorted(found)
+    return sorted(c for path in paths if (c := _coordinate(path)) is not None)
 
 
 def _quote(path: str) -> str:

@@ -219,7 +219,7 @@ class RedisStore:
         self._wait_indexed()
 
     def _wait_indexed(self, timeout: float = 60.0) -> None:
-        """Wait for the background scan of records that existed before ``FT.CREATE``."""
+        """Wait for the background scan of the records that existed before ``FT.CREATE`` or ``FT.ALTER``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = self._client.execute_command("FT.INFO", self.layout.index)
@@ -229,11 +229,20 @@ class RedisStore:
             time.sleep(0.05)
 
     def _add_fields(self, fields: Iterable[str]) -> None:
-        """Declare metadata fields in the index schema (once each; concurrent writers may race, which is harmless)."""
+        """Declare metadata fields in the index schema (once each; concurrent writers may race, which is harmless).
+
+        ``FT.ALTER`` re-scans the collection's keys in the background. Records written while that scan
+        runs are indexed twice (when written, and again when the scan reaches them), and the second
+        copy leaves the first as deleted postings that count in BM25's document frequencies until
+        RediSearch's garbage collector removes them (for a small collection, maybe never): the same
+        query would score differently by how the scan and the writes happened to interleave. So the
+        writes wait for the scan to end (:meth:`_wait_indexed`).
+        """
         missing = [f for f in fields if f not in self._indexed]
         if not missing:
             return
         self._indexed.update(_text(f) for f in self._client.smembers(self.layout.prefix + "fields"))
+        altered = False
         for field in missing:
             if field in self._indexed:
                 continue
@@ -241,11 +250,14 @@ class RedisStore:
                 self._client.execute_command(
                     "FT.ALTER", self.layout.index, "SCHEMA", "ADD", *filters.schema_args(field)
                 )
+                altered = True
             except ResponseError as exc:
                 if "duplicate" not in str(exc).lower():
                     raise
             self._client.sadd(self.layout.prefix + "fields", field)  # after the ALTER: the set never claims too much
             self._indexed.add(field)
+        if altered:
+            self._wait_indexed()
 
     def _known_fields(self) -> set[str]:
         """The metadata fields in the index schema now (another process may have added some)."""
