@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from deckhand.errors import FilterError
-from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, condition
+from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, check_value, condition
 
 #: Metadata key holding a chunk's path relative to the tool's source.
 PATH_KEY = "path"
@@ -128,14 +128,23 @@ class SearchFilter(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key in value:
+        for key, spec in value.items():
             check_key(key, f"metadata.{key}")
+            if isinstance(spec, MetadataCondition):
+                for name, given in spec.model_dump(exclude_none=True).items():
+                    for item in _listed(given):
+                        check_value(item, f"metadata.{key}.{name.rstrip('_')}")
+            else:
+                for item in _listed(spec):
+                    check_value(item, f"metadata.{key}")
         return value
 
     @field_validator("path")
     @classmethod
     def _paths(cls, value: str | list[str] | None) -> str | list[str] | None:
         if value is not None:
+            for item in _listed(value):
+                check_value(item, "path")
             _path_patterns(_listed(value))
         return value
 
@@ -358,7 +367,10 @@ def _typed(text: str) -> Scalar:
     if text in ("true", "false"):
         return text == "true"
     if _INT.match(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts: as a float it is infinite, refused as such
+            return float(text)
     if _FLOAT.match(text):
         return float(text)
     return text

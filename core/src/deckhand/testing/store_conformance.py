@@ -104,10 +104,10 @@ FILTER_PATHS = (
 #: Document fields the filter corpus cycles through: strings, numbers, booleans, lists, objects, missing keys.
 FILTER_METADATA: tuple[dict[str, Any], ...] = (
     {"author": "Ann", "year": 2021, "tags": ["ops", "security"], "draft": False, "rating": 4.5, "last-updated": "2024"},
-    {"author": "Bo", "year": 2019, "tags": ["ops"], "draft": True, "rating": 3},
+    {"author": "Bo", "year": 2019, "tags": ["ops"], "draft": True, "rating": 3, "stars": "*b*b*"},
     {"author": "ann", "year": "2021", "tags": [], "draft": "false"},
     {"author": "Ann", "year": 2023.0, "tags": ["a,b|c{d} 'q' \"dq\" %_*", "ünï 文档"], "rating": 5, "flag": True},
-    {"author": {"name": "Ann"}, "year": [2021], "tags": "ops", "draft": None},
+    {"author": {"name": "Ann"}, "year": [2021], "tags": "ops", "draft": None, "dir": "C:\\docs\\*"},
     {"author": "Cy", "year": 2020, "tags": ["security", 7, True], "draft": False, "rating": -1.25},
 )
 
@@ -143,6 +143,12 @@ def filter_cases() -> list[tuple[str, Filter]]:
         ("glob ? is one character", one("path", Op.GLOB, "guides/?etup.md")),
         ("glob with awkward literals", one("path", Op.GLOB, "*{f}.md", "*%_*.txt", "*'quoted'*")),
         ("glob on list items", one("tags", Op.GLOB, "sec*")),
+        ("glob with a backslash (a literal)", one("dir", Op.GLOB, "*\\*")),
+        ("glob with a backslash before a wildcard", one("dir", Op.GLOB, "C:\\d*")),
+        ("glob of a backslash that matches nothing", one("author", Op.GLOB, "*\\*")),
+        ("text with backslashes", one("dir", Op.EQ, "C:\\docs\\*")),
+        ("glob ? is one character, not one byte", one("tags", Op.GLOB, "ünï ??")),
+        ("glob over a stored '*' (RediSearch 2.10 looped forever)", one("stars", Op.GLOB, "**b", "*?*b")),
         ("key with a hyphen", one("last-updated", Op.EQ, "2024")),
         ("exists", one("rating", Op.EXISTS, True)),
         ("missing (or null)", one("draft", Op.EXISTS, False)),
