@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from deckhand.cli.common import config_option, config_path_of, errors
+from deckhand.redaction import redact, register_secret
 
 
 def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -51,13 +52,15 @@ def mcp(ctx: click.Context, config_path: Path | None, http: object, watch: bool)
         address = http if isinstance(http, HttpAddress) else None
         token = bearer_token(address) if address is not None else None
         extra = [os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else []
+        for secret in extra:
+            register_secret(secret)
         toolbox = Toolbox.from_config(config_path, extra_secrets=extra)
         serve(
             toolbox,
             http=address,
             token=token,
             watch=watch,
-            echo=None if quiet else (lambda line: click.echo(line, err=True)),
+            echo=None if quiet else (lambda line: click.echo(redact(line), err=True)),
             access_log=logging.getLogger().level <= logging.INFO,
         )
 

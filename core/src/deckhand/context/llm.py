@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
-from deckhand.redaction import redact_url
+from deckhand.redaction import redact_url, register_secret
 from deckhand.types import Chunk, Document
 
 log = logging.getLogger("deckhand")
@@ -149,6 +149,7 @@ class LLMContextGenerator:
                     f"llm context generator: api_key_env: environment variable {settings.api_key_env} is not set; "
                     "export it, or set api_key_env: null for an endpoint without authentication"
                 )
+            register_secret(key)
             self._api_key = key
         self.cache = ContextCache(cache_path) if cache_path is not None else None
         self._prompt_hash = sha256_hex(settings.prompt)[:16]

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deckhand.errors import ConfigError, RerankError
-from deckhand.redaction import redact_url
+from deckhand.redaction import redact_url, register_secret
 
 log = logging.getLogger("deckhand")
 
@@ -97,6 +97,7 @@ class LLMReranker:
                     f"reranker 'llm': api_key_env: environment variable {options.api_key_env} is not set; export it, "
                     "or set api_key_env: null for an endpoint without authentication"
                 )
+        register_secret(key)
         self._api_key = key
         self._client: Any = None
         self._lock = threading.Lock()
