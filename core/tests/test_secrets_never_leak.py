@@ -24,14 +24,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner, Result
 from deckhand.agents.toolbox import Toolbox
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.redaction import MIN_PIECE, SECRETS, redact
+from deckhand.redaction import SECRETS, redact
+from deckhand.testing.secrets import leaked_pieces
 
 #: The markers: URL delimiters, percent, hash, non-ASCII; none of their 4-character pieces is an ordinary word.
 MARKERS = {
@@ -43,19 +44,9 @@ MARKERS = {
 }
 
 
-def pieces(secret: str) -> set[str]:
-    """Every :data:`MIN_PIECE`-character piece of ``secret`` and of its URL-quoted forms, lower case."""
-    found: set[str] = set()
-    for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
-        low = form.lower()
-        found |= {low[i : i + MIN_PIECE] for i in range(len(low) - MIN_PIECE + 1)}
-    return found
-
-
 def leaks(text: str, secrets: Iterable[str] = MARKERS.values()) -> list[str]:
     """The pieces of ``secrets`` (default: every marker) ``text`` shows (empty when none)."""
-    low = text.lower()
-    return sorted({piece for secret in secrets for piece in pieces(secret) if piece in low})
+    return leaked_pieces(text, secrets)
 
 
 @dataclass(frozen=True)
