@@ -86,7 +86,9 @@ def token(value: Any) -> str | None:
         number = float(value) + 0.0  # (-0.0 + 0.0 is 0.0: zero has one token, as 0 == -0.0 in the reference)
         return "n" + repr(number) if math.isfinite(number) else None
     if isinstance(value, str):
-        return "s" + value.replace(SEPARATOR, " ") + ";"
+        # The separator cannot be in a token: spelled \x1e_ (and \x1e as \x1e\x1e), so no two texts share a
+        # token (it used to become a space: 'a\x1fb' equalled 'a b').
+        return "s" + value.replace("\x1e", "\x1e\x1e").replace(SEPARATOR, "\x1e_") + ";"
     return None
 
 

@@ -358,6 +358,7 @@ class RedisStore:
                 pipe = self._client.pipeline(transaction=True)
                 for record, blob in zip(records[start : start + step], blobs[start : start + step], strict=True):
                     key = self.layout.doc_key(record.id)
+                    pipe.unlink(key)  # a rewritten record keeps no filter field of its previous metadata
                     pipe.hset(key, mapping=self._mapping(record, blob))
                     pipe.sadd(self.layout.source_key(record.source), key)
                 pipe.execute()
@@ -379,6 +380,7 @@ class RedisStore:
 
     def _queue_writes(self, pipe: Any, records: Sequence[Record], blobs: list[bytes], keys: list[str]) -> None:
         for record, blob, key in zip(records, blobs, keys, strict=True):
+            pipe.unlink(key)  # HSET alone would keep the filter fields of metadata the record no longer has
             pipe.hset(key, mapping=self._mapping(record, blob))
 
     def _swap(
