@@ -134,6 +134,23 @@ def tests_weaviate(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """The property and fuzz tests with many examples (opt-in; CI runs each with a few, see docs/security.md).
+
+    The filter parser's fuzzing and every filtering store's property test against the reference
+    meaning (sqlite, in-memory, redis, postgres, servers started here). ``nox -s fuzz -- 2000``
+    sets the examples per property (default 500).
+    """
+    examples = session.posargs[0] if session.posargs and session.posargs[0].isdigit() else "500"
+    _core(session)
+    session.install(*_editable("redis", "postgres"))
+    env = {"DECKHAND_HYPOTHESIS_EXAMPLES": examples}
+    session.run("pytest", "core/tests/search/test_filter_fuzz.py", env=env)
+    for tests in ("core/tests/stores", "plugins/redis/tests", "plugins/postgres/tests"):
+        session.run("pytest", tests, "-k", "agree_with_the_reference", env=env)
+
+
+@nox.session(python=PYTHON)
 def e2e(session: nox.Session) -> None:
     """Cross-package tests (tests/): everything installed together, as a user with every extra."""
     _core(session)

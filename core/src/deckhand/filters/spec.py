@@ -33,6 +33,7 @@ from pydantic import (
     field_validator,
 )
 
+from deckhand.display import printable, printable_line
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, check_value, condition
 
@@ -123,6 +124,11 @@ class SearchFilter(BaseModel):
                 return cls.model_validate(dict(value))
             except ValidationError as exc:
                 raise FilterError(f"filter: {filter_validation_line(exc)}") from None
+        if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+            raise FilterError(
+                f"filter: expected an object with path, type and/or metadata, or filter expressions (strings), "
+                f"got {printable(repr(value))[:80]}"
+            )
         return parse_expressions(list(value))
 
     @field_validator("metadata")
@@ -230,7 +236,14 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
 
 
 def filter_validation_line(exc: ValidationError) -> str:
-    """One line for the most telling problem: a metadata operator's own error beats the union's alternatives."""
+    """One line for the most telling problem: a metadata operator's own error beats the union's alternatives.
+
+    Keys and values the caller wrote are shown escaped (:func:`~deckhand.display.printable_line`).
+    """
+    return printable_line(_validation_line(exc))
+
+
+def _validation_line(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
     first = next((e for e in errors if "MetadataCondition" in e["loc"] and len(e["loc"]) > 3), errors[0])
     loc = [str(p) for p in first["loc"]]
