@@ -267,8 +267,10 @@ def secret_parts(field: str, template: str, values: dict[str, str]) -> list[str]
         at = shape.find(marker)
         if at < 0:
             continue
-        if shape.strip() == marker:  # the whole URL in one variable: its credentials
-            secrets += [values[name][a:b] for a, b in credential_spans(values[name])]
+        if shape.strip() == marker:  # the whole URL in one variable: its credentials (not a URL: all of it)
+            value = values[name]
+            spans_in_value = credential_spans(value)
+            secrets += [value[a:b] for a, b in spans_in_value] if spans_in_value or "://" in value else [value]
         elif "://" not in shape or any(a <= at < b for a, b in spans):
             secrets.append(values[name])
     return [s for s in secrets if s]
@@ -295,9 +297,10 @@ def credential_spans(url: str) -> list[tuple[int, int]]:
         if query >= 0:
             for match in _QUERY_SECRET.finditer(url, query):
                 spans.append(match.span("secret"))
-    for match in _KEYWORD_SECRET.finditer(url):
-        group = 1 if match.group(1) is not None else 2
-        spans.append(match.span(group))
+    if scheme < 0:  # libpq's "host=h password=pw" form
+        for match in _KEYWORD_SECRET.finditer(url):
+            group = 1 if match.group(1) is not None else 2
+            spans.append(match.span(group))
     return [(a, b) for a, b in spans if b > a]
 
 

@@ -21,9 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-FUZZ = settings(
-    max_examples=examples() * 10, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FUZZ = settings(max_examples=examples() * 6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: Any character at all: NUL, controls, lone surrogates, astral.
 anything = st.text(alphabet=st.characters(), max_size=40)
