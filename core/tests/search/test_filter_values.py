@@ -99,3 +99,21 @@ def test_good_values_still_pass() -> None:
     assert parsed is not None
     assert parsed.compile()
     assert parse_expressions(["level>=12345678901234567890"]).compile()
+
+
+def test_front_matter_values_no_store_can_hold_are_made_storable() -> None:
+    """Siblings: YAML's "\\0" failed the whole file on PostgreSQL and made SQLite's ``eq 'x'`` match ``x\\0y``;
+    a 400-digit integer crashed comparisons (``float()`` overflow)."""
+    from deckhand.ingest.front_matter import front_matter
+
+    meta = front_matter('---\na: "x\\0y"\nb: "\\ud800z"\nc: {"k\\0": 1}\nn: ' + "9" * 400 + "\nm: 5\n---\ntext\n")
+    assert meta == {"a": "x\ufffdy", "b": "\ufffdz", "c": {"k\ufffd": 1}, "n": "9" * 400, "m": 5}
+
+
+def test_the_reference_never_raises_on_huge_stored_integers() -> None:
+    from deckhand.filters import Filter
+
+    stored = {"n": 10**400}
+    assert Filter((condition("n", Op.GTE, [1]),)).matches(stored)
+    assert not Filter((condition("n", Op.EQ, [1]),)).matches(stored)
+    assert not Filter((condition("n", Op.LT, [-1]),)).matches({"n": 10**400})

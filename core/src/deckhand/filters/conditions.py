@@ -142,7 +142,7 @@ class Condition:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return False
         bound = float(self.values[0])
-        number = float(value)
+        number = _float(value)
         if op is Op.LT:
             return number < bound
         if op is Op.LTE:
@@ -212,8 +212,16 @@ def _same(element: Any, wanted: Scalar) -> bool:
     if isinstance(wanted, bool) or isinstance(element, bool):
         return isinstance(wanted, bool) and isinstance(element, bool) and wanted is element
     if is_number(wanted):
-        return is_number(element) and float(element) == float(wanted)
+        return is_number(element) and _float(element) == float(wanted)
     return isinstance(element, str) and element == wanted
+
+
+def _float(number: int | float) -> float:
+    """``number`` as a float; an integer beyond the float range as an infinity of its sign (never raises)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 def _equal_any(value: Any, wanted: tuple[Scalar, ...]) -> bool:
