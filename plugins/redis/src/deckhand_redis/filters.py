@@ -83,7 +83,10 @@ def token(value: Any) -> str | None:
     if isinstance(value, bool):
         return "b1" if value else "b0"
     if is_number(value):
-        number = float(value) + 0.0  # (-0.0 + 0.0 is 0.0: zero has one token, as 0 == -0.0 in the reference)
+        try:
+            number = float(value) + 0.0  # (-0.0 + 0.0 is 0.0: zero has one token, as 0 == -0.0 in the reference)
+        except OverflowError:  # an integer beyond the float range equals no filter value (all are finite)
+            return None
         return "n" + repr(number) if math.isfinite(number) else None
     if isinstance(value, str):
         # The separator cannot be in a token: spelled \x1e_ (and \x1e as \x1e\x1e), so no two texts share a
@@ -109,10 +112,19 @@ def record_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
         texts = [] if isinstance(value, dict) else [glob_token(e) for e in elements if isinstance(e, str)]
         if texts:
             out[glob_field(key)] = SEPARATOR.join(dict.fromkeys(texts))
-        if is_number(value) and math.isfinite(float(value)):
-            out[numeric_field(key)] = repr(float(value))
+        if is_number(value):
+            number = _float(value)
+            if not math.isnan(number):  # beyond the float range: an infinity, as the reference compares it
+                out[numeric_field(key)] = repr(number)
     out[KEYS_FIELD] = SEPARATOR.join(present)
     return out
+
+
+def _float(value: float) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def fields_of(metadata: Iterable[Mapping[str, Any]]) -> set[str]:
