@@ -128,14 +128,6 @@ def tests_mcp1(session: nox.Session) -> None:
     session.run("pytest", "core/tests/agents", *session.posargs)
 
 
-@nox.session(python=PYTHON)
-def fuzz(session: nox.Session) -> None:
-    """The MCP protocol fuzzing with many more examples than CI runs (``DECKHAND_FUZZ_EXAMPLES``, default 500)."""
-    _core(session)
-    session.env["DECKHAND_FUZZ_EXAMPLES"] = os.environ.get("DECKHAND_FUZZ_EXAMPLES", "500")
-    session.run("pytest", "core/tests/agents/test_mcp_protocol_fuzz.py", *session.posargs)
-
-
 @nox.session(python=PYTHON, name="tests-weaviate")
 def tests_weaviate(session: nox.Session) -> None:
     """The Weaviate plugin's live tests (store and tool kits, hybrid search) against ``$WEAVIATE_URL`` (opt-in).
@@ -183,6 +175,24 @@ def _embedding_server(session: nox.Session) -> Path:
         *EMBEDDING_SERVER, external=True,
     )  # fmt: skip
     return python
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """The property and fuzz tests with many examples (opt-in; CI runs each with a few, see docs/security.md).
+
+    The MCP protocol fuzzing on both transports, the filter parser's fuzzing and every filtering
+    store's property test against the reference meaning (sqlite, in-memory, redis, postgres,
+    servers started here). ``nox -s fuzz -- 2000`` sets the examples per property (default 500).
+    """
+    examples = session.posargs[0] if session.posargs and session.posargs[0].isdigit() else "500"
+    _core(session)
+    session.install(*_editable("redis", "postgres"))
+    env = {"DECKHAND_HYPOTHESIS_EXAMPLES": examples, "DECKHAND_FUZZ_EXAMPLES": examples}
+    session.run("pytest", "core/tests/agents/test_mcp_protocol_fuzz.py", env=env)
+    session.run("pytest", "core/tests/search/test_filter_fuzz.py", env=env)
+    for tests in ("core/tests/stores", "plugins/redis/tests", "plugins/postgres/tests"):
+        session.run("pytest", tests, "-k", "agree_with_the_reference", env=env)
 
 
 @nox.session(python=PYTHON)

@@ -68,3 +68,68 @@ def test_redact_url_inside_text() -> None:
     out = redact_url(text)
     assert "pw1" not in out and "pw2" not in out and "pw3" not in out
     assert "redis://:***@host:6379" in out
+
+
+# -- by value: the process-wide registry (issue 19 item 1) -------------------------------------------
+
+
+def test_a_registered_secret_is_masked_whole_in_pieces_and_in_its_encoded_forms() -> None:
+    from urllib.parse import quote
+
+    from deckhand.redaction import SECRETS, redact, register_secret
+
+    register_secret("Wrong@TailLeak99")
+    assert SECRETS
+    assert redact("failed to resolve host 'TailLeak99@127.0.0.1'") == "failed to resolve host '***@127.0.0.1'"
+    assert "Leak" not in redact("TAILLEAK99 and tailleak")  # without regard to case
+    assert redact(quote("Wrong@TailLeak99", safe="")) == "***"  # Wrong%40TailLeak99
+    assert redact("the pieces Wron and g@Ta and the rest") == "the pieces *** and *** and the rest"
+    assert redact("three letters: Wro") == "three letters: Wro"  # shorter than a piece: kept
+
+
+def test_short_secrets_are_not_registered() -> None:
+    from deckhand.redaction import SECRETS, register_secret
+
+    register_secret("abc")
+    assert not SECRETS
+
+
+@pytest.mark.parametrize(
+    ("field", "template", "values", "expected"),
+    [
+        ("tools[0].database.connection_string", "postgresql://u:${PW}@${HOST}/db", {"PW": "p@w/d", "HOST": "h1"},
+         ["p@w/d"]),
+        ("tools[0].database.connection_string", "${URL}", {"URL": "redis://:RdPw-Zq8@x:y/7%Secret@127.0.0.1:1/0"},
+         ["RdPw-Zq8@x:y/7%Secret"]),
+        ("tools[0].database.connection_string", "redis://h/0?password=${P}&db=${DB}", {"P": "s3cret", "DB": "2"},
+         ["s3cret"]),
+        ("vectorstore.connection_string", "host=h password=${P}", {"P": "pw-pw-pw"}, ["pw-pw-pw"]),
+        ("vectorstore.connection_string", "${X}", {"X": "not a url"}, ["not a url"]),
+        ("tools[0].database.api_key", "${K}", {"K": "key-value"}, ["key-value"]),
+        ("tools[0].options.headers.X-Custom", "Bearer ${T}", {"T": "tok"}, ["tok"]),
+        ("tools[0].source", "${DOCS}/x", {"DOCS": "/home/me"}, []),
+        ("tools[0].name", "${N}", {"N": "docs"}, []),
+    ],
+)  # fmt: skip
+def test_which_substituted_values_are_secrets(
+    field: str, template: str, values: dict[str, str], expected: list[str]
+) -> None:
+    from deckhand.redaction import secret_parts
+
+    assert secret_parts(field, template, values) == expected
+
+
+def test_interpolating_a_config_registers_its_secrets(
+    tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    from deckhand.config.loading import interpolate
+    from deckhand.redaction import redact
+
+    monkeypatch.setenv("PW", "Wrong@TailLeak99")
+    monkeypatch.setenv("DOCS", "guides-folder")
+    data = {"tools": [{"source": "${DOCS}", "database": {"connection_string": "postgresql://u:${PW}@h/db"}}]}
+    interpolate(data, Path("agent.yaml"))
+    assert redact("host 'TailLeak99@h'") == "host '***@h'"
+    assert redact("guides-folder") == "guides-folder"

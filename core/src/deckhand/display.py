@@ -43,6 +43,12 @@ def utf8_name(text: str) -> str:
 _UNDECODABLE = re.compile(r"[\ud800-\udfff]")
 
 
+def printable_line(text: str) -> str:
+    """:func:`printable`, and a lone surrogate (text that is not valid Unicode) as its ``\\udcxx`` escape:
+    one line any terminal, log or JSON encoder takes."""
+    return printable(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def printable_block(text: str) -> str:
     """Like :func:`printable` for text shown over several lines: ``\\n`` and ``\\t`` are kept as they are
     (and a Windows line end ``\\r\\n`` is one line break)."""

@@ -89,8 +89,14 @@ class SourceValidationError(DeckhandError, ValueError):
 class FilterError(DeckhandError, ValueError):
     """A search filter is invalid, or cannot be applied by the store or index it is given to.
 
-    The message is one line naming the filter field and the fix.
+    The message is one line naming the filter field and the fix: control characters a caller's
+    key or value brought in (a newline, an escape sequence, a lone surrogate) are shown escaped.
     """
+
+    def __init__(self, message: str) -> None:
+        from deckhand.display import printable_line
+
+        super().__init__(printable_line(message))
 
 
 def is_outage(exc: BaseException) -> bool:

@@ -1,16 +1,30 @@
-"""Keep secrets out of logs and error messages.
+"""Keep secrets out of logs, error messages, tool results and every other output.
 
-Connection strings carry passwords (``redis://:s3cret@host:6379``,
-``postgresql://user:s3cret@host/db``, ``...?password=s3cret``). Every log line and error
-that mentions a server shows :func:`redact_url` of it, and text that may echo the URL
-back (a driver's exception message) goes through :func:`redact_secrets`.
+Two layers:
+
+* **By value** (:data:`SECRETS`, :func:`register_secret`, :func:`redact`): every secret deckhand
+  is given -- each ``${VAR}`` substituted into a secret-bearing configuration field
+  (:func:`secret_parts`), each API key read through ``api_key_env``, the MCP bearer token -- is
+  registered once for the whole process. :func:`redact` masks it, and every piece of it of
+  :data:`MIN_PIECE` characters or more, in any text, whatever that text is: a driver's error
+  that cut a malformed URL at the wrong ``@``, the percent-encoded form a URL parser printed, a
+  traceback. Registering a secret also installs :func:`install_log_redaction`, so every log
+  record of every logger is masked before any handler sees it.
+* **By shape** (:func:`redact_url`): passwords in URLs (``scheme://user:pw@``, ``?password=``)
+  are masked even when nobody registered them (a URL typed into a command line).
+
+A secret shorter than :data:`MIN_PIECE` characters cannot be masked by value without masking
+ordinary words; only its URL position hides it (``docs/security.md``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import re
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+import threading
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 MASK = "***"
 #: Query parameters whose values are secrets.
@@ -28,7 +42,8 @@ _QUERY_SECRET = re.compile(
 
 
 def redact_url(text: str | None) -> str:
-    """``text`` with passwords in URLs (``scheme://user:pw@``, ``?password=``) replaced by ``***``.
+    """``text`` with registered secrets (:data:`SECRETS`) and passwords in URLs (``scheme://user:pw@``,
+    ``?password=``) replaced by ``***``.
 
     A single URL is parsed (so a password containing ``@`` is masked whole); longer text
     is scanned for URLs. User name, host, port, path and other parameters stay, so the
@@ -36,6 +51,7 @@ def redact_url(text: str | None) -> str:
     """
     if not text:
         return ""
+    text = SECRETS.redact(text)  # every registered secret first, however the URL around it is spelled
     if _ONE_URL.match(text):
         with contextlib.suppress(ValueError):  # unparsable: the pattern pass below still applies
             text = _redact_one_url(text)
@@ -85,3 +101,276 @@ def redact_secrets(text: str, url: str | None) -> str:
     for secret in url_secrets(url):
         text = text.replace(secret, MASK)
     return redact_url(text)
+
+
+# -- by value: the process-wide registry ----------------------------------------------------------
+
+#: The shortest piece of a secret that is masked wherever it appears.
+MIN_PIECE = 4
+
+#: Configuration field names (any part of the field's path) whose ``${VAR}`` values are secrets.
+SECRET_FIELD = re.compile(
+    r"(?:^|[_-])(?:password|passwd|pwd|pass|secret|token|key|apikey|auth|authorization|credentials?|cookie|"
+    r"headers?|connection_string|dsn|url|uri|endpoint|bearer|private)(?:$|[_-])",
+    re.IGNORECASE,
+)
+#: Fields whose value is a URL: a ``${VAR}`` there is secret only in the credentials' places.
+_URL_FIELD = re.compile(r"(?:^|[_-])(?:connection_string|dsn|url|uri|endpoint)$", re.IGNORECASE)
+_KEYWORD_SECRET = re.compile(
+    r"(?i)\b(?:password|passwd|pwd|secret|token|api_?key|sslpassword)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|(\S+))"
+)
+#: A user name alone (``https://TOKEN@host``) is taken for a token from this length on.
+_TOKEN_USER = 16
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased character by character (same length, so positions still line up)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def secret_forms(secret: str) -> set[str]:
+    """The spellings of ``secret`` an output may carry: raw, URL-(un)quoted, JSON- and repr-escaped."""
+    forms = {secret, unquote(secret), unquote_plus(secret), quote(secret, safe=""), quote_plus(secret, safe="")}
+    forms |= {quote(secret, safe="/:@!$&'()*+,;="), json.dumps(secret)[1:-1], repr(secret)[1:-1]}
+    forms.add(secret.encode("unicode_escape").decode("ascii"))
+    return {f for f in forms if f}
+
+
+class SecretRegistry:
+    """Secrets masked in any text, with every piece of :data:`MIN_PIECE` characters or more.
+
+    Matching is case-insensitive (a parser may lower-case a host) and covers the forms of
+    :func:`secret_forms`. Thread-safe: registering swaps in new immutable sets.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: frozenset[str] = frozenset()
+        self._pieces: frozenset[str] = frozenset()
+
+    def add(self, secret: str | None) -> bool:
+        """Register ``secret`` (ignored when shorter than :data:`MIN_PIECE`); True if it is new."""
+        if not secret or len(secret) < MIN_PIECE or secret in self._secrets:
+            return False
+        with self._lock:
+            pieces = set(self._pieces)
+            for form in secret_forms(secret):
+                folded = _fold(form)
+                pieces.update(folded[i : i + MIN_PIECE] for i in range(len(folded) - MIN_PIECE + 1))
+            self._pieces = frozenset(pieces)
+            self._secrets = self._secrets | {secret}
+        return True
+
+    def clear(self) -> None:
+        """Forget every secret (tests)."""
+        with self._lock:
+            self._secrets = frozenset()
+            self._pieces = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every run of characters covered by a registered piece replaced by ``***``."""
+        pieces = self._pieces
+        if not pieces or len(text) < MIN_PIECE:
+            return text
+        for _ in range(3):  # a mask next to a secret holding '*' could form a new piece: settle
+            masked = _mask(text, pieces)
+            if masked == text:
+                break
+            text = masked
+        return text
+
+
+def _mask(text: str, pieces: frozenset[str]) -> str:
+    folded = _fold(text)
+    covered = bytearray(len(text))
+    found = False
+    for i in range(len(folded) - MIN_PIECE + 1):
+        if folded[i : i + MIN_PIECE] in pieces:
+            covered[i : i + MIN_PIECE] = b"\x01" * MIN_PIECE
+            found = True
+    if not found:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if covered[i]:
+            while i < len(text) and covered[i]:
+                i += 1
+            out.append(MASK)
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+#: The process-wide registry: :func:`register_secret` adds, :func:`redact` masks.
+SECRETS = SecretRegistry()
+
+
+def register_secret(secret: str | None) -> None:
+    """Treat ``secret`` as a secret everywhere from now on (log records included)."""
+    if SECRETS.add(secret):
+        install_log_redaction()
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (and piece of one) and every URL password masked."""
+    return redact_url(text) if text else text
+
+
+def redact_any(value: object) -> object:
+    """``value`` with :func:`redact` applied to every string inside (dicts, lists, tuples)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_any(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_any(v) for v in value)
+    return value
+
+
+# -- which ${VAR} values are secrets -----------------------------------------------------------
+
+
+def is_secret_field(field: str) -> bool:
+    """Whether a configuration field (``tools[0].database.connection_string``) may carry a secret."""
+    return any(SECRET_FIELD.search(part) for part in re.split(r"[.\[\]]+", field) if part)
+
+
+def secret_parts(field: str, template: str, values: dict[str, str]) -> list[str]:
+    """The values among ``values`` (``${NAME}`` -> value, as substituted into ``template``) that are secrets.
+
+    In a URL field (``connection_string``, ``*_url``, ...) a variable is a secret where it stands
+    in the credentials: the user-info before the last ``@``, a secret query parameter, a
+    ``password=`` keyword; a variable that is the whole URL gives its credentials as secrets.
+    Anywhere else in a secret-bearing field (``api_key``, ``headers``, ``token``) the whole
+    value is one. Other fields (``source``, ``name``) carry none.
+    """
+    if not values or not is_secret_field(field):
+        return []
+    last = re.split(r"[.\[\]]+", field.rstrip("]"))[-1] if field else ""
+    if not _URL_FIELD.search(last):
+        return [v for v in values.values() if v]
+    markers = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
+    shape = template
+    for name, marker in markers.items():
+        shape = shape.replace("${" + name + "}", marker)
+    secrets: list[str] = []
+    spans = credential_spans(shape)
+    for name, marker in markers.items():
+        at = shape.find(marker)
+        if at < 0:
+            continue
+        if shape.strip() == marker:  # the whole URL in one variable: its credentials (not a URL: all of it)
+            value = values[name]
+            spans_in_value = credential_spans(value)
+            secrets += [value[a:b] for a, b in spans_in_value] if spans_in_value or "://" in value else [value]
+        elif "://" not in shape or any(a <= at < b for a, b in spans):
+            secrets.append(values[name])
+    return [s for s in secrets if s]
+
+
+def credential_spans(url: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each credential in ``url``, found without parsing it (it may be malformed).
+
+    The password (or a token-like user name) before the last ``@`` of the authority, the values
+    of secret query parameters, and ``password=...`` keywords (libpq's ``key=value`` form).
+    """
+    spans: list[tuple[int, int]] = []
+    scheme = url.find("://")
+    if scheme >= 0:
+        start = scheme + 3
+        at = url.rfind("@", start)
+        if at >= 0:
+            colon = url.find(":", start, at)
+            if colon >= 0:
+                spans.append((colon + 1, at))
+            elif at - start >= _TOKEN_USER:
+                spans.append((start, at))
+        query = url.find("?", max(at, start))
+        if query >= 0:
+            for match in _QUERY_SECRET.finditer(url, query):
+                spans.append(match.span("secret"))
+    if scheme < 0:  # libpq's "host=h password=pw" form
+        for match in _KEYWORD_SECRET.finditer(url):
+            group = 1 if match.group(1) is not None else 2
+            spans.append(match.span(group))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def register_config_secrets(field: str, template: str, values: dict[str, str]) -> None:
+    """Register the secrets among a field's substituted ``${VAR}`` values (:func:`secret_parts`)."""
+    for secret in secret_parts(field, template, values):
+        register_secret(secret)
+
+
+# -- log records ---------------------------------------------------------------------------------
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_log_redaction() -> None:
+    """Mask registered secrets in every log record of every logger, before any handler formats it.
+
+    Done through the log-record factory (so handlers added later, a test's or uvicorn's, are
+    covered too): a record's message, its arguments, its formatted exception and its stack are
+    masked when it is created. Idempotent.
+    """
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if SECRETS:
+                redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _installed = True
+
+
+_FORMATTER = logging.Formatter()
+
+
+def redact_record(record: logging.LogRecord) -> None:
+    """Mask secrets in ``record`` in place (message, arguments, exception text, stack)."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a bad format string: logging reports that itself later
+        return
+    if isinstance(record.msg, str):
+        record.msg = redact(record.msg)
+    if isinstance(record.args, tuple):
+        record.args = tuple(_redact_arg(a) for a in record.args)
+    elif isinstance(record.args, dict):
+        record.args = {k: _redact_arg(v) for k, v in record.args.items()}
+    try:
+        still = record.getMessage()
+    except Exception:
+        still = message
+    if still != redact(still):  # a secret split across the format and its arguments: give the masked text
+        record.msg, record.args = redact(still), None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = redact(_FORMATTER.formatException(record.exc_info))
+    elif record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+
+
+def _redact_arg(value: object) -> object:
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = value if isinstance(value, str) else str(value)
+    masked = redact(text)
+    return value if masked == text else masked

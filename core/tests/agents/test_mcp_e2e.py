@@ -23,7 +23,9 @@ from deckhand.testing.mcp_client import call, deckhand_command, http_session, re
 
 pytestmark = pytest.mark.slow
 
-TOKEN = "test-token-0123456789abcdef"
+# Random-looking: every 4-character piece of a secret is masked in all output, so a token spelling "token"
+# would mask that word in the log lines this test reads.
+TOKEN = "Qv7x-Kp2m-Wz9r-Ht4n-Yc6j"
 DOCS = {
     "keys.md": "# API keys\n\nRotate every API key at least every 90 days, then revoke the old key.\n",
     "network.md": "# Network\n\nThe server listens on port 7410 by default; change it with HARBOR_PORT.\n",

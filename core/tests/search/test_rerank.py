@@ -22,7 +22,9 @@ from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
-SECRET = "sk-rerank-very-secret-456"
+# Random-looking: deckhand masks every 4-character piece of a key in all output (a key spelling
+# "rerank" would mask that word in the messages this file reads).
+SECRET = "sk-Rq8vLw3nXz6pJt2m"
 KEY_ENV = "DECKHAND_TEST_RERANK_KEY"
 QUERY = "what happens to an operator who breaches the general duty"
 

@@ -15,7 +15,8 @@ from deckhand.plugins import PluginRegistry
 from deckhand.types import Chunk, Document
 
 DATA = Path(__file__).parent / "data"
-SECRET = "sk-test-very-secret-key-123"
+# Random-looking: deckhand masks every 4-character piece of a key in all output.
+SECRET = "sk-Hm4tQw9zVb2kXr7p"
 KEY_ENV = "DECKHAND_TEST_LLM_KEY"
 
 

@@ -16,6 +16,7 @@ import click
 
 from deckhand.display import printable
 from deckhand.errors import ComponentNotFoundError, ConfigError, DeckhandError, ModelMismatchError
+from deckhand.redaction import redact
 
 #: Exit codes scripts can rely on.
 EXIT_OK = 0
@@ -52,8 +53,9 @@ fallback_option = click.option(
 
 
 def fail(message: str, code: int) -> None:
-    """Print ``error: message`` on stderr (control characters escaped, line breaks kept) and exit with ``code``."""
-    shown = "\n".join(printable(line) for line in message.split("\n"))
+    """Print ``error: message`` on stderr (secrets masked, control characters escaped, line breaks kept) and
+    exit with ``code``."""
+    shown = "\n".join(printable(line) for line in redact(message).split("\n"))
     click.echo(f"error: {shown}", err=True)
     sys.exit(code)
 

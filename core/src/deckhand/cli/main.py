@@ -7,6 +7,7 @@ Command groups live in their own modules (``deckhand.cli.<name>``) and are attac
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -72,4 +73,26 @@ _attach()
 
 
 def main() -> None:
+    install_traceback_redaction()
     cli(prog_name="deckhand")
+
+
+def install_traceback_redaction() -> None:
+    """Tracebacks of uncaught exceptions (the main thread's and other threads') with secrets masked."""
+    import threading
+    import traceback
+    from types import TracebackType
+
+    from deckhand.redaction import install_log_redaction, redact
+
+    install_log_redaction()
+
+    def show(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        sys.stderr.write(redact("".join(traceback.format_exception(kind, exc, tb))))
+
+    def show_thread(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None:
+            show(args.exc_type, args.exc_value, args.exc_traceback)
+
+    sys.excepthook = show
+    threading.excepthook = show_thread

@@ -10,6 +10,7 @@ import click
 
 from deckhand.cli.common import config_option, config_path_of, configure_logging, errors, quiet_option, verbose_option
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
+from deckhand.redaction import redact, register_secret
 
 
 def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
@@ -90,13 +91,15 @@ def mcp(
         address = http if isinstance(http, HttpAddress) else None
         token = bearer_token(address) if address is not None else None
         extra = [os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else []
+        for secret in extra:
+            register_secret(secret)
         toolbox = Toolbox.from_config(config_path, extra_secrets=extra, allow_fallback=allow_fallback)
         serve(
             toolbox,
             http=address,
             token=token,
             watch=watch,
-            echo=None if quiet else (lambda line: click.echo(line, err=True)),
+            echo=None if quiet else (lambda line: click.echo(redact(line), err=True)),
             access_log=logging.getLogger().level <= logging.INFO,
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,

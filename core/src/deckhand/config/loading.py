@@ -15,7 +15,7 @@ from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, Gl
 from deckhand.config.options import INVALID, NOT_FOUND, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
-from deckhand.redaction import redact_url
+from deckhand.redaction import redact, register_config_secrets
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -23,8 +23,14 @@ _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def interpolate(value: Any, file: Path, field: str = "") -> Any:
-    """Replace ``${VAR}`` in every string with the environment's value (``$$`` is a literal ``$``)."""
+    """Replace ``${VAR}`` in every string with the environment's value (``$$`` is a literal ``$``).
+
+    The values substituted into a secret-bearing field (``connection_string``, ``api_key``,
+    ``headers``, ...) are registered as secrets (:func:`deckhand.redaction.register_config_secrets`):
+    from then on no output of this process shows them, whole or in part.
+    """
     if isinstance(value, str):
+        used: dict[str, str] = {}
 
         def sub(match: re.Match[str]) -> str:
             if match.group(0) == "$$":
@@ -35,9 +41,13 @@ def interpolate(value: Any, file: Path, field: str = "") -> Any:
                 raise ConfigError(
                     f"{file}: environment variable {name} is not set{where}; export it or remove ${{{name}}}"
                 )
-            return os.environ[name]
+            used[name] = os.environ[name]
+            return used[name]
 
-        return _VAR.sub(sub, value)
+        result = _VAR.sub(sub, value)
+        if used:
+            register_config_secrets(field, value, used)
+        return result
     if isinstance(value, dict):
         return {k: interpolate(v, file, f"{field}.{k}" if field else str(k)) for k, v in value.items()}
     if isinstance(value, list):
@@ -82,7 +92,7 @@ def format_validation_error(exc: ValidationError, file: Path, data: Any, model: 
             msg = unknown_message(str(err["loc"][-1]), allowed)
         got = err.get("input")
         said = err["type"] in {"missing", "extra_forbidden", UNKNOWN_FIELD, INVALID, NOT_FOUND}
-        shown = "" if said or isinstance(got, (dict, list)) else f" (got {redact_url(repr(got))})"
+        shown = "" if said or isinstance(got, (dict, list)) else f" (got {redact(repr(got))})"
         lines.append(f"{file}: {loc or '(top level)'}: {msg}{shown}")
     return "\n".join(lines)
 

@@ -66,6 +66,52 @@ def check_key(key: str, where: str = "metadata") -> str:
     return key
 
 
+def check_value(value: object, where: str) -> None:
+    """:class:`FilterError` naming ``where`` unless every store can compare ``value`` exactly.
+
+    A string holding NUL (SQLite's ``GLOB`` stops at it, PostgreSQL and RediSearch refuse it)
+    or a lone surrogate (not UTF-8, so no database can receive it) is refused, and so is a
+    number outside what a float holds (every store compares numbers as floats): infinities,
+    NaN and integers such as ``10**400``.
+    """
+    if isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise FilterError(
+                f"{where}: {_shown(value)} holds a NUL character (\\x00), which no store can match; remove it"
+            )
+        if _SURROGATE.search(value):
+            raise FilterError(
+                f"{where}: {_shown(value)} holds a lone surrogate (not valid Unicode), which no store can match; "
+                "pass the text as valid UTF-8"
+            )
+        return
+    if isinstance(value, (int, float)):
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:
+            finite = False
+        if not finite:
+            raise FilterError(
+                f"{where}: {_shown(value)} is not a finite number within +-1.8e308 (what every store compares); "
+                "give a smaller number"
+            )
+        return
+    raise FilterError(f"{where}: {_shown(value)} is not a string, number or boolean")
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, shortened: a 400-digit number or a long text stays readable in one line."""
+    if isinstance(value, int) and value.bit_length() > 128:  # (repr of a huge int is slow, or refused)
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:16]}...{text[-8:]} ({len(text)} characters)"
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def is_number(value: object) -> bool:
     """True for ints and floats, False for booleans (a ``bool`` is an ``int`` in Python)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -96,7 +142,7 @@ class Condition:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return False
         bound = float(self.values[0])
-        number = float(value)
+        number = _float(value)
         if op is Op.LT:
             return number < bound
         if op is Op.LTE:
@@ -119,10 +165,7 @@ def condition(key: str, op: Op | str, values: Iterable[Scalar]) -> Condition:
     if not vals:
         raise FilterError(f"{where}: give at least one value")
     for v in vals:
-        if not isinstance(v, (str, int, float, bool)):
-            raise FilterError(f"{where}: {v!r} is not a string, number or boolean")
-        if isinstance(v, float) and not math.isfinite(v):
-            raise FilterError(f"{where}: {v!r} is not a finite number")
+        check_value(v, where)
     if op in COMPARISONS:
         if len(vals) != 1 or not is_number(vals[0]):
             raise FilterError(f"{where}: a comparison takes one number, got {list(vals)!r}")
@@ -169,8 +212,16 @@ def _same(element: Any, wanted: Scalar) -> bool:
     if isinstance(wanted, bool) or isinstance(element, bool):
         return isinstance(wanted, bool) and isinstance(element, bool) and wanted is element
     if is_number(wanted):
-        return is_number(element) and float(element) == float(wanted)
+        return is_number(element) and _float(element) == float(wanted)
     return isinstance(element, str) and element == wanted
+
+
+def _float(number: int | float) -> float:
+    """``number`` as a float; an integer beyond the float range as an infinity of its sign (never raises)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 def _equal_any(value: Any, wanted: tuple[Scalar, ...]) -> bool:

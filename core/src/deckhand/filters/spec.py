@@ -33,8 +33,9 @@ from pydantic import (
     field_validator,
 )
 
+from deckhand.display import printable, printable_line
 from deckhand.errors import FilterError
-from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, condition
+from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, check_value, condition
 
 #: Metadata key holding a chunk's path relative to the tool's source.
 PATH_KEY = "path"
@@ -123,19 +124,33 @@ class SearchFilter(BaseModel):
                 return cls.model_validate(dict(value))
             except ValidationError as exc:
                 raise FilterError(f"filter: {filter_validation_line(exc)}") from None
+        if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+            raise FilterError(
+                f"filter: expected an object with path, type and/or metadata, or filter expressions (strings), "
+                f"got {printable(repr(value))[:80]}"
+            )
         return parse_expressions(list(value))
 
     @field_validator("metadata")
     @classmethod
     def _keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key in value:
+        for key, spec in value.items():
             check_key(key, f"metadata.{key}")
+            if isinstance(spec, MetadataCondition):
+                for name, given in spec.model_dump(exclude_none=True).items():
+                    for item in _listed(given):
+                        check_value(item, f"metadata.{key}.{name.rstrip('_')}")
+            else:
+                for item in _listed(spec):
+                    check_value(item, f"metadata.{key}")
         return value
 
     @field_validator("path")
     @classmethod
     def _paths(cls, value: str | list[str] | None) -> str | list[str] | None:
         if value is not None:
+            for item in _listed(value):
+                check_value(item, "path")
             _path_patterns(_listed(value))
         return value
 
@@ -221,7 +236,14 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
 
 
 def filter_validation_line(exc: ValidationError) -> str:
-    """One line for the most telling problem: a metadata operator's own error beats the union's alternatives."""
+    """One line for the most telling problem: a metadata operator's own error beats the union's alternatives.
+
+    Keys and values the caller wrote are shown escaped (:func:`~deckhand.display.printable_line`).
+    """
+    return printable_line(_validation_line(exc))
+
+
+def _validation_line(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
     first = next((e for e in errors if "MetadataCondition" in e["loc"] and len(e["loc"]) > 3), errors[0])
     loc = [str(p) for p in first["loc"]]
@@ -358,7 +380,10 @@ def _typed(text: str) -> Scalar:
     if text in ("true", "false"):
         return text == "true"
     if _INT.match(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts: as a float it is infinite, refused as such
+            return float(text)
     if _FLOAT.match(text):
         return float(text)
     return text

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -50,19 +51,35 @@ def front_matter(text: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise FrontMatterError("front matter is not a mapping of fields; its fields are not indexed")
-    return {str(key): _json_value(value) for key, value in data.items()}
+    return {_text(str(key)): _json_value(value) for key, value in data.items()}
+
+
+def _text(value: str) -> str:
+    """``value`` with NUL and lone surrogates (YAML's ``"\\0"``, ``"\\ud800"``) as U+FFFD: no database
+    stores them in JSON (PostgreSQL refused the whole file) and SQLite compared text only up to a NUL."""
+    return _UNSTORABLE.sub("\ufffd", value)
+
+
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 def _json_value(value: Any) -> Any:
     """``value`` with dates as ISO strings and mapping keys as strings, so it stores as JSON."""
     if isinstance(value, (datetime.date, datetime.datetime, datetime.time)):
         return value.isoformat()
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_MAX:
+        return str(value)  # stores compare numbers as floats: one beyond them stays text
     if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
+        return {_text(str(k)): _json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [_json_value(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # JSON (and PostgreSQL's jsonb) has no NaN or infinity
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (int, float, bool)):
         return value
-    return str(value)
+    return _text(str(value))
+
+
+_FLOAT_MAX = int(sys.float_info.max)

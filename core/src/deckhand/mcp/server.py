@@ -24,6 +24,7 @@ from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp import sdk
 from deckhand.mcp.resources import Resources, link_items
+from deckhand.redaction import redact
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -65,7 +66,24 @@ class DeckhandMcpServer:
         ]
 
     async def call(self, name: str, arguments: dict[str, Any], report: sdk.Reporter) -> dict[str, Any]:
-        """Answer one ``tools/call``; never raises (failures are ``isError`` results)."""
+        """Answer one ``tools/call``; never raises (failures are ``isError`` results).
+
+        Every string of the answer goes through the toolbox's redaction: no secret reaches the
+        agent, even one an indexed document or a driver's error happens to hold.
+        """
+        result = await self._call(name, arguments, report)
+        return self._redacted(result)
+
+    def _redacted(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.toolbox.redact(value)
+        if isinstance(value, dict):
+            return {k: self._redacted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redacted(v) for v in value]
+        return value
+
+    async def _call(self, name: str, arguments: dict[str, Any], report: sdk.Reporter) -> dict[str, Any]:
         op = self.operations.get(name)
         if op is None:
             return _error(f"unknown tool {name!r} (tools: {', '.join(self.operations)})")
@@ -154,7 +172,7 @@ class _Progress:
     def listener(self, units: float, message: str) -> None:
         """Called from the worker thread."""
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to tell
-            self._loop.call_soon_threadsafe(self._update, units, message)
+            self._loop.call_soon_threadsafe(self._update, units, redact(message))
 
     def _update(self, units: float, message: str) -> None:
         self._events += 1

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from deckhand.redaction import MASK
+from deckhand.redaction import MASK, register_secret
 from deckhand.remote.settings import RemoteSettings
 
 T = TypeVar("T")
@@ -70,6 +70,8 @@ class RemoteClient:
         self.who = who
         self._key = settings.resolve_key(who)
         self._secrets = [s for s in {self._key or "", *settings.secrets()} if s]
+        for secret in self._secrets:  # masked wherever it might appear: errors, logs, MCP results
+            register_secret(secret)
         self._sync: Any = None
         self._lock = threading.Lock()
         self.requests_sent = 0

@@ -29,8 +29,14 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
-from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.filters.conditions import Filter
+from deckhand.errors import (
+    DimensionMismatchError,
+    FilterError,
+    StoreAuthenticationError,
+    StoreConnectionError,
+    StoreError,
+)
+from deckhand.filters.conditions import Filter, Op
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
@@ -97,6 +103,7 @@ class RedisStore:
         self._spec: CollectionSpec | None = None
         #: Metadata fields known to be in the index schema (see :mod:`deckhand_redis.filters`).
         self._indexed: set[str] = set()
+        self._globs_checked = False
         try:
             self._client = redis.Redis.from_url(
                 url,
@@ -271,12 +278,32 @@ class RedisStore:
             parts.append(self.layout.source_filter(list(sources)))
         if where:
             with self._errors("reading the index's fields"):
+                if not self._globs_checked and any(c.op is Op.GLOB for c in where.conditions):
+                    self._check_glob_layout()
                 clause = filters.query_clause(where, self._known_fields())
             if clause is None:
                 return None
             if clause != "*":
                 parts.append(clause)
         return " ".join(parts) if parts else "*"
+
+    def _check_glob_layout(self) -> None:
+        """:class:`FilterError` when a record lacks the glob fields (written by an older deckhand-ai-redis).
+
+        A glob reads the ``g_`` fields; such a record would silently never match, so the filter is
+        refused until the index is rebuilt. Checked once per connection: every record written
+        since carries the fields.
+        """
+        mark = filters.tag_value(filters.GLOB_MARK)
+        reply = self._client.execute_command(
+            "FT.SEARCH", self.layout.index, f"-@{KEYS_FIELD}:{{{mark}}}", "NOCONTENT", "LIMIT", 0, 0, "DIALECT", 2
+        )  # fmt: skip
+        if int(reply[0]):  # (RESP2: the total comes first)
+            raise FilterError(
+                f"Redis index {self.layout.index} holds records written before deckhand-ai-redis stored the fields "
+                "globs read; rebuild it once with: deckhand ingest --force-ingest"
+            )
+        self._globs_checked = True
 
     def drop(self) -> None:
         """Drop the index and delete every key of the collection (records, spec, manifest)."""
@@ -300,6 +327,7 @@ class RedisStore:
             self._client.unlink(self.layout.meta)
         self._spec = None
         self._indexed.clear()
+        self._globs_checked = False
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -342,6 +370,7 @@ class RedisStore:
                 pipe = self._client.pipeline(transaction=True)
                 for record, blob in zip(records[start : start + step], blobs[start : start + step], strict=True):
                     key = self.layout.doc_key(record.id)
+                    pipe.unlink(key)  # a rewritten record keeps no filter field of its previous metadata
                     pipe.hset(key, mapping=self._mapping(record, blob))
                     pipe.sadd(self.layout.source_key(record.source), key)
                 pipe.execute()
@@ -363,6 +392,7 @@ class RedisStore:
 
     def _queue_writes(self, pipe: Any, records: Sequence[Record], blobs: list[bytes], keys: list[str]) -> None:
         for record, blob, key in zip(records, blobs, keys, strict=True):
+            pipe.unlink(key)  # HSET alone would keep the filter fields of metadata the record no longer has
             pipe.hset(key, mapping=self._mapping(record, blob))
 
     def _swap(
