@@ -32,7 +32,7 @@ from deckhand.agents.toolbox import Toolbox
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.redaction import SECRETS, redact
-from deckhand.testing.secrets import leaked_pieces
+from deckhand.testing.secrets import leaked_pieces, log_records, logged_text
 
 #: The markers: URL delimiters, percent, hash, non-ASCII; none of their 4-character pieces is an ordinary word.
 MARKERS = {
@@ -140,20 +140,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def records() -> Iterator[list[logging.LogRecord]]:
     """Every log record of every logger, at every level, formatted by the handlers that print them."""
-    seen: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record)
-
-    root = logging.getLogger()
-    handler = Keep(logging.DEBUG)
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield seen
-    root.removeHandler(handler)
-    root.setLevel(old)
+    with log_records() as seen:
+        yield seen
 
 
 def _write(project: Path, case: Case) -> Path:
@@ -176,8 +164,7 @@ def _shown(result: Result) -> str:
 
 
 def _logged(records: list[logging.LogRecord]) -> str:
-    formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
-    return "\n".join(formatter.format(r) for r in records)
+    return logged_text(records)
 
 
 def _assert_clean(where: str, text: str, *, ordinary: str = "", secrets: Iterable[str] = MARKERS.values()) -> None:

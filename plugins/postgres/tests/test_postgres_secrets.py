@@ -8,19 +8,11 @@ the command's stdout and stderr at ``-vv``, every log record, the MCP tool resul
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from click.testing import CliRunner
-from deckhand.agents.toolbox import Toolbox
-from deckhand.cli.main import cli
-from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.testing.secrets import leaked_pieces
+from deckhand.testing.secrets import leaked_pieces, log_records, logged_text, refused_store_outputs
 
 pytestmark = pytest.mark.postgres
 
@@ -28,34 +20,11 @@ pytestmark = pytest.mark.postgres
 MARKERS = ["Mk7:Zq%25ñø€-Wx9", "Wrong@TailLeak99", "Pg#Mk7:/%40ñø€@Zq", "Qx9%2F@pa55:wörd"]
 
 
-@pytest.fixture
-def records() -> Iterator[list[logging.LogRecord]]:
-    seen: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record)
-
-    root = logging.getLogger()
-    handler, level = Keep(logging.DEBUG), root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield seen
-    root.removeHandler(handler)
-    root.setLevel(level)
-
-
-def _logged(records: list[logging.LogRecord]) -> str:
-    formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
-    return "\n".join(formatter.format(r) for r in records)
-
-
 @pytest.mark.parametrize("secret", MARKERS)
 def test_a_refused_password_never_shows(
     tmp_path: Path,
     postgres_url: str,
     secret: str,
-    records: list[logging.LogRecord],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     parts = urlsplit(postgres_url)
@@ -69,25 +38,10 @@ def test_a_refused_password_never_shows(
         f"      connection_string: postgresql://{parts.username}:${{DH_PG_PASSWORD}}@{parts.hostname}:{parts.port}"
         f"{parts.path}\n"
     )
-    shown = ""
-    for args in (["-vv", "ingest"], ["-vv", "search", "tides", "--allow-fallback"]):
-        result = CliRunner().invoke(cli, args)
-        assert result.exit_code != 0 or "--allow-fallback" in args, result.output  # (a moved host is unreachable)
-        shown += result.output + result.stderr + repr(result.exception)
+    with log_records() as records:
+        shown, answers = refused_store_outputs(tmp_path / "agent.yaml", "harbour", "tides")
     assert not leaked_pieces(shown, [secret]), shown
-
-    async def nothing(progress: float, total: float | None, message: str | None) -> None:
-        return None
-
-    box = Toolbox.from_config(tmp_path / "agent.yaml", memory=False, search_wait=2)
-    app = DeckhandMcpServer(box)
-    answers: list[dict[str, Any]] = []
-    try:
-        for name, arguments in [("deckhand_ingest", {}), ("harbour", {"query": "tides"}), ("deckhand_list_tools", {})]:
-            answers.append(asyncio.run(app.call(name, arguments, nothing)))
-    finally:
-        box.close()
     if secret == MARKERS[0]:
-        assert "password authentication failed" in repr(answers), answers
-    assert not leaked_pieces(repr(answers), [secret]), answers
-    assert not leaked_pieces(_logged(records), [secret]), _logged(records)[-3000:]
+        assert "password authentication failed" in answers, answers
+    assert not leaked_pieces(answers, [secret]), answers
+    assert not leaked_pieces(logged_text(records), [secret]), logged_text(records)[-3000:]
