@@ -39,9 +39,9 @@ class ResourceSource(Protocol):
 def resource_error(code: int, message: str) -> Exception:
     """The SDK's exception that answers a request with a JSON-RPC error ``code`` and ``message``."""
     if SDK_MAJOR >= 2:
-        from mcp.shared.exceptions import MCPError
+        from mcp.shared.exceptions import MCPError  # type: ignore[attr-defined,unused-ignore]
 
-        return MCPError(code, message)
+        return MCPError(code, message)  # type: ignore[no-any-return,unused-ignore]
     from mcp.shared.exceptions import McpError  # type: ignore[attr-defined,unused-ignore]
 
     return McpError(mcp_types.ErrorData(code=code, message=message))  # type: ignore[no-any-return,unused-ignore]
