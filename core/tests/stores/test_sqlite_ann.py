@@ -301,3 +301,45 @@ def test_usearch_and_onnxruntime_load_in_either_order() -> None:
         result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, (first, result.returncode, result.stderr[-500:])
         assert result.stdout.strip() == "ok"
+
+
+def test_a_collection_emptied_and_refilled_keeps_working(tmp_path: Path) -> None:
+    """The store kit's filter property found it: usearch corrupts the heap when a graph that lost every
+    entry to remove() is saved, loaded and added to; deckhand builds the graph again after deletions."""
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
+    ann.open(CollectionSpec("kb", DIM, "m"))
+    vectors = _clustered(40)
+    for round_ in range(6):
+        ann.delete_source("doc0.md")
+        ann.maintain()
+        assert ann.search(vectors[0], 5) == []
+        _fill(ann, vectors[:PER_SOURCE])
+        ann.maintain()
+        assert ann.search(vectors[3], 1)[0].record.id == "doc0.md#3", round_
+
+
+def test_rows_only_added_extend_the_graph_without_rebuilding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from usearch.index import Index
+
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
+    ann.open(CollectionSpec("kb", DIM, "m"))
+    vectors = _clustered(400)
+    _fill(ann, vectors[:200])
+    ann.maintain()
+    added: list[int] = []
+    real_add = Index.add
+
+    def counting(self: Any, keys: Any, vectors: Any, **kwargs: Any) -> Any:
+        added.append(len(keys))
+        return real_add(self, keys, vectors, **kwargs)
+
+    monkeypatch.setattr(Index, "add", counting)
+    _fill(ann, vectors[200:], first_source=10)
+    assert ann.maintain() == "approximate index: 400 vectors (f16)"
+    assert sum(added) == 200  # only the new rows went into the graph
+    ann.delete_source("doc0.md")
+    added.clear()
+    ann.maintain()
+    assert sum(added) == 380  # a deletion: built again from the rows that remain

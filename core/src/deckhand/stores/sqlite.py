@@ -678,7 +678,7 @@ class SQLiteStore:
     def maintain(self, threads: int | None = None) -> str | None:
         """Bring the approximate index up to date after writes (called at the end of an ingest).
 
-        Builds it when the collection reaches the threshold, updates it in place once enough rows
+        Builds it when the collection reaches the threshold, updates it once enough rows
         changed since (``ann_refresh_rows``), removes it when the settings no longer want one.
         Returns what it did, for the ingest report, or None when nothing was needed.
         """

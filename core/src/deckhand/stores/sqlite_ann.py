@@ -15,8 +15,9 @@ in memory, and rows deleted since (the store's deletion log) are dropped from it
 a search always reflects the latest committed records. Candidates are rescored with their
 stored float32 vectors, so scores are the exact ones. When the rows written or deleted since
 the snapshot pass :attr:`AnnSettings.refresh_rows`, the next ingest (:meth:`maintain`) brings
-the graph up to date: rows added and removed in place on a loaded copy, written to a new
-file, renamed into place, then recorded in one transaction. A process killed at any point
+the graph up to date: new rows added to a loaded copy when rows were only added, or the
+graph built again when rows were deleted (usearch's removal is not safe to save and reload),
+written to a new file, renamed into place, then recorded in one transaction. A process killed at any point
 leaves either the old snapshot recorded or the new one; a missing, unreadable or stale file
 only means exact search until the next ingest rebuilds it.
 """
@@ -263,10 +264,10 @@ def build(
 ) -> tuple[AnnState, Path] | None:
     """Write a graph of the collection as of the caller's read snapshot; return its state and file.
 
-    With a usable previous graph (same precision, deletion log covering it) the graph is
-    loaded and updated in place (new rows added, deleted rows removed); otherwise it is built
-    from every row. The file is complete and synced under its final name before the caller
-    records it; None when another process is building the same collection right now.
+    With a usable previous graph (same precision, deletion log covering it) and no row of it
+    deleted since, the graph is loaded and the new rows added; otherwise it is built from every
+    row. The file is complete and synced under its final name before the caller records it; None
+    when another process is building the same collection right now.
     """
     from usearch.index import Index
 
@@ -279,15 +280,15 @@ def build(
         started = time.perf_counter()
         graph = None
         after = 0
-        if state is not None and state.precision == settings.ann_precision:
+        # Rows only added since: load the graph and add them. Rows deleted since: build it again, never
+        # usearch's remove(): a graph saved after removals can corrupt the heap when it is loaded and
+        # added to (usearch 2.25.3: remove every key, save, restore, add -> "invalid fastbin entry").
+        appendable = state is not None and state.precision == settings.ann_precision
+        if appendable and state is not None and not deleted_since[deleted_since <= state.last_row].size:
             with contextlib.suppress(OSError, RuntimeError, ValueError):
                 graph = Index.restore(str(index_path.with_name(state.file)), view=False)
         if graph is not None and state is not None:
             after = state.last_row
-            if deleted_since.size:
-                known = deleted_since[deleted_since <= state.last_row]
-                if known.size:
-                    graph.remove(known.astype(np.uint64))
         else:
             graph = Index(
                 ndim=collection.spec.dimension,
