@@ -369,7 +369,10 @@ def test_the_hint_printed_in_an_install_from_a_clone_runs(tmp_path: Path) -> Non
         pytest.skip("uv is not available to make a fresh environment")
     venv = tmp_path / "venv"
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "DECKHAND_PLUGINS"}}
+    # As a user's shell with the new environment activated: nox's UV_PYTHON / UV_PROJECT_ENVIRONMENT
+    # would point uv at the session's environment instead.
+    outside = {"PYTHONPATH", "DECKHAND_PLUGINS", "UV_PYTHON", "UV_PROJECT_ENVIRONMENT"}
+    env = {k: v for k, v in os.environ.items() if k not in outside}
     env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", HOME=str(tmp_path / "home"))
     env["DECKHAND_HOME"] = str(tmp_path / "state")
     subprocess.run([uv, "pip", "install", "--quiet", str(ROOT / "core")], check=True, env=env, timeout=600)
