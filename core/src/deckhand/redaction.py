@@ -37,7 +37,8 @@ _URL_PASSWORD = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P
 _ONE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")
 _QUERY_SECRET = re.compile(
     r"(?i)(?P<prefix>[?&](?:password|passwd|pass|pwd|token|access_token|api_key|apikey|secret|sslpassword)=)"
-    r"(?P<secret>[^&\s]+)"
+    # The value ends at a closing bracket or quote too: in a message the URL often stands in parentheses.
+    r"(?P<secret>[^&\s)\]}>'\"]+)"
 )
 
 
