@@ -347,3 +347,15 @@ def test_rows_only_added_extend_the_graph_without_rebuilding_it(
     added.clear()
     ann.maintain()
     assert sum(added) == 380  # a deletion: built again from the rows that remain
+
+
+def test_every_row_of_a_small_graph_is_found_by_its_own_vector(tmp_path: Path) -> None:
+    """Concurrent inserts into a young graph strand nodes; the first rows go in on one thread."""
+    for attempt in range(8):
+        store = SQLiteStore(tmp_path / f"index{attempt}.sqlite", "kb", SQLiteOptions(search="ann", ann_threshold=10))
+        store.open(CollectionSpec("kb", DIM, "m"))
+        vectors = _clustered(100, seed=attempt)
+        _fill(store, vectors)
+        assert store.maintain() is not None
+        for i in range(len(vectors)):
+            assert _ids(store.search(vectors[i], 1)) == [f"doc{i // PER_SOURCE}.md#{i}"]
