@@ -69,7 +69,7 @@ def make_corpus(root: Path, chunks: int, files: int) -> int:
 def run(source: Path, workers: int, args: argparse.Namespace) -> dict[str, Any]:
     from deckhand.chunking.token import TokenChunker
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
-    from deckhand.ingest import pipeline
+    from deckhand.ingest import batching
     from deckhand.ingest.pipeline import Ingestor, LoaderSet
     from deckhand.plugins import get_registry
     from deckhand.stores.inmemory import InMemoryStore
@@ -80,7 +80,7 @@ def run(source: Path, workers: int, args: argparse.Namespace) -> dict[str, Any]:
 
     tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json")))
     embedder = StandInEmbedder(tokenizer, args.rate, args.gil_share, args.step_ms / 1000)
-    pipeline.EMBED_GROUP = args.group
+    batching.EMBED_GROUP = args.group
     store = InMemoryStore("bench")
     store.open(CollectionSpec(name="bench", dimension=embedder.dimension, embedding_model=embedder.model_id))
     ingestor = Ingestor(

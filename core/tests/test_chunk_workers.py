@@ -15,7 +15,7 @@ from _foundation_helpers import FakeEmbedder, open_memory_store
 from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from deckhand.errors import ConfigError
-from deckhand.ingest import pipeline, workers
+from deckhand.ingest import reading, workers
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet
 from deckhand.plugins import get_registry
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
@@ -158,7 +158,7 @@ def test_large_files_stream_on_the_reader_thread_between_pooled_ones(
     _, alone_records = ingest(tmp_path, docs, minilm, chunker)
     caplog_chunks.clear()
     monkeypatch.setenv(workers.WORKERS_ENV, "1")
-    monkeypatch.setattr(pipeline, "LARGE_FILE", 1000)  # f1.md and f2.md (60+ phrases) are "large"
+    monkeypatch.setattr(reading, "LARGE_FILE", 1000)  # f1.md and f2.md (60+ phrases) are "large"
     report, records = ingest(tmp_path, docs, minilm, chunker)
     streamed = {r.getMessage().split()[-1] for r in caplog_chunks.records if r.getMessage().startswith("streaming")}
     assert streamed == {"docs/f1.md", "docs/f2.md", "docs/f4.md", "docs/f5.md"}

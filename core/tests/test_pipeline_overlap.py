@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from _foundation_helpers import FakeEmbedder, open_memory_store
 from deckhand.chunking.token import TokenChunker
-from deckhand.ingest import pipeline
+from deckhand.ingest import batching
 from deckhand.ingest.pipeline import Ingestor, LoaderSet
 from deckhand.plugins import get_registry
 from deckhand.types import Chunk, Document
@@ -45,7 +45,7 @@ class RecordingChunker:
 def test_chunking_runs_ahead_of_embedding_and_results_are_unchanged(
     tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "EMBED_GROUP", 2)  # one embedding call per file
+    monkeypatch.setattr(batching, "EMBED_GROUP", 2)  # one embedding call per file
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(6):

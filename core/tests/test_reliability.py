@@ -454,10 +454,10 @@ def test_one_huge_file_is_estimated_and_embedded_while_it_is_cut(tmp_path: Path,
 
 def test_groups_follow_the_embedding_rate(tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A slow model gets small groups (progress keeps coming); the first group calibrates the rate."""
-    import deckhand.ingest.pipeline as pipeline
+    from deckhand.ingest import batching, eta
 
-    monkeypatch.setattr(pipeline, "ESTIMATE_MIN_BYTES", 0)
-    monkeypatch.setattr(pipeline, "GROUP_SECONDS", 0.5)
+    monkeypatch.setattr(eta, "ESTIMATE_MIN_BYTES", 0)
+    monkeypatch.setattr(batching, "GROUP_SECONDS", 0.5)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "log.txt").write_text("The harbour crane lifted another container onto the quay. " * 2_000)

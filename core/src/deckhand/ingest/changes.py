@@ -1,0 +1,65 @@
+"""Which files an ingest must (re)process: size and mtime first, then the content hash."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from deckhand.ingest.discovery import SourceFile
+from deckhand.ingest.report import IngestReport, format_size
+from deckhand.protocols import Embedder, VectorStore
+from deckhand.types import FileState
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def changed_state(
+    file: SourceFile,
+    known: FileState | None,
+    *,
+    force: bool,
+    store: VectorStore,
+    embedder: Embedder,
+    max_file_size: int | None,
+    report: IngestReport,
+) -> FileState | None:
+    """The new manifest state if ``file`` must be (re)ingested, else None (unchanged or too large).
+
+    A file over ``max_file_size`` is skipped and its old chunks deleted; a touched file whose
+    content hash is unchanged gets its manifest entry refreshed in ``store`` and counts as unchanged.
+    """
+    try:
+        stat = file.path.stat()
+    except OSError as exc:
+        report.fail(file.display, f"cannot stat ({exc.strerror or exc})")
+        return None
+    if max_file_size is not None and stat.st_size > max_file_size:
+        report.skip(
+            file.display,
+            f"{format_size(stat.st_size)} is over max_file_size ({format_size(max_file_size)}); "
+            "raise the tool's max_file_size to ingest it",
+        )
+        if known is not None:
+            store.delete_source(file.display)  # its old chunks no longer match the file
+        return None
+    model = embedder.model_id
+    same_model = known is not None and known.model == model
+    if not force and same_model and known is not None and known.mtime == stat.st_mtime and known.size == stat.st_size:
+        report.unchanged.append(file.display)
+        return None
+    try:
+        digest = file_sha256(file.path)
+    except OSError as exc:
+        report.fail(file.display, f"cannot read ({exc.strerror or exc})")
+        return None
+    if not force and same_model and known is not None and known.sha256 == digest:
+        store.set_file_state(FileState(file.display, stat.st_mtime, stat.st_size, digest, model, known.chunk_count))
+        report.unchanged.append(file.display)
+        return None
+    return FileState(file.display, stat.st_mtime, stat.st_size, digest, model, 0)

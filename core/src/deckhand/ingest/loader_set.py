@@ -1,0 +1,49 @@
+"""The loaders of one run: the registered loader picked for each file extension."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deckhand.protocols import Loader
+from deckhand.types import LoadedText
+
+if TYPE_CHECKING:
+    from deckhand.plugins import PluginRegistry
+
+
+class LoaderSet:
+    """Picks the loader for each extension among every registered loader (highest priority wins)."""
+
+    def __init__(self, loaders: Iterable[Loader]) -> None:
+        self.by_extension: dict[str, Loader] = {}
+        for loader in loaders:
+            for ext in loader.extensions:
+                current = self.by_extension.get(ext)
+                if current is None or loader.priority >= current.priority:
+                    self.by_extension[ext] = loader
+
+    @classmethod
+    def from_registry(cls, registry: PluginRegistry) -> LoaderSet:
+        return cls(component.factory() for component in registry.list("loader"))
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        return frozenset(self.by_extension)
+
+    def load(self, path: Path) -> str:
+        """The file's text."""
+        return self.load_with_metadata(path).text
+
+    def load_with_metadata(self, path: Path) -> LoadedText:
+        """The file's text and the metadata its loader attached (a loader may return just the text)."""
+        loaded = self.by_extension[path.suffix.lower()].load(path)
+        if isinstance(loaded, LoadedText):
+            return loaded
+        return LoadedText(loaded)
+
+    def verbatim(self, path: Path) -> bool:
+        """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
+        offsets into it are places in the file (results then show line numbers)."""
+        return bool(getattr(self.by_extension.get(path.suffix.lower()), "verbatim", False))

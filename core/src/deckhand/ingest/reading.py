@@ -1,0 +1,261 @@
+"""Reading files into chunks ahead of the embedder: a reader thread, and worker processes for many files.
+
+:class:`Reader` loads and chunks the files of one run, in order, on a thread that runs ahead of
+the caller, so the next files are converted and chunked while the current ones are embedded.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deckhand.display import printable
+from deckhand.ingest.discovery import SourceFile
+from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.lines import with_start_lines
+from deckhand.ingest.loader_set import LoaderSet
+from deckhand.ingest.report import IngestReport
+from deckhand.ingest.workers import (
+    IN_FLIGHT_BYTES,
+    LARGE_FILE,
+    ChunkPool,
+    Converted,
+    cut,
+    document_of,
+    file_fields,
+    load_text,
+    replay,
+    with_fields,
+    worker_count,
+)
+from deckhand.protocols import Chunker
+from deckhand.types import Chunk, Document, FileState
+
+log = logging.getLogger("deckhand.ingest")
+
+#: Read-ahead hand-overs queued between the reader thread and the embedder (each holds up to
+#: :data:`READ_BATCH` chunks), so conversion and chunking run at most this far ahead.
+READ_AHEAD = 64
+#: Most chunks in one hand-over from the reader thread.
+READ_BATCH = 32
+
+
+@dataclass
+class Read:
+    """What the reader thread hands over about file number ``index``: its next chunks, a problem,
+    and (``done``) that nothing more of it follows."""
+
+    index: int
+    chunks: list[Chunk] = field(default_factory=list)
+    #: How far into the file's text the chunks so far reach (0..1), for progress and the estimate.
+    fraction: float = 0.0
+    done: bool = False
+    failed: str | None = None
+    skipped: str | None = None
+    #: The file is now empty: its old chunks must go.
+    emptied: bool = False
+
+
+@dataclass
+class _ReaderEnd:
+    """The reader thread stopped: after the last file, or (``error``) because it raised."""
+
+    seconds: dict[str, float]
+    error: BaseException | None = None
+
+
+class Reader:
+    """Loads and chunks the files of one run under ``root`` (see :meth:`read_ahead`)."""
+
+    def __init__(
+        self,
+        *,
+        loaders: LoaderSet,
+        chunker: Chunker,
+        prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None,
+        encoding: str | Mapping[str, str],
+        root: Path | None,
+    ) -> None:
+        self.loaders = loaders
+        self.chunker = chunker
+        self.prepare = prepare
+        self.encoding = encoding
+        self.root = root
+
+    def read_ahead(
+        self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
+    ) -> Iterator[Read]:
+        """What :meth:`read` says about each file of ``todo``, in order, from a thread that runs
+        ahead of the caller (at most :data:`READ_AHEAD` hand-overs), so the next files are converted
+        and chunked while the current ones are embedded. With worker processes
+        (:mod:`deckhand.ingest.workers`) the thread hands over what they made, in the same order.
+
+        Only the caller touches the store, the queue and ``report``; the reading's own timings
+        (``convert``, ``chunk``; the workers' added up) are added to ``report`` when it ends.
+        """
+        workers = worker_count(sum(states[f.display].size for f in todo if states[f.display].size <= LARGE_FILE))
+        ahead: queue.Queue[Read | _ReaderEnd] = queue.Queue(maxsize=READ_AHEAD)
+        stop = threading.Event()
+        seconds: dict[str, float] = {"convert": 0.0, "chunk": 0.0}
+
+        def put(item: Read | _ReaderEnd) -> bool:
+            while not stop.is_set():
+                try:
+                    ahead.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def reader() -> None:
+            pool: ChunkPool | None = None
+            try:
+                if workers:
+                    pool = ChunkPool.start(workers, self.loaders, self.chunker, keep_text=self.prepare is not None)
+                reads = self.reads(todo, seconds) if pool is None else self.pooled(pool, todo, states, seconds)
+                for read in reads:
+                    if not put(read):
+                        return
+            except BaseException as exc:  # handed to the caller, which raises it
+                put(_ReaderEnd(seconds, exc))
+            else:
+                put(_ReaderEnd(seconds))
+            finally:
+                if pool is not None:
+                    pool.close()
+
+        thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = ahead.get()
+                if isinstance(item, _ReaderEnd):
+                    if item.error is not None:
+                        raise item.error
+                    return
+                yield item
+        finally:
+            stop.set()
+            thread.join()
+            for stage in ("convert", "chunk"):
+                report.add_seconds(stage, seconds[stage])
+
+    def reads(self, todo: Sequence[SourceFile], seconds: dict[str, float]) -> Iterator[Read]:
+        """Every file of ``todo`` read on this thread, in order."""
+        for index, file in enumerate(todo):
+            yield from self.read(index, file, seconds)
+
+    def pooled(
+        self, pool: ChunkPool, todo: Sequence[SourceFile], states: Mapping[str, FileState], seconds: dict[str, float]
+    ) -> Iterator[Read]:
+        """Every file of ``todo``, in order, loaded and chunked by ``pool`` (files over :data:`LARGE_FILE`
+        on this thread, streamed), with at most ``pool.max_files`` files and :data:`IN_FLIGHT_BYTES`
+        in flight. If the pool breaks (a worker killed, a chunker that does not unpickle), the
+        files it had not handed over are read on this thread."""
+        pending: deque[tuple[int, Future[Converted] | None, int]] = deque()
+        following, in_flight = 0, 0
+        while pending or following < len(todo):
+            while following < len(todo) and (
+                not pending or (len(pending) < pool.max_files and in_flight < IN_FLIGHT_BYTES)
+            ):
+                file = todo[following]
+                size = states[file.display].size
+                submitted = size <= LARGE_FILE and not pool.broken
+                future = pool.submit(file.path, file.display, self.encoding_of(file), self.root) if submitted else None
+                pending.append((following, future, size if submitted else 0))
+                in_flight += size if submitted else 0
+                following += 1
+            index, future, size = pending.popleft()
+            in_flight -= size
+            converted = pool.result(future) if future is not None else None
+            if converted is None:
+                yield from self.read(index, todo[index], seconds)
+            else:
+                yield from self.converted(index, todo[index], converted, seconds)
+
+    def converted(
+        self, index: int, file: SourceFile, converted: Converted, seconds: dict[str, float]
+    ) -> Iterator[Read]:
+        """What a worker made of file ``index``, handed over as :meth:`read` would (``prepare`` runs here)."""
+        replay(converted.logged)
+        seconds["convert"] += converted.convert_seconds
+        seconds["chunk"] += converted.chunk_seconds
+        if converted.failed is not None:
+            yield Read(index, failed=converted.failed, done=True)
+            return
+        for notice in converted.notices:
+            log.warning("%s: %s", printable(file.display), notice)
+        if converted.empty:
+            yield Read(index, skipped="empty file", emptied=True, done=True)
+            return
+        chunks = converted.chunks
+        if self.prepare is not None:
+            clock = time.perf_counter()
+            document = Document(
+                source=file.display, text=converted.text or "", title=converted.title, metadata=converted.metadata
+            )
+            chunks = self.prepare(document, chunks)
+            seconds["chunk"] += time.perf_counter() - clock
+        for start in range(0, len(chunks), READ_BATCH):
+            end = min(start + READ_BATCH, len(chunks))
+            yield Read(index, chunks[start:end], end / len(chunks), done=end == len(chunks))
+        if not chunks:
+            yield Read(index, fraction=1.0, done=True)
+
+    def read(self, index: int, file: SourceFile, seconds: dict[str, float]) -> Iterator[Read]:
+        """Load file ``index`` and cut it into chunks on this thread; a chunker that can stream
+        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes.
+        The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
+        clock = time.perf_counter()
+        loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file))
+        seconds["convert"] += time.perf_counter() - clock
+        if loaded is None:
+            yield Read(index, failed=failed, done=True)
+            return
+        clock = time.perf_counter()
+        for notice in notices:
+            log.warning("%s: %s", printable(file.display), notice)
+        text, fields = loaded.text, file_fields(file.path, file.display, self.root, loaded.metadata)
+        del loaded
+        if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
+            yield Read(index, skipped="empty file", emptied=True, done=True)
+            return
+        document = document_of(file.display, text, file.path, fields)
+        del text
+        stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        if stream is None:
+            chunks = cut(self.chunker, self.loaders, document, file.path)
+            if self.prepare is not None:
+                chunks = self.prepare(document, chunks)
+            seconds["chunk"] += time.perf_counter() - clock
+            yield Read(index, chunks, 1.0, done=True)
+            return
+        length = max(len(document.text), 1)
+        batch: list[Chunk] = []
+        chunks_out = (with_fields(c, fields) for c in stream(document))
+        for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
+            batch.append(chunk)
+            if len(batch) >= READ_BATCH:
+                seconds["chunk"] += time.perf_counter() - clock
+                yield Read(index, batch, chunk.metadata.get("end_char", 0) / length)
+                clock = time.perf_counter()
+                batch = []
+        seconds["chunk"] += time.perf_counter() - clock
+        yield Read(index, batch, 1.0, done=True)
+
+    def encoding_of(self, file: SourceFile) -> str:
+        """The codec of ``file``: the tool's ``encoding:``, or the one its glob patterns give its relative path."""
+        if isinstance(self.encoding, str):
+            return self.encoding
+        try:
+            relative = file.path.relative_to(self.root).as_posix() if self.root else file.path.name
+        except ValueError:
+            relative = file.path.name
+        return encoding_for(self.encoding, relative)
