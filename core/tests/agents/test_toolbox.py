@@ -175,3 +175,25 @@ def test_tools_for_maps_changed_paths_to_tools(make_tool: Any) -> None:
     assert box.tools_for([source / "a.md"]) == ["docs"]
     assert box.tools_for([source / "sub" / "b.md", box.source("notes") / "c.md"]) == ["docs", "notes"]
     assert box.tools_for([source.parent / "elsewhere.md"]) == []
+
+
+def test_a_filter_goes_only_to_a_tool_whose_search_takes_one(make_tool: Any) -> None:
+    """Whether a tool's search takes ``filter`` is read once, when the toolbox starts serving it."""
+    plain, filtered = make_tool("plain"), make_tool("filtered")
+    seen: list[Any] = []
+
+    def search_with_filter(query: str, top_k: int | None = None, filter: Any = None) -> list[Any]:
+        seen.append(filter)
+        return []
+
+    filtered.search_results_sync = search_with_filter
+    filtered.search_text_sync = lambda query, filter=None: f"No relevant results found for query: {query}"
+    box = box_of(plain, filtered)
+    where = SearchArguments(query="rotate keys", filter={"path": "docs/**"})
+    with pytest.raises(CallError) as refused:
+        box.search("plain", where)
+    assert str(refused.value) == "plain: this tool's search takes no filter; search without one"
+    text, data = box.search("filtered", where)
+    assert len(seen) == 1 and seen[0] is not None and data.results == []
+    assert text == "No relevant results found for query: rotate keys"
+    assert box.search("plain", QUERY)[1].results[0].source == "f0.md"  # no filter: searched as before

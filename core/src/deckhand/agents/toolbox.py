@@ -20,148 +20,77 @@ policy every front end shares:
   an incremental re-ingest succeeds, which also picks up what changed meanwhile. A server
   that is down when the toolbox starts is never replaced by the in-memory store (unless the
   database sets ``allow_fallback: true``), so the tool comes back to it.
+
+The parts live beside it: :mod:`~deckhand.agents.slots` (a tool and its lock),
+:mod:`~deckhand.agents.outages` (recording and healing outages), :mod:`~deckhand.agents.memory_calls`
+(the six memory calls), :mod:`~deckhand.agents.status` (the listing), :mod:`~deckhand.agents.output`
+(results as hits), :mod:`~deckhand.agents.redacting` (one-line errors without secrets) and
+:mod:`~deckhand.agents.progress` (following an ingest).
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deckhand.agents.calls import (
     CallError,
-    DecisionOutput,
-    DecisionsOutput,
-    DefinitionOut,
-    Hit,
     IngestArguments,
     IngestOutput,
     IngestSummary,
-    MemoryBeforeArguments,
-    MemoryGetArguments,
-    MemoryRangeArguments,
-    MemorySearchContentArguments,
-    MemorySearchSemanticArguments,
     MemoryStatus,
-    MemoryStoreArguments,
-    ReferenceOut,
     SearchArguments,
     SearchOutput,
     ToolListOutput,
-    ToolStatus,
 )
-from deckhand.agents.calls import Decision as DecisionOut
-from deckhand.errors import ConfigError, DeckhandError, is_outage
-from deckhand.redaction import MASK, redact_url
+from deckhand.agents.memory_calls import (
+    MEMORY_CALLS,
+    MEMORY_CONTENT_TOP_K,
+    MEMORY_SEMANTIC_TOP_K,
+    MemoryCalls,
+    open_configured_memory,
+)
+from deckhand.agents.outages import RETRY_FIRST, RETRY_MAX, OutageHealing
+from deckhand.agents.output import hit_of
+from deckhand.agents.progress import IngestProgress, ProgressListener
+from deckhand.agents.redacting import Redactor, config_secrets
+from deckhand.agents.slots import Slot, hold
+from deckhand.agents.status import listing_text, tool_status
+from deckhand.errors import ConfigError, is_outage
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
+
+__all__ = [
+    "HOUSEKEEPING_CALLS",
+    "MEMORY_CALLS",
+    "MEMORY_CONTENT_TOP_K",
+    "MEMORY_SEMANTIC_TOP_K",
+    "RESERVED_NAMES",
+    "RETRY_FIRST",
+    "RETRY_MAX",
+    "SEARCH_WAIT",
+    "IngestProgress",
+    "ProgressListener",
+    "Toolbox",
+]
 
 log = logging.getLogger("deckhand.agents")
 
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
-#: Seconds before the first retry after a store became unreachable; each failed retry doubles the delay...
-RETRY_FIRST = 1.0
-#: ...up to this many seconds between two retries, for as long as the outage lasts.
-RETRY_MAX = 30.0
 #: Names the front ends use for their own calls; a tool cannot take them.
-MEMORY_CALLS = (
-    "memory_store",
-    "memory_get",
-    "memory_query_range",
-    "memory_query_before",
-    "memory_search_content",
-    "memory_search_semantic",
-)
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
 RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS)
-#: Default result counts of the memory searches (the CLI's).
-MEMORY_CONTENT_TOP_K = 10
-MEMORY_SEMANTIC_TOP_K = 5
-
-#: Receives ingest progress: a number that only grows, and a message such as "docs: embedding 12/40".
-ProgressListener = Callable[[float, str], None]
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class IngestProgress:
-    """The ingest pipeline's ``Progress``: remembers where an ingest is and tells a listener."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.stage_name = ""
-        self.total = 0
-        self.done = 0
-        self.units = 0.0  # steps done over every stage and ingest of this tool
-        self.listener: ProgressListener | None = None
-
-    def stage(self, name: str, total: int) -> None:
-        self.stage_name, self.total, self.done = name, total, 0
-        self._tell()
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        self.units += n
-        self._tell()
-
-    def describe(self) -> str:
-        return f"{self.stage_name} {self.done}/{self.total}" if self.stage_name else "starting"
-
-    def _tell(self) -> None:
-        listener = self.listener
-        if listener is not None:
-            try:
-                listener(self.units, f"{self.label}: {self.describe()}")
-            except Exception:  # a listener must never break an ingest
-                log.debug("progress listener failed", exc_info=True)
-
-
-@dataclass
-class _Outage:
-    """A tool's store server is unreachable: since when, the last error, and when to try again."""
-
-    since: float  # time.time() of the first failure
-    error: str  # the last failure, one line, secrets masked
-    attempts: int = 1  # failed ingests (the first one, then the retries)
-    retry_at: float = 0.0  # time.monotonic() of the next retry
-    retrying: bool = False  # a retry is running now
-
-    def describe(self, now: float) -> str:
-        """``store unreachable since 2026-11-25T17:38:22+00:00 (3 failed attempt(s); next retry in 4s)``."""
-        since = datetime.fromtimestamp(self.since, UTC).isoformat(timespec="seconds")
-        when = "retrying now" if self.retrying else f"next retry in {max(0.0, self.retry_at - now):.0f}s"
-        return f"store unreachable since {since} ({self.attempts} failed attempt(s); {when})"
-
-
-@dataclass
-class _Slot:
-    """One tool and what the toolbox knows about it."""
-
-    tool: Any
-    tracker: IngestProgress | None
-    cond: threading.Condition = field(default_factory=threading.Condition)
-    busy: bool = False  # a search or an ingest holds the tool
-    ingesting: bool = False
-    queued: int = 0  # background ingests not started yet
-    ready: bool = False  # ingested at least once
-    error: str | None = None  # why the last ingest failed
-    outage: _Outage | None = None  # the store's server is unreachable (retried in the background)
-    count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
-
-
-class Toolbox:
+class Toolbox(MemoryCalls, OutageHealing):
     """The calls an agent can make on one agent config: search each tool, memory, housekeeping."""
 
     def __init__(
@@ -193,10 +122,10 @@ class Toolbox:
             raise ConfigError("two tools have the same name; tool names must be unique")
         self.memory = memory
         self.search_wait = search_wait
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, Slot] = {}
         for tool in tools:
-            self._slots[tool.config.name] = _Slot(tool, (progress or {}).get(tool.config.name))
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+            self._slots[tool.config.name] = Slot.serving(tool, (progress or {}).get(tool.config.name))
+        self._redactor = Redactor(secrets)
         self._source_of = source_of
         self._closing = threading.Event()
         self._background: threading.Thread | None = None
@@ -240,11 +169,11 @@ class Toolbox:
                 )
         trackers = {t.name: IngestProgress(t.name) for t in config.tools}
         tools = [build_tool(t, base_dir=base_dir, registry=registry, progress=trackers[t.name]) for t in config.tools]
-        manager = _open_memory(path, base_dir) if memory else None
+        manager = open_configured_memory(path, base_dir) if memory else None
         if not tools and manager is None:
             raise ConfigError(f"{path}: tools: no tools and no memory configured; nothing to serve")
         files = [path, *(p for p in global_config_paths(base_dir) if p.is_file())]
-        secrets = [*_config_secrets(files), *extra_secrets]
+        secrets = [*config_secrets(files), *extra_secrets]
         for tool in tools:
             database = getattr(tool.config, "database", None)
             url = getattr(database, "connection_string", None)
@@ -284,17 +213,11 @@ class Toolbox:
 
     def redact(self, text: str) -> str:
         """``text`` with URL passwords and every known secret replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, MASK)
-        return redact_url(text)
+        return self._redactor.redact(text)
 
     def error_line(self, exc: BaseException) -> str:
         """One line saying what went wrong, with no secret in it."""
-        text = str(exc).strip()
-        line = text.splitlines()[0] if text else type(exc).__name__
-        if not isinstance(exc, (DeckhandError, ValueError, OSError, ConnectionError, RuntimeError)):
-            line = f"internal error ({type(exc).__name__}): {line}"
-        return self.redact(line)
+        return self._redactor.error_line(exc)
 
     # -- ingestion -----------------------------------------------------------------------------
     def start_ingest(self, on_done: Callable[[str, Any, str | None], None] | None = None) -> None:
@@ -372,110 +295,10 @@ class Toolbox:
         return not self._background.is_alive()
 
     @contextmanager
-    def _hold(self, name: str, slot: _Slot, timeout: float | None) -> Iterator[None]:
+    def _hold(self, name: str, slot: Slot, timeout: float | None) -> Iterator[None]:
         """Take the tool for one search or ingest; wait while another holds it or an ingest is queued."""
-        with slot.cond:
-            free = slot.cond.wait_for(
-                lambda: self._closing.is_set() or not (slot.busy or (slot.queued and not slot.ready)), timeout
-            )
-            if self._closing.is_set():
-                raise CallError(f"{name}: the server is shutting down")
-            if not free:
-                what = slot.tracker.describe() if slot.tracker is not None else "in progress"
-                raise CallError(f"{name}: still ingesting ({what}); try again in a moment")
-            slot.busy = True
-        try:
+        with hold(name, slot, self._closing, timeout):
             yield
-        finally:
-            with slot.cond:
-                slot.busy = False
-                slot.cond.notify_all()
-
-    # -- outages ------------------------------------------------------------------------------------
-    def _store_down(self, name: str, slot: _Slot, line: str, *, attempt: bool = True) -> str:
-        """Record that tool ``name``'s store is unreachable; the outage in words.
-
-        ``attempt``: an ingest (a retry) failed, so the next one is scheduled after a doubled delay;
-        otherwise (a search or a count failed) only a new outage schedules its first retry.
-        """
-        now = time.monotonic()
-        with slot.cond:
-            outage = slot.outage
-            if outage is None:
-                outage = slot.outage = _Outage(since=time.time(), error=line, retry_at=now + self.retry_first)
-                log.warning("tool %s: the store is unreachable; retrying in the background: %s", name, line)
-            elif attempt:
-                outage.retrying = False
-                outage.attempts += 1
-                outage.error = line
-                outage.retry_at = now + min(self.retry_first * 2 ** (outage.attempts - 1), self.retry_max)
-            else:
-                outage.error = line
-            described = outage.describe(now)
-        self._wake_healer()
-        return described
-
-    def _store_up(self, name: str, slot: _Slot, *, healed: bool) -> None:
-        """The store answered (``healed``: and an ingest brought the index up to date): the outage is over."""
-        with slot.cond:
-            outage, slot.outage = slot.outage, None
-        if outage is not None and healed:
-            log.warning(
-                "tool %s: the store is reachable again after %.0fs; the index is up to date",
-                name,
-                time.time() - outage.since,
-            )
-
-    def _retry_due(self, slot: _Slot) -> bool:
-        """Whether ``slot``'s store is unreachable and its next retry is due (claims the retry)."""
-        with slot.cond:
-            outage = slot.outage
-            if outage is None or outage.retry_at > time.monotonic():
-                return False
-            # Claimed: a second caller waits for the outcome of this attempt rather than repeat it.
-            outage.retry_at = time.monotonic() + self.retry_max
-            outage.retrying = True
-            return True
-
-    def _retry_now(self, slot: _Slot) -> None:
-        with slot.cond:
-            if slot.outage is not None:
-                slot.outage.retry_at = 0.0
-        self._wake_healer()
-
-    def _wake_healer(self) -> None:
-        """Start the thread that retries unreachable stores (once), or wake it to look again."""
-        with self._heal_lock:
-            if self._closing.is_set():
-                return
-            if self._healer is None or not self._healer.is_alive():
-                self._healer = threading.Thread(target=self._heal, name="deckhand-heal", daemon=True)
-                self._healer.start()
-        self._heal_wake.set()
-
-    def _heal(self) -> None:
-        """Re-ingest each tool whose store is unreachable when its retry is due, until every outage is over."""
-        while not self._closing.is_set():
-            self._heal_wake.clear()
-            pending = [(n, s) for n, s in self._slots.items() if s.outage is not None]
-            if not pending:
-                with self._heal_lock:
-                    if not self._heal_wake.is_set():
-                        self._healer = None
-                        return
-                continue
-            for name, slot in pending:
-                if self._closing.is_set():
-                    return
-                if self._retry_due(slot):
-                    try:
-                        self.ingest(name)  # incremental: also picks up what changed during the outage
-                    except CallError as exc:
-                        log.debug("tool %s: retry failed: %s", name, exc)
-            now = time.monotonic()
-            waits = [s.outage.retry_at - now for _, s in pending if s.outage is not None]
-            if waits:
-                self._heal_wake.wait(max(0.05, min(waits)))
 
     # -- search ------------------------------------------------------------------------------------
     def search(self, name: str, args: SearchArguments) -> tuple[str, SearchOutput]:
@@ -497,7 +320,7 @@ class Toolbox:
                 raise CallError(f"{name}: not available: {reason}; fix it, then call deckhand_ingest")
             tool = slot.tool
             try:
-                extra = _filter_argument(tool, args.filter)
+                extra = _filter_argument(name, slot, args.filter)
                 results = tool.search_results_sync(args.query, args.top_k, **extra)
                 if results:
                     from deckhand.tools.results import format_results
@@ -515,149 +338,24 @@ class Toolbox:
                 raise CallError(f"{name}: {line}") from None
             if slot.outage is not None:
                 self._retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
-        hits = [_hit(r) for r in results]
+        hits = [hit_of(r) for r in results]
         return text, SearchOutput(tool=name, query=args.query, results=hits)
-
-    # -- memory ------------------------------------------------------------------------------------------
-    def _memory(self, call: str) -> VectorMemoryManager:
-        if self.memory is None:
-            raise CallError(f"{call}: no memory is configured; add a memory: section to agent.yaml")
-        return self.memory
-
-    @contextmanager
-    def _memory_errors(self, call: str) -> Iterator[None]:
-        try:
-            yield
-        except CallError:
-            raise
-        except Exception as exc:
-            raise CallError(f"{call}: {self.error_line(exc)}") from None
-
-    def _decision(self, decision: Any, **extra: Any) -> DecisionOut:
-        assert self.memory is not None
-        c = decision.coordinate
-        return DecisionOut(
-            x=c.x,
-            y=c.y,
-            z=c.z,
-            content=decision.content,
-            agent_id=decision.agent_id,
-            timestamp=decision.timestamp.isoformat(),
-            issue_context=decision.issue_context,
-            location=self.memory.backend.locate(c),
-            **extra,
-        )
-
-    def memory_store(self, args: MemoryStoreArguments) -> tuple[str, DecisionOutput]:
-        from deckhand.memory.coordinates import VectorCoordinate
-
-        manager = self._memory("memory_store")
-        with self._memory_errors("memory_store"):
-            decision = manager.store(VectorCoordinate(args.x, args.y, args.z), args.content, args.issue_context)
-            out = self._decision(decision)
-        return f"stored {decision.coordinate} at {out.location}", DecisionOutput(found=True, decision=out)
-
-    def memory_get(self, args: MemoryGetArguments) -> tuple[str, DecisionOutput]:
-        from deckhand.memory.coordinates import VectorCoordinate
-
-        manager = self._memory("memory_get")
-        with self._memory_errors("memory_get"):
-            coord = VectorCoordinate(args.x, args.y, args.z)
-            decision = manager.get(coord)
-            if decision is None:
-                return f"no decision at {coord}", DecisionOutput(found=False)
-            out = self._decision(decision)
-        return _decision_text(out), DecisionOutput(found=True, decision=out)
-
-    def memory_query_range(self, args: MemoryRangeArguments) -> tuple[str, DecisionsOutput]:
-        manager = self._memory("memory_query_range")
-        with self._memory_errors("memory_query_range"):
-            found = manager.query_range(_pair(args.x_range), _pair(args.y_range), _pair(args.z_range))
-            return self._listing(found, args.limit)
-
-    def memory_query_before(self, args: MemoryBeforeArguments) -> tuple[str, DecisionsOutput]:
-        manager = self._memory("memory_query_before")
-        with self._memory_errors("memory_query_before"):
-            found = manager.query_partial_order(args.x, args.y, args.z)
-            return self._listing(found, args.limit)
-
-    def memory_search_content(self, args: MemorySearchContentArguments) -> tuple[str, DecisionsOutput]:
-        manager = self._memory("memory_search_content")
-        with self._memory_errors("memory_search_content"):
-            ranked = manager.search_content_ranked(list(args.terms), args.match_all)
-            shown = ranked[: args.top_k or MEMORY_CONTENT_TOP_K]
-            decisions = [self._decision(d, matched_terms=n) for d, n in shown]
-        return _listing_text(decisions, len(ranked)), DecisionsOutput(count=len(ranked), decisions=decisions)
-
-    def memory_search_semantic(self, args: MemorySearchSemanticArguments) -> tuple[str, DecisionsOutput]:
-        manager = self._memory("memory_search_semantic")
-        with self._memory_errors("memory_search_semantic"):
-            hits = manager.search_semantic(args.query, args.top_k or MEMORY_SEMANTIC_TOP_K)
-            decisions = [self._decision(h.decision, score=round(h.score, 4)) for h in hits]
-        return _listing_text(decisions, len(decisions)), DecisionsOutput(count=len(decisions), decisions=decisions)
-
-    def _listing(self, found: Sequence[Any], limit: int | None) -> tuple[str, DecisionsOutput]:
-        shown = found[:limit] if limit else found
-        decisions = [self._decision(d) for d in shown]
-        return _listing_text(decisions, len(found)), DecisionsOutput(count=len(found), decisions=decisions)
 
     # -- housekeeping ------------------------------------------------------------------------------------------
     def list_tools(self) -> tuple[str, ToolListOutput]:
         """Every tool with its source, state, chunk count and last ingest; the memory if any."""
-        statuses = [self._status(name, slot) for name, slot in self._slots.items()]
+        statuses = [
+            tool_status(name, slot, count=self._count(name, slot), source=self.source(name))
+            for name, slot in self._slots.items()
+        ]
         memory = None
         if self.memory is not None:
             memory = MemoryStatus(
                 backend=self.memory.backend_name, agent_id=self.memory.agent_id, decisions=len(self.memory)
             )
-        lines = []
-        for s in statuses:
-            when = s.last_ingest_time or "never"
-            line = f"{s.name} ({s.type}): {s.state}, {s.document_count} chunks from {s.source}, last ingest {when}"
-            if s.outage:
-                line += f"; {s.outage}"
-            if s.error:
-                line += f"; error: {s.error}"
-            lines.append(line)
-        if memory is not None:
-            lines.append(f"memory ({memory.backend}): {memory.decisions} decision(s), agent {memory.agent_id}")
-        return "\n".join(lines) or "no tools", ToolListOutput(tools=statuses, memory=memory)
+        return listing_text(statuses, memory), ToolListOutput(tools=statuses, memory=memory)
 
-    def _status(self, name: str, slot: _Slot) -> ToolStatus:
-        tool = slot.tool
-        count = self._count(name, slot)
-        outage = slot.outage
-        if outage is not None:
-            state = "unreachable"  # also while a retry runs: the outage text says "retrying now"
-        elif slot.ingesting:
-            state = "ingesting"
-        elif slot.ready:
-            state = "ready"
-        elif slot.error:
-            state = "failed"
-        else:
-            state = "pending"
-        said = None
-        if outage is not None:
-            kept = f"the last index ({count} chunks) is kept" if slot.ready else "nothing is indexed yet"
-            said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
-        stamp = getattr(tool, "last_ingest_time", None)
-        report = getattr(tool, "last_report", None)
-        return ToolStatus(
-            name=name,
-            type=str(getattr(tool.config, "type", "")),
-            description=tool.function_definition()["description"],
-            source=str(self.source(name)),
-            state=state,
-            provider=getattr(tool, "provider", None),
-            document_count=count,
-            last_ingest_time=datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds") if stamp else None,
-            last_ingest=report.summary() if report is not None else None,
-            error=slot.error,
-            outage=said,
-        )
-
-    def _count(self, name: str, slot: _Slot) -> int:
+    def _count(self, name: str, slot: Slot) -> int:
         """The tool's chunk count; the last one read while its store cannot answer (an outage is noted)."""
         try:
             slot.count = int(slot.tool.document_count)
@@ -728,7 +426,7 @@ class Toolbox:
             except Exception as exc:
                 log.debug("memory: close failed: %s", self.redact(str(exc)))
 
-    def _slot(self, name: str) -> _Slot:
+    def _slot(self, name: str) -> Slot:
         slot = self._slots.get(name)
         if slot is None:
             raise CallError(f"unknown tool {name!r} (tools: {self._known()})")
@@ -738,85 +436,10 @@ class Toolbox:
         return ", ".join(self._slots) or "none"
 
 
-def _hit(result: Any) -> Hit:
-    definitions = [
-        DefinitionOut(term=d.term, definition=d.definition, source=d.source) for d in getattr(result, "definitions", [])
-    ]
-    references = [
-        ReferenceOut(section_id=r.section_id, location=r.location, resolved=r.resolved)
-        for r in getattr(result, "references", [])
-    ]
-    return Hit(
-        rank=result.rank,
-        score=result.score,
-        source=result.source,
-        chunk_index=result.chunk_index,
-        content=result.content,
-        location=getattr(result, "location", None) or None,
-        section_id=getattr(result, "section_id", None),
-        definitions=definitions,
-        references=references,
-        start_line=_line(result, "start_line"),
-        end_line=_line(result, "end_line"),
-    )
-
-
-def _line(result: Any, key: str) -> int | None:
-    value = (getattr(result, "metadata", None) or {}).get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _pair(values: list[int] | None) -> Any:
-    # A list of any length goes to the manager, whose QueryError says what a range must be.
-    return tuple(values) if values is not None else None
-
-
-def _decision_text(d: DecisionOut) -> str:
-    context = "".join(f"\n{k}: {v}" for k, v in (d.issue_context or {}).items())
-    return f"({d.x}, {d.y}, {d.z}) by {d.agent_id} at {d.timestamp}{context}\n\n{d.content}"
-
-
-def _listing_text(decisions: Sequence[DecisionOut], total: int) -> str:
-    blocks = [f"{total} decision(s)" + (f", showing {len(decisions)}" if len(decisions) < total else "")]
-    for d in decisions:
-        extra = f" | score {d.score:.3f}" if d.score is not None else ""
-        extra += f" | {d.matched_terms} term(s)" if d.matched_terms is not None else ""
-        blocks.append(f"[({d.x}, {d.y}, {d.z}){extra}] {d.agent_id} at {d.timestamp}\n{d.content}")
-    return "\n\n".join(blocks)
-
-
-def _open_memory(config_path: Path, base_dir: Path) -> VectorMemoryManager | None:
-    from deckhand.memory.settings import open_memory, resolve_memory_config
-
-    resolved = resolve_memory_config(config_path, cwd=base_dir)
-    if not resolved.sources:
-        return None
-    manager = open_memory(resolved.config, agent_id=resolved.agent_id, cwd=base_dir)
-    for error in manager.load_errors:
-        log.warning("memory: %s", error)
-    return manager
-
-
-def _config_secrets(files: Sequence[Path]) -> list[str]:
-    """The values config files take from ``${VARS}``: treated as secrets wherever they would show."""
-    found: list[str] = []
-    for file in files:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        found += [os.environ[name] for name in _VAR.findall(text) if os.environ.get(name)]
-    return found
-
-
-def _filter_argument(tool: Any, where: Any) -> dict[str, Any]:
+def _filter_argument(name: str, slot: Slot, where: Any) -> dict[str, Any]:
     """``{"filter": where}`` for a search with a filter; a tool whose search takes none refuses it in one line."""
     if where is None:
         return {}
-    try:
-        takes = "filter" in inspect.signature(tool.search_results_sync).parameters
-    except (TypeError, ValueError):
-        takes = True
-    if not takes:
-        raise CallError(f"{tool.config.name}: this tool's search takes no filter; search without one")
+    if not slot.takes_filter:
+        raise CallError(f"{name}: this tool's search takes no filter; search without one")
     return {"filter": where}

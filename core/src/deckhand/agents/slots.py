@@ -1,0 +1,66 @@
+"""One served tool and its lock: a search and an ingest of the same tool never overlap."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from deckhand.agents.calls import CallError
+from deckhand.agents.outages import Outage
+from deckhand.agents.progress import IngestProgress
+
+
+def accepts_filter(tool: Any) -> bool:
+    """Whether ``tool``'s ``search_results_sync`` takes a ``filter`` argument (True when it cannot be told)."""
+    try:
+        return "filter" in inspect.signature(tool.search_results_sync).parameters
+    except (TypeError, ValueError):
+        return True
+
+
+@dataclass
+class Slot:
+    """One tool and what the toolbox knows about it."""
+
+    tool: Any
+    tracker: IngestProgress | None
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    busy: bool = False  # a search or an ingest holds the tool
+    ingesting: bool = False
+    queued: int = 0  # background ingests not started yet
+    ready: bool = False  # ingested at least once
+    error: str | None = None  # why the last ingest failed
+    outage: Outage | None = None  # the store's server is unreachable (retried in the background)
+    count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
+    #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
+    takes_filter: bool = True
+
+    @classmethod
+    def serving(cls, tool: Any, tracker: IngestProgress | None) -> Slot:
+        """The slot of ``tool`` as the toolbox starts serving it."""
+        return cls(tool, tracker, takes_filter=accepts_filter(tool))
+
+
+@contextmanager
+def hold(name: str, slot: Slot, closing: threading.Event, timeout: float | None) -> Iterator[None]:
+    """Take the tool for one search or ingest; wait while another holds it or an ingest is queued."""
+    with slot.cond:
+        free = slot.cond.wait_for(
+            lambda: closing.is_set() or not (slot.busy or (slot.queued and not slot.ready)), timeout
+        )
+        if closing.is_set():
+            raise CallError(f"{name}: the server is shutting down")
+        if not free:
+            what = slot.tracker.describe() if slot.tracker is not None else "in progress"
+            raise CallError(f"{name}: still ingesting ({what}); try again in a moment")
+        slot.busy = True
+    try:
+        yield
+    finally:
+        with slot.cond:
+            slot.busy = False
+            slot.cond.notify_all()

@@ -1,0 +1,62 @@
+"""What ``deckhand_list_tools`` says: each tool's state, source, chunk count and last ingest; the memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from deckhand.agents.calls import MemoryStatus, ToolStatus
+from deckhand.agents.slots import Slot
+
+
+def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatus:
+    """What ``deckhand_list_tools`` says about tool ``name``, whose chunk count was just read as ``count``."""
+    tool = slot.tool
+    outage = slot.outage
+    if outage is not None:
+        state = "unreachable"  # also while a retry runs: the outage text says "retrying now"
+    elif slot.ingesting:
+        state = "ingesting"
+    elif slot.ready:
+        state = "ready"
+    elif slot.error:
+        state = "failed"
+    else:
+        state = "pending"
+    said = None
+    if outage is not None:
+        kept = f"the last index ({count} chunks) is kept" if slot.ready else "nothing is indexed yet"
+        said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
+    stamp = getattr(tool, "last_ingest_time", None)
+    report = getattr(tool, "last_report", None)
+    return ToolStatus(
+        name=name,
+        type=str(getattr(tool.config, "type", "")),
+        description=tool.function_definition()["description"],
+        source=str(source),
+        state=state,
+        provider=getattr(tool, "provider", None),
+        document_count=count,
+        last_ingest_time=datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds") if stamp else None,
+        last_ingest=report.summary() if report is not None else None,
+        error=slot.error,
+        outage=said,
+    )
+
+
+def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) -> str:
+    """One line per tool (and one for the memory): the listing's text."""
+    lines = []
+    for s in statuses:
+        when = s.last_ingest_time or "never"
+        line = f"{s.name} ({s.type}): {s.state}, {s.document_count} chunks from {s.source}, last ingest {when}"
+        if s.outage:
+            line += f"; {s.outage}"
+        if s.error:
+            line += f"; error: {s.error}"
+        lines.append(line)
+    if memory is not None:
+        lines.append(f"memory ({memory.backend}): {memory.decisions} decision(s), agent {memory.agent_id}")
+    return "\n".join(lines) or "no tools"
