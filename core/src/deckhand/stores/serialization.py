@@ -2,12 +2,14 @@
 
 Server stores (Redis, Weaviate, ...) keep the spec a collection was created with and each
 file's manifest entry in the database itself; these are the one JSON shape they share, so a
-store plugin need not write its own.
+store plugin need not write its own. The store kit's other processes
+(:mod:`deckhand.testing.store_process`) pass specs in the same shape.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric
@@ -50,7 +52,11 @@ def spec_to_dict(spec: CollectionSpec) -> dict[str, Any]:
 def spec_from_json(raw: str) -> CollectionSpec:
     """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others are ignored;
     ``dimension`` may be written as text)."""
-    data = json.loads(raw)
+    return spec_from_dict(json.loads(raw))
+
+
+def spec_from_dict(data: Mapping[str, Any]) -> CollectionSpec:
+    """The :class:`CollectionSpec` of a mapping with :func:`spec_to_dict`'s keys (others are ignored)."""
     return CollectionSpec(
         name=data["name"],
         dimension=int(data["dimension"]),

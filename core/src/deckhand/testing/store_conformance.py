@@ -67,13 +67,8 @@ from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore
 from deckhand.scoring import exact_scores
 from deckhand.stores import filtering
 from deckhand.stores.opening import create_store
-from deckhand.testing.store_process import (
-    seeded_records,
-    seeded_state,
-    spec_from_json,
-    spec_to_json,
-    state_to_json,
-)
+from deckhand.stores.serialization import spec_from_dict, spec_to_dict
+from deckhand.testing.store_process import seeded_records, seeded_state, state_to_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, Vector, record_id
 
 #: Builds a new connection to the named collection (not yet opened).
@@ -192,6 +187,11 @@ def filter_cases() -> list[tuple[str, Filter]]:
             ),
         ),
     ]
+
+
+def _spec_of(data: dict[str, Any] | None) -> CollectionSpec | None:
+    """The spec another process reported (None: the collection was new)."""
+    return None if data is None else spec_from_dict(data)
 
 
 def _require(capabilities: frozenset[StoreCapability], capability: StoreCapability) -> None:
@@ -377,7 +377,7 @@ class StoreConformanceTests:
             "database": database.model_dump(mode="json"),
             "collection": spec.name,
             "base_dir": str(base_dir),
-            "spec": spec_to_json(spec),
+            "spec": spec_to_dict(spec),
             "steps": steps,
         }
 
@@ -1095,12 +1095,12 @@ class StoreConformanceTests:
         )
         assert set(opened["capabilities"]) == {c.value for c in capabilities}
         if StoreCapability.PERSISTENT not in capabilities:
-            assert spec_from_json(opened["previous"]) is None and read["count"] == 0, (
+            assert _spec_of(opened["previous"]) is None and read["count"] == 0, (
                 "another process sees this process's collection: the data outlives the process, so declare "
                 "StoreCapability.PERSISTENT"
             )
             return
-        assert spec_from_json(opened["previous"]) == spec, (
+        assert _spec_of(opened["previous"]) == spec, (
             "another process opening the collection must get the spec it was created with; it got "
             f"{opened['previous']!r} (is the data only kept in this process?)"
         )

@@ -9,7 +9,7 @@ a tool resolves it: ``get_registry().resolve("store", provider)`` and
 A job::
 
     {"provider": "redis", "database": {...DatabaseConfig...}, "collection": "conf_1a2b",
-     "base_dir": "/tmp/project", "spec": {...see spec_to_json...},
+     "base_dir": "/tmp/project", "spec": {...see deckhand.stores.serialization.spec_to_dict...},
      "steps": [{"op": "open"}, {"op": "read", "ids": [...], "probe": {...}}, ...]}
 
 Steps: ``open`` (``previous`` spec, store type, capabilities), ``read`` (count, manifest,
@@ -28,27 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, Vector, record_id
+from deckhand.stores.serialization import spec_from_dict, spec_to_dict
+from deckhand.types import FileState, Record, Vector, record_id
 
 #: Seconds a ``wait`` step waits for its file before giving up.
 WAIT_SECONDS = 60.0
-
-
-def spec_to_json(spec: CollectionSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "dimension": spec.dimension,
-        "embedding_model": spec.embedding_model,
-        "metric": spec.metric.value,
-        "algorithm": spec.algorithm.value,
-    }
-
-
-def spec_from_json(data: dict[str, Any] | None) -> CollectionSpec | None:
-    if data is None:
-        return None
-    metric, algorithm = Metric(data["metric"]), Algorithm(data["algorithm"])
-    return CollectionSpec(data["name"], int(data["dimension"]), data["embedding_model"], metric, algorithm)
 
 
 def seeded_vectors(seed: int, n: int, dim: int) -> Vector:
@@ -87,7 +71,7 @@ def _run(job: dict[str, Any]) -> None:
     config = DatabaseConfig.model_validate(job["database"])
     component = get_registry().resolve("store", job["provider"])
     store = create_store(component, config, job["collection"], base_dir=Path(job["base_dir"]))
-    spec = spec_from_json(job["spec"])
+    spec = spec_from_dict(job["spec"])
     assert spec is not None
     dim = spec.dimension
     try:
@@ -96,7 +80,7 @@ def _run(job: dict[str, Any]) -> None:
             out: dict[str, Any] = {"op": op}
             if op == "open":
                 previous = store.open(spec)
-                out["previous"] = spec_to_json(previous) if previous is not None else None
+                out["previous"] = spec_to_dict(previous) if previous is not None else None
                 out["type"] = f"{type(store).__module__}.{type(store).__qualname__}"
                 out["capabilities"] = sorted(c.value for c in store_capabilities(store))
             elif op == "read":
