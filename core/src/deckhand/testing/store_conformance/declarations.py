@@ -1,0 +1,112 @@
+"""What the store declares: its capabilities, its registration and its entry point."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deckhand.config.models import DatabaseConfig
+from deckhand.errors import ComponentNotFoundError
+from deckhand.hookspecs import PROJECT
+from deckhand.plugins import get_registry
+from deckhand.protocols import NativeKeywordSearch, StoreCapability, store_capabilities
+from deckhand.stores.opening import create_store
+from deckhand.testing.store_conformance.base import (
+    StoreFactory,
+    StoreKit,
+    file_state,
+    make_records,
+    make_vectors,
+)
+
+
+class DeclarationTests(StoreKit):
+    """What the store declares: its capabilities, its registration and its entry point."""
+
+    # -- declarations: capabilities, registration, entry point -------------------------------
+    def test_capabilities_are_declared(self, store_factory: StoreFactory, collection: str) -> None:
+        if "persistent" in vars(type(self)):
+            pytest.fail(
+                f"{type(self).__name__}.persistent is no longer read: declare StoreCapability.PERSISTENT in the "
+                "store class's capabilities instead, and remove the attribute from the test class"
+            )
+        store = store_factory(collection)
+        try:
+            cls = type(store)
+            declared = getattr(cls, "capabilities", None)
+            assert declared is not None, (
+                f"{cls.__name__} declares no capabilities: add a class attribute such as "
+                "capabilities = frozenset({StoreCapability.PERSISTENT}) (frozenset() when it supports none; "
+                "see deckhand.protocols.StoreCapability)"
+            )
+            assert isinstance(declared, (frozenset, set)), (
+                f"{cls.__name__}.capabilities must be a frozenset of StoreCapability values, "
+                f"not {type(declared).__name__}"
+            )
+            try:
+                caps = store_capabilities(store)
+            except ValueError as exc:
+                pytest.fail(str(exc))
+            implements = isinstance(store, NativeKeywordSearch)
+            if implements and StoreCapability.KEYWORD_SEARCH not in caps:
+                pytest.fail(
+                    f"{cls.__name__} implements keyword_search (NativeKeywordSearch) but does not declare "
+                    "StoreCapability.KEYWORD_SEARCH: declare it, so this kit tests it"
+                )
+            if StoreCapability.KEYWORD_SEARCH in caps and not implements:
+                pytest.fail(f"{cls.__name__} declares keyword_search but has no keyword_search() method")
+        finally:
+            store.close()
+
+    def test_registered_factory_and_entry_point(
+        self,
+        database: DatabaseConfig,
+        base_dir: Path,
+        store_factory: StoreFactory,
+        collection: str,
+        capabilities: frozenset[StoreCapability],
+        rng: np.random.Generator,
+    ) -> None:
+        assert self.provider, f"{type(self).__name__}: set provider = '<name the store is registered under>'"
+        try:
+            component = get_registry().resolve("store", self.provider)
+        except ComponentNotFoundError as exc:
+            pytest.fail(f"the store is not registered: {exc}")
+        assert get_registry().resolve("store", database.provider) is component, (
+            f"the database fixture selects provider {database.provider!r}, which is not the store {self.provider!r}"
+        )
+        entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group=PROJECT)}
+        if self.entry_point is not None:
+            assert self.entry_point in entry_points, (
+                f"no entry point {self.entry_point!r} in group {PROJECT!r}: add [project.entry-points.{PROJECT}] "
+                f'{self.entry_point} = "<your_package>.plugin" to pyproject.toml and reinstall the package'
+            )
+            assert component.plugin == self.entry_point, (
+                f"store {self.provider!r} is registered by {component.plugin!r}, not by entry point "
+                f"{self.entry_point!r} ({entry_points[self.entry_point].value})"
+            )
+        else:
+            assert component.plugin not in entry_points, (
+                f"store {self.provider!r} comes from entry point {component.plugin!r}: set entry_point = "
+                f"{component.plugin!r}"
+            )
+        spec = self._process_spec(collection)
+        built = create_store(component, database, collection, base_dir=base_dir)
+        direct = store_factory(collection)
+        try:
+            assert type(built) is type(direct), (
+                f"the registered factory builds {type(built).__name__}, the kit's store_factory {type(direct).__name__}"
+            )
+            assert built.open(spec) is None
+            records = make_records(make_vectors(rng, 3, self.dimension), "registered.md")
+            built.replace_source("registered.md", records, file_state("registered.md", chunks=3))
+            assert built.count() == 3
+            if StoreCapability.PERSISTENT in capabilities:
+                assert direct.open(spec) == spec, "the registered factory and store_factory reach different data"
+                assert direct.count() == 3
+        finally:
+            built.close()
+            direct.close()
