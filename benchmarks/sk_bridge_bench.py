@@ -27,7 +27,7 @@ from pathlib import Path
 
 from deckhand.config.models import DatabaseConfig
 from deckhand.plugins import get_registry
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.types import Algorithm
 from store_bench import HEADER, StoreFactory, StoreSetup, run
 

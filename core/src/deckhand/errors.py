@@ -94,7 +94,7 @@ class FilterError(DeckhandError, ValueError):
     """
 
     def __init__(self, message: str) -> None:
-        from deckhand.display import printable_line
+        from deckhand.printable import printable_line
 
         super().__init__(printable_line(message))
 

@@ -142,7 +142,7 @@ class VectorStore(Protocol):
     against it (as ``source:`` is), never against the current directory, and keeps its
     default files under :func:`deckhand.paths.state_dir` ``(base_dir)`` (``$DECKHAND_HOME``
     when set, else ``<agent.yaml's directory>/.deckhand``).
-    :func:`deckhand.stores.opening.create_store` is the one place that calls factories.
+    :func:`deckhand.stores.tool_store.create_store` is the one place that calls factories.
 
     **Names.** ``collection`` (the tool name) names one collection: its records, its
     manifest and the spec it was created with. ``config.index_name`` is a namespace

@@ -21,9 +21,9 @@ from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, IndexCorruptError, StoreError
 from deckhand.plugins import get_registry
 from deckhand.stores import sqlite as sqlite_module
-from deckhand.stores.opening import open_store
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite_file import index_path
+from deckhand.stores.tool_store import open_store
 from deckhand.types import CollectionSpec, FileState, Record
 from pydantic import ValidationError
 

@@ -256,7 +256,7 @@ class Toolbox(MemoryCalls, OutageHealing):
 
         Waits for a search or another ingest of the same tool to finish first.
         """
-        from deckhand.stores.opening import fallback_policy
+        from deckhand.stores.tool_store import fallback_policy
 
         slot = self._slot(name)
         with self._hold(name, slot, timeout=None):

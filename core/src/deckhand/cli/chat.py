@@ -30,8 +30,8 @@ from deckhand.cli.tools import (
     load_config,
     refresh_option,
 )
-from deckhand.display import printable
 from deckhand.paths import state_dir
+from deckhand.printable import printable
 from deckhand.protocols import Tool
 
 #: The history file, under the state directory (``$DECKHAND_HOME`` or ``.deckhand/`` beside agent.yaml).
@@ -189,7 +189,7 @@ def chat(
 
     :help lists the commands; quit, exit, an empty line, Ctrl-D or Ctrl-C end it (exit 0).
     """
-    from deckhand.stores.opening import fallback_policy
+    from deckhand.stores.tool_store import fallback_policy
 
     config_path = config_path_of(ctx, config_path)
     with errors(), fallback_policy(allow_fallback):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from deckhand.display import printable
 from deckhand.errors import ComponentNotFoundError, ConfigError, DeckhandError, ModelMismatchError
+from deckhand.printable import printable
 from deckhand.redaction import redact
 
 #: Exit codes scripts can rely on.

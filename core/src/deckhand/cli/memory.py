@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import click
 
 from deckhand.cli import common
-from deckhand.display import printable
 from deckhand.errors import ComponentNotFoundError, ConfigError
+from deckhand.printable import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from deckhand.display import printable
+from deckhand.printable import printable
 
 #: Seconds between two status lines without a terminal (``DECKHAND_PROGRESS_INTERVAL`` overrides it).
 DEFAULT_INTERVAL = 5.0

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.text import Text
 
 from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, highlighted, snippet
-from deckhand.display import printable, printable_block
 from deckhand.ingest.lines import START_LINE
+from deckhand.printable import printable, printable_block
 from deckhand.tools.results import SearchResult
 
 HIT = "bold yellow"

@@ -18,12 +18,12 @@ from deckhand.cli.results_view import Output, results_text
 from deckhand.cli.retrieval_cases import overall, run_cases
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import AgentConfig
-from deckhand.display import printable
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
 from deckhand.ingest.sharding import Shard
+from deckhand.printable import printable
 from deckhand.protocols import Tool
-from deckhand.stores.opening import fallback_policy
+from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deckhand.display import printable
+from deckhand.printable import printable
 from deckhand.protocols import Embedder, Tokenizer
 from deckhand.types import Vector
 

@@ -33,9 +33,9 @@ from pydantic import (
     field_validator,
 )
 
-from deckhand.display import printable, printable_line
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, check_value, condition
+from deckhand.printable import printable, printable_line
 
 #: Metadata key holding a chunk's path relative to the tool's source.
 PATH_KEY = "path"
@@ -238,7 +238,7 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
 def filter_validation_line(exc: ValidationError) -> str:
     """One line for the most telling problem: a metadata operator's own error beats the union's alternatives.
 
-    Keys and values the caller wrote are shown escaped (:func:`~deckhand.display.printable_line`).
+    Keys and values the caller wrote are shown escaped (:func:`~deckhand.printable.printable_line`).
     """
     return printable_line(_validation_line(exc))
 

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from deckhand.display import printable
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.report import IngestReport, IngestStatus, Progress
+from deckhand.printable import printable
 from deckhand.protocols import Embedder
 from deckhand.types import Chunk, FileState, Vector
 

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deckhand.display import is_utf8, utf8_name
+from deckhand.printable import is_utf8, utf8_name
 
 #: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
 #: result can carry such a name, and an escaped stand-in could collide with a real file's name).

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from deckhand.display import printable
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
 from deckhand.ingest.batching import EmbedQueue, Pending
@@ -31,6 +30,7 @@ from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
 from deckhand.ingest.report import IngestReport, IngestStatus, NoProgress, Progress, format_size
 from deckhand.ingest.sharding import Shard
+from deckhand.printable import printable
 from deckhand.protocols import Chunker, Embedder, IndexMaintenance, VectorStore
 from deckhand.types import Chunk, Document, FileState, Record
 

@@ -16,7 +16,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deckhand.display import printable
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
@@ -35,6 +34,7 @@ from deckhand.ingest.workers import (
     with_fields,
     worker_count,
 )
+from deckhand.printable import printable
 from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, FileState
 

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deckhand.display import printable
 from deckhand.ingest.discovery import Skipped
+from deckhand.printable import printable
 
 log = logging.getLogger("deckhand.ingest")
 

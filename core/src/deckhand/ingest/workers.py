@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from deckhand.display import printable
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import decoding
+from deckhand.printable import printable
 from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, LoadedText
 

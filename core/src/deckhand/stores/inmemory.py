@@ -16,7 +16,7 @@ import numpy as np
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
-from deckhand.stores.exact_search import top_k
+from deckhand.stores.brute_force import top_k
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 
 _INITIAL_CAPACITY = 1024

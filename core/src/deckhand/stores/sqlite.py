@@ -46,7 +46,7 @@ from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreErro
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores import sqlite_ann
-from deckhand.stores.exact_search import top_k
+from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite_ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite_file import (
     connect,

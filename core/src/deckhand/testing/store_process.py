@@ -4,7 +4,7 @@ The kit runs ``python -m deckhand.testing.store_process`` with a JSON job on std
 check that data outlives the process (or that two processes can write at once) cannot be
 passed by a store that only shares a module-level dict. The store is resolved exactly as
 a tool resolves it: ``get_registry().resolve("store", provider)`` and
-:func:`deckhand.stores.opening.create_store`. One JSON line per step goes to stdout.
+:func:`deckhand.stores.tool_store.create_store`. One JSON line per step goes to stdout.
 
 A job::
 
@@ -66,7 +66,7 @@ def _run(job: dict[str, Any]) -> None:
     from deckhand.config.models import DatabaseConfig
     from deckhand.plugins import get_registry
     from deckhand.protocols import store_capabilities
-    from deckhand.stores.opening import create_store
+    from deckhand.stores.tool_store import create_store
 
     config = DatabaseConfig.model_validate(job["database"])
     component = get_registry().resolve("store", job["provider"])

@@ -55,7 +55,7 @@ from deckhand.errors import FilterError, ModelMismatchError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.testing.tool_process import KILL_POINTS, config_class_path
 from deckhand.tools import build_tool
 from deckhand.types import CollectionSpec, Record, Vector
@@ -575,7 +575,7 @@ class ToolConformanceTests:
         code, result, stderr = self._in_another_process(tool_type, docs, project, tool_database, kill=kill_point)
         assert code == -signal.SIGKILL, (
             f"the ingest was not killed at {kill_point} (exit {code}, result {result}): does the tool build its store "
-            f"through deckhand.stores.opening.create_store?\n{stderr[-2000:]}"
+            f"through deckhand.stores.tool_store.create_store?\n{stderr[-2000:]}"
         )
 
         # After the crash: each file whole (its chunks match its manifest entry), old or new.

@@ -17,7 +17,7 @@ flush): ``"after_first_write"`` as the second ``replace_source`` of the run begi
 first file's new chunks are committed, the others not), ``"before_delete"`` as the first
 ``delete_source`` begins (every changed file written, removed files not yet removed).
 The stores of the process are wrapped for that by patching
-:func:`deckhand.stores.opening.create_store`, through which every tool builds its store.
+:func:`deckhand.stores.tool_store.create_store`, through which every tool builds its store.
 """
 
 from __future__ import annotations
@@ -61,14 +61,14 @@ class _KillingStore:
 def _arm(point: str) -> None:
     if point not in KILL_POINTS:
         raise ValueError(f"unknown kill point {point!r} (known: {', '.join(KILL_POINTS)})")
-    from deckhand.stores import opening
+    from deckhand.stores import tool_store
 
-    real = opening.create_store
+    real = tool_store.create_store
 
     def create_store(*args: Any, **kwargs: Any) -> Any:
         return _KillingStore(real(*args, **kwargs), point)
 
-    opening.create_store = create_store
+    tool_store.create_store = create_store
 
 
 def config_class_path(config: Any) -> str:

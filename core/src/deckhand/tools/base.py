@@ -1,7 +1,7 @@
 """The life cycle every tool that ingests a source shares: :class:`SourceTool`.
 
 ``initialize`` resolves the source, opens the collection
-(:func:`deckhand.stores.opening.open_collection`) and runs the
+(:func:`deckhand.stores.tool_store.open_collection`) and runs the
 :class:`~deckhand.ingest.pipeline.Ingestor`: every file is checked, what changed is ingested.
 ``open`` is the lazy start of a process that only searches: it opens the collection and
 does not walk the source, unless the tool was never completely ingested (then it is
@@ -40,7 +40,7 @@ from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, SideIndexStorage, VectorStore
 from deckhand.stores import filtering
-from deckhand.stores.opening import open_collection
+from deckhand.stores.tool_store import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
 from deckhand.types import Chunk, Document, Vector
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from deckhand.display import printable
+from deckhand.printable import printable
 from deckhand.tools.results import SearchResult
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from deckhand.display import printable
 from deckhand.filters.spec import SearchFilter
+from deckhand.printable import printable
 from deckhand.schemas import json_schema
 
 

@@ -20,7 +20,7 @@ kit against that store::
             return DatabaseConfig(provider="mystore", connection_string=my_server_url)
 
 Stores are built the way tools build them: the factory registered under ``provider``,
-called through :func:`deckhand.stores.opening.create_store` (so a factory asking for
+called through :func:`deckhand.stores.tool_store.create_store` (so a factory asking for
 ``uses_base_dir=True`` gets the test's agent directory as ``base_dir``). Each call of ``store_factory(collection)``
 is a *new connection*; the kit opens every collection itself, uses a fresh collection
 name per test and drops it afterwards.

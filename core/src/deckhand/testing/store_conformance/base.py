@@ -18,8 +18,8 @@ from deckhand.config.models import DatabaseConfig
 from deckhand.paths import ENV_HOME
 from deckhand.plugins import get_registry
 from deckhand.protocols import StoreCapability, VectorStore, store_capabilities
-from deckhand.stores.opening import create_store
 from deckhand.stores.serialization import spec_from_dict, spec_to_dict
+from deckhand.stores.tool_store import create_store
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, Vector, record_id
 
 #: Builds a new connection to the named collection (not yet opened).

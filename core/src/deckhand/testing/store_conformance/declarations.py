@@ -13,7 +13,7 @@ from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import PROJECT
 from deckhand.plugins import get_registry
 from deckhand.protocols import NativeKeywordSearch, StoreCapability, store_capabilities
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.testing.store_conformance.base import (
     StoreFactory,
     StoreKit,

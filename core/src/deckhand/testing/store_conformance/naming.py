@@ -10,7 +10,7 @@ import pytest
 
 from deckhand.config.models import DatabaseConfig
 from deckhand.plugins import get_registry
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.testing.store_conformance.base import (
     StoreFactory,
     StoreKit,
@@ -85,5 +85,5 @@ class NamingTests(StoreKit):
         assert written == [], (
             f"the store wrote {written} into the current directory: register with uses_base_dir=True and "
             "resolve relative paths against the base_dir the factory receives "
-            "(see deckhand.stores.opening.create_store)"
+            "(see deckhand.stores.tool_store.create_store)"
         )

@@ -1,4 +1,4 @@
-"""Exact top-k over one float32 matrix: the ranking both builtin stores share.
+"""Brute-force (exact) top-k over one float32 matrix: the ranking both builtin stores share.
 
 A search is one matrix-vector product and a partial sort, so 100k vectors answer in a few
 milliseconds. Ties with the k-th best keep row order, so equal scores rank the same way on

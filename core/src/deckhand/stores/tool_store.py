@@ -1,4 +1,4 @@
-"""Opening a tool's collection: the configured store, the unreachable-server fallback, and the
+"""The store a tool works with: opening its collection in the configured store, the unreachable-server fallback, and the
 compatibility check against the settings the index was built with.
 
 Fallback policy: when the configured server cannot be reached, a tool uses the in-memory
