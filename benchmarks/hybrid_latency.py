@@ -71,7 +71,7 @@ def build_tool(size: int) -> HierarchicalDocumentTool:
     tool.provider = "in-memory"
     tool._store, tool._embedder = store, RandomQueryEmbedder()
     clock = time.process_time()
-    tool._rebuild_indexes()
+    tool.engine.rebuild_indexes(store)
     print(
         f"side indexes (bm25, exact, definitions, references) from {size} stored chunks: "
         f"{time.process_time() - clock:.2f} s CPU"

@@ -64,8 +64,8 @@ def main() -> None:
         bm25_changed = (config.bm25_k1, config.bm25_b) != (tool.config.bm25_k1, tool.config.bm25_b)
         tool.config = config
         if bm25_changed:
-            tool._keyword = None
-            tool._rebuild_indexes()
+            tool.engine.keyword = None
+            tool.engine.rebuild_indexes(tool.ready_store("x"))
         modes = ["semantic", "keyword", "exact", "hybrid"] if position == 0 else ["hybrid"]
         for report in evaluate_tool(tool, dataset.queries, dataset.qrels, stems, modes):
             row = report.as_dict()

@@ -41,7 +41,7 @@ from deckhand.chunking.token import TokenChunker
 from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
 from deckhand.context.structural import StructuralContextGenerator
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
-from deckhand.retrieval.definitions import DefinitionIndex
+from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Chunk, Document, Record
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
+from deckhand.retrieval.side_indexes import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.tools.base import COMPLETE_MARK, IndexOpened
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.hierarchical_indexes import SIDE_INDEX
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
 

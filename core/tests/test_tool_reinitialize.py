@@ -52,13 +52,13 @@ def test_hierarchical_tool_second_initialize_reingests_nothing_unchanged(
     tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
     first = tool.initialize_sync()
     assert len(first.ingested) == 4 and tool.provider == "sqlite"
-    count, keyword = tool.document_count, tool._keyword
+    count, keyword = tool.document_count, tool.engine.keyword
 
     with caplog.at_level(logging.INFO, logger="deckhand"):
         again = tool.initialize_sync()
     assert again.ingested == [] and len(again.unchanged) == 4 and again.texts_embedded == 0
     assert tool.document_count == count
-    assert tool._keyword is keyword and not [r for r in caplog.records if "indexes rebuilt" in r.getMessage()]
+    assert tool.engine.keyword is keyword and not [r for r in caplog.records if "indexes rebuilt" in r.getMessage()]
     assert tool.search_results_sync("§ 2", 1)[0].section_id == "2"
 
     (source / "act0.md").write_text("# Act 0\n\n## 1 Scope\n\nRewritten: this act covers ferries.\n", encoding="utf-8")

@@ -16,8 +16,9 @@ from deckhand.config.loading import load_agent_config
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import get_registry
 from deckhand.protocols import NativeKeywordSearch
+from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.tools import build_tool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool, indexed_text
+from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import Record
 
 

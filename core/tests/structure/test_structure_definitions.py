@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
-from deckhand.retrieval.definitions import DefinitionIndex
+from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.types import Chunk, Record
 
 

@@ -21,7 +21,7 @@ clause, so labels (``Note: …``, ``**Step 1**: create …``), feature lists (``
 message …``), instructions (``- Disk: keep 20% free``) and ``X means that …`` are not definitions.
 Code and markup (fenced code, RST directives and literal blocks) are never read here: the
 chunker passes prose only. Detected definitions are stored in the chunk's metadata, so
-:class:`deckhand.retrieval.definitions.DefinitionIndex` rebuilds from stored records without
+:class:`deckhand.retrieval.definition_lookup.DefinitionIndex` rebuilds from stored records without
 re-reading any file.
 """
 

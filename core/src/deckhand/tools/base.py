@@ -32,13 +32,14 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
-from deckhand.errors import ConfigError, EmbeddingError, FilterError, RerankError, is_outage
+from deckhand.errors import ConfigError, EmbeddingError, FilterError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, SideIndexStorage, VectorStore
+from deckhand.retrieval.engine import HybridSearcher
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
@@ -125,8 +126,8 @@ class SourceTool:
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
         self._filters_checked: VectorStore | None = None
-        #: The configured reranker, built when the index is opened (None: results keep the fused order).
-        self.reranker: Reranker | None = None
+        #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
+        self.engine = HybridSearcher(self.embed_query, name=config.name)
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(self, force_ingest: bool = False, *, shard: Shard | None = None) -> IngestReport:
@@ -200,6 +201,7 @@ class SourceTool:
         """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
         if self.reranker is None:
             self.reranker = self._build_reranker()
+        self.engine.reranker_name = self.config.reranker.name if self.config.reranker else "?"
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
@@ -301,27 +303,23 @@ class SourceTool:
         reranker: Reranker = component.factory(base_dir=self.base_dir, **options)
         return reranker
 
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured reranker, built when the index is opened (None: results keep the fused order)."""
+        return self.engine.reranker
+
+    @reranker.setter
+    def reranker(self, reranker: Reranker | None) -> None:
+        self.engine.reranker = reranker
+
     def rerank_depth(self, top_k: int) -> int:
         """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
-        return max(top_k, self.config.rerank_top_n) if self.reranker is not None else top_k
+        return self.engine.rerank_depth(top_k, self.config.rerank_top_n)
 
     def reranked(self, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float | None]]:
         """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
         there is no reranker or it fails (one warning names the reason)."""
-        if self.reranker is None or not candidates:
-            return [(c, None) for c in candidates]
-        from deckhand.retrieval.rerank import rerank
-
-        try:
-            return [(c, score) for c, score in rerank(self.reranker, query, candidates, text)]
-        except RerankError as exc:
-            log.warning(
-                "tool %s: reranker %s failed, results keep their fused order: %s",
-                self.config.name,
-                self.config.reranker.name if self.config.reranker else "?",
-                exc,
-            )
-            return [(c, None) for c in candidates]
+        return self.engine.reranked(query, candidates, text)
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""

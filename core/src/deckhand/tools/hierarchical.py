@@ -6,15 +6,15 @@ The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the 
 (contextual embeddings): the context is embedded with the chunk and kept in the record's
 metadata (``context``) so the keyword index can be rebuilt from the store alone.
 
-After every ingestion or open (and so at start-up) the side indexes are brought up to
+Queries are answered by the tool's query engine (:class:`deckhand.retrieval.engine.HybridSearcher`):
+this module wires the configuration to it (the keyword strategy, :class:`~deckhand.retrieval.engine.SearchSettings`
+per query) and turns its hits into :class:`~deckhand.tools.hierarchical_results.HierarchicalSearchResult`.
+After every ingestion or open (and so at start-up) the engine brings its side indexes up to
 date with the records: keyword (BM25, or the store's own full text), exact (section ids,
-defined terms, quoted phrases), definitions and cross-references. A store that keeps side
-indexes (the sqlite store) holds them, versioned by its records version
-(:mod:`deckhand.tools.hierarchical_indexes`): a new process loads them, and rebuilds them
-from ``store.iter_records()`` only when the records changed since they were saved; other
-stores rebuild them at start-up. A query first checks the records version (one read) so an
-ingestion by another process is picked up; it then runs the modalities of ``search_mode``
-and fuses them with weighted reciprocal rank fusion (:mod:`deckhand.retrieval.fusion`).
+defined terms, quoted phrases), definitions and cross-references, loaded from the store that
+keeps them (:mod:`deckhand.retrieval.side_indexes`) or rebuilt. A query first checks the
+records version (one read) so an ingestion by another process is picked up; it then runs the
+modalities of ``search_mode`` and fuses them (:mod:`deckhand.retrieval.fusion`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
-import time
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,23 +32,12 @@ from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumen
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import EmbeddingError
-from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import (
-    ContextGenerator,
-    KeywordIndex,
-    SideIndexStorage,
-    VectorAwareKeywordIndex,
-    VectorStore,
-)
-from deckhand.retrieval.exact import ExactIndex
-from deckhand.retrieval.fusion import Fused, fuse
-from deckhand.retrieval.rerank import passage_text
-from deckhand.stores import filtering
-from deckhand.tools import hierarchical_indexes
+from deckhand.protocols import ContextGenerator, KeywordIndex, VectorStore
+from deckhand.retrieval.engine import Hit, SearchSettings
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
@@ -58,18 +46,10 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
-from deckhand.types import Chunk, Document, Record
+from deckhand.types import Chunk, Document
 
 log = logging.getLogger("deckhand")
 
-#: Results each modality contributes to the fusion (at least ``top_k``).
-CANDIDATES = 100
-#: A ranking's whole length, asked of in-process indexes when a filter may drop most of it.
-_EVERYTHING = 1 << 30
-#: Records whose metadata is read at once when filtering an in-process ranking.
-_JUDGE_BATCH = 256
-#: Relevant definitions listed per result.
-DEFINITIONS_PER_RESULT = 5
 T = TypeVar("T")
 
 
@@ -81,37 +61,6 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-def location_of(metadata: dict[str, Any]) -> str:
-    """``A > B > C`` from a record's heading chain."""
-    chain = metadata.get("parent_chain") or []
-    return " > ".join(str(h) for h in chain)
-
-
-def indexed_text(record: Record) -> str:
-    """What keyword search sees: content plus context, heading chain, section id and defined terms.
-
-    Parts already contained in the content (a title repeated as the first heading) are
-    left out, so no word is counted twice just because it is both context and content.
-    """
-    meta = record.metadata
-    content = record.content
-    seen = content.lower()
-    parts = []
-    extras = [
-        str(meta.get("context") or ""),
-        *[str(h) for h in meta.get("parent_chain") or []],
-        str(meta.get("section_label") or meta.get("section_id") or ""),
-        *[str(t) for t in meta.get("defined_terms") or []],
-    ]
-    for extra in extras:
-        extra = extra.strip()
-        if extra and extra.lower() not in seen:
-            parts.append(extra)
-            seen += "\n" + extra.lower()
-    parts.append(content)
-    return "\n".join(parts)
 
 
 class HierarchicalDocumentTool(SourceTool):
@@ -128,22 +77,24 @@ class HierarchicalDocumentTool(SourceTool):
         progress: Progress | None = None,
     ) -> None:
         super().__init__(config, base_dir=base_dir, registry=registry, progress=progress)
-        #: Seconds the last rebuild of the side indexes took.
-        self.index_seconds: float = 0.0
-        #: The keyword strategy in use after initialisation (``bm25``, ``native``, a plugin's).
-        self.keyword_strategy: str | None = None
+        self.engine.keyword_index = self._keyword_index
         self._context: ContextGenerator | None = None
-        self._keyword: KeywordIndex | None = None
-        self._keyword_store: VectorStore | None = None
-        self._exact: ExactIndex | None = None
-        self._definitions: Any = None
-        self._resolver: Any = None
-        self._locations: dict[str, tuple[str, str]] = {}
         self._indexes_stale = True
-        #: Records version the side indexes were built from (stores that keep side indexes).
-        self._indexed_version: int | None = None
-        #: How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``.
-        self.index_origin: str | None = None
+
+    @property
+    def keyword_strategy(self) -> str | None:
+        """The keyword strategy in use after initialisation (``bm25``, ``native``, a plugin's)."""
+        return self.engine.keyword_strategy
+
+    @property
+    def index_seconds(self) -> float:
+        """Seconds the last update of the side indexes took."""
+        return self.engine.index_seconds
+
+    @property
+    def index_origin(self) -> str | None:
+        """How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``."""
+        return self.engine.index_origin
 
     # -- lifecycle ------------------------------------------------------------------
     def before_ingest(self, embedder: CachedEmbedder) -> None:
@@ -158,9 +109,9 @@ class HierarchicalDocumentTool(SourceTool):
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Rebuild the side indexes when the stored records may have changed."""
-        if changed or self._indexes_stale or self._keyword_store is not store:
+        if changed or self._indexes_stale or self.engine.keyword_store is not store:
             self._indexes_stale = True
-            self._update_indexes()
+            self.engine.update_indexes(store)
             self._indexes_stale = False
             report.wall_seconds += self.index_seconds
         report.seconds["index"] = self.index_seconds
@@ -223,85 +174,25 @@ class HierarchicalDocumentTool(SourceTool):
         index: KeywordIndex = component.factory(store, cache_path=cache, **options)
         return index, component.name
 
-    def _update_indexes(self) -> None:
-        """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
-        assert self._store is not None
-        store = self._store
-        if self._keyword is None or self._keyword_store is not store:
-            self._keyword, self.keyword_strategy = self._keyword_index(store)
-            self._keyword_store = store
-        if not isinstance(store, SideIndexStorage) or not hierarchical_indexes.persistable(self._keyword):
-            self._rebuild_indexes()
-            return
-        clock = time.perf_counter()
-        version = store.records_version()  # read before the records: a rebuild is saved only if still current
-        found = store.load_side_index(hierarchical_indexes.SIDE_INDEX)
-        loaded = None
-        if found is not None:
-            loaded = hierarchical_indexes.load(found[1], self._keyword, str(self.keyword_strategy))
-        if loaded is not None:
-            self._definitions, self._resolver = loaded.definitions, loaded.resolver
-            self._exact, self._locations = loaded.exact, loaded.locations
-            self._indexed_version = found[0] if found is not None else version
-            self.index_seconds = time.perf_counter() - clock
-            self.index_origin = "loaded"
-            log.info(
-                "tool %s: indexes loaded for %d chunks in %.2fs",
-                self.config.name,
-                len(self._locations),
-                self.index_seconds,
-            )
-            return
-        self._rebuild_indexes()
-        assert self._exact is not None
-        built = hierarchical_indexes.SideIndexes(
-            self._keyword, str(self.keyword_strategy), self._definitions, self._resolver, self._exact, self._locations
-        )
-        if not store.save_side_index(hierarchical_indexes.SIDE_INDEX, version, hierarchical_indexes.dump(built)):
-            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.config.name)
-        self._indexed_version = version
-
-    def _ensure_current(self, store: VectorStore) -> None:
-        """Bring the side indexes up to date when another process (or store object) changed the records."""
-        if (
-            isinstance(store, SideIndexStorage)
-            and self._indexed_version is not None
-            and store.records_version() != self._indexed_version
-        ):
-            self._update_indexes()
-
-    def _rebuild_indexes(self) -> None:
-        """Rebuild keyword, exact, definition and reference indexes from the stored records."""
-        from deckhand.chunking.headings import normalise_section_id
-        from deckhand.retrieval.definitions import DefinitionIndex
-        from deckhand.retrieval.references import ReferenceResolver
-
-        assert self._store is not None
-        clock = time.perf_counter()
-        records = list(self._store.iter_records())
-        records.sort(key=lambda r: (r.source, r.chunk_index))
-        if self._keyword is None or self._keyword_store is not self._store:
-            self._keyword, self.keyword_strategy = self._keyword_index(self._store)
-            self._keyword_store = self._store
-        self._keyword.build((r.id, indexed_text(r)) for r in records)
-        self._definitions = DefinitionIndex()
-        self._definitions.add_records(records)
-        self._resolver = ReferenceResolver()
-        self._resolver.add_records(records)
-        self._exact = ExactIndex(self._resolver, self._definitions, normalise_section_id)
-        self._exact.build(records)
-        self._locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
-        self.index_seconds = time.perf_counter() - clock
-        self.index_origin = "rebuilt"
-        log.info(
-            "tool %s: indexes rebuilt over %d chunks in %.2fs (keyword: %s)",
-            self.config.name,
-            len(records),
-            self.index_seconds,
-            self.keyword_strategy,
-        )
-
     # -- queries ----------------------------------------------------------------------
+    def search_settings(
+        self, top_k: int | None = None, *, mode: SearchMode | str | None = None, min_score: float | None = None
+    ) -> SearchSettings:
+        """The query engine's settings for one query, from the configuration and the query's overrides."""
+        mode = SearchMode(mode) if mode is not None else self.config.search_mode
+        if mode is SearchMode.HYBRID:
+            weights = {m: w for m, w in self.config.weights.items() if w > 0}
+        else:
+            weights = {mode.value: 1.0}
+        return SearchSettings(
+            top_k=top_k or self.config.top_k,
+            weights=weights,
+            fusion=self.config.fusion,
+            rrf_k=self.config.rrf_k,
+            min_score=self.config.min_score if min_score is None else min_score,
+            rerank_top_n=self.config.rerank_top_n,
+        )
+
     def search_results_sync(
         self,
         query: str,
@@ -316,137 +207,14 @@ class HierarchicalDocumentTool(SourceTool):
         ``min_score`` overrides the configured threshold (0 disables it). ``filter`` holds in
         every modality: the store applies it to the dense search (and to its own full text),
         and the in-process keyword and exact rankings keep only records whose metadata pass it,
-        so every fused result satisfies it.
+        so every fused result satisfies it (see :mod:`deckhand.retrieval.engine`).
         """
         store = self.ready_store(query)
-        self._ensure_current(store)
+        self.engine.ensure_current(store)
         where = self.filter_for(store, filter)
-        mode = SearchMode(mode) if mode is not None else self.config.search_mode
-        k = top_k or self.config.top_k
-        threshold = self.config.min_score if min_score is None else min_score
-        fused, records = self._rank(store, query, mode, max(k, CANDIDATES), where)
-        fused = [f for f in fused if threshold is None or f.score >= threshold][: self.rerank_depth(k)]
-        missing = [f.id for f in fused if f.id not in records]
-        records.update({r.id: r for r in store.get(missing)})
-        ranked = self._rerank(query, [f for f in fused if f.id in records], records)[:k]
-        return [self._result(rank, f, records[f.id], score) for rank, (f, score) in enumerate(ranked, start=1)]
-
-    def _rerank(self, query: str, fused: list[Fused], records: dict[str, Record]) -> list[tuple[Fused, float | None]]:
-        """The reranker's order (with its scores) after the sections a section-reference query pins first."""
-        if self.reranker is None:
-            return [(f, None) for f in fused]
-        pinned = set(self._exact.section_of_query(query)) if self._exact is not None else set()
-        head = 0
-        while head < len(fused) and fused[head].id in pinned:
-            head += 1
-
-        def text(entry: Fused) -> str:
-            record = records[entry.id]
-            return passage_text(record.content, location_of(record.metadata))
-
-        return [(f, None) for f in fused[:head]] + self.reranked(query, fused[head:], text)
-
-    def _rank(
-        self, store: VectorStore, query: str, mode: SearchMode, depth: int, where: Filter | None = None
-    ) -> tuple[list[Fused], dict[str, Record]]:
-        assert self._keyword is not None and self._exact is not None
-        if mode is SearchMode.HYBRID:
-            weights = {m: w for m, w in self.config.weights.items() if w > 0}
-        else:
-            weights = {mode.value: 1.0}
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        records: dict[str, Record] = {}
-        keyword = self._keyword
-        # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector;
-        # a filtered search takes the filtered keyword paths below instead.
-        hybrid = (
-            where is None
-            and "keyword" in weights
-            and isinstance(keyword, VectorAwareKeywordIndex)
-            and keyword.wants_vector
-        )
-        vector = self.embed_query(query) if "semantic" in weights or hybrid else None
-        passes = _FilterCheck(store, where, records)
-        if "semantic" in weights:
-            assert vector is not None
-            hits = filtering.search(store, vector, depth, where=where, provider=self.provider)
-            ranked["semantic"] = [(h.record.id, h.score) for h in hits]
-            records.update((h.record.id, h.record) for h in hits)
-        if "keyword" in weights:
-            native: Any = getattr(keyword, "search_filtered", None)
-            if hybrid:
-                assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
-                ranked["keyword"] = keyword.search_with_vector(query, vector, depth)
-            elif where is None:
-                ranked["keyword"] = keyword.search(query, depth)
-            elif callable(native):
-                ranked["keyword"] = native(query, depth, where)
-            else:
-                ranked["keyword"] = passes.first(keyword.search(query, _EVERYTHING), depth)
-        pinned: list[str] = []
-        if "exact" in weights:
-            if where is None:
-                ranked["exact"] = self._exact.search(query, depth)
-            else:
-                ranked["exact"] = passes.first(self._exact.search(query, _EVERYTHING), depth)
-            pinned = [i for i in self._exact.section_of_query(query) if passes.allows(i)]
-        fused = fuse(self.config.fusion, ranked, weights, self.config.rrf_k)
-        if pinned:
-            # A query that is a section reference ("§ 4.2") gets that section first, in order.
-            by_id = {f.id: f for f in fused}
-            head = [by_id[i] for i in pinned if i in by_id]
-            for entry in head:
-                entry.score = 1.0
-            taken = set(pinned)
-            fused = head + [f for f in fused if f.id not in taken]
-        return fused, records
-
-    def _result(
-        self, rank: int, fused: Fused, record: Record, reranked: float | None = None
-    ) -> HierarchicalSearchResult:
-        """One result; with a reranker score, that is its score and its ``rerank`` modality."""
-        meta = record.metadata
-        modalities = {m: ModalityHit(rank=r, score=fused.scores[m]) for m, r in fused.ranks.items()}
-        if reranked is not None:
-            modalities["rerank"] = ModalityHit(rank=rank, score=reranked)
-        return HierarchicalSearchResult(
-            rank=rank,
-            score=round(min(max(fused.score if reranked is None else reranked, 0.0), 1.0), 6),
-            source=record.source,
-            chunk_index=record.chunk_index,
-            content=record.content,
-            metadata=meta,
-            location=location_of(meta),
-            parent_chain=[str(h) for h in meta.get("parent_chain") or []],
-            section_id=meta.get("section_id"),
-            section_label=meta.get("section_label"),
-            chunk_type=meta.get("chunk_type"),
-            modalities=modalities,
-            definitions=self._relevant_definitions(record),
-            references=self._references(meta.get("references") or []),
-        )
-
-    def _relevant_definitions(self, record: Record) -> list[DefinitionRef]:
-        if self._definitions is None:
-            return []
-        own = {str(t).lower() for t in record.metadata.get("defined_terms") or []}
-        found = self._definitions.relevant(record.content, limit=DEFINITIONS_PER_RESULT + len(own))
-        return [
-            DefinitionRef(term=d.term, definition=d.definition, source=d.source, section_id=d.section_id)
-            for d in found
-            if d.term.lower() not in own
-        ][:DEFINITIONS_PER_RESULT]
-
-    def _references(self, refs: Sequence[str]) -> list[SectionRef]:
-        out = []
-        for ref in dict.fromkeys(str(r) for r in refs):
-            ids = self._resolver.resolve(ref) if self._resolver is not None else []
-            if ids and ids[0] in self._locations:
-                source, where = self._locations[ids[0]]
-                out.append(SectionRef(section_id=ref, location=where, source=source))
-            else:
-                out.append(SectionRef(section_id=ref, resolved=False))
-        return out
+        settings = self.search_settings(top_k, mode=mode, min_score=min_score)
+        hits = self.engine.search(store, query, settings, where=where, provider=self.provider)
+        return [_result(rank, hit) for rank, hit in enumerate(hits, start=1)]
 
     def format_results(self, results: Sequence[Any]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
@@ -465,43 +233,38 @@ class HierarchicalDocumentTool(SourceTool):
         )
 
 
-class _FilterCheck:
-    """Which record ids pass a filter, judged on their stored metadata (read in batches, once per id)."""
-
-    def __init__(self, store: VectorStore, where: Filter | None, records: dict[str, Record]) -> None:
-        self.store = store
-        self.where = where
-        self.records = records
-        self.verdicts: dict[str, bool] = {}
-
-    def _judge(self, ids: Sequence[str]) -> None:
-        unknown = [i for i in dict.fromkeys(ids) if i not in self.verdicts]
-        if not unknown or self.where is None:
-            return
-        missing = [i for i in unknown if i not in self.records]
-        self.records.update((r.id, r) for r in self.store.get(missing))
-        for record_id in unknown:
-            record = self.records.get(record_id)
-            self.verdicts[record_id] = record is not None and self.where.matches(record.metadata)
-
-    def allows(self, record_id: str) -> bool:
-        if self.where is None:
-            return True
-        self._judge([record_id])
-        return self.verdicts[record_id]
-
-    def first(self, ranked: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
-        """The best ``depth`` of ``ranked`` that pass, in order."""
-        out: list[tuple[str, float]] = []
-        for start in range(0, len(ranked), _JUDGE_BATCH):
-            part = ranked[start : start + _JUDGE_BATCH]
-            self._judge([i for i, _ in part])
-            out.extend(entry for entry in part if self.verdicts.get(entry[0], self.where is None))
-            if len(out) >= depth:
-                break
-        return out[:depth]
-
-
 def _supports(store: VectorStore, component: Component) -> bool:
     """Whether ``store`` implements every protocol ``component`` requires."""
     return all(isinstance(store, protocol) for protocol in component.requires)
+
+
+def _result(rank: int, hit: Hit) -> HierarchicalSearchResult:
+    """One result; with a reranker score, that is its score and its ``rerank`` modality."""
+    record, fused, notes = hit.record, hit.fused, hit.annotations
+    assert fused is not None and notes is not None
+    meta = record.metadata
+    modalities = {m: ModalityHit(rank=r, score=fused.scores[m]) for m, r in fused.ranks.items()}
+    if hit.rerank_score is not None:
+        modalities["rerank"] = ModalityHit(rank=rank, score=hit.rerank_score)
+    return HierarchicalSearchResult(
+        rank=rank,
+        score=hit.result_score,
+        source=record.source,
+        chunk_index=record.chunk_index,
+        content=record.content,
+        metadata=meta,
+        location=notes.location,
+        parent_chain=[str(h) for h in meta.get("parent_chain") or []],
+        section_id=meta.get("section_id"),
+        section_label=meta.get("section_label"),
+        chunk_type=meta.get("chunk_type"),
+        modalities=modalities,
+        definitions=[
+            DefinitionRef(term=d.term, definition=d.definition, source=d.source, section_id=d.section_id)
+            for d in notes.definitions
+        ],
+        references=[
+            SectionRef(section_id=r.section_id, location=r.location, source=r.source, resolved=r.resolved)
+            for r in notes.references
+        ],
+    )

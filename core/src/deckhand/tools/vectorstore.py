@@ -3,14 +3,15 @@
 Implements the contract's ``VectorStoreTool``: ``initialize(force_ingest)`` ingests the
 source incrementally into the configured store (falling back to in-memory when its
 server is unreachable) and ``search(query)`` answers in the contract's text format. The
-life cycle is :class:`deckhand.tools.base.SourceTool`'s.
+life cycle is :class:`deckhand.tools.base.SourceTool`'s; queries are answered by the tool's query
+engine (:class:`deckhand.retrieval.engine.HybridSearcher`) in single mode, the dense search alone.
 """
 
 from __future__ import annotations
 
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.filters.spec import FilterInput
-from deckhand.stores import filtering
+from deckhand.retrieval.engine import SearchSettings
 from deckhand.tools.base import SourceTool
 from deckhand.tools.results import SearchResult
 
@@ -20,6 +21,15 @@ class VectorStoreTool(SourceTool):
 
     config: VectorStoreToolConfig
 
+    def search_settings(self, top_k: int | None = None) -> SearchSettings:
+        """The query engine's settings (single mode: dense search alone) for one query."""
+        return SearchSettings(
+            top_k=top_k or self.config.top_k,
+            fused=False,
+            min_score=self.config.min_similarity_score,
+            rerank_top_n=self.config.rerank_top_n,
+        )
+
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> list[SearchResult]:
@@ -28,27 +38,17 @@ class VectorStoreTool(SourceTool):
         reranker, the best ``rerank_top_n`` reordered by it (its score becomes the result's)."""
         store = self.ready_store(query)
         where = self.filter_for(store, filter)
-        vector = self.embed_query(query)
-        k = top_k or self.config.top_k
-        hits = filtering.search(
-            store,
-            vector,
-            self.rerank_depth(k),
-            min_score=self.config.min_similarity_score,
-            where=where,
-            provider=self.provider,
-        )
-        ranked = self.reranked(query, hits, lambda hit: hit.record.content)[:k]
+        hits = self.engine.search(store, query, self.search_settings(top_k), where=where, provider=self.provider)
         return [
             SearchResult(
                 rank=i,
-                score=round(min(max(hit.score if reranked is None else reranked, 0.0), 1.0), 6),
+                score=hit.result_score,
                 source=hit.record.source,
                 chunk_index=hit.record.chunk_index,
                 content=hit.record.content,
                 metadata=hit.record.metadata,
             )
-            for i, (hit, reranked) in enumerate(ranked, start=1)
+            for i, hit in enumerate(hits, start=1)
         ]
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
@@ -63,4 +63,4 @@ class VectorStoreTool(SourceTool):
     def _unthresholded_has_results(self, query: str, filter: FilterInput) -> bool:
         store = self.ready_store(query)
         where = self.filter_for(store, filter)
-        return bool(filtering.search(store, self.embed_query(query), 1, where=where, provider=self.provider))
+        return bool(self.engine.dense(store, query, 1, where=where, provider=self.provider))

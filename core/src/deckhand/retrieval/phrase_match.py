@@ -5,7 +5,7 @@ in document order. A quoted phrase (``"force majeure"``) matches chunks containi
 verbatim (case-insensitive); when the phrase is a defined term, the chunk defining it
 ranks first. References inside a longer query ("what does section 5 require") add that
 section's chunks after the direct matches. Everything is built from stored records (and kept
-with them, in stores that hold side indexes: see ``deckhand.tools.hierarchical_indexes``).
+with them, in stores that hold side indexes: see ``deckhand.retrieval.side_indexes``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DIRECT = 1.0
 
 
 class SectionResolver(Protocol):
-    """What the exact index needs from ``deckhand.chunking.references.ReferenceResolver``."""
+    """What the exact index needs from ``deckhand.retrieval.references.ReferenceResolver``."""
 
     def resolve(self, ref: str) -> list[str]: ...
 
@@ -33,7 +33,7 @@ class SectionResolver(Protocol):
 
 
 class DefinitionLookup(Protocol):
-    """What the exact index needs from ``deckhand.chunking.definitions.DefinitionIndex``."""
+    """What the exact index needs from ``deckhand.retrieval.definition_lookup.DefinitionIndex``."""
 
     def lookup(self, term: str) -> Any: ...
 

@@ -8,8 +8,8 @@ import numpy as np
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.chunking.structure import StructureChunker
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
-from deckhand.retrieval.definitions import DefinitionIndex
-from deckhand.retrieval.exact import ExactIndex
+from deckhand.retrieval.definition_lookup import DefinitionIndex
+from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Document, Record
 

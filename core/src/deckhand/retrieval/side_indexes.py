@@ -1,7 +1,7 @@
-"""The hierarchical tool's side indexes, and how they are kept in the store next to the records.
+"""The query engine's side indexes: how they are built from the records and kept in the store next to them.
 
 Keyword (BM25 postings and statistics), exact (phrase texts), definitions, cross-references
-and the result locations are all derived from the stored records. In a store that keeps
+and the result locations are all derived from the stored records (:func:`build`). In a store that keeps
 side indexes (:class:`deckhand.protocols.SideIndexStorage`, the sqlite store) they are saved
 as one blob under :data:`SIDE_INDEX`, tagged with the records version they were built from:
 a new process loads them instead of reading every record, and an index whose records changed
@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +22,10 @@ import numpy as np
 
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.protocols import KeywordIndex
-from deckhand.retrieval.definitions import DefinitionIndex
-from deckhand.retrieval.exact import ExactIndex
+from deckhand.retrieval.definition_lookup import DefinitionIndex
+from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
+from deckhand.types import Record
 
 log = logging.getLogger("deckhand")
 
@@ -35,7 +37,7 @@ FORMAT = 1
 
 @dataclass
 class SideIndexes:
-    """Everything the hierarchical tool derives from the records to answer a query."""
+    """Everything the query engine derives from the records to answer a hybrid query."""
 
     keyword: KeywordIndex
     keyword_strategy: str
@@ -43,6 +45,50 @@ class SideIndexes:
     resolver: ReferenceResolver
     exact: ExactIndex
     locations: dict[str, tuple[str, str]]
+
+
+def location_of(metadata: dict[str, Any]) -> str:
+    """``A > B > C`` from a record's heading chain."""
+    chain = metadata.get("parent_chain") or []
+    return " > ".join(str(h) for h in chain)
+
+
+def indexed_text(record: Record) -> str:
+    """What keyword search sees: content plus context, heading chain, section id and defined terms.
+
+    Parts already contained in the content (a title repeated as the first heading) are
+    left out, so no word is counted twice just because it is both context and content.
+    """
+    meta = record.metadata
+    content = record.content
+    seen = content.lower()
+    parts = []
+    extras = [
+        str(meta.get("context") or ""),
+        *[str(h) for h in meta.get("parent_chain") or []],
+        str(meta.get("section_label") or meta.get("section_id") or ""),
+        *[str(t) for t in meta.get("defined_terms") or []],
+    ]
+    for extra in extras:
+        extra = extra.strip()
+        if extra and extra.lower() not in seen:
+            parts.append(extra)
+            seen += "\n" + extra.lower()
+    parts.append(content)
+    return "\n".join(parts)
+
+
+def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes:
+    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``."""
+    keyword.build((r.id, indexed_text(r)) for r in records)
+    definitions = DefinitionIndex()
+    definitions.add_records(records)
+    resolver = ReferenceResolver()
+    resolver.add_records(records)
+    exact = ExactIndex(resolver, definitions, normalise_section_id)
+    exact.build(records)
+    locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
+    return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations)
 
 
 def persistable(keyword: KeywordIndex) -> bool:

@@ -1,0 +1,412 @@
+"""The query engine: a hybrid searcher the tools configure (:class:`SearchSettings`) and call.
+
+One query's path, in :meth:`HybridSearcher.search`::
+
+    query ─► embed ─► search: dense (the store), keyword (retrieval/bm25 or the store's full text),
+                      exact (retrieval/phrase_match)
+          ─► fuse (retrieval/fusion) ─► filter recheck (retrieval/filter_recheck)
+          ─► pin sections ─► rerank (retrieval/rerank) ─► annotate (definition_lookup, references)
+
+A filter holds in every modality: the store applies it to the dense search (and to its own
+full text), and the in-process keyword and exact rankings keep only records whose metadata
+pass it, so every fused result satisfies it. A query that is a section reference ("§ 4.2")
+gets that section first, in document order, ahead of the reranker's order.
+
+Single mode (``SearchSettings(fused=False)``, the ``vectorstore`` tool) is the dense search
+alone: the store's similarities are the scores and ``min_score`` is applied by the store.
+
+The side indexes the hybrid modes need (keyword, exact, definitions, cross-references, result
+locations) are derived from the stored records (:mod:`deckhand.retrieval.side_indexes`). A store
+that keeps side indexes (the sqlite store) holds them, versioned by its records version: a new
+process loads them, and rebuilds them from ``store.iter_records()`` only when the records changed
+since they were saved; other stores rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
+checks the records version (one read) so an ingestion by another process is picked up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from deckhand.chunking.definitions import Definition
+from deckhand.errors import RerankError
+from deckhand.filters.conditions import Filter
+from deckhand.protocols import KeywordIndex, Reranker, SideIndexStorage, VectorAwareKeywordIndex, VectorStore
+from deckhand.retrieval import side_indexes
+from deckhand.retrieval.definition_lookup import DefinitionIndex
+from deckhand.retrieval.filter_recheck import FilterRecheck
+from deckhand.retrieval.fusion import Fused, fuse
+from deckhand.retrieval.phrase_match import ExactIndex
+from deckhand.retrieval.references import ReferenceResolver
+from deckhand.retrieval.rerank import passage_text, rerank
+from deckhand.retrieval.side_indexes import location_of
+from deckhand.stores import filtering
+from deckhand.types import Record, SearchHit, Vector
+
+log = logging.getLogger("deckhand")
+
+#: The modalities of a hybrid search (the keys of :attr:`SearchSettings.weights`).
+SEMANTIC, KEYWORD, EXACT = "semantic", "keyword", "exact"
+#: Results each modality contributes to the fusion (at least ``top_k``).
+CANDIDATES = 100
+#: A ranking's whole length, asked of in-process indexes when a filter may drop most of it.
+EVERYTHING = 1 << 30
+#: Relevant definitions listed per result.
+DEFINITIONS_PER_RESULT = 5
+
+#: Builds the keyword index for a store: ``(index, strategy name)``.
+KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How one query is answered: plain values a tool maps its configuration to."""
+
+    #: Results wanted.
+    top_k: int = 10
+    #: Modalities to run (``semantic``, ``keyword``, ``exact``) and their fusion weights.
+    weights: Mapping[str, float] = field(default_factory=lambda: {SEMANTIC: 1.0})
+    #: False: single mode, the dense search alone (its similarities are the scores; no fusion).
+    fused: bool = True
+    #: Fusion method (:func:`deckhand.retrieval.fusion.fuse`) and RRF constant.
+    fusion: str = "zscore"
+    rrf_k: float = 60.0
+    #: Drop results below this score (fused score; in single mode, the store's similarity).
+    min_score: float | None = None
+    #: Candidates the reranker scores again, when there is one (at least ``top_k``).
+    rerank_top_n: int = 20
+    #: Results each modality contributes to the fusion (at least ``top_k``).
+    candidates: int = CANDIDATES
+    #: Relevant definitions listed per result.
+    definitions_per_result: int = DEFINITIONS_PER_RESULT
+
+
+@dataclass(frozen=True)
+class ResolvedReference:
+    """A section a result refers to, and where it is (``resolved`` False: no indexed chunk has that id)."""
+
+    section_id: str
+    location: str = ""
+    source: str | None = None
+    resolved: bool = True
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """What a hybrid result carries beside its text: place, relevant definitions, resolved references."""
+
+    location: str
+    definitions: list[Definition]
+    references: list[ResolvedReference]
+
+
+@dataclass
+class Hit:
+    """One result of :meth:`HybridSearcher.search`, best first."""
+
+    record: Record
+    #: The fused score (hybrid), or the store's similarity (single mode).
+    score: float
+    #: The reranker's score when a reranker reordered the results.
+    rerank_score: float | None = None
+    #: What each modality said (hybrid only).
+    fused: Fused | None = None
+    annotations: Annotations | None = None
+
+    @property
+    def result_score(self) -> float:
+        """The score a result shows: the reranker's when there is one, clamped to [0, 1], 6 decimals."""
+        value = self.score if self.rerank_score is None else self.rerank_score
+        return round(min(max(value, 0.0), 1.0), 6)
+
+
+class HybridSearcher:
+    """The query engine of one tool: its side indexes, its reranker, and the query path.
+
+    ``embed`` gives a query's vector (the tool's cached embedder); ``keyword_index`` builds
+    the configured keyword strategy for a store (needed by the hybrid modes only); ``name``
+    (the tool's) prefixes log lines.
+    """
+
+    def __init__(
+        self, embed: Callable[[str], Vector], *, name: str = "", keyword_index: KeywordFactory | None = None
+    ) -> None:
+        self.embed = embed
+        self.name = name
+        self.keyword_index = keyword_index
+        #: The reranker applied after fusion (None: results keep the fused order), and its name for warnings.
+        self.reranker: Reranker | None = None
+        self.reranker_name = "?"
+        #: The keyword strategy in use (``bm25``, ``native``, a plugin's) and the store it was built for.
+        self.keyword: KeywordIndex | None = None
+        self.keyword_strategy: str | None = None
+        self.keyword_store: VectorStore | None = None
+        self.exact: ExactIndex | None = None
+        self.definitions: DefinitionIndex | None = None
+        self.resolver: ReferenceResolver | None = None
+        self.locations: dict[str, tuple[str, str]] = {}
+        #: Records version the side indexes were built from (stores that keep side indexes).
+        self.indexed_version: int | None = None
+        #: Seconds the last update of the side indexes took.
+        self.index_seconds: float = 0.0
+        #: How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``.
+        self.index_origin: str | None = None
+
+    # -- side indexes -------------------------------------------------------------------
+    def _bind_keyword(self, store: VectorStore) -> KeywordIndex:
+        """The keyword index for ``store``, built by :attr:`keyword_index` unless already built for it."""
+        if self.keyword is None or self.keyword_store is not store:
+            if self.keyword_index is None:
+                raise RuntimeError(f"tool {self.name}: the query engine has no keyword strategy")
+            self.keyword, self.keyword_strategy = self.keyword_index(store)
+            self.keyword_store = store
+        return self.keyword
+
+    def _adopt(self, indexes: side_indexes.SideIndexes) -> None:
+        self.definitions, self.resolver = indexes.definitions, indexes.resolver
+        self.exact, self.locations = indexes.exact, indexes.locations
+
+    def update_indexes(self, store: VectorStore) -> None:
+        """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
+        keyword = self._bind_keyword(store)
+        if not isinstance(store, SideIndexStorage) or not side_indexes.persistable(keyword):
+            self.rebuild_indexes(store)
+            return
+        clock = time.perf_counter()
+        version = store.records_version()  # read before the records: a rebuild is saved only if still current
+        found = store.load_side_index(side_indexes.SIDE_INDEX)
+        loaded = None
+        if found is not None:
+            loaded = side_indexes.load(found[1], keyword, str(self.keyword_strategy))
+        if loaded is not None:
+            self._adopt(loaded)
+            self.indexed_version = found[0] if found is not None else version
+            self.index_seconds = time.perf_counter() - clock
+            self.index_origin = "loaded"
+            log.info(
+                "tool %s: indexes loaded for %d chunks in %.2fs",
+                self.name,
+                len(self.locations),
+                self.index_seconds,
+            )
+            return
+        self.rebuild_indexes(store)
+        assert self.exact is not None and self.definitions is not None and self.resolver is not None
+        built = side_indexes.SideIndexes(
+            keyword, str(self.keyword_strategy), self.definitions, self.resolver, self.exact, self.locations
+        )
+        if not store.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.dump(built)):
+            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
+        self.indexed_version = version
+
+    def ensure_current(self, store: VectorStore) -> None:
+        """Bring the side indexes up to date when another process (or store object) changed the records."""
+        if (
+            isinstance(store, SideIndexStorage)
+            and self.indexed_version is not None
+            and store.records_version() != self.indexed_version
+        ):
+            self.update_indexes(store)
+
+    def rebuild_indexes(self, store: VectorStore) -> None:
+        """Rebuild keyword, exact, definition and reference indexes from the stored records."""
+        clock = time.perf_counter()
+        records = list(store.iter_records())
+        records.sort(key=lambda r: (r.source, r.chunk_index))
+        keyword = self._bind_keyword(store)
+        self._adopt(side_indexes.build(records, keyword, str(self.keyword_strategy)))
+        self.index_seconds = time.perf_counter() - clock
+        self.index_origin = "rebuilt"
+        log.info(
+            "tool %s: indexes rebuilt over %d chunks in %.2fs (keyword: %s)",
+            self.name,
+            len(records),
+            self.index_seconds,
+            self.keyword_strategy,
+        )
+
+    # -- reranking ------------------------------------------------------------------------
+    def rerank_depth(self, top_k: int, rerank_top_n: int) -> int:
+        """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
+        return max(top_k, rerank_top_n) if self.reranker is not None else top_k
+
+    def reranked(self, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float | None]]:
+        """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
+        there is no reranker or it fails (one warning names the reason)."""
+        if self.reranker is None or not candidates:
+            return [(c, None) for c in candidates]
+        try:
+            return [(c, score) for c, score in rerank(self.reranker, query, candidates, text)]
+        except RerankError as exc:
+            log.warning(
+                "tool %s: reranker %s failed, results keep their fused order: %s", self.name, self.reranker_name, exc
+            )
+            return [(c, None) for c in candidates]
+
+    # -- queries ----------------------------------------------------------------------
+    def dense(
+        self,
+        store: VectorStore,
+        query: str,
+        depth: int,
+        *,
+        min_score: float | None = None,
+        where: Filter | None = None,
+        provider: str | None = None,
+    ) -> list[SearchHit]:
+        """The store's ``depth`` nearest records to ``query``'s vector that pass ``where``."""
+        return filtering.search(store, self.embed(query), depth, min_score=min_score, where=where, provider=provider)
+
+    def search(
+        self,
+        store: VectorStore,
+        query: str,
+        settings: SearchSettings,
+        *,
+        where: Filter | None = None,
+        provider: str | None = None,
+    ) -> list[Hit]:
+        """The ``settings.top_k`` best records for ``query`` that pass ``where``, best first.
+
+        ``provider`` (the store's name) is only for error messages.
+        """
+        if not settings.fused:
+            return self._single(store, query, settings, where, provider)
+        k = settings.top_k
+        fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
+        threshold = settings.min_score
+        fused = [f for f in fused if threshold is None or f.score >= threshold][
+            : self.rerank_depth(k, settings.rerank_top_n)
+        ]
+        missing = [f.id for f in fused if f.id not in records]
+        records.update({r.id: r for r in store.get(missing)})
+        ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)[:k]
+        return [
+            Hit(
+                record=records[f.id],
+                score=f.score,
+                rerank_score=score,
+                fused=f,
+                annotations=self.annotate(records[f.id], settings.definitions_per_result),
+            )
+            for f, score in ranked
+        ]
+
+    def _single(
+        self, store: VectorStore, query: str, settings: SearchSettings, where: Filter | None, provider: str | None
+    ) -> list[Hit]:
+        """Single mode: the store's nearest records, reranked when there is a reranker."""
+        k = settings.top_k
+        depth = self.rerank_depth(k, settings.rerank_top_n)
+        hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
+        ranked = self.reranked(query, hits, lambda hit: hit.record.content)[:k]
+        return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+
+    def _rerank_after_pinned(
+        self, query: str, fused: list[Fused], records: dict[str, Record]
+    ) -> list[tuple[Fused, float | None]]:
+        """The reranker's order (with its scores) after the sections a section-reference query pins first."""
+        if self.reranker is None:
+            return [(f, None) for f in fused]
+        pinned = set(self.exact.section_of_query(query)) if self.exact is not None else set()
+        head = 0
+        while head < len(fused) and fused[head].id in pinned:
+            head += 1
+
+        def text(entry: Fused) -> str:
+            record = records[entry.id]
+            return passage_text(record.content, location_of(record.metadata))
+
+        return [(f, None) for f in fused[:head]] + self.reranked(query, fused[head:], text)
+
+    def rank(
+        self,
+        store: VectorStore,
+        query: str,
+        settings: SearchSettings,
+        depth: int,
+        where: Filter | None = None,
+        provider: str | None = None,
+    ) -> tuple[list[Fused], dict[str, Record]]:
+        """Every modality's best ``depth``, fused, the pinned section first; and the records already read."""
+        assert self.keyword is not None and self.exact is not None
+        weights = dict(settings.weights)
+        ranked: dict[str, list[tuple[str, float]]] = {}
+        records: dict[str, Record] = {}
+        keyword = self.keyword
+        # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector;
+        # a filtered search takes the filtered keyword paths below instead.
+        hybrid = (
+            where is None
+            and KEYWORD in weights
+            and isinstance(keyword, VectorAwareKeywordIndex)
+            and keyword.wants_vector
+        )
+        vector = self.embed(query) if SEMANTIC in weights or hybrid else None
+        passes = FilterRecheck(store, where, records)
+        if SEMANTIC in weights:
+            assert vector is not None
+            hits = filtering.search(store, vector, depth, where=where, provider=provider)
+            ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
+            records.update((h.record.id, h.record) for h in hits)
+        if KEYWORD in weights:
+            native = getattr(keyword, "search_filtered", None)
+            if hybrid:
+                assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
+                ranked[KEYWORD] = keyword.search_with_vector(query, vector, depth)
+            elif where is None:
+                ranked[KEYWORD] = keyword.search(query, depth)
+            elif callable(native):
+                ranked[KEYWORD] = native(query, depth, where)
+            else:
+                ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth)
+        pinned: list[str] = []
+        if EXACT in weights:
+            if where is None:
+                ranked[EXACT] = self.exact.search(query, depth)
+            else:
+                ranked[EXACT] = passes.first(self.exact.search(query, EVERYTHING), depth)
+            pinned = [i for i in self.exact.section_of_query(query) if passes.allows(i)]
+        fused = fuse(settings.fusion, ranked, weights, settings.rrf_k)
+        if pinned:
+            # A query that is a section reference ("§ 4.2") gets that section first, in order.
+            by_id = {f.id: f for f in fused}
+            head = [by_id[i] for i in pinned if i in by_id]
+            for entry in head:
+                entry.score = 1.0
+            taken = set(pinned)
+            fused = head + [f for f in fused if f.id not in taken]
+        return fused, records
+
+    # -- annotation -------------------------------------------------------------------
+    def annotate(self, record: Record, definitions_per_result: int = DEFINITIONS_PER_RESULT) -> Annotations:
+        """Where ``record`` is, the definitions its text uses (not its own), the sections it refers to."""
+        return Annotations(
+            location=location_of(record.metadata),
+            definitions=self.relevant_definitions(record, definitions_per_result),
+            references=self.resolve_references(record.metadata.get("references") or []),
+        )
+
+    def relevant_definitions(self, record: Record, limit: int = DEFINITIONS_PER_RESULT) -> list[Definition]:
+        """The definitions of terms ``record``'s content uses, leaving out those it defines itself."""
+        if self.definitions is None:
+            return []
+        own = {str(t).lower() for t in record.metadata.get("defined_terms") or []}
+        found = self.definitions.relevant(record.content, limit=limit + len(own))
+        return [d for d in found if d.term.lower() not in own][:limit]
+
+    def resolve_references(self, refs: Sequence[str]) -> list[ResolvedReference]:
+        """Each distinct reference in ``refs`` with the location of the section it names."""
+        out = []
+        for ref in dict.fromkeys(str(r) for r in refs):
+            ids = self.resolver.resolve(ref) if self.resolver is not None else []
+            if ids and ids[0] in self.locations:
+                source, where = self.locations[ids[0]]
+                out.append(ResolvedReference(section_id=ref, location=where, source=source))
+            else:
+                out.append(ResolvedReference(section_id=ref, resolved=False))
+        return out

@@ -1,0 +1,58 @@
+"""The filter recheck: which ids of an in-process ranking pass a search filter.
+
+The store applies a filter to its own searches (dense, and its full text); the in-process
+rankings (BM25, exact matches) know nothing of metadata, so the query engine keeps only the
+ids whose stored metadata pass it, read from the store in batches, each id judged once per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deckhand.filters.conditions import Filter
+from deckhand.protocols import VectorStore
+from deckhand.types import Record
+
+#: Records whose metadata is read at once when filtering an in-process ranking.
+JUDGE_BATCH = 256
+
+
+class FilterRecheck:
+    """Which record ids pass a filter, judged on their stored metadata (read in batches, once per id).
+
+    Records read to judge are added to ``records`` (the query's record cache), so a result
+    that passes is not read again.
+    """
+
+    def __init__(self, store: VectorStore, where: Filter | None, records: dict[str, Record]) -> None:
+        self.store = store
+        self.where = where
+        self.records = records
+        self.verdicts: dict[str, bool] = {}
+
+    def _judge(self, ids: Sequence[str]) -> None:
+        unknown = [i for i in dict.fromkeys(ids) if i not in self.verdicts]
+        if not unknown or self.where is None:
+            return
+        missing = [i for i in unknown if i not in self.records]
+        self.records.update((r.id, r) for r in self.store.get(missing))
+        for record_id in unknown:
+            record = self.records.get(record_id)
+            self.verdicts[record_id] = record is not None and self.where.matches(record.metadata)
+
+    def allows(self, record_id: str) -> bool:
+        if self.where is None:
+            return True
+        self._judge([record_id])
+        return self.verdicts[record_id]
+
+    def first(self, ranked: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
+        """The best ``depth`` of ``ranked`` that pass, in order."""
+        out: list[tuple[str, float]] = []
+        for start in range(0, len(ranked), JUDGE_BATCH):
+            part = ranked[start : start + JUDGE_BATCH]
+            self._judge([i for i, _ in part])
+            out.extend(entry for entry in part if self.verdicts.get(entry[0], self.where is None))
+            if len(out) >= depth:
+                break
+        return out[:depth]

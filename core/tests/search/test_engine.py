@@ -1,0 +1,104 @@
+"""The query engine (``deckhand.retrieval.engine``) on its own: no tool, no model, an in-memory store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.retrieval.bm25 import BM25Index
+from deckhand.retrieval.engine import HybridSearcher, SearchSettings
+from deckhand.retrieval.filter_recheck import FilterRecheck
+from deckhand.stores.inmemory import InMemoryStore
+from deckhand.types import CollectionSpec, Record, Vector
+
+TEXTS = {
+    "a": ("# Act\n\n## 1 Scope\n\nIt covers harbour buoys.", {"section_id": "1", "parent_chain": ["Act", "Scope"]}),
+    "b": ("# Act\n\n## 2 Duties\n\nKeep the buoys lit. See section 1.", {"section_id": "2", "references": ["1", "9"]}),
+    "c": ("# Act\n\n## 3 Penalties\n\nA fine of 500 units.", {"section_id": "3"}),
+}
+
+
+def _vector(*values: float) -> Vector:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+VECTORS = {"a": _vector(1, 0, 0), "b": _vector(0.8, 0.6, 0), "c": _vector(0, 0, 1)}
+
+
+def _store() -> InMemoryStore:
+    store = InMemoryStore("engine")
+    store.open(CollectionSpec("engine", 3, "test"))
+    store.upsert(
+        [
+            Record(rid, "act.md", i, text, VECTORS[rid], {**meta, "year": 2000 + i})
+            for i, (rid, (text, meta)) in enumerate(TEXTS.items())
+        ]
+    )
+    return store
+
+
+def _engine(embedded: list[str]) -> HybridSearcher:
+    def embed(query: str) -> Vector:
+        embedded.append(query)
+        return _vector(1, 0.1, 0)
+
+    return HybridSearcher(embed, name="t", keyword_index=lambda store: (BM25Index(), "bm25"))
+
+
+def test_single_mode_is_the_dense_search_with_the_store_similarities() -> None:
+    store, embedded = _store(), []
+    engine = _engine(embedded)
+    hits = engine.search(store, "buoys", SearchSettings(top_k=2, fused=False))
+    assert [h.record.id for h in hits] == ["a", "b"] and embedded == ["buoys"]
+    assert hits[0].score == store.search(_vector(1, 0.1, 0), 1)[0].score
+    assert hits[0].fused is None and hits[0].annotations is None and hits[0].rerank_score is None
+    high = engine.search(store, "buoys", SearchSettings(top_k=3, fused=False, min_score=0.9))
+    assert [h.record.id for h in high] == ["a"]
+
+
+def test_hybrid_mode_fuses_pins_the_named_section_and_annotates() -> None:
+    store = _store()
+    engine = _engine([])
+    engine.update_indexes(store)
+    assert engine.keyword_strategy == "bm25" and engine.index_origin == "rebuilt"
+    weights = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
+    hits = engine.search(store, "§ 3", SearchSettings(top_k=3, weights=weights))
+    assert hits[0].record.id == "c" and hits[0].score == 1.0 and hits[0].result_score == 1.0
+    assert hits[0].fused is not None and "exact" in hits[0].fused.ranks
+    duties = next(h for h in hits if h.record.id == "b")
+    assert duties.annotations is not None
+    refs = {r.section_id: r for r in duties.annotations.references}
+    assert refs["1"].resolved and refs["1"].location == "Act > Scope" and not refs["9"].resolved
+
+
+def test_hybrid_filter_holds_in_the_in_process_modalities() -> None:
+    store = _store()
+    engine = _engine([])
+    engine.update_indexes(store)
+    where = Filter((condition("year", Op.GTE, [2001]),))
+    hits = engine.search(store, "buoys", SearchSettings(top_k=3, weights={"keyword": 1.0}), where=where)
+    assert [h.record.id for h in hits] == ["b"]
+
+
+class _CountingStore(InMemoryStore):
+    def __init__(self) -> None:
+        super().__init__("count")
+        self.reads: list[list[str]] = []
+
+    def get(self, ids: Sequence[str]) -> list[Record]:
+        self.reads.append(list(ids))
+        return super().get(ids)
+
+
+def test_filter_recheck_reads_each_id_once_and_keeps_the_order() -> None:
+    store = _CountingStore()
+    store.open(CollectionSpec("count", 3, "test"))
+    store.upsert([Record(rid, "s", i, rid, VECTORS[rid], {"n": i}) for i, rid in enumerate("abc")])
+    records: dict[str, Record] = {}
+    check = FilterRecheck(store, Filter((condition("n", Op.NE, [1]),)), records)
+    assert check.first([("c", 3.0), ("b", 2.0), ("a", 1.0)], 5) == [("c", 3.0), ("a", 1.0)]
+    assert check.allows("a") and not check.allows("b") and not check.allows("missing")
+    assert store.reads == [["c", "b", "a"], ["missing"]] and set(records) == {"a", "b", "c"}
+    assert FilterRecheck(store, None, {}).first([("x", 1.0)], 1) == [("x", 1.0)]
