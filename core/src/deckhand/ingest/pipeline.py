@@ -23,7 +23,7 @@ from typing import Protocol
 
 from deckhand.display import printable
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
-from deckhand.ingest.discovery import Skipped, SourceFile, discover
+from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO
@@ -43,7 +43,7 @@ from deckhand.ingest.workers import (
 )
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, VectorStore
-from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
+from deckhand.types import Chunk, Document, FileState, IngestReport, LoadedText, Record, Skipped, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
@@ -124,51 +124,6 @@ class IngestStatus:
         if rate is None or not self.bytes_done:
             return None
         return max(self.chunks_expected - self.embedded, 0) / rate
-
-
-@dataclass
-class IngestReport:
-    """What one ingestion run did, for the summary line and for scripts."""
-
-    ingested: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    failed: list[Skipped] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    chunks_written: int = 0
-    texts_embedded: int = 0
-    #: Tokens a remote embedding service reported using (None for a local model).
-    tokens_used: int | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
-    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
-    #: (files are converted and chunked while earlier ones are embedded).
-    wall_seconds: float = 0.0
-
-    @property
-    def total_seconds(self) -> float:
-        return self.wall_seconds or sum(self.seconds.values())
-
-    def summary(self) -> str:
-        tokens = f", {self.tokens_used:,} tokens" if self.tokens_used is not None else ""
-        parts = [
-            f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded{tokens})",
-            f"{len(self.unchanged)} unchanged",
-            f"{len(self.skipped)} skipped",
-        ]
-        if self.failed:
-            parts.append(f"{len(self.failed)} failed")
-        parts.append(f"{len(self.removed)} removed")
-        return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
-
-    def skip(self, display: str, reason: str) -> None:
-        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
-        log.warning("skipped %s: %s", printable(display), reason)
-        self.skipped.append(Skipped(display, reason))
-
-    def fail(self, display: str, reason: str) -> None:
-        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
-        log.warning("failed %s: %s", printable(display), reason)
-        self.failed.append(Skipped(display, reason))
 
 
 class LoaderSet:
