@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Protocol
 
 from deckhand.display import printable
+from deckhand.encoding import encoding_for
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import SourceFile, discover
-from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.sharding import Shard
