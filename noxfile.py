@@ -83,10 +83,12 @@ def _editable(*names: str) -> list[str]:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
-    session.install("ruff>=0.6")
+    """ruff: lint and formatting; import-linter: the layer contract of pyproject.toml (docs/architecture.md)."""
+    session.install("ruff>=0.6", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # import-linter reads the sources without importing them: deckhand needs only to be findable.
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": str(ROOT / "core" / "src")})
 
 
 @nox.session(python=PYTHON)

@@ -273,6 +273,17 @@ def test_servers_module_imports_without_pytest() -> None:
     assert install_hints.DISTRIBUTION == "deckhand-ai"
 
 
+def test_the_servers_module_starts_the_launchers_the_plugins_declare() -> None:
+    """Core names no plugin module: redis and postgres list their launchers in the ``deckhand.test_servers`` group."""
+    from deckhand.testing import servers
+
+    found = {launcher.env_url: launcher for launcher in servers.launchers()}
+    assert {"REDIS_URL": "deckhand_redis.server", "POSTGRES_URL": "deckhand_postgres.server"}.items() <= {
+        (env, launcher.__module__) for env, launcher in found.items()
+    }
+    assert all(callable(launcher.is_running) and isinstance(launcher.url, property) for launcher in found.values())
+
+
 def test_every_documented_launcher_module_exists() -> None:
     """``python -m deckhand...`` in the sources and docs names a module that is there (no stale launcher paths)."""
     named = {

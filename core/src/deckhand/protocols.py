@@ -2,6 +2,10 @@
 
 Each hook in :mod:`deckhand.hookspecs` registers factories that build one of these. They
 are structural (``typing.Protocol``): a plugin needs no base class, only the methods.
+
+This is the ground floor: it imports only :mod:`deckhand.types`, :mod:`deckhand.errors` and the
+filter language (:mod:`deckhand.filters`), never the packages that implement or use the protocols
+(the layer contract in pyproject.toml, checked by ``lint-imports``, keeps it so).
 """
 
 from __future__ import annotations
@@ -9,17 +13,24 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from deckhand.types import Chunk, CollectionSpec, Document, FileState, LoadedText, Record, SearchHit, Vector
-
-if TYPE_CHECKING:
-    from deckhand.config.base import ToolConfigBase
-    from deckhand.filters.spec import FilterInput
-    from deckhand.ingest.pipeline import IngestReport
-    from deckhand.memory.backend import ScanEntry, SyncResult
-    from deckhand.memory.coordinates import VectorCoordinate
-    from deckhand.tools.results import SearchResult
+from deckhand.filters.spec import FilterInput
+from deckhand.types import (
+    Chunk,
+    CollectionSpec,
+    Document,
+    FileState,
+    IngestReport,
+    LoadedText,
+    Record,
+    ScanEntry,
+    SearchHit,
+    SearchResult,
+    SyncResult,
+    Vector,
+    VectorCoordinate,
+)
 
 
 @runtime_checkable
@@ -405,6 +416,24 @@ class MemoryBackend(Protocol):
         ...
 
 
+class ToolConfig(Protocol):
+    """What every ``tools:`` entry has: :class:`deckhand.config.ToolConfigBase` (a pydantic model) and the
+    config model of each tool type, which subclasses it."""
+
+    @property
+    def type(self) -> str:
+        """The tool type: a name registered with ``register_tools``."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The tool name the agent calls (letters, digits, ``_``)."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+
 @runtime_checkable
 class Tool(Protocol):
     """An agent tool, as the CLI, the MCP server and Python programs use it.
@@ -417,7 +446,7 @@ class Tool(Protocol):
     """
 
     @property
-    def config(self) -> ToolConfigBase:
+    def config(self) -> ToolConfig:
         """The validated ``tools:`` entry the tool was built from."""
         ...
 

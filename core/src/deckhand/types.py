@@ -1,17 +1,27 @@
-"""Plain data passed between loaders, chunkers, embedders and stores.
+"""Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends.
 
-Pydantic models live at the edges (configuration, tool I/O); inside the pipeline these
-small dataclasses are cheaper and easier to reason about.
+These are the types :mod:`deckhand.protocols` mentions, so the ground floor (protocols, types,
+errors, the filter language) imports nothing above it (see docs/architecture.md, "Layers").
+Pydantic models live at the edges (configuration, tool I/O); inside the pipeline these small
+dataclasses are cheaper and easier to reason about. The one model here, :class:`SearchResult`,
+is the tools' output for programs (``model_dump()`` gives JSON).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
+import re
 from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, Field
+
+from deckhand.errors import CoordinateValidationError
+from deckhand.printable import printable
 
 Vector = npt.NDArray[np.float32]
 
@@ -123,3 +133,189 @@ class CollectionSpec:
     embedding_model: str
     metric: Metric = Metric.COSINE
     algorithm: Algorithm = Algorithm.HNSW
+
+
+# -- tool output ---------------------------------------------------------------------------
+
+
+class SearchResult(BaseModel):
+    """One ranked result, for programs (the agent gets the formatted string)."""
+
+    rank: int = Field(ge=1)
+    score: float = Field(ge=0.0, le=1.0)
+    source: str
+    chunk_index: int = Field(ge=0)
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- ingestion report ----------------------------------------------------------------------
+
+_ingest_log = logging.getLogger("deckhand.ingest")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out, with a one-line reason for the warning and the summary."""
+
+    display: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion run did, for the summary line and for scripts."""
+
+    ingested: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: list[Skipped] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    chunks_written: int = 0
+    texts_embedded: int = 0
+    #: Tokens a remote embedding service reported using (None for a local model).
+    tokens_used: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
+    #: (files are converted and chunked while earlier ones are embedded).
+    wall_seconds: float = 0.0
+
+    @property
+    def total_seconds(self) -> float:
+        return self.wall_seconds or sum(self.seconds.values())
+
+    def summary(self) -> str:
+        tokens = f", {self.tokens_used:,} tokens" if self.tokens_used is not None else ""
+        parts = [
+            f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded{tokens})",
+            f"{len(self.unchanged)} unchanged",
+            f"{len(self.skipped)} skipped",
+        ]
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        parts.append(f"{len(self.removed)} removed")
+        return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
+
+    def skip(self, display: str, reason: str) -> None:
+        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
+        _ingest_log.warning("skipped %s: %s", printable(display), reason)
+        self.skipped.append(Skipped(display, reason))
+
+    def fail(self, display: str, reason: str) -> None:
+        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
+        _ingest_log.warning("failed %s: %s", printable(display), reason)
+        self.failed.append(Skipped(display, reason))
+
+    def add_seconds(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to the time spent in ``stage``."""
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+
+# -- vector memory -------------------------------------------------------------------------
+
+X_MIN, X_MAX = 1, 1000
+Y_VALUES = (1, 2, 3, 4, 5)
+Z_VALUES = (1, 2, 3, 4)
+#: The architecture layer: a decision stored there can never be changed.
+IMMUTABLE_Z = 1
+#: Directory (relative to the repository root) that holds the decision files.
+MEMORY_DIR = ".vector-memory"
+
+_COORDINATE_PATH = re.compile(r"(?:^|[/\\])x-(\d+)[/\\]y-(\d+)-z-(\d+)\.json$")
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if it is an int in ``[low, high]``; otherwise a CoordinateValidationError quoting it."""
+    if type(value) is int and low <= value <= high:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CoordinateValidationError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    if not low <= value <= high:
+        raise CoordinateValidationError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+@dataclass(frozen=True, order=True)
+class VectorCoordinate:
+    """A point of the memory space: issue number x, cycle stage y, memory layer z.
+
+    Invalid values raise :class:`~deckhand.errors.CoordinateValidationError`. Frozen and ordered,
+    so coordinates are dict keys and sort lexicographically by (x, y, z).
+    """
+
+    x: int  # Issue number (1-1000)
+    y: int  # Cycle stage (1-5)
+    z: int  # Memory layer (1-4)
+
+    def __post_init__(self) -> None:
+        check_int("x", self.x, X_MIN, X_MAX)
+        check_int("y", self.y, Y_VALUES[0], Y_VALUES[-1])
+        check_int("z", self.z, Z_VALUES[0], Z_VALUES[-1])
+
+    def to_tuple(self) -> tuple[int, int, int]:
+        """Convert to tuple for use as dict key."""
+        return (self.x, self.y, self.z)
+
+    def to_path(self) -> Path:
+        """The decision file, relative to the repository root: ``.vector-memory/x-005/y-2-z-1.json``."""
+        return Path(f"{MEMORY_DIR}/x-{self.x:03d}/y-{self.y}-z-{self.z}.json")
+
+    @staticmethod
+    def from_path(path: PurePath | str) -> VectorCoordinate:
+        """Parse a coordinate from a decision file path (absolute, repository-relative or ``x-005/y-2-z-1.json``).
+
+        Raises ``ValueError`` for a path that is not a decision file, and
+        :class:`CoordinateValidationError` (a ``ValueError``) for one whose numbers are out of range.
+        """
+        match = _COORDINATE_PATH.search(str(path))
+        if not match:
+            raise ValueError(f"Invalid coordinate path: {path} (expected .../x-NNN/y-Y-z-Z.json)")
+        x, y, z = map(int, match.groups())
+        return VectorCoordinate(x, y, z)
+
+    @property
+    def immutable(self) -> bool:
+        """True on the architecture layer (z=1), whose decisions are written once."""
+        return self.z == IMMUTABLE_Z
+
+    def __str__(self) -> str:
+        return f"({self.x}, {self.y}, {self.z})"
+
+
+@dataclass(frozen=True)
+class ScanEntry:
+    """One stored item found by :meth:`deckhand.protocols.MemoryBackend.scan`.
+
+    ``data`` is the serialized decision, or ``None`` with ``error`` saying why the item could
+    not be read (unreadable file, a name that is not a coordinate). ``location`` names the
+    item for messages (a file path for file backends).
+    """
+
+    location: str
+    coordinate: VectorCoordinate | None
+    data: bytes | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What :meth:`deckhand.protocols.MemoryBackend.sync` did.
+
+    ``commit`` is the new commit's id, or ``None`` when there was nothing to commit (not an
+    error) or the backend has no history (in-memory). ``changed`` lists the coordinates the
+    commit added or modified, ``deleted`` those it removed. ``skipped`` names the decision files
+    left out because they do not parse (``"<location>: <reason>"``, one line each; see
+    :func:`deckhand.memory.decisions.decision_problem`): they stay as they are, uncommitted.
+    """
+
+    commit: str | None
+    message: str
+    changed: tuple[VectorCoordinate, ...] = ()
+    deleted: tuple[VectorCoordinate, ...] = ()
+    details: dict[str, str] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """Number of decisions the sync recorded (added, modified or removed)."""
+        return len(self.changed) + len(self.deleted)

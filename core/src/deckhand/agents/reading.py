@@ -234,7 +234,7 @@ class SourceReader:
         )
 
     def _lines(self, place: Place) -> list[str]:
-        from deckhand.ingest.encoding import encoding_for
+        from deckhand.encoding import encoding_for
         from deckhand.ingest.workers import load_text
 
         source = next(s for s in self._sources if s.tool == place.tool)

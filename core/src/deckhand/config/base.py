@@ -14,6 +14,7 @@ from deckhand.config.options import (
     ModelChoice,
     Shorthand,
     choice_field,
+    embedder_options,
     error,
     model_choice_field,
     optional_choice_field,
@@ -21,9 +22,10 @@ from deckhand.config.options import (
     raise_errors,
     registry_of,
     resolve_choice,
+    resolve_embedder,
     validate_options,
 )
-from deckhand.ingest.encoding import canonical_encoding
+from deckhand.encoding import canonical_encoding
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
@@ -139,7 +141,6 @@ def check_embedder_options(value: Any, registry: PluginRegistry, context: Any = 
     ``embedding_model``; None for a plain name (resolved when the model is first needed)."""
     if not isinstance(value, ComponentChoice):
         return None
-    from deckhand.embedding.factory import embedder_options, resolve_embedder
     from deckhand.errors import ComponentNotFoundError
 
     try:

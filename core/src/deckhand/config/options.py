@@ -346,3 +346,35 @@ def resolve_choice(
     if problems:
         raise_errors(problems)
     return component, validate_options(component, options, loc, extra_keys=("name",), context=context)
+
+
+# -- embedders (the embedding package builds them; the configuration validates their options) --
+
+
+def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
+    """The embedder component for an ``embedding_model:`` value.
+
+    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
+    embedder registered as ``<embedder>``, whose factory receives the whole value.
+    """
+    try:
+        return registry.resolve("embedder", name)
+    except ComponentNotFoundError:
+        prefix, sep, _ = name.partition(":")
+        if not (sep and prefix):
+            raise
+        return registry.resolve("embedder", prefix)
+
+
+def embedder_options(
+    component: Component,
+    options: Mapping[str, Any],
+    *,
+    loc: tuple[Any, ...] = ("embedding_model",),
+    context: Any = None,
+) -> dict[str, Any]:
+    """The factory's keyword arguments: ``options`` validated with the embedder's options model.
+
+    Raises the located pydantic error (configuration validation reports it with the file).
+    """
+    return validate_options(component, options, loc, extra_keys=("name",), context=context)

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
-from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient, retry_after_seconds
-from deckhand.remote.settings import RemoteSettings
+from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand.remote.client import RemoteCallError, retry_after_seconds
 from deckhand.types import Chunk, Document
 
 __all__ = ["LLMContextGenerator", "LLMContextSettings", "build_llm_generator", "retry_after_seconds"]
@@ -46,11 +46,12 @@ improving search retrieval of the chunk. Answer only with the succinct context a
 CHARS_PER_TOKEN = 4
 
 
-class LLMContextSettings(RemoteSettings):
+class LLMContextSettings(ChatSettings):
     """Settings of the ``llm`` context generator: an OpenAI-compatible chat-completions endpoint (or Azure
     OpenAI) as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    placeholders = ("document", "chunk")
 
     model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")
     max_document_tokens: int = Field(
@@ -59,13 +60,6 @@ class LLMContextSettings(RemoteSettings):
     max_context_tokens: int = Field(default=100, ge=10, le=1000, description="max_tokens of each completion")
     temperature: float = Field(default=0.0, ge=0, le=2)
     prompt: str = Field(default=DEFAULT_PROMPT, description="Template with {document} and {chunk}")
-
-    @field_validator("prompt")
-    @classmethod
-    def _placeholders(cls, value: str) -> str:
-        if "{document}" not in value or "{chunk}" not in value:
-            raise ValueError("prompt must contain the {document} and {chunk} placeholders")
-        return value
 
 
 def sha256_hex(text: str) -> str:
@@ -108,7 +102,7 @@ class ContextCache:
             self._db.close()
 
 
-class LLMContextGenerator:
+class LLMContextGenerator(ChatCaller):
     """Anthropic-style contextual retrieval through an OpenAI-compatible chat endpoint.
 
     Requests go through :class:`deckhand.remote.RemoteClient` (the async OpenAI SDK client, its one
@@ -118,19 +112,10 @@ class LLMContextGenerator:
     """
 
     def __init__(self, settings: LLMContextSettings, *, cache_path: Path | None = None) -> None:
+        super().__init__(settings, "llm context generator")
         self.settings = settings
-        self.client = RemoteClient(settings, "llm context generator")
         self.cache = ContextCache(cache_path) if cache_path is not None else None
         self._prompt_hash = sha256_hex(settings.prompt)[:16]
-
-    @property
-    def requests_sent(self) -> int:
-        """Requests sent (including retries); tests and reports read it."""
-        return self.client.requests_sent
-
-    @property
-    def url(self) -> str:
-        return f"{self.settings.endpoint}/chat/completions"
 
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
         """One context per chunk: cached, generated, or (on failure) structural."""
@@ -198,23 +183,16 @@ class LLMContextGenerator:
         prompt = self._prompt(document, chunk)
 
         async def request() -> str:
-            response = await sdk.chat.completions.create(
-                model=self.settings.model,
-                messages=[{"role": "user", "content": prompt}],
-                max_tokens=self.settings.max_context_tokens,
-                temperature=self.settings.temperature,
-                **client.request_options,
+            settings = self.settings
+            arguments = chat_arguments(
+                client, settings.model, prompt, max_tokens=settings.max_context_tokens, temperature=settings.temperature
             )
-            return self._parse(response)
+            return self._parse(await sdk.chat.completions.create(**arguments))
 
         return await client.acall(request)
 
     def _parse(self, response: Any) -> str:
-        try:
-            content = response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise MalformedResponse(f"no choices[0].message.content ({type(exc).__name__})") from exc
-        text = " ".join(str(content or "").split())
+        text = " ".join(str(answer(response) or "").split())
         if not text:
             raise RemoteCallError("empty context")
         return text

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from deckhand.config.options import embedder_options, resolve_embedder
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, open_cache
-from deckhand.errors import ComponentNotFoundError, ConfigError
+from deckhand.errors import ConfigError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder
@@ -34,21 +35,6 @@ _caches: dict[Path, EmbeddingCache] = {}
 _lock = threading.Lock()
 
 
-def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
-    """The embedder component for an ``embedding_model:`` value.
-
-    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
-    embedder registered as ``<embedder>``, whose factory receives the whole value.
-    """
-    try:
-        return registry.resolve("embedder", name)
-    except ComponentNotFoundError:
-        prefix, sep, _ = name.partition(":")
-        if not (sep and prefix):
-            raise
-        return registry.resolve("embedder", prefix)
-
-
 def split_model(value: EmbeddingModel) -> tuple[str, dict[str, Any]]:
     """``(name, options as written)`` of an ``embedding_model:`` value."""
     if value is None or isinstance(value, str):
@@ -59,22 +45,6 @@ def split_model(value: EmbeddingModel) -> tuple[str, dict[str, Any]]:
 def options_key(options: Mapping[str, Any]) -> str:
     """A stable key for a set of options (embedders built with equal options are shared)."""
     return json.dumps(options, sort_keys=True, default=str)
-
-
-def embedder_options(
-    component: Component,
-    options: Mapping[str, Any],
-    *,
-    loc: tuple[Any, ...] = ("embedding_model",),
-    context: Any = None,
-) -> dict[str, Any]:
-    """The factory's keyword arguments: ``options`` validated with the embedder's options model.
-
-    Raises the located pydantic error (configuration validation reports it with the file).
-    """
-    from deckhand.config.options import validate_options
-
-    return validate_options(component, options, loc, extra_keys=("name",), context=context)
 
 
 def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> Embedder:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deckhand.printable import is_utf8, utf8_name
+from deckhand.types import Skipped
 
 #: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
 #: result can carry such a name, and an escaped stand-in could collide with a real file's name).
@@ -20,14 +21,6 @@ class SourceFile:
 
     path: Path
     display: str
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file left out, with a one-line reason for the warning and the summary."""
-
-    display: str
-    reason: str
 
 
 @dataclass

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from deckhand.encoding import NotTextError, decode_as, detect
 from deckhand.errors import LoaderError
-from deckhand.ingest.encoding import NotTextError, decode_as, detect
 from deckhand.ingest.front_matter import FrontMatterError, front_matter
 from deckhand.types import LoadedText
 
@@ -51,7 +51,7 @@ def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
 
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`),
-    else detected (see :mod:`deckhand.ingest.encoding`).
+    else detected (see :mod:`deckhand.encoding`).
 
     Raises :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding.
     An uncertain detection becomes one notice naming the encoding chosen.

@@ -24,7 +24,7 @@ from deckhand.errors import IndexFileError, SourceValidationError, StoreConnecti
 from deckhand.ingest import eta
 from deckhand.ingest.batching import EmbedQueue, Pending
 from deckhand.ingest.changes import changed_state, file_sha256
-from deckhand.ingest.discovery import Skipped, SourceFile, discover
+from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
@@ -32,7 +32,7 @@ from deckhand.ingest.report import IngestReport, IngestStatus, NoProgress, Progr
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
 from deckhand.protocols import Chunker, Embedder, IndexMaintenance, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record
+from deckhand.types import Chunk, Document, FileState, Record, Skipped
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",

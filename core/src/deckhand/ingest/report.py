@@ -7,9 +7,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deckhand.ingest.discovery import Skipped
-from deckhand.printable import printable
-
 log = logging.getLogger("deckhand.ingest")
 
 
@@ -70,55 +67,6 @@ class IngestStatus:
         if rate is None or not self.bytes_done:
             return None
         return max(self.chunks_expected - self.embedded, 0) / rate
-
-
-@dataclass
-class IngestReport:
-    """What one ingestion run did, for the summary line and for scripts."""
-
-    ingested: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    failed: list[Skipped] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    chunks_written: int = 0
-    texts_embedded: int = 0
-    #: Tokens a remote embedding service reported using (None for a local model).
-    tokens_used: int | None = None
-    seconds: dict[str, float] = field(default_factory=dict)
-    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
-    #: (files are converted and chunked while earlier ones are embedded).
-    wall_seconds: float = 0.0
-
-    @property
-    def total_seconds(self) -> float:
-        return self.wall_seconds or sum(self.seconds.values())
-
-    def summary(self) -> str:
-        tokens = f", {self.tokens_used:,} tokens" if self.tokens_used is not None else ""
-        parts = [
-            f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded{tokens})",
-            f"{len(self.unchanged)} unchanged",
-            f"{len(self.skipped)} skipped",
-        ]
-        if self.failed:
-            parts.append(f"{len(self.failed)} failed")
-        parts.append(f"{len(self.removed)} removed")
-        return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
-
-    def skip(self, display: str, reason: str) -> None:
-        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
-        log.warning("skipped %s: %s", printable(display), reason)
-        self.skipped.append(Skipped(display, reason))
-
-    def fail(self, display: str, reason: str) -> None:
-        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
-        log.warning("failed %s: %s", printable(display), reason)
-        self.failed.append(Skipped(display, reason))
-
-    def add_seconds(self, stage: str, seconds: float) -> None:
-        """Add ``seconds`` to the time spent in ``stage``."""
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
 
 
 def format_size(size: float) -> str:

@@ -1,5 +1,8 @@
 """Plain data exchanged between the memory manager and its backends, and the commit-message rule.
 
+:class:`ScanEntry` and :class:`SyncResult` are defined in :mod:`deckhand.types` (the backend contract
+names them) and re-exported here.
+
 A backend (see :class:`deckhand.protocols.MemoryBackend`) stores one serialized decision per
 coordinate; the manager does validation, immutability, indexing and queries.
 """
@@ -7,48 +10,10 @@ coordinate; the manager does validation, immutability, indexing and queries.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
-from deckhand.memory.coordinates import VectorCoordinate
+from deckhand.types import ScanEntry, SyncResult, VectorCoordinate
 
-
-@dataclass(frozen=True)
-class ScanEntry:
-    """One stored item found by :meth:`MemoryBackend.scan`.
-
-    ``data`` is the serialized decision, or ``None`` with ``error`` saying why the item could
-    not be read (unreadable file, a name that is not a coordinate). ``location`` names the
-    item for messages (a file path for file backends).
-    """
-
-    location: str
-    coordinate: VectorCoordinate | None
-    data: bytes | None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    """What :meth:`MemoryBackend.sync` did.
-
-    ``commit`` is the new commit's id, or ``None`` when there was nothing to commit (not an
-    error) or the backend has no history (in-memory). ``changed`` lists the coordinates the
-    commit added or modified, ``deleted`` those it removed. ``skipped`` names the decision files
-    left out because they do not parse (``"<location>: <reason>"``, one line each; see
-    :func:`deckhand.memory.decisions.decision_problem`): they stay as they are, uncommitted.
-    """
-
-    commit: str | None
-    message: str
-    changed: tuple[VectorCoordinate, ...] = ()
-    deleted: tuple[VectorCoordinate, ...] = ()
-    details: dict[str, str] = field(default_factory=dict)
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def count(self) -> int:
-        """Number of decisions the sync recorded (added, modified or removed)."""
-        return len(self.changed) + len(self.deleted)
+__all__ = ["ScanEntry", "SyncResult", "describe_ranges", "sync_message"]
 
 
 def _runs(values: Iterable[int]) -> str:

@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from deckhand.errors import RerankError
-from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
-from deckhand.remote.settings import RemoteSettings
+from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand.remote.client import RemoteCallError
 
 log = logging.getLogger("deckhand")
 
@@ -40,11 +40,12 @@ to 10 (answers it completely). Answer with the number only.
 _GRADE = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d+)?)(?![\w])")
 
 
-class LLMRerankerOptions(RemoteSettings):
+class LLMRerankerOptions(ChatSettings):
     """Settings of the ``llm`` reranker (``reranker: {name: llm, base_url: ..., model: ...}``): the endpoint
     as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    placeholders = ("query", "passage")
 
     model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")
     max_retries: int = Field(default=2, ge=0, le=10, description="Retries on 429, 5xx, timeouts and connection errors")
@@ -54,29 +55,13 @@ class LLMRerankerOptions(RemoteSettings):
     temperature: float = Field(default=0.0, ge=0, le=2)
     prompt: str = Field(default=DEFAULT_RERANK_PROMPT, description="Template with {query} and {passage}")
 
-    @field_validator("prompt")
-    @classmethod
-    def _placeholders(cls, value: str) -> str:
-        if "{query}" not in value or "{passage}" not in value:
-            raise ValueError("prompt must contain the {query} and {passage} placeholders")
-        return value
 
-
-class LLMReranker:
+class LLMReranker(ChatCaller):
     """Rates each passage's relevance to the query with a chat model; see the module docstring."""
 
     def __init__(self, options: LLMRerankerOptions) -> None:
+        super().__init__(options, "reranker 'llm'")
         self.options = options
-        self.client = RemoteClient(options, "reranker 'llm'")
-
-    @property
-    def requests_sent(self) -> int:
-        """Requests sent (including retries); tests and reports read it."""
-        return self.client.requests_sent
-
-    @property
-    def url(self) -> str:
-        return f"{self.options.endpoint}/chat/completions"
 
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         """A score in ``[0, 1]`` per passage (its grade / 10); :class:`RerankError` if any passage gets none."""
@@ -111,22 +96,13 @@ class LLMReranker:
         prompt = options.prompt.format(query=query, passage=text)
 
         def request() -> float:
-            response = client.sync.chat.completions.create(
-                model=options.model,
-                messages=[{"role": "user", "content": prompt}],
-                max_tokens=8,
-                temperature=options.temperature,
-                **client.request_options,
-            )
-            return self._parse(response)
+            arguments = chat_arguments(client, options.model, prompt, max_tokens=8, temperature=options.temperature)
+            return self._parse(client.sync.chat.completions.create(**arguments))
 
         return client.call(request)
 
     def _parse(self, response: Any) -> float:
-        try:
-            content = response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise MalformedResponse(f"no choices[0].message.content ({type(exc).__name__})") from exc
+        content = answer(response)
         found = _GRADE.search(str(content or ""))
         if found is None or float(found.group(1)) > 10:
             raise RemoteCallError(f"the answer {str(content)[:40]!r} is not a grade from 0 to 10")

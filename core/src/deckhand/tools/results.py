@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from deckhand.filters.spec import SearchFilter
 from deckhand.printable import printable
 from deckhand.schemas import json_schema
+from deckhand.types import SearchResult
 
-
-class SearchResult(BaseModel):
-    """One ranked result, for programs (the agent gets the formatted string)."""
-
-    rank: int = Field(ge=1)
-    score: float = Field(ge=0.0, le=1.0)
-    source: str
-    chunk_index: int = Field(ge=0)
-    content: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
+__all__ = ["SearchResult", "format_results", "function_definition"]
 
 
 def function_definition(name: str, description: str) -> dict[str, Any]:

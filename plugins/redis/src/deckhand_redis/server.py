@@ -94,8 +94,12 @@ class RedisServer:
     write to an AOF fsynced per command, so a restart after :meth:`kill` (same port, same
     dir) shows exactly what a crashed production server would. ``search=False`` starts it
     without the search module. Use as a context manager; the server is stopped (and killed
-    if it does not stop) on exit, also when startup fails.
+    if it does not stop) on exit, also when startup fails. It is this plugin's test-server launcher
+    (entry point group ``deckhand.test_servers``, see :mod:`deckhand.testing.servers`).
     """
+
+    #: The variable the test fixtures take the URL from.
+    env_url = ENV_URL
 
     def __init__(
         self,
@@ -119,6 +123,10 @@ class RedisServer:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def is_running(self) -> bool:
+        """Whether the server process is alive (:attr:`running`)."""
+        return self.running
 
     @property
     def log_path(self) -> Path:
