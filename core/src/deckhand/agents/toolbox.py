@@ -624,6 +624,8 @@ class Toolbox:
         return "\n".join(lines) or "no tools", ToolListOutput(tools=statuses, memory=memory)
 
     def _status(self, name: str, slot: _Slot) -> ToolStatus:
+        from deckhand.tools.results import tool_function
+
         tool = slot.tool
         count = self._count(name, slot)
         outage = slot.outage
@@ -646,7 +648,7 @@ class Toolbox:
         return ToolStatus(
             name=name,
             type=str(getattr(tool.config, "type", "")),
-            description=tool.function_definition()["description"],
+            description=tool_function(tool)["description"],
             source=str(self.source(name)),
             state=state,
             provider=getattr(tool, "provider", None),

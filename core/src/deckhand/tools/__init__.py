@@ -36,8 +36,15 @@ def build_tool(
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
     tool = component.factory(config, base_dir=base_dir, registry=registry, progress=progress)
     if not isinstance(tool, Tool):
+        missing = ", ".join(m for m in tool_members() if not hasattr(tool, m))
         raise PluginError(
             f"plugin {component.plugin!r}: tool type {kind!r} built a {type(tool).__name__}, "
-            "which lacks methods of deckhand.protocols.Tool"
+            f"which lacks {missing} (members of deckhand.protocols.Tool)"
         )
     return tool
+
+
+def tool_members() -> list[str]:
+    """The methods and attributes :class:`deckhand.protocols.Tool` requires, in the order it declares them."""
+    names = [*getattr(Tool, "__annotations__", {}), *vars(Tool)]
+    return list(dict.fromkeys(n for n in names if not n.startswith("_")))
