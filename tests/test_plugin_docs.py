@@ -430,3 +430,87 @@ def test_store_kit_examples(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed is not None and int(passed.group(1)) >= 6, run.stdout[-2000:]
+
+
+# -- contracts the pages state ---------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """A :class:`deckhand.ingest.pipeline.Progress` that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, int]] = []
+        self.advanced = 0
+
+    def stage(self, name: str, total: int) -> None:
+        self.stages.append((name, total))
+
+    def advance(self, n: int = 1) -> None:
+        self.advanced += n
+
+
+def _notes_tool(root: Path, **entry: Any) -> Any:
+    (root / "notes").mkdir(exist_ok=True)
+    for name, text in NOTES.items():
+        (root / "notes" / name).write_text(text, encoding="utf-8")
+    agent = root / "agent.yaml"
+    agent.write_text(yaml.safe_dump({"tools": [{"type": "vectorstore", "name": "kb", "source": "notes/", **entry}]}))
+    return load_agent_config(agent).tools[0]
+
+
+def test_tool_factory_progress_and_the_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The factory's typed ``progress`` follows the ingestion as plugins.md says; the default store is
+    the persistent sqlite store, as core/README.md says."""
+    import inspect
+
+    from deckhand.tools import ToolFactory
+
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    parameters = inspect.signature(ToolFactory.__call__).parameters
+    assert list(parameters)[1:] == ["config", "base_dir", "registry", "progress"]
+    assert "progress: deckhand.ingest.pipeline.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
+    recorder = Recorder()
+    tool = build_tool(_notes_tool(tmp_path), base_dir=tmp_path, progress=recorder)
+    tool.initialize_sync()
+    tool.close()
+    assert ("files", len(NOTES)) in recorder.stages and recorder.advanced >= len(NOTES)
+    assert tool.provider == "sqlite" and list((tmp_path / "home" / "index").glob("*.sqlite"))
+    readme = (ROOT / "core" / "README.md").read_text(encoding="utf-8")
+    assert "the persistent `sqlite` store" in readme and "defaults (the in-memory store" not in readme
+
+
+def test_verify_integrity_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """writing-a-store-plugin.md: ``verify_integrity()`` runs before ``open()`` at every ingest and with
+    ``--force-ingest``, never for a search-only open; an ``IndexCorruptError`` stops the run, and with
+    ``force_ingest`` the store is dropped, opened again and everything ingested."""
+    from deckhand.errors import IndexCorruptError
+    from deckhand.stores.sqlite import SQLiteStore
+
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    calls: list[str] = []
+    damaged = False
+
+    def verify(store: SQLiteStore) -> None:
+        calls.append("verify")
+        if damaged:
+            raise IndexCorruptError("index file is damaged; run again with --force-ingest", str(store.path))
+
+    monkeypatch.setattr(SQLiteStore, "verify_integrity", verify)
+    config = _notes_tool(tmp_path)
+    tool = build_tool(config, base_dir=tmp_path)
+    tool.initialize_sync()
+    tool.close()
+    assert calls == ["verify"]
+    reader = build_tool(config, base_dir=tmp_path)
+    reader.open_sync()  # a process that only searches
+    reader.close()
+    assert calls == ["verify"]
+    damaged = True
+    with pytest.raises(IndexCorruptError, match="--force-ingest"):
+        build_tool(config, base_dir=tmp_path).initialize_sync()
+    rebuilt = build_tool(config, base_dir=tmp_path)
+    report = rebuilt.initialize_sync(force_ingest=True)
+    rebuilt.close()
+    assert len(report.ingested) == len(NOTES)
+    text = STORE_MD.read_text(encoding="utf-8")
+    assert "`verify_integrity() -> None`" in text and "before `open()` at the start of every ingestion" in text
