@@ -91,12 +91,42 @@ def test_chunker_by_name_or_mapping(tmp_path: Path, registry: PluginRegistry) ->
     config = _load(tmp_path, VECTORSTORE + "    chunker: {name: paragraph, min_words: 5}\n", registry).tools[0]
     assert config.chunker.name == "paragraph" and config.chunker.options == {"min_words": 5}
     assert config.chunker_component(registry)[1] == {"min_words": 5}
-    # a tool-level size setting goes only to a chunker that declares it
-    config = _load(tmp_path, VECTORSTORE + "    chunk_size: 128\n    chunker: plain\n", registry).tools[0]
+    # a tool-level size setting goes only to a chunker that declares it; written for another, it is an error
+    assert _error(tmp_path, VECTORSTORE + "    chunk_size: 128\n    chunker: plain\n", registry) == (
+        "tools[0].chunk_size: chunker 'plain' has no option chunk_size (it takes no options), so this setting "
+        "would be ignored; remove it, or choose a chunker that takes it"
+    )
+    config = _load(tmp_path, VECTORSTORE + "    chunker: plain\n", registry).tools[0]  # defaults are not "written"
     assert config.chunker_component(registry)[1] == {}
     # the structure chunker on a vectorstore tool: chunk_size is its max_chunk_tokens
     config = _load(tmp_path, VECTORSTORE + "    chunk_size: 128\n    chunker: structure\n").tools[0]
     assert config.chunker_component(get_registry())[1] == {"max_chunk_tokens": 128, "chunk_overlap": 0}
+
+
+def test_tool_level_chunker_settings_are_never_dropped(tmp_path: Path, registry: PluginRegistry) -> None:
+    """chunk_size, chunk_overlap and max_chunk_tokens written on the tool reach the chunker or are an error
+    naming the setting and the chunker; the size/overlap check runs only for chunkers that take both."""
+    assert _error(tmp_path, VECTORSTORE + "    chunk_overlap: 10\n    chunker: paragraph\n", registry) == (
+        "tools[0].chunk_overlap: chunker 'paragraph' has no option chunk_overlap (it accepts min_words), so this "
+        "setting would be ignored; remove it, or choose a chunker that takes it"
+    )
+    assert _error(tmp_path, HIERARCHICAL + "    max_chunk_tokens: 300\n    chunker: token\n") == (
+        "tools[0].max_chunk_tokens: chunker 'token' has no option max_chunk_tokens (it accepts chunk_size, "
+        "chunk_overlap), so this setting would be ignored; remove it, or choose a chunker that takes it"
+    )
+    # the token chunker's overlap rule is not applied to a chunker without overlap ...
+    message = _error(tmp_path, VECTORSTORE + "    chunk_size: 32\n    chunker: paragraph\n", registry)
+    assert message.startswith("tools[0].chunk_size: chunker 'paragraph' has no option chunk_size"), message
+    # ... nor the structure chunker's rule (overlap < max_chunk_tokens) to the token chunker, which checks its own
+    assert _error(tmp_path, HIERARCHICAL + "    chunk_overlap: 800\n    chunker: token\n") == (
+        "tools[0].chunker: chunk_overlap (800) must be smaller than chunk_size (512)"
+    )
+    config = _load(tmp_path, HIERARCHICAL + "    chunk_overlap: 32\n    chunker: token\n").tools[0]
+    assert config.chunker_component(get_registry())[1] == {"chunk_size": 512, "chunk_overlap": 32}
+    # for chunkers that take both, the tool-level rule stands
+    assert _error(tmp_path, VECTORSTORE + "    chunk_size: 100\n    chunk_overlap: 100\n    chunker: structure\n") == (
+        "tools[0]: chunk_overlap (100) must be smaller than chunk_size (100)"
+    )
 
 
 @pytest.mark.parametrize(

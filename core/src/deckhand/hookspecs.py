@@ -151,11 +151,13 @@ def register_memory_backends(register: Register) -> None:
 
 @hookspec
 def register_tools(register: Register) -> None:
-    """Register tool types: ``factory(config, *, base_dir, registry, progress) -> Tool``.
+    """Register tool types: ``factory(config, *, base_dir, registry, progress) -> Tool`` (``ToolFactory``).
 
     ``name`` is the ``type:`` value of a ``tools:`` entry in ``agent.yaml``. ``options`` is
     required: the pydantic model of the whole entry, a subclass of
     :class:`deckhand.config.base.ToolConfigBase` (or ``SourceToolConfig`` for tools that
     ingest a source) whose ``type`` field is ``Literal["<name>"]``. The factory (usually the
-    tool class) receives the validated model and returns a :class:`deckhand.protocols.Tool`.
+    tool class) receives the validated model, ``base_dir`` (agent.yaml's directory),
+    ``registry`` and ``progress`` (a :class:`deckhand.ingest.pipeline.Progress` following the
+    ingestion, or ``None``) and returns a :class:`deckhand.protocols.Tool`.
     """

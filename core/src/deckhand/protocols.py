@@ -86,7 +86,14 @@ class Embedder(Protocol):
 
 
 class Chunker(Protocol):
-    """Splits a document into chunks.
+    """Splits a document into chunks, numbered from 0 in document order.
+
+    **Positions.** Results show where a chunk is (``docs/guide.md:42``) only if the chunker says
+    where it starts: put ``start_char`` (the offset of the chunk's first character in
+    ``document.text``) and, optionally, ``end_char`` (one past its last) in each
+    :class:`~deckhand.types.Chunk`'s ``metadata``. For a file its loader returns verbatim
+    (``Loader.verbatim``) the pipeline turns them into ``start_line``/``end_line``
+    (:mod:`deckhand.ingest.lines`); a chunk without ``start_char`` is shown without a line.
 
     Optional: ``iter_chunks(document) -> Iterator[Chunk]``, the same chunks one by one (the token
     chunker has it); the pipeline then embeds a huge file's first chunks while the rest are cut.
@@ -173,6 +180,18 @@ class VectorStore(Protocol):
     **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
     supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
     A store declaring :attr:`StoreCapability.FILTERS` also takes ``where=`` in :meth:`search`.
+
+    **Damaged storage.** A store that can tell its storage is damaged (a file with a bad page)
+    raises :class:`deckhand.errors.IndexCorruptError` (a ``StoreError`` carrying the path) from
+    :meth:`open` or any later call, with a one-line message; deckhand then stops, unless the
+    run has ``--force-ingest``: it calls :meth:`drop`, which must set the damaged storage aside
+    (rename it, never fail on the damage), then :meth:`open` again and ingests everything.
+    Optional: ``verify_integrity() -> None``, a whole check that returns ``None`` when the
+    storage is sound and raises ``IndexCorruptError`` when it is not. deckhand calls it (where
+    the store has it) before :meth:`open` at the start of every ingest (``initialize``, so an
+    ingest never writes into, and reports success on, a damaged index) and with
+    ``--force-ingest``; never before a search-only open. It may be slow (it reads the storage),
+    so a store may check once per connection.
     """
 
     @property
@@ -512,7 +531,19 @@ class Tool(Protocol):
         ...
 
     def function_definition(self) -> dict[str, Any]:
-        """The OpenAI-style function definition agents are given for the tool."""
+        """The function agents are given for the tool, as ``{"name", "description", "parameters"}``.
+
+        Exactly: ``name`` is ``config.name``; ``description`` is text; ``parameters`` is a JSON
+        Schema object (``{"type": "object", "properties": {...}, "required": ["query", ...]}``)
+        describing the arguments of :meth:`search_results`: ``query`` (required), and ``filter``
+        and ``top_k`` where the tool takes them: deckhand passes a search nothing else.
+        :func:`deckhand.tools.results.function_definition` builds the standard one. The MCP
+        server and the Semantic Kernel plugin derive each search's input schema from
+        ``parameters``, so a tool may describe its own arguments (a query that is a regular
+        expression). OpenAI's wrapped form ``{"type": "function", "function": {...}}`` is
+        accepted and unwrapped; anything else is a :class:`deckhand.errors.PluginError` naming
+        the tool (:func:`deckhand.tools.results.tool_function` checks it).
+        """
         ...
 
     def close(self) -> None:

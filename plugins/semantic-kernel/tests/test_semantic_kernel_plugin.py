@@ -174,3 +174,21 @@ async def test_plugin_over_an_existing_toolbox(agent: Path) -> None:
         assert listing is not None and str(listing.value).startswith("docs (vectorstore): ")
     finally:
         toolbox.close()
+
+
+def test_a_tools_own_parameters_reach_the_kernel(agent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's function definition sets its kernel function's parameters: its own query, no filter if it lists none."""
+    regex = {"type": "string", "format": "regex", "description": "A regular expression matched against the docs"}
+    toolbox = Toolbox.from_config(agent)
+    try:
+        tool = toolbox.tool("docs")
+        own = tool.function_definition()
+        own["parameters"]["properties"] = {"query": regex}
+        monkeypatch.setattr(tool, "function_definition", lambda: own)
+        plugin = plugin_from_toolbox(toolbox)
+        function = kernel_function_metadata_to_function_call_format(plugin.functions["docs"].metadata)["function"]
+    finally:
+        toolbox.close()
+    assert function["parameters"]["properties"]["query"] == regex
+    assert set(function["parameters"]["properties"]) == {"query", "top_k"}
+    assert function["parameters"]["required"] == ["query"]

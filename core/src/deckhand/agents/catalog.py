@@ -8,6 +8,7 @@ memory is configured, and two housekeeping calls.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from deckhand.agents.calls import (
 )
 from deckhand.agents.reading import SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
+from deckhand.tools.results import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
 Outcome = tuple[str, Output]
@@ -72,12 +74,28 @@ class Operation:
         return self.handler(self.parse(arguments), listener)
 
 
-def _search_schema(tool: Any) -> dict[str, Any]:
+def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+    """The search call's input schema, derived from the tool's own ``parameters`` (its function definition).
+
+    A property the tool describes in deckhand's standard words (:func:`deckhand.tools.results.function_definition`)
+    is shown in this call's fuller wording; one it describes itself (a query that is a regular expression) is
+    shown as the tool wrote it. ``top_k`` is always offered; ``filter`` only when the tool lists it.
+    """
     schema = json_schema(SearchArguments)
-    default = getattr(tool.config, "top_k", None)
-    if default is not None:
-        schema["properties"]["top_k"]["default"] = default
-        schema["properties"]["top_k"]["description"] = f"How many results to return (1-100); default {default}."
+    standard = function_definition("", "")["parameters"]["properties"]
+    own = parameters["properties"]
+    properties: dict[str, Any] = {}
+    for name, ours in schema["properties"].items():
+        if name in own:
+            properties[name] = ours if own[name] == standard.get(name) else copy.deepcopy(own[name])
+        elif name == "top_k":
+            default = getattr(tool.config, "top_k", None)
+            if default is not None:
+                ours["default"] = default
+                ours["description"] = f"How many results to return (1-100); default {default}."
+            properties[name] = ours
+    schema["properties"] = properties
+    schema["required"] = list(parameters["required"])
     return schema
 
 
@@ -87,6 +105,7 @@ def operations(toolbox: Toolbox) -> list[Operation]:
     reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:
         tool = toolbox.tool(name)
+        definition = tool_function(tool)  # a PluginError naming the tool if it cannot be presented
 
         def search(args: Any, listener: ProgressListener | None, _name: str = name) -> Outcome:
             text, found = toolbox.search(_name, args)
@@ -96,11 +115,11 @@ def operations(toolbox: Toolbox) -> list[Operation]:
             _op(
                 name,
                 f"Search {name}",
-                tool.function_definition()["description"],
+                definition["description"],
                 SearchArguments,
                 SearchOutput,
                 search,
-                input_schema=_search_schema(tool),
+                input_schema=_search_schema(tool, definition["parameters"]),
             )
         )
     if toolbox.memory is not None:

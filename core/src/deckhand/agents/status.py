@@ -9,6 +9,7 @@ from pathlib import Path
 
 from deckhand.agents.calls import MemoryStatus, ToolStatus
 from deckhand.agents.slots import Slot
+from deckhand.tools.results import tool_function
 
 
 def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatus:
@@ -34,7 +35,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
     return ToolStatus(
         name=name,
         type=str(getattr(tool.config, "type", "")),
-        description=tool.function_definition()["description"],
+        description=tool_function(tool)["description"],
         source=str(source),
         state=state,
         provider=getattr(tool, "provider", None),

@@ -26,6 +26,7 @@ from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
+from deckhand.tools.results import refuse_filter, takes_filter
 
 log = logging.getLogger("deckhand")
 
@@ -219,6 +220,9 @@ def search_cmd() -> click.Command:
             extra = {"filter": parse_expressions(filters)} if filters else {}  # a typo fails before any ingestion
             config = load_config(config_path)
             tools = build_tools(config, config_path, tool_names)
+            refused = next((t for t in tools if extra and not takes_filter(t)), None)
+            if refused is not None:  # one line before any ingestion, not a TypeError from the tool's search
+                raise refuse_filter(refused)
             initialize_tools(tools, force_ingest, quiet, refresh=refresh)
             if as_json:
                 payload = {

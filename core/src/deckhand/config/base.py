@@ -13,6 +13,7 @@ from deckhand.config.options import (
     ComponentChoice,
     ModelChoice,
     Shorthand,
+    accepted_keys,
     choice_field,
     embedder_options,
     error,
@@ -209,8 +210,16 @@ class SourceToolConfig(ToolConfigBase):
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""
 
+    def check_chunker_settings(self, takes: set[str]) -> None:
+        """Rules between the tool-level chunker settings (:attr:`chunker_shorthands`), run only with the
+        options the configured chunker declares (``takes``: e.g. an overlap check only for a chunker
+        that takes ``chunk_overlap``); raise ValueError with a message naming them."""
+
     def check_components(self, registry: PluginRegistry, context: Any) -> None:
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
+        chunker = registry.find("chunker", self.chunker.name)
+        if chunker is not None:
+            self.check_chunker_settings(accepted_keys(chunker.options) if chunker.options is not None else set())
         self.chunker_component(registry, context=context)
         self.reranker_component(registry, context=context)
         self.embedder_options(registry, context=context)
@@ -236,7 +245,13 @@ class SourceToolConfig(ToolConfigBase):
     def chunker_component(self, registry: PluginRegistry, *, context: Any = None) -> tuple[Component, dict[str, Any]]:
         """The chunker and the keyword options its factory gets (besides ``tokenizer``)."""
         return resolve_choice(
-            registry, "chunker", self.chunker, ("chunker",), self.shorthands(self.chunker_shorthands), context=context
+            registry,
+            "chunker",
+            self.chunker,
+            ("chunker",),
+            self.shorthands(self.chunker_shorthands),
+            context=context,
+            refuse_unused=True,
         )
 
     def reranker_component(

@@ -127,11 +127,13 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
             data = {**data, "contextual_embeddings": {"enabled": data["contextual_embeddings"]}}
         return data
 
-    def check(self) -> None:
-        if self.chunk_overlap >= self.max_chunk_tokens:
+    def check_chunker_settings(self, takes: set[str]) -> None:
+        if {"max_chunk_tokens", "chunk_overlap"} <= takes and self.chunk_overlap >= self.max_chunk_tokens:
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than max_chunk_tokens ({self.max_chunk_tokens})"
             )
+
+    def check(self) -> None:
         if self.search_mode is SearchMode.HYBRID and not any(self.weights.values()):
             raise ValueError(
                 "semantic_weight, keyword_weight and exact_weight are all 0; hybrid search needs at least one "

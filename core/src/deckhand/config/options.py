@@ -320,18 +320,34 @@ def resolve_choice(
     shorthands: Mapping[str, Shorthand] | None = None,
     *,
     context: Any = None,
+    refuse_unused: bool = False,
 ) -> tuple[Component, dict[str, Any]]:
     """The component ``choice`` names and the keyword options its factory gets, validated.
 
     ``shorthands`` are tool-level settings passed on when the user wrote them and the component's
-    options model declares a field of that name; writing one in both places is an error.
+    options model declares a field of that name; writing one in both places is an error. With
+    ``refuse_unused``, a written one the component does not declare is an error too (else it
+    would be dropped without a word).
     """
     component = resolve_component(registry, kind, choice.name, loc)
     options = dict(choice.options)
     declared = accepted_keys(component.options) if component.options is not None else set()
     problems = []
     for option, short in (shorthands or {}).items():
-        if option not in declared or not short.written:
+        if not short.written:
+            continue
+        if option not in declared:
+            if refuse_unused:
+                fields = list(component.options.model_fields) if component.options is not None else []
+                takes = f"it accepts {', '.join(fields)}" if fields else "it takes no options"
+                problems.append(
+                    error(
+                        (short.field,),
+                        f"{component.label()} has no option {option} ({takes}), so this setting would be "
+                        f"ignored; remove it, or choose a {kind.replace('_', ' ')} that takes it",
+                        short.value,
+                    )
+                )
             continue
         if option in options:
             problems.append(

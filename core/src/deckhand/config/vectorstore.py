@@ -24,8 +24,8 @@ class VectorStoreToolConfig(SourceToolConfig):
         "chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}; default token."
     )
 
-    def check(self) -> None:
-        if self.chunk_overlap >= self.chunk_size:
+    def check_chunker_settings(self, takes: set[str]) -> None:
+        if {"chunk_size", "chunk_overlap"} <= takes and self.chunk_overlap >= self.chunk_size:
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
             )

@@ -8,7 +8,7 @@ source share :class:`deckhand.tools.base.SourceTool`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from deckhand.errors import ConfigError, PluginError
 from deckhand.plugins import PluginRegistry, get_registry
@@ -17,7 +17,27 @@ from deckhand.protocols import Tool
 if TYPE_CHECKING:
     from deckhand.ingest.pipeline import Progress
 
-__all__ = ["Tool", "build_tool"]
+__all__ = ["Tool", "ToolFactory", "build_tool"]
+
+
+class ToolFactory(Protocol):
+    """What ``register_tools`` registers (usually the tool class itself), as :func:`build_tool` calls it.
+
+    ``config`` is the validated ``tools:`` entry (an instance of the model registered as
+    ``options=``); ``base_dir`` agent.yaml's directory (relative paths resolve against it);
+    ``registry`` the plugins to find the entry's chunker, embedder and store in; ``progress``
+    who follows the ingestion (:class:`deckhand.ingest.pipeline.Progress`: ``stage(name, total)``
+    and ``advance(n)``, optionally ``status(IngestStatus)`` and ``note(text)``), or ``None``.
+    """
+
+    def __call__(
+        self,
+        config: Any,
+        *,
+        base_dir: str | Path | None,
+        registry: PluginRegistry,
+        progress: Progress | None,
+    ) -> Tool: ...
 
 
 def build_tool(
@@ -34,10 +54,18 @@ def build_tool(
     if component is None:
         available = ", ".join(c.name for c in registry.list("tool")) or "none"
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
-    tool = component.factory(config, base_dir=base_dir, registry=registry, progress=progress)
+    factory: ToolFactory = component.factory
+    tool = factory(config, base_dir=base_dir, registry=registry, progress=progress)
     if not isinstance(tool, Tool):
+        missing = ", ".join(m for m in tool_members() if not hasattr(tool, m))
         raise PluginError(
             f"plugin {component.plugin!r}: tool type {kind!r} built a {type(tool).__name__}, "
-            "which lacks methods of deckhand.protocols.Tool"
+            f"which lacks {missing} (members of deckhand.protocols.Tool)"
         )
     return tool
+
+
+def tool_members() -> list[str]:
+    """The methods and attributes :class:`deckhand.protocols.Tool` requires, in the order it declares them."""
+    names = [*getattr(Tool, "__annotations__", {}), *vars(Tool)]
+    return list(dict.fromkeys(n for n in names if not n.startswith("_")))

@@ -42,7 +42,7 @@ from deckhand.protocols import Chunker, Reranker, SideIndexStorage, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
-from deckhand.tools.results import SearchResult, format_results, function_definition
+from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Vector
 
 T = TypeVar("T")
@@ -355,7 +355,7 @@ class SourceTool:
 
     def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
         """Blocking form of :meth:`search`; ``top_k`` overrides the configured count, ``filter`` restricts it."""
-        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}  # subclasses may predate filters
+        extra = self._filter_argument(filter)  # subclasses may predate filters
         results = self.search_results_sync(query, top_k, **extra)
         if results:
             return self.format_results(results)
@@ -365,8 +365,16 @@ class SourceTool:
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
         """Structured results for programs."""
-        extra: dict[str, Any] = {"filter": filter} if filter is not None else {}
+        extra = self._filter_argument(filter)
         return await asyncio.to_thread(lambda: self.search_results_sync(query, top_k, **extra))
+
+    def _filter_argument(self, filter: FilterInput) -> dict[str, Any]:
+        """``{"filter": filter}`` when one is given; a one-line FilterError if this tool's search takes none."""
+        if filter is None:
+            return {}
+        if not takes_filter(self):
+            raise refuse_filter(self)
+        return {"filter": filter}
 
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
@@ -421,8 +429,10 @@ class SourceTool:
         return f"Search {self.config.source}"
 
     def function_definition(self) -> dict[str, Any]:
-        """The OpenAI-style function definition agents are given for this tool."""
-        return function_definition(self.config.name, self.config.description or self.default_description())
+        """The function definition agents are given for this tool: ``{"name", "description", "parameters"}``
+        (``filter`` among the parameters only when :meth:`search_results_sync` takes one)."""
+        description = self.config.description or self.default_description()
+        return function_definition(self.config.name, description, takes_filter=takes_filter(self))
 
     def ready_store(self, query: str) -> VectorStore:
         """The store, once initialised and given a non-empty query; else a clear error."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
+from deckhand.errors import FilterError, PluginError
 from deckhand.filters.spec import SearchFilter
 from deckhand.printable import printable
 from deckhand.schemas import json_schema
@@ -12,28 +15,114 @@ from deckhand.types import SearchResult
 __all__ = ["SearchResult", "format_results", "function_definition"]
 
 
-def function_definition(name: str, description: str) -> dict[str, Any]:
-    """The OpenAI-style function definition of a search tool (the contract's tool-call JSON).
+#: What deckhand passes a tool's search: the names a tool's ``function_definition`` parameters may describe.
+SEARCH_ARGUMENTS = ("query", "top_k", "filter")
 
-    ``filter`` is optional: the same :class:`deckhand.filters.SearchFilter` the MCP tools take.
-    """
-    filter_schema = json_schema(SearchFilter)
-    filter_schema["description"] = (
+
+def query_parameter() -> dict[str, Any]:
+    """The standard ``query`` parameter (the contract's wording)."""
+    return {"type": "string", "description": "Natural language search query"}
+
+
+def filter_parameter() -> dict[str, Any]:
+    """The standard ``filter`` parameter: the same :class:`deckhand.filters.SearchFilter` the MCP tools take."""
+    schema = json_schema(SearchFilter)
+    schema["description"] = (
         "Optional: only chunks that pass every part given (path glob relative to the source, file type, "
         "document fields such as front matter)."
     )
+    return schema
+
+
+def function_definition(name: str, description: str, *, takes_filter: bool = True) -> dict[str, Any]:
+    """The function definition of a search tool (the contract's tool-call JSON), in the unwrapped form
+    ``{"name", "description", "parameters"}`` that :meth:`deckhand.protocols.Tool.function_definition` returns.
+
+    ``filter`` is optional (left out with ``takes_filter=False``, for a search that takes none).
+    """
+    properties: dict[str, Any] = {"query": query_parameter()}
+    if takes_filter:
+        properties["filter"] = filter_parameter()
     return {
         "name": name,
         "description": description,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Natural language search query"},
-                "filter": filter_schema,
-            },
-            "required": ["query"],
-        },
+        "parameters": {"type": "object", "properties": properties, "required": ["query"]},
     }
+
+
+def takes_filter(tool: Any) -> bool:
+    """Whether ``tool``'s ``search_results_sync`` accepts ``filter=`` (a plugin's search may predate filters)."""
+    try:
+        parameters = inspect.signature(tool.search_results_sync).parameters
+    except (TypeError, ValueError):
+        return True  # cannot tell (a builtin or C method): let the call say
+    return "filter" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def refuse_filter(tool: Any) -> FilterError:
+    """The one-line error for a filtered search of a tool whose search takes no filter."""
+    config = tool.config
+    return FilterError(
+        f"tool {getattr(config, 'name', '?')!r}: tool type {getattr(config, 'type', '?')!r} takes no filter "
+        f"({type(tool).__name__}.search_results_sync has no filter parameter); search without a filter"
+    )
+
+
+def tool_function(tool: Any) -> dict[str, Any]:
+    """``tool.function_definition()`` checked, in the unwrapped form ``{"name", "description", "parameters"}``.
+
+    OpenAI's wrapped form ``{"type": "function", "function": {...}}`` (Chat Completions) and the flat form
+    with ``"type": "function"`` (Responses) are unwrapped: both say the same thing. Missing or empty
+    ``parameters`` mean the standard ones (``query`` and ``filter``). Anything else that deckhand could
+    not present faithfully is a :class:`deckhand.errors.PluginError` naming the tool and its type: a
+    ``name`` other than the configured one, a description that is no text, ``parameters`` that are not
+    an object schema with a ``query`` property, or a property deckhand never passes to a search (only
+    ``query``, ``top_k`` and ``filter`` reach it).
+    """
+    config = tool.config
+    name = str(getattr(config, "name", ""))
+    where = f"tool {name!r} (type {getattr(config, 'type', '?')!r}, {type(tool).__name__}).function_definition()"
+
+    def bad(problem: str) -> PluginError:
+        return PluginError(f"{where}: {problem}")
+
+    raw = tool.function_definition()
+    if not isinstance(raw, Mapping):
+        raise bad(f"returned a {type(raw).__name__}, not a mapping {{name, description, parameters}}")
+    found = dict(raw)
+    if found.get("type") == "function":
+        inner = found.get("function")
+        if isinstance(inner, Mapping):
+            found = dict(inner)  # OpenAI's wrapped form
+        else:
+            found.pop("type")  # the flat form of OpenAI's Responses API
+    unknown = sorted(set(found) - {"name", "description", "parameters", "strict"})
+    if unknown:
+        raise bad(f"unknown key(s) {', '.join(map(repr, unknown))} (expected name, description, parameters)")
+    if found.get("name", name) != name:
+        raise bad(f"name is {found.get('name')!r}, but the tool is configured as {name!r}; return config.name")
+    description = found.get("description")
+    if not isinstance(description, str):
+        raise bad("description is missing or not text")
+    parameters = found.get("parameters") or None
+    if parameters is None:
+        return {"name": name, "description": description, "parameters": function_definition(name, "")["parameters"]}
+    if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+        raise bad('parameters must be a JSON Schema of type "object" (or left out for the standard ones)')
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping) or not isinstance(properties.get("query"), Mapping):
+        raise bad("parameters.properties must describe the query (a mapping under 'query')")
+    extra = [p for p in properties if p not in SEARCH_ARGUMENTS]
+    if extra:
+        raise bad(
+            f"parameters.properties.{extra[0]}: deckhand passes a tool's search only query, top_k and filter; "
+            "describe those, or read other settings from the tool's configuration"
+        )
+    required = parameters.get("required", ["query"])
+    if not isinstance(required, list) or "query" not in required:
+        raise bad("parameters.required must list 'query'")
+    checked = {"type": "object", **parameters, "properties": dict(properties), "required": list(required)}
+    return {"name": name, "description": description, "parameters": checked}
 
 
 def format_results(results: list[SearchResult]) -> str:

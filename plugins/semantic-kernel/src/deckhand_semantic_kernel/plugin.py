@@ -65,6 +65,8 @@ def kernel_method(op: Operation) -> Any:
     required = set(op.input_schema.get("required", []))
     parameters = []
     for name, field in op.arguments.model_fields.items():
+        if name not in properties:
+            continue  # an argument the tool does not offer (a search without filter)
         schema = dict(properties[name])
         # Semantic Kernel reads a string as the description and a dict's keys as parameter metadata;
         # schema_data is the JSON Schema it sends to the model, so it is the catalog's, unchanged.

@@ -1,0 +1,516 @@
+"""Every code example of docs/plugins.md and docs/writing-a-store-plugin.md runs, read from the markdown.
+
+The examples are taken from the documents as they are (never copied here), so a document cannot
+drift from what deckhand does: the plugin examples of plugins.md (chunker, keyword strategy,
+reranker, tool type) are assembled into one plugin module and selected from the YAML the page
+shows, searched with ``deckhand search`` (``--filter`` included) and through the MCP server; the
+store page's registration module, entry point and kit classes run against a store installed as
+a distribution (a ``.dist-info`` on ``PYTHONPATH``). A test also fails when a page gains an example
+no test runs, and when the page's list of ``SourceToolConfig`` fields or ``Tool`` members is not
+the code's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from deckhand.cli.main import cli
+from deckhand.config import load_agent_config
+from deckhand.config.base import SourceToolConfig, ToolConfigBase
+from deckhand.errors import ConfigError, FilterError, PluginError
+from deckhand.hookspecs import hookimpl
+from deckhand.plugins import PluginRegistry, get_registry, reset_registry
+from deckhand.protocols import StoreCapability, store_capabilities
+from deckhand.tools import build_tool, tool_members
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS_MD = ROOT / "docs" / "plugins.md"
+STORE_MD = ROOT / "docs" / "writing-a-store-plugin.md"
+
+#: One marker per example: the test that runs the block holding it. Every block must hold one.
+PLUGINS_EXAMPLES = {
+    "python": {
+        'register(\n    "name",': "test_register_signature_compiles",
+        "class LinesChunker": "test_plugin_examples_search_and_filter",
+        "class SubstringIndex": "test_plugin_examples_search_and_filter",
+        "class OverlapReranker": "test_plugin_examples_search_and_filter",
+        "class NotesLookupTool": "test_plugin_examples_search_and_filter",
+        "class PatternLookupTool": "test_own_parameters_reach_mcp",
+        'register(\n    "acme",': "test_store_options_example",
+        "from deckhand.tools import build_tool": "test_from_python_example",
+    },
+    "yaml": {
+        "chunker: {name: lines": "test_plugin_examples_search_and_filter",
+        "keyword_strategy: {name: substring": "test_plugin_examples_search_and_filter",
+        "reranker: {name: overlap": "test_plugin_examples_search_and_filter",
+        "type: notes_lookup": "test_plugin_examples_search_and_filter",
+    },
+    "toml": {'[project.entry-points.deckhand]\nlines = "deckhand_lines"': "test_pyproject_examples"},
+}
+STORE_EXAMPLES = {
+    "python": {
+        "class MyStore:": "test_capabilities_example",
+        "def register_stores": "test_store_kit_examples",
+        "class TestMyStoreConformance": "test_store_kit_examples",
+        "class TestMyStoreTools": "test_store_kit_examples",
+    },
+    "toml": {'mystore = "deckhand_mystore.plugin"': "test_pyproject_examples"},
+}
+
+NOTES = {
+    "tides.md": "---\nharbour: north\nyear: 2021\n---\n# Tides\n\nHigh tide at the north pier is at noon.\n\n"
+    "Low tide uncovers the rocks by the lighthouse.\n",
+    "gear.md": "# Gear\n\nBring a rope and a lantern.\n\nWear boots on the slipway.\n",
+    "birds.md": "---\nharbour: south\nyear: 2019\n---\n# Birds\n\nGulls nest on the south breakwater.\n",
+}
+
+
+def blocks(path: Path, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", path.read_text(encoding="utf-8"), re.S | re.M)
+
+
+def block(path: Path, lang: str, marker: str) -> str:
+    found = [b for b in blocks(path, lang) if marker in b]
+    assert len(found) == 1, f"{path.name}: {len(found)} {lang} blocks hold {marker!r}"
+    return found[0]
+
+
+@pytest.mark.parametrize(("path", "examples"), [(PLUGINS_MD, PLUGINS_EXAMPLES), (STORE_MD, STORE_EXAMPLES)])
+def test_every_example_is_run(path: Path, examples: dict[str, dict[str, str]]) -> None:
+    """A block no test claims fails here: add it to the markers and run it."""
+    for lang in ("python", "yaml", "toml"):
+        for code in blocks(path, lang):
+            claimed = [m for m in examples.get(lang, {}) if m in code]
+            assert len(claimed) == 1, f"{path.name}: no test (or several) runs this {lang} block:\n{code}"
+        for marker in examples.get(lang, {}):
+            block(path, lang, marker)
+
+
+# -- plugins.md ------------------------------------------------------------------------------------------------------
+
+
+def _plugin_source() -> str:
+    """The page's chunker, keyword strategy, reranker and tool type, as one plugin module."""
+    parts = ["class LinesChunker", "class SubstringIndex", "class OverlapReranker", "class NotesLookupTool"]
+    return "\n\n".join(block(PLUGINS_MD, "python", p) for p in parts)
+
+
+def _import(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _agent_yaml() -> str:
+    """One agent.yaml of the page's YAML: the chunker's and the tool type's entries, and a hierarchical
+    tool with the keyword strategy and reranker fragments."""
+    tools = []
+    for marker in ("chunker: {name: lines", "type: notes_lookup"):
+        tools += yaml.safe_load(block(PLUGINS_MD, "yaml", marker))["tools"]
+    fragments = "".join(
+        block(PLUGINS_MD, "yaml", m) for m in ("keyword_strategy: {name: substring", "reranker: {name: overlap")
+    )
+    hierarchical = "tools:\n  - type: hierarchical_document\n    name: act\n    source: notes/\n" + fragments
+    tools += yaml.safe_load(hierarchical)["tools"]
+    return yaml.safe_dump({"name": "docs-example", "tools": tools}, sort_keys=False)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
+    """A project using the page's plugin (registered in the process-wide registry, as if installed)."""
+    root = tmp_path_factory.mktemp("docs-plugin")
+    (root / "docs_example_plugin.py").write_text(_plugin_source(), encoding="utf-8")
+    module = _import(root / "docs_example_plugin.py", "docs_example_plugin")
+    notes = root / "notes"
+    notes.mkdir()
+    for name, text in NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    (root / "agent.yaml").write_text(_agent_yaml(), encoding="utf-8")
+    old_home = os.environ.pop("DECKHAND_HOME", None)
+    reset_registry()
+    get_registry().register_plugin(module, "docs-example")
+    try:
+        yield root, module
+    finally:
+        reset_registry()
+        sys.modules.pop("docs_example_plugin", None)
+        if old_home is not None:
+            os.environ["DECKHAND_HOME"] = old_home
+
+
+def _search(root: Path, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["-q", "search", "--config", str(root / "agent.yaml"), *args])
+
+
+def test_plugin_examples_search_and_filter(project: tuple[Path, ModuleType]) -> None:
+    root, _ = project
+    config = load_agent_config(root / "agent.yaml")
+    assert [(t.name, t.type) for t in config.tools] == [
+        ("notes", "vectorstore"),
+        ("lookup", "notes_lookup"),
+        ("act", "hierarchical_document"),
+    ]
+    assert config.tools[2].reranker.name == "overlap" and config.tools[2].keyword_strategy.name == "substring"
+
+    found = _search(root, "when is high tide?", "--json", "-k", "1")
+    assert found.exit_code == 0, found.output
+    best = {name: results[0] for name, results in json.loads(found.output).items()}
+    assert all(r["source"] == "notes/tides.md" for r in best.values()), best
+    line = best["notes"]["metadata"]["start_line"]  # the lines chunker's start_char became path:line
+    assert NOTES["tides.md"].splitlines()[line - 1] == best["notes"]["content"].splitlines()[0], best["notes"]
+
+    filtered = _search(root, "when is high tide?", "--tool", "lookup", "--filter", "harbour=south")
+    assert filtered.exit_code == 0, filtered.output
+    lines = filtered.output.splitlines()
+    assert lines and all(re.match(r"Field note \d \(notes/birds\.md\): ", line) for line in lines), lines
+    assert "Gulls nest on the south breakwater." in filtered.output
+    text = _search(root, "rope", "--tool", "lookup", "--filter", "path:gear.md", "-k", "1")
+    assert text.exit_code == 0 and text.output.startswith("Field note 1 (notes/gear.md): "), text.output
+
+
+def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -> None:
+    """The page's tool before it took ``filter``: ``--filter`` is refused in one line, not a TypeError."""
+    root, module = project
+
+    class OldLookupConfig(module.NotesLookupConfig):  # type: ignore[name-defined,misc]
+        type: Literal["old_lookup"]  # type: ignore[assignment]
+
+    class OldLookupTool(module.NotesLookupTool):  # type: ignore[name-defined,misc]
+        def search_results_sync(self, query: str, top_k: int | None = None) -> Any:
+            return super().search_results_sync(query, top_k)
+
+    class OldPlugin:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register("old_lookup", OldLookupTool, options=OldLookupConfig)
+
+    get_registry().register_plugin(OldPlugin(), "old-example")
+    agent = root / "old.yaml"
+    agent.write_text("tools:\n  - {type: old_lookup, name: old, source: notes/}\n", encoding="utf-8")
+    args = ["-q", "search", "--config", str(agent), "tide", "--filter", "harbour=south"]
+    result = CliRunner().invoke(cli, args)
+    expected = (
+        "tool 'old': tool type 'old_lookup' takes no filter (OldLookupTool.search_results_sync has no filter "
+        "parameter); search without a filter"
+    )
+    assert result.exit_code == 3 and result.output.strip().endswith(expected), result.output
+    assert "Traceback" not in result.output
+    tool = build_tool(load_agent_config(agent).tools[0], base_dir=root)
+    assert "filter" not in tool.function_definition()["parameters"]["properties"]
+    with pytest.raises(FilterError, match=re.escape(expected)):
+        tool.search_text_sync("tide", filter=["harbour=south"])
+
+
+def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
+    """The page's PatternLookupTool: MCP's tools/list shows its query as it describes it, and a call answers."""
+    from deckhand.agents.toolbox import Toolbox
+    from deckhand.mcp.server import DeckhandMcpServer
+    from deckhand.testing.mcp_client import call, memory_session
+
+    root, module = project
+    namespace = vars(module)
+    exec(compile(block(PLUGINS_MD, "python", "class PatternLookupTool"), str(PLUGINS_MD), "exec"), namespace)
+    config = next(t for t in load_agent_config(root / "agent.yaml").tools if t.name == "lookup")
+    tool = namespace["PatternLookupTool"](config, base_dir=root, registry=get_registry(), progress=None)
+
+    async def listed_and_called() -> tuple[dict[str, Any], dict[str, Any]]:
+        box = Toolbox([tool])
+        app = DeckhandMcpServer(box)
+        async with memory_session(app.server) as session:
+            tools = {t.name: t.model_dump(by_alias=True) for t in (await session.list_tools()).tools}
+            answer = await call(session, "lookup", {"query": "high tide", "top_k": 1, "filter": {"path": "tides.md"}})
+        box.close()
+        return tools["lookup"], answer
+
+    listed, answer = asyncio.run(listed_and_called())
+    query = listed["inputSchema"]["properties"]["query"]
+    assert query["format"] == "regex" and query["description"].startswith("A regular expression")
+    assert listed["description"] == "Regex search of the notes"
+    assert set(listed["inputSchema"]["properties"]) == {"query", "top_k", "filter"}
+    assert answer["isError"] is False, answer["text"]
+    assert answer["text"].startswith("Field note 1 (notes/tides.md): "), answer["text"]
+
+
+def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = project
+    monkeypatch.chdir(root)
+    code = block(PLUGINS_MD, "python", "from deckhand.tools import build_tool")
+    body = "async def _example():\n" + textwrap.indent(code, "    ")
+    namespace: dict[str, Any] = {}
+    exec(compile(body, str(PLUGINS_MD), "exec"), namespace)
+    printed: list[str] = []
+    monkeypatch.setattr("builtins.print", lambda *a, **_: printed.append(" ".join(map(str, a))))
+    asyncio.run(namespace["_example"]())
+    assert printed and "tides.md" in printed[0] and "High tide" in printed[0], printed
+
+
+def test_register_signature_compiles() -> None:
+    """The page's summary of ``register`` is a signature, not a runnable call: it must at least parse."""
+    compile(block(PLUGINS_MD, "python", 'register(\n    "name",'), str(PLUGINS_MD), "exec")
+
+
+def test_store_options_example(tmp_path: Path) -> None:
+    """The page's ``url_schemes`` registration, inside a hook with a store of its own: the errors it promises."""
+    from deckhand.stores.inmemory import InMemoryStore
+    from pydantic import BaseModel, ConfigDict
+
+    class AcmeOptions(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        pool_size: int = 1
+
+    class AcmeStore(InMemoryStore):
+        @classmethod
+        def from_config(cls, config: Any, collection: str) -> AcmeStore:
+            return cls(collection)
+
+    source = "def register_stores(register):\n" + textwrap.indent(
+        block(PLUGINS_MD, "python", 'register(\n    "acme",'), "    "
+    )
+    namespace: dict[str, Any] = {"AcmeStore": AcmeStore, "AcmeOptions": AcmeOptions}
+    exec(compile(source, str(PLUGINS_MD), "exec"), namespace)
+    plugin = type("AcmePlugin", (), {"register_stores": staticmethod(hookimpl(namespace["register_stores"]))})
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(plugin(), "acme")
+    agent = tmp_path / "agent.yaml"
+    for database, message in (
+        ("{provider: acme, connection_string: 'http://h'}", "connection_string for provider 'acme' must start with "),
+        ("{provider: acme, connection_string: 'acme://h', options: {pool: 2}}", "database.options.pool: unknown"),
+    ):
+        agent.write_text(f"tools:\n  - {{type: vectorstore, name: kb, source: docs, database: {database}}}\n")
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_agent_config(agent, registry)
+    text = PLUGINS_MD.read_text(encoding="utf-8")
+    assert "`connection_string for provider 'acme' must start with acme:// or acmes://`" in text
+
+
+def test_pyproject_examples() -> None:
+    lines = tomllib.loads(block(PLUGINS_MD, "toml", '[project.entry-points.deckhand]\nlines = "deckhand_lines"'))
+    assert lines["project"]["entry-points"]["deckhand"] == {"lines": "deckhand_lines"}
+    assert "deckhand-ai>=0.1,<1" in lines["project"]["dependencies"]
+    mystore = tomllib.loads(block(STORE_MD, "toml", 'mystore = "deckhand_mystore.plugin"'))
+    assert mystore["project"]["entry-points"]["deckhand"] == {"mystore": "deckhand_mystore.plugin"}
+
+
+def test_source_tool_config_fields_are_listed() -> None:
+    """plugins.md's table of SourceToolConfig's fields is the model's."""
+    text = PLUGINS_MD.read_text(encoding="utf-8")
+    table = text[text.index("`SourceToolConfig` adds") :].split("\n\n")[1]
+    listed = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    own = [f for f in SourceToolConfig.model_fields if f not in ToolConfigBase.model_fields]
+    assert listed == own
+    assert "`deckhand.config.base.ToolConfigBase` (`type`, `name`, `description`)" in text
+    assert list(ToolConfigBase.model_fields) == ["type", "name", "description"]
+
+
+def test_tool_members_are_listed() -> None:
+    """plugins.md's table of Tool members names every member of deckhand.protocols.Tool, and no other."""
+    text = PLUGINS_MD.read_text(encoding="utf-8")
+    table = text[text.index("| member | what it does |") :].split("\n\n")[0]
+    named = {m for cell in re.findall(r"^\| ([^|]+) \|", table, re.M) for m in re.findall(r"`(\w+)", cell)}
+    assert named - {"member"} == set(tool_members())
+
+
+def test_a_tool_missing_a_member_is_told_which(tmp_path: Path) -> None:
+    from deckhand.tools.base import SourceTool
+
+    class NoOpen:
+        def __init__(self, config: Any, **_: Any) -> None:
+            self.inner = SourceTool(config)
+            self.config = config
+
+        def __getattr__(self, name: str) -> Any:
+            if name in ("open", "open_sync"):
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    class Plugin:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register("grep", NoOpen, options=GrepConfig)
+
+    class GrepConfig(SourceToolConfig):
+        type: Literal["grep"]
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(Plugin(), "grep")
+    (tmp_path / "docs").mkdir()
+    config = GrepConfig(type="grep", name="g", source=str(tmp_path / "docs"))
+    with pytest.raises(PluginError) as err:
+        build_tool(config, base_dir=tmp_path, registry=registry)
+    assert str(err.value) == (
+        "plugin 'grep': tool type 'grep' built a NoOpen, which lacks open, open_sync "
+        "(members of deckhand.protocols.Tool)"
+    )
+
+
+# -- writing-a-store-plugin.md ---------------------------------------------------------------------------------------
+
+
+def test_capabilities_example() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(block(STORE_MD, "python", "class MyStore:"), str(STORE_MD), "exec"), namespace)
+    assert store_capabilities(namespace["MyStore"]()) == {
+        StoreCapability.PERSISTENT,
+        StoreCapability.CONCURRENT_PROCESSES,
+    }
+
+
+#: deckhand_mystore.store for the page's plugin module: an in-memory store built the way the page's factory calls it.
+MYSTORE = """
+from deckhand.stores.inmemory import InMemoryStore
+
+
+class MyStore(InMemoryStore):
+    @classmethod
+    def from_config(cls, config, collection, *, base_dir):
+        return cls(collection)
+"""
+
+KIT_CONFTEST = """
+import pytest
+
+
+@pytest.fixture
+def my_server_url():
+    return "mystore://unused"
+"""
+
+
+def test_store_kit_examples(tmp_path: Path) -> None:
+    """The page's plugin module, entry point and both kit classes, run by pytest against an installed store."""
+    site = tmp_path / "site"
+    package = site / "deckhand_mystore"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "plugin.py").write_text(block(STORE_MD, "python", "def register_stores"))
+    (package / "store.py").write_text(MYSTORE)
+    info = site / "deckhand_mystore-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: deckhand-mystore\nVersion: 0.0.1\n")
+    entry_points = tomllib.loads(block(STORE_MD, "toml", 'mystore = "deckhand_mystore.plugin"'))
+    points = "".join(f"{k} = {v}\n" for k, v in entry_points["project"]["entry-points"]["deckhand"].items())
+    (info / "entry_points.txt").write_text(f"[deckhand]\n{points}")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(KIT_CONFTEST)
+    (tests / "test_mystore_conformance.py").write_text(block(STORE_MD, "python", "class TestMyStoreConformance"))
+    (tests / "test_mystore_tools.py").write_text(block(STORE_MD, "python", "class TestMyStoreTools"))
+    chosen = (
+        "test_capabilities_are_declared or test_registered_factory_and_entry_point or test_upsert_and_get "
+        "or test_sources_filter or test_ingest_and_search"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env.pop("DECKHAND_PLUGINS", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", chosen, str(tests)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed is not None and int(passed.group(1)) >= 6, run.stdout[-2000:]
+
+
+# -- contracts the pages state ---------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """A :class:`deckhand.ingest.pipeline.Progress` that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, int]] = []
+        self.advanced = 0
+
+    def stage(self, name: str, total: int) -> None:
+        self.stages.append((name, total))
+
+    def advance(self, n: int = 1) -> None:
+        self.advanced += n
+
+
+def _notes_tool(root: Path, **entry: Any) -> Any:
+    (root / "notes").mkdir(exist_ok=True)
+    for name, text in NOTES.items():
+        (root / "notes" / name).write_text(text, encoding="utf-8")
+    agent = root / "agent.yaml"
+    agent.write_text(yaml.safe_dump({"tools": [{"type": "vectorstore", "name": "kb", "source": "notes/", **entry}]}))
+    return load_agent_config(agent).tools[0]
+
+
+def test_tool_factory_progress_and_the_default_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The factory's typed ``progress`` follows the ingestion as plugins.md says; the default store is
+    the persistent sqlite store, as core/README.md says."""
+    import inspect
+
+    from deckhand.tools import ToolFactory
+
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    parameters = inspect.signature(ToolFactory.__call__).parameters
+    assert list(parameters)[1:] == ["config", "base_dir", "registry", "progress"]
+    assert "progress: deckhand.ingest.pipeline.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
+    recorder = Recorder()
+    tool = build_tool(_notes_tool(tmp_path), base_dir=tmp_path, progress=recorder)
+    tool.initialize_sync()
+    tool.close()
+    assert ("files", len(NOTES)) in recorder.stages and recorder.advanced >= len(NOTES)
+    assert tool.provider == "sqlite" and list((tmp_path / "home" / "index").glob("*.sqlite"))
+    readme = (ROOT / "core" / "README.md").read_text(encoding="utf-8")
+    assert "the persistent `sqlite` store" in readme and "defaults (the in-memory store" not in readme
+
+
+def test_verify_integrity_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """writing-a-store-plugin.md: ``verify_integrity()`` runs before ``open()`` at every ingest and with
+    ``--force-ingest``, never for a search-only open; an ``IndexCorruptError`` stops the run, and with
+    ``force_ingest`` the store is dropped, opened again and everything ingested."""
+    from deckhand.errors import IndexCorruptError
+    from deckhand.stores.sqlite import SQLiteStore
+
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    calls: list[str] = []
+    damaged = False
+
+    def verify(store: SQLiteStore) -> None:
+        calls.append("verify")
+        if damaged:
+            raise IndexCorruptError("index file is damaged; run again with --force-ingest", str(store.path))
+
+    monkeypatch.setattr(SQLiteStore, "verify_integrity", verify)
+    config = _notes_tool(tmp_path)
+    tool = build_tool(config, base_dir=tmp_path)
+    tool.initialize_sync()
+    tool.close()
+    assert calls == ["verify"]
+    reader = build_tool(config, base_dir=tmp_path)
+    reader.open_sync()  # a process that only searches
+    reader.close()
+    assert calls == ["verify"]
+    damaged = True
+    with pytest.raises(IndexCorruptError, match="--force-ingest"):
+        build_tool(config, base_dir=tmp_path).initialize_sync()
+    rebuilt = build_tool(config, base_dir=tmp_path)
+    report = rebuilt.initialize_sync(force_ingest=True)
+    rebuilt.close()
+    assert len(report.ingested) == len(NOTES)
+    text = STORE_MD.read_text(encoding="utf-8")
+    assert "`verify_integrity() -> None`" in text and "before `open()` at the start of every ingestion" in text
