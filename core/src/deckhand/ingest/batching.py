@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from deckhand.ingest.discovery import SourceFile
-from deckhand.ingest.report import IngestReport, IngestStatus, Progress
+from deckhand.ingest.report import IngestStatus, Progress
 from deckhand.printable import printable
 from deckhand.protocols import Embedder
-from deckhand.types import Chunk, FileState, Vector
+from deckhand.types import Chunk, FileState, IngestReport, Vector
 
 log = logging.getLogger("deckhand.ingest")
 

@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 from deckhand.ingest.discovery import SourceFile
-from deckhand.ingest.report import IngestReport, format_size
+from deckhand.ingest.report import format_size
 from deckhand.protocols import Embedder, VectorStore
-from deckhand.types import FileState
+from deckhand.types import FileState, IngestReport
 
 
 def file_sha256(path: Path) -> str:

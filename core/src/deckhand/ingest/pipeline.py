@@ -28,11 +28,11 @@ from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
-from deckhand.ingest.report import IngestReport, IngestStatus, NoProgress, Progress, format_size
+from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
 from deckhand.protocols import Chunker, Embedder, IndexMaintenance, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record, Skipped
+from deckhand.types import Chunk, Document, FileState, IngestReport, Record, Skipped
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",

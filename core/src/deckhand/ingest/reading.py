@@ -20,7 +20,6 @@ from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.ingest.report import IngestReport
 from deckhand.ingest.workers import (
     IN_FLIGHT_BYTES,
     LARGE_FILE,
@@ -36,7 +35,7 @@ from deckhand.ingest.workers import (
 )
 from deckhand.printable import printable
 from deckhand.protocols import Chunker
-from deckhand.types import Chunk, Document, FileState
+from deckhand.types import Chunk, Document, FileState, IngestReport
 
 log = logging.getLogger("deckhand.ingest")
 
