@@ -28,6 +28,7 @@ from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, St
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
+from deckhand.stores.base import ServerStore
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -45,7 +46,7 @@ _COLUMNS = "id, source, chunk_index, content, metadata, embedding"
 _COPY_TYPES = ["text", "text", "int4", "text", "jsonb", "vector"]
 
 
-class PostgresStore:
+class PostgresStore(ServerStore[PostgresOptions]):
     """One collection in PostgreSQL + pgvector, reached through a connection pool.
 
     Building it connects (within ``connect_timeout`` seconds) and makes sure the
@@ -63,21 +64,13 @@ class PostgresStore:
         }
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str,
-        *,
-        index_name: str = "deckhand_vectors",
-        options: PostgresOptions | None = None,
-    ) -> None:
-        self.collection = collection
-        self.index_name = index_name
-        self.options = options or PostgresOptions()
-        self.names = TableNames.of(index_name, collection)
+    def _default_options(self) -> PostgresOptions:
+        return PostgresOptions()
+
+    def _connect(self, url: str) -> None:
+        self.names = TableNames.of(self.index_name, self.collection)
         self._url = url
         self.safe_url = redact_url(url)
-        self._spec: CollectionSpec | None = None
         self._ts_config = self.options.text_search_config
         self._ensure_extension()
         self._pool = self._open_pool()
@@ -199,12 +192,6 @@ class PostgresStore:
         self._pool.close()
 
     # -- collection -------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the collection's tables if missing; return the spec stored with it before, if any."""
         if spec.algorithm is Algorithm.HNSW and spec.dimension > HNSW_MAX_DIMENSION:

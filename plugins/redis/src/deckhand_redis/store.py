@@ -40,6 +40,7 @@ from deckhand.filters.conditions import Filter, Op
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
+from deckhand.stores.base import ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -72,7 +73,7 @@ _MAX_QUERY_TERMS = 64
 BM25_HALF = 1.0
 
 
-class RedisStore:
+class RedisStore(ServerStore[RedisOptions]):
     """One collection in Redis: records, their vectors, the spec and the ingestion manifest.
 
     redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
@@ -87,20 +88,13 @@ class RedisStore:
         }
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str = "default",
-        *,
-        index_name: str = "deckhand_vectors",
-        options: RedisOptions | None = None,
-    ) -> None:
+    def _default_options(self) -> RedisOptions:
+        return RedisOptions()
+
+    def _connect(self, url: str) -> None:
         self.url = url
         self.safe_url = redact_url(url)
-        self.collection = collection
-        self.layout = Layout(index_name, collection)
-        self.options = options or RedisOptions()
-        self._spec: CollectionSpec | None = None
+        self.layout = Layout(self.index_name, self.collection)
         #: Metadata fields known to be in the index schema (see :mod:`deckhand_redis.filters`).
         self._indexed: set[str] = set()
         self._globs_checked = False
@@ -174,12 +168,6 @@ class RedisStore:
         log.debug("connected to Redis at %s", self.safe_url)
 
     # -- collection ---------------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the index and spec record if missing; return the spec stored earlier, if any."""
         with self._errors(f"opening collection {self.collection!r}"):

@@ -40,6 +40,7 @@ import numpy.typing as npt
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
+from deckhand.stores.base import ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
@@ -97,7 +98,7 @@ class Entry:
         )
 
 
-class WeaviateStore:
+class WeaviateStore(ServerStore[WeaviateOptions]):
     """One deckhand collection in Weaviate, through one client (thread-safe for these calls).
 
     Building it connects (within ``connect_timeout`` seconds); an unreachable server raises
@@ -108,24 +109,17 @@ class WeaviateStore:
         {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH}
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str = "default",
-        *,
-        index_name: str = "deckhand_vectors",
-        options: WeaviateOptions | None = None,
-    ) -> None:
-        self.collection = collection
-        self.options = options or WeaviateOptions()
-        self.layout = Layout(index_name, collection)
+    def _default_options(self) -> WeaviateOptions:
+        return WeaviateOptions()
+
+    def _connect(self, url: str) -> None:
+        self.layout = Layout(self.index_name, self.collection)
         self.safe_url = redact_url(url)
-        self._spec: CollectionSpec | None = None
         self._write_lock = threading.Lock()
         self._recovered = False
         client, self.endpoints, self._scrub, self.where = connect(url, self.options)
         self._client: Any = client
-        log.info("weaviate store %r connected to %s (collection %s)", collection, self.where, self.layout.records)
+        log.info("weaviate store %r connected to %s (collection %s)", self.collection, self.where, self.layout.records)
 
     @classmethod
     def from_config(cls, config: Any, collection: str = "default") -> WeaviateStore:
@@ -155,12 +149,6 @@ class WeaviateStore:
         self._client.close()
 
     # -- collection -------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the two collections if missing; return the spec stored earlier, if any.
 

@@ -1,0 +1,67 @@
+"""Scaffolding shared by deckhand's stores, so that each store's module holds only what its database needs.
+
+* :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
+  raises :class:`~deckhand.errors.StoreError` until then.
+* :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
+  server store takes (``url, collection, *, index_name, options``); a store names its options model
+  (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`.
+
+Both are internals: the store protocol (:class:`deckhand.protocols.VectorStore`) and the factories
+registered with deckhand are unchanged by them, and a third-party store need not use them.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from deckhand.errors import StoreError
+from deckhand.types import CollectionSpec
+
+#: ``database.index_name`` when the configuration gives none: the prefix of every collection's storage names.
+DEFAULT_INDEX_NAME = "deckhand_vectors"
+
+OptionsT = TypeVar("OptionsT")
+
+
+class OpenCollection:
+    """The collection a store serves (:attr:`collection`) and the spec it was opened with (``_spec``)."""
+
+    collection: str
+    _spec: CollectionSpec | None
+
+    @property
+    def spec(self) -> CollectionSpec:
+        if self._spec is None:
+            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
+        return self._spec
+
+
+class ServerStore(OpenCollection, Generic[OptionsT]):
+    """One collection on a database server, reached by ``url``.
+
+    The constructor keeps the collection, the index name and the options (the store's defaults
+    when none are given), then calls :meth:`_connect` with the URL, which reaches the server or
+    raises (:class:`~deckhand.errors.StoreConnectionError` naming the URL with its secrets masked).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        collection: str = "default",
+        *,
+        index_name: str = DEFAULT_INDEX_NAME,
+        options: OptionsT | None = None,
+    ) -> None:
+        self.collection = collection
+        self.index_name = index_name
+        self.options: OptionsT = options if options is not None else self._default_options()
+        self._spec = None
+        self._connect(url)
+
+    def _default_options(self) -> OptionsT:
+        """The options of a store built without any (the options model's defaults)."""
+        raise NotImplementedError
+
+    def _connect(self, url: str) -> None:
+        """Reach the server at ``url`` (the rest of the constructor: clients, pools, checks)."""
+        raise NotImplementedError
