@@ -4,7 +4,8 @@
   raises :class:`~deckhand.errors.StoreError` until then.
 * :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
   server store takes (``url, collection, *, index_name, options``); a store names its options model
-  (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`.
+  (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`;
+  :meth:`~ServerStore._record_vector` checks a record's vector before anything is written.
 
 Both are internals: the store protocol (:class:`deckhand.protocols.VectorStore`) and the factories
 registered with deckhand are unchanged by them, and a third-party store need not use them.
@@ -14,9 +15,14 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from deckhand.errors import StoreError
-from deckhand.types import CollectionSpec
+import numpy as np
+import numpy.typing as npt
 
+from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.types import CollectionSpec, Record
+
+#: What a write of vectors of the wrong size most likely means, and the fix.
+CHANGED_MODEL_HINT = " (was the embedding model changed? rerun with --force-ingest)"
 #: ``database.index_name`` when the configuration gives none: the prefix of every collection's storage names.
 DEFAULT_INDEX_NAME = "deckhand_vectors"
 
@@ -65,3 +71,19 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     def _connect(self, url: str) -> None:
         """Reach the server at ``url`` (the rest of the constructor: clients, pools, checks)."""
         raise NotImplementedError
+
+    def _record_vector(
+        self, record: Record, dim: int, *, hint: str = "", finite_for: str | None = None
+    ) -> npt.NDArray[np.float32]:
+        """``record``'s vector as float32, checked before any write: a size other than ``dim`` raises
+        :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`CHANGED_MODEL_HINT`);
+        with ``finite_for`` (the database's name), NaN or infinite components raise :class:`StoreError`."""
+        vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
+        if vector.size != dim:
+            raise DimensionMismatchError(
+                f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
+                f"{self.collection!r} stores {dim} dimensions{hint}"
+            )
+        if finite_for is not None and not np.all(np.isfinite(vector)):
+            raise StoreError(f"record {record.id!r} has NaN or infinite vector components; {finite_for} rejects them")
+        return vector

@@ -323,14 +323,7 @@ class PostgresStore(ServerStore[PostgresOptions]):
         dim = self.spec.dimension
         by_id: dict[str, tuple[Any, ...]] = {}
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions"
-                )
-            if not np.all(np.isfinite(vector)):
-                raise StoreError(f"record {record.id!r} has NaN or infinite vector components; pgvector rejects them")
+            vector = self._record_vector(record, dim, finite_for="pgvector")
             by_id.pop(record.id, None)
             by_id[record.id] = (
                 record.id,

@@ -40,7 +40,7 @@ from deckhand.filters.conditions import Filter, Op
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
-from deckhand.stores.base import ServerStore
+from deckhand.stores.base import CHANGED_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -326,14 +326,7 @@ class RedisStore(ServerStore[RedisOptions]):
         dim = self.spec.dimension
         blobs = []
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions (was the embedding model changed? "
-                    "rerun with --force-ingest)"
-                )
-            blobs.append(vector.tobytes())
+            blobs.append(self._record_vector(record, dim, hint=CHANGED_MODEL_HINT).tobytes())
         return blobs
 
     def _mapping(self, record: Record, blob: bytes) -> dict[Any, Any]:

@@ -40,7 +40,7 @@ import numpy.typing as npt
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
-from deckhand.stores.base import ServerStore
+from deckhand.stores.base import CHANGED_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
@@ -206,15 +206,7 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         dim = self.spec.dimension
         out = []
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions (was the embedding model changed? "
-                    "rerun with --force-ingest)"
-                )
-            if not np.all(np.isfinite(vector)):
-                raise StoreError(f"record {record.id!r} has NaN or infinite vector components; Weaviate rejects them")
+            vector = self._record_vector(record, dim, hint=CHANGED_MODEL_HINT, finite_for="Weaviate")
             gen = generation if generation is not None else upsert_generation(record.source)
             out.append(
                 DataObject(
