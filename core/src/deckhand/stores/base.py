@@ -1,7 +1,8 @@
 """Scaffolding shared by deckhand's stores, so that each store's module holds only what its database needs.
 
 * :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
-  raises :class:`~deckhand.errors.StoreError` until then.
+  raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` checks a
+  query's size against it.
 * :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
   server store takes (``url, collection, *, index_name, options``); a store names its options model
   (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`;
@@ -19,10 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, StoreError
-from deckhand.types import CollectionSpec, Record
+from deckhand.types import CollectionSpec, Record, Vector
 
 #: What a write of vectors of the wrong size most likely means, and the fix.
 CHANGED_MODEL_HINT = " (was the embedding model changed? rerun with --force-ingest)"
+#: What a query of the wrong size most likely means.
+QUERY_MODEL_HINT = " (is the tool configured with the embedding model the index was built with?)"
 #: ``database.index_name`` when the configuration gives none: the prefix of every collection's storage names.
 DEFAULT_INDEX_NAME = "deckhand_vectors"
 
@@ -40,6 +43,17 @@ class OpenCollection:
         if self._spec is None:
             raise StoreError(f"collection {self.collection!r} is not open: call open() first")
         return self._spec
+
+    def _query_vector(self, vector: Vector, *, hint: str = "") -> npt.NDArray[np.float32]:
+        """The query ``vector`` as float32, once the collection is open; a size other than the collection's
+        raises :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`QUERY_MODEL_HINT`)."""
+        spec = self.spec
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.size != spec.dimension:
+            raise DimensionMismatchError(
+                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}{hint}"
+            )
+        return query
 
 
 class ServerStore(OpenCollection, Generic[OptionsT]):

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import psycopg
-from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.errors import StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
@@ -385,12 +385,8 @@ class PostgresStore(ServerStore[PostgresOptions]):
         ``min_score`` is applied after ranking: a score is monotone in the distance, so
         dropping the top k's low scorers equals filtering before the top k.
         """
+        query = self._query_vector(vector)
         spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
-            )
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
         op = sql.SQL(DISTANCE_OP[spec.metric])

@@ -30,7 +30,6 @@ import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import (
-    DimensionMismatchError,
     FilterError,
     StoreAuthenticationError,
     StoreConnectionError,
@@ -40,7 +39,7 @@ from deckhand.filters.conditions import Filter, Op
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
-from deckhand.stores.base import CHANGED_MODEL_HINT, ServerStore
+from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -422,13 +421,8 @@ class RedisStore(ServerStore[RedisOptions]):
 
         ``sources`` and ``where`` are a pre-filter of the KNN query (RediSearch's hybrid query).
         """
+        query = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension} "
-                "(is the tool configured with the embedding model the index was built with?)"
-            )
         if k <= 0 or (sources is not None and not list(sources)):
             return []
         clause = self._prefilter(where, sources)

@@ -36,11 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
-from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.errors import StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
-from deckhand.stores.base import CHANGED_MODEL_HINT, ServerStore
+from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
@@ -384,16 +383,6 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
             self._put(Entry(state.source, file_state_to_json(state), entry.generation, entry.pending, entry.retiring))
 
     # -- reads ------------------------------------------------------------------------
-    def _query_vector(self, vector: Vector) -> npt.NDArray[np.float32]:
-        spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension} "
-                "(is the tool configured with the embedding model the index was built with?)"
-            )
-        return query
-
     def search(
         self,
         vector: Vector,
@@ -403,7 +392,7 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         sources: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """The ``k`` nearest records by the collection's metric, best first, as deckhand scores."""
-        query = self._query_vector(vector)
+        query = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         metric = self.spec.metric
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
@@ -445,7 +434,7 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         ``hybrid_alpha`` and ``hybrid_fusion`` (``database.options``) set the weight of the
         vector side and the fusion; scores are Weaviate's fused scores clipped to [0, 1].
         """
-        query_vector = self._query_vector(vector)
+        query_vector = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
         if not queries.has_words(query):
