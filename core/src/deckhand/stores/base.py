@@ -1,0 +1,103 @@
+"""Scaffolding shared by deckhand's stores, so that each store's module holds only what its database needs.
+
+* :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
+  raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` checks a
+  query's size against it.
+* :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
+  server store takes (``url, collection, *, index_name, options``); a store names its options model
+  (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`;
+  :meth:`~ServerStore._record_vector` checks a record's vector before anything is written.
+
+Both are internals: the store protocol (:class:`deckhand.protocols.VectorStore`) and the factories
+registered with deckhand are unchanged by them, and a third-party store need not use them.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.types import CollectionSpec, Record, Vector
+
+#: What a write of vectors of the wrong size most likely means, and the fix.
+CHANGED_MODEL_HINT = " (was the embedding model changed? rerun with --force-ingest)"
+#: What a query of the wrong size most likely means.
+QUERY_MODEL_HINT = " (is the tool configured with the embedding model the index was built with?)"
+#: ``database.index_name`` when the configuration gives none: the prefix of every collection's storage names.
+DEFAULT_INDEX_NAME = "deckhand_vectors"
+
+OptionsT = TypeVar("OptionsT")
+
+
+class OpenCollection:
+    """The collection a store serves (:attr:`collection`) and the spec it was opened with (``_spec``)."""
+
+    collection: str
+    _spec: CollectionSpec | None
+
+    @property
+    def spec(self) -> CollectionSpec:
+        if self._spec is None:
+            raise StoreError(f"collection {self.collection!r} is not open: call open() first")
+        return self._spec
+
+    def _query_vector(self, vector: Vector, *, hint: str = "") -> npt.NDArray[np.float32]:
+        """The query ``vector`` as float32, once the collection is open; a size other than the collection's
+        raises :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`QUERY_MODEL_HINT`)."""
+        spec = self.spec
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.size != spec.dimension:
+            raise DimensionMismatchError(
+                f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}{hint}"
+            )
+        return query
+
+
+class ServerStore(OpenCollection, Generic[OptionsT]):
+    """One collection on a database server, reached by ``url``.
+
+    The constructor keeps the collection, the index name and the options (the store's defaults
+    when none are given), then calls :meth:`_connect` with the URL, which reaches the server or
+    raises (:class:`~deckhand.errors.StoreConnectionError` naming the URL with its secrets masked).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        collection: str = "default",
+        *,
+        index_name: str = DEFAULT_INDEX_NAME,
+        options: OptionsT | None = None,
+    ) -> None:
+        self.collection = collection
+        self.index_name = index_name
+        self.options: OptionsT = options if options is not None else self._default_options()
+        self._spec = None
+        self._connect(url)
+
+    def _default_options(self) -> OptionsT:
+        """The options of a store built without any (the options model's defaults)."""
+        raise NotImplementedError
+
+    def _connect(self, url: str) -> None:
+        """Reach the server at ``url`` (the rest of the constructor: clients, pools, checks)."""
+        raise NotImplementedError
+
+    def _record_vector(
+        self, record: Record, dim: int, *, hint: str = "", finite_for: str | None = None
+    ) -> npt.NDArray[np.float32]:
+        """``record``'s vector as float32, checked before any write: a size other than ``dim`` raises
+        :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`CHANGED_MODEL_HINT`);
+        with ``finite_for`` (the database's name), NaN or infinite components raise :class:`StoreError`."""
+        vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
+        if vector.size != dim:
+            raise DimensionMismatchError(
+                f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
+                f"{self.collection!r} stores {dim} dimensions{hint}"
+            )
+        if finite_for is not None and not np.all(np.isfinite(vector)):
+            raise StoreError(f"record {record.id!r} has NaN or infinite vector components; {finite_for} rejects them")
+        return vector
