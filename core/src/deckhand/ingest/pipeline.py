@@ -42,7 +42,8 @@ from deckhand.ingest.workers import (
     worker_count,
 )
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, VectorStore
+from deckhand.capabilities import capable
+from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, StoreCapability, VectorStore
 from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
@@ -184,7 +185,7 @@ class LoaderSet:
 
     @classmethod
     def from_registry(cls, registry: PluginRegistry) -> LoaderSet:
-        return cls(component.factory() for component in registry.list("loader"))
+        return cls(component.create() for component in registry.list("loader"))
 
     @property
     def extensions(self) -> frozenset[str]:
@@ -379,8 +380,9 @@ class Ingestor:
         for gone in sorted(source for source in set(manifest) - present if mine(source)):
             self.store.delete_source(gone)
             report.removed.append(gone)
-        if isinstance(self.store, IndexMaintenance):
-            done = self.store.maintain()
+        maintained = capable(self.store, StoreCapability.INDEX_MAINTENANCE, IndexMaintenance)
+        if maintained is not None:
+            done = maintained.maintain()
             if done:
                 log.info("%s", done)
         report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock

@@ -34,7 +34,7 @@ def build_tool(
     if component is None:
         available = ", ".join(c.name for c in registry.list("tool")) or "none"
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
-    tool = component.factory(config, base_dir=base_dir, registry=registry, progress=progress)
+    tool = component.create(config, base_dir=base_dir, registry=registry, progress=progress)
     if not isinstance(tool, Tool):
         raise PluginError(
             f"plugin {component.plugin!r}: tool type {kind!r} built a {type(tool).__name__}, "

@@ -28,6 +28,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, capable, has_capability
 from deckhand.config.base import IN_MEMORY
 from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
 from deckhand.config.options import runtime_errors
@@ -42,6 +43,7 @@ from deckhand.protocols import (
     ContextGenerator,
     KeywordIndex,
     SideIndexStorage,
+    StoreCapability,
     VectorAwareKeywordIndex,
     VectorStore,
 )
@@ -154,7 +156,7 @@ class HierarchicalDocumentTool(SourceTool):
             return
         with runtime_errors(self.config.name):
             component, options = contextual.generator_component(self.registry)
-        self._context = component.factory(base_dir=self.base_dir, **options)
+        self._context = component.create(self.base_dir, options=options)
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Rebuild the side indexes when the stored records may have changed."""
@@ -206,7 +208,7 @@ class HierarchicalDocumentTool(SourceTool):
         with runtime_errors(self.config.name):
             component, options = self.config.keyword_component(registry, wanted)
         if not _supports(store, component):
-            missing = ", ".join(p.__name__ for p in component.requires if not isinstance(store, p))
+            missing = ", ".join(_missing(store, component))
             log.warning(
                 "tool %s: keyword_strategy %s: store %r does not implement %s; using %s",
                 self.config.name,
@@ -220,7 +222,7 @@ class HierarchicalDocumentTool(SourceTool):
         cache = None
         if self.provider != IN_MEMORY:
             cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.provider}.npz"
-        index: KeywordIndex = component.factory(store, cache_path=cache, **options)
+        index: KeywordIndex = component.create(store, cache, options=options)
         return index, component.name
 
     def _update_indexes(self) -> None:
@@ -230,12 +232,13 @@ class HierarchicalDocumentTool(SourceTool):
         if self._keyword is None or self._keyword_store is not store:
             self._keyword, self.keyword_strategy = self._keyword_index(store)
             self._keyword_store = store
-        if not isinstance(store, SideIndexStorage) or not hierarchical_indexes.persistable(self._keyword):
+        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        if side is None or not hierarchical_indexes.persistable(self._keyword):
             self._rebuild_indexes()
             return
         clock = time.perf_counter()
-        version = store.records_version()  # read before the records: a rebuild is saved only if still current
-        found = store.load_side_index(hierarchical_indexes.SIDE_INDEX)
+        version = side.records_version()  # read before the records: a rebuild is saved only if still current
+        found = side.load_side_index(hierarchical_indexes.SIDE_INDEX)
         loaded = None
         if found is not None:
             loaded = hierarchical_indexes.load(found[1], self._keyword, str(self.keyword_strategy))
@@ -257,17 +260,14 @@ class HierarchicalDocumentTool(SourceTool):
         built = hierarchical_indexes.SideIndexes(
             self._keyword, str(self.keyword_strategy), self._definitions, self._resolver, self._exact, self._locations
         )
-        if not store.save_side_index(hierarchical_indexes.SIDE_INDEX, version, hierarchical_indexes.dump(built)):
+        if not side.save_side_index(hierarchical_indexes.SIDE_INDEX, version, hierarchical_indexes.dump(built)):
             log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.config.name)
         self._indexed_version = version
 
     def _ensure_current(self, store: VectorStore) -> None:
         """Bring the side indexes up to date when another process (or store object) changed the records."""
-        if (
-            isinstance(store, SideIndexStorage)
-            and self._indexed_version is not None
-            and store.records_version() != self._indexed_version
-        ):
+        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        if side is not None and self._indexed_version is not None and side.records_version() != self._indexed_version:
             self._update_indexes()
 
     def _rebuild_indexes(self) -> None:
@@ -502,6 +502,18 @@ class _FilterCheck:
         return out[:depth]
 
 
+def _missing(store: VectorStore, component: Component) -> list[str]:
+    """What ``store`` lacks of the capabilities ``component`` requires (legacy: protocols it does not implement)."""
+    missing = [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
+    return missing + [p.__name__ for p in component.legacy_requires if not isinstance(store, p)]
+
+
+def _named(capability: StoreCapability) -> str:
+    """The Protocol of the methods ``capability`` promises (``NativeKeywordSearch``), else its value."""
+    protocol = CAPABILITY_PROTOCOLS[capability]
+    return protocol.__name__ if protocol is not None else capability.value
+
+
 def _supports(store: VectorStore, component: Component) -> bool:
-    """Whether ``store`` implements every protocol ``component`` requires."""
-    return all(isinstance(store, protocol) for protocol in component.requires)
+    """Whether ``store`` has every capability ``component`` requires."""
+    return not _missing(store, component)
