@@ -33,9 +33,11 @@ __all__ = [
     "CAPABILITY_PROTOCOLS",
     "StoreCapability",
     "capability_of_protocol",
-    "capable",
     "has_capability",
+    "index_maintenance",
+    "integrity_check",
     "missing_methods",
+    "side_index_storage",
     "store_capabilities",
     "undeclared_capabilities",
 ]
@@ -92,12 +94,19 @@ def undeclared_capabilities(store: object) -> list[StoreCapability]:
     return [c for c in CAPABILITY_PROTOCOLS if c not in declared and _implements(store, c)]
 
 
-P = typing.TypeVar("P")
+def side_index_storage(store: object) -> SideIndexStorage | None:
+    """``store`` as :class:`SideIndexStorage` when it has :attr:`StoreCapability.SIDE_INDEXES`, else None."""
+    return typing.cast(SideIndexStorage, store) if has_capability(store, StoreCapability.SIDE_INDEXES) else None
 
 
-def capable(store: object, capability: StoreCapability, protocol: type[P]) -> P | None:
-    """``store`` typed as ``protocol`` when it has ``capability`` (see :func:`has_capability`), else None."""
-    return typing.cast(P, store) if has_capability(store, capability) else None
+def index_maintenance(store: object) -> IndexMaintenance | None:
+    """``store`` as :class:`IndexMaintenance` when it has :attr:`StoreCapability.INDEX_MAINTENANCE`, else None."""
+    return typing.cast(IndexMaintenance, store) if has_capability(store, StoreCapability.INDEX_MAINTENANCE) else None
+
+
+def integrity_check(store: object) -> IntegrityCheck | None:
+    """``store`` as :class:`IntegrityCheck` when it has :attr:`StoreCapability.INTEGRITY_CHECK`, else None."""
+    return typing.cast(IntegrityCheck, store) if has_capability(store, StoreCapability.INTEGRITY_CHECK) else None
 
 
 def has_capability(store: object, capability: StoreCapability) -> bool:

@@ -268,7 +268,7 @@ class NativeKeywordSearch(Protocol):
 
 @runtime_checkable
 class NativeHybridSearch(Protocol):
-    """Capability :attr:`StoreCapability.HYBRID_SEARCH`: the database fuses its own keyword ranking with a vector search.
+    """Capability :attr:`StoreCapability.HYBRID_SEARCH`: the database fuses keyword ranking with a vector search.
 
     ``hybrid_search`` ranks by the query's text (the database's full-text scoring) and by
     ``vector`` (the query embedded by the tool's embedder) in one request, fused as the store's

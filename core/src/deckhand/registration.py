@@ -296,7 +296,9 @@ def _capabilities(value: Iterable[Any], keyword: str, where: str) -> frozenset[S
             out.add(StoreCapability(item))
         except ValueError:
             known = ", ".join(c.value for c in StoreCapability)
-            raise PluginError(f"{where} with {keyword}={value!r}: {item!r} is no StoreCapability (known: {known})") from None
+            raise PluginError(
+                f"{where} with {keyword}={value!r}: {item!r} is no StoreCapability (known: {known})"
+            ) from None
     return frozenset(out)
 
 
@@ -331,12 +333,16 @@ class Registrar:
         aliases = fields.pop("aliases", ())
         if isinstance(aliases, str):
             aliases = (aliases,)
-        self._add(
-            Component(kind, name, factory, self._plugin, aliases=tuple(aliases), legacy=self._legacy, **fields)
-        )
+        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), legacy=self._legacy, **fields))
 
     def loader(
-        self, name: str, factory: LoaderFactory, *, description: str = "", aliases: Sequence[str] = (), priority: int = 0
+        self,
+        name: str,
+        factory: LoaderFactory,
+        *,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
     ) -> None:
         """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it
         takes (among loaders claiming one extension, the highest priority wins)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from deckhand.capabilities import index_maintenance
 from deckhand.display import printable
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest.discovery import Skipped, SourceFile, discover
@@ -42,8 +43,7 @@ from deckhand.ingest.workers import (
     worker_count,
 )
 from deckhand.plugins import PluginRegistry
-from deckhand.capabilities import capable
-from deckhand.protocols import Chunker, Embedder, IndexMaintenance, Loader, StoreCapability, VectorStore
+from deckhand.protocols import Chunker, Embedder, Loader, VectorStore
 from deckhand.types import Chunk, Document, FileState, LoadedText, Record, Vector
 
 log = logging.getLogger("deckhand.ingest")
@@ -380,7 +380,7 @@ class Ingestor:
         for gone in sorted(source for source in set(manifest) - present if mine(source)):
             self.store.delete_source(gone)
             report.removed.append(gone)
-        maintained = capable(self.store, StoreCapability.INDEX_MAINTENANCE, IndexMaintenance)
+        maintained = index_maintenance(self.store)
         if maintained is not None:
             done = maintained.maintain()
             if done:

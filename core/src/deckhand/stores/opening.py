@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from pydantic import ValidationError
 
+from deckhand.capabilities import integrity_check
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -31,8 +31,7 @@ from deckhand.errors import (
     StoreConnectionError,
 )
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.capabilities import has_capability
-from deckhand.protocols import Embedder, IntegrityCheck, StoreCapability, VectorStore
+from deckhand.protocols import Embedder, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.types import CollectionSpec
 
@@ -143,8 +142,9 @@ def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool
     first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
     ingest never writes into (and reports success on) a damaged index."""
     try:
-        if (force or verify) and has_capability(store, StoreCapability.INTEGRITY_CHECK):
-            cast(IntegrityCheck, store).verify_integrity()
+        check = integrity_check(store) if force or verify else None
+        if check is not None:
+            check.verify_integrity()
         return store.open(spec)
     except IndexCorruptError:
         if not force:

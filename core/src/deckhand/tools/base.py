@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
@@ -38,8 +39,7 @@ from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
-from deckhand.capabilities import capable
-from deckhand.protocols import Chunker, Reranker, SideIndexStorage, StoreCapability, VectorStore
+from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.stores import filtering
 from deckhand.stores.opening import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition
@@ -245,14 +245,14 @@ class SourceTool:
     @staticmethod
     def _mark_complete(store: VectorStore) -> None:
         """Record that the store's records are those of a complete ingestion (stores with side indexes)."""
-        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        side = side_index_storage(store)
         if side is not None:
             side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
 
     @staticmethod
     def _is_complete(store: VectorStore) -> bool:
         """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        side = side_index_storage(store)
         return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
     def source_path(self) -> Path:

@@ -28,7 +28,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from deckhand.capabilities import CAPABILITY_PROTOCOLS, capable, has_capability
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability, side_index_storage
 from deckhand.config.base import IN_MEMORY
 from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
 from deckhand.config.options import runtime_errors
@@ -42,7 +42,6 @@ from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import (
     ContextGenerator,
     KeywordIndex,
-    SideIndexStorage,
     StoreCapability,
     VectorAwareKeywordIndex,
     VectorStore,
@@ -232,7 +231,7 @@ class HierarchicalDocumentTool(SourceTool):
         if self._keyword is None or self._keyword_store is not store:
             self._keyword, self.keyword_strategy = self._keyword_index(store)
             self._keyword_store = store
-        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        side = side_index_storage(store)
         if side is None or not hierarchical_indexes.persistable(self._keyword):
             self._rebuild_indexes()
             return
@@ -266,7 +265,7 @@ class HierarchicalDocumentTool(SourceTool):
 
     def _ensure_current(self, store: VectorStore) -> None:
         """Bring the side indexes up to date when another process (or store object) changed the records."""
-        side = capable(store, StoreCapability.SIDE_INDEXES, SideIndexStorage)
+        side = side_index_storage(store)
         if side is not None and self._indexed_version is not None and side.records_version() != self._indexed_version:
             self._update_indexes()
 
