@@ -20,15 +20,17 @@ kit against that store::
             return DatabaseConfig(provider="mystore", connection_string=my_server_url)
 
 Stores are built the way tools build them: the factory registered under ``provider``,
-called through :func:`deckhand.stores.opening.create_store` (so a factory asking for
-``uses_base_dir=True`` gets the test's agent directory as ``base_dir``). Each call of ``store_factory(collection)``
+called through :func:`deckhand.stores.opening.create_store` (so the factory gets the test's agent
+directory as ``base_dir``, and the validated options). Each call of ``store_factory(collection)``
 is a *new connection*; the kit opens every collection itself, uses a fresh collection
 name per test and drops it afterwards.
 
 What the kit expects of a store depends on the capabilities the store class declares
 (``capabilities``, see :class:`deckhand.protocols.StoreCapability`): a declared capability
-that does not work fails, and a store that implements ``keyword_search`` or keeps its data
-across processes without declaring it fails too, so the declaration can be trusted.
+that does not work, or whose methods are missing, fails, and a store that implements a
+capability's methods (``keyword_search``, ``verify_integrity``, ...) or keeps its data across
+processes without declaring it fails too, so the declaration can be trusted; a store registered
+with ``register.store(..., capabilities=...)`` must register what its class declares.
 Checks that need another process run ``python -m deckhand.testing.store_process``, which
 resolves the store through the plugin registry, as ``deckhand`` does.
 
@@ -57,6 +59,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, missing_methods, undeclared_capabilities
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError, DimensionMismatchError, FilterError
 from deckhand.filters.conditions import Filter, Op, condition
@@ -1000,14 +1003,24 @@ class StoreConformanceTests:
                 caps = store_capabilities(store)
             except ValueError as exc:
                 pytest.fail(str(exc))
-            implements = isinstance(store, NativeKeywordSearch)
-            if implements and StoreCapability.KEYWORD_SEARCH not in caps:
+            # One mechanism: a capability's methods are called only when it is declared, and declared only
+            # when they are there (deckhand.capabilities.CAPABILITY_PROTOCOLS ties each to its Protocol).
+            for capability in sorted(caps):
+                missing = missing_methods(store, capability)
+                if missing:
+                    protocol = CAPABILITY_PROTOCOLS[capability]
+                    methods = ", ".join(f"{m}()" for m in missing)
+                    pytest.fail(
+                        f"{cls.__name__} declares {capability.value} but has no {methods} "
+                        f"method{'s' if len(missing) > 1 else ''} ({protocol.__name__ if protocol else ''})"
+                    )
+            for capability in undeclared_capabilities(store):
+                protocol = CAPABILITY_PROTOCOLS[capability]
+                assert protocol is not None
                 pytest.fail(
-                    f"{cls.__name__} implements keyword_search (NativeKeywordSearch) but does not declare "
-                    "StoreCapability.KEYWORD_SEARCH: declare it, so this kit tests it"
+                    f"{cls.__name__} implements {capability.value} ({protocol.__name__}) but does not declare "
+                    f"StoreCapability.{capability.name}: declare it, so deckhand uses it and this kit tests it"
                 )
-            if StoreCapability.KEYWORD_SEARCH in caps and not implements:
-                pytest.fail(f"{cls.__name__} declares keyword_search but has no keyword_search() method")
         finally:
             store.close()
 
@@ -1042,6 +1055,12 @@ class StoreConformanceTests:
             assert component.plugin not in entry_points, (
                 f"store {self.provider!r} comes from entry point {component.plugin!r}: set entry_point = "
                 f"{component.plugin!r}"
+            )
+        if not component.legacy:  # a registration through register_stores(register) could not say
+            assert component.capabilities == capabilities, (
+                f"store {self.provider!r} is registered with capabilities "
+                f"{sorted(c.value for c in component.capabilities)} but its class declares "
+                f"{sorted(c.value for c in capabilities)}: pass the class's capabilities to register.store(...)"
             )
         spec = self._process_spec(collection)
         built = create_store(component, database, collection, base_dir=base_dir)
@@ -1364,7 +1383,7 @@ class StoreConformanceTests:
             store.close()
         written = sorted(p.name for p in cwd.iterdir())
         assert written == [], (
-            f"the store wrote {written} into the current directory: register with uses_base_dir=True and "
-            "resolve relative paths against the base_dir the factory receives "
+            f"the store wrote {written} into the current directory: resolve relative paths against the "
+            "base_dir the factory receives "
             "(see deckhand.stores.opening.create_store)"
         )
