@@ -1,4 +1,4 @@
-"""Rerankers (``register_rerankers``): configuration, the ``llm`` reranker against a local stand-in
+"""Rerankers (``register.reranker``): configuration, the ``llm`` reranker against a local stand-in
 for an OpenAI-compatible endpoint, and reranking in both tool types."""
 
 from __future__ import annotations

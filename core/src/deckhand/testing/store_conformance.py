@@ -11,7 +11,7 @@ kit against that store::
     from deckhand.types import Algorithm
 
     class TestMyStoreConformance(StoreConformanceTests):
-        provider = "mystore"          # the name given to register() in register_stores
+        provider = "mystore"          # the name given to register.store()
         entry_point = "mystore"       # [project.entry-points.deckhand] name (None: a deckhand builtin)
         algorithms = (Algorithm.HNSW, Algorithm.FLAT)
 

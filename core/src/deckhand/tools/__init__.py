@@ -1,6 +1,6 @@
 """Agent tools built from configuration (``type:`` in agent.yaml).
 
-Tool types are plugins (``register_tools``); :func:`build_tool` builds the one a validated
+Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
 ``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; tools that ingest a
 source share :class:`deckhand.tools.base.SourceTool`.
 """
