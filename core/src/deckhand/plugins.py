@@ -5,6 +5,14 @@ Entry points in the ``deckhand`` group are loaded at first use. ``DECKHAND_PLUGI
 builtin components always load. Hook implementations that match no hook spec fail
 loudly, as tox does with ``check_pending``.
 
+Components are collected from the ``deckhand_register`` hook (the typed
+:class:`~deckhand.registration.Registrar`) and from the deprecated ``register_<kind>s`` hooks.
+A plugin implementing one of those gets a DeprecationWarning naming the typed call when it is
+registered; its ``register(...)`` calls become the same :class:`Component` the registrar makes,
+marked ``legacy`` so :meth:`Component.create` calls its factory the old way (options as keyword
+arguments; a store reads ``config.options`` itself). Either way an unknown keyword is a
+:class:`PluginError` naming the plugin.
+
 When two plugins register the same name for the same kind, one wins by a fixed rule
 (:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
 deckhand's builtin, then the plugin whose name sorts first; one warning names them all.
