@@ -188,8 +188,8 @@ class Component:
     priority: int = 0
     #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
     url_schemes: tuple[str, ...] = ()
-    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same).
-    #: Keyword strategies: none.
+    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same;
+    #: empty for a legacy registration, which could not say).
     capabilities: frozenset[StoreCapability] = frozenset()
     #: Keyword strategies: the store capabilities the strategy needs (else the tool uses ``bm25``).
     requires: frozenset[StoreCapability] = frozenset()
