@@ -69,8 +69,8 @@ CHILD = textwrap.dedent(
 
     class Plugin:
         @hookimpl
-        def register_embedders(self, register):
-            register("bench-hash", lambda model=None, **_: HashEmbedder(), description="benchmark stand-in")
+        def deckhand_register(self, register):
+            register.embedder("bench-hash", lambda model, options: HashEmbedder(), description="benchmark stand-in")
 
     get_registry().register_plugin(Plugin(), "bench-hash")
     from deckhand.cli.main import cli

@@ -84,9 +84,9 @@ class NotesStore(InMemoryStore):
     shelf = "main"
 
     @classmethod
-    def from_config(cls, config, collection):
+    def from_config(cls, config, collection, options, *, base_dir):
         store = cls(collection)
-        store.shelf = NotesStoreOptions.model_validate(config.options).shelf
+        store.shelf = options.shelf
         return store
 
 
@@ -107,8 +107,8 @@ class LinesChunker:
         return [Chunk(source=document.source, index=i, content="\\n".join(g)) for i, g in enumerate(groups)]
 
 
-def lines_chunker(tokenizer, lines_per_chunk=1):
-    return LinesChunker(lines_per_chunk)
+def lines_chunker(tokenizer, options):
+    return LinesChunker(options.lines_per_chunk)
 
 
 class SubstringOptions(BaseModel):
@@ -134,8 +134,8 @@ class SubstringIndex:
         return scored[:k]
 
 
-def substring_strategy(store, cache_path=None, min_length=3):
-    return SubstringIndex(min_length)
+def substring_strategy(store, cache_path, options):
+    return SubstringIndex(options.min_length)
 
 
 class NotesLookupConfig(SourceToolConfig):
@@ -165,34 +165,23 @@ class NotesLookupTool(SourceTool):
 
 
 @hookimpl
-def register_loaders(register):
-    register("note", NoteLoader, description="field notes, % comments dropped", extensions=[".note"])
-
-
-@hookimpl
-def register_stores(register):
-    register(
+def deckhand_register(register):
+    register.loader("note", NoteLoader, description="field notes, % comments dropped")
+    register.store(
         "notes-memory",
         NotesStore.from_config,
         description="third-party test store",
         options=NotesStoreOptions,
         url_schemes=("notes://",),
+        capabilities=NotesStore.capabilities,
     )
-
-
-@hookimpl
-def register_chunkers(register):
-    register("lines", lines_chunker, description="groups of non-empty lines", options=LinesOptions)
-
-
-@hookimpl
-def register_keyword_strategies(register):
-    register("substring", substring_strategy, description="counts query words in the text", options=SubstringOptions)
-
-
-@hookimpl
-def register_tools(register):
-    register("notes_lookup", NotesLookupTool, description="semantic lookup of field notes", options=NotesLookupConfig)
+    register.chunker("lines", lines_chunker, description="groups of non-empty lines", options=LinesOptions)
+    register.keyword_strategy(
+        "substring", substring_strategy, description="counts query words in the text", options=SubstringOptions
+    )
+    register.tool(
+        "notes_lookup", NotesLookupTool, description="semantic lookup of field notes", options=NotesLookupConfig
+    )
 """
 
 

@@ -9,9 +9,10 @@ import numpy as np
 from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.ingest.pipeline import Ingestor, LoaderSet
 from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.registration import Registrar
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
@@ -83,7 +84,7 @@ class SharedStores:
     def __init__(self) -> None:
         self.stores: dict[str, InMemoryStore] = {}
 
-    def factory(self, config: Any, collection: str) -> InMemoryStore:
+    def factory(self, config: Any, collection: str, options: None = None, *, base_dir: Any = None) -> InMemoryStore:
         store = self.stores.get(collection)
         if store is None:
             store = self.stores[collection] = InMemoryStore(collection)
@@ -91,8 +92,13 @@ class SharedStores:
         return store
 
     @hookimpl
-    def register_stores(self, register: Register) -> None:
-        register("shared", self.factory, description="test double: persistent in-memory collections")
+    def deckhand_register(self, register: Registrar) -> None:
+        register.store(
+            "shared",
+            self.factory,
+            description="test double: persistent in-memory collections",
+            capabilities=InMemoryStore.capabilities,
+        )
 
 
 def make_pdf(text: str) -> bytes:
@@ -146,12 +152,12 @@ class AcmeStorePlugin:
     """A store plugin as a third party writes one: options model and URL schemes declared."""
 
     @hookimpl
-    def register_stores(self, register: Register) -> None:
+    def deckhand_register(self, register: Registrar) -> None:
         from deckhand.stores.inmemory import InMemoryStore
 
-        register(
+        register.store(
             "acme",
-            lambda config, collection: InMemoryStore(collection),
+            lambda config, collection, options, *, base_dir: InMemoryStore(collection),
             description="test store declaring options and URL schemes",
             options=AcmeOptions,
             url_schemes=("acme://", "acmes://", "unix://"),

@@ -19,8 +19,9 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.schema import agent_schema
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import ConfigError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.registration import Registrar
 from deckhand.tools import build_tool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,13 +57,10 @@ class NotesConfig(ToolConfigBase):
 
 class _Plugin:
     @hookimpl
-    def register_chunkers(self, register: Register) -> None:
-        register("paragraph", lambda tokenizer, min_words=3: None, options=ParagraphOptions)
-        register("plain", lambda tokenizer: None, description="no options")
-
-    @hookimpl
-    def register_tools(self, register: Register) -> None:
-        register("notes", lambda config, **_: None, options=NotesConfig, description="test tool type")
+    def deckhand_register(self, register: Registrar) -> None:
+        register.chunker("paragraph", lambda tokenizer, options: None, options=ParagraphOptions)
+        register.chunker("plain", lambda tokenizer, options: None, description="no options")
+        register.tool("notes", lambda config, **_: None, options=NotesConfig, description="test tool type")
 
 
 @pytest.fixture

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from deckhand import install_hints
-from deckhand.errors import ComponentNotFoundError, PluginError
+from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
+from deckhand.protocols import StoreCapability
+from deckhand.registration import Registrar
 from pydantic import BaseModel
 
 
@@ -77,7 +79,7 @@ def test_unknown_hook_fails_loudly() -> None:
 def test_wrong_hook_arguments_fail_loudly() -> None:
     class BadArgs:
         @hookimpl
-        def register_stores(self, reg: Register, extra: int) -> None:
+        def deckhand_register(self, reg: Registrar, extra: int) -> None:
             pass
 
     with pytest.raises(PluginError) as err:
@@ -88,9 +90,9 @@ def test_wrong_hook_arguments_fail_loudly() -> None:
 def test_duplicate_component_in_one_plugin() -> None:
     class Twice:
         @hookimpl
-        def register_stores(self, register: Register) -> None:
-            register("dup", object)
-            register("dup", object)
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("dup", object)
+            register.store("dup", object)
 
     registry = _bare_registry()
     registry.register_plugin(Twice(), "twice")
@@ -146,10 +148,10 @@ def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:
     plugin = types.SimpleNamespace()
 
     @hookimpl
-    def register_loaders(register: Register) -> None:
-        register("shout", Shout, extensions=[".md"])
+    def deckhand_register(register: Registrar) -> None:
+        register.loader("shout", Shout)
 
-    plugin.register_loaders = register_loaders
+    plugin.deckhand_register = deckhand_register
     registry = _bare_registry()
     registry.register_plugin(plugin, "shout")
     from deckhand.ingest.pipeline import LoaderSet
@@ -220,9 +222,9 @@ def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyP
 def _chunker_plugin(tag: str, priority: int | None = None) -> object:
     class Plugin:
         @hookimpl
-        def register_chunkers(self, register: Register) -> None:
+        def deckhand_register(self, register: Registrar) -> None:
             extra = {} if priority is None else {"priority": priority}
-            register("token", lambda tokenizer: tag, description=f"token by {tag}", **extra)
+            register.chunker("token", lambda tokenizer, options: tag, description=f"token by {tag}", **extra)
 
     return Plugin()
 
@@ -270,22 +272,107 @@ def test_same_priority_third_parties_by_name_whatever_the_load_order(caplog: pyt
 
 
 @pytest.mark.parametrize(
-    ("kind_hook", "kwargs", "message"),
+    ("method", "kwargs", "message"),
     [
-        ("register_chunkers", {"options": dict}, "with options=<class 'dict'>, which is not a pydantic model class"),
-        ("register_tools", {}, "without options=: a tool type needs its config model"),
-        ("register_tools", {"options": Opts}, 'its config model Opts needs type: Literal["x"]'),
-        ("register_stores", {"url_schemes": "redis://"}, "with url_schemes='redis://'; give a tuple such as"),
-        ("register_keyword_strategies", {"requires": ("keyword_search",)}, "with requires=('keyword_search',); give"),
+        ("chunker", {"options": dict}, "with options=<class 'dict'>, which is not a pydantic model class"),
+        ("tool", {"options": None}, "without options=: a tool type needs its config model"),
+        ("tool", {"options": Opts}, 'its config model Opts needs type: Literal["x"]'),
+        ("store", {"url_schemes": "redis://"}, "with url_schemes='redis://'; give a tuple such as"),
+        (
+            "store",
+            {"capabilities": {"persistant"}},
+            "with capabilities={'persistant'}: 'persistant' is no StoreCapability",
+        ),
+        ("keyword_strategy", {"requires": "keyword_search"}, "with requires='keyword_search'; give a set of"),
+        ("embedder", {"model_id": "m"}, "give model_id=, dimension= and max_tokens= together"),
     ],
 )
-def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], message: str) -> None:
-    def hook(register: Register) -> None:
-        register("x", object, **kwargs)
+def test_bad_registrations_fail_loudly(method: str, kwargs: dict[str, Any], message: str) -> None:
+    class Sloppy:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            getattr(register, method)("x", object, **kwargs)
 
-    plugin = types.SimpleNamespace(**{kind_hook: hookimpl(hook)})
     registry = _bare_registry()
-    registry.register_plugin(plugin, "sloppy")
+    registry.register_plugin(Sloppy(), "sloppy")
     with pytest.raises(PluginError) as err:
         registry.components  # noqa: B018
     assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)
+
+
+def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
+    class Typo:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("x", object, url_scheme=("x://",))  # type: ignore[call-arg]
+
+    registry = _bare_registry()
+    registry.register_plugin(Typo(), "typo-store")
+    with pytest.raises(PluginError) as err:
+        registry.components  # noqa: B018
+    assert str(err.value).startswith("plugin 'typo-store' failed to register its components: ")
+    assert "url_scheme" in str(err.value)
+
+
+def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
+    """A factory registered with ``options=`` receives the validated model instance (never keyword arguments)."""
+    from deckhand.config.models import DatabaseConfig
+    from deckhand.stores.opening import create_store
+
+    class StoreOptions(BaseModel):
+        model_config = {"extra": "forbid"}
+        size: int = 3
+
+    seen: list[Any] = []
+
+    def store_factory(config: Any, collection: str, options: StoreOptions, /, *, base_dir: Path) -> Any:
+        seen.append((collection, options, base_dir))
+        return object()
+
+    def chunker_factory(tokenizer: Any, options: Opts, /) -> Any:
+        seen.append(options)
+        return object()
+
+    class Typed:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("typed", store_factory, options=StoreOptions, capabilities={StoreCapability.PERSISTENT})
+            register.chunker("typed", chunker_factory, options=Opts)
+
+    registry = _bare_registry()
+    registry.register_plugin(Typed(), "typed")
+    store = registry.resolve("store", "typed")
+    assert store.capabilities == {StoreCapability.PERSISTENT} and not store.legacy
+    config = DatabaseConfig.model_validate(
+        {"provider": "typed", "options": {"size": 5}}, context={"registry": registry}
+    )
+    create_store(store, config, "kb", base_dir=tmp_path)
+    assert seen == [("kb", StoreOptions(size=5), tmp_path)]
+    registry.resolve("chunker", "typed").create("tokenizer", options={"size": 2})
+    assert seen[-1] == Opts(size=2) and isinstance(seen[-1], Opts)
+    with pytest.raises(ConfigError, match=r"database.options.size: .* \(typed options: size\)"):
+        create_store(
+            store, DatabaseConfig.model_construct(provider="typed", options={"size": "x"}), "kb", base_dir=tmp_path
+        )
+
+
+def test_deckhand_plugins_shows_capabilities(fresh_registry: None) -> None:
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    provided = {(p["kind"], p["name"]): p for e in json.loads(result.output) for p in e["provides"]}
+    assert provided[("store", "sqlite")]["capabilities"] == [
+        "concurrent_processes",
+        "filters",
+        "index_maintenance",
+        "integrity_check",
+        "persistent",
+        "side_indexes",
+    ]
+    assert provided[("store", "in-memory")]["capabilities"] == ["filters"]
+    text = CliRunner().invoke(cli, ["plugins"]).output
+    assert "capabilities: concurrent_processes, filters, index_maintenance" in text

@@ -35,10 +35,11 @@ from deckhand.chunking.token import TokenChunker
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError, LoaderError, StoreAuthenticationError, StoreConnectionError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.ingest.loaders import decode_text, decoding
 from deckhand.ingest.pipeline import Ingestor, IngestStatus, LoaderSet
 from deckhand.plugins import get_registry
+from deckhand.registration import Registrar
 from deckhand.types import Chunk, Document
 
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
@@ -506,15 +507,15 @@ def test_a_short_ingest_prints_no_estimate(tmp_path: Path, minilm: Any) -> None:
 
 class _Refusing:
     @hookimpl
-    def register_stores(self, register: Register) -> None:
-        def down(config: Any, collection: str) -> Any:
+    def deckhand_register(self, register: Registrar) -> None:
+        def down(config: Any, collection: str, options: None, *, base_dir: Path) -> Any:
             raise StoreConnectionError("cannot reach down at down://db:1 (connection refused)")
 
-        def locked(config: Any, collection: str) -> Any:
+        def locked(config: Any, collection: str, options: None, *, base_dir: Path) -> Any:
             raise StoreAuthenticationError("locked at locked://db:1 refused the credentials")
 
-        register("down", down)
-        register("locked", locked)
+        register.store("down", down)
+        register.store("locked", locked)
 
 
 def _agent(tmp_path: Path, provider: str, **database: Any) -> str:

@@ -21,9 +21,10 @@ from deckhand.errors import (
     ModelMismatchError,
     StoreConnectionError,
 )
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.install_hints import install_command
 from deckhand.plugins import PluginRegistry
+from deckhand.registration import Registrar
 from deckhand.tools import build_tool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -167,19 +168,19 @@ class FlakyStore:
     """A store plugin whose server is never reachable."""
 
     @hookimpl
-    def register_stores(self, register: Register) -> None:
-        def factory(config: Any, collection: str) -> Any:
+    def deckhand_register(self, register: Registrar) -> None:
+        def factory(config: Any, collection: str, options: None, *, base_dir: Path) -> Any:
             raise StoreConnectionError(f"connection refused by {config.connection_string}")
 
         class RawSocketStore:
-            def __init__(self, config: Any, collection: str) -> None:
+            def __init__(self, config: Any, collection: str, options: None, *, base_dir: Path) -> None:
                 pass
 
             def open(self, spec: Any) -> None:
                 raise ConnectionRefusedError(111, "Connection refused")
 
-        register("flaky", factory)
-        register("raw-socket", RawSocketStore)
+        register.store("flaky", factory)
+        register.store("raw-socket", RawSocketStore)  # not a full VectorStore
 
 
 def test_a_raw_connection_error_also_falls_back(
@@ -255,10 +256,10 @@ def _fake_embedder_plugin(minilm: Any) -> Any:
     plugin = types.SimpleNamespace(embedder=embedder)
 
     @hookimpl
-    def register_embedders(register: Register) -> None:
-        register("fake", lambda model=None, **_: embedder, aliases=("fake-embedder-v2",))
+    def deckhand_register(register: Registrar) -> None:
+        register.embedder("fake", lambda model, options: embedder, aliases=("fake-embedder-v2",))
 
-    plugin.register_embedders = register_embedders
+    plugin.deckhand_register = deckhand_register
     return plugin
 
 
@@ -345,10 +346,10 @@ def test_embedding_failures_fail_fast(tmp_path: Path, docs: Path, minilm: Any) -
     plugin = types.SimpleNamespace()
 
     @hookimpl
-    def register_embedders(register: Register) -> None:
-        register("broken", lambda model=None, **_: broken)
+    def deckhand_register(register: Registrar) -> None:
+        register.embedder("broken", lambda model, options: broken)
 
-    plugin.register_embedders = register_embedders
+    plugin.deckhand_register = deckhand_register
     registry = _registry_with((plugin, "broken"))
     tool = make_tool(tmp_path, docs, registry=registry, embedding_model="broken")
     tool.initialize_sync(force_ingest=True)

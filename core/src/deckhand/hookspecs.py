@@ -1,28 +1,28 @@
-"""The hooks plugins implement, one per kind of component.
+"""The hook plugins implement: :func:`deckhand_register`.
 
-Every hook has the same flat shape (as in simonw/llm): it receives a ``register``
-callable and calls it once per component it provides::
+A plugin implements one hook and calls one typed method of the :class:`Registrar` it
+receives per component it provides::
+
+    from deckhand.hookspecs import hookimpl
+    from deckhand.registration import Registrar
 
     @hookimpl
-    def register_stores(register):
-        register("redis", RedisStore.from_config, description="Redis with the search module",
-                 options=RedisOptions, url_schemes=("redis://", "rediss://", "unix://"))
+    def deckhand_register(register: Registrar) -> None:
+        register.store("redis", build_redis, description="Redis with the search module",
+                       options=RedisOptions, url_schemes=("redis://", "rediss://", "unix://"),
+                       capabilities={StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH})
 
-Components are built lazily: registering is cheap and loads no model or connection.
-Builtin components are registered through these same hooks (see :mod:`deckhand.builtin`).
+One hook with a typed method per kind (tox 4's design) rather than nine typed hooks: a plugin
+providing several kinds writes one function, a new kind or a new keyword is a new method or
+parameter (mypy checks every call against it, and an unknown keyword fails at load naming the
+plugin), and each factory is typed by a Protocol of :mod:`deckhand.registration`. Components
+are built lazily: registering is cheap and loads no model or connection. Builtin components
+are registered through this same hook (see :mod:`deckhand.builtin`).
 
-What ``register`` accepts for every kind:
-
-- ``name``: what configuration selects the component by; ``aliases``: other names for it.
-- ``factory``: builds the component (its arguments per kind are in each hook's docstring).
-- ``description``: one line for ``deckhand plugins``.
-- ``options``: a pydantic model of the settings configuration may give the component. deckhand
-  validates them with it when ``agent.yaml`` is loaded (errors name the file and the field),
-  ``deckhand schema`` includes it, and the factory receives the validated values as keyword
-  arguments (field names). A component without an options model accepts no options.
-- ``priority``: which component wins when two plugins register the same name (higher first;
-  then a third-party plugin over deckhand's builtin; then the plugin name that sorts first).
-  deckhand logs one warning naming both plugins.
+The nine ``register_<kind>s(register)`` hooks below are the untyped API before it. Plugins
+implementing them keep loading, with a DeprecationWarning naming the new call, until they
+are removed (not before the release after the one that deprecates them); their factories are
+called the old way (options as keyword arguments; a store reads ``config.options`` itself).
 """
 
 from __future__ import annotations
@@ -35,14 +35,27 @@ import pluggy
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from deckhand.registration import Registrar
+
 PROJECT = "deckhand"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+@hookspec
+def deckhand_register(register: Registrar) -> None:
+    """Register the plugin's components: ``register.loader(...)``, ``register.chunker(...)``,
+    ``register.embedder(...)``, ``register.store(...)``, ``register.keyword_strategy(...)``,
+    ``register.context_generator(...)``, ``register.reranker(...)``, ``register.memory_backend(...)``
+    and ``register.tool(...)`` (see :class:`deckhand.registration.Registrar`)."""
+
+
+# -- deprecated: the untyped hooks ------------------------------------------------------------
+
+
 class Register(Protocol):
-    """The callable every ``register_*`` hook receives."""
+    """Deprecated: the callable every ``register_*`` hook receives (use :class:`Registrar`)."""
 
     def __call__(
         self,
@@ -59,7 +72,9 @@ class Register(Protocol):
 
 @hookspec
 def register_loaders(register: Register) -> None:
-    """Register file loaders: ``factory() -> Loader``; pass ``extensions=[".txt", ...]``.
+    """Deprecated: use ``register.loader(...)`` in :func:`deckhand_register`.
+
+    Register file loaders: ``factory() -> Loader``; pass ``extensions=[".txt", ...]``.
 
     Among loaders claiming the same extension, the loader's own ``priority`` attribute decides.
     """
@@ -67,7 +82,9 @@ def register_loaders(register: Register) -> None:
 
 @hookspec
 def register_chunkers(register: Register) -> None:
-    """Register chunkers: ``factory(tokenizer: Tokenizer, **options) -> Chunker``.
+    """Deprecated: use ``register.chunker(...)`` in :func:`deckhand_register`.
+
+    Register chunkers: ``factory(tokenizer: Tokenizer, **options) -> Chunker``.
 
     ``chunker:`` on a tool selects one, by name or as ``{name: NAME, option: value, ...}``. A
     tool's own size settings (``chunk_size``, ``chunk_overlap``, ``max_chunk_tokens``) are passed
@@ -77,7 +94,9 @@ def register_chunkers(register: Register) -> None:
 
 @hookspec
 def register_embedders(register: Register) -> None:
-    """Register embedders: ``factory(model: str | None, **options) -> Embedder``.
+    """Deprecated: use ``register.embedder(...)`` in :func:`deckhand_register`.
+
+    Register embedders: ``factory(model: str | None, **options) -> Embedder``.
 
     ``aliases`` lists the model names (``embedding_model:`` values) the embedder serves; ``model``
     is the name (or the whole ``<embedder>:<model>`` value). With ``options=``, ``embedding_model:
@@ -92,7 +111,9 @@ def register_embedders(register: Register) -> None:
 
 @hookspec
 def register_stores(register: Register) -> None:
-    """Register vector stores: ``factory(config: DatabaseConfig, collection: str) -> VectorStore``.
+    """Deprecated: use ``register.store(...)`` in :func:`deckhand_register`.
+
+    Register vector stores: ``factory(config: DatabaseConfig, collection: str) -> VectorStore``.
 
     ``name`` is the ``database.provider`` value that selects it. ``options`` validates
     ``database.options`` (the factory still reads them from ``config.options``);
@@ -106,7 +127,9 @@ def register_stores(register: Register) -> None:
 
 @hookspec
 def register_keyword_strategies(register: Register) -> None:
-    """Register keyword strategies: ``factory(store: VectorStore, cache_path: Path | None, **options) -> KeywordIndex``.
+    """Deprecated: use ``register.keyword_strategy(...)`` in :func:`deckhand_register`.
+
+    Register keyword strategies: ``factory(store: VectorStore, cache_path: Path | None, **options) -> KeywordIndex``.
 
     ``keyword_strategy:`` on a ``hierarchical_document`` tool selects one. ``cache_path`` is a
     file under deckhand's state directory where the strategy may keep what it built between
@@ -119,7 +142,9 @@ def register_keyword_strategies(register: Register) -> None:
 
 @hookspec
 def register_context_generators(register: Register) -> None:
-    """Register context generators: ``factory(base_dir: Path, **options) -> ContextGenerator``.
+    """Deprecated: use ``register.context_generator(...)`` in :func:`deckhand_register`.
+
+    Register context generators: ``factory(base_dir: Path, **options) -> ContextGenerator``.
 
     ``contextual_embeddings.generator`` selects one and ``contextual_embeddings.options`` are its
     options; ``base_dir`` is the agent's directory (for caches under its state directory).
@@ -128,7 +153,9 @@ def register_context_generators(register: Register) -> None:
 
 @hookspec
 def register_rerankers(register: Register) -> None:
-    """Register rerankers: ``factory(base_dir: Path, **options) -> Reranker``.
+    """Deprecated: use ``register.reranker(...)`` in :func:`deckhand_register`.
+
+    Register rerankers: ``factory(base_dir: Path, **options) -> Reranker``.
 
     ``reranker:`` on a tool selects one, by name or as ``{name: NAME, option: value, ...}``
     (none by default). After fusion the tool's best ``rerank_top_n`` candidates are passed to
@@ -141,7 +168,9 @@ def register_rerankers(register: Register) -> None:
 
 @hookspec
 def register_memory_backends(register: Register) -> None:
-    """Register memory backends for the vector memory: ``factory(path: Path | None, **options) -> MemoryBackend``.
+    """Deprecated: use ``register.memory_backend(...)`` in :func:`deckhand_register`.
+
+    Register memory backends for the vector memory: ``factory(path: Path | None, **options) -> MemoryBackend``.
 
     ``name`` is the ``memory.backend`` value that selects it; ``path`` is the configured
     ``memory.path`` (the repository root for git-memory, ``None`` when not set) and ``options``
@@ -151,7 +180,9 @@ def register_memory_backends(register: Register) -> None:
 
 @hookspec
 def register_tools(register: Register) -> None:
-    """Register tool types: ``factory(config, *, base_dir, registry, progress) -> Tool`` (``ToolFactory``).
+    """Deprecated: use ``register.tool(...)`` in :func:`deckhand_register`.
+
+    Register tool types: ``factory(config, *, base_dir, registry, progress) -> Tool``.
 
     ``name`` is the ``type:`` value of a ``tools:`` entry in ``agent.yaml``. ``options`` is
     required: the pydantic model of the whole entry, a subclass of

@@ -5,6 +5,14 @@ Entry points in the ``deckhand`` group are loaded at first use. ``DECKHAND_PLUGI
 builtin components always load. Hook implementations that match no hook spec fail
 loudly, as tox does with ``check_pending``.
 
+Components are collected from the ``deckhand_register`` hook (the typed
+:class:`~deckhand.registration.Registrar`) and from the deprecated ``register_<kind>s`` hooks.
+A plugin implementing one of those gets a DeprecationWarning naming the typed call when it is
+registered; its ``register(...)`` calls become the same :class:`Component` the registrar makes,
+marked ``legacy`` so :meth:`Component.create` calls its factory the old way (options as keyword
+arguments; a store reads ``config.options`` itself). Either way an unknown keyword is a
+:class:`PluginError` naming the plugin.
+
 When two plugins register the same name for the same kind, one wins by a fixed rule
 (:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
 deckhand's builtin, then the plugin whose name sorts first; one warning names them all.
@@ -12,12 +20,13 @@ deckhand's builtin, then the plugin whose name sorts first; one warning names th
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
 import pluggy
@@ -26,21 +35,13 @@ from pydantic import BaseModel
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.install_hints import install_hint
+from deckhand.registration import BUILTIN, Component, Kind, Registrar
+
+__all__ = ["BUILTIN", "ENV_PLUGINS", "Component", "Kind", "PluginRegistry", "Registrar", "get_registry"]
 
 log = logging.getLogger(__name__)
 
-Kind = Literal[
-    "loader",
-    "chunker",
-    "embedder",
-    "store",
-    "keyword_strategy",
-    "context_generator",
-    "reranker",
-    "memory_backend",
-    "tool",
-]
-
+#: The hooks of the registration API before :class:`Registrar` (still loaded, with a DeprecationWarning).
 HOOKS: dict[Kind, str] = {
     "loader": "register_loaders",
     "chunker": "register_chunkers",
@@ -52,47 +53,19 @@ HOOKS: dict[Kind, str] = {
     "memory_backend": "register_memory_backends",
     "tool": "register_tools",
 }
+KINDS: tuple[Kind, ...] = tuple(HOOKS)
+_LEGACY_KIND = {hook: kind for kind, hook in HOOKS.items()}
 
-#: The name under which deckhand's own components are registered.
-BUILTIN = "deckhand.builtin"
+#: Keywords a legacy ``register(...)`` call accepted for each kind, beyond name, factory,
+#: ``description``, ``aliases``, ``options`` and ``priority`` (``extensions`` was never read).
+_LEGACY_KEYWORDS: dict[Kind, frozenset[str]] = {
+    "loader": frozenset({"extensions"}),
+    "embedder": frozenset({"model_id", "dimension", "max_tokens"}),
+    "store": frozenset({"url_schemes", "uses_base_dir"}),
+    "keyword_strategy": frozenset({"requires"}),
+}
 
 ENV_PLUGINS = "DECKHAND_PLUGINS"
-
-
-@dataclass(frozen=True)
-class Component:
-    """One registered component: what it is, who provides it and how to build it."""
-
-    kind: Kind
-    name: str
-    factory: Callable[..., Any]
-    plugin: str
-    description: str = ""
-    aliases: tuple[str, ...] = ()
-    info: dict[str, Any] = field(default_factory=dict)
-    #: The pydantic model of the component's options (``None``: it takes none).
-    options: type[BaseModel] | None = None
-    #: Decides between components of the same name from different plugins (higher wins).
-    priority: int = 0
-
-    @property
-    def builtin(self) -> bool:
-        """Whether deckhand itself provides the component."""
-        return self.plugin == BUILTIN
-
-    @property
-    def url_schemes(self) -> tuple[str, ...]:
-        """Stores: the URL schemes ``connection_string`` may use (empty: any, or none)."""
-        return tuple(self.info.get("url_schemes", ()))
-
-    @property
-    def requires(self) -> tuple[type, ...]:
-        """Keyword strategies: protocols the store must implement for the strategy to work."""
-        return tuple(self.info.get("requires", ()))
-
-    def label(self) -> str:
-        """``chunker 'token'``: how messages name the component."""
-        return f"{self.kind.replace('_', ' ')} {self.name!r}"
 
 
 class PluginRegistry:
@@ -149,6 +122,15 @@ class PluginRegistry:
             if self.pm.has_plugin(name):
                 self.pm.unregister(name=name)
             raise PluginError(f"plugin {name!r} is invalid: {exc}") from exc
+        for caller in self.pm.get_hookcallers(module) or []:
+            kind = _LEGACY_KIND.get(caller.name)
+            if kind is not None:
+                warnings.warn(
+                    f"plugin {name!r} uses {caller.name}(register); use register.{kind}(...) in a "
+                    "deckhand_register(register) hook (deckhand.hookspecs); the old hooks will be removed",
+                    DeprecationWarning,
+                    stacklevel=4,
+                )
 
     @property
     def components(self) -> dict[Kind, dict[str, Component]]:
@@ -158,35 +140,26 @@ class PluginRegistry:
             return self._components
 
     def _collect(self) -> dict[Kind, dict[str, Component]]:
-        candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in HOOKS}
+        candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in KINDS}
+
+        def add(component: Component) -> None:
+            same = candidates[component.kind].setdefault(component.name, [])
+            if any(c.plugin == component.plugin for c in same):
+                raise PluginError(f"plugin {component.plugin!r} registers {component.kind} {component.name!r} twice")
+            _check_registration(component)
+            same.append(component)
+
+        for impl in self.pm.hook.deckhand_register.get_hookimpls():
+            plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
+            try:
+                impl.function(register=Registrar(plugin_name, add))
+            except TypeError as exc:  # an unknown keyword, a missing argument
+                raise PluginError(f"plugin {plugin_name!r} failed to register its components: {exc}") from exc
         for kind, hook_name in HOOKS.items():
-            hook = getattr(self.pm.hook, hook_name)
-            for impl in hook.get_hookimpls():
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                 plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-
-                def register(
-                    name: str,
-                    factory: Callable[..., Any],
-                    *,
-                    description: str = "",
-                    aliases: Sequence[str] = (),
-                    options: type[BaseModel] | None = None,
-                    priority: int = 0,
-                    _kind: Kind = kind,
-                    _plugin: str = plugin_name,
-                    **info: Any,
-                ) -> None:
-                    same = candidates[_kind].setdefault(name, [])
-                    if any(c.plugin == _plugin for c in same):
-                        raise PluginError(f"plugin {_plugin!r} registers {_kind} {name!r} twice")
-                    component = Component(
-                        _kind, name, factory, _plugin, description, tuple(aliases), dict(info), options, priority
-                    )
-                    _check_registration(component)
-                    same.append(component)
-
-                impl.function(register=register)
-        found: dict[Kind, dict[str, Component]] = {kind: {} for kind in HOOKS}
+                impl.function(register=_legacy_register(kind, plugin_name, add))
+        found: dict[Kind, dict[str, Component]] = {kind: {} for kind in KINDS}
         for kind, table in candidates.items():
             for name, same in sorted(table.items()):
                 ranked = sorted(same, key=_precedence)
@@ -255,12 +228,57 @@ def _check_registration(component: Component) -> None:
         tags = get_args(type_field.annotation) if type_field is not None else ()
         if type_field is None or get_origin(type_field.annotation) is not Literal or component.name not in tags:
             raise PluginError(f'{where}: its config model {model.__name__} needs type: Literal["{component.name}"]')
-    schemes = component.info.get("url_schemes", ())
+
+
+def _legacy_register(kind: Kind, plugin: str, add: Callable[[Component], None]) -> Callable[..., None]:
+    """The untyped ``register(name, factory, **info)`` a legacy ``register_<kind>s`` hook receives,
+    turned into the same :class:`Component` the typed :class:`Registrar` makes (called the old way)."""
+    from deckhand.capabilities import capability_of_protocol
+
+    registrar = Registrar(plugin, add, legacy=True)
+
+    def register(
+        name: str,
+        factory: Callable[..., Any],
+        *,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        options: type[BaseModel] | None = None,
+        priority: int = 0,
+        **info: Any,
+    ) -> None:
+        where = f"plugin {plugin!r} registers {kind.replace('_', ' ')} {name!r}"
+        allowed = sorted({"description", "aliases", "options", "priority", *_LEGACY_KEYWORDS.get(kind, ())})
+        for key in info:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f"did you mean {close[0]}=? " if close else ""
+                raise PluginError(f"{where} with unknown keyword {key}= ({hint}it takes {', '.join(allowed)})")
+        fields: dict[str, Any] = {}
+        if kind == "store":
+            fields["url_schemes"] = _legacy_schemes(info.get("url_schemes", ()), where)
+            fields["legacy_base_dir"] = bool(info.get("uses_base_dir", False))
+        elif kind == "embedder":
+            described = {k: info[k] for k in ("model_id", "dimension", "max_tokens") if k in info}
+            fields["described"] = described if len(described) == 3 else {}
+        elif kind == "keyword_strategy":
+            requires = info.get("requires", ())
+            if isinstance(requires, str) or not all(isinstance(r, type) for r in requires):
+                raise PluginError(f"{where} with requires={requires!r}; give a tuple of runtime-checkable protocols")
+            capabilities = {capability_of_protocol(r) for r in requires}
+            fields["requires"] = frozenset(c for c in capabilities if c is not None)
+            fields["legacy_requires"] = tuple(r for r in requires if capability_of_protocol(r) is None)
+        registrar._register(
+            kind, name, factory, description=description, aliases=aliases, options=options, priority=priority, **fields
+        )
+
+    return register
+
+
+def _legacy_schemes(schemes: Any, where: str) -> tuple[str, ...]:
     if isinstance(schemes, str) or not all(isinstance(s, str) and s.endswith("://") for s in schemes):
         raise PluginError(f'{where} with url_schemes={schemes!r}; give a tuple such as ("redis://", "rediss://")')
-    requires = component.info.get("requires", ())
-    if not all(isinstance(r, type) for r in requires):
-        raise PluginError(f"{where} with requires={requires!r}; give a tuple of runtime-checkable protocols")
+    return tuple(schemes)
 
 
 _registry: PluginRegistry | None = None

@@ -103,11 +103,17 @@ class Chunker(Protocol):
 
 
 class StoreCapability(enum.StrEnum):
-    """What a vector store may support beyond the :class:`VectorStore` methods every store has.
+    """What a vector store may support beyond the :class:`VectorStore` methods every store has:
+    the one way a store says so.
 
-    A store declares its capabilities in a ``capabilities`` class attribute; the store
-    conformance kit (:mod:`deckhand.testing.store_conformance`) tests every declared one and
-    fails a store that implements one without declaring it (where that can be detected).
+    A store declares its capabilities in a ``capabilities`` class attribute (and registers them
+    with ``register.store(..., capabilities=...)``, which ``deckhand plugins`` shows). A capability
+    that promises methods is tied to the Protocol listing them
+    (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`); deckhand calls those methods only on a
+    store declaring it (:func:`deckhand.capabilities.has_capability`). The store conformance kit
+    (:mod:`deckhand.testing.store_conformance`) tests every declared one, fails a declared
+    capability whose methods are missing, and fails a store that implements one without
+    declaring it.
     """
 
     #: Data outlives the process: another connection, in this process or another one,
@@ -124,6 +130,18 @@ class StoreCapability(enum.StrEnum):
     #: into the database's own query language. A store without it is never given a filter
     #: (deckhand raises :class:`deckhand.errors.FilterError` instead of ignoring one).
     FILTERS = "filters"
+    #: The database fuses its own keyword ranking with a vector search: :class:`NativeHybridSearch`
+    #: (with :attr:`KEYWORD_SEARCH`).
+    HYBRID_SEARCH = "hybrid_search"
+    #: The store keeps indexes derived from its records (keyword, definitions) beside them, tied to
+    #: the records' version: :class:`SideIndexStorage`.
+    SIDE_INDEXES = "side_indexes"
+    #: The store brings derived search structures up to date in bulk after writes (the sqlite store's
+    #: HNSW graph): :class:`IndexMaintenance`; ingestion calls ``maintain()`` at the end of a run.
+    INDEX_MAINTENANCE = "index_maintenance"
+    #: The store can check its whole file for damage: :class:`IntegrityCheck`; an ingest (and
+    #: ``--force-ingest``) calls ``verify_integrity()`` before opening the collection.
+    INTEGRITY_CHECK = "integrity_check"
 
 
 def store_capabilities(store: object) -> frozenset[StoreCapability]:
@@ -152,14 +170,15 @@ class VectorStore(Protocol):
     Every store keeps the manifest (one :class:`FileState` per source) in the same
     database as the vectors, and replaces a source's chunks all-or-nothing.
 
-    **Building.** The factory registered with ``register_stores`` is called as
-    ``factory(config, collection)``: ``config`` is the tool's ``database:`` block
-    (:class:`deckhand.config.models.DatabaseConfig`) and ``collection`` the tool's name. A
-    store registered with ``uses_base_dir=True`` also receives ``base_dir=``, the agent
-    config's directory: a file-based store resolves every relative path of its options
-    against it (as ``source:`` is), never against the current directory, and keeps its
-    default files under :func:`deckhand.paths.state_dir` ``(base_dir)`` (``$DECKHAND_HOME``
-    when set, else ``<agent.yaml's directory>/.deckhand``).
+    **Building.** The factory registered with ``register.store`` is called as
+    ``factory(config, collection, options, base_dir=base_dir)``
+    (:class:`deckhand.registration.StoreFactory`): ``config`` is the tool's ``database:`` block
+    (:class:`deckhand.config.models.DatabaseConfig`), ``collection`` the tool's name,
+    ``options`` the validated ``database.options`` (the registered model's instance) and
+    ``base_dir`` the agent config's directory: a file-based store resolves every relative path
+    of its options against it (as ``source:`` is), never against the current directory, and
+    keeps its default files under :func:`deckhand.paths.state_dir` ``(base_dir)``
+    (``$DECKHAND_HOME`` when set, else ``<agent.yaml's directory>/.deckhand``).
     :func:`deckhand.stores.tool_store.create_store` is the one place that calls factories.
 
     **Names.** ``collection`` (the tool name) names one collection: its records, its
@@ -279,15 +298,15 @@ class NativeKeywordSearch(Protocol):
 
 @runtime_checkable
 class NativeHybridSearch(Protocol):
-    """Optional method of a store whose database fuses its own keyword ranking with a vector search.
+    """Capability :attr:`StoreCapability.HYBRID_SEARCH`: the database fuses keyword ranking with a vector search.
 
     ``hybrid_search`` ranks by the query's text (the database's full-text scoring) and by
     ``vector`` (the query embedded by the tool's embedder) in one request, fused as the store's
     configuration says (Weaviate's ``query.hybrid``: ``alpha`` and the fusion type); hits are
     scored in [0, 1], best first. A store implementing it also implements
     :class:`NativeKeywordSearch`; with ``keyword_strategy: native`` the ``hierarchical_document``
-    tool then takes its keyword modality from this method. It is not a :class:`StoreCapability`:
-    a store without it simply gets plain keyword search.
+    tool then takes its keyword modality from this method; a store without it simply gets plain
+    keyword search.
     """
 
     def hybrid_search(
@@ -297,7 +316,7 @@ class NativeHybridSearch(Protocol):
 
 @runtime_checkable
 class SideIndexStorage(Protocol):
-    """Capability a persistent store opts into: keeping indexes derived from its records (the sqlite store).
+    """Capability :attr:`StoreCapability.SIDE_INDEXES`: keeping indexes derived from its records (the sqlite store).
 
     Each saved index carries the records version it was built from; a load returns it only
     while the records are still at that version, so a stale index is never used.
@@ -318,7 +337,7 @@ class SideIndexStorage(Protocol):
 
 @runtime_checkable
 class IndexMaintenance(Protocol):
-    """Optional method of a store that keeps derived search structures to bring up to date after writes.
+    """Capability :attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures brought up to date after writes.
 
     The sqlite store's approximate (HNSW) index is one: writes go to the records at once (and
     searches see them), while the graph is updated in bulk at the end of an ingest run rather
@@ -326,6 +345,21 @@ class IndexMaintenance(Protocol):
     """
 
     def maintain(self) -> str | None: ...
+
+
+@runtime_checkable
+class IntegrityCheck(Protocol):
+    """Capability :attr:`StoreCapability.INTEGRITY_CHECK`: a store keeping a file checks all of it.
+
+    ``verify_integrity()`` reads the whole collection and raises
+    :class:`deckhand.errors.IndexCorruptError` (naming the file and what is wrong) when it is
+    damaged; it returns nothing otherwise. deckhand calls it before an ingest opens the
+    collection: without ``--force-ingest`` the error stops the run and the file stays as it is;
+    with it, deckhand calls ``drop()``, which sets the damaged file aside (renamed beside it,
+    never deleted), and builds the collection anew.
+    """
+
+    def verify_integrity(self) -> None: ...
 
 
 class KeywordIndex(Protocol):
@@ -373,7 +407,7 @@ class ContextGenerator(Protocol):
 class Reranker(Protocol):
     """Scores a query's candidate passages again, after fusion, to reorder the best of them.
 
-    Built by the factories registered with ``register_rerankers``; ``rerank`` returns one
+    Built by the factories registered with ``register.reranker``; ``rerank`` returns one
     relevance score in ``[0, 1]`` per passage, in order (higher is more relevant), or raises
     :class:`deckhand.errors.RerankError` with a one-line reason (the tool then keeps the fused order).
     """
@@ -389,7 +423,7 @@ class MemoryBackend(Protocol):
 
     The manager validates input, enforces the immutable layer, keeps the indexes and answers
     queries; a backend only stores bytes, safely under concurrency. Backends are built by the
-    factories registered with ``register_memory_backends``; ``deckhand.testing.memory_conformance``
+    factories registered with ``register.memory_backend``; ``deckhand.testing.memory_conformance``
     checks one against the contract.
     """
 

@@ -21,7 +21,7 @@ class TestInMemoryBackend(MemoryBackendTests):
 def test_registered_through_the_hook() -> None:
     component = get_registry().resolve("memory_backend", "in-memory")
     assert component.name == "memory" and component.plugin == "deckhand.builtin"
-    assert isinstance(component.factory(path=None), MemoryBackend)
+    assert isinstance(component.create(None), MemoryBackend)
 
 
 def test_rejects_unknown_options() -> None:

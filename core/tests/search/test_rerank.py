@@ -1,4 +1,4 @@
-"""Rerankers (``register_rerankers``): configuration, the ``llm`` reranker against a local stand-in
+"""Rerankers (``register.reranker``): configuration, the ``llm`` reranker against a local stand-in
 for an OpenAI-compatible endpoint, and reranking in both tool types."""
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def test_llm_reranker_without_authentication_sends_no_key(
     found = config.tools[0].reranker_component(PluginRegistry())  # type: ignore[union-attr]
     assert found is not None
     component, options = found
-    assert component.factory(base_dir=tmp_path, **options).rerank("q", ["a fine of 500 units"]) == [0.9]
+    assert component.create(tmp_path, options=options).rerank("q", ["a fine of 500 units"]) == [0.9]
     assert "authorization" not in grader.headers[0]
 
 

@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import get_registry
-from deckhand.protocols import NativeKeywordSearch
+from deckhand.protocols import StoreCapability
+from deckhand.registration import Registrar
 from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
@@ -137,11 +138,13 @@ class _FullTextOnly:
     """A keyword strategy that needs the store's own full-text search (as ``native`` does)."""
 
     @hookimpl
-    def register_keyword_strategies(self, register: Register) -> None:
-        def factory(store: Any, cache_path: Any = None) -> Any:
+    def deckhand_register(self, register: Registrar) -> None:
+        def factory(store: Any, cache_path: Any, options: None) -> Any:
             raise AssertionError("never built on a store without keyword_search")
 
-        register("fulltext", factory, description="needs keyword_search", requires=(NativeKeywordSearch,))
+        register.keyword_strategy(
+            "fulltext", factory, description="needs keyword_search", requires={StoreCapability.KEYWORD_SEARCH}
+        )
 
 
 def test_a_strategy_the_store_cannot_serve_warns_and_uses_bm25(

@@ -31,6 +31,19 @@ class UndeclaredKeywordStore(InMemoryStore):
         return []
 
 
+class UndeclaredIntegrityStore(InMemoryStore):
+    """Implements verify_integrity without declaring StoreCapability.INTEGRITY_CHECK (written before it existed)."""
+
+    def verify_integrity(self) -> None:
+        return None
+
+
+class MissingSideIndexStore(InMemoryStore):
+    """Declares side indexes and has none of their methods."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.SIDE_INDEXES})
+
+
 class BrokenKeywordStore(InMemoryStore):
     """Declares keyword_search, which finds nothing."""
 
@@ -258,6 +271,8 @@ class UndeclaredJsonFileStore(JsonFileStore):
 STORES: dict[str, Any] = {
     "faulty-undeclared-keyword": UndeclaredKeywordStore.from_config,
     "faulty-broken-keyword": BrokenKeywordStore.from_config,
+    "faulty-undeclared-integrity": UndeclaredIntegrityStore.from_config,
+    "faulty-missing-side-index": MissingSideIndexStore.from_config,
     "faulty-missing-keyword": MissingKeywordStore.from_config,
     "faulty-module-dict": ModuleDictStore.connect,
     "faulty-no-namespace": NoNamespaceStore.connect,

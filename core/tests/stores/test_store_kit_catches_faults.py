@@ -32,6 +32,12 @@ EXPECTED: dict[tuple[str, str, str], str] = {
         "implements keyword_search (NativeKeywordSearch) but does not declare StoreCapability.KEYWORD_SEARCH"
     ),
     ("TestBrokenKeyword", "faulty-broken-keyword", "test_capabilities_are_declared"): PASSED,
+    ("TestUndeclaredIntegrity", "faulty-undeclared-integrity", "test_capabilities_are_declared"): (
+        "implements integrity_check (IntegrityCheck) but does not declare StoreCapability.INTEGRITY_CHECK"
+    ),
+    ("TestMissingSideIndex", "faulty-missing-side-index", "test_capabilities_are_declared"): (
+        "declares side_indexes but has no load_side_index(), records_version(), save_side_index() methods"
+    ),
     ("TestBrokenKeyword", "faulty-broken-keyword", "test_native_keyword_search[FLAT]"): (
         "keyword_search('windlass') found []"
     ),

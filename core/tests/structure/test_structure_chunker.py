@@ -309,10 +309,10 @@ def test_document_without_any_structure(chunk_file: ChunkFile) -> None:
 
 def test_registered_as_the_structure_chunker(tokenizer: WordPieceTokenizer) -> None:
     component = PluginRegistry().resolve("chunker", "structure")
-    chunker = component.factory(tokenizer=tokenizer, max_chunk_tokens=64, chunk_overlap=8)
+    chunker = component.create(tokenizer, options={"max_chunk_tokens": 64, "chunk_overlap": 8})
     assert isinstance(chunker, StructureChunker)
     assert (chunker.max_chunk_tokens, chunker.chunk_overlap) == (64, 8)
-    assert component.factory(tokenizer=tokenizer, chunk_size=300).max_chunk_tokens == 300
+    assert component.create(tokenizer, options={"chunk_size": 300}, validate=True).max_chunk_tokens == 300
 
 
 def test_bad_limits_are_rejected(tokenizer: WordPieceTokenizer) -> None:

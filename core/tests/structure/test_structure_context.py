@@ -28,10 +28,18 @@ def agreement(chunk_file: Callable[..., list[Chunk]]) -> tuple[Document, list[Ch
     )
 
 
+def _llm_builder() -> Callable[..., LLMContextGenerator]:
+    """What the registered ``llm`` generator builds with: settings as keyword fields (raw, validated here)."""
+    from deckhand.context.llm import build_llm_generator, llm_context_generator
+
+    assert PluginRegistry().resolve("context_generator", "llm").factory is llm_context_generator
+    return build_llm_generator
+
+
 @pytest.fixture
 def llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_server: Any) -> Callable[..., LLMContextGenerator]:
     monkeypatch.setenv(KEY_ENV, SECRET)
-    factory = PluginRegistry().resolve("context_generator", "llm").factory
+    factory = _llm_builder()
 
     def build(**overrides: Any) -> LLMContextGenerator:
         settings: dict[str, Any] = {
@@ -55,7 +63,7 @@ def llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_server: Any) -> Ca
 
 async def test_structural_context_is_title_and_heading_chain(agreement: tuple[Document, list[Chunk]]) -> None:
     document, chunks = agreement
-    generator = PluginRegistry().resolve("context_generator", "structural").factory()
+    generator = PluginRegistry().resolve("context_generator", "structural").create(None)
     assert isinstance(generator, StructuralContextGenerator)
     contexts = await generator.contexts(document, chunks)
     assert len(contexts) == len(chunks)
@@ -203,7 +211,7 @@ async def test_no_authorization_header_without_a_key_env(
 
 
 def test_settings_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    factory = PluginRegistry().resolve("context_generator", "llm").factory
+    factory = _llm_builder()
     monkeypatch.delenv("DECKHAND_MISSING_KEY", raising=False)
     with pytest.raises(ConfigError, match=r"api_key_env: environment variable DECKHAND_MISSING_KEY is not set"):
         factory(base_url="http://localhost:1/v1", model="m", api_key_env="DECKHAND_MISSING_KEY")

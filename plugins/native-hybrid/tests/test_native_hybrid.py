@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.errors import ComponentNotFoundError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, VectorAwareKeywordIndex
+from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, StoreCapability, VectorAwareKeywordIndex
+from deckhand.registration import Registrar
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import SearchHit, Vector
@@ -23,12 +25,16 @@ from pydantic import ValidationError
 class FullTextStore(InMemoryStore):
     """The in-memory store plus a naive full-text ranking: number of query words in the content."""
 
+    capabilities: ClassVar[frozenset[StoreCapability]] = InMemoryStore.capabilities | {StoreCapability.KEYWORD_SEARCH}
+
     def __init__(self, collection: str = "default") -> None:
         super().__init__(collection)
         self.keyword_calls: list[tuple[str, int]] = []
 
     @classmethod
-    def from_config(cls, config: object = None, collection: str = "default") -> FullTextStore:
+    def from_config(
+        cls, config: object = None, collection: str = "default", options: None = None, *, base_dir: object = None
+    ) -> FullTextStore:
         return cls(collection)
 
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]:
@@ -45,8 +51,13 @@ class FullTextStore(InMemoryStore):
 
 class FakeStorePlugin:
     @hookimpl
-    def register_stores(self, register: Register) -> None:
-        register("fulltext", FullTextStore.from_config, description="test store with keyword_search")
+    def deckhand_register(self, register: Registrar) -> None:
+        register.store(
+            "fulltext",
+            FullTextStore.from_config,
+            description="test store with keyword_search",
+            capabilities=FullTextStore.capabilities,
+        )
 
 
 def test_index_delegates_to_the_store() -> None:
@@ -142,12 +153,16 @@ def test_native_without_the_plugin_names_the_install_command(tmp_path: Path, mon
 class HybridStore(FullTextStore):
     """A fake with native hybrid search (as Weaviate's store has): records what it was asked, ranks by text."""
 
+    capabilities: ClassVar[frozenset[StoreCapability]] = FullTextStore.capabilities | {StoreCapability.HYBRID_SEARCH}
+
     def __init__(self, collection: str = "default") -> None:
         super().__init__(collection)
         self.hybrid_calls: list[tuple[str, int, int]] = []
 
     @classmethod
-    def from_config(cls, config: object = None, collection: str = "default") -> HybridStore:
+    def from_config(
+        cls, config: object = None, collection: str = "default", options: None = None, *, base_dir: object = None
+    ) -> HybridStore:
         return cls(collection)
 
     def hybrid_search(
@@ -161,8 +176,13 @@ class HybridStore(FullTextStore):
 
 class FakeHybridPlugin:
     @hookimpl
-    def register_stores(self, register: Register) -> None:
-        register("hybrid", HybridStore.from_config, description="test store with hybrid_search")
+    def deckhand_register(self, register: Registrar) -> None:
+        register.store(
+            "hybrid",
+            HybridStore.from_config,
+            description="test store with hybrid_search",
+            capabilities=HybridStore.capabilities,
+        )
 
 
 def test_index_passes_the_vector_to_a_hybrid_store() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
+from deckhand.stores.opening import create_store
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 from deckhand_postgres import PostgresOptions, PostgresStore
 from deckhand_postgres.redact import redact_url
@@ -173,7 +175,7 @@ def test_factory_through_the_plugin_registry(postgres_url: str) -> None:
         distance_metric="IP",
         options={"M": 8, "ef_search": 64, "pool_max_size": 2},
     )
-    store = component.factory(config, "kb")
+    store = create_store(component, config, "kb", base_dir=Path.cwd())
     try:
         assert isinstance(store, PostgresStore)
         assert store.options.m == 8 and store.options.ef_search == 64

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
+from deckhand.stores.opening import create_store
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
 from deckhand_redis.hints import SERVER_EXTRA_INSTALL
@@ -116,7 +118,7 @@ def test_registered_as_provider_redis(redis_url: str) -> None:
     registry = PluginRegistry()
     component = registry.resolve("store", "redis")
     config = DatabaseConfig(provider="redis", connection_string=redis_url, index_name="registry")
-    store = component.factory(config, "docs")
+    store = create_store(component, config, "docs", base_dir=Path.cwd())
     try:
         assert isinstance(store, RedisStore)
     finally:

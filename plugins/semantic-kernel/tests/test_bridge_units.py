@@ -3,6 +3,7 @@ registration, install hints and configuration (agent.yaml blocks written for the
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -172,16 +173,19 @@ def test_every_provider_is_registered_below_native_plugins() -> None:
         component = registry.resolve("store", provider.name)
         assert component.plugin == "semantic-kernel" and component.priority == PRIORITY < 0
         assert component.options is registration.OPTIONS[provider.name]
-        assert component.info["uses_base_dir"] is True
+        # Every bridged store is given the agent's directory (chromadb and qdrant keep files under it).
+        assert not component.legacy and "base_dir" in inspect.signature(component.factory).parameters
+        assert component.capabilities == provider.capabilities
 
 
 def test_a_native_plugin_wins_the_name() -> None:
-    from deckhand.hookspecs import Register, hookimpl
+    from deckhand.hookspecs import hookimpl
+    from deckhand.registration import Registrar
 
     class Native:
         @hookimpl
-        def register_stores(self, register: Register) -> None:
-            register("qdrant", lambda config, collection: None, description="a native qdrant plugin")
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("qdrant", lambda *args, **kwargs: None, description="a native qdrant plugin")
 
     registry = PluginRegistry(load_entry_points=False)
     registry.register_plugin(registration, "semantic-kernel")

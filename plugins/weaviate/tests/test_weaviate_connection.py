@@ -20,6 +20,7 @@ from deckhand.errors import StoreAuthenticationError, StoreConnectionError, Stor
 from deckhand.install_hints import install_command, install_hint
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, StoreCapability, store_capabilities
+from deckhand.stores.opening import create_store
 from deckhand_weaviate.connection import FIX, Redactor, connection_error
 from deckhand_weaviate.options import WeaviateOptions
 from deckhand_weaviate.store import WeaviateStore
@@ -123,7 +124,7 @@ def test_factory_error_names_the_url_and_the_fix(closed_url: str) -> None:
     registry = PluginRegistry()
     config = DatabaseConfig(provider="weaviate", connection_string=closed_url, options={"api_key": KEY})
     with pytest.raises(StoreConnectionError) as info:
-        registry.resolve("store", "weaviate").factory(config, "kb")
+        create_store(registry.resolve("store", "weaviate"), config, "kb", base_dir=Path.cwd())
     assert closed_url in str(info.value) and KEY not in str(info.value)
 
 

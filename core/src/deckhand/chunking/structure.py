@@ -156,6 +156,11 @@ class StructureChunkerOptions(BaseModel):
 class StructureChunker:
     """Chunks markdown or reStructuredText along its heading structure; see the module docstring."""
 
+    @classmethod
+    def from_options(cls, tokenizer: Tokenizer, options: StructureChunkerOptions) -> StructureChunker:
+        """The ``structure`` chunker's registered factory (:class:`deckhand.registration.ChunkerFactory`)."""
+        return cls(tokenizer, max_chunk_tokens=options.max_chunk_tokens, chunk_overlap=options.chunk_overlap)
+
     def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
         if max_chunk_tokens < 16:
             raise ValueError(f"max_chunk_tokens must be at least 16 (got {max_chunk_tokens})")

@@ -33,6 +33,11 @@ class TokenChunker:
     the model reads; chunk text is an exact slice of the document (no re-detokenising).
     """
 
+    @classmethod
+    def from_options(cls, tokenizer: Tokenizer, options: TokenChunkerOptions) -> TokenChunker:
+        """The ``token`` chunker's registered factory (:class:`deckhand.registration.ChunkerFactory`)."""
+        return cls(tokenizer, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap)
+
     def __init__(self, tokenizer: Tokenizer, chunk_size: int = 512, chunk_overlap: int = 50) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1 (got {chunk_size})")

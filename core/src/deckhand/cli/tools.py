@@ -303,7 +303,8 @@ def plugins_cmd() -> click.Command:
     @click.command("plugins")
     @click.option("--json", "as_json", is_flag=True)
     def plugins(as_json: bool) -> None:
-        """List installed plugins: name, version and the components each provides."""
+        """List installed plugins: name, version and the components each provides (with each store's
+        capabilities and what each keyword strategy requires)."""
         from deckhand import __version__
         from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
@@ -317,9 +318,17 @@ def plugins_cmd() -> click.Command:
                 entry = grouped.setdefault(
                     comp.plugin, {"plugin": comp.plugin, "distribution": dist, "version": version, "provides": []}
                 )
-                entry["provides"].append(
-                    {"kind": kind, "name": comp.name, "aliases": list(comp.aliases), "description": comp.description}
-                )
+                provided: dict[str, Any] = {
+                    "kind": kind,
+                    "name": comp.name,
+                    "aliases": list(comp.aliases),
+                    "description": comp.description,
+                }
+                if comp.kind == "store":
+                    provided["capabilities"] = sorted(c.value for c in comp.capabilities)
+                if comp.requires:
+                    provided["requires"] = sorted(c.value for c in comp.requires)
+                entry["provides"].append(provided)
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
@@ -328,6 +337,9 @@ def plugins_cmd() -> click.Command:
             click.secho(f"{entry['plugin']} ({entry['distribution']} {entry['version']})", bold=True)
             for p in entry["provides"]:
                 click.echo(f"  {p['kind']:<17} {p['name']:<{width}} {p['description']}")
+                for key in ("capabilities", "requires"):
+                    if p.get(key):
+                        click.echo(f"  {'':<17} {'':<{width}} {key}: {', '.join(p[key])}")
 
     return plugins
 

@@ -159,10 +159,10 @@ class ToolConfigBase(StrictModel):
     """What every ``tools:`` entry has; a tool type's config model subclasses it.
 
     A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
-    ``register_tools`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
+    ``register.tool`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
     """
 
-    type: str = Field(description="Tool type: a name registered with register_tools.")
+    type: str = Field(description="Tool type: a name registered with register.tool.")
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
     description: str = ""
 

@@ -1,7 +1,7 @@
 """Pydantic models of ``agent.yaml`` and the global ``config.yaml``.
 
 Unknown keys are rejected (a typo must not be silently ignored). Each ``tools:`` entry is
-validated by the config model its ``type`` registered (``register_tools``), looked up in the
+validated by the config model its ``type`` registered (``register.tool``), looked up in the
 plugin registry of the validation context (else the process-wide one).
 """
 

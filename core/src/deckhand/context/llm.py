@@ -216,6 +216,11 @@ def default_cache_path(base_dir: Path | None = None) -> Path:
     return state_dir(base_dir or Path.cwd()) / "cache" / "contexts.sqlite"
 
 
+def llm_context_generator(base_dir: Path | None, options: LLMContextSettings) -> LLMContextGenerator:
+    """The ``llm`` generator's registered factory (:class:`deckhand.registration.ContextGeneratorFactory`)."""
+    return build_llm_generator(options, base_dir=base_dir)
+
+
 def build_llm_generator(
     settings: LLMContextSettings | dict[str, Any] | None = None,
     *,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +37,8 @@ class StructuralContextGenerator:
         return [structural_context(document, chunk) for chunk in chunks]
 
 
-def build_structural_generator() -> StructuralContextGenerator:
-    """The ``structural`` factory (takes no settings)."""
+def build_structural_generator(
+    base_dir: Path | None = None, options: StructuralContextOptions | None = None
+) -> StructuralContextGenerator:
+    """The ``structural`` factory (:class:`deckhand.registration.ContextGeneratorFactory`; takes no settings)."""
     return StructuralContextGenerator()

@@ -59,7 +59,7 @@ def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> Embedder:
     with _lock:
         inner = _embedders.get(key)
         if inner is None:
-            inner = _embedders[key] = component.factory(canonical, **_checked(component, options))
+            inner = _embedders[key] = component.create(canonical, options=_checked(component, options))
     return inner
 
 

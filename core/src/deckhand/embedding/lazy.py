@@ -99,7 +99,7 @@ def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedd
         return found
     # ``<embedder>:<model>`` names a model the registration does not describe, nor do options: load it to learn it.
     direct = (name == component.name or name in component.aliases) and not options
-    info = component.info
+    info = component.described
     described = {k: info[k] for k in DESCRIBED} if direct and all(k in info for k in DESCRIBED) else None
     made = LazyEmbedder(registry, value, described)
     with _lock:

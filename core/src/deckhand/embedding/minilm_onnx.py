@@ -226,6 +226,12 @@ class MiniLMOnnxEmbedder:
 
     dimension = DIMENSION
 
+    @classmethod
+    def from_options(cls, model: str | None, options: None = None) -> MiniLMOnnxEmbedder:
+        """The ``minilm`` embedder's registered factory (:class:`deckhand.registration.EmbedderFactory`):
+        its settings come in the name (``minilm:int8,window=256``), so it registers no options model."""
+        return cls(model)
+
     def __init__(
         self,
         model: str | None = None,

@@ -26,7 +26,7 @@ class LoaderSet:
 
     @classmethod
     def from_registry(cls, registry: PluginRegistry) -> LoaderSet:
-        return cls(component.factory() for component in registry.list("loader"))
+        return cls(component.create() for component in registry.list("loader"))
 
     @property
     def extensions(self) -> frozenset[str]:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
 from deckhand.ingest.batching import EmbedQueue, Pending
@@ -31,7 +32,7 @@ from deckhand.ingest.reading import Reader
 from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
-from deckhand.protocols import Chunker, Embedder, IndexMaintenance, VectorStore
+from deckhand.protocols import Chunker, Embedder, VectorStore
 from deckhand.types import Chunk, Document, FileState, IngestReport, Record, Skipped
 
 __all__ = [
@@ -174,8 +175,9 @@ class Ingestor:
         for gone in sorted(source for source in set(manifest) - present if mine(source)):
             self.store.delete_source(gone)
             report.removed.append(gone)
-        if isinstance(self.store, IndexMaintenance):
-            done = self.store.maintain()
+        maintained = index_maintenance(self.store)
+        if maintained is not None:
+            done = maintained.maintain()
             if done:
                 log.info("%s", done)
         report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock

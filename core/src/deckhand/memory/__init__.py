@@ -1,7 +1,7 @@
 """Vector memory: an agent's decisions at (issue x, stage y, layer z), behind a pluggable backend.
 
 ``VectorMemoryManager`` implements the vector memory contract; backends come from the
-``register_memory_backends`` hook (git-memory's ``git``, deckhand's in-process ``memory``).
+``register.memory_backend`` (git-memory's ``git``, deckhand's in-process ``memory``).
 """
 
 from deckhand.memory.backend import ScanEntry, SyncResult, sync_message

@@ -21,6 +21,11 @@ class InMemoryBackend:
     sync, with the same message a git commit would carry.
     """
 
+    @classmethod
+    def from_options(cls, path: Path | None, options: None = None) -> InMemoryBackend:
+        """The ``memory`` backend's registered factory (:class:`deckhand.registration.MemoryBackendFactory`)."""
+        return cls(path)
+
     def __init__(self, path: Path | str | None = None, **options: Any) -> None:
         if options:
             raise TypeError(f"the memory backend takes no options, got {', '.join(sorted(options))}")

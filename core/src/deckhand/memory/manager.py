@@ -84,7 +84,7 @@ class VectorMemoryManager:
             from deckhand.plugins import get_registry
 
             component = get_registry().resolve("memory_backend", backend)
-            self.backend: MemoryBackend = component.factory(path=self.repo_path, **dict(backend_options or {}))
+            self.backend: MemoryBackend = component.create(self.repo_path, options=backend_options, validate=True)
             self.backend_name = component.name
         else:
             if backend_options:

@@ -88,6 +88,12 @@ class _Analysed:
 class BM25Index:
     """An in-process BM25 index over ``(record id, text)`` pairs (implements ``KeywordIndex``)."""
 
+    @classmethod
+    def from_options(cls, store: object, cache_path: Path | None, options: BM25Options) -> BM25Index:
+        """The ``bm25`` strategy's registered factory (:class:`deckhand.registration.KeywordStrategyFactory`);
+        it indexes the records it is given, so ``store`` is not used."""
+        return cls(k1=options.k1, b=options.b, cache_path=cache_path)
+
     def __init__(
         self,
         *,

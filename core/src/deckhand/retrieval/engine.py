@@ -31,10 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
 from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import KeywordIndex, Reranker, SideIndexStorage, VectorAwareKeywordIndex, VectorStore
+from deckhand.protocols import KeywordIndex, Reranker, VectorAwareKeywordIndex, VectorStore
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -173,12 +174,13 @@ class HybridSearcher:
     def update_indexes(self, store: VectorStore) -> None:
         """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
         keyword = self._bind_keyword(store)
-        if not isinstance(store, SideIndexStorage) or not side_indexes.persistable(keyword):
+        side = side_index_storage(store)
+        if side is None or not side_indexes.persistable(keyword):
             self.rebuild_indexes(store)
             return
         clock = time.perf_counter()
-        version = store.records_version()  # read before the records: a rebuild is saved only if still current
-        found = store.load_side_index(side_indexes.SIDE_INDEX)
+        version = side.records_version()  # read before the records: a rebuild is saved only if still current
+        found = side.load_side_index(side_indexes.SIDE_INDEX)
         loaded = None
         if found is not None:
             loaded = side_indexes.load(found[1], keyword, str(self.keyword_strategy))
@@ -199,17 +201,14 @@ class HybridSearcher:
         built = side_indexes.SideIndexes(
             keyword, str(self.keyword_strategy), self.definitions, self.resolver, self.exact, self.locations
         )
-        if not store.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.dump(built)):
+        if not side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.dump(built)):
             log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
         self.indexed_version = version
 
     def ensure_current(self, store: VectorStore) -> None:
         """Bring the side indexes up to date when another process (or store object) changed the records."""
-        if (
-            isinstance(store, SideIndexStorage)
-            and self.indexed_version is not None
-            and store.records_version() != self.indexed_version
-        ):
+        side = side_index_storage(store)
+        if side is not None and self.indexed_version is not None and side.records_version() != self.indexed_version:
             self.update_indexes(store)
 
     def rebuild_indexes(self, store: VectorStore) -> None:

@@ -109,6 +109,6 @@ class LLMReranker(ChatCaller):
         return float(found.group(1))
 
 
-def build_llm_reranker(base_dir: Path | None = None, **options: Any) -> LLMReranker:
-    """The ``llm`` factory: ``options`` are the validated fields of :class:`LLMRerankerOptions`."""
-    return LLMReranker(LLMRerankerOptions(**options))
+def build_llm_reranker(base_dir: Path | None, options: LLMRerankerOptions) -> LLMReranker:
+    """The ``llm`` reranker's registered factory (:class:`deckhand.registration.RerankerFactory`)."""
+    return LLMReranker(options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,7 +40,10 @@ class InMemoryStore:
         self._reset(0)
 
     @classmethod
-    def from_config(cls, config: Any = None, collection: str = "default") -> InMemoryStore:
+    def from_config(
+        cls, config: Any = None, collection: str = "default", options: None = None, *, base_dir: Path | None = None
+    ) -> InMemoryStore:
+        """The registered factory (:class:`deckhand.registration.StoreFactory`): nothing but the collection is used."""
         return cls(collection)
 
     def _reset(self, dimension: int) -> None:

@@ -180,7 +180,14 @@ class SQLiteStore(OpenCollection):
     """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {StoreCapability.PERSISTENT, StoreCapability.CONCURRENT_PROCESSES, StoreCapability.FILTERS}
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.CONCURRENT_PROCESSES,
+            StoreCapability.FILTERS,
+            StoreCapability.SIDE_INDEXES,
+            StoreCapability.INDEX_MAINTENANCE,
+            StoreCapability.INTEGRITY_CHECK,
+        }
     )
 
     def __init__(self, path: str | Path, collection: str = "default", options: SQLiteOptions | None = None) -> None:
@@ -201,10 +208,18 @@ class SQLiteStore(OpenCollection):
 
     @classmethod
     def from_config(
-        cls, config: Any = None, collection: str = "default", *, base_dir: Path | None = None
+        cls,
+        config: Any = None,
+        collection: str = "default",
+        options: SQLiteOptions | None = None,
+        *,
+        base_dir: Path | None = None,
     ) -> SQLiteStore:
-        """The ``register_stores`` factory: the file comes from the ``database:`` block (see ``index_path``)."""
-        options = SQLiteOptions.parse(getattr(config, "options", None))
+        """The registered factory (:class:`deckhand.registration.StoreFactory`): the file comes from the
+        ``database:`` block (see ``index_path``), ``options`` are the validated ``database.options``
+        (parsed from ``config.options`` when a caller passes none)."""
+        if options is None:
+            options = SQLiteOptions.parse(getattr(config, "options", None))
         return cls(index_path(config, base_dir), collection, options)
 
     # -- connection and transactions ------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from deckhand.capabilities import integrity_check
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -40,15 +41,15 @@ log = logging.getLogger("deckhand")
 def create_store(component: Component, config: DatabaseConfig, collection: str, *, base_dir: Path) -> VectorStore:
     """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
 
-    The factory is called as ``factory(config, collection)``; a store registered with
-    ``uses_base_dir=True`` (one that keeps files in the project) also gets ``base_dir=``, the
-    agent config's directory: it resolves relative paths against it and keeps its default
-    files under :func:`deckhand.paths.state_dir` ``(base_dir)``.
+    The factory is called as ``factory(config, collection, options, base_dir=base_dir)``
+    (:class:`deckhand.registration.StoreFactory`): ``options`` is ``database.options`` as an
+    instance of the store's options model, and ``base_dir`` the agent config's directory, against
+    which a store keeping files resolves relative paths (its default files go under
+    :func:`deckhand.paths.state_dir` ``(base_dir)``). A legacy registration is called the old way.
     """
-    if component.info.get("uses_base_dir"):
-        store: VectorStore = component.factory(config, collection, base_dir=base_dir)
-    else:
-        store = component.factory(config, collection)
+    store: VectorStore = component.create(
+        config, collection, options=dict(config.options or {}), validate=True, base_dir=base_dir
+    )
     return store
 
 
@@ -137,13 +138,13 @@ def open_store(
 
 
 def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
-    """``store.open(spec)``; with ``force`` or ``verify``, a store offering ``verify_integrity()`` is checked
+    """``store.open(spec)``; with ``force`` or ``verify``, a store with the ``integrity_check`` capability is checked
     first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
     ingest never writes into (and reports success on) a damaged index."""
     try:
-        check = getattr(store, "verify_integrity", None)
-        if (force or verify) and callable(check):
-            check()
+        check = integrity_check(store) if force or verify else None
+        if check is not None:
+            check.verify_integrity()
         return store.open(spec)
     except IndexCorruptError:
         if not force:

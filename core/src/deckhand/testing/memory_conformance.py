@@ -75,13 +75,16 @@ WORDS = (
 def build_backend(spec: BackendSpec) -> MemoryBackend:
     """Build a backend from ``(registry name or "module:callable", keyword arguments)``."""
     target, kwargs = spec
-    if ":" in target:
-        module, _, attr = target.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    else:
+    if ":" not in target:
         from deckhand.plugins import get_registry
 
-        factory = get_registry().resolve("memory_backend", target).factory
+        options = dict(kwargs)
+        path = options.pop("path", None)
+        component = get_registry().resolve("memory_backend", target)
+        built: MemoryBackend = component.create(path, options=options, validate=True)
+        return built
+    module, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module), attr)
     backend: MemoryBackend = factory(**kwargs)
     return backend
 

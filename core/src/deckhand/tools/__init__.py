@@ -1,6 +1,6 @@
 """Agent tools built from configuration (``type:`` in agent.yaml).
 
-Tool types are plugins (``register_tools``); :func:`build_tool` builds the one a validated
+Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
 ``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; tools that ingest a
 source share :class:`deckhand.tools.base.SourceTool`.
 """
@@ -54,8 +54,7 @@ def build_tool(
     if component is None:
         available = ", ".join(c.name for c in registry.list("tool")) or "none"
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
-    factory: ToolFactory = component.factory
-    tool = factory(config, base_dir=base_dir, registry=registry, progress=progress)
+    tool = component.create(config, base_dir=base_dir, registry=registry, progress=progress)
     if not isinstance(tool, Tool):
         missing = ", ".join(m for m in tool_members() if not hasattr(tool, m))
         raise PluginError(

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
@@ -38,7 +39,7 @@ from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
-from deckhand.protocols import Chunker, Reranker, SideIndexStorage, VectorStore
+from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
@@ -147,7 +148,7 @@ class SourceTool:
         ingestor = Ingestor(
             store=store,
             embedder=embedder,
-            chunker=_LazyChunker(lambda: component.factory(tokenizer=embedder.tokenizer, **options)),
+            chunker=_LazyChunker(lambda: component.create(embedder.tokenizer, options=options)),
             loaders=LoaderSet.from_registry(self.registry),
             base_dir=self.base_dir,
             progress=self.progress,
@@ -246,13 +247,15 @@ class SourceTool:
     @staticmethod
     def _mark_complete(store: VectorStore) -> None:
         """Record that the store's records are those of a complete ingestion (stores with side indexes)."""
-        if isinstance(store, SideIndexStorage):
-            store.save_side_index(COMPLETE_MARK, store.records_version(), b"")
+        side = side_index_storage(store)
+        if side is not None:
+            side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
 
     @staticmethod
     def _is_complete(store: VectorStore) -> bool:
         """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-        return not isinstance(store, SideIndexStorage) or store.load_side_index(COMPLETE_MARK) is not None
+        side = side_index_storage(store)
+        return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
@@ -266,7 +269,7 @@ class SourceTool:
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
         component, options = self._chunker_component(embedder)
-        chunker: Chunker = component.factory(tokenizer=embedder.tokenizer, **options)
+        chunker: Chunker = component.create(embedder.tokenizer, options=options)
         return chunker
 
     def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
@@ -300,7 +303,7 @@ class SourceTool:
         if found is None:
             return None
         component, options = found
-        reranker: Reranker = component.factory(base_dir=self.base_dir, **options)
+        reranker: Reranker = component.create(self.base_dir, options=options)
         return reranker
 
     @property

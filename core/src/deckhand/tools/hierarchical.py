@@ -27,6 +27,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
 from deckhand.config.base import IN_MEMORY
 from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
 from deckhand.config.options import runtime_errors
@@ -36,7 +37,7 @@ from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import ContextGenerator, KeywordIndex, VectorStore
+from deckhand.protocols import ContextGenerator, KeywordIndex, StoreCapability, VectorStore
 from deckhand.retrieval.engine import Hit, SearchSettings
 from deckhand.tools.base import SourceTool
 from deckhand.tools.hierarchical_results import (
@@ -105,7 +106,7 @@ class HierarchicalDocumentTool(SourceTool):
             return
         with runtime_errors(self.config.name):
             component, options = contextual.generator_component(self.registry)
-        self._context = component.factory(base_dir=self.base_dir, **options)
+        self._context = component.create(self.base_dir, options=options)
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Rebuild the side indexes when the stored records may have changed."""
@@ -157,7 +158,7 @@ class HierarchicalDocumentTool(SourceTool):
         with runtime_errors(self.config.name):
             component, options = self.config.keyword_component(registry, wanted)
         if not _supports(store, component):
-            missing = ", ".join(p.__name__ for p in component.requires if not isinstance(store, p))
+            missing = ", ".join(_missing(store, component))
             log.warning(
                 "tool %s: keyword_strategy %s: store %r does not implement %s; using %s",
                 self.config.name,
@@ -171,7 +172,7 @@ class HierarchicalDocumentTool(SourceTool):
         cache = None
         if self.provider != IN_MEMORY:
             cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.provider}.npz"
-        index: KeywordIndex = component.factory(store, cache_path=cache, **options)
+        index: KeywordIndex = component.create(store, cache, options=options)
         return index, component.name
 
     # -- queries ----------------------------------------------------------------------
@@ -233,9 +234,21 @@ class HierarchicalDocumentTool(SourceTool):
         )
 
 
+def _missing(store: VectorStore, component: Component) -> list[str]:
+    """What ``store`` lacks of the capabilities ``component`` requires (legacy: protocols it does not implement)."""
+    missing = [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
+    return missing + [p.__name__ for p in component.legacy_requires if not isinstance(store, p)]
+
+
+def _named(capability: StoreCapability) -> str:
+    """The Protocol of the methods ``capability`` promises (``NativeKeywordSearch``), else its value."""
+    protocol = CAPABILITY_PROTOCOLS[capability]
+    return protocol.__name__ if protocol is not None else capability.value
+
+
 def _supports(store: VectorStore, component: Component) -> bool:
-    """Whether ``store`` implements every protocol ``component`` requires."""
-    return all(isinstance(store, protocol) for protocol in component.requires)
+    """Whether ``store`` has every capability ``component`` requires."""
+    return not _missing(store, component)
 
 
 def _result(rank: int, hit: Hit) -> HierarchicalSearchResult:

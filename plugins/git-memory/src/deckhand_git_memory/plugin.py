@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import Registrar
+from pydantic import BaseModel, ConfigDict, Field
 
-
-def _git_backend(path: Path | str | None = None, **options: Any) -> Any:
+if TYPE_CHECKING:
     from deckhand_git_memory.backend import GitMemoryBackend
 
-    return GitMemoryBackend(path, **options)
+
+class GitMemoryOptions(BaseModel):
+    """``memory.options`` of the ``git`` backend."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lock_timeout: float = Field(default=10.0, description="Seconds to wait for the repository's write lock.")
+    fsync: bool = Field(default=True, description="fsync each decision file before it is renamed into place.")
+    author_name: str | None = Field(default=None, description="Commit author name (default: git's configuration).")
+    author_email: str | None = Field(default=None, description="Commit author email (default: git's configuration).")
+    git: str = Field(default="git", description="The git executable.")
+
+
+def _git_backend(path: Path | None, options: GitMemoryOptions) -> GitMemoryBackend:
+    from deckhand_git_memory.backend import GitMemoryBackend
+
+    return GitMemoryBackend(path, **options.model_dump())
 
 
 @hookimpl
-def register_memory_backends(register: Register) -> None:
-    register(
+def deckhand_register(register: Registrar) -> None:
+    register.memory_backend(
         "git",
         _git_backend,
         description="JSON files under .vector-memory/ in a git repository; sync() commits them",
         aliases=("git-memory",),
+        options=GitMemoryOptions,
     )

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from deckhand.hookspecs import Register, hookimpl
-from deckhand.protocols import NativeKeywordSearch
+from deckhand.hookspecs import hookimpl
+from deckhand.protocols import StoreCapability, VectorStore
+from deckhand.registration import Registrar
 
 from deckhand_native_hybrid.strategy import NativeKeywordIndex
 
 
-def _native(store: Any, cache_path: Path | None = None) -> NativeKeywordIndex:
+def _native(store: VectorStore, cache_path: Path | None, options: None) -> NativeKeywordIndex:
     """The store keeps its own full-text index, so ``cache_path`` is not used; no options."""
     return NativeKeywordIndex(store)
 
 
 @hookimpl
-def register_keyword_strategies(register: Register) -> None:
-    register(
+def deckhand_register(register: Registrar) -> None:
+    register.keyword_strategy(
         "native",
         _native,
         description="the store's own full-text ranking (Redis BM25, PostgreSQL ts_rank_cd, Weaviate BM25/hybrid)",
-        requires=(NativeKeywordSearch,),
+        requires={StoreCapability.KEYWORD_SEARCH},
     )

@@ -1,9 +1,11 @@
 """A :class:`deckhand.protocols.KeywordIndex` backed by a store's ``keyword_search``.
 
-Stores opt in by implementing :class:`deckhand.protocols.NativeKeywordSearch`: the Redis
+Stores opt in by declaring ``StoreCapability.KEYWORD_SEARCH`` (the methods of
+:class:`deckhand.protocols.NativeKeywordSearch`): the Redis
 store ranks with RediSearch's BM25 scorer, the PostgreSQL store with tsvector and
-``ts_rank_cd``, the Weaviate store with its BM25. A store that also implements
-:class:`deckhand.protocols.NativeHybridSearch` (Weaviate's ``query.hybrid``) gets the query's
+``ts_rank_cd``, the Weaviate store with its BM25. A store that also declares
+``StoreCapability.HYBRID_SEARCH`` (:class:`deckhand.protocols.NativeHybridSearch`, Weaviate's
+``query.hybrid``) gets the query's
 vector too: the keyword ranking is then the database's own fusion of BM25 and the vector
 search, with the ``alpha`` and fusion type of the store's options.
 
@@ -18,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from deckhand.capabilities import has_capability
 from deckhand.errors import DeckhandError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch
+from deckhand.protocols import NativeHybridSearch, StoreCapability
 from deckhand.stores import filtering
 from deckhand.types import Vector
 
@@ -33,14 +36,15 @@ class NativeKeywordIndex:
     """Keyword search delegated to the store (implements ``KeywordIndex``)."""
 
     def __init__(self, store: Any) -> None:
-        if not isinstance(store, NativeKeywordSearch):
+        if not has_capability(store, StoreCapability.KEYWORD_SEARCH):
             raise UnsupportedStoreError(
                 f"{type(store).__name__} has no keyword_search(); keyword_strategy native needs a store with "
                 "full-text search (redis, postgres, weaviate)"
             )
         self.store = store
         #: The store fuses keywords with the query's vector itself (the tool then passes the vector).
-        self.wants_vector = isinstance(store, NativeHybridSearch)
+        self._hybrid = has_capability(store, StoreCapability.HYBRID_SEARCH)
+        self.wants_vector = self._hybrid
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         """Nothing to build: the database indexes records' content as they are written."""
@@ -55,8 +59,9 @@ class NativeKeywordIndex:
         """The store's native hybrid ranking of ``query`` and its ``vector`` when it has one, else :meth:`search`."""
         if k <= 0 or not query.strip():
             return []
-        if isinstance(self.store, NativeHybridSearch):
-            return [(hit.record.id, float(hit.score)) for hit in self.store.hybrid_search(query, vector, k)]
+        if self._hybrid:
+            hybrid: NativeHybridSearch = self.store
+            return [(hit.record.id, float(hit.score)) for hit in hybrid.hybrid_search(query, vector, k)]
         return self.search(query, k)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]]:

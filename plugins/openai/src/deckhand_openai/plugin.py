@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from deckhand.errors import EmbeddingError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import EmbedderFactory, Registrar
 
 from deckhand_openai.options import (
     KNOWN_MODELS,
@@ -46,35 +47,41 @@ def _build(provider: str, name: str, options_model: type[EmbedderOptions], optio
     return RemoteEmbedder(provider, options_model(**options))
 
 
-def _openai(name: str | None = None, /, **options: Any) -> Any:
-    return _build(OPENAI, name or OPENAI, OpenAIOptions, options)
+def _given(options: EmbedderOptions) -> dict[str, Any]:
+    """The options written in configuration (validated), as ``_build`` merges them with the name."""
+    return {name: getattr(options, name) for name in options.model_fields_set}
 
 
-def _openai_model(model: str) -> Any:
-    def factory(name: str | None = None, /, **options: Any) -> Any:
-        if options.get("model") not in (None, model):
+def _openai(name: str | None, options: OpenAIOptions, /) -> Any:
+    return _build(OPENAI, name or OPENAI, OpenAIOptions, _given(options))
+
+
+def _openai_model(model: str) -> EmbedderFactory[OpenAIOptions]:
+    def factory(name: str | None, options: OpenAIOptions, /) -> Any:
+        given = _given(options)
+        if given.get("model") not in (None, model):
             raise EmbeddingError(f"embedding_model {model!r}: leave out model, or use {{name: openai, model: ...}}")
-        return _build(OPENAI, OPENAI, OpenAIOptions, {**options, "model": model})
+        return _build(OPENAI, OPENAI, OpenAIOptions, {**given, "model": model})
 
     return factory
 
 
-def _azure(name: str | None = None, /, **options: Any) -> Any:
-    return _build(AZURE, name or AZURE, AzureOptions, options)
+def _azure(name: str | None, options: AzureOptions, /) -> Any:
+    return _build(AZURE, name or AZURE, AzureOptions, _given(options))
 
 
-def _compatible(name: str | None = None, /, **options: Any) -> Any:
-    return _build(COMPATIBLE, name or COMPATIBLE, CompatibleOptions, options)
+def _compatible(name: str | None, options: CompatibleOptions, /) -> Any:
+    return _build(COMPATIBLE, name or COMPATIBLE, CompatibleOptions, _given(options))
 
 
-def _ollama(name: str | None = None, /, **options: Any) -> Any:
-    return _build(OLLAMA, name or OLLAMA, OllamaOptions, options)
+def _ollama(name: str | None, options: OllamaOptions, /) -> Any:
+    return _build(OLLAMA, name or OLLAMA, OllamaOptions, _given(options))
 
 
 @hookimpl
-def register_embedders(register: Register) -> None:
+def deckhand_register(register: Registrar) -> None:
     for model, (dimension, limit) in KNOWN_MODELS.items():
-        register(
+        register.embedder(
             model,
             _openai_model(model),
             description=f"OpenAI {model} ({dimension} dims) via the OpenAI API; key from $OPENAI_API_KEY",
@@ -84,26 +91,26 @@ def register_embedders(register: Register) -> None:
             dimension=dimension,
             max_tokens=limit,
         )
-    register(
+    register.embedder(
         OPENAI,
         _openai,
         description="any OpenAI embedding model: 'openai:<model>' or {name: openai, model: ...}",
         options=OpenAIOptions,
     )
-    register(
+    register.embedder(
         AZURE,
         _azure,
         description="Azure OpenAI: {name: azure-openai, azure_endpoint: ..., azure_deployment: ...}; key or Entra ID",
         options=AzureOptions,
     )
-    register(
+    register.embedder(
         COMPATIBLE,
         _compatible,
         description="any OpenAI-compatible /v1/embeddings server (vLLM, TEI, LM Studio, llama.cpp, infinity): "
         "{name: openai-compatible, base_url: ..., model: ...}",
         options=CompatibleOptions,
     )
-    register(
+    register.embedder(
         OLLAMA,
         _ollama,
         description="Ollama on 127.0.0.1:11434: 'ollama:<model>' (e.g. ollama:nomic-embed-text)",

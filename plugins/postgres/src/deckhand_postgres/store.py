@@ -36,7 +36,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deckhand_postgres.filters import where_sql
-from deckhand_postgres.options import PostgresOptions
+from deckhand_postgres.options import CAPABILITIES, PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
 from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, hnsw_ddl, meta_ddl
 
@@ -55,14 +55,7 @@ class PostgresStore(ServerStore[PostgresOptions]):
     its own pooled connection, so one store serves every thread.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {
-            StoreCapability.PERSISTENT,
-            StoreCapability.KEYWORD_SEARCH,
-            StoreCapability.CONCURRENT_PROCESSES,
-            StoreCapability.FILTERS,
-        }
-    )
+    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
     def _default_options(self) -> PostgresOptions:
         return PostgresOptions()
@@ -76,15 +69,18 @@ class PostgresStore(ServerStore[PostgresOptions]):
         self._pool = self._open_pool()
 
     @classmethod
-    def from_config(cls, config: Any, collection: str = "default") -> PostgresStore:
-        """The ``register_stores`` factory: ``database:`` block (DatabaseConfig) + collection name."""
+    def from_config(
+        cls, config: Any, collection: str = "default", options: PostgresOptions | None = None
+    ) -> PostgresStore:
+        """The registered factory's store: the tool's ``database:`` block, the collection name and the
+        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
         if not config.connection_string:
             raise StoreError("database.connection_string is required for provider 'postgres' (postgresql://host/db)")
         return cls(
             config.connection_string,
             collection,
             index_name=config.index_name,
-            options=PostgresOptions.parse(dict(config.options or {})),
+            options=options if options is not None else PostgresOptions.parse(dict(config.options or {})),
         )
 
     # -- connection -------------------------------------------------------------------

@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from deckhand.errors import ConfigError
+from deckhand.protocols import StoreCapability
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+#: What the redis store supports beyond every store's methods (its class and its registration declare it).
+CAPABILITIES: frozenset[StoreCapability] = frozenset(
+    {
+        StoreCapability.PERSISTENT,
+        StoreCapability.KEYWORD_SEARCH,
+        StoreCapability.CONCURRENT_PROCESSES,
+        StoreCapability.FILTERS,
+    }
+)
 
 
 class RedisOptions(BaseModel):

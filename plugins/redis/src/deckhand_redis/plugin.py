@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import Registrar
 
-from deckhand_redis.options import RedisOptions
+from deckhand_redis.options import CAPABILITIES, RedisOptions
 
+if TYPE_CHECKING:
+    from deckhand.config.models import DatabaseConfig
 
-def _factory(config: Any, collection: str = "default") -> Any:
-    """Import redis-py only when a Redis store is actually built."""
     from deckhand_redis.store import RedisStore
 
-    return RedisStore.from_config(config, collection)
+
+def _factory(config: DatabaseConfig, collection: str, options: RedisOptions, /, *, base_dir: Path) -> RedisStore:
+    """Import the client library only when a store is actually built (a server store keeps no files: no base_dir)."""
+    from deckhand_redis.store import RedisStore
+
+    return RedisStore.from_config(config, collection, options)
 
 
 @hookimpl
-def register_stores(register: Register) -> None:
-    register(
+def deckhand_register(register: Registrar) -> None:
+    register.store(
         "redis",
         _factory,
         description="Redis with the search module: HNSW or FLAT, COSINE/L2/IP, BM25 keyword search; persistent",
         options=RedisOptions,
         url_schemes=("redis://", "rediss://", "unix://"),
+        capabilities=CAPABILITIES,
     )

@@ -58,7 +58,7 @@ from deckhand_redis import filters
 from deckhand_redis.filters import KEYS_FIELD
 from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
-from deckhand_redis.options import RedisOptions
+from deckhand_redis.options import CAPABILITIES, RedisOptions
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +78,7 @@ class RedisStore(ServerStore[RedisOptions]):
     redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {
-            StoreCapability.PERSISTENT,
-            StoreCapability.KEYWORD_SEARCH,
-            StoreCapability.CONCURRENT_PROCESSES,
-            StoreCapability.FILTERS,
-        }
-    )
+    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
     def _default_options(self) -> RedisOptions:
         return RedisOptions()
@@ -110,15 +103,18 @@ class RedisStore(ServerStore[RedisOptions]):
         self._check_server()
 
     @classmethod
-    def from_config(cls, config: DatabaseConfig, collection: str = "default") -> RedisStore:
-        """The ``register_stores`` factory: build from the tool's ``database:`` block."""
+    def from_config(
+        cls, config: DatabaseConfig, collection: str = "default", options: RedisOptions | None = None
+    ) -> RedisStore:
+        """The registered factory's store: the tool's ``database:`` block, the collection name and the
+        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
         if not config.connection_string:
             raise StoreError("provider redis needs database.connection_string, e.g. redis://localhost:6379")
         return cls(
             config.connection_string,
             collection,
             index_name=config.index_name,
-            options=RedisOptions.parse(config.options),
+            options=options if options is not None else RedisOptions.parse(config.options),
         )
 
     # -- errors and connection --------------------------------------------------------------

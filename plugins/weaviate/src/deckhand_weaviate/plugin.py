@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import Registrar
 
-from deckhand_weaviate.options import WeaviateOptions
+from deckhand_weaviate.options import CAPABILITIES, WeaviateOptions
 
+if TYPE_CHECKING:
+    from deckhand.config.models import DatabaseConfig
 
-def _factory(config: Any, collection: str = "default") -> Any:
-    """Import weaviate-client only when a Weaviate store is actually built."""
     from deckhand_weaviate.store import WeaviateStore
 
-    return WeaviateStore.from_config(config, collection)
+
+def _factory(config: DatabaseConfig, collection: str, options: WeaviateOptions, /, *, base_dir: Path) -> WeaviateStore:
+    """Import the client library only when a store is actually built (a server store keeps no files: no base_dir)."""
+    from deckhand_weaviate.store import WeaviateStore
+
+    return WeaviateStore.from_config(config, collection, options)
 
 
 @hookimpl
-def register_stores(register: Register) -> None:
-    register(
+def deckhand_register(register: Registrar) -> None:
+    register.store(
         "weaviate",
         _factory,
         description="Weaviate with our own vectors: HNSW or FLAT, COSINE/L2/IP, BM25 and hybrid search; persistent",
         options=WeaviateOptions,
         url_schemes=("http://", "https://"),
+        capabilities=CAPABILITIES,
     )

@@ -49,7 +49,7 @@ from weaviate.collections.classes.filters import _Filters
 from deckhand_weaviate import queries
 from deckhand_weaviate.connection import client_errors, connect
 from deckhand_weaviate.layout import SPEC_UUID, Layout, digest, entry_uuid, record_uuid, upsert_generation
-from deckhand_weaviate.options import WeaviateOptions
+from deckhand_weaviate.options import CAPABILITIES, WeaviateOptions
 from deckhand_weaviate.schema import meta_collection, records_collection
 
 log = logging.getLogger(__name__)
@@ -104,9 +104,7 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
     :class:`~deckhand.errors.StoreConnectionError` naming the URL (secrets masked) and the fix.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH}
-    )
+    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
     def _default_options(self) -> WeaviateOptions:
         return WeaviateOptions()
@@ -121,8 +119,11 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         log.info("weaviate store %r connected to %s (collection %s)", self.collection, self.where, self.layout.records)
 
     @classmethod
-    def from_config(cls, config: Any, collection: str = "default") -> WeaviateStore:
-        """The ``register_stores`` factory: the ``database:`` block (DatabaseConfig) and the collection name."""
+    def from_config(
+        cls, config: Any, collection: str = "default", options: WeaviateOptions | None = None
+    ) -> WeaviateStore:
+        """The registered factory's store: the tool's ``database:`` block, the collection name and the
+        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
         if not config.connection_string:
             raise StoreError(
                 "database.connection_string is required for provider 'weaviate' (e.g. http://localhost:8080)"
@@ -131,7 +132,7 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
             config.connection_string,
             collection,
             index_name=config.index_name,
-            options=WeaviateOptions.parse(dict(config.options or {})),
+            options=options if options is not None else WeaviateOptions.parse(dict(config.options or {})),
         )
 
     def _errors(self, action: str) -> Any:

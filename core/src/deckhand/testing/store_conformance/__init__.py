@@ -11,7 +11,7 @@ kit against that store::
     from deckhand.types import Algorithm
 
     class TestMyStoreConformance(StoreConformanceTests):
-        provider = "mystore"          # the name given to register() in register_stores
+        provider = "mystore"          # the name given to register.store()
         entry_point = "mystore"       # [project.entry-points.deckhand] name (None: a deckhand builtin)
         algorithms = (Algorithm.HNSW, Algorithm.FLAT)
 
@@ -20,15 +20,17 @@ kit against that store::
             return DatabaseConfig(provider="mystore", connection_string=my_server_url)
 
 Stores are built the way tools build them: the factory registered under ``provider``,
-called through :func:`deckhand.stores.tool_store.create_store` (so a factory asking for
-``uses_base_dir=True`` gets the test's agent directory as ``base_dir``). Each call of ``store_factory(collection)``
+called through :func:`deckhand.stores.tool_store.create_store` (so the factory gets the test's agent
+directory as ``base_dir``, and the validated options). Each call of ``store_factory(collection)``
 is a *new connection*; the kit opens every collection itself, uses a fresh collection
 name per test and drops it afterwards.
 
 What the kit expects of a store depends on the capabilities the store class declares
 (``capabilities``, see :class:`deckhand.protocols.StoreCapability`): a declared capability
-that does not work fails, and a store that implements ``keyword_search`` or keeps its data
-across processes without declaring it fails too, so the declaration can be trusted.
+that does not work, or whose methods are missing, fails, and a store that implements a
+capability's methods (``keyword_search``, ``verify_integrity``, ...) or keeps its data
+across processes without declaring it fails too, so the declaration can be trusted; a store registered
+with ``register.store(..., capabilities=...)`` must register what its class declares.
 Checks that need another process run ``python -m deckhand.testing.store_process``, which
 resolves the store through the plugin registry, as ``deckhand`` does.
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, missing_methods, undeclared_capabilities
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import PROJECT
 from deckhand.plugins import get_registry
-from deckhand.protocols import NativeKeywordSearch, StoreCapability, store_capabilities
+from deckhand.protocols import StoreCapability, store_capabilities
 from deckhand.stores.tool_store import create_store
 from deckhand.testing.store_conformance.base import (
     StoreFactory,
@@ -50,14 +51,24 @@ class DeclarationTests(StoreKit):
                 caps = store_capabilities(store)
             except ValueError as exc:
                 pytest.fail(str(exc))
-            implements = isinstance(store, NativeKeywordSearch)
-            if implements and StoreCapability.KEYWORD_SEARCH not in caps:
+            # One mechanism: a capability's methods are called only when it is declared, and declared only
+            # when they are there (deckhand.capabilities.CAPABILITY_PROTOCOLS ties each to its Protocol).
+            for capability in sorted(caps):
+                missing = missing_methods(store, capability)
+                if missing:
+                    protocol = CAPABILITY_PROTOCOLS[capability]
+                    methods = ", ".join(f"{m}()" for m in missing)
+                    pytest.fail(
+                        f"{cls.__name__} declares {capability.value} but has no {methods} "
+                        f"method{'s' if len(missing) > 1 else ''} ({protocol.__name__ if protocol else ''})"
+                    )
+            for capability in undeclared_capabilities(store):
+                protocol = CAPABILITY_PROTOCOLS[capability]
+                assert protocol is not None
                 pytest.fail(
-                    f"{cls.__name__} implements keyword_search (NativeKeywordSearch) but does not declare "
-                    "StoreCapability.KEYWORD_SEARCH: declare it, so this kit tests it"
+                    f"{cls.__name__} implements {capability.value} ({protocol.__name__}) but does not declare "
+                    f"StoreCapability.{capability.name}: declare it, so deckhand uses it and this kit tests it"
                 )
-            if StoreCapability.KEYWORD_SEARCH in caps and not implements:
-                pytest.fail(f"{cls.__name__} declares keyword_search but has no keyword_search() method")
         finally:
             store.close()
 
@@ -92,6 +103,12 @@ class DeclarationTests(StoreKit):
             assert component.plugin not in entry_points, (
                 f"store {self.provider!r} comes from entry point {component.plugin!r}: set entry_point = "
                 f"{component.plugin!r}"
+            )
+        if not component.legacy:  # a registration through register_stores(register) could not say
+            assert component.capabilities == capabilities, (
+                f"store {self.provider!r} is registered with capabilities "
+                f"{sorted(c.value for c in component.capabilities)} but its class declares "
+                f"{sorted(c.value for c in capabilities)}: pass the class's capabilities to register.store(...)"
             )
         spec = self._process_spec(collection)
         built = create_store(component, database, collection, base_dir=base_dir)

@@ -83,7 +83,7 @@ class NamingTests(StoreKit):
             store.close()
         written = sorted(p.name for p in cwd.iterdir())
         assert written == [], (
-            f"the store wrote {written} into the current directory: register with uses_base_dir=True and "
-            "resolve relative paths against the base_dir the factory receives "
+            f"the store wrote {written} into the current directory: resolve relative paths against the "
+            "base_dir the factory receives "
             "(see deckhand.stores.tool_store.create_store)"
         )

@@ -11,7 +11,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -20,9 +20,10 @@ from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.embedding.factory import load_embedder
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities
+from deckhand.registration import Registrar
 from deckhand.stores.tool_store import create_store
 from deckhand.testing.tool_process import config_class_path
 from deckhand.tools import build_tool
@@ -115,16 +116,20 @@ class _RenamedEmbedder:
         return self._inner.embed(texts)
 
 
-def _renamed_embedder(model: str | None = None, **_: Any) -> _RenamedEmbedder:
-    return _RenamedEmbedder()
+def _renamed_embedder(model: str | None, options: None) -> Embedder:
+    # Its dimension and max_tokens are read-only properties, which the Embedder protocol's plain
+    # attributes do not admit statically; at run time it is an Embedder.
+    return cast(Embedder, _RenamedEmbedder())
 
 
 class RenamedEmbedderPlugin:
     """Registers the embedder ``renamed-minilm`` (model id ``renamed-minilm-v2``) for the model-change test."""
 
     @hookimpl
-    def register_embedders(self, register: Register) -> None:
-        register("renamed-minilm", _renamed_embedder, description="the default embedder under another model id")
+    def deckhand_register(self, register: Registrar) -> None:
+        register.embedder(
+            "renamed-minilm", _renamed_embedder, description="the default embedder under another model id"
+        )
 
 
 def names(paths: Sequence[str]) -> list[str]:

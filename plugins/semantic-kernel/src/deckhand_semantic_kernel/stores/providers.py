@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from deckhand.errors import ComponentNotFoundError
 from deckhand.install_hints import extras_of, normalize, pip_install
+from deckhand.protocols import StoreCapability
 
 #: This plugin's distribution: the install hints name its extras.
 DISTRIBUTION = "deckhand-ai-semantic-kernel"
@@ -36,6 +37,8 @@ class Provider:
     url_schemes: tuple[str, ...] = ()
     #: Whether the store kit runs against it in CI (an engine that runs here with no server).
     live: bool = False
+    #: What its store declares (:class:`deckhand.protocols.StoreCapability`), registered for ``deckhand plugins``.
+    capabilities: frozenset[StoreCapability] = frozenset({StoreCapability.PERSISTENT})
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -73,7 +76,13 @@ PROVIDERS: tuple[Provider, ...] = (
         url_schemes=("https://",),
     ),
     Provider("sql-server", "sql-server", ("pyodbc",), "SQL Server / Azure SQL vectors via Semantic Kernel"),
-    Provider("faiss", "faiss", ("faiss",), "FAISS exact index in this process via Semantic Kernel (not persistent)"),
+    Provider(
+        "faiss",
+        "faiss",
+        ("faiss",),
+        "FAISS exact index in this process via Semantic Kernel (not persistent)",
+        capabilities=frozenset(),
+    ),
 )
 
 BY_NAME = {provider.name: provider for provider in PROVIDERS}

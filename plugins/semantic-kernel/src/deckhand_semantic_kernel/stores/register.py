@@ -7,11 +7,12 @@ when a store is built, after checking they are installed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deckhand.errors import ConfigError
-from deckhand.hookspecs import Register, hookimpl
-from pydantic import ValidationError
+from deckhand.hookspecs import hookimpl
+from deckhand.registration import Registrar, StoreFactory
+from pydantic import BaseModel, ValidationError
 
 from deckhand_semantic_kernel.stores.options import (
     AzureAISearchOptions,
@@ -32,7 +33,10 @@ from deckhand_semantic_kernel.stores.providers import (
     require,
 )
 
-OPTIONS: dict[str, type[Any]] = {
+if TYPE_CHECKING:
+    from deckhand.config.models import DatabaseConfig
+
+OPTIONS: dict[str, type[BaseModel]] = {
     "chromadb": ChromaOptions,
     "qdrant": QdrantOptions,
     "azure-ai-search": AzureAISearchOptions,
@@ -45,42 +49,44 @@ OPTIONS: dict[str, type[Any]] = {
 }
 
 
-def build(provider: Provider, config: Any, collection: str, *, base_dir: Path) -> Any:
-    """Build the bridged store ``provider`` names (the registered factory)."""
+def build(provider: Provider, config: Any, collection: str, *, base_dir: Path, options: BaseModel | None = None) -> Any:
+    """Build the bridged store ``provider`` names (the registered factory); ``options`` are the validated
+    ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
     require(provider)
     from deckhand_semantic_kernel.stores.connectors import STORE_CLASSES
 
-    try:
-        options = OPTIONS[provider.name].model_validate(config.options or {})
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "options"
-        raise ConfigError(f"database.options.{where}: {error['msg']} (provider {provider.name})") from None
+    if options is None:
+        try:
+            options = OPTIONS[provider.name].model_validate(config.options or {})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "options"
+            raise ConfigError(f"database.options.{where}: {error['msg']} (provider {provider.name})") from None
     cls = STORE_CLASSES[provider.name]
     if provider.name in {"chromadb", "qdrant"}:
         return cls(config, collection, base_dir=base_dir, options=options)  # type: ignore[call-arg]
     return cls(config, collection, options=options)  # type: ignore[call-arg]
 
 
-def _factory(provider: Provider) -> Any:
-    def factory(config: Any, collection: str = "default", *, base_dir: Path | None = None) -> Any:
-        return build(provider, config, collection, base_dir=base_dir or Path.cwd())
+def _factory(provider: Provider) -> StoreFactory[Any]:
+    def factory(config: DatabaseConfig, collection: str, options: BaseModel | None, /, *, base_dir: Path) -> Any:
+        return build(provider, config, collection, base_dir=base_dir, options=options)
 
     factory.__name__ = f"build_{provider.name.replace('-', '_')}"
     return factory
 
 
 @hookimpl
-def register_stores(register: Register) -> None:
+def deckhand_register(register: Registrar) -> None:
     for provider in PROVIDERS:
         # find_spec imports nothing: listing what is missing costs no start-up time.
         missing = f" (not installed: {install_command(provider)})" if missing_modules(provider) else ""
-        register(
+        register.store(
             provider.name,
             _factory(provider),
             description=provider.description + missing,
             options=OPTIONS[provider.name],
             priority=PRIORITY,
             url_schemes=provider.url_schemes,
-            uses_base_dir=True,
+            capabilities=provider.capabilities,
         )

@@ -1,0 +1,133 @@
+"""The one way a store declares an optional capability, and how deckhand asks about it.
+
+A store lists :class:`~deckhand.protocols.StoreCapability` values in its ``capabilities``
+class attribute (and in ``register.store(..., capabilities=...)``, which ``deckhand plugins``
+shows). A capability that promises methods is tied to the Protocol listing them
+(:data:`CAPABILITY_PROTOCOLS`); core code asks :func:`has_capability`, never ``getattr`` or
+``hasattr``, and keyword strategies ``requires=`` capabilities. The store conformance kit
+fails a store declaring a capability whose methods are missing (:func:`missing_methods`) or
+implementing one it does not declare (:func:`undeclared_capabilities`).
+
+For one release, a store that implements a capability's methods without declaring it (written
+before the capability existed: ``verify_integrity``, side-index storage, ``maintain``,
+``hybrid_search``) is still treated as having it, with one DeprecationWarning per class.
+"""
+
+from __future__ import annotations
+
+import threading
+import typing
+import warnings
+
+from deckhand.protocols import (
+    IndexMaintenance,
+    IntegrityCheck,
+    NativeHybridSearch,
+    NativeKeywordSearch,
+    SideIndexStorage,
+    StoreCapability,
+    store_capabilities,
+)
+
+__all__ = [
+    "CAPABILITY_PROTOCOLS",
+    "StoreCapability",
+    "capability_of_protocol",
+    "has_capability",
+    "index_maintenance",
+    "integrity_check",
+    "missing_methods",
+    "side_index_storage",
+    "store_capabilities",
+    "undeclared_capabilities",
+]
+
+#: The Protocol whose methods each capability promises (``None``: a promise about behaviour only,
+#: tested by the kits: persistence, concurrent writers, ``where=`` filters).
+CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
+    StoreCapability.PERSISTENT: None,
+    StoreCapability.CONCURRENT_PROCESSES: None,
+    StoreCapability.FILTERS: None,
+    StoreCapability.KEYWORD_SEARCH: NativeKeywordSearch,
+    StoreCapability.HYBRID_SEARCH: NativeHybridSearch,
+    StoreCapability.SIDE_INDEXES: SideIndexStorage,
+    StoreCapability.INDEX_MAINTENANCE: IndexMaintenance,
+    StoreCapability.INTEGRITY_CHECK: IntegrityCheck,
+}
+
+_warned: set[tuple[type, StoreCapability]] = set()
+_warned_lock = threading.Lock()
+
+
+def capability_of_protocol(protocol: type) -> StoreCapability | None:
+    """The capability whose methods ``protocol`` lists (legacy ``requires=(NativeKeywordSearch,)``)."""
+    for capability, tied in CAPABILITY_PROTOCOLS.items():
+        if tied is protocol:
+            return capability
+    return None
+
+
+def _implements(store: object, capability: StoreCapability) -> bool:
+    protocol = CAPABILITY_PROTOCOLS[capability]
+    return protocol is not None and isinstance(store, protocol)
+
+
+def missing_methods(store: object, capability: StoreCapability) -> list[str]:
+    """The methods ``capability`` promises that ``store`` lacks (empty when it has them all)."""
+    protocol = CAPABILITY_PROTOCOLS[capability]
+    if protocol is None:
+        return []
+    names = sorted(_protocol_members(protocol))
+    return [name for name in names if not callable(getattr(store, name, None))]
+
+
+def _protocol_members(protocol: type) -> set[str]:
+    members = getattr(protocol, "__protocol_attrs__", None)  # Python 3.12+
+    if members is None:
+        members = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
+    return set(members)
+
+
+def undeclared_capabilities(store: object) -> list[StoreCapability]:
+    """Capabilities whose methods ``store`` implements without declaring them."""
+    declared = store_capabilities(store)
+    return [c for c in CAPABILITY_PROTOCOLS if c not in declared and _implements(store, c)]
+
+
+def side_index_storage(store: object) -> SideIndexStorage | None:
+    """``store`` as :class:`SideIndexStorage` when it has :attr:`StoreCapability.SIDE_INDEXES`, else None."""
+    return typing.cast(SideIndexStorage, store) if has_capability(store, StoreCapability.SIDE_INDEXES) else None
+
+
+def index_maintenance(store: object) -> IndexMaintenance | None:
+    """``store`` as :class:`IndexMaintenance` when it has :attr:`StoreCapability.INDEX_MAINTENANCE`, else None."""
+    return typing.cast(IndexMaintenance, store) if has_capability(store, StoreCapability.INDEX_MAINTENANCE) else None
+
+
+def integrity_check(store: object) -> IntegrityCheck | None:
+    """``store`` as :class:`IntegrityCheck` when it has :attr:`StoreCapability.INTEGRITY_CHECK`, else None."""
+    return typing.cast(IntegrityCheck, store) if has_capability(store, StoreCapability.INTEGRITY_CHECK) else None
+
+
+def has_capability(store: object, capability: StoreCapability) -> bool:
+    """Whether deckhand may rely on ``capability`` of ``store``: declared, with its methods present.
+
+    A store implementing the methods without declaring the capability still has it for now (one
+    DeprecationWarning per store class asks its author to declare it).
+    """
+    if capability in store_capabilities(store):
+        return CAPABILITY_PROTOCOLS[capability] is None or _implements(store, capability)
+    if not _implements(store, capability):
+        return False
+    key = (type(store), capability)
+    with _warned_lock:
+        first = key not in _warned
+        _warned.add(key)
+    if first:
+        warnings.warn(
+            f"{type(store).__name__} implements {capability.value} without declaring it: add "
+            f"StoreCapability.{capability.name} to its capabilities (undeclared capabilities will be ignored)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    return True

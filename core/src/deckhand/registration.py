@@ -1,0 +1,541 @@
+"""Typed registration: the :class:`Registrar` plugins call, the factory each kind registers, and
+the :class:`Component` a registration becomes.
+
+A plugin implements one hook, :func:`deckhand.hookspecs.deckhand_register`, and calls one typed
+method of the registrar per component (as tox 4 registers each environment type through a
+typed method)::
+
+    @hookimpl
+    def deckhand_register(register: Registrar) -> None:
+        register.store("redis", build_redis, options=RedisOptions, url_schemes=("redis://",),
+                       capabilities={StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH})
+        register.chunker("lines", lines_chunker, options=LinesOptions)
+
+Each method's factory is typed by a Protocol below, so mypy checks a plugin's factory against
+what deckhand will call it with. A factory of a kind that takes options receives them as one
+argument, the instance of the options model the component registered (validated when
+``agent.yaml`` was loaded), or ``None`` when it registered none (it then takes no options).
+An unknown keyword is a ``TypeError`` at the call, which the registry reports as a
+:class:`deckhand.errors.PluginError` naming the plugin.
+
+This module is on the ground floor: it imports the protocols and plain types only (the
+configuration models are named for typing alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from deckhand.errors import ConfigError, PluginError
+from deckhand.protocols import (
+    Chunker,
+    ContextGenerator,
+    Embedder,
+    KeywordIndex,
+    Loader,
+    MemoryBackend,
+    Reranker,
+    StoreCapability,
+    Tokenizer,
+    Tool,
+    VectorStore,
+)
+
+if TYPE_CHECKING:
+    from deckhand.config.base import ToolConfigBase
+    from deckhand.config.models import DatabaseConfig
+    from deckhand.plugins import PluginRegistry
+
+Kind = Literal[
+    "loader",
+    "chunker",
+    "embedder",
+    "store",
+    "keyword_strategy",
+    "context_generator",
+    "reranker",
+    "memory_backend",
+    "tool",
+]
+
+#: The name under which deckhand's own components are registered.
+BUILTIN = "deckhand.builtin"
+
+#: The options model instance a factory receives (``None`` for a component without options).
+O_contra = TypeVar("O_contra", contravariant=True)
+ToolConfigT = TypeVar("ToolConfigT", bound="ToolConfigBase", contravariant=True)
+
+
+# -- the factories, one per kind --------------------------------------------------------------
+
+
+class LoaderFactory(Protocol):
+    """``factory() -> Loader``; the loader's own ``extensions`` and ``priority`` say which files it takes."""
+
+    def __call__(self) -> Loader: ...
+
+
+class ChunkerFactory(Protocol[O_contra]):
+    """``factory(tokenizer, options) -> Chunker``: the embedder's tokenizer and the chunker's options."""
+
+    def __call__(self, tokenizer: Tokenizer, options: O_contra, /) -> Chunker: ...
+
+
+class EmbedderFactory(Protocol[O_contra]):
+    """``factory(model, options) -> Embedder``: ``model`` is the name configured (a registered name or
+    alias, or the whole ``<embedder>:<model>`` value; ``None`` for the default)."""
+
+    def __call__(self, model: str | None, options: O_contra, /) -> Embedder: ...
+
+
+class StoreFactory(Protocol[O_contra]):
+    """``factory(config, collection, options, *, base_dir) -> VectorStore``.
+
+    ``config`` is the tool's ``database:`` block, ``collection`` the tool's name, ``options`` the
+    validated ``database.options`` and ``base_dir`` the agent config's directory, against which a
+    store keeping files resolves relative paths (its default files go under
+    :func:`deckhand.paths.state_dir` ``(base_dir)``); a server store ignores it.
+    """
+
+    def __call__(
+        self, config: DatabaseConfig, collection: str, options: O_contra, /, *, base_dir: Path
+    ) -> VectorStore: ...
+
+
+class KeywordStrategyFactory(Protocol[O_contra]):
+    """``factory(store, cache_path, options) -> KeywordIndex``; ``cache_path`` is a file under the state
+    directory where the strategy may keep what it built (``None`` when the store keeps nothing)."""
+
+    def __call__(self, store: VectorStore, cache_path: Path | None, options: O_contra, /) -> KeywordIndex: ...
+
+
+class ContextGeneratorFactory(Protocol[O_contra]):
+    """``factory(base_dir, options) -> ContextGenerator``; ``base_dir`` is the agent's directory."""
+
+    def __call__(self, base_dir: Path | None, options: O_contra, /) -> ContextGenerator: ...
+
+
+class RerankerFactory(Protocol[O_contra]):
+    """``factory(base_dir, options) -> Reranker``; it should only check its settings (load models lazily)."""
+
+    def __call__(self, base_dir: Path | None, options: O_contra, /) -> Reranker: ...
+
+
+class MemoryBackendFactory(Protocol[O_contra]):
+    """``factory(path, options) -> MemoryBackend``; ``path`` is ``memory.path`` (``None`` when not set)."""
+
+    def __call__(self, path: Path | None, options: O_contra, /) -> MemoryBackend: ...
+
+
+class ToolFactory(Protocol[ToolConfigT]):
+    """``factory(config, *, base_dir, registry, progress) -> Tool`` (usually the tool class).
+
+    ``config`` is the validated ``tools:`` entry (the registered config model), ``base_dir`` the
+    agent's directory, ``registry`` the plugin registry the tool resolves its components in, and
+    ``progress`` an optional ingest progress reporter (:class:`deckhand.ingest.pipeline.Progress`).
+    """
+
+    def __call__(
+        self, config: ToolConfigT, /, *, base_dir: Path | None, registry: PluginRegistry | None, progress: Any
+    ) -> Tool: ...
+
+
+#: Kinds whose factory receives an options argument (a loader takes none; a tool's options are its config).
+WITH_OPTIONS: frozenset[Kind] = frozenset(
+    {"chunker", "embedder", "store", "keyword_strategy", "context_generator", "reranker", "memory_backend"}
+)
+
+#: Legacy (``register_<kind>s(register)``) factories: the keyword each leading argument was passed
+#: by (``None``: positionally); options followed as keyword arguments.
+_LEGACY_ARGUMENTS: dict[Kind, tuple[str | None, ...]] = {
+    "loader": (),
+    "chunker": ("tokenizer",),
+    "embedder": (None,),
+    "store": (None, None),
+    "keyword_strategy": (None, "cache_path"),
+    "context_generator": ("base_dir",),
+    "reranker": ("base_dir",),
+    "memory_backend": ("path",),
+    "tool": (None,),
+}
+
+
+# -- what a registration becomes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Component:
+    """One registered component: what it is, who provides it and how to build it.
+
+    Build it with :meth:`create`, never by calling :attr:`factory` directly: ``create`` calls
+    new-style and legacy factories each by its own convention.
+    """
+
+    kind: Kind
+    name: str
+    factory: Callable[..., Any]
+    plugin: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    #: The pydantic model of the component's options (``None``: it takes none).
+    options: type[BaseModel] | None = None
+    #: Decides between components of the same name from different plugins (higher wins).
+    priority: int = 0
+    #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
+    url_schemes: tuple[str, ...] = ()
+    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same;
+    #: empty for a legacy registration, which could not say).
+    capabilities: frozenset[StoreCapability] = frozenset()
+    #: Keyword strategies: the store capabilities the strategy needs (else the tool uses ``bm25``).
+    requires: frozenset[StoreCapability] = frozenset()
+    #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
+    #: building the embedder (see :mod:`deckhand.embedding.lazy`); empty when not described.
+    described: Mapping[str, Any] = field(default_factory=dict)
+    #: Registered through a ``register_<kind>s(register)`` hook (called by the old convention).
+    legacy: bool = False
+    #: Legacy stores: registered with ``uses_base_dir=True`` (their factory takes ``base_dir=``).
+    legacy_base_dir: bool = False
+    #: Legacy keyword strategies: ``requires=`` protocols with no capability of their own.
+    legacy_requires: tuple[type, ...] = ()
+
+    @property
+    def builtin(self) -> bool:
+        """Whether deckhand itself provides the component."""
+        return self.plugin == BUILTIN
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the registration declared beyond name, factory, options and priority (for display)."""
+        out: dict[str, Any] = dict(self.described)
+        if self.url_schemes:
+            out["url_schemes"] = self.url_schemes
+        if self.capabilities:
+            out["capabilities"] = sorted(c.value for c in self.capabilities)
+        if self.requires:
+            out["requires"] = sorted(c.value for c in self.requires)
+        return out
+
+    def label(self) -> str:
+        """``chunker 'token'``: how messages name the component."""
+        return f"{self.kind.replace('_', ' ')} {self.name!r}"
+
+    def instance(self, options: Mapping[str, Any] | None, *, validate: bool = False) -> BaseModel | None:
+        """The options model instance for ``options``: keyword values already validated by the
+        model (:func:`deckhand.config.options.validate_options`), or with ``validate`` a raw mapping
+        (bad ones: a one-line :class:`ConfigError` for a store's ``database.options``, else a
+        ``TypeError``). ``None`` when the component has no options model."""
+        values = dict(options or {})
+        if self.options is None:
+            if values:
+                raise self._bad_options(f"the {self.label()} takes no options, got {', '.join(sorted(values))}")
+            return None
+        if not validate:
+            return self.options.model_construct(**values)
+        try:
+            return self.options.model_validate(values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "options"
+            message = str(first["msg"]).removeprefix("Value error, ")
+            known = ", ".join(sorted(f.alias or n for n, f in self.options.model_fields.items()))
+            if self.kind == "store":
+                raise ConfigError(f"database.options.{where}: {message} ({self.name} options: {known})") from None
+            raise self._bad_options(f"the {self.label()}: {where}: {message} (options: {known})") from None
+
+    def _bad_options(self, message: str) -> Exception:
+        return ConfigError(message) if self.kind == "store" else TypeError(message)
+
+    def create(
+        self, *args: Any, options: Mapping[str, Any] | None = None, validate: bool = False, **kwargs: Any
+    ) -> Any:
+        """Build the component: the kind's leading arguments (as the kind's factory Protocol lists
+        them), its options (validated keyword values; a raw mapping with ``validate``) and the
+        kind's keyword arguments (a store's ``base_dir``, a tool's ``base_dir``/``registry``/``progress``).
+
+        A legacy factory is called as it was before typed registration: its leading arguments by
+        the keywords it was documented with, its options spread as keyword arguments.
+        """
+        if self.legacy:
+            return self._create_legacy(args, dict(options or {}), kwargs)
+        if self.kind in WITH_OPTIONS:
+            return self.factory(*args, self.instance(options, validate=validate), **kwargs)
+        return self.factory(*args, **kwargs)
+
+    def _create_legacy(self, args: tuple[Any, ...], options: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+        if self.kind == "store":
+            base_dir = kwargs.pop("base_dir", None)
+            if self.legacy_base_dir:
+                kwargs["base_dir"] = base_dir
+            return self.factory(*args, **kwargs)  # a legacy store reads config.options itself
+        names = _LEGACY_ARGUMENTS[self.kind]
+        positional = [a for a, n in zip(args, names, strict=True) if n is None]
+        named = {n: a for a, n in zip(args, names, strict=True) if n is not None}
+        return self.factory(*positional, **named, **kwargs, **options)
+
+
+# -- the registrar --------------------------------------------------------------------------------
+
+
+def _schemes(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(s, str) and s.endswith("://") for s in value):
+        raise PluginError(f'{where} with url_schemes={value!r}; give a tuple such as ("redis://", "rediss://")')
+    return tuple(value)
+
+
+def _capabilities(value: Iterable[Any], keyword: str, where: str) -> frozenset[StoreCapability]:
+    if isinstance(value, str):
+        raise PluginError(f"{where} with {keyword}={value!r}; give a set of StoreCapability values")
+    out: set[StoreCapability] = set()
+    for item in value:
+        try:
+            out.add(StoreCapability(item))
+        except ValueError:
+            known = ", ".join(c.value for c in StoreCapability)
+            raise PluginError(
+                f"{where} with {keyword}={value!r}: {item!r} is no StoreCapability (known: {known})"
+            ) from None
+    return frozenset(out)
+
+
+class Registrar:
+    """What :func:`deckhand.hookspecs.deckhand_register` receives: one typed method per kind.
+
+    Every method takes ``name`` (what configuration selects the component by), the factory,
+    and keyword-only: ``description`` (one line for ``deckhand plugins``), ``aliases`` (other
+    names for it) and ``priority`` (which component wins when two plugins register one name:
+    higher first, then a third-party plugin over deckhand's builtin, then the plugin name that
+    sorts first; deckhand logs one warning naming them). ``options`` is the pydantic model of the
+    settings configuration may give the component: deckhand validates them with it when
+    ``agent.yaml`` is loaded (errors name the file and the field), ``deckhand schema`` includes it,
+    and the factory receives the validated instance. Components are built lazily: registering is
+    cheap and loads no model or connection.
+    """
+
+    def __init__(self, plugin: str, add: Callable[[Component], None], *, legacy: bool = False) -> None:
+        self._plugin = plugin
+        self._add = add
+        self._legacy = legacy
+
+    @property
+    def plugin(self) -> str:
+        """The name of the plugin registering (its entry-point name)."""
+        return self._plugin
+
+    def _where(self, kind: Kind, name: str) -> str:
+        return f"plugin {self._plugin!r} registers {kind.replace('_', ' ')} {name!r}"
+
+    def _register(self, kind: Kind, name: str, factory: Callable[..., Any], **fields: Any) -> None:
+        aliases = fields.pop("aliases", ())
+        if isinstance(aliases, str):
+            aliases = (aliases,)
+        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), legacy=self._legacy, **fields))
+
+    def loader(
+        self,
+        name: str,
+        factory: LoaderFactory,
+        *,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it
+        takes (among loaders claiming one extension, the highest priority wins)."""
+        self._register("loader", name, factory, description=description, aliases=aliases, priority=priority)
+
+    def chunker(
+        self,
+        name: str,
+        factory: ChunkerFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A chunker: ``chunker:`` on a tool selects it, by name or ``{name: NAME, option: value, ...}``.
+
+        A tool's own size settings (``chunk_size``, ``chunk_overlap``, ``max_chunk_tokens``) are
+        passed on when written in ``agent.yaml`` and ``options`` declares a field of that name.
+        """
+        self._register(
+            "chunker", name, factory, options=options, description=description, aliases=aliases, priority=priority
+        )
+
+    def embedder(
+        self,
+        name: str,
+        factory: EmbedderFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        model_id: str | None = None,
+        dimension: int | None = None,
+        max_tokens: int | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
+
+        ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
+        without building the embedder (:mod:`deckhand.embedding.lazy`). Optional on the embedder:
+        ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are made, ``long_inputs``
+        (what happens to an input over ``max_tokens``) and ``tokens_used``.
+        """
+        given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
+        if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):
+            raise PluginError(f"{self._where('embedder', name)}: give model_id=, dimension= and max_tokens= together")
+        described = given if model_id is not None else {}
+        self._register(
+            "embedder",
+            name,
+            factory,
+            options=options,
+            described=described,
+            description=description,
+            aliases=aliases,
+            priority=priority,
+        )
+
+    def store(
+        self,
+        name: str,
+        factory: StoreFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        url_schemes: Sequence[str] = (),
+        capabilities: Collection[StoreCapability] = frozenset(),
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A vector store; ``name`` is the ``database.provider`` value that selects it.
+
+        ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it
+        starts with one of them (without, any connection string, or none, is accepted).
+        ``capabilities`` are the :class:`StoreCapability` values its stores declare (shown by
+        ``deckhand plugins``; the store objects' ``capabilities`` attribute must say the same,
+        which the store kit checks).
+        """
+        self._register(
+            "store",
+            name,
+            factory,
+            options=options,
+            url_schemes=_schemes(url_schemes, self._where("store", name)),
+            capabilities=_capabilities(capabilities, "capabilities", self._where("store", name)),
+            description=description,
+            aliases=aliases,
+            priority=priority,
+        )
+
+    def keyword_strategy(
+        self,
+        name: str,
+        factory: KeywordStrategyFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        requires: Collection[StoreCapability] = frozenset(),
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A keyword strategy: ``keyword_strategy:`` on a ``hierarchical_document`` tool selects it.
+
+        ``requires`` lists the store capabilities it needs (e.g. ``{StoreCapability.KEYWORD_SEARCH}``);
+        on a store without them the tool logs one warning and uses ``bm25``.
+        """
+        self._register(
+            "keyword_strategy",
+            name,
+            factory,
+            options=options,
+            requires=_capabilities(requires, "requires", self._where("keyword_strategy", name)),
+            description=description,
+            aliases=aliases,
+            priority=priority,
+        )
+
+    def context_generator(
+        self,
+        name: str,
+        factory: ContextGeneratorFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A context generator: ``contextual_embeddings.generator`` selects it, ``.options`` are its options."""
+        self._register(
+            "context_generator",
+            name,
+            factory,
+            options=options,
+            description=description,
+            aliases=aliases,
+            priority=priority,
+        )
+
+    def reranker(
+        self,
+        name: str,
+        factory: RerankerFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A reranker: ``reranker:`` on a tool selects it. After fusion the tool's best ``rerank_top_n``
+        candidates are passed to :meth:`deckhand.protocols.Reranker.rerank` and reordered by its
+        scores. The factory runs when the tool opens its index, so it should only check its settings
+        (a missing key is a :class:`deckhand.errors.ConfigError`) and load any model on the first query.
+        """
+        self._register(
+            "reranker", name, factory, options=options, description=description, aliases=aliases, priority=priority
+        )
+
+    def memory_backend(
+        self,
+        name: str,
+        factory: MemoryBackendFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A memory backend: ``memory.backend`` selects it; ``memory.options`` are validated by
+        ``options`` (a ``TypeError`` when they do not fit). See :class:`deckhand.protocols.MemoryBackend`."""
+        self._register(
+            "memory_backend",
+            name,
+            factory,
+            options=options,
+            description=description,
+            aliases=aliases,
+            priority=priority,
+        )
+
+    def tool(
+        self,
+        name: str,
+        factory: ToolFactory[Any],
+        *,
+        options: type[ToolConfigBase],
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """A tool type: ``name`` is the ``type:`` value of a ``tools:`` entry. ``options`` is the config
+        model of the whole entry, a subclass of :class:`deckhand.config.base.ToolConfigBase` (or
+        ``SourceToolConfig``) whose ``type`` field is ``Literal["<name>"]``."""
+        self._register(
+            "tool", name, factory, options=options, description=description, aliases=aliases, priority=priority
+        )

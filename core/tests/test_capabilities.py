@@ -1,0 +1,77 @@
+"""One capability mechanism: a store declares StoreCapability values, each tied to the Protocol of its methods."""
+
+from __future__ import annotations
+
+import warnings
+from typing import ClassVar
+
+import pytest
+from deckhand.capabilities import (
+    CAPABILITY_PROTOCOLS,
+    capability_of_protocol,
+    has_capability,
+    integrity_check,
+    missing_methods,
+    side_index_storage,
+    undeclared_capabilities,
+)
+from deckhand.protocols import IntegrityCheck, NativeKeywordSearch, SideIndexStorage, StoreCapability
+
+
+class Declared:
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.INTEGRITY_CHECK})
+
+    def verify_integrity(self) -> None:
+        return None
+
+
+class DeclaredWithoutMethods:
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.SIDE_INDEXES})
+
+
+class Undeclared:
+    """Written before INTEGRITY_CHECK existed: the method, no declaration."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
+
+    def verify_integrity(self) -> None:
+        return None
+
+
+def test_every_capability_names_its_protocol_or_none() -> None:
+    assert set(CAPABILITY_PROTOCOLS) == set(StoreCapability)
+    assert CAPABILITY_PROTOCOLS[StoreCapability.INTEGRITY_CHECK] is IntegrityCheck
+    assert capability_of_protocol(NativeKeywordSearch) is StoreCapability.KEYWORD_SEARCH
+    assert capability_of_protocol(SideIndexStorage) is StoreCapability.SIDE_INDEXES
+    assert capability_of_protocol(int) is None
+
+
+def test_a_declared_capability_with_its_methods() -> None:
+    store = Declared()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert has_capability(store, StoreCapability.INTEGRITY_CHECK)
+        assert integrity_check(store) is store
+    assert not has_capability(store, StoreCapability.SIDE_INDEXES) and side_index_storage(store) is None
+    assert missing_methods(store, StoreCapability.INTEGRITY_CHECK) == []
+    assert undeclared_capabilities(store) == []
+
+
+def test_a_declared_capability_without_its_methods_is_not_relied_on() -> None:
+    store = DeclaredWithoutMethods()
+    assert missing_methods(store, StoreCapability.SIDE_INDEXES) == [
+        "load_side_index",
+        "records_version",
+        "save_side_index",
+    ]
+    assert not has_capability(store, StoreCapability.SIDE_INDEXES)
+
+
+def test_an_undeclared_implementation_still_counts_with_one_warning() -> None:
+    store = Undeclared()
+    assert undeclared_capabilities(store) == [StoreCapability.INTEGRITY_CHECK]
+    with pytest.warns(DeprecationWarning, match=r"Undeclared implements integrity_check without declaring it"):
+        assert has_capability(store, StoreCapability.INTEGRITY_CHECK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per class
+        assert has_capability(Undeclared(), StoreCapability.INTEGRITY_CHECK)
