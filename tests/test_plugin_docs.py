@@ -2,10 +2,11 @@
 
 The examples are taken from the documents as they are (never copied here), so a document cannot
 drift from what deckhand does: the plugin examples of plugins.md (chunker, keyword strategy,
-reranker, tool type) are assembled into one plugin module and selected from the YAML the page
-shows, searched with ``deckhand search`` (``--filter`` included) and through the MCP server; the
-store page's registration module, entry point and kit classes run against a store installed as
-a distribution (a ``.dist-info`` on ``PYTHONPATH``). A test also fails when a page gains an example
+reranker, tool type) are each registered as a plugin module of its own (each with its
+``deckhand_register`` hook), selected from the YAML the page shows, and searched with
+``deckhand search`` (``--filter`` included) and through the MCP server; the store page's
+registration module, entry point and kit classes run against a store installed as a
+distribution (a ``.dist-info`` on ``PYTHONPATH``). A test also fails when a page gains an example
 no test runs, and when the page's list of ``SourceToolConfig`` fields or ``Tool`` members is not
 the code's.
 """
@@ -24,7 +25,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 import yaml
@@ -36,6 +37,7 @@ from deckhand.errors import ConfigError, FilterError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry, reset_registry
 from deckhand.protocols import StoreCapability, store_capabilities
+from deckhand.registration import Registrar
 from deckhand.tools import build_tool, tool_members
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,13 +47,14 @@ STORE_MD = ROOT / "docs" / "writing-a-store-plugin.md"
 #: One marker per example: the test that runs the block holding it. Every block must hold one.
 PLUGINS_EXAMPLES = {
     "python": {
-        'register(\n    "name",': "test_register_signature_compiles",
+        "from deckhand.registration import Registrar\n\n\n@hookimpl": "test_hook_example",
+        'register.store(\n    "name",': "test_register_signature_compiles",
         "class LinesChunker": "test_plugin_examples_search_and_filter",
         "class SubstringIndex": "test_plugin_examples_search_and_filter",
         "class OverlapReranker": "test_plugin_examples_search_and_filter",
         "class NotesLookupTool": "test_plugin_examples_search_and_filter",
         "class PatternLookupTool": "test_own_parameters_reach_mcp",
-        'register(\n    "acme",': "test_store_options_example",
+        'register.store(\n    "acme",': "test_store_options_example",
         "from deckhand.tools import build_tool": "test_from_python_example",
     },
     "yaml": {
@@ -65,7 +68,7 @@ PLUGINS_EXAMPLES = {
 STORE_EXAMPLES = {
     "python": {
         "class MyStore:": "test_capabilities_example",
-        "def register_stores": "test_store_kit_examples",
+        "def deckhand_register": "test_store_kit_examples",
         "class TestMyStoreConformance": "test_store_kit_examples",
         "class TestMyStoreTools": "test_store_kit_examples",
     },
@@ -104,10 +107,14 @@ def test_every_example_is_run(path: Path, examples: dict[str, dict[str, str]]) -
 # -- plugins.md ------------------------------------------------------------------------------------------------------
 
 
-def _plugin_source() -> str:
-    """The page's chunker, keyword strategy, reranker and tool type, as one plugin module."""
-    parts = ["class LinesChunker", "class SubstringIndex", "class OverlapReranker", "class NotesLookupTool"]
-    return "\n\n".join(block(PLUGINS_MD, "python", p) for p in parts)
+#: The page's chunker, keyword strategy, reranker and tool type: each block is a plugin module of its own
+#: (each has its own ``deckhand_register`` hook), by the module name it is installed as.
+PLUGIN_MODULES = {
+    "docs_example_lines": "class LinesChunker",
+    "docs_example_substring": "class SubstringIndex",
+    "docs_example_overlap": "class OverlapReranker",
+    "docs_example_notes": "class NotesLookupTool",
+}
 
 
 def _import(path: Path, name: str) -> ModuleType:
@@ -135,10 +142,13 @@ def _agent_yaml() -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
-    """A project using the page's plugin (registered in the process-wide registry, as if installed)."""
+    """A project using the page's plugins (registered in the process-wide registry, as if installed);
+    the module given is the tool type's."""
     root = tmp_path_factory.mktemp("docs-plugin")
-    (root / "docs_example_plugin.py").write_text(_plugin_source(), encoding="utf-8")
-    module = _import(root / "docs_example_plugin.py", "docs_example_plugin")
+    modules = {}
+    for name, marker in PLUGIN_MODULES.items():
+        (root / f"{name}.py").write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
+        modules[name] = _import(root / f"{name}.py", name)
     notes = root / "notes"
     notes.mkdir()
     for name, text in NOTES.items():
@@ -146,12 +156,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Mo
     (root / "agent.yaml").write_text(_agent_yaml(), encoding="utf-8")
     old_home = os.environ.pop("DECKHAND_HOME", None)
     reset_registry()
-    get_registry().register_plugin(module, "docs-example")
+    for name, module in modules.items():
+        get_registry().register_plugin(module, name)
     try:
-        yield root, module
+        yield root, modules["docs_example_notes"]
     finally:
         reset_registry()
-        sys.modules.pop("docs_example_plugin", None)
+        for name in modules:
+            sys.modules.pop(name, None)
         if old_home is not None:
             os.environ["DECKHAND_HOME"] = old_home
 
@@ -199,8 +211,8 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
 
     class OldPlugin:
         @hookimpl
-        def register_tools(self, register: Any) -> None:
-            register("old_lookup", OldLookupTool, options=OldLookupConfig)
+        def deckhand_register(self, register: Registrar) -> None:
+            register.tool("old_lookup", OldLookupTool, options=OldLookupConfig)
 
     get_registry().register_plugin(OldPlugin(), "old-example")
     agent = root / "old.yaml"
@@ -262,9 +274,37 @@ def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pyte
     assert printed and "tides.md" in printed[0] and "High tide" in printed[0], printed
 
 
+def test_hook_example(project: tuple[Path, ModuleType]) -> None:
+    """The page's first hook, with the chunker section's factory and options model, registers the chunker."""
+    namespace = {n: getattr(sys.modules["docs_example_lines"], n) for n in ("lines_chunker", "LinesOptions")}
+    code = block(PLUGINS_MD, "python", "from deckhand.registration import Registrar\n\n\n@hookimpl")
+    exec(compile(code, str(PLUGINS_MD), "exec"), namespace)
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(
+        type("Hook", (), {"deckhand_register": staticmethod(namespace["deckhand_register"])})(), "h"
+    )
+    component = registry.resolve("chunker", "lines")
+    assert component.plugin == "h" and component.options is namespace["LinesOptions"]
+
+
 def test_register_signature_compiles() -> None:
-    """The page's summary of ``register`` is a signature, not a runnable call: it must at least parse."""
-    compile(block(PLUGINS_MD, "python", 'register(\n    "name",'), str(PLUGINS_MD), "exec")
+    """The page's summary of the registrar's methods is a signature, not a runnable call: it must parse, and
+    every keyword it shows is one the method it is shown on takes."""
+    import ast
+    import inspect
+
+    code = block(PLUGINS_MD, "python", 'register.store(\n    "name",')
+    calls = [
+        node
+        for node in ast.walk(ast.parse(compile(code, str(PLUGINS_MD), "exec", ast.PyCF_ONLY_AST)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    assert [c.func.attr for c in calls] == ["store", "keyword_strategy", "embedder"]  # type: ignore[attr-defined]
+    for call in calls:
+        method = call.func.attr  # type: ignore[attr-defined]
+        parameters = inspect.signature(getattr(Registrar, method)).parameters
+        keywords = {k.arg for k in call.keywords}
+        assert keywords <= {n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY}, (method, keywords)
 
 
 def test_store_options_example(tmp_path: Path) -> None:
@@ -277,16 +317,25 @@ def test_store_options_example(tmp_path: Path) -> None:
         pool_size: int = 1
 
     class AcmeStore(InMemoryStore):
+        capabilities = frozenset({StoreCapability.FILTERS, StoreCapability.KEYWORD_SEARCH})
+        built: ClassVar[list[tuple[str, Any, Path]]] = []
+
         @classmethod
-        def from_config(cls, config: Any, collection: str) -> AcmeStore:
+        def from_config(  # type: ignore[override]
+            cls, config: Any, collection: str, options: AcmeOptions, /, *, base_dir: Path
+        ) -> AcmeStore:
+            cls.built.append((collection, options, base_dir))
             return cls(collection)
 
-    source = "def register_stores(register):\n" + textwrap.indent(
-        block(PLUGINS_MD, "python", 'register(\n    "acme",'), "    "
+        def keyword_search(self, query: str, k: int, *, sources: Any = None) -> list[Any]:
+            return []
+
+    source = "def deckhand_register(register):\n" + textwrap.indent(
+        block(PLUGINS_MD, "python", 'register.store(\n    "acme",'), "    "
     )
     namespace: dict[str, Any] = {"AcmeStore": AcmeStore, "AcmeOptions": AcmeOptions}
     exec(compile(source, str(PLUGINS_MD), "exec"), namespace)
-    plugin = type("AcmePlugin", (), {"register_stores": staticmethod(hookimpl(namespace["register_stores"]))})
+    plugin = type("AcmePlugin", (), {"deckhand_register": staticmethod(hookimpl(namespace["deckhand_register"]))})
     registry = PluginRegistry(load_entry_points=False)
     registry.register_plugin(plugin(), "acme")
     agent = tmp_path / "agent.yaml"
@@ -297,6 +346,16 @@ def test_store_options_example(tmp_path: Path) -> None:
         agent.write_text(f"tools:\n  - {{type: vectorstore, name: kb, source: docs, database: {database}}}\n")
         with pytest.raises(ConfigError, match=re.escape(message)):
             load_agent_config(agent, registry)
+    # a valid block: the factory is called as the page's comment says, with database.options as an AcmeOptions
+    from deckhand.stores.tool_store import create_store
+
+    component = registry.resolve("store", "acme")
+    assert component.capabilities == AcmeStore.capabilities
+    database = "{provider: acme, connection_string: 'acme://h', options: {pool_size: 2}}"
+    agent.write_text(f"tools:\n  - {{type: vectorstore, name: kb, source: docs, database: {database}}}\n")
+    config = load_agent_config(agent, registry).tools[0].database
+    store = create_store(component, config, "kb", base_dir=tmp_path)
+    assert isinstance(store, AcmeStore) and AcmeStore.built == [("kb", AcmeOptions(pool_size=2), tmp_path)]
     text = PLUGINS_MD.read_text(encoding="utf-8")
     assert "`connection_string for provider 'acme' must start with acme:// or acmes://`" in text
 
@@ -343,8 +402,8 @@ def test_a_tool_missing_a_member_is_told_which(tmp_path: Path) -> None:
 
     class Plugin:
         @hookimpl
-        def register_tools(self, register: Any) -> None:
-            register("grep", NoOpen, options=GrepConfig)
+        def deckhand_register(self, register: Registrar) -> None:
+            register.tool("grep", NoOpen, options=GrepConfig)
 
     class GrepConfig(SourceToolConfig):
         type: Literal["grep"]
@@ -373,15 +432,71 @@ def test_capabilities_example() -> None:
     }
 
 
-#: deckhand_mystore.store for the page's plugin module: an in-memory store built the way the page's factory calls it.
+#: deckhand_mystore.options, which the page's plugin module imports: a strict options model.
+MYSTORE_OPTIONS = """
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MyStoreOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: float = Field(default=5.0, gt=0, description="Seconds to wait for the database.")
+"""
+
+#: deckhand_mystore.store for the page's plugin module: built the way the page's factory calls it, and
+#: persistent as the page's CAPABILITIES say (the records live in a file of the builtin sqlite store, of
+#: which it offers only the VectorStore methods, so it declares exactly ``persistent``).
 MYSTORE = """
-from deckhand.stores.inmemory import InMemoryStore
+from deckhand.paths import state_dir
+from deckhand.stores.sqlite import SQLiteStore
+
+from deckhand_mystore.options import MyStoreOptions
+from deckhand_mystore.plugin import CAPABILITIES
 
 
-class MyStore(InMemoryStore):
-    @classmethod
-    def from_config(cls, config, collection, *, base_dir):
-        return cls(collection)
+class MyStore:
+    capabilities = CAPABILITIES
+
+    def __init__(self, config, collection, options, *, base_dir):
+        assert isinstance(options, MyStoreOptions), options
+        # default files go in the state directory; the kit's connection_string is a server's, unused here
+        self._db = SQLiteStore(state_dir(base_dir) / "index" / f"{config.index_name}.sqlite", collection)
+
+    def open(self, spec):
+        return self._db.open(spec)
+
+    def drop(self):
+        self._db.drop()
+
+    def upsert(self, records):
+        self._db.upsert(records)
+
+    def replace_source(self, source, records, state):
+        self._db.replace_source(source, records, state)
+
+    def delete_source(self, source):
+        self._db.delete_source(source)
+
+    def set_file_state(self, state):
+        self._db.set_file_state(state)
+
+    def search(self, vector, k, *, min_score=None, sources=None):
+        return self._db.search(vector, k, min_score=min_score, sources=sources)
+
+    def get(self, ids):
+        return self._db.get(ids)
+
+    def count(self):
+        return self._db.count()
+
+    def manifest(self):
+        return self._db.manifest()
+
+    def iter_records(self, batch_size=1000):
+        return self._db.iter_records(batch_size)
+
+    def close(self):
+        self._db.close()
 """
 
 KIT_CONFTEST = """
@@ -400,7 +515,8 @@ def test_store_kit_examples(tmp_path: Path) -> None:
     package = site / "deckhand_mystore"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "plugin.py").write_text(block(STORE_MD, "python", "def register_stores"))
+    (package / "plugin.py").write_text(block(STORE_MD, "python", "def deckhand_register"))
+    (package / "options.py").write_text(MYSTORE_OPTIONS)
     (package / "store.py").write_text(MYSTORE)
     info = site / "deckhand_mystore-0.0.1.dist-info"
     info.mkdir()
@@ -468,7 +584,7 @@ def test_tool_factory_progress_and_the_default_store(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
     parameters = inspect.signature(ToolFactory.__call__).parameters
     assert list(parameters)[1:] == ["config", "base_dir", "registry", "progress"]
-    assert "progress: deckhand.ingest.pipeline.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
+    assert "progress: deckhand.protocols.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
     recorder = Recorder()
     tool = build_tool(_notes_tool(tmp_path), base_dir=tmp_path, progress=recorder)
     tool.initialize_sync()

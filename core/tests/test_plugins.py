@@ -317,7 +317,7 @@ def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
 def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
     """A factory registered with ``options=`` receives the validated model instance (never keyword arguments)."""
     from deckhand.config.models import DatabaseConfig
-    from deckhand.stores.opening import create_store
+    from deckhand.stores.tool_store import create_store
 
     class StoreOptions(BaseModel):
         model_config = {"extra": "forbid"}

@@ -15,7 +15,7 @@ from deckhand.errors import PluginError
 from deckhand.hookspecs import Register, hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import StoreCapability
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from pydantic import BaseModel
 
 

@@ -189,6 +189,6 @@ def register_tools(register: Register) -> None:
     :class:`deckhand.config.base.ToolConfigBase` (or ``SourceToolConfig`` for tools that
     ingest a source) whose ``type`` field is ``Literal["<name>"]``. The factory (usually the
     tool class) receives the validated model, ``base_dir`` (agent.yaml's directory),
-    ``registry`` and ``progress`` (a :class:`deckhand.ingest.pipeline.Progress` following the
+    ``registry`` and ``progress`` (a :class:`deckhand.protocols.Progress` following the
     ingestion, or ``None``) and returns a :class:`deckhand.protocols.Tool`.
     """

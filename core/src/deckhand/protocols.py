@@ -583,3 +583,16 @@ class Tool(Protocol):
     def close(self) -> None:
         """Release the store and anything else held; :meth:`initialize` opens them again."""
         ...
+
+
+class Progress(Protocol):
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it).
+
+    Two methods are optional and called only when present: ``status(IngestStatus)`` after
+    every file and embedding group (counts, rate and ETA), and ``note(str)`` for a message
+    the user should see before a long run (the time estimate).
+    """
+
+    def stage(self, name: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...

@@ -39,6 +39,7 @@ from deckhand.protocols import (
     KeywordIndex,
     Loader,
     MemoryBackend,
+    Progress,
     Reranker,
     StoreCapability,
     Tokenizer,
@@ -137,11 +138,18 @@ class ToolFactory(Protocol[ToolConfigT]):
 
     ``config`` is the validated ``tools:`` entry (the registered config model), ``base_dir`` the
     agent's directory, ``registry`` the plugin registry the tool resolves its components in, and
-    ``progress`` an optional ingest progress reporter (:class:`deckhand.ingest.pipeline.Progress`).
+    ``progress`` who follows the ingestion (:class:`deckhand.protocols.Progress`: ``stage(name, total)``
+    and ``advance(n)``, optionally ``status(IngestStatus)`` and ``note(text)``), or ``None``.
     """
 
     def __call__(
-        self, config: ToolConfigT, /, *, base_dir: Path | None, registry: PluginRegistry | None, progress: Any
+        self,
+        config: ToolConfigT,
+        /,
+        *,
+        base_dir: Path | None,
+        registry: PluginRegistry | None,
+        progress: Progress | None,
     ) -> Tool: ...
 
 

@@ -14,7 +14,7 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 from deckhand_postgres import PostgresOptions, PostgresStore
 from deckhand_postgres.redact import redact_url

@@ -12,7 +12,7 @@ import redis
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.stores.opening import create_store
+from deckhand.stores.tool_store import create_store
 from deckhand.types import CollectionSpec
 from deckhand_redis import RedisStore
 from deckhand_redis.hints import SERVER_EXTRA_INSTALL

@@ -5,22 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+
+from deckhand.protocols import Progress
+
+__all__ = ["IngestStatus", "NoProgress", "Progress", "format_size"]
 
 log = logging.getLogger("deckhand.ingest")
-
-
-class Progress(Protocol):
-    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it).
-
-    Two methods are optional and called only when present: ``status(IngestStatus)`` after
-    every file and embedding group (counts, rate and ETA), and ``note(str)`` for a message
-    the user should see before a long run (the time estimate).
-    """
-
-    def stage(self, name: str, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
 
 
 class NoProgress:

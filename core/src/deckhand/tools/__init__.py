@@ -8,36 +8,17 @@ source share :class:`deckhand.tools.base.SourceTool`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from deckhand.errors import ConfigError, PluginError
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Tool
+from deckhand.registration import ToolFactory
 
 if TYPE_CHECKING:
-    from deckhand.ingest.pipeline import Progress
+    from deckhand.protocols import Progress
 
 __all__ = ["Tool", "ToolFactory", "build_tool"]
-
-
-class ToolFactory(Protocol):
-    """What ``register_tools`` registers (usually the tool class itself), as :func:`build_tool` calls it.
-
-    ``config`` is the validated ``tools:`` entry (an instance of the model registered as
-    ``options=``); ``base_dir`` agent.yaml's directory (relative paths resolve against it);
-    ``registry`` the plugins to find the entry's chunker, embedder and store in; ``progress``
-    who follows the ingestion (:class:`deckhand.ingest.pipeline.Progress`: ``stage(name, total)``
-    and ``advance(n)``, optionally ``status(IngestStatus)`` and ``note(text)``), or ``None``.
-    """
-
-    def __call__(
-        self,
-        config: Any,
-        *,
-        base_dir: str | Path | None,
-        registry: PluginRegistry,
-        progress: Progress | None,
-    ) -> Tool: ...
 
 
 def build_tool(
