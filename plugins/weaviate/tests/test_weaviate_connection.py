@@ -105,7 +105,11 @@ def test_redactor_masks_url_secrets_and_the_key() -> None:
 
 
 def test_declared_capabilities_and_protocols() -> None:
-    assert store_capabilities(WeaviateStore) == {StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH}
+    assert store_capabilities(WeaviateStore) == {
+        StoreCapability.PERSISTENT,
+        StoreCapability.KEYWORD_SEARCH,
+        StoreCapability.HYBRID_SEARCH,  # one capability mechanism: hybrid_search() is declared, not probed
+    }
     assert StoreCapability.CONCURRENT_PROCESSES not in store_capabilities(WeaviateStore)
     # runtime_checkable protocols check methods by name: the class has both (the kit checks that they work).
     assert callable(WeaviateStore.keyword_search) and callable(WeaviateStore.hybrid_search)
