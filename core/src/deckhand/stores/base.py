@@ -5,7 +5,8 @@
   query's size against it.
 * :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
   server store takes (``url, collection, *, index_name, options``); a store names its options model
-  (:meth:`~ServerStore._default_options`) and connects in :meth:`~ServerStore._connect`;
+  (:meth:`~ServerStore._default_options`, :meth:`~ServerStore._parse_options`) and connects in
+  :meth:`~ServerStore._connect`; :meth:`~ServerStore.from_config` builds it from a ``database:`` block;
   :meth:`~ServerStore._record_vector` checks a record's vector before anything is written.
 
 Both are internals: the store protocol (:class:`deckhand.protocols.VectorStore`) and the factories
@@ -14,7 +15,7 @@ registered with deckhand are unchanged by them, and a third-party store need not
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +78,30 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
         self.options: OptionsT = options if options is not None else self._default_options()
         self._spec = None
         self._connect(url)
+
+    #: The ``database.provider`` that selects the store, and an example of its URL (for from_config's message).
+    provider: ClassVar[str] = ""
+    url_example: ClassVar[str] = ""
+
+    @classmethod
+    def from_config(cls, config: Any, collection: str = "default", options: OptionsT | None = None) -> Self:
+        """The registered factory's store: the tool's ``database:`` block, the collection name and the
+        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
+        if not config.connection_string:
+            raise StoreError(
+                f"database.connection_string is required for provider {cls.provider!r} (e.g. {cls.url_example})"
+            )
+        return cls(
+            config.connection_string,
+            collection,
+            index_name=config.index_name,
+            options=options if options is not None else cls._parse_options(dict(config.options or {})),
+        )
+
+    @classmethod
+    def _parse_options(cls, options: dict[str, Any]) -> OptionsT:
+        """``database.options`` validated by the store's options model (a one-line ConfigError when invalid)."""
+        raise NotImplementedError
 
     def _default_options(self) -> OptionsT:
         """The options of a store built without any (the options model's defaults)."""

@@ -57,6 +57,9 @@ class PostgresStore(ServerStore[PostgresOptions]):
 
     capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
+    provider = "postgres"
+    url_example = "postgresql://host/db"
+
     def _default_options(self) -> PostgresOptions:
         return PostgresOptions()
 
@@ -69,19 +72,8 @@ class PostgresStore(ServerStore[PostgresOptions]):
         self._pool = self._open_pool()
 
     @classmethod
-    def from_config(
-        cls, config: Any, collection: str = "default", options: PostgresOptions | None = None
-    ) -> PostgresStore:
-        """The registered factory's store: the tool's ``database:`` block, the collection name and the
-        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
-        if not config.connection_string:
-            raise StoreError("database.connection_string is required for provider 'postgres' (postgresql://host/db)")
-        return cls(
-            config.connection_string,
-            collection,
-            index_name=config.index_name,
-            options=options if options is not None else PostgresOptions.parse(dict(config.options or {})),
-        )
+    def _parse_options(cls, options: dict[str, Any]) -> PostgresOptions:
+        return PostgresOptions.parse(options)
 
     # -- connection -------------------------------------------------------------------
     def _connect_error(self, exc: BaseException) -> StoreError:

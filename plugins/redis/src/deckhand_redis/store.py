@@ -28,7 +28,6 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import redis
-from deckhand.config.models import DatabaseConfig
 from deckhand.errors import (
     FilterError,
     StoreAuthenticationError,
@@ -80,6 +79,9 @@ class RedisStore(ServerStore[RedisOptions]):
 
     capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
+    provider = "redis"
+    url_example = "redis://localhost:6379"
+
     def _default_options(self) -> RedisOptions:
         return RedisOptions()
 
@@ -103,19 +105,8 @@ class RedisStore(ServerStore[RedisOptions]):
         self._check_server()
 
     @classmethod
-    def from_config(
-        cls, config: DatabaseConfig, collection: str = "default", options: RedisOptions | None = None
-    ) -> RedisStore:
-        """The registered factory's store: the tool's ``database:`` block, the collection name and the
-        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
-        if not config.connection_string:
-            raise StoreError("provider redis needs database.connection_string, e.g. redis://localhost:6379")
-        return cls(
-            config.connection_string,
-            collection,
-            index_name=config.index_name,
-            options=options if options is not None else RedisOptions.parse(config.options),
-        )
+    def _parse_options(cls, options: dict[str, Any]) -> RedisOptions:
+        return RedisOptions.parse(options)
 
     # -- errors and connection --------------------------------------------------------------
     @contextmanager

@@ -106,6 +106,9 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
 
     capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
 
+    provider = "weaviate"
+    url_example = "http://localhost:8080"
+
     def _default_options(self) -> WeaviateOptions:
         return WeaviateOptions()
 
@@ -119,21 +122,8 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         log.info("weaviate store %r connected to %s (collection %s)", self.collection, self.where, self.layout.records)
 
     @classmethod
-    def from_config(
-        cls, config: Any, collection: str = "default", options: WeaviateOptions | None = None
-    ) -> WeaviateStore:
-        """The registered factory's store: the tool's ``database:`` block, the collection name and the
-        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
-        if not config.connection_string:
-            raise StoreError(
-                "database.connection_string is required for provider 'weaviate' (e.g. http://localhost:8080)"
-            )
-        return cls(
-            config.connection_string,
-            collection,
-            index_name=config.index_name,
-            options=options if options is not None else WeaviateOptions.parse(dict(config.options or {})),
-        )
+    def _parse_options(cls, options: dict[str, Any]) -> WeaviateOptions:
+        return WeaviateOptions.parse(options)
 
     def _errors(self, action: str) -> Any:
         return client_errors(self.where, self._scrub, action)
