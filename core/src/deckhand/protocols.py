@@ -151,15 +151,22 @@ def store_capabilities(store: object) -> frozenset[StoreCapability]:
     :class:`StoreCapability` (a typo such as ``"persistant"``).
     """
     declared: Iterable[str] = getattr(store, "capabilities", frozenset())
+    try:
+        return capability_set(declared)
+    except ValueError as exc:
+        raise ValueError(f"{type(store).__name__}.capabilities declares an unknown capability: {exc}") from None
+
+
+def capability_set(values: Iterable[Any]) -> frozenset[StoreCapability]:
+    """``values`` as :class:`StoreCapability` members; :class:`ValueError` names the first unknown one
+    and the known values."""
     out: set[StoreCapability] = set()
-    for value in declared:
+    for value in values:
         try:
             out.add(StoreCapability(value))
         except ValueError:
             known = ", ".join(c.value for c in StoreCapability)
-            raise ValueError(
-                f"{type(store).__name__}.capabilities declares unknown capability {value!r} (known: {known})"
-            ) from None
+            raise ValueError(f"{value!r} is no StoreCapability (known: {known})") from None
     return frozenset(out)
 
 

@@ -45,6 +45,7 @@ from deckhand.protocols import (
     Tokenizer,
     Tool,
     VectorStore,
+    capability_set,
 )
 
 if TYPE_CHECKING:
@@ -298,16 +299,10 @@ def _schemes(value: Any, where: str) -> tuple[str, ...]:
 def _capabilities(value: Iterable[Any], keyword: str, where: str) -> frozenset[StoreCapability]:
     if isinstance(value, str):
         raise PluginError(f"{where} with {keyword}={value!r}; give a set of StoreCapability values")
-    out: set[StoreCapability] = set()
-    for item in value:
-        try:
-            out.add(StoreCapability(item))
-        except ValueError:
-            known = ", ".join(c.value for c in StoreCapability)
-            raise PluginError(
-                f"{where} with {keyword}={value!r}: {item!r} is no StoreCapability (known: {known})"
-            ) from None
-    return frozenset(out)
+    try:
+        return capability_set(value)
+    except ValueError as exc:
+        raise PluginError(f"{where} with {keyword}={value!r}: {exc}") from None
 
 
 class Registrar:
