@@ -43,7 +43,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite_ann import SQLITE_CAPABILITIES, SQLiteOptions
 
     register.loader("text", TextLoader, description="plain text and markdown, encoding detected")
     register.loader("table", TableLoader, description="CSV as a markdown table, JSON as a code block")
@@ -115,14 +115,7 @@ def deckhand_register(register: Registrar) -> None:
         " (default)",
         aliases=("sqlite3",),
         options=SQLiteOptions,
-        capabilities={
-            StoreCapability.PERSISTENT,
-            StoreCapability.CONCURRENT_PROCESSES,
-            StoreCapability.FILTERS,
-            StoreCapability.SIDE_INDEXES,
-            StoreCapability.INDEX_MAINTENANCE,
-            StoreCapability.INTEGRITY_CHECK,
-        },
+        capabilities=SQLITE_CAPABILITIES,
     )
 
     register.keyword_strategy(

@@ -179,16 +179,7 @@ class SQLiteStore(OpenCollection):
     open the same file at once.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
-        {
-            StoreCapability.PERSISTENT,
-            StoreCapability.CONCURRENT_PROCESSES,
-            StoreCapability.FILTERS,
-            StoreCapability.SIDE_INDEXES,
-            StoreCapability.INDEX_MAINTENANCE,
-            StoreCapability.INTEGRITY_CHECK,
-        }
-    )
+    capabilities: ClassVar[frozenset[StoreCapability]] = sqlite_ann.SQLITE_CAPABILITIES
 
     def __init__(self, path: str | Path, collection: str = "default", options: SQLiteOptions | None = None) -> None:
         self.path = Path(path)

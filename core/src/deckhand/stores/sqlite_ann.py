@@ -39,6 +39,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deckhand.errors import ConfigError
+from deckhand.protocols import StoreCapability
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -61,6 +62,19 @@ _FETCH = 8192
 # few hundred nodes leave some unreachable (usearch 2.25, two threads: 0.75% of a 100-row graph's
 # rows never found by their own vector; none with this warm-up).
 _WARM_UP = 1024
+
+
+#: What the sqlite store supports beyond every store's methods (its class and its registration declare it).
+SQLITE_CAPABILITIES: frozenset[StoreCapability] = frozenset(
+    {
+        StoreCapability.PERSISTENT,
+        StoreCapability.CONCURRENT_PROCESSES,
+        StoreCapability.FILTERS,
+        StoreCapability.SIDE_INDEXES,
+        StoreCapability.INDEX_MAINTENANCE,
+        StoreCapability.INTEGRITY_CHECK,
+    }
+)
 
 
 class SQLiteOptions(BaseModel):
