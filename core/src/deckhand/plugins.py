@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.install_hints import install_hint
-from deckhand.registration import BUILTIN, Component, Kind, Registrar
+from deckhand.registration import BUILTIN, Component, Kind, Registrar, checked_url_schemes
 
 __all__ = ["BUILTIN", "ENV_PLUGINS", "Component", "Kind", "PluginRegistry", "Registrar", "get_registry"]
 
@@ -256,7 +256,7 @@ def _legacy_register(kind: Kind, plugin: str, add: Callable[[Component], None]) 
                 raise PluginError(f"{where} with unknown keyword {key}= ({hint}it takes {', '.join(allowed)})")
         fields: dict[str, Any] = {}
         if kind == "store":
-            fields["url_schemes"] = _legacy_schemes(info.get("url_schemes", ()), where)
+            fields["url_schemes"] = checked_url_schemes(info.get("url_schemes", ()), where)
             fields["legacy_base_dir"] = bool(info.get("uses_base_dir", False))
         elif kind == "embedder":
             described = {k: info[k] for k in ("model_id", "dimension", "max_tokens") if k in info}
@@ -273,12 +273,6 @@ def _legacy_register(kind: Kind, plugin: str, add: Callable[[Component], None]) 
         )
 
     return register
-
-
-def _legacy_schemes(schemes: Any, where: str) -> tuple[str, ...]:
-    if isinstance(schemes, str) or not all(isinstance(s, str) and s.endswith("://") for s in schemes):
-        raise PluginError(f'{where} with url_schemes={schemes!r}; give a tuple such as ("redis://", "rediss://")')
-    return tuple(schemes)
 
 
 _registry: PluginRegistry | None = None

@@ -290,7 +290,8 @@ class Component:
 # -- the registrar --------------------------------------------------------------------------------
 
 
-def _schemes(value: Any, where: str) -> tuple[str, ...]:
+def checked_url_schemes(value: Any, where: str) -> tuple[str, ...]:
+    """``value`` as a tuple of URL schemes (``"redis://"``); a PluginError naming ``where`` otherwise."""
     if isinstance(value, str) or not all(isinstance(s, str) and s.endswith("://") for s in value):
         raise PluginError(f'{where} with url_schemes={value!r}; give a tuple such as ("redis://", "rediss://")')
     return tuple(value)
@@ -430,7 +431,7 @@ class Registrar:
             name,
             factory,
             options=options,
-            url_schemes=_schemes(url_schemes, self._where("store", name)),
+            url_schemes=checked_url_schemes(url_schemes, self._where("store", name)),
             capabilities=_capabilities(capabilities, "capabilities", self._where("store", name)),
             description=description,
             aliases=aliases,

@@ -700,7 +700,6 @@ class SQLiteStore(OpenCollection):
                     )
                 if not sqlite_ann.needs_refresh(
                     state,
-                    generation=found.generation,
                     log_floor=found.log_floor,
                     next_row=found.next_row,
                     changed=changed,

@@ -255,7 +255,6 @@ def _build_lock(index: Path, collection: int) -> Iterator[bool]:
 def needs_refresh(
     state: AnnState | None,
     *,
-    generation: int,
     log_floor: int,
     next_row: int,
     changed: int,
