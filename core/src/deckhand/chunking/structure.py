@@ -498,6 +498,25 @@ def _sections(
     return sections
 
 
+def outline(document: Document) -> tuple[str, list[Heading]]:
+    """``document``'s title (as the chunker gives it: the loader's, the first top-level heading,
+    else the file name) and its headings in order, read as markdown or reStructuredText."""
+    headings = _read_markup(document, split_lines(document.text)).headings
+    return document.title or _first_title(headings) or _stem(document.source), headings
+
+
+def chain_at(headings: list[Heading], offset: int) -> list[str]:
+    """The heading chain (top level first) in force at character ``offset``."""
+    chain: list[Heading] = []
+    for heading in headings:
+        if heading.start > offset:
+            break
+        while chain and chain[-1].level >= heading.level:
+            chain.pop()
+        chain.append(heading)
+    return [h.text for h in chain]
+
+
 def _slice(marks: list[rst.Region | None] | None, start: int, end: int) -> list[rst.Region | None] | None:
     return marks[start:end] if marks is not None else None
 

@@ -9,20 +9,17 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig, StrictModel
+from deckhand.config.base import SourceToolConfig
+from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import (
     Choice,
     ComponentChoice,
     choice_field,
     error,
-    options_follow,
     raise_errors,
-    registry_of,
     resolve_choice,
-    resolve_component,
-    validate_options,
 )
 from deckhand.plugins import Component, PluginRegistry
 
@@ -42,35 +39,6 @@ class SearchMode(enum.StrEnum):
     KEYWORD = "keyword"
     EXACT = "exact"
     HYBRID = "hybrid"
-
-
-class ContextualEmbeddingsConfig(StrictModel):
-    """Context prepended to each chunk before it is embedded and keyword-indexed."""
-
-    model_config = options_follow("context_generator", by="generator")
-
-    enabled: bool = True
-    generator: str = Field(
-        default="structural",
-        min_length=1,
-        description="Context generator plugin: structural (offline, title + heading chain) or llm.",
-    )
-    options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Settings of the generator (`deckhand schema` lists each generator's).",
-    )
-
-    @model_validator(mode="after")
-    def _generator(self, info: ValidationInfo) -> ContextualEmbeddingsConfig:
-        registry = registry_of(info)
-        if self.enabled or registry.find("context_generator", self.generator) is not None:
-            self.generator_component(registry, context=info.context)
-        return self
-
-    def generator_component(self, registry: PluginRegistry, *, context: Any = None) -> tuple[Component, dict[str, Any]]:
-        """The context generator and the keyword options its factory gets (besides ``base_dir``)."""
-        component = resolve_component(registry, "context_generator", self.generator, ("generator",))
-        return component, validate_options(component, self.options, ("options",), context=context)
 
 
 class HierarchicalDocumentToolConfig(SourceToolConfig):
@@ -109,6 +77,11 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
 
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _contextual_shorthand(cls, data: Any) -> Any:
+        return contextual_shorthand(data)
+
     keyword_strategy: Choice = choice_field(
         "keyword_strategy",
         AUTO,
@@ -118,14 +91,6 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     )
     bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0, description="BM25 term-frequency saturation.")
     bm25_b: float = Field(default=0.4, ge=0.0, le=1.0, description="BM25 length normalisation.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _contextual_shorthand(cls, data: Any) -> Any:
-        """``contextual_embeddings: true|false`` is short for ``{enabled: true|false}``."""
-        if isinstance(data, dict) and isinstance(data.get("contextual_embeddings"), bool):
-            data = {**data, "contextual_embeddings": {"enabled": data["contextual_embeddings"]}}
-        return data
 
     def check_chunker_settings(self, takes: set[str]) -> None:
         if {"max_chunk_tokens", "chunk_overlap"} <= takes and self.chunk_overlap >= self.max_chunk_tokens:

@@ -5,7 +5,8 @@ One query's path, in :meth:`HybridSearcher.search`::
     query ─► embed ─► search: dense (the store), keyword (retrieval/bm25 or the store's full text),
                       exact (retrieval/phrase_match)
           ─► fuse (retrieval/fusion) ─► filter recheck (retrieval/filter_recheck)
-          ─► pin sections ─► rerank (retrieval/rerank) ─► annotate (definition_lookup, references)
+          ─► pin sections ─► diversify ─► rerank (retrieval/rerank) ─► cut off (retrieval/shaping)
+          ─► annotate (definition_lookup, references)
 
 A filter holds in every modality: the store applies it to the dense search (and to its own
 full text), and the in-process keyword and exact rankings keep only records whose metadata
@@ -43,6 +44,7 @@ from deckhand.retrieval.fusion import Fused, fuse
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.retrieval.rerank import passage_text, rerank
+from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import location_of
 from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
@@ -57,6 +59,8 @@ CANDIDATES = 100
 EVERYTHING = 1 << 30
 #: Relevant definitions listed per result.
 DEFINITIONS_PER_RESULT = 5
+#: With a per-source limit, single mode asks the store for this many times ``top_k`` nearest records.
+DIVERSITY_DEPTH = 4
 
 #: Builds the keyword index for a store: ``(index, strategy name)``.
 KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
@@ -84,6 +88,10 @@ class SearchSettings:
     candidates: int = CANDIDATES
     #: Relevant definitions listed per result.
     definitions_per_result: int = DEFINITIONS_PER_RESULT
+    #: At most this many results of one source ahead of the others (None: no limit; see retrieval/shaping).
+    per_source: int | None = None
+    #: Drop results scoring below this fraction of the best result's score (None: keep them).
+    relative_cutoff: float | None = None
 
 
 @dataclass(frozen=True)
@@ -278,12 +286,14 @@ class HybridSearcher:
         k = settings.top_k
         fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
         threshold = settings.min_score
-        fused = [f for f in fused if threshold is None or f.score >= threshold][
-            : self.rerank_depth(k, settings.rerank_top_n)
-        ]
+        fused = [f for f in fused if threshold is None or f.score >= threshold]
+        fused = diversify(fused, lambda f: self._source_of(f.id, records), settings.per_source)
+        fused = fused[: self.rerank_depth(k, settings.rerank_top_n)]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
-        ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)[:k]
+        ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)
+        ranked = diversify(ranked, lambda entry: records[entry[0].id].source, settings.per_source)[:k]
+        ranked = relative_cutoff(ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff)
         return [
             Hit(
                 record=records[f.id],
@@ -301,9 +311,22 @@ class HybridSearcher:
         """Single mode: the store's nearest records, reranked when there is a reranker."""
         k = settings.top_k
         depth = self.rerank_depth(k, settings.rerank_top_n)
+        if settings.per_source:
+            depth = max(depth, k * DIVERSITY_DEPTH)
         hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
-        ranked = self.reranked(query, hits, lambda hit: hit.record.content)[:k]
+        hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
+        ranked = self.reranked(query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content)
+        ranked = diversify(ranked, lambda entry: entry[0].record.source, settings.per_source)[:k]
+        ranked = relative_cutoff(ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff)
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+
+    def _source_of(self, record_id: str, records: Mapping[str, Record]) -> str:
+        """The source of a candidate: from its record when read, else from the side indexes' locations."""
+        record = records.get(record_id)
+        if record is not None:
+            return record.source
+        located = self.locations.get(record_id)
+        return located[0] if located is not None else record_id.rsplit("_chunk_", 1)[0]
 
     def _rerank_after_pinned(
         self, query: str, fused: list[Fused], records: dict[str, Record]

@@ -2,9 +2,7 @@
 
 The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the pipeline
 (:class:`deckhand.ingest.pipeline.Ingestor`) with the configured chunker (default
-``structure``) and a ``prepare`` step that writes each chunk's context
-(contextual embeddings): the context is embedded with the chunk and kept in the record's
-metadata (``context``) so the keyword index can be rebuilt from the store alone.
+``structure``) and the context step of :mod:`deckhand.tools.contextual` (contextual embeddings).
 
 Queries are answered by the tool's query engine (:class:`deckhand.retrieval.engine.HybridSearcher`):
 this module wires the configuration to it (the keyword strategy, :class:`~deckhand.retrieval.engine.SearchSettings`
@@ -19,11 +17,8 @@ modalities of ``search_mode`` and fuses them (:mod:`deckhand.retrieval.fusion`).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import dataclasses
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,15 +26,13 @@ from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
 from deckhand.config.base import IN_MEMORY
 from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
 from deckhand.config.options import runtime_errors
-from deckhand.embedding.cache import CachedEmbedder
-from deckhand.errors import EmbeddingError
 from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import ContextGenerator, KeywordIndex, StoreCapability, VectorStore
+from deckhand.protocols import KeywordIndex, StoreCapability, VectorStore
 from deckhand.retrieval.engine import Hit, SearchSettings
-from deckhand.tools.base import SourceTool
+from deckhand.tools.contextual import ContextualChunks
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
     HierarchicalSearchResult,
@@ -47,24 +40,13 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
-from deckhand.types import Chunk, Document
 
 log = logging.getLogger("deckhand")
 
 T = TypeVar("T")
 
 
-def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code, even inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-class HierarchicalDocumentTool(SourceTool):
+class HierarchicalDocumentTool(ContextualChunks):
     """Hybrid (dense + keyword + exact) search over structured documents, as an agent tool."""
 
     config: HierarchicalDocumentToolConfig
@@ -79,7 +61,6 @@ class HierarchicalDocumentTool(SourceTool):
     ) -> None:
         super().__init__(config, base_dir=base_dir, registry=registry, progress=progress)
         self.engine.keyword_index = self._keyword_index
-        self._context: ContextGenerator | None = None
         self._indexes_stale = True
 
     @property
@@ -98,16 +79,6 @@ class HierarchicalDocumentTool(SourceTool):
         return self.engine.index_origin
 
     # -- lifecycle ------------------------------------------------------------------
-    def before_ingest(self, embedder: CachedEmbedder) -> None:
-        """Build the context generator of contextual embeddings (``None`` when disabled)."""
-        contextual = self.config.contextual_embeddings
-        if not contextual.enabled:
-            self._context = None
-            return
-        with runtime_errors(self.config.name):
-            component, options = contextual.generator_component(self.registry)
-        self._context = component.create(self.base_dir, options=options)
-
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Rebuild the side indexes when the stored records may have changed."""
         if changed or self._indexes_stale or self.engine.keyword_store is not store:
@@ -116,31 +87,6 @@ class HierarchicalDocumentTool(SourceTool):
             self._indexes_stale = False
             report.wall_seconds += self.index_seconds
         report.seconds["index"] = self.index_seconds
-
-    def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
-        """Contextual embeddings: prepend each chunk's context to what is embedded; keep it in metadata."""
-        if self._context is None or not chunks:
-            return chunks
-        contexts = run_coroutine(self._context.contexts(document, chunks))
-        if len(contexts) != len(chunks):
-            raise EmbeddingError(
-                f"context generator {self.config.contextual_embeddings.generator!r} returned {len(contexts)} "
-                f"contexts for {len(chunks)} chunks of {document.source}"
-            )
-        out = []
-        for chunk, context in zip(chunks, contexts, strict=True):
-            context = (context or "").strip()
-            if not context:
-                out.append(chunk)
-                continue
-            out.append(
-                dataclasses.replace(
-                    chunk,
-                    embed_text=f"{context}\n\n{chunk.content}",
-                    metadata={**chunk.metadata, "context": context},
-                )
-            )
-        return out
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
@@ -192,6 +138,8 @@ class HierarchicalDocumentTool(SourceTool):
             rrf_k=self.config.rrf_k,
             min_score=self.config.min_score if min_score is None else min_score,
             rerank_top_n=self.config.rerank_top_n,
+            per_source=self.config.max_results_per_source,
+            relative_cutoff=self.config.relative_cutoff,
         )
 
     def search_results_sync(

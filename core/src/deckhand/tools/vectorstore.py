@@ -28,6 +28,8 @@ class VectorStoreTool(SourceTool):
             fused=False,
             min_score=self.config.min_similarity_score,
             rerank_top_n=self.config.rerank_top_n,
+            per_source=self.config.max_results_per_source,
+            relative_cutoff=self.config.relative_cutoff,
         )
 
     def search_results_sync(

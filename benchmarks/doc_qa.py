@@ -1,0 +1,149 @@
+"""Retrieval quality on real documentation nobody tuned for: hit@5 and MRR per tool (issue 23).
+
+    uv run python benchmarks/doc_qa.py [--collections flask pip] [--split tune|held_out|all]
+                                       [--vec KEY=VALUE ...] [--hier KEY=VALUE ...] [--json]
+
+Each collection is a folder under ``benchmarks/doc_qa/``: the documentation in its native
+format (``docs/``), where it came from (``SOURCE.md``) and ``questions.yaml``, questions written
+as a user would ask them with the file(s) that answer each. For every collection the script
+writes an ``agent.yaml`` with one ``vectorstore`` and one ``hierarchical_document`` tool over
+``docs/`` (their defaults, ``top_k: 10``, plus any ``--vec`` / ``--hier`` option given as YAML
+values, e.g. ``--hier diversity=0``), runs ``deckhand test --json`` on it and scores the rank of
+the first result from an expected file: hit@5 (found in the top 5) and MRR (1/rank within the
+top 10, 0 when missed).
+
+Held-out protocol: the split is fixed by the question's id, set when the questions were
+written and before any run: odd ids are ``tune`` (defaults may be chosen on them), even ids are
+``held_out`` (reported, never tuned on). The work directory keeps each collection's index and
+embedding cache, so a repeat only embeds what a changed option changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: The ``deckhand`` command of the running interpreter's environment.
+DECKHAND = str(Path(sys.executable).with_name("deckhand"))
+HERE = Path(__file__).resolve().parent / "doc_qa"
+SPLITS = ("tune", "held_out", "all")
+TOOLS = {"vec": "vectorstore", "hier": "hierarchical_document"}
+DEPTH = 10
+HIT_AT = 5
+
+
+def split_of(question_id: int) -> str:
+    """``tune`` for odd ids, ``held_out`` for even ones (fixed before any measurement)."""
+    return "tune" if question_id % 2 else "held_out"
+
+
+def options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs (VALUE parsed as YAML; dotted keys nest) as a tool-config mapping."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"option {pair!r}: expected KEY=VALUE")
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
+def agent_config(collection: Path, questions: list[dict[str, Any]], vec: dict[str, Any], hier: dict[str, Any]) -> dict[str, Any]:
+    """The agent.yaml the collection is measured with: both tools over ``docs/``, one case per question."""
+    source = str(collection / "docs")
+    tools = []
+    for name, extra in (("vec", vec), ("hier", hier)):
+        tools.append({"type": TOOLS[name], "name": name, "source": source, "top_k": DEPTH, **extra})
+    tests = [{"query": q["question"], "expected_sources": [e.removeprefix("docs/") for e in q["expected"]]} for q in questions]
+    return {"name": f"doc-qa-{collection.name}", "tools": tools, "tests": tests}
+
+
+def score(ranks: list[int | None]) -> dict[str, float]:
+    """hit@5 and MRR (within the top 10) of a list of first-hit ranks."""
+    n = len(ranks) or 1
+    return {
+        "questions": len(ranks),
+        "hit@5": sum(1 for r in ranks if r is not None and r <= HIT_AT) / n,
+        "mrr": sum(1.0 / r for r in ranks if r is not None) / n,
+    }
+
+
+def measure(collection: Path, work: Path, vec: dict[str, Any], hier: dict[str, Any]) -> dict[str, Any]:
+    """Ingest ``collection`` with both tools and score every question; figures per tool and split."""
+    questions = yaml.safe_load((collection / "questions.yaml").read_text(encoding="utf-8"))["questions"]
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "agent.yaml"
+    config.write_text(yaml.safe_dump(agent_config(collection, questions, vec, hier), sort_keys=False), encoding="utf-8")
+    started = time.perf_counter()
+    run = subprocess.run(
+        [DECKHAND, "-q", "-c", str(config), "test", "--json", "--force-ingest"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - started
+    if run.returncode not in (0, 4):
+        raise SystemExit(f"{collection.name}: deckhand test failed ({run.returncode}):\n{run.stderr[-3000:]}")
+    payload = json.loads(run.stdout)
+    out: dict[str, Any] = {"seconds": round(seconds, 1), "tools": {}}
+    for name in TOOLS:
+        ranks = payload["tools"][name]["ranks"]
+        per_split: dict[str, list[int | None]] = {s: [] for s in SPLITS}
+        misses = []
+        for index, question in enumerate(questions):
+            rank = ranks[str(index)]
+            per_split[split_of(int(question["id"]))].append(rank)
+            per_split["all"].append(rank)
+            if rank is None or rank > HIT_AT:
+                misses.append({"id": question["id"], "rank": rank, "question": question["question"]})
+        out["tools"][name] = {s: score(r) for s, r in per_split.items()} | {"misses": misses}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    found = sorted(p.name for p in HERE.iterdir() if (p / "questions.yaml").is_file()) if HERE.is_dir() else []
+    parser.add_argument("--collections", nargs="+", default=found, help=f"default: all ({', '.join(found)})")
+    parser.add_argument("--work-dir", type=Path, default=Path(".doc_qa"), help="indexes and embedding caches")
+    parser.add_argument("--vec", nargs="*", default=[], metavar="KEY=VALUE", help="vectorstore tool options")
+    parser.add_argument("--hier", nargs="*", default=[], metavar="KEY=VALUE", help="hierarchical tool options")
+    parser.add_argument("--split", choices=SPLITS, default=None, help="print only this split")
+    parser.add_argument("--misses", action="store_true", help="list the questions missed in the top 5")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    vec, hier = options(args.vec), options(args.hier)
+    results = {}
+    for name in args.collections:
+        results[name] = measure(HERE / name, args.work_dir.resolve() / name, vec, hier)
+    if args.json:
+        print(json.dumps({"vec": vec, "hier": hier, "results": results}, indent=2))
+        return
+    print(f"options: vectorstore {vec or 'defaults'}; hierarchical {hier or 'defaults'}")
+    print("| collection | tool | split | questions | hit@5 | MRR |")
+    print("|---|---|---|---|---|---|")
+    for name, result in results.items():
+        for tool, figures in result["tools"].items():
+            for s in [args.split] if args.split else SPLITS:
+                f = figures[s]
+                print(f"| {name} | {TOOLS[tool]} | {s} | {f['questions']} | {f['hit@5']:.3f} | {f['mrr']:.3f} |")
+    if args.misses:
+        for name, result in results.items():
+            for tool, figures in result["tools"].items():
+                for miss in figures["misses"]:
+                    if args.split in (None, "all", split_of(int(miss["id"]))):
+                        print(f"{name} {tool} #{miss['id']} rank {miss['rank']}: {miss['question']}")
+
+
+if __name__ == "__main__":
+    main()

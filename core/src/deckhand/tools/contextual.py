@@ -1,0 +1,87 @@
+"""Contextual embeddings for a source tool: the context step between chunking and embedding.
+
+A tool whose configuration has ``contextual_embeddings`` mixes :class:`ContextualChunks` in
+before :class:`deckhand.tools.base.SourceTool`: before an ingest it builds the configured
+context generator (``structural``: the file's path, title and heading chain; ``llm``: a chat
+model's summary), and its ``prepare`` step embeds each chunk with its context prepended,
+keeping the context in the record's metadata (``context``) so keyword indexes can be rebuilt
+from the store alone. Results show the chunk's own text, never the context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from deckhand.config.context import ContextualEmbeddingsConfig
+from deckhand.config.options import runtime_errors
+from deckhand.embedding.cache import CachedEmbedder
+from deckhand.errors import EmbeddingError
+from deckhand.protocols import ContextGenerator
+from deckhand.tools.base import SourceTool
+from deckhand.types import Chunk, Document
+
+T = TypeVar("T")
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code, even inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class ContextualChunks(SourceTool):
+    """The context step of a tool configured with ``contextual_embeddings`` (see the module docstring)."""
+
+    _context: ContextGenerator | None = None
+
+    def contextual_config(self) -> ContextualEmbeddingsConfig:
+        """The tool's ``contextual_embeddings`` settings."""
+        config: ContextualEmbeddingsConfig = self.config.contextual_embeddings  # type: ignore[attr-defined]
+        return config
+
+    def before_ingest(self, embedder: CachedEmbedder) -> None:
+        """Build the context generator of contextual embeddings (``None`` when disabled)."""
+        contextual = self.contextual_config()
+        if not contextual.enabled:
+            self._context = None
+            return
+        with runtime_errors(self.config.name):
+            component, options = contextual.generator_component(self.registry)
+        self._context = component.create(self.base_dir, options=options)
+
+    def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
+        """:meth:`prepare` when contextual embeddings are on; none otherwise, so chunks stream."""
+        return self.prepare if self._context is not None else None
+
+    def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
+        """Prepend each chunk's context to what is embedded; keep the context in its metadata."""
+        if self._context is None or not chunks:
+            return chunks
+        contexts = run_coroutine(self._context.contexts(document, chunks))
+        if len(contexts) != len(chunks):
+            raise EmbeddingError(
+                f"context generator {self.contextual_config().generator!r} returned {len(contexts)} "
+                f"contexts for {len(chunks)} chunks of {document.source}"
+            )
+        out = []
+        for chunk, context in zip(chunks, contexts, strict=True):
+            context = (context or "").strip()
+            if not context:
+                out.append(chunk)
+                continue
+            out.append(
+                dataclasses.replace(
+                    chunk,
+                    embed_text=f"{context}\n\n{chunk.content}",
+                    metadata={**chunk.metadata, "context": context},
+                )
+            )
+        return out
