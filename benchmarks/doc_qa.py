@@ -1,16 +1,17 @@
 """Retrieval quality on real documentation nobody tuned for: hit@5 and MRR per tool (issue 23).
 
-    uv run python benchmarks/doc_qa.py [--collections flask pip] [--split tune|held_out|all]
-                                       [--vec KEY=VALUE ...] [--hier KEY=VALUE ...] [--json]
+    uv run python benchmarks/doc_qa.py [--collections flask hatch] [--split tune|held_out|all]
+                                       [--tools vec hier] [--vec KEY=VALUE ...] [--hier KEY=VALUE ...] [--json]
 
 Each collection is a folder under ``benchmarks/doc_qa/``: the documentation in its native
 format (``docs/``), where it came from (``SOURCE.md``) and ``questions.yaml``, questions written
 as a user would ask them with the file(s) that answer each. For every collection the script
 writes an ``agent.yaml`` with one ``vectorstore`` and one ``hierarchical_document`` tool over
 ``docs/`` (their defaults, ``top_k: 10``, plus any ``--vec`` / ``--hier`` option given as YAML
-values, e.g. ``--hier diversity=0``), runs ``deckhand test --json`` on it and scores the rank of
-the first result from an expected file: hit@5 (found in the top 5) and MRR (1/rank within the
-top 10, 0 when missed).
+values, e.g. ``--hier max_results_per_source=2``), ingests, asks every question and scores the
+rank of the first result from an expected file: hit@5 (found in the top 5) and MRR (1/rank
+within the top 10, 0 when missed). It also prints what an agent would read: results shown per
+question, distinct files among them, and results shown for off-topic queries (noise).
 
 Held-out protocol: the split is fixed by the question's id, set when the questions were
 written and before any run: odd ids are ``tune`` (defaults may be chosen on them), even ids are
@@ -22,16 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-#: The ``deckhand`` command of the running interpreter's environment.
-DECKHAND = str(Path(sys.executable).with_name("deckhand"))
 HERE = Path(__file__).resolve().parent / "doc_qa"
 SPLITS = ("tune", "held_out", "all")
 TOOLS = {"vec": "vectorstore", "hier": "hierarchical_document"}
@@ -59,13 +56,18 @@ def options(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def agent_config(collection: Path, questions: list[dict[str, Any]], vec: dict[str, Any], hier: dict[str, Any]) -> dict[str, Any]:
-    """The agent.yaml the collection is measured with: both tools over ``docs/``, one case per question."""
+def agent_config(
+    collection: Path, questions: list[dict[str, Any]], tools_options: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The agent.yaml the collection is measured with: the tools over ``docs/``, one case per question."""
     source = str(collection / "docs")
     tools = []
-    for name, extra in (("vec", vec), ("hier", hier)):
+    for name, extra in tools_options.items():
         tools.append({"type": TOOLS[name], "name": name, "source": source, "top_k": DEPTH, **extra})
-    tests = [{"query": q["question"], "expected_sources": [e.removeprefix("docs/") for e in q["expected"]]} for q in questions]
+    tests = [
+        {"query": q["question"], "expected_sources": [e.removeprefix("docs/") for e in q["expected"]]}
+        for q in questions
+    ]
     return {"name": f"doc-qa-{collection.name}", "tools": tools, "tests": tests}
 
 
@@ -79,35 +81,64 @@ def score(ranks: list[int | None]) -> dict[str, float]:
     }
 
 
-def measure(collection: Path, work: Path, vec: dict[str, Any], hier: dict[str, Any]) -> dict[str, Any]:
-    """Ingest ``collection`` with both tools and score every question; figures per tool and split."""
+#: Queries no page of any collection answers: what a tool shows for them is noise.
+OFF_TOPIC = (
+    "best lasagna recipe with spinach",
+    "who won the football world cup in 1998",
+    "asdf qwerty zxcv",
+    "how tall is mount kilimanjaro",
+    "symptoms of a cold in cats",
+    "cheap flights from Lisbon to Oslo",
+)
+
+
+def measure(collection: Path, work: Path, tools_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Ingest ``collection`` with the tools (name → options) and score every question; figures per tool and split.
+
+    Besides hit@5 and MRR: the results shown per question (``shown``), the distinct files among them
+    (``files``), and the results shown per off-topic query (``noise``)."""
+    from deckhand.cli.retrieval_cases import matches
+    from deckhand.cli.tools import build_tools
+    from deckhand.config.loading import load_agent_config
+
     questions = yaml.safe_load((collection / "questions.yaml").read_text(encoding="utf-8"))["questions"]
     work.mkdir(parents=True, exist_ok=True)
-    config = work / "agent.yaml"
-    config.write_text(yaml.safe_dump(agent_config(collection, questions, vec, hier), sort_keys=False), encoding="utf-8")
-    started = time.perf_counter()
-    run = subprocess.run(
-        [DECKHAND, "-q", "-c", str(config), "test", "--json", "--force-ingest"],
-        cwd=work,
-        capture_output=True,
-        text=True,
+    config_path = work / "agent.yaml"
+    config_path.write_text(
+        yaml.safe_dump(agent_config(collection, questions, tools_options), sort_keys=False), encoding="utf-8"
     )
-    seconds = time.perf_counter() - started
-    if run.returncode not in (0, 4):
-        raise SystemExit(f"{collection.name}: deckhand test failed ({run.returncode}):\n{run.stderr[-3000:]}")
-    payload = json.loads(run.stdout)
-    out: dict[str, Any] = {"seconds": round(seconds, 1), "tools": {}}
-    for name in TOOLS:
-        ranks = payload["tools"][name]["ranks"]
+    config = load_agent_config(config_path)
+    out: dict[str, Any] = {"tools": {}}
+    for tool in build_tools(config, config_path):
+        name = tool.config.name
+        started = time.perf_counter()
+        tool.initialize_sync(force_ingest=True)
+        ingest_s = time.perf_counter() - started
         per_split: dict[str, list[int | None]] = {s: [] for s in SPLITS}
-        misses = []
-        for index, question in enumerate(questions):
-            rank = ranks[str(index)]
+        shown, files, misses = [], [], []
+        started = time.perf_counter()
+        for question in questions:
+            results = tool.search_results_sync(question["question"], DEPTH)
+            expected = [e.removeprefix("docs/") for e in question["expected"]]
+            ranks = [r.rank for r in results if any(matches(r.source, e) for e in expected)]
+            rank = min(ranks) if ranks else None
             per_split[split_of(int(question["id"]))].append(rank)
             per_split["all"].append(rank)
+            shown.append(len(results))
+            files.append(len({r.source for r in results}))
             if rank is None or rank > HIT_AT:
                 misses.append({"id": question["id"], "rank": rank, "question": question["question"]})
-        out["tools"][name] = {s: score(r) for s, r in per_split.items()} | {"misses": misses}
+        query_s = (time.perf_counter() - started) / max(len(questions), 1)
+        noise = [len(tool.search_results_sync(q, DEPTH)) for q in OFF_TOPIC]
+        tool.close()
+        out["tools"][name] = {s: score(r) for s, r in per_split.items()} | {
+            "shown": sum(shown) / len(shown),
+            "files": sum(files) / len(files),
+            "noise": sum(noise) / len(noise),
+            "ingest_s": round(ingest_s, 1),
+            "query_ms": round(query_s * 1000, 1),
+            "misses": misses,
+        }
     return out
 
 
@@ -118,25 +149,30 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=Path(".doc_qa"), help="indexes and embedding caches")
     parser.add_argument("--vec", nargs="*", default=[], metavar="KEY=VALUE", help="vectorstore tool options")
     parser.add_argument("--hier", nargs="*", default=[], metavar="KEY=VALUE", help="hierarchical tool options")
+    parser.add_argument("--tools", nargs="+", choices=sorted(TOOLS), default=list(TOOLS), help="default: both")
     parser.add_argument("--split", choices=SPLITS, default=None, help="print only this split")
     parser.add_argument("--misses", action="store_true", help="list the questions missed in the top 5")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     vec, hier = options(args.vec), options(args.hier)
+    chosen = {name: extra for name, extra in (("vec", vec), ("hier", hier)) if name in args.tools}
     results = {}
     for name in args.collections:
-        results[name] = measure(HERE / name, args.work_dir.resolve() / name, vec, hier)
+        results[name] = measure(HERE / name, args.work_dir.resolve() / name, chosen)
     if args.json:
         print(json.dumps({"vec": vec, "hier": hier, "results": results}, indent=2))
         return
     print(f"options: vectorstore {vec or 'defaults'}; hierarchical {hier or 'defaults'}")
-    print("| collection | tool | split | questions | hit@5 | MRR |")
-    print("|---|---|---|---|---|---|")
+    print("| collection | tool | split | questions | hit@5 | MRR | shown | files | off-topic shown |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, result in results.items():
         for tool, figures in result["tools"].items():
             for s in [args.split] if args.split else SPLITS:
                 f = figures[s]
-                print(f"| {name} | {TOOLS[tool]} | {s} | {f['questions']} | {f['hit@5']:.3f} | {f['mrr']:.3f} |")
+                print(
+                    f"| {name} | {TOOLS[tool]} | {s} | {f['questions']} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
+                    f"| {figures['shown']:.1f} | {figures['files']:.1f} | {figures['noise']:.1f} |"
+                )
     if args.misses:
         for name, result in results.items():
             for tool, figures in result["tools"].items():

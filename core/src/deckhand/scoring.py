@@ -61,3 +61,20 @@ def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple
     sq = np.einsum("ij,ij->i", matrix, matrix) - 2.0 * (matrix @ query) + float(query @ query)
     dist = np.sqrt(np.maximum(sq, 0.0))
     return -dist, l2_to_score(dist)
+
+
+#: Cosine similarity under which a chunk is almost never related to a query, per embedding model
+#: (by model-id prefix). Measured for the default model on the doc_qa collections of
+#: ``benchmarks/`` (docs/benchmarks.md): the best chunk of every real question scored 0.31 or more,
+#: the best chunk of an off-topic query at most 0.26.
+UNRELATED_COSINE = {"all-MiniLM-L6-v2": 0.25}
+
+
+def unrelated_below(model_id: str, metric: Metric) -> float | None:
+    """The score (in ``metric``'s units) under which results of ``model_id`` are noise, when measured for it."""
+    cosine = next((v for prefix, v in UNRELATED_COSINE.items() if model_id.startswith(prefix)), None)
+    if cosine is None:
+        return None
+    if metric is Metric.L2:  # unit vectors: d = sqrt(2 - 2 cos)
+        return float(l2_to_score(np.sqrt(np.asarray(2.0 - 2.0 * cosine))))
+    return cosine

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
-from deckhand.context.structural import StructuralContextGenerator, structural_context
+from deckhand.context.structural import StructuralContextGenerator, StructuralContextOptions, structural_context
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.types import Chunk, Document
@@ -80,6 +80,43 @@ def test_structural_context_edge_cases() -> None:
     assert structural_context(Document("x", "text", ""), plain) == ""
     chunk = Chunk("g.md", 0, "x", metadata={"title": "Guide", "parent_chain": ["Install", "Linux"]})
     assert structural_context(Document("g.md", "x", "Other"), chunk) == "Guide > Install > Linux"
+
+
+RST_GUIDE = """Deploying
+=========
+
+Some words first.
+
+Behind a proxy
+--------------
+
+Tell the app which headers to trust.
+
+Logging
+-------
+
+Where the log goes.
+"""
+
+
+async def test_structural_context_of_token_chunks_reads_the_outline_at_their_offset() -> None:
+    """Token chunks have no heading chain: the document's (here RST) headings in force where each starts."""
+    document = Document("guide/deploying.rst", RST_GUIDE, "")
+    starts = [0, RST_GUIDE.index("Tell the app"), RST_GUIDE.index("Where the log")]
+    chunks = [
+        Chunk(document.source, i, "x", metadata={"start_char": s, "end_char": s + 1}) for i, s in enumerate(starts)
+    ]
+    generator = StructuralContextGenerator()
+    assert await generator.contexts(document, chunks) == [
+        "Deploying",
+        "Deploying > Behind a proxy",
+        "Deploying > Logging",
+    ]
+    with_path = StructuralContextGenerator(StructuralContextOptions(path=True))
+    assert (await with_path.contexts(document, chunks[1:2])) == ["guide/deploying.rst: Deploying > Behind a proxy"]
+    untitled = Document("notes/todo.md", "no headings here", "")
+    plain = Chunk(untitled.source, 0, "no headings here", metadata={"start_char": 0, "end_char": 16})
+    assert await generator.contexts(untitled, [plain]) == ["todo"]  # the file name, as the structure chunker titles it
 
 
 # --- llm ----------------------------------------------------------------------------------------

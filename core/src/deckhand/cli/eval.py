@@ -1,9 +1,10 @@
-"""``deckhand eval --beir DIR``: retrieval quality of a hierarchical_document tool on a BEIR dataset.
+"""``deckhand eval --beir DIR``: retrieval quality of a search tool on a BEIR dataset.
 
 Each BEIR document becomes one markdown file (title as its heading, then the text) under
 a work directory, and the tool ingests that directory exactly as it would a user's
 documents: same chunker, context generator, embedder and indexes. Every query then runs
-once per search mode; a document's rank is that of its best chunk. Figures are BEIR's
+once per search mode (a ``vectorstore`` tool has one: semantic); a document's rank is that
+of its best chunk. Figures are BEIR's
 (nDCG@10, Recall@10, Recall@100, via :mod:`deckhand.evaluation.beir`).
 """
 
@@ -21,10 +22,15 @@ from typing import Any
 
 import click
 
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig, SearchMode
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import ConfigError
 
 ALL_MODES = ("semantic", "keyword", "exact", "hybrid")
+#: Settings that make a tool return its whole ranking: no relative cutoff, no similarity floor.
+WHOLE_RANKING: dict[str, Any] = {"relative_cutoff": None, "min_similarity_score": 0.0}
+#: The tool types ``deckhand eval`` measures, and the modes each has.
+TOOL_TYPES = {"hierarchical_document": ALL_MODES, "vectorstore": ("semantic",)}
 
 
 @dataclass
@@ -95,7 +101,10 @@ def evaluate_tool(
         start = time.perf_counter()
         for query_id, text in queries.items():
             clock = time.perf_counter()
-            hits = tool.search_results_sync(text, depth, mode=mode, min_score=0.0)
+            if tool.config.type == "vectorstore":
+                hits = tool.search_results_sync(text, depth)
+            else:
+                hits = tool.search_results_sync(text, depth, mode=mode, min_score=0.0)
             latencies.append((time.perf_counter() - clock) * 1000)
             ranking: dict[str, float] = {}
             for hit in hits:
@@ -108,11 +117,18 @@ def evaluate_tool(
     return reports
 
 
-def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, name: str) -> Any:
+def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, name: str, tool_type: str) -> Any:
+    """The tool to measure: ``--tool`` of ``--config`` (or its only search tool), else ``tool_type``'s defaults;
+    its source is the written corpus. The whole ranking is scored, so the cutoffs that only shorten what an
+    agent is shown are off (:data:`WHOLE_RANKING`), as ``min_score`` is."""
     if config_path is None:
         if tool_name:
             raise ConfigError("--tool needs --config (the agent.yaml that defines the tool)")
-        return HierarchicalDocumentToolConfig(type="hierarchical_document", name=name, source=str(source))
+        if tool_type == "vectorstore":
+            return VectorStoreToolConfig(type="vectorstore", name=name, source=str(source), **WHOLE_RANKING)
+        return HierarchicalDocumentToolConfig(
+            type="hierarchical_document", name=name, source=str(source), **WHOLE_RANKING
+        )
     from deckhand.config.loading import load_agent_config
 
     agent = load_agent_config(config_path)
@@ -120,13 +136,26 @@ def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, 
     if tool_name and not candidates:
         known = ", ".join(t.name for t in agent.tools) or "none"
         raise ConfigError(f"{config_path}: no tool named {tool_name} (tools: {known})")
-    hierarchical = [t for t in candidates if t.type == "hierarchical_document"]
-    if not hierarchical:
-        raise ConfigError(f"{config_path}: --tool must name a tool of type hierarchical_document")
-    if len(hierarchical) > 1:
-        names = ", ".join(t.name for t in hierarchical)
-        raise ConfigError(f"{config_path}: several hierarchical_document tools ({names}); choose one with --tool")
-    return hierarchical[0].model_copy(update={"source": str(source), "name": name})
+    searchable = [t for t in candidates if t.type in TOOL_TYPES]
+    if not searchable:
+        raise ConfigError(f"{config_path}: --tool must name a tool of type {' or '.join(TOOL_TYPES)}")
+    if len(searchable) > 1:
+        names = ", ".join(t.name for t in searchable)
+        raise ConfigError(f"{config_path}: several search tools ({names}); choose one with --tool")
+    return searchable[0].model_copy(update={"source": str(source), "name": name, **WHOLE_RANKING})
+
+
+def _modes(given: str | None, available: tuple[str, ...], tool_type: str) -> list[str]:
+    """The search modes to run: ``--modes`` checked against what ``tool_type`` has, else all of them."""
+    if given is None:
+        return list(available)
+    chosen = [m.strip() for m in given.split(",") if m.strip()]
+    bad = [m for m in chosen if m not in available]
+    if bad or not chosen:
+        raise ConfigError(
+            f"--modes: unknown mode(s) for a {tool_type} tool: {', '.join(bad) or '(none)'}; use {', '.join(available)}"
+        )
+    return chosen
 
 
 def eval_cmd() -> click.Command:
@@ -139,8 +168,20 @@ def eval_cmd() -> click.Command:
         help="BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).",
     )
     @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
-    @click.option("--tool", "tool_name", default=None, help="The hierarchical_document tool of --config to evaluate.")
-    @click.option("--modes", default=",".join(ALL_MODES), show_default=True, help="Comma-separated search modes.")
+    @click.option("--tool", "tool_name", default=None, help="The tool of --config to evaluate.")
+    @click.option(
+        "--type",
+        "tool_type",
+        type=click.Choice(sorted(TOOL_TYPES)),
+        default="hierarchical_document",
+        show_default=True,
+        help="Without --config: the tool type measured, with its defaults.",
+    )
+    @click.option(
+        "--modes",
+        default=None,
+        help=f"Comma-separated search modes (default: every mode the tool has: {', '.join(ALL_MODES)}).",
+    )
     @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to score against.")
     @click.option("--limit-queries", type=click.IntRange(1), default=None, help="Only the first N judged queries.")
     @click.option(
@@ -157,7 +198,8 @@ def eval_cmd() -> click.Command:
         beir_dir: Path,
         config_path: Path | None,
         tool_name: str | None,
-        modes: str,
+        tool_type: str,
+        modes: str | None,
         split: str,
         limit_queries: int | None,
         work_dir: Path | None,
@@ -169,33 +211,30 @@ def eval_cmd() -> click.Command:
         from deckhand.cli.progress import progress_for
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
-        from deckhand.tools.hierarchical import HierarchicalDocumentTool
+        from deckhand.tools import build_tool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
         with errors():
-            chosen = [m.strip() for m in modes.split(",") if m.strip()]
-            bad = [m for m in chosen if m not in {s.value for s in SearchMode}]
-            if bad or not chosen:
-                raise ConfigError(f"--modes: unknown mode(s) {', '.join(bad) or '(none)'}; use {', '.join(ALL_MODES)}")
             dataset = load_beir(beir_dir, split)
             queries = dict(list(dataset.queries.items())[:limit_queries] if limit_queries else dataset.queries)
             slug = _safe_name(beir_dir.resolve().name).replace("-", "_").replace(".", "_")
             root = work_dir or state_dir(Path.cwd()) / "beir" / slug
             clock = time.perf_counter()
             stems = write_corpus(dataset.corpus, root / "corpus")
-            config = _tool_config(config_path, tool_name, root / "corpus", f"beir_{slug}")
+            config = _tool_config(config_path, tool_name, root / "corpus", f"beir_{slug}", tool_type)
+            chosen = _modes(modes, TOOL_TYPES[config.type], config.type)
             progress = progress_for(config.name, quiet=quiet)
-            tool = HierarchicalDocumentTool(config, base_dir=Path.cwd(), progress=progress)
+            tool: Any = build_tool(config, base_dir=Path.cwd(), progress=progress)
             if progress is not None:
                 with progress:
                     report = tool.initialize_sync(force_ingest=force_ingest)
             else:
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
+            strategy = getattr(tool, "keyword_strategy", None)
             if not quiet:
-                click.echo(
-                    f"{config.name} [{tool.provider}, keyword {tool.keyword_strategy}]: {report.summary()}", err=True
-                )
+                keyword = f", keyword {strategy}" if strategy else ""
+                click.echo(f"{config.name} [{tool.provider}{keyword}]: {report.summary()}", err=True)
             reports = evaluate_tool(tool, queries, dataset.qrels, stems, chosen)
             tool.close()
         payload: dict[str, Any] = {
@@ -204,8 +243,9 @@ def eval_cmd() -> click.Command:
             "chunks": report.chunks_written or tool.document_count,
             "queries": len(queries),
             "ingest_seconds": round(ingest_seconds, 1),
-            "index_seconds": round(tool.index_seconds, 2),
-            "keyword_strategy": tool.keyword_strategy,
+            "tool_type": config.type,
+            "index_seconds": round(getattr(tool, "index_seconds", 0.0), 2),
+            "keyword_strategy": strategy,
             "modes": [r.as_dict() for r in reports],
         }
         if as_json:

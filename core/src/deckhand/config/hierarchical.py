@@ -74,6 +74,13 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     )
     top_k: int = Field(default=10, ge=1, le=100)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Drop results below this fused score.")
+    min_similarity_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Hybrid modes: a result only dense search found needs this similarity; default: the embedding "
+        "model's measured noise level (0.25 for the default MiniLM, none for others); 0 for none.",
+    )
 
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from deckhand.config.base import SourceToolConfig
+from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import Choice, choice_field
 
 
@@ -17,12 +18,26 @@ class VectorStoreToolConfig(SourceToolConfig):
 
     type: Literal["vectorstore"]
     top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_similarity_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Drop results below this similarity; default: the embedding model's measured noise level "
+        "(0.25 for the default MiniLM, none for others); 0 for none.",
+    )
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk (token chunker).")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks (token chunker).")
     chunker: Choice = choice_field(
         "chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}; default token."
     )
+    contextual_embeddings: ContextualEmbeddingsConfig = Field(
+        default_factory=lambda: ContextualEmbeddingsConfig(enabled=False)
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _contextual_shorthand(cls, data: Any) -> Any:
+        return contextual_shorthand(data)
 
     def check_chunker_settings(self, takes: set[str]) -> None:
         if {"chunk_size", "chunk_overlap"} <= takes and self.chunk_overlap >= self.chunk_size:

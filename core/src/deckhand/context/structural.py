@@ -1,44 +1,76 @@
-"""The offline context generator: a chunk's context is its document title and heading chain."""
+"""The offline context generator: a chunk's context is its document's title and heading chain.
+
+Chunks of the ``structure`` chunker carry their title and heading chain in their metadata.
+Chunks of other chunkers (the ``token`` chunker of the ``vectorstore`` tool) carry only their
+character offsets; for those the document's outline is read once (markdown or
+reStructuredText headings, :func:`deckhand.chunking.structure.outline`) and each chunk gets the
+chain in force where it starts. With ``path: true`` the context starts with the file's path
+relative to the source, which names what a reference page is about when its text does not.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.chunking.headings import Heading
+from deckhand.chunking.structure import chain_at, outline
 from deckhand.types import Chunk, Document
 
 
 class StructuralContextOptions(BaseModel):
-    """The ``structural`` generator takes no options; this model makes any given an error."""
+    """Options of the ``structural`` generator (``contextual_embeddings.options``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    path: bool = Field(default=False, description="Start each context with the file's path (e.g. docs/cli/run.md).")
 
-def structural_context(document: Document, chunk: Chunk) -> str:
-    """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top
-    heading is the title); just the title for chunks without a heading chain."""
+
+def structural_context(
+    document: Document, chunk: Chunk, outline_of: tuple[str, list[Heading]] | None = None, *, path: bool = False
+) -> str:
+    """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top heading is
+    the title; just the title without a heading chain), after ``"path: "`` when ``path``.
+
+    ``outline_of`` (the document's :func:`~deckhand.chunking.structure.outline`) gives the title and
+    chain of chunks whose metadata has none but has their ``start_char``.
+    """
     metadata = chunk.metadata or {}
+    chain_meta = metadata.get("parent_chain")
     title = str(metadata.get("title") or document.title or "").strip()
-    chain = [str(h).strip() for h in metadata.get("parent_chain") or [] if str(h).strip()]
+    chain = [str(h) for h in chain_meta or []]
+    if chain_meta is None and outline_of is not None:
+        title = title or outline_of[0]
+        start = metadata.get("start_char")
+        if isinstance(start, int):
+            chain = chain_at(outline_of[1], start)
     parts = [title] if title else []
-    for heading in chain:
-        if not parts or heading.lower() != parts[-1].lower():
+    for heading in (h.strip() for h in chain):
+        if heading and (not parts or heading.lower() != parts[-1].lower()):
             parts.append(heading)
-    return " > ".join(parts)
+    context = " > ".join(parts)
+    if path:
+        context = f"{document.source}: {context}" if context else document.source
+    return context
 
 
 class StructuralContextGenerator:
     """The offline default: each chunk's context is its document title and heading chain."""
 
+    def __init__(self, options: StructuralContextOptions | None = None) -> None:
+        self.options = options or StructuralContextOptions()
+
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
-        """One ``"Title > Heading > …"`` line per chunk."""
-        return [structural_context(document, chunk) for chunk in chunks]
+        """One ``"Title > Heading > …"`` line per chunk (the document's outline read at most once)."""
+        needs_outline = any((c.metadata or {}).get("parent_chain") is None for c in chunks)
+        found = outline(document) if needs_outline else None
+        return [structural_context(document, chunk, found, path=self.options.path) for chunk in chunks]
 
 
 def build_structural_generator(
     base_dir: Path | None = None, options: StructuralContextOptions | None = None
 ) -> StructuralContextGenerator:
-    """The ``structural`` factory (:class:`deckhand.registration.ContextGeneratorFactory`; takes no settings)."""
-    return StructuralContextGenerator()
+    """The ``structural`` factory (:class:`deckhand.registration.ContextGeneratorFactory`)."""
+    return StructuralContextGenerator(options)

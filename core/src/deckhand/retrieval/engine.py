@@ -92,6 +92,8 @@ class SearchSettings:
     per_source: int | None = None
     #: Drop results scoring below this fraction of the best result's score (None: keep them).
     relative_cutoff: float | None = None
+    #: Hybrid modes: a result only the dense search found needs at least this similarity (None: any).
+    semantic_floor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,17 @@ class Hit:
         """The score a result shows: the reranker's when there is one, clamped to [0, 1], 6 decimals."""
         value = self.score if self.rerank_score is None else self.rerank_score
         return round(min(max(value, 0.0), 1.0), 6)
+
+
+def _below_floor(entry: Fused, floor: float | None) -> bool:
+    """Whether ``entry`` was found by the dense search alone, at a similarity under ``floor``: a chunk
+    no keyword or exact match supports and whose meaning is unrelated to the query's."""
+    return floor is not None and set(entry.ranks) == {SEMANTIC} and entry.scores[SEMANTIC] < floor
+
+
+def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
+    """A ranked entry's score as results show it: the reranker's when it gave one."""
+    return entry[0].score if entry[1] is None else entry[1]
 
 
 class HybridSearcher:
@@ -285,15 +298,17 @@ class HybridSearcher:
             return self._single(store, query, settings, where, provider)
         k = settings.top_k
         fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
-        threshold = settings.min_score
-        fused = [f for f in fused if threshold is None or f.score >= threshold]
+        threshold, floor = settings.min_score, settings.semantic_floor
+        fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
         fused = diversify(fused, lambda f: self._source_of(f.id, records), settings.per_source)
         fused = fused[: self.rerank_depth(k, settings.rerank_top_n)]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
         ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)
         ranked = diversify(ranked, lambda entry: records[entry[0].id].source, settings.per_source)[:k]
-        ranked = relative_cutoff(ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff)
+        ranked = relative_cutoff(
+            ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
+        )
         return [
             Hit(
                 record=records[f.id],
@@ -315,9 +330,13 @@ class HybridSearcher:
             depth = max(depth, k * DIVERSITY_DEPTH)
         hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
-        ranked = self.reranked(query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content)
+        ranked = self.reranked(
+            query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
+        )
         ranked = diversify(ranked, lambda entry: entry[0].record.source, settings.per_source)[:k]
-        ranked = relative_cutoff(ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff)
+        ranked = relative_cutoff(
+            ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
+        )
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
 
     def _source_of(self, record_id: str, records: Mapping[str, Record]) -> str:

@@ -41,10 +41,11 @@ from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
+from deckhand.scoring import unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, Vector
+from deckhand.types import Chunk, Document, Metric, Vector
 
 T = TypeVar("T")
 
@@ -122,6 +123,8 @@ class SourceTool:
         self.last_ingest_time: float | None = None
         self.last_report: IngestReport | None = None
         self.provider: str | None = None
+        #: The distance metric of the store opened (what its scores mean).
+        self.metric: Metric = Metric.COSINE
         self._store: VectorStore | None = None
         self._embedder: CachedEmbedder | None = None
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
@@ -240,6 +243,7 @@ class SourceTool:
             raise
         if reused is None:
             self.provider = used.provider
+            self.metric = used.distance_metric
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
@@ -323,6 +327,16 @@ class SourceTool:
         """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
         there is no reranker or it fails (one warning names the reason)."""
         return self.engine.reranked(query, candidates, text)
+
+    def similarity_floor(self) -> float | None:
+        """``min_similarity_score`` when set (0: none); else, for an embedding model whose noise level was
+        measured (:data:`deckhand.scoring.UNRELATED_COSINE`), the similarity under which its results are noise."""
+        configured: float | None = getattr(self.config, "min_similarity_score", None)
+        if configured is not None:
+            return configured or None
+        if self._embedder is None:
+            return None
+        return unrelated_below(self._embedder.model_id, self.metric)
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""

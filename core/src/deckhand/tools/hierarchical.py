@@ -140,6 +140,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=self.config.max_results_per_source,
             relative_cutoff=self.config.relative_cutoff,
+            semantic_floor=self.similarity_floor(),
         )
 
     def search_results_sync(

@@ -12,11 +12,11 @@ from __future__ import annotations
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.filters.spec import FilterInput
 from deckhand.retrieval.engine import SearchSettings
-from deckhand.tools.base import SourceTool
+from deckhand.tools.contextual import ContextualChunks
 from deckhand.tools.results import SearchResult
 
 
-class VectorStoreTool(SourceTool):
+class VectorStoreTool(ContextualChunks):
     """Semantic search over one source, as an agent tool."""
 
     config: VectorStoreToolConfig
@@ -26,7 +26,7 @@ class VectorStoreTool(SourceTool):
         return SearchSettings(
             top_k=top_k or self.config.top_k,
             fused=False,
-            min_score=self.config.min_similarity_score,
+            min_score=self.similarity_floor(),
             rerank_top_n=self.config.rerank_top_n,
             per_source=self.config.max_results_per_source,
             relative_cutoff=self.config.relative_cutoff,
@@ -54,9 +54,9 @@ class VectorStoreTool(SourceTool):
         ]
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
-        threshold = self.config.min_similarity_score
+        threshold = self.similarity_floor()
         if threshold is not None and self._unthresholded_has_results(query, filter):
-            return f"No results above similarity threshold {threshold}"
+            return f"No results above similarity threshold {round(threshold, 3):g}"
         return super().no_results(query, filter=filter)
 
     def default_description(self) -> str:
