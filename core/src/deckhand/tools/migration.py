@@ -269,7 +269,9 @@ def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
             if isinstance(exc, ValidationError):
                 raise
             raise ConfigError(f"tool {end.tool.name!r} of {end.label}: database: {exc}") from None
-    store = create_store(component, database, end.tool.name, base_dir=end.base_dir)
+    where = f"{component.name} ({redact_url(database.connection_string)})" if database.connection_string else ""
+    with _reaching(end, where or component.name):  # a server store may connect when it is built
+        store = create_store(component, database, end.tool.name, base_dir=end.base_dir)
     return _Side(store, database, component.name)
 
 
@@ -332,14 +334,23 @@ def _open_target(dst: _Side, target: MigrationEnd, spec: CollectionSpec, *, repl
 
 def _open(side: _Side, end: MigrationEnd, spec: CollectionSpec) -> CollectionSpec | None:
     """``side.store.open(spec)``, an unreachable server turned into one line naming the store (URL redacted)."""
-    try:
+    with _reaching(end, side.where()):
         return side.store.open(spec)
+
+
+@contextlib.contextmanager
+def _reaching(end: MigrationEnd, where: str) -> Iterator[None]:
+    """An unreachable server (or refused credentials) inside the block as one line naming ``end``'s tool and
+    configuration and the store ``where`` (URLs redacted): never a fallback to another store."""
+    try:
+        yield
     except StoreAuthenticationError as exc:
         raise StoreAuthenticationError(f"tool {end.tool.name!r} of {end.label}: {redact_url(str(exc))}") from None
     except (ConnectionError, TimeoutError) as exc:
-        raise StoreConnectionError(
-            f"tool {end.tool.name!r} of {end.label}: cannot reach {side.where()}: {redact_url(str(exc))}"
-        ) from None
+        detail = redact_url(str(exc))
+        said = where.partition(" (")[2].rstrip(")")  # the URL, when the driver's message names it already
+        reach = "" if said and said in detail else f"cannot reach {where}: "
+        raise StoreConnectionError(f"tool {end.tool.name!r} of {end.label}: {reach}{detail}") from None
 
 
 @contextlib.contextmanager
