@@ -260,3 +260,34 @@ def test_refusals_are_one_line(tmp_path: Path, minilm: object, monkeypatch: pyte
     assert unknown.exit_code == 3 and "no tool named nope (tools: kb)" in unknown.output
     for result in (same, volatile, beside, files, nothing, unknown):
         assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+SCALING_MD = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
+
+
+def test_the_commands_of_docs_scaling_md_run_as_written(
+    tmp_path: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/scaling.md's "Moving to a server store": its new.yaml (with sqlite standing in for the server) and its
+    commands, run as written from the configurations' directory."""
+    section = SCALING_MD.read_text().split("## 2. Moving to a server store")[1].split("\n## ")[0]
+    yaml_block = section.split("```yaml\n")[1].split("```")[0]
+    bash_block = section.split("```bash\n")[1].split("```")[0]
+    _corpus(tmp_path)
+    database = yaml_block[yaml_block.index("    database:") :]
+    (tmp_path / "new.yaml").write_text(
+        yaml_block.replace(database, "    database: {provider: sqlite, connection_string: new.sqlite}\n")
+    )
+    (tmp_path / "agent.yaml").write_text(yaml_block.replace(database, ""))  # the default store
+    monkeypatch.chdir(tmp_path)
+    assert _run("-c", "agent.yaml", "ingest").exit_code == 0
+    _forbid_embedding(monkeypatch)
+    commands = [line.split("#")[0].split() for line in bash_block.splitlines() if line.startswith("deckhand ")]
+    assert [c[3] for c in commands] == ["migrate", "ingest"]
+    moved = _run(*commands[0][1:])
+    assert moved.exit_code == 0, moved.output
+    assert (
+        moved.stdout.startswith("docs [sqlite -> sqlite]: migrated ") and f"from {len(TOPICS)} sources" in moved.stdout
+    )
+    again = _run(*commands[1][1:])
+    assert again.exit_code == 0 and f"0 ingested (0 chunks, 0 embedded), {len(TOPICS)} unchanged" in again.output
