@@ -256,6 +256,7 @@ def test_refusals_are_one_line(tmp_path: Path, minilm: object, monkeypatch: pyte
     assert (
         nothing.exit_code == 3 and "has no index in sqlite" in nothing.output and "nothing to migrate" in nothing.output
     )
+    assert not (tmp_path / "empty.sqlite").exists()  # looking for it created no file
     unknown = _run("-c", str(old), "migrate", "--to", str(_config(tmp_path, "new")), "--tool", "nope")
     assert unknown.exit_code == 3 and "no tool named nope (tools: kb)" in unknown.output
     for result in (same, volatile, beside, files, nothing, unknown):

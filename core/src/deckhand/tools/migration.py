@@ -290,15 +290,20 @@ def _spec(registry: PluginRegistry, end: MigrationEnd, database: DatabaseConfig)
 
 def _open_source(src: _Side, source: MigrationEnd, registry: PluginRegistry) -> CollectionSpec:
     """Open the source collection; the spec it was built with (it may differ from what the config says now)."""
+    nothing = ConfigError(
+        f"tool {source.tool.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
+        "(`deckhand ingest` builds it)"
+    )
+    path = getattr(src.store, "path", None)
+    if path is not None and not Path(path).exists():
+        raise nothing  # a store keeping a file: checked without creating it
     previous = _open(src, source, _spec(registry, source, src.database))
-    if previous is None or (src.store.count() == 0 and not src.store.manifest()):
-        if previous is None:
-            with contextlib.suppress(Exception):  # opening created it: leave the store as it was
-                src.store.drop()
-        raise ConfigError(
-            f"tool {source.tool.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
-            "(`deckhand ingest` builds it)"
-        )
+    if previous is None:
+        with contextlib.suppress(Exception):  # opening created it: leave the store as it was
+            src.store.drop()
+        raise nothing
+    if src.store.count() == 0 and not src.store.manifest():
+        raise nothing
     return previous
 
 
