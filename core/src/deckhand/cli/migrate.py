@@ -104,6 +104,7 @@ def migrate_cmd() -> click.Command:
 
         Run it again after an interruption: it copies what is missing. Afterwards
         `deckhand -c NEW.yaml ingest` finds nothing to do; the old index stays until you delete it.
+        Prints one line per tool (none with --quiet): records and files copied, and the time.
         """
         quiet = ctx.obj.get("quiet", False) or as_json
         config_path = config_path_of(ctx, config_path)
@@ -125,7 +126,7 @@ def migrate_cmd() -> click.Command:
                     progress=None if quiet else _Lines(tool.name),
                 )
                 reports.append(report)
-                if not as_json:
+                if not quiet:
                     arrow = f"{report.source_provider} -> {report.target_provider}"
                     click.echo(f"{printable(tool.name)} [{arrow}]: {report.summary()}")
         if as_json:

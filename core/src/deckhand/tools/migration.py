@@ -142,7 +142,8 @@ def migrate(
     replace: bool = False,
     progress: Callable[[MigrationStatus], None] | None = None,
 ) -> MigrationReport:
-    """Copy ``source.tool``'s index (records with their vectors, then its manifest) into ``target.tool``'s store.
+    """Copy ``source.tool``'s index into ``target.tool``'s store: each file's records (with their vectors) and its
+    manifest entry in one ``replace_source``; files the target already holds as the source does are skipped.
 
     Refused with one line (:class:`ConfigError`, :class:`ModelMismatchError`,
     :class:`StoreConnectionError`): tools that do not index the same files under the same names,
