@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "deckhand.cli.memory",
     "deckhand.cli.eval",
     "deckhand.cli.mcp",
+    "deckhand.cli.migrate",
 ]
 
 

@@ -57,6 +57,20 @@ QUERY_CACHE = 1024
 COMPLETE_MARK = "ingest/complete"
 
 
+def mark_complete(store: VectorStore) -> None:
+    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
+    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
+    side = side_index_storage(store)
+    if side is not None:
+        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
+
+
+def is_complete(store: VectorStore) -> bool:
+    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
+    side = side_index_storage(store)
+    return side is None or side.load_side_index(COMPLETE_MARK) is not None
+
+
 @dataclass
 class IndexOpened(IngestReport):
     """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
@@ -161,7 +175,7 @@ class SourceTool:
         )
         with self._closing_on_error(store, reused):
             report = ingestor.run(source, force=force_ingest, shard=shard)
-            self._mark_complete(store)
+            mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
 
@@ -182,7 +196,7 @@ class SourceTool:
         store, embedder, reused = self._open_store(False)
         with self._closing_on_error(store, reused):
             manifest = store.manifest()
-            if not manifest or not self._is_complete(store):
+            if not manifest or not is_complete(store):
                 self._store, self._embedder = store, embedder
                 return self.initialize_sync()
             report = IndexOpened(files=len(manifest), chunks=store.count())
@@ -247,19 +261,6 @@ class SourceTool:
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
-
-    @staticmethod
-    def _mark_complete(store: VectorStore) -> None:
-        """Record that the store's records are those of a complete ingestion (stores with side indexes)."""
-        side = side_index_storage(store)
-        if side is not None:
-            side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
-
-    @staticmethod
-    def _is_complete(store: VectorStore) -> bool:
-        """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-        side = side_index_storage(store)
-        return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""

@@ -1,0 +1,467 @@
+"""Moving a tool's index to another store without embedding anything again (``deckhand migrate``).
+
+An index is records (a chunk's text, metadata and vector) plus the ingestion manifest (one
+:class:`~deckhand.types.FileState` per file). Both are copied through the
+:class:`~deckhand.protocols.VectorStore` methods every store has, so any store can be the
+source and any persistent store the target; the embedder is only *described* (its model id
+and dimension, to create the target collection and check it matches), never called.
+
+**Order.** Files are copied one at a time with ``replace_source(source, records, state)``: a
+file's manifest entry is written in the same all-or-nothing step as its records, so at every
+moment the target's manifest names only files whose chunks are all there. An interrupted
+migration therefore never claims a file is ingested that is not, and running it again copies
+what is missing: a file whose manifest entry in the target already equals the source's is
+skipped (the store wrote its records with it). Records are read by id in batches (the ids of a
+file's chunks are ``record_id(source, 0 .. chunk_count - 1)``); a file whose records do not
+all come back that way, and records no manifest entry describes, are found in one pass over
+:meth:`~deckhand.protocols.VectorStore.iter_records`.
+
+**Derived data.** Side indexes (keyword, definitions) are not copied: the target tool builds
+them from the records the first time it opens the index, as after any ingest by another
+process. The target's own bulk structures (the sqlite store's HNSW graph) are brought up to
+date with ``maintain()`` at the end, as an ingest does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from deckhand.capabilities import index_maintenance
+from deckhand.config.base import SourceToolConfig
+from deckhand.config.loading import resolve_database
+from deckhand.config.models import DatabaseConfig
+from deckhand.config.options import runtime_errors
+from deckhand.embedding.lazy import lazy_embedder
+from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
+from deckhand.plugins import PluginRegistry
+from deckhand.protocols import StoreCapability, VectorStore, store_capabilities
+from deckhand.redaction import redact_url
+from deckhand.stores.tool_store import create_store
+from deckhand.tools.base import is_complete, mark_complete
+from deckhand.types import CollectionSpec, FileState, Record, record_id
+
+log = logging.getLogger("deckhand")
+
+#: Records read and written per step unless the caller says otherwise.
+DEFAULT_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class MigrationEnd:
+    """One end of a migration: a tool's entry of an agent configuration and the directory it is relative to."""
+
+    tool: SourceToolConfig
+    base_dir: Path
+    #: Where the tool is configured, for messages (the configuration file).
+    label: str
+
+
+@dataclass
+class MigrationStatus:
+    """How far a migration is: passed to the progress callback after every batch."""
+
+    sources_total: int
+    sources_done: int = 0
+    records: int = 0
+
+
+@dataclass
+class MigrationReport:
+    """What a migration did."""
+
+    tool: str
+    target_tool: str
+    source_provider: str
+    target_provider: str
+    #: Records and files written by this run.
+    records: int = 0
+    sources: int = 0
+    #: Files the target already had exactly as the source has them (a migration run again).
+    already: int = 0
+    #: Records the target holds at the end.
+    target_count: int = 0
+    #: Whether the target collection was dropped first (``--replace``).
+    replaced: bool = False
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """The final line: what was copied, how fast, and that nothing was embedded."""
+        line = (
+            f"migrated {self.records:,} records from {self.sources:,} sources in {self.seconds:.1f} s "
+            "(no embeddings computed)"
+        )
+        if self.already:
+            line += f"; {self.already:,} sources were already there"
+        return line
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tool": self.tool,
+            "target_tool": self.target_tool,
+            "from": self.source_provider,
+            "to": self.target_provider,
+            "records": self.records,
+            "sources": self.sources,
+            "already": self.already,
+            "target_count": self.target_count,
+            "replaced": self.replaced,
+            "seconds": round(self.seconds, 3),
+            "embeddings_computed": 0,
+        }
+
+
+@dataclass
+class _Side:
+    """A store built for one end (not yet opened) and what describes it in messages."""
+
+    store: VectorStore
+    database: DatabaseConfig
+    provider: str
+
+    def where(self) -> str:
+        """The store as messages name it: the provider, and its redacted URL or file when it has one."""
+        path = getattr(self.store, "path", None)
+        location = str(path) if path is not None else redact_url(self.database.connection_string)
+        return f"{self.provider} ({location})" if location else self.provider
+
+
+def migrate(
+    source: MigrationEnd,
+    target: MigrationEnd,
+    *,
+    registry: PluginRegistry,
+    batch_size: int = DEFAULT_BATCH,
+    replace: bool = False,
+    progress: Callable[[MigrationStatus], None] | None = None,
+) -> MigrationReport:
+    """Copy ``source.tool``'s index into ``target.tool``'s store: each file's records (with their vectors) and its
+    manifest entry in one ``replace_source``; files the target already holds as the source does are skipped.
+
+    Refused with one line (:class:`ConfigError`, :class:`ModelMismatchError`,
+    :class:`StoreConnectionError`): tools that do not index the same files under the same names,
+    the same collection at both ends, a target store that keeps nothing (in-memory), a source
+    with no index, a target tool embedding with another model or dimension, an unreachable
+    store, and, without ``replace``, a target collection that holds files the source has not or
+    was created for another model or layout. With ``replace`` the target collection is dropped first.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
+    _check_same_files(source, target)
+    clock = time.perf_counter()
+    src = _build(registry, source)
+    dst = _build(registry, target)
+    if _same_collection(src, source, dst, target):
+        raise ConfigError(
+            f"tool {source.tool.name!r} of {source.label} and tool {target.tool.name!r} of {target.label} use the "
+            f"same collection in {dst.where()}: nothing to migrate; point the target tool's database: at another store"
+        )
+    if StoreCapability.PERSISTENT not in store_capabilities(dst.store):
+        raise ConfigError(
+            f"tool {target.tool.name!r} of {target.label}: the {dst.provider} store keeps nothing after the command "
+            "ends; migrate to a persistent store (sqlite, postgres, redis, weaviate, ...)"
+        )
+    report = MigrationReport(source.tool.name, target.tool.name, src.provider, dst.provider)
+    with _closing(src.store), _closing(dst.store):
+        built = _open_source(src, source, registry)
+        spec = _spec(registry, target, dst.database)
+        if (built.embedding_model, built.dimension) != (spec.embedding_model, spec.dimension):
+            raise ModelMismatchError(
+                f"cannot migrate tool {source.tool.name!r}: its index holds vectors of embedding model "
+                f"{built.embedding_model!r} ({built.dimension} dims) but tool {target.tool.name!r} of {target.label} "
+                f"embeds with {spec.embedding_model!r} ({spec.dimension} dims); give it the same embedding_model "
+                "(or ingest into the new store with `deckhand ingest`, which embeds again)"
+            )
+        report.replaced = _open_target(dst, target, spec, replace=replace)
+        manifest = src.store.manifest()
+        if not replace:
+            _check_target_holds_only(dst, target, manifest, src.store.count())
+        _copy(src.store, dst.store, manifest, batch_size, report, progress)
+        if is_complete(src.store):  # a source ingestion that was cut short stays marked unfinished
+            mark_complete(dst.store)
+        maintained = index_maintenance(dst.store)
+        if maintained is not None:
+            done = maintained.maintain()
+            if done:
+                log.info("%s", done)
+        report.target_count = dst.store.count()
+        expected = src.store.count()
+        if report.target_count != expected:
+            raise StoreError(
+                f"tool {target.tool.name!r}: the target holds {report.target_count:,} records after the copy but the "
+                f"source {expected:,} (was the source ingested into meanwhile?); run `deckhand migrate` again"
+            )
+    report.seconds = time.perf_counter() - clock
+    return report
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def _check_same_files(source: MigrationEnd, target: MigrationEnd) -> None:
+    """Both tools index the same files under the same names, else the copied manifest would not describe the
+    target tool's files (a later ingest through it would remove every file and ingest them all again)."""
+    if source.base_dir.resolve() != target.base_dir.resolve():
+        raise ConfigError(
+            f"{target.label} is in {target.base_dir} but {source.label} in {source.base_dir}: an index names its "
+            "files relative to its configuration's directory; put the new configuration beside the old one"
+        )
+    old, new = _source_of(source), _source_of(target)
+    if old != new:
+        raise ConfigError(
+            f"tool {target.tool.name!r} of {target.label} indexes {new} but tool {source.tool.name!r} of "
+            f"{source.label} indexes {old}: the index describes those files; give both the same source:"
+        )
+
+
+def _source_of(end: MigrationEnd) -> Path:
+    path = Path(end.tool.source).expanduser()
+    return (path if path.is_absolute() else end.base_dir / path).resolve()
+
+
+def _same_collection(src: _Side, source: MigrationEnd, dst: _Side, target: MigrationEnd) -> bool:
+    """Whether both ends name one collection: the same file (stores keeping one) or the same server settings."""
+    if source.tool.name != target.tool.name or src.provider != dst.provider:
+        return False
+    if src.database.index_name != dst.database.index_name:
+        return False
+    paths = getattr(src.store, "path", None), getattr(dst.store, "path", None)
+    if paths[0] is not None and paths[1] is not None:
+        return Path(paths[0]).resolve() == Path(paths[1]).resolve()
+    return src.database.connection_string == dst.database.connection_string
+
+
+def _check_target_holds_only(
+    dst: _Side, target: MigrationEnd, manifest: dict[str, FileState], source_count: int
+) -> None:
+    """Without ``--replace``, the target may hold only what an earlier run of this migration wrote: files the source
+    has (copied whole, as ``replace_source`` writes them) and no more records than those files and the source's
+    own records outside its manifest account for."""
+    held = dst.store.manifest()
+    foreign = sorted(set(held) - set(manifest))
+    extra = dst.store.count() - sum(state.chunk_count for state in held.values())
+    allowed = max(0, source_count - sum(state.chunk_count for state in manifest.values()))
+    if foreign or extra > allowed:
+        what = f"{len(foreign):,} files the source does not have (e.g. {foreign[0]})" if foreign else "other records"
+        raise ConfigError(
+            f"tool {target.tool.name!r} of {target.label}: the target collection in {dst.where()} already holds "
+            f"{what}; pass --replace to drop it first"
+        )
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
+    """``end``'s store built (not opened) from its ``database:`` (tool > project > user > default sqlite)."""
+    database, _ = resolve_database(end.tool.database, cwd=end.base_dir)
+    component = registry.resolve("store", database.provider)
+    with runtime_errors(end.tool.name):
+        try:
+            database.check_for(component, where=("database",))
+        except ValueError as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ConfigError(f"tool {end.tool.name!r} of {end.label}: database: {exc}") from None
+    where = f"{component.name} ({redact_url(database.connection_string)})" if database.connection_string else ""
+    with _reaching(end, where or component.name):  # a server store may connect when it is built
+        store = create_store(component, database, end.tool.name, base_dir=end.base_dir)
+    return _Side(store, database, component.name)
+
+
+def _spec(registry: PluginRegistry, end: MigrationEnd, database: DatabaseConfig) -> CollectionSpec:
+    """The collection ``end``'s tool opens: its embedder described (model id, dimension; the model is not
+    loaded where the registration describes it) and its database's metric and algorithm."""
+    embedder = lazy_embedder(registry, end.tool.embedding_model)
+    return CollectionSpec(
+        name=end.tool.name,
+        dimension=embedder.dimension,
+        embedding_model=embedder.model_id,
+        metric=database.distance_metric,
+        algorithm=database.vector_algorithm,
+    )
+
+
+def _open_source(src: _Side, source: MigrationEnd, registry: PluginRegistry) -> CollectionSpec:
+    """Open the source collection; the spec it was built with (it may differ from what the config says now)."""
+    nothing = ConfigError(
+        f"tool {source.tool.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
+        "(`deckhand ingest` builds it)"
+    )
+    path = getattr(src.store, "path", None)
+    if path is not None and not Path(path).exists():
+        raise nothing  # a store keeping a file: checked without creating it
+    previous = _open(src, source, _spec(registry, source, src.database))
+    if previous is None:
+        with contextlib.suppress(Exception):  # opening created it: leave the store as it was
+            src.store.drop()
+        raise nothing
+    if src.store.count() == 0 and not src.store.manifest():
+        raise nothing
+    return previous
+
+
+def _open_target(dst: _Side, target: MigrationEnd, spec: CollectionSpec, *, replace: bool) -> bool:
+    """Open (create) the target collection; True if ``replace`` dropped an existing one first.
+
+    An existing collection built for another model, dimension, metric or algorithm is refused without ``replace``.
+    """
+    previous = _open(dst, target, spec)
+    if previous is None:
+        return False
+    if replace:
+        dst.store.drop()
+        dst.store.open(spec)
+        return True
+    changed = [
+        f"{label} {old} (the configuration says {new})"
+        for label, old, new in (
+            ("embedding model", previous.embedding_model, spec.embedding_model),
+            ("dimension", previous.dimension, spec.dimension),
+            ("distance_metric", previous.metric.value, spec.metric.value),
+            ("vector_algorithm", previous.algorithm.value, spec.algorithm.value),
+        )
+        if old != new
+    ]
+    if changed:
+        raise ModelMismatchError(
+            f"tool {target.tool.name!r} of {target.label}: the target collection in {dst.where()} was created with "
+            f"{'; '.join(changed)}; pass --replace to drop it first"
+        )
+    return False
+
+
+def _open(side: _Side, end: MigrationEnd, spec: CollectionSpec) -> CollectionSpec | None:
+    """``side.store.open(spec)``, an unreachable server turned into one line naming the store (URL redacted)."""
+    with _reaching(end, side.where()):
+        return side.store.open(spec)
+
+
+@contextlib.contextmanager
+def _reaching(end: MigrationEnd, where: str) -> Iterator[None]:
+    """An unreachable server (or refused credentials) inside the block as one line naming ``end``'s tool and
+    configuration and the store ``where`` (URLs redacted): never a fallback to another store."""
+    try:
+        yield
+    except StoreAuthenticationError as exc:
+        raise StoreAuthenticationError(f"tool {end.tool.name!r} of {end.label}: {redact_url(str(exc))}") from None
+    except (ConnectionError, TimeoutError) as exc:
+        detail = redact_url(str(exc))
+        said = where.partition(" (")[2].rstrip(")")  # the URL, when the driver's message names it already
+        reach = "" if said and said in detail else f"cannot reach {where}: "
+        raise StoreConnectionError(f"tool {end.tool.name!r} of {end.label}: {reach}{detail}") from None
+
+
+@contextlib.contextmanager
+def _closing(store: VectorStore) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()
+
+
+# -- copying ----------------------------------------------------------------------------------
+
+
+def _copy(
+    src: VectorStore,
+    dst: VectorStore,
+    manifest: dict[str, FileState],
+    batch_size: int,
+    report: MigrationReport,
+    progress: Callable[[MigrationStatus], None] | None,
+) -> None:
+    """Copy every file (records and manifest entry, one ``replace_source`` each), then records no entry describes."""
+    held = dst.manifest()
+    todo = [s for s in sorted(manifest) if held.get(s) != manifest[s]]
+    report.already = len(manifest) - len(todo)
+    status = MigrationStatus(sources_total=len(manifest), sources_done=report.already)
+    if progress is not None:
+        progress(status)
+    leftover: list[str] = []
+    for group in _groups(todo, manifest, batch_size):
+        ids = [record_id(s, i) for s in group for i in range(manifest[s].chunk_count)]
+        by_source: dict[str, list[Record]] = {s: [] for s in group}
+        for record in src.get(ids) if ids else []:
+            if record.source in by_source:
+                by_source[record.source].append(record)
+        for source in group:
+            records = by_source[source]
+            if len(records) != manifest[source].chunk_count:
+                leftover.append(source)  # not found by the conventional ids: taken from the full pass below
+                continue
+            _write(dst, source, records, manifest[source], report)
+            status.sources_done += 1
+            status.records = report.records
+        if progress is not None:
+            progress(status)
+    described = sum(state.chunk_count for state in manifest.values())
+    if leftover or src.count() != described:
+        _copy_by_scan(src, dst, manifest, set(leftover), batch_size, report)
+        status.sources_done += len(leftover)
+        status.records = report.records
+        if progress is not None:
+            progress(status)
+
+
+def _groups(todo: list[str], manifest: dict[str, FileState], batch_size: int) -> Iterator[list[str]]:
+    """``todo`` in groups of whole files of about ``batch_size`` records (a bigger file is a group of its own)."""
+    group: list[str] = []
+    size = 0
+    for source in todo:
+        chunks = manifest[source].chunk_count
+        if group and size + chunks > batch_size:
+            yield group
+            group, size = [], 0
+        group.append(source)
+        size += chunks
+    if group:
+        yield group
+
+
+def _write(dst: VectorStore, source: str, records: list[Record], state: FileState, report: MigrationReport) -> None:
+    """One file into the target: its records and manifest entry together (all or nothing)."""
+    records.sort(key=lambda r: r.chunk_index)
+    if records:
+        dst.replace_source(source, records, state)
+    else:
+        dst.delete_source(source)  # no chunks (an empty file): the entry alone, without stale records
+        dst.set_file_state(state)
+    report.records += len(records)
+    report.sources += 1
+
+
+def _copy_by_scan(
+    src: VectorStore,
+    dst: VectorStore,
+    manifest: dict[str, FileState],
+    leftover: set[str],
+    batch_size: int,
+    report: MigrationReport,
+) -> None:
+    """One pass over every source record: the ``leftover`` files' records (each file then written whole), and
+    records of no manifest entry (upserted in batches, as the source holds them: without an entry)."""
+    grouped: dict[str, list[Record]] = {s: [] for s in leftover}
+    loose: list[Record] = []
+    for record in src.iter_records(batch_size):
+        if record.source in grouped:
+            grouped[record.source].append(record)
+        elif record.source not in manifest:
+            loose.append(record)
+            if len(loose) >= batch_size:
+                dst.upsert(loose)
+                report.records += len(loose)
+                loose = []
+    if loose:
+        dst.upsert(loose)
+        report.records += len(loose)
+    for source in sorted(grouped):
+        _write(dst, source, grouped[source], manifest[source], report)
