@@ -7,8 +7,10 @@ their defaults otherwise), then answers the judged test queries (top 10). Per sy
 ingest wall and CPU time, peak RSS, query p50/p95 (embedding the query included),
 nDCG@10 and Recall@10, and the ratios to deckhand.
 
-- **deckhand**: a ``vectorstore`` tool with its defaults (in-memory store, token chunks of
-  512/50, ``DECKHAND_THREADS`` threads), ``initialize_sync()`` then ``search_results_sync``;
+- **deckhand**: a ``vectorstore`` tool with its defaults (the default store, token chunks of
+  512/50 embedded with their title, ``DECKHAND_THREADS`` threads) except that it returns its top
+  10 as the peers do (no similarity floor, no relative cutoff), ``initialize_sync()`` then
+  ``search_results_sync``;
 - **haystack**: ``TextFileToDocument`` -> ``SentenceTransformersDocumentEmbedder`` ->
   ``InMemoryDocumentStore``; queries through ``SentenceTransformersTextEmbedder`` +
   ``InMemoryEmbeddingRetriever``;
@@ -94,7 +96,15 @@ class Deckhand:
         from deckhand.config.models import VectorStoreToolConfig
         from deckhand.tools.vectorstore import VectorStoreTool
 
-        config = VectorStoreToolConfig(type="vectorstore", name="scifact", source=str(corpus), top_k=TOP_K)
+        # The peers return their top 10 whatever the scores: so does deckhand here (no floor, no cutoff).
+        config = VectorStoreToolConfig(
+            type="vectorstore",
+            name="scifact",
+            source=str(corpus),
+            top_k=TOP_K,
+            min_similarity_score=0,
+            relative_cutoff=0,
+        )
         self.tool = VectorStoreTool(config, base_dir=corpus.parent)
 
     def ingest(self) -> None:

@@ -1,6 +1,6 @@
 """Fusion study on SciFact with a held-out protocol: every fusion variant tried, on the same rankings.
 
-    uv run python benchmarks/scifact_fusion.py [--beir /path/to/scifact] [--work-dir DIR]
+    uv run python benchmarks/scifact_fusion.py [--beir /path/to/scifact] [--work-dir DIR] [--bm25 K1,B ...]
 
 Ingests SciFact once with the hierarchical_document tool's defaults (the on-disk embedding
 cache makes a repeat cheap), then records, for every test query, each modality's own ranking
@@ -25,7 +25,9 @@ from typing import Any
 from deckhand.cli.eval import write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.evaluation.beir import evaluate, load_beir
+from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion, score_fusion
+from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
 SPLIT_SEED = 20261123
@@ -101,12 +103,19 @@ def main() -> None:
     parser.add_argument("--beir", default="/work/shared/datasets/scifact")
     parser.add_argument("--work-dir", default=".deckhand/beir/scifact")
     parser.add_argument("--out", type=Path, default=None, help="Write the table as JSON here too.")
+    parser.add_argument(
+        "--bm25",
+        nargs="*",
+        default=[],
+        metavar="K1,B",
+        help="Also score zscore fusion with the keyword ranking of BM25 at these k1,b (e.g. 1.2,0.75).",
+    )
     args = parser.parse_args()
     dataset = load_beir(args.beir)
     work = Path(args.work_dir).resolve()
     stems = write_corpus(dataset.corpus, work / "corpus")
     config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="scifact", source=str(work / "corpus"))
-    tool = HierarchicalDocumentTool(config, base_dir=work)
+    tool = HierarchicalDocumentTool(config, base_dir=Path.cwd())  # the embedding cache of `deckhand eval` here
     clock = time.perf_counter()
     tool.initialize_sync()
     print(f"ingest/open {time.perf_counter() - clock:.1f}s")
@@ -127,6 +136,23 @@ def main() -> None:
             row[name] = round(evaluate(qrels, {q: results[q] for q in chosen}, (10,))["ndcg@10"], 4)
         table.append(row)
         print(f"{row['tune']:.4f}  {row['held_out']:.4f}  {row['all']:.4f}  {label}")
+    records = sorted(store.iter_records(), key=lambda r: (r.source, r.chunk_index))
+    three = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
+    for pair in args.bm25:
+        k1, b = (float(x) for x in pair.split(","))
+        index = BM25Index(k1=k1, b=b)
+        index.build((r.id, indexed_text(r)) for r in records)
+        source_of.update({r.id: r.source for r in records})
+        results = {}
+        for q, r in ranked.items():
+            swapped = {**r, "keyword": index.search(dataset.queries[q], DEPTH)}
+            results[q] = documents(score_fusion(swapped, three, "zscore"), source_of, stems)
+        row = {"variant": f"zscore w1/1/1, bm25 k1 {k1} b {b}"}
+        for name, chosen in halves.items():
+            qrels = {q: dataset.qrels[q] for q in chosen if q in dataset.qrels}
+            row[name] = round(evaluate(qrels, {q: results[q] for q in chosen}, (10,))["ndcg@10"], 4)
+        table.append(row)
+        print(f"{row['tune']:.4f}  {row['held_out']:.4f}  {row['all']:.4f}  {row['variant']}")
     best = max(table, key=lambda row: row["tune"])
     print(f"best on tune: {best}")
     if args.out:

@@ -74,7 +74,8 @@ async def test_contract_errors_before_and_after_initialize(tmp_path: Path, docs:
 
 
 async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any) -> None:
-    tool = make_tool(tmp_path, docs, top_k=2)
+    # The contract's plain top_k: no similarity floor, no relative cutoff (see the next test for the defaults).
+    tool = make_tool(tmp_path, docs, top_k=2, min_similarity_score=0, relative_cutoff=0)
     await tool.initialize()
     text = await tool.search("which birds steal food from people at the seaside?")
     assert text.startswith("Found 2 result(s):\n\n[1] Score: ")
@@ -88,6 +89,19 @@ async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any
     assert [r.rank for r in structured] == [1, 2, 3]
     assert structured[0].source == "docs/birds.md" and structured[0].chunk_index == 0
     assert f"{structured[0].score:.2f}" == blocks[0][1] and 0 < structured[0].score <= 1
+
+
+async def test_default_floor_and_cutoff_leave_out_unrelated_chunks(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    """With the default model, chunks under its measured noise level (0.2) and under 70% of the best
+    result's score are not shown; a query about nothing in the source says so."""
+    tool = make_tool(tmp_path, docs, top_k=3)
+    await tool.initialize()
+    results = tool.search_results_sync("which birds steal food from people at the seaside?")
+    assert [r.source for r in results] == ["docs/birds.md"]
+    plain = make_tool(tmp_path, docs, name="plain", top_k=3, min_similarity_score=0, relative_cutoff=0)
+    await plain.initialize()
+    assert len(plain.search_results_sync("which birds steal food from people at the seaside?")) == 3
+    assert await tool.search("a recipe for lasagna with spinach") == "No results above similarity threshold 0.2"
 
 
 async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Path, minilm: Any) -> None:
@@ -137,7 +151,7 @@ def test_relative_source_is_resolved_against_base_dir(
     tmp_path: Path, docs: Path, minilm: Any, monkeypatch: Any
 ) -> None:
     monkeypatch.chdir("/")
-    tool = make_tool(tmp_path, "docs")
+    tool = make_tool(tmp_path, "docs", min_similarity_score=0, relative_cutoff=0)
     tool.initialize_sync()
     assert tool.document_count == 3
     assert {r.source for r in tool.search_results_sync("trains", top_k=3)} == {
@@ -384,3 +398,31 @@ def test_chunker_selected_in_agent_yaml_is_the_one_used(tmp_path: Path, minilm: 
     section_hits = by_section.search_results_sync("piers", 10)
     assert all("section_id" not in hit.metadata for hit in token_hits)  # fixed windows of 16 tokens
     assert {hit.metadata.get("section_id") for hit in section_hits} >= {"1", "2"}  # one chunk per section
+
+
+def test_chunks_are_embedded_with_their_title_and_headings_while_streamed(tmp_path: Path, minilm: Any) -> None:
+    """The default context step (title > heading chain) runs on each streamed batch of token chunks:
+    every chunk of a file too long for one batch gets the chain in force where it starts, and
+    results show the chunk alone."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    parts = ["# Operations Manual\n"]
+    for section in ("Backups", "Restores", "Monitoring"):
+        parts.append(f"\n## {section}\n")
+        parts += [f"\n{section} step {i}: check the {section.lower()} dashboard twice a day.\n" for i in range(14)]
+    (docs / "manual.md").write_text("".join(parts), encoding="utf-8")
+    tool = make_tool(tmp_path, docs, chunk_size=16, chunk_overlap=0)
+    report = tool.initialize_sync()
+    assert report.chunks_written > 32  # more than one batch of the reader
+    assert tool._store is not None
+    text = (docs / "manual.md").read_text(encoding="utf-8")
+    headings = sorted((text.index(f"## {s}"), s) for s in ("Backups", "Restores", "Monitoring"))
+    for record in tool._store.iter_records():
+        start, end = record.metadata["start_char"], record.metadata["end_char"]
+        section = [name for at, name in headings if at <= start]
+        assert record.metadata["context"] == " > ".join(["Operations Manual", *section[-1:]]), start
+        assert record.content == text[start:end]  # results show the chunk alone
+    plain = make_tool(tmp_path, docs, name="plain", chunk_size=16, chunk_overlap=0, contextual_embeddings=False)
+    plain.initialize_sync()
+    assert plain._store is not None
+    assert all("context" not in r.metadata for r in plain._store.iter_records())

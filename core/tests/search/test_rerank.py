@@ -44,7 +44,9 @@ def grader() -> Iterator[ChatServer]:
 def _config(project: Path, tool_type: str, reranker: str) -> Path:
     (project / "agent.yaml").write_text(
         f"name: legal\ntools:\n  - name: act\n    type: {tool_type}\n    source: ./docs\n"
-        f"    reranker: {reranker}\n    rerank_top_n: 5\n",
+        f"    reranker: {reranker}\n    rerank_top_n: 5\n"
+        # every candidate the reranker grades is shown: no floor, cutoff or per-file limit
+        "    min_similarity_score: 0\n    relative_cutoff: 0\n    max_results_per_source: null\n",
         encoding="utf-8",
     )
     return project / "agent.yaml"

@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deckhand.chunking.structure import outline
 from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
-from deckhand.context.structural import StructuralContextGenerator, StructuralContextOptions, structural_context
+from deckhand.context.structural import (
+    LEAD_WORDS,
+    StructuralContextGenerator,
+    StructuralContextOptions,
+    lead_sentence,
+    structural_context,
+)
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.types import Chunk, Document
@@ -117,6 +124,31 @@ async def test_structural_context_of_token_chunks_reads_the_outline_at_their_off
     untitled = Document("notes/todo.md", "no headings here", "")
     plain = Chunk(untitled.source, 0, "no headings here", metadata={"start_char": 0, "end_char": 16})
     assert await generator.contexts(untitled, [plain]) == ["todo"]  # the file name, as the structure chunker titles it
+
+
+def test_lead_sentence_skips_headings_and_markup() -> None:
+    text = (
+        "Waiting\n=======\n\n.. note::\n   A note first.\n\n"
+        "`Waitress`_ is a pure Python WSGI server. It runs on Windows too.\n\nMore text.\n"
+    )
+    document = Document("deploying/waitress.rst", text, "")
+    assert lead_sentence(text, outline(document)[1]) == "`Waitress`_ is a pure Python WSGI server."
+    assert lead_sentence("# Only a title\n\n```\ncode\n```\n", []) == ""
+    long = "word " * 60
+    assert lead_sentence(long, []).endswith(" …") and len(lead_sentence(long, []).split()) == LEAD_WORDS + 1
+
+
+async def test_lead_option_ends_each_context_with_the_documents_first_sentence() -> None:
+    text = "# Binary builder\n\nThis builds one executable that bootstraps itself.\n\n## Options\n\nSet the name.\n"
+    document = Document("builder/binary.md", text, "")
+    chunks = [Chunk(document.source, 0, "Set the name.", metadata={"start_char": text.index("Set the")})]
+    generator = StructuralContextGenerator(StructuralContextOptions(lead=True))
+    assert await generator.contexts(document, chunks) == [
+        "Binary builder > Options: This builds one executable that bootstraps itself."
+    ]
+    # a chunk that holds the sentence itself does not get it twice
+    first = [Chunk(document.source, 0, text, metadata={"start_char": 0})]
+    assert await generator.contexts(document, first) == ["Binary builder"]
 
 
 # --- llm ----------------------------------------------------------------------------------------

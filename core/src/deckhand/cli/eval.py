@@ -145,6 +145,20 @@ def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, 
     return searchable[0].model_copy(update={"source": str(source), "name": name, **WHOLE_RANKING})
 
 
+def _collection_name(slug: str, config: Any) -> str:
+    """``beir_<dataset>`` for the default hierarchical tool, else with the tool type and a digest of its
+    settings: each configuration measured gets an index of its own (an index is not re-chunked when
+    chunking settings change), while the embedding cache stays shared."""
+    settings = config.model_dump_json(exclude={"name", "source", "description"})
+    default = _tool_config(None, None, Path(config.source), config.name, "hierarchical_document")
+    if config.type == "hierarchical_document" and settings == default.model_dump_json(
+        exclude={"name", "source", "description"}
+    ):
+        return f"beir_{slug}"
+    digest = hashlib.sha1(settings.encode()).hexdigest()[:8]
+    return f"beir_{slug}_{config.type}_{digest}"
+
+
 def _modes(given: str | None, available: tuple[str, ...], tool_type: str) -> list[str]:
     """The search modes to run: ``--modes`` checked against what ``tool_type`` has, else all of them."""
     if given is None:
@@ -222,6 +236,7 @@ def eval_cmd() -> click.Command:
             clock = time.perf_counter()
             stems = write_corpus(dataset.corpus, root / "corpus")
             config = _tool_config(config_path, tool_name, root / "corpus", f"beir_{slug}", tool_type)
+            config = config.model_copy(update={"name": _collection_name(slug, config)})
             chosen = _modes(modes, TOOL_TYPES[config.type], config.type)
             progress = progress_for(config.name, quiet=quiet)
             tool: Any = build_tool(config, base_dir=Path.cwd(), progress=progress)

@@ -167,6 +167,27 @@ class ToolConfigBase(StrictModel):
     description: str = ""
 
 
+def per_source_field(default: int | None) -> Any:
+    """``max_results_per_source``, with a tool type's default (see :mod:`deckhand.retrieval.shaping`)."""
+    return Field(
+        default=default,
+        ge=1,
+        le=100,
+        description="At most this many results from one file ahead of results from other files (further ones "
+        "follow only when other files have too few); null for no limit.",
+    )
+
+
+def relative_cutoff_field(default: float | None) -> Any:
+    """``relative_cutoff``, with a tool type's default (see :mod:`deckhand.retrieval.shaping`)."""
+    return Field(
+        default=default,
+        ge=0.0,
+        lt=1.0,
+        description="Leave out results scoring below this fraction of the best result's score; 0 or null keeps them.",
+    )
+
+
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
@@ -205,20 +226,6 @@ class SourceToolConfig(ToolConfigBase):
     )
     rerank_top_n: int = Field(
         default=20, ge=1, le=200, description="Candidates the reranker scores again (at least top_k are fetched)."
-    )
-    max_results_per_source: int | None = Field(
-        default=None,
-        ge=1,
-        le=100,
-        description="At most this many results from one file ahead of results from other files (further ones "
-        "follow only when other files have too few); null for no limit.",
-    )
-    relative_cutoff: float | None = Field(
-        default=None,
-        ge=0.0,
-        lt=1.0,
-        description="Drop results scoring below this fraction of the best result's score (e.g. 0.5: half the best "
-        "score); null or 0 keeps them.",
     )
 
     def check(self) -> None:

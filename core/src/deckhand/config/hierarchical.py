@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig
+from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import (
     Choice,
@@ -79,9 +79,11 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
         ge=0.0,
         le=1.0,
         description="Hybrid modes: a result only dense search found needs this similarity; default: the embedding "
-        "model's measured noise level (0.25 for the default MiniLM, none for others); 0 for none.",
+        "model's measured noise level (0.2 for the default MiniLM, none for others); 0 for none.",
     )
 
+    max_results_per_source: int | None = per_source_field(1)
+    relative_cutoff: float | None = relative_cutoff_field(0.5)
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
 
     @model_validator(mode="before")

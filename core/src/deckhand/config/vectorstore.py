@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig
+from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import Choice, choice_field
 
@@ -23,16 +23,16 @@ class VectorStoreToolConfig(SourceToolConfig):
         ge=0.0,
         le=1.0,
         description="Drop results below this similarity; default: the embedding model's measured noise level "
-        "(0.25 for the default MiniLM, none for others); 0 for none.",
+        "(0.2 for the default MiniLM, none for others); 0 for none.",
     )
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk (token chunker).")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks (token chunker).")
     chunker: Choice = choice_field(
         "chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}; default token."
     )
-    contextual_embeddings: ContextualEmbeddingsConfig = Field(
-        default_factory=lambda: ContextualEmbeddingsConfig(enabled=False)
-    )
+    contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
+    max_results_per_source: int | None = per_source_field(1)
+    relative_cutoff: float | None = relative_cutoff_field(0.7)
 
     @model_validator(mode="before")
     @classmethod

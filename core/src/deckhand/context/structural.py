@@ -10,6 +10,7 @@ relative to the source, which names what a reference page is about when its text
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,10 +27,19 @@ class StructuralContextOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: bool = Field(default=False, description="Start each context with the file's path (e.g. docs/cli/run.md).")
+    lead: bool = Field(
+        default=False,
+        description="End each context with the document's first sentence of prose (what a page says it is for).",
+    )
 
 
 def structural_context(
-    document: Document, chunk: Chunk, outline_of: tuple[str, list[Heading]] | None = None, *, path: bool = False
+    document: Document,
+    chunk: Chunk,
+    outline_of: tuple[str, list[Heading]] | None = None,
+    *,
+    path: bool = False,
+    lead: str = "",
 ) -> str:
     """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top heading is
     the title; just the title without a heading chain), after ``"path: "`` when ``path``.
@@ -53,7 +63,41 @@ def structural_context(
     context = " > ".join(parts)
     if path:
         context = f"{document.source}: {context}" if context else document.source
+    if lead and lead not in (chunk.content or ""):
+        context = f"{context}: {lead}" if context else lead
     return context
+
+
+#: Lines that are markup rather than prose: directives, fences, admonitions, tables, lists, quotes, HTML.
+_MARKUP = re.compile(r"^\s*(?:\.\.|```|~~~|!!!|\?\?\?|===|:|<|\||[-*+] |\d+[.)] |>|\[|\{[%{]|#|[=~^\-`'\"*+#]{3,}\s*$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(*])")
+#: Words of the lead sentence kept at most.
+LEAD_WORDS = 40
+
+
+def lead_sentence(text: str, headings: Sequence[Heading]) -> str:
+    """The first sentence of the first paragraph of prose in ``text`` (headings, front matter and
+    markup skipped), at most :data:`LEAD_WORDS` words; empty when there is none."""
+    heading_spans = [(h.start, h.end) for h in headings]
+    paragraph: list[str] = []
+    offset = 0
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        in_heading = any(a <= start < b for a, b in heading_spans)
+        if fenced or not stripped or in_heading or _MARKUP.match(line) or line[0] in " \t":
+            if paragraph:
+                break
+            continue
+        paragraph.append(stripped)
+    if not paragraph:
+        return ""
+    sentence = _SENTENCE_END.split(" ".join(paragraph), maxsplit=1)[0]
+    words = sentence.split()
+    return " ".join(words[:LEAD_WORDS]) + (" …" if len(words) > LEAD_WORDS else "")
 
 
 class StructuralContextGenerator:
@@ -61,12 +105,24 @@ class StructuralContextGenerator:
 
     def __init__(self, options: StructuralContextOptions | None = None) -> None:
         self.options = options or StructuralContextOptions()
+        #: The last document's outline and lead sentence: a streamed file asks once per batch of its chunks.
+        self._last: tuple[tuple[str, int, int], tuple[str, list[Heading]], str] | None = None
+
+    def _outline(self, document: Document) -> tuple[tuple[str, list[Heading]], str]:
+        key = (document.source, len(document.text), hash(document.text[:4096]))
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1], last[2]
+        found = outline(document)
+        lead = lead_sentence(document.text, found[1]) if self.options.lead else ""
+        self._last = (key, found, lead)
+        return found, lead
 
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
         """One ``"Title > Heading > …"`` line per chunk (the document's outline read at most once)."""
         needs_outline = any((c.metadata or {}).get("parent_chain") is None for c in chunks)
-        found = outline(document) if needs_outline else None
-        return [structural_context(document, chunk, found, path=self.options.path) for chunk in chunks]
+        found, lead = self._outline(document) if needs_outline or self.options.lead else (None, "")
+        return [structural_context(document, chunk, found, path=self.options.path, lead=lead) for chunk in chunks]
 
 
 def build_structural_generator(

@@ -210,7 +210,8 @@ class Reader:
 
     def read(self, index: int, file: SourceFile, seconds: dict[str, float]) -> Iterator[Read]:
         """Load file ``index`` and cut it into chunks on this thread; a chunker that can stream
-        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes.
+        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes
+        (the ``prepare`` step, when there is one, runs on each batch of chunks).
         The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
         clock = time.perf_counter()
         loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file))
@@ -228,7 +229,7 @@ class Reader:
             return
         document = document_of(file.display, text, file.path, fields)
         del text
-        stream = getattr(self.chunker, "iter_chunks", None) if self.prepare is None else None
+        stream = getattr(self.chunker, "iter_chunks", None)
         if stream is None:
             chunks = cut(self.chunker, self.loaders, document, file.path)
             if self.prepare is not None:
@@ -242,10 +243,13 @@ class Reader:
         for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:
+                batch = self.prepare(document, batch) if self.prepare is not None else batch
                 seconds["chunk"] += time.perf_counter() - clock
                 yield Read(index, batch, chunk.metadata.get("end_char", 0) / length)
                 clock = time.perf_counter()
                 batch = []
+        if batch and self.prepare is not None:
+            batch = self.prepare(document, batch)
         seconds["chunk"] += time.perf_counter() - clock
         yield Read(index, batch, 1.0, done=True)
 

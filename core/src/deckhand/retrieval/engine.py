@@ -300,12 +300,18 @@ class HybridSearcher:
         fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
-        fused = diversify(fused, lambda f: self._source_of(f.id, records), settings.per_source)
+        pinned = set(self.exact.section_of_query(query)) if self.exact is not None and settings.per_source else set()
+        # A pinned section's chunks stay first and in order: each counts as a source of its own.
+        fused = diversify(
+            fused, lambda f: f.id if f.id in pinned else self._source_of(f.id, records), settings.per_source
+        )
         fused = fused[: self.rerank_depth(k, settings.rerank_top_n)]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
         ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)
-        ranked = diversify(ranked, lambda entry: records[entry[0].id].source, settings.per_source)[:k]
+        ranked = diversify(
+            ranked, lambda e: e[0].id if e[0].id in pinned else records[e[0].id].source, settings.per_source
+        )[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
