@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+import typing
+from collections.abc import Iterable, Mapping
 
 from deckhand.chunking.definitions import Definition
 from deckhand.types import Record
@@ -58,6 +59,14 @@ class DefinitionIndex:
                 for key, entries in self._by_term.items()
                 for d in entries
             ]
+
+    @classmethod
+    def over(cls, table: Mapping[str, list[Definition]]) -> DefinitionIndex:
+        """An index answering from ``table`` (key → entries, in :meth:`to_state` order; a side index
+        file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        index = cls()
+        index._by_term = typing.cast(dict[str, list[Definition]], table)
+        return index
 
     @classmethod
     def from_state(cls, rows: list[list[object]]) -> DefinitionIndex:
