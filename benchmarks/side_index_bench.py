@@ -15,6 +15,7 @@ The stored index's size is the blob (old format) or the side index file (new for
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -68,6 +69,14 @@ def _engine():
     return HybridSearcher(lambda q: None, name="bench", keyword_index=lambda store: (BM25Index(), "bm25"))  # type: ignore[arg-type,return-value]
 
 
+def _peak_mb() -> float:
+    """Peak RSS of this process (VmHWM: unlike ru_maxrss, not inherited from the parent across fork/exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def build(path: Path, size: int) -> None:
     from deckhand.stores.sqlite import SQLiteStore
     from deckhand.types import CollectionSpec
@@ -115,7 +124,7 @@ def open_and_query(path: Path) -> None:
     engine = _engine()
     engine.update_indexes(store)
     opened = time.perf_counter()
-    rss_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_open = _peak_mb()
     assert engine.index_origin == "loaded", engine.index_origin
     assert engine.keyword is not None and engine.exact is not None and engine.definitions is not None
     first = engine.keyword.search(qs[0], 100)
@@ -126,13 +135,20 @@ def open_and_query(path: Path) -> None:
     relevant = engine.definitions.relevant("see Term40 and Term50", 5)
     resolved = engine.resolve_references(["2.1"])
     defined = time.perf_counter()
-    lat = []
+    lat, results = [], []
     for q in qs[1:]:
         t = time.perf_counter()
-        engine.keyword.search(q, 100)
+        results.append(engine.keyword.search(q, 100))
         lat.append(time.perf_counter() - t)
     lat.sort()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    phrases = ['"term20 means"', '"ba be"', '"means something" "see term"']
+    plat = []
+    for q in phrases:
+        t = time.perf_counter()
+        results.append(engine.exact.search(q, 100))
+        plat.append(round((time.perf_counter() - t) * 1000, 1))
+    results.append([engine.definitions.relevant(f"see Term{i}0 and Term{i + 1}0", 5) for i in range(20)])
+    peak = _peak_mb()
     print(
         json.dumps(
             {
@@ -146,6 +162,8 @@ def open_and_query(path: Path) -> None:
                 "peak_rss_mb": round(peak),
                 "keyword_p50_ms": round(statistics.median(lat) * 1000, 2),
                 "keyword_p95_ms": round(lat[int(len(lat) * 0.95)] * 1000, 2),
+                "phrase_ms": plat,
+                "results_digest": hashlib.sha256(repr(results).encode()).hexdigest()[:16],
                 "hits": [len(first), len(exact), definition is not None, len(relevant), resolved[0].resolved],
                 "top": first[:3],
             }

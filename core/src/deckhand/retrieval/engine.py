@@ -226,7 +226,9 @@ class HybridSearcher:
             self.indexed_version = version
             self.index_seconds = time.perf_counter() - clock
             self.index_origin = "loaded"
-            log.info("tool %s: indexes loaded for %d chunks in %.2fs", self.name, len(keyword), self.index_seconds)
+            log.info(
+                "tool %s: indexes loaded for %d chunks in %.2fs", self.name, len(self.locations), self.index_seconds
+            )
             return
         self.rebuild_indexes(store)
         self.indexed_version = version

@@ -51,6 +51,8 @@ V = TypeVar("V")
 _CACHED = 4096
 #: Keys per ``IN (...)`` query.
 _BATCH = 500
+#: Phrase candidates in more than 1/_SCAN_SHARE of the texts: scanning them all is faster than fetching by position.
+_SCAN_SHARE = 4
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -218,22 +220,40 @@ class SideIndexFile:
         return bool(self._rows("SELECT 1 FROM docs WHERE id = ?", (str(record_id),)))
 
     def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """Texts with any of ``phrases``: candidates from the trigram index when every phrase has a trigram
-        (else every text), each checked in Python exactly as an in-memory text is (``phrase in text``)."""
-        grams = [_trigram_query(p) for p in phrases]
-        if self.meta.get("trigrams") and all(grams):
-            where = " OR ".join("pos IN (SELECT rowid FROM texts_fts WHERE texts_fts MATCH ?)" for _ in grams)
-            sql, args = f"SELECT pos, text FROM texts WHERE {where} ORDER BY pos", tuple(grams)
+        """Texts with any of ``phrases``, each checked in Python exactly as an in-memory text is (``phrase in
+        text``): the candidates the trigram index gives when every phrase has a trigram and they are a small
+        part of the texts, else every text (streamed: the texts are never all in memory)."""
+        candidates = self._trigram_candidates(phrases)
+        join = "SELECT t.pos, t.text, d.id FROM texts t JOIN docs d ON d.pos = t.pos"
+        if candidates is None:
+            batches = [(f"{join} ORDER BY t.pos", ())]
         else:
-            sql, args = "SELECT pos, text FROM texts ORDER BY pos", ()
-        hits: list[tuple[int, int]] = []
+            batches = [
+                (f"{join} WHERE t.pos IN ({','.join('?' * len(part))}) ORDER BY t.pos", tuple(part))
+                for part in (candidates[i : i + _BATCH] for i in range(0, len(candidates), _BATCH))
+            ]
+        hits: list[tuple[int, int, str]] = []
         with self._lock:
-            for pos, text in self._conn.execute(sql, args):  # streamed: the texts are never all in memory
-                found = sum(1 for p in phrases if p in text)
-                if found:
-                    hits.append((found, int(pos)))
-        ids = self.ids([pos for _, pos in hits])
-        return [(found, pos, rid) for (found, pos), rid in zip(hits, ids, strict=True)]
+            for sql, args in batches:
+                for pos, text, record_id in self._conn.execute(sql, args):
+                    found = sum(1 for p in phrases if p in text)
+                    if found:
+                        hits.append((found, int(pos), str(record_id)))
+        return hits
+
+    def _trigram_candidates(self, phrases: tuple[str, ...]) -> list[int] | None:
+        """Positions of the texts holding every trigram of one of ``phrases`` (a superset of those containing
+        it), in order; None when a scan of every text is as good (no trigram index, a phrase too short for
+        one, or candidates in more than a quarter of the texts)."""
+        queries = [_trigram_query(p) for p in phrases]
+        if not self.meta.get("trigrams") or not all(queries):
+            return None
+        found: set[int] = set()
+        for query in queries:
+            found.update(r for (r,) in self._rows("SELECT rowid FROM texts_fts WHERE texts_fts MATCH ?", (query,)))
+            if len(found) * _SCAN_SHARE > self.n_docs:
+                return None
+        return sorted(found)
 
 
 def _trigram_query(phrase: str) -> str:
