@@ -49,6 +49,10 @@ FORMAT = 1
 V = TypeVar("V")
 #: Values a table keeps once read (then it starts again): definitions and sections queries look up repeatedly.
 _CACHED = 4096
+#: Pages of the file: a common term's postings (hundreds of KiB) span fewer overflow pages than with 4 KiB.
+_PAGE_SIZE = 16384
+#: Page cache of an opened file (KiB, filled only as pages are read): keeps the common terms' postings at hand.
+_CACHE_KIB = 65536
 #: Keys per ``IN (...)`` query.
 _BATCH = 500
 #: Phrase candidates in more than 1/_SCAN_SHARE of the texts: scanning them all is faster than fetching by position.
@@ -123,6 +127,7 @@ def write(
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
+            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = OFF")  # a temporary file: the rename makes it appear whole
             conn.execute("PRAGMA synchronous = OFF")
             conn.execute("BEGIN")
@@ -176,6 +181,7 @@ class SideIndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self._lock = threading.Lock()
         self.meta: dict[str, Any] = {k: json.loads(v) for k, v in self._rows("SELECT key, value FROM meta")}
         self.n_docs = int(self.meta.get("n_docs", 0))
