@@ -231,6 +231,7 @@ class SideIndexFile:
         part of the texts, else every text (streamed: the texts are never all in memory)."""
         candidates = self._trigram_candidates(phrases)
         join = "SELECT t.pos, t.text, d.id FROM texts t JOIN docs d ON d.pos = t.pos"
+        batches: list[tuple[str, tuple[int, ...]]]
         if candidates is None:
             batches = [(f"{join} ORDER BY t.pos", ())]
         else:
