@@ -228,3 +228,19 @@ def test_dropping_the_collection_removes_its_file(tmp_path: Path) -> None:
     assert not path.exists()
     store.open(SPEC)
     assert store.side_index_path(side_indexes.SIDE_INDEX) != path, "a new collection never meets the old file"
+
+
+@pytest.mark.parametrize("budget", [0, 200])
+def test_postings_beyond_the_cache_budget_are_still_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    built = _engine()
+    built.update_indexes(store)
+    expected = _answers(built)
+    monkeypatch.setattr(side_index_file, "_POSTINGS_CACHED", budget)
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"
+    assert _answers(opened) == expected and _answers(opened) == expected  # cold, then with what was kept

@@ -29,6 +29,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +54,8 @@ _CACHED = 4096
 _PAGE_SIZE = 16384
 #: Page cache of an opened file (KiB, filled only as pages are read): keeps the common terms' postings at hand.
 _CACHE_KIB = 65536
+#: Bytes of recently used postings an opened file keeps decoded (common terms recur from query to query).
+_POSTINGS_CACHED = 32 << 20
 #: Keys per ``IN (...)`` query.
 _BATCH = 500
 #: Phrase candidates in more than 1/_SCAN_SHARE of the texts: scanning them all is faster than fetching by position.
@@ -185,6 +188,8 @@ class SideIndexFile:
         self._lock = threading.Lock()
         self.meta: dict[str, Any] = {k: json.loads(v) for k, v in self._rows("SELECT key, value FROM meta")}
         self.n_docs = int(self.meta.get("n_docs", 0))
+        self._postings: OrderedDict[str, tuple[IntArray, FloatArray] | None] = OrderedDict()
+        self._postings_bytes = 0
 
     def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -197,18 +202,46 @@ class SideIndexFile:
 
     # -- BM25 (:class:`deckhand.retrieval.bm25.StoredPostings`) -------------------------------
     def postings(self, terms: list[str]) -> dict[str, tuple[IntArray, FloatArray]]:
+        """The postings of ``terms`` that documents have: recently used ones from memory (up to
+        :data:`_POSTINGS_CACHED` bytes, least recently used dropped first), the rest read in one query."""
         found: dict[str, tuple[IntArray, FloatArray]] = {}
-        for start in range(0, len(terms), _BATCH):
-            part = terms[start : start + _BATCH]
+        missing = []
+        with self._lock:
+            for term in terms:
+                if term not in self._postings:
+                    missing.append(term)
+                    continue
+                self._postings.move_to_end(term)
+                cached = self._postings[term]
+                if cached is not None:
+                    found[term] = cached
+        for start in range(0, len(missing), _BATCH):
+            part = missing[start : start + _BATCH]
             marks = ",".join("?" * len(part))
             sql = f"SELECT term, docs, weights FROM postings WHERE term IN ({marks})"
+            read: dict[str, tuple[IntArray, FloatArray] | None] = dict.fromkeys(part)
             for term, docs, weights in self._rows(sql, tuple(part)):
                 # read-only views of the fetched bytes (little-endian, as written): no copy
-                found[str(term)] = (
+                read[str(term)] = (
                     np.frombuffer(docs, dtype="<i4").astype(np.int32, copy=False),
                     np.frombuffer(weights, dtype="<f4").astype(np.float32, copy=False),
                 )
+            found.update((term, value) for term, value in read.items() if value is not None)
+            with self._lock:
+                for term, value in read.items():
+                    self._keep(term, value)
         return found
+
+    def _keep(self, term: str, value: tuple[IntArray, FloatArray] | None) -> None:
+        """Remember ``term``'s postings (None: no document has it), within the byte budget (under the lock)."""
+        size = 64 + (value[0].nbytes + value[1].nbytes if value is not None else 0)
+        if term in self._postings or size > _POSTINGS_CACHED:
+            return
+        self._postings[term] = value
+        self._postings_bytes += size
+        while self._postings_bytes > _POSTINGS_CACHED:
+            _, dropped = self._postings.popitem(last=False)
+            self._postings_bytes -= 64 + (dropped[0].nbytes + dropped[1].nbytes if dropped is not None else 0)
 
     def ids(self, positions: list[int]) -> list[str]:
         found: dict[int, str] = {}
