@@ -244,3 +244,24 @@ def test_postings_beyond_the_cache_budget_are_still_scored(
     opened.update_indexes(_store(tmp_path))
     assert opened.index_origin == "loaded"
     assert _answers(opened) == expected and _answers(opened) == expected  # cold, then with what was kept
+
+
+def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern() -> None:
+    from deckhand.retrieval.definition_lookup import DefinitionIndex
+
+    rng = np.random.default_rng(5)
+    words = ["vessel", "vessels", "berth", "force", "majeure", "act", "u.s.", "(a)", "data", "ſhip", "Ship", "co-op"]
+    terms = sorted({" ".join(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(60)})
+    rows = [[" ".join(t.split()).lower(), t, f"{t} means x", "d.md", None, f"d.md#{i}"] for i, t in enumerate(terms)]
+    index = DefinitionIndex.from_state(rows)  # type: ignore[arg-type]
+    seps = [" ", "  ", "\n", ", ", "; ", "-", "", ".", "es ", "s "]
+    for _ in range(300):
+        text = "".join(
+            str(rng.choice(words)).upper() if rng.random() < 0.2 else str(rng.choice(words)) + str(rng.choice(seps))
+            for _ in range(12)
+        )
+        narrowed = index.relevant(text, 50)
+        index._narrowed = lambda t: index._compiled()  # type: ignore[method-assign]
+        whole = index.relevant(text, 50)
+        del index._narrowed
+        assert narrowed == whole, text
