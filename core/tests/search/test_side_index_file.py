@@ -265,3 +265,21 @@ def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern(
         whole = index.relevant(text, 50)
         del index._narrowed
         assert narrowed == whole, text
+
+
+def test_a_killed_writers_temporary_file_is_removed_once_abandoned(tmp_path: Path) -> None:
+    import os
+
+    store = _store(tmp_path)
+    store.upsert(_records())
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    abandoned, recent = path.with_name(path.name + ".tmp-dead"), path.with_name(path.name + ".tmp-busy")
+    abandoned.write_bytes(b"half a file")
+    recent.write_bytes(b"another process writing")
+    os.utime(abandoned, (1, 1))
+    _engine().update_indexes(store)
+    assert path.is_file() and not abandoned.exists() and recent.exists()
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"

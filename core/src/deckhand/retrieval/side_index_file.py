@@ -23,12 +23,14 @@ caller rebuilds when the records moved on.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
 import sqlite3
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -56,6 +58,8 @@ _PAGE_SIZE = 16384
 _CACHE_KIB = 65536
 #: Bytes of recently used postings an opened file keeps decoded (common terms recur from query to query).
 _POSTINGS_CACHED = 32 << 20
+#: Age after which a temporary file of an unfinished write is taken for abandoned (its writer was killed).
+_ABANDONED_S = 3600.0
 #: Keys per ``IN (...)`` query.
 _BATCH = 500
 #: Phrase candidates in more than 1/_SCAN_SHARE of the texts: scanning them all is faster than fetching by position.
@@ -104,6 +108,16 @@ def _add_trigrams(conn: sqlite3.Connection) -> bool:
     return True
 
 
+def _remove_abandoned(path: Path) -> None:
+    """Delete temporary files of ``path`` that a killed writer left (older than :data:`_ABANDONED_S`; a
+    younger one may be another process's write in progress)."""
+    now = time.time()
+    for old in path.parent.glob(f"{glob.escape(path.name)}.tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > _ABANDONED_S:
+                old.unlink()
+
+
 def write(
     path: Path,
     version: int,
@@ -125,6 +139,7 @@ def write(
         "n_docs": len(postings.ids),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.tmp-")
     os.close(fd)
     try:
