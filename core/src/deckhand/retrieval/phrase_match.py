@@ -45,6 +45,10 @@ class PhraseTexts(Protocol):
 
     def __contains__(self, record_id: object) -> bool: ...
 
+    def present(self, record_ids: list[str]) -> set[str]:
+        """Those of ``record_ids`` that have a text (one look-up for them all)."""
+        ...
+
     def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
         """``(phrases found, build position, record id)`` of every text containing at least one of ``phrases``,
         in build order."""
@@ -53,6 +57,10 @@ class PhraseTexts(Protocol):
 
 class InMemoryTexts(dict[str, str]):
     """Record id → lower-cased content, in build order (:class:`PhraseTexts`)."""
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """Those of ``record_ids`` that have a text."""
+        return {i for i in record_ids if i in self}
 
     def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
         """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order."""
@@ -128,8 +136,10 @@ class ExactIndex:
         out: dict[str, float] = {}
 
         def add(ids: Iterable[str], score: float) -> None:
-            for record_id in ids:
-                if record_id not in out and (not len(self._texts) or record_id in self._texts):
+            fresh = [i for i in ids if i not in out]
+            known = self._texts.present(fresh) if len(self._texts) else set(fresh)
+            for record_id in fresh:
+                if record_id not in out and record_id in known:
                     out[record_id] = score
 
         if parsed.section:

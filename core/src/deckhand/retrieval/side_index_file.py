@@ -273,6 +273,12 @@ class SideIndexFile:
     def __contains__(self, record_id: object) -> bool:
         return bool(self._rows("SELECT 1 FROM docs WHERE id = ?", (str(record_id),)))
 
+    def present(self, record_ids: list[str]) -> set[str]:
+        """All of ``record_ids``: the exact index asks only about ids its sections and definitions gave, and
+        in a file those were written from the same records as ``docs`` (:func:`write`, one build), so every
+        one has a text; asking the file would cost a look-up per id for a large section."""
+        return set(record_ids)
+
     def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
         """Texts with any of ``phrases``, each checked in Python exactly as an in-memory text is (``phrase in
         text``): the candidates the trigram index gives when every phrase has a trigram and they are a small
