@@ -343,6 +343,21 @@ class SideIndexStorage(Protocol):
 
 
 @runtime_checkable
+class SideIndexFiles(Protocol):
+    """Optional beside :class:`SideIndexStorage`: where a side index may be kept as a file of its own.
+
+    The sqlite store names a file next to its database for the collection; the query engine
+    writes the hierarchical tool's indexes there (:mod:`deckhand.retrieval.side_index_file`),
+    renamed into place and tagged with the records version, and a new process opens it
+    instead of loading a blob. The store deletes the collection's files when it drops it.
+    """
+
+    def side_index_path(self, name: str) -> Path | None:
+        """The file for the side index ``name`` of the open collection (None: keep it as a blob)."""
+        ...
+
+
+@runtime_checkable
 class IndexMaintenance(Protocol):
     """Capability :attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures brought up to date after writes.
 

@@ -6,9 +6,11 @@ Rebuilt from the ``definitions`` the structure chunker stored in each record's m
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-from collections.abc import Iterable
+import typing
+from collections.abc import Iterable, Mapping
 
 from deckhand.chunking.definitions import Definition
 from deckhand.types import Record
@@ -24,6 +26,7 @@ class DefinitionIndex:
     def __init__(self) -> None:
         self._by_term: dict[str, list[Definition]] = {}
         self._pattern: re.Pattern[str] | None = None
+        self._starts: _FirstWords | None = None
         self._lock = threading.Lock()
 
     def add_records(self, records: Iterable[Record]) -> None:
@@ -38,6 +41,7 @@ class DefinitionIndex:
                     entry = Definition(term, text, record.source, record.metadata.get("section_id"), record.id)
                     self._by_term.setdefault(" ".join(term.split()).lower(), []).append(entry)
             self._pattern = None
+            self._starts = None
 
     def remove_source(self, source: str) -> None:
         """Forget every definition that came from ``source``."""
@@ -49,6 +53,7 @@ class DefinitionIndex:
                 else:
                     del self._by_term[key]
             self._pattern = None
+            self._starts = None
 
     def to_state(self) -> list[list[object]]:
         """Every entry as JSON-able rows ``[key, term, definition, source, section id, record id]``."""
@@ -58,6 +63,14 @@ class DefinitionIndex:
                 for key, entries in self._by_term.items()
                 for d in entries
             ]
+
+    @classmethod
+    def over(cls, table: Mapping[str, list[Definition]]) -> DefinitionIndex:
+        """An index answering from ``table`` (key → entries, in :meth:`to_state` order; a side index
+        file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        index = cls()
+        index._by_term = typing.cast(dict[str, list[Definition]], table)
+        return index
 
     @classmethod
     def from_state(cls, rows: list[list[object]]) -> DefinitionIndex:
@@ -90,7 +103,9 @@ class DefinitionIndex:
         """
         if limit <= 0 or not self._by_term:
             return []
-        pattern = self._compiled()
+        pattern = self._narrowed(text) if text.isascii() else self._compiled()
+        if pattern is None:
+            return []
         seen: dict[str, Definition] = {}
         for match in pattern.finditer(text):
             key = " ".join(match.group(1).split()).lower()
@@ -102,10 +117,66 @@ class DefinitionIndex:
         ranked = sorted(seen.values(), key=lambda d: (-len(d.term), d.term.lower()))
         return ranked[:limit]
 
+    def _narrowed(self, text: str) -> re.Pattern[str] | None:
+        """The pattern of :meth:`_compiled` less the terms that cannot match anywhere in ``text`` (ASCII), so
+        its matches are the same; None when no term can. A term matches only where a chunk of ``text`` not
+        preceded by a word character starts with its first word (case-insensitively, as ASCII folds), and a
+        term that is not ASCII is always kept (``ſ`` matches ``s`` when ignoring case)."""
+        with self._lock:
+            if self._starts is None:
+                self._starts = _FirstWords(self._by_term)
+            starts = self._starts
+        kept = starts.candidates(text.lower())
+        if not kept:
+            return None
+        return _narrowed_pattern(tuple(sorted(kept, key=len, reverse=True)))
+
     def _compiled(self) -> re.Pattern[str]:
         with self._lock:
             if self._pattern is None:
-                alternatives = sorted(self._by_term, key=len, reverse=True)
-                body = "|".join(r"\s+".join(re.escape(word) for word in term.split()) for term in alternatives)
-                self._pattern = re.compile(rf"(?<![\w])({body})(?:e?s)?(?![\w])", re.IGNORECASE)
+                self._pattern = _pattern(tuple(sorted(self._by_term, key=len, reverse=True)))
             return self._pattern
+
+
+def _pattern(alternatives: tuple[str, ...]) -> re.Pattern[str]:
+    """Whole-word, case-insensitive, plural-tolerant matching of ``alternatives`` (tried in that order)."""
+    body = "|".join(r"\s+".join(re.escape(word) for word in term.split()) for term in alternatives)
+    return re.compile(rf"(?<![\w])({body})(?:e?s)?(?![\w])", re.IGNORECASE)
+
+
+#: The narrowed patterns of recent texts (a few terms each), kept compiled.
+_narrowed_pattern = functools.lru_cache(maxsize=256)(_pattern)
+
+_CHUNK = re.compile(r"\S+")
+_WORD = re.compile(r"\w")
+
+
+class _FirstWords:
+    """The defined terms by their first word, to find those that may occur in an ASCII text."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.order: list[str] = []
+        self.by_first: dict[str, list[int]] = {}
+        self.always: list[int] = []
+        for i, key in enumerate(keys):
+            self.order.append(key)
+            if key.isascii():
+                self.by_first.setdefault(key.split()[0], []).append(i)
+            else:
+                self.always.append(i)
+        self.longest = max((len(w) for w in self.by_first), default=0)
+
+    def candidates(self, lowered: str) -> list[str]:
+        """The terms, in index order, whose first word starts a chunk of ``lowered`` at a position not preceded
+        by a word character: every term that can match there, and a few more."""
+        found = set(self.always)
+        for chunk in _CHUNK.finditer(lowered):
+            start, end = chunk.span()
+            for p in range(start, end):
+                if p > start and _WORD.match(lowered, p - 1):
+                    continue
+                for q in range(p + 1, min(end, p + self.longest) + 1):
+                    hits = self.by_first.get(lowered[p:q])
+                    if hits:
+                        found.update(hits)
+        return [self.order[i] for i in sorted(found)]

@@ -19,24 +19,27 @@ alone: the store's similarities are the scores and ``min_score`` is applied by t
 The side indexes the hybrid modes need (keyword, exact, definitions, cross-references, result
 locations) are derived from the stored records (:mod:`deckhand.retrieval.side_indexes`). A store
 that keeps side indexes (the sqlite store) holds them, versioned by its records version: a new
-process loads them, and rebuilds them from ``store.iter_records()`` only when the records changed
-since they were saved; other stores rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
+process loads them (or, from a side index file, opens them and reads per query), and rebuilds them
+from ``store.iter_records()`` only when the records changed since they were saved; other stores
+rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
 checks the records version (one read) so an ingestion by another process is picked up.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
 from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import KeywordIndex, Reranker, VectorAwareKeywordIndex, VectorStore
+from deckhand.protocols import KeywordIndex, Reranker, SideIndexStorage, VectorAwareKeywordIndex, VectorStore
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -170,7 +173,9 @@ class HybridSearcher:
         self.exact: ExactIndex | None = None
         self.definitions: DefinitionIndex | None = None
         self.resolver: ReferenceResolver | None = None
-        self.locations: dict[str, tuple[str, str]] = {}
+        self.locations: Mapping[str, tuple[str, str]] = {}
+        #: The side indexes in use.
+        self.indexes: side_indexes.SideIndexes | None = None
         #: Records version the side indexes were built from (stores that keep side indexes).
         self.indexed_version: int | None = None
         #: Seconds the last update of the side indexes took.
@@ -189,6 +194,8 @@ class HybridSearcher:
         return self.keyword
 
     def _adopt(self, indexes: side_indexes.SideIndexes) -> None:
+        # A side index file the replaced indexes read from is closed when the last query using it lets go of it.
+        self.indexes = indexes
         self.definitions, self.resolver = indexes.definitions, indexes.resolver
         self.exact, self.locations = indexes.exact, indexes.locations
 
@@ -198,6 +205,10 @@ class HybridSearcher:
         side = side_index_storage(store)
         if side is None or not side_indexes.persistable(keyword):
             self.rebuild_indexes(store)
+            return
+        path = side_indexes.file_path(side, keyword)
+        if path is not None:
+            self._update_from_file(store, side, path, keyword)
             return
         clock = time.perf_counter()
         version = side.records_version()  # read before the records: a rebuild is saved only if still current
@@ -225,6 +236,33 @@ class HybridSearcher:
         if not side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.dump(built)):
             log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
         self.indexed_version = version
+
+    def _update_from_file(self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndex) -> None:
+        """Open the side index file kept for the current records, else rebuild the indexes and write it."""
+        clock = time.perf_counter()
+        version = side.records_version()  # read before the records: a rebuild is kept only if still current
+        opened = side_indexes.open_file(path, version, keyword, str(self.keyword_strategy))
+        if opened is not None:
+            self._adopt(opened)
+            self.indexed_version = version
+            self.index_seconds = time.perf_counter() - clock
+            self.index_origin = "loaded"
+            log.info(
+                "tool %s: indexes loaded for %d chunks in %.2fs", self.name, len(self.locations), self.index_seconds
+            )
+            return
+        self.rebuild_indexes(store)
+        self.indexed_version = version
+        if self.indexes is None or side.records_version() != version:
+            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
+            return
+        try:
+            side_indexes.write_file(path, version, self.indexes)
+            side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.FILE_MARK)
+        except (OSError, sqlite3.Error) as exc:
+            log.warning(
+                "tool %s: could not keep the side indexes in %s (%s); they are rebuilt next time", self.name, path, exc
+            )
 
     def ensure_current(self, store: VectorStore) -> None:
         """Bring the side indexes up to date when another process (or store object) changed the records."""

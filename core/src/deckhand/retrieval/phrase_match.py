@@ -38,6 +38,40 @@ class DefinitionLookup(Protocol):
     def lookup(self, term: str) -> Any: ...
 
 
+class PhraseTexts(Protocol):
+    """The lower-cased contents phrases are looked for in: a dict in memory, or a side index file's table."""
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, record_id: object) -> bool: ...
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """Those of ``record_ids`` that have a text (one look-up for them all)."""
+        ...
+
+    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
+        """``(phrases found, build position, record id)`` of every text containing at least one of ``phrases``,
+        in build order."""
+        ...
+
+
+class InMemoryTexts(dict[str, str]):
+    """Record id → lower-cased content, in build order (:class:`PhraseTexts`)."""
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """Those of ``record_ids`` that have a text."""
+        return {i for i in record_ids if i in self}
+
+    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
+        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order."""
+        out = []
+        for position, (record_id, text) in enumerate(self.items()):
+            found = sum(1 for p in phrases if p in text)
+            if found:
+                out.append((found, position, record_id))
+        return out
+
+
 @dataclass(frozen=True)
 class ExactQuery:
     """What the exact index recognised in a query."""
@@ -62,19 +96,25 @@ class ExactIndex:
         self.resolver = resolver
         self.definitions = definitions
         self.normalise_section_id = normalise_section_id
-        self._texts: dict[str, str] = {}
+        self._texts: PhraseTexts = InMemoryTexts()
 
     def build(self, records: Iterable[Record]) -> None:
         """(Re)build the phrase index; the resolver and definitions are rebuilt by their owner."""
-        self._texts = {r.id: r.content.lower() for r in records}
+        self._texts = InMemoryTexts((r.id, r.content.lower()) for r in records)
 
     def texts(self) -> dict[str, str]:
         """Record id → lower-cased content, as :meth:`build` indexed them (kept with the side indexes)."""
+        if not isinstance(self._texts, InMemoryTexts):
+            raise RuntimeError("the exact index reads stored texts: there is nothing built to export")
         return dict(self._texts)
 
     def restore(self, texts: dict[str, str]) -> None:
         """Take the phrase index :meth:`texts` returned instead of building it from records."""
-        self._texts = dict(texts)
+        self._texts = InMemoryTexts(texts)
+
+    def attach(self, texts: PhraseTexts) -> None:
+        """Look for phrases in ``texts`` (a side index file's) instead of texts held in memory."""
+        self._texts = texts
 
     def parse(self, query: str) -> ExactQuery:
         phrases = tuple(p.strip().lower() for a, b in QUOTED.findall(query) if (p := a or b).strip())
@@ -96,8 +136,10 @@ class ExactIndex:
         out: dict[str, float] = {}
 
         def add(ids: Iterable[str], score: float) -> None:
-            for record_id in ids:
-                if record_id not in out and (not self._texts or record_id in self._texts):
+            fresh = [i for i in ids if i not in out]
+            known = self._texts.present(fresh) if len(self._texts) else set(fresh)
+            for record_id in fresh:
+                if record_id not in out and record_id in known:
                     out[record_id] = score
 
         if parsed.section:
@@ -110,11 +152,10 @@ class ExactIndex:
         for ref in parsed.references:
             add(self.resolver.resolve(ref), DIRECT)
         if parsed.phrases:
-            phrase_hits: list[tuple[float, int, str]] = []
-            for position, (record_id, text) in enumerate(self._texts.items()):
-                found = sum(1 for p in parsed.phrases if p in text)
-                if found:
-                    phrase_hits.append((found / len(parsed.phrases), position, record_id))
+            phrase_hits = [
+                (found / len(parsed.phrases), position, record_id)
+                for found, position, record_id in self._texts.containing(parsed.phrases)
+            ]
             phrase_hits.sort(key=lambda h: (-h[0], h[1]))
             for coverage, _, record_id in phrase_hits:
                 if record_id not in out:

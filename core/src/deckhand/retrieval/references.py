@@ -7,7 +7,8 @@ themselves are found at chunking time by :func:`deckhand.chunking.references.fin
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+import typing
+from collections.abc import Iterable, Mapping
 
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.chunking.references import find_references, parent_ids
@@ -53,6 +54,14 @@ class ReferenceResolver:
                 ident: {src: list(entries) for src, entries in by_source.items()}
                 for ident, by_source in self._by_id.items()
             }
+
+    @classmethod
+    def over(cls, table: Mapping[str, dict[str, list[tuple[int, str]]]]) -> ReferenceResolver:
+        """A resolver answering from ``table`` (section id → source → entries, as :meth:`to_state`; a side
+        index file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        resolver = cls()
+        resolver._by_id = typing.cast(dict[str, dict[str, list[tuple[int, str]]]], table)
+        return resolver
 
     @classmethod
     def from_state(cls, state: dict[str, dict[str, list[list[object]]]]) -> ReferenceResolver:

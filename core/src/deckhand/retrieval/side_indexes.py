@@ -7,6 +7,12 @@ as one blob under :data:`SIDE_INDEX`, tagged with the records version they were 
 a new process loads them instead of reading every record, and an index whose records changed
 since (another process ingested) is never loaded, it is rebuilt. Elsewhere they are rebuilt
 from the records at start-up, as before.
+
+A store that also names a file per side index (:class:`deckhand.protocols.SideIndexFiles`, the
+sqlite store) gets them, with the builtin ``bm25`` keyword strategy, as a SQLite file of their
+own instead (:mod:`deckhand.retrieval.side_index_file`): a new process opens it and each query
+reads only its terms' postings, its phrases' texts and its definitions' rows, so start-up does
+not grow with the corpus. Other keyword strategies keep the blob.
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import KeywordIndex
+from deckhand.protocols import KeywordIndex, SideIndexFiles, SideIndexStorage
+from deckhand.retrieval import side_index_file
+from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
@@ -33,6 +42,9 @@ log = logging.getLogger("deckhand")
 SIDE_INDEX = "hierarchical/indexes"
 #: Format of the blob; a blob of another format is rebuilt.
 FORMAT = 1
+#: Kept under :data:`SIDE_INDEX` instead of the blob when the indexes are in a side index file (it replaces a blob
+#: of an earlier version, and marks the records version the file was built from).
+FILE_MARK = b'{"side_index_file": 1}'
 
 
 @dataclass
@@ -44,7 +56,14 @@ class SideIndexes:
     definitions: DefinitionIndex
     resolver: ReferenceResolver
     exact: ExactIndex
-    locations: dict[str, tuple[str, str]]
+    locations: Mapping[str, tuple[str, str]]
+    #: The side index file the indexes read from (None: they are in memory); close it when done with them.
+    file: side_index_file.SideIndexFile | None = None
+
+    def close(self) -> None:
+        """Close the side index file the indexes read from, if any."""
+        if self.file is not None:
+            self.file.close()
 
 
 def location_of(metadata: dict[str, Any]) -> str:
@@ -91,6 +110,42 @@ def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: st
     return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations)
 
 
+def file_path(side: SideIndexStorage, keyword: KeywordIndex) -> Path | None:
+    """Where the side indexes are kept as a file (:mod:`~deckhand.retrieval.side_index_file`): a store that
+    names one, with the builtin ``bm25`` keyword index; None to keep them as a blob."""
+    if not isinstance(keyword, BM25Index) or not isinstance(side, SideIndexFiles):
+        return None
+    return side.side_index_path(SIDE_INDEX)
+
+
+def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes | None:
+    """The side indexes kept in ``path`` for the records at ``version``, ``keyword`` reading its postings;
+    None when there is none for them (the caller rebuilds and :func:`write_file`-s)."""
+    if not isinstance(keyword, BM25Index):
+        return None
+    opened = side_index_file.open_file(path, version, keyword, keyword_strategy)
+    if opened is None:
+        return None
+    file, definitions, resolver, exact, locations = opened
+    return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations, file)
+
+
+def write_file(path: Path, version: int, indexes: SideIndexes) -> None:
+    """``indexes`` (built in this process from the records at ``version``) kept in ``path`` for :func:`open_file`."""
+    if not isinstance(indexes.keyword, BM25Index):
+        raise TypeError("only the builtin bm25 keyword index is kept in a side index file")
+    side_index_file.write(
+        path,
+        version,
+        indexes.keyword_strategy,
+        indexes.keyword,
+        indexes.definitions,
+        indexes.resolver,
+        indexes.exact,
+        indexes.locations,
+    )
+
+
 def persistable(keyword: KeywordIndex) -> bool:
     """Whether ``keyword`` can be saved (the builtin ``bm25`` can; a store's own full text needs nothing saved)."""
     return callable(getattr(keyword, "to_bytes", None)) and callable(getattr(keyword, "restore", None))
@@ -105,7 +160,7 @@ def dump(indexes: SideIndexes) -> bytes:
         "definitions": indexes.definitions.to_state(),
         "references": indexes.resolver.to_state(),
         "texts": indexes.exact.texts(),
-        "locations": indexes.locations,
+        "locations": dict(indexes.locations),
     }
     out = io.BytesIO()
     np.savez(
@@ -122,6 +177,8 @@ def load(data: bytes, keyword: KeywordIndex, keyword_strategy: str) -> SideIndex
     None when the blob was written in another format, for another keyword strategy or
     settings, or cannot be read: the caller rebuilds from the records.
     """
+    if data == FILE_MARK:
+        return None
     try:
         with np.load(io.BytesIO(data)) as arrays:
             meta = json.loads(bytes(arrays["meta"]).decode("utf-8"))

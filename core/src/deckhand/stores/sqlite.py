@@ -31,6 +31,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -345,6 +346,7 @@ class SQLiteStore(OpenCollection):
                     if found is not None:
                         self._ann.close()
                         sqlite_ann.remove_unrecorded(self.path, found.id, keep=None)
+                        _remove_side_files(self.path, found.id)
             except IndexCorruptError as exc:
                 self._disconnect()
                 with translated(self.path):
@@ -493,6 +495,15 @@ class SQLiteStore(OpenCollection):
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise
+
+    def side_index_path(self, name: str) -> Path | None:
+        """The file beside the database for the collection's side index ``name`` (``SideIndexFiles``), named after
+        the collection's id (never reused) so a dropped and re-created collection never finds the old one."""
+        with self._read() as (_, found):
+            if found is None:
+                return None
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
+            return self.path.with_name(f"{sqlite_ann.file_prefix(self.path, found.id)}side-{slug}")
 
     def load_side_index(self, name: str) -> tuple[int, bytes] | None:
         """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
@@ -833,6 +844,13 @@ class SQLiteStore(OpenCollection):
             for row in batch:
                 yield _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
             after = int(batch[-1][0])
+
+
+def _remove_side_files(path: Path, collection: int) -> None:
+    """Delete the side index files of a dropped collection (a reader that opened one keeps it until it closes)."""
+    for old in path.parent.glob(f"{sqlite_ann.file_prefix(path, collection)}side-*"):
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def _dump(metadata: dict[str, Any]) -> str:

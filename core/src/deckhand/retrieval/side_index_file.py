@@ -1,0 +1,416 @@
+"""The side indexes as one SQLite file that a new process opens instead of loading.
+
+A store that keeps side index files (:class:`deckhand.protocols.SideIndexFiles`, the sqlite
+store) names a path; :func:`write` puts every side index there (built in this process, with
+the builtin ``bm25`` keyword index) and :func:`open_file` opens it. Opening reads one small
+table; a query then reads only what it needs:
+
+``meta``         format, records version, keyword strategy and BM25 settings, document count
+``docs``         build position → record id, source and location (indexed by id too)
+``texts``        build position → lower-cased content (exact phrases), with ``texts_fts``, an FTS5
+                 trigram index (no positions) that narrows a phrase to the texts holding its trigrams
+``postings``     term → its BM25 document positions and weights (int32 / float32 arrays)
+``definitions``  normalised term → its definitions, in index order
+``sections``     section id → source → ``[chunk index, record id]`` (JSON)
+
+Scores and orders are those of the in-memory indexes: the same postings, summed in the same
+order, and the same tables the in-memory dicts hold, looked up per key. The file is written
+under a temporary name and renamed into place (a reader keeps the file it opened; a killed
+writer leaves the previous file), and carries the records version it was built from: the
+caller rebuilds when the records moved on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from deckhand.chunking.definitions import Definition
+from deckhand.chunking.headings import normalise_section_id
+from deckhand.retrieval.bm25 import BM25Index, FloatArray, IntArray
+from deckhand.retrieval.definition_lookup import DefinitionIndex
+from deckhand.retrieval.phrase_match import ExactIndex
+from deckhand.retrieval.references import ReferenceResolver
+
+log = logging.getLogger("deckhand")
+
+#: Layout of the file; a file of another format is rebuilt.
+FORMAT = 1
+V = TypeVar("V")
+#: Values a table keeps once read (then it starts again): definitions and sections queries look up repeatedly.
+_CACHED = 4096
+#: Pages of the file: a common term's postings (hundreds of KiB) span fewer overflow pages than with 4 KiB.
+_PAGE_SIZE = 16384
+#: Page cache of an opened file (KiB, filled only as pages are read): keeps the common terms' postings at hand.
+_CACHE_KIB = 65536
+#: Bytes of recently used postings an opened file keeps decoded (common terms recur from query to query).
+_POSTINGS_CACHED = 32 << 20
+#: Age after which a temporary file of an unfinished write is taken for abandoned (its writer was killed).
+_ABANDONED_S = 3600.0
+#: Keys per ``IN (...)`` query.
+_BATCH = 500
+#: Phrase candidates in more than 1/_SCAN_SHARE of the texts: scanning them all is faster than fetching by position.
+_SCAN_SHARE = 4
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (pos INTEGER PRIMARY KEY, id TEXT NOT NULL, source TEXT NOT NULL, location TEXT NOT NULL);
+CREATE TABLE texts (pos INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE postings (term TEXT PRIMARY KEY, docs BLOB NOT NULL, weights BLOB NOT NULL);
+CREATE TABLE definitions (
+    seq INTEGER PRIMARY KEY, key TEXT NOT NULL, term TEXT NOT NULL, definition TEXT NOT NULL,
+    source TEXT NOT NULL, section_id TEXT, record_id TEXT NOT NULL
+);
+CREATE TABLE sections (ident TEXT PRIMARY KEY, entries TEXT NOT NULL);
+"""
+_INDEXES = """
+CREATE UNIQUE INDEX docs_id ON docs (id);
+CREATE INDEX definitions_key ON definitions (key);
+"""
+#: The trigram index over ``texts`` (external content, no positions: about a fifth of the texts' size).
+_TRIGRAMS = """
+CREATE VIRTUAL TABLE texts_fts USING fts5(
+    text, content='texts', content_rowid='pos', tokenize='trigram case_sensitive 1', detail='none'
+);
+INSERT INTO texts_fts (texts_fts) VALUES ('rebuild');
+"""
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _add_trigrams(conn: sqlite3.Connection) -> bool:
+    """Add the trigram index; False (phrases then scan every text) where SQLite lacks FTS5's trigram tokenizer."""
+    conn.execute("SAVEPOINT trigrams")
+    try:
+        for statement in _statements(_TRIGRAMS):
+            conn.execute(statement)
+    except sqlite3.OperationalError as exc:
+        log.info("side index file without a trigram index (%s): exact phrases scan every text", exc)
+        conn.execute("ROLLBACK TO trigrams")
+        conn.execute("RELEASE trigrams")
+        return False
+    conn.execute("RELEASE trigrams")
+    return True
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Delete temporary files of ``path`` that a killed writer left (older than :data:`_ABANDONED_S`; a
+    younger one may be another process's write in progress)."""
+    now = time.time()
+    for old in path.parent.glob(f"{glob.escape(path.name)}.tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > _ABANDONED_S:
+                old.unlink()
+
+
+def write(
+    path: Path,
+    version: int,
+    keyword_strategy: str,
+    keyword: BM25Index,
+    definitions: DefinitionIndex,
+    resolver: ReferenceResolver,
+    exact: ExactIndex,
+    locations: Mapping[str, tuple[str, str]],
+) -> None:
+    """Every side index, built from the records at ``version``, into ``path`` (replaced atomically)."""
+    postings = keyword.postings()
+    texts = exact.texts()
+    meta = {
+        "format": FORMAT,
+        "version": version,
+        "keyword_strategy": keyword_strategy,
+        "bm25": postings.settings,
+        "n_docs": len(postings.ids),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.tmp-")
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
+            conn.execute("PRAGMA journal_mode = OFF")  # a temporary file: the rename makes it appear whole
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute("BEGIN")
+            for statement in _statements(_SCHEMA):
+                conn.execute(statement)
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+            conn.executemany(
+                "INSERT INTO docs VALUES (?, ?, ?, ?)",
+                ((i, rid, *locations.get(rid, ("", ""))) for i, rid in enumerate(postings.ids)),
+            )
+            position = {rid: i for i, rid in enumerate(postings.ids)}
+            conn.executemany("INSERT INTO texts VALUES (?, ?)", ((position[r], t) for r, t in texts.items()))
+            bounds = postings.offsets
+            docs, weights = postings.docs.astype("<i4"), postings.weights.astype("<f4")
+            conn.executemany(
+                "INSERT INTO postings VALUES (?, ?, ?)",
+                (
+                    (term, docs[bounds[t] : bounds[t + 1]].tobytes(), weights[bounds[t] : bounds[t + 1]].tobytes())
+                    for t, term in enumerate(postings.vocab)
+                    if bounds[t + 1] > bounds[t]
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO definitions (key, term, definition, source, section_id, record_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                definitions.to_state(),
+            )
+            conn.executemany(
+                "INSERT INTO sections VALUES (?, ?)",
+                ((ident, json.dumps(by_source)) for ident, by_source in resolver.to_state().items()),
+            )
+            for statement in _statements(_INDEXES):
+                conn.execute(statement)
+            trigrams = _add_trigrams(conn)
+            conn.execute("INSERT INTO meta VALUES ('trigrams', ?)", (json.dumps(trigrams),))
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class SideIndexFile:
+    """An opened side index file: a read-only connection that the lookups below share (one at a time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        self._lock = threading.Lock()
+        self.meta: dict[str, Any] = {k: json.loads(v) for k, v in self._rows("SELECT key, value FROM meta")}
+        self.n_docs = int(self.meta.get("n_docs", 0))
+        self._postings: OrderedDict[str, tuple[IntArray, FloatArray] | None] = OrderedDict()
+        self._postings_bytes = 0
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        """Close the connection (also closed when the object is collected, once no query uses it)."""
+        with self._lock:
+            self._conn.close()
+
+    # -- BM25 (:class:`deckhand.retrieval.bm25.StoredPostings`) -------------------------------
+    def postings(self, terms: list[str]) -> dict[str, tuple[IntArray, FloatArray]]:
+        """The postings of ``terms`` that documents have: recently used ones from memory (up to
+        :data:`_POSTINGS_CACHED` bytes, least recently used dropped first), the rest read in one query."""
+        found: dict[str, tuple[IntArray, FloatArray]] = {}
+        missing = []
+        with self._lock:
+            for term in terms:
+                if term not in self._postings:
+                    missing.append(term)
+                    continue
+                self._postings.move_to_end(term)
+                cached = self._postings[term]
+                if cached is not None:
+                    found[term] = cached
+        for start in range(0, len(missing), _BATCH):
+            part = missing[start : start + _BATCH]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT term, docs, weights FROM postings WHERE term IN ({marks})"
+            read: dict[str, tuple[IntArray, FloatArray] | None] = dict.fromkeys(part)
+            for term, docs, weights in self._rows(sql, tuple(part)):
+                # read-only views of the fetched bytes (little-endian, as written): no copy
+                read[str(term)] = (
+                    np.frombuffer(docs, dtype="<i4").astype(np.int32, copy=False),
+                    np.frombuffer(weights, dtype="<f4").astype(np.float32, copy=False),
+                )
+            found.update((term, value) for term, value in read.items() if value is not None)
+            with self._lock:
+                for term, value in read.items():
+                    self._keep(term, value)
+        return found
+
+    def _keep(self, term: str, value: tuple[IntArray, FloatArray] | None) -> None:
+        """Remember ``term``'s postings (None: no document has it), within the byte budget (under the lock)."""
+        size = 64 + (value[0].nbytes + value[1].nbytes if value is not None else 0)
+        if term in self._postings or size > _POSTINGS_CACHED:
+            return
+        self._postings[term] = value
+        self._postings_bytes += size
+        while self._postings_bytes > _POSTINGS_CACHED:
+            _, dropped = self._postings.popitem(last=False)
+            self._postings_bytes -= 64 + (dropped[0].nbytes + dropped[1].nbytes if dropped is not None else 0)
+
+    def ids(self, positions: list[int]) -> list[str]:
+        found: dict[int, str] = {}
+        for start in range(0, len(positions), _BATCH):
+            part = positions[start : start + _BATCH]
+            marks = ",".join("?" * len(part))
+            found.update(self._rows(f"SELECT pos, id FROM docs WHERE pos IN ({marks})", tuple(part)))
+        return [found[p] for p in positions]
+
+    # -- exact phrases (:class:`deckhand.retrieval.phrase_match.PhraseTexts`) -----------------
+    def __len__(self) -> int:
+        return self.n_docs
+
+    def __contains__(self, record_id: object) -> bool:
+        return bool(self._rows("SELECT 1 FROM docs WHERE id = ?", (str(record_id),)))
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """All of ``record_ids``: the exact index asks only about ids its sections and definitions gave, and
+        in a file those were written from the same records as ``docs`` (:func:`write`, one build), so every
+        one has a text; asking the file would cost a look-up per id for a large section."""
+        return set(record_ids)
+
+    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
+        """Texts with any of ``phrases``, each checked in Python exactly as an in-memory text is (``phrase in
+        text``): the candidates the trigram index gives when every phrase has a trigram and they are a small
+        part of the texts, else every text (streamed: the texts are never all in memory)."""
+        candidates = self._trigram_candidates(phrases)
+        join = "SELECT t.pos, t.text, d.id FROM texts t JOIN docs d ON d.pos = t.pos"
+        batches: list[tuple[str, tuple[int, ...]]]
+        if candidates is None:
+            batches = [(f"{join} ORDER BY t.pos", ())]
+        else:
+            batches = [
+                (f"{join} WHERE t.pos IN ({','.join('?' * len(part))}) ORDER BY t.pos", tuple(part))
+                for part in (candidates[i : i + _BATCH] for i in range(0, len(candidates), _BATCH))
+            ]
+        hits: list[tuple[int, int, str]] = []
+        with self._lock:
+            for sql, args in batches:
+                for pos, text, record_id in self._conn.execute(sql, args):
+                    found = sum(1 for p in phrases if p in text)
+                    if found:
+                        hits.append((found, int(pos), str(record_id)))
+        return hits
+
+    def _trigram_candidates(self, phrases: tuple[str, ...]) -> list[int] | None:
+        """Positions of the texts holding every trigram of one of ``phrases`` (a superset of those containing
+        it), in order; None when a scan of every text is as good (no trigram index, a phrase too short for
+        one, or candidates in more than a quarter of the texts)."""
+        queries = [_trigram_query(p) for p in phrases]
+        if not self.meta.get("trigrams") or not all(queries):
+            return None
+        found: set[int] = set()
+        for query in queries:
+            found.update(r for (r,) in self._rows("SELECT rowid FROM texts_fts WHERE texts_fts MATCH ?", (query,)))
+            if len(found) * _SCAN_SHARE > self.n_docs:
+                return None
+        return sorted(found)
+
+
+def _trigram_query(phrase: str) -> str:
+    """An FTS5 query for the rows holding every trigram of ``phrase`` (a superset of those containing it);
+    empty when it is shorter than a trigram."""
+    grams = dict.fromkeys(phrase[i : i + 3] for i in range(len(phrase) - 2))
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
+
+
+class _Table(Mapping[str, V]):
+    """A read-only mapping whose values are read from the file per key (and kept once read)."""
+
+    def __init__(self, file: SideIndexFile, get_sql: str, keys_sql: str, decode: Any) -> None:
+        self._file, self._get_sql, self._keys_sql, self._decode = file, get_sql, keys_sql, decode
+        self._keys: list[str] | None = None
+        self._cache: dict[str, V | None] = {}
+
+    def __getitem__(self, key: str) -> V:
+        if key not in self._cache:
+            if len(self._cache) >= _CACHED:
+                self._cache.clear()
+            rows = self._file._rows(self._get_sql, (key,))
+            self._cache[key] = self._decode(rows) if rows else None
+        value = self._cache[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def _all_keys(self) -> list[str]:
+        if self._keys is None:
+            self._keys = [str(row[0]) for row in self._file._rows(self._keys_sql)]
+        return self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all_keys())
+
+    def __len__(self) -> int:
+        return len(self._all_keys())
+
+
+def _definitions(rows: list[tuple[Any, ...]]) -> list[Definition]:
+    return [Definition(str(t), str(d), str(s), None if sid is None else str(sid), str(r)) for t, d, s, sid, r in rows]
+
+
+def _sections(rows: list[tuple[Any, ...]]) -> dict[str, list[tuple[int, str]]]:
+    by_source: dict[str, list[list[Any]]] = json.loads(rows[0][0])
+    return {src: [(int(i), str(rid)) for i, rid in entries] for src, entries in by_source.items()}
+
+
+def _location(rows: list[tuple[Any, ...]]) -> tuple[str, str]:
+    return str(rows[0][0]), str(rows[0][1])
+
+
+class Locations(_Table[tuple[str, str]]):
+    """Record id → (source, location), read per id; its length is the document count."""
+
+    def __len__(self) -> int:
+        return self._file.n_docs
+
+
+def open_file(
+    path: Path, version: int, keyword: BM25Index, keyword_strategy: str
+) -> tuple[SideIndexFile, DefinitionIndex, ReferenceResolver, ExactIndex, Mapping[str, tuple[str, str]]] | None:
+    """The side indexes in ``path`` with ``keyword`` attached to its postings; None (nothing attached) when
+    there is no file, it cannot be read, or it was built for other records, format, strategy or settings."""
+    if not path.is_file():
+        return None
+    try:
+        file = SideIndexFile(path)
+    except (sqlite3.Error, ValueError) as exc:
+        log.warning("ignoring unreadable side index file %s (%s); rebuilding it", path, exc)
+        return None
+    meta = file.meta
+    current = (meta.get("format"), meta.get("version"), meta.get("keyword_strategy"))
+    if current != (FORMAT, version, keyword_strategy) or not keyword.attach(file, dict(meta.get("bm25") or {})):
+        file.close()
+        return None
+    definitions = DefinitionIndex.over(
+        _Table(
+            file,
+            "SELECT term, definition, source, section_id, record_id FROM definitions WHERE key = ? ORDER BY seq",
+            "SELECT key, min(seq) AS first FROM definitions GROUP BY key ORDER BY first",
+            _definitions,
+        )
+    )
+    resolver = ReferenceResolver.over(
+        _Table(
+            file, "SELECT entries FROM sections WHERE ident = ?", "SELECT ident FROM sections ORDER BY rowid", _sections
+        )
+    )
+    exact = ExactIndex(resolver, definitions, normalise_section_id)
+    exact.attach(file)
+    locations = Locations(
+        file, "SELECT source, location FROM docs WHERE id = ?", "SELECT id FROM docs ORDER BY pos", _location
+    )
+    return file, definitions, resolver, exact, locations

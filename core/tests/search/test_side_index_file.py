@@ -1,0 +1,285 @@
+"""The hierarchical side indexes kept as a file beside the sqlite store (``deckhand.retrieval.side_index_file``):
+opened, not loaded; answering exactly as the indexes built in memory; rebuilt when stale; written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from deckhand.retrieval import side_index_file, side_indexes
+from deckhand.retrieval.bm25 import BM25Index
+from deckhand.retrieval.engine import HybridSearcher
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.types import CollectionSpec, Record, Vector
+
+SPEC = CollectionSpec("acts", 3, "test")
+TEXTS = [
+    ("Scope. This Act covers harbour buoys and moorings.", {"section_id": "1", "section_ids": ["1"]}),
+    (
+        '"Vessel" means any craft that floats. Vessels moor at a berth.',
+        {
+            "section_id": "2",
+            "section_ids": ["2"],
+            "defined_terms": ["Vessel"],
+            "definitions": [{"term": "Vessel", "definition": "any craft that floats"}],
+        },
+    ),
+    (
+        "Duties. Keep the buoys lit; every vessel obeys the harbour master. See section 1.",
+        {"section_id": "2.1", "section_ids": ["2", "2.1"], "references": ["1", "9"]},
+    ),
+    ("Penalties. A fine of 500 units for force majeure excluded.", {"section_id": "3", "section_ids": ["3"]}),
+]
+QUERIES = ["harbour buoys", "vessel berth moor", "fine units", "buoys buoys lit", "nothing here at all"]
+EXACT = ['"force majeure"', "§ 2", "Vessel", "what does section 1 require", '"buoys" "berth"', '"ab"']
+
+
+def _records(source: str = "act.md", texts: list[tuple[str, dict[str, Any]]] = TEXTS) -> list[Record]:
+    rng = np.random.default_rng(0)
+    out = []
+    for i, (text, meta) in enumerate(texts):
+        vector: Vector = rng.standard_normal(3).astype(np.float32)
+        meta = {"parent_chain": ["Act", f"Part {i}"], **meta}
+        out.append(Record(f"{source}#{i}", source, i, text, vector / np.linalg.norm(vector), meta))
+    return out
+
+
+def _store(path: Path) -> SQLiteStore:
+    store = SQLiteStore(path / "index.sqlite", "acts")
+    store.open(SPEC)
+    return store
+
+
+def _engine() -> HybridSearcher:
+    return HybridSearcher(lambda q: np.ones(3, np.float32), name="t", keyword_index=lambda s: (BM25Index(), "bm25"))
+
+
+def _answers(engine: HybridSearcher) -> list[object]:
+    assert engine.keyword is not None and engine.exact is not None and engine.definitions is not None
+    out: list[object] = [engine.keyword.search(q, 10) for q in QUERIES]
+    out += [engine.exact.search(q, 10) for q in EXACT]
+    out += [engine.exact.section_of_query(q) for q in EXACT]
+    out += [engine.definitions.lookup("vessel"), engine.definitions.relevant("every vessel and Vessels", 5)]
+    out += [engine.definitions.terms(), len(engine.definitions)]
+    out += [engine.resolve_references(["1", "2", "9", "2.1(a)"]), sorted(engine.locations.items())]
+    return out
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement an opened side index file runs."""
+    statements: list[str] = []
+    rows = side_index_file.SideIndexFile._rows
+
+    def recording(self: side_index_file.SideIndexFile, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        statements.append(sql)
+        return rows(self, sql, args)
+
+    monkeypatch.setattr(side_index_file.SideIndexFile, "_rows", recording)
+    return statements
+
+
+def test_a_new_store_object_opens_the_file_reads_per_query_and_answers_as_built(
+    tmp_path: Path, recorded: list[str]
+) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    built = _engine()
+    built.update_indexes(store)
+    assert built.index_origin == "rebuilt"
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None and path.is_file()
+    # the table keeps a mark of the records version the file was built from, not the indexes
+    assert store.load_side_index(side_indexes.SIDE_INDEX) == (store.records_version(), side_indexes.FILE_MARK)
+    expected = _answers(built)
+
+    recorded.clear()
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"
+    assert recorded == ["SELECT key, value FROM meta"], "opening reads the meta table only"
+    assert opened.keyword is not None
+    opened.keyword.search("harbour buoys", 10)
+    assert all(" IN (" in sql and ("FROM postings" in sql or "FROM docs" in sql) for sql in recorded[1:])
+    recorded.clear()
+    assert opened.definitions is not None and opened.definitions.lookup("vessel") is not None
+    assert recorded == [
+        "SELECT term, definition, source, section_id, record_id FROM definitions WHERE key = ? ORDER BY seq"
+    ]
+    assert _answers(opened) == expected
+
+
+def test_a_stale_file_is_rebuilt_and_the_new_records_are_found(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    first = _engine()
+    first.update_indexes(store)
+    loaded = _engine()
+    loaded.update_indexes(_store(tmp_path))
+    assert loaded.index_origin == "loaded" and loaded.keyword is not None
+    assert loaded.keyword.search("lighthouse", 5) == []
+
+    writer = _store(tmp_path)  # another store object (process) adds a document
+    writer.upsert(_records("light.md", [("The lighthouse keeper lights the lamp.", {"section_id": "7"})]))
+    loaded.ensure_current(loaded.keyword_store)  # type: ignore[arg-type]
+    assert loaded.index_origin == "rebuilt"
+    assert [rid for rid, _ in loaded.keyword.search("lighthouse", 5)] == ["light.md#0"]
+
+    fresh = _engine()
+    fresh.update_indexes(_store(tmp_path))
+    assert fresh.index_origin == "loaded" and fresh.keyword is not None
+    assert [rid for rid, _ in fresh.keyword.search("lighthouse", 5)] == ["light.md#0"]
+    assert _answers(fresh) == _answers(loaded)
+
+
+def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    engine = _engine()
+    engine.update_indexes(store)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    version = store.records_version()
+    expected = _answers(engine)
+
+    def killed(conn: object) -> bool:
+        raise OSError("killed while writing")
+
+    monkeypatch.setattr(side_index_file, "_add_trigrams", killed)
+    store.upsert(_records("light.md", [("The lighthouse keeper.", {"section_id": "7"})]))
+    engine.update_indexes(store)  # rebuilt in memory; keeping it fails
+    assert engine.index_origin == "rebuilt"
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == [], "the temporary file is removed"
+
+    monkeypatch.undo()
+    older = _engine()
+    indexes = side_indexes.open_file(path, version, BM25Index(), "bm25")
+    assert indexes is not None, "the file of the previous records is still whole"
+    older.keyword, older.keyword_strategy = indexes.keyword, "bm25"
+    older.exact, older.definitions, older.resolver = indexes.exact, indexes.definitions, indexes.resolver
+    older.locations = indexes.locations
+    assert _answers(older) == expected
+    assert side_indexes.open_file(path, store.records_version(), BM25Index(), "bm25") is None, "stale: not used"
+
+
+def test_without_fts5_trigrams_phrases_scan_every_text_with_the_same_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    built = _engine()
+    built.update_indexes(store)
+    expected = _answers(built)
+    monkeypatch.setattr(side_index_file, "_TRIGRAMS", "CREATE VIRTUAL TABLE texts_fts USING no_such_module(text);")
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    path.unlink()
+    _engine().update_indexes(store)
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded" and opened.indexes is not None and opened.indexes.file is not None
+    assert opened.indexes.file.meta["trigrams"] is False
+    assert _answers(opened) == expected
+
+
+class _PluginKeyword:
+    """A third-party keyword strategy that saves itself as bytes (delegating to BM25)."""
+
+    def __init__(self) -> None:
+        self.inner = BM25Index()
+
+    def build(self, docs: Any) -> None:
+        self.inner.build(docs)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return self.inner.search(query, k)
+
+    def to_bytes(self) -> bytes:
+        return self.inner.to_bytes()
+
+    def restore(self, data: bytes) -> bool:
+        return self.inner.restore(data)
+
+
+def test_another_keyword_strategy_keeps_the_blob(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    engine = HybridSearcher(lambda q: np.ones(3, np.float32), keyword_index=lambda s: (_PluginKeyword(), "plugin"))
+    engine.update_indexes(store)
+    found = store.load_side_index(side_indexes.SIDE_INDEX)
+    assert found is not None and found[1] != side_indexes.FILE_MARK
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None and not path.exists()
+    again = HybridSearcher(lambda q: np.ones(3, np.float32), keyword_index=lambda s: (_PluginKeyword(), "plugin"))
+    again.update_indexes(_store(tmp_path))
+    assert again.index_origin == "loaded" and again.keyword is not None
+    assert again.keyword.search("harbour buoys", 3) == engine.keyword.search("harbour buoys", 3)  # type: ignore[union-attr]
+
+
+def test_dropping_the_collection_removes_its_file(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    _engine().update_indexes(store)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None and path.is_file()
+    store.drop()
+    assert not path.exists()
+    store.open(SPEC)
+    assert store.side_index_path(side_indexes.SIDE_INDEX) != path, "a new collection never meets the old file"
+
+
+@pytest.mark.parametrize("budget", [0, 200])
+def test_postings_beyond_the_cache_budget_are_still_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    built = _engine()
+    built.update_indexes(store)
+    expected = _answers(built)
+    monkeypatch.setattr(side_index_file, "_POSTINGS_CACHED", budget)
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"
+    assert _answers(opened) == expected and _answers(opened) == expected  # cold, then with what was kept
+
+
+def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern() -> None:
+    from deckhand.retrieval.definition_lookup import DefinitionIndex
+
+    rng = np.random.default_rng(5)
+    words = ["vessel", "vessels", "berth", "force", "majeure", "act", "u.s.", "(a)", "data", "ſhip", "Ship", "co-op"]
+    terms = sorted({" ".join(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(60)})
+    rows = [[" ".join(t.split()).lower(), t, f"{t} means x", "d.md", None, f"d.md#{i}"] for i, t in enumerate(terms)]
+    index = DefinitionIndex.from_state(rows)  # type: ignore[arg-type]
+    seps = [" ", "  ", "\n", ", ", "; ", "-", "", ".", "es ", "s "]
+    for _ in range(300):
+        text = "".join(
+            str(rng.choice(words)).upper() if rng.random() < 0.2 else str(rng.choice(words)) + str(rng.choice(seps))
+            for _ in range(12)
+        )
+        narrowed = index.relevant(text, 50)
+        index._narrowed = lambda t: index._compiled()  # type: ignore[method-assign]
+        whole = index.relevant(text, 50)
+        del index._narrowed
+        assert narrowed == whole, text
+
+
+def test_a_killed_writers_temporary_file_is_removed_once_abandoned(tmp_path: Path) -> None:
+    import os
+
+    store = _store(tmp_path)
+    store.upsert(_records())
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    abandoned, recent = path.with_name(path.name + ".tmp-dead"), path.with_name(path.name + ".tmp-busy")
+    abandoned.write_bytes(b"half a file")
+    recent.write_bytes(b"another process writing")
+    os.utime(abandoned, (1, 1))
+    _engine().update_indexes(store)
+    assert path.is_file() and not abandoned.exists() and recent.exists()
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"
