@@ -12,7 +12,7 @@ from deckhand.cli.main import cli
 DOCS = {
     "d1": ("Harbour buoys", "Red and green buoys mark the channel into the harbour."),
     "d2": ("Bread", "Sourdough bread rises slowly with wild yeast and flour."),
-    "d3": ("Volcanoes", "Lava flows from the crater when a volcano erupts."),
+    "d3": ("Volcanoes", "Lava flows from the crater when a volcano erupts; ash clouds rise kilometres into the sky."),
 }
 QUERIES = {"q1": "which markers show ships the way into port", "q2": "baking a loaf with a starter"}
 QRELS = {"q1": "d1", "q2": "d2"}
@@ -60,3 +60,16 @@ def test_eval_of_a_configured_vectorstore_tool(beir: Path, tmp_path: Path) -> No
     code, output = _eval(beir, "-c", str(config), "--tool", "kb", "--modes", "semantic", "--json")
     assert code == 0, output
     assert json.loads(output)["modes"][0]["ndcg@10"] == 1.0
+
+
+def test_each_configuration_is_measured_on_an_index_of_its_own(beir: Path, tmp_path: Path) -> None:
+    """Chunking settings do not re-chunk an existing index, so a second configuration must not reuse the
+    first one's (it used to: the figures were the first configuration's)."""
+    code, output = _eval(beir, "--type", "vectorstore", "--json")
+    assert code == 0 and json.loads(output)["chunks"] == len(DOCS)
+    config = tmp_path / "agent.yaml"
+    config.write_text("tools:\n  - {type: vectorstore, name: kb, source: ., chunk_size: 16, chunk_overlap: 0}\n", encoding="utf-8")
+    code, output = _eval(beir, "-c", str(config), "--json")
+    assert code == 0 and json.loads(output)["chunks"] > len(DOCS)  # 16-token chunks: its own index
+    code, output = _eval(beir, "--type", "vectorstore", "--json")
+    assert code == 0 and json.loads(output)["chunks"] == len(DOCS)  # the first index again, counted

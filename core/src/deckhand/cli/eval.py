@@ -251,11 +251,12 @@ def eval_cmd() -> click.Command:
                 keyword = f", keyword {strategy}" if strategy else ""
                 click.echo(f"{config.name} [{tool.provider}{keyword}]: {report.summary()}", err=True)
             reports = evaluate_tool(tool, queries, dataset.qrels, stems, chosen)
+            chunks = tool.document_count  # what the index holds, written now or before (read before closing)
             tool.close()
         payload: dict[str, Any] = {
             "dataset": str(beir_dir),
             "documents": len(dataset.corpus),
-            "chunks": report.chunks_written or tool.document_count,
+            "chunks": chunks,
             "queries": len(queries),
             "ingest_seconds": round(ingest_seconds, 1),
             "tool_type": config.type,
