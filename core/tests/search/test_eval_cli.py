@@ -68,7 +68,9 @@ def test_each_configuration_is_measured_on_an_index_of_its_own(beir: Path, tmp_p
     code, output = _eval(beir, "--type", "vectorstore", "--json")
     assert code == 0 and json.loads(output)["chunks"] == len(DOCS)
     config = tmp_path / "agent.yaml"
-    config.write_text("tools:\n  - {type: vectorstore, name: kb, source: ., chunk_size: 16, chunk_overlap: 0}\n", encoding="utf-8")
+    config.write_text(
+        "tools:\n  - {type: vectorstore, name: kb, source: ., chunk_size: 16, chunk_overlap: 0}\n", encoding="utf-8"
+    )
     code, output = _eval(beir, "-c", str(config), "--json")
     assert code == 0 and json.loads(output)["chunks"] > len(DOCS)  # 16-token chunks: its own index
     code, output = _eval(beir, "--type", "vectorstore", "--json")
