@@ -23,7 +23,7 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     search = deckhand("--config", "examples/agent.yaml", "search", "how do I rotate API keys?")
     assert search.returncode == 0, search.stderr
     lines = search.stdout.splitlines()
-    assert lines[0] == "Found 3 result(s):"
+    assert lines[0] == "Found 1 result(s):"  # the next chunks score under 70% of the best (relative_cutoff)
     assert lines[2].startswith("[1] Score: ") and lines[2].endswith(" | Source: docs/security.md:1")
     assert "Rotate every key at least every 90 days" in lines[3] and "\x1b" not in search.stdout
     assert "harbor_docs [sqlite]: 5 ingested (5 chunks, 5 embedded)" in search.stderr

@@ -32,7 +32,9 @@ def _agent(project: Path, reranker: str) -> Path:
     docs.mkdir(exist_ok=True)
     (project / "agent.yaml").write_text(
         "name: a\ntools:\n  - name: act\n    type: hierarchical_document\n    source: ./docs\n"
-        f"    reranker: {reranker}\n",
+        f"    reranker: {reranker}\n"
+        # every candidate the cross-encoder scores is shown: no floor, cutoff or per-file limit
+        "    min_similarity_score: 0\n    relative_cutoff: 0\n    max_results_per_source: null\n",
         encoding="utf-8",
     )
     return project / "agent.yaml"
