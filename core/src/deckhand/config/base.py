@@ -178,6 +178,17 @@ def per_source_field(default: int | None) -> Any:
     )
 
 
+def similarity_floor_field(applies: str) -> Any:
+    """``min_similarity_score``: ``applies`` says to which results (see :func:`deckhand.scoring.unrelated_below`)."""
+    return Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description=f"{applies} at least this similarity; default: the embedding model's measured noise level "
+        "(0.2 for the default MiniLM, none for others); 0 for none.",
+    )
+
+
 def relative_cutoff_field(default: float | None) -> Any:
     """``relative_cutoff``, with a tool type's default (see :mod:`deckhand.retrieval.shaping`)."""
     return Field(

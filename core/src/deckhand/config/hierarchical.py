@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field
+from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field, similarity_floor_field
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import (
     Choice,
@@ -74,13 +74,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     )
     top_k: int = Field(default=10, ge=1, le=100)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Drop results below this fused score.")
-    min_similarity_score: float | None = Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description="Hybrid modes: a result only dense search found needs this similarity; default: the embedding "
-        "model's measured noise level (0.2 for the default MiniLM, none for others); 0 for none.",
-    )
+    min_similarity_score: float | None = similarity_floor_field("Hybrid modes: a result only dense search found needs")
 
     max_results_per_source: int | None = per_source_field(1)
     relative_cutoff: float | None = relative_cutoff_field(0.5)

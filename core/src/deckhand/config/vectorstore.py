@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field
+from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field, similarity_floor_field
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import Choice, choice_field
 
@@ -18,13 +18,7 @@ class VectorStoreToolConfig(SourceToolConfig):
 
     type: Literal["vectorstore"]
     top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description="Drop results below this similarity; default: the embedding model's measured noise level "
-        "(0.2 for the default MiniLM, none for others); 0 for none.",
-    )
+    min_similarity_score: float | None = similarity_floor_field("Results need")
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk (token chunker).")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks (token chunker).")
     chunker: Choice = choice_field(
