@@ -177,7 +177,7 @@ def test_a_session_in_a_terminal(project: Path, terminal: list[Terminal]) -> Non
     first.expect(PROMPT)
     first.send(QUERY + "\r")
     shown = first.expect(PROMPT)
-    assert "Found 3 result(s):" in shown and "docs/security.md:1" in shown
+    assert "Found 1 result(s):" in shown and "docs/security.md:1" in shown  # the rest under the relative cutoff
     assert {"API", "keys", "Rotate", "key"} <= set(HIT.findall(shown))  # the terms, highlighted
     first.send(":help\r")
     assert ":tool NAME" in first.expect(PROMPT)
@@ -191,7 +191,7 @@ def test_a_session_in_a_terminal(project: Path, terminal: list[Terminal]) -> Non
     second.expect(PROMPT)
     second.send("\x1b[A\x1b[A\r")  # up twice: the query before :help
     shown = second.expect(PROMPT)
-    assert QUERY in shown and "Found 3 result(s):" in shown
+    assert QUERY in shown and "Found 1 result(s):" in shown
     second.send("\x04")  # Ctrl-D on an empty line: end of input
     assert second.wait() == 0
     assert "Traceback" not in first.transcript + second.transcript

@@ -197,9 +197,10 @@ def test_context_generator_options(tmp_path: Path) -> None:
     assert (
         _error(tmp_path, HIERARCHICAL + llm + "}\n") == "tools[0].contextual_embeddings.options.model: Field required"
     )
-    structural = "    contextual_embeddings: {generator: structural, options: {depth: 2}}\n"
-    assert _error(tmp_path, HIERARCHICAL + structural).startswith(
-        "tools[0].contextual_embeddings.options.depth: unknown option (context generator 'structural' takes no options"
+    structural = "    contextual_embeddings: {generator: structural, options: {pth: true}}\n"
+    assert _error(tmp_path, HIERARCHICAL + structural) == (
+        "tools[0].contextual_embeddings.options.pth: unknown option (did you mean 'path'? "
+        "context generator 'structural' accepts path, lead)"
     )
     assert _error(tmp_path, HIERARCHICAL + "    contextual_embeddings: {generator: gpt}\n").startswith(
         "tools[0].contextual_embeddings.generator: no context generator plugin provides 'gpt'; "

@@ -92,7 +92,7 @@ async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any
 
 
 async def test_default_floor_and_cutoff_leave_out_unrelated_chunks(tmp_path: Path, docs: Path, minilm: Any) -> None:
-    """With the default model, chunks under its measured noise level (0.2) and under 70% of the best
+    """With the default model, chunks under its measured noise level (0.15) and under 70% of the best
     result's score are not shown; a query about nothing in the source says so."""
     tool = make_tool(tmp_path, docs, top_k=3)
     await tool.initialize()
@@ -101,7 +101,7 @@ async def test_default_floor_and_cutoff_leave_out_unrelated_chunks(tmp_path: Pat
     plain = make_tool(tmp_path, docs, name="plain", top_k=3, min_similarity_score=0, relative_cutoff=0)
     await plain.initialize()
     assert len(plain.search_results_sync("which birds steal food from people at the seaside?")) == 3
-    assert await tool.search("a recipe for lasagna with spinach") == "No results above similarity threshold 0.2"
+    assert await tool.search("a recipe for lasagna with spinach") == "No results above similarity threshold 0.15"
 
 
 async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Path, minilm: Any) -> None:

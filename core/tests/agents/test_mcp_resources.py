@@ -105,7 +105,9 @@ async def test_hits_link_to_their_lines_and_the_links_read_back(tree: Path, box:
         assert found["content"][0]["type"] == "text" and len(links) == len(found["structuredContent"]["results"])
         assert links[0]["uri"] == best["uri"] and links[0]["name"] == "docs/keys.md:1-16"
         assert links[0]["mimeType"] == "text/markdown"
-        spaced = next(r for r in found["structuredContent"]["results"] if r["source"] == "docs/space name.md")
+        named = await call(session, "docs", {"query": "a file name with a space in it", "top_k": 1})
+        spaced = named["structuredContent"]["results"][0]
+        assert spaced["source"] == "docs/space name.md"
         assert spaced["uri"] == f"file://{tree}/docs/space%20name.md#L1-L3"
 
         read = await read_resource(session, best["uri"])

@@ -57,7 +57,7 @@ def test_the_contracts_example_ingests_and_searches(tmp_path: Path, openai_env: 
     assert "3 ingested" in ingest.output
     search = _run("-c", str(config), "search", "which knot makes a loop that will not slip")
     assert search.exit_code == 0, search.output
-    assert search.stdout.index("knots.md") < search.stdout.index("tides.md")
+    assert "Source: docs/knots.md" in search.stdout.splitlines()[2]  # the best result (others may be cut off)
     assert {body["model"] for body in openai_env.requests} == {"text-embedding-3-small"}
     assert all(h["authorization"] == f"Bearer {SECRET}" for h in openai_env.headers)
     assert SECRET not in ingest.output + search.output

@@ -185,7 +185,7 @@ def similarity_floor_field(applies: str) -> Any:
         ge=0.0,
         le=1.0,
         description=f"{applies} at least this similarity; default: the embedding model's measured noise level "
-        "(0.2 for the default MiniLM, none for others); 0 for none.",
+        "(0.15 for the default MiniLM, none for others); 0 for none.",
     )
 
 
