@@ -55,7 +55,10 @@ for label, expr in (("all", None), ("1%", "bucket<1"), ("30%", "bucket<30")):
         ids.append([h.record.id for h in hits])
     out[label] = {"p50_ms": float(np.percentile(times, 50) * 1e3), "p95_ms": float(np.percentile(times, 95) * 1e3),
                   "ids": ids}
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: ru_maxrss survives fork and exec, so it can be the parent's peak.
+status = open("/proc/self/status").read()
+hwm = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+out["peak_rss_mb"] = int(hwm[0]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
 
