@@ -181,6 +181,7 @@ def test_a_session_in_a_terminal(project: Path, terminal: list[Terminal]) -> Non
     assert {"API", "keys", "Rotate", "key"} <= set(HIT.findall(shown))  # the terms, highlighted
     first.send(":help\r")
     assert ":tool NAME" in first.expect(PROMPT)
+    time.sleep(0.5)  # the prompt is printed before it reads keys: a ^C before that is not "at the prompt"
     first.send("\x03")  # Ctrl-C at the prompt ends the session cleanly
     assert first.wait() == 0
     history = Path(os.environ["DECKHAND_HOME"]) / HISTORY_FILE
@@ -192,6 +193,7 @@ def test_a_session_in_a_terminal(project: Path, terminal: list[Terminal]) -> Non
     second.send("\x1b[A\x1b[A\r")  # up twice: the query before :help
     shown = second.expect(PROMPT)
     assert QUERY in shown and "Found 1 result(s):" in shown
+    time.sleep(0.5)
     second.send("\x04")  # Ctrl-D on an empty line: end of input
     assert second.wait() == 0
     assert "Traceback" not in first.transcript + second.transcript
