@@ -709,12 +709,13 @@ class SQLiteStore(OpenCollection):
                             (found.id, state.generation),
                         ).fetchone()[0]
                     )
+                settings = self.options.for_metric(found.spec.metric)
                 if not sqlite_ann.needs_refresh(
                     state,
                     log_floor=found.log_floor,
                     next_row=found.next_row,
                     changed=changed,
-                    settings=self.options,
+                    settings=settings,
                     size=found.size,
                 ):
                     return None
@@ -737,7 +738,7 @@ class SQLiteStore(OpenCollection):
                         )
                     usable = state if state is not None and state.generation >= found.log_floor else None
                     built = sqlite_ann.build(
-                        conn, self.path, found, self.options, usable, deleted, threads or (os.cpu_count() or 1)
+                        conn, self.path, found, settings, usable, deleted, threads or (os.cpu_count() or 1)
                     )
                     if built is None:
                         return None  # another process is building it
@@ -755,7 +756,7 @@ class SQLiteStore(OpenCollection):
             self._ann.close()
             if built is None:
                 return "approximate index removed (exact search)"
-            return f"approximate index: {built[0].size:,} vectors ({self.options.ann_precision})"
+            return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
 
     @staticmethod
     def _rows_of_sources(conn: sqlite3.Connection, found: _Collection, sources: Sequence[str]) -> IntArray:

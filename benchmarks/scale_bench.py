@@ -1,0 +1,187 @@
+"""A vectorstore tool over a million chunks, through the CLI a user runs (issue 22).
+
+Builds, in a work folder, a source of ``--files`` markdown files and a ``vectorstore`` tool's
+default sqlite index holding ``--per-file`` chunks of each (clustered random unit vectors
+under the default model's id; ingesting a million chunks with the model would take about
+three hours here, and the vectors' values do not change what is timed). The records and the
+manifest are written through the tool's own store, exactly as an ingest leaves them (each
+file's real size, mtime and hash), then the HNSW graph is built and the ingest marked
+complete. Then, each in a new process:
+
+1. ``deckhand --version`` and ``deckhand search`` (median of ``--repeats``): start-up is the
+   difference; the search process's peak RSS (``VmHWM``);
+2. ``deckhand ingest`` with nothing changed (every file stat'ed, none read);
+3. one file rewritten, ``deckhand ingest`` (it embeds that file with the real model), then
+   ``deckhand search`` for a sentence of the new text: its chunk must come first. The model's
+   own share (load and embed that file, in a fresh process) is timed apart.
+
+    uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+AGENT = """name: scale
+tools:
+  - type: vectorstore
+    name: flat
+    source: docs/
+"""
+WORDS = ["harbour", "berth", "vessel", "cargo", "tide", "pilot", "anchor", "quay", "manifest", "crane", "ledger"]
+#: Runs the CLI in this interpreter and prints the process's peak RSS to stderr at exit.
+WRAPPER = (
+    "import atexit, sys\n"
+    "def hwm():\n"
+    "    lines = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+    "    print('VmHWM_KB', lines[0].split()[1], file=sys.stderr)\n"
+    "atexit.register(hwm)\n"
+    "from deckhand.cli.main import main\n"
+    "sys.argv = ['deckhand', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def text_of(i: int) -> str:
+    rng = np.random.default_rng(i)
+    return " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), 40))
+
+
+def make_source(root: Path, files: int) -> None:
+    docs = root / "docs"
+    for i in range(files):
+        folder = docs / f"d{i // 1000:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i:07d}.md").write_text(f"# File {i}\n\n{text_of(i)}\n", encoding="utf-8")
+    (root / "agent.yaml").write_text(AGENT, encoding="utf-8")
+
+
+def write_index(root: Path, per_file: int) -> dict[str, float]:
+    """Records and manifest as a complete ingest leaves them, through the tool's own store."""
+    from deckhand.config.loading import load_agent_config
+    from deckhand.ingest.discovery import discover
+    from deckhand.tools import build_tool
+    from deckhand.tools.base import mark_complete
+    from deckhand.types import FileState, Record
+
+    config = load_agent_config(root / "agent.yaml")
+    tool = build_tool(config.tools[0], base_dir=root)
+    store, embedder, _ = tool._open_store(False)
+    model = embedder.model_id
+    files = discover(root / "docs", {".md"}, base=root).files
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((max(8, len(files) * per_file // 100), 384)).astype(np.float32)
+    clock = time.perf_counter()
+    for n, file in enumerate(files):
+        raw = file.path.read_bytes()
+        stat = file.path.stat()
+        points = centres[rng.integers(0, len(centres), per_file)]
+        points += 0.5 * rng.standard_normal(points.shape).astype(np.float32)
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        records = [
+            Record(f"{file.display}_chunk_{i}", file.display, i, text_of(n), points[i], {}) for i in range(per_file)
+        ]
+        state = FileState(file.display, stat.st_mtime, stat.st_size, hashlib.sha256(raw).hexdigest(), model, per_file)
+        store.replace_source(file.display, records, state)
+    written = time.perf_counter() - clock
+    clock = time.perf_counter()
+    built = store.maintain()
+    indexed = time.perf_counter() - clock
+    mark_complete(store)
+    store.close()
+    print(
+        f"index written: {len(files):,} files, {len(files) * per_file:,} chunks in {written:.0f} s; {built} in "
+        f"{indexed:.0f} s",
+        flush=True,
+    )
+    return {"write_s": written, "index_s": indexed}
+
+
+def cli(root: Path, *args: str) -> tuple[float, str, float]:
+    """Wall seconds, stdout and peak RSS (MB) of one ``deckhand`` command in a new process."""
+    clock = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, "-c", str(root / "agent.yaml"), *args], capture_output=True, text=True
+    )
+    took = time.perf_counter() - clock
+    if done.returncode != 0:
+        raise SystemExit(f"deckhand {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
+    peak = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("VmHWM_KB")]
+    return took, done.stdout, int(peak[-1]) / 1024 if peak else float("nan")
+
+
+def median(root: Path, repeats: int, *args: str) -> tuple[float, float]:
+    runs = [cli(root, *args) for _ in range(repeats)]
+    return statistics.median(r[0] for r in runs), max(r[2] for r in runs)
+
+
+MODEL_SHARE = r"""
+import sys, time
+clock = time.perf_counter()
+from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
+text = open(sys.argv[1], encoding="utf-8").read()
+embedder = MiniLMOnnxEmbedder(None)
+embedder.embed([text])
+print(time.perf_counter() - clock)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--per-file", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args()
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-scale-"))
+    os.environ["DECKHAND_HOME"] = str(root / "state")
+    files = args.chunks // args.per_file
+    print(f"load average at start: {os.getloadavg()[0]:.1f}; work folder {root}", flush=True)
+    if not (root / "agent.yaml").is_file():
+        clock = time.perf_counter()
+        make_source(root, files)
+        print(f"source written: {files:,} files in {time.perf_counter() - clock:.0f} s", flush=True)
+        write_index(root, args.per_file)
+    disk = sum(p.stat().st_size for p in (root / "state").rglob("*") if p.is_file())
+    print(f"index on disk: {disk / 1e9:.2f} GB", flush=True)
+    version, _ = median(root, args.repeats, "--version")
+    search, peak = median(root, args.repeats, "search", "--tool", "flat", "harbour pilot at the quay")
+    print(
+        f"deckhand --version {version:.2f} s; deckhand search {search:.2f} s: start-up {search - version:.2f} s "
+        f"above --version (medians of {args.repeats}); search peak RSS {peak:.0f} MB",
+        flush=True,
+    )
+    unchanged, _, _ = cli(root, "ingest")
+    print(f"deckhand ingest, nothing changed: {unchanged:.2f} s", flush=True)
+    changed = root / "docs" / "d0000" / "f0000007.md"
+    sentence = "The lighthouse keeper logs every departing schooner in a green leather book."
+    changed.write_text(f"# File 7, rewritten\n\n{sentence}\n\n{text_of(10**9)}\n", encoding="utf-8")
+    ingest, out, _ = cli(root, "ingest")
+    model = subprocess.run([sys.executable, "-c", MODEL_SHARE, str(changed)], capture_output=True, text=True)
+    share = float(model.stdout.strip().splitlines()[-1]) if model.returncode == 0 else float("nan")
+    took, found, _ = cli(root, "search", "--tool", "flat", "--json", "lighthouse keeper schooner book")
+    results = json.loads(found)["flat"]
+    seen = bool(results) and results[0]["source"].endswith("f0000007.md") and "lighthouse" in results[0]["content"]
+    print(
+        f"one file changed: deckhand ingest {ingest:.2f} s, of which the model's share (load + embed the file, "
+        f"measured apart) {share:.2f} s: {ingest - share:.2f} s above embedding; the next search ({took:.2f} s) "
+        f"finds the new text: {seen}",
+        flush=True,
+    )
+    print(out.strip().splitlines()[-3:] if out.strip() else "", flush=True)
+    print(f"load average at end: {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
