@@ -61,53 +61,79 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
         return out
     root = given.resolve()
 
-    def unreadable(exc: OSError) -> None:  # os.walk would otherwise skip the directory silently
-        where = Path(exc.filename) if exc.filename else root
+    def unreadable(where: Path, exc: OSError) -> None:
         shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
         out.failed.append(Skipped(utf8_name(shown), f"cannot read directory ({exc.strerror or exc})"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
-        current = Path(dirpath)
-        keep = []
-        for d in sorted(dirnames):
-            sub = current / d
-            if sub.is_symlink():
+    # Depth first, files before subdirectories, both sorted: the order os.walk gave. os.scandir's
+    # entries answer "directory? link? regular file?" from the directory listing itself, and a
+    # directory's display path is computed once: an unchanged 100,000-file source is walked in
+    # a fraction of the time pathlib took per file.
+    pending = [root]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            unreadable(current, exc)
+            continue
+        prefix = _shown(current, root, shown_root, base)
+        prefix = "" if prefix == "." else prefix.rstrip("/") + "/"
+        directories: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        for entry in entries:
+            try:
+                (directories if entry.is_dir() else files).append(entry)
+            except OSError:
+                files.append(entry)
+        subdirectories = []
+        for entry in directories:  # directories first, as os.walk reported them
+            name, sub = entry.name, current / entry.name
+            if entry.is_symlink():
                 # never followed; a link to a directory inside the source is walked where it really lives
-                out.skipped.append(Skipped(utf8_name(_shown(sub, root, shown_root, base)), _link_reason(sub, root)))
+                out.skipped.append(Skipped(utf8_name(prefix + name), _link_reason(sub, root)))
+            elif name.startswith("."):
                 continue
-            if d.startswith("."):
-                continue
-            if not is_utf8(d):  # one line for the directory, not one per file under it
-                out.failed.append(Skipped(utf8_name(_shown(sub, root, shown_root, base)), f"directory: {NOT_UTF8}"))
-                continue
-            keep.append(d)
-        dirnames[:] = keep
-        for name in sorted(filenames):
+            elif not is_utf8(name):  # one line for the directory, not one per file under it
+                out.failed.append(Skipped(utf8_name(prefix + name), f"directory: {NOT_UTF8}"))
+            else:
+                subdirectories.append(sub)
+        for entry in files:
+            name = entry.name
             if name.startswith("."):
                 continue
-            path = current / name
-            shown = _shown(path, root, shown_root, base)
-            if path.is_symlink():
-                out.skipped.append(Skipped(utf8_name(shown), _link_reason(path, root)))
+            shown = prefix + name
+            if entry.is_symlink():
+                out.skipped.append(Skipped(utf8_name(shown), _link_reason(current / name, root)))
                 continue
-            _consider(path, path, exts, out, base, shown)  # walked without following links: already real
+            _add(current / name, _suffix(name), entry.is_file(follow_symlinks=False), exts, out, shown)
+        pending.extend(reversed(subdirectories))
     return out
 
 
-def _consider(
-    path: Path, real: Path, exts: set[str], out: Discovery, base: Path | None, shown: str | None = None
-) -> None:
-    shown = shown or display_path(path, base)
-    if path.suffix.lower() not in exts:
-        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(path.suffix) or '(none)'}"))
+def _suffix(name: str) -> str:
+    """``Path(name).suffix``, without building the path."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def _add(path: Path, suffix: str, regular: bool, exts: set[str], out: Discovery, shown: str) -> None:
+    """List ``path`` to ingest, or say why it is left out."""
+    if suffix.lower() not in exts:
+        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}"))
         return
-    if not real.is_file():
+    if not regular:
         out.skipped.append(Skipped(utf8_name(shown), "not a regular file"))
         return
     if not is_utf8(shown):
         out.failed.append(Skipped(utf8_name(shown), NOT_UTF8))
         return
-    out.files.append(SourceFile(real, shown))
+    out.files.append(SourceFile(path, shown))
+
+
+def _consider(path: Path, real: Path, exts: set[str], out: Discovery, base: Path | None) -> None:
+    _add(real, path.suffix, real.is_file(), exts, out, display_path(path, base))
 
 
 def _link_reason(link: Path, root: Path) -> str:
