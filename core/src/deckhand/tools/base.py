@@ -75,12 +75,12 @@ def is_complete(store: VectorStore) -> bool:
 class IndexOpened(IngestReport):
     """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
 
-    files: int = 0
     chunks: int = 0
 
     def summary(self) -> str:
+        # No file count: reading the manifest to count it cost 0.7 s of every search's start-up at 100,000 files.
         return (
-            f"index opened ({self.files} files, {self.chunks} chunks; not checked for changes: --refresh checks)"
+            f"index opened ({self.chunks} chunks; not checked for changes: --refresh checks)"
             f" in {self.total_seconds:.2f}s"
         )
 
@@ -195,11 +195,11 @@ class SourceTool:
         self.source_path()
         store, embedder, reused = self._open_store(False)
         with self._closing_on_error(store, reused):
-            manifest = store.manifest()
-            if not manifest or not is_complete(store):
+            chunks = store.count()
+            if not chunks or not is_complete(store):
                 self._store, self._embedder = store, embedder
                 return self.initialize_sync()
-            report = IndexOpened(files=len(manifest), chunks=store.count())
+            report = IndexOpened(chunks=chunks)
             report.seconds["open"] = time.perf_counter() - clock
             self._adopt(store, embedder, report, changed=reused is None)
         return report
