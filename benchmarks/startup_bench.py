@@ -146,12 +146,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--random-vectors", action="store_true")
+    parser.add_argument("--reuse", type=Path, help="a folder an earlier run left (its corpus and index): measure again")
     args = parser.parse_args()
     for n in args.files:
-        root = Path(tempfile.mkdtemp(prefix=f"deckhand-startup-{n}-"))
+        root = args.reuse or Path(tempfile.mkdtemp(prefix=f"deckhand-startup-{n}-"))
         os.environ["DECKHAND_HOME"] = str(root / "state")
-        make_corpus(root, n)
-        took = ingest(root, args.random_vectors)
+        took = 0.0
+        if args.reuse is None:
+            make_corpus(root, n)
+            took = ingest(root, args.random_vectors)
         version = median_of(root, args.repeats, "--version")
         print(
             f"{n} files: ingest (both tools{', random vectors' if args.random_vectors else ''}) {took:.1f} s;"
