@@ -2,7 +2,7 @@
 
 Exact search reads every vector per query: linear in the collection (≈ 0.4 s at a million
 384-dim vectors) and the whole matrix in memory. Past a size threshold the sqlite store keeps a
-usearch HNSW graph of its vectors (fp16 by default) in a file next to the index,
+usearch HNSW graph of its vectors (int8 by default for cosine) in a file next to the index,
 ``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
 (``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
 vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
