@@ -87,6 +87,21 @@ def _recall(ann: SQLiteStore, exact: SQLiteStore, queries: np.ndarray, k: int = 
     return found / max(1, wanted)
 
 
+def _count_adds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the number of rows each call of usearch's ``Index.add`` is given."""
+    from usearch.index import Index
+
+    added: list[int] = []
+    real_add = Index.add
+
+    def counting(self: Any, keys: Any, vectors: Any, **kwargs: Any) -> Any:
+        added.append(len(keys))
+        return real_add(self, keys, vectors, **kwargs)
+
+    monkeypatch.setattr(Index, "add", counting)
+    return added
+
+
 def _graph_files(tmp_path: Path) -> list[Path]:
     return sorted(tmp_path.glob("index.sqlite.c*.g*.usearch"))
 
@@ -326,21 +341,13 @@ def test_a_collection_emptied_and_refilled_keeps_working(tmp_path: Path) -> None
 def test_rows_only_added_extend_the_graph_without_rebuilding_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from usearch.index import Index
 
     ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
     ann.open(CollectionSpec("kb", DIM, "m"))
     vectors = _clustered(400)
     _fill(ann, vectors[:200])
     ann.maintain()
-    added: list[int] = []
-    real_add = Index.add
-
-    def counting(self: Any, keys: Any, vectors: Any, **kwargs: Any) -> Any:
-        added.append(len(keys))
-        return real_add(self, keys, vectors, **kwargs)
-
-    monkeypatch.setattr(Index, "add", counting)
+    added = _count_adds(monkeypatch)
     _fill(ann, vectors[200:], first_source=10)
     assert ann.maintain() == "approximate index: 400 vectors (i8)"
     assert sum(added) == 200  # only the new rows went into the graph
@@ -401,14 +408,7 @@ def test_a_new_connectivity_builds_the_graph_again(tmp_path: Path, monkeypatch: 
     _fill(store, vectors[:200])
     store.maintain()
     store.close()
-    added: list[int] = []
-    real_add = Index.add
-
-    def counting(self: Any, keys: Any, vectors: Any, **kwargs: Any) -> Any:
-        added.append(len(keys))
-        return real_add(self, keys, vectors, **kwargs)
-
-    monkeypatch.setattr(Index, "add", counting)
+    added = _count_adds(monkeypatch)
     store = SQLiteStore(path, "kb", ANN.model_copy(update={"ann_refresh_rows": 1, "ann_connectivity": 8}))
     store.open(CollectionSpec("kb", DIM, "m"))
     _fill(store, vectors[200:], first_source=10)
