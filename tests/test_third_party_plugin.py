@@ -352,7 +352,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
     assert text.stdout.startswith("Field note 1 (docs/tide.note): High tide at the north pier comes at dawn.\n")
     # Only the selected tool starts; the default store kept what the in-process run ingested.
     assert "tides [notes-memory]" not in text.stderr
-    assert "lookup [sqlite]: index opened (2 files, 2 chunks;" in text.stderr  # opened, the source not walked
+    assert "lookup [sqlite]: index opened (2 chunks;" in text.stderr  # opened, the source not walked
     checked = _deckhand(tmp_path, "--config", "agent.yaml", "search", "--refresh", "--tool", "lookup", "high tide")
     assert checked.returncode == 0, checked.stderr
     assert "lookup [sqlite]: 0 ingested (0 chunks, 0 embedded), 2 unchanged" in checked.stderr
