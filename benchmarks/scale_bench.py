@@ -1,21 +1,26 @@
-"""A vectorstore tool over a million chunks, through the CLI a user runs (issue 22).
+"""A tool over a million chunks, through the CLI a user runs (issue 22).
 
-Builds, in a work folder, a source of ``--files`` markdown files and a ``vectorstore`` tool's
+Builds, in a work folder, a source of ``--files`` markdown files and a ``--tool`` tool's
 default sqlite index holding ``--per-file`` chunks of each (clustered random unit vectors
 under the default model's id; ingesting a million chunks with the model would take about
 three hours here, and the vectors' values do not change what is timed). The records and the
 manifest are written through the tool's own store, exactly as an ingest leaves them (each
 file's real size, mtime and hash), then the HNSW graph is built and the ingest marked
-complete. Then, each in a new process:
+complete; for ``--tool hierarchical`` the chunks are Zipfian synthetic text with a heading
+chain, section id and reference each (as ``hybrid_latency.py``'s), and the side indexes
+(BM25, exact, definitions, references) are built and kept as a fresh ingest leaves them.
+Then, each in a new process:
 
 1. ``deckhand --version`` and ``deckhand search`` (median of ``--repeats``): start-up is the
    difference; the search process's peak RSS (``VmHWM``);
-2. ``deckhand ingest`` with nothing changed (every file stat'ed, none read);
-3. one file rewritten, ``deckhand ingest`` (it embeds that file with the real model), then
+2. (``--tool hierarchical``) semantic and hybrid p95 of 100 queries, in one process, the
+   query vectors computed before timing (``startup_bench.py``'s protocol);
+3. ``deckhand ingest`` with nothing changed (every file stat'ed, none read);
+4. one file rewritten, ``deckhand ingest`` (it embeds that file with the real model), then
    ``deckhand search`` for a sentence of the new text: its chunk must come first. The model's
    own share (load and embed that file, in a fresh process) is timed apart.
 
-    uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--workdir DIR]
+    uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -24,21 +29,28 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_corpus import chunks, queries
+
 AGENT = """name: scale
 tools:
-  - type: vectorstore
-    name: flat
+  - type: {kind}
+    name: {name}
     source: docs/
 """
+#: ``--tool`` → (tool type, tool name).
+TOOLS = {"vectorstore": ("vectorstore", "flat"), "hierarchical": ("hierarchical_document", "acts")}
 WORDS = ["harbour", "berth", "vessel", "cargo", "tide", "pilot", "anchor", "quay", "manifest", "crane", "ledger"]
 #: Runs the CLI in this interpreter and prints the process's peak RSS to stderr at exit.
 WRAPPER = (
@@ -58,16 +70,44 @@ def text_of(i: int) -> str:
     return " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), 40))
 
 
-def make_source(root: Path, files: int) -> None:
+def texts_of(tool: str, files: int, per_file: int) -> list[list[str]]:
+    """Each file's chunk texts: one sentence of harbour words (vectorstore), or ``per_file`` Zipfian chunks."""
+    if tool == "vectorstore":
+        return [[text_of(i)] * per_file for i in range(files)]
+    flat = chunks(files * per_file, words_per_chunk=60)
+    return [flat[i * per_file : (i + 1) * per_file] for i in range(files)]
+
+
+def make_source(root: Path, tool: str, texts: list[list[str]]) -> None:
     docs = root / "docs"
-    for i in range(files):
+    for i, parts in enumerate(texts):
         folder = docs / f"d{i // 1000:04d}"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"f{i:07d}.md").write_text(f"# File {i}\n\n{text_of(i)}\n", encoding="utf-8")
-    (root / "agent.yaml").write_text(AGENT, encoding="utf-8")
+        body = parts[0] if tool == "vectorstore" else "\n\n".join(parts)
+        (folder / f"f{i:07d}.md").write_text(f"# File {i}\n\n{body}\n", encoding="utf-8")
+    kind, name = TOOLS[tool]
+    (root / "agent.yaml").write_text(AGENT.format(kind=kind, name=name), encoding="utf-8")
 
 
-def write_index(root: Path, per_file: int) -> dict[str, float]:
+def metadata(tool: str, n: int, i: int) -> dict[str, object]:
+    """What the hierarchical chunker gives a chunk of file ``n`` (a heading chain, section id, reference)."""
+    if tool == "vectorstore":
+        return {}
+    section = f"{i // 5 + 1}.{i % 5 + 1}"
+    return {
+        "title": f"File {n}",
+        "parent_chain": [f"File {n}", f"Part {i // 5 + 1}", section],
+        "section_id": section,
+        "section_label": f"Section {section}",
+        "chunk_type": "content",
+        "defined_terms": [],
+        "definitions": [],
+        "references": [f"{i // 5 + 2}.1"],
+        "context": f"File {n} > Part {i // 5 + 1}",
+    }
+
+
+def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str, float]:
     """Records and manifest as a complete ingest leaves them, through the tool's own store."""
     from deckhand.config.loading import load_agent_config
     from deckhand.ingest.discovery import discover
@@ -75,6 +115,7 @@ def write_index(root: Path, per_file: int) -> dict[str, float]:
     from deckhand.tools.base import mark_complete
     from deckhand.types import FileState, Record
 
+    per_file = len(texts[0])
     config = load_agent_config(root / "agent.yaml")
     tool = build_tool(config.tools[0], base_dir=root)
     store, embedder, _ = tool._open_store(False)
@@ -83,14 +124,23 @@ def write_index(root: Path, per_file: int) -> dict[str, float]:
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((max(8, len(files) * per_file // 100), 384)).astype(np.float32)
     clock = time.perf_counter()
-    for n, file in enumerate(files):
+    for file in files:
         raw = file.path.read_bytes()
         stat = file.path.stat()
         points = centres[rng.integers(0, len(centres), per_file)]
         points += 0.5 * rng.standard_normal(points.shape).astype(np.float32)
         points /= np.linalg.norm(points, axis=1, keepdims=True)
+        number = int(file.path.stem[1:])
         records = [
-            Record(f"{file.display}_chunk_{i}", file.display, i, text_of(n), points[i], {}) for i in range(per_file)
+            Record(
+                f"{file.display}_chunk_{i}",
+                file.display,
+                i,
+                texts[number][i],
+                points[i],
+                metadata(tool_kind, number, i),
+            )
+            for i in range(per_file)
         ]
         state = FileState(file.display, stat.st_mtime, stat.st_size, hashlib.sha256(raw).hexdigest(), model, per_file)
         store.replace_source(file.display, records, state)
@@ -99,13 +149,42 @@ def write_index(root: Path, per_file: int) -> dict[str, float]:
     built = store.maintain()
     indexed = time.perf_counter() - clock
     mark_complete(store)
-    store.close()
     print(
         f"index written: {len(files):,} files, {len(files) * per_file:,} chunks in {written:.0f} s; {built} in "
         f"{indexed:.0f} s",
         flush=True,
     )
-    return {"write_s": written, "index_s": indexed}
+    side = 0.0
+    if tool_kind == "hierarchical":
+        clock = time.perf_counter()
+        tool.engine.update_indexes(store)  # type: ignore[attr-defined]
+        side = time.perf_counter() - clock
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"side indexes built and kept in {side:.0f} s (peak RSS of this process {peak:.0f} MB)", flush=True)
+    store.close()
+    return {"write_s": written, "index_s": indexed, "side_s": side}
+
+
+def latency(root: Path, name: str, n_queries: int) -> None:
+    """Semantic and hybrid p95 (ms) of ``n_queries`` searches in one process, query vectors computed first."""
+    from deckhand.config.loading import load_agent_config
+    from deckhand.tools import build_tool
+
+    config = load_agent_config(root / "agent.yaml")
+    tool: Any = build_tool(next(t for t in config.tools if t.name == name), base_dir=root)
+    tool.open_sync()
+    asked = queries(n_queries)
+    for q in asked:
+        tool.embed_query(q)
+    for mode in ("semantic", "hybrid", "semantic", "hybrid"):  # the first pass warms the page cache
+        times = []
+        for q in asked:
+            clock = time.perf_counter()
+            tool.search_results_sync(q, 10, mode=mode)
+            times.append((time.perf_counter() - clock) * 1000)
+        p50, p95 = np.percentile(times, [50, 95])
+        print(f"{mode} search, top 10, {n_queries} queries: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
+    tool.close()
 
 
 def cli(root: Path, *args: str) -> tuple[float, str, float]:
@@ -142,6 +221,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--per-file", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tool", choices=sorted(TOOLS), default="vectorstore")
+    parser.add_argument("--queries", type=int, default=100, help="queries timed in-process (--tool hierarchical)")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-scale-"))
@@ -150,28 +231,33 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f}; work folder {root}", flush=True)
     if not (root / "agent.yaml").is_file():
         clock = time.perf_counter()
-        make_source(root, files)
+        texts = texts_of(args.tool, files, args.per_file)
+        make_source(root, args.tool, texts)
         print(f"source written: {files:,} files in {time.perf_counter() - clock:.0f} s", flush=True)
-        write_index(root, args.per_file)
+        write_index(root, args.tool, texts)
+        del texts
+    name = TOOLS[args.tool][1]
     disk = sum(p.stat().st_size for p in (root / "state").rglob("*") if p.is_file())
     print(f"index on disk: {disk / 1e9:.2f} GB", flush=True)
     version, _ = median(root, args.repeats, "--version")
-    search, peak = median(root, args.repeats, "search", "--tool", "flat", "harbour pilot at the quay")
+    search, peak = median(root, args.repeats, "search", "--tool", name, "harbour pilot at the quay")
     print(
         f"deckhand --version {version:.2f} s; deckhand search {search:.2f} s: start-up {search - version:.2f} s "
         f"above --version (medians of {args.repeats}); search peak RSS {peak:.0f} MB",
         flush=True,
     )
+    if args.tool == "hierarchical":
+        latency(root, name, args.queries)
     unchanged, _, _ = cli(root, "ingest")
     print(f"deckhand ingest, nothing changed: {unchanged:.2f} s", flush=True)
     changed = root / "docs" / "d0000" / "f0000007.md"
     sentence = "The lighthouse keeper logs every departing schooner in a green leather book."
-    changed.write_text(f"# File 7, rewritten\n\n{sentence}\n\n{text_of(10**9)}\n", encoding="utf-8")
+    changed.write_text(f"# File 7, rewritten\n\n{sentence}\n\n{text_of(time.time_ns() % 10**9)}\n", encoding="utf-8")
     ingest, out, _ = cli(root, "ingest")
     model = subprocess.run([sys.executable, "-c", MODEL_SHARE, str(changed)], capture_output=True, text=True)
     share = float(model.stdout.strip().splitlines()[-1]) if model.returncode == 0 else float("nan")
-    took, found, _ = cli(root, "search", "--tool", "flat", "--json", "lighthouse keeper schooner book")
-    results = json.loads(found)["flat"]
+    took, found, _ = cli(root, "search", "--tool", name, "--json", "lighthouse keeper schooner book")
+    results = json.loads(found)[name]
     seen = bool(results) and results[0]["source"].endswith("f0000007.md") and "lighthouse" in results[0]["content"]
     print(
         f"one file changed: deckhand ingest {ingest:.2f} s, of which the model's share (load + embed the file, "

@@ -393,6 +393,56 @@ def test_damaged_index_gives_one_line_and_force_rebuilds(tmp_path: Path, how: st
     assert kept and all(name.startswith("index.sqlite.damaged-") for name in kept), "the damaged file is kept"
 
 
+def _checks_run(store: SQLiteStore) -> int:
+    """How many ``PRAGMA quick_check`` a ``verify_integrity()`` on a new connection of ``store`` runs."""
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    store.verify_integrity()
+    return sum("quick_check" in s for s in statements)
+
+
+def test_an_ingest_reads_every_page_only_when_something_else_changed_the_file(tmp_path: Path) -> None:
+    """The whole-file check is stamped: the next ingest skips it while only checked connections wrote the file
+    (at a million chunks it reads 2 GB), and reads every page again once anything else touched it."""
+    path = tmp_path / "index.sqlite"
+    store = SQLiteStore(path, "kb")
+    store.open(SPEC)
+    assert _checks_run(store) == 1, "a file never checked is read whole"
+    for n in range(40):
+        store.replace_source(f"d{n}.md", _records(f"d{n}.md", 20, seed=n), _state(f"d{n}.md", 20))
+    store.close()  # the checked connection's own writes: the file is stamped as it is now
+
+    again = SQLiteStore(path, "kb")
+    again.open(SPEC)
+    assert _checks_run(again) == 0, "nothing but a checked connection changed the file"
+    again.replace_source("d0.md", _records("d0.md", 3, tag="v2"), _state("d0.md", 3, "v2"))
+    again.close()
+
+    reader = SQLiteStore(path, "kb")  # a search: never checks, so never stamps
+    reader.open(SPEC)
+    assert reader.count() == 39 * 20 + 3
+    reader.close()
+    third = SQLiteStore(path, "kb")
+    third.open(SPEC)
+    assert _checks_run(third) == 0
+    third.close()
+
+    data = path.read_bytes()  # the same bytes written back by something else: a new modification time
+    path.write_bytes(data)
+    fourth = SQLiteStore(path, "kb")
+    fourth.open(SPEC)
+    assert _checks_run(fourth) == 1
+    fourth.close()
+
+    _damage(path, "scribbled")  # right after the stamp: still noticed
+    damaged = SQLiteStore(path, "kb")
+    with pytest.raises(IndexCorruptError):
+        damaged.open(SPEC)
+        damaged.verify_integrity()
+    damaged.close()
+    assert not (tmp_path / ".index.sqlite.checked").exists(), "damage found forgets the stamp"
+
+
 # -- side indexes (keyword postings, definitions...) versioned with the records --------------------
 def test_side_indexes_are_kept_only_for_the_records_they_were_built_from(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,18 @@ def build_tools(
     if not selected:
         raise ConfigError(f"{config_path}: tools: no tools configured")
     return [build_tool(t, base_dir=base_dir, progress=progress(t.name) if progress else None) for t in selected]
+
+
+@contextlib.contextmanager
+def closing(tools: list[Tool]) -> Iterator[None]:
+    """Close every tool's store when the command is done with them: the default store's last connection then
+    folds its write-ahead log into the index file and records the file as checked (the next ingest need not
+    read it whole), instead of leaving that to the interpreter's exit."""
+    try:
+        yield
+    finally:
+        for tool in tools:
+            tool.close()
 
 
 #: What shows one tool's ingestion progress in a terminal or a log.
@@ -144,7 +157,8 @@ def ingest_cmd() -> click.Command:
             config = load_config(config_path)
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
             tools = build_tools(config, config_path, tool_names, displays.get)
-            failed = initialize_tools(tools, force_ingest, quiet, displays, shard=chosen)
+            with closing(tools):
+                failed = initialize_tools(tools, force_ingest, quiet, displays, shard=chosen)
         if failed:
             sys.exit(EXIT_PARTIAL)
 
@@ -223,18 +237,20 @@ def search_cmd() -> click.Command:
             refused = next((t for t in tools if extra and not takes_filter(t)), None)
             if refused is not None:  # one line before any ingestion, not a TypeError from the tool's search
                 raise refuse_filter(refused)
-            initialize_tools(tools, force_ingest, quiet, refresh=refresh)
-            if as_json:
-                payload = {
-                    t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k, **extra)] for t in tools
-                }
-                click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-                return
-            out = Output()
-            for tool in tools:
-                if len(tools) > 1:
-                    out.print(f"== {printable(tool.config.name)}", style="bold")
-                out.print(answer(tool, query, top_k, full=full, extra=extra))
+            with closing(tools):
+                initialize_tools(tools, force_ingest, quiet, refresh=refresh)
+                if as_json:
+                    payload = {
+                        t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k, **extra)]
+                        for t in tools
+                    }
+                    click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+                    return
+                out = Output()
+                for tool in tools:
+                    if len(tools) > 1:
+                        out.print(f"== {printable(tool.config.name)}", style="bold")
+                    out.print(answer(tool, query, top_k, full=full, extra=extra))
 
     return search
 

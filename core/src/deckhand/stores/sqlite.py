@@ -55,6 +55,7 @@ from deckhand.stores.sqlite_file import (
     damaged_message,
     index_path,
     set_aside,
+    stamp,
     translated,
     verify,
 )
@@ -315,7 +316,9 @@ class SQLiteStore(OpenCollection):
     def verify_integrity(self) -> None:
         """Raise :class:`IndexCorruptError` if any page of the file is damaged (reads the whole file, about
         0.5 s per 250 MB: done before every ingest's first write on a connection, so an ingest never reports
-        success on a damaged index; later ingests through the same connection, as ``--watch`` makes, skip it)."""
+        success on a damaged index; later ingests through the same connection, as ``--watch`` makes, skip it,
+        and so does an ingest of a file nothing but checked connections changed since its last check: see
+        :func:`~deckhand.stores.sqlite_file.verify`)."""
         with self._lock, translated(self.path):
             if not self._verified:
                 verify(self._connection(), self.path)
@@ -362,11 +365,13 @@ class SQLiteStore(OpenCollection):
             self._ann.close()
 
     def _disconnect(self) -> None:
-        self._verified = False
+        verified, self._verified = self._verified, False
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
+                self._conn.close()  # the last connection checkpoints the WAL into the file
             self._conn = None
+            if verified:
+                stamp(self.path)  # what changed the file since its check were this connection's transactions
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
