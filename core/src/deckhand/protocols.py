@@ -24,6 +24,7 @@ from deckhand.types import (
     IngestReport,
     LoadedText,
     Record,
+    RecordChanges,
     ScanEntry,
     SearchHit,
     SearchResult,
@@ -358,6 +359,28 @@ class SideIndexFiles(Protocol):
 
 
 @runtime_checkable
+class RecordLog(Protocol):
+    """Optional beside :class:`SideIndexFiles`: which records changed since a version, so a side index file is
+    brought up to date by applying them instead of being rebuilt from every record.
+
+    Rows are the store's own numbers for records, never reused: a record rewritten gets a new row.
+    """
+
+    def log_position(self) -> tuple[int, int]:
+        """``(records version, highest row)`` now, read in one snapshot."""
+        ...
+
+    def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
+        """Every record with its row, in row order, vectors left empty (side indexes do not need them)."""
+        ...
+
+    def changes_since(self, version: int, last_row: int) -> RecordChanges | None:
+        """What changed since ``version`` (when rows up to ``last_row`` existed); None when the store no
+        longer knows (its deletion log was trimmed past ``version``): the caller rebuilds."""
+        ...
+
+
+@runtime_checkable
 class IndexMaintenance(Protocol):
     """Capability :attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures brought up to date after writes.
 
@@ -375,10 +398,11 @@ class IntegrityCheck(Protocol):
 
     ``verify_integrity()`` reads the whole collection and raises
     :class:`deckhand.errors.IndexCorruptError` (naming the file and what is wrong) when it is
-    damaged; it returns nothing otherwise. deckhand calls it before an ingest opens the
-    collection: without ``--force-ingest`` the error stops the run and the file stays as it is;
-    with it, deckhand calls ``drop()``, which sets the damaged file aside (renamed beside it,
-    never deleted), and builds the collection anew.
+    damaged; it returns nothing otherwise. It may skip storage that only the store's own checked
+    connections changed since its last passing check (the sqlite store stamps its file). deckhand
+    calls it before an ingest opens the collection: without ``--force-ingest`` the error stops the
+    run and the file stays as it is; with it, deckhand calls ``drop()``, which sets the damaged file
+    aside (renamed beside it, never deleted), and builds the collection anew.
     """
 
     def verify_integrity(self) -> None: ...

@@ -113,6 +113,21 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class RecordChanges:
+    """What changed in a collection since a records version (:class:`deckhand.protocols.RecordLog`).
+
+    ``deleted``: store rows (at most ``since_row``) removed since; ``added``: the rows written
+    after ``since_row`` that are still there, each with its record (vector left empty); ``version``
+    and ``last_row``: where the collection stands now (the next :meth:`changes_since` starts there).
+    """
+
+    version: int
+    last_row: int
+    deleted: list[int]
+    added: list[tuple[int, Record]]
+
+
+@dataclass(frozen=True)
 class FileState:
     """What the ingestion manifest remembers about one source file."""
 

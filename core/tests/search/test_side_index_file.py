@@ -3,6 +3,7 @@ opened, not loaded; answering exactly as the indexes built in memory; rebuilt wh
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,12 @@ def test_a_new_store_object_opens_the_file_reads_per_query_and_answers_as_built(
     opened = _engine()
     opened.update_indexes(_store(tmp_path))
     assert opened.index_origin == "loaded"
-    assert recorded == ["SELECT key, value FROM meta"], "opening reads the meta table only"
+    assert recorded == [], "opening reads the meta table only, no look-up"
+    assert opened.indexes is not None and opened.indexes.file is not None
+    assert opened.indexes.file.meta["version"] == store.records_version()
     assert opened.keyword is not None
     opened.keyword.search("harbour buoys", 10)
-    assert all(" IN (" in sql and ("FROM postings" in sql or "FROM docs" in sql) for sql in recorded[1:])
+    assert recorded and all(" IN (" in sql and ("FROM postings" in sql or "FROM docs" in sql) for sql in recorded)
     recorded.clear()
     assert opened.definitions is not None and opened.definitions.lookup("vessel") is not None
     assert recorded == [
@@ -283,3 +286,131 @@ def test_a_killed_writers_temporary_file_is_removed_once_abandoned(tmp_path: Pat
     opened = _engine()
     opened.update_indexes(_store(tmp_path))
     assert opened.index_origin == "loaded"
+
+
+# -- updated in place: the records changed since the build applied to the file ----------------------------------
+NEW_ACT3 = [
+    ("Scope. This Act covers lighthouses and their keepers.", {"section_id": "1", "section_ids": ["1"]}),
+    (
+        '"Keeper" means the person who tends a lighthouse lamp.',
+        {
+            "section_id": "4",
+            "section_ids": ["4"],
+            "defined_terms": ["Keeper"],
+            "definitions": [{"term": "Keeper", "definition": "the person who tends a lighthouse lamp"}],
+        },
+    ),
+    ("Logs. The keeper writes every schooner into a green leather book. See section 4.", {"section_id": "4.1"}),
+]
+
+
+def _corpus(store: SQLiteStore, sources: int = 30) -> None:
+    for n in range(sources):
+        store.upsert(_records(f"act{n}.md"))
+
+
+def _comparable(engine: HybridSearcher) -> list[object]:
+    """What must be the same after an update in place as after a rebuild (orders of equals aside)."""
+    assert engine.exact is not None and engine.definitions is not None
+    out: list[object] = [sorted(engine.exact.search(q, 200)) for q in [*EXACT, '"green leather"', "Keeper"]]
+    out += [sorted(engine.exact.section_of_query(q)) for q in EXACT]
+    out += [engine.definitions.lookup("vessel"), engine.definitions.lookup("keeper")]
+    out += [sorted(engine.definitions.terms()), len(engine.definitions)]
+    out += [sorted(ids) for ids in (engine.resolve_references([ref]) for ref in ["1", "2", "4", "4.1", "9"])]
+    out += [sorted(engine.locations.items()), len(engine.locations)]
+    return out
+
+
+def _scores(engine: HybridSearcher, query: str) -> dict[str, float]:
+    assert engine.keyword is not None
+    return dict(engine.keyword.search(query, 500))
+
+
+def test_records_changed_since_the_build_update_the_file_in_place(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    _engine().update_indexes(store)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    built_inode = path.stat().st_ino
+
+    writer = _store(tmp_path)  # another process: act3.md rewritten, light.md added
+    writer.delete_source("act3.md")
+    writer.upsert(_records("act3.md", NEW_ACT3))
+    writer.upsert(_records("light.md", [("The lamp room is above the gallery.", {"section_id": "9"})]))
+
+    updated = _engine()
+    updated.update_indexes(_store(tmp_path))
+    assert updated.index_origin == "updated"
+    assert path.stat().st_ino == built_inode, "updated in place, not rewritten"
+    rebuilt = _engine()
+    rebuilt.rebuild_indexes(_store(tmp_path))
+    assert _comparable(updated) == _comparable(rebuilt)
+
+    # the old act3.md text is gone from every index; its new text and light.md are found
+    assert "act3.md#3" not in _scores(updated, "fine units force majeure")
+    assert next(iter(_scores(updated, "green leather schooner"))) == "act3.md#2"
+    assert next(iter(_scores(updated, "lamp gallery"))) == "light.md#0"
+    # BM25 weights of the build's statistics: the same documents, scores within a few percent of a rebuild
+    for query in [*QUERIES, "keeper lighthouse", "lamp"]:
+        fresh, kept = _scores(rebuilt, query), _scores(updated, query)
+        assert kept.keys() == fresh.keys(), query
+        assert all(abs(kept[i] - fresh[i]) <= 0.1 * fresh[i] for i in fresh), query
+
+    again = _engine()  # a new process opens the updated file as it is
+    again.update_indexes(_store(tmp_path))
+    assert again.index_origin == "loaded"
+    assert _comparable(again) == _comparable(rebuilt)
+
+
+def test_changes_past_the_share_rebuild_and_an_interrupted_update_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    _engine().update_indexes(store)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    before = side_index_file.read_meta(path)
+    assert before is not None
+
+    def killed(*args: object) -> dict[str, object]:
+        raise sqlite3.OperationalError("killed while updating")
+
+    monkeypatch.setattr(side_index_file, "_delta_postings", killed)
+    store.upsert(_records("light.md", [("The lamp room is above the gallery.", {"section_id": "9"})]))
+    engine = _engine()
+    engine.update_indexes(store)
+    assert engine.index_origin == "rebuilt", "an update that fails leaves the file to a rebuild"
+    monkeypatch.undo()
+    assert engine.keyword is not None and next(iter(_scores(engine, "lamp gallery"))) == "light.md#0"
+
+    for n in range(4):  # 16 of 121 records: past a tenth of the build
+        store.delete_source(f"act{n}.md")
+    engine.update_indexes(store)
+    assert engine.index_origin == "rebuilt"
+    assert "act0.md#0" not in _scores(engine, "harbour buoys")
+
+
+def test_a_reader_with_the_file_open_follows_an_update(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    _engine().update_indexes(store)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    reader = _engine()
+    reader.update_indexes(_store(tmp_path))
+    assert reader.keyword is not None and reader.exact is not None
+    assert "act3.md#3" in _scores(reader, "fine units")  # cached: postings, a location, a section, a definition
+    assert reader.exact.search('"force majeure"', 100)
+    assert reader.locations.get("act3.md#3") is not None
+    assert reader.resolver is not None and "act3.md#2" in reader.resolver.resolve("2.1")
+
+    writer = _store(tmp_path)
+    writer.delete_source("act3.md")
+    _engine().update_indexes(writer)  # the ingesting process updates the file
+    assert "act3.md#3" not in _scores(reader, "fine units"), "a commit elsewhere drops the reader's caches"
+    assert "act3.md#3" not in {rid for rid, _ in reader.exact.search('"force majeure"', 100)}
+    assert reader.locations.get("act3.md#3") is None and len(reader.locations) == 29 * 4
+    assert "act3.md#2" not in reader.resolver.resolve("2.1")
+    assert len(reader.keyword.search("fine units", 29)) == 29, "a deleted document takes no place in the top k"

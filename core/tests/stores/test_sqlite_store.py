@@ -24,7 +24,7 @@ from deckhand.stores import sqlite as sqlite_module
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite_file import index_path
 from deckhand.stores.tool_store import open_store
-from deckhand.types import CollectionSpec, FileState, Record
+from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 from pydantic import ValidationError
 
 DIM = 16
@@ -37,7 +37,7 @@ import os, sys, time
 import numpy as np
 from deckhand.stores import sqlite_file
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.types import CollectionSpec, FileState, Record
+from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 
 path, mode, version, n_sources, chunks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 order = range(n_sources - 1, -1, -1) if len(sys.argv) > 6 and sys.argv[6] == "reverse" else range(n_sources)
@@ -441,6 +441,42 @@ def test_an_ingest_reads_every_page_only_when_something_else_changed_the_file(tm
         damaged.verify_integrity()
     damaged.close()
     assert not (tmp_path / ".index.sqlite.checked").exists(), "damage found forgets the stamp"
+
+
+def test_the_record_log_gives_what_changed_since_a_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite", "kb")
+    store.open(SPEC)
+    assert store.log_position() == (0, 0)
+    store.replace_source("a.md", _records("a.md", 3), _state("a.md", 3))
+    store.replace_source("b.md", _records("b.md", 2), _state("b.md", 2))
+    version, last_row = store.log_position()
+    assert last_row == 5 and [(row, r.id) for row, r in store.iter_rows(2)] == [
+        (1, "a.md_chunk_0"),
+        (2, "a.md_chunk_1"),
+        (3, "a.md_chunk_2"),
+        (4, "b.md_chunk_0"),
+        (5, "b.md_chunk_1"),
+    ]
+    assert all(r.vector.size == 0 for _, r in store.iter_rows()), "no vectors: side indexes do not need them"
+    assert store.changes_since(version, last_row) == RecordChanges(version, 5, [], [])
+
+    store.replace_source("a.md", _records("a.md", 2, tag="v2"), _state("a.md", 2, "v2"))  # rows 1-3 go, 6-7 come
+    store.replace_source("c.md", _records("c.md", 1), _state("c.md", 1))  # row 8
+    store.delete_source("c.md")  # added and gone since: in neither list
+    changes = store.changes_since(version, last_row)
+    assert changes is not None and changes.version == store.records_version() and changes.last_row == 8
+    assert sorted(changes.deleted) == [1, 2, 3]
+    assert [(row, r.id, r.content) for row, r in changes.added] == [
+        (6, "a.md_chunk_0", _records("a.md", 2, tag="v2")[0].content),
+        (7, "a.md_chunk_1", _records("a.md", 2, tag="v2")[1].content),
+    ]
+
+    monkeypatch.setattr(sqlite_module, "_TRIM_EVERY", 1)
+    monkeypatch.setattr(sqlite_module, "_LOG_GENERATIONS", 1)
+    store.replace_source("d.md", _records("d.md", 1), _state("d.md", 1))
+    store.replace_source("e.md", _records("e.md", 1), _state("e.md", 1))
+    assert store.changes_since(version, last_row) is None, "the log no longer reaches back: the caller rebuilds"
+    store.close()
 
 
 # -- side indexes (keyword postings, definitions...) versioned with the records --------------------

@@ -83,6 +83,32 @@ class _WordIds(dict[str, int]):
         return tid
 
 
+def bm25_weights(
+    per_doc: list[list[str]], first: int, df: dict[str, int], *, k1: float, b: float, n_docs: int, avgdl: float
+) -> dict[str, tuple[IntArray, FloatArray]]:
+    """Postings of new documents (analysed terms each, positions from ``first``) weighted as
+    :meth:`BM25Index._index` weighs a build's, with that build's document count and average length; a
+    term's document frequency is ``df`` (the documents already indexed with it) plus the new ones."""
+    counted: dict[str, dict[int, int]] = {}
+    for offset, terms in enumerate(per_doc):
+        for term in terms:
+            per = counted.setdefault(term, {})
+            per[first + offset] = per.get(first + offset, 0) + 1
+    lengths = {first + offset: len(terms) for offset, terms in enumerate(per_doc)}
+    total = max(n_docs, 1)
+    avg = avgdl if avgdl > 0 else 1.0
+    out: dict[str, tuple[IntArray, FloatArray]] = {}
+    for term in sorted(counted):
+        docs = np.fromiter(counted[term], dtype=np.int64)
+        tf = np.fromiter(counted[term].values(), dtype=np.float64)
+        freq = min(float(df.get(term, 0) + len(docs)), float(total))  # never past the count: the idf stays >= 0
+        idf = np.log1p((total - freq + 0.5) / (freq + 0.5))
+        dl = np.fromiter((lengths[int(d)] for d in docs), dtype=np.float64)
+        norm = k1 * (1.0 - b + b * dl / avg)
+        out[term] = (docs.astype(np.int32), (idf * tf * (k1 + 1.0) / (tf + norm)).astype(np.float32))
+    return out
+
+
 class StoredPostings(Protocol):
     """Postings kept outside the process (:mod:`deckhand.retrieval.side_index_file`), read per query term."""
 
@@ -174,6 +200,10 @@ class BM25Index:
         return self._stored.n_docs if self._stored is not None else len(self._ids)
 
     # -- building ---------------------------------------------------------------------
+    def terms_of(self, text: str) -> list[str]:
+        """The index terms of ``text``, in order, as a build counts them (stopwords left out)."""
+        return [term for word in words(text) if (term := self.analyzer.term(word)) is not None]
+
     def _term_ids(self, text: str) -> IntArray:
         raw = words(text)
         ids = np.fromiter(map(self._word_ids.__getitem__, raw), dtype=np.int32, count=len(raw))
@@ -266,7 +296,8 @@ class BM25Index:
             candidates = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
         order = candidates[np.lexsort((candidates, -scores[candidates]))]
         ids = self._stored.ids([int(i) for i in order]) if self._stored is not None else [self._ids[i] for i in order]
-        return [(record_id, float(scores[i])) for record_id, i in zip(ids, order, strict=True)]
+        # an empty id: stored postings whose document was deleted between the scoring and the look-up
+        return [(record_id, float(scores[i])) for record_id, i in zip(ids, order, strict=True) if record_id]
 
     # -- persistence ------------------------------------------------------------------
     def settings(self) -> dict[str, object]:

@@ -39,7 +39,14 @@ from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
 from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import KeywordIndex, Reranker, SideIndexStorage, VectorAwareKeywordIndex, VectorStore
+from deckhand.protocols import (
+    KeywordIndex,
+    RecordLog,
+    Reranker,
+    SideIndexStorage,
+    VectorAwareKeywordIndex,
+    VectorStore,
+)
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -238,20 +245,30 @@ class HybridSearcher:
         self.indexed_version = version
 
     def _update_from_file(self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndex) -> None:
-        """Open the side index file kept for the current records, else rebuild the indexes and write it."""
+        """Open the side index file kept for the current records, else update it in place with the records changed
+        since (a store with a :class:`~deckhand.protocols.RecordLog`), else rebuild the indexes and write it."""
         clock = time.perf_counter()
-        version = side.records_version()  # read before the records: a rebuild is kept only if still current
-        opened = side_indexes.open_file(path, version, keyword, str(self.keyword_strategy))
+        changes = store if isinstance(store, RecordLog) else None
+        # read before the records: a rebuild is kept only if still current
+        version, last_row = changes.log_position() if changes is not None else (side.records_version(), None)
+        strategy = str(self.keyword_strategy)
+        opened = side_indexes.open_file(path, version, keyword, strategy)
+        origin = "loaded"
+        if opened is None and changes is not None:
+            updated = side_indexes.update_file(path, changes, keyword, strategy)
+            if updated is not None:
+                version, origin = updated, "updated"
+                opened = side_indexes.open_file(path, version, keyword, strategy)
         if opened is not None:
             self._adopt(opened)
             self.indexed_version = version
             self.index_seconds = time.perf_counter() - clock
-            self.index_origin = "loaded"
+            self.index_origin = origin
             log.info(
-                "tool %s: indexes loaded for %d chunks in %.2fs", self.name, len(self.locations), self.index_seconds
+                "tool %s: indexes %s for %d chunks in %.2fs", self.name, origin, len(self.locations), self.index_seconds
             )
             return
-        self.rebuild_indexes(store)
+        self.rebuild_indexes(store, last_row=last_row)
         self.indexed_version = version
         if self.indexes is None or side.records_version() != version:
             log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
@@ -270,13 +287,25 @@ class HybridSearcher:
         if side is not None and self.indexed_version is not None and side.records_version() != self.indexed_version:
             self.update_indexes(store)
 
-    def rebuild_indexes(self, store: VectorStore) -> None:
-        """Rebuild keyword, exact, definition and reference indexes from the stored records."""
+    def rebuild_indexes(self, store: VectorStore, *, last_row: int | None = None) -> None:
+        """Rebuild keyword, exact, definition and reference indexes from the stored records.
+
+        From a store with a :class:`~deckhand.protocols.RecordLog` the records are read without their
+        vectors and with their rows; ``last_row`` (its highest row, read with the records version before
+        them) lets the side index file written from these indexes be updated in place later."""
         clock = time.perf_counter()
-        records = list(store.iter_records())
+        rows: dict[str, int] | None = None
+        if isinstance(store, RecordLog):
+            pairs = list(store.iter_rows())
+            rows = {record.id: row for row, record in pairs}
+            records = [record for _, record in pairs]
+        else:
+            records = list(store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind_keyword(store)
-        self._adopt(side_indexes.build(records, keyword, str(self.keyword_strategy)))
+        built = side_indexes.build(records, keyword, str(self.keyword_strategy))
+        built.rows, built.last_row = rows, last_row if rows is not None else None
+        self._adopt(built)
         self.index_seconds = time.perf_counter() - clock
         self.index_origin = "rebuilt"
         log.info(

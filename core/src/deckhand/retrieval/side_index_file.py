@@ -5,19 +5,29 @@ store) names a path; :func:`write` puts every side index there (built in this pr
 the builtin ``bm25`` keyword index) and :func:`open_file` opens it. Opening reads one small
 table; a query then reads only what it needs:
 
-``meta``         format, records version, keyword strategy and BM25 settings, document count
-``docs``         build position → record id, source and location (indexed by id too)
-``texts``        build position → lower-cased content (exact phrases), with ``texts_fts``, an FTS5
+``meta``         format, records version and highest store row, keyword strategy and BM25 settings,
+                 the statistics the weights were computed with, document counts
+``docs``         position → record id, source, location and store row (indexed by id and row)
+``texts``        position → lower-cased content (exact phrases), with ``texts_fts``, an FTS5
                  trigram index (no positions) that narrows a phrase to the texts holding its trigrams
-``postings``     term → its BM25 document positions and weights (int32 / float32 arrays)
+``postings``     term, segment → its BM25 document positions and weights (int32 / float32 arrays)
+``dead``         positions of documents deleted since the build (their postings stay until a rebuild)
 ``definitions``  normalised term → its definitions, in index order
-``sections``     section id → source → ``[chunk index, record id]`` (JSON)
+``sections``     section id, source, chunk index, record id (indexed by section id and record id)
 
-Scores and orders are those of the in-memory indexes: the same postings, summed in the same
-order, and the same tables the in-memory dicts hold, looked up per key. The file is written
-under a temporary name and renamed into place (a reader keeps the file it opened; a killed
-writer leaves the previous file), and carries the records version it was built from: the
-caller rebuilds when the records moved on.
+As built, scores and orders are those of the in-memory indexes: the same postings, summed in
+the same order, and the same tables the in-memory dicts hold, looked up per key. The file is
+written under a temporary name and renamed into place (a reader keeps the file it opened; a
+killed writer leaves the previous file), and carries the records version it was built from.
+
+When records change, :func:`apply` brings the file up to date in place, in one transaction
+(a killed writer leaves it as it was): documents of deleted rows leave ``docs``, ``texts``,
+``definitions`` and ``sections`` and their positions go into ``dead``; new records get new
+positions and one new postings segment, weighted with the statistics of the build (document
+count and average length; a term's document frequency counts every segment). So after an update
+BM25 scores are those of the build's statistics, not a fresh build's; the caller rebuilds once
+the changes since the build pass a share of it (:data:`deckhand.retrieval.side_indexes.REBUILD_SHARE`).
+A reader notices another connection's commit (``PRAGMA data_version``) and drops what it cached.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,7 +51,7 @@ import numpy as np
 
 from deckhand.chunking.definitions import Definition
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.retrieval.bm25 import BM25Index, FloatArray, IntArray
+from deckhand.retrieval.bm25 import BM25Index, FloatArray, IntArray, bm25_weights
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
@@ -48,7 +59,7 @@ from deckhand.retrieval.references import ReferenceResolver
 log = logging.getLogger("deckhand")
 
 #: Layout of the file; a file of another format is rebuilt.
-FORMAT = 1
+FORMAT = 2
 V = TypeVar("V")
 #: Values a table keeps once read (then it starts again): definitions and sections queries look up repeatedly.
 _CACHED = 4096
@@ -67,18 +78,30 @@ _SCAN_SHARE = 4
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE docs (pos INTEGER PRIMARY KEY, id TEXT NOT NULL, source TEXT NOT NULL, location TEXT NOT NULL);
+CREATE TABLE docs (
+    pos INTEGER PRIMARY KEY, id TEXT NOT NULL, source TEXT NOT NULL, location TEXT NOT NULL, row INTEGER
+);
 CREATE TABLE texts (pos INTEGER PRIMARY KEY, text TEXT NOT NULL);
-CREATE TABLE postings (term TEXT PRIMARY KEY, docs BLOB NOT NULL, weights BLOB NOT NULL);
+CREATE TABLE postings (
+    term TEXT NOT NULL, segment INTEGER NOT NULL, docs BLOB NOT NULL, weights BLOB NOT NULL,
+    PRIMARY KEY (term, segment)
+);
+CREATE TABLE dead (pos INTEGER PRIMARY KEY);
 CREATE TABLE definitions (
     seq INTEGER PRIMARY KEY, key TEXT NOT NULL, term TEXT NOT NULL, definition TEXT NOT NULL,
     source TEXT NOT NULL, section_id TEXT, record_id TEXT NOT NULL
 );
-CREATE TABLE sections (ident TEXT PRIMARY KEY, entries TEXT NOT NULL);
+CREATE TABLE sections (
+    ident TEXT NOT NULL, source TEXT NOT NULL, chunk_index INTEGER NOT NULL, record_id TEXT NOT NULL
+);
 """
 _INDEXES = """
 CREATE UNIQUE INDEX docs_id ON docs (id);
+CREATE INDEX docs_row ON docs (row);
 CREATE INDEX definitions_key ON definitions (key);
+CREATE INDEX definitions_record ON definitions (record_id);
+CREATE INDEX sections_ident ON sections (ident);
+CREATE INDEX sections_record ON sections (record_id);
 """
 #: The trigram index over ``texts`` (external content, no positions: about a fifth of the texts' size).
 _TRIGRAMS = """
@@ -127,16 +150,28 @@ def write(
     resolver: ReferenceResolver,
     exact: ExactIndex,
     locations: Mapping[str, tuple[str, str]],
+    rows: Mapping[str, int] | None = None,
+    last_row: int | None = None,
 ) -> None:
-    """Every side index, built from the records at ``version``, into ``path`` (replaced atomically)."""
+    """Every side index, built from the records at ``version``, into ``path`` (replaced atomically).
+
+    ``rows`` (record id → store row) and ``last_row`` (the highest row at ``version``) let
+    :func:`apply` update the file later; without them it is rebuilt whenever the records change."""
     postings = keyword.postings()
     texts = exact.texts()
+    n_docs = len(postings.ids)
     meta = {
         "format": FORMAT,
         "version": version,
+        "last_row": last_row if rows is not None else None,
         "keyword_strategy": keyword_strategy,
         "bm25": postings.settings,
-        "n_docs": len(postings.ids),
+        "stats": {"n_docs": n_docs, "avgdl": keyword.avgdl},
+        "n_docs": n_docs,
+        "live": n_docs,
+        "built": n_docs,
+        "changed": 0,
+        "segments": 1,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(path)
@@ -152,16 +187,17 @@ def write(
             for statement in _statements(_SCHEMA):
                 conn.execute(statement)
             conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+            row_of = rows or {}
             conn.executemany(
-                "INSERT INTO docs VALUES (?, ?, ?, ?)",
-                ((i, rid, *locations.get(rid, ("", ""))) for i, rid in enumerate(postings.ids)),
+                "INSERT INTO docs VALUES (?, ?, ?, ?, ?)",
+                ((i, rid, *locations.get(rid, ("", "")), row_of.get(rid)) for i, rid in enumerate(postings.ids)),
             )
             position = {rid: i for i, rid in enumerate(postings.ids)}
             conn.executemany("INSERT INTO texts VALUES (?, ?)", ((position[r], t) for r, t in texts.items()))
             bounds = postings.offsets
             docs, weights = postings.docs.astype("<i4"), postings.weights.astype("<f4")
             conn.executemany(
-                "INSERT INTO postings VALUES (?, ?, ?)",
+                "INSERT INTO postings VALUES (?, 0, ?, ?)",
                 (
                     (term, docs[bounds[t] : bounds[t + 1]].tobytes(), weights[bounds[t] : bounds[t + 1]].tobytes())
                     for t, term in enumerate(postings.vocab)
@@ -173,10 +209,7 @@ def write(
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 definitions.to_state(),
             )
-            conn.executemany(
-                "INSERT INTO sections VALUES (?, ?)",
-                ((ident, json.dumps(by_source)) for ident, by_source in resolver.to_state().items()),
-            )
+            conn.executemany("INSERT INTO sections VALUES (?, ?, ?, ?)", _section_rows(resolver.to_state()))
             for statement in _statements(_INDEXES):
                 conn.execute(statement)
             trigrams = _add_trigrams(conn)
@@ -193,6 +226,153 @@ def write(
         raise
 
 
+def _section_rows(state: Mapping[str, Mapping[str, list[tuple[int, str]]]]) -> Iterator[tuple[str, str, int, str]]:
+    for ident, by_source in state.items():
+        for source, entries in by_source.items():
+            for chunk_index, record_id in entries:
+                yield ident, source, int(chunk_index), record_id
+
+
+@dataclass
+class Delta:
+    """The records changed since a file's version, prepared for :func:`apply` (new documents in index order)."""
+
+    from_version: int
+    version: int
+    last_row: int
+    deleted_rows: list[int]
+    #: Per new document: store row, record id, source, location, lower-cased text, analysed terms.
+    rows: list[int]
+    ids: list[str]
+    sources: list[str]
+    locations: list[str]
+    texts: list[str]
+    terms: list[list[str]]
+    definitions: list[list[object]]
+    sections: Mapping[str, Mapping[str, list[tuple[int, str]]]]
+
+
+def read_meta(path: Path) -> dict[str, Any] | None:
+    """The meta table of the file at ``path``; None when there is none or it cannot be read."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError):
+        return None
+
+
+def apply(path: Path, delta: Delta) -> bool:
+    """Bring the file from ``delta.from_version`` to ``delta.version`` in place, in one transaction; False
+    (nothing changed) when the file is at another version or the changes do not fit it (the caller rebuilds)."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        if meta.get("format") != FORMAT or meta.get("version") != delta.from_version:
+            conn.execute("ROLLBACK")
+            return False
+        gone = _remove_rows(conn, delta.deleted_rows, bool(meta.get("trigrams")))
+        first = int(meta["n_docs"])
+        positions = list(range(first, first + len(delta.ids)))
+        conn.executemany(
+            "INSERT INTO docs VALUES (?, ?, ?, ?, ?)",
+            zip(positions, delta.ids, delta.sources, delta.locations, delta.rows, strict=True),
+        )
+        conn.executemany("INSERT INTO texts VALUES (?, ?)", zip(positions, delta.texts, strict=True))
+        if meta.get("trigrams") and positions:
+            conn.execute("INSERT INTO texts_fts (rowid, text) SELECT pos, text FROM texts WHERE pos >= ?", (first,))
+        segment = int(meta.get("segments", 1))
+        conn.executemany(
+            "INSERT INTO postings VALUES (?, ?, ?, ?)",
+            (
+                (term, segment, docs.astype("<i4").tobytes(), weights.astype("<f4").tobytes())
+                for term, (docs, weights) in _delta_postings(conn, meta, delta, first).items()
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO definitions (key, term, definition, source, section_id, record_id) VALUES (?, ?, ?, ?, ?, ?)",
+            delta.definitions,
+        )
+        conn.executemany("INSERT INTO sections VALUES (?, ?, ?, ?)", _section_rows(delta.sections))
+        meta.update(
+            version=delta.version,
+            last_row=delta.last_row,
+            n_docs=first + len(positions),
+            live=int(meta["live"]) - gone + len(positions),
+            changed=int(meta.get("changed", 0)) + gone + len(positions),
+            segments=segment + 1,
+        )
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
+        conn.execute("COMMIT")
+        return True
+    except sqlite3.Error as exc:  # e.g. a record id already there: the file and the records disagree
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        log.info("side index file %s not updated in place (%s); rebuilding it", path, exc)
+        return False
+    finally:
+        conn.close()
+
+
+def _remove_rows(conn: sqlite3.Connection, rows: list[int], trigrams: bool) -> int:
+    """Take the documents of store ``rows`` out of every table (their postings stay: their positions go into
+    ``dead``); how many there were."""
+    gone = 0
+    for start in range(0, len(rows), _BATCH):
+        part = rows[start : start + _BATCH]
+        marks = ",".join("?" * len(part))
+        found = conn.execute(f"SELECT pos, id FROM docs WHERE row IN ({marks})", part).fetchall()
+        if not found:
+            continue
+        positions, ids = [int(p) for p, _ in found], [str(i) for _, i in found]
+        at = ",".join("?" * len(positions))
+        named = ",".join("?" * len(ids))
+        if trigrams:
+            conn.execute(
+                "INSERT INTO texts_fts (texts_fts, rowid, text)"
+                f" SELECT 'delete', pos, text FROM texts WHERE pos IN ({at})",
+                positions,
+            )
+        conn.execute(f"DELETE FROM texts WHERE pos IN ({at})", positions)
+        conn.execute(f"DELETE FROM docs WHERE pos IN ({at})", positions)
+        conn.executemany("INSERT OR IGNORE INTO dead VALUES (?)", ((p,) for p in positions))
+        conn.execute(f"DELETE FROM definitions WHERE record_id IN ({named})", ids)
+        conn.execute(f"DELETE FROM sections WHERE record_id IN ({named})", ids)
+        gone += len(found)
+    return gone
+
+
+def _delta_postings(
+    conn: sqlite3.Connection, meta: Mapping[str, Any], delta: Delta, first: int
+) -> dict[str, tuple[IntArray, FloatArray]]:
+    """The new documents' postings, weighted as the build weighted its own (:func:`bm25_weights`)."""
+    terms = sorted({t for doc in delta.terms for t in doc})
+    df: dict[str, int] = {}
+    for start in range(0, len(terms), _BATCH):
+        part = terms[start : start + _BATCH]
+        marks = ",".join("?" * len(part))
+        sql = f"SELECT term, sum(length(docs)) / 4 FROM postings WHERE term IN ({marks}) GROUP BY term"
+        df.update((str(t), int(n)) for t, n in conn.execute(sql, part))
+    settings, stats = meta.get("bm25") or {}, meta.get("stats") or {}
+    return bm25_weights(
+        delta.terms,
+        first,
+        df,
+        k1=float(settings.get("k1", 0.9)),
+        b=float(settings.get("b", 0.4)),
+        n_docs=max(int(stats.get("n_docs", 0)), int(meta.get("live", 0)) + len(delta.ids)),
+        avgdl=float(stats.get("avgdl", 1.0)),
+    )
+
+
 class SideIndexFile:
     """An opened side index file: a read-only connection that the lookups below share (one at a time)."""
 
@@ -201,13 +381,37 @@ class SideIndexFile:
         self._conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
         self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self._lock = threading.Lock()
-        self.meta: dict[str, Any] = {k: json.loads(v) for k, v in self._rows("SELECT key, value FROM meta")}
-        self.n_docs = int(self.meta.get("n_docs", 0))
         self._postings: OrderedDict[str, tuple[IntArray, FloatArray] | None] = OrderedDict()
         self._postings_bytes = 0
+        #: Caches of the tables read per key (:class:`_Table`), cleared with the postings when the file changes.
+        self.tables: list[_Table[Any]] = []
+        self._seen = -1
+        self.meta: dict[str, Any] = {}
+        self.n_docs = self.live = 0
+        self._dead: IntArray = np.zeros(0, dtype=np.int32)
+        with self._lock:
+            self._follow()
+
+    def _follow(self) -> None:
+        """Re-read meta and the dead positions, and drop every cache, when another connection committed since
+        (``PRAGMA data_version`` moves; it costs no read). Under the lock."""
+        seen = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        if seen == self._seen:
+            return
+        self._seen = seen
+        self.meta = {k: json.loads(v) for k, v in self._conn.execute("SELECT key, value FROM meta")}
+        self.n_docs = int(self.meta.get("n_docs", 0))
+        self.live = int(self.meta.get("live", self.n_docs))
+        dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if self.live < self.n_docs else []
+        self._dead = np.asarray(dead, dtype=np.int32)
+        self._postings.clear()
+        self._postings_bytes = 0
+        for table in self.tables:
+            table.forget()
 
     def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
+            self._follow()
             return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
@@ -222,6 +426,7 @@ class SideIndexFile:
         found: dict[str, tuple[IntArray, FloatArray]] = {}
         missing = []
         with self._lock:
+            self._follow()
             for term in terms:
                 if term not in self._postings:
                     missing.append(term)
@@ -233,19 +438,35 @@ class SideIndexFile:
         for start in range(0, len(missing), _BATCH):
             part = missing[start : start + _BATCH]
             marks = ",".join("?" * len(part))
-            sql = f"SELECT term, docs, weights FROM postings WHERE term IN ({marks})"
-            read: dict[str, tuple[IntArray, FloatArray] | None] = dict.fromkeys(part)
+            sql = f"SELECT term, docs, weights FROM postings WHERE term IN ({marks}) ORDER BY term, segment"
+            segments: dict[str, list[tuple[IntArray, FloatArray]]] = {}
             for term, docs, weights in self._rows(sql, tuple(part)):
                 # read-only views of the fetched bytes (little-endian, as written): no copy
-                read[str(term)] = (
-                    np.frombuffer(docs, dtype="<i4").astype(np.int32, copy=False),
-                    np.frombuffer(weights, dtype="<f4").astype(np.float32, copy=False),
+                segments.setdefault(str(term), []).append(
+                    (
+                        np.frombuffer(docs, dtype="<i4").astype(np.int32, copy=False),
+                        np.frombuffer(weights, dtype="<f4").astype(np.float32, copy=False),
+                    )
                 )
+            read: dict[str, tuple[IntArray, FloatArray] | None] = dict.fromkeys(part)
+            for term, parts in segments.items():
+                read[term] = self._live(parts)
             found.update((term, value) for term, value in read.items() if value is not None)
             with self._lock:
                 for term, value in read.items():
                     self._keep(term, value)
         return found
+
+    def _live(self, parts: list[tuple[IntArray, FloatArray]]) -> tuple[IntArray, FloatArray] | None:
+        """A term's segments as one posting list, without the documents deleted since the build."""
+        if len(parts) == 1:
+            docs, weights = parts[0]
+        else:
+            docs, weights = np.concatenate([d for d, _ in parts]), np.concatenate([w for _, w in parts])
+        if self._dead.size:
+            keep = ~np.isin(docs, self._dead)
+            docs, weights = docs[keep], weights[keep]
+        return (docs, weights) if docs.size else None
 
     def _keep(self, term: str, value: tuple[IntArray, FloatArray] | None) -> None:
         """Remember ``term``'s postings (None: no document has it), within the byte budget (under the lock)."""
@@ -264,11 +485,11 @@ class SideIndexFile:
             part = positions[start : start + _BATCH]
             marks = ",".join("?" * len(part))
             found.update(self._rows(f"SELECT pos, id FROM docs WHERE pos IN ({marks})", tuple(part)))
-        return [found[p] for p in positions]
+        return [found.get(p, "") for p in positions]  # "": deleted by a commit between the scoring and this read
 
     # -- exact phrases (:class:`deckhand.retrieval.phrase_match.PhraseTexts`) -----------------
     def __len__(self) -> int:
-        return self.n_docs
+        return self.live
 
     def __contains__(self, record_id: object) -> bool:
         return bool(self._rows("SELECT 1 FROM docs WHERE id = ?", (str(record_id),)))
@@ -295,6 +516,7 @@ class SideIndexFile:
             ]
         hits: list[tuple[int, int, str]] = []
         with self._lock:
+            self._follow()
             for sql, args in batches:
                 for pos, text, record_id in self._conn.execute(sql, args):
                     found = sum(1 for p in phrases if p in text)
@@ -312,7 +534,7 @@ class SideIndexFile:
         found: set[int] = set()
         for query in queries:
             found.update(r for (r,) in self._rows("SELECT rowid FROM texts_fts WHERE texts_fts MATCH ?", (query,)))
-            if len(found) * _SCAN_SHARE > self.n_docs:
+            if len(found) * _SCAN_SHARE > self.live:
                 return None
         return sorted(found)
 
@@ -331,6 +553,12 @@ class _Table(Mapping[str, V]):
         self._file, self._get_sql, self._keys_sql, self._decode = file, get_sql, keys_sql, decode
         self._keys: list[str] | None = None
         self._cache: dict[str, V | None] = {}
+        file.tables.append(self)
+
+    def forget(self) -> None:
+        """Drop what was read (the file changed)."""
+        self._keys = None
+        self._cache = {}
 
     def __getitem__(self, key: str) -> V:
         if key not in self._cache:
@@ -363,8 +591,10 @@ def _definitions(rows: list[tuple[Any, ...]]) -> list[Definition]:
 
 
 def _sections(rows: list[tuple[Any, ...]]) -> dict[str, list[tuple[int, str]]]:
-    by_source: dict[str, list[list[Any]]] = json.loads(rows[0][0])
-    return {src: [(int(i), str(rid)) for i, rid in entries] for src, entries in by_source.items()}
+    by_source: dict[str, list[tuple[int, str]]] = {}
+    for source, chunk_index, record_id in rows:
+        by_source.setdefault(str(source), []).append((int(chunk_index), str(record_id)))
+    return by_source
 
 
 def _location(rows: list[tuple[Any, ...]]) -> tuple[str, str]:
@@ -375,7 +605,7 @@ class Locations(_Table[tuple[str, str]]):
     """Record id → (source, location), read per id; its length is the document count."""
 
     def __len__(self) -> int:
-        return self._file.n_docs
+        return self._file.live
 
 
 def open_file(
@@ -405,7 +635,10 @@ def open_file(
     )
     resolver = ReferenceResolver.over(
         _Table(
-            file, "SELECT entries FROM sections WHERE ident = ?", "SELECT ident FROM sections ORDER BY rowid", _sections
+            file,
+            "SELECT source, chunk_index, record_id FROM sections WHERE ident = ? ORDER BY rowid",
+            "SELECT ident, min(rowid) AS first FROM sections GROUP BY ident ORDER BY first",
+            _sections,
         )
     )
     exact = ExactIndex(resolver, definitions, normalise_section_id)

@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import KeywordIndex, SideIndexFiles, SideIndexStorage
+from deckhand.protocols import KeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
 from deckhand.retrieval import side_index_file
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
-from deckhand.types import Record
+from deckhand.types import Record, RecordChanges
 
 log = logging.getLogger("deckhand")
 
@@ -42,6 +42,10 @@ log = logging.getLogger("deckhand")
 SIDE_INDEX = "hierarchical/indexes"
 #: Format of the blob; a blob of another format is rebuilt.
 FORMAT = 1
+#: Changes since a side index file's build (records deleted plus added) past which it is rebuilt rather than
+#: updated in place: updated documents are weighted with the build's statistics, and deleted ones leave their
+#: postings behind, so the drift from a fresh build stays within what a tenth of the corpus can cause.
+REBUILD_SHARE = 0.1
 #: Kept under :data:`SIDE_INDEX` instead of the blob when the indexes are in a side index file (it replaces a blob
 #: of an earlier version, and marks the records version the file was built from).
 FILE_MARK = b'{"side_index_file": 1}'
@@ -59,6 +63,10 @@ class SideIndexes:
     locations: Mapping[str, tuple[str, str]]
     #: The side index file the indexes read from (None: they are in memory); close it when done with them.
     file: side_index_file.SideIndexFile | None = None
+    #: Record id → store row, and the highest row, when built from a :class:`~deckhand.protocols.RecordLog`
+    #: (a side index file written with them can be updated in place, :func:`update_file`).
+    rows: Mapping[str, int] | None = None
+    last_row: int | None = None
 
     def close(self) -> None:
         """Close the side index file the indexes read from, if any."""
@@ -143,6 +151,63 @@ def write_file(path: Path, version: int, indexes: SideIndexes) -> None:
         indexes.resolver,
         indexes.exact,
         indexes.locations,
+        indexes.rows,
+        indexes.last_row,
+    )
+
+
+def update_file(path: Path, log_: RecordLog, keyword: KeywordIndex, keyword_strategy: str) -> int | None:
+    """Apply the records changed since the file at ``path`` was last brought up to date to it, in place
+    (:func:`deckhand.retrieval.side_index_file.apply`); the records version it now holds, or None when it
+    cannot be updated and is rebuilt instead: no such file, another format or settings, a store whose log
+    no longer reaches back, or changes since the build past :data:`REBUILD_SHARE` of it."""
+    if not isinstance(keyword, BM25Index):
+        return None
+    for _ in range(3):  # another process may update it meanwhile: then start from where it left the file
+        meta = side_index_file.read_meta(path)
+        if (
+            meta is None
+            or meta.get("format") != side_index_file.FORMAT
+            or meta.get("keyword_strategy") != keyword_strategy
+            or meta.get("bm25") != keyword.settings()
+            or meta.get("last_row") is None
+        ):
+            return None
+        changes = log_.changes_since(int(meta["version"]), int(meta["last_row"]))
+        if changes is None:
+            return None
+        if changes.version == meta["version"]:
+            return changes.version
+        if int(meta.get("changed", 0)) + len(changes.deleted) + len(changes.added) > REBUILD_SHARE * max(
+            int(meta.get("built", 0)), 1
+        ):
+            return None
+        if side_index_file.apply(path, _delta(meta, changes, keyword)):
+            return changes.version
+    return None
+
+
+def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index) -> side_index_file.Delta:
+    """``changes`` as the file keeps them: the new records in index order (source, chunk), each analysed."""
+    added = sorted(changes.added, key=lambda item: (item[1].source, item[1].chunk_index))
+    records = [record for _, record in added]
+    definitions = DefinitionIndex()
+    definitions.add_records(records)
+    resolver = ReferenceResolver()
+    resolver.add_records(records)
+    return side_index_file.Delta(
+        from_version=int(meta["version"]),
+        version=changes.version,
+        last_row=changes.last_row,
+        deleted_rows=changes.deleted,
+        rows=[row for row, _ in added],
+        ids=[r.id for r in records],
+        sources=[r.source for r in records],
+        locations=[location_of(r.metadata) for r in records],
+        texts=[r.content.lower() for r in records],
+        terms=[keyword.terms_of(indexed_text(r)) for r in records],
+        definitions=definitions.to_state(),
+        sections=resolver.to_state(),
     )
 
 

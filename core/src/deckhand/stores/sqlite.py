@@ -60,7 +60,7 @@ from deckhand.stores.sqlite_file import (
     verify,
 )
 from deckhand.stores.sqlite_filters import where_sql
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
 
@@ -831,6 +831,58 @@ class SQLiteStore(OpenCollection):
                     (found.id,),
                 )
             }
+
+    # -- the record log (RecordLog): what a side index file needs to follow the records ------------------
+    def log_position(self) -> tuple[int, int]:
+        """``(records version, highest row)`` in one snapshot (0, 0 before the collection exists)."""
+        with self._read() as (conn, found):
+            if found is None:
+                return 0, 0
+            (next_row,) = conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()
+            return found.generation, int(next_row) - 1
+
+    def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
+        """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
+        after = 0
+        empty = np.zeros(0, dtype=np.float32)
+        while True:
+            with self._read() as (conn, found):
+                if found is None:
+                    return
+                batch = conn.execute(
+                    f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records}"
+                    " WHERE row > ? ORDER BY row LIMIT ?",
+                    (after, max(1, batch_size)),
+                ).fetchall()
+            if not batch:
+                return
+            for row in batch:
+                yield int(row[0]), _record(row, empty)
+            after = int(batch[-1][0])
+
+    def changes_since(self, version: int, last_row: int) -> RecordChanges | None:
+        """Rows deleted since ``version`` (of those up to ``last_row``) and the records added after ``last_row``
+        that are still there, in one snapshot; None when the deletion log no longer reaches back to ``version``."""
+        with self._read() as (conn, found):
+            if found is None or version < found.log_floor or version > found.generation:
+                return None
+            deleted = [
+                int(r)
+                for (r,) in conn.execute(
+                    "SELECT DISTINCT row FROM deleted WHERE collection = ? AND generation > ? AND row <= ?",
+                    (found.id, version, last_row),
+                )
+            ]
+            added = [
+                (int(row[0]), _record(row, np.zeros(0, dtype=np.float32)))
+                for row in conn.execute(
+                    f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records}"
+                    " WHERE row > ? ORDER BY row",
+                    (last_row,),
+                )
+            ]
+            (next_row,) = conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()
+            return RecordChanges(found.generation, int(next_row) - 1, deleted, added)
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
