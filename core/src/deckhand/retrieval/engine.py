@@ -187,7 +187,7 @@ class HybridSearcher:
         self.indexed_version: int | None = None
         #: Seconds the last update of the side indexes took.
         self.index_seconds: float = 0.0
-        #: How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``.
+        #: How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``.
         self.index_origin: str | None = None
 
     # -- side indexes -------------------------------------------------------------------

@@ -75,7 +75,7 @@ class HierarchicalDocumentTool(ContextualChunks):
 
     @property
     def index_origin(self) -> str | None:
-        """How the side indexes were last brought up to date: ``loaded`` or ``rebuilt``."""
+        """How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``."""
         return self.engine.index_origin
 
     # -- lifecycle ------------------------------------------------------------------
