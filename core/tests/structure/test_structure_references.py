@@ -119,3 +119,21 @@ def test_records_with_only_a_section_id() -> None:
     zero = np.zeros(1, dtype=np.float32)
     resolver.add_records([Record("d_chunk_0", "d", 0, "x", zero, {"section_id": "7"})])
     assert resolver.resolve("Section 7") == ["d_chunk_0"]
+
+
+def test_first_is_the_head_of_resolve_without_listing_the_rest() -> None:
+    """``first`` (what annotating a result needs) agrees with ``resolve(...)[0]`` for any section table, with
+    and without the referring document; a section id every document has is answered without listing them."""
+    rng = np.random.default_rng(7)
+    idents = ["1", "2", "2.1", "2.1(a)", "3", "10"]
+    records = [
+        Record(f"d{d}#{c}", f"d{d}.md", c, "x", np.zeros(1, np.float32), {"section_ids": list(rng.choice(idents, 2))})
+        for d in range(6)
+        for c in rng.permutation(5)
+    ]
+    resolver = ReferenceResolver()
+    resolver.add_records(records)
+    for ref in [*idents, "2.1(b)", "§ 2", "see Section 3", "7", "nothing"]:
+        for source in [None, "d0.md", "d3.md", "missing.md"]:
+            listed = resolver.resolve(ref, source=source)
+            assert resolver.first(ref, source=source) == (listed[0] if listed else None), (ref, source)

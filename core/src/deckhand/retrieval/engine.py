@@ -502,7 +502,7 @@ class HybridSearcher:
         return Annotations(
             location=location_of(record.metadata),
             definitions=self.relevant_definitions(record, definitions_per_result),
-            references=self.resolve_references(record.metadata.get("references") or []),
+            references=self.resolve_references(record.metadata.get("references") or [], source=record.source),
         )
 
     def relevant_definitions(self, record: Record, limit: int = DEFINITIONS_PER_RESULT) -> list[Definition]:
@@ -513,14 +513,15 @@ class HybridSearcher:
         found = self.definitions.relevant(record.content, limit=limit + len(own))
         return [d for d in found if d.term.lower() not in own][:limit]
 
-    def resolve_references(self, refs: Sequence[str]) -> list[ResolvedReference]:
-        """Each distinct reference in ``refs`` with the location of the section it names."""
+    def resolve_references(self, refs: Sequence[str], *, source: str | None = None) -> list[ResolvedReference]:
+        """Each distinct reference in ``refs`` with the location of the section it names: in ``source`` (the
+        referring chunk's document) when that document has the section, else the first document that does."""
         out = []
         for ref in dict.fromkeys(str(r) for r in refs):
-            ids = self.resolver.resolve(ref) if self.resolver is not None else []
-            if ids and ids[0] in self.locations:
-                source, where = self.locations[ids[0]]
-                out.append(ResolvedReference(section_id=ref, location=where, source=source))
+            first = self.resolver.first(ref, source=source) if self.resolver is not None else None
+            if first is not None and first in self.locations:
+                found, where = self.locations[first]
+                out.append(ResolvedReference(section_id=ref, location=where, source=found))
             else:
                 out.append(ResolvedReference(section_id=ref, resolved=False))
         return out

@@ -29,6 +29,8 @@ class SectionResolver(Protocol):
 
     def resolve(self, ref: str) -> list[str]: ...
 
+    def first(self, ref: str, *, source: str | None = None) -> str | None: ...
+
     def find_references(self, text: str) -> list[str]: ...
 
 
@@ -120,7 +122,7 @@ class ExactIndex:
         phrases = tuple(p.strip().lower() for a, b in QUOTED.findall(query) if (p := a or b).strip())
         bare = QUOTED.sub(" ", query).strip()
         section = self.normalise_section_id(query.strip()) if not phrases else None
-        if section is not None and not self.resolver.resolve(section):
+        if section is not None and self.resolver.first(section) is None:
             section = None
         references = tuple(r for r in self.resolver.find_references(bare) if r != section) if bare else ()
         return ExactQuery(section, phrases, references)

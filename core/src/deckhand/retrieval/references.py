@@ -101,6 +101,25 @@ class ReferenceResolver:
                 return out
         return []
 
+    def first(self, ref: str, *, source: str | None = None) -> str | None:
+        """The first record id :meth:`resolve` would return, without listing the rest: a section id every
+        document has ("1", "2.1") names hundreds of thousands of chunks in a large corpus, and annotating a
+        result needs only where the section starts."""
+        ident = self._normalise(ref)
+        if ident is None:
+            return None
+        with self._lock:
+            for candidate in parent_ids(ident):
+                by_source = self._by_id.get(candidate)
+                if not by_source:
+                    continue
+                entries = by_source.get(source) if source is not None else None
+                if not entries:
+                    entries = next((e for e in by_source.values() if e), None)
+                if entries:
+                    return min(entries)[1]
+        return None
+
     def find_references(self, text: str) -> list[str]:
         """Normalised section ids named in free text ("see Section 5" → ["5"])."""
         return find_references(text)
