@@ -112,6 +112,8 @@ def test_a_new_store_object_opens_the_file_reads_per_query_and_answers_as_built(
         "SELECT term, definition, source, section_id, record_id FROM definitions WHERE key = ? ORDER BY seq"
     ]
     assert _answers(opened) == expected
+    ids = [*built.locations, "not-a-record"]
+    assert opened.locations.many(ids) == {i: built.locations[i] for i in built.locations}  # type: ignore[attr-defined]
 
 
 def test_a_stale_file_is_rebuilt_and_the_new_records_are_found(tmp_path: Path) -> None:

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -48,6 +50,7 @@ from deckhand.protocols import (
     VectorStore,
 )
 from deckhand.retrieval import side_indexes
+from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
 from deckhand.retrieval.fusion import Fused, fuse
@@ -60,6 +63,8 @@ from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
+#: Guards starting an engine's keyword worker (two first queries at once start one).
+_WORKER_LOCK = threading.Lock()
 
 #: The modalities of a hybrid search (the keys of :attr:`SearchSettings.weights`).
 SEMANTIC, KEYWORD, EXACT = "semantic", "keyword", "exact"
@@ -189,6 +194,7 @@ class HybridSearcher:
         self.index_seconds: float = 0.0
         #: How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``.
         self.index_origin: str | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- side indexes -------------------------------------------------------------------
     def _bind_keyword(self, store: VectorStore) -> KeywordIndex:
@@ -369,8 +375,9 @@ class HybridSearcher:
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
         pinned = set(self.exact.section_of_query(query)) if self.exact is not None and settings.per_source else set()
         # A pinned section's chunks stay first and in order: each counts as a source of its own.
+        sources = self._sources([f.id for f in fused if f.id not in records]) if settings.per_source else {}
         fused = diversify(
-            fused, lambda f: f.id if f.id in pinned else self._source_of(f.id, records), settings.per_source
+            fused, lambda f: f.id if f.id in pinned else self._source_of(f.id, records, sources), settings.per_source
         )
         fused = fused[: self.rerank_depth(k, settings.rerank_top_n)]
         missing = [f.id for f in fused if f.id not in records]
@@ -412,13 +419,23 @@ class HybridSearcher:
         )
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
 
-    def _source_of(self, record_id: str, records: Mapping[str, Record]) -> str:
-        """The source of a candidate: from its record when read, else from the side indexes' locations."""
+    def _sources(self, record_ids: list[str]) -> dict[str, str]:
+        """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
+        file for all of them (``many``) rather than one per candidate."""
+        many = getattr(self.locations, "many", None)
+        if callable(many):
+            found: Mapping[str, tuple[str, str]] = many(record_ids)
+        else:
+            found = {i: self.locations[i] for i in record_ids if i in self.locations}
+        return {record_id: where[0] for record_id, where in found.items()}
+
+    @staticmethod
+    def _source_of(record_id: str, records: Mapping[str, Record], sources: Mapping[str, str]) -> str:
+        """The source of a candidate: from its record when read, else as :meth:`_sources` found it."""
         record = records.get(record_id)
         if record is not None:
             return record.source
-        located = self.locations.get(record_id)
-        return located[0] if located is not None else record_id.rsplit("_chunk_", 1)[0]
+        return sources.get(record_id) or record_id.rsplit("_chunk_", 1)[0]
 
     def _rerank_after_pinned(
         self, query: str, fused: list[Fused], records: dict[str, Record]
@@ -462,12 +479,26 @@ class HybridSearcher:
         )
         vector = self.embed(query) if SEMANTIC in weights or hybrid else None
         passes = FilterRecheck(store, where, records)
+        # The builtin BM25 beside the dense search, on a worker thread: both spend their time in code that lets
+        # go of the GIL (numpy, usearch), so on a million chunks a hybrid query takes about the longer of the
+        # two instead of their sum. A plugin's keyword strategy keeps to this thread (it may share the store).
+        beside = None
+        if (
+            SEMANTIC in weights
+            and KEYWORD in weights
+            and where is None
+            and not hybrid
+            and isinstance(keyword, BM25Index)
+        ):
+            beside = self._worker().submit(keyword.search, query, depth)
         if SEMANTIC in weights:
             assert vector is not None
             hits = filtering.search(store, vector, depth, where=where, provider=provider)
             ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
-        if KEYWORD in weights:
+        if beside is not None:
+            ranked[KEYWORD] = beside.result()
+        elif KEYWORD in weights:
             native = getattr(keyword, "search_filtered", None)
             if hybrid:
                 assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
@@ -495,6 +526,13 @@ class HybridSearcher:
             taken = set(pinned)
             fused = head + [f for f in fused if f.id not in taken]
         return fused, records
+
+    def _worker(self) -> ThreadPoolExecutor:
+        """The thread a hybrid query's keyword search runs on (started on first use)."""
+        with _WORKER_LOCK:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"deckhand-keyword-{self.name}")
+            return self._pool
 
     # -- annotation -------------------------------------------------------------------
     def annotate(self, record: Record, definitions_per_result: int = DEFINITIONS_PER_RESULT) -> Annotations:

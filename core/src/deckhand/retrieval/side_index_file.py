@@ -604,6 +604,15 @@ def _location(rows: list[tuple[Any, ...]]) -> tuple[str, str]:
 class Locations(_Table[tuple[str, str]]):
     """Record id → (source, location), read per id; its length is the document count."""
 
+    def many(self, record_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """Those of ``record_ids`` the file has, read together (a query's candidates)."""
+        found: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(record_ids), _BATCH):
+            part = record_ids[start : start + _BATCH]
+            sql = f"SELECT id, source, location FROM docs WHERE id IN ({','.join('?' * len(part))})"
+            found.update((str(i), (str(s), str(w))) for i, s, w in self._file._rows(sql, tuple(part)))
+        return found
+
     def __len__(self) -> int:
         return self._file.live
 
