@@ -843,22 +843,7 @@ class SQLiteStore(OpenCollection):
 
     def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
         """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
-        after = 0
-        empty = np.zeros(0, dtype=np.float32)
-        while True:
-            with self._read() as (conn, found):
-                if found is None:
-                    return
-                batch = conn.execute(
-                    f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records}"
-                    " WHERE row > ? ORDER BY row LIMIT ?",
-                    (after, max(1, batch_size)),
-                ).fetchall()
-            if not batch:
-                return
-            for row in batch:
-                yield int(row[0]), _record(row, empty)
-            after = int(batch[-1][0])
+        return self._batches(batch_size, vectors=False)
 
     def changes_since(self, version: int, last_row: int) -> RecordChanges | None:
         """Rows deleted since ``version`` (of those up to ``last_row``) and the records added after ``last_row``
@@ -886,21 +871,30 @@ class SQLiteStore(OpenCollection):
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
+        return (record for _, record in self._batches(batch_size, vectors=True))
+
+    def _batches(self, batch_size: int, *, vectors: bool) -> Iterator[tuple[int, Record]]:
+        """Rows and records in row order, ``batch_size`` per read transaction; without ``vectors`` the
+        vectors table is not read and each record's vector is empty."""
         after = 0
+        empty = np.zeros(0, dtype=np.float32)
         while True:
             with self._read() as (conn, found):
                 if found is None:
                     return
+                columns = (
+                    f"r.row, r.id, r.source, r.chunk_index, r.content, r.metadata{', v.vector' if vectors else ''}"
+                )
+                join = f" JOIN {found.vectors} v ON v.row = r.row" if vectors else ""
                 batch = conn.execute(
-                    f"SELECT r.row, r.id, r.source, r.chunk_index, r.content, r.metadata, v.vector"
-                    f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row"
-                    " WHERE r.row > ? ORDER BY r.row LIMIT ?",
+                    f"SELECT {columns} FROM {found.records} r{join} WHERE r.row > ? ORDER BY r.row LIMIT ?",
                     (after, max(1, batch_size)),
                 ).fetchall()
             if not batch:
                 return
             for row in batch:
-                yield _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
+                vector = np.frombuffer(row[6], dtype="<f4").astype(np.float32) if vectors else empty
+                yield int(row[0]), _record(row, vector)
             after = int(batch[-1][0])
 
 
