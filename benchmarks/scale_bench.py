@@ -36,12 +36,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_corpus import chunks, queries
+from startup_bench import search_times
+from synthetic_corpus import chunks
 
 AGENT = """name: scale
 tools:
@@ -166,25 +166,11 @@ def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str,
 
 
 def latency(root: Path, name: str, n_queries: int) -> None:
-    """Semantic and hybrid p95 (ms) of ``n_queries`` searches in one process, query vectors computed first."""
-    from deckhand.config.loading import load_agent_config
-    from deckhand.tools import build_tool
-
-    config = load_agent_config(root / "agent.yaml")
-    tool: Any = build_tool(next(t for t in config.tools if t.name == name), base_dir=root)
-    tool.open_sync()
-    asked = queries(n_queries)
-    for q in asked:
-        tool.embed_query(q)
-    for mode in ("semantic", "hybrid", "semantic", "hybrid"):  # the first pass warms the page cache
-        times = []
-        for q in asked:
-            clock = time.perf_counter()
-            tool.search_results_sync(q, 10, mode=mode)
-            times.append((time.perf_counter() - clock) * 1000)
+    """Semantic and hybrid p50 / p95 (ms) of ``n_queries`` searches in one process, query vectors computed first;
+    two passes, the first warming the page cache (``startup_bench.search_times``)."""
+    for mode, times in search_times(root, name, n_queries, passes=2):
         p50, p95 = np.percentile(times, [50, 95])
         print(f"{mode} search, top 10, {n_queries} queries: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
-    tool.close()
 
 
 def cli(root: Path, *args: str) -> tuple[float, str, float]:

@@ -200,10 +200,6 @@ class BM25Index:
         return self._stored.n_docs if self._stored is not None else len(self._ids)
 
     # -- building ---------------------------------------------------------------------
-    def terms_of(self, text: str) -> list[str]:
-        """The index terms of ``text``, in order, as a build counts them (stopwords left out)."""
-        return [term for word in words(text) if (term := self.analyzer.term(word)) is not None]
-
     def _term_ids(self, text: str) -> IntArray:
         raw = words(text)
         ids = np.fromiter(map(self._word_ids.__getitem__, raw), dtype=np.int32, count=len(raw))

@@ -254,14 +254,14 @@ class HybridSearcher:
         """Open the side index file kept for the current records, else update it in place with the records changed
         since (a store with a :class:`~deckhand.protocols.RecordLog`), else rebuild the indexes and write it."""
         clock = time.perf_counter()
-        changes = store if isinstance(store, RecordLog) else None
+        record_log = store if isinstance(store, RecordLog) else None
         # read before the records: a rebuild is kept only if still current
-        version, last_row = changes.log_position() if changes is not None else (side.records_version(), None)
+        version, last_row = record_log.log_position() if record_log is not None else (side.records_version(), None)
         strategy = str(self.keyword_strategy)
         opened = side_indexes.open_file(path, version, keyword, strategy)
         origin = "loaded"
-        if opened is None and changes is not None:
-            updated = side_indexes.update_file(path, changes, keyword, strategy)
+        if opened is None and record_log is not None:
+            updated = side_indexes.update_file(path, record_log, keyword, strategy)
             if updated is not None:
                 version, origin = updated, "updated"
                 opened = side_indexes.open_file(path, version, keyword, strategy)
@@ -310,7 +310,7 @@ class HybridSearcher:
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind_keyword(store)
         built = side_indexes.build(records, keyword, str(self.keyword_strategy))
-        built.rows, built.last_row = rows, last_row if rows is not None else None
+        built.rows, built.last_row = rows, last_row  # without rows, the file written from them records no last row
         self._adopt(built)
         self.index_seconds = time.perf_counter() - clock
         self.index_origin = "rebuilt"

@@ -252,6 +252,20 @@ class Delta:
     sections: Mapping[str, Mapping[str, list[tuple[int, str]]]]
 
 
+def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
+    return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def matches(meta: Mapping[str, Any], keyword_strategy: str, keyword: BM25Index) -> bool:
+    """Whether a file with ``meta`` was written in this format for this keyword strategy and BM25 settings (of
+    whatever records version): one that was not is rebuilt, never read or updated."""
+    return (
+        meta.get("format") == FORMAT
+        and meta.get("keyword_strategy") == keyword_strategy
+        and meta.get("bm25") == keyword.settings()
+    )
+
+
 def read_meta(path: Path) -> dict[str, Any] | None:
     """The meta table of the file at ``path``; None when there is none or it cannot be read."""
     if not path.is_file():
@@ -259,7 +273,7 @@ def read_meta(path: Path) -> dict[str, Any] | None:
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
-            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            return _meta(conn)
         finally:
             conn.close()
     except (sqlite3.Error, ValueError):
@@ -275,7 +289,7 @@ def apply(path: Path, delta: Delta) -> bool:
         return False
     try:
         conn.execute("BEGIN IMMEDIATE")
-        meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        meta = _meta(conn)
         if meta.get("format") != FORMAT or meta.get("version") != delta.from_version:
             conn.execute("ROLLBACK")
             return False
@@ -399,7 +413,7 @@ class SideIndexFile:
         if seen == self._seen:
             return
         self._seen = seen
-        self.meta = {k: json.loads(v) for k, v in self._conn.execute("SELECT key, value FROM meta")}
+        self.meta = _meta(self._conn)
         self.n_docs = int(self.meta.get("n_docs", 0))
         self.live = int(self.meta.get("live", self.n_docs))
         dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if self.live < self.n_docs else []
@@ -630,8 +644,8 @@ def open_file(
         log.warning("ignoring unreadable side index file %s (%s); rebuilding it", path, exc)
         return None
     meta = file.meta
-    current = (meta.get("format"), meta.get("version"), meta.get("keyword_strategy"))
-    if current != (FORMAT, version, keyword_strategy) or not keyword.attach(file, dict(meta.get("bm25") or {})):
+    current = meta.get("version") == version and matches(meta, keyword_strategy, keyword)
+    if not current or not keyword.attach(file, dict(meta.get("bm25") or {})):
         file.close()
         return None
     definitions = DefinitionIndex.over(

@@ -108,6 +108,14 @@ def indexed_text(record: Record) -> str:
 def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes:
     """Every side index built from ``records`` (in order), the keyword index built into ``keyword``."""
     keyword.build((r.id, indexed_text(r)) for r in records)
+    return SideIndexes(keyword, keyword_strategy, *_derived(records))
+
+
+def _derived(
+    records: Sequence[Record],
+) -> tuple[DefinitionIndex, ReferenceResolver, ExactIndex, dict[str, tuple[str, str]]]:
+    """The indexes besides the keyword one, in memory, over ``records`` (in order): a build's, or the new
+    records' of an update in place (:func:`_delta`)."""
     definitions = DefinitionIndex()
     definitions.add_records(records)
     resolver = ReferenceResolver()
@@ -115,7 +123,7 @@ def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: st
     exact = ExactIndex(resolver, definitions, normalise_section_id)
     exact.build(records)
     locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
-    return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations)
+    return definitions, resolver, exact, locations
 
 
 def file_path(side: SideIndexStorage, keyword: KeywordIndex) -> Path | None:
@@ -165,13 +173,7 @@ def update_file(path: Path, log_: RecordLog, keyword: KeywordIndex, keyword_stra
         return None
     for _ in range(3):  # another process may update it meanwhile: then start from where it left the file
         meta = side_index_file.read_meta(path)
-        if (
-            meta is None
-            or meta.get("format") != side_index_file.FORMAT
-            or meta.get("keyword_strategy") != keyword_strategy
-            or meta.get("bm25") != keyword.settings()
-            or meta.get("last_row") is None
-        ):
+        if meta is None or not side_index_file.matches(meta, keyword_strategy, keyword) or meta.get("last_row") is None:
             return None
         changes = log_.changes_since(int(meta["version"]), int(meta["last_row"]))
         if changes is None:
@@ -191,10 +193,8 @@ def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index) 
     """``changes`` as the file keeps them: the new records in index order (source, chunk), each analysed."""
     added = sorted(changes.added, key=lambda item: (item[1].source, item[1].chunk_index))
     records = [record for _, record in added]
-    definitions = DefinitionIndex()
-    definitions.add_records(records)
-    resolver = ReferenceResolver()
-    resolver.add_records(records)
+    definitions, resolver, exact, locations = _derived(records)
+    texts = exact.texts()
     return side_index_file.Delta(
         from_version=int(meta["version"]),
         version=changes.version,
@@ -203,9 +203,9 @@ def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index) 
         rows=[row for row, _ in added],
         ids=[r.id for r in records],
         sources=[r.source for r in records],
-        locations=[location_of(r.metadata) for r in records],
-        texts=[r.content.lower() for r in records],
-        terms=[keyword.terms_of(indexed_text(r)) for r in records],
+        locations=[locations[r.id][1] for r in records],
+        texts=[texts[r.id] for r in records],
+        terms=[keyword.analyzer.terms(indexed_text(r)) for r in records],
         definitions=definitions.to_state(),
         sections=resolver.to_state(),
     )

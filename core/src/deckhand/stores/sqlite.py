@@ -412,7 +412,7 @@ class SQLiteStore(OpenCollection):
     def _insert(self, conn: sqlite3.Connection, found: _Collection, records: Sequence[Record], vectors: Vector) -> None:
         if not records:
             return
-        first = int(conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()[0])
+        first = _next_row(conn, found)
         rows = range(first, first + len(records))
         conn.executemany(
             f"INSERT INTO {found.records} (row, id, source, chunk_index, content, metadata) VALUES (?, ?, ?, ?, ?, ?)",
@@ -838,8 +838,7 @@ class SQLiteStore(OpenCollection):
         with self._read() as (conn, found):
             if found is None:
                 return 0, 0
-            (next_row,) = conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()
-            return found.generation, int(next_row) - 1
+            return found.generation, _next_row(conn, found) - 1
 
     def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
         """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
@@ -861,13 +860,10 @@ class SQLiteStore(OpenCollection):
             added = [
                 (int(row[0]), _record(row, np.zeros(0, dtype=np.float32)))
                 for row in conn.execute(
-                    f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records}"
-                    " WHERE row > ? ORDER BY row",
-                    (last_row,),
+                    f"SELECT {_RECORD_COLUMNS} FROM {found.records} r WHERE r.row > ? ORDER BY r.row", (last_row,)
                 )
             ]
-            (next_row,) = conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()
-            return RecordChanges(found.generation, int(next_row) - 1, deleted, added)
+            return RecordChanges(found.generation, _next_row(conn, found) - 1, deleted, added)
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
@@ -882,9 +878,7 @@ class SQLiteStore(OpenCollection):
             with self._read() as (conn, found):
                 if found is None:
                     return
-                columns = (
-                    f"r.row, r.id, r.source, r.chunk_index, r.content, r.metadata{', v.vector' if vectors else ''}"
-                )
+                columns = f"{_RECORD_COLUMNS}, v.vector" if vectors else _RECORD_COLUMNS
                 join = f" JOIN {found.vectors} v ON v.row = r.row" if vectors else ""
                 batch = conn.execute(
                     f"SELECT {columns} FROM {found.records} r{join} WHERE r.row > ? ORDER BY r.row LIMIT ?",
@@ -896,6 +890,15 @@ class SQLiteStore(OpenCollection):
                 vector = np.frombuffer(row[6], dtype="<f4").astype(np.float32) if vectors else empty
                 yield int(row[0]), _record(row, vector)
             after = int(batch[-1][0])
+
+
+#: A record's columns as :func:`_record` reads them (``r``: the records table).
+_RECORD_COLUMNS = "r.row, r.id, r.source, r.chunk_index, r.content, r.metadata"
+
+
+def _next_row(conn: sqlite3.Connection, found: _Collection) -> int:
+    """The row the collection's next record gets (inside the caller's transaction)."""
+    return int(conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()[0])
 
 
 def _remove_side_files(path: Path, collection: int) -> None:

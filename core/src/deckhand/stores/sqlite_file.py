@@ -257,8 +257,8 @@ def _create(path: Path) -> None:
 
 def set_aside(path: Path) -> Path:
     """Move a damaged index (and its WAL files) out of the way; nothing is deleted."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    when = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{when}")
     unstamp(path)
     for suffix in ("", "-wal", "-shm"):
         source = Path(f"{path}{suffix}")
