@@ -1,0 +1,43 @@
+"""The issue-22 benchmark commands docs/benchmarks.md prints run as written, at a tiny size (the full-size runs
+take from minutes to an hour and stay out of the tests): each prints the figures the docs quote from it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _run(tmp_path: Path, script: str, *args: str) -> str:
+    env = {**os.environ, "DECKHAND_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True, env=env, timeout=280
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path,
+        "scale_bench.py",
+        *("--chunks", "100", "--per-file", "10", "--tool", "hierarchical"),
+        *("--repeats", "1", "--queries", "5", "--workdir", str(tmp_path / "work")),
+    )
+    assert "side indexes built and kept in" in out
+    assert re.search(r"start-up -?\d+\.\d+ s above --version \(medians of 1\); search peak RSS \d+ MB", out)
+    assert len(re.findall(r"(semantic|hybrid) search, top 10, 5 queries: p50 [\d.]+ ms, p95 [\d.]+ ms", out)) == 4
+    assert re.search(r"deckhand ingest, nothing changed: [\d.]+ s", out)
+    assert "above embedding; the next search" in out and out.rstrip().splitlines()[-3].endswith("new text: True")
+
+
+def test_index_check_bench_reports_full_and_stamped_checks(tmp_path: Path) -> None:
+    out = _run(tmp_path, "index_check_bench.py", "--chunks", "500", "--dir", str(tmp_path))
+    assert [line.split(":")[0] for line in out.splitlines()[1:]] == ["check 1", "check 2", "check 3", "stamped file"]
