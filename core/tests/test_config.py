@@ -36,6 +36,27 @@ def test_valid_config_defaults_and_relative_source(tmp_path: Path) -> None:
     assert tool.database is None and tool.embedding_model is None
 
 
+def test_results_presets_per_tool_type(tmp_path: Path) -> None:
+    """vectorstore: ranked by default (the contract); hierarchical_document: focused by default; each knob set
+    explicitly wins over the preset, also when it is set to null."""
+    hier = "  - type: hierarchical_document\n    name: h\n    source: docs\n"
+    config = load_agent_config(
+        _write(
+            tmp_path,
+            "tools:\n" + TOOL + hier
+            + TOOL.replace("kb", "kf") + "    results: focused\n    max_results_per_source: null\n"
+            + hier.replace("name: h", "name: hr") + "    results: ranked\n    relative_cutoff: 0.3\n",
+        )
+    )  # fmt: skip
+    shapes = {t.name: t.result_shape() for t in config.tools}
+    assert (shapes["kb"].per_source, shapes["kb"].relative_cutoff, shapes["kb"].noise_floor) == (None, None, False)
+    assert (shapes["h"].per_source, shapes["h"].relative_cutoff, shapes["h"].noise_floor) == (1, 0.5, True)
+    assert (shapes["kf"].per_source, shapes["kf"].relative_cutoff, shapes["kf"].noise_floor) == (None, 0.7, True)
+    assert (shapes["hr"].per_source, shapes["hr"].relative_cutoff, shapes["hr"].noise_floor) == (None, 0.3, False)
+    path = _write(tmp_path, "tools:\n" + TOOL + "    results: narrow\n")
+    assert _error(path) == f"{path}: tools[0].results: Input should be 'ranked' or 'focused' (got 'narrow')"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

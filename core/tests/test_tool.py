@@ -74,8 +74,8 @@ async def test_contract_errors_before_and_after_initialize(tmp_path: Path, docs:
 
 
 async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any) -> None:
-    # The contract's plain top_k: no similarity floor, no relative cutoff (see the next test for the defaults).
-    tool = make_tool(tmp_path, docs, top_k=2, min_similarity_score=0, relative_cutoff=0)
+    # The contract's default (results: ranked): plain top_k, no similarity floor, no relative cutoff.
+    tool = make_tool(tmp_path, docs, top_k=2)
     await tool.initialize()
     text = await tool.search("which birds steal food from people at the seaside?")
     assert text.startswith("Found 2 result(s):\n\n[1] Score: ")
@@ -91,17 +91,38 @@ async def test_result_format_and_ranking(tmp_path: Path, docs: Path, minilm: Any
     assert f"{structured[0].score:.2f}" == blocks[0][1] and 0 < structured[0].score <= 1
 
 
-async def test_default_floor_and_cutoff_leave_out_unrelated_chunks(tmp_path: Path, docs: Path, minilm: Any) -> None:
-    """With the default model, chunks under its measured noise level (0.15) and under 70% of the best
-    result's score are not shown; a query about nothing in the source says so."""
-    tool = make_tool(tmp_path, docs, top_k=3)
+async def test_contract_default_returns_top_k_even_off_topic(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    """With no settings a search returns top_k results ranked by score, as the contract says: no floor (even
+    for a question about nothing in the source), no cutoff, several chunks of one file allowed."""
+    (docs / "birds2.md").write_text("# Gulls\n\nHerring gulls snatch sandwiches from beach visitors.")
+    tool = make_tool(tmp_path, docs, top_k=4)
+    await tool.initialize()
+    assert tool.config.results == "ranked"
+    results = tool.search_results_sync("which birds steal food from people at the seaside?")
+    assert len(results) == 4 and [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    assert {r.source for r in results[:2]} == {"docs/birds.md", "docs/birds2.md"}
+    assert len(tool.search_results_sync("a recipe for lasagna with spinach")) == 4
+
+
+async def test_focused_floor_and_cutoff_leave_out_unrelated_chunks(tmp_path: Path, docs: Path, minilm: Any) -> None:
+    """results: focused: with the default model, chunks under its measured noise level (0.15) and under 70%
+    of the best result's score are not shown; a query about nothing in the source says so. A knob set
+    explicitly wins over the preset."""
+    tool = make_tool(tmp_path, docs, top_k=3, results="focused")
     await tool.initialize()
     results = tool.search_results_sync("which birds steal food from people at the seaside?")
     assert [r.source for r in results] == ["docs/birds.md"]
-    plain = make_tool(tmp_path, docs, name="plain", top_k=3, min_similarity_score=0, relative_cutoff=0)
+    plain = make_tool(
+        tmp_path, docs, name="plain", top_k=3, results="focused", min_similarity_score=0, relative_cutoff=0
+    )
     await plain.initialize()
     assert len(plain.search_results_sync("which birds steal food from people at the seaside?")) == 3
     assert await tool.search("a recipe for lasagna with spinach") == "No results above similarity threshold 0.15"
+    shape = plain.config.result_shape()
+    assert (shape.per_source, shape.relative_cutoff, shape.min_similarity) == (1, 0, 0)
+    unlimited = make_tool(tmp_path, docs, name="unlimited", results="focused", max_results_per_source=None)
+    assert unlimited.config.result_shape().per_source is None
+    assert unlimited.config.result_shape().relative_cutoff == 0.7
 
 
 async def test_min_similarity_threshold_and_no_results(tmp_path: Path, docs: Path, minilm: Any) -> None:

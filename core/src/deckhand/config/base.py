@@ -26,6 +26,17 @@ from deckhand.config.options import (
     resolve_embedder,
     validate_options,
 )
+from deckhand.config.results import (
+    FOCUSED,
+    RANKED,
+    RANKED_SHAPE,
+    ResultShape,
+    ResultsMode,
+    per_source_field,
+    relative_cutoff_field,
+    results_field,
+    similarity_floor_field,
+)
 from deckhand.encoding import canonical_encoding
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
@@ -167,38 +178,6 @@ class ToolConfigBase(StrictModel):
     description: str = ""
 
 
-def per_source_field(default: int | None) -> Any:
-    """``max_results_per_source``, with a tool type's default (see :mod:`deckhand.retrieval.shaping`)."""
-    return Field(
-        default=default,
-        ge=1,
-        le=100,
-        description="At most this many results from one file ahead of results from other files (further ones "
-        "follow only when other files have too few); null for no limit.",
-    )
-
-
-def similarity_floor_field(applies: str) -> Any:
-    """``min_similarity_score``: ``applies`` says to which results (see :func:`deckhand.scoring.unrelated_below`)."""
-    return Field(
-        default=None,
-        ge=0.0,
-        le=1.0,
-        description=f"{applies} at least this similarity; default: the embedding model's measured noise level "
-        "(0.15 for the default MiniLM, none for others); 0 for none.",
-    )
-
-
-def relative_cutoff_field(default: float | None) -> Any:
-    """``relative_cutoff``, with a tool type's default (see :mod:`deckhand.retrieval.shaping`)."""
-    return Field(
-        default=default,
-        ge=0.0,
-        lt=1.0,
-        description="Leave out results scoring below this fraction of the best result's score; 0 or null keeps them.",
-    )
-
-
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
@@ -209,6 +188,8 @@ class SourceToolConfig(ToolConfigBase):
 
     #: Tool-level field → chunker option it doubles as (when the chunker declares that option).
     chunker_shorthands: ClassVar[dict[str, str]] = {}
+    #: What ``results: focused`` means for this tool type (the knobs left unset take these values).
+    focused_shape: ClassVar[ResultShape] = ResultShape(per_source=1, relative_cutoff=0.7, noise_floor=True)
 
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
     embedding_model: ModelChoice | None = model_choice_field(
@@ -238,6 +219,21 @@ class SourceToolConfig(ToolConfigBase):
     rerank_top_n: int = Field(
         default=20, ge=1, le=200, description="Candidates the reranker scores again (at least top_k are fetched)."
     )
+    results: ResultsMode = results_field(RANKED)
+    min_similarity_score: float | None = similarity_floor_field("Results need")
+    max_results_per_source: int | None = per_source_field()
+    relative_cutoff: float | None = relative_cutoff_field()
+
+    def result_shape(self) -> ResultShape:
+        """The shaping in force: ``results:``'s preset, with each knob set in agent.yaml instead of its value."""
+        preset = self.focused_shape if self.results == FOCUSED else RANKED_SHAPE
+        chosen = self.model_fields_set
+        return ResultShape(
+            per_source=self.max_results_per_source if "max_results_per_source" in chosen else preset.per_source,
+            relative_cutoff=self.relative_cutoff if "relative_cutoff" in chosen else preset.relative_cutoff,
+            min_similarity=self.min_similarity_score,
+            noise_floor=preset.noise_floor,
+        )
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field, similarity_floor_field
+from deckhand.config.base import SourceToolConfig
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import (
     Choice,
@@ -21,6 +21,7 @@ from deckhand.config.options import (
     raise_errors,
     resolve_choice,
 )
+from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_field, similarity_floor_field
 from deckhand.plugins import Component, PluginRegistry
 
 #: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that
@@ -49,6 +50,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
         "chunk_overlap": "chunk_overlap",
     }
     keyword_shorthands: ClassVar[dict[str, str]] = {"bm25_k1": "k1", "bm25_b": "b"}
+    focused_shape: ClassVar[ResultShape] = ResultShape(per_source=1, relative_cutoff=0.5, noise_floor=True)
 
     type: Literal["hierarchical_document"]
 
@@ -76,8 +78,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Drop results below this fused score.")
     min_similarity_score: float | None = similarity_floor_field("Hybrid modes: a result only dense search found needs")
 
-    max_results_per_source: int | None = per_source_field(1)
-    relative_cutoff: float | None = relative_cutoff_field(0.5)
+    results: ResultsMode = results_field(FOCUSED)
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
 
     @model_validator(mode="before")

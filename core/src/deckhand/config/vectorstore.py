@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig, per_source_field, relative_cutoff_field, similarity_floor_field
+from deckhand.config.base import SourceToolConfig
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.options import Choice, choice_field
 
@@ -18,15 +18,12 @@ class VectorStoreToolConfig(SourceToolConfig):
 
     type: Literal["vectorstore"]
     top_k: int = Field(default=5, ge=1, le=100)
-    min_similarity_score: float | None = similarity_floor_field("Results need")
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk (token chunker).")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks (token chunker).")
     chunker: Choice = choice_field(
         "chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}; default token."
     )
     contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
-    max_results_per_source: int | None = per_source_field(1)
-    relative_cutoff: float | None = relative_cutoff_field(0.7)
 
     @model_validator(mode="before")
     @classmethod

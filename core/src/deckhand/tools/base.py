@@ -330,12 +330,13 @@ class SourceTool:
         return self.engine.reranked(query, candidates, text)
 
     def similarity_floor(self) -> float | None:
-        """``min_similarity_score`` when set (0: none); else, for an embedding model whose noise level was
-        measured (:data:`deckhand.scoring.UNRELATED_COSINE`), the similarity under which its results are noise."""
-        configured: float | None = getattr(self.config, "min_similarity_score", None)
-        if configured is not None:
-            return configured or None
-        if self._embedder is None:
+        """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
+        whose noise level was measured (:data:`deckhand.scoring.UNRELATED_COSINE`), the similarity under which
+        its results are noise; else none (``results: ranked``, the contract)."""
+        shape = self.config.result_shape()
+        if shape.min_similarity is not None:
+            return shape.min_similarity or None
+        if not shape.noise_floor or self._embedder is None:
             return None
         return unrelated_below(self._embedder.model_id, self.metric)
 

@@ -131,6 +131,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             weights = {m: w for m, w in self.config.weights.items() if w > 0}
         else:
             weights = {mode.value: 1.0}
+        shape = self.config.result_shape()
         return SearchSettings(
             top_k=top_k or self.config.top_k,
             weights=weights,
@@ -138,8 +139,8 @@ class HierarchicalDocumentTool(ContextualChunks):
             rrf_k=self.config.rrf_k,
             min_score=self.config.min_score if min_score is None else min_score,
             rerank_top_n=self.config.rerank_top_n,
-            per_source=self.config.max_results_per_source,
-            relative_cutoff=self.config.relative_cutoff,
+            per_source=shape.per_source,
+            relative_cutoff=shape.relative_cutoff,
             semantic_floor=self.similarity_floor(),
         )
 

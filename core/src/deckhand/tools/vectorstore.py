@@ -23,13 +23,14 @@ class VectorStoreTool(ContextualChunks):
 
     def search_settings(self, top_k: int | None = None) -> SearchSettings:
         """The query engine's settings (single mode: dense search alone) for one query."""
+        shape = self.config.result_shape()
         return SearchSettings(
             top_k=top_k or self.config.top_k,
             fused=False,
             min_score=self.similarity_floor(),
             rerank_top_n=self.config.rerank_top_n,
-            per_source=self.config.max_results_per_source,
-            relative_cutoff=self.config.relative_cutoff,
+            per_source=shape.per_source,
+            relative_cutoff=shape.relative_cutoff,
         )
 
     def search_results_sync(
