@@ -31,13 +31,18 @@ class FlakyEmbedder(FakeEmbedder):
         return vectors[:, : self.returns] if self.returns else vectors
 
 
+FILES = {
+    "ships.md": "# Ships\n\nContainer ships carry standard boxes between large ports.",
+    "birds.md": "# Birds\n\nSeagulls nest on cliffs and steal chips from tourists.",
+}
+
+
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
-    d = tmp_path / "docs"
-    d.mkdir()
-    (d / "ships.md").write_text("# Ships\n\nContainer ships carry standard boxes between large ports.")
-    (d / "birds.md").write_text("# Birds\n\nSeagulls nest on cliffs and steal chips from tourists.")
-    return d
+    (tmp_path / "docs").mkdir()
+    for name, text in FILES.items():
+        (tmp_path / "docs" / name).write_text(text)
+    return tmp_path / "docs"
 
 
 def _registry(shared: SharedStores, flaky: FlakyEmbedder) -> PluginRegistry:
