@@ -95,15 +95,13 @@ def open_store(
     cwd: Path | None = None,
     force: bool = False,
     verify: bool = False,
-    before_rebuild: Callable[[], None] | None = None,
 ) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
     """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
 
     Returns the store, the spec the collection had before (None if new), and the database
     configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
     error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
-    ``verify`` (an ingest) checks the whole file first where the store can (``verify_integrity``);
-    ``before_rebuild`` is called before a damaged index is set aside (see :func:`check_collection`).
+    ``verify`` (an ingest) checks the whole file first where the store can (``verify_integrity``).
     """
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
@@ -119,7 +117,7 @@ def open_store(
     base_dir = cwd or Path.cwd()
     try:
         store = create_store(component, config, collection, base_dir=base_dir)
-        previous = _open(store, spec, force, verify=verify, before_rebuild=before_rebuild)
+        previous = _open(store, spec, force, verify=verify)
         return store, previous, config
     except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
         raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
@@ -144,14 +142,7 @@ def open_store(
         return store, store.open(spec), fallback
 
 
-def _open(
-    store: VectorStore,
-    spec: CollectionSpec,
-    force: bool,
-    *,
-    verify: bool = False,
-    before_rebuild: Callable[[], None] | None = None,
-) -> CollectionSpec | None:
+def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
     """``store.open(spec)``; with ``force`` or ``verify``, a store with the ``integrity_check`` capability is checked
     first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
     ingest never writes into (and reports success on) a damaged index."""
@@ -164,20 +155,8 @@ def _open(
         if not force:
             store.close()
             raise
-        _check_rebuild(store, before_rebuild)
-        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here
+        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here (never deleted)
         return store.open(spec)
-
-
-def _check_rebuild(store: VectorStore, before_rebuild: Callable[[], None] | None) -> None:
-    """``before_rebuild()``; when it fails, ``store`` is closed untouched and the error raised."""
-    if before_rebuild is None:
-        return
-    try:
-        before_rebuild()
-    except BaseException:
-        store.close()
-        raise
 
 
 def check_collection(
@@ -219,7 +198,12 @@ def check_collection(
         raise ConfigError(
             f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
         )
-    _check_rebuild(store, before_rebuild)
+    if before_rebuild is not None:
+        try:
+            before_rebuild()
+        except BaseException:
+            store.close()  # untouched
+            raise
     log.info("tool %s: the index settings changed; rebuilding the index", name)
     store.drop()
     store.open(spec)
@@ -258,11 +242,10 @@ def open_collection(
         algorithm=config.vector_algorithm,
     )
     if store is not None:
-        previous = _open(store, spec, force_ingest, verify=verify, before_rebuild=before_rebuild)
-        used = config
+        previous, used = _open(store, spec, force_ingest, verify=verify), config
     else:
         store, previous, used = open_store(
-            registry, config, name, spec, cwd=base_dir, force=force_ingest, verify=verify, before_rebuild=before_rebuild
+            registry, config, name, spec, cwd=base_dir, force=force_ingest, verify=verify
         )
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest, before_rebuild)
