@@ -509,3 +509,20 @@ def test_a_rebuilt_file_never_gets_the_old_files_journal(tmp_path: Path) -> None
     opened.update_indexes(_store(tmp_path))
     assert opened.index_origin == "loaded"
     assert _comparable(opened) == expected
+
+
+def test_a_reader_with_the_file_open_when_a_writer_is_killed_keeps_answering(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    _engine().update_indexes(store)
+    reader = _engine()
+    reader.update_indexes(_store(tmp_path))
+    assert reader.index_origin == "loaded"
+    expected = _comparable(reader), [_scores(reader, q) for q in QUERIES]
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    journal = _kill_mid_update(path)
+
+    assert (_comparable(reader), [_scores(reader, q) for q in QUERIES]) == expected
+    assert not journal.exists()
+    assert _integrity(path) == [("ok",)]

@@ -30,8 +30,8 @@ the changes since the build pass a share of it (:data:`deckhand.retrieval.side_i
 A reader notices another connection's commit (``PRAGMA data_version``) and drops what it cached.
 
 A writer killed inside :func:`apply` leaves a hot journal (``<file>-journal``) that a read-only connection
-cannot roll back ("attempt to write a readonly database"): the next opener rolls it back once with a read-write
-connection (:func:`roll_back`, SQLite's own recovery under its locks), so the file is as it was before the
+cannot roll back ("attempt to write a readonly database"): the next opener, or a reader's next query, rolls it
+back once with a read-write connection (:func:`roll_back`, SQLite's own recovery under its locks), so the file is as it was before the
 killed update and is opened, or updated, again rather than rebuilt on every start. :func:`write` rolls back
 (or, failing that, removes) such a journal before renaming a new file over the old one, so a journal of the old
 file is never replayed into the new one.
@@ -451,7 +451,6 @@ class SideIndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self._lock = threading.Lock()
         self._postings: OrderedDict[str, tuple[IntArray, FloatArray] | None] = OrderedDict()
         self._postings_bytes = 0
@@ -462,23 +461,29 @@ class SideIndexFile:
         self.n_docs = self.live = 0
         self._dead: IntArray = np.zeros(0, dtype=np.int32)
         try:
+            # the first statement reads the schema: a killed writer's journal is rolled back before it
+            _read_only(path, lambda: self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}"))
             with self._lock:
                 self._follow()
         except BaseException:
-            self._conn.close()  # e.g. a killed writer's journal: the caller rolls it back, then opens again
+            self._conn.close()  # e.g. a damaged file: the caller rebuilds it
             raise
 
     def _follow(self) -> None:
         """Re-read meta and the dead positions, and drop every cache, when another connection committed since
-        (``PRAGMA data_version`` moves; it costs no read). Under the lock."""
+        (``PRAGMA data_version`` moves; it costs no read). Under the lock. Every query starts here, so a journal
+        that a writer killed since left is rolled back here (:func:`roll_back`) before the query reads."""
+        _read_only(self.path, self._follow_once)
+
+    def _follow_once(self) -> None:
         seen = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if seen == self._seen:
             return
-        self._seen = seen
-        self.meta = _meta(self._conn)
-        self.n_docs = int(self.meta.get("n_docs", 0))
-        self.live = int(self.meta.get("live", self.n_docs))
-        dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if self.live < self.n_docs else []
+        meta = _meta(self._conn)
+        n_docs = int(meta.get("n_docs", 0))
+        live = int(meta.get("live", n_docs))
+        dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if live < n_docs else []
+        self._seen, self.meta, self.n_docs, self.live = seen, meta, n_docs, live
         self._dead = np.asarray(dead, dtype=np.int32)
         self._postings.clear()
         self._postings_bytes = 0
@@ -701,7 +706,7 @@ def open_file(
     if not path.is_file():
         return None
     try:
-        file = _read_only(path, lambda: SideIndexFile(path))
+        file = SideIndexFile(path)  # its first read rolls back a killed writer's journal (``_follow``)
     except (sqlite3.Error, ValueError) as exc:
         log.warning("ignoring unreadable side index file %s (%s); rebuilding it", path, exc)
         return None
