@@ -31,10 +31,10 @@ A reader notices another connection's commit (``PRAGMA data_version``) and drops
 
 A writer killed inside :func:`apply` leaves a hot journal (``<file>-journal``) that a read-only connection
 cannot roll back ("attempt to write a readonly database"): the next opener, or a reader's next query, rolls it
-back once with a read-write connection (:func:`roll_back`, SQLite's own recovery under its locks), so the file is as it was before the
-killed update and is opened, or updated, again rather than rebuilt on every start. :func:`write` rolls back
-(or, failing that, removes) such a journal before renaming a new file over the old one, so a journal of the old
-file is never replayed into the new one.
+back once with a read-write connection (:func:`roll_back`, SQLite's own recovery under its locks), so the file
+is as it was before the killed update and is opened, or updated, again rather than rebuilt on every start.
+:func:`write` rolls back (or, failing that, removes) such a journal before renaming a new file over the old one,
+so a journal of the old file is never replayed into the new one.
 """
 
 from __future__ import annotations
