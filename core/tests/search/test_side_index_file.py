@@ -3,6 +3,7 @@ opened, not loaded; answering exactly as the indexes built in memory; rebuilt wh
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,112 @@ def test_a_reader_with_the_file_open_follows_an_update(tmp_path: Path) -> None:
     assert reader.locations.get("act3.md#3") is None and len(reader.locations) == 29 * 4
     assert "act3.md#2" not in reader.resolver.resolve("2.1")
     assert len(reader.keyword.search("fine units", 29)) == 29, "a deleted document takes no place in the top k"
+
+
+# -- a writer killed mid-update: the hot journal it leaves -----------------------------------------------------------
+#: A writer that starts an update of the file, spills changed pages into it (a one-page cache) and then waits to be
+#: killed: what a hierarchical ingest killed during :func:`side_index_file.apply` leaves behind.
+_KILLED_WRITER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("DELETE FROM postings WHERE rowid % 2 = 0")
+conn.execute("UPDATE texts SET text = text || hex(randomblob(3000))")
+conn.executemany("INSERT INTO dead VALUES (?)", [(n,) for n in range(100000, 104000)])
+print("writing", flush=True)
+sys.stdin.read()
+"""
+
+
+def _kill_mid_update(path: Path) -> Path:
+    """Run :data:`_KILLED_WRITER` on ``path`` and SIGKILL it mid-transaction; the hot journal it left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    journal = path.with_name(path.name + "-journal")
+    assert journal.is_file() and journal.stat().st_size > 0, "the killed writer left its journal"
+    return journal
+
+
+def _integrity(path: Path) -> list[tuple[str, ...]]:
+    conn = sqlite3.connect(path)  # read-write: an opener that would replay a stale journal
+    try:
+        return list(conn.execute("PRAGMA integrity_check").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_writer_killed_mid_update_is_rolled_back_by_the_next_open_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    built = _engine()
+    built.update_indexes(store)
+    expected = _comparable(built), [_scores(built, q) for q in QUERIES]
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    journal = _kill_mid_update(path)
+
+    caplog.set_level(logging.INFO, logger="deckhand")
+    first = _engine()
+    first.update_indexes(_store(tmp_path))
+    assert first.index_origin == "loaded", "the interrupted update rolled back: the file is the records' again"
+    assert not journal.exists()
+    assert not [r for r in caplog.records if "unreadable" in r.getMessage()]
+    assert (_comparable(first), [_scores(first, q) for q in QUERIES]) == expected
+    assert _integrity(path) == [("ok",)]
+
+    second = _engine()
+    second.update_indexes(_store(tmp_path))
+    assert second.index_origin == "loaded", "healed once: a later open neither rolls back nor rebuilds"
+    assert (_comparable(second), [_scores(second, q) for q in QUERIES]) == expected
+
+
+def test_a_rebuilt_file_never_gets_the_old_files_journal(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    built = _engine()
+    built.update_indexes(store)
+    assert built.indexes is not None
+    expected = _comparable(built)
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    journal = _kill_mid_update(path)
+
+    side_indexes.write_file(path, store.records_version(), built.indexes)  # a rebuild renamed over the old file
+    assert not journal.exists(), "the old file's journal went with it"
+    assert _integrity(path) == [("ok",)]
+    opened = _engine()
+    opened.update_indexes(_store(tmp_path))
+    assert opened.index_origin == "loaded"
+    assert _comparable(opened) == expected
+
+
+def test_a_reader_with_the_file_open_when_a_writer_is_killed_keeps_answering(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _corpus(store)
+    _engine().update_indexes(store)
+    reader = _engine()
+    reader.update_indexes(_store(tmp_path))
+    assert reader.index_origin == "loaded"
+    expected = _comparable(reader), [_scores(reader, q) for q in QUERIES]
+    path = store.side_index_path(side_indexes.SIDE_INDEX)
+    assert path is not None
+    journal = _kill_mid_update(path)
+
+    assert (_comparable(reader), [_scores(reader, q) for q in QUERIES]) == expected
+    assert not journal.exists()
+    assert _integrity(path) == [("ok",)]

@@ -41,6 +41,10 @@ def _config(tmp_path: Path, embedding_model: str) -> Path:
         ("{name: openai, max_concurrency: 0}", "tools[0].embedding_model.max_concurrency"),
         ("{name: openai, long_inputs: drop}", "tools[0].embedding_model.long_inputs"),
         ("{name: nosuch, x: 1}", "no embedder plugin provides 'nosuch'"),
+        (  # one name for the vector length: the OpenAI API's
+            "{name: openai-compatible, base_url: 'http://127.0.0.1:8000/v1', model: m, dimension: 384}",
+            "tools[0].embedding_model.dimension: unknown option (did you mean 'dimensions'?",
+        ),
     ],
 )
 def test_bad_options_name_the_field(tmp_path: Path, model: str, message: str) -> None:
@@ -55,6 +59,22 @@ def test_dimensions_only_for_models_that_shorten(tmp_path: Path, monkeypatch: py
     config = load_agent_config(_config(tmp_path, "{name: openai, model: text-embedding-ada-002, dimensions: 256}"))
     with pytest.raises(EmbeddingError, match="dimensions is for text-embedding-3-large and text-embedding-3-small"):
         lazy_embedder(PluginRegistry(), config.tools[0].embedding_model)  # type: ignore[attr-defined]
+
+
+def test_dimensions_declares_the_length_of_other_models_without_sending_it(server: EmbeddingServer) -> None:
+    server.dimension = 384
+    options = {"base_url": server.url, "model": "bge-small", "dimensions": 384}
+    embedder = lazy_embedder(PluginRegistry(), _choice("openai-compatible", options))
+    assert (embedder.model_id, embedder.dimension) == ("openai-compatible/bge-small", 384)
+    assert not server.requests, "declared: no request asks the length"
+    assert embedder.embed(["Spring tides"]).shape == (1, 384)
+    assert "dimensions" not in server.requests[-1]
+
+
+def _choice(name: str, options: dict[str, object]) -> object:
+    from deckhand.config.options import ComponentChoice
+
+    return ComponentChoice(name=name, options=options)
 
 
 def test_the_key_is_never_shown(tmp_path: Path, server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -151,6 +151,8 @@ class CachedEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         hashes = [text_hash(t) for t in texts]
         known = self.cache.get_many(self.model_id, list(set(hashes))) if self.cache else {}
+        # a vector of another length was cached under this model id before its dimension setting changed
+        known = {h: v for h, v in known.items() if v.shape[0] == self.dimension}
         missing: dict[bytes, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             if h not in known and h not in missing:

@@ -28,6 +28,13 @@ count and average length; a term's document frequency counts every segment). So 
 BM25 scores are those of the build's statistics, not a fresh build's; the caller rebuilds once
 the changes since the build pass a share of it (:data:`deckhand.retrieval.side_indexes.REBUILD_SHARE`).
 A reader notices another connection's commit (``PRAGMA data_version``) and drops what it cached.
+
+A writer killed inside :func:`apply` leaves a hot journal (``<file>-journal``) that a read-only connection
+cannot roll back ("attempt to write a readonly database"): the next opener, or a reader's next query, rolls it
+back once with a read-write connection (:func:`roll_back`, SQLite's own recovery under its locks), so the file
+is as it was before the killed update and is opened, or updated, again rather than rebuilt on every start.
+:func:`write` rolls back (or, failing that, removes) such a journal before renaming a new file over the old one,
+so a journal of the old file is never replayed into the new one.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,6 +68,7 @@ log = logging.getLogger("deckhand")
 #: Layout of the file; a file of another format is rebuilt.
 FORMAT = 2
 V = TypeVar("V")
+T = TypeVar("T")
 #: Values a table keeps once read (then it starts again): definitions and sections queries look up repeatedly.
 _CACHED = 4096
 #: Pages of the file: a common term's postings (hundreds of KiB) span fewer overflow pages than with 4 KiB.
@@ -141,6 +149,51 @@ def _remove_abandoned(path: Path) -> None:
                 old.unlink()
 
 
+def journal_of(path: Path) -> Path:
+    """The rollback journal SQLite keeps beside ``path`` during a write (left behind by a killed writer)."""
+    return path.with_name(path.name + "-journal")
+
+
+def roll_back(path: Path) -> bool:
+    """Roll back the journal a killed writer left beside ``path``, by opening it read-write (SQLite does it under
+    its locks; a live writer's journal is left alone); True when a journal was there and is gone now."""
+    journal = journal_of(path)
+    if not journal.exists():
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=60.0)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError) as exc:
+        log.info("side index file %s: cannot roll back the journal a killed writer left (%s)", path, exc)
+        return False
+    if journal.exists():
+        return False
+    log.info("side index file %s: rolled back an update a killed writer left unfinished", path)
+    return True
+
+
+def _without_stale_journal(path: Path) -> None:
+    """Before a new file is renamed over ``path``: its old file's journal rolled back into it, else removed (the
+    old file is being replaced), so the journal is never replayed into the new file."""
+    if journal_of(path).exists() and not roll_back(path):
+        with contextlib.suppress(FileNotFoundError):
+            journal_of(path).unlink()
+
+
+def _read_only(path: Path, opener: Callable[[], T]) -> T:
+    """``opener()`` (a read-only use of ``path``); when it fails on a killed writer's journal, the journal rolled
+    back (:func:`roll_back`) and ``opener()`` once more."""
+    try:
+        return opener()
+    except sqlite3.Error:
+        if not roll_back(path):
+            raise
+    return opener()
+
+
 def write(
     path: Path,
     version: int,
@@ -219,6 +272,7 @@ def write(
             conn.close()
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        _without_stale_journal(path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -270,12 +324,16 @@ def read_meta(path: Path) -> dict[str, Any] | None:
     """The meta table of the file at ``path``; None when there is none or it cannot be read."""
     if not path.is_file():
         return None
-    try:
+
+    def read() -> dict[str, Any]:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
             return _meta(conn)
         finally:
             conn.close()
+
+    try:
+        return _read_only(path, read)
     except (sqlite3.Error, ValueError):
         return None
 
@@ -393,7 +451,6 @@ class SideIndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self._lock = threading.Lock()
         self._postings: OrderedDict[str, tuple[IntArray, FloatArray] | None] = OrderedDict()
         self._postings_bytes = 0
@@ -403,20 +460,30 @@ class SideIndexFile:
         self.meta: dict[str, Any] = {}
         self.n_docs = self.live = 0
         self._dead: IntArray = np.zeros(0, dtype=np.int32)
-        with self._lock:
-            self._follow()
+        try:
+            # the first statement reads the schema: a killed writer's journal is rolled back before it
+            _read_only(path, lambda: self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}"))
+            with self._lock:
+                self._follow()
+        except BaseException:
+            self._conn.close()  # e.g. a damaged file: the caller rebuilds it
+            raise
 
     def _follow(self) -> None:
         """Re-read meta and the dead positions, and drop every cache, when another connection committed since
-        (``PRAGMA data_version`` moves; it costs no read). Under the lock."""
+        (``PRAGMA data_version`` moves; it costs no read). Under the lock. Every query starts here, so a journal
+        that a writer killed since left is rolled back here (:func:`roll_back`) before the query reads."""
+        _read_only(self.path, self._follow_once)
+
+    def _follow_once(self) -> None:
         seen = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         if seen == self._seen:
             return
-        self._seen = seen
-        self.meta = _meta(self._conn)
-        self.n_docs = int(self.meta.get("n_docs", 0))
-        self.live = int(self.meta.get("live", self.n_docs))
-        dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if self.live < self.n_docs else []
+        meta = _meta(self._conn)
+        n_docs = int(meta.get("n_docs", 0))
+        live = int(meta.get("live", n_docs))
+        dead = [p for (p,) in self._conn.execute("SELECT pos FROM dead")] if live < n_docs else []
+        self._seen, self.meta, self.n_docs, self.live = seen, meta, n_docs, live
         self._dead = np.asarray(dead, dtype=np.int32)
         self._postings.clear()
         self._postings_bytes = 0
@@ -639,7 +706,7 @@ def open_file(
     if not path.is_file():
         return None
     try:
-        file = SideIndexFile(path)
+        file = SideIndexFile(path)  # its first read rolls back a killed writer's journal (``_follow``)
     except (sqlite3.Error, ValueError) as exc:
         log.warning("ignoring unreadable side index file %s (%s); rebuilding it", path, exc)
         return None

@@ -1,6 +1,11 @@
 """The store a tool works with: opening its collection in the configured store, the unreachable-server fallback, and the
 compatibility check against the settings the index was built with.
 
+Rebuilds: an index built with other settings is dropped only with ``--force-ingest``, and only after the
+caller's ``before_rebuild`` check passed (a tool embeds one probe text: :mod:`deckhand.embedding.probe`), so a
+rebuild that cannot work leaves the previous index searchable. A collection that holds no chunks (a first
+ingest that failed) has nothing to protect: it is created anew for the configured embedder without asking.
+
 Fallback policy: when the configured server cannot be reached, a tool uses the in-memory
 store for the run if fallback is allowed. Whether it is: the command line's choice
 (:func:`fallback_policy`, set by ``--allow-fallback/--no-fallback``), else the database's
@@ -11,7 +16,7 @@ and library use fall back). Authentication and permission errors never fall back
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -150,15 +155,21 @@ def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool
         if not force:
             store.close()
             raise
-        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here
+        store.drop()  # a store raising IndexCorruptError sets the damaged file aside here (never deleted)
         return store.open(spec)
 
 
 def check_collection(
-    name: str, store: VectorStore, previous: CollectionSpec, spec: CollectionSpec, force: bool
+    name: str,
+    store: VectorStore,
+    previous: CollectionSpec,
+    spec: CollectionSpec,
+    force: bool,
+    before_rebuild: Callable[[], None] | None = None,
 ) -> None:
     """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
-    algorithm (shared by every tool type)."""
+    algorithm (shared by every tool type). ``before_rebuild`` is called before anything is dropped: when it
+    raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
     model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
     layout = [
         f"{label} {old.value} but the configuration now uses {new.value}"
@@ -169,6 +180,11 @@ def check_collection(
         if old != new
     ]
     if not model_changed and not layout:
+        return
+    if store.count() == 0:  # e.g. a first ingest whose embedder failed: no vectors of the old settings to keep
+        log.info("tool %s: the index holds no chunks; creating it anew for %s", name, spec.embedding_model)
+        store.drop()
+        store.open(spec)
         return
     if not force:
         store.close()
@@ -182,6 +198,12 @@ def check_collection(
         raise ConfigError(
             f"tool {name!r}: the index was built with {changes}; run again with --force-ingest to rebuild it"
         )
+    if before_rebuild is not None:
+        try:
+            before_rebuild()
+        except BaseException:
+            store.close()  # untouched
+            raise
     log.info("tool %s: the index settings changed; rebuilding the index", name)
     store.drop()
     store.open(spec)
@@ -197,6 +219,7 @@ def open_collection(
     force_ingest: bool,
     store: VectorStore | None = None,
     verify: bool = False,
+    before_rebuild: Callable[[], None] | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
@@ -206,7 +229,8 @@ def open_collection(
     ``store`` is the collection's store from an earlier initialisation in this process: it is
     opened again rather than replaced, so what it holds (all of it, for the in-memory store)
     is kept and unchanged files are not ingested again. ``verify`` (set by an ingest, which is about to
-    write) checks the index file's integrity first (see :func:`open_store`).
+    write) checks the index file's integrity first (see :func:`open_store`). ``before_rebuild`` (a tool embeds
+    one probe text) is called before an index is dropped for a rebuild; when it raises, nothing is dropped.
     """
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
@@ -224,5 +248,5 @@ def open_collection(
             registry, config, name, spec, cwd=base_dir, force=force_ingest, verify=verify
         )
     if previous is not None:
-        check_collection(name, store, previous, spec, force_ingest)
+        check_collection(name, store, previous, spec, force_ingest, before_rebuild)
     return store, used

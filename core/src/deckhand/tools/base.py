@@ -33,6 +33,7 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
+from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
@@ -244,6 +245,7 @@ class SourceTool:
                 force_ingest=force_ingest,
                 store=reused,
                 verify=verify,
+                before_rebuild=lambda: probe(embedder, self.config.name),
             )
         except Exception as exc:
             if reused is not None and not is_outage(exc):

@@ -80,7 +80,10 @@ class RemoteEmbedder:
         model = options.model or options.azure_deployment
         if not model:
             raise EmbeddingError(f"embedder {provider!r}: no model; set model: <name>")
-        if options.dimensions is not None and model not in SHORTENABLE and provider != "openai-compatible":
+        known_dim, known_limit = KNOWN_MODELS.get(model, (None, None))
+        #: Whether the service is asked for vectors shortened to ``dimensions`` (text-embedding-3 models).
+        self.shortened = options.dimensions is not None and model in SHORTENABLE
+        if options.dimensions not in (None, known_dim) and known_dim is not None and not self.shortened:
             known = " and ".join(sorted(SHORTENABLE))
             raise EmbeddingError(
                 f"embedder {provider!r}: dimensions is for {known}; {model!r} returns vectors of its own length"
@@ -89,10 +92,9 @@ class RemoteEmbedder:
         self.model = model
         self.options = options
         self.client = RemoteClient(options, f"embedder {provider!r}")
-        known_dim, known_limit = KNOWN_MODELS.get(model, (None, None))
-        self._dimension: int | None = options.dimensions or options.dimension or known_dim
+        self._dimension: int | None = options.dimensions or known_dim
         self.max_tokens = min(options.max_input_tokens, known_limit or options.max_input_tokens)
-        suffix = f"@{options.dimensions}" if options.dimensions else ""
+        suffix = f"@{options.dimensions}" if self.shortened else ""
         self.model_id = f"{provider}/{model}{suffix}"
         #: What happens to an input over :attr:`max_tokens` (the ingestion names the files it happened to).
         self.long_inputs = (
@@ -241,7 +243,7 @@ class RemoteEmbedder:
         """One request (retried by the client), as an ``(n, dimension)`` array; errors raised as deckhand's."""
         client = self.client
         extra: dict[str, Any] = dict(client.request_options)
-        if self.options.dimensions is not None:
+        if self.shortened:
             extra["dimensions"] = self.options.dimensions
         texts = [piece.text for piece in inputs]
 
@@ -284,7 +286,7 @@ class RemoteEmbedder:
         if check and expected is not None and vectors.shape[1] != expected:
             raise RemoteCallError(
                 f"the service returned {vectors.shape[1]}-dimensional vectors, expected {expected}; "
-                "set dimension: to what the model returns (the index is then rebuilt for it)"
+                "set dimensions: to the length the model returns"
             )
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "total_tokens", None) or getattr(usage, "prompt_tokens", None)

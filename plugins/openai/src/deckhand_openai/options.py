@@ -30,12 +30,12 @@ class EmbedderOptions(RemoteSettings):
 
     model: str | None = Field(default=None, min_length=1, description="Embedding model name sent to the service")
     dimensions: int | None = Field(
-        default=None, ge=1, description="Shortened vectors of this length (text-embedding-3 models); sent to the API"
-    )
-    dimension: int | None = Field(
         default=None,
         ge=1,
-        description="Length of the vectors the service returns, when known (else one short request asks it)",
+        description=(
+            "Length of the vectors: text-embedding-3 models are asked for shortened vectors of this length; for any "
+            "other model, the length the service returns (saves the one request that would ask it)"
+        ),
     )
     batch_size: int = Field(default=256, ge=1, le=2048, description="Most inputs in one request")
     max_batch_tokens: int = Field(default=250_000, ge=1, description="Most tokens in one request (all inputs)")
