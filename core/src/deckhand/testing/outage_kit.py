@@ -252,7 +252,8 @@ def check_frozen_server_fails_fast(
     ``server`` is what the line must name (the host and port); ``secrets`` (the password) must not
     show. While the first search waits on the frozen server, the listing answers within
     :data:`LISTING_PROMPT` and a second search says the store is unreachable, never "still
-    ingesting". Once the server goes on, searches answer from the kept index.
+    ingesting", and an ingest fails within the deadline too. Once the server goes on, searches answer
+    from the kept index.
     """
     from deckhand.agents.calls import CallError, SearchArguments
     from deckhand.agents.toolbox import Toolbox
@@ -305,6 +306,15 @@ def check_frozen_server_fails_fast(
             assert time.monotonic() - began < LISTING_PROMPT, text
             assert listing.tools[0].state == "unreachable", text
             assert listing.tools[0].document_count == len(DOCS), text
+            began = time.monotonic()  # an ingest (it may wait for a background retry first) fails in time too
+            try:
+                box.ingest(TOOL)
+            except CallError as exc:
+                _assert_outage_line(str(exc))
+            else:
+                raise AssertionError("an ingest succeeded against a frozen server")
+            took = time.monotonic() - began
+            assert took < 2 * deadline + 3, f"the ingest failed after {took:.1f}s, the deadline is {deadline:g}s"
         finally:
             resume()
         limit = time.monotonic() + HEAL_TIMEOUT
