@@ -18,9 +18,13 @@ from typing import Any
 
 import psycopg
 
+#: Seconds the client waits beyond a call's deadline before it shuts the socket: a live server ends a
+#: statement at ``statement_timeout`` (the same deadline) and its error must arrive first.
+GRACE = 1.0
+
 
 class Deadline:
-    """Shuts ``conn``'s socket if the call is still running ``seconds`` after :meth:`arm`."""
+    """Shuts ``conn``'s socket if the call is still running :data:`GRACE` seconds past ``seconds`` after :meth:`arm`."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -33,7 +37,7 @@ class Deadline:
         """Start the clock for a call on ``conn``."""
         with self._lock:
             self._fd = conn.pgconn.socket
-            self._timer = threading.Timer(self.seconds, self._expire)
+            self._timer = threading.Timer(self.seconds + GRACE, self._expire)
             self._timer.daemon = True
             self._timer.start()
 

@@ -211,6 +211,11 @@ class PostgresStore(ServerStore[PostgresOptions]):
                 f"{action}: PostgreSQL at {self.safe_url} denied it: {detail} -- grant the user the privileges on "
                 "the database and schema (CREATE, SELECT, INSERT, UPDATE, DELETE)"
             )
+        if isinstance(exc, psycopg.errors.QueryCanceled):  # statement_timeout: the server answers, slowly
+            return StoreError(
+                f"{action}: PostgreSQL at {self.safe_url} ended it at the deadline ({detail}) -- narrow it, or raise "
+                "database.options.timeout (write_timeout for writes)"
+            )
         if isinstance(exc, psycopg.OperationalError):
             if _refused_credentials(exc):
                 return self._connect_error(exc)
