@@ -87,6 +87,18 @@ def _assert_outage_line(text: str) -> None:
     assert "must be initialized" not in text, text
 
 
+def _assert_ingest_is_an_outage(box: Any, otherwise: str) -> None:
+    """Ingesting the tool fails with the one-line outage error (``otherwise``: what it means if it does not fail)."""
+    from deckhand.agents.calls import CallError
+
+    try:
+        box.ingest(TOOL)
+    except CallError as exc:
+        _assert_outage_line(str(exc))
+    else:
+        raise AssertionError(otherwise)
+
+
 async def _source_of_best(session: Any, query: str) -> str:
     found = await call(session, TOOL, {"query": query, "top_k": 1})
     assert found["isError"] is False, found["text"]
@@ -157,7 +169,7 @@ def check_kill_mid_ingest_heals(
     root: Path, database: Mapping[str, Any], stop: Callable[[], None], start: Callable[[], None]
 ) -> None:
     """The server dies after the first of two changed files is written; the toolbox finishes the ingest later."""
-    from deckhand.agents.calls import CallError, SearchArguments
+    from deckhand.agents.calls import SearchArguments
     from deckhand.agents.toolbox import Toolbox
 
     config = write_agent(root, database)
@@ -180,11 +192,7 @@ def check_kill_mid_ingest_heals(
         for name in ("anchoring.md", "tides.md"):
             (root / "docs" / name).write_text(DOCS[name].replace("# ", "# Revised ") + "Revised in 2026.\n")
         try:
-            box.ingest(TOOL)
-        except CallError as exc:
-            _assert_outage_line(str(exc))
-        else:
-            raise AssertionError("the ingest went on with the server dead")
+            _assert_ingest_is_an_outage(box, "the ingest went on with the server dead")
         finally:
             store.replace_source = original
         assert len(written) == 1
@@ -307,12 +315,7 @@ def check_frozen_server_fails_fast(
             assert listing.tools[0].state == "unreachable", text
             assert listing.tools[0].document_count == len(DOCS), text
             began = time.monotonic()  # an ingest (it may wait for a background retry first) fails in time too
-            try:
-                box.ingest(TOOL)
-            except CallError as exc:
-                _assert_outage_line(str(exc))
-            else:
-                raise AssertionError("an ingest succeeded against a frozen server")
+            _assert_ingest_is_an_outage(box, "an ingest succeeded against a frozen server")
             took = time.monotonic() - began
             assert took < 2 * deadline + 3, f"the ingest failed after {took:.1f}s, the deadline is {deadline:g}s"
         finally:
