@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.postgres]
 DEADLINE = 2.0
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_a_frozen_postgres_fails_a_search_within_the_deadline(
     fresh_postgres_server: PostgresServer, tmp_path: Path
 ) -> None:

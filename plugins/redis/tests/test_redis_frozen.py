@@ -23,7 +23,7 @@ def server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_a_frozen_redis_fails_a_search_within_the_deadline(server: RedisServer, tmp_path: Path) -> None:
     database = {
         "provider": "redis",
