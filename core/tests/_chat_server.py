@@ -1,7 +1,8 @@
 """A stand-in for an OpenAI-compatible chat-completions endpoint, on 127.0.0.1 with a free port.
 
 Used by the tests of the ``llm`` context generator and the ``llm`` reranker: ``reply`` turns
-the request's prompt into the answer's content; ``failures``/``always_status`` script errors.
+the request's prompt into the answer's content; ``failures``/``always_status`` script errors;
+``dribble_s`` sends the whole answer (status line and headers included) one byte at a time.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class ChatServer:
     always_status: int | None = None
     retry_after: str | None = None
     delay_s: float = 0.0
+    #: Seconds between two bytes of the answer (0: all at once); never more than the answer's length of them.
+    dribble_s: float = 0.0
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,6 +84,13 @@ def serve_chat(state: ChatServer) -> Iterator[ChatServer]:
             self.send_header("Content-Length", str(len(payload)))
             for key, value in extra.items():
                 self.send_header(key, value)
+            if state.dribble_s:
+                raw, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + payload, []
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    for i in range(len(raw)):  # bounded: one byte per step
+                        self.wfile.write(raw[i : i + 1])
+                        time.sleep(state.dribble_s)
+                return
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
                 self.wfile.write(payload)

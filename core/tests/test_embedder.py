@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, text_hash
+from deckhand.errors import EmbeddingError
 
 
 def test_shape_norm_and_determinism(minilm: Any) -> None:
@@ -73,3 +76,35 @@ def test_cache_is_keyed_by_model(tmp_path: Path, minilm: Any) -> None:
     CachedEmbedder(other, cache).embed(["alpha"])
     assert other.seen == ["alpha"]
     assert set(cache.get_many("other-model", [text_hash("alpha")])) == {text_hash("alpha")}
+
+
+class _Degenerate:
+    """An embedder whose vector for the last text of each call is ``bad`` in every component."""
+
+    model_id = "broken-model"
+    dimension = 4
+    max_tokens = 16
+    tokenizer = None
+
+    def __init__(self, bad: float) -> None:
+        self.bad = bad
+
+    def embed(self, texts: Any) -> Any:
+        out = np.ones((len(texts), self.dimension), dtype=np.float32)
+        out[-1] = self.bad
+        return out
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"), [(0.0, "all zeros"), (1e38, "a norm of 2e+38, above 1.84e+19"), (np.nan, "NaN or infinite")]
+)
+def test_a_degenerate_vector_is_refused_in_one_line_and_never_cached(tmp_path: Path, bad: float, why: str) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning on the way
+        with pytest.raises(EmbeddingError) as raised:
+            CachedEmbedder(_Degenerate(bad), cache).embed(["fine", "broken"])
+    message = str(raised.value)
+    assert message.startswith(f"embedder 'broken-model' returned a vector with {why}"), message
+    assert "(for input 2 of 2); nothing was stored" in message and "\n" not in message
+    assert cache.get_many("broken-model", [text_hash("fine"), text_hash("broken")]) == {}

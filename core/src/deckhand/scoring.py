@@ -63,6 +63,34 @@ def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple
     return -dist, l2_to_score(dist)
 
 
+#: The largest vector norm deckhand accepts: the dot product of any two such vectors stays within float32's
+#: range (Cauchy-Schwarz), so no score overflows; real embeddings have norms near 1.
+MAX_NORM = float(np.sqrt(np.finfo(np.float32).max))
+
+
+def degenerate_row(vectors: npt.ArrayLike, *, zero: bool = True) -> tuple[int, str] | None:
+    """The first row of ``vectors`` that no similarity can be computed from, and why; None when all are usable.
+
+    A row is degenerate when it holds NaN or infinite components, when its norm exceeds
+    :data:`MAX_NORM` (float32 dot products with it overflow), or, with ``zero``, when it is all
+    zeros (its cosine with anything is undefined: every chunk would score 0).
+    """
+    rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    finite = np.isfinite(rows)
+    clean = np.where(finite, rows, 0.0)
+    with np.errstate(over="ignore"):  # squares beyond float64 are inf: beyond MAX_NORM all the same
+        norms = np.sqrt(np.einsum("ij,ij->i", clean, clean))
+    bad = ~finite.all(axis=1) | ~(norms <= MAX_NORM) | ((norms == 0.0) if zero else False)
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    if not finite[i].all():
+        return i, "NaN or infinite components"
+    if norms[i] == 0.0:
+        return i, "all zeros (no cosine similarity with it exists)"
+    return i, f"a norm of {norms[i]:.3g}, above {MAX_NORM:.3g} (its dot products overflow float32)"
+
+
 #: Cosine similarity under which a chunk is almost never related to a query, per embedding model
 #: (by model-id prefix). Measured for the default model (docs/benchmarks.md, issue 23): on the doc_qa
 #: collections of ``benchmarks/`` the best chunk of every one of 96 real questions scored 0.31 or

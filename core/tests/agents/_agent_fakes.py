@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ class FakeTool:
         self.fail_with: BaseException | None = None
         self.search_error: BaseException | None = None
         self.count_error: BaseException | None = None
+        self.answer = threading.Event()  # cleared: searches and counts wait for it (a store that does not answer)
+        self.answer.set()
+        self.searching = threading.Event()
         self.ingests = 0
         self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
         self.is_initialized = False
@@ -60,6 +64,8 @@ class FakeTool:
         return self.last_report
 
     def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        self.searching.set()
+        assert self.answer.wait(30), "test never let the store answer"
         if self.search_error is not None:
             raise self.search_error
         if not self.is_initialized:
@@ -76,6 +82,7 @@ class FakeTool:
 
     @property
     def document_count(self) -> int:
+        assert self.answer.wait(30), "test never let the store answer"
         if self.count_error is not None:
             raise self.count_error
         return self.files if self.is_initialized else 0
@@ -88,3 +95,18 @@ def box_of(*tools: FakeTool, **kwargs: Any) -> Toolbox:
     """A toolbox over fake tools, following each one's ingest progress."""
     progress = {t.config.name: t.progress for t in tools if t.progress is not None}
     return Toolbox(list(tools), progress=progress, **kwargs)
+
+
+def in_thread(func: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``func`` in a daemon thread; its return value (``value``) or exception (``error``) lands in the dict."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = func()
+        except BaseException as exc:
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _agent_fakes import box_of
+from _agent_fakes import box_of, in_thread
 from deckhand.agents.calls import CallError, IngestArguments, SearchArguments
 from deckhand.errors import ConfigError
 
 QUERY = SearchArguments(query="rotate keys")
-
-
-def _in_thread(func: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = func()
-        except BaseException as exc:
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def test_search_during_the_first_ingest_waits_for_it(make_tool: Any) -> None:
@@ -35,7 +19,7 @@ def test_search_during_the_first_ingest_waits_for_it(make_tool: Any) -> None:
     box = box_of(tool)
     box.start_ingest()
     assert tool.started.wait(5)
-    thread, out = _in_thread(lambda: box.search("docs", QUERY))
+    thread, out = in_thread(lambda: box.search("docs", QUERY))
     time.sleep(0.3)
     assert thread.is_alive(), "the search must wait for the ingest"
     _, listing = box.list_tools()
@@ -54,7 +38,7 @@ def test_a_search_queued_behind_another_tools_ingest_waits_too(make_tool: Any) -
     box = box_of(first, second)
     box.start_ingest()
     assert first.started.wait(5)
-    thread, out = _in_thread(lambda: box.search("second", QUERY))
+    thread, out = in_thread(lambda: box.search("second", QUERY))
     time.sleep(0.2)
     assert thread.is_alive() and not second.started.is_set(), "second is queued: its search waits"
     first.release.set()
@@ -131,7 +115,7 @@ def test_close_wakes_a_waiting_search(make_tool: Any) -> None:
     box = box_of(tool)
     box.start_ingest()
     assert tool.started.wait(5)
-    thread, out = _in_thread(lambda: box.search("docs", QUERY))
+    thread, out = in_thread(lambda: box.search("docs", QUERY))
     time.sleep(0.1)
     box.close()
     thread.join(5)

@@ -1,7 +1,8 @@
 """A fault-injecting stand-in for an OpenAI-compatible ``/embeddings`` endpoint, on 127.0.0.1 with a free port.
 
 It answers what a real server will not on demand: 429 with ``Retry-After``, 500s, slow answers
-(timeouts), malformed JSON, vectors of the wrong length, a refused key. Its vectors are a hashed
+(timeouts), an answer dribbled a byte at a time, malformed JSON, vectors of the wrong length, all-zero
+vectors or vectors whose norm overflows float32, a refused key. Its vectors are a hashed
 bag of words, so texts sharing words are close and an ingested corpus is really searchable.
 Any path ending in ``/embeddings`` is served (Azure's ``/openai/deployments/<name>/embeddings``).
 """
@@ -40,7 +41,9 @@ def bag_of_words(text: str, dimension: int) -> list[float]:
 
 
 #: What one request may be answered with instead of vectors (consumed in order from ``script``).
-FAULTS = ("429", "500", "503", "slow", "malformed", "wrong-dimension", "401", "400")
+FAULTS = ("429", "500", "503", "slow", "dribble", "malformed", "wrong-dimension", "zero", "huge", "401", "400")
+#: Seconds between two bytes of a dribbled answer, and the most bytes dribbled before the connection is closed.
+DRIBBLE_S, DRIBBLE_BYTES = 0.05, 200
 
 
 @dataclass
@@ -63,6 +66,8 @@ class EmbeddingServer:
     on_request: Callable[[int], None] | None = None
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Whether the answer being sent is dribbled (``dribble``: one byte every DRIBBLE_S, at most DRIBBLE_BYTES).
+    dribbling: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -79,6 +84,7 @@ class EmbeddingServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             fault = self.always or (self.script.pop(0) if self.script else None)
             received = len(self.requests)
+            self.dribbling = fault == "dribble"
         if self.on_request is not None:
             self.on_request(received)
         try:
@@ -103,6 +109,8 @@ class EmbeddingServer:
                 {"object": "embedding", "index": i, "embedding": bag_of_words(text, dimension)}
                 for i, text in enumerate(texts)
             ]
+            if fault in {"zero", "huge"}:  # the last input's vector: all zeros, or 1e38 everywhere (norm overflows)
+                data[-1]["embedding"] = [0.0 if fault == "zero" else 1e38] * dimension
             tokens = sum(len(_WORD.findall(t)) for t in texts)
             reply = {
                 "object": "list",
@@ -140,6 +148,14 @@ def serve_embeddings(state: EmbeddingServer) -> Iterator[EmbeddingServer]:
             self.send_header("Content-Length", str(len(payload)))
             for key, value in extra.items():
                 self.send_header(key, value)
+            if state.dribbling:  # status line and headers included: no read of the client ever waits long
+                raw, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + payload, []
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    for i in range(min(len(raw), DRIBBLE_BYTES)):
+                        self.wfile.write(raw[i : i + 1])
+                        time.sleep(DRIBBLE_S)
+                self.close_connection = True
+                return
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
                 self.wfile.write(payload)

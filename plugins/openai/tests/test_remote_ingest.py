@@ -119,6 +119,40 @@ def test_every_attempt_timing_out_names_the_timeout(openai_env: EmbeddingServer)
         embedder.embed(["a"])
 
 
+def test_a_dribbling_server_fails_each_attempt_after_timeout_s(openai_env: EmbeddingServer) -> None:
+    embedder = lazy_embedder(PluginRegistry(), _choice(_fast(timeout_s=1, max_retries=1)))
+    assert embedder.embed(["warm"]).shape == (1, 1536)  # building the client is no part of a request's time
+    openai_env.always = "dribble"  # a byte every 50 ms: no single read ever waits the 1 s timeout
+    began = time.monotonic()
+    with pytest.raises(EmbeddingError) as raised:
+        embedder.embed(["a"])
+    took = time.monotonic() - began
+    assert took < 2 * 1 + 1.5, f"two attempts of timeout_s 1 took {took:.1f}s"
+    message = str(raised.value)
+    assert message.startswith(f"embedder 'openai' (openai/text-embedding-3-small at {openai_env.url}): "), message
+    assert message.endswith("timeout after 1 s, after 2 attempts") and "\n" not in message
+
+
+@pytest.mark.parametrize(("fault", "why"), [("zero", "all zeros"), ("huge", "a norm of 3.92e+39")])
+def test_a_degenerate_vector_fails_the_ingest_in_one_line_and_keeps_the_index(
+    tmp_path: Path, openai_env: EmbeddingServer, fault: str, why: str
+) -> None:
+    config = _agent(tmp_path, _fast(max_retries=0))
+    assert _run("-c", str(config), "ingest").exit_code == 0
+    openai_env.always = fault
+    (config.parent / "docs" / "tides.md").write_text("# Tides\n\nNeap tides come at the quarter moons.\n")
+    failed = _run("-c", str(config), "ingest")
+    assert failed.exit_code != 0, failed.output
+    errors = [line for line in failed.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1, failed.stderr
+    assert f"embedder 'openai' (openai/text-embedding-3-small at {openai_env.url})" in errors[0], errors[0]
+    assert f"embedding 1 of 1 has {why}" in errors[0], errors[0]
+    openai_env.always = None
+    search = _run("-c", str(config), "search", "spring tides full moon", "--no-fallback")
+    assert search.exit_code == 0 and "docs/tides.md" in search.stdout, "the previous index answers"
+    assert "0.00" not in search.stdout.splitlines()[2], search.stdout
+
+
 def test_malformed_json_is_retried_and_then_reported(openai_env: EmbeddingServer) -> None:
     openai_env.script = ["malformed"]
     embedder = lazy_embedder(PluginRegistry(), _choice(_fast()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -179,6 +180,24 @@ def test_non_finite_vectors_are_refused_before_writing(make_store) -> None:
     with pytest.raises(StoreError, match="NaN"):
         store.replace_source("a", [good, bad], FileState("a", 1.0, 1, "h", "m", 2))
     assert store.count() == 0 and store.manifest() == {}
+
+
+@pytest.mark.parametrize(("value", "why"), [(0.0, "all zeros"), (1e38, "a norm of 1.73e+38")])
+def test_degenerate_vectors_are_refused_before_writing(make_store, value: float, why: str) -> None:
+    store = make_store()
+    store.open(CollectionSpec(store.collection, 3, "m", algorithm=Algorithm.FLAT))
+    good = Record("a_chunk_0", "a", 0, "x", np.ones(3, dtype=np.float32))
+    bad = Record("a_chunk_1", "a", 1, "y", np.full(3, value, dtype=np.float32))
+    with pytest.raises(StoreError, match=re.escape(f"record 'a_chunk_1' has a vector with {why}")):
+        store.replace_source("a", [good, bad], FileState("a", 1.0, 1, "h", "m", 2))
+    assert store.count() == 0 and store.manifest() == {}
+
+
+def test_a_zero_vector_is_a_point_like_any_other_under_l2(make_store) -> None:
+    store = make_store()
+    store.open(CollectionSpec(store.collection, 3, "m", metric=Metric.L2, algorithm=Algorithm.FLAT))
+    store.upsert([Record("a_chunk_0", "a", 0, "origin", np.zeros(3, dtype=np.float32))])
+    assert store.search(np.zeros(3, dtype=np.float32), 1)[0].score == 1.0
 
 
 def test_nul_characters_are_dropped_not_fatal(make_store) -> None:

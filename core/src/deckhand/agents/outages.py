@@ -38,6 +38,7 @@ class Outage:
     attempts: int = 1  # failed ingests (the first one, then the retries)
     retry_at: float = 0.0  # time.monotonic() of the next retry
     retrying: bool = False  # a retry is running now
+    failed_at: float = 0.0  # time.monotonic() of the last failure (a search waiting meanwhile need not repeat it)
 
     def describe(self, now: float) -> str:
         """``store unreachable since 2026-11-25T17:38:22+00:00 (3 failed attempt(s); next retry in 4s)``."""
@@ -70,7 +71,9 @@ class OutageHealing:
         with slot.cond:
             outage = slot.outage
             if outage is None:
-                outage = slot.outage = Outage(since=time.time(), error=line, retry_at=now + self.retry_first)
+                outage = slot.outage = Outage(
+                    since=time.time(), error=line, retry_at=now + self.retry_first, failed_at=now
+                )
                 log.warning("tool %s: the store is unreachable; retrying in the background: %s", name, line)
             elif attempt:
                 outage.retrying = False
@@ -79,6 +82,7 @@ class OutageHealing:
                 outage.retry_at = now + min(self.retry_first * 2 ** (outage.attempts - 1), self.retry_max)
             else:
                 outage.error = line
+            outage.failed_at = now
             described = outage.describe(now)
         self._wake_healer()
         return described

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Slot:
     error: str | None = None  # why the last ingest failed
     outage: Outage | None = None  # the store's server is unreachable (retried in the background)
     count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
+    counting: threading.Event | None = None  # set when the chunk count being read in the background is in
     #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
     takes_filter: bool = True
 
@@ -55,8 +57,7 @@ def hold(name: str, slot: Slot, closing: threading.Event, timeout: float | None)
         if closing.is_set():
             raise CallError(f"{name}: the server is shutting down")
         if not free:
-            what = slot.tracker.describe() if slot.tracker is not None else "in progress"
-            raise CallError(f"{name}: still ingesting ({what}); try again in a moment")
+            raise CallError(_busy(name, slot, timeout))
         slot.busy = True
     try:
         yield
@@ -64,3 +65,13 @@ def hold(name: str, slot: Slot, closing: threading.Event, timeout: float | None)
         with slot.cond:
             slot.busy = False
             slot.cond.notify_all()
+
+
+def _busy(name: str, slot: Slot, waited: float | None) -> str:
+    """Why a call of tool ``name`` could not take it within ``waited`` seconds, in one line."""
+    if slot.outage is not None:  # the call holding the tool waits on an unreachable store
+        return f"{name}: not available: {slot.outage.describe(time.monotonic())}: {slot.outage.error}"
+    if slot.ingesting:
+        what = slot.tracker.describe() if slot.tracker is not None else "in progress"
+        return f"{name}: still ingesting ({what}); try again in a moment"
+    return f"{name}: busy: another call of this tool did not finish within {waited or 0:g}s; try again in a moment"

@@ -76,6 +76,7 @@ __all__ = [
     "RETRY_FIRST",
     "RETRY_MAX",
     "SEARCH_WAIT",
+    "STATUS_WAIT",
     "IngestProgress",
     "ProgressListener",
     "Toolbox",
@@ -85,6 +86,9 @@ log = logging.getLogger("deckhand.agents")
 
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
+#: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts: a store that has not
+#: answered by then (a frozen server waits out its deadline) is listed with the count read last.
+STATUS_WAIT = 0.5
 #: Names the front ends use for their own calls; a tool cannot take them.
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
 RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS)
@@ -304,6 +308,7 @@ class Toolbox(MemoryCalls, OutageHealing):
     def search(self, name: str, args: SearchArguments) -> tuple[str, SearchOutput]:
         """Search tool ``name``: the contract's text and the structured results."""
         slot = self._slot(name)
+        asked = time.monotonic()
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)  # nobody ingested this tool yet: its first search does (lazy front ends)
         elif not slot.ready and self._retry_due(slot):
@@ -318,6 +323,10 @@ class Toolbox(MemoryCalls, OutageHealing):
                     )
                 reason = slot.error or "it has not been ingested"
                 raise CallError(f"{name}: not available: {reason}; fix it, then call deckhand_ingest")
+            down = slot.outage
+            if down is not None and down.failed_at >= asked:
+                # The call this search waited for just found the store unreachable: say so rather than wait again.
+                raise CallError(f"{name}: {down.error} ({down.describe(time.monotonic())}; the index is kept)")
             tool = slot.tool
             try:
                 extra = _filter_argument(name, slot, args.filter)
@@ -343,10 +352,18 @@ class Toolbox(MemoryCalls, OutageHealing):
 
     # -- housekeeping ------------------------------------------------------------------------------------------
     def list_tools(self) -> tuple[str, ToolListOutput]:
-        """Every tool with its source, state, chunk count and last ingest; the memory if any."""
+        """Every tool with its source, state, chunk count and last ingest; the memory if any.
+
+        It never waits on a store: the counts are read in the background, for at most
+        :data:`STATUS_WAIT` seconds, and a store that is unreachable, or has not answered by then,
+        is listed with the count read last.
+        """
+        until = time.monotonic() + STATUS_WAIT
+        counting = [self._refresh_count(name, slot) for name, slot in self._slots.items()]
+        for done in counting:
+            done.wait(max(0.0, until - time.monotonic()))
         statuses = [
-            tool_status(name, slot, count=self._count(name, slot), source=self.source(name))
-            for name, slot in self._slots.items()
+            tool_status(name, slot, count=slot.count, source=self.source(name)) for name, slot in self._slots.items()
         ]
         memory = None
         if self.memory is not None:
@@ -354,6 +371,31 @@ class Toolbox(MemoryCalls, OutageHealing):
                 backend=self.memory.backend_name, agent_id=self.memory.agent_id, decisions=len(self.memory)
             )
         return listing_text(statuses, memory), ToolListOutput(tools=statuses, memory=memory)
+
+    def _refresh_count(self, name: str, slot: Slot) -> threading.Event:
+        """Read tool ``name``'s chunk count in a daemon thread (one at a time); set once it is in.
+
+        An unreachable store is not asked (the retries find out when it is back).
+        """
+        with slot.cond:
+            if slot.counting is not None:
+                return slot.counting  # still waiting on the store: no second reader piles up behind it
+            done = threading.Event()
+            if slot.outage is not None:
+                done.set()
+                return done
+            slot.counting = done
+
+        def count() -> None:
+            try:
+                self._count(name, slot)
+            finally:
+                with slot.cond:
+                    slot.counting = None
+                done.set()
+
+        threading.Thread(target=count, name=f"deckhand-count-{name}", daemon=True).start()
+        return done
 
     def _count(self, name: str, slot: Slot) -> int:
         """The tool's chunk count; the last one read while its store cannot answer (an outage is noted)."""

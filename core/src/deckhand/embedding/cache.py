@@ -19,8 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from deckhand.errors import EmbeddingError
 from deckhand.printable import printable
 from deckhand.protocols import Embedder, Tokenizer
+from deckhand.scoring import degenerate_row
 from deckhand.types import Vector
 
 log = logging.getLogger("deckhand")
@@ -167,6 +169,13 @@ class CachedEmbedder:
         parts = batches(texts) if batches is not None else [(list(range(len(texts))), self.inner.embed(texts))]
         fresh: dict[bytes, Vector] = {}
         for indices, vectors in parts:
+            fault = degenerate_row(vectors) if len(indices) else None
+            if fault is not None:  # never cached, never stored: it would score 0 (or NaN) against every query
+                raise EmbeddingError(
+                    f"embedder {self.model_id!r} returned a vector with {fault[1]} (for input "
+                    f"{indices[fault[0]] + 1} of {len(texts)}); nothing was stored -- check the embedding model "
+                    "or its server"
+                )
             part = [(hashes[i], vector) for i, vector in zip(indices, vectors, strict=True)]
             self.embedded_count += len(part)
             if self.cache:

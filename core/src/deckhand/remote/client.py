@@ -7,6 +7,10 @@ the SDK's own are turned off because its backoff cannot be configured (tests and
 need ``backoff_s``) and because a caller must count the attempts it made. 429, 5xx, timeouts,
 connection errors and malformed answers are retried with exponential backoff and jitter, honouring
 ``Retry-After``; a refused key (401/403) is never retried and never echoed.
+
+``timeout_s`` bounds each attempt as a whole (connect, send, the full answer), not each read of
+the socket: a server that dribbles its answer fails the attempt at ``timeout_s`` like one that
+sends nothing (:mod:`deckhand.remote.deadline`).
 """
 
 from __future__ import annotations
@@ -104,6 +108,10 @@ class RemoteClient:
             "max_retries": 0,  # retried below, once for every caller
             "default_headers": dict(s.headers) or None,
         }
+        if not asynchronous:  # the async client's attempts are bounded by asyncio.wait_for in acall
+            from deckhand.remote.deadline import bounded_client
+
+            common["http_client"] = bounded_client(s.url, s.timeout_s)
         if s.azure:
             auth: dict[str, Any] = {"api_key": self._key} if self._key else {}
             if s.azure_ad_token_env:
@@ -151,11 +159,14 @@ class RemoteClient:
 
     def call(self, request: Callable[[], T]) -> T:
         """``request()`` (an SDK call, with its parsing) retried as the settings say."""
+        from deckhand.remote.deadline import deadline
+
         attempts = self.settings.max_retries + 1
         for attempt in range(attempts):
             self._count()
             try:
-                return request()
+                with deadline(self.settings.timeout_s):
+                    return request()
             except Exception as exc:
                 failure = self._classify(exc)
             if not failure.retryable or attempt + 1 == attempts:
@@ -169,7 +180,7 @@ class RemoteClient:
         for attempt in range(attempts):
             self._count()
             try:
-                return await request()
+                return await asyncio.wait_for(request(), self.settings.timeout_s)
             except Exception as exc:
                 failure = self._classify(exc)
             if not failure.retryable or attempt + 1 == attempts:
@@ -203,7 +214,7 @@ class RemoteClient:
 
         if isinstance(exc, RemoteCallError):
             return _Failure(str(exc), retryable=False, status=exc.status, auth=exc.auth)
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, openai.APITimeoutError | TimeoutError):
             return _Failure(f"timeout after {self.settings.timeout_s:g} s", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc

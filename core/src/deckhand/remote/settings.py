@@ -55,7 +55,12 @@ class RemoteSettings(BaseModel):
         description="Azure: Entra ID tokens from azure-identity's DefaultAzureCredential (pip install azure-identity)",
     )
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers sent with every request")
-    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout in seconds")
+    timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds one request may take as a whole (connect to the last byte, however slowly it comes); "
+        "each retry gets its own",
+    )
     max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429, 5xx, timeouts and connection errors")
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry, plus jitter")
     max_backoff_s: float = Field(default=30.0, ge=0, description="Cap on one retry delay (also on Retry-After)")

@@ -49,7 +49,12 @@ class LLMRerankerOptions(ChatSettings):
 
     model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")
     max_retries: int = Field(default=2, ge=0, le=10, description="Retries on 429, 5xx, timeouts and connection errors")
-    timeout_s: float = Field(default=30.0, gt=0, description="Per-request timeout in seconds")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds one request may take as a whole (connect to the last byte, however slowly it comes); "
+        "each retry gets its own",
+    )
     max_backoff_s: float = Field(default=10.0, ge=0, description="Cap on one retry delay (also on Retry-After)")
     max_passage_chars: int = Field(default=4000, ge=100, description="Longer passages are cut to this many characters")
     temperature: float = Field(default=0.0, ge=0, le=2)

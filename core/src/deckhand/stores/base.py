@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, StoreError
-from deckhand.types import CollectionSpec, Record, Vector
+from deckhand.scoring import degenerate_row
+from deckhand.types import CollectionSpec, Metric, Record, Vector
 
 #: What a write of vectors of the wrong size most likely means, and the fix.
 CHANGED_MODEL_HINT = " (was the embedding model changed? rerun with --force-ingest)"
@@ -116,13 +117,21 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     ) -> npt.NDArray[np.float32]:
         """``record``'s vector as float32, checked before any write: a size other than ``dim`` raises
         :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`CHANGED_MODEL_HINT`);
-        with ``finite_for`` (the database's name), NaN or infinite components raise :class:`StoreError`."""
-        vector = np.asarray(record.vector, dtype=np.float32).reshape(-1)
-        if vector.size != dim:
+        with ``finite_for`` (the database's name), NaN or infinite components raise :class:`StoreError`, and
+        so do a norm no float32 dot product survives and, under COSINE, an all-zero vector (any metric's
+        scores with such a vector are meaningless: every chunk would score 0)."""
+        exact = np.asarray(record.vector, dtype=np.float64).reshape(-1)
+        if exact.size != dim:
             raise DimensionMismatchError(
-                f"record {record.id!r} has a {vector.size}-dimensional vector; collection "
+                f"record {record.id!r} has a {exact.size}-dimensional vector; collection "
                 f"{self.collection!r} stores {dim} dimensions{hint}"
             )
-        if finite_for is not None and not np.all(np.isfinite(vector)):
+        if finite_for is not None and not np.all(np.isfinite(exact)):
             raise StoreError(f"record {record.id!r} has NaN or infinite vector components; {finite_for} rejects them")
-        return vector
+        fault = degenerate_row(exact, zero=self.spec.metric is Metric.COSINE)
+        if fault is not None and np.all(np.isfinite(exact)):
+            raise StoreError(
+                f"record {record.id!r} has a vector with {fault[1]}; {self.provider} store {self.collection!r} "
+                "refuses it (check the embedding model or its server)"
+            )
+        return exact.astype(np.float32)

@@ -14,12 +14,17 @@ MCP's stdio transport and checks, without any restart of deckhand and without a 
   is ``unreachable`` (never silently served from an in-memory copy) until the server starts.
 * :func:`check_kill_mid_ingest_heals` -- in process, deterministic: the server dies between two
   files of an ingest; the retries finish it once the server is back.
+* :func:`check_frozen_server_fails_fast` -- in process: the server freezes (SIGSTOP, as in a network
+  partition: connections stay open and nothing answers); a search fails within the store's deadline
+  in one line naming the server, the listing answers at once meanwhile, and once the server goes
+  on (SIGCONT) searches answer again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -80,6 +85,18 @@ def _assert_outage_line(text: str) -> None:
     assert "\n" not in text, f"not one line: {text!r}"
     assert "store unreachable since " in text, text
     assert "must be initialized" not in text, text
+
+
+def _assert_ingest_is_an_outage(box: Any, otherwise: str) -> None:
+    """Ingesting the tool fails with the one-line outage error (``otherwise``: what it means if it does not fail)."""
+    from deckhand.agents.calls import CallError
+
+    try:
+        box.ingest(TOOL)
+    except CallError as exc:
+        _assert_outage_line(str(exc))
+    else:
+        raise AssertionError(otherwise)
 
 
 async def _source_of_best(session: Any, query: str) -> str:
@@ -152,7 +169,7 @@ def check_kill_mid_ingest_heals(
     root: Path, database: Mapping[str, Any], stop: Callable[[], None], start: Callable[[], None]
 ) -> None:
     """The server dies after the first of two changed files is written; the toolbox finishes the ingest later."""
-    from deckhand.agents.calls import CallError, SearchArguments
+    from deckhand.agents.calls import SearchArguments
     from deckhand.agents.toolbox import Toolbox
 
     config = write_agent(root, database)
@@ -175,11 +192,7 @@ def check_kill_mid_ingest_heals(
         for name in ("anchoring.md", "tides.md"):
             (root / "docs" / name).write_text(DOCS[name].replace("# ", "# Revised ") + "Revised in 2026.\n")
         try:
-            box.ingest(TOOL)
-        except CallError as exc:
-            _assert_outage_line(str(exc))
-        else:
-            raise AssertionError("the ingest went on with the server dead")
+            _assert_ingest_is_an_outage(box, "the ingest went on with the server dead")
         finally:
             store.replace_source = original
         assert len(written) == 1
@@ -226,3 +239,95 @@ async def check_down_at_start_heals(
         healed = await _until_ready(session)
         assert healed["document_count"] == len(DOCS), healed["text"]
         assert await _source_of_best(session, "when to reef") == "docs/reefing.md"
+
+
+#: Seconds the listing may take while a search waits on a frozen server (it never waits on the store).
+LISTING_PROMPT = 1.0
+
+
+def check_frozen_server_fails_fast(
+    root: Path,
+    database: Mapping[str, Any],
+    pause: Callable[[], None],
+    resume: Callable[[], None],
+    *,
+    deadline: float,
+    server: str,
+    secrets: tuple[str, ...] = (),
+) -> None:
+    """The server freezes: a search fails within ``deadline`` (the store's, set in ``database``) in one line.
+
+    ``server`` is what the line must name (the host and port); ``secrets`` (the password) must not
+    show. While the first search waits on the frozen server, the listing answers within
+    :data:`LISTING_PROMPT` and a second search says the store is unreachable, never "still
+    ingesting", and an ingest fails within the deadline too. Once the server goes on, searches answer
+    from the kept index.
+    """
+    from deckhand.agents.calls import CallError, SearchArguments
+    from deckhand.agents.toolbox import Toolbox
+
+    config = write_agent(root, database)
+    box = Toolbox.from_config(config, memory=False)
+    box.retry_first, box.retry_max = 0.2, 1.0
+    outcome: dict[str, str] = {}
+
+    def search(key: str) -> None:
+        began = time.monotonic()
+        try:
+            box.search(TOOL, SearchArguments(query="when to reef", top_k=1))
+            outcome[key] = "answered"
+        except CallError as exc:
+            outcome[key] = str(exc)
+        outcome[key + " took"] = f"{time.monotonic() - began:.1f}"
+
+    try:
+        box.ingest(TOOL)
+        _, found = box.search(TOOL, SearchArguments(query="when to reef", top_k=1))
+        assert found.results[0].source == "docs/reefing.md"
+        pause()
+        try:
+            first = threading.Thread(target=search, args=("first",), daemon=True)
+            first.start()
+            time.sleep(0.3)  # the first search now waits on the frozen server
+            second = threading.Thread(target=search, args=("second",), daemon=True)
+            second.start()
+            began = time.monotonic()
+            text, listing = box.list_tools()
+            listed = time.monotonic() - began
+            assert listed < LISTING_PROMPT, f"the listing waited {listed:.1f}s on a frozen store: {text}"
+            assert listing.tools[0].document_count == len(DOCS), text
+            first.join(deadline + 5)
+            second.join(deadline + 5)
+            assert not first.is_alive(), f"a search got no answer within {deadline + 5:g}s of a frozen server"
+            assert not second.is_alive(), "a second search waited on the frozen server past the deadline"
+            took = float(outcome["first took"])
+            assert took < deadline + 3, f"the search failed after {took}s, the deadline is {deadline:g}s"
+            for key in ("first", "second"):
+                line = outcome[key]
+                _assert_outage_line(line)
+                assert "still ingesting" not in line, line
+                for secret in secrets:
+                    assert secret not in line, line
+            assert server in outcome["first"], f"the line does not name the server {server}: {outcome['first']}"
+            began = time.monotonic()
+            text, listing = box.list_tools()
+            assert time.monotonic() - began < LISTING_PROMPT, text
+            assert listing.tools[0].state == "unreachable", text
+            assert listing.tools[0].document_count == len(DOCS), text
+            began = time.monotonic()  # an ingest (it may wait for a background retry first) fails in time too
+            _assert_ingest_is_an_outage(box, "an ingest succeeded against a frozen server")
+            took = time.monotonic() - began
+            assert took < 2 * deadline + 3, f"the ingest failed after {took:.1f}s, the deadline is {deadline:g}s"
+        finally:
+            resume()
+        limit = time.monotonic() + HEAL_TIMEOUT
+        while True:
+            try:
+                _, found = box.search(TOOL, SearchArguments(query="how much anchor chain", top_k=1))
+                break
+            except CallError as exc:
+                assert time.monotonic() < limit, f"no search succeeded within {HEAL_TIMEOUT:g}s: {exc}"
+                time.sleep(0.2)
+        assert found.results[0].source == "docs/anchoring.md"
+    finally:
+        box.close()

@@ -25,6 +25,7 @@ import numpy as np
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.errors import EmbedderAuthenticationError, EmbeddingError
 from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
+from deckhand.scoring import degenerate_row
 from deckhand.types import Vector
 
 from deckhand_openai.options import KNOWN_MODELS, SHORTENABLE, EmbedderOptions
@@ -275,13 +276,15 @@ class RemoteEmbedder:
         try:
             data = sorted(response.data, key=lambda item: item.index)
             rows = [item.embedding for item in data]
-            vectors = np.asarray(rows, dtype=np.float32)
+            exact = np.asarray(rows, dtype=np.float64)  # float64 first: 1e39 must not turn into inf unseen
         except (AttributeError, TypeError, ValueError) as exc:
             raise MalformedResponse(f"no data[].embedding lists ({type(exc).__name__})") from None
-        if len(rows) != count or vectors.ndim != 2 or not vectors.shape[1]:
+        if len(rows) != count or exact.ndim != 2 or not exact.shape[1]:
             raise MalformedResponse(f"{len(rows)} embeddings for {count} inputs")
-        if not np.isfinite(vectors).all():
-            raise MalformedResponse("embeddings hold NaN or infinite values")
+        fault = degenerate_row(exact)
+        if fault is not None:  # stored, it would score 0 (or NaN) against every query
+            raise MalformedResponse(f"embedding {fault[0] + 1} of {count} has {fault[1]}")
+        vectors = exact.astype(np.float32)
         expected = self._dimension
         if check and expected is not None and vectors.shape[1] != expected:
             raise RemoteCallError(

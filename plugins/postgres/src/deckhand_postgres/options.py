@@ -51,6 +51,19 @@ class PostgresOptions(BaseModel):
     pool_max_size: int = Field(default=10, ge=1, le=100, description="Most connections open at once.")
     pool_timeout: float = Field(default=10.0, gt=0, description="Seconds to wait for a free pooled connection.")
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the server at start.")
+    timeout: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        description="Seconds a search, read or count may take before it fails as an outage (also each statement's "
+        "statement_timeout on the server); a server that answers nothing, stopped or cut off, fails the call then.",
+    )
+    write_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        le=86400,
+        description="Seconds a write (the records of one file, a bulk load with its HNSW index rebuild) may take.",
+    )
     text_search_config: str = Field(
         default="english",
         pattern=r"^[a-z_]+$",

@@ -240,10 +240,23 @@ class PostgresServer:
         result = self._run([self._bin("pg_ctl"), "-D", str(self.data_dir), "status"], as_service_user=True, check=False)
         return result.returncode == 0
 
+    def pause(self) -> None:
+        """Freeze the server and its backends (SIGSTOP): connections stay open, nothing answers (a partition)."""
+        for pid in self._server_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a frozen server go on (SIGCONT)."""
+        for pid in self._server_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
     def close(self) -> None:
         """Stop (immediately) and delete the data directory."""
         if self.base_dir is None:
             return
+        self.resume()  # a paused server cannot act on pg_ctl's stop
         try:
             self.stop("immediate")
         finally:
@@ -263,6 +276,22 @@ class PostgresServer:
         self.close()
 
     # -- internals ------------------------------------------------------------------
+    def _server_pids(self) -> list[int]:
+        """The postmaster's pid and its children's (the backends and background workers); none when stopped."""
+        if self.base_dir is None:
+            return []
+        try:
+            postmaster = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return []
+        pids = [postmaster]
+        for stat_file in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                # The parent pid is the second field after the parenthesised command name.
+                if int(stat_file.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    pids.append(int(stat_file.parent.name))
+        return pids
+
     def _prepare(self) -> None:
         bin_dir = find_bin_dir()
         if os.geteuid() == 0:

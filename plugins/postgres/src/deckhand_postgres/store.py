@@ -35,6 +35,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from deckhand_postgres.deadline import Deadline, deadline
 from deckhand_postgres.filters import where_sql
 from deckhand_postgres.options import CAPABILITIES, PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
@@ -52,7 +53,9 @@ class PostgresStore(ServerStore[PostgresOptions]):
     Building it connects (within ``connect_timeout`` seconds) and makes sure the
     ``vector`` extension exists; an unreachable server raises
     :class:`~deckhand.errors.StoreConnectionError` naming the redacted URL. Each call takes
-    its own pooled connection, so one store serves every thread.
+    its own pooled connection, so one store serves every thread, and has a deadline
+    (``timeout``, a write ``write_timeout``; :mod:`deckhand_postgres.deadline`): a server
+    that answers nothing fails the call then, as an outage.
     """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
@@ -96,10 +99,12 @@ class PostgresStore(ServerStore[PostgresOptions]):
             )
         except psycopg.Error as exc:
             raise self._connect_error(exc) from None
-        with conn:
+        with conn, deadline(conn, self.options.timeout) as watch:
             try:
                 row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
             except psycopg.Error as exc:
+                if watch.expired:
+                    raise self._no_answer("connecting", self.options.timeout) from None
                 raise self._connect_error(exc) from None
             if row is not None:
                 return
@@ -116,15 +121,29 @@ class PostgresStore(ServerStore[PostgresOptions]):
                 ) from None
             log.info("created the pgvector extension in %s", self.safe_url)
 
+    def _no_answer(self, action: str, seconds: float) -> StoreConnectionError:
+        """The error of a call that the server did not answer within its deadline (an outage)."""
+        return StoreConnectionError(
+            f"{action}: PostgreSQL at {self.safe_url} did not answer within {seconds:g}s -- check that the server is "
+            "running and reachable from here (database.options.timeout sets this deadline)"
+        )
+
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         register_vector(conn)
         opts = self.options
-        for name, value in (
-            ("hnsw.ef_search", str(opts.ef_search)),
-            ("hnsw.iterative_scan", opts.iterative_scan),
-            ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
-        ):
-            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        with deadline(conn, opts.timeout):
+            for name, value in (
+                ("hnsw.ef_search", str(opts.ef_search)),
+                ("hnsw.iterative_scan", opts.iterative_scan),
+                ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
+                ("statement_timeout", f"{round(opts.timeout * 1000)}ms"),
+            ):
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's check of a connection before handing it out, within the deadline of a call."""
+        with deadline(conn, self.options.timeout):
+            ConnectionPool.check_connection(conn)
 
     def _open_pool(self) -> ConnectionPool:
         opts = self.options
@@ -132,9 +151,20 @@ class PostgresStore(ServerStore[PostgresOptions]):
             self._url,
             min_size=min(opts.pool_min_size, opts.pool_max_size),
             max_size=opts.pool_max_size,
-            kwargs={"autocommit": True, "connect_timeout": opts.connect_timeout, "application_name": "deckhand"},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": opts.connect_timeout,
+                "application_name": "deckhand",
+                # A peer cut off by a partition: keepalives notice an idle connection, and data left
+                # unacknowledged for the deadline closes a busy one (a stopped server needs the Deadline).
+                "keepalives": 1,
+                "keepalives_idle": 10,
+                "keepalives_interval": 5,
+                "keepalives_count": 3,
+                "tcp_user_timeout": round(opts.timeout * 1000),
+            },
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            check=self._check,
             timeout=opts.pool_timeout,
             name=f"deckhand-{self.collection}",
             open=False,
@@ -148,32 +178,49 @@ class PostgresStore(ServerStore[PostgresOptions]):
         return pool
 
     @contextlib.contextmanager
-    def _conn(self, action: str) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection; driver errors become deckhand errors with the password masked."""
+    def _conn(self, action: str, *, write: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one call within its deadline (``write``: ``write_timeout``, else ``timeout``).
+
+        Driver errors become deckhand errors with the password masked; a call the server did not
+        answer in time is an outage (:class:`StoreConnectionError`).
+        """
+        opts = self.options
+        watch = Deadline(opts.write_timeout if write else opts.timeout)
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            with self._pool.connection(timeout=min(opts.pool_timeout, watch.seconds)) as conn:
+                watch.arm(conn)
+                try:
+                    yield conn
+                finally:
+                    watch.disarm()
         except PoolTimeout as exc:
             raise StoreConnectionError(
-                f"{action}: no connection to PostgreSQL at {self.safe_url} within {self.options.pool_timeout:g}s "
-                f"({scrub(str(exc), self._url)}) -- is the server running?"
-            ) from None
-        except psycopg.errors.InsufficientPrivilege as exc:
-            detail = scrub(" ".join(str(exc).split()), self._url)
-            raise StoreAuthenticationError(
-                f"{action}: PostgreSQL at {self.safe_url} denied it: {detail} -- grant the user the privileges on "
-                "the database and schema (CREATE, SELECT, INSERT, UPDATE, DELETE)"
-            ) from None
-        except psycopg.OperationalError as exc:
-            detail = scrub(" ".join(str(exc).split()), self._url)
-            if _refused_credentials(exc):
-                raise self._connect_error(exc) from None
-            raise StoreConnectionError(
-                f"{action}: lost the connection to PostgreSQL at {self.safe_url}: {detail}"
+                f"{action}: no connection to PostgreSQL at {self.safe_url} within "
+                f"{min(opts.pool_timeout, watch.seconds):g}s ({scrub(str(exc), self._url)}) -- is the server running?"
             ) from None
         except psycopg.Error as exc:
-            detail = scrub(" ".join(str(exc).split()), self._url)
-            raise StoreError(f"{action} failed on PostgreSQL at {self.safe_url}: {detail}") from None
+            if watch.expired:
+                raise self._no_answer(action, watch.seconds) from None
+            raise self._driver_error(action, exc) from None
+
+    def _driver_error(self, action: str, exc: psycopg.Error) -> StoreError:
+        """A driver error as a deckhand error, the password masked."""
+        detail = scrub(" ".join(str(exc).split()), self._url)
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreAuthenticationError(
+                f"{action}: PostgreSQL at {self.safe_url} denied it: {detail} -- grant the user the privileges on "
+                "the database and schema (CREATE, SELECT, INSERT, UPDATE, DELETE)"
+            )
+        if isinstance(exc, psycopg.errors.QueryCanceled):  # statement_timeout: the server answers, slowly
+            return StoreError(
+                f"{action}: PostgreSQL at {self.safe_url} ended it at the deadline ({detail}) -- narrow it, or raise "
+                "database.options.timeout (write_timeout for writes)"
+            )
+        if isinstance(exc, psycopg.OperationalError):
+            if _refused_credentials(exc):
+                return self._connect_error(exc)
+            return StoreConnectionError(f"{action}: lost the connection to PostgreSQL at {self.safe_url}: {detail}")
+        return StoreError(f"{action} failed on PostgreSQL at {self.safe_url}: {detail}")
 
     def close(self) -> None:
         """Close every pooled connection."""
@@ -255,7 +302,7 @@ class PostgresStore(ServerStore[PostgresOptions]):
         rows = self._rows(records)
         if not rows:
             return
-        with self._conn(f"writing {len(rows)} records to {self.collection!r}") as conn, conn.transaction():
+        with self._conn(f"writing {len(rows)} records to {self.collection!r}", write=True) as conn, conn.transaction():
             self._write_lock(conn)
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self.names.ident()), ([r[0] for r in rows],)
@@ -266,7 +313,7 @@ class PostgresStore(ServerStore[PostgresOptions]):
         """Swap all records of ``source`` and its manifest entry in one transaction."""
         rows = self._rows(records)  # validates every vector before anything is written
         ids = [r[0] for r in rows]
-        with self._conn(f"replacing source {source!r} in {self.collection!r}") as conn, conn.transaction():
+        with self._conn(f"replacing source {source!r} in {self.collection!r}", write=True) as conn, conn.transaction():
             self._write_lock(conn)
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE source = %s OR id = ANY(%s)").format(self.names.ident()), (source, ids)
@@ -276,7 +323,7 @@ class PostgresStore(ServerStore[PostgresOptions]):
 
     def delete_source(self, source: str) -> None:
         """Remove the records of ``source`` and its manifest entry (in one transaction)."""
-        with self._conn(f"deleting source {source!r} from {self.collection!r}") as conn, conn.transaction():
+        with self._conn(f"deleting source {source!r} from {self.collection!r}", write=True) as conn, conn.transaction():
             self._write_lock(conn)
             conn.execute(sql.SQL("DELETE FROM {} WHERE source = %s").format(self.names.ident()), (source,))
             conn.execute(
@@ -292,6 +339,10 @@ class PostgresStore(ServerStore[PostgresOptions]):
             self._put_state(conn, state)
 
     def _write_lock(self, conn: psycopg.Connection[Any]) -> None:
+        # A write (its turn included) may take write_timeout; the server ends its statements no sooner.
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, true)", (f"{round(self.options.write_timeout * 1000)}ms",)
+        )
         # Writers of one collection take turns, so concurrent upserts of one id cannot collide.
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("deckhand:write:" + self.names.data),))
 

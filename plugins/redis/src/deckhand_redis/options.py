@@ -32,7 +32,13 @@ class RedisOptions(BaseModel):
     EF_CONSTRUCTION: int = Field(default=200, ge=1, le=4096, description="HNSW: candidates while building.")
     EF_RUNTIME: int = Field(default=64, ge=1, le=4096, description="HNSW: candidates while searching.")
     CONNECT_TIMEOUT: float = Field(default=3.0, gt=0, le=60, description="Seconds to wait for a connection.")
-    SOCKET_TIMEOUT: float = Field(default=60.0, gt=0, le=3600, description="Seconds to wait for a reply.")
+    SOCKET_TIMEOUT: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        description="Seconds to wait for a reply; a server that answers nothing (stopped, cut off) fails the call "
+        "then, as an outage.",
+    )
     BATCH_SIZE: int = Field(default=1000, ge=1, le=100_000, description="Records per pipeline round trip.")
 
     @model_validator(mode="before")

@@ -176,6 +176,7 @@ class RedisServer:
         if process is None:
             return
         if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # a paused server must be able to act on SIGTERM
             process.terminate()
             try:
                 process.wait(timeout)
@@ -189,6 +190,16 @@ class RedisServer:
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGKILL)
             process.wait()
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open and nothing answers, as in a network partition."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a frozen server go on (SIGCONT)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGCONT)
 
     def cleanup(self) -> None:
         """Stop the server and delete its temp dir."""

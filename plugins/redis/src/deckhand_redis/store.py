@@ -125,7 +125,13 @@ class RedisStore(ServerStore[RedisOptions]):
                 f"Redis at {self.safe_url} denied {action}: {redact_secrets(str(exc), self.url)} -- grant the ACL "
                 "user the commands and keys deckhand uses (FT.*, JSON/HASH, the index's key prefix)"
             ) from None
-        except (RedisConnectionError, RedisTimeoutError) as exc:
+        except RedisTimeoutError as exc:
+            detail = redact_secrets(str(exc), self.url)
+            raise StoreConnectionError(
+                f"Redis at {self.safe_url} did not answer while {action} ({detail}): is the server running and "
+                "reachable from here? (database.options.CONNECT_TIMEOUT and SOCKET_TIMEOUT set the deadlines)"
+            ) from None
+        except RedisConnectionError as exc:
             detail = redact_secrets(str(exc), self.url)
             raise StoreConnectionError(
                 f"cannot reach Redis at {self.safe_url} while {action}: {detail} ({START_HINT})"
