@@ -147,7 +147,7 @@ _REFERENCE = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<se
 
 
 @given(st.text(alphabet="ab9+.-:/@ \n?&=x", max_size=40))
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=500, deadline=None)
 def test_url_password_scan_matches_the_expression_it_replaced(text: str) -> None:
     assert _mask_url_passwords(text) == _REFERENCE.sub(lambda m: m.group("prefix") + "***", text)
 
@@ -176,11 +176,12 @@ _SHAPES = [
 @pytest.mark.parametrize("shape", _SHAPES)
 def test_masking_is_linear_on_adversarial_input(shape: str) -> None:
     """Each shape at 16 KB then 1 MB masks within a bound a quadratic scan misses by far (the 16 KB
-    step fails first, in about a second, where 1 MB would have taken hours)."""
-    for size, bound in ((16_000, 0.1), (1_000_000, 1.0)):
+    step fails first, in about a second, where 1 MB would have taken hours). A megabyte takes about
+    0.2 s on an idle core; the bound leaves room for a loaded CI machine."""
+    for size, bound in ((16_000, 0.1), (1_000_000, 2.0)):
         text = shape * (size // len(shape))
-        clock = time.perf_counter()
-        redact(text)
-        redact_secrets(text, "redis://:pw@host")
-        elapsed = time.perf_counter() - clock
-        assert elapsed < bound, f"{shape!r} x {len(text)}: {elapsed:.2f}s"
+        for mask in (redact, lambda t: redact_secrets(t, "redis://:pw@host")):
+            clock = time.perf_counter()
+            mask(text)
+            elapsed = time.perf_counter() - clock
+            assert elapsed < bound, f"{shape!r} x {len(text)}: {elapsed:.2f}s"
