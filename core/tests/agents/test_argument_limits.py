@@ -116,3 +116,14 @@ def test_glob_matching_is_linear_on_adversarial_patterns(pattern: str) -> None:
         clock = time.perf_counter()
         assert where.matches({"title": "a" * size}) is False
         assert time.perf_counter() - clock < bound, (pattern[:20], size)
+
+
+def test_filter_expressions_parse_in_linear_time() -> None:
+    """``key=value`` expressions (the command line's, and a string filter's): a long run of spaces inside the value
+    took quadratic time (20,000 spaces: seconds). The 20,000 step fails first; a megabyte is refused at once."""
+    assert parse_expressions(["  title =  a b \n"]).metadata["title"].eq == "a b"  # type: ignore[union-attr]
+    for size, bound in ((20_000, 0.2), (1_000_000, 2.0)):
+        clock = time.perf_counter()
+        with pytest.raises(FilterError, match="more than 16,000 characters"):
+            parse_expressions(["title=a" + " " * size + "b"])
+        assert time.perf_counter() - clock < bound, size

@@ -297,7 +297,8 @@ def _validation_line(exc: ValidationError) -> str:
 
 # -- the command-line form ------------------------------------------------------------------------
 
-_EXPRESSION = re.compile(r"^\s*(?P<key>[^\s=!<>~:]+)\s*(?P<op>!=|>=|<=|=|>|<|~|:)\s*(?P<value>.*?)\s*$", re.DOTALL)
+# The value runs to the end and is stripped in code: a lazy ``.*?`` before ``\s*$`` took quadratic time on spaces.
+_EXPRESSION = re.compile(r"^\s*(?P<key>[^\s=!<>~:]+)\s*(?P<op>!=|>=|<=|=|>|<|~|:)\s*(?P<value>.*)$", re.DOTALL)
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _CLI_OPS = {"!=": "ne", ">=": "gte", "<=": "lte", ">": "gt", "<": "lt", "~": "glob"}
@@ -323,7 +324,7 @@ def parse_expressions(expressions: Iterable[str]) -> SearchFilter:
         match = _EXPRESSION.match(expression)
         if match is None:
             raise FilterError(f"--filter {expression!r}: not a filter expression; use {SYNTAX}")
-        key, op, value = match.group("key"), match.group("op"), match.group("value")
+        key, op, value = match.group("key"), match.group("op"), match.group("value").rstrip()
         if op == ":":
             if not value:
                 raise FilterError(f"--filter {expression!r}: give a value after '{key}:'")
