@@ -130,7 +130,15 @@ class SourceReader:
             encoding = getattr(tool.config, "encoding", "auto")
             limit = getattr(tool.config, "max_file_size", None)
             found.append(
-                _Source(name, given, real, real.is_file(), self._extensions[name], encoding, limit and int(limit))
+                _Source(
+                    name,
+                    given,
+                    real,
+                    real.is_file(),
+                    self._extensions[name],
+                    encoding,
+                    None if limit is None else int(limit),
+                )
             )
         return found
 
