@@ -127,3 +127,11 @@ def test_filter_expressions_parse_in_linear_time() -> None:
         with pytest.raises(FilterError, match="more than 16,000 characters"):
             parse_expressions(["title=a" + " " * size + "b"])
         assert time.perf_counter() - clock < bound, size
+
+
+def test_the_documented_limit_errors_are_the_real_ones() -> None:
+    doc = (Path(__file__).parents[3] / "docs" / "filters.md").read_text(encoding="utf-8")
+    for value in ({"path": "a*" * 300}, {"path": "*" * 50_000}):
+        with pytest.raises(FilterError) as refused:
+            compile_filter(value)
+        assert f"`{refused.value}`" in doc, refused.value
