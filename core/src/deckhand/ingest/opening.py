@@ -77,7 +77,8 @@ def open_source_file(path: Path) -> BinaryIO:
             raise OSError(errno.EINVAL, "not a regular file")
         if confinement.max_bytes is not None and info.st_size > confinement.max_bytes:
             raise TooLarge(info.st_size, confinement.max_bytes)
-        os.set_blocking(fd, True)
+        if _NONBLOCK:  # opened non-blocking so that a FIFO could not hang the open; reads block as usual
+            os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
