@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pathlib
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +118,14 @@ def test_unreadable_file_is_reported_and_others_ingested(
     docs.mkdir()
     (docs / "ok.md").write_text(GOOD)
     (docs / "locked.txt").write_text("LOCKED-CONTENT")
-    real_open = pathlib.Path.open
+    real_open = os.open
 
-    def guarded_open(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == "locked.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def guarded_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if os.path.basename(os.fsdecode(path)) == "locked.txt":
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
 
-    monkeypatch.setattr(pathlib.Path, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     store = open_memory_store(minilm)
     report = make_ingestor(minilm, store, tmp_path).run(docs)
     assert report.ingested == ["docs/ok.md"]

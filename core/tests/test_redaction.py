@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
-from deckhand.redaction import redact_secrets, redact_url
+from deckhand.redaction import (
+    _mask_url_passwords,
+    credential_spans,
+    is_secret_field,
+    redact,
+    redact_secrets,
+    redact_url,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(
@@ -133,3 +145,53 @@ def test_interpolating_a_config_registers_its_secrets(
     interpolate(data, Path("agent.yaml"))
     assert redact("host 'TailLeak99@h'") == "host '***@h'"
     assert redact("guides-folder") == "guides-folder"
+
+
+# -- linear time: masking runs on every tool argument and answer, so a long input must not freeze the server --
+
+#: The URL-password expression masking used before; the scan that replaced it must find the same matches.
+_REFERENCE = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]+)(?=@)")
+
+
+@given(st.text(alphabet="ab9+.-:/@ \n?&=x", max_size=40))
+@settings(max_examples=500, deadline=None)
+def test_url_password_scan_matches_the_expression_it_replaced(text: str) -> None:
+    assert _mask_url_passwords(text) == _REFERENCE.sub(lambda m: m.group("prefix") + "***", text)
+
+
+#: Adversarial shapes, each repeated to the size tested: long words, many schemes without a password's end,
+#: many user names, many secret query parameters, separators only.
+_SHAPES = [
+    "a",
+    "a9",
+    "a://",
+    "a://b:",
+    "a://b:c",
+    "a://:",
+    "https://u:p@",
+    "a" * 999 + "://",
+    "x:",
+    "@",
+    " ",
+    "?password=",
+    "&token=a",
+    "&",
+    "password='\\'",
+    "password= ",
+    "_key-",
+    "a.",
+]
+
+
+@pytest.mark.parametrize("shape", _SHAPES)
+def test_masking_is_linear_on_adversarial_input(shape: str) -> None:
+    """Each shape at 16 KB then 1 MB masks within a bound a quadratic scan misses by far (the 16 KB
+    step fails first, in about a second, where 1 MB would have taken hours). A megabyte takes about
+    0.2 s on an idle core; the bound leaves room for a loaded CI machine."""
+    for size, bound in ((16_000, 0.1), (1_000_000, 2.0)):
+        text = shape * (size // len(shape))
+        for mask in (redact, lambda t: redact_secrets(t, "redis://:pw@host"), credential_spans, is_secret_field):
+            clock = time.perf_counter()
+            mask(text)
+            elapsed = time.perf_counter() - clock
+            assert elapsed < bound, f"{shape!r} x {len(text)}: {elapsed:.2f}s"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -182,14 +181,14 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
     os.symlink(outside, docs / "escapedir")
     os.symlink("self.md", docs / "self.md")  # a loop
     os.symlink("..", docs / "sub" / "up")  # a directory loop back into the source
-    real_open = pathlib.Path.open
+    real_open = os.open  # root reads any file: simulate EACCES
 
-    def guarded_open(self: Path, *args: Any, **kwargs: Any) -> Any:  # root reads any file: simulate EACCES
-        if self.name == "locked.txt":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def guarded_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if os.path.basename(os.fsdecode(path)) == "locked.txt":
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
 
-    monkeypatch.setattr(pathlib.Path, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     tool = make_tool(tmp_path, docs, name="corpus", max_file_size="10kB")
     report = tool.initialize_sync()
 

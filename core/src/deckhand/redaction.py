@@ -32,8 +32,13 @@ SECRET_PARAMS = frozenset(
     {"password", "passwd", "pass", "pwd", "secret", "token", "access_token", "api_key", "apikey", "sslpassword"}
 )
 
-# scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text
-_URL_PASSWORD = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]+)(?=@)")
+# scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text:
+# found by :func:`_mask_url_passwords`, a scan in linear time (the regular expression
+# ``[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:[^@\s]+(?=@)`` it replaces took quadratic time on a long word).
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_SCHEME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_USER_END = re.compile(r"[:/@\s]")
+_SECRET_END = re.compile(r"[@\s]")
 _ONE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")
 _QUERY_SECRET = re.compile(
     r"(?i)(?P<prefix>[?&](?:password|passwd|pass|pwd|token|access_token|api_key|apikey|secret|sslpassword)=)"
@@ -60,8 +65,40 @@ def redact_url(text: str | None) -> str:
 
 
 def _redact_text(text: str) -> str:
-    text = _URL_PASSWORD.sub(lambda m: m.group("prefix") + MASK, text)
-    return _QUERY_SECRET.sub(lambda m: m.group("prefix") + MASK, text)
+    return _QUERY_SECRET.sub(lambda m: m.group("prefix") + MASK, _mask_url_passwords(text))
+
+
+def _mask_url_passwords(text: str) -> str:
+    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time.
+
+    The matches are the regular expression's above, leftmost first and not overlapping. Linear because
+    every scan is bounded by the next ``://``: a scheme is walked back only to the previous ``:`` or
+    ``/``, a user name ends at the next ``:``, and the end of a password (the next ``@`` or space) is
+    looked up once for all the ``://`` before it.
+    """
+    out: list[str] = []
+    copied = 0  # text[:copied] is in out
+    at = text.find("://")
+    secret_from, secret_end = -1, -1  # the last lookup: the first '@' or space at or after secret_from
+    while at >= 0:
+        start = at
+        while start > copied and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < at and text[start] not in _SCHEME_FIRST:
+            start += 1
+        user_end = _USER_END.search(text, at + 3) if start < at else None
+        if user_end is not None and text[user_end.start()] == ":":
+            colon = user_end.start()
+            if not secret_from <= colon + 1 <= secret_end:
+                found = _SECRET_END.search(text, colon + 1)
+                secret_from, secret_end = colon + 1, found.start() if found is not None else len(text)
+            if secret_end > colon + 1 and secret_end < len(text) and text[secret_end] == "@":
+                out += (text[copied : colon + 1], MASK)
+                copied = secret_end
+                at = text.find("://", secret_end)
+                continue
+        at = text.find("://", at + 1)
+    return "".join(out) + text[copied:] if out else text
 
 
 def _redact_one_url(url: str) -> str:

@@ -387,3 +387,20 @@ def test_a_wrong_type_in_every_argument_of_every_tool(wire: Wire) -> None:
     final = wire.request("tools/call", {"name": "docs", "arguments": {"query": "How often are keys rotated?"}})
     assert final["result"]["isError"] is False
     assert final["result"]["structuredContent"]["results"][0]["source"] == "docs/keys.md"
+
+
+def test_a_huge_argument_is_refused_at_once_and_the_server_goes_on(wire: Wire) -> None:
+    """Issue 34: a 1 MB one-word query held stdio for over ten minutes (masking took quadratic time on it).
+    Now it is refused in one line before any work, and the ping sent right after it is answered."""
+    clock = time.monotonic()
+    answer = wire.request("tools/call", {"name": "docs", "arguments": {"query": "a" * 1_000_000}})
+    result = answer["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "docs: query: more than 256,000 characters in all; send less"
+    deep: Any = ["x"]
+    for _ in range(100):
+        deep = [deep]
+    answer = wire.request("tools/call", {"name": "docs", "arguments": {"query": "q", "filter": {"path": deep}}})
+    refusal = answer["result"]["content"][0]["text"]
+    assert refusal == "docs: filter: nested more than 32 levels deep; send a flatter value"
+    assert time.monotonic() - clock < 10.0

@@ -312,3 +312,13 @@ def test_a_source_created_after_the_server_started_is_served(tmp_path: Path, box
     later.mkdir()
     (later / "a.md").write_text("# A\n")
     assert reader.read(file_uri(later / "a.md")).text == "# A\n"
+
+
+def test_each_search_tool_describes_only_the_queries_it_understands(box: Toolbox) -> None:
+    """Issue 34: the vectorstore tool's query offered "a section id such as '§ 4.2'", which only the
+    hierarchical tool matches."""
+    queries = {d["name"]: d["inputSchema"]["properties"].get("query") for d in DeckhandMcpServer(box).definitions()}
+    assert "section" not in queries["docs"]["description"] and "§" not in queries["docs"]["description"]
+    assert "section" not in queries["single"]["description"]
+    assert "a section id such as '§ 4.2'" in queries["notes"]["description"]
+    assert queries["docs"]["maxLength"] == 8000  # the limit deckhand checks is shown where the words are its own

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFun
 
 from deckhand.errors import DeckhandError
 from deckhand.filters.spec import SearchFilter, filter_validation_line
+from deckhand.limits import MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS, LimitExceeded, check_shape
 from deckhand.schemas import json_schema
 
 __all__ = ["json_schema"]  # re-exported: the front ends import it from here
@@ -43,7 +44,7 @@ def _top_k(description: str, default: int | None = None) -> Any:
 class SearchArguments(Arguments):
     """A search of one retrieval tool, optionally filtered (``docs/filters.md``)."""
 
-    query: str = Field(description="What to look for, in natural language (or a section id such as '§ 4.2').")
+    query: str = Field(description="What to look for, in natural language.", max_length=MAX_QUERY_CHARS)
     top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")
     filter: SearchFilter | None = Field(
         default=None,
@@ -130,7 +131,7 @@ class MemorySearchContentArguments(Arguments):
 
 
 class MemorySearchSemanticArguments(Arguments):
-    query: str = Field(description="What the decision is about, in natural language.")
+    query: str = Field(description="What the decision is about, in natural language.", max_length=MAX_QUERY_CHARS)
     top_k: int | None = _top_k("How many decisions to return (1-100); default 5.")
 
 
@@ -139,7 +140,9 @@ class ListToolsArguments(Arguments):
 
 
 class IngestArguments(Arguments):
-    tool: str | None = Field(default=None, description="The tool to re-ingest; default: every tool.")
+    tool: str | None = Field(
+        default=None, description="The tool to re-ingest; default: every tool.", max_length=MAX_NAME_CHARS
+    )
     force: bool = Field(default=False, description="Re-ingest every file, not only those that changed.")
     wait: bool = Field(
         default=True,
@@ -151,7 +154,7 @@ class IngestArguments(Arguments):
 class ReadArguments(Arguments):
     uri: str = Field(
         description="A search result's uri (file:///path#L12-L30), or another line range of the same file.",
-        max_length=4096,
+        max_length=MAX_URI_CHARS,
     )
     context: int = Field(default=0, ge=0, le=200, description="Lines to add before and after the range (0-200).")
     section: bool = Field(
@@ -290,7 +293,15 @@ class ReadOutput(Output):
 
 
 def parse_arguments(model: type[Arguments], arguments: dict[str, Any] | None, call: str) -> Arguments:
-    """``arguments`` validated as ``model``; :class:`CallError` with one line when they are not."""
+    """``arguments`` validated as ``model``; :class:`CallError` with one line when they are not.
+
+    Their size and depth are checked first (:mod:`deckhand.limits`), so a hostile value costs no more
+    than the limits before it is refused.
+    """
+    try:
+        check_shape(arguments or {}, "arguments")
+    except LimitExceeded as exc:
+        raise CallError(f"{call}: {exc}") from None
     try:
         return model.model_validate(arguments or {}, strict=True)
     except ValidationError as exc:

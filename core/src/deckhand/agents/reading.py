@@ -9,8 +9,12 @@ context lines or to the whole section (markdown or RST headings) that holds them
 A URI is served only when it names a file one of the toolbox's tools ingests, by the rules
 ingestion itself follows (:mod:`deckhand.ingest.discovery`): under the tool's source, no
 hidden file or directory on the way, no symbolic link below the source, a supported file
-type. Anything else — another scheme, a host, ``..`` or ``.`` segments (also percent-encoded),
-a NUL, a link pointing elsewhere — is refused with one line that names no file outside.
+type, at most the tool's ``max_file_size`` and :data:`~deckhand.limits.MAX_READ_BYTES`. Anything
+else — another scheme, a host other than ``localhost`` (RFC 8089: this machine), ``..`` or ``.``
+segments (also percent-encoded), a NUL, a link pointing elsewhere, a name the file system cannot
+hold — is refused with one line that names no file outside. The file is opened from the source
+down without following links (:mod:`deckhand.ingest.opening`), so a link swapped in after the
+checks is refused too.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.ingest.report import format_size
+from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -96,6 +102,8 @@ class _Source:
     is_file: bool
     extensions: frozenset[str]
     encoding: Any
+    #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
+    max_file_size: int | None
 
 
 class SourceReader:
@@ -120,7 +128,18 @@ class SourceReader:
             if name not in self._extensions:
                 self._extensions[name] = self._loaders_of(tool).extensions
             encoding = getattr(tool.config, "encoding", "auto")
-            found.append(_Source(name, given, real, real.is_file(), self._extensions[name], encoding))
+            limit = getattr(tool.config, "max_file_size", None)
+            found.append(
+                _Source(
+                    name,
+                    given,
+                    real,
+                    real.is_file(),
+                    self._extensions[name],
+                    encoding,
+                    None if limit is None else int(limit),
+                )
+            )
         return found
 
     @classmethod
@@ -147,8 +166,8 @@ class SourceReader:
         """The file and lines ``uri`` names; :class:`CallError` (one line) when it is not one a tool ingests."""
         if not isinstance(uri, str) or not uri.strip():
             raise CallError("uri: give a file:// URI from a search result")
-        if len(uri) > 4096:
-            raise CallError("uri: too long")
+        if len(uri) > MAX_URI_CHARS:
+            raise CallError(f"uri: longer than {MAX_URI_CHARS} characters")
         if "\x00" in uri or "%00" in uri:
             raise CallError("uri: NUL is not allowed in a file URI")
         parts = urlsplit(uri.strip())
@@ -166,7 +185,11 @@ class SourceReader:
             raise CallError("uri: give the absolute path of an indexed file, without . or .. segments")
         path = Path(raw)
         for source in self._sources:
-            place = self._inside(source, path, start, end)
+            try:
+                place = self._inside(source, path, start, end)
+            except OSError as exc:  # a name too long for the file system, a directory that cannot be listed
+                why = exc.strerror or "cannot check it"
+                raise CallError(f"uri: no such file in the tool's source ({why})") from None
             if place is not None:
                 return place
         raise CallError("uri: not a file any tool of this server indexes (see deckhand_list_tools for the sources)")
@@ -239,10 +262,38 @@ class SourceReader:
 
         source = next(s for s in self._sources if s.tool == place.tool)
         encoding = source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.display)
-        loaded, failed, _ = load_text(self._loaders_of(self._tools[place.tool]), place.path, encoding)
+        limit = _read_limit(source, place)
+        root = source.real.parent if source.is_file else source.real
+        loaded, failed, _ = load_text(
+            self._loaders_of(self._tools[place.tool]), place.path, encoding, root=root, max_bytes=limit
+        )
         if loaded is None:
             raise CallError(f"uri: cannot read {place.display}: {failed}")
         return loaded.text.splitlines(keepends=True)
+
+
+def _read_limit(source: _Source, place: Place) -> int:
+    """The most bytes read of ``place``'s file; :class:`CallError` (one line) when the file is larger.
+
+    Checked here on the path for the message, and again on the opened file (a file swapped or grown
+    meanwhile is refused by the loader).
+    """
+    limit = MAX_READ_BYTES if source.max_file_size is None else min(source.max_file_size, MAX_READ_BYTES)
+    try:
+        size = place.path.lstat().st_size
+    except OSError as exc:
+        raise CallError(f"uri: cannot read {place.display} ({exc.strerror or exc})") from None
+    if source.max_file_size is not None and size > source.max_file_size:
+        raise CallError(
+            f"uri: {place.display} is {format_size(size)}, over the tool's max_file_size "
+            f"({format_size(source.max_file_size)}): it is not indexed, so not read"
+        )
+    if size > limit:
+        raise CallError(
+            f"uri: {place.display} is {format_size(size)}, over what one read loads ({format_size(limit)}); "
+            "search it instead"
+        )
+    return limit
 
 
 def _range(fragment: str) -> tuple[int | None, int | None]:

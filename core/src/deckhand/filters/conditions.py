@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from deckhand.errors import FilterError
+from deckhand.limits import MAX_GLOB_CHARS
 
 #: A value a condition compares with.
 Scalar = str | int | float | bool
@@ -101,6 +102,14 @@ def check_value(value: object, where: str) -> None:
     raise FilterError(f"{where}: {_shown(value)} is not a string, number or boolean")
 
 
+def check_glob(pattern: str, where: str) -> None:
+    """:class:`FilterError` naming ``where`` when ``pattern`` is longer than :data:`~deckhand.limits.MAX_GLOB_CHARS`."""
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise FilterError(
+            f"{where}: a glob pattern of {len(pattern):,} characters; at most {MAX_GLOB_CHARS} (use * for the rest)"
+        )
+
+
 def _shown(value: object) -> str:
     """``repr(value)``, shortened: a 400-digit number or a long text stays readable in one line."""
     if isinstance(value, int) and value.bit_length() > 128:  # (repr of a huge int is slow, or refused)
@@ -136,9 +145,7 @@ class Condition:
         if op is Op.EQ:
             return _equal_any(value, self.values)
         if op is Op.GLOB:
-            return any(
-                isinstance(e, str) and any(glob_regex(str(p)).match(e) for p in self.values) for e in _elements(value)
-            )
+            return any(isinstance(e, str) and any(glob_match(str(p), e) for p in self.values) for e in _elements(value))
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return False
         bound = float(self.values[0])
@@ -173,6 +180,7 @@ def condition(key: str, op: Op | str, values: Iterable[Scalar]) -> Condition:
         for v in vals:
             if not isinstance(v, str) or not v:
                 raise FilterError(f"{where}: a glob pattern is a non-empty string, got {v!r}")
+            check_glob(v, where)
     elif op is Op.EXISTS and (len(vals) != 1 or not isinstance(vals[0], bool)):
         raise FilterError(f"{where}: exists takes true or false, got {list(vals)!r}")
     return Condition(key, op, vals)
@@ -228,18 +236,60 @@ def _equal_any(value: Any, wanted: tuple[Scalar, ...]) -> bool:
     return any(_same(e, w) for e in _elements(value) for w in wanted)
 
 
+def glob_match(pattern: str, text: str) -> bool:
+    """Whether ``text`` matches ``pattern`` whole (``*`` any run, ``?`` one character, the rest itself).
+
+    In time linear in ``text`` for a pattern of bounded length: the fixed pieces between the stars
+    are found leftmost first, one after the other (what a backtracking regular expression did took
+    exponential time: ``*a*a*a*a*b`` against 300 letters took seconds).
+    """
+    pieces = _glob_pieces(pattern)
+    if len(pieces) == 1:
+        return len(text) == pieces[0].size and pieces[0].at(text, 0)
+    first, *middle, last = pieces
+    if not first.at(text, 0):
+        return False
+    position = first.size
+    for piece in middle:
+        found = piece.find(text, position)
+        if found < 0:
+            return False
+        position = found + piece.size
+    end = len(text) - last.size
+    return end >= position and last.at(text, end)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A run of a glob pattern between two stars: literal text, where ``?`` stands for any one character."""
+
+    text: str
+    #: The run as a regular expression without repetition (None when it has no ``?``: plain string search).
+    wild: re.Pattern[str] | None
+
+    @property
+    def size(self) -> int:
+        return len(self.text)
+
+    def at(self, text: str, i: int) -> bool:
+        if self.wild is None:
+            return text.startswith(self.text, i)
+        return i + self.size <= len(text) and self.wild.match(text, i) is not None
+
+    def find(self, text: str, start: int) -> int:
+        if self.wild is None:
+            return text.find(self.text, start)
+        found = self.wild.search(text, start)
+        return found.start() if found is not None else -1
+
+
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (``*`` and ``?`` special, nothing else) as an anchored regular expression."""
-    out = []
-    for ch in pattern:
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        else:
-            out.append(re.escape(ch))
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+def _glob_pieces(pattern: str) -> tuple[_Piece, ...]:
+    pieces = []
+    for run in pattern.split("*"):
+        wild = re.compile("".join("." if c == "?" else re.escape(c) for c in run), re.DOTALL) if "?" in run else None
+        pieces.append(_Piece(run, wild))
+    return tuple(pieces)
 
 
 def glob_to_like(pattern: str, escape: str = "\\") -> str:

@@ -31,10 +31,21 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from deckhand.errors import FilterError
-from deckhand.filters.conditions import Condition, Filter, Op, Scalar, check_key, check_value, condition
+from deckhand.filters.conditions import (
+    Condition,
+    Filter,
+    Op,
+    Scalar,
+    check_glob,
+    check_key,
+    check_value,
+    condition,
+)
+from deckhand.limits import MAX_FILTER_CHARS, LimitExceeded, check_shape
 from deckhand.printable import printable, printable_line
 
 #: Metadata key holding a chunk's path relative to the tool's source.
@@ -131,6 +142,16 @@ class SearchFilter(BaseModel):
             )
         return parse_expressions(list(value))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """A filter larger or deeper than :mod:`deckhand.limits` allows is refused before anything else."""
+        try:
+            check_shape(value, "filter", max_chars=MAX_FILTER_CHARS)
+        except LimitExceeded as exc:
+            raise FilterError(str(exc).removeprefix("filter: ")) from None
+        return value
+
     @field_validator("metadata")
     @classmethod
     def _keys(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +161,8 @@ class SearchFilter(BaseModel):
                 for name, given in spec.model_dump(exclude_none=True).items():
                     for item in _listed(given):
                         check_value(item, f"metadata.{key}.{name.rstrip('_')}")
+                        if name == "glob":
+                            check_glob(item, f"metadata.{key}.glob")
             else:
                 for item in _listed(spec):
                     check_value(item, f"metadata.{key}")
@@ -205,6 +228,7 @@ def _path_patterns(patterns: Iterable[str]) -> list[str]:
             pattern = pattern[2:]
         if not pattern:
             raise FilterError("path: empty pattern; give a glob such as 'guides/*.md'")
+        check_glob(pattern, "path")
         if pattern.startswith("/") or re.match(r"^[A-Za-z]:/", pattern):
             raise FilterError(f"path: {raw!r} is absolute; path globs are relative to the tool's source")
         if ".." in pattern.split("/"):
@@ -273,7 +297,8 @@ def _validation_line(exc: ValidationError) -> str:
 
 # -- the command-line form ------------------------------------------------------------------------
 
-_EXPRESSION = re.compile(r"^\s*(?P<key>[^\s=!<>~:]+)\s*(?P<op>!=|>=|<=|=|>|<|~|:)\s*(?P<value>.*?)\s*$", re.DOTALL)
+# The value runs to the end and is stripped in code: a lazy ``.*?`` before ``\s*$`` took quadratic time on spaces.
+_EXPRESSION = re.compile(r"^\s*(?P<key>[^\s=!<>~:]+)\s*(?P<op>!=|>=|<=|=|>|<|~|:)\s*(?P<value>.*)$", re.DOTALL)
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _CLI_OPS = {"!=": "ne", ">=": "gte", "<=": "lte", ">": "gt", "<": "lt", "~": "glob"}
@@ -299,7 +324,7 @@ def parse_expressions(expressions: Iterable[str]) -> SearchFilter:
         match = _EXPRESSION.match(expression)
         if match is None:
             raise FilterError(f"--filter {expression!r}: not a filter expression; use {SYNTAX}")
-        key, op, value = match.group("key"), match.group("op"), match.group("value")
+        key, op, value = match.group("key"), match.group("op"), match.group("value").rstrip()
         if op == ":":
             if not value:
                 raise FilterError(f"--filter {expression!r}: give a value after '{key}:'")

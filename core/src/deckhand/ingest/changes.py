@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 from deckhand.ingest.discovery import SourceFile
+from deckhand.ingest.opening import open_source_file
 from deckhand.ingest.report import format_size
 from deckhand.protocols import Embedder, VectorStore
 from deckhand.types import FileState, IngestReport
@@ -13,7 +14,7 @@ from deckhand.types import FileState, IngestReport
 
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_source_file(path) as fh:  # (never through a link swapped in since the walk)
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

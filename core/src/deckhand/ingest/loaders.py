@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from deckhand.encoding import NotTextError, decode_as, detect
 from deckhand.errors import LoaderError
 from deckhand.ingest.front_matter import FrontMatterError, front_matter
+from deckhand.ingest.opening import open_source_file, read_source_bytes
 from deckhand.types import LoadedText
 
 #: The ``encoding:`` value that means "detect it".
@@ -106,7 +107,7 @@ class TextLoader:
 
     def load(self, path: Path) -> str | LoadedText:
         try:
-            data = path.read_bytes()
+            data = read_source_bytes(path)
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
         text = decode_text(data, path)
@@ -129,7 +130,7 @@ class TableLoader:
 
     def load(self, path: Path) -> str:
         try:
-            data = path.read_bytes()
+            data = read_source_bytes(path)
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
         text = decode_text(data, path)
@@ -215,7 +216,7 @@ class MarkItDownLoader:
     def load(self, path: Path) -> str:
         extension = path.suffix.lower()
         try:
-            fh = path.open("rb")
+            fh = open_source_file(path)
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
         with fh:

@@ -214,7 +214,7 @@ class Reader:
         (the ``prepare`` step, when there is one, runs on each batch of chunks).
         The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
         clock = time.perf_counter()
-        loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file))
+        loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file), root=self.root)
         seconds["convert"] += time.perf_counter() - clock
         if loaded is None:
             yield Read(index, failed=failed, done=True)

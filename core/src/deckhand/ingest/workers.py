@@ -31,6 +31,7 @@ from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import decoding
+from deckhand.ingest.opening import confined_to
 from deckhand.printable import printable
 from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, LoadedText
@@ -83,10 +84,16 @@ def _cores() -> int:
     return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
-def load_text(loaders: Loads, path: Path, encoding: str) -> tuple[LoadedText | None, str | None, list[str]]:
-    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only)."""
+def load_text(
+    loaders: Loads, path: Path, encoding: str, *, root: Path | None = None, max_bytes: int | None = None
+) -> tuple[LoadedText | None, str | None, list[str]]:
+    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only).
+
+    The builtin loaders open it from ``root`` (its source directory) down without following a link
+    swapped in since the walk, and read at most ``max_bytes`` (:mod:`deckhand.ingest.opening`).
+    """
     try:
-        with decoding(encoding) as settings:
+        with decoding(encoding) as settings, confined_to(root, max_bytes):
             text = loaders.load_with_metadata(path)
     except LoaderError as exc:
         return None, str(exc).removeprefix(f"{path}: "), []
@@ -220,7 +227,7 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
         raise WorkerUnavailable(_unavailable or "not started by a ChunkPool")
     _worker.records.records = []
     clock = time.perf_counter()
-    loaded, failed, notices = load_text(_worker.loaders, path, encoding)
+    loaded, failed, notices = load_text(_worker.loaders, path, encoding, root=root)
     converted = Converted(failed=failed, notices=notices, logged=_worker.records.records)
     converted.convert_seconds = time.perf_counter() - clock
     if loaded is None:

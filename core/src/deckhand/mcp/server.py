@@ -1,10 +1,12 @@
 """The MCP server: every call of a :class:`~deckhand.agents.toolbox.Toolbox` as an MCP tool.
 
 Each operation of :func:`deckhand.agents.catalog.operations` becomes one MCP tool with its
-input and output schemas and behaviour hints. A call runs in its own daemon thread (the tools
-are blocking), so the event loop keeps answering ``initialize``, ``tools/list`` and other
-calls meanwhile, and a client that goes away never keeps the process alive. Every failure
-comes back as a tool result with ``isError: true`` and one line of text; the server goes on.
+input and output schemas and behaviour hints. A call's arguments are checked against the limits
+of :mod:`deckhand.limits` first; then the call, and the masking of its answer, run in their own
+daemon thread (the tools are blocking), so the event loop keeps answering ``ping``,
+``tools/list`` and the other sessions' calls meanwhile, and a client that goes away never keeps
+the process alive. Every failure comes back as a tool result with ``isError: true`` and one line
+of text; the server goes on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from deckhand.agents.calls import CallError
 from deckhand.agents.catalog import Operation, operations
 from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
+from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
 from deckhand.mcp.resources import Resources, link_items
 from deckhand.redaction import redact
@@ -69,10 +72,11 @@ class DeckhandMcpServer:
         """Answer one ``tools/call``; never raises (failures are ``isError`` results).
 
         Every string of the answer goes through the toolbox's redaction: no secret reaches the
-        agent, even one an indexed document or a driver's error happens to hold.
+        agent, even one an indexed document or a driver's error happens to hold. The masking runs
+        in a thread too: an answer is as long as a tool makes it, and the event loop serves everyone.
         """
         result = await self._call(name, arguments, report)
-        return self._redacted(result)
+        return await in_daemon_thread(self._redacted, result)
 
     def _redacted(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -88,6 +92,10 @@ class DeckhandMcpServer:
         if op is None:
             return _error(f"unknown tool {name!r} (tools: {', '.join(self.operations)})")
         log.info("call %s", name)
+        try:  # before anything walks them: a value nested thousands deep is refused, not recursed into
+            check_shape(arguments, "arguments")
+        except LimitExceeded as exc:
+            return _error(f"{name}: {exc}")
         where = _lone_surrogate(arguments)
         if where is not None:  # valid JSON, but no text a tool can encode (the SDK 1.x lets it through)
             return _error(f"{name}: {where}: holds a lone UTF-16 surrogate; send valid text")

@@ -453,7 +453,14 @@ class SourceTool:
         """The function definition agents are given for this tool: ``{"name", "description", "parameters"}``
         (``filter`` among the parameters only when :meth:`search_results_sync` takes one)."""
         description = self.config.description or self.default_description()
-        return function_definition(self.config.name, description, takes_filter=takes_filter(self))
+        return function_definition(
+            self.config.name, description, takes_filter=takes_filter(self), query=self.query_description()
+        )
+
+    def query_description(self) -> str | None:
+        """How the ``query`` parameter is described where this tool understands more than natural language
+        (None: the standard wording); only what the tool really supports."""
+        return None
 
     def ready_store(self, query: str) -> VectorStore:
         """The store, once initialised and given a non-empty query; else a clear error."""

@@ -183,6 +183,9 @@ class HierarchicalDocumentTool(ContextualChunks):
             "section references such as '§ 4.2' and quoted phrases are matched exactly"
         )
 
+    def query_description(self) -> str:
+        return "Natural language search query, or a section id such as '§ 4.2' (its section comes first)"
+
 
 def _missing(store: VectorStore, component: Component) -> list[str]:
     """What ``store`` lacks of the capabilities ``component`` requires (legacy: protocols it does not implement)."""

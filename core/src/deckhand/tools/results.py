@@ -19,9 +19,9 @@ __all__ = ["SearchResult", "format_results", "function_definition"]
 SEARCH_ARGUMENTS = ("query", "top_k", "filter")
 
 
-def query_parameter() -> dict[str, Any]:
-    """The standard ``query`` parameter (the contract's wording)."""
-    return {"type": "string", "description": "Natural language search query"}
+def query_parameter(description: str | None = None) -> dict[str, Any]:
+    """The standard ``query`` parameter (the contract's wording), or one a tool describes in its own words."""
+    return {"type": "string", "description": description or "Natural language search query"}
 
 
 def filter_parameter() -> dict[str, Any]:
@@ -34,13 +34,16 @@ def filter_parameter() -> dict[str, Any]:
     return schema
 
 
-def function_definition(name: str, description: str, *, takes_filter: bool = True) -> dict[str, Any]:
+def function_definition(
+    name: str, description: str, *, takes_filter: bool = True, query: str | None = None
+) -> dict[str, Any]:
     """The function definition of a search tool (the contract's tool-call JSON), in the unwrapped form
     ``{"name", "description", "parameters"}`` that :meth:`deckhand.protocols.Tool.function_definition` returns.
 
-    ``filter`` is optional (left out with ``takes_filter=False``, for a search that takes none).
+    ``filter`` is optional (left out with ``takes_filter=False``, for a search that takes none); ``query``
+    describes the query where a tool understands more than natural language (section ids).
     """
-    properties: dict[str, Any] = {"query": query_parameter()}
+    properties: dict[str, Any] = {"query": query_parameter(query)}
     if takes_filter:
         properties["filter"] = filter_parameter()
     return {

@@ -1,0 +1,64 @@
+"""The size and depth limits on what an LLM sends deckhand, in one place (listed in ``docs/security.md``).
+
+Tool arguments come from a model and are untrusted. Each call's arguments are checked against
+these limits before any work (:func:`check_shape`, then each field's own bound), so one call
+cannot hold the server with a megabyte of query, a filter nested thousands of lists deep or a
+glob no store can compile; the refusal is one line naming the argument and the limit. The
+limits are far above what a real call needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Most characters of a search query (a question is a few hundred; embedders read 256-512 tokens).
+MAX_QUERY_CHARS = 8_000
+#: Most characters of all the strings and keys of one call's arguments together (a memory decision
+#: is at most 100 KB).
+MAX_ARGUMENTS_CHARS = 256_000
+#: Deepest nesting of objects and lists in one call's arguments (a filter needs 4).
+MAX_DEPTH = 32
+#: Most entries of one list or object in a call's arguments.
+MAX_ITEMS = 1_000
+#: Most characters of one filter, its keys and values together.
+MAX_FILTER_CHARS = 16_000
+#: Most characters of one glob pattern of a filter (``path``, a field's ``glob``).
+MAX_GLOB_CHARS = 512
+#: Most characters of a resource URI (``resources/read``, ``deckhand_read``).
+MAX_URI_CHARS = 4_096
+#: Most characters of a short name argument (a tool's name).
+MAX_NAME_CHARS = 256
+#: Most bytes one ``resources/read`` or ``deckhand_read`` loads from a file (also never more than the
+#: tool's ``max_file_size``): a larger file is refused in one line; search it instead.
+MAX_READ_BYTES = 32_000_000
+
+
+class LimitExceeded(ValueError):
+    """A value is larger or deeper than its limit; the message is one line naming where and the limit."""
+
+
+def check_shape(value: Any, where: str, *, max_chars: int = MAX_ARGUMENTS_CHARS) -> None:
+    """:class:`LimitExceeded` when ``value`` (JSON-like) nests deeper than :data:`MAX_DEPTH`, holds a list
+    or object of more than :data:`MAX_ITEMS` entries, or more than ``max_chars`` characters of strings
+    and keys in all. The message names ``where``, or the top-level entry of ``value`` that went over.
+
+    Iterative and stopping at the first excess, so a hostile value costs at most the limits themselves.
+    """
+    chars = 0
+    pending: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while pending:
+        item, depth, place = pending.pop()
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise LimitExceeded(f"{place}: nested more than {MAX_DEPTH} levels deep; send a flatter value")
+            if len(item) > MAX_ITEMS:
+                raise LimitExceeded(f"{place}: {len(item):,} entries in one list or object; at most {MAX_ITEMS:,}")
+            if isinstance(item, dict):
+                chars += sum(len(k) if isinstance(k, str) else 0 for k in item)
+                pending.extend((v, depth + 1, str(k) if depth == 0 else place) for k, v in item.items())
+            else:
+                pending.extend((v, depth + 1, place) for v in item)
+        if chars > max_chars:
+            raise LimitExceeded(f"{place}: more than {max_chars:,} characters in all; send less")
