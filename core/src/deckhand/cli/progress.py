@@ -23,12 +23,13 @@ DEFAULT_INTERVAL = 5.0
 
 
 def progress_for(label: str, *, quiet: bool = False) -> RichProgress | LineProgress | None:
-    """The progress display for a tool: bars on a terminal, lines without one, none with ``--quiet``."""
-    if quiet:
-        return None
+    """The progress display for a tool: bars on a terminal, lines without one (none with ``--quiet``).
+
+    The bars are transient (they leave nothing behind), so ``--quiet`` keeps them on a terminal:
+    quiet means no lines left on stderr but errors, not a silent wait."""
     if Console(stderr=True).is_terminal:
         return RichProgress(label)
-    return LineProgress(label)
+    return None if quiet else LineProgress(label)
 
 
 class RichProgress:
