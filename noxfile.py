@@ -317,10 +317,37 @@ def servers(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def build(session: nox.Session) -> None:
-    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``."""
+    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
+
+    ``uv build --all-packages`` builds the uv workspace's members; a package kept out of the workspace
+    (semantic-kernel, whose pins would constrain the lock) is built from its own directory. A package
+    of core/ or plugins/* without its wheel in dist/ is an error.
+    """
     shutil.rmtree(DIST, ignore_errors=True)
     session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    for directory in _outside_workspace():
+        session.run("uv", "build", str(directory), "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    built = {_wheel_name(wheel) for wheel in DIST.glob("*.whl")}
+    if missing := sorted(set(_packages()) - built):
+        session.error(f"nox -s build made no wheel for {', '.join(missing)} (built: {', '.join(sorted(built))})")
     session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+
+
+def _packages() -> dict[str, Path]:
+    """Every package of the repository (core/ and plugins/*), by distribution name (normalized as wheels spell it)."""
+    found = {}
+    for directory in [ROOT / "core", *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml"))]:
+        with (directory / "pyproject.toml").open("rb") as f:
+            found[re.sub(r"[-_.]+", "-", tomllib.load(f)["project"]["name"]).lower()] = directory
+    return found
+
+
+def _outside_workspace() -> list[Path]:
+    """The packages ``[tool.uv.workspace] exclude`` keeps out of the workspace (``uv build --all-packages``
+    skips them)."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        excluded = tomllib.load(f)["tool"]["uv"]["workspace"].get("exclude", [])
+    return sorted({path for pattern in excluded for path in ROOT.glob(pattern) if (path / "pyproject.toml").is_file()})
 
 
 @nox.session(python=False)
@@ -422,7 +449,7 @@ def install(session: nox.Session) -> None:
 
 def _wheel_name(wheel: Path) -> str:
     """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
-    return wheel.name.split("-")[0].replace("_", "-")
+    return wheel.name.split("-")[0].replace("_", "-").lower()
 
 
 def _check_installed_from_dist(session: nox.Session, venv: Path) -> None:
