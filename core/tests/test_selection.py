@@ -176,3 +176,20 @@ def _mcp_start_lines(config: Path, env: dict[str, str], *, tools: int) -> list[s
     about = [line for line in lines if "skipped" in line]
     assert all("54 skipped (50 empty, 4 .png; -v lists them)" in line for line in about), lines
     return [line.split(":")[0] for line in about]
+
+
+def test_watch_ignores_changes_the_tools_do_not_take(tmp_path: Path) -> None:
+    """``deckhand mcp --watch``: a change under node_modules/ or _static/, or excluded by a tool, re-ingests nothing."""
+    from deckhand.mcp.watch import _SourceFilter
+
+    docs = tmp_path / "docs"
+    (docs / "guides").mkdir(parents=True)
+    default, narrow = Selection(), Selection.of(["guides/"], ["*.draft.md"])
+    keep = _SourceFilter([docs], EXTS, {docs: [default]})
+    assert keep(None, str(docs / "a.md")) and keep(None, str(docs / "guides" / "b.txt"))
+    for ignored in ("node_modules/pkg/README.md", "_static/x.md", "sub/_build/y.md", ".git/HEAD.md", "pic.png"):
+        assert not keep(None, str(docs / ignored)), ignored
+    assert keep.taken(docs / "guides" / "b.md", docs, narrow) and not keep.taken(docs / "a.md", docs, narrow)
+    assert not keep.taken(docs / "guides" / "c.draft.md", docs, narrow)
+    both = _SourceFilter([docs], EXTS, {docs: [narrow, Selection.of(None, ["guides/"])]})  # two tools, one source
+    assert both(None, str(docs / "a.md")) and both(None, str(docs / "guides" / "b.md"))
