@@ -193,3 +193,14 @@ def test_watch_ignores_changes_the_tools_do_not_take(tmp_path: Path) -> None:
     assert not keep.taken(docs / "guides" / "c.draft.md", docs, narrow)
     both = _SourceFilter([docs], EXTS, {docs: [narrow, Selection.of(None, ["guides/"])]})  # two tools, one source
     assert both(None, str(docs / "a.md")) and both(None, str(docs / "guides" / "b.md"))
+
+
+def test_a_source_whose_files_are_all_left_out_says_so(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(TEXT)
+    config = tmp_path / "agent.yaml"
+    config.write_text("tools:\n  - {type: vectorstore, name: kb, source: docs, exclude: ['*.md']}\n")
+    done = CliRunner().invoke(cli, ["-c", str(config), "ingest"], catch_exceptions=False)
+    assert done.exit_code == 3
+    assert done.stderr.startswith(f"error: no supported files in {tmp_path / 'docs'} (supported: ")
+    assert done.stderr.endswith("; the tool's include:/exclude: leave out the others\n")

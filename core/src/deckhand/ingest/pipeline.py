@@ -109,7 +109,8 @@ class Ingestor:
                 report.fail(failed.display, failed.reason)
         if not found.files:
             exts = ", ".join(sorted(self.loaders.extensions))
-            raise SourceValidationError(f"no supported files in {source} (supported: {exts})")
+            chosen = "" if self.selection == EVERYTHING else "; the tool's include:/exclude: leave out the others"
+            raise SourceValidationError(f"no supported files in {source} (supported: {exts}){chosen}")
         given = Path(source).expanduser().resolve()
         self._root = given if given.is_dir() else given.parent
         manifest = self.store.manifest()
