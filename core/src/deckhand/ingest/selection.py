@@ -81,6 +81,12 @@ class Selection:
         above = ["/".join(parts[: i + 1]) for i in range(len(parts))]
         return any(p.matches(d, directory=True) for d in above for p in self.include)
 
+    def reads(self, relative: str) -> bool:
+        """Whether a walk of the source ingests the file at ``relative``: every folder above it walked, and it taken
+        (for a path seen on its own, such as a change ``--watch`` reports)."""
+        parts = relative.split("/")
+        return all(self.walks("/".join(parts[: i + 1])) for i in range(len(parts) - 1)) and self.takes(relative)
+
 
 #: What a walk uses when the tool says nothing: every file, the default folders left out.
 EVERYTHING = Selection()

@@ -66,8 +66,7 @@ class _SourceFilter:
         if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in self.extensions:
             return False
         chosen = [selection] if selection is not None else self.selections.get(root, [EVERYTHING])
-        folders = ["/".join(relative.parts[: i + 1]) for i in range(len(relative.parts) - 1)]
-        return any(all(s.walks(folder) for folder in folders) and s.takes(relative.as_posix()) for s in chosen)
+        return any(s.reads(relative.as_posix()) for s in chosen)
 
 
 def _selection(toolbox: Toolbox, name: str) -> Selection:
