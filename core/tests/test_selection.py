@@ -204,3 +204,18 @@ def test_a_source_whose_files_are_all_left_out_says_so(tmp_path: Path) -> None:
     assert done.exit_code == 3
     assert done.stderr.startswith(f"error: no supported files in {tmp_path / 'docs'} (supported: ")
     assert done.stderr.endswith("; the tool's include:/exclude: leave out the others\n")
+
+
+def test_quiet_keeps_the_transient_bars_on_a_terminal_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deckhand.cli.progress import LineProgress, RichProgress, progress_for
+    from rich.console import Console
+
+    assert progress_for("kb", quiet=True) is None  # no terminal (a pipe, CI): nothing at all
+    assert isinstance(progress_for("kb"), LineProgress)
+    monkeypatch.setattr(Console, "is_terminal", property(lambda self: True))
+    bars = progress_for("kb", quiet=True)
+    assert isinstance(bars, RichProgress) and bars.quiet  # bars leave nothing behind: kept
+    bars.note("about 98,000 chunks to embed")  # a note would stay on the screen: dropped
+    assert capsys.readouterr().err == ""
