@@ -36,6 +36,9 @@ def test_patterns_read_as_the_encoding_patterns_do() -> None:
     assert not chosen.walks("drafts") and not chosen.walks("x/drafts") and chosen.takes("drafts.md")  # "/": folders
     assert not chosen.walks("docs/_static") and not chosen.walks("node_modules")  # the defaults stay
     assert Selection.of(None, ["**/tmp/"]).walks("tmp") is False  # a leading **/ is the same as none
+    anchored = Selection.of(None, ["/out/", "/notes.md"], default_excludes=False)  # a leading /: the source's own
+    assert not anchored.walks("out") and anchored.walks("docs/out")
+    assert not anchored.takes("notes.md") and anchored.takes("sub/notes.md")
 
 
 def test_the_default_excludes_are_not_walked_and_not_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

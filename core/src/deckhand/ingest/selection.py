@@ -3,9 +3,10 @@
 Patterns read as the ``encoding:`` patterns do (:func:`deckhand.encoding.encoding_for`): relative
 to the source, posix, ``*`` also crosses ``/``, and a pattern without ``/`` also matches the
 name alone (at any depth). A trailing ``/`` names directories only (``node_modules/``); a leading
-``**/`` is the same as none. An excluded directory is not walked at all. With ``include:`` a file
-is ingested only when it, or a directory above it, matches one of its patterns; ``exclude:`` wins
-over ``include:``. Files left out by a pattern are not reported as skipped: leaving them out was asked for.
+``/`` anchors a pattern at the source (``/build/``: not ``docs/build/``); a leading ``**/`` is the
+same as none. An excluded directory is not walked at all. With ``include:`` a file is ingested
+only when it, or a directory above it, matches one of its patterns; ``exclude:`` wins over
+``include:``. Files left out by a pattern are not reported as skipped: leaving them out was asked for.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Pattern:
-    """One glob pattern, split into what it matches (``glob``) and whether it names directories only."""
+    """One glob pattern: what it matches (``glob``), whether it names directories only, and whether it is
+    anchored at the source (a leading ``/``: ``/build/`` is the source's own build folder, not any)."""
 
     glob: str
     directories_only: bool
+    anchored: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Pattern:
@@ -41,7 +44,8 @@ class Pattern:
         while glob.startswith("**/"):
             glob = glob[3:]
         glob = glob.removeprefix("./")
-        return cls(glob.rstrip("/"), glob.endswith("/"))
+        anchored = glob.startswith("/")
+        return cls(glob.strip("/"), glob.endswith("/"), anchored)
 
     def matches(self, relative: str, *, directory: bool) -> bool:
         """Whether the file or directory at ``relative`` (posix, relative to the source) matches."""
@@ -49,7 +53,8 @@ class Pattern:
             return False
         if fnmatch.fnmatchcase(relative, self.glob):
             return True
-        return "/" not in self.glob and fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], self.glob)
+        name = relative.rsplit("/", 1)[-1]
+        return not self.anchored and "/" not in self.glob and fnmatch.fnmatchcase(name, self.glob)
 
 
 @dataclass(frozen=True)
