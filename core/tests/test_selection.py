@@ -43,7 +43,8 @@ def test_patterns_read_as_the_encoding_patterns_do() -> None:
 
 def test_the_default_excludes_are_not_walked_and_not_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = tmp_path / "docs"
-    for folder in [d.rstrip("/") for d in DEFAULT_EXCLUDES] + ["sub/_build", "guides"]:
+    # (build/ and dist/ only at the top: a manual's guides/build/ chapter is ingested)
+    for folder in [d.strip("/") for d in DEFAULT_EXCLUDES] + ["sub/_build", "guides", "guides/build"]:
         (src / folder).mkdir(parents=True)
         (src / folder / "page.md").write_text(TEXT)
     walked: list[str] = []
@@ -55,12 +56,12 @@ def test_the_default_excludes_are_not_walked_and_not_reported(tmp_path: Path, mo
 
     monkeypatch.setattr(discovery.os, "scandir", recording)
     found = discover(src, EXTS, base=tmp_path)
-    assert [f.display for f in found.files] == ["docs/guides/page.md"]
+    assert [f.display for f in found.files] == ["docs/guides/page.md", "docs/guides/build/page.md"]
     assert found.skipped == [] and found.failed == []
-    assert sorted(walked) == [".", "guides", "sub"]  # an excluded folder is never listed
+    assert sorted(walked) == [".", "guides", "guides/build", "sub"]  # an excluded folder is never listed
     walked.clear()
     everything = discover(src, EXTS, base=tmp_path, selection=Selection.of(None, [], default_excludes=False))
-    assert len(everything.files) == 8  # all but the hidden .git/ and .venv/
+    assert len(everything.files) == 9  # all but the hidden .git/ and .venv/
 
 
 def test_include_and_exclude_choose_what_a_tool_ingests_and_drop_what_it_no_longer_takes(
@@ -150,7 +151,13 @@ def test_a_docs_folder_gives_one_line_per_tool_about_skipped_files(tmp_path: Pat
     about = [line for line in plain.stderr.splitlines() if "skipped" in line]
     assert [line.split(" [")[0] for line in about] == ["flat", "deep"], plain.stderr
     assert all(kinds in line for line in about), plain.stderr
-    assert "WARNING" not in plain.stderr and ".svg" not in loud.stderr and "node_modules" not in loud.stderr
+    assert "WARNING" not in plain.stderr and ".svg" not in loud.stderr
+    excluded = sorted({line for line in loud.stderr.splitlines() if " excluded " in line})  # -v names the folders
+    assert [line.split(": excluded ")[1].split(" ")[0] for line in excluded] == [
+        "docs/_build/",
+        "docs/_static/",
+        "docs/node_modules/",  # (.git/ is hidden: never named)
+    ], excluded
     quiet = deckhand("-q", "-c", str(config), "ingest")
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert _mcp_start_lines(config, env, tools=2) == [f"{name} [sqlite]" for name in ("flat", "deep")]

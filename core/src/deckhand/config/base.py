@@ -237,7 +237,7 @@ class SourceToolConfig(ToolConfigBase):
         default_factory=list,
         description=(
             "Glob patterns of files and folders to leave out, after the default excludes (.git/, node_modules/, "
-            "__pycache__/, build/, _build/, dist/, .venv/, _static/); wins over include."
+            "__pycache__/, _build/, .venv/, _static/, /build/, /dist/); wins over include."
         ),
     )
     default_excludes: bool = Field(

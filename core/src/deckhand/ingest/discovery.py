@@ -100,13 +100,16 @@ def discover(
         subdirectories: list[tuple[Path, str]] = []
         for entry in directories:  # directories first, as os.walk reported them
             name, sub = entry.name, current / entry.name
+            link = entry.is_symlink()
+            if name.startswith(".") and not link:
+                continue
             if not selection.walks(inside + name):
-                log.debug("excluded %s/ (exclude: patterns)", utf8_name(prefix + name))
-            elif entry.is_symlink():
+                log.info(
+                    "excluded %s/ (the tool's exclude: patterns or the default excludes)", utf8_name(prefix + name)
+                )
+            elif link:
                 # never followed; a link to a directory inside the source is walked where it really lives
                 out.skipped.append(Skipped(utf8_name(prefix + name), _link_reason(sub, root), "symlink"))
-            elif name.startswith("."):
-                continue
             elif not is_utf8(name):  # one line for the directory, not one per file under it
                 out.failed.append(Skipped(utf8_name(prefix + name), f"directory: {NOT_UTF8}"))
             else:

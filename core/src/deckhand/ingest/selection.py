@@ -16,14 +16,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: Folders no one wants indexed: version control, dependencies, caches, build output, virtual
-#: environments and Sphinx's copied static assets. ``default_excludes: false`` drops them.
+#: environments and Sphinx's copied static assets. ``default_excludes: false`` drops them. ``build/``
+#: and ``dist/`` only at the top of the source, where a project's build writes them: deeper, a folder
+#: so named is as likely a manual's chapter (``docs/guides/build/``).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/",
     "node_modules/",
     "__pycache__/",
-    "build/",
+    "/build/",
     "_build/",
-    "dist/",
+    "/dist/",
     ".venv/",
     "_static/",
 )
