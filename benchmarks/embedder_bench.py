@@ -25,7 +25,7 @@ in one process it alternates the default embedder and sentence-transformers fp32
 defaults: 256 tokens, batch 32) over the same SciFact abstracts, ``--repeats`` times, with
 the same thread count, and prints texts/s (wall and CPU) of each pass and the ratios.
 
-The SciFact directory defaults to ``$DECKHAND_SCIFACT`` or ``/work/shared/datasets/scifact``.
+The SciFact directory is ``$DECKHAND_SCIFACT``, else ``../shared/datasets/scifact`` beside the repository.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import bench_datasets
 
 OPTIONS = ("onnx512", "onnx256", "floatpool", "int8", "int8pool", "st-fp32")
 #: ``embedding_model:`` value of each ONNX option.
@@ -71,7 +73,7 @@ def bench_dir() -> Path:
 
 
 def scifact_dir() -> Path:
-    return Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact"))
+    return bench_datasets.scifact()
 
 
 def peak_rss_mib() -> float:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
@@ -269,7 +270,7 @@ def _nbits(weight: np.ndarray, bits: int, block: int) -> tuple[np.ndarray, np.nd
 
 
 def _texts(n: int) -> list[str]:
-    path = Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact")) / "corpus.jsonl"
+    path = bench_datasets.scifact() / "corpus.jsonl"
     out = []
     with path.open(encoding="utf-8") as handle:
         for line in handle:

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def generate_corpus(target: Path, files: int, seed: int = 2) -> None:
     )
 
     tokenizer = WordPieceTokenizer(Path(str(resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json")))
-    docs = _sentences(Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact")))
+    docs = _sentences(bench_datasets.scifact())
     rng = random.Random(seed)
     target.mkdir(parents=True, exist_ok=True)
     for n in range(files):

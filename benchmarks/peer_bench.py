@@ -43,13 +43,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
+
 SYSTEMS = ("deckhand", "haystack", "llamaindex")
 THREADS = int(os.environ.get("DECKHAND_THREADS", "2"))
 TOP_K = 10
 
 
 def scifact_dir() -> Path:
-    return Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact"))
+    return bench_datasets.scifact()
 
 
 def model_dir() -> Path:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
 from deckhand.cli.eval import evaluate_tool, write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.evaluation.beir import load_beir
@@ -38,11 +39,15 @@ CONFIGURATIONS: list[tuple[str, dict[str, Any]]] = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--beir", default="/work/shared/datasets/scifact")
+    parser.add_argument(
+        "--beir",
+        default=None,
+        help="SciFact in BEIR layout (default: $DECKHAND_SCIFACT, else ../shared/datasets/scifact)",
+    )
     parser.add_argument("--work-dir", default=".deckhand/beir/scifact")
     parser.add_argument("--only", default=None, help="Comma-separated indexes into the configuration list.")
     args = parser.parse_args()
-    dataset = load_beir(args.beir)
+    dataset = load_beir(bench_datasets.scifact(args.beir))
     stems = write_corpus(dataset.corpus, Path(args.work_dir) / "corpus")
     tools: dict[str, HierarchicalDocumentTool] = {}
     chosen = range(len(CONFIGURATIONS)) if not args.only else [int(i) for i in args.only.split(",")]

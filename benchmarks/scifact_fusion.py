@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
 from deckhand.cli.eval import write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.evaluation.beir import evaluate, load_beir
@@ -100,7 +101,11 @@ def variants() -> list[tuple[str, Variant]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--beir", default="/work/shared/datasets/scifact")
+    parser.add_argument(
+        "--beir",
+        default=None,
+        help="SciFact in BEIR layout (default: $DECKHAND_SCIFACT, else ../shared/datasets/scifact)",
+    )
     parser.add_argument("--work-dir", default=".deckhand/beir/scifact")
     parser.add_argument("--out", type=Path, default=None, help="Write the table as JSON here too.")
     parser.add_argument(
@@ -111,7 +116,7 @@ def main() -> None:
         help="Also score zscore fusion with the keyword ranking of BM25 at these k1,b (e.g. 1.2,0.75).",
     )
     args = parser.parse_args()
-    dataset = load_beir(args.beir)
+    dataset = load_beir(bench_datasets.scifact(args.beir))
     work = Path(args.work_dir).resolve()
     stems = write_corpus(dataset.corpus, work / "corpus")
     config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="scifact", source=str(work / "corpus"))

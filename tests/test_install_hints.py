@@ -84,7 +84,9 @@ def _requirements(text: str) -> list[str]:
         tokens = [t.strip("\"'") for t in _TOKEN.findall(command.group(1))]
         skip = False
         for token in tokens:
-            if skip or "{" in token:  # an option's value, or an f-string placeholder (checked where it is built)
+            # an option's value, an f-string placeholder (checked where it is built), or the generic hint's
+            # template (test_the_generic_hint_from_a_clone_names_its_plugin_directories fills it in)
+            if skip or "{" in token or token.endswith("/NAME"):
                 skip = False
                 continue
             if token.startswith("-"):
@@ -207,11 +209,55 @@ def test_each_named_extra_really_brings_the_component(monkeypatch: pytest.Monkey
 
 
 def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:
-    hint = install_hint("embedder", "acme-embed-v9")
+    hint = install_hint("embedder", "acme-embed-v9", where=Installation())
     listed = re.search(r"deckhand-ai's extras: ([^;]+);", hint)
     assert listed is not None, hint
     assert set(listed.group(1).split(", ")) == set(plugin_extras()) <= set(BUILT[DISTRIBUTION])
     assert "acme" not in listed.group(1)
+
+
+CLONE, EDITABLE = Installation("pip", ROOT, False), Installation("uv", ROOT, True)
+
+
+@pytest.mark.parametrize("kind", list(HOOKS))
+def test_the_generic_hint_from_a_clone_names_its_plugin_directories(kind: str) -> None:
+    """A name no plugin is known to provide, of any kind: from a clone the hint's command template names the clone's
+    plugin directories (the extras resolve nowhere there), and each filled in is a real package directory."""
+    for where, command in ((CLONE, "pip install"), (EDITABLE, "uv pip install -e")):
+        hint = install_hint(kind, "acme-thing", where=where)
+        template = re.search(
+            rf'\(({command} "{ROOT}/plugins/NAME") with NAME one of this checkout\'s plugins: ([^;]+);', hint
+        )
+        assert template is not None, hint
+        names = template.group(2).split(", ")
+        assert names == sorted(p.parent.name for p in (ROOT / "plugins").glob("*/pyproject.toml"))
+        for name in names:
+            for requirement in _requirements(template.group(1).replace("NAME", name)):
+                assert _check(requirement, hint) is None
+
+
+def test_every_component_of_every_installed_plugin_gets_a_hint_that_installs_it() -> None:
+    """Each component an installed plugin registers, of any kind (store, embedder, memory backend, keyword
+    strategy, reranker), is named by the hint for its name, from an index (the extra) and from a clone (the
+    plugin's directory): not the generic hint (``backend: git`` and ``keyword_strategy: native`` once got it)."""
+    registry = PluginRegistry()
+    dists = registry.plugin_distributions()
+    brought = {dist: extra for extra, wanted in core_extras().items() for dist in wanted}
+    directories = install_hints.package_directories(ROOT)
+    kinds: set[str] = set()
+    for kind, table in registry.components.items():
+        for component in table.values():
+            dist = normalize(dists[component.plugin][0]) if component.plugin in dists else None
+            if dist is None or dist not in brought:
+                continue  # builtin, or a plugin no extra brings (semantic-kernel): the generic hint above
+            assert install_hint(kind, component.name, where=Installation()) == (
+                f'install it with: pip install "deckhand-ai[{brought[dist]}]"'
+            ), (kind, component.name)
+            assert install_hint(kind, component.name, where=CLONE) == (
+                f'install it with: pip install "{directories[dist].as_posix()}"'
+            ), (kind, component.name)
+            kinds.add(kind)
+    assert {"store", "embedder", "memory_backend", "keyword_strategy"} <= kinds, kinds
 
 
 @pytest.mark.parametrize(
@@ -230,7 +276,7 @@ def test_openai_model_names_name_the_openai_extra(name: str) -> None:
     assert install_command("deckhand-ai[openai]", where=Installation("pip", None, False)) == (
         'pip install "deckhand-ai[openai]"'
     )
-    assert set(install_hints.MODEL_NAMES) <= set(BUILT[DISTRIBUTION])
+    assert set(install_hints.COMPONENT_NAMES) <= set(BUILT[DISTRIBUTION])
 
 
 def test_an_agent_with_text_embedding_3_small_without_the_plugin_says_what_to_install(tmp_path: Path) -> None:
@@ -374,7 +420,8 @@ def test_install_commands_for_each_situation(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_hint_printed_in_an_install_from_a_clone_runs(tmp_path: Path) -> None:
-    """README's install from a clone (``pip install ./core``, here by uv), a store it lacks, its hint run as printed."""
+    """README's install from a clone (``pip install ./core``, here by uv): for a store, a memory backend, a keyword
+    strategy and an embedding model it lacks, the hint is run as printed and the plugin is then installed."""
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not available to make a fresh environment")
@@ -401,3 +448,32 @@ def test_the_hint_printed_in_an_install_from_a_clone_runs(tmp_path: Path) -> Non
     subprocess.run(hint.group(1), shell=True, check=True, env=env, timeout=600, cwd=tmp_path)  # as printed
     listing = subprocess.run([deckhand, "plugins"], capture_output=True, text=True, env=env, check=True)
     assert re.search(r"^  store\s+redis\s", listing.stdout, re.M), listing.stdout
+
+    # The other kinds whose plugins live in this clone: a memory backend, a keyword strategy, an embedding model.
+    source = ROOT / "examples" / "docs"
+    cases = {
+        ("memory_backend", "git", "git-memory"): ["memory", "--backend", "git", "get", "1", "1", "1"],
+        ("keyword_strategy", "native", "native-hybrid"): (
+            f"tools:\n  - {{type: hierarchical_document, name: kb, source: {source}, keyword_strategy: native}}\n",
+            "search",
+            "keys",
+        ),
+        ("embedder", "text-embedding-3-small", "openai"): (
+            f"tools:\n  - {{type: vectorstore, name: kb, source: {source}, embedding_model: text-embedding-3-small}}\n",
+            "ingest",
+        ),
+    }
+    for (kind, _name, plugin), how in cases.items():
+        if isinstance(how, tuple):
+            agent.write_text(how[0])
+            how = ["-c", str(agent), *how[1:]]
+        missing = subprocess.run([deckhand, *how], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert missing.returncode == 3, (kind, missing.stderr)
+        hint = re.search(r"install it with: (.+?) \(installed: ", missing.stderr)
+        # (-e: uv installed the redis plugin's deckhand-ai from the clone's uv workspace, which it does editable)
+        assert hint is not None, missing.stderr
+        assert hint.group(1) in {f'uv pip install{e} "{ROOT}/plugins/{plugin}"' for e in ("", " -e")}, hint.group(1)
+        subprocess.run(hint.group(1), shell=True, check=True, env=env, timeout=600, cwd=tmp_path)  # as printed
+    listing = subprocess.run([deckhand, "plugins"], capture_output=True, text=True, env=env, check=True)
+    for kind, name, _ in cases:
+        assert re.search(rf"^  {kind}\s+{re.escape(name)}\s", listing.stdout, re.M), (kind, listing.stdout)

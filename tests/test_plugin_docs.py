@@ -265,12 +265,9 @@ def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pyte
     root, _ = project
     monkeypatch.chdir(root)
     code = block(PLUGINS_MD, "python", "from deckhand.tools import build_tool")
-    body = "async def _example():\n" + textwrap.indent(code, "    ")
-    namespace: dict[str, Any] = {}
-    exec(compile(body, str(PLUGINS_MD), "exec"), namespace)
     printed: list[str] = []
     monkeypatch.setattr("builtins.print", lambda *a, **_: printed.append(" ".join(map(str, a))))
-    asyncio.run(namespace["_example"]())
+    exec(compile(code, str(PLUGINS_MD), "exec"), {"__name__": "__main__"})  # as a script: asyncio.run(main())
     assert printed and "tides.md" in printed[0] and "High tide" in printed[0], printed
 
 

@@ -42,3 +42,12 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[:3] == lines[:3]
     assert "harbor_docs [sqlite]: index opened (5 chunks; not checked for changes: --refresh checks)" in (again.stderr)
+
+
+def test_the_readme_leads_to_scale() -> None:
+    """A reader outgrowing one machine finds the way: migrate, --shard and docs/scaling.md, in a Scaling section."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Scaling\n", 1)[1].split("\n## ", 1)[0]
+    for needed in ("deckhand migrate --to", "deckhand ingest --shard I/N", "(docs/scaling.md)", "(docs/cli.md)"):
+        assert needed in section, needed
+    assert "## 3. Several machines ingesting one source" in (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")

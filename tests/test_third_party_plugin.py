@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from deckhand.config import load_agent_config
 from deckhand.errors import ConfigError
+from deckhand.install_hints import install_hint
 from deckhand.plugins import get_registry, reset_registry
 from deckhand.protocols import Tool
 from deckhand.tools import build_tool
@@ -272,12 +273,12 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     # DECKHAND_PLUGINS restricts loading: without `notes` its provider is a clear error
     restricted = _deckhand(tmp_path, "--config", "agent.yaml", "ingest", DECKHAND_PLUGINS="redis")
     assert restricted.returncode == 3
+    # (the generic hint lists what there is to install where deckhand is: from this clone, its plugin directories)
     assert restricted.stderr.startswith(
-        "error: no store plugin provides 'notes-memory'; install a plugin that provides it "
-        "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, sentence-transformers, weaviate; "
-        "`deckhand plugins` lists what is installed) (installed: in-memory, redis, sqlite); "
-        "DECKHAND_PLUGINS leaves out the installed plugin(s) "
+        f"error: no store plugin provides 'notes-memory'; {install_hint('store', 'notes-memory')} "
+        "(installed: in-memory, redis, sqlite); DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
+    assert "with NAME one of this checkout's plugins: git-memory, native-hybrid, openai, " in restricted.stderr
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
 
 
@@ -388,8 +389,9 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
             "label: Field note",
             "lable: Field note",
             "tools[1].lable: unknown field (did you mean 'label'? allowed: type, name, description, source, "
-            "embedding_model, database, chunker, encoding, max_file_size, reranker, rerank_top_n, results, "
-            "min_similarity_score, max_results_per_source, relative_cutoff, label, top_k)",
+            "embedding_model, database, chunker, encoding, include, exclude, default_excludes, max_file_size, "
+            "reranker, rerank_top_n, results, min_similarity_score, max_results_per_source, relative_cutoff, "
+            "label, top_k)",
         ),
         (
             '"notes://local"',

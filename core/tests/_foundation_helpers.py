@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,17 @@ def contents(store: Any) -> str:
 
 
 def warnings_of(caplog: Any, logger: str = "deckhand.ingest") -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelname == "WARNING"]
+    """The lines ``logger`` printed at the default level: warnings and errors (a failed file is an error)."""
+    return [r.getMessage() for r in caplog.records if r.name == logger and r.levelno >= logging.WARNING]
+
+
+def skipped_of(caplog: Any) -> list[str]:
+    """The per-file ``skipped`` lines, which only ``-v`` (info) shows."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "deckhand.ingest" and r.levelname == "INFO" and r.getMessage().startswith("skipped ")
+    ]
 
 
 class AcmeOptions(BaseModel):

@@ -297,7 +297,8 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_real_process_quiet_and_warnings(project: Path) -> None:
-    """In a real process: one warning line per bad file; --quiet prints the results and nothing else."""
+    """In a real process: one error line per failed file, skipped files counted in the summary (-v lists them),
+    --quiet keeps the errors and drops the rest."""
     (project / "docs" / "blob.txt").write_bytes(b"\x00\x01binary")
     (project / "docs" / "empty.md").write_text("")
     env = {**os.environ, "DECKHAND_THREADS": "1"}
@@ -306,14 +307,21 @@ def test_real_process_quiet_and_warnings(project: Path) -> None:
     assert loud.returncode == 4
     assert loud.stdout == ""
     lines = loud.stderr.splitlines()
-    assert lines[:4] == [
+    assert lines[:3] == [
         "harbor_docs: loading and chunking 7 file(s)",
-        "WARNING: failed docs/blob.txt: looks binary (contains NUL bytes), not text",
-        "WARNING: skipped docs/empty.md: empty file",
+        "ERROR: failed docs/blob.txt: looks binary (contains NUL bytes), not text",
         "harbor_docs: embedding chunks",
     ]
-    assert len(lines) == 5 and lines[4].startswith("harbor_docs [sqlite]: 5 ingested")
-    assert lines[4].endswith(", 1 skipped, 1 failed, 0 removed in " + lines[4].rsplit(" ", 1)[1])
+    assert len(lines) == 4 and lines[3].startswith("harbor_docs [sqlite]: 5 ingested")
+    ending = ", 1 skipped (1 empty; -v lists them), 1 failed, 0 removed in "
+    assert lines[3].endswith(ending + lines[3].rsplit(" ", 1)[1])
+    verbose = subprocess.run(
+        [DECKHAND, "-v", "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert "INFO deckhand.ingest: skipped docs/empty.md: empty file" in verbose.stderr.splitlines()
+    hushed = subprocess.run([DECKHAND, "-q", "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=120)
+    assert hushed.returncode == 4
+    assert hushed.stderr == "ERROR: failed docs/blob.txt: looks binary (contains NUL bytes), not text\n"
     quiet = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "-k", "1", "rotate API keys"],
         capture_output=True,

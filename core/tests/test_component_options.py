@@ -20,6 +20,7 @@ from deckhand.config.schema import agent_schema
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import ConfigError
 from deckhand.hookspecs import hookimpl
+from deckhand.install_hints import install_hint
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.registration import Registrar
 from deckhand.tools import build_tool
@@ -149,9 +150,8 @@ def test_tool_level_chunker_settings_are_never_dropped(tmp_path: Path, registry:
         ),
         (
             "    chunker: tokn\n",
-            "tools[0].chunker: no chunker plugin provides 'tokn'; install a plugin that provides it "
-            "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, sentence-transformers, "
-            "weaviate; `deckhand plugins` lists what is installed) (installed: structure, token)",
+            f"tools[0].chunker: no chunker plugin provides 'tokn'; {install_hint('chunker', 'tokn')} "
+            "(installed: structure, token)",
         ),
         ("    chunker: {chunk_size: 100}\n", "tools[0].chunker.name: missing: name the component, e.g. {name: token, "),
         ("    chunker: [token]\n", "tools[0].chunker: must be a name or a mapping {name: NAME, option: value, ...}"),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _foundation_helpers import contents, make_ingestor, make_pdf, open_memory_store, warnings_of
+from _foundation_helpers import contents, make_ingestor, make_pdf, open_memory_store, skipped_of, warnings_of
 from deckhand.errors import SourceValidationError, StoreError
 from deckhand.types import FileState, Record
 
@@ -17,7 +17,7 @@ GOOD = "The lighthouse keeper logs every passing ship in the harbour register."
 
 @pytest.fixture
 def caplog_ingest(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.WARNING, logger="deckhand")
+    caplog.set_level(logging.INFO, logger="deckhand")
     return caplog
 
 
@@ -76,6 +76,10 @@ def test_bad_input_is_skipped_with_one_warning_each_and_the_rest_ingested(
         "failed docs/bad.csv: invalid CSV in the record starting at line 2 (unexpected end of data)",
         "failed docs/bad.json: invalid JSON (Expecting property name enclosed in double quotes at line 1)",
         "failed docs/binary.txt: looks binary (contains NUL bytes), not text",
+    ]
+    # Skipped files are one part of the summary line; -v (info) lists them one line each.
+    assert "5 skipped (2 symlink, 2 empty, 1 .png; -v lists them)" in report.summary()
+    assert sorted(skipped_of(caplog_ingest)) == [
         "skipped docs/blank.md: empty file",
         "skipped docs/empty.txt: empty file",
         "skipped docs/image.png: unsupported file type .png",

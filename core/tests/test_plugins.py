@@ -121,7 +121,13 @@ GENERIC_HINT = (
         ("embedder", "text-embedding-3-small", 'install it with: pip install "deckhand-ai[openai]"'),
         ("embedder", "ollama:nomic-embed-text", 'install it with: pip install "deckhand-ai[openai]"'),
         ("embedder", "text-embedding-4-huge", GENERIC_HINT),  # only the names the openai plugin serves
-        ("keyword_strategy", "native", GENERIC_HINT),  # extras carry no kind: no guess from a prefix
+        # The names a plugin registers besides its extra's own (install_hints.COMPONENT_NAMES), of any kind;
+        # never a guess from a prefix.
+        ("keyword_strategy", "native", 'install it with: pip install "deckhand-ai[native-hybrid]"'),
+        ("memory_backend", "git", 'install it with: pip install "deckhand-ai[git-memory]"'),
+        ("reranker", "cross-encoder", 'install it with: pip install "deckhand-ai[sentence-transformers]"'),
+        ("keyword_strategy", "native-ish", GENERIC_HINT),
+        ("memory_backend", "git-lfs", GENERIC_HINT),
     ],
 )
 def test_missing_component_names_the_install_command(

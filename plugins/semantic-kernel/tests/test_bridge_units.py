@@ -18,6 +18,8 @@ pytest.importorskip(
 from deckhand.config import load_agent_config
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError, ConfigError
+from deckhand.install_hints import Installation
+from deckhand.install_hints import install_command as install_requirements
 from deckhand.plugins import PluginRegistry
 from deckhand.scoring import exact_scores
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, record_id
@@ -198,9 +200,15 @@ def test_extras_exist_for_every_provider() -> None:
     extras = plugin_extras()
     if not extras:
         pytest.skip("deckhand-ai-semantic-kernel is not installed (no metadata to read the extras from)")
+    root = Path(__file__).resolve().parents[3]
+    clone = Installation("pip", root, False)  # deckhand installed from this clone: the names resolve nowhere
     for provider in PROVIDERS:
         assert provider.extra in extras, provider.name
-        assert install_command(provider) == f'pip install "deckhand-ai-semantic-kernel[{provider.extra}]"'
+        requirement = f"deckhand-ai-semantic-kernel[{provider.extra}]"
+        assert install_command(provider, where=Installation()) == f'pip install "{requirement}"'
+        target = f"{root.as_posix()}/plugins/semantic-kernel[{provider.extra}]"
+        assert install_command(provider, where=clone) == f'pip install "{target}"'
+        assert install_command(provider) == install_requirements(requirement)  # where this environment's deckhand is
 
 
 def test_missing_connector_packages_give_the_install_hint(tmp_path: Path) -> None:

@@ -26,8 +26,15 @@ EXIT_CONFIG = 3  # invalid configuration or missing source
 EXIT_PARTIAL = 4  # ingestion finished but some files were skipped with errors
 
 
-verbose_option = click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only errors; no progress bars (for scripts).")
+verbose_option = click.option(
+    "-v", "--verbose", count=True, help="More logging (-v info, one line per skipped file; -vv debug)."
+)
+quiet_option = click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Only errors: no summaries, warnings or progress lines (a terminal still shows the transient bars).",
+)
 
 config_option = click.option(
     "-c",

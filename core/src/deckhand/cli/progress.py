@@ -23,19 +23,22 @@ DEFAULT_INTERVAL = 5.0
 
 
 def progress_for(label: str, *, quiet: bool = False) -> RichProgress | LineProgress | None:
-    """The progress display for a tool: bars on a terminal, lines without one, none with ``--quiet``."""
-    if quiet:
-        return None
+    """The progress display for a tool: bars on a terminal, lines without one (none with ``--quiet``).
+
+    The bars are transient (they leave nothing behind), so ``--quiet`` keeps them on a terminal:
+    quiet means no lines left on stderr but errors, not a silent wait."""
     if Console(stderr=True).is_terminal:
-        return RichProgress(label)
-    return LineProgress(label)
+        return RichProgress(label, quiet=quiet)
+    return None if quiet else LineProgress(label)
 
 
 class RichProgress:
     """Implements the pipeline's ``Progress`` protocol with one bar per stage."""
 
-    def __init__(self, label: str, enabled: bool = True) -> None:
+    def __init__(self, label: str, enabled: bool = True, *, quiet: bool = False) -> None:
         console = Console(stderr=True)
+        #: ``--quiet``: the transient bars only, no note lines (they would stay on the screen).
+        self.quiet = quiet
         self.enabled = enabled and console.is_terminal
         self._console = console
         self._bars = Progress(
@@ -67,7 +70,7 @@ class RichProgress:
             self._bars.advance(self._task, n)
 
     def note(self, message: str) -> None:
-        if self.enabled:
+        if self.enabled and not self.quiet:
             self._bars.console.print(f"{self._label}: {printable(message)}", markup=False, highlight=False)
 
 

@@ -207,6 +207,24 @@ class SourceToolConfig(ToolConfigBase):
             "{'legacy/*.txt': cp1252, '*': auto}."
         ),
     )
+    include: list[str] | None = Field(
+        default=None,
+        description=(
+            "Glob patterns (relative to the source, as encoding: reads them) of the files to ingest; a trailing / "
+            "names a folder, e.g. ['guides/', '*.md']; default: every supported file."
+        ),
+    )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Glob patterns of files and folders to leave out, after the default excludes (.git/, node_modules/, "
+            "__pycache__/, _build/, .venv/, _static/, /build/, /dist/); wins over include."
+        ),
+    )
+    default_excludes: bool = Field(
+        default=True,
+        description="Leave out the default folders (.git/, node_modules/, _build/, ...); false walks them.",
+    )
     max_file_size: ByteSize | None = Field(
         default=ByteSize(50_000_000),
         description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
@@ -289,6 +307,21 @@ class SourceToolConfig(ToolConfigBase):
         if self.reranker is None:
             return None
         return resolve_choice(registry, "reranker", self.reranker, ("reranker",), context=context)
+
+    @field_validator("include", "exclude", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None and info.field_name == "include":
+            return None
+        expected = "expected a list of glob patterns such as ['drafts/', '*.svg']"
+        if not isinstance(value, list):
+            raise ValueError(expected)
+        for pattern in value:
+            if not isinstance(pattern, str):
+                raise ValueError(f"{expected}; {pattern!r:.40} is not text")
+            if not pattern.strip().strip("/"):
+                raise ValueError(f"{expected}; {pattern!r} is empty or only slashes")
+        return [p.strip() for p in value]
 
     @field_validator("encoding")
     @classmethod

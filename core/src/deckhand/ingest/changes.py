@@ -45,6 +45,7 @@ def changed_state(
             file.display,
             f"{format_size(stat.st_size)} is over max_file_size ({format_size(max_file_size)}); "
             "raise the tool's max_file_size to ingest it",
+            "over max_file_size",
         )
         if known is not None:
             store.delete_source(file.display)  # its old chunks no longer match the file

@@ -1,18 +1,23 @@
-"""Find the files of a source, safely: supported extensions only, never outside the source."""
+"""Find the files of a source, safely: supported extensions only, never outside the source, and only those
+the tool's ``include:``/``exclude:`` patterns select (:mod:`deckhand.ingest.selection`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
 from deckhand.types import Skipped
 
 #: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
 #: result can carry such a name, and an escaped stand-in could collide with a real file's name).
 NOT_UTF8 = "its name is not valid UTF-8; rename it to ingest it"
+
+log = logging.getLogger("deckhand.ingest")
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,13 @@ def display_path(path: Path, base: Path | None = None) -> str:
         return path.as_posix()
 
 
-def discover(source: str | Path, extensions: Collection[str], *, base: Path | None = None) -> Discovery:
+def discover(
+    source: str | Path, extensions: Collection[str], *, base: Path | None = None, selection: Selection = EVERYTHING
+) -> Discovery:
     """List the supported files of ``source`` (a file or a directory, walked recursively).
+
+    Under a directory, only what ``selection`` takes is listed, and a directory it excludes is not
+    walked; neither counts as skipped. A source that is a file is taken as named.
 
     Symlinks are followed only while they resolve inside the source directory; anything
     else is skipped with a reason. A supported file (or a directory) whose name is not valid
@@ -69,9 +79,9 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
     # entries answer "directory? link? regular file?" from the directory listing itself, and a
     # directory's display path is computed once: an unchanged 100,000-file source is walked in
     # a fraction of the time pathlib took per file.
-    pending = [root]
+    pending: list[tuple[Path, str]] = [(root, "")]
     while pending:
-        current = pending.pop()
+        current, inside = pending.pop()  # ``inside``: the directory relative to the source ("" for the source)
         try:
             with os.scandir(current) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
@@ -87,25 +97,30 @@ def discover(source: str | Path, extensions: Collection[str], *, base: Path | No
                 (directories if entry.is_dir() else files).append(entry)
             except OSError:
                 files.append(entry)
-        subdirectories = []
+        subdirectories: list[tuple[Path, str]] = []
         for entry in directories:  # directories first, as os.walk reported them
             name, sub = entry.name, current / entry.name
-            if entry.is_symlink():
-                # never followed; a link to a directory inside the source is walked where it really lives
-                out.skipped.append(Skipped(utf8_name(prefix + name), _link_reason(sub, root)))
-            elif name.startswith("."):
+            link = entry.is_symlink()
+            if name.startswith(".") and not link:
                 continue
+            if not selection.walks(inside + name):
+                log.info(
+                    "excluded %s/ (the tool's exclude: patterns or the default excludes)", utf8_name(prefix + name)
+                )
+            elif link:
+                # never followed; a link to a directory inside the source is walked where it really lives
+                out.skipped.append(Skipped(utf8_name(prefix + name), _link_reason(sub, root), "symlink"))
             elif not is_utf8(name):  # one line for the directory, not one per file under it
                 out.failed.append(Skipped(utf8_name(prefix + name), f"directory: {NOT_UTF8}"))
             else:
-                subdirectories.append(sub)
+                subdirectories.append((sub, f"{inside}{name}/"))
         for entry in files:
             name = entry.name
-            if name.startswith("."):
+            if name.startswith(".") or not selection.takes(inside + name):
                 continue
             shown = prefix + name
             if entry.is_symlink():
-                out.skipped.append(Skipped(utf8_name(shown), _link_reason(current / name, root)))
+                out.skipped.append(Skipped(utf8_name(shown), _link_reason(current / name, root), "symlink"))
                 continue
             _add(current / name, _suffix(name), entry.is_file(follow_symlinks=False), exts, out, shown)
         pending.extend(reversed(subdirectories))
@@ -121,10 +136,11 @@ def _suffix(name: str) -> str:
 def _add(path: Path, suffix: str, regular: bool, exts: set[str], out: Discovery, shown: str) -> None:
     """List ``path`` to ingest, or say why it is left out."""
     if suffix.lower() not in exts:
-        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}"))
+        kind = utf8_name(suffix.lower()) or "no extension"
+        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}", kind))
         return
     if not regular:
-        out.skipped.append(Skipped(utf8_name(shown), "not a regular file"))
+        out.skipped.append(Skipped(utf8_name(shown), "not a regular file", "not a regular file"))
         return
     if not is_utf8(shown):
         out.failed.append(Skipped(utf8_name(shown), NOT_UTF8))

@@ -30,6 +30,7 @@ from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
 from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
+from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
 from deckhand.protocols import Chunker, Embedder, VectorStore
@@ -67,6 +68,7 @@ class Ingestor:
         prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None = None,
         encoding: str | Mapping[str, str] = AUTO,
         max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
+        selection: Selection = EVERYTHING,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -80,6 +82,8 @@ class Ingestor:
         self.encoding = encoding
         #: Files larger than this many bytes are skipped (None: no limit).
         self.max_file_size = max_file_size
+        #: The tool's ``include:``/``exclude:`` patterns: which files of the source are walked and ingested.
+        self.selection = selection
         self._root: Path | None = None
         self._status = IngestStatus()
         self._embedding = EmbedQueue(embedder, self.progress, self._status)
@@ -95,17 +99,18 @@ class Ingestor:
     def _run(self, source: str | Path, force: bool, shard: Shard | None = None) -> IngestReport:
         report = IngestReport()
         clock = time.perf_counter()
-        found = discover(source, self.loaders.extensions, base=self.base_dir)
+        found = discover(source, self.loaders.extensions, base=self.base_dir, selection=self.selection)
         mine = shard.owns if shard is not None else (lambda _: True)
         for skipped in found.skipped:
             if mine(skipped.display):
-                report.skip(skipped.display, skipped.reason)
+                report.skip(skipped.display, skipped.reason, skipped.kind)
         for failed in found.failed:
             if mine(failed.display):
                 report.fail(failed.display, failed.reason)
         if not found.files:
             exts = ", ".join(sorted(self.loaders.extensions))
-            raise SourceValidationError(f"no supported files in {source} (supported: {exts})")
+            chosen = "" if self.selection == EVERYTHING else "; the tool's include:/exclude: leave out the others"
+            raise SourceValidationError(f"no supported files in {source} (supported: {exts}){chosen}")
         given = Path(source).expanduser().resolve()
         self._root = given if given.is_dir() else given.parent
         manifest = self.store.manifest()
@@ -154,7 +159,7 @@ class Ingestor:
             if read.failed is not None:
                 report.fail(file.display, read.failed)
             if read.skipped is not None:
-                report.skip(file.display, read.skipped)
+                report.skip(file.display, read.skipped, "empty" if read.emptied else "")
             if read.emptied:
                 self.store.delete_source(file.display)  # it was emptied: its old chunks are stale
             if not read.done:

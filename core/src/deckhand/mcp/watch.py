@@ -3,7 +3,8 @@
 Uses ``watchfiles`` (native notifications: inotify, FSEvents, ReadDirectoryChangesW). Changes
 are debounced: a batch is handled once no file changed for :data:`QUIET_MS` (and at the latest
 after :data:`MAX_BATCH_MS` of continuous changes), so saving ten files re-ingests once. Only
-files ingestion would read count (supported extensions, no hidden files or directories). The
+files ingestion would read count (supported extensions, no hidden files or directories, what the
+tool's ``include:``/``exclude:`` take: a change under ``node_modules/`` re-ingests nothing). The
 re-ingest is the tools' ordinary incremental one: changed and new files are ingested, deleted
 ones removed, the rest only checked. Searches arriving meanwhile wait for it.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from deckhand.agents.calls import CallError
 from deckhand.agents.toolbox import Toolbox
+from deckhand.config.base import SourceToolConfig
+from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.mcp.server import in_daemon_thread
 
 log = logging.getLogger("deckhand.mcp")
@@ -36,24 +39,42 @@ def _extensions() -> set[str]:
 
 
 class _SourceFilter:
-    """Which changed paths matter: a watched file itself, or a supported file inside a watched directory."""
+    """Which changed paths matter: a watched file itself, or a supported file inside a watched directory that
+    the directory's tools' selections take (``selections``: source directory → the selections of its tools)."""
 
-    def __init__(self, sources: Collection[Path], extensions: Collection[str]) -> None:
+    def __init__(
+        self,
+        sources: Collection[Path],
+        extensions: Collection[str],
+        selections: Mapping[Path, Collection[Selection]] | None = None,
+    ) -> None:
         self.files = {s for s in sources if not s.is_dir()}
         self.dirs = [s for s in sources if s.is_dir()]
         self.extensions = {e.lower() for e in extensions}
+        self.selections = selections or {}
 
     def __call__(self, change: Any, raw: str) -> bool:
         path = Path(raw)
-        if path in self.files:
-            return True
-        for root in self.dirs:
-            if root in path.parents:
-                relative = path.relative_to(root).parts
-                if any(part.startswith(".") for part in relative):
-                    return False
-                return path.suffix.lower() in self.extensions
-        return False
+        return path in self.files or any(self.taken(path, root) for root in self.dirs)
+
+    def taken(self, path: Path, root: Path, selection: Selection | None = None) -> bool:
+        """Whether ``path`` is a file ingestion would read under directory ``root`` (by ``selection``, else by
+        any of the selections of ``root``'s tools)."""
+        if root not in path.parents:
+            return False
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in self.extensions:
+            return False
+        chosen = [selection] if selection is not None else self.selections.get(root, [EVERYTHING])
+        return any(s.reads(relative.as_posix()) for s in chosen)
+
+
+def _selection(toolbox: Toolbox, name: str) -> Selection:
+    """The ``include:``/``exclude:`` selection of tool ``name`` (every file for a tool type without a source)."""
+    config = toolbox.tool(name).config
+    if not isinstance(config, SourceToolConfig):
+        return EVERYTHING
+    return Selection.of(config.include, config.exclude, default_excludes=config.default_excludes)
 
 
 async def watch_sources(
@@ -74,7 +95,11 @@ async def watch_sources(
         sources[name] = source
     if not sources:
         return
-    keep = _SourceFilter(sources.values(), _extensions())
+    selections = {name: _selection(toolbox, name) for name in sources}
+    by_source: dict[Path, list[Selection]] = {}
+    for name, source in sources.items():
+        by_source.setdefault(source, []).append(selections[name])
+    keep = _SourceFilter(sources.values(), _extensions(), by_source)
     # Directory sources are watched recursively; a file source through its directory, not recursively
     # (editors save by replacing the file, which a watch on the file itself would lose).
     recursive = sorted({str(p) for p in sources.values() if p.is_dir()})
@@ -82,7 +107,14 @@ async def watch_sources(
     lock = asyncio.Lock()
 
     async def handle(changes: set[tuple[Any, str]]) -> None:
-        names = toolbox.tools_for([Path(p) for _, p in changes])
+        paths = [Path(p) for _, p in changes]
+        names = [
+            name
+            for name in toolbox.tools_for(paths)
+            if name not in sources
+            or not sources[name].is_dir()
+            or any(keep.taken(path, sources[name], selections[name]) for path in paths)
+        ]
         async with lock:  # one batch at a time, in order
             for name in names:
                 log.info("--watch: %s changed (%d file(s)); re-ingesting", name, len(changes))

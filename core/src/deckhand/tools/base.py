@@ -38,6 +38,7 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
+from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
@@ -173,6 +174,9 @@ class SourceTool:
             prepare=self._prepare_step(),
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
+            selection=Selection.of(
+                self.config.include, self.config.exclude, default_excludes=self.config.default_excludes
+            ),
         )
         with self._closing_on_error(store, reused):
             report = ingestor.run(source, force=force_ingest, shard=shard)

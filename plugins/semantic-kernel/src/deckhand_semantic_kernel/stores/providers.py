@@ -13,7 +13,8 @@ import importlib.util
 from dataclasses import dataclass
 
 from deckhand.errors import ComponentNotFoundError
-from deckhand.install_hints import extras_of, normalize, pip_install
+from deckhand.install_hints import Installation, extras_of, normalize
+from deckhand.install_hints import install_command as install_requirements
 from deckhand.protocols import StoreCapability
 
 #: This plugin's distribution: the install hints name its extras.
@@ -97,10 +98,11 @@ def plugin_extras() -> dict[str, tuple[str, ...]]:
         return {}
 
 
-def install_command(provider: Provider) -> str:
-    """The command that installs what ``provider`` needs."""
+def install_command(provider: Provider, *, where: Installation | None = None) -> str:
+    """The command that installs what ``provider`` needs where deckhand is installed: this distribution's extra
+    by name from an index, this plugin's directory (with the extra) from a clone of the repository."""
     extra = provider.extra if normalize(provider.extra) in plugin_extras() else None
-    return pip_install(DISTRIBUTION, extra)
+    return install_requirements(f"{DISTRIBUTION}[{extra}]" if extra else DISTRIBUTION, where=where)
 
 
 def missing_modules(provider: Provider) -> list[str]:
