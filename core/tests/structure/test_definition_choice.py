@@ -23,6 +23,10 @@ from deckhand.types import Record
         ("A **strong** word and `Hatch <https://hatch.pypa.io>`_ or `PEP 8`_", "A strong word and Hatch or PEP 8"),
         ("See [the docs](https://example.org/docs) and [Click][click] or `code`", "See the docs and Click or code"),
         ("a * b * c and snake_case_name", "a * b * c and snake_case_name"),
+        (
+            '"not development", for everyone. **Do not use the development server',
+            '"not development", for everyone. Do not use the development server',
+        ),
         ("{func}`attrs.define()`, [`attrs.frozen()`](attrs.frozen)", "attrs.define(), attrs.frozen()"),
     ],
 )

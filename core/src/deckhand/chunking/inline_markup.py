@@ -30,6 +30,8 @@ _CODE = re.compile(r"`([^`\n]{1,300})`")
 #: ``**strong**`` then ``*emphasis*`` (the marker hugs the text, as in both syntaxes).
 _STRONG = re.compile(r"(?<![\w*])\*\*(?=\S)([^*\n]{1,300}?)(?<=\S)\*\*(?![\w*])")
 _EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]{1,300}?)(?<=\S)\*(?![\w*])")
+#: A ``**`` or ````` left without its pair (a definition cut after its first sentence ends inside bold text).
+_STRAY = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*|``")
 _SPACES = re.compile(r"[ \t]+")
 
 
@@ -61,6 +63,7 @@ def plain_text(text: str) -> str:
     text = _CODE.sub(r"\1", text)
     text = _STRONG.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\1", text)
+    text = _STRAY.sub("", text)
     return _SPACES.sub(" ", text).strip()
 
 

@@ -57,6 +57,7 @@ from deckhand.retrieval.filter_recheck import FilterRecheck
 from deckhand.retrieval.fusion import Fused, fuse
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
+from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import location_of
@@ -110,8 +111,9 @@ class SearchSettings:
     relative_cutoff: float | None = None
     #: Hybrid modes: a result only the dense search found needs at least this similarity (None: any).
     semantic_floor: float | None = None
-    #: No result at all when the query's best dense similarity is under this (an off-topic query) and no exact
-    #: match (a section reference, a quoted phrase, a defined term) holds; None: no such check.
+    #: No result at all when the query's best dense similarity is under this (an off-topic query), no exact match
+    #: (a section reference, a quoted phrase, a defined term) holds and no chunk found holds most of the query's
+    #: words (:mod:`deckhand.retrieval.relevance`); None: no such check.
     relevance_floor: float | None = None
 
 
@@ -160,13 +162,19 @@ def _below_floor(entry: Fused, floor: float | None) -> bool:
     return floor is not None and set(entry.ranks) == {SEMANTIC} and entry.scores[SEMANTIC] < floor
 
 
-def _off_topic(fused: Sequence[Fused], settings: SearchSettings) -> bool:
-    """Whether a hybrid answer is about nothing in the source: the dense search ran, its best similarity among the
-    candidates is under ``settings.relevance_floor``, and no exact match holds."""
+def _off_topic(query: str, fused: Sequence[Fused], records: Mapping[str, Record], settings: SearchSettings) -> bool:
+    """Whether a hybrid answer is about nothing in the source (:mod:`deckhand.retrieval.relevance`): the dense
+    search ran, no exact match holds, the best similarity is under ``settings.relevance_floor`` and no chunk the
+    dense search found above ``settings.semantic_floor`` holds most of the query's words."""
     floor = settings.relevance_floor
     if floor is None or SEMANTIC not in settings.weights or any(EXACT in f.ranks for f in fused):
         return False
-    return max((f.scores[SEMANTIC] for f in fused if SEMANTIC in f.scores), default=0.0) < floor
+    dense = sorted((f for f in fused if SEMANTIC in f.scores), key=lambda f: f.ranks[SEMANTIC])
+    if dense and dense[0].scores[SEMANTIC] >= floor:
+        return False
+    above = settings.semantic_floor or 0.0
+    texts = (records[f.id].content for f in dense if f.scores[SEMANTIC] >= above and f.id in records)
+    return not words_covered(query_terms(query), texts)
 
 
 def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
@@ -384,7 +392,7 @@ class HybridSearcher:
             return self._single(store, query, settings, where, provider)
         k = settings.top_k
         fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
-        if _off_topic(fused, settings):
+        if _off_topic(query, fused, records, settings):
             return []
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
@@ -424,7 +432,9 @@ class HybridSearcher:
         if settings.per_source:
             depth = max(depth, k * DIVERSITY_DEPTH)
         hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
-        if hits and settings.relevance_floor is not None and hits[0].score < settings.relevance_floor:
+        floor = settings.relevance_floor
+        off_topic = hits and floor is not None and hits[0].score < floor
+        if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
             return []
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
