@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from deckhand.chunking.definitions import extract_definitions
 from deckhand.chunking.inline_markup import plain_text, redirect_target
 from deckhand.retrieval.definition_choice import chosen_definitions, in_family, linked_documents
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -124,3 +125,9 @@ def test_the_family_rule() -> None:
     assert links == {"docs/reference/glossary", "docs/terms"}
     assert in_family("docs/reference/glossary.md", "docs/guide/x.md", links)
     assert linked_documents("[web](https://example.org/glossary.md)", "docs/x.md") == set()
+
+
+def test_the_first_entry_of_a_myst_colon_fence_glossary_is_read() -> None:
+    text = ":::{glossary}\nfield\n  A piece of data a class declares.\n\nattribute\n  See {term}`field`.\n:::\n"
+    found = extract_definitions(text, in_definitions_section=True)
+    assert found == [("field", "A piece of data a class declares."), ("attribute", "See {term}`field`.")]
