@@ -36,8 +36,9 @@ def main() -> None:
     args = parser.parse_args()
     dataset = load_beir(args.beir, "test")
     queries = dict(list(dataset.queries.items())[: args.limit_queries] if args.limit_queries else dataset.queries)
-    stems = write_corpus(dataset.corpus, args.work_dir / "corpus")
-    base = {"type": "hierarchical_document", "name": "beir_scifact", "source": str(args.work_dir / "corpus")}
+    root = args.work_dir.resolve()  # as deckhand eval names the source, so its index is the one opened
+    stems = write_corpus(dataset.corpus, root / "corpus")
+    base = {"type": "hierarchical_document", "name": "beir_scifact", "source": str(root / "corpus")}
     tool = HierarchicalDocumentTool(HierarchicalDocumentToolConfig.model_validate(base), base_dir=Path.cwd())
     tool.initialize_sync()
     checked_config = tool.config
