@@ -1,6 +1,6 @@
 """Retrieval quality on real documentation nobody tuned for: hit@5 and MRR per tool (issue 23).
 
-    uv run python benchmarks/doc_qa.py [--collections flask hatch] [--split tune|held_out|all]
+    uv run python benchmarks/doc_qa.py [--collections flask hatch attrs] [--split tune|held_out|all] [--together]
                                        [--tools vec hier] [--vec KEY=VALUE ...] [--hier KEY=VALUE ...] [--json]
 
 Each collection is a folder under ``benchmarks/doc_qa/``: the documentation in its native
@@ -11,7 +11,12 @@ writes an ``agent.yaml`` with one ``vectorstore`` and one ``hierarchical_documen
 values, e.g. ``--hier max_results_per_source=2``), ingests, asks every question and scores the
 rank of the first result from an expected file: hit@5 (found in the top 5) and MRR (1/rank
 within the top 10, 0 when missed). It also prints what an agent would read: results shown per
-question, distinct files among them, and results shown for off-topic queries (noise).
+question, distinct files among them, and results shown for off-topic queries (noise); the share of
+off-topic queries that get any result (junk) beside the share of real questions that get none (silent,
+every question here has an answer); the best dense similarity of each query (``--json``: ``best``, to
+calibrate the off-topic level, :data:`deckhand.scoring.OFF_TOPIC_COSINE`); and the definitions the
+results carry: how many, how many still hold markup, and (``--together``: every collection in one
+source, each in its own folder) how many come from another collection's files.
 
 Held-out protocol: the split is fixed by the question's id, set when the questions were
 written and before any run: odd ids are ``tune`` (defaults may be chosen on them), even ids are
@@ -23,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -92,16 +99,62 @@ OFF_TOPIC = (
 )
 
 
-def measure(collection: Path, work: Path, tools_options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+#: Inline markup left in a definition: MyST/Sphinx roles, backquotes, RST link ends, bold or emphasis markers.
+MARKUP = re.compile(r"\{[\w.:+-]+\}`|:[\w+-]+:`|`|\*\*|(?<![\w*])\*\S|\]\(")
+
+
+def load_questions(collection: Path) -> list[dict[str, Any]]:
+    """The questions of ``collection``."""
+    questions: list[dict[str, Any]] = yaml.safe_load((collection / "questions.yaml").read_text(encoding="utf-8"))[
+        "questions"
+    ]
+    return questions
+
+
+def together(collections: list[Path], work: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """One collection holding every one of ``collections`` in a folder of its own (``<name>/docs``), written under
+    ``work``, and all their questions (ids made distinct, the split kept, expected files prefixed)."""
+    root = work / "together"
+    if root.exists():
+        shutil.rmtree(root)
+    questions = []
+    for number, collection in enumerate(collections):
+        shutil.copytree(collection / "docs", root / "docs" / collection.name / "docs")
+        for q in load_questions(collection):
+            expected = [f"docs/{collection.name}/{e}" for e in q["expected"]]
+            questions.append({**q, "id": 1000 * (number + 1) + int(q["id"]), "expected": expected})
+    return root, questions
+
+
+def family(source: str, root: Path) -> str:
+    """The collection a file of a ``--together`` corpus belongs to (its first folder under ``docs/``)."""
+    path = Path(source)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to((root / "docs").resolve())
+        except ValueError:
+            return ""
+    return path.parts[0] if path.parts else ""
+
+
+def measure(
+    collection: Path,
+    work: Path,
+    tools_options: dict[str, dict[str, Any]],
+    questions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Ingest ``collection`` with the tools (name → options) and score every question; figures per tool and split.
 
     Besides hit@5 and MRR: the results shown per question (``shown``), the distinct files among them
-    (``files``), and the results shown per off-topic query (``noise``)."""
+    (``files``), the results shown per off-topic query (``noise``), the share of off-topic queries with any
+    result (``junk``) and of questions with none (``silent``), each query's best dense similarity (``best``),
+    and the definitions the results carry (``definitions``)."""
     from deckhand.cli.retrieval_cases import matches
     from deckhand.cli.tools import build_tools
     from deckhand.config.loading import load_agent_config
 
-    questions = yaml.safe_load((collection / "questions.yaml").read_text(encoding="utf-8"))["questions"]
+    questions_given = questions is not None
+    questions = load_questions(collection) if questions is None else questions
     work.mkdir(parents=True, exist_ok=True)
     config_path = work / "agent.yaml"
     config_path.write_text(
@@ -116,9 +169,13 @@ def measure(collection: Path, work: Path, tools_options: dict[str, dict[str, Any
         ingest_s = time.perf_counter() - started
         per_split: dict[str, list[int | None]] = {s: [] for s in SPLITS}
         shown, files, misses = [], [], []
+        best: dict[str, list[float]] = {"questions": [], "off_topic": []}
+        carried = {"results": 0, "with_definitions": 0, "definitions": 0, "markup": 0, "foreign": 0, "examples": []}
         started = time.perf_counter()
         for question in questions:
             results = tool.search_results_sync(question["question"], DEPTH)
+            best["questions"].append(best_similarity(tool, question["question"]))
+            count_definitions(results, collection, carried, mixed=questions_given)
             expected = [e.removeprefix("docs/") for e in question["expected"]]
             ranks = [r.rank for r in results if any(matches(r.source, e) for e in expected)]
             rank = min(ranks) if ranks else None
@@ -130,16 +187,45 @@ def measure(collection: Path, work: Path, tools_options: dict[str, dict[str, Any
                 misses.append({"id": question["id"], "rank": rank, "question": question["question"]})
         query_s = (time.perf_counter() - started) / max(len(questions), 1)
         noise = [len(tool.search_results_sync(q, DEPTH)) for q in OFF_TOPIC]
+        best["off_topic"] = [best_similarity(tool, q) for q in OFF_TOPIC]
         tool.close()
         out["tools"][name] = {s: score(r) for s, r in per_split.items()} | {
             "shown": sum(shown) / len(shown),
             "files": sum(files) / len(files),
             "noise": sum(noise) / len(noise),
+            "junk": sum(1 for n in noise if n) / len(noise),
+            "silent": sum(1 for n in shown if not n) / len(shown),
+            "best": best,
+            "definitions": carried,
             "ingest_s": round(ingest_s, 1),
             "query_ms": round(query_s * 1000, 1),
             "misses": misses,
         }
     return out
+
+
+def best_similarity(tool: Any, query: str) -> float:
+    """The dense similarity of ``query``'s nearest chunk in ``tool``'s index (0 when the index is empty)."""
+    hits = tool.engine.dense(tool.ready_store(query), query, 1)
+    return round(hits[0].score, 4) if hits else 0.0
+
+
+def count_definitions(results: list[Any], collection: Path, carried: dict[str, Any], *, mixed: bool) -> None:
+    """Add what ``results`` carry as definitions to ``carried``: results, results with definitions, definitions,
+    those holding markup, those from another collection's files (``mixed``: a ``--together`` corpus), a few
+    examples."""
+    for result in results:
+        definitions = list(getattr(result, "definitions", []))
+        carried["results"] += 1
+        carried["with_definitions"] += bool(definitions)
+        for d in definitions:
+            carried["definitions"] += 1
+            marked = bool(MARKUP.search(d.definition))
+            foreign = mixed and family(d.source, collection) != family(result.source, collection)
+            carried["markup"] += marked
+            carried["foreign"] += foreign
+            if (marked or foreign) and len(carried["examples"]) < 5:
+                carried["examples"].append(f"{result.source} <- {d.source}: {d.term!r}: {d.definition[:80]!r}")
 
 
 def main() -> None:
@@ -151,27 +237,38 @@ def main() -> None:
     parser.add_argument("--hier", nargs="*", default=[], metavar="KEY=VALUE", help="hierarchical tool options")
     parser.add_argument("--tools", nargs="+", choices=sorted(TOOLS), default=list(TOOLS), help="default: both")
     parser.add_argument("--split", choices=SPLITS, default=None, help="print only this split")
+    parser.add_argument("--together", action="store_true", help="one source holding every collection, a folder each")
     parser.add_argument("--misses", action="store_true", help="list the questions missed in the top 5")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     vec, hier = options(args.vec), options(args.hier)
     chosen = {name: extra for name, extra in (("vec", vec), ("hier", hier)) if name in args.tools}
     results = {}
-    for name in args.collections:
+    if args.together:
+        root, questions = together([HERE / name for name in args.collections], args.work_dir.resolve())
+        results["+".join(args.collections)] = measure(
+            root, args.work_dir.resolve() / "together-work", chosen, questions
+        )
+    for name in [] if args.together else args.collections:
         results[name] = measure(HERE / name, args.work_dir.resolve() / name, chosen)
     if args.json:
         print(json.dumps({"vec": vec, "hier": hier, "results": results}, indent=2))
         return
     print(f"options: vectorstore {vec or 'defaults'}; hierarchical {hier or 'defaults'}")
-    print("| collection | tool | split | questions | hit@5 | MRR | shown | files | off-topic shown |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| collection | tool | split | questions | hit@5 | MRR | shown | files | off-topic shown | junk | silent "
+        "| definitions (markup, foreign) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, result in results.items():
         for tool, figures in result["tools"].items():
             for s in [args.split] if args.split else SPLITS:
-                f = figures[s]
+                f, d = figures[s], figures["definitions"]
                 print(
                     f"| {name} | {TOOLS[tool]} | {s} | {f['questions']} | {f['hit@5']:.3f} | {f['mrr']:.3f} "
-                    f"| {figures['shown']:.1f} | {figures['files']:.1f} | {figures['noise']:.1f} |"
+                    f"| {figures['shown']:.1f} | {figures['files']:.1f} | {figures['noise']:.1f} "
+                    f"| {figures['junk']:.2f} | {figures['silent']:.2f} "
+                    f"| {d['definitions']} ({d['markup']}, {d['foreign']}) |"
                 )
     if args.misses:
         for name, result in results.items():

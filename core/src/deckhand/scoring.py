@@ -103,8 +103,24 @@ UNRELATED_COSINE = {"all-MiniLM-L6-v2": 0.15}
 def unrelated_below(model_id: str, metric: Metric) -> float | None:
     """The score (in ``metric``'s units) under which results of ``model_id`` are noise, when measured for it."""
     cosine = next((v for prefix, v in UNRELATED_COSINE.items() if model_id.startswith(prefix)), None)
-    if cosine is None:
-        return None
+    return None if cosine is None else _in_units(cosine, metric)
+
+
+def _in_units(cosine: float, metric: Metric) -> float:
+    """A cosine similarity as ``metric``'s score (unit vectors)."""
     if metric is Metric.L2:  # unit vectors: d = sqrt(2 - 2 cos)
         return float(l2_to_score(np.sqrt(np.asarray(2.0 - 2.0 * cosine))))
     return cosine
+
+
+#: Cosine similarity under which a query's *best* match is about nothing in the source, per embedding model (by
+#: model-id prefix): an answer whose nearest chunk is less similar than this is left out whole (issue 31).
+#: Measured for the default model on benchmarks/doc_qa and SciFact (docs/benchmarks.md, "Off-topic questions and the
+#: definitions results carry"): real questions 0.306 or more, off-topic queries 0.258 or less.
+OFF_TOPIC_COSINE = {"all-MiniLM-L6-v2": 0.28}
+
+
+def off_topic_below(model_id: str, metric: Metric) -> float | None:
+    """The best score (in ``metric``'s units) under which an answer of ``model_id`` is off-topic, when measured."""
+    cosine = next((v for prefix, v in OFF_TOPIC_COSINE.items() if model_id.startswith(prefix)), None)
+    return None if cosine is None else _in_units(cosine, metric)

@@ -176,8 +176,8 @@ def _units(text: str, markup: str = "markdown", deflists: bool = False) -> list[
         raw = raw_lines[i]
         line = raw.strip()
         i += 1
-        if not line:
-            flush()
+        if not line or (markup == "markdown" and line.startswith(":::")):
+            flush()  # a MyST colon fence (":::{glossary}") is markup: its first entry starts after it
             continue
         if line.startswith("|"):
             flush()

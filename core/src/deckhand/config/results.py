@@ -67,7 +67,8 @@ def similarity_floor_field(applies: str) -> Any:
         le=1.0,
         description=f"{applies} at least this similarity; 0 for none; default: none with results: ranked, the "
         "embedding model's measured noise level with results: focused (0.15 for the default MiniLM, none for "
-        "others).",
+        "others), where, unset, a query whose best match is under the model's off-topic level (0.28 for MiniLM) "
+        "and no chunk holds most of its words also gets no result.",
     )
 
 

@@ -10,7 +10,7 @@ import functools
 import re
 import threading
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from deckhand.chunking.definitions import Definition
 from deckhand.types import Record
@@ -83,10 +83,10 @@ class DefinitionIndex:
             index._by_term.setdefault(str(key), []).append(entry)
         return index
 
-    def lookup(self, term: str) -> Definition | None:
-        """The definition of ``term`` (case-insensitive), or None."""
-        entries = self._by_term.get(" ".join(term.split()).lower())
-        return entries[0] if entries else None
+    def lookup(self, term: str, allow: Callable[[Definition], bool] | None = None) -> Definition | None:
+        """The first definition of ``term`` (case-insensitive) that ``allow`` accepts (default: any), or None."""
+        entries = self._by_term.get(" ".join(term.split()).lower()) or []
+        return next((d for d in entries if allow is None or allow(d)), None)
 
     def terms(self) -> list[str]:
         """Every defined term as first written, sorted case-insensitively."""
@@ -95,11 +95,19 @@ class DefinitionIndex:
     def __len__(self) -> int:
         return len(self._by_term)
 
-    def relevant(self, text: str, limit: int = 5, *, exclude_record_id: str | None = None) -> list[Definition]:
+    def relevant(
+        self,
+        text: str,
+        limit: int = 5,
+        *,
+        exclude_record_id: str | None = None,
+        allow: Callable[[Definition], bool] | None = None,
+    ) -> list[Definition]:
         """Definitions of the terms that appear in ``text`` (whole words, case-insensitive,
         plural ``-s``/``-es`` accepted), longest terms first, at most ``limit``.
 
-        ``exclude_record_id`` leaves out definitions made by that chunk itself.
+        ``exclude_record_id`` leaves out definitions made by that chunk itself; ``allow`` (default: any)
+        chooses which of a term's definitions may be given (the first it accepts is).
         """
         if limit <= 0 or not self._by_term:
             return []
@@ -111,7 +119,11 @@ class DefinitionIndex:
             key = " ".join(match.group(1).split()).lower()
             if key in seen:
                 continue
-            entries = [d for d in self._by_term.get(key, []) if d.record_id != exclude_record_id]
+            entries = [
+                d
+                for d in self._by_term.get(key, [])
+                if d.record_id != exclude_record_id and (allow is None or allow(d))
+            ]
             if entries:
                 seen[key] = entries[0]
         ranked = sorted(seen.values(), key=lambda d: (-len(d.term), d.term.lower()))

@@ -51,11 +51,13 @@ from deckhand.protocols import (
 )
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.bm25 import BM25Index
+from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
 from deckhand.retrieval.fusion import Fused, fuse
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
+from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import location_of
@@ -109,6 +111,10 @@ class SearchSettings:
     relative_cutoff: float | None = None
     #: Hybrid modes: a result only the dense search found needs at least this similarity (None: any).
     semantic_floor: float | None = None
+    #: No result at all when the query's best dense similarity is under this (an off-topic query), no exact match
+    #: (a section reference, a quoted phrase, a defined term) holds and no chunk found holds most of the query's
+    #: words (:mod:`deckhand.retrieval.relevance`); None: no such check.
+    relevance_floor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,21 @@ def _below_floor(entry: Fused, floor: float | None) -> bool:
     """Whether ``entry`` was found by the dense search alone, at a similarity under ``floor``: a chunk
     no keyword or exact match supports and whose meaning is unrelated to the query's."""
     return floor is not None and set(entry.ranks) == {SEMANTIC} and entry.scores[SEMANTIC] < floor
+
+
+def _off_topic(query: str, fused: Sequence[Fused], records: Mapping[str, Record], settings: SearchSettings) -> bool:
+    """Whether a hybrid answer is about nothing in the source (:mod:`deckhand.retrieval.relevance`): the dense
+    search ran, no exact match holds, the best similarity is under ``settings.relevance_floor`` and no chunk the
+    dense search found above ``settings.semantic_floor`` holds most of the query's words."""
+    floor = settings.relevance_floor
+    if floor is None or SEMANTIC not in settings.weights or any(EXACT in f.ranks for f in fused):
+        return False
+    dense = sorted((f for f in fused if SEMANTIC in f.scores), key=lambda f: f.ranks[SEMANTIC])
+    if dense and dense[0].scores[SEMANTIC] >= floor:
+        return False
+    above = settings.semantic_floor or 0.0
+    texts = (records[f.id].content for f in dense if f.scores[SEMANTIC] >= above and f.id in records)
+    return not words_covered(query_terms(query), texts)
 
 
 def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
@@ -371,6 +392,8 @@ class HybridSearcher:
             return self._single(store, query, settings, where, provider)
         k = settings.top_k
         fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
+        if _off_topic(query, fused, records, settings):
+            return []
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
         pinned = set(self.exact.section_of_query(query)) if self.exact is not None and settings.per_source else set()
@@ -409,6 +432,10 @@ class HybridSearcher:
         if settings.per_source:
             depth = max(depth, k * DIVERSITY_DEPTH)
         hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
+        floor = settings.relevance_floor
+        off_topic = hits and floor is not None and hits[0].score < floor
+        if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
+            return []
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
@@ -544,12 +571,12 @@ class HybridSearcher:
         )
 
     def relevant_definitions(self, record: Record, limit: int = DEFINITIONS_PER_RESULT) -> list[Definition]:
-        """The definitions of terms ``record``'s content uses, leaving out those it defines itself."""
-        if self.definitions is None:
+        """The definitions of terms ``record``'s content uses, leaving out those it defines itself: from its own
+        document family, as plain text, redirects followed (:mod:`deckhand.retrieval.definition_choice`)."""
+        if self.definitions is None or limit <= 0:
             return []
         own = {str(t).lower() for t in record.metadata.get("defined_terms") or []}
-        found = self.definitions.relevant(record.content, limit=limit + len(own))
-        return [d for d in found if d.term.lower() not in own][:limit]
+        return chosen_definitions(self.definitions, record.content, record.source, limit, own_terms=own)
 
     def resolve_references(self, refs: Sequence[str], *, source: str | None = None) -> list[ResolvedReference]:
         """Each distinct reference in ``refs`` with the location of the section it names: in ``source`` (the

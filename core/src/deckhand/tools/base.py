@@ -43,7 +43,7 @@ from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
-from deckhand.scoring import unrelated_below
+from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
@@ -345,6 +345,30 @@ class SourceTool:
         if not shape.noise_floor or self._embedder is None:
             return None
         return unrelated_below(self._embedder.model_id, self.metric)
+
+    def relevance_floor(self) -> float | None:
+        """The similarity a query's best match needs for the query to get any result: with ``results: focused``, no
+        ``min_similarity_score`` set (which then rules alone) and an embedding model whose off-topic level was
+        measured (:data:`deckhand.scoring.OFF_TOPIC_COSINE`), that level; else none (``results: ranked``)."""
+        shape = self.config.result_shape()
+        if shape.min_similarity is not None or not shape.noise_floor or self._embedder is None:
+            return None
+        return off_topic_below(self._embedder.model_id, self.metric)
+
+    def off_topic(self, query: str, filter: FilterInput = None) -> str | None:
+        """One line saying that nothing in the source is about ``query``, when its best match (among the records
+        ``filter`` lets through) is under :meth:`relevance_floor`; else None."""
+        floor = self.relevance_floor()
+        if floor is None:
+            return None
+        store = self.ready_store(query)
+        hits = self.engine.dense(store, query, 1, where=self.filter_for(store, filter), provider=self.provider)
+        if not hits or hits[0].score >= floor:
+            return None
+        return (
+            f"No relevant results: nothing indexed is about this query (best similarity {hits[0].score:.2f}, "
+            f"under the embedding model's off-topic level {round(floor, 3):g})"
+        )
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""

@@ -142,6 +142,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
             semantic_floor=self.similarity_floor(),
+            relevance_floor=self.relevance_floor(),
         )
 
     def search_results_sync(
@@ -172,6 +173,9 @@ class HierarchicalDocumentTool(ContextualChunks):
         return format_hierarchical_results(list(results))
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
+        off_topic = self.off_topic(query, filter)
+        if off_topic is not None:
+            return off_topic
         threshold = self.config.min_score
         if threshold is not None and self.search_results_sync(query, 1, min_score=0.0, filter=filter):
             return f"No results above score threshold {threshold}"

@@ -28,6 +28,7 @@ class VectorStoreTool(ContextualChunks):
             top_k=top_k or self.config.top_k,
             fused=False,
             min_score=self.similarity_floor(),
+            relevance_floor=self.relevance_floor(),
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
@@ -55,6 +56,9 @@ class VectorStoreTool(ContextualChunks):
         ]
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
+        off_topic = self.off_topic(query, filter)
+        if off_topic is not None:
+            return off_topic
         threshold = self.similarity_floor()
         if threshold is not None and self._unthresholded_has_results(query, filter):
             return f"No results above similarity threshold {round(threshold, 3):g}"
