@@ -1,6 +1,9 @@
 """False silence on SciFact: claims the corpus answers that the off-topic check would leave without results (issue 31).
 
-    uv run python benchmarks/scifact_silence.py [--beir /work/shared/datasets/scifact] [--limit-queries N]
+    uv run python benchmarks/scifact_silence.py [--beir DIR] [--limit-queries N]
+
+``--beir`` defaults to ``$DECKHAND_SCIFACT``, else ``../shared/datasets/scifact`` beside the clone
+(:mod:`bench_datasets`).
 
 Run it from the directory ``deckhand eval --beir`` ran in: it opens the same index
 (``.deckhand/beir/scifact``, the ``hierarchical_document`` defaults, ``beir_scifact``), so nothing is
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_datasets import scifact
 
 
 def main() -> None:
@@ -30,11 +34,11 @@ def main() -> None:
     from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--beir", type=Path, default=Path("/work/shared/datasets/scifact"))
+    parser.add_argument("--beir", type=Path, default=None, help="SciFact's directory (default: see bench_datasets)")
     parser.add_argument("--work-dir", type=Path, default=Path(".deckhand/beir/scifact"))
     parser.add_argument("--limit-queries", type=int, default=None)
     args = parser.parse_args()
-    dataset = load_beir(args.beir, "test")
+    dataset = load_beir(scifact(args.beir), "test")
     queries = dict(list(dataset.queries.items())[: args.limit_queries] if args.limit_queries else dataset.queries)
     root = args.work_dir.resolve()  # as deckhand eval names the source, so its index is the one opened
     stems = write_corpus(dataset.corpus, root / "corpus")
