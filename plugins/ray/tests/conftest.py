@@ -20,7 +20,14 @@ TOPICS = ["keys", "ports", "billing", "backups", "logs", "tokens", "quotas", "re
 @pytest.fixture(scope="session")
 def ray_address() -> Iterator[str]:
     """One local Ray for the session (2 CPUs, no dashboard); its address, for drivers in other processes."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        _node_ip_address="127.0.0.1",
+    )
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

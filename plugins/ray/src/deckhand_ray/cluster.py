@@ -19,6 +19,21 @@ from deckhand_ray.options import RAY_ADDRESS, RayOptions
 
 log = logging.getLogger("deckhand.ray")
 
+LOOPBACK = "127.0.0.1"
+#: The logger of Ray's notice about token authentication.
+AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _SecureDefaultNotice(logging.Filter):
+    """Drops Ray's notice that token authentication is on (the secure default, told on every run); its warning
+    that authentication is off still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+logging.getLogger(AUTH_LOGGER).addFilter(_SecureDefaultNotice())
+
 
 def address_of(options: RayOptions) -> str | None:
     """The cluster to join (``address``, else ``$RAY_ADDRESS``), or None for a local Ray of this run."""
@@ -36,7 +51,8 @@ def connected(options: RayOptions) -> Iterator[None]:
     address = address_of(options)
     settings: dict[str, object] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address is None:
-        settings.update(address="local", num_cpus=options.num_cpus)
+        # A Ray of this run only: its servers listen on the loopback interface.
+        settings.update(address="local", num_cpus=options.num_cpus, _node_ip_address=LOOPBACK)
     elif options.num_cpus is not None:
         raise ConfigError(
             f"executor ray: num_cpus sets the CPUs of a local Ray; the cluster at {address} has its own "
