@@ -274,7 +274,8 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     assert restricted.returncode == 3
     assert restricted.stderr.startswith(
         "error: no store plugin provides 'notes-memory'; install a plugin that provides it "
-        "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, sentence-transformers, weaviate; "
+        "(deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, ray, redis, sentence-transformers, "
+        "weaviate; "
         "`deckhand plugins` lists what is installed) (installed: in-memory, redis, sqlite); "
         "DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )

@@ -20,10 +20,13 @@ from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.embedding.lazy import forget_embedders, lazy_embedder_for
+from deckhand.errors import StoreConnectionError
+from deckhand.ingest.executor import IngestJob
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
+from deckhand.types import IngestReport
 from deckhand_ray.executor import RayExecutor
 from deckhand_ray.options import RayOptions
 
@@ -181,3 +184,36 @@ def test_a_killed_driver_leaves_nothing_half_written(
     assert _cache_rows(home) == cached + embedded  # every text embedded now was in no cache before
     assert embedded <= chunks
     _same(local, distributed)
+
+
+def test_errors_are_one_line_with_their_exit_code(
+    tmp_path: Path, corpus: Path, ray_address: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A setting the cluster cannot honour is a configuration error (exit 3); a store the actors cannot reach
+    is the store's own connection error (exit 1), not Ray's traceback."""
+    config = _agent(tmp_path, "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    config.write_text("executor: {name: ray, embed_actors: 2}\n" + config.read_text())
+    crowded = CliRunner().invoke(cli, ["-c", str(config), "ingest"])
+    last = crowded.output.strip().splitlines()[-1]
+    assert crowded.exit_code == 3 and crowded.output.count("error") == 1, crowded.output
+    assert last.startswith("error: executor ray: 2 embedding actor(s) of 1 CPU leave no CPU of the cluster's 2 ")
+
+    database = f"{{provider: postgres, connection_string: '{postgres_url}'}}"
+    served = _agent(tmp_path / "pg", f"unreachable_{os.getpid()}", corpus, database)
+    tool = build_tool(load_agent_config(served).tools[0], base_dir=served.parent)
+    assert isinstance(tool, SourceTool)
+
+    class Elsewhere(RayExecutor):
+        """The actors are given a server that does not answer (the driver's own store works)."""
+
+        def run(self, job: IngestJob) -> IngestReport:
+            job.database = job.database.model_copy(update={"connection_string": "postgresql://x@127.0.0.1:1/x"})
+            return super().run(job)
+
+    try:
+        with pytest.raises(StoreConnectionError) as caught:
+            tool.initialize_sync(executor=Elsewhere(RayOptions()))
+    finally:
+        tool.close()
+    assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value), str(caught.value)

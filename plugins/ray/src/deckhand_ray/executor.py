@@ -31,7 +31,7 @@ from deckhand.ingest.workers import log_level, pickled_components, replay
 from deckhand.printable import printable
 from deckhand.protocols import StoreCapability
 from deckhand.types import IngestReport
-from ray.exceptions import GetTimeoutError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from deckhand_ray.cluster import connected
 from deckhand_ray.options import RayOptions
@@ -152,7 +152,14 @@ class _Run:
         try:
             return ray.get(refs, timeout=self.options.file_timeout_s)
         except RayTaskError as exc:
-            raise exc.as_instanceof_cause() from None
+            cause = exc.cause
+            raise (cause if isinstance(cause, Exception) else exc.as_instanceof_cause()) from None
+        except RayActorError:
+            raise RuntimeError(
+                f"executor ray: an embedding actor died more than max_retries ({self.options.max_retries}) times; "
+                "the files written so far are kept: run the ingest again (raise max_retries, or check the "
+                "cluster's memory and logs)"
+            ) from None
         except GetTimeoutError:
             raise TimeoutError(
                 f"executor ray: the cluster did not answer in {self.options.file_timeout_s:.0f}s "

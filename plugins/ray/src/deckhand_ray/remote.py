@@ -28,7 +28,7 @@ from deckhand.ingest.report import IngestStatus, NoProgress
 from deckhand.ingest.workers import Converted, convert, ensure_worker
 from deckhand.plugins import get_registry
 from deckhand.protocols import VectorStore
-from deckhand.stores.tool_store import open_collection
+from deckhand.stores.tool_store import fallback_policy, open_collection
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
 from deckhand.types import FileState, IngestReport, Record
@@ -69,6 +69,22 @@ class EmbedWriter:
         environment: dict[str, str],
         writes: bool,
     ) -> None:
+        #: Why the actor could not be set up (its ``ready`` raises it, so the driver reports it as itself:
+        #: an error raised by ``__init__`` reaches the driver only as Ray's "actor died" with a traceback).
+        self.broken: Exception | None = None
+        try:
+            self._set_up(tool, database, base_dir, environment, writes)
+        except Exception as exc:
+            self.broken = exc
+
+    def _set_up(
+        self,
+        tool: SourceToolConfig,
+        database: DatabaseConfig,
+        base_dir: Path,
+        environment: dict[str, str],
+        writes: bool,
+    ) -> None:
         os.environ.update(environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
         registry = get_registry()
         self.embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
@@ -79,9 +95,11 @@ class EmbedWriter:
         self.prepare = built.prepare_step(self.embedder)
         self.store: VectorStore | None = None
         if writes:
-            self.store, _ = open_collection(
-                registry, tool.name, database, self.embedder, base_dir=base_dir, force_ingest=False
-            )
+            # Never the in-memory fallback: what an actor wrote there would be lost with it.
+            with fallback_policy(False):
+                self.store, _ = open_collection(
+                    registry, tool.name, database, self.embedder, base_dir=base_dir, force_ingest=False
+                )
 
     def embed_file(self, converted: Converted, file: SourceFile, state: FileState) -> FileResult:
         """Embed one converted file's chunks and write them (or return them for the driver to write)."""
@@ -109,7 +127,9 @@ class EmbedWriter:
         return result
 
     def ready(self) -> float:
-        """Answers once the actor is built (its store opened): the driver's first check."""
+        """Answers once the actor is set up (its store opened), or raises why it could not be."""
+        if self.broken is not None:
+            raise self.broken
         return time.time()
 
 
