@@ -45,6 +45,12 @@ def _agent(root: Path, name: str, corpus: Path, database: str) -> Path:
     return config
 
 
+def _sqlite_pair(root: Path, corpus: Path) -> tuple[Path, Path]:
+    """Two agents over ``corpus``, each with its own sqlite index: one ingested locally, one through Ray."""
+    database = "{provider: sqlite, connection_string: kb.sqlite}"
+    return _agent(root / "local", "kb", corpus, database), _agent(root / "ray", "kb", corpus, database)
+
+
 def _ingest(config: Path, home: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, int, int]:
     """``deckhand ingest`` in this process with its own state directory: (files ingested, chunks, embedded)."""
     monkeypatch.setenv("DECKHAND_HOME", str(home))
@@ -81,8 +87,7 @@ def _same(local: Path, distributed: Path) -> None:
 
 
 def test_sqlite_equals_local(tmp_path: Path, corpus: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    local = _agent(tmp_path / "local", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
-    distributed = _agent(tmp_path / "ray", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    local, distributed = _sqlite_pair(tmp_path, corpus)
     files, chunks, embedded = _ingest(local, tmp_path / "home-local", monkeypatch)
     assert (files, embedded) == (FILES, chunks) and chunks > FILES  # some files have several chunks
     assert _ingest(distributed, tmp_path / "home-ray", monkeypatch, "--executor", "ray") == (files, chunks, chunks)
@@ -132,8 +137,7 @@ class _KillOnce:
 def test_a_killed_worker_is_retried(
     tmp_path: Path, corpus: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    local = _agent(tmp_path / "local", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
-    distributed = _agent(tmp_path / "ray", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    local, distributed = _sqlite_pair(tmp_path, corpus)
     _ingest(local, tmp_path / "home", monkeypatch)
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home-ray"))
     killer = _KillOnce(after=FILES // 4)
@@ -157,8 +161,7 @@ def _cache_rows(home: Path) -> int:
 def test_a_killed_driver_leaves_nothing_half_written(
     tmp_path: Path, corpus: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    local = _agent(tmp_path / "local", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
-    distributed = _agent(tmp_path / "ray", "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    local, distributed = _sqlite_pair(tmp_path, corpus)
     _ingest(local, tmp_path / "home", monkeypatch)
     home = tmp_path / "home-ray"
     env = {**os.environ, "RAY_ADDRESS": ray_address, "DECKHAND_HOME": str(home), "DECKHAND_PROGRESS_INTERVAL": "0"}

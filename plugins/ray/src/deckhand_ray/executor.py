@@ -35,7 +35,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from deckhand_ray.cluster import connected
 from deckhand_ray.options import RayOptions
-from deckhand_ray.remote import EmbedWriterActor, FileResult, convert_file
+from deckhand_ray.remote import ActorSetup, EmbedWriterActor, FileResult, convert_file
 
 log = logging.getLogger("deckhand.ingest")
 
@@ -130,13 +130,14 @@ class _Run:
         environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ON)}
         environment.setdefault("DECKHAND_THREADS", str(max(int(options.cpus_per_actor), 1)))
         job = self.job
+        setup = ActorSetup(job.tool, job.database, job.base_dir, environment, self.workers_write)
         actors: list[Any] = [
             EmbedWriterActor.options(
                 num_cpus=options.cpus_per_actor,
                 num_gpus=gpus,
                 max_restarts=options.max_retries,
                 max_task_retries=options.max_retries,
-            ).remote(job.tool, job.database, job.base_dir, environment, self.workers_write)
+            ).remote(setup)
             for _ in range(options.embed_actors)
         ]
         self._get([a.ready.remote() for a in actors])

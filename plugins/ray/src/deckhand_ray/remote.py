@@ -58,35 +58,34 @@ class FileResult:
     converted: Converted = field(default_factory=Converted)
 
 
+@dataclass(frozen=True)
+class ActorSetup:
+    """What an :class:`EmbedWriter` is built from: the tool's configuration, the database the driver resolved,
+    the agent's directory, the driver's ``DECKHAND_*`` environment, and whether it writes the store."""
+
+    tool: SourceToolConfig
+    database: DatabaseConfig
+    base_dir: Path
+    environment: dict[str, str]
+    writes: bool
+
+
 class EmbedWriter:
     """A Ray actor: the tool's embedder, and its store when the workers write (see the module docstring)."""
 
-    def __init__(
-        self,
-        tool: SourceToolConfig,
-        database: DatabaseConfig,
-        base_dir: Path,
-        environment: dict[str, str],
-        writes: bool,
-    ) -> None:
+    def __init__(self, setup: ActorSetup) -> None:
         #: Why the actor could not be set up (its ``ready`` raises it, so the driver reports it as itself:
         #: an error raised by ``__init__`` reaches the driver only as Ray's "actor died" with a traceback).
         self.broken: Exception | None = None
         try:
-            self._set_up(tool, database, base_dir, environment, writes)
+            self._set_up(setup)
         except Exception as exc:
             self.broken = exc
 
-    def _set_up(
-        self,
-        tool: SourceToolConfig,
-        database: DatabaseConfig,
-        base_dir: Path,
-        environment: dict[str, str],
-        writes: bool,
-    ) -> None:
-        os.environ.update(environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
+    def _set_up(self, setup: ActorSetup) -> None:
+        os.environ.update(setup.environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
         registry = get_registry()
+        tool, base_dir = setup.tool, setup.base_dir
         self.embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
         built = build_tool(tool, base_dir=base_dir, registry=registry)
         if not isinstance(built, SourceTool):
@@ -94,11 +93,11 @@ class EmbedWriter:
         #: The tool's step between chunking and embedding (contextual embeddings), or None.
         self.prepare = built.prepare_step(self.embedder)
         self.store: VectorStore | None = None
-        if writes:
+        if setup.writes:
             # Never the in-memory fallback: what an actor wrote there would be lost with it.
             with fallback_policy(False):
                 self.store, _ = open_collection(
-                    registry, tool.name, database, self.embedder, base_dir=base_dir, force_ingest=False
+                    registry, tool.name, setup.database, self.embedder, base_dir=base_dir, force_ingest=False
                 )
 
     def embed_file(self, converted: Converted, file: SourceFile, state: FileState) -> FileResult:
