@@ -3,7 +3,8 @@
 The driver (the ``deckhand ingest`` process) decides what changed as every executor does
 (:meth:`deckhand.ingest.pipeline.Ingestor.plan`), then streams the files to change through the
 cluster with at most ``max_in_flight`` of them at once (read, chunked, embedded or being written;
-``ray.wait`` on the oldest), so neither the driver nor the object store ever holds a whole source:
+``ray.wait`` for the next to finish; each new file goes to the actor with the fewest), so neither
+the driver nor the object store ever holds a whole source:
 
     file ──► convert_file (a CPU task: load + chunk) ──► EmbedWriter (an actor: embed + write) ──► result
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import deque
 from typing import Any
 
 import ray
@@ -88,9 +88,10 @@ class _Run:
         keep_text = self.ingestor.prepare is not None  # the actors run the tool's prepare step on the text
         status = self.ingestor.status
         limit = self.options.max_in_flight or IN_FLIGHT_PER_CPU * max(int(ray.cluster_resources().get("CPU", 1)), 1)
-        pending: deque[ray.ObjectRef] = deque()
+        #: Each file in flight, and the actor embedding it.
+        pending: dict[ray.ObjectRef[FileResult], int] = {}
+        load = [0] * len(actors)
         files = iter(self.plan.todo)
-        turn = 0
         clock = time.perf_counter()
         self.ingestor.progress.stage("embedding", status.files_total)
         while True:
@@ -99,8 +100,9 @@ class _Run:
                 converted = convert_file.options(max_retries=self.options.max_retries).remote(
                     payload, level, file.path, file.display, reader.encoding_of(file), keep_text, self.plan.root
                 )
-                pending.append(actors[turn % len(actors)].embed_file.remote(converted, file, state))
-                turn += 1
+                idlest = load.index(min(load))  # a large file keeps its actor busy: the next goes to another
+                pending[actors[idlest].embed_file.remote(converted, file, state)] = idlest
+                load[idlest] += 1
             if not pending:
                 return
             done, _ = ray.wait(list(pending), num_returns=1, timeout=self.options.file_timeout_s)
@@ -109,7 +111,7 @@ class _Run:
                     f"executor ray: no file finished in {self.options.file_timeout_s:.0f}s "
                     "(raise file_timeout_s for very large files, or check the cluster)"
                 )
-            pending.remove(done[0])
+            load[pending.pop(done[0])] -= 1
             result = self._result(done[0])
             self._take(result)
             status.embed_seconds = time.perf_counter() - clock  # the cluster's rate, all actors together
