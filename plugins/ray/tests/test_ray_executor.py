@@ -27,7 +27,7 @@ from deckhand.stores.tool_store import open_collection
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
 from deckhand.types import IngestReport
-from deckhand_ray.executor import RayExecutor
+from deckhand_ray.executor import RayExecutor, embedding_threads
 from deckhand_ray.options import RayOptions
 
 from conftest import FILES
@@ -220,3 +220,13 @@ def test_errors_are_one_line_with_their_exit_code(
     finally:
         tool.close()
     assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+
+
+def test_embedding_threads() -> None:
+    """On one machine the actors share its cores (as the local executor embeds on all of them); on a cluster
+    each embeds with the CPUs it reserves; the option wins."""
+    assert embedding_threads(RayOptions(), cpus=16, nodes=1) == 16
+    assert embedding_threads(RayOptions(embed_actors=3), cpus=16, nodes=1) == 5
+    assert embedding_threads(RayOptions(embed_actors=2, cpus_per_actor=0.5), cpus=2, nodes=1) == 1
+    assert embedding_threads(RayOptions(cpus_per_actor=4), cpus=64, nodes=4) == 4
+    assert embedding_threads(RayOptions(threads_per_actor=3), cpus=64, nodes=1) == 3

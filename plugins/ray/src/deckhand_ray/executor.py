@@ -130,7 +130,7 @@ class _Run:
                 f"no CPU of the cluster's {cpus:g} to read and chunk files; lower embed_actors or cpus_per_actor"
             )
         environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ON)}
-        environment.setdefault("DECKHAND_THREADS", str(max(int(options.cpus_per_actor), 1)))
+        environment.setdefault("DECKHAND_THREADS", str(embedding_threads(options, cpus, len(ray.nodes()))))
         job = self.job
         setup = ActorSetup(job.tool, job.database, job.base_dir, environment, self.workers_write)
         actors: list[Any] = [
@@ -190,6 +190,17 @@ class _Run:
         status.chunks += result.chunks
         status.embedded += result.chunks
         self.ingestor.file_done(self.plan.states[display].size)
+
+
+def embedding_threads(options: RayOptions, cpus: float, nodes: int) -> int:
+    """Threads each actor embeds with: ``threads_per_actor``; else, on one machine, its cores shared between the
+    actors (reading and chunking take little beside them: the local executor embeds on every core too);
+    on a cluster, the CPUs the actor reserves."""
+    if options.threads_per_actor is not None:
+        return options.threads_per_actor
+    if nodes == 1:
+        return max(1, int(cpus // options.embed_actors))
+    return max(1, int(options.cpus_per_actor))
 
 
 def merge(into: IngestReport, part: IngestReport) -> None:

@@ -30,6 +30,13 @@ class RayOptions(BaseModel):
         le=256,
         description="CPUs each embedding actor reserves and embeds with; the rest read and chunk files.",
     )
+    threads_per_actor: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Threads each actor embeds with on the CPU; default: on one machine its CPUs shared between "
+        "the actors, on a cluster cpus_per_actor ($DECKHAND_THREADS, when set, wins).",
+    )
     num_gpus_per_actor: float | None = Field(
         default=None,
         ge=0,
