@@ -26,7 +26,9 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "tests-mcp1", "tests-remote-embedder", "e2e", "install"]
+nox.options.sessions = [
+    "lint", "typecheck", "tests", "tests-mcp1", "tests-remote-embedder", "tests-ray", "e2e", "install",
+]  # fmt: skip
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).parent
@@ -62,6 +64,7 @@ class PluginTests:
     tmpfs = true                   # pytest's temporary directories in /dev/shm where there is one
     torch = true                   # needs torch: only the opt-in tests-torch session runs it
     server-environment = ["..."]   # a server the tests start, in an environment of its own
+    own-session = true             # tested by a session of its own (tests-<name>), not the tests matrix
     """
 
     name: str
@@ -70,6 +73,7 @@ class PluginTests:
     tmpfs: bool = False
     torch: bool = False
     server_environment: tuple[str, ...] = ()
+    own_session: bool = False
 
 
 @cache
@@ -77,7 +81,7 @@ def _plugin(name: str) -> PluginTests:
     """What ``plugins/<name>/pyproject.toml`` declares about its tests; an unknown key is an error."""
     with (ROOT / "plugins" / name / "pyproject.toml").open("rb") as f:
         table = tomllib.load(f).get("tool", {}).get("deckhand", {}).get("tests", {})
-    keys = {"extras", "plugins", "tmpfs", "torch", "server-environment"}
+    keys = {"extras", "plugins", "tmpfs", "torch", "server-environment", "own-session"}
     if unknown := sorted(set(table) - keys):
         raise ValueError(f"plugins/{name}/pyproject.toml: unknown keys in [tool.deckhand.tests]: {unknown}")
     for needed in table.get("plugins", []):
@@ -90,6 +94,7 @@ def _plugin(name: str) -> PluginTests:
         tmpfs=bool(table.get("tmpfs", False)),
         torch=bool(table.get("torch", False)),
         server_environment=tuple(table.get("server-environment", ())),
+        own_session=bool(table.get("own-session", False)),
     )
 
 
@@ -142,7 +147,7 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("package", ["core", *_plugins()])
+@nox.parametrize("package", ["core", *[name for name in _plugins() if not _plugin(name).own_session]])
 def tests(session: nox.Session, package: str) -> None:
     """One package's tests in an environment holding only that package and its dependencies."""
     _core(session)
@@ -167,6 +172,15 @@ def tests_mcp1(session: nox.Session) -> None:
     _core(session)
     session.install(MCP1_PIN)
     session.run("pytest", "core/tests/agents", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="tests-ray")
+def tests_ray(session: nox.Session) -> None:
+    """The ray executor's tests: one local Ray (2 CPUs, no dashboard) for the session, and the PostgreSQL and
+    Redis servers the tests start; kept out of the tests matrix so its Ray start is paid once."""
+    _core(session)
+    session.install(*_editable(*_with_test_plugins("ray")))
+    session.run("pytest", "plugins/ray/tests", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="tests-weaviate")

@@ -40,6 +40,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.context.llm import LLMContextSettings, llm_context_generator
     from deckhand.context.structural import StructuralContextOptions, build_structural_generator
     from deckhand.embedding.minilm_onnx import DIMENSION, LEGACY_MODEL_ID, MAX_TOKENS, MiniLMOnnxEmbedder
+    from deckhand.ingest.executor import LOCAL, LocalExecutor
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
@@ -136,4 +137,10 @@ def deckhand_register(register: Registrar) -> None:
         _deferred("deckhand.tools.hierarchical", "HierarchicalDocumentTool"),
         description="hybrid search (dense + keyword + exact) over structured documents",
         options=HierarchicalDocumentToolConfig,
+    )
+
+    register.executor(
+        LOCAL,
+        LocalExecutor.from_options,
+        description="this process: a reader thread, chunk worker processes on many cores (default)",
     )

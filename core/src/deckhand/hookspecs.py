@@ -47,8 +47,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def deckhand_register(register: Registrar) -> None:
     """Register the plugin's components: ``register.loader(...)``, ``register.chunker(...)``,
     ``register.embedder(...)``, ``register.store(...)``, ``register.keyword_strategy(...)``,
-    ``register.context_generator(...)``, ``register.reranker(...)``, ``register.memory_backend(...)``
-    and ``register.tool(...)`` (see :class:`deckhand.registration.Registrar`)."""
+    ``register.context_generator(...)``, ``register.reranker(...)``, ``register.memory_backend(...)``,
+    ``register.tool(...)`` and ``register.executor(...)`` (see :class:`deckhand.registration.Registrar`)."""
 
 
 # -- deprecated: the untyped hooks ------------------------------------------------------------

@@ -53,7 +53,8 @@ HOOKS: dict[Kind, str] = {
     "memory_backend": "register_memory_backends",
     "tool": "register_tools",
 }
-KINDS: tuple[Kind, ...] = tuple(HOOKS)
+#: Every kind: those of the untyped hooks, and the kinds added since (registered through :class:`Registrar` only).
+KINDS: tuple[Kind, ...] = (*HOOKS, "executor")
 _LEGACY_KIND = {hook: kind for kind, hook in HOOKS.items()}
 
 #: Keywords a legacy ``register(...)`` call accepted for each kind, beyond name, factory,

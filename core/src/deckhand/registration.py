@@ -51,6 +51,7 @@ from deckhand.protocols import (
 if TYPE_CHECKING:
     from deckhand.config.base import ToolConfigBase
     from deckhand.config.models import DatabaseConfig
+    from deckhand.ingest.executor import Executor
     from deckhand.plugins import PluginRegistry
 
 Kind = Literal[
@@ -63,6 +64,7 @@ Kind = Literal[
     "reranker",
     "memory_backend",
     "tool",
+    "executor",
 ]
 
 #: The name under which deckhand's own components are registered.
@@ -154,9 +156,16 @@ class ToolFactory(Protocol[ToolConfigT]):
     ) -> Tool: ...
 
 
+class ExecutorFactory(Protocol[O_contra]):
+    """``factory(options) -> Executor``: where an ingest's work runs (:mod:`deckhand.ingest.executor`); it
+    should only check its settings (connect to a cluster when it runs)."""
+
+    def __call__(self, options: O_contra, /) -> Executor: ...
+
+
 #: Kinds whose factory receives an options argument (a loader takes none; a tool's options are its config).
 WITH_OPTIONS: frozenset[Kind] = frozenset(
-    {"chunker", "embedder", "store", "keyword_strategy", "context_generator", "reranker", "memory_backend"}
+    {"chunker", "embedder", "store", "keyword_strategy", "context_generator", "reranker", "memory_backend", "executor"}
 )
 
 #: Legacy (``register_<kind>s(register)``) factories: the keyword each leading argument was passed
@@ -525,6 +534,23 @@ class Registrar:
             description=description,
             aliases=aliases,
             priority=priority,
+        )
+
+    def executor(
+        self,
+        name: str,
+        factory: ExecutorFactory[Any],
+        *,
+        options: type[BaseModel] | None = None,
+        description: str = "",
+        aliases: Sequence[str] = (),
+        priority: int = 0,
+    ) -> None:
+        """An executor: where ``deckhand ingest``'s work runs. ``--executor NAME[:ADDRESS]``, or ``executor:``
+        in agent.yaml or the global config (``NAME`` or ``{name: NAME, option: value, ...}``) selects it;
+        ``:ADDRESS`` on the command line is the ``address`` option. See :mod:`deckhand.ingest.executor`."""
+        self._register(
+            "executor", name, factory, options=options, description=description, aliases=aliases, priority=priority
         )
 
     def tool(

@@ -17,11 +17,13 @@ from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, err
 from deckhand.cli.progress import LineProgress, RichProgress, progress_for
 from deckhand.cli.results_view import Output, results_text
 from deckhand.cli.retrieval_cases import overall, run_cases
-from deckhand.config.loading import load_agent_config
+from deckhand.config.loading import load_agent_config, resolve_executor
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
+from deckhand.ingest.executor import Executor, LocalExecutor, build_executor
 from deckhand.ingest.sharding import Shard
+from deckhand.plugins import get_registry
 from deckhand.printable import printable
 from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
@@ -86,20 +88,29 @@ def initialize_tools(
     *,
     refresh: bool = True,
     shard: Shard | None = None,
+    executor: Executor | None = None,
 ) -> bool:
     """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
 
     Without ``refresh`` (and ``force``) a tool already ingested is only opened: its source is
-    not walked (``deckhand search`` / ``chat`` without ``--refresh``). True if any file failed."""
+    not walked (``deckhand search`` / ``chat`` without ``--refresh``). ``executor`` runs the work of
+    every tool that ingests a source (None: ``local``). True if any file failed."""
     any_failed = False
     for tool in tools:
         if shard is not None and not isinstance(tool, SourceTool):
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) cannot ingest a shard; leave out --shard"
             )
+        if executor is not None and not isinstance(executor, LocalExecutor) and not isinstance(tool, SourceTool):
+            raise ConfigError(
+                f"tool {tool.config.name!r} ({type(tool).__name__}) ingests in this process only; "
+                "use --executor local or --tool to leave it out"
+            )
     for tool in tools:
         progress = (displays or {}).get(tool.config.name)
-        sharded = {"shard": shard} if shard is not None else {}
+        sharded: dict[str, Any] = {"shard": shard} if shard is not None else {}
+        if executor is not None and isinstance(tool, SourceTool):
+            sharded["executor"] = executor
         if not refresh and not force:
             report = tool.open_sync()
         elif progress is not None:
@@ -136,6 +147,14 @@ def ingest_cmd() -> click.Command:
         help="Only shard I of N of the files (split by path; run the N shards anywhere, in any order, into one "
         "server store).",
     )
+    @click.option(
+        "--executor",
+        "executor_name",
+        metavar="NAME[:ADDRESS]",
+        default=None,
+        help="Where the work runs: local (this process, default) or an executor plugin's, e.g. ray or "
+        "ray:ADDRESS (default: executor: in agent.yaml or the global config). See docs/scaling.md.",
+    )
     @click.pass_context
     def ingest(
         ctx: click.Context,
@@ -144,6 +163,7 @@ def ingest_cmd() -> click.Command:
         allow_fallback: bool | None,
         tool_names: tuple[str, ...],
         shard: str | None,
+        executor_name: str | None,
     ) -> None:
         """Ingest the sources of the agent's tools (incrementally unless --force-ingest).
 
@@ -155,10 +175,13 @@ def ingest_cmd() -> click.Command:
         with errors(), fallback_policy(allow_fallback, default=False):
             chosen = Shard.parse(shard) if shard is not None else None
             config = load_config(config_path)
+            # The global config is looked up from the agent's directory, as its database is.
+            choice, origin = resolve_executor(executor_name, config.executor, config_path, config_path.resolve().parent)
+            executor = build_executor(get_registry(), choice, origin)
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
             tools = build_tools(config, config_path, tool_names, displays.get)
             with closing(tools):
-                failed = initialize_tools(tools, force_ingest, quiet, displays, shard=chosen)
+                failed = initialize_tools(tools, force_ingest, quiet, displays, shard=chosen, executor=executor)
         if failed:
             sys.exit(EXIT_PARTIAL)
 

@@ -45,6 +45,8 @@ NAME_PATTERN = r"^[A-Za-z0-9_]+$"
 IN_MEMORY = "in-memory"
 #: The store a tool uses when nothing configures one: persistent, in the project's state directory.
 DEFAULT_STORE = "sqlite"
+#: The executor ``deckhand ingest`` uses when none is configured: the in-process pipeline.
+DEFAULT_EXECUTOR = "local"
 
 
 class StrictModel(BaseModel):

@@ -1,4 +1,4 @@
-"""Read configuration files: ``${VAR}`` substitution, friendly errors, database precedence."""
+"""Read configuration files: ``${VAR}`` substitution, friendly errors, database and executor precedence."""
 
 from __future__ import annotations
 
@@ -10,9 +10,17 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from deckhand.config.base import DEFAULT_STORE
+from deckhand.config.base import DEFAULT_EXECUTOR, DEFAULT_STORE
 from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
-from deckhand.config.options import INVALID, NOT_FOUND, REGISTRY_KEY, UNKNOWN_FIELD, fields_at, unknown_message
+from deckhand.config.options import (
+    INVALID,
+    NOT_FOUND,
+    REGISTRY_KEY,
+    UNKNOWN_FIELD,
+    ComponentChoice,
+    fields_at,
+    unknown_message,
+)
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.redaction import redact, register_config_secrets
@@ -184,3 +192,31 @@ def resolve_database(
             if config.vectorstore is not None:
                 return config.vectorstore, str(path)
     return DatabaseConfig(provider=DEFAULT_STORE), f"default ({DEFAULT_STORE}, in the state directory)"
+
+
+def resolve_executor(
+    flag: str | None,
+    configured: ComponentChoice | None,
+    agent_file: Path,
+    cwd: Path | None = None,
+    home: Path | None = None,
+) -> tuple[ComponentChoice, str]:
+    """The executor an ingest uses and where that choice came from.
+
+    Precedence: ``--executor NAME[:ADDRESS]`` (``flag``; ``ADDRESS`` becomes the ``address`` option) >
+    ``executor:`` of ``agent_file`` (``configured``) > the global config files' ``executor:`` (in the order of
+    :func:`global_config_paths`) > ``local``.
+    """
+    if flag is not None:
+        name, sep, address = flag.strip().partition(":")
+        if not name:
+            raise ConfigError(f"--executor {flag!r}: name an executor, e.g. --executor ray or --executor ray:auto")
+        return ComponentChoice(name=name, options={"address": address} if sep else {}), "--executor"
+    if configured is not None:
+        return configured, str(agent_file)
+    for path in global_config_paths(cwd, home):
+        if path.is_file():
+            config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
+            if config.executor is not None:
+                return config.executor, str(path)
+    return ComponentChoice(name=DEFAULT_EXECUTOR), "default (local)"

@@ -32,12 +32,16 @@ from deckhand.config.base import (
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.options import (
     UNKNOWN_FIELD,
+    Choice,
+    ComponentChoice,
     ModelChoice,
     error,
     model_choice_field,
+    optional_choice_field,
     raise_errors,
     registry_of,
     relocate,
+    resolve_choice,
 )
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import PluginError
@@ -155,6 +159,23 @@ class RetrievalTestCase(StrictModel):
     top_k: int | None = Field(default=None, ge=1, le=100)
 
 
+def executor_field() -> Any:
+    """The ``executor:`` field of agent.yaml and of the global config."""
+    return optional_choice_field(
+        "executor",
+        "Where `deckhand ingest` runs its work: local (this process, the default) or an executor plugin's, "
+        "by name or as {name: NAME, option: value, ...} (ray: {name: ray, address: ..., num_cpus: ...}).",
+    )
+
+
+def check_executor(choice: ComponentChoice | None, info: ValidationInfo) -> None:
+    """Check an installed executor's options against its model; an executor that is not installed is
+    reported by the ingest that would use it (with the command that installs it), as a store is."""
+    registry = registry_of(info)
+    if choice is not None and registry.find("executor", choice.name) is not None:
+        resolve_choice(registry, "executor", choice, ("executor",), context=info.context)
+
+
 class AgentConfig(StrictModel):
     """An ``agent.yaml``: a name, the tools the agent may call and optional retrieval tests."""
 
@@ -163,6 +184,12 @@ class AgentConfig(StrictModel):
     tools: list[ToolConfig] = Field(default_factory=list)
     tests: list[RetrievalTestCase] = Field(default_factory=list)
     memory: MemoryConfig | None = None
+    executor: Choice | None = executor_field()
+
+    @model_validator(mode="after")
+    def _executor(self, info: ValidationInfo) -> AgentConfig:
+        check_executor(self.executor, info)
+        return self
 
     @field_validator("tools")
     @classmethod
@@ -180,3 +207,9 @@ class GlobalConfig(StrictModel):
 
     vectorstore: DatabaseConfig | None = None
     memory: MemoryConfig | None = None
+    executor: Choice | None = executor_field()
+
+    @model_validator(mode="after")
+    def _executor(self, info: ValidationInfo) -> GlobalConfig:
+        check_executor(self.executor, info)
+        return self

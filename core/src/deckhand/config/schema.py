@@ -25,7 +25,15 @@ from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 #: ``prefixItems``); stated so that editors and validators need not guess.
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: Kinds whose components may declare options that appear in configuration.
-OPTION_KINDS: tuple[Kind, ...] = ("store", "chunker", "keyword_strategy", "context_generator", "reranker", "embedder")
+OPTION_KINDS: tuple[Kind, ...] = (
+    "store",
+    "chunker",
+    "keyword_strategy",
+    "context_generator",
+    "reranker",
+    "embedder",
+    "executor",
+)
 
 
 def agent_schema(registry: PluginRegistry | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from deckhand.capabilities import index_maintenance
@@ -42,15 +43,67 @@ __all__ = [
     "IngestStatus",
     "Ingestor",
     "LoaderSet",
+    "Plan",
     "Progress",
     "file_sha256",
     "format_size",
+    "records_of",
+    "write_file",
 ]
 
 log = logging.getLogger("deckhand.ingest")
 
 #: The default ``max_file_size`` (the tool configuration's default too).
 DEFAULT_MAX_FILE_SIZE = 50_000_000
+
+
+@dataclass
+class Plan:
+    """What a run must do, decided before any file is read (:meth:`Ingestor.plan`)."""
+
+    report: IngestReport
+    #: The files to (re)process, in discovery order, and their new manifest states.
+    todo: list[SourceFile]
+    states: dict[str, FileState]
+    #: Manifest entries whose files are gone from the source (this shard's only).
+    gone: list[str]
+    #: The source directory (a file's parent for a one-file source): chunk paths are relative to it.
+    root: Path
+
+
+def records_of(pending: Pending) -> list[Record]:
+    """The records of a file whose chunks all have vectors; ``pending`` lets go of its chunks and vectors."""
+    rows = (row for group in pending.vectors for row in group)  # views: no copy of a big file's vectors
+    records = [
+        Record(chunk.id, chunk.source, chunk.index, chunk.content, vector, dict(chunk.metadata))
+        for chunk, vector in zip(pending.chunks, rows, strict=True)
+    ]
+    pending.vectors.clear()
+    pending.chunks = []
+    return records
+
+
+def write_file(store: VectorStore, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
+    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call.
+
+    A store error fails that file alone (its previous chunks are kept); an unreachable server or an
+    index file that cannot take writes stops the run (no later file would fare better; the next run
+    picks up where this one ended). Every executor writes through here, wherever it runs.
+    """
+    clock = time.perf_counter()
+    state = FileState(**{**state.__dict__, "chunk_count": len(records)})
+    try:
+        store.replace_source(display, records, state)
+    except (StoreConnectionError, IndexFileError):
+        raise
+    except StoreError as exc:
+        log.error("failed %s: store failed: %s (its previous chunks are kept)", printable(display), exc)
+        report.failed.append(Skipped(display, f"store failed: {exc}"))
+    else:
+        report.ingested.append(display)
+        report.chunks_written += len(records)
+    finally:
+        report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
 
 
 class Ingestor:
@@ -88,15 +141,24 @@ class Ingestor:
         self._status = IngestStatus()
         self._embedding = EmbedQueue(embedder, self.progress, self._status)
         self._estimated = False
+        #: Bytes of the files loaded so far in this run.
+        self._loaded = 0
 
     def run(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> IngestReport:
         """Ingest what changed under ``source`` (everything with ``force``); with ``shard``, only that shard's files."""
         started = time.perf_counter()
-        report = self._run(source, force, shard)
-        report.wall_seconds = time.perf_counter() - started
-        return report
+        plan = self.plan(source, force=force, shard=shard)
+        self.process(plan)
+        self.finish(plan)
+        plan.report.wall_seconds = time.perf_counter() - started
+        return plan.report
 
-    def _run(self, source: str | Path, force: bool, shard: Shard | None = None) -> IngestReport:
+    def plan(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> Plan:
+        """Decide what the run must do: discover ``source``, compare each file with the manifest (size and
+        mtime, then the content hash; the embedding model) and list the files to (re)process.
+
+        Every executor starts here (:mod:`deckhand.ingest.executor`), so what changed is decided one way.
+        """
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir, selection=self.selection)
@@ -135,17 +197,26 @@ class Ingestor:
                 todo.append(file)
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
+        gone = sorted(source for source in set(manifest) - {f.display for f in found.files} if mine(source))
 
         self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
         self._embedding = EmbedQueue(self.embedder, self.progress, self._status)
         self._estimated = not eta.wants_estimate(self._status.bytes_total)
+        self._loaded = 0
         self.progress.stage("files", len(todo))
-        current: Pending | None = None
-        loaded = 0
-        reader = Reader(
+        return Plan(report, todo, states, gone, self._root)
+
+    def reader(self) -> Reader:
+        """What loads and chunks this run's files (after :meth:`plan`, which sets the source's root)."""
+        return Reader(
             loaders=self.loaders, chunker=self.chunker, prepare=self.prepare, encoding=self.encoding, root=self._root
         )
-        for read in reader.read_ahead(todo, states, report):
+
+    def process(self, plan: Plan) -> None:
+        """Load, chunk, embed and store ``plan``'s files in this process (the ``local`` executor)."""
+        report, todo, states = plan.report, plan.todo, plan.states
+        current: Pending | None = None
+        for read in self.reader().read_ahead(todo, states, report):
             file = todo[read.index]
             state = states[file.display]
             if read.chunks:
@@ -154,7 +225,7 @@ class Ingestor:
                     self._embedding.files.append(current)
                 current.chunks.extend(read.chunks)
                 self._status.chunks += len(read.chunks)
-                self._status.bytes_done = loaded + round(state.size * read.fraction)
+                self._status.bytes_done = self._loaded + round(state.size * read.fraction)
                 self._embed_ready(report, final=False)
             if read.failed is not None:
                 report.fail(file.display, read.failed)
@@ -167,17 +238,24 @@ class Ingestor:
             if current is not None and current.file is file:
                 current.complete = True
                 current = None
-            loaded += state.size
-            self._status.files_done += 1
-            self._status.bytes_done = loaded
-            self.progress.advance()
+            self.file_done(state.size)
             self._embed_ready(report, final=False)
-            self._report_status()
+            self.report_status()
         self._embed_ready(report, final=True)
 
+    def file_done(self, size: int) -> None:
+        """Count a file of ``size`` bytes as loaded (its chunks may still wait for vectors)."""
+        self._loaded += size
+        self._status.files_done += 1
+        self._status.bytes_done = self._loaded
+        self.progress.advance()
+
+    def finish(self, plan: Plan) -> None:
+        """Remove the files gone from the source (this shard's only) and bring the store's derived indexes
+        up to date: the end of every executor's run."""
+        report = plan.report
         clock = time.perf_counter()
-        present = {f.display for f in found.files}
-        for gone in sorted(source for source in set(manifest) - present if mine(source)):
+        for gone in plan.gone:
             self.store.delete_source(gone)
             report.removed.append(gone)
         maintained = index_maintenance(self.store)
@@ -186,7 +264,11 @@ class Ingestor:
             if done:
                 log.info("%s", done)
         report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
-        return report
+
+    @property
+    def status(self) -> IngestStatus:
+        """Where the current run stands (what the progress line shows)."""
+        return self._status
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
         """Embed the queued chunks in groups (all of them when ``final``), storing each file as soon as
@@ -201,34 +283,14 @@ class Ingestor:
                 self._store(pending, report)
             if not self._estimated:
                 self._estimate()
-            self._report_status()
+            self.report_status()
 
     def _store(self, pending: Pending, report: IngestReport) -> None:
-        clock = time.perf_counter()
-        rows = (row for group in pending.vectors for row in group)  # views: no copy of a big file's vectors
-        records = [
-            Record(chunk.id, chunk.source, chunk.index, chunk.content, vector, dict(chunk.metadata))
-            for chunk, vector in zip(pending.chunks, rows, strict=True)
-        ]
-        pending.vectors.clear()
-        pending.chunks = []
-        state = FileState(**{**pending.state.__dict__, "chunk_count": len(records)})
-        try:
-            self.store.replace_source(pending.file.display, records, state)
-        except (StoreConnectionError, IndexFileError):
-            # the server is gone, or the index file cannot take writes (disk full, read-only, damaged): no later
-            # file would fare better, so stop with the one error; the next run picks up where this one ended
-            raise
-        except StoreError as exc:
-            log.error(
-                "failed %s: store failed: %s (its previous chunks are kept)", printable(pending.file.display), exc
-            )
-            report.failed.append(Skipped(pending.file.display, f"store failed: {exc}"))
-        else:
-            report.ingested.append(pending.file.display)
-            report.chunks_written += len(records)
-        finally:
-            report.seconds["store"] = report.seconds.get("store", 0.0) + time.perf_counter() - clock
+        self.write(pending.file.display, pending.state, records_of(pending), report)
+
+    def write(self, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
+        """Replace file ``display``'s records in the store, all or nothing (see :func:`write_file`)."""
+        write_file(self.store, display, state, records, report)
 
     def _estimate(self) -> None:
         """After the first (small) group: the time the whole ingest will take, printed if over a minute."""
@@ -242,7 +304,9 @@ class Ingestor:
         else:
             log.info(message)
 
-    def _report_status(self) -> None:
+    def report_status(self) -> None:
+        """Show where the run stands (a progress display that takes ``status``: the line of files, chunks,
+        chunks/s and time left)."""
         status = getattr(self.progress, "status", None)
         if status is not None:
             status(self._status)

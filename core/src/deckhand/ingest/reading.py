@@ -197,10 +197,7 @@ class Reader:
         chunks = converted.chunks
         if self.prepare is not None:
             clock = time.perf_counter()
-            document = Document(
-                source=file.display, text=converted.text or "", title=converted.title, metadata=converted.metadata
-            )
-            chunks = self.prepare(document, chunks)
+            chunks = self.prepare(converted.document(file.display), chunks)
             seconds["chunk"] += time.perf_counter() - clock
         for start in range(0, len(chunks), READ_BATCH):
             end = min(start + READ_BATCH, len(chunks))

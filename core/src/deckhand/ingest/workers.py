@@ -15,6 +15,7 @@ two cores and enough bytes to chunk. The loaders and the chunker are pickled onc
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import multiprocessing
 import os
@@ -176,6 +177,10 @@ class Converted:
     convert_seconds: float = 0.0
     chunk_seconds: float = 0.0
 
+    def document(self, source: str) -> Document:
+        """The document the chunks were cut from (its text when it was kept), for a ``prepare`` step."""
+        return Document(source=source, text=self.text or "", title=self.title, metadata=self.metadata)
+
 
 class _Records(logging.Handler):
     """Keeps what a worker logs while it converts a file, for the parent process to log."""
@@ -204,6 +209,8 @@ class _Worker:
 _worker: _Worker | None = None
 #: Why this worker process has no loaders and chunker (set when unpickling them failed).
 _unavailable = ""
+#: The SHA-256 of the payload this process was last set up with (:func:`ensure_worker`).
+_payload_digest = b""
 
 
 def _start_worker(payload: bytes, level: int) -> None:
@@ -219,6 +226,28 @@ def _start_worker(payload: bytes, level: int) -> None:
         _unavailable = f"{type(exc).__name__}: {exc}"
         return
     _worker = _Worker(loaders, chunker, records)
+
+
+def ensure_worker(payload: bytes, level: int) -> None:
+    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker, as a
+    :class:`ChunkPool` sends them) unless it already is: a worker of another engine (a Ray task's
+    process) converts many files, and unpickles the chunker (its tokenizer) once."""
+    global _payload_digest
+    digest = hashlib.sha256(payload).digest()
+    if digest != _payload_digest or _worker is None:
+        _start_worker(payload, level)
+        _payload_digest = digest
+
+
+def pickled_components(loaders: Loads, chunker: Chunker) -> bytes:
+    """The loaders and chunker as worker processes receive them (a ``PicklingError`` or other error when
+    one of them cannot go: a lambda, a local class, a live connection)."""
+    return pickle.dumps((loaders, chunker))
+
+
+def log_level() -> int:
+    """The lowest level the root or deckhand's logger records here: what a worker collects for this process."""
+    return min(logging.getLogger().getEffectiveLevel(), logging.getLogger("deckhand").getEffectiveLevel())
 
 
 def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path | None) -> Converted:
@@ -259,11 +288,11 @@ class ChunkPool:
     def start(cls, workers: int, loaders: Loads, chunker: Chunker, *, keep_text: bool) -> ChunkPool | None:
         """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle."""
         try:
-            payload = pickle.dumps((loaders, chunker))
+            payload = pickled_components(loaders, chunker)
         except Exception as exc:  # a lambda, a local class, a live connection: chunk on the reader thread
             log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
             return None
-        level = min(logging.getLogger().getEffectiveLevel(), logging.getLogger("deckhand").getEffectiveLevel())
+        level = log_level()
         executor = ProcessPoolExecutor(
             workers,
             mp_context=multiprocessing.get_context("spawn"),

@@ -30,6 +30,7 @@ import numpy as np
 
 from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
+from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.lazy import lazy_embedder_for
@@ -37,6 +38,7 @@ from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
+from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
@@ -139,6 +141,8 @@ class SourceTool:
         self.last_ingest_time: float | None = None
         self.last_report: IngestReport | None = None
         self.provider: str | None = None
+        #: The database configuration the store was opened with (after precedence and any fallback).
+        self.database: DatabaseConfig = DatabaseConfig(provider=IN_MEMORY)
         #: The distance metric of the store opened (what its scores mean).
         self.metric: Metric = Metric.COSINE
         self._store: VectorStore | None = None
@@ -150,11 +154,16 @@ class SourceTool:
         self.engine = HybridSearcher(self.embed_query, name=config.name)
 
     # -- lifecycle ------------------------------------------------------------------
-    async def initialize(self, force_ingest: bool = False, *, shard: Shard | None = None) -> IngestReport:
-        """Open the store and ingest the source (only what changed unless ``force_ingest``; only ``shard``'s files)."""
-        return await asyncio.to_thread(self.initialize_sync, force_ingest, shard=shard)
+    async def initialize(
+        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
+    ) -> IngestReport:
+        """Open the store and ingest the source (only what changed unless ``force_ingest``; only ``shard``'s files),
+        the work run by ``executor`` (default: ``local``, in this process)."""
+        return await asyncio.to_thread(self.initialize_sync, force_ingest, shard=shard, executor=executor)
 
-    def initialize_sync(self, force_ingest: bool = False, *, shard: Shard | None = None) -> IngestReport:
+    def initialize_sync(
+        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
+    ) -> IngestReport:
         """Blocking form of :meth:`initialize` for scripts and the CLI."""
         if shard is not None and force_ingest:
             raise ConfigError(
@@ -178,8 +187,9 @@ class SourceTool:
                 self.config.include, self.config.exclude, default_excludes=self.config.default_excludes
             ),
         )
+        job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
-            report = ingestor.run(source, force=force_ingest, shard=shard)
+            report = (executor or LocalExecutor()).run(job)
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
@@ -264,6 +274,7 @@ class SourceTool:
         if reused is None:
             self.provider = used.provider
             self.metric = used.distance_metric
+            self.database = used
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
@@ -376,6 +387,12 @@ class SourceTool:
     def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
         """A step between chunking and embedding (default: none)."""
         return chunks
+
+    def prepare_step(self, embedder: CachedEmbedder) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
+        """The step this tool runs between chunking and embedding, set up for ``embedder`` (None: no step):
+        what a worker of another executor runs, having built the tool again from its configuration."""
+        self.before_ingest(embedder)
+        return self._prepare_step()
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""

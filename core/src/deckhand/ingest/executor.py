@@ -1,0 +1,86 @@
+"""Where an ingest's work runs: the executor extension point, and the builtin ``local`` executor.
+
+Every executor runs one tool's ingest the same way at its two ends: :meth:`Ingestor.plan` decides
+what changed (manifest, size and mtime, content hash, model) and :meth:`Ingestor.finish` removes
+what is gone and maintains the store's indexes. In between, ``local`` loads, chunks, embeds and
+writes in this process (:meth:`Ingestor.process`); a plugin's executor (``register.executor``) may
+send that work elsewhere, a Ray cluster for ``deckhand-ai-ray``, writing each file all or nothing
+through :func:`deckhand.ingest.pipeline.write_file`.
+
+``deckhand ingest --executor NAME[:ADDRESS]`` picks one, else ``executor:`` in agent.yaml, else in the
+global config, else ``local``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import ValidationError
+
+from deckhand.config.base import DEFAULT_EXECUTOR
+from deckhand.config.options import NOT_FOUND, ComponentChoice, resolve_choice
+from deckhand.errors import ComponentNotFoundError, ConfigError
+from deckhand.ingest.pipeline import Ingestor
+from deckhand.ingest.sharding import Shard
+from deckhand.types import IngestReport
+
+if TYPE_CHECKING:
+    from deckhand.config.base import DatabaseConfig, SourceToolConfig
+    from deckhand.plugins import PluginRegistry
+
+#: The executor used when none is configured (the in-process pipeline).
+LOCAL = DEFAULT_EXECUTOR
+
+
+@dataclass
+class IngestJob:
+    """One tool's ingest, as an executor receives it.
+
+    ``ingestor`` is the pipeline opened in this process (its store, embedder, chunker, loaders and
+    progress); ``tool``, ``database`` and ``base_dir`` let a worker elsewhere build the same
+    components again (``database`` is the one resolved here, so workers need no global config).
+    """
+
+    ingestor: Ingestor
+    source: Path
+    force: bool
+    shard: Shard | None
+    tool: SourceToolConfig
+    database: DatabaseConfig
+    base_dir: Path
+
+
+class Executor(Protocol):
+    """Runs the work of an :class:`IngestJob` between :meth:`Ingestor.plan` and :meth:`Ingestor.finish`,
+    and returns the run's report (the same summary and exit codes whichever executor ran it)."""
+
+    def run(self, job: IngestJob) -> IngestReport: ...
+
+
+class LocalExecutor:
+    """The builtin ``local`` executor: the in-process pipeline (reader thread, chunk worker processes)."""
+
+    def run(self, job: IngestJob) -> IngestReport:
+        return job.ingestor.run(job.source, force=job.force, shard=job.shard)
+
+    @classmethod
+    def from_options(cls, options: None) -> LocalExecutor:
+        """The registered factory (``local`` takes no options)."""
+        return cls()
+
+
+def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> Executor:
+    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin`` (where
+    the choice came from) and, for an executor that is not installed, the command that installs it."""
+    try:
+        component, options = resolve_choice(registry, "executor", choice, ("executor",))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == NOT_FOUND:
+            raise ComponentNotFoundError(f"{origin}: {first['msg']}") from None
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
+    executor: Executor = component.create(options=options)
+    return executor

@@ -1,0 +1,136 @@
+"""What runs on the Ray cluster: a task that loads and chunks one file, and the actor that embeds and
+writes.
+
+The task reuses the local pipeline's worker code (:func:`deckhand.ingest.workers.convert`): each Ray
+worker process unpickles the loaders and chunker once. The actor builds the tool's embedder (its model
+loaded once, its embedding cache shared with every run) and its step between chunking and embedding
+(contextual embeddings: :meth:`SourceTool.prepare_step`) and, for a store that several processes may write
+(``concurrent_processes``: PostgreSQL, Redis, Weaviate), opens the store and writes each file there, all
+or nothing, through :func:`deckhand.ingest.pipeline.write_file`; for any other store (the embedded sqlite
+file) it hands the records back and the driver is the one writer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ray
+from deckhand.config.base import DatabaseConfig, SourceToolConfig
+from deckhand.embedding.lazy import lazy_embedder_for
+from deckhand.errors import ConfigError
+from deckhand.ingest.batching import EMBED_GROUP, EmbedQueue, Pending
+from deckhand.ingest.discovery import SourceFile
+from deckhand.ingest.pipeline import records_of, write_file
+from deckhand.ingest.report import IngestStatus, NoProgress
+from deckhand.ingest.workers import Converted, convert, ensure_worker
+from deckhand.plugins import get_registry
+from deckhand.protocols import VectorStore
+from deckhand.stores.tool_store import fallback_policy, open_collection
+from deckhand.tools import build_tool
+from deckhand.tools.base import SourceTool
+from deckhand.types import FileState, IngestReport, Record
+
+
+@ray.remote
+def convert_file(
+    payload: bytes, level: int, path: Path, source: str, encoding: str, keep_text: bool, root: Path
+) -> Converted:
+    """Load and chunk one file (the local pipeline's :func:`convert`, in a Ray worker process); ``keep_text``
+    keeps the document's text for the tool's ``prepare`` step."""
+    ensure_worker(payload, level)
+    return convert(path, source, encoding, keep_text, root)
+
+
+@dataclass
+class FileResult:
+    """What the actor made of one file: its report (written, failed), its records when the driver writes
+    them, and what the conversion said (for the driver to log and count)."""
+
+    display: str
+    report: IngestReport
+    chunks: int = 0
+    records: list[Record] | None = None
+    failed: str | None = None
+    empty: bool = False
+    converted: Converted = field(default_factory=Converted)
+
+
+@dataclass(frozen=True)
+class ActorSetup:
+    """What an :class:`EmbedWriter` is built from: the tool's configuration, the database the driver resolved,
+    the agent's directory, the driver's ``DECKHAND_*`` environment, and whether it writes the store."""
+
+    tool: SourceToolConfig
+    database: DatabaseConfig
+    base_dir: Path
+    environment: dict[str, str]
+    writes: bool
+
+
+class EmbedWriter:
+    """A Ray actor: the tool's embedder, and its store when the workers write (see the module docstring)."""
+
+    def __init__(self, setup: ActorSetup) -> None:
+        #: Why the actor could not be set up (its ``ready`` raises it, so the driver reports it as itself:
+        #: an error raised by ``__init__`` reaches the driver only as Ray's "actor died" with a traceback).
+        self.broken: Exception | None = None
+        try:
+            self._set_up(setup)
+        except Exception as exc:
+            self.broken = exc
+
+    def _set_up(self, setup: ActorSetup) -> None:
+        os.environ.update(setup.environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
+        registry = get_registry()
+        tool, base_dir = setup.tool, setup.base_dir
+        self.embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
+        built = build_tool(tool, base_dir=base_dir, registry=registry)
+        if not isinstance(built, SourceTool):
+            raise ConfigError(f"tool {tool.name!r} ({type(built).__name__}) does not ingest a source")
+        #: The tool's step between chunking and embedding (contextual embeddings), or None.
+        self.prepare = built.prepare_step(self.embedder)
+        self.store: VectorStore | None = None
+        if setup.writes:
+            # Never the in-memory fallback: what an actor wrote there would be lost with it.
+            with fallback_policy(False):
+                self.store, _ = open_collection(
+                    registry, tool.name, setup.database, self.embedder, base_dir=base_dir, force_ingest=False
+                )
+
+    def embed_file(self, converted: Converted, file: SourceFile, state: FileState) -> FileResult:
+        """Embed one converted file's chunks and write them (or return them for the driver to write)."""
+        result = FileResult(file.display, IngestReport(), failed=converted.failed, empty=converted.empty)
+        chunks, converted.chunks = converted.chunks, []
+        result.converted = converted
+        if converted.failed is not None or converted.empty:
+            return result
+        if self.prepare is not None and chunks:
+            clock = time.perf_counter()
+            chunks = self.prepare(converted.document(file.display), chunks)
+            converted.chunk_seconds += time.perf_counter() - clock
+        converted.text = None
+        result.chunks = len(chunks)
+        pending = Pending(file, state, chunks)
+        queue = EmbedQueue(self.embedder, NoProgress(), IngestStatus())
+        queue.files.append(pending)
+        while queue.waiting:
+            queue.embed_group(EMBED_GROUP, result.report)
+        records = records_of(pending)
+        if self.store is None:
+            result.records = records
+        else:
+            write_file(self.store, file.display, state, records, result.report)
+        return result
+
+    def ready(self) -> float:
+        """Answers once the actor is set up (its store opened), or raises why it could not be."""
+        if self.broken is not None:
+            raise self.broken
+        return time.time()
+
+
+#: The actor class as Ray runs it (options set per run: CPUs, GPUs, restarts).
+EmbedWriterActor = ray.remote(EmbedWriter)
