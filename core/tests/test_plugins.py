@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import tomllib
 import types
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,16 @@ def test_duplicate_component_in_one_plugin() -> None:
     assert str(err.value) == "plugin 'twice' registers store 'dup' twice"
 
 
+def _plugin_extras() -> str:
+    """The extras of core/pyproject.toml that bring a plugin distribution, as the generic hint lists them."""
+    with (Path(__file__).resolve().parents[1] / "pyproject.toml").open("rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    return ", ".join(sorted(e for e, reqs in extras.items() if any(r.startswith("deckhand-ai-") for r in reqs)))
+
+
 GENERIC_HINT = (
-    "install a plugin that provides it (deckhand-ai's extras: git-memory, native-hybrid, openai, postgres, redis, "
-    "sentence-transformers, weaviate; `deckhand plugins` lists what is installed)"
+    f"install a plugin that provides it (deckhand-ai's extras: {_plugin_extras()}; "
+    "`deckhand plugins` lists what is installed)"
 )
 
 
