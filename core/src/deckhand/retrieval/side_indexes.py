@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import KeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
+from deckhand.protocols import KeywordIndex, RecordKeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
 from deckhand.retrieval import side_index_file
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -105,9 +105,19 @@ def indexed_text(record: Record) -> str:
     return "\n".join(parts)
 
 
-def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes:
-    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``."""
-    keyword.build((r.id, indexed_text(r)) for r in records)
+def build(
+    records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str, record_log: RecordLog | None = None
+) -> SideIndexes:
+    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: a
+    :class:`~deckhand.protocols.RecordKeywordIndex` brings itself up to ``record_log`` (the store the records
+    were read from, when it keeps one) or indexes the records, any other gets their indexed texts."""
+    if isinstance(keyword, RecordKeywordIndex):
+        if record_log is not None:
+            keyword.sync(record_log)
+        else:
+            keyword.index_records(records)
+    else:
+        keyword.build((r.id, indexed_text(r)) for r in records)
     return SideIndexes(keyword, keyword_strategy, *_derived(records))
 
 
