@@ -208,7 +208,37 @@ def test_a_reader_open_during_an_ingest_sees_the_new_documents(tmp_path: Path) -
     assert done.returncode == 0, done.stderr.decode()
     engine.ensure_current(store)  # what every query does first: the records version changed
     assert sorted(i for i, _ in engine.keyword.search("pilot boat", 5)) == ["c.md#0", "c.md#1", "c.md#2"]
-    assert engine.index_origin == "rebuilt" and engine.keyword.position() == store.log_position()
+    assert engine.index_origin == "updated" and engine.keyword.position() == store.log_position()
+
+
+def test_a_new_process_opens_the_side_index_file_and_reads_no_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start-up: the exact, definition and section look-ups are kept in the side index file (without BM25
+    postings), the keyword index in its directory; a new process opens both and reads no record."""
+    store = _store(tmp_path)
+    store.replace_source(
+        "a.md", [_record("a.md", i, f"harbour buoy {i}", section_id=f"{i}") for i in range(3)], _state("a.md", 3)
+    )
+    first = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
+    first.update_indexes(store)
+    assert first.index_origin == "rebuilt"
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read every record at start-up")
+
+    monkeypatch.setattr(SQLiteStore, "iter_rows", no_reading)
+    monkeypatch.setattr(SQLiteStore, "iter_records", no_reading)
+    again = _store(tmp_path)
+    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
+    engine.update_indexes(again)
+    assert engine.index_origin == "loaded" and engine.keyword is not None and engine.exact is not None
+    assert sorted(i for i, _ in engine.keyword.search("buoy", 5)) == ["a.md#0", "a.md#1", "a.md#2"]
+    assert engine.exact.section_of_query("§ 1") == ["a.md#1"]
+    again.replace_source("a.md", [_record("a.md", 0, "mooring chain", section_id="1")], _state("a.md", 1))
+    engine.ensure_current(again)  # in place: the file and the keyword index apply the change, no record re-read
+    assert engine.index_origin == "updated" and engine.keyword.search("buoy", 5) == []
+    assert engine.exact.section_of_query("§ 1") == ["a.md#0"]
 
 
 def test_filters_hold_in_keyword_mode_over_random_metadata(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
     KeywordIndex,
+    RecordKeywordIndex,
     RecordLog,
     Reranker,
     SideIndexStorage,
@@ -217,14 +218,14 @@ class HybridSearcher:
         """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
         keyword = self._bind_keyword(store)
         side = side_index_storage(store)
+        path = side_indexes.file_path(side, keyword) if side is not None else None
+        if side is not None and path is not None:
+            self._update_from_file(store, side, path, keyword)
+            return
         if side is None or not side_indexes.persistable(keyword):
             version = side.records_version() if side is not None else None  # read before the records
             self.rebuild_indexes(store)
             self.indexed_version = version  # so ensure_current notices another process's changes
-            return
-        path = side_indexes.file_path(side, keyword)
-        if path is not None:
-            self._update_from_file(store, side, path, keyword)
             return
         clock = time.perf_counter()
         version = side.records_version()  # read before the records: a rebuild is saved only if still current
@@ -269,6 +270,8 @@ class HybridSearcher:
                 version, origin = updated, "updated"
                 opened = side_indexes.open_file(path, version, keyword, strategy)
         if opened is not None:
+            if isinstance(keyword, RecordKeywordIndex) and record_log is not None:
+                keyword.sync(record_log)  # it keeps its own index: brought up to the store's log (or repaired)
             self._adopt(opened)
             self.indexed_version = version
             self.index_seconds = time.perf_counter() - clock
