@@ -14,11 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from deckhand.config.loading import load_agent_config
 from deckhand.retrieval.analysis import Analyzer
 from deckhand.retrieval.engine import KEYWORD, HybridSearcher, SearchSettings
 from deckhand.retrieval.tantivy_keyword import SIDE_INDEX, TantivyIndex, TantivyOptions
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.testing import filter_strategies as fs
+from deckhand.tools import build_tool
+from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, FileState, Record
 from hypothesis import given
 from hypothesis import strategies as st
@@ -264,3 +267,25 @@ def test_filters_hold_in_keyword_mode_over_random_metadata(tmp_path: Path) -> No
             assert got == expected, f"filter {where.describe()} over {metadata!r}"
 
     check()
+
+
+def test_the_tool_with_keyword_strategy_tantivy_as_the_docs_configure_it(legal_corpus: Path) -> None:
+    """docs/hierarchical-document.md's ``keyword_strategy: {name: tantivy, ...}`` on the default (sqlite) store,
+    end to end: ingest, keyword and exact answers, then a changed file picked up in place."""
+    (legal_corpus / "agent.yaml").write_text(
+        "name: legal\ntools:\n  - name: act\n    type: hierarchical_document\n    source: ./docs\n"
+        "    keyword_strategy: {name: tantivy, heading_boost: 1.0, path_boost: 0.5}\n"
+    )
+    tool = build_tool(load_agent_config(legal_corpus / "agent.yaml").tools[0], base_dir=legal_corpus)
+    assert isinstance(tool, HierarchicalDocumentTool)
+    tool.initialize_sync()
+    assert tool.provider == "sqlite" and tool.keyword_strategy == "tantivy"
+    found = tool.search_results_sync("tomatoes compost", 3, mode="keyword")
+    assert found and found[0].source == "docs/guide.md"
+    assert tool.search_results_sync("§ 2.1")[0].section_id == "2.1"
+    guide = legal_corpus / "docs" / "guide.md"
+    guide.write_text(guide.read_text(encoding="utf-8").replace("Tomatoes", "Pumpkins"), encoding="utf-8")
+    tool.initialize_sync()
+    assert [r.source for r in tool.search_results_sync("pumpkins", 3, mode="keyword")] == ["docs/guide.md"]
+    assert tool.search_results_sync("tomatoes", 3, mode="keyword") == []
+    tool.close()
