@@ -289,3 +289,39 @@ def test_the_tool_with_keyword_strategy_tantivy_as_the_docs_configure_it(legal_c
     assert [r.source for r in tool.search_results_sync("pumpkins", 3, mode="keyword")] == ["docs/guide.md"]
     assert tool.search_results_sync("tomatoes", 3, mode="keyword") == []
     tool.close()
+
+
+def test_dropping_the_collection_removes_its_keyword_index(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
+    _index(store).sync(store)
+    path = store.side_index_path(SIDE_INDEX)
+    assert path is not None and path.is_dir()
+    store.drop()
+    assert not path.exists()
+
+
+class _Substring:
+    """A plugin-like keyword strategy that neither persists (no blob) nor keeps itself."""
+
+    def __init__(self) -> None:
+        self.docs: list[tuple[str, str]] = []
+
+    def build(self, docs: Any) -> None:
+        self.docs = list(docs)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return [(i, 1.0) for i, text in self.docs if query in text][:k]
+
+
+def test_another_processs_changes_reach_a_strategy_that_keeps_nothing(tmp_path: Path) -> None:
+    """A keyword strategy without a blob or a file of its own is rebuilt when the records version changes
+    (before, the engine never noted the version it was built from, so it never rebuilt)."""
+    store = _store(tmp_path)
+    store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
+    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_Substring(), "substring"))
+    engine.update_indexes(store)
+    other = _store(tmp_path)
+    other.replace_source("b.md", [_record("b.md", 0, "pilot boat")], _state("b.md", 1))
+    engine.ensure_current(store)
+    assert engine.keyword is not None and [i for i, _ in engine.keyword.search("pilot", 5)] == ["b.md#0"]
