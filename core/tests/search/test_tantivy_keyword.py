@@ -76,17 +76,23 @@ def test_same_scores_and_ranking_as_rank_bm25() -> None:
 def test_fields_stemming_dotted_numbers_and_boosts() -> None:
     records = [
         Record("a", "docs/rigging.md", 0, "Inspect the anchors before sailing.", UNIT, {"parent_chain": ["Winches"]}),
-        Record("b", "docs/winches.md", 0, "Service every winch in 4.2 hours.", UNIT, {"parent_chain": ["Rigging"]}),
+        Record("b", "docs/winches.md", 0, "Service every winch in 4.2 hours.", UNIT, {"parent_chain": ["Upkeep"]}),
     ]
-    index = TantivyIndex(TantivyOptions(heading_boost=3.0, path_boost=0.0))
-    index.index_records(records)
-    assert [i for i, _ in index.search("anchor sailed", 5)] == ["a"]  # stems: anchors/anchor, sailing/sailed
-    assert [i for i, _ in index.search("4.2", 5)] == ["b"] and index.search("the of", 5) == []
-    # "winches" is a heading of a (boosted 3x) and text of b; the path is not searched (boost 0)
-    assert [i for i, _ in index.search("winches", 5)] == ["a", "b"]
+    plain = TantivyIndex(TantivyOptions(heading_boost=0.0, path_boost=0.0))
+    plain.index_records(records)
+    assert [i for i, _ in plain.search("anchor sailed", 5)] == ["a"]  # stems: anchors/anchor, sailing/sailed
+    assert [i for i, _ in plain.search("4.2", 5)] == ["b"] and plain.search("the of", 5) == []
+    assert plain.search("upkeep", 5)[0][0] == "b"  # the heading chain is text too, as bm25 indexes it
+    assert plain.search("rigging", 5) == []  # the path is not searched (boost 0)
+    # "winches": a's heading, b's text ("winch"); a heading match weighs more with heading_boost
+    boosted = TantivyIndex(TantivyOptions(heading_boost=3.0, path_boost=0.0))
+    boosted.index_records(records)
+    both = dict(plain.search("winches", 5))
+    assert set(both) == {"a", "b"} and dict(boosted.search("winches", 5))["a"] > both["a"]
+    assert [i for i, _ in boosted.search("winches", 5)] == ["a", "b"]
     by_path = TantivyIndex(TantivyOptions(heading_boost=0.0, path_boost=1.0))
     by_path.index_records(records)
-    assert [i for i, _ in by_path.search("rigging", 5)] == ["a"]  # its path; b's heading is not searched
+    assert [i for i, _ in by_path.search("rigging", 5)] == ["a"]  # its path, split at the dot and slash
 
 
 def test_sync_applies_only_the_changes_since_its_last_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

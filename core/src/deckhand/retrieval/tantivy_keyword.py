@@ -1,11 +1,12 @@
 """The ``tantivy`` keyword strategy: BM25 over a tantivy index, one per collection, kept current from the store.
 
-Each record is one tantivy document with the fields ``body`` (content, context, section label and defined
-terms), ``heading`` (the heading chain, title first; boosted), ``path`` (the source path's words, boosted
-down), ``file_type`` (the extension, untokenised), ``id`` (stored, for results) and ``row`` (the store's row,
-for deletes). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters and digits with
-inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English stemming (the
-algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
+Each record is one tantivy document with the fields ``body`` (what the bm25 strategy indexes: content,
+context, heading chain, section label and defined terms), ``heading`` (the heading chain again, title first,
+weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
+``path_boost``), ``file_type`` (the extension, untokenised), ``id`` (stored, for results) and ``row`` (the
+store's row, for deletes). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
+and digits with inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English
+stemming (the algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
 tantivy's parameters (k1 1.2, b 0.75) and its exact statistics, summed over fields, top ``k`` found by
 block-max WAND rather than by scoring every matching document.
 
@@ -22,7 +23,9 @@ the new ones and commits; a store whose log no longer reaches back, an index wri
 unreadable one is rebuilt from every record. A process killed between the store's write and the keyword
 commit therefore leaves the index behind the store, never ahead or disagreeing unnoticed, and the next sync
 (any process's next open, or its next query after the records version changed) brings it up to date. A sync
-also reloads the searcher, so a process open during another's ingest sees the new documents.
+also reloads the searcher, so a process open during another's ingest sees the new documents. The exact,
+definition and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`,
+written without BM25 postings).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.protocols import RecordLog, SideIndexFiles
 from deckhand.retrieval.analysis import STOPWORDS
+from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.types import Record
 
 if TYPE_CHECKING:
@@ -51,7 +55,7 @@ log = logging.getLogger("deckhand")
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt.
-FORMAT = 1
+FORMAT = 2
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TOKENIZER = "deckhand_en"
@@ -79,7 +83,10 @@ class TantivyOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     heading_boost: float = Field(
-        default=1.0, ge=0.0, le=10.0, description="Weight of a match in the heading chain against one in the text."
+        default=0.25,
+        ge=0.0,
+        le=10.0,
+        description="Extra weight of a match in the heading chain, on top of its match in the text.",
     )
     path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
 
@@ -115,25 +122,14 @@ def _schema() -> tantivy.Schema:
 
 
 def body_text(record: Record) -> str:
-    """The ``body`` field: content, contextual header, section label and defined terms not already in it."""
-    meta = record.metadata
-    seen = record.content.lower()
-    parts = []
-    for extra in (
-        str(meta.get("context") or ""),
-        str(meta.get("section_label") or meta.get("section_id") or ""),
-        *[str(t) for t in meta.get("defined_terms") or []],
-    ):
-        extra = extra.strip()
-        if extra and extra.lower() not in seen:
-            parts.append(extra)
-            seen += "\n" + extra.lower()
-    parts.append(record.content)
-    return "\n".join(parts)
+    """The ``body`` field: what the bm25 strategy indexes (content, contextual header, heading chain, section
+    label and defined terms, each part once: :func:`deckhand.retrieval.side_indexes.indexed_text`)."""
+    return indexed_text(record)
 
 
 def heading_text(record: Record) -> str:
-    """The ``heading`` field: the heading chain (a document's title is its first heading)."""
+    """The ``heading`` field: the heading chain (a document's title is its first heading), for the extra weight
+    ``heading_boost`` gives a heading match on top of its match in ``body``."""
     return "\n".join(str(h) for h in record.metadata.get("parent_chain") or [])
 
 
