@@ -82,12 +82,7 @@ class TantivyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    heading_boost: float = Field(
-        default=0.25,
-        ge=0.0,
-        le=10.0,
-        description="Extra weight of a match in the heading chain, on top of its match in the text.",
-    )
+    heading_boost: float = Field(default=0.25, ge=0.0, le=10.0, description="Extra weight of a heading match.")
     path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
 
 
