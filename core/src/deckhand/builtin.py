@@ -44,6 +44,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
+    from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
     from deckhand.stores.sqlite_ann import SQLITE_CAPABILITIES, SQLiteOptions
 
     register.loader("text", TextLoader, description="plain text and markdown, encoding detected")
@@ -124,6 +125,13 @@ def deckhand_register(register: Registrar) -> None:
         BM25Index.from_options,
         description="in-process BM25 (sparse postings, English stemmer + stopwords)",
         options=BM25Options,
+    )
+    register.keyword_strategy(
+        "tantivy",
+        TantivyIndex.from_options,
+        description="BM25 on a tantivy index beside the store's file (fields, stemming, kept current from the"
+        " store's record log)",
+        options=TantivyOptions,
     )
 
     register.tool(

@@ -431,6 +431,24 @@ class KeywordIndex(Protocol):
 
 
 @runtime_checkable
+class RecordKeywordIndex(Protocol):
+    """A keyword index that reads records' fields itself and keeps itself current (the ``tantivy`` strategy).
+
+    The hierarchical tool gives it the records (:meth:`index_records`) instead of ``(id, text)`` pairs, or,
+    from a store with a :class:`RecordLog`, lets it bring itself up to the store's log position
+    (:meth:`sync`), applying only what changed since its last commit.
+    """
+
+    def index_records(self, records: Sequence[Record]) -> None:
+        """(Re)build from ``records``."""
+        ...
+
+    def sync(self, records: RecordLog) -> None:
+        """Bring the index up to ``records``' current log position (repairing one left behind by a killed writer)."""
+        ...
+
+
+@runtime_checkable
 class VectorAwareKeywordIndex(Protocol):
     """A keyword index that also uses the query's embedding (a store's native hybrid search)."""
 

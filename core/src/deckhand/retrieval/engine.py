@@ -43,6 +43,7 @@ from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
     KeywordIndex,
+    RecordKeywordIndex,
     RecordLog,
     Reranker,
     SideIndexStorage,
@@ -61,6 +62,7 @@ from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import location_of
+from deckhand.retrieval.tantivy_keyword import TantivyIndex
 from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
 
@@ -237,12 +239,14 @@ class HybridSearcher:
         """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
         keyword = self._bind_keyword(store)
         side = side_index_storage(store)
-        if side is None or not side_indexes.persistable(keyword):
-            self.rebuild_indexes(store)
-            return
-        path = side_indexes.file_path(side, keyword)
-        if path is not None:
+        path = side_indexes.file_path(side, keyword) if side is not None else None
+        if side is not None and path is not None:
             self._update_from_file(store, side, path, keyword)
+            return
+        if side is None or not side_indexes.persistable(keyword):
+            version = side.records_version() if side is not None else None  # read before the records
+            self.rebuild_indexes(store)
+            self.indexed_version = version  # so ensure_current notices another process's changes
             return
         clock = time.perf_counter()
         version = side.records_version()  # read before the records: a rebuild is saved only if still current
@@ -287,6 +291,8 @@ class HybridSearcher:
                 version, origin = updated, "updated"
                 opened = side_indexes.open_file(path, version, keyword, strategy)
         if opened is not None:
+            if isinstance(keyword, RecordKeywordIndex) and record_log is not None:
+                keyword.sync(record_log)  # it keeps its own index: brought up to the store's log (or repaired)
             self._adopt(opened)
             self.indexed_version = version
             self.index_seconds = time.perf_counter() - clock
@@ -330,7 +336,8 @@ class HybridSearcher:
             records = list(store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind_keyword(store)
-        built = side_indexes.build(records, keyword, str(self.keyword_strategy))
+        record_log = store if isinstance(store, RecordLog) else None
+        built = side_indexes.build(records, keyword, str(self.keyword_strategy), record_log)
         built.rows, built.last_row = rows, last_row  # without rows, the file written from them records no last row
         self._adopt(built)
         self.index_seconds = time.perf_counter() - clock
@@ -506,16 +513,17 @@ class HybridSearcher:
         )
         vector = self.embed(query) if SEMANTIC in weights or hybrid else None
         passes = FilterRecheck(store, where, records)
-        # The builtin BM25 beside the dense search, on a worker thread: both spend their time in code that lets
-        # go of the GIL (numpy, usearch), so on a million chunks a hybrid query takes about the longer of the
-        # two instead of their sum. A plugin's keyword strategy keeps to this thread (it may share the store).
+        # The builtin BM25 (or tantivy) beside the dense search, on a worker thread: both spend their time in
+        # code that lets go of the GIL (numpy or tantivy, usearch), so on a million chunks a hybrid query takes
+        # about the longer of the two instead of their sum. A plugin's keyword strategy keeps to this thread (it
+        # may share the store).
         beside = None
         if (
             SEMANTIC in weights
             and KEYWORD in weights
             and where is None
             and not hybrid
-            and isinstance(keyword, BM25Index)
+            and isinstance(keyword, (BM25Index, TantivyIndex))
         ):
             beside = self._worker().submit(keyword.search, query, depth)
         if SEMANTIC in weights:

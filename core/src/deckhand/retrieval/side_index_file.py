@@ -198,7 +198,7 @@ def write(
     path: Path,
     version: int,
     keyword_strategy: str,
-    keyword: BM25Index,
+    keyword: BM25Index | None,
     definitions: DefinitionIndex,
     resolver: ReferenceResolver,
     exact: ExactIndex,
@@ -209,17 +209,19 @@ def write(
     """Every side index, built from the records at ``version``, into ``path`` (replaced atomically).
 
     ``rows`` (record id → store row) and ``last_row`` (the highest row at ``version``) let
-    :func:`apply` update the file later; without them it is rebuilt whenever the records change."""
-    postings = keyword.postings()
+    :func:`apply` update the file later; without them it is rebuilt whenever the records change. ``keyword``
+    None: a keyword strategy that keeps its own index (``tantivy``); the file then holds no postings."""
+    postings = keyword.postings() if keyword is not None else None
     texts = exact.texts()
-    n_docs = len(postings.ids)
+    ids = postings.ids if postings is not None else list(locations)
+    n_docs = len(ids)
     meta = {
         "format": FORMAT,
         "version": version,
         "last_row": last_row if rows is not None else None,
         "keyword_strategy": keyword_strategy,
-        "bm25": postings.settings,
-        "stats": {"n_docs": n_docs, "avgdl": keyword.avgdl},
+        "bm25": postings.settings if postings is not None else None,
+        "stats": {"n_docs": n_docs, "avgdl": keyword.avgdl if keyword is not None else 0.0},
         "n_docs": n_docs,
         "live": n_docs,
         "built": n_docs,
@@ -243,20 +245,21 @@ def write(
             row_of = rows or {}
             conn.executemany(
                 "INSERT INTO docs VALUES (?, ?, ?, ?, ?)",
-                ((i, rid, *locations.get(rid, ("", "")), row_of.get(rid)) for i, rid in enumerate(postings.ids)),
+                ((i, rid, *locations.get(rid, ("", "")), row_of.get(rid)) for i, rid in enumerate(ids)),
             )
-            position = {rid: i for i, rid in enumerate(postings.ids)}
+            position = {rid: i for i, rid in enumerate(ids)}
             conn.executemany("INSERT INTO texts VALUES (?, ?)", ((position[r], t) for r, t in texts.items()))
-            bounds = postings.offsets
-            docs, weights = postings.docs.astype("<i4"), postings.weights.astype("<f4")
-            conn.executemany(
-                "INSERT INTO postings VALUES (?, 0, ?, ?)",
-                (
-                    (term, docs[bounds[t] : bounds[t + 1]].tobytes(), weights[bounds[t] : bounds[t + 1]].tobytes())
-                    for t, term in enumerate(postings.vocab)
-                    if bounds[t + 1] > bounds[t]
-                ),
-            )
+            if postings is not None:
+                bounds = postings.offsets
+                docs, weights = postings.docs.astype("<i4"), postings.weights.astype("<f4")
+                conn.executemany(
+                    "INSERT INTO postings VALUES (?, 0, ?, ?)",
+                    (
+                        (term, docs[bounds[t] : bounds[t + 1]].tobytes(), weights[bounds[t] : bounds[t + 1]].tobytes())
+                        for t, term in enumerate(postings.vocab)
+                        if bounds[t + 1] > bounds[t]
+                    ),
+                )
             conn.executemany(
                 "INSERT INTO definitions (key, term, definition, source, section_id, record_id)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -310,13 +313,14 @@ def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
     return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
 
 
-def matches(meta: Mapping[str, Any], keyword_strategy: str, keyword: BM25Index) -> bool:
+def matches(meta: Mapping[str, Any], keyword_strategy: str, keyword: BM25Index | None) -> bool:
     """Whether a file with ``meta`` was written in this format for this keyword strategy and BM25 settings (of
-    whatever records version): one that was not is rebuilt, never read or updated."""
+    whatever records version; ``keyword`` None: without postings): one that was not is rebuilt, never read or
+    updated."""
     return (
         meta.get("format") == FORMAT
         and meta.get("keyword_strategy") == keyword_strategy
-        and meta.get("bm25") == keyword.settings()
+        and meta.get("bm25") == (keyword.settings() if keyword is not None else None)
     )
 
 
@@ -699,10 +703,11 @@ class Locations(_Table[tuple[str, str]]):
 
 
 def open_file(
-    path: Path, version: int, keyword: BM25Index, keyword_strategy: str
+    path: Path, version: int, keyword: BM25Index | None, keyword_strategy: str
 ) -> tuple[SideIndexFile, DefinitionIndex, ReferenceResolver, ExactIndex, Mapping[str, tuple[str, str]]] | None:
-    """The side indexes in ``path`` with ``keyword`` attached to its postings; None (nothing attached) when
-    there is no file, it cannot be read, or it was built for other records, format, strategy or settings."""
+    """The side indexes in ``path`` with ``keyword`` attached to its postings (None: a file without postings);
+    None (nothing attached) when there is no file, it cannot be read, or it was built for other records, format,
+    strategy or settings."""
     if not path.is_file():
         return None
     try:
@@ -712,7 +717,7 @@ def open_file(
         return None
     meta = file.meta
     current = meta.get("version") == version and matches(meta, keyword_strategy, keyword)
-    if not current or not keyword.attach(file, dict(meta.get("bm25") or {})):
+    if not current or (keyword is not None and not keyword.attach(file, dict(meta.get("bm25") or {}))):
         file.close()
         return None
     definitions = DefinitionIndex.over(

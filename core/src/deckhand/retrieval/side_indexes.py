@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import KeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
+from deckhand.protocols import KeywordIndex, RecordKeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
 from deckhand.retrieval import side_index_file
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -105,9 +105,19 @@ def indexed_text(record: Record) -> str:
     return "\n".join(parts)
 
 
-def build(records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes:
-    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``."""
-    keyword.build((r.id, indexed_text(r)) for r in records)
+def build(
+    records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str, record_log: RecordLog | None = None
+) -> SideIndexes:
+    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: a
+    :class:`~deckhand.protocols.RecordKeywordIndex` brings itself up to ``record_log`` (the store the records
+    were read from, when it keeps one) or indexes the records, any other gets their indexed texts."""
+    if isinstance(keyword, RecordKeywordIndex):
+        if record_log is not None:
+            keyword.sync(record_log)
+        else:
+            keyword.index_records(records)
+    else:
+        keyword.build((r.id, indexed_text(r)) for r in records)
     return SideIndexes(keyword, keyword_strategy, *_derived(records))
 
 
@@ -126,20 +136,27 @@ def _derived(
     return definitions, resolver, exact, locations
 
 
+def _postings(keyword: KeywordIndex) -> BM25Index | None:
+    """The keyword index whose postings the side index file holds: the builtin ``bm25`` one; None for a
+    :class:`~deckhand.protocols.RecordKeywordIndex`, which keeps its own index (the file holds the others)."""
+    return keyword if isinstance(keyword, BM25Index) else None
+
+
 def file_path(side: SideIndexStorage, keyword: KeywordIndex) -> Path | None:
     """Where the side indexes are kept as a file (:mod:`~deckhand.retrieval.side_index_file`): a store that
-    names one, with the builtin ``bm25`` keyword index; None to keep them as a blob."""
-    if not isinstance(keyword, BM25Index) or not isinstance(side, SideIndexFiles):
+    names one, with the builtin ``bm25`` keyword index or one that keeps itself (``tantivy``); None to keep
+    them as a blob."""
+    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)) or not isinstance(side, SideIndexFiles):
         return None
     return side.side_index_path(SIDE_INDEX)
 
 
 def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes | None:
-    """The side indexes kept in ``path`` for the records at ``version``, ``keyword`` reading its postings;
-    None when there is none for them (the caller rebuilds and :func:`write_file`-s)."""
-    if not isinstance(keyword, BM25Index):
+    """The side indexes kept in ``path`` for the records at ``version``, a ``bm25`` ``keyword`` reading its
+    postings; None when there is none for them (the caller rebuilds and :func:`write_file`-s)."""
+    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)):
         return None
-    opened = side_index_file.open_file(path, version, keyword, keyword_strategy)
+    opened = side_index_file.open_file(path, version, _postings(keyword), keyword_strategy)
     if opened is None:
         return None
     file, definitions, resolver, exact, locations = opened
@@ -148,13 +165,13 @@ def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy:
 
 def write_file(path: Path, version: int, indexes: SideIndexes) -> None:
     """``indexes`` (built in this process from the records at ``version``) kept in ``path`` for :func:`open_file`."""
-    if not isinstance(indexes.keyword, BM25Index):
-        raise TypeError("only the builtin bm25 keyword index is kept in a side index file")
+    if not isinstance(indexes.keyword, (BM25Index, RecordKeywordIndex)):
+        raise TypeError("only the builtin bm25 keyword index, or one that keeps itself, goes with a side index file")
     side_index_file.write(
         path,
         version,
         indexes.keyword_strategy,
-        indexes.keyword,
+        _postings(indexes.keyword),
         indexes.definitions,
         indexes.resolver,
         indexes.exact,
@@ -168,29 +185,34 @@ def update_file(path: Path, log_: RecordLog, keyword: KeywordIndex, keyword_stra
     """Apply the records changed since the file at ``path`` was last brought up to date to it, in place
     (:func:`deckhand.retrieval.side_index_file.apply`); the records version it now holds, or None when it
     cannot be updated and is rebuilt instead: no such file, another format or settings, a store whose log
-    no longer reaches back, or changes since the build past :data:`REBUILD_SHARE` of it."""
-    if not isinstance(keyword, BM25Index):
+    no longer reaches back, or (with ``bm25`` postings, weighted with the build's statistics) changes since the
+    build past :data:`REBUILD_SHARE` of it."""
+    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)):
         return None
+    postings = _postings(keyword)
     for _ in range(3):  # another process may update it meanwhile: then start from where it left the file
         meta = side_index_file.read_meta(path)
-        if meta is None or not side_index_file.matches(meta, keyword_strategy, keyword) or meta.get("last_row") is None:
+        if meta is None or meta.get("last_row") is None:
+            return None
+        if not side_index_file.matches(meta, keyword_strategy, postings):
             return None
         changes = log_.changes_since(int(meta["version"]), int(meta["last_row"]))
         if changes is None:
             return None
         if changes.version == meta["version"]:
             return changes.version
-        if int(meta.get("changed", 0)) + len(changes.deleted) + len(changes.added) > REBUILD_SHARE * max(
-            int(meta.get("built", 0)), 1
-        ):
+        if postings is not None and int(meta.get("changed", 0)) + len(changes.deleted) + len(
+            changes.added
+        ) > REBUILD_SHARE * max(int(meta.get("built", 0)), 1):
             return None
-        if side_index_file.apply(path, _delta(meta, changes, keyword)):
+        if side_index_file.apply(path, _delta(meta, changes, postings)):
             return changes.version
     return None
 
 
-def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index) -> side_index_file.Delta:
-    """``changes`` as the file keeps them: the new records in index order (source, chunk), each analysed."""
+def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index | None) -> side_index_file.Delta:
+    """``changes`` as the file keeps them: the new records in index order (source, chunk), each analysed for
+    ``keyword``'s postings (None: the file holds none)."""
     added = sorted(changes.added, key=lambda item: (item[1].source, item[1].chunk_index))
     records = [record for _, record in added]
     definitions, resolver, exact, locations = _derived(records)
@@ -205,7 +227,7 @@ def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index) 
         sources=[r.source for r in records],
         locations=[locations[r.id][1] for r in records],
         texts=[texts[r.id] for r in records],
-        terms=[keyword.analyzer.terms(indexed_text(r)) for r in records],
+        terms=[keyword.analyzer.terms(indexed_text(r)) if keyword is not None else [] for r in records],
         definitions=definitions.to_state(),
         sections=resolver.to_state(),
     )

@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -905,7 +906,10 @@ def _remove_side_files(path: Path, collection: int) -> None:
     """Delete the side index files of a dropped collection (a reader that opened one keeps it until it closes)."""
     for old in path.parent.glob(f"{sqlite_ann.file_prefix(path, collection)}side-*"):
         with contextlib.suppress(OSError):
-            old.unlink()
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old)  # a keyword index directory (the tantivy strategy's)
+            else:
+                old.unlink()
 
 
 def _dump(metadata: dict[str, Any]) -> str:

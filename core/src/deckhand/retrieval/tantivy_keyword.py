@@ -1,0 +1,367 @@
+"""The ``tantivy`` keyword strategy: BM25 over a tantivy index, one per collection, kept current from the store.
+
+Each record is one tantivy document with the fields ``body`` (what the bm25 strategy indexes: content,
+context, heading chain, section label and defined terms), ``heading`` (the heading chain again, title first,
+weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
+``path_boost``), ``file_type`` (the extension, untokenised), ``id`` (stored, for results) and ``row`` (the
+store's row, for deletes). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
+and digits with inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English
+stemming (the algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
+tantivy's parameters (k1 1.2, b 0.75) and its exact statistics, summed over fields, top ``k`` found by
+block-max WAND rather than by scoring every matching document.
+
+Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
+after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
+from the records like the builtin ``bm25`` one.
+
+Kept current from the store's record log (:class:`deckhand.protocols.RecordLog`), never rebuilt on each change:
+every commit carries the store's log position (records version, highest row) in a position document replaced
+in the same commit (tantivy commits are atomic; tantivy-py 0.27 has no commit payload, so the position is a
+document, counted once in the document total N of BM25's idf). :meth:`TantivyIndex.sync` reads it, asks the
+store what changed since (:meth:`~deckhand.protocols.RecordLog.changes_since`), deletes the removed rows, adds
+the new ones and commits; a store whose log no longer reaches back, an index written with other settings or an
+unreadable one is rebuilt from every record. A process killed between the store's write and the keyword
+commit therefore leaves the index behind the store, never ahead or disagreeing unnoticed, and the next sync
+(any process's next open, or its next query after the records version changed) brings it up to date. A sync
+also reloads the searcher, so a process open during another's ingest sees the new documents. The exact,
+definition and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`,
+written without BM25 postings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deckhand.protocols import RecordLog, SideIndexFiles
+from deckhand.retrieval.analysis import STOPWORDS
+from deckhand.retrieval.side_indexes import indexed_text
+from deckhand.types import Record
+
+if TYPE_CHECKING:
+    import tantivy
+
+log = logging.getLogger("deckhand")
+
+#: Name of the side index (a directory beside the store's file).
+SIDE_INDEX = "keyword-tantivy"
+#: Layout of the index (fields, analysis); an index written with another is rebuilt.
+FORMAT = 2
+#: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
+#: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
+_TOKENIZER = "deckhand_en"
+_PATH_TOKENIZER = "deckhand_path"
+#: Words of letters and digits, dots kept inside them (``analysis.words`` then stripping outer dots).
+_WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
+#: Words of a path: letters and digits only.
+_PATH_WORD = r"[\p{L}\p{N}]+"
+#: Longer tokens are dropped (tantivy refuses terms past 64 KiB; no word of prose comes near this).
+_LONGEST = 100
+#: Indexing memory of a writer (tantivy needs at least 15 MB per thread) and its threads.
+_WRITER_HEAP = 64_000_000
+_WRITER_THREADS = 1
+#: How long a sync waits for another process's writer to finish before searching the index as it is.
+_LOCK_WAIT_S = 30.0
+#: Records per batch read from the store for a full build.
+_BATCH = 2000
+#: The position document's ``kind``.
+_POSITION = "position"
+
+
+class TantivyOptions(BaseModel):
+    """Options of the ``tantivy`` keyword strategy (``keyword_strategy: {name: tantivy, ...}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    heading_boost: float = Field(default=0.25, ge=0.0, le=10.0, description="Extra weight of a heading match.")
+    path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
+
+
+def _analyzer(word: str = _WORD) -> tantivy.TextAnalyzer:
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(word))
+        .filter(tantivy.Filter.remove_long(_LONGEST))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.custom_stopword(sorted(STOPWORDS)))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    for name in ("body", "heading"):
+        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="position")
+    builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("file_type", tokenizer_name="raw")
+    builder.add_text_field("kind", tokenizer_name="raw")
+    builder.add_text_field("settings", stored=True, tokenizer_name="raw")
+    builder.add_integer_field("row", indexed=True)
+    builder.add_integer_field("version", stored=True)
+    builder.add_integer_field("last_row", stored=True)
+    return builder.build()
+
+
+def body_text(record: Record) -> str:
+    """The ``body`` field: what the bm25 strategy indexes (content, contextual header, heading chain, section
+    label and defined terms, each part once: :func:`deckhand.retrieval.side_indexes.indexed_text`)."""
+    return indexed_text(record)
+
+
+def heading_text(record: Record) -> str:
+    """The ``heading`` field: the heading chain (a document's title is its first heading), for the extra weight
+    ``heading_boost`` gives a heading match on top of its match in ``body``."""
+    return "\n".join(str(h) for h in record.metadata.get("parent_chain") or [])
+
+
+class TantivyIndex:
+    """A tantivy index over a collection's records (implements ``KeywordIndex`` and ``RecordKeywordIndex``)."""
+
+    @classmethod
+    def from_options(cls, store: object, cache_path: Path | None, options: TantivyOptions) -> TantivyIndex:
+        """The ``tantivy`` strategy's registered factory: on disk beside a store that names side index files and
+        keeps a record log (the sqlite store), else in memory. ``cache_path`` is not used."""
+        location: Callable[[], Path | None] = lambda: None  # noqa: E731
+        if isinstance(store, SideIndexFiles) and isinstance(store, RecordLog):
+            files = store
+            location = lambda: files.side_index_path(SIDE_INDEX)  # noqa: E731
+        return cls(options, location)
+
+    def __init__(self, options: TantivyOptions | None = None, location: Callable[[], Path | None] | None = None):
+        self.options = options or TantivyOptions()
+        self._location = location or (lambda: None)
+        self._lock = threading.Lock()
+        self._index: tantivy.Index | None = None
+        self._path: Path | None = None
+        self._schema: tantivy.Schema | None = None
+        #: The query's analyzers: text and headings, paths.
+        self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
+
+    # -- opening --------------------------------------------------------------------
+    def settings(self) -> str:
+        """What the indexed documents depend on besides the records; an index written with others is rebuilt."""
+        return json.dumps({"format": FORMAT, "word": _WORD, "path": _PATH_WORD, "longest": _LONGEST}, sort_keys=True)
+
+    def _open(self) -> tantivy.Index:
+        """The index at the store's current location (opened or created; reopened when the location changed)."""
+        path = self._location()
+        if self._index is not None and path == self._path:
+            return self._index
+        import tantivy
+
+        schema = _schema()
+        if path is None:
+            index = tantivy.Index(schema)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            try:
+                index = tantivy.Index(schema, path=str(path), reuse=True)
+            except (ValueError, OSError) as exc:
+                log.warning("keyword index %s cannot be opened (%s); rebuilding it from the records", path, exc)
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir(parents=True, exist_ok=True)
+                index = tantivy.Index(schema, path=str(path), reuse=False)
+        index.register_tokenizer(_TOKENIZER, _analyzer())
+        index.register_tokenizer(_PATH_TOKENIZER, _analyzer(_PATH_WORD))
+        index.config_reader("manual")
+        self._index, self._path, self._schema = index, path, schema
+        self._analyzers = (_analyzer(), _analyzer(_PATH_WORD))
+        return index
+
+    # -- building ---------------------------------------------------------------------
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        """(Re)build from ``(record id, indexed text)`` pairs, all in the ``body`` field (the plain
+        ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
+        with self._lock:
+            index = self._open()
+            self._rewrite(index, ((record_id, text, "", "", "", None) for record_id, text in docs), None)
+
+    def index_records(self, records: Sequence[Record]) -> None:
+        """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
+        with self._lock:
+            index = self._open()
+            self._rewrite(index, (_fields(r, None) for r in records), None)
+
+    def sync(self, records: RecordLog) -> None:
+        """Bring the index to the store's current log position: apply the changes since the position its last
+        commit carries, or rebuild from every record when it has none or the store cannot say what changed; then
+        reload the searcher. Waits (up to a deadline) while another process writes it, then searches it as it is."""
+        with self._lock:
+            index = self._open()
+            deadline = time.monotonic() + _LOCK_WAIT_S
+            while True:
+                index.reload()
+                done = self._apply(index, records)
+                if done or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if not done:
+                log.warning("keyword index %s is being written by another process; searching it as it is", self._path)
+            index.reload()
+
+    def _apply(self, index: tantivy.Index, records: RecordLog) -> bool:
+        """One attempt of :meth:`sync`; False when another writer holds the index."""
+        position = self.position()
+        current = records.log_position()
+        if position is not None and position == current:
+            return True
+        changes = records.changes_since(*position) if position is not None else None
+        try:
+            writer = index.writer(_WRITER_HEAP, _WRITER_THREADS)
+        except ValueError:  # LockBusy: another process is writing it
+            return False
+        if changes is None:
+            version, last_row = current
+            added = (
+                _fields(record, row)
+                for row, record in records.iter_rows(_BATCH)
+                if row <= last_row  # rows past the position read come with the next sync
+            )
+            self._write(writer, added, deleted=None, position=(version, last_row))
+            log.info("keyword index %s rebuilt from the records (version %d)", self._path, version)
+        else:
+            self._write(
+                writer,
+                (_fields(record, row) for row, record in changes.added),
+                deleted=changes.deleted,
+                position=(changes.version, changes.last_row),
+            )
+        return True
+
+    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields], position: tuple[int, int] | None) -> None:
+        """Replace every document by ``docs`` in one commit."""
+        self._write(index.writer(_WRITER_HEAP, _WRITER_THREADS), docs, deleted=None, position=position)
+        index.reload()
+
+    def _write(
+        self,
+        writer: tantivy.IndexWriter,
+        docs: Iterable[_Fields],
+        *,
+        deleted: Sequence[int] | None,
+        position: tuple[int, int] | None,
+    ) -> None:
+        """Delete the rows ``deleted`` (None: every document), add ``docs`` and the position, commit once, and
+        let the writer finish its merges (which also releases its lock)."""
+        import tantivy
+
+        try:
+            if deleted is None:
+                writer.delete_all_documents()
+            else:
+                for gone in deleted:
+                    writer.delete_documents_by_term("row", gone)
+                writer.delete_documents_by_term("kind", _POSITION)
+            for record_id, body, heading, path, file_type, row in docs:
+                doc = tantivy.Document(id=record_id, body=body)
+                if heading:
+                    doc.add_text("heading", heading)
+                if path:
+                    doc.add_text("path", path)
+                if file_type:
+                    doc.add_text("file_type", file_type)
+                if row is not None:
+                    doc.add_integer("row", row)
+                writer.add_document(doc)
+            if position is not None:
+                marker = tantivy.Document(kind=_POSITION, settings=self.settings())
+                marker.add_integer("version", position[0])
+                marker.add_integer("last_row", position[1])
+                writer.add_document(marker)
+            writer.commit()
+        except BaseException:
+            with contextlib.suppress(ValueError):
+                writer.rollback()
+            raise
+        finally:
+            writer.wait_merging_threads()
+
+    def position(self) -> tuple[int, int] | None:
+        """The store log position the index's last commit was brought up to (None: none, or other settings)."""
+        import tantivy
+
+        assert self._index is not None and self._schema is not None
+        searcher = self._index.searcher()
+        found = searcher.search(tantivy.Query.term_query(self._schema, "kind", _POSITION), 1, count=False).hits
+        if not found:
+            return None
+        doc = searcher.doc(found[0][1])
+        version, last_row = doc.get_first("version"), doc.get_first("last_row")
+        if doc.get_first("settings") != self.settings() or version is None or last_row is None:
+            return None
+        return int(version), int(last_row)
+
+    # -- querying ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Records indexed."""
+        index = self._index
+        if index is None:
+            return 0
+        return index.searcher().num_docs - (1 if self.position() is not None else 0)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)`` pairs, best first; records sharing no term are left out."""
+        import tantivy
+
+        index, schema, analyzers = self._index, self._schema, self._analyzers
+        if index is None or schema is None or analyzers is None or k <= 0:
+            return []
+        terms, path_terms = analyzers[0].analyze(query), analyzers[1].analyze(query)
+        clauses = []
+        for field, boost, words in (
+            ("body", 1.0, terms),
+            ("heading", self.options.heading_boost, terms),
+            ("path", self.options.path_boost, path_terms),
+        ):
+            if boost <= 0:
+                continue
+            for term in words:
+                q = tantivy.Query.term_query(schema, field, term)
+                clauses.append((tantivy.Occur.Should, q if boost == 1.0 else tantivy.Query.boost_query(q, boost)))
+        if not clauses:
+            return []
+        searcher = index.searcher()
+        limit = min(k, max(searcher.num_docs, 1))
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
+        return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+
+    def ids(self) -> list[str]:
+        """Every record id indexed (a full scan: tests and checks)."""
+        import tantivy
+
+        index, schema = self._index, self._schema
+        if index is None or schema is None:
+            return []
+        searcher = index.searcher()
+        query = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, tantivy.Query.all_query()),
+                (tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "kind", _POSITION)),
+            ]
+        )
+        hits = searcher.search(query, max(searcher.num_docs, 1), count=False).hits
+        return [str(searcher.doc(address).get_first("id")) for _, address in hits]
+
+
+#: One document's fields: id, body, heading, path, file type, store row (None: not from a record log).
+_Fields = tuple[str, str, str, str, str, "int | None"]
+
+
+def _fields(record: Record, row: int | None) -> _Fields:
+    meta = record.metadata
+    path = str(meta.get("path") or record.source)
+    return (record.id, body_text(record), heading_text(record), path, str(meta.get("file_type") or ""), row)
