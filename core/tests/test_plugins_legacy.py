@@ -131,3 +131,18 @@ def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], m
     with pytest.raises(PluginError) as err:
         registry.components  # noqa: B018
     assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)
+
+
+def test_deckhand_plugins_lists_the_deprecated_hooks(fresh_registry: None) -> None:
+    """The DeprecationWarning is hidden by Python's default filters; ``deckhand plugins`` is not."""
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+    from deckhand.plugins import get_registry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        get_registry().register_plugin(legacy_plugin, "legacy-notes")
+    result = CliRunner().invoke(cli, ["plugins"])
+    assert result.exit_code == 0, result.output
+    assert "\ndeprecated\n  plugin 'legacy-notes' uses register_" in result.output
+    assert "  plugin 'legacy-notes' uses register_stores(register); use register.store(...)" in result.output

@@ -320,7 +320,8 @@ def plugins_cmd() -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides (with each store's
-        capabilities and what each keyword strategy requires)."""
+        capabilities and what each keyword strategy requires), then conflicts between plugins and
+        deprecated hooks still in use."""
         from deckhand import __version__
         from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
@@ -345,6 +346,7 @@ def plugins_cmd() -> click.Command:
                 if comp.requires:
                     provided["requires"] = sorted(c.value for c in comp.requires)
                 entry["provides"].append(provided)
+        troubles = {"conflicts": registry.conflicts, "deprecated": registry.deprecated}
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
@@ -356,6 +358,11 @@ def plugins_cmd() -> click.Command:
                 for key in ("capabilities", "requires"):
                     if p.get(key):
                         click.echo(f"  {'':<17} {'':<{width}} {key}: {', '.join(p[key])}")
+        for heading, lines in troubles.items():
+            if lines:
+                click.secho(heading, bold=True)
+                for line in lines:
+                    click.echo(f"  {line}")
 
     return plugins
 
