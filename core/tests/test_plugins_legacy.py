@@ -146,3 +146,25 @@ def test_deckhand_plugins_lists_the_deprecated_hooks(fresh_registry: None) -> No
     assert result.exit_code == 0, result.output
     assert "\ndeprecated\n  plugin 'legacy-notes' uses register_" in result.output
     assert "  plugin 'legacy-notes' uses register_stores(register); use register.store(...)" in result.output
+
+
+def test_a_legacy_store_without_an_options_model_still_gets_its_options(tmp_path: Path) -> None:
+    """Before typed registration a store read ``config.options`` itself; its ``options:`` stay accepted."""
+    from deckhand.config.options import validate_options
+
+    seen: list[dict[str, Any]] = []
+
+    class Old:
+        @hookimpl
+        def register_stores(self, register: Register) -> None:
+            register("old-store", lambda config, collection: seen.append(dict(config.options)) or "store")
+
+    registry = PluginRegistry(load_entry_points=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        registry.register_plugin(Old(), "old")
+    store = registry.resolve("store", "old-store")
+    assert validate_options(store, {"shelf": "low"}, ("database", "options")) == {"shelf": "low"}
+    database = DatabaseConfig.model_construct(provider="old-store", options={"shelf": "low"})
+    assert create_store(store, database, "kb", base_dir=tmp_path) == "store"
+    assert seen == [{"shelf": "low"}]
