@@ -225,6 +225,18 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
     )
     assert result.exit_code == 3 and result.output.strip().endswith(expected), result.output
     assert "Traceback" not in result.output
+    both = root / "both.yaml"
+    both.write_text(
+        "tools:\n  - {type: old_lookup, name: old, source: notes/}\n"
+        "  - {type: notes_lookup, name: lookup, source: notes/}\n",
+        encoding="utf-8",
+    )
+    mixed = CliRunner().invoke(cli, ["-q", "search", "--config", str(both), "tide", "--filter", "harbour=south"])
+    assert mixed.exit_code == 0, mixed.output  # over all tools: those that filter are searched
+    assert "--filter: left out the tools whose type takes no filter: old" in mixed.output
+    assert "Gulls nest on the south breakwater." in mixed.output
+    named = CliRunner().invoke(cli, ["-q", "search", "--config", str(both), "tide", "--tool", "old", "--filter", "a=b"])
+    assert named.exit_code == 3 and named.output.strip().endswith(expected), named.output
     tool = build_tool(load_agent_config(agent).tools[0], base_dir=root)
     assert "filter" not in tool.function_definition()["parameters"]["properties"]
     with pytest.raises(FilterError, match=re.escape(expected)):

@@ -234,9 +234,7 @@ def search_cmd() -> click.Command:
             extra = {"filter": parse_expressions(filters)} if filters else {}  # a typo fails before any ingestion
             config = load_config(config_path)
             tools = build_tools(config, config_path, tool_names)
-            refused = next((t for t in tools if extra and not takes_filter(t)), None)
-            if refused is not None:  # one line before any ingestion, not a TypeError from the tool's search
-                raise refuse_filter(refused)
+            tools = _filterable(tools, explicit=bool(tool_names)) if extra else tools
             with closing(tools):
                 initialize_tools(tools, force_ingest, quiet, refresh=refresh)
                 if as_json:
@@ -253,6 +251,20 @@ def search_cmd() -> click.Command:
                     out.print(answer(tool, query, top_k, full=full, extra=extra))
 
     return search
+
+
+def _filterable(tools: list[Tool], *, explicit: bool) -> list[Tool]:
+    """The tools a filtered search asks: all of them when named with --tool (one that takes no filter
+    is a one-line error before any ingestion), else those that take a filter, saying which were left out."""
+    refused = [t for t in tools if not takes_filter(t)]
+    if refused and (explicit or len(refused) == len(tools)):
+        raise refuse_filter(refused[0])
+    if refused:
+        names = ", ".join(printable(t.config.name) for t in refused)
+        click.echo(f"--filter: left out the tools whose type takes no filter: {names}", err=True)
+        for tool in refused:
+            tool.close()
+    return [t for t in tools if t not in refused]
 
 
 def test_cmd() -> click.Command:
