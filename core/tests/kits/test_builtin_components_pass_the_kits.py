@@ -1,22 +1,27 @@
-"""deckhand's own chunkers, embedder, keyword strategy, context generator and reranker pass the kits of
+"""deckhand's own chunkers, embedder, keyword strategy, context generator, reranker and tool types pass the kits of
 :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _chat_server import ChatServer, serve_chat
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.plugins import get_registry
-from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Reranker
+from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Reranker, Tool
 from deckhand.testing.kits import (
     ChunkerTests,
     ContextGeneratorTests,
     EmbedderTests,
     KeywordStrategyTests,
     RerankerTests,
+    ToolTypeTests,
 )
+from deckhand.tools import build_tool
 
 KEY_ENV = "DECKHAND_TEST_KIT_RERANK_KEY"
 
@@ -67,3 +72,26 @@ class TestLLMReranker(RerankerTests):
         with serve_chat(ChatServer(reply=_grade)) as server:
             options = {"base_url": server.url, "model": "judge", "api_key_env": KEY_ENV}
             yield get_registry().resolve("reranker", "llm").create(None, options=options, validate=True)
+
+
+@pytest.fixture
+def harbour(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day; check the almanac.\n", encoding="utf-8")
+    (docs / "gear.md").write_text("# Gear\n\nRope, anchor and lantern are in the locker.\n", encoding="utf-8")
+    return docs
+
+
+class TestVectorstoreToolType(ToolTypeTests):
+    @pytest.fixture
+    def tool(self, harbour: Path, minilm: Any) -> Tool:
+        config = VectorStoreToolConfig(type="vectorstore", name="harbour", source=str(harbour))
+        return build_tool(config, base_dir=harbour.parent)
+
+
+class TestHierarchicalToolType(ToolTypeTests):
+    @pytest.fixture
+    def tool(self, harbour: Path, minilm: Any) -> Tool:
+        config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="harbour", source=str(harbour))
+        return build_tool(config, base_dir=harbour.parent)

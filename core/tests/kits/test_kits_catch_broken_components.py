@@ -3,12 +3,16 @@ the kits' test methods are run directly on deliberately broken components (fast:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
+from deckhand.ingest.pipeline import IngestReport
 from deckhand.testing.kits import (
     ChunkCoverageTests,
     ChunkNumberingTests,
@@ -20,8 +24,12 @@ from deckhand.testing.kits import (
     KeywordRebuildTests,
     RerankerTests,
     TokenizerTests,
+    ToolCallTests,
+    ToolListingTests,
 )
 from deckhand.testing.kits.chunker import SAMPLE
+from deckhand.testing.kits.tool_type import _serve
+from deckhand.tools.results import SearchResult, function_definition
 from deckhand.types import Chunk, Document
 
 Failure = (AssertionError, pytest.fail.Exception)
@@ -280,3 +288,72 @@ def test_the_reranker_and_context_kits_catch_each_fault() -> None:
     assert "should score highest" in _fails(RerankerTests().test_the_answering_passage_scores_highest, Backwards())
     assert "1 contexts for 2 chunks" in _fails(ContextGeneratorTests().test_one_context_per_chunk, OneForAll())
     assert "1 contexts for 0 chunks" not in _fails(ContextGeneratorTests().test_no_chunk_gives_no_context, OneForAll())
+
+
+# -- tool types --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LookupConfig:
+    name: str = "lookup"
+    type: str = "lookup"
+    description: str = "Look a word up in the harbour notes"
+    source: str = "."
+    top_k: int = 3
+
+
+class Lookup:
+    """A sound tool of a plugin's type: the lines holding the query's word."""
+
+    config = LookupConfig()
+    is_initialized, last_ingest_time, last_report, document_count = True, 0.0, None, 2
+    lines = ("High tide comes twice a day.", "Rope and anchor.")
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        found = [line for line in self.lines if query.lower() in line.lower()]
+        return [
+            SearchResult(rank=i + 1, score=1.0, source="notes.md", chunk_index=i, content=line)
+            for i, line in enumerate(found[: top_k or self.config.top_k])
+        ]
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        return "\n".join(r.content for r in self.search_results_sync(query, top_k)) or f"nothing for {query}"
+
+    def function_definition(self) -> dict[str, Any]:
+        return function_definition(self.config.name, self.config.description)
+
+    def close(self) -> None:
+        pass
+
+
+class BadSchema(Lookup):
+    def function_definition(self) -> dict[str, Any]:
+        definition = super().function_definition()
+        definition["parameters"]["properties"]["query"]["type"] = "text"  # no JSON Schema type
+        return definition
+
+
+class Crashes(Lookup):
+    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        raise RuntimeError("index file vanished")
+
+
+def _served(tool: Any) -> dict[str, Any]:
+    return asyncio.run(_serve(tool, "tide"))
+
+
+def test_the_tool_type_kit_passes_a_sound_tool_type() -> None:
+    served = _served(Lookup())
+    ToolListingTests().test_listed_with_a_valid_schema(served, Lookup())
+    ToolListingTests().test_the_function_definition_is_valid(Lookup())
+    ToolCallTests().test_a_call_answers(served)
+    ToolCallTests().test_a_bad_call_is_one_line(served)
+
+
+def test_the_tool_type_kit_catches_each_fault() -> None:
+    with pytest.raises(jsonschema.SchemaError):
+        ToolListingTests().test_the_function_definition_is_valid(BadSchema())
+    assert "the call failed: " in _fails(ToolCallTests().test_a_call_answers, _served(Crashes()))

@@ -13,7 +13,8 @@ collects the inherited tests::
             return LinesChunker(max_lines=4)
 
 Pick single mixins (``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
-capability out. Every kit is fast: a few short texts, no model or server of its own.
+capability out. Every kit is fast: a few short texts, no model or server of its own (the tool type kit
+serves the tool over an in-memory MCP session).
 """
 
 from deckhand.testing.kits.chunker import (
@@ -30,6 +31,7 @@ from deckhand.testing.kits.embedder import (
 )
 from deckhand.testing.kits.keyword import KeywordRankingTests, KeywordRebuildTests, KeywordStrategyTests
 from deckhand.testing.kits.scoring import ContextGeneratorTests, RerankerTests
+from deckhand.testing.kits.tool_type import ToolCallTests, ToolListingTests, ToolTypeTests
 
 __all__ = [
     "ChunkCoverageTests",
@@ -45,4 +47,7 @@ __all__ = [
     "KeywordStrategyTests",
     "RerankerTests",
     "TokenizerTests",
+    "ToolCallTests",
+    "ToolListingTests",
+    "ToolTypeTests",
 ]
