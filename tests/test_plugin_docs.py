@@ -56,6 +56,9 @@ PLUGINS_EXAMPLES = {
         "class PatternLookupTool": "test_own_parameters_reach_mcp",
         'register.store(\n    "acme",': "test_store_options_example",
         "from deckhand.tools import build_tool": "test_from_python_example",
+        "class HashingEmbedder": "test_kit_examples_pass_their_kits",
+        "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
+        "class TestLinesChunker": "test_kit_examples_pass_their_kits",
     },
     "yaml": {
         "chunker: {name: lines": "test_plugin_examples_search_and_filter",
@@ -639,3 +642,50 @@ def test_verify_integrity_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert len(report.ingested) == len(NOTES)
     text = STORE_MD.read_text(encoding="utf-8")
     assert "`verify_integrity() -> None`" in text and "before `open()` at the start of every ingestion" in text
+
+
+def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
+    """The page's embedder and lines chunker, with the page's kit glue, pass the kits (in a pytest of their own)."""
+    for package, marker in (("deckhand_hashing", "class HashingEmbedder"), ("deckhand_lines", "class LinesChunker")):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name, marker in (("test_hashing.py", "class TestHashingEmbedder"), ("test_lines.py", "class TestLinesChunker")):
+        (tests / name).write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tests)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert re.search(r"\b(1[0-9]) passed", ran.stdout), ran.stdout[-500:]
+
+    module = _import(tmp_path / "deckhand_hashing" / "__init__.py", "docs_example_hashing")
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(module, "hashing")
+    component = registry.resolve("embedder", "hashing")
+    assert component.described == {"model_id": "hashing-v1-64", "dimension": 64, "max_tokens": 100_000}
+    embedder = component.create(None, options={"dimension": 128}, validate=True)
+    assert (embedder.model_id, embedder.embed(["tide"]).shape) == ("hashing-v1-128", (1, 128))
+    sys.modules.pop("docs_example_hashing", None)
+
+
+@pytest.mark.parametrize("name", ["SearchHit", "SearchResult", "IngestReport"])
+def test_data_type_fields_are_listed(name: str) -> None:
+    """plugins.md's table of each data type's fields is the class's, in order."""
+    import dataclasses
+
+    import deckhand.types
+    from pydantic import BaseModel
+
+    cls = getattr(deckhand.types, name)
+    is_model = isinstance(cls, type) and issubclass(cls, BaseModel)
+    fields = list(cls.model_fields) if is_model else [f.name for f in dataclasses.fields(cls)]
+    text = PLUGINS_MD.read_text(encoding="utf-8")
+    table = text[text.index(f"`{name}` (") :].split("\n\n")[1]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == fields
