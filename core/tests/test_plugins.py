@@ -463,3 +463,19 @@ def test_deckhand_plugins_shows_conflicts_and_deprecated_hooks(
     result = CliRunner().invoke(cli, ["plugins"])
     assert result.exit_code == 0, result.output
     assert "conflicts\n  plugins 'acme' (acme-chunkers) and 'acme-fork' (acme-chunkers-fork)" in result.output
+
+
+def test_agent_yaml_picks_a_plugin_by_qualified_name(tmp_path: Path, fresh_registry: None) -> None:
+    from deckhand.config import load_agent_config
+
+    get_registry().register_plugin(_chunker_plugin("acme"), "acme")
+    get_registry().register_plugin(_chunker_plugin("zeta"), "zeta")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: notes, source: docs/, chunker: zeta:token}\n"
+        "  - {type: vectorstore, name: plain, source: docs/, chunker: token}\n",
+        encoding="utf-8",
+    )
+    qualified, plain = load_agent_config(tmp_path / "agent.yaml").tools
+    assert qualified.chunker_component(get_registry())[0].plugin == "zeta"
+    assert plain.chunker_component(get_registry())[0].plugin == "acme"
