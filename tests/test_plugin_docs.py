@@ -547,14 +547,7 @@ def test_store_kit_examples(tmp_path: Path) -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     env.pop("DECKHAND_PLUGINS", None)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", chosen, str(tests)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = _pytest(tmp_path, env, "-k", chosen, str(tests))
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed is not None and int(passed.group(1)) >= 6, run.stdout[-2000:]
@@ -644,6 +637,12 @@ def test_verify_integrity_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "`verify_integrity() -> None`" in text and "before `open()` at the start of every ingestion" in text
 
 
+def _pytest(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """A pytest of its own in ``folder``, as a plugin's CI runs its kit tests."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
 def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     """The page's embedder and lines chunker, with the page's kit glue, pass the kits (in a pytest of their own)."""
     for package, marker in (("deckhand_hashing", "class HashingEmbedder"), ("deckhand_lines", "class LinesChunker")):
@@ -654,14 +653,7 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     for name, marker in (("test_hashing.py", "class TestHashingEmbedder"), ("test_lines.py", "class TestLinesChunker")):
         (tests / name).write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tests)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = _pytest(tmp_path, env, str(tests))
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert re.search(r"\b(1[0-9]) passed", ran.stdout), ran.stdout[-500:]
 
