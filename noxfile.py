@@ -139,11 +139,13 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    """mypy over core and every plugin's sources."""
+    """mypy over core and every plugin's sources, and over the example plugins of docs/plugins.md."""
     _core(session)
     session.install(*_editable(*_plugins()), "mypy>=1.11", "types-pyyaml")
     sources = ["core/src"] + [f"plugins/{name}/src" for name in _plugins() if (ROOT / f"plugins/{name}/src").is_dir()]
     session.run("mypy", *sources)
+    # docs/plugins.md's example plugins pass `mypy --strict` against the installed packages (py.typed)
+    session.run("pytest", "tests/test_doc_examples_typecheck.py")
 
 
 @nox.session(python=PYTHON)

@@ -56,6 +56,9 @@ PLUGINS_EXAMPLES = {
         "class PatternLookupTool": "test_own_parameters_reach_mcp",
         'register.store(\n    "acme",': "test_store_options_example",
         "from deckhand.tools import build_tool": "test_from_python_example",
+        "class HashingEmbedder": "test_kit_examples_pass_their_kits",
+        "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
+        "class TestLinesChunker": "test_kit_examples_pass_their_kits",
     },
     "yaml": {
         "chunker: {name: lines": "test_plugin_examples_search_and_filter",
@@ -225,6 +228,18 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
     )
     assert result.exit_code == 3 and result.output.strip().endswith(expected), result.output
     assert "Traceback" not in result.output
+    both = root / "both.yaml"
+    both.write_text(
+        "tools:\n  - {type: old_lookup, name: old, source: notes/}\n"
+        "  - {type: notes_lookup, name: lookup, source: notes/}\n",
+        encoding="utf-8",
+    )
+    mixed = CliRunner().invoke(cli, ["-q", "search", "--config", str(both), "tide", "--filter", "harbour=south"])
+    assert mixed.exit_code == 0, mixed.output  # over all tools: those that filter are searched
+    assert "--filter: left out the tools whose type takes no filter: old" in mixed.output
+    assert "Gulls nest on the south breakwater." in mixed.output
+    named = CliRunner().invoke(cli, ["-q", "search", "--config", str(both), "tide", "--tool", "old", "--filter", "a=b"])
+    assert named.exit_code == 3 and named.output.strip().endswith(expected), named.output
     tool = build_tool(load_agent_config(agent).tools[0], base_dir=root)
     assert "filter" not in tool.function_definition()["parameters"]["properties"]
     with pytest.raises(FilterError, match=re.escape(expected)):
@@ -532,14 +547,7 @@ def test_store_kit_examples(tmp_path: Path) -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     env.pop("DECKHAND_PLUGINS", None)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", chosen, str(tests)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = _pytest(tmp_path, env, "-k", chosen, str(tests))
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed is not None and int(passed.group(1)) >= 6, run.stdout[-2000:]
@@ -627,3 +635,49 @@ def test_verify_integrity_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert len(report.ingested) == len(NOTES)
     text = STORE_MD.read_text(encoding="utf-8")
     assert "`verify_integrity() -> None`" in text and "before `open()` at the start of every ingestion" in text
+
+
+def _pytest(folder: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """A pytest of its own in ``folder``, as a plugin's CI runs its kit tests."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
+    """The page's embedder and lines chunker, with the page's kit glue, pass the kits (in a pytest of their own)."""
+    for package, marker in (("deckhand_hashing", "class HashingEmbedder"), ("deckhand_lines", "class LinesChunker")):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name, marker in (("test_hashing.py", "class TestHashingEmbedder"), ("test_lines.py", "class TestLinesChunker")):
+        (tests / name).write_text(block(PLUGINS_MD, "python", marker), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    ran = _pytest(tmp_path, env, str(tests))
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert re.search(r"\b(1[0-9]) passed", ran.stdout), ran.stdout[-500:]
+
+    module = _import(tmp_path / "deckhand_hashing" / "__init__.py", "docs_example_hashing")
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(module, "hashing")
+    component = registry.resolve("embedder", "hashing")
+    assert component.described == {"model_id": "hashing-v1-64", "dimension": 64, "max_tokens": 100_000}
+    embedder = component.create(None, options={"dimension": 128}, validate=True)
+    assert (embedder.model_id, embedder.embed(["tide"]).shape) == ("hashing-v1-128", (1, 128))
+    sys.modules.pop("docs_example_hashing", None)
+
+
+@pytest.mark.parametrize("name", ["SearchHit", "SearchResult", "IngestReport"])
+def test_data_type_fields_are_listed(name: str) -> None:
+    """plugins.md's table of each data type's fields is the class's, in order."""
+    import dataclasses
+
+    import deckhand.types
+    from pydantic import BaseModel
+
+    cls = getattr(deckhand.types, name)
+    is_model = isinstance(cls, type) and issubclass(cls, BaseModel)
+    fields = list(cls.model_fields) if is_model else [f.name for f in dataclasses.fields(cls)]
+    text = PLUGINS_MD.read_text(encoding="utf-8")
+    table = text[text.index(f"`{name}` (") :].split("\n\n")[1]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == fields

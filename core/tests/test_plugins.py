@@ -390,3 +390,100 @@ def test_deckhand_plugins_shows_capabilities(fresh_registry: None) -> None:
     assert provided[("store", "in-memory")]["capabilities"] == ["filters"]
     text = CliRunner().invoke(cli, ["plugins"]).output
     assert "capabilities: concurrent_processes, filters, index_maintenance" in text
+
+
+def _lines_plugin() -> types.ModuleType:
+    module = types.ModuleType("acme_lines")
+
+    @hookimpl
+    def deckhand_register(register: Registrar) -> None:
+        register.chunker("lines", lambda tokenizer, options: "acme lines", description="lines by acme")
+
+    module.deckhand_register = deckhand_register  # type: ignore[attr-defined]
+    return module
+
+
+def _same_module_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two distributions whose entry points name the same module (``acme`` and ``acme-fork``)."""
+    import importlib.metadata
+    import sys
+
+    monkeypatch.setitem(sys.modules, "acme_lines", _lines_plugin())
+
+    class Dist:
+        def __init__(self, name: str) -> None:
+            self.name, self.version = name, "1.0"
+
+    eps = []
+    for name, dist in (("acme", "acme-chunkers"), ("acme-fork", "acme-chunkers-fork")):
+        ep = importlib.metadata.EntryPoint(name=name, value="acme_lines", group="deckhand")
+        ep._for(Dist(dist))  # type: ignore[arg-type]
+        eps.append(ep)
+    monkeypatch.setattr("deckhand.plugins.importlib.metadata.entry_points", lambda group: eps)
+
+
+def test_two_plugins_shipping_one_module_conflict_in_one_local_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    _same_module_entry_points(monkeypatch)
+    registry = PluginRegistry()  # pluggy's "Plugin already registered under a different name" used to escape here
+    assert registry.resolve("chunker", "token").builtin  # what uses neither plugin keeps working
+    with pytest.raises(ComponentNotFoundError) as caught:
+        registry.resolve("chunker", "lines")
+    message = str(caught.value)
+    assert "\n" not in message
+    for needed in ("acme-chunkers", "acme-chunkers-fork", "DECKHAND_PLUGINS=acme", "acme:NAME"):
+        assert needed in message
+    assert registry.find("chunker", "lines") is None
+    assert registry.resolve("chunker", "acme:lines").plugin == "acme"
+    assert registry.resolve("chunker", "acme-fork:lines").plugin == "acme"
+    assert any("ship the same module acme_lines" in line for line in registry.conflicts)
+
+
+def test_choosing_one_with_deckhand_plugins_ends_the_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    _same_module_entry_points(monkeypatch)
+    monkeypatch.setenv("DECKHAND_PLUGINS", "acme-fork")
+    registry = PluginRegistry()
+    assert registry.resolve("chunker", "lines").plugin == "acme-fork"
+    assert registry.conflicts == []
+
+
+def test_a_qualified_name_picks_the_plugin_that_lost(caplog: pytest.LogCaptureFixture) -> None:
+    registry = _bare_registry()
+    registry.register_plugin(_chunker_plugin("acme"), "acme")
+    registry.register_plugin(_chunker_plugin("zeta"), "zeta")
+    assert registry.resolve("chunker", "token").plugin == "acme"
+    assert registry.resolve("chunker", "zeta:token").plugin == "zeta"
+    assert registry.resolve("chunker", "deckhand.builtin:token").builtin
+    assert registry.find("chunker", "nobody:token") is None
+    assert registry.find("embedder", "sentence-transformers:./models/x") is None
+    assert registry.conflicts == [
+        "chunker 'token' is registered by plugins 'acme' and 'zeta' and 'deckhand.builtin'; 'acme' wins "
+        "(same priority: the plugin name that sorts first wins; pass priority= to choose)"
+    ]
+
+
+def test_deckhand_plugins_shows_conflicts_and_deprecated_hooks(
+    monkeypatch: pytest.MonkeyPatch, fresh_registry: None
+) -> None:
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+
+    _same_module_entry_points(monkeypatch)
+    result = CliRunner().invoke(cli, ["plugins"])
+    assert result.exit_code == 0, result.output
+    assert "conflicts\n  plugins 'acme' (acme-chunkers) and 'acme-fork' (acme-chunkers-fork)" in result.output
+
+
+def test_agent_yaml_picks_a_plugin_by_qualified_name(tmp_path: Path, fresh_registry: None) -> None:
+    from deckhand.config import load_agent_config
+
+    get_registry().register_plugin(_chunker_plugin("acme"), "acme")
+    get_registry().register_plugin(_chunker_plugin("zeta"), "zeta")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - {type: vectorstore, name: notes, source: docs/, chunker: zeta:token}\n"
+        "  - {type: vectorstore, name: plain, source: docs/, chunker: token}\n",
+        encoding="utf-8",
+    )
+    qualified, plain = load_agent_config(tmp_path / "agent.yaml").tools
+    assert qualified.chunker_component(get_registry())[0].plugin == "zeta"
+    assert plain.chunker_component(get_registry())[0].plugin == "acme"

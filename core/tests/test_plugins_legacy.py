@@ -131,3 +131,40 @@ def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], m
     with pytest.raises(PluginError) as err:
         registry.components  # noqa: B018
     assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)
+
+
+def test_deckhand_plugins_lists_the_deprecated_hooks(fresh_registry: None) -> None:
+    """The DeprecationWarning is hidden by Python's default filters; ``deckhand plugins`` is not."""
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+    from deckhand.plugins import get_registry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        get_registry().register_plugin(legacy_plugin, "legacy-notes")
+    result = CliRunner().invoke(cli, ["plugins"])
+    assert result.exit_code == 0, result.output
+    assert "\ndeprecated\n  plugin 'legacy-notes' uses register_" in result.output
+    assert "  plugin 'legacy-notes' uses register_stores(register); use register.store(...)" in result.output
+
+
+def test_a_legacy_store_without_an_options_model_still_gets_its_options(tmp_path: Path) -> None:
+    """Before typed registration a store read ``config.options`` itself; its ``options:`` stay accepted."""
+    from deckhand.config.options import validate_options
+
+    seen: list[dict[str, Any]] = []
+
+    class Old:
+        @hookimpl
+        def register_stores(self, register: Register) -> None:
+            register("old-store", lambda config, collection: seen.append(dict(config.options)) or "store")
+
+    registry = PluginRegistry(load_entry_points=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        registry.register_plugin(Old(), "old")
+    store = registry.resolve("store", "old-store")
+    assert validate_options(store, {"shelf": "low"}, ("database", "options")) == {"shelf": "low"}
+    database = DatabaseConfig.model_construct(provider="old-store", options={"shelf": "low"})
+    assert create_store(store, database, "kb", base_dir=tmp_path) == "store"
+    assert seen == [{"shelf": "low"}]

@@ -15,7 +15,11 @@ arguments; a store reads ``config.options`` itself). Either way an unknown keywo
 
 When two plugins register the same name for the same kind, one wins by a fixed rule
 (:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
-deckhand's builtin, then the plugin whose name sorts first; one warning names them all.
+deckhand's builtin, then the plugin whose name sorts first; one warning names them all, and
+``plugin:component`` (``chunker: acme:lines``) picks a plugin's own. When two plugins ship the
+same module, neither's components resolve unqualified (one line names both distributions and how
+to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` and
+:attr:`PluginRegistry.deprecated` list both kinds of trouble for ``deckhand plugins``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args, get_origin
 
 import pluggy
@@ -81,9 +85,17 @@ class PluginRegistry:
         self._dists: dict[str, tuple[str, str]] = {}
         #: Installed entry-point plugins left out because of ``DECKHAND_PLUGINS``.
         self.excluded: list[str] = []
+        #: Plugin name → the one line saying which other plugin ships the same module (both ways).
+        self._shared_module: dict[str, str] = {}
+        #: A second entry point shipping a module already loaded → the plugin name it is loaded under.
+        self._alias_of: dict[str, str] = {}
+        #: One line per legacy ``register_<kind>s`` hook a plugin implements.
+        self.deprecated: list[str] = []
+        self._overridden: list[str] = []
         if load_entry_points:
             self._load_entry_points()
         self._components: dict[Kind, dict[str, Component]] | None = None
+        self._candidates: dict[Kind, dict[str, list[Component]]] = {}
         self._lock = threading.Lock()
 
     def _load_entry_points(self) -> None:
@@ -100,9 +112,33 @@ class PluginRegistry:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not hide the others
                 raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
-            self._register_checked(module, ep.name)
-            dist = getattr(ep, "dist", None)
+            dist = ep.dist
             self._dists[ep.name] = (dist.name, dist.version) if dist else (ep.name, "")
+            first = self.pm.get_name(module)
+            if first is not None:  # pluggy would raise "Plugin already registered under a different name"
+                self._share_module(first, ep.name, ep.value)
+                continue
+            self._register_checked(module, ep.name)
+
+    def _share_module(self, first: str, second: str, module: str) -> None:
+        """Record that plugins ``first`` (loaded) and ``second`` ship the same module: their components
+        then resolve only by a qualified name, with one line naming both distributions otherwise."""
+        dist_first, dist_second = self._dists[first][0], self._dists[second][0]
+        message = (
+            f"plugins {first!r} ({dist_first}) and {second!r} ({dist_second}) ship the same module {module}: "
+            f"set {ENV_PLUGINS} to the one to load (e.g. {ENV_PLUGINS}={first}), uninstall the other, "
+            f"or name the component {first}:NAME in agent.yaml"
+        )
+        log.warning("%s", message)
+        self._alias_of[second] = first
+        self._shared_module[first] = self._shared_module[second] = message
+
+    @property
+    def conflicts(self) -> list[str]:
+        """One line per conflict: plugins shipping the same module, and a name several plugins register."""
+        shared = sorted(set(self._shared_module.values()))
+        self.components  # noqa: B018 - collecting finds the overridden names
+        return [*shared, *self._overridden]
 
     def plugin_distributions(self) -> dict[str, tuple[str, str]]:
         """Entry-point name → (distribution, version) of every loaded external plugin."""
@@ -126,12 +162,12 @@ class PluginRegistry:
         for caller in self.pm.get_hookcallers(module) or []:
             kind = _LEGACY_KIND.get(caller.name)
             if kind is not None:
-                warnings.warn(
+                message = (
                     f"plugin {name!r} uses {caller.name}(register); use register.{kind}(...) in a "
-                    "deckhand_register(register) hook (deckhand.hookspecs); the old hooks will be removed",
-                    DeprecationWarning,
-                    stacklevel=4,
+                    "deckhand_register(register) hook (deckhand.hookspecs); the old hooks will be removed"
                 )
+                self.deprecated.append(message)
+                warnings.warn(message, DeprecationWarning, stacklevel=4)
 
     @property
     def components(self) -> dict[Kind, dict[str, Component]]:
@@ -161,32 +197,51 @@ class PluginRegistry:
                 plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
                 impl.function(register=_legacy_register(kind, plugin_name, add))
         found: dict[Kind, dict[str, Component]] = {kind: {} for kind in KINDS}
+        self._candidates = candidates
+        self._overridden = []
         for kind, table in candidates.items():
             for name, same in sorted(table.items()):
                 ranked = sorted(same, key=_precedence)
                 found[kind][name] = ranked[0]
                 if len(ranked) > 1:
-                    log.warning("%s", _override_message(ranked))
+                    self._overridden.append(_override_message(ranked))
+                    log.warning("%s", self._overridden[-1])
         return found
 
     def list(self, kind: Kind) -> list[Component]:
         return sorted(self.components[kind].values(), key=lambda c: c.name)
 
     def find(self, kind: Kind, name: str) -> Component | None:
-        """The component called ``name`` (or aliased so), or ``None``."""
-        table = self.components[kind]
-        if name in table:
-            return table[name]
-        for component in table.values():
-            if name in component.aliases:
-                return component
-        return None
+        """The component called ``name`` (or aliased so), or ``None``; ``plugin:name`` picks the one
+        that plugin registers, whichever wins unqualified. A component of a plugin whose module another
+        plugin also ships is found only qualified (:meth:`resolve` says why)."""
+        qualified = self._qualified(kind, name)
+        if qualified is not None:
+            return qualified
+        component = _named(self.components[kind].values(), name)
+        if component is None or component.plugin in self._shared_module:
+            return None
+        return component
+
+    def _qualified(self, kind: Kind, name: str) -> Component | None:
+        """``plugin:component`` → that plugin's component, or ``None`` when ``name`` is not so qualified
+        (an embedder's ``<embedder>:<model>`` names no plugin, or no component of it)."""
+        plugin, sep, rest = name.partition(":")
+        if not (sep and plugin and rest):
+            return None
+        plugin = self._alias_of.get(plugin, plugin)
+        self.components  # noqa: B018 - collect the candidates
+        mine = [c for same in self._candidates[kind].values() for c in same if c.plugin == plugin]
+        return _named(mine, rest)
 
     def resolve(self, kind: Kind, name: str) -> Component:
         """The component called ``name`` (or aliased so); a clear error naming the install command if none."""
         component = self.find(kind, name)
         if component is not None:
             return component
+        shared = _named(self.components[kind].values(), name)
+        if shared is not None:
+            raise ComponentNotFoundError(f"{shared.label()}: {self._shared_module[shared.plugin]}")
         table = self.components[kind]
         available = ", ".join(sorted(table)) or "none"
         label = kind.replace("_", " ")
@@ -196,6 +251,15 @@ class PluginRegistry:
         raise ComponentNotFoundError(
             f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available}){excluded}"
         )
+
+
+def _named(components: Iterable[Component], name: str) -> Component | None:
+    """The component called ``name``, else the first aliased so, else ``None``."""
+    components = list(components)
+    for component in components:
+        if component.name == name:
+            return component
+    return next((c for c in components if name in c.aliases), None)
 
 
 def _precedence(component: Component) -> tuple[int, bool, str]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
 from deckhand.types import (
     Chunk,
@@ -260,12 +261,14 @@ class VectorStore(Protocol):
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
         """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says.
 
-        ``sources`` keeps only records of those sources (``[]`` keeps none). A store that
-        declares :attr:`StoreCapability.FILTERS` also takes ``where: Filter | None = None``
-        and keeps only records satisfying it (see :mod:`deckhand.filters.conditions`). A persistent
+        ``sources`` keeps only records of those sources (``[]`` keeps none). ``where`` keeps only
+        records satisfying it (see :mod:`deckhand.filters.conditions`) in a store that declares
+        :attr:`StoreCapability.FILTERS`; deckhand passes none to a store that does not, which
+        should refuse one with :class:`deckhand.errors.FilterError` rather than ignore it. A persistent
         store answers from the current data: writes made through another connection or
         process since this one last read are visible (no stale in-memory copy).
         """

@@ -43,8 +43,8 @@ def test_an_outage_during_a_reingest_keeps_the_index_and_heals_by_itself(make_to
     assert status.state == "unreachable"
     assert status.document_count == 3, "the last count, not 0"
     assert status.outage is not None and status.outage.startswith("store unreachable since ")
-    assert "the last index (3 chunks) is kept" in status.outage
-    assert "unreachable, 3 chunks" in text and "ready, 0 chunks" not in text
+    assert "the last index (3 searchable items) is kept" in status.outage
+    assert "unreachable, 3 searchable items" in text and "ready, 0 searchable items" not in text
 
     tool.fail_with = tool.count_error = None  # the server is back: the next retry re-ingests, nobody calls
     _until(lambda: box.list_tools()[1].tools[0].state == "ready")

@@ -291,3 +291,16 @@ def test_loading_the_plugin_imports_no_connector() -> None:
     names, heavy = out.stdout.splitlines()
     assert {p.name for p in PROVIDERS} <= set(names.split(","))
     assert heavy == "", f"loading the plugins imported {heavy}"
+
+
+def test_a_filter_is_refused_in_one_line_not_ignored() -> None:
+    """The bridge declares no 'filters': its search takes ``where=`` (the VectorStore protocol) and refuses one."""
+    from deckhand.errors import FilterError
+    from deckhand.filters.conditions import Filter, Op, condition
+    from deckhand_semantic_kernel.stores.bridge import BridgeStore
+
+    store = BridgeStore(DatabaseConfig.model_construct(provider="chromadb", options={}), "kb")
+    where = Filter((condition("author", Op.EQ, ["x"]),))
+    with pytest.raises(FilterError, match="cannot apply search filters") as refused:
+        store.search(np.zeros(4, dtype=np.float32), 3, where=where)
+    assert "\n" not in str(refused.value)

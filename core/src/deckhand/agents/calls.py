@@ -9,9 +9,19 @@ from these models by :func:`json_schema` (flat: no ``$ref``, no titles, no ``nul
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+import annotated_types
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    create_model,
+    field_validator,
+)
 
 from deckhand.errors import DeckhandError
 from deckhand.filters.spec import SearchFilter, filter_validation_line
@@ -20,8 +30,10 @@ from deckhand.schemas import json_schema
 
 __all__ = ["json_schema"]  # re-exported: the front ends import it from here
 
-#: Bounds of ``top_k`` wherever a call takes one (the tool config's own bounds).
+#: Bounds of ``top_k`` wherever a call takes one (the builtin tool configs' own bounds).
 TOP_K_MIN, TOP_K_MAX = 1, 100
+#: The most results one search call may ask for, whatever a tool type's config allows (an LLM's argument is bounded).
+TOP_K_CEILING = 1000
 
 
 class CallError(DeckhandError, ValueError):
@@ -37,12 +49,13 @@ class Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def _top_k(description: str, default: int | None = None) -> Any:
-    return Field(default=default, ge=TOP_K_MIN, le=TOP_K_MAX, description=description)
+def _top_k(description: str, default: int | None = None, limit: int = TOP_K_MAX) -> Any:
+    return Field(default=default, ge=TOP_K_MIN, le=limit, description=description)
 
 
 class SearchArguments(Arguments):
-    """A search of one retrieval tool, optionally filtered (``docs/filters.md``)."""
+    """A search of one retrieval tool, optionally filtered (``docs/filters.md``); ``top_k`` up to
+    :data:`TOP_K_MAX` (a tool type allowing more gets :func:`search_arguments` of its limit)."""
 
     query: str = Field(description="What to look for, in natural language.", max_length=MAX_QUERY_CHARS)
     top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")
@@ -240,7 +253,10 @@ class ToolStatus(BaseModel):
     source: str
     state: str = Field(description="pending, ingesting, ready, failed, or unreachable (the store's server).")
     provider: str | None = Field(default=None, description="The store in use, once ingested.")
-    document_count: int = Field(description="Chunks stored (the last count read while the store is unreachable).")
+    document_count: int = Field(
+        description="Searchable items held: chunks for deckhand's tool types, whatever a plugin's tool type searches "
+        "(files, rows) otherwise; the last count read while the store is unreachable."
+    )
     last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")
@@ -330,3 +346,25 @@ def validation_line(exc: ValidationError, model: type[BaseModel]) -> str:
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more problem(s))"
     return text
+
+
+def top_k_limit(config_model: type) -> int:
+    """The largest ``top_k`` a tool config model allows (its field's ``le``), at most :data:`TOP_K_CEILING`;
+    :data:`TOP_K_MAX` when it is no pydantic model or has no such field or bound."""
+    fields = config_model.model_fields if issubclass(config_model, BaseModel) else {}
+    field = fields.get("top_k")
+    bounds = [m.le for m in field.metadata if isinstance(m, annotated_types.Le)] if field is not None else []
+    limit = bounds[0] if bounds and isinstance(bounds[0], int) else TOP_K_MAX
+    return max(TOP_K_MIN, min(limit, TOP_K_CEILING))
+
+
+@functools.cache
+def search_arguments(limit: int) -> type[SearchArguments]:
+    """:class:`SearchArguments` whose ``top_k`` goes up to ``limit`` (a tool type's own bound)."""
+    if limit == TOP_K_MAX:
+        return SearchArguments
+    top_k = _top_k(f"How many results to return (1-{limit}); default: the tool's top_k.", limit=limit)
+    model: type[SearchArguments] = create_model(
+        f"SearchArgumentsUpTo{limit}", __base__=SearchArguments, top_k=(int | None, top_k)
+    )
+    return model

@@ -32,11 +32,12 @@ from deckhand.agents.calls import (
     Output,
     ReadArguments,
     ReadOutput,
-    SearchArguments,
     SearchOutput,
     ToolListOutput,
     json_schema,
     parse_arguments,
+    search_arguments,
+    top_k_limit,
 )
 from deckhand.agents.reading import SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
@@ -81,7 +82,8 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     is shown in this call's fuller wording; one it describes itself (a query that is a regular expression) is
     shown as the tool wrote it. ``top_k`` is always offered; ``filter`` only when the tool lists it.
     """
-    schema = json_schema(SearchArguments)
+    limit = top_k_limit(type(tool.config))
+    schema = json_schema(search_arguments(limit))
     standard = function_definition("", "")["parameters"]["properties"]
     own = parameters["properties"]
     properties: dict[str, Any] = {}
@@ -92,7 +94,7 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
             default = getattr(tool.config, "top_k", None)
             if default is not None:
                 ours["default"] = default
-                ours["description"] = f"How many results to return (1-100); default {default}."
+                ours["description"] = f"How many results to return (1-{limit}); default {default}."
             properties[name] = ours
     schema["properties"] = properties
     schema["required"] = list(parameters["required"])
@@ -116,7 +118,7 @@ def operations(toolbox: Toolbox) -> list[Operation]:
                 name,
                 f"Search {name}",
                 definition["description"],
-                SearchArguments,
+                search_arguments(top_k_limit(type(tool.config))),
                 SearchOutput,
                 search,
                 input_schema=_search_schema(tool, definition["parameters"]),

@@ -1,4 +1,7 @@
-"""What ``deckhand_list_tools`` says: each tool's state, source, chunk count and last ingest; the memory."""
+"""What ``deckhand_list_tools`` says: each tool's state, source, item count and last ingest; the memory.
+
+A tool's count is of what it searches (chunks for deckhand's tool types, files for a grep tool
+type): the text says "searchable items", which is true of every tool type."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         state = "pending"
     said = None
     if outage is not None:
-        kept = f"the last index ({count} chunks) is kept" if slot.ready else "nothing is indexed yet"
+        kept = f"the last index ({count} searchable items) is kept" if slot.ready else "nothing is indexed yet"
         said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
     stamp = getattr(tool, "last_ingest_time", None)
     report = getattr(tool, "last_report", None)
@@ -52,7 +55,8 @@ def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) ->
     lines = []
     for s in statuses:
         when = s.last_ingest_time or "never"
-        line = f"{s.name} ({s.type}): {s.state}, {s.document_count} chunks from {s.source}, last ingest {when}"
+        count = f"{s.document_count} searchable items"
+        line = f"{s.name} ({s.type}): {s.state}, {count} from {s.source}, last ingest {when}"
         if s.outage:
             line += f"; {s.outage}"
         if s.error:

@@ -257,9 +257,7 @@ def search_cmd() -> click.Command:
             extra = {"filter": parse_expressions(filters)} if filters else {}  # a typo fails before any ingestion
             config = load_config(config_path)
             tools = build_tools(config, config_path, tool_names)
-            refused = next((t for t in tools if extra and not takes_filter(t)), None)
-            if refused is not None:  # one line before any ingestion, not a TypeError from the tool's search
-                raise refuse_filter(refused)
+            tools = _filterable(tools, explicit=bool(tool_names)) if extra else tools
             with closing(tools):
                 initialize_tools(tools, force_ingest, quiet, refresh=refresh)
                 if as_json:
@@ -276,6 +274,20 @@ def search_cmd() -> click.Command:
                     out.print(answer(tool, query, top_k, full=full, extra=extra))
 
     return search
+
+
+def _filterable(tools: list[Tool], *, explicit: bool) -> list[Tool]:
+    """The tools a filtered search asks: all of them when named with --tool (one that takes no filter
+    is a one-line error before any ingestion), else those that take a filter, saying which were left out."""
+    refused = [t for t in tools if not takes_filter(t)]
+    if refused and (explicit or len(refused) == len(tools)):
+        raise refuse_filter(refused[0])
+    if refused:
+        names = ", ".join(printable(t.config.name) for t in refused)
+        click.echo(f"--filter: left out the tools whose type takes no filter: {names}", err=True)
+        for tool in refused:
+            tool.close()
+    return [t for t in tools if t not in refused]
 
 
 def test_cmd() -> click.Command:
@@ -343,7 +355,8 @@ def plugins_cmd() -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides (with each store's
-        capabilities and what each keyword strategy requires)."""
+        capabilities and what each keyword strategy requires), then conflicts between plugins and
+        deprecated hooks still in use."""
         from deckhand import __version__
         from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
@@ -368,6 +381,7 @@ def plugins_cmd() -> click.Command:
                 if comp.requires:
                     provided["requires"] = sorted(c.value for c in comp.requires)
                 entry["provides"].append(provided)
+        troubles = {"conflicts": registry.conflicts, "deprecated": registry.deprecated}
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
@@ -379,6 +393,11 @@ def plugins_cmd() -> click.Command:
                 for key in ("capabilities", "requires"):
                     if p.get(key):
                         click.echo(f"  {'':<17} {'':<{width}} {key}: {', '.join(p[key])}")
+        for heading, lines in troubles.items():
+            if lines:
+                click.secho(heading, bold=True)
+                for line in lines:
+                    click.echo(f"  {line}")
 
     return plugins
 

@@ -1,8 +1,8 @@
 """Handing a filter to a store: only to one that declares it can apply it.
 
 A store that does not declare :attr:`~deckhand.protocols.StoreCapability.FILTERS` is never
-given ``where=`` (its ``search`` may not even take it): :func:`require_filters` raises
-:class:`~deckhand.errors.FilterError` instead, so a filter is never silently ignored.
+given ``where=``: :func:`require_filters` raises :class:`~deckhand.errors.FilterError` instead,
+so a filter is never silently ignored (such a store's own ``search`` calls it on a ``where``).
 """
 
 from __future__ import annotations
@@ -48,9 +48,7 @@ def search(
     if not where:
         return store.search(vector, k, min_score=min_score, sources=sources)
     require_filters(store, provider)
-    searcher: Any = store
-    hits: list[SearchHit] = searcher.search(vector, k, min_score=min_score, sources=sources, where=where)
-    return hits
+    return store.search(vector, k, min_score=min_score, sources=sources, where=where)
 
 
 def keyword_search(store: Any, query: str, k: int, *, where: Filter | None = None) -> list[SearchHit]:

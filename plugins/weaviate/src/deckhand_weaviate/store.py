@@ -37,9 +37,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 from deckhand.errors import StoreError
+from deckhand.filters.conditions import Filter as Where
 from deckhand.protocols import StoreCapability
 from deckhand.redaction import redact_url
 from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
+from deckhand.stores.filtering import require_filters
 from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 from weaviate.classes.data import DataObject
@@ -381,8 +383,11 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Where | None = None,
     ) -> list[SearchHit]:
         """The ``k`` nearest records by the collection's metric, best first, as deckhand scores."""
+        if where:
+            require_filters(self)  # no 'filters' capability: refused in one line, never ignored
         query = self._query_vector(vector, hint=QUERY_MODEL_HINT)
         metric = self.spec.metric
         if k <= 0 or (sources is not None and len(sources) == 0):

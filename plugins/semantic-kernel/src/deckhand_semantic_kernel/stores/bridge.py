@@ -28,6 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, DimensionMismatchError, StoreError
+from deckhand.filters.conditions import Filter
+from deckhand.stores.filtering import require_filters
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 
 from deckhand_semantic_kernel.stores import records as layout
@@ -300,7 +302,10 @@ class BridgeStore:
         *,
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
+        where: Filter | None = None,
     ) -> list[SearchHit]:
+        if where:
+            require_filters(self)  # no 'filters' capability: refused in one line, never ignored
         spec = self._spec_or_fail()
         self._check_dimension([vector], spec, "the query vector")
         if k <= 0 or (sources is not None and not sources):

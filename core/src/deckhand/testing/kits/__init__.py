@@ -1,0 +1,53 @@
+"""Conformance kits for the component kinds beside stores, tools and memory backends.
+
+One pytest base class per kind, made of one mixin per capability (as Haystack's component test
+mixins are): subclass the kind's class, return your component from its fixture, and pytest
+collects the inherited tests::
+
+    import pytest
+    from deckhand.testing.kits import ChunkerTests
+
+    class TestLinesChunker(ChunkerTests):
+        @pytest.fixture
+        def chunker(self) -> LinesChunker:
+            return LinesChunker(max_lines=4)
+
+Pick single mixins (``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
+capability out. Every kit is fast: a few short texts, no model or server of its own (the tool type kit
+serves the tool over an in-memory MCP session).
+"""
+
+from deckhand.testing.kits.chunker import (
+    ChunkCoverageTests,
+    ChunkerTests,
+    ChunkNumberingTests,
+    ChunkPositionTests,
+)
+from deckhand.testing.kits.embedder import (
+    EmbedderTests,
+    EmbeddingShapeTests,
+    EmbeddingStabilityTests,
+    TokenizerTests,
+)
+from deckhand.testing.kits.keyword import KeywordRankingTests, KeywordRebuildTests, KeywordStrategyTests
+from deckhand.testing.kits.scoring import ContextGeneratorTests, RerankerTests
+from deckhand.testing.kits.tool_type import ToolCallTests, ToolListingTests, ToolTypeTests
+
+__all__ = [
+    "ChunkCoverageTests",
+    "ChunkNumberingTests",
+    "ChunkPositionTests",
+    "ChunkerTests",
+    "ContextGeneratorTests",
+    "EmbedderTests",
+    "EmbeddingShapeTests",
+    "EmbeddingStabilityTests",
+    "KeywordRankingTests",
+    "KeywordRebuildTests",
+    "KeywordStrategyTests",
+    "RerankerTests",
+    "TokenizerTests",
+    "ToolCallTests",
+    "ToolListingTests",
+    "ToolTypeTests",
+]

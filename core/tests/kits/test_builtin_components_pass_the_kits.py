@@ -1,0 +1,97 @@
+"""deckhand's own chunkers, embedder, keyword strategy, context generator, reranker and tool types pass the kits of
+:mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _chat_server import ChatServer, serve_chat
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.plugins import get_registry
+from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Reranker, Tool
+from deckhand.testing.kits import (
+    ChunkerTests,
+    ContextGeneratorTests,
+    EmbedderTests,
+    KeywordStrategyTests,
+    RerankerTests,
+    ToolTypeTests,
+)
+from deckhand.tools import build_tool
+
+KEY_ENV = "DECKHAND_TEST_KIT_RERANK_KEY"
+
+
+class TestTokenChunker(ChunkerTests):
+    @pytest.fixture
+    def chunker(self, minilm: Any) -> Chunker:
+        chunker: Chunker = get_registry().resolve("chunker", "token").create(minilm.tokenizer, options={})
+        return chunker
+
+
+class TestStructureChunker(ChunkerTests):
+    @pytest.fixture
+    def chunker(self, minilm: Any) -> Chunker:
+        chunker: Chunker = get_registry().resolve("chunker", "structure").create(minilm.tokenizer, options={})
+        return chunker
+
+
+class TestMiniLM(EmbedderTests):
+    @pytest.fixture
+    def embedder(self, minilm: Embedder) -> Embedder:
+        return minilm
+
+
+class TestBM25(KeywordStrategyTests):
+    @pytest.fixture
+    def keyword_index(self) -> KeywordIndex:
+        index: KeywordIndex = get_registry().resolve("keyword_strategy", "bm25").create(None, None, options={})
+        return index
+
+
+class TestStructuralContext(ContextGeneratorTests):
+    @pytest.fixture
+    def context_generator(self) -> ContextGenerator:
+        generator: ContextGenerator = get_registry().resolve("context_generator", "structural").create(None, options={})
+        return generator
+
+
+def _grade(prompt: str) -> str:
+    """The stand-in model's judgement: a passage about the tide is relevant."""
+    return "Relevance: 9" if "tide" in prompt.split("<passage>", 1)[1] else "1"
+
+
+class TestLLMReranker(RerankerTests):
+    @pytest.fixture
+    def reranker(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reranker]:
+        monkeypatch.setenv(KEY_ENV, "sk-kit-test")
+        with serve_chat(ChatServer(reply=_grade)) as server:
+            options = {"base_url": server.url, "model": "judge", "api_key_env": KEY_ENV}
+            yield get_registry().resolve("reranker", "llm").create(None, options=options, validate=True)
+
+
+@pytest.fixture
+def harbour(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day; check the almanac.\n", encoding="utf-8")
+    (docs / "gear.md").write_text("# Gear\n\nRope, anchor and lantern are in the locker.\n", encoding="utf-8")
+    return docs
+
+
+class TestVectorstoreToolType(ToolTypeTests):
+    @pytest.fixture
+    def tool(self, harbour: Path, minilm: Any) -> Tool:
+        config = VectorStoreToolConfig(type="vectorstore", name="harbour", source=str(harbour))
+        return build_tool(config, base_dir=harbour.parent)
+
+
+class TestHierarchicalToolType(ToolTypeTests):
+    @pytest.fixture
+    def tool(self, harbour: Path, minilm: Any) -> Tool:
+        config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="harbour", source=str(harbour))
+        return build_tool(config, base_dir=harbour.parent)

@@ -1,0 +1,359 @@
+"""Each kit fails the component that breaks what it checks, and only the test about that breakage:
+the kits' test methods are run directly on deliberately broken components (fast: no pytest process)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+from deckhand.ingest.pipeline import IngestReport
+from deckhand.testing.kits import (
+    ChunkCoverageTests,
+    ChunkNumberingTests,
+    ChunkPositionTests,
+    ContextGeneratorTests,
+    EmbeddingShapeTests,
+    EmbeddingStabilityTests,
+    KeywordRankingTests,
+    KeywordRebuildTests,
+    RerankerTests,
+    TokenizerTests,
+    ToolCallTests,
+    ToolListingTests,
+)
+from deckhand.testing.kits.chunker import SAMPLE
+from deckhand.testing.kits.tool_type import _serve
+from deckhand.tools.results import SearchResult, function_definition
+from deckhand.types import Chunk, Document
+
+Failure = (AssertionError, pytest.fail.Exception)
+
+
+def _fails(test: Callable[..., None], *args: Any) -> str:
+    with pytest.raises(Failure) as caught:
+        test(*args)
+    return str(caught.value)
+
+
+# -- chunkers ---------------------------------------------------------------------------------------
+
+
+class Paragraphs:
+    """A sound chunker: one chunk per paragraph, with its position."""
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        out, start = [], 0
+        for part in document.text.split("\n\n"):
+            begin = document.text.index(part, start)
+            start = begin + len(part)
+            if part.strip():
+                meta = {"start_char": begin, "end_char": start}
+                out.append(Chunk(document.source, len(out), part, metadata=meta))
+        return out
+
+
+class DropsTheTail(Paragraphs):
+    def chunk(self, document: Document) -> list[Chunk]:
+        return super().chunk(document)[:-1]
+
+
+class NumbersFromOne(Paragraphs):
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [Chunk(c.source, c.index + 1, c.content, metadata=c.metadata) for c in super().chunk(document)]
+
+
+class WrongPositions(Paragraphs):
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [
+            Chunk(c.source, c.index, c.content, metadata={"start_char": 0, "end_char": 5})
+            for c in super().chunk(document)
+        ]
+
+
+class Unstable(Paragraphs):
+    calls = 0
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        self.calls += 1
+        return [Chunk(c.source, c.index, c.content, metadata={"run": self.calls}) for c in super().chunk(document)]
+
+
+def test_the_chunker_kit_passes_a_sound_chunker() -> None:
+    chunker = Paragraphs()
+    chunks = chunker.chunk(SAMPLE)
+    ChunkNumberingTests().test_chunks_are_numbered_from_zero_in_order(chunks, SAMPLE)
+    ChunkNumberingTests().test_the_same_document_gives_the_same_chunks(chunker, chunks, SAMPLE)
+    ChunkNumberingTests().test_a_blank_document_gives_no_chunk(chunker, SAMPLE)
+    ChunkCoverageTests().test_every_word_is_in_some_chunk(chunks, SAMPLE)
+    ChunkPositionTests().test_positions_point_into_the_document(chunks, SAMPLE)
+
+
+def test_the_chunker_kit_catches_each_fault() -> None:
+    lost = _fails(ChunkCoverageTests().test_every_word_is_in_some_chunk, DropsTheTail().chunk(SAMPLE), SAMPLE)
+    assert lost.startswith("400 words of the document are in no chunk"), lost
+    numbered = NumbersFromOne().chunk(SAMPLE)
+    assert "0, 1, 2" in _fails(ChunkNumberingTests().test_chunks_are_numbered_from_zero_in_order, numbered, SAMPLE)
+    placed = WrongPositions().chunk(SAMPLE)
+    assert "is not in the text at" in _fails(
+        ChunkPositionTests().test_positions_point_into_the_document, placed, SAMPLE
+    )
+    unstable = Unstable()
+    assert "not deterministic" in _fails(
+        ChunkNumberingTests().test_the_same_document_gives_the_same_chunks, unstable, unstable.chunk(SAMPLE), SAMPLE
+    )
+
+
+# -- embedders --------------------------------------------------------------------------------------
+
+
+class Words:
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        spans, start = [], 0
+        for word in text.split():
+            begin = text.index(word, start)
+            start = begin + len(word)
+            spans.append((begin, start))
+        return spans
+
+    def count(self, text: str) -> int:
+        return len(self.token_spans(text))
+
+
+class Hashing:
+    """A sound embedder: hashed bag of words, normalised."""
+
+    model_id, dimension, max_tokens = "hashing-v1", 16, 256
+    tokenizer = Words()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(map(ord, word)) % self.dimension] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+class NotNormalised(Hashing):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed(texts) * 3
+
+
+class Float64(Hashing):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed(texts).astype(np.float64)
+
+
+class BatchDependent(Hashing):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = super().embed(texts)
+        vectors[:, 0] += 0.1 * len(texts)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+class MiscountingTokenizer(Words):
+    def count(self, text: str) -> int:
+        return len(text) // 4
+
+
+class Miscounts(Hashing):
+    tokenizer = MiscountingTokenizer()
+
+
+def test_the_embedder_kit_passes_a_sound_embedder() -> None:
+    embedder = Hashing()
+    EmbeddingShapeTests().test_the_description_is_complete(embedder)
+    EmbeddingShapeTests().test_vectors_have_the_declared_shape_and_unit_length(embedder)
+    EmbeddingShapeTests().test_no_text_gives_no_row(embedder)
+    EmbeddingStabilityTests().test_a_vector_does_not_depend_on_its_batch(embedder)
+    EmbeddingStabilityTests().test_different_texts_get_different_vectors(embedder)
+    TokenizerTests().test_spans_and_count_agree(embedder)
+
+
+def test_the_embedder_kit_catches_each_fault() -> None:
+    shape = EmbeddingShapeTests().test_vectors_have_the_declared_shape_and_unit_length
+    assert "unit length" in _fails(shape, NotNormalised())
+    assert "float32" in _fails(shape, Float64())
+    batch = EmbeddingStabilityTests().test_a_vector_does_not_depend_on_its_batch
+    assert "changed its vector" in _fails(batch, BatchDependent())
+    assert "disagree" in _fails(TokenizerTests().test_spans_and_count_agree, Miscounts())
+
+
+# -- keyword strategies ------------------------------------------------------------------------------
+
+
+class Overlap:
+    """A sound keyword index: counts the query's words in each record."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, set[str]] = {}
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        self.docs = {doc_id: set(re.findall(r"\w+", text.lower())) for doc_id, text in docs}
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        words = set(re.findall(r"\w+", query.lower()))
+        scored = [(doc_id, float(len(words & terms))) for doc_id, terms in self.docs.items()]
+        return sorted([s for s in scored if s[1] > 0], key=lambda s: (-s[1], s[0]))[:k]
+
+
+class IgnoresK(Overlap):
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return super().search(query, 100)
+
+
+class WorstFirst(Overlap):
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return list(reversed(super().search(query, k)))
+
+
+class Appends(Overlap):
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        kept = dict(self.docs)
+        super().build(docs)
+        self.docs = {**kept, **self.docs}
+
+
+def _built(index: Overlap) -> Overlap:
+    from deckhand.testing.kits.keyword import DOCS
+
+    index.build(DOCS)
+    return index
+
+
+def test_the_keyword_kit_passes_a_sound_index() -> None:
+    KeywordRankingTests().test_a_rare_term_ranks_its_record_first(_built(Overlap()))
+    KeywordRankingTests().test_results_are_built_ids_best_first_at_most_k(_built(Overlap()))
+    KeywordRankingTests().test_no_match_and_a_blank_query_give_nothing(_built(Overlap()))
+    KeywordRebuildTests().test_a_rebuild_replaces_the_records(_built(Overlap()))
+
+
+def test_the_keyword_kit_catches_each_fault() -> None:
+    ranking = KeywordRankingTests().test_results_are_built_ids_best_first_at_most_k
+    assert "k=1 gave" in _fails(ranking, _built(IgnoresK()))
+    assert "not best first" in _fails(ranking, _built(WorstFirst()))
+    rebuild = KeywordRebuildTests().test_a_rebuild_replaces_the_records
+    assert "previous build is still found" in _fails(rebuild, _built(Appends()))
+
+
+# -- rerankers and context generators -----------------------------------------------------------------
+
+
+class TideReranker:
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [0.9 if "tide" in p else 0.1 for p in passages]
+
+
+class Unbounded(TideReranker):
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [s * 10 for s in super().rerank(query, passages)]
+
+
+class Short(TideReranker):
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return super().rerank(query, passages)[:1]
+
+
+class Backwards(TideReranker):
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [1 - s for s in super().rerank(query, passages)]
+
+
+class Titles:
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
+        return [document.title for _ in chunks]
+
+
+class OneForAll(Titles):
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
+        return [document.title]
+
+
+def test_the_reranker_and_context_kits_pass_sound_components() -> None:
+    for test in ("one_score_in_range_per_passage", "the_answering_passage_scores_highest", "no_passage_gives_no_score"):
+        getattr(RerankerTests(), f"test_{test}")(TideReranker())
+    ContextGeneratorTests().test_one_context_per_chunk(Titles())
+    ContextGeneratorTests().test_no_chunk_gives_no_context(Titles())
+
+
+def test_the_reranker_and_context_kits_catch_each_fault() -> None:
+    scores = RerankerTests().test_one_score_in_range_per_passage
+    assert "outside [0, 1]" in _fails(scores, Unbounded())
+    assert "1 scores for 3 passages" in _fails(scores, Short())
+    assert "should score highest" in _fails(RerankerTests().test_the_answering_passage_scores_highest, Backwards())
+    assert "1 contexts for 2 chunks" in _fails(ContextGeneratorTests().test_one_context_per_chunk, OneForAll())
+    assert "1 contexts for 0 chunks" not in _fails(ContextGeneratorTests().test_no_chunk_gives_no_context, OneForAll())
+
+
+# -- tool types --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LookupConfig:
+    name: str = "lookup"
+    type: str = "lookup"
+    description: str = "Look a word up in the harbour notes"
+    source: str = "."
+    top_k: int = 3
+
+
+class Lookup:
+    """A sound tool of a plugin's type: the lines holding the query's word."""
+
+    config = LookupConfig()
+    is_initialized, last_ingest_time, last_report, document_count = True, 0.0, None, 2
+    lines = ("High tide comes twice a day.", "Rope and anchor.")
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        found = [line for line in self.lines if query.lower() in line.lower()]
+        return [
+            SearchResult(rank=i + 1, score=1.0, source="notes.md", chunk_index=i, content=line)
+            for i, line in enumerate(found[: top_k or self.config.top_k])
+        ]
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        return "\n".join(r.content for r in self.search_results_sync(query, top_k)) or f"nothing for {query}"
+
+    def function_definition(self) -> dict[str, Any]:
+        return function_definition(self.config.name, self.config.description)
+
+    def close(self) -> None:
+        pass
+
+
+class BadSchema(Lookup):
+    def function_definition(self) -> dict[str, Any]:
+        definition = super().function_definition()
+        definition["parameters"]["properties"]["query"]["type"] = "text"  # no JSON Schema type
+        return definition
+
+
+class Crashes(Lookup):
+    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+        raise RuntimeError("index file vanished")
+
+
+def _served(tool: Any) -> dict[str, Any]:
+    return asyncio.run(_serve(tool, "tide"))
+
+
+def test_the_tool_type_kit_passes_a_sound_tool_type() -> None:
+    served = _served(Lookup())
+    ToolListingTests().test_listed_with_a_valid_schema(served, Lookup())
+    ToolListingTests().test_the_function_definition_is_valid(Lookup())
+    ToolCallTests().test_a_call_answers(served)
+    ToolCallTests().test_a_bad_call_is_one_line(served)
+
+
+def test_the_tool_type_kit_catches_each_fault() -> None:
+    with pytest.raises(jsonschema.SchemaError):
+        ToolListingTests().test_the_function_definition_is_valid(BadSchema())
+    assert "the call failed: " in _fails(ToolCallTests().test_a_call_answers, _served(Crashes()))
