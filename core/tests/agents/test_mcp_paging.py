@@ -214,3 +214,27 @@ def test_a_changed_character_breaks_the_signature(position: int, character: str)
             open_cursor("docs", args, changed)
     with pytest.raises(CallError, match="cursor: expired"):
         open_cursor("docs", args, cursor, now=time.time() + CURSOR_TTL + 1)
+
+
+async def test_a_cursor_goes_on_in_another_http_session(box: Toolbox) -> None:
+    """Cursors hold no session state: a client that opens a session per request (or another client) pages on."""
+    with http_server(http_app(DeckhandMcpServer(box), None, True)) as url:
+        async with http_session(url) as first:
+            page = await call(first, "docs", {"query": QUERY, "top_k": 8})
+        async with http_session(url) as second:
+            cursor = page["structuredContent"]["next_cursor"]
+            rest = await call(second, "docs", {"query": QUERY, "top_k": 8, "cursor": cursor})
+    assert rest["isError"] is False and rest["structuredContent"]["results"][0]["rank"] == len(_keys(page)) + 1
+    assert not set(_keys(page)) & set(_keys(rest))
+
+
+async def test_deckhand_read_keeps_to_the_budget_and_says_where_to_read_on(corpus: Path, box: Toolbox) -> None:
+    uri, text = f"file://{corpus}/docs/log.md", ""
+    async with memory_session(DeckhandMcpServer(box, result_budget=200).server) as session:
+        while uri:
+            read = await call(session, "deckhand_read", {"uri": uri})
+            assert read["isError"] is False and len(read["structuredContent"]["text"]) <= 200 * 4
+            text += read["structuredContent"]["text"]
+            uri = read["structuredContent"].get("next_uri")
+            assert (uri is None) or f"read on from {uri}" in read["text"].splitlines()[0]
+    assert text == LONG

@@ -256,7 +256,7 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
         except CallError as exc:
             raise CallError(f"deckhand_read: {exc}") from None
         head = f"{passage.display}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
-        next_uri = file_uri(passage.path, passage.end_line + 1) if passage.truncated else None
+        next_uri = passage.next_uri
         if next_uri is not None:
             head += f" (cut; read on from {next_uri})"
         return f"{head}\n\n{passage.text}", ReadOutput(

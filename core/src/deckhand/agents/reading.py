@@ -84,10 +84,19 @@ class Passage:
     total_lines: int
     text: str
     truncated: bool
+    #: The last line of the range asked for (after context and section); past ``end_line`` when cut.
+    range_end: int = 0
 
     @property
     def uri(self) -> str:
         return file_uri(self.path, self.start_line, self.end_line)
+
+    @property
+    def next_uri(self) -> str | None:
+        """When cut: the URI of the rest of the range (the next line to the range's end); else None."""
+        if not self.truncated or self.end_line >= self.range_end:
+            return None
+        return file_uri(self.path, self.end_line + 1, self.range_end)
 
     @property
     def mime_type(self) -> str:
@@ -265,7 +274,7 @@ class SourceReader:
                 size += len(kept[-1])
             shown, text, truncated = kept, "".join(kept), True
         return Passage(
-            place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False
+            place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False, end
         )
 
     def _lines(self, place: Place) -> list[str]:

@@ -92,14 +92,12 @@ class Resources:
         ``_meta["deckhand/nextUri"]``, the URI of the rest (the next line to the range's end).
         """
         try:
-            place = self.reader.resolve(uri)
             passage = self.reader.read(uri, max_lines=READ_LINES, max_chars=self.max_chars)
         except CallError as exc:
             raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
         content: dict[str, Any] = {"uri": uri, "mimeType": passage.mime_type, "text": passage.text}
-        last = passage.total_lines if place.start is None else (place.end or place.start)
-        if passage.truncated and passage.end_line < last:
-            content["_meta"] = {NEXT_URI: file_uri(passage.path, passage.end_line + 1, last)}
+        if passage.next_uri is not None:
+            content["_meta"] = {NEXT_URI: passage.next_uri}
         return {"contents": [content]}
 
     def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]:
