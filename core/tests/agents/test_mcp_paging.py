@@ -32,6 +32,12 @@ from mcp import ClientSession
 
 TOPICS = ["backups", "restores", "snapshots", "archives", "retention", "replicas", "exports", "mirrors"]
 QUERY = "How are backups kept and restored?"
+#: Two tools over the same files: 600 tokens hold two or three results, 200 not even one.
+AGENT = """name: paging
+tools:
+  - {type: vectorstore, name: docs, source: docs/, top_k: 8, result_budget: 600}
+  - {type: vectorstore, name: tiny, source: docs/, top_k: 2, result_budget: 200}
+"""
 LONG = "".join(f"line {i}: the backup log keeps every nightly run for thirty days.\n" for i in range(1, 301))
 
 
@@ -48,19 +54,13 @@ def corpus(tmp_path: Path) -> Path:
     (docs / "log.md").write_text(LONG)
     (docs / ".hidden.md").write_text("# Hidden\n")
     (tmp_path / "secret.md").write_text("# Secret\n")
-    (tmp_path / "agent.yaml").write_text(
-        "name: paging\ntools:\n"
-        "  - {type: vectorstore, name: docs, source: docs/, top_k: 8, result_budget: 600}\n"
-        "  - {type: vectorstore, name: tiny, source: docs/, top_k: 2, result_budget: 200}\n"
-    )
+    (tmp_path / "agent.yaml").write_text(AGENT)
     return tmp_path
 
 
 @pytest.fixture
-def box(corpus: Path, minilm: object) -> Any:
-    toolbox = Toolbox.from_config(corpus / "agent.yaml")
-    yield toolbox
-    toolbox.close()
+def box(corpus: Path, open_toolbox: Callable[[Path], Toolbox]) -> Toolbox:
+    return open_toolbox(corpus / "agent.yaml")
 
 
 def _keys(result: dict[str, Any]) -> list[tuple[str, int]]:
