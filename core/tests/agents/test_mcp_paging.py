@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from _wire import http_server
-from deckhand.agents.calls import CallError, SearchArguments
-from deckhand.agents.paging import CURSOR_TTL, CUT_MARKER, make_cursor, open_cursor
+from deckhand.agents.calls import CallError, Hit, SearchArguments, SearchOutput
+from deckhand.agents.paging import CURSOR_TTL, CUT_MARKER, make_cursor, open_cursor, page
 from deckhand.agents.toolbox import Toolbox
 from deckhand.limits import MAX_CURSOR_CHARS
 from deckhand.mcp.resources import NEXT_URI
@@ -238,3 +238,28 @@ async def test_deckhand_read_keeps_to_the_budget_and_says_where_to_read_on(corpu
             uri = read["structuredContent"].get("next_uri")
             assert (uri is None) or f"read on from {uri}" in read["text"].splitlines()[0]
     assert text == LONG
+
+
+def test_a_page_of_structured_hits_keeps_the_hierarchical_text() -> None:
+    """A paged answer is written in the tool's own format: hierarchical hits keep location and section."""
+    hits = [
+        Hit(
+            rank=i,
+            score=0.9 - i / 10,
+            source="law.md",
+            chunk_index=i,
+            content="x" * 600,
+            location="Law > § 4",
+            section_id="4",
+        )
+        for i in range(1, 5)
+    ]
+    args = SearchArguments(query="q", top_k=4)
+    text, first = page(
+        "law", args, "(the tool's own text)", SearchOutput(tool="law", query="q", results=hits), 600, set()
+    )
+    assert first.next_cursor and len(first.results) < 4
+    assert "[1] Score: 0.80 | Source: law.md | Location: Law > § 4 | Section: 4" in text
+    given = open_cursor("law", args.model_copy(update={"cursor": first.next_cursor}), first.next_cursor)
+    more, rest = page("law", args, "", SearchOutput(tool="law", query="q", results=hits), 600, given)
+    assert rest.results[0].rank == len(first.results) + 1 and "already given:" in more.splitlines()[0]

@@ -27,7 +27,14 @@ from typing import Any
 
 from deckhand.agents.calls import CallError, Hit, SearchArguments, SearchOutput
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_CURSOR_CHARS
-from deckhand.printable import printable
+from deckhand.tools.hierarchical_results import (
+    DefinitionRef,
+    HierarchicalSearchResult,
+    SectionRef,
+    format_hierarchical_results,
+)
+from deckhand.tools.results import format_results
+from deckhand.types import SearchResult
 
 #: Characters per token of the estimate (a conservative average for English text and code).
 CHARS_PER_TOKEN = 4
@@ -160,16 +167,39 @@ def page(
 
 
 def _page_text(shown: list[Hit], before: int, cursor: str | None) -> str:
-    blocks = [
-        f"Found {len(shown)} result(s) after the {before} already given:"
-        if before
-        else f"Found {len(shown)} result(s):"
-    ]
-    for hit in shown:
-        blocks.append(f"[{hit.rank}] Score: {hit.score:.2f} | Source: {printable(hit.source)}\n{hit.content}")
+    """A page in the tools' own text format (hierarchical when the hits carry places), then the cursor line."""
+    if any(h.location or h.section_id or h.definitions or h.references for h in shown):
+        text = format_hierarchical_results([_hierarchical(h) for h in shown])
+    else:
+        text = format_results(
+            [
+                SearchResult(rank=h.rank, score=h.score, source=h.source, chunk_index=h.chunk_index, content=h.content)
+                for h in shown
+            ]
+        )
+    if before:
+        text = text.replace(
+            f"Found {len(shown)} result(s):", f"Found {len(shown)} result(s) after the {before} already given:", 1
+        )
     if cursor is not None:
-        blocks.append(f"More results: call again with the same arguments and cursor: {cursor}")
-    return "\n\n".join(blocks)
+        text += f"\n\nMore results: call again with the same arguments and cursor: {cursor}"
+    return text
+
+
+def _hierarchical(hit: Hit) -> HierarchicalSearchResult:
+    return HierarchicalSearchResult(
+        rank=hit.rank,
+        score=hit.score,
+        source=hit.source,
+        chunk_index=hit.chunk_index,
+        content=hit.content,
+        location=hit.location or "",
+        section_id=hit.section_id,
+        definitions=[DefinitionRef(term=d.term, definition=d.definition, source=d.source) for d in hit.definitions],
+        references=[
+            SectionRef(section_id=r.section_id, location=r.location, resolved=r.resolved) for r in hit.references
+        ],
+    )
 
 
 def budget_of(tool: Any, server_default: int | None) -> int:
