@@ -53,6 +53,7 @@ SCRIPTS = {
     'manager = VectorMemoryManager("/path/to/repo", "claude-code-01")': "memory",  # plugins/git-memory
     'result = await kernel.invoke(plugin_name="deckhand", function_name="harbor_docs"': "examples",  # sk README
     'StdioServerParameters(command="deckhand", args=["mcp", "--config", "/tmp/harbor/agent.yaml"])': "examples",
+    'args = ["mcp", "--config", "/tmp/harbor/agent.yaml", "--result-budget", "500"]': "examples",  # docs/mcp.md
 }
 #: A line of each example run elsewhere, or not a program, → where or why.
 ELSEWHERE = {

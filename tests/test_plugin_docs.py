@@ -271,7 +271,7 @@ def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
     query = listed["inputSchema"]["properties"]["query"]
     assert query["format"] == "regex" and query["description"].startswith("A regular expression")
     assert listed["description"] == "Regex search of the notes"
-    assert set(listed["inputSchema"]["properties"]) == {"query", "top_k", "filter"}
+    assert set(listed["inputSchema"]["properties"]) == {"query", "top_k", "filter", "cursor"}
     assert answer["isError"] is False, answer["text"]
     assert answer["text"].startswith("Field note 1 (notes/tides.md): "), answer["text"]
 
@@ -387,8 +387,8 @@ def test_source_tool_config_fields_are_listed() -> None:
     listed = re.findall(r"^\| `(\w+)` \|", table, re.M)
     own = [f for f in SourceToolConfig.model_fields if f not in ToolConfigBase.model_fields]
     assert listed == own
-    assert "`deckhand.config.base.ToolConfigBase` (`type`, `name`, `description`)" in text
-    assert list(ToolConfigBase.model_fields) == ["type", "name", "description"]
+    assert "`deckhand.config.base.ToolConfigBase` (`type`, `name`, `description`, `result_budget`)" in text
+    assert list(ToolConfigBase.model_fields) == ["type", "name", "description", "result_budget"]
 
 
 def test_tool_members_are_listed() -> None:

@@ -216,7 +216,7 @@ def test_tool_types_come_from_the_registry(tmp_path: Path, registry: PluginRegis
     config = _load(tmp_path, "tools:\n  - type: notes\n    name: n\n    pages: 3\n", registry)
     assert isinstance(config.tools[0], NotesConfig) and config.tools[0].pages == 3
     assert _error(tmp_path, "tools:\n  - type: notes\n    name: n\n    pagez: 3\n", registry) == (
-        "tools[0].pagez: unknown field (did you mean 'pages'? allowed: type, name, description, pages)"
+        "tools[0].pagez: unknown field (did you mean 'pages'? allowed: type, name, description, result_budget, pages)"
     )
     assert _error(tmp_path, "tools:\n  - type: notez\n    name: n\n", registry) == (
         "tools[0].type: unknown tool type 'notez' (did you mean 'notes'? available: hierarchical_document, notes, "

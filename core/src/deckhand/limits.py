@@ -62,3 +62,13 @@ def check_shape(value: Any, where: str, *, max_chars: int = MAX_ARGUMENTS_CHARS)
                 pending.extend((v, depth + 1, place) for v in item)
         if chars > max_chars:
             raise LimitExceeded(f"{place}: more than {max_chars:,} characters in all; send less")
+
+
+#: Most characters of a search's ``cursor`` argument (one names at most ``top_k`` results already given).
+MAX_CURSOR_CHARS = 4_096
+#: Tokens a search answer or a resource read may take unless configured (MCP clients cut at about 25k).
+DEFAULT_RESULT_BUDGET = 20_000
+#: Fewest tokens a result budget may be set to (the envelope of an answer takes about 150).
+MIN_RESULT_BUDGET = 200
+#: Most tokens a result budget (``result_budget:``, ``--result-budget``) may be set to.
+MAX_RESULT_BUDGET = 1_000_000

@@ -21,6 +21,7 @@ class FakeConfig:
     description: str = "Fake search"
     type: str = "fake"
     top_k: int = 3
+    result_budget: int | None = None
 
 
 class FakeTool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _agent_fakes import FakeTool
@@ -21,3 +22,19 @@ def make_tool(tmp_path: Path) -> Callable[..., FakeTool]:
         return FakeTool(name, source, IngestProgress(name) if tracker else None, files)
 
     return make
+
+
+@pytest.fixture
+def open_toolbox(minilm: object) -> Iterator[Callable[[Path], Any]]:
+    """``open_toolbox(agent_yaml)``: a real :class:`Toolbox` over that config (the session's MiniLM), closed after."""
+    from deckhand.agents.toolbox import Toolbox
+
+    opened: list[Toolbox] = []
+
+    def open_(config: Path) -> Toolbox:
+        opened.append(Toolbox.from_config(config))
+        return opened[-1]
+
+    yield open_
+    for toolbox in opened:
+        toolbox.close()

@@ -31,7 +31,7 @@ from deckhand.agents.calls import (
         ({"query": "x", "top_k": "5"}, "docs: top_k: input should be a valid integer, got '5'"),
         ({"query": "x", "top_k": True}, "docs: top_k: input should be a valid integer, got True"),
         ({"query": 5}, "docs: query: input should be a valid string, got 5"),
-        ({"query": "x", "where": {"a": 1}}, "docs: where: unknown argument (allowed: query, top_k, filter)"),
+        ({"query": "x", "where": {"a": 1}}, "docs: where: unknown argument (allowed: query, top_k, filter, cursor)"),
         ({"query": "x", "filter": {"a": 1}}, "docs: filter: unknown field 'a' (allowed: path, type, metadata)"),
         (
             {"query": "x", "filter": {"metadata": {"year": {"after": 2020}}}},
@@ -111,7 +111,7 @@ def test_search_schema() -> None:
         "maximum": 100,
         "description": "",
     }
-    assert set(schema["properties"]) == {"query", "top_k", "filter"}
+    assert set(schema["properties"]) == {"query", "top_k", "filter", "cursor"}
     where = schema["properties"]["filter"]
     assert where["additionalProperties"] is False
     assert set(where["properties"]) == {"path", "type", "metadata"}

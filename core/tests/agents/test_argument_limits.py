@@ -47,6 +47,9 @@ REFUSED = [
     ("docs", {"query": "q", "filter": {"type": ["md"] * 5000}}, "docs: filter: 5,000 entries in one list"),
     ("deckhand_read", {"uri": "file:///" + "a" * 5000}, "deckhand_read: uri: string should have at most 4096"),
     ("deckhand_ingest", {"tool": "a" * 5000}, "deckhand_ingest: tool: string should have at most 256"),
+    ("docs", {"query": "q", "cursor": "a" * 5000}, "docs: cursor: string should have at most 4096"),
+    ("docs", {"query": "q", "cursor": "a" * 100}, "docs: cursor: not one this server gave"),
+    ("docs", {"query": "q", "cursor": 2**70}, "docs: cursor: input should be a valid string"),
 ]
 
 

@@ -404,3 +404,29 @@ def test_a_huge_argument_is_refused_at_once_and_the_server_goes_on(wire: Wire) -
     refusal = answer["result"]["content"][0]["text"]
     assert refusal == "docs: filter: nested more than 32 levels deep; send a flatter value"
     assert time.monotonic() - clock < 10.0
+
+
+def test_hostile_completions_are_answered_and_stay_in_the_source(wire: Wire) -> None:
+    """``completion/complete`` with hostile values (huge, NUL, surrogates, climbing out, wrong types) gets an answer
+    (a result, or a JSON-RPC error for a malformed request) and never a value outside the tool's source."""
+    template = wire.request("resources/templates/list")["result"]["resourceTemplates"][0]["uriTemplate"]
+    good = wire.request(
+        "completion/complete",
+        {"ref": {"type": "ref/resource", "uri": template}, "argument": {"name": "path", "value": "k"}},
+    )
+    assert good["result"]["completion"]["values"] == ["keys.md"]
+    values: list[Any] = ["../", "/etc/", "\x00", "k\ud800", "a" * 100_000, 10**40, None, ["k"], {"k": 1}]
+    refs: list[Any] = [
+        {"type": "ref/resource", "uri": template},
+        {"type": "ref/resource", "uri": "file:///{+path}"},
+        {"type": "ref/prompt", "name": "nope"},
+        {"type": "ref/nope"},
+        "x" * 10_000,
+    ]
+    for ref in refs:
+        for value in values:
+            answer = wire.request("completion/complete", {"ref": ref, "argument": {"name": "path", "value": value}})
+            assert "result" in answer or "error" in answer, answer
+            if "result" in answer:
+                assert answer["result"]["completion"]["values"] == [], (ref, value, answer)
+    assert wire.request("ping")["result"] == {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,8 @@ def tree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def box(tree: Path, minilm: object) -> Any:
-    toolbox = Toolbox.from_config(tree / "agent.yaml")
-    yield toolbox
-    toolbox.close()
+def box(tree: Path, open_toolbox: Callable[[Path], Toolbox]) -> Toolbox:
+    return open_toolbox(tree / "agent.yaml")
 
 
 def uri(path: Path, fragment: str = "") -> str:

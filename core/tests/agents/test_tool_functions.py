@@ -81,7 +81,7 @@ def test_standard_parameters_keep_the_calls_own_wording(make_tool: Any) -> None:
     schemas = [next(op for op in operations(box_of(t)) if op.name == "docs").input_schema for t in (standard, empty)]
     assert schemas[0] == schemas[1]
     assert schemas[0]["properties"]["query"]["description"].startswith("What to look for")
-    assert set(schemas[0]["properties"]) == {"query", "top_k", "filter"}
+    assert set(schemas[0]["properties"]) == {"query", "top_k", "filter", "cursor"}
 
 
 @pytest.mark.parametrize(

@@ -192,5 +192,5 @@ def test_a_tools_own_parameters_reach_the_kernel(agent: Path, monkeypatch: pytes
     finally:
         toolbox.close()
     assert function["parameters"]["properties"]["query"] == regex
-    assert set(function["parameters"]["properties"]) == {"query", "top_k"}
+    assert set(function["parameters"]["properties"]) == {"query", "top_k", "cursor"}
     assert function["parameters"]["required"] == ["query"]

@@ -25,7 +25,7 @@ from pydantic import (
 
 from deckhand.errors import DeckhandError
 from deckhand.filters.spec import SearchFilter, filter_validation_line
-from deckhand.limits import MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS, LimitExceeded, check_shape
+from deckhand.limits import MAX_CURSOR_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS, LimitExceeded, check_shape
 from deckhand.schemas import json_schema
 
 __all__ = ["json_schema"]  # re-exported: the front ends import it from here
@@ -64,6 +64,12 @@ class SearchArguments(Arguments):
         description="Only chunks that pass every part given: path glob(s) relative to the tool's source, file "
         'type(s), document fields (markdown front matter). Example: {"path": ["guides/*"], "type": ["md"], '
         '"metadata": {"year": {"gte": 2020}, "tags": {"eq": "security"}}}.',
+    )
+    cursor: str | None = Field(
+        default=None,
+        description="A previous answer's next_cursor: the next page of the same search (send the same query, "
+        "top_k and filter).",
+        max_length=MAX_CURSOR_CHARS,
     )
 
     @field_validator("query")
@@ -219,6 +225,11 @@ class SearchOutput(Output):
     tool: str
     query: str
     results: list[Hit]
+    next_cursor: str | None = Field(
+        default=None,
+        description="Set when more results did not fit the result budget: pass it as cursor, with the same "
+        "arguments, for the next page.",
+    )
 
 
 class Decision(BaseModel):
@@ -301,8 +312,11 @@ class ReadOutput(Output):
     start_line: int
     end_line: int
     total_lines: int = Field(description="Lines in the file.")
-    truncated: bool = Field(description="True when the range was cut (at 400 lines or 40,000 characters).")
+    truncated: bool = Field(
+        description="True when the range was cut (at 400 lines, 40,000 characters or the result budget)."
+    )
     text: str
+    next_uri: str | None = Field(default=None, description="When cut: the uri that reads on from the next line.")
 
 
 # -- validation and schemas ------------------------------------------------------------------------

@@ -39,8 +39,10 @@ from deckhand.agents.calls import (
     search_arguments,
     top_k_limit,
 )
-from deckhand.agents.reading import SourceReader, file_uri
+from deckhand.agents.paging import budget_chars, budget_of, open_cursor, page
+from deckhand.agents.reading import MAX_CHARS, SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
+from deckhand.limits import DEFAULT_RESULT_BUDGET
 from deckhand.tools.results import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -90,6 +92,8 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     for name, ours in schema["properties"].items():
         if name in own:
             properties[name] = ours if own[name] == standard.get(name) else copy.deepcopy(own[name])
+        elif name == "cursor":
+            properties[name] = ours
         elif name == "top_k":
             default = getattr(tool.config, "top_k", None)
             if default is not None:
@@ -101,8 +105,11 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def operations(toolbox: Toolbox) -> list[Operation]:
-    """Every call ``toolbox`` answers, searches first."""
+def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Operation]:
+    """Every call ``toolbox`` answers, searches first.
+
+    Each answer fits its tool's result budget, else ``result_budget`` tokens (:mod:`deckhand.agents.paging`).
+    """
     ops: list[Operation] = []
     reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:
@@ -110,8 +117,10 @@ def operations(toolbox: Toolbox) -> list[Operation]:
         definition = tool_function(tool)  # a PluginError naming the tool if it cannot be presented
 
         def search(args: Any, listener: ProgressListener | None, _name: str = name) -> Outcome:
+            given = open_cursor(_name, args, args.cursor) if args.cursor is not None else set()  # before any search
             text, found = toolbox.search(_name, args)
-            return text, with_links(reader, toolbox.tool(_name), found)
+            found = with_links(reader, toolbox.tool(_name), found)
+            return page(_name, args, text, found, budget_of(toolbox.tool(_name), result_budget), given)
 
         ops.append(
             _op(
@@ -126,7 +135,7 @@ def operations(toolbox: Toolbox) -> list[Operation]:
         )
     if toolbox.memory is not None:
         ops += _memory_operations(toolbox)
-    ops += _housekeeping_operations(toolbox, reader)
+    ops += _housekeeping_operations(toolbox, reader, result_budget)
     return ops
 
 
@@ -237,18 +246,21 @@ def _memory_operations(toolbox: Toolbox) -> list[Operation]:
     ]
 
 
-def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader) -> list[Operation]:
+def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budget: int | None) -> list[Operation]:
+    read_chars = min(MAX_CHARS, budget_chars(result_budget or DEFAULT_RESULT_BUDGET))
+
     def reingest(args: Any, listener: ProgressListener | None) -> Outcome:
         return toolbox.reingest(args, listener) if args.wait else start_reingest(toolbox, args)
 
     def read(args: Any, listener: ProgressListener | None) -> Outcome:
         try:
-            passage = reader.read(args.uri, context=args.context, section=args.section)
+            passage = reader.read(args.uri, context=args.context, section=args.section, max_chars=read_chars)
         except CallError as exc:
             raise CallError(f"deckhand_read: {exc}") from None
         head = f"{passage.display}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
-        if passage.truncated:
-            head += f" (cut; read on from {file_uri(passage.path, passage.end_line + 1)})"
+        next_uri = passage.next_uri
+        if next_uri is not None:
+            head += f" (cut; read on from {next_uri})"
         return f"{head}\n\n{passage.text}", ReadOutput(
             tool=passage.tool,
             source=passage.display,
@@ -258,6 +270,7 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader) -> list[Ope
             total_lines=passage.total_lines,
             truncated=passage.truncated,
             text=passage.text,
+            next_uri=next_uri,
         )
 
     ingest = _op(

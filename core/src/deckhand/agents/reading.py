@@ -84,10 +84,19 @@ class Passage:
     total_lines: int
     text: str
     truncated: bool
+    #: The last line of the range asked for (after context and section); past ``end_line`` when cut.
+    range_end: int = 0
 
     @property
     def uri(self) -> str:
         return file_uri(self.path, self.start_line, self.end_line)
+
+    @property
+    def next_uri(self) -> str | None:
+        """When cut: the URI of the rest of the range (the next line to the range's end); else None."""
+        if not self.truncated or self.end_line >= self.range_end:
+            return None
+        return file_uri(self.path, self.end_line + 1, self.range_end)
 
     @property
     def mime_type(self) -> str:
@@ -222,8 +231,20 @@ class SourceReader:
         return Place(source.tool, current, relative.as_posix(), start, end)
 
     # -- reading ------------------------------------------------------------------------------------
-    def read(self, uri: str, *, context: int = 0, section: bool = False, max_lines: int = MAX_LINES) -> Passage:
-        """The lines ``uri`` names, ``context`` more on each side, or the whole section that holds them."""
+    def read(
+        self,
+        uri: str,
+        *,
+        context: int = 0,
+        section: bool = False,
+        max_lines: int = MAX_LINES,
+        max_chars: int = MAX_CHARS,
+    ) -> Passage:
+        """The lines ``uri`` names, ``context`` more on each side, or the whole section that holds them.
+
+        At most ``max_lines`` lines and ``max_chars`` characters, cut at a line boundary (``truncated``); a
+        single longer line is cut to ``max_chars``.
+        """
         place = self.resolve(uri)
         lines = self._lines(place)
         total = len(lines)
@@ -243,17 +264,17 @@ class SourceReader:
         if len(shown) > max_lines:
             shown, truncated = shown[:max_lines], True
         text = "".join(shown)
-        if len(text) > MAX_CHARS:
+        if len(text) > max_chars:
             kept: list[str] = []
             size = 0
             for line in shown:
-                if kept and size + len(line) > MAX_CHARS:
+                if kept and size + len(line) > max_chars:
                     break
-                kept.append(line[:MAX_CHARS])
+                kept.append(line[:max_chars])
                 size += len(kept[-1])
             shown, text, truncated = kept, "".join(kept), True
         return Passage(
-            place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False
+            place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False, end
         )
 
     def _lines(self, place: Place) -> list[str]:

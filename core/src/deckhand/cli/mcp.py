@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from deckhand.cli.common import config_option, config_path_of, configure_logging, errors, quiet_option, verbose_option
+from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
 from deckhand.redaction import redact, register_secret
 
@@ -58,6 +59,15 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     metavar="SECONDS",
     help="With --http: close a session no request used for this long (the client starts a new one).",
 )
+@click.option(
+    "--result-budget",
+    type=click.IntRange(min=MIN_RESULT_BUDGET, max=MAX_RESULT_BUDGET),
+    default=DEFAULT_RESULT_BUDGET,
+    show_default=True,
+    metavar="TOKENS",
+    help="Most tokens (characters / 4) of one search answer or resource read; the rest comes with a cursor. "
+    "A tool's result_budget: in agent.yaml overrides it.",
+)
 @verbose_option
 @quiet_option
 @click.pass_context
@@ -69,6 +79,7 @@ def mcp(
     allow_fallback: bool | None,
     max_sessions: int,
     session_idle_timeout: float,
+    result_budget: int,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -103,6 +114,7 @@ def mcp(
             access_log=logging.getLogger().level <= logging.INFO,
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
+            result_budget=result_budget,
         )
 
 

@@ -38,6 +38,7 @@ from deckhand.config.results import (
     similarity_floor_field,
 )
 from deckhand.encoding import canonical_encoding
+from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
@@ -178,6 +179,13 @@ class ToolConfigBase(StrictModel):
     type: str = Field(description="Tool type: a name registered with register.tool.")
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
     description: str = ""
+    result_budget: int | None = Field(
+        default=None,
+        ge=MIN_RESULT_BUDGET,
+        le=MAX_RESULT_BUDGET,
+        description="Most tokens (characters / 4) of one answer of this tool over MCP; what does not fit comes "
+        "with a cursor to the next page. Default: the server's --result-budget, else 20000.",
+    )
 
 
 class SourceToolConfig(ToolConfigBase):

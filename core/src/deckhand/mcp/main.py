@@ -28,14 +28,16 @@ def serve(
     access_log: bool = False,
     max_sessions: int = MAX_SESSIONS,
     idle_timeout: float = IDLE_TIMEOUT,
+    result_budget: int | None = None,
 ) -> None:
     """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP).
 
     ``echo`` receives the lines a person watching stderr wants: where the server listens and one
-    summary per ingest. The toolbox is closed on the way out.
+    summary per ingest. ``result_budget`` is the tokens of one answer (tools without their own). The
+    toolbox is closed on the way out.
     """
     say = echo or (lambda line: None)
-    app = DeckhandMcpServer(toolbox)
+    app = DeckhandMcpServer(toolbox, result_budget=result_budget)
 
     def ingested(name: str, report: Any, error: str | None) -> None:
         if error is not None:

@@ -10,18 +10,27 @@ served tool indexes. ``resources/templates/list`` gives one template per tool's 
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.agents.paging import budget_chars
 from deckhand.agents.reading import SourceReader, file_uri, mime_type
+from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_URI_CHARS
 from deckhand.mcp import sdk
 
 #: Most lines ``resources/read`` returns for one URI (a line range or a whole file).
 READ_LINES = 5000
 #: JSON-RPC error code for a resource that cannot be read (the spec's "resource not found").
 RESOURCE_NOT_FOUND = -32002
+#: Most values one ``completion/complete`` answer lists (the spec's own maximum).
+MAX_COMPLETIONS = 100
+#: Most directory entries one completion looks at (a huge source answers a bounded, partial list).
+MAX_COMPLETION_SCAN = 20_000
+#: The ``_meta`` key of a cut read's content: the URI that reads on from the next line.
+NEXT_URI = "deckhand/nextUri"
 
 
 def link_items(structured: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,9 +60,10 @@ def mime_type_of(uri: str) -> str:
 class Resources:
     """``resources/list``, ``resources/templates/list`` and ``resources/read`` over a toolbox's sources."""
 
-    def __init__(self, reader: SourceReader, tool_names: list[str]) -> None:
+    def __init__(self, reader: SourceReader, tool_names: list[str], result_budget: int | None = None) -> None:
         self.reader = reader
         self.tool_names = tool_names
+        self.max_chars = budget_chars(result_budget or DEFAULT_RESULT_BUDGET)
 
     def listing(self) -> list[dict[str, Any]]:
         return []
@@ -76,16 +86,55 @@ class Resources:
         return out
 
     def read(self, uri: str) -> dict[str, Any]:
-        """The ``ReadResourceResult`` wire form; an SDK error (code -32002, one line) when it cannot be read."""
+        """The ``ReadResourceResult`` wire form; an SDK error (code -32002, one line) when it cannot be read.
+
+        The text fits the result budget, cut at a line boundary; a cut read's content carries, in
+        ``_meta["deckhand/nextUri"]``, the URI of the rest (the next line to the range's end).
+        """
         try:
-            passage = self.reader.read(uri, max_lines=READ_LINES)
+            passage = self.reader.read(uri, max_lines=READ_LINES, max_chars=self.max_chars)
         except CallError as exc:
             raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
-        return {
-            "contents": [
-                {"uri": uri, "mimeType": passage.mime_type, "text": passage.text},
-            ]
-        }
+        content: dict[str, Any] = {"uri": uri, "mimeType": passage.mime_type, "text": passage.text}
+        if passage.next_uri is not None:
+            content["_meta"] = {NEXT_URI: passage.next_uri}
+        return {"contents": [content]}
+
+    def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]:
+        """``completion/complete`` for a template's ``path``: indexed files under its source starting with ``prefix``.
+
+        Only files the reader would serve are offered (never outside the source, no hidden or unindexed
+        files), sorted, at most :data:`MAX_COMPLETIONS`; the wire form's ``completion`` object.
+        """
+        values: list[str] = []
+        more = False
+        if len(prefix) > MAX_URI_CHARS or len(template) > MAX_URI_CHARS or "\0" in prefix:
+            return {"values": values, "hasMore": more}
+        tool = next((t["name"] for t in self.templates() if t["uriTemplate"] == template), None)
+        root = self.reader.root(tool) if tool is not None and argument == "path" else None
+        if root is not None:
+            values, more = self._paths(tool or "", root, prefix)
+        return {"values": values, "hasMore": more}
+
+    def _paths(self, tool: str, root: Path, prefix: str) -> tuple[list[str], bool]:
+        found: list[str] = []
+        scanned = 0
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            scanned += len(dirs) + len(files)
+            for name in sorted(files):
+                relative = (Path(folder) / name).relative_to(root).as_posix()
+                if not relative.startswith(prefix):
+                    continue
+                try:
+                    self.reader.resolve("file://" + quote((root / relative).as_posix(), safe="/"))
+                except CallError:
+                    continue
+                found.append(relative)
+            if scanned > MAX_COMPLETION_SCAN:
+                return sorted(found)[:MAX_COMPLETIONS], True
+        found.sort()
+        return found[:MAX_COMPLETIONS], len(found) > MAX_COMPLETIONS
 
 
 __all__ = ["RESOURCE_NOT_FOUND", "Resources", "file_uri", "link_items"]

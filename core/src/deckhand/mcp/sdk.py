@@ -34,6 +34,7 @@ class ResourceSource(Protocol):
     def listing(self) -> list[dict[str, Any]]: ...
     def templates(self) -> list[dict[str, Any]]: ...
     def read(self, uri: str) -> dict[str, Any]: ...
+    def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]: ...
 
 
 def resource_error(code: int, message: str) -> Exception:
@@ -114,8 +115,15 @@ def _build_v1(
 
         async def on_read(uri: Any) -> list[Any]:
             contents = (await asyncio.to_thread(resources.read, str(uri)))["contents"]
-            return [ReadResourceContents(content=c["text"], mime_type=c.get("mimeType")) for c in contents]
+            return [
+                ReadResourceContents(content=c["text"], mime_type=c.get("mimeType"), meta=c.get("_meta"))
+                for c in contents
+            ]
 
+        async def on_complete(ref: Any, argument: Any, context: Any) -> Any:
+            return mcp_types.Completion.model_validate(_completion(resources, ref, argument.name, argument.value))
+
+        server.completion()(on_complete)
         server.list_resources()(on_list_resources)
         server.list_resource_templates()(on_templates)
         server.read_resource()(on_read)
@@ -152,7 +160,12 @@ def _build_v2(
             read = await asyncio.to_thread(resources.read, str(params.uri))  # a file read (or a conversion)
             return mcp_types.ReadResourceResult.model_validate(read)
 
+        async def on_complete(ctx: Any, params: Any) -> Any:
+            found = _completion(resources, params.ref, params.argument.name, params.argument.value)
+            return mcp_types.CompleteResult.model_validate({"completion": found})
+
         handlers = {
+            "on_completion": on_complete,
             "on_list_resources": on_list_resources,
             "on_list_resource_templates": on_templates,
             "on_read_resource": on_read,
@@ -166,6 +179,14 @@ def _build_v2(
         on_call_tool=on_call,
         **handlers,
     )
+
+
+def _completion(resources: ResourceSource, ref: Any, argument: str, value: str) -> dict[str, Any]:
+    """The ``completion`` wire object for a reference (only resource templates complete; prompts: none)."""
+    template = ref.uri if ref.type == "ref/resource" else None
+    if template is None:
+        return {"values": [], "hasMore": False}
+    return resources.complete(str(template), argument, value)
 
 
 def validate_message(line: str) -> None:

@@ -40,10 +40,11 @@ PROGRESS_INTERVAL = 0.2
 class DeckhandMcpServer:
     """An MCP server over one toolbox (transport-free: see :mod:`deckhand.mcp.transports`)."""
 
-    def __init__(self, toolbox: Toolbox) -> None:
+    def __init__(self, toolbox: Toolbox, *, result_budget: int | None = None) -> None:
+        """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none."""
         self.toolbox = toolbox
-        self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox)}
-        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names)
+        self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox, result_budget)}
+        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names, result_budget)
         self.server = sdk.build_server(
             "deckhand", __version__, self._instructions(), self.definitions, self.call, self.resources
         )

@@ -1,0 +1,210 @@
+"""Result budgets and cursors: a search answer that fits the client's budget, and a way to page on.
+
+MCP clients cut a tool result at about 25k tokens, so a search's answer is kept under a budget
+(:data:`DEFAULT_RESULT_BUDGET` tokens, estimated as characters / 4; ``result_budget:`` per tool,
+``deckhand mcp --result-budget`` per server). What does not fit is cut at a result boundary (a single
+result larger than the budget is cut with a marker) and the answer carries ``next_cursor``.
+
+A cursor is opaque to the agent: it binds the search (tool, query, top_k, filter) and names the
+results already given by a short digest of ``(source, chunk_index, content)``. The next page re-runs
+the same search and leaves those out, so no result is ever given twice; when nothing was ingested
+between two pages the pages together are exactly the unbudgeted answer. After an ingest the next page
+is taken from the index as it is now (a new match may appear, a removed one is gone). Cursors are
+signed with a per-process key (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
+:data:`~deckhand.limits.MAX_CURSOR_CHARS` characters; a forged, stale or foreign one is refused in one line.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from deckhand.agents.calls import CallError, Hit, SearchArguments, SearchOutput
+from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_CURSOR_CHARS
+from deckhand.tools.hierarchical_results import (
+    DefinitionRef,
+    HierarchicalSearchResult,
+    SectionRef,
+    format_hierarchical_results,
+)
+from deckhand.tools.results import format_results
+from deckhand.types import SearchResult
+
+#: Characters per token of the estimate (a conservative average for English text and code).
+CHARS_PER_TOKEN = 4
+#: Seconds a cursor stays valid.
+CURSOR_TTL = 3600
+#: Marker that ends a result cut to fit the budget.
+CUT_MARKER = "[... cut to fit the result budget; deckhand_read its uri for the rest]"
+
+_KEY = secrets.token_bytes(32)  # per process: a cursor from an earlier server is refused
+_DIGEST = 8  # bytes naming one given result
+
+
+def budget_chars(tokens: int) -> int:
+    """The characters a budget of ``tokens`` allows (the estimate of :data:`CHARS_PER_TOKEN`)."""
+    return tokens * CHARS_PER_TOKEN
+
+
+def _search_key(tool: str, args: SearchArguments) -> bytes:
+    bound = {
+        "tool": tool,
+        "query": args.query,
+        "top_k": args.top_k,
+        "filter": None if args.filter is None else args.filter.model_dump(mode="json", exclude_none=True),
+    }
+    return hashlib.sha256(json.dumps(bound, sort_keys=True, ensure_ascii=True).encode()).digest()[:16]
+
+
+def _hit_key(hit: Hit) -> bytes:
+    text = f"{hit.source}\0{hit.chunk_index}\0{hit.content}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text).digest()[:_DIGEST]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def make_cursor(tool: str, args: SearchArguments, given: Sequence[bytes], now: float | None = None) -> str:
+    """A signed cursor for the page after the results named by ``given``."""
+    body = _search_key(tool, args) + int(now if now is not None else time.time()).to_bytes(8, "big") + b"".join(given)
+    return _b64(body + hmac.new(_KEY, body, hashlib.sha256).digest()[:16])
+
+
+def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None = None) -> set[bytes]:
+    """The results a cursor says were given; :class:`CallError` (one line) for a bad, stale or foreign one."""
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise CallError(f"{tool}: cursor: longer than {MAX_CURSOR_CHARS} characters; pass next_cursor unchanged")
+    try:
+        raw = _unb64(cursor) if cursor.isascii() else b""
+    except ValueError:
+        raw = b""
+    body, mac = raw[:-16], raw[-16:]
+    if (
+        len(raw) < 40
+        or (len(body) - 24) % _DIGEST
+        or not hmac.compare_digest(mac, hmac.new(_KEY, body, hashlib.sha256).digest()[:16])
+    ):
+        raise CallError(
+            f"{tool}: cursor: not one this server gave (or from before a restart); run the search without a cursor"
+        )
+    if not hmac.compare_digest(body[:16], _search_key(tool, args)):
+        raise CallError(
+            f"{tool}: cursor: belongs to another search; send the same query, top_k and filter as the first page"
+        )
+    issued = int.from_bytes(body[16:24], "big")
+    if (now if now is not None else time.time()) - issued > CURSOR_TTL:
+        raise CallError(f"{tool}: cursor: expired (older than {CURSOR_TTL} s); run the search again")
+    return {body[i : i + _DIGEST] for i in range(24, len(body), _DIGEST)}
+
+
+def _cost(hit: Hit) -> int:
+    """Characters ``hit`` takes in the answer as sent (JSON): its structured form, text block and resource link."""
+    block = f"[{hit.rank}] Score: {hit.score:.2f} | Source: {hit.source}\n{hit.content}\n\n"
+    link = len(json.dumps(hit.uri)) + len(json.dumps(hit.source)) + 160 if hit.uri else 0
+    return len(hit.model_dump_json(exclude_none=True)) + 2 + len(json.dumps(block)) + link
+
+
+def _reserve(tool: str, args: SearchArguments, results: int) -> int:
+    """Characters of an answer besides its hits: the envelope, the query and a cursor (text and structured)."""
+    cursor = (24 + 16 + _DIGEST * results) * 4 // 3 + 4
+    return 260 + len(tool) + len(json.dumps(args.query)) + 2 * cursor
+
+
+def _cut(hit: Hit, room: int) -> Hit:
+    """``hit`` with its content cut (and marked) so that it takes at most ``room`` characters, or as few as it can."""
+    low, high = 0, len(hit.content)
+    while low < high:  # the longest kept prefix that fits
+        middle = (low + high + 1) // 2
+        if _cost(hit.model_copy(update={"content": hit.content[:middle] + "\n" + CUT_MARKER})) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return hit.model_copy(update={"content": hit.content[:low] + "\n" + CUT_MARKER})
+
+
+def page(
+    tool: str, args: SearchArguments, text: str, found: SearchOutput, tokens: int, given: set[bytes]
+) -> tuple[str, SearchOutput]:
+    """The page of ``found`` that fits ``tokens`` after the results ``given`` (:func:`open_cursor`), and its cursor.
+
+    ``text`` is the tool's own text for all of ``found``: kept as is when everything fits on a first page.
+    """
+    fresh = [hit for hit in found.results if _hit_key(hit) not in given]
+    # After an ingest some given results may be gone from the ranking: never more than top_k in all.
+    fresh = fresh[: max(0, len(found.results) - len(given))]
+    room = budget_chars(tokens) - _reserve(tool, args, len(found.results) + len(given))
+    shown: list[Hit] = []
+    for hit in fresh:
+        cost = _cost(hit)
+        if shown and cost > room:
+            break
+        if not shown and cost > room:  # one result larger than the budget: cut it, never drop it
+            hit, cost = _cut(hit, room), room
+        shown.append(hit)
+        room -= cost
+    for offset, hit in enumerate(shown, start=len(given) + 1):
+        hit.rank = offset
+    more = len(shown) < len(fresh)
+    cursor = None
+    if more:
+        delivered = [*given, *(_hit_key(h) for h in fresh[: len(shown)])]
+        cursor = make_cursor(tool, args, delivered)
+    out = SearchOutput(tool=found.tool, query=found.query, results=shown, next_cursor=cursor)
+    if not more and not given:
+        return text, out
+    return _page_text(shown, len(given), cursor), out
+
+
+def _page_text(shown: list[Hit], before: int, cursor: str | None) -> str:
+    """A page in the tools' own text format (hierarchical when the hits carry places), then the cursor line."""
+    if any(h.location or h.section_id or h.definitions or h.references for h in shown):
+        text = format_hierarchical_results([_hierarchical(h) for h in shown])
+    else:
+        text = format_results(
+            [
+                SearchResult(rank=h.rank, score=h.score, source=h.source, chunk_index=h.chunk_index, content=h.content)
+                for h in shown
+            ]
+        )
+    if before:
+        text = text.replace(
+            f"Found {len(shown)} result(s):", f"Found {len(shown)} result(s) after the {before} already given:", 1
+        )
+    if cursor is not None:
+        text += f"\n\nMore results: call again with the same arguments and cursor: {cursor}"
+    return text
+
+
+def _hierarchical(hit: Hit) -> HierarchicalSearchResult:
+    return HierarchicalSearchResult(
+        rank=hit.rank,
+        score=hit.score,
+        source=hit.source,
+        chunk_index=hit.chunk_index,
+        content=hit.content,
+        location=hit.location or "",
+        section_id=hit.section_id,
+        definitions=[DefinitionRef(term=d.term, definition=d.definition, source=d.source) for d in hit.definitions],
+        references=[
+            SectionRef(section_id=r.section_id, location=r.location, resolved=r.resolved) for r in hit.references
+        ],
+    )
+
+
+def budget_of(tool: Any, server_default: int | None) -> int:
+    """The budget in tokens of ``tool``'s answers: its ``result_budget:``, else the server's, else the default."""
+    own: int | None = tool.config.result_budget
+    if own is not None:
+        return own
+    return server_default if server_default is not None else DEFAULT_RESULT_BUDGET
