@@ -1,6 +1,6 @@
 """SciFact nDCG@10 of the hierarchical tool with each keyword strategy, on one ingested index.
 
-    uv run python benchmarks/scifact_keyword.py --beir PATH/TO/scifact [--strategies bm25,tantivy]
+    uv run python benchmarks/scifact_keyword.py [--beir PATH/TO/scifact] [--strategies bm25,tantivy]
 
 Ingests SciFact as ``deckhand eval --beir PATH --modes hybrid,keyword`` does from this directory (same work
 directory, same collection: run from where that ran and nothing is embedded again), then for each keyword
@@ -17,6 +17,7 @@ from typing import Any
 
 from deckhand.cli.eval import _tool_config, evaluate_tool, write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from bench_datasets import scifact
 from deckhand.evaluation.beir import load_beir
 from deckhand.paths import state_dir
 from deckhand.tools import build_tool
@@ -33,11 +34,11 @@ def _strategy(spec: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--beir", required=True, type=Path, help="SciFact in BEIR format (corpus.jsonl, ...)")
+    parser.add_argument("--beir", type=Path, default=None, help="SciFact in BEIR format (default: see bench_datasets)")
     parser.add_argument("--strategies", default="bm25,tantivy")
     parser.add_argument("--modes", default="keyword,hybrid")
     args = parser.parse_args()
-    dataset = load_beir(args.beir)
+    dataset = load_beir(scifact(args.beir))
     root = state_dir(Path.cwd()) / "beir" / "scifact"
     stems = write_corpus(dataset.corpus, root / "corpus")
     config = _tool_config(None, None, root / "corpus", "beir_scifact", "hierarchical_document")
