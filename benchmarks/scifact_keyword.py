@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_datasets import scifact
 from deckhand.cli.eval import _tool_config, evaluate_tool, write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from bench_datasets import scifact
 from deckhand.evaluation.beir import load_beir
 from deckhand.paths import state_dir
 from deckhand.tools import build_tool
