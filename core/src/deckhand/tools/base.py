@@ -175,7 +175,10 @@ class SourceTool:
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
             selection=Selection.of(
-                self.config.include, self.config.exclude, default_excludes=self.config.default_excludes
+                self.config.include,
+                self.config.exclude,
+                default_excludes=self.config.default_excludes,
+                gitignore=self.config.gitignore,
             ),
         )
         with self._closing_on_error(store, reused):
