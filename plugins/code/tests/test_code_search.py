@@ -58,3 +58,22 @@ def test_a_question_about_a_function_finds_it_with_its_symbol_and_lines(
         "src/shapes.py > shapes.circle_area > def circle_area(radius: float) -> float:"
     )
     tool.close()
+
+
+def test_the_hierarchical_tool_finds_a_definition_by_its_exact_identifier(
+    tmp_path: Path, samples: Path, minilm: Any
+) -> None:
+    """``chunker: code`` on a ``hierarchical_document`` tool: an identifier alone finds its definition first (the
+    keyword index reads the symbol path and signature with the code), named by symbol and lines."""
+    project = make_repo(tmp_path, samples)
+    (project / "agent.yaml").write_text(
+        "tools:\n  - {name: code_index, type: hierarchical_document, source: src, chunker: code}\n"
+    )
+    tool = build_tool(load_agent_config(project / "agent.yaml").tools[0], base_dir=project)
+    tool.initialize_sync()
+    for identifier, symbol in [("adler32", "checksum.adler32"), ("circle_area", "shapes.circle_area")]:
+        best = tool.search_results_sync(identifier, top_k=3)[0]
+        assert best.metadata["symbol"] == symbol, identifier
+    text = tool.format_results(tool.search_results_sync("adler32", top_k=1))
+    assert "| Source: src/checksum.c | Symbol: checksum.adler32 (c, lines 3-11)\n/* Adler-32 of a buffer. */" in text
+    tool.close()
