@@ -162,3 +162,13 @@ def test_other_files_fall_back_to_the_token_chunker_with_one_debug_line(
     assert [r.getMessage() for r in caplog.records] == [
         "notes.txt: no grammar for this file type; cut by the token chunker"
     ]
+
+
+def test_a_minified_line_is_cut_into_windows_that_fit(minilm: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bundle.js"
+    path.write_text("var a=" + "+".join(f"f{i}(x{i})" for i in range(400)) + ";\n")
+    chunks = chunks_of(minilm, path, chunk_size=64)
+    assert len(chunks) > 5
+    text = path.read_text()
+    assert all(minilm.tokenizer.count(c.content) <= 64 for c in chunks)
+    assert "".join(text[c.metadata["start_char"] : c.metadata["end_char"]] for c in chunks) == text.strip()

@@ -123,8 +123,12 @@ class _Cutter:
     """One document's cut: the parse, its offsets and the pieces, turned into chunks."""
 
     def __init__(self, chunker: CodeChunker, spec: LanguageSpec, document: Document) -> None:
-        self.tokenizer = chunker.tokenizer
         self.count = chunker.tokenizer.count
+        # The file is tokenized once; the tokens of a stretch of it are those between its offsets
+        # (what the pipeline streams for a huge file is the token chunker's concern, not this one's).
+        spans = chunker.tokenizer.token_spans(document.text)
+        self.token_starts = [a for a, _ in spans]
+        self.token_ends = [b for _, b in spans]
         self.budget = chunker.chunk_size
         self.spec = spec
         self.document = document
@@ -164,7 +168,11 @@ class _Cutter:
         return self.offsets.char(node.end_byte)
 
     def fits(self, start: int, end: int) -> bool:
-        return self.count(self.text[start:end]) <= self.budget
+        return self.tokens(start, end) <= self.budget
+
+    def tokens(self, start: int, end: int) -> int:
+        """How many of the file's tokens lie within characters ``start``..``end``."""
+        return bisect.bisect_right(self.token_ends, end) - bisect.bisect_left(self.token_starts, start)
 
     # -- the pieces ------------------------------------------------------------------------------
 
@@ -233,12 +241,12 @@ class _Cutter:
         begin, end = header[0], header[1]
         for member in members:
             m_start, m_end = self.start(member), self.end(member)
-            if self.count(self.text[begin:m_end]) <= budget:
+            if self.tokens(begin, m_end) <= budget:
                 end = m_end
                 continue
             if end > begin:
                 yield Piece(begin, end, symbol, kind, signature)
-            if self.count(self.text[m_start:m_end]) <= budget:
+            if self.tokens(m_start, m_end) <= budget:
                 begin, end = m_start, m_end
             else:
                 yield from self.windows(m_start, m_end, symbol, kind, signature)
@@ -280,24 +288,21 @@ class _Cutter:
         while cursor < end:
             newline = self.text.find("\n", cursor, end)
             line_end = end if newline < 0 else newline + 1
-            if self.count(self.text[begin:line_end]) <= budget:
+            if self.tokens(begin, line_end) <= budget:
                 cursor = line_end
                 continue
             if cursor > begin:
                 yield Piece(begin, cursor, symbol, kind, signature)
                 begin = cursor
                 continue
-            spans = self.tokenizer_spans(begin, line_end)
-            for i in range(0, len(spans), budget):
-                window = spans[i : i + budget]
-                yield Piece(begin + window[0][0], begin + window[-1][1], symbol, kind, signature)
+            first = bisect.bisect_left(self.token_starts, begin)
+            last = bisect.bisect_right(self.token_ends, line_end)
+            for i in range(first, last, budget):
+                j = min(i + budget, last) - 1
+                yield Piece(self.token_starts[i], self.token_ends[j], symbol, kind, signature)
             begin = cursor = line_end
         if end > begin:
             yield Piece(begin, end, symbol, kind, signature)
-
-    def tokenizer_spans(self, start: int, end: int) -> list[tuple[int, int]]:
-        """The token spans of one overlong line, relative to ``start``."""
-        return self.tokenizer.token_spans(self.text[start:end])
 
 
 def _leading(comments: list[Node], node: Node) -> list[Node]:
