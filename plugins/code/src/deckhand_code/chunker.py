@@ -14,13 +14,12 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from deckhand.chunking.token import TokenChunker
+from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, language_of, parser_for
@@ -36,23 +35,9 @@ CLASSES = frozenset({"class", "struct", "interface", "impl", "trait", "enum"})
 MEMBERS = "members"
 
 
-class CodeChunkerOptions(BaseModel):
-    """Options of the ``code`` chunker (``chunker: {name: code, ...}``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    chunk_size: int = Field(default=512, ge=32, le=8192, description="Most tokens in a chunk (the embedder's).")
-    chunk_overlap: int = Field(
-        default=50, ge=0, description="Tokens shared by consecutive windows of files cut by the token chunker."
-    )
-
-    @model_validator(mode="after")
-    def _overlap(self) -> CodeChunkerOptions:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        return self
+class CodeChunkerOptions(TokenChunkerOptions):
+    """Options of the ``code`` chunker (``chunker: {name: code, ...}``): the token chunker's, whose windows cut the
+    files in other languages; ``chunk_size`` is also the most tokens of a definition's chunk."""
 
 
 @dataclass(frozen=True)
@@ -237,22 +222,26 @@ class _Cutter:
         self, members: Sequence[Node], header: tuple[int, int, int, int], symbol: str, kind: str, signature: str
     ) -> Iterator[Piece]:
         """A long function's body, cut between statements into parts that fit (the header goes with the first)."""
+        parts = [(self.start(member), self.end(member)) for member in members]
         budget = self.budget - self.count(signature) - 1
-        begin, end = header[0], header[1]
-        for member in members:
-            m_start, m_end = self.start(member), self.end(member)
-            if self.tokens(begin, m_end) <= budget:
-                end = m_end
+        yield from self.grouped(parts, header[0], budget, Piece(0, 0, symbol, kind, signature))
+
+    def grouped(self, parts: Sequence[tuple[int, int]], begin: int, budget: int, like: Piece) -> Iterator[Piece]:
+        """Consecutive ``parts`` (from ``begin``) together while they fit ``budget``; one too long alone by lines."""
+        end = begin
+        for p_start, p_end in parts:
+            if self.tokens(begin, p_end) <= budget:
+                end = p_end
                 continue
             if end > begin:
-                yield Piece(begin, end, symbol, kind, signature)
-            if self.tokens(m_start, m_end) <= budget:
-                begin, end = m_start, m_end
+                yield replace(like, start=begin, end=end)
+            if self.tokens(p_start, p_end) <= budget:
+                begin, end = p_start, p_end
             else:
-                yield from self.windows(m_start, m_end, symbol, kind, signature)
-                begin = end = m_end
+                yield from self.windows(p_start, p_end, like.symbol, like.kind, like.signature)
+                begin = end = p_end
         if end > begin:
-            yield Piece(begin, end, symbol, kind, signature)
+            yield replace(like, start=begin, end=end)
 
     def blocks(self, loose: list[tuple[int, int, int, int]], scope: list[str], signature: str) -> Iterator[Piece]:
         """Code outside definitions: blank-line blocks, consecutive ones together while they fit."""
@@ -266,20 +255,8 @@ class _Cutter:
                 blocks[-1][1], blocks[-1][2] = end, last_row
             else:
                 blocks.append([start, end, last_row])
-        begin = end = blocks[0][0]
-        for b_start, b_end, _ in blocks:
-            if self.fits(begin, b_end):
-                end = b_end
-                continue
-            if end > begin:
-                yield Piece(begin, end, symbol, kind, signature)
-            if self.fits(b_start, b_end):
-                begin, end = b_start, b_end
-            else:
-                yield from self.windows(b_start, b_end, symbol, kind, signature)
-                begin = end = b_end
-        if end > begin:
-            yield Piece(begin, end, symbol, kind, signature)
+        parts = [(b_start, b_end) for b_start, b_end, _ in blocks]
+        yield from self.grouped(parts, blocks[0][0], self.budget, Piece(0, 0, symbol, kind, signature))
 
     def windows(self, start: int, end: int, symbol: str, kind: str, signature: str) -> Iterator[Piece]:
         """Code too long for one chunk with no syntax to cut at: whole lines while they fit, a longer line by tokens."""

@@ -43,6 +43,24 @@ _C_DEFINITIONS = {
     "enum_specifier": "enum",
 }
 
+_JS_DEFINITIONS = {
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "class_declaration": "class",
+    "method_definition": "method",
+    "lexical_declaration": "function",
+    "variable_declaration": "function",
+}
+_TS_DEFINITIONS = {
+    **_JS_DEFINITIONS,
+    "abstract_class_declaration": "class",
+    "interface_declaration": "interface",
+    "enum_declaration": "enum",
+    "type_alias_declaration": "type",
+    "module": "namespace",
+    "internal_module": "namespace",
+}
+
 LANGUAGES: tuple[LanguageSpec, ...] = (
     LanguageSpec(
         "python",
@@ -57,51 +75,23 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         "tree_sitter_javascript",
         extensions=frozenset({".js", ".mjs", ".cjs", ".jsx"}),
         interpreters=frozenset({"node", "nodejs", "deno", "bun"}),
-        definitions={
-            "function_declaration": "function",
-            "generator_function_declaration": "function",
-            "class_declaration": "class",
-            "method_definition": "method",
-            "lexical_declaration": "function",
-            "variable_declaration": "function",
-        },
+        definitions=_JS_DEFINITIONS,
         wrappers=frozenset({"export_statement"}),
     ),
-    LanguageSpec(
-        "typescript",
-        "tree_sitter_typescript",
-        "language_typescript",
-        extensions=frozenset({".ts", ".mts", ".cts"}),
-        definitions={
-            "function_declaration": "function",
-            "generator_function_declaration": "function",
-            "class_declaration": "class",
-            "abstract_class_declaration": "class",
-            "interface_declaration": "interface",
-            "enum_declaration": "enum",
-            "type_alias_declaration": "type",
-            "method_definition": "method",
-            "lexical_declaration": "function",
-            "module": "namespace",
-            "internal_module": "namespace",
-        },
-        containers=frozenset({"class", "namespace"}),
-        wrappers=frozenset({"export_statement"}),
-    ),
-    LanguageSpec(
-        "tsx",
-        "tree_sitter_typescript",
-        "language_tsx",
-        extensions=frozenset({".tsx"}),
-        definitions={
-            "function_declaration": "function",
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "type_alias_declaration": "type",
-            "method_definition": "method",
-            "lexical_declaration": "function",
-        },
-        wrappers=frozenset({"export_statement"}),
+    *(
+        LanguageSpec(
+            name,
+            "tree_sitter_typescript",
+            function,
+            extensions=frozenset(extensions),
+            definitions=_TS_DEFINITIONS,
+            containers=frozenset({"class", "namespace"}),
+            wrappers=frozenset({"export_statement"}),
+        )
+        for name, function, extensions in (
+            ("typescript", "language_typescript", {".ts", ".mts", ".cts"}),
+            ("tsx", "language_tsx", {".tsx"}),
+        )
     ),
     LanguageSpec(
         "go",
