@@ -172,3 +172,17 @@ def test_a_minified_line_is_cut_into_windows_that_fit(minilm: Any, tmp_path: Pat
     text = path.read_text()
     assert all(minilm.tokenizer.count(c.content) <= 64 for c in chunks)
     assert "".join(text[c.metadata["start_char"] : c.metadata["end_char"]] for c in chunks) == text.strip()
+
+
+def test_a_long_header_is_kept_when_the_first_statement_does_not_fit_with_it(minilm: Any, tmp_path: Path) -> None:
+    parameters = ", ".join(f"argument_number_{i}: int" for i in range(12))
+    body = "".join(f"    total_{i} = argument_number_{i} * argument_number_{i} + {i}\n" for i in range(12))
+    source = f"def combine({parameters}) -> int:\n{body}    return 0\n"
+    path = tmp_path / "wide.py"
+    path.write_text(source)
+    chunks = chunks_of(minilm, path, chunk_size=160)  # the header is most of a chunk
+    assert len(chunks) > 2
+    assert chunks[0].content.startswith(source.splitlines()[0])
+    assert all(minilm.tokenizer.count(c.content) <= 160 for c in chunks)
+    covered = [n for c in chunks for n in range(c.metadata["start_line"], c.metadata["end_line"] + 1)]
+    assert covered == list(range(1, source.count("\n") + 1))

@@ -155,6 +155,10 @@ class _Cutter:
     def fits(self, start: int, end: int) -> bool:
         return self.tokens(start, end) <= self.budget
 
+    def room(self, signature: str) -> int:
+        """Tokens left for the code of a part that carries ``signature`` as context (at most a quarter goes to it)."""
+        return self.budget - min(self.count(signature) + 1, self.budget // 4) if signature else self.budget
+
     def tokens(self, start: int, end: int) -> int:
         """How many of the file's tokens lie within characters ``start``..``end``."""
         return bisect.bisect_right(self.token_ends, end) - bisect.bisect_left(self.token_starts, start)
@@ -223,25 +227,30 @@ class _Cutter:
     ) -> Iterator[Piece]:
         """A long function's body, cut between statements into parts that fit (the header goes with the first)."""
         parts = [(self.start(member), self.end(member)) for member in members]
-        budget = self.budget - self.count(signature) - 1
-        yield from self.grouped(parts, header[0], budget, Piece(0, 0, symbol, kind, signature))
+        yield from self.grouped(parts, header[0], self.room(signature), Piece(0, 0, symbol, kind, signature), header[1])
 
-    def grouped(self, parts: Sequence[tuple[int, int]], begin: int, budget: int, like: Piece) -> Iterator[Piece]:
-        """Consecutive ``parts`` (from ``begin``) together while they fit ``budget``; one too long alone by lines."""
-        end = begin
+    def grouped(
+        self, parts: Sequence[tuple[int, int]], begin: int, budget: int, like: Piece, end: int | None = None
+    ) -> Iterator[Piece]:
+        """Consecutive ``parts`` together while they fit ``budget`` (one too long alone: by lines), from ``begin``;
+        ``begin``..``end`` (a function's header) goes with the first part, or alone when they do not fit together."""
+        end = begin if end is None else end
         for p_start, p_end in parts:
             if self.tokens(begin, p_end) <= budget:
                 end = p_end
                 continue
-            if end > begin:
-                yield replace(like, start=begin, end=end)
-            if self.tokens(p_start, p_end) <= budget:
-                begin, end = p_start, p_end
-            else:
-                yield from self.windows(p_start, p_end, like.symbol, like.kind, like.signature)
-                begin = end = p_end
-        if end > begin:
+            yield from self.fitted(begin, end, budget, like)
+            begin, end = p_start, p_end
+        yield from self.fitted(begin, end, budget, like)
+
+    def fitted(self, begin: int, end: int, budget: int, like: Piece) -> Iterator[Piece]:
+        """``begin``..``end`` as one piece like ``like`` when it fits ``budget``, else cut by lines (none if empty)."""
+        if end <= begin:
+            return
+        if self.tokens(begin, end) <= budget:
             yield replace(like, start=begin, end=end)
+        else:
+            yield from self.windows(begin, end, like.symbol, like.kind, like.signature)
 
     def blocks(self, loose: list[tuple[int, int, int, int]], scope: list[str], signature: str) -> Iterator[Piece]:
         """Code outside definitions: blank-line blocks, consecutive ones together while they fit."""
@@ -260,7 +269,7 @@ class _Cutter:
 
     def windows(self, start: int, end: int, symbol: str, kind: str, signature: str) -> Iterator[Piece]:
         """Code too long for one chunk with no syntax to cut at: whole lines while they fit, a longer line by tokens."""
-        budget = self.budget - (self.count(signature) + 1 if signature else 0)
+        budget = self.room(signature)
         begin = cursor = start
         while cursor < end:
             newline = self.text.find("\n", cursor, end)
