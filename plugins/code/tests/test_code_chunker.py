@@ -186,3 +186,14 @@ def test_a_long_header_is_kept_when_the_first_statement_does_not_fit_with_it(min
     assert all(minilm.tokenizer.count(c.content) <= 160 for c in chunks)
     covered = [n for c in chunks for n in range(c.metadata["start_line"], c.metadata["end_line"] + 1)]
     assert covered == list(range(1, source.count("\n") + 1))
+
+
+def test_a_file_too_large_to_parse_is_cut_by_the_token_chunker(
+    minilm: Any, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deckhand_code import chunker
+
+    text = (samples / "shapes.py").read_text()
+    monkeypatch.setattr(chunker, "MAX_PARSED_CHARS", len(text) - 1)
+    chunks = CodeChunker(minilm.tokenizer).chunk(Document("shapes.py", text))
+    assert [c.content for c in chunks] == [text.strip()] and "symbol" not in chunks[0].metadata

@@ -29,6 +29,9 @@ log = logging.getLogger("deckhand.chunking.code")
 
 #: The kind of the chunks of code outside any definition.
 MODULE = "module"
+#: Longest file parsed (characters). A larger one (generated code, a bundle) is cut by the token chunker, whose
+#: tokens are streamed: this chunker holds every token span of a file at once.
+MAX_PARSED_CHARS = 4_000_000
 #: Kinds of container whose functions are methods.
 CLASSES = frozenset({"class", "struct", "interface", "impl", "trait", "enum"})
 #: The kind of the chunks of a container's own code (a long class's header and fields) between its members.
@@ -100,6 +103,9 @@ class CodeChunker:
         spec = language_of(document.source, document.text)
         if spec is None:
             log.debug("%s: no grammar for this file type; cut by the token chunker", document.source)
+            return self.fallback.chunk(document)
+        if len(document.text) > MAX_PARSED_CHARS:
+            log.debug("%s: over %d characters; cut by the token chunker", document.source, MAX_PARSED_CHARS)
             return self.fallback.chunk(document)
         return list(_Cutter(self, spec, document).chunks())
 
