@@ -63,6 +63,7 @@ ELSEWHERE = {
     'kernel.add_plugin(deckhand_plugin("agent.yaml"))': "two lines of a program: the kernel is the reader's",
     "OpenAIChatCompletion(ai_model_id=": "needs an OpenAI key and the network",
     "register.store(\n": "tests/test_plugin_docs.py (a signature; test_register_signature_compiles)",
+    'tool.search_results_sync("how is the area of a circle computed': "plugins/code/tests/test_code_docs.py",
 }
 
 

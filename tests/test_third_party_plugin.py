@@ -278,7 +278,7 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
         f"error: no store plugin provides 'notes-memory'; {install_hint('store', 'notes-memory')} "
         "(installed: in-memory, redis, sqlite); DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
-    assert "with NAME one of this checkout's plugins: git-memory, native-hybrid, openai, " in restricted.stderr
+    assert "with NAME one of this checkout's plugins: code, git-memory, native-hybrid, openai, " in restricted.stderr
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
 
 
@@ -389,9 +389,9 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
             "label: Field note",
             "lable: Field note",
             "tools[1].lable: unknown field (did you mean 'label'? allowed: type, name, description, result_budget, "
-            "source, embedding_model, database, chunker, encoding, include, exclude, default_excludes, max_file_size, "
-            "reranker, rerank_top_n, results, min_similarity_score, max_results_per_source, relative_cutoff, "
-            "label, top_k)",
+            "source, embedding_model, database, chunker, encoding, include, exclude, default_excludes, gitignore, "
+            "max_file_size, reranker, rerank_top_n, results, min_similarity_score, max_results_per_source, "
+            "relative_cutoff, label, top_k)",
         ),
         (
             '"notes://local"',

@@ -58,7 +58,7 @@ def tree(tmp_path: Path) -> Path:
     (docs / ".hidden.md").write_text("# Hidden\n\nnot indexed\n")
     (docs / ".git").mkdir()
     (docs / ".git" / "notes.md").write_text("# git\n")
-    (docs / "script.py").write_text("print('not indexed')\n")
+    (docs / "script.exe").write_text("print('not indexed')\n")  # no loader takes .exe (the code plugin takes .py)
     secret = tmp_path / "secret.md"
     secret.write_text("# Secret\n\nThe database password is hunter2.\n")
     (docs / "link.md").symlink_to(secret)
@@ -177,7 +177,7 @@ def _refusals(tree: Path) -> list[str]:
         f"file://{docs}/linked-dir/o.md",  # through a symlinked directory
         f"file://{docs}/.hidden.md",
         f"file://{docs}/.git/notes.md",
-        f"file://{docs}/script.py",  # a type the tool does not index
+        f"file://{docs}/script.exe",  # a type the tool does not index
         f"file://{docs}/missing.md",
         f"file://{tree}/docs-other/x.md",  # a sibling whose name shares the prefix
         f"file://{tree}/agent.yaml",  # next to a file source, not it

@@ -214,6 +214,10 @@ class Hit(BaseModel):
     references: list[ReferenceOut] = Field(default_factory=list)
     start_line: int | None = Field(default=None, description="First line of the chunk in its file (text formats).")
     end_line: int | None = Field(default=None, description="Last line of the chunk in its file (text formats).")
+    symbol: str | None = Field(
+        default=None, description="Source code: the definition the chunk is, as a path (module.Class.method)."
+    )
+    language: str | None = Field(default=None, description="Source code: the chunk's programming language.")
     uri: str | None = Field(
         default=None,
         description="file:// URI of the chunk's lines (#Lstart-Lend): deckhand_read (or resources/read) reads it, "

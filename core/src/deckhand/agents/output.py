@@ -27,9 +27,16 @@ def hit_of(result: Any) -> Hit:
         references=references,
         start_line=_line(result, "start_line"),
         end_line=_line(result, "end_line"),
+        symbol=_text(result, "symbol"),
+        language=_text(result, "language"),
     )
 
 
 def _line(result: Any, key: str) -> int | None:
     value = (getattr(result, "metadata", None) or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(result: Any, key: str) -> str | None:
+    value = (getattr(result, "metadata", None) or {}).get(key)
+    return value if isinstance(value, str) and value else None

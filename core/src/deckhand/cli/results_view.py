@@ -20,7 +20,7 @@ from rich.text import Text
 from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, highlighted, snippet
 from deckhand.ingest.lines import START_LINE
 from deckhand.printable import printable, printable_block
-from deckhand.tools.results import SearchResult
+from deckhand.tools.results import SearchResult, symbol_note
 
 HIT = "bold yellow"
 HEAD = "bold"
@@ -52,6 +52,7 @@ def result_text(result: SearchResult, terms: QueryTerms, *, full: bool = False) 
         out.append(f" | Location: {printable(location)}", style=FAINT)
     if section:
         out.append(f" | Section: {printable(section)}", style=FAINT)
+    out.append(symbol_note(result), style=FAINT)
     out.append("\n")
     segments = highlighted(result.content, terms) if full else snippet(result.content, terms)
     _append(out, segments, block=full)

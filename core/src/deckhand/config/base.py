@@ -235,6 +235,10 @@ class SourceToolConfig(ToolConfigBase):
         default=True,
         description="Leave out the default folders (.git/, node_modules/, _build/, ...); false walks them.",
     )
+    gitignore: bool = Field(
+        default=True,
+        description="For a source in a git working tree, leave out what its .gitignore files ignore; false reads them.",
+    )
     max_file_size: ByteSize | None = Field(
         default=ByteSize(50_000_000),
         description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",

@@ -1,5 +1,6 @@
 """Find the files of a source, safely: supported extensions only, never outside the source, and only those
-the tool's ``include:``/``exclude:`` patterns select (:mod:`deckhand.ingest.selection`)."""
+the tool's ``include:``/``exclude:`` patterns select (:mod:`deckhand.ingest.selection`) and, in a git
+working tree, its ``.gitignore`` files do not ignore (:mod:`deckhand.ingest.gitignore`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
 from deckhand.types import Skipped
@@ -70,6 +72,7 @@ def discover(
         _consider(shown_root, given.resolve(), exts, out, base)
         return out
     root = given.resolve()
+    ignore = GitIgnore.of(root) if selection.gitignore else None
 
     def unreadable(where: Path, exc: OSError) -> None:
         shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
@@ -107,6 +110,8 @@ def discover(
                 log.info(
                     "excluded %s/ (the tool's exclude: patterns or the default excludes)", utf8_name(prefix + name)
                 )
+            elif ignore is not None and ignore.ignores(sub, directory=True):
+                log.info("excluded %s/ (.gitignore; gitignore: false ingests it)", utf8_name(prefix + name))
             elif link:
                 # never followed; a link to a directory inside the source is walked where it really lives
                 out.skipped.append(Skipped(utf8_name(prefix + name), _link_reason(sub, root), "symlink"))
@@ -117,6 +122,8 @@ def discover(
         for entry in files:
             name = entry.name
             if name.startswith(".") or not selection.takes(inside + name):
+                continue
+            if ignore is not None and ignore.ignores(current / name, directory=False):
                 continue
             shown = prefix + name
             if entry.is_symlink():

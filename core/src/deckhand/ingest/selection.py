@@ -65,12 +65,22 @@ class Selection:
 
     include: tuple[Pattern, ...] = ()
     exclude: tuple[Pattern, ...] = tuple(Pattern.parse(p) for p in DEFAULT_EXCLUDES)
+    #: Whether a source in a git working tree leaves out what its ``.gitignore`` files ignore
+    #: (:mod:`deckhand.ingest.gitignore`; the walk applies it, these patterns know no files).
+    gitignore: bool = True
 
     @classmethod
-    def of(cls, include: Iterable[str] | None, exclude: Iterable[str], *, default_excludes: bool = True) -> Selection:
+    def of(
+        cls,
+        include: Iterable[str] | None,
+        exclude: Iterable[str],
+        *,
+        default_excludes: bool = True,
+        gitignore: bool = True,
+    ) -> Selection:
         """The selection of a tool's settings: its patterns, after :data:`DEFAULT_EXCLUDES` unless turned off."""
         excluded = [*(DEFAULT_EXCLUDES if default_excludes else ()), *exclude]
-        return cls(tuple(Pattern.parse(p) for p in include or ()), tuple(Pattern.parse(p) for p in excluded))
+        return cls(tuple(Pattern.parse(p) for p in include or ()), tuple(Pattern.parse(p) for p in excluded), gitignore)
 
     def walks(self, relative: str) -> bool:
         """Whether the directory at ``relative`` is walked (no exclude pattern matches it)."""

@@ -20,6 +20,7 @@ from typing import Any
 from deckhand.agents.calls import CallError
 from deckhand.agents.toolbox import Toolbox
 from deckhand.config.base import SourceToolConfig
+from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.mcp.server import in_daemon_thread
 
@@ -66,7 +67,11 @@ class _SourceFilter:
         if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in self.extensions:
             return False
         chosen = [selection] if selection is not None else self.selections.get(root, [EVERYTHING])
-        return any(s.reads(relative.as_posix()) for s in chosen)
+        read = [s for s in chosen if s.reads(relative.as_posix())]
+        if not read or not all(s.gitignore for s in read):
+            return bool(read)
+        ignore = GitIgnore.of(root.resolve())  # read afresh: an edited .gitignore counts from the next change
+        return ignore is None or not ignore.ignores(path.resolve(), directory=False)
 
 
 def _selection(toolbox: Toolbox, name: str) -> Selection:
@@ -74,7 +79,9 @@ def _selection(toolbox: Toolbox, name: str) -> Selection:
     config = toolbox.tool(name).config
     if not isinstance(config, SourceToolConfig):
         return EVERYTHING
-    return Selection.of(config.include, config.exclude, default_excludes=config.default_excludes)
+    return Selection.of(
+        config.include, config.exclude, default_excludes=config.default_excludes, gitignore=config.gitignore
+    )
 
 
 async def watch_sources(

@@ -184,7 +184,10 @@ class SourceTool:
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
             selection=Selection.of(
-                self.config.include, self.config.exclude, default_excludes=self.config.default_excludes
+                self.config.include,
+                self.config.exclude,
+                default_excludes=self.config.default_excludes,
+                gitignore=self.config.gitignore,
             ),
         )
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)

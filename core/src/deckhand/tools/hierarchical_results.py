@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from deckhand.printable import printable
-from deckhand.tools.results import SearchResult
+from deckhand.tools.results import SearchResult, symbol_note
 
 
 class ModalityHit(BaseModel):
@@ -59,8 +59,10 @@ def format_hierarchical_results(results: list[HierarchicalSearchResult]) -> str:
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
         head = f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}"
-        if r.location:
+        code = symbol_note(r)  # a chunk of source code: its symbol says what its location would
+        if r.location and not code:
             head += f" | Location: {printable(r.location)}"
+        head += code
         if r.section_id:
             head += f" | Section: {printable(r.section_label or r.section_id)}"
         lines = [head, r.content]

@@ -129,8 +129,22 @@ def tool_function(tool: Any) -> dict[str, Any]:
 
 
 def format_results(results: list[SearchResult]) -> str:
-    """The contract's result text: a count line, then one block per result."""
+    """The contract's result text: a count line, then one block per result (a chunk of source code also
+    names its symbol, language and lines: ``| Symbol: shapes.Circle.area (python, lines 19-21)``)."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
-        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}\n{r.content}")
+        blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}{symbol_note(r)}\n{r.content}")
     return "\n\n".join(blocks)
+
+
+def symbol_note(result: SearchResult) -> str:
+    """`` | Symbol: NAME (LANGUAGE, lines A-B)`` for a chunk of source code (metadata naming a symbol), else empty."""
+    meta = result.metadata or {}
+    symbol, language = meta.get("symbol"), meta.get("language")
+    if not isinstance(symbol, str) or not symbol:
+        return ""
+    details = [printable(language)] if isinstance(language, str) and language else []
+    start, end = meta.get("start_line"), meta.get("end_line")
+    if isinstance(start, int) and not isinstance(start, bool):
+        details.append(f"lines {start}-{end}" if isinstance(end, int) and end != start else f"line {start}")
+    return f" | Symbol: {printable(symbol)}" + (f" ({', '.join(details)})" if details else "")

@@ -1,0 +1,100 @@
+"""What a git repository's ``.gitignore`` files leave out, for a source that is (in) a working tree.
+
+A source directory inside a git working tree is walked as git sees it: the files its ``.gitignore``
+files (at every level from the repository's top, each relative to its own folder, a deeper one
+overriding) and ``.git/info/exclude`` ignore are not ingested, with git's pattern rules (the
+``pathspec`` package's ``gitwildmatch``: negation, ``**``, anchoring). An ignored folder is not
+walked. ``gitignore: false`` on the tool turns this off. The ignore files are the user's own
+repository files; each is read without following a symbolic link, and at most :data:`MAX_IGNORE_BYTES`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+import pathspec
+
+log = logging.getLogger("deckhand.ingest")
+
+#: Largest ignore file read; a larger one is left unread with a warning.
+MAX_IGNORE_BYTES = 1 << 20
+#: How many folders above the source are searched for the repository's ``.git``.
+MAX_DEPTH = 64
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def repository_of(directory: Path) -> Path | None:
+    """The top of the git working tree ``directory`` is in (where ``.git`` is, a folder or a worktree's file)."""
+    for candidate in [directory, *directory.parents][:MAX_DEPTH]:
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+class GitIgnore:
+    """The ignore rules of one working tree, read folder by folder as the walk reaches them."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._exclude = self._read(top / ".git" / "info" / "exclude")
+
+    @classmethod
+    def of(cls, directory: Path) -> GitIgnore | None:
+        """The rules in force under ``directory`` (resolved), or ``None`` when it is in no git working tree."""
+        top = repository_of(directory)
+        return cls(top) if top is not None else None
+
+    def ignores(self, path: Path, *, directory: bool) -> bool:
+        """Whether git ignores ``path`` (resolved, under :attr:`top`), a folder when ``directory``."""
+        try:
+            relative = path.relative_to(self.top)
+        except ValueError:
+            return False
+        parts = relative.parts
+        if not parts:
+            return False
+        suffix = "/" if directory else ""
+        ignored: bool | None = None
+        if self._exclude is not None:
+            ignored = self._exclude.check_file(relative.as_posix() + suffix).include
+        for depth in range(len(parts)):  # the top's .gitignore first, the deepest last (it wins)
+            folder = self.top.joinpath(*parts[:depth])
+            spec = self._spec(folder)
+            if spec is None:
+                continue
+            verdict = spec.check_file("/".join(parts[depth:]) + suffix).include
+            if verdict is not None:
+                ignored = verdict
+        return bool(ignored)
+
+    def _spec(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
+        if folder not in self._specs:
+            self._specs[folder] = self._read(folder / ".gitignore")
+        return self._specs[folder]
+
+    @staticmethod
+    def _read(path: Path) -> pathspec.GitIgnoreSpec | None:
+        """The patterns of an ignore file; ``None`` when there is none (or it cannot be read: a warning says why)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("%s: not read (%s); its ignore rules are not applied", path, exc.strerror or exc)
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                log.warning("%s: not a regular file; its ignore rules are not applied", path)
+                return None
+            data = fh.read(MAX_IGNORE_BYTES + 1)
+        if len(data) > MAX_IGNORE_BYTES:
+            log.warning("%s: over %d bytes, not read; its ignore rules are not applied", path, MAX_IGNORE_BYTES)
+            return None
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None

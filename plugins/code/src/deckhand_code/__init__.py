@@ -1,0 +1,1 @@
+"""deckhand-ai-code: source files as documents, chunked at their syntax (see :mod:`deckhand_code.chunker`)."""

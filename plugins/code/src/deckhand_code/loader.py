@@ -1,0 +1,28 @@
+"""The code loader: source files read as they are, with core's encoding detection (or the tool's ``encoding:``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deckhand.errors import LoaderError
+from deckhand.ingest.loaders import decode_text
+from deckhand.ingest.opening import read_source_bytes
+
+from deckhand_code.languages import EXTENSIONS
+
+
+class CodeLoader:
+    """Reads the source files of the languages the ``code`` chunker parses (``.py``, ``.ts``, ``.go``, ...).
+
+    The text is the file's own, so results show the lines a chunk spans (``verbatim``)."""
+
+    extensions = EXTENSIONS
+    priority = 0
+    verbatim = True
+
+    def load(self, path: Path) -> str:
+        try:
+            data = read_source_bytes(path)
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        return decode_text(data, path)
