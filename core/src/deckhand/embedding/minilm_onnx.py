@@ -63,6 +63,9 @@ PRECISIONS = ("int8", "float")
 #: int8 products take 1.6x less CPU on this project's (AVX2) processors but cost 0.009-0.014
 #: SciFact nDCG@10 (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
 DEFAULT_PRECISION = "float"
+#: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
+#: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
+ID_LABELS = {"float": "float", "int8": "int8-tok"}
 #: Most texts per batched (GPU) call.
 GPU_BATCH_SIZE = 4096
 #: At most this many (padded) tokens per batched model call (the GPU path). Attention
@@ -119,7 +122,7 @@ class MiniLMSettings:
         if precision == "float" and self.window == MAX_TOKENS:
             return LEGACY_MODEL_ID  # one 512-token window: pooled or not, nothing is cut
         pooled = self.pool and self.window < MAX_TOKENS
-        return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if pooled else ''}"
+        return f"{MODEL_NAME}-{ID_LABELS[precision]}-w{self.window}{'-pool' if pooled else ''}"
 
 
 #: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
@@ -276,6 +279,7 @@ class MiniLMOnnxEmbedder:
             quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
             attention="mha" if self._per_text else "fused",
             masked=not self._per_text,
+            per_token=self.precision == "int8",
         )
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1 if self._per_text else self.threads
