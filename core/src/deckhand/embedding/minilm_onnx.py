@@ -60,9 +60,10 @@ MAX_TOKENS = 512
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
-#: int8 products take 1.6x less CPU on this project's (AVX2) processors but cost 0.009-0.014
-#: SciFact nDCG@10 (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
-DEFAULT_PRECISION = "float"
+#: On the CPU: int8 products with a scale per token take ~1.8x less CPU than fp32 on this project's
+#: (AVX2) processors at SciFact's fp32 nDCG@10 (docs/benchmarks.md, "A new user's first ingest").
+#: On a GPU the default is fp32 (onnxruntime has no CUDA kernels for the int8 operators).
+DEFAULT_PRECISION = "int8"
 #: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
 #: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
 ID_LABELS = {"float": "float", "int8": "int8-tok"}
@@ -123,6 +124,10 @@ class MiniLMSettings:
             return LEGACY_MODEL_ID  # one 512-token window: pooled or not, nothing is cut
         pooled = self.pool and self.window < MAX_TOKENS
         return f"{MODEL_NAME}-{ID_LABELS[precision]}-w{self.window}{'-pool' if pooled else ''}"
+
+
+#: The model id of the default (``minilm`` on the CPU): int8 with per-token scales, one 512-token window.
+DEFAULT_MODEL_ID = MiniLMSettings().model_id(DEFAULT_PRECISION)
 
 
 #: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
@@ -255,7 +260,7 @@ class MiniLMOnnxEmbedder:
         settings = MiniLMSettings.parse(model)
         requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
         self.device, providers = onnx_providers(requested_device, ort.get_available_providers())
-        self.precision = precision or settings.precision or DEFAULT_PRECISION
+        self.precision = precision or settings.precision or (DEFAULT_PRECISION if self.device == "cpu" else "float")
         if self.precision not in PRECISIONS:
             raise EmbeddingError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
         if self.precision == "int8" and self.device != "cpu":
