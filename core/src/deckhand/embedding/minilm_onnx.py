@@ -7,13 +7,13 @@ operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a secon
 
 Two precisions:
 
-- ``float`` (default): fp32 matrix products on the package's weights. With the default
-  512-token window these are exactly the vectors of the model id
-  ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first default wrote, so existing indexes
-  stay valid; it is also what runs on a GPU (onnxruntime's CUDA provider, with
-  ``onnxruntime-gpu`` installed);
-- ``int8`` (``minilm:int8``): int8 x int8 matrix products, about 1.6x less CPU, at a cost in
-  retrieval quality measured on SciFact (docs/benchmarks.md, "Embedder"). CPU only.
+- ``int8`` (the default on the CPU): int8 x int8 matrix products with one activation scale per
+  token, about 1.6x less CPU than fp32 at fp32's SciFact quality (docs/benchmarks.md, "A new
+  user's first ingest"). CPU only;
+- ``float`` (the default on a GPU, onnxruntime's CUDA provider with ``onnxruntime-gpu``
+  installed): fp32 matrix products on the package's weights. With the 512-token window these
+  are exactly the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first
+  defaults wrote, and that name still selects them.
 
 On the CPU each text runs alone (no padding, no attention mask) and ``threads`` texts run at
 once, one core each, so a text's vector does not depend on the texts embedded with it; on a
