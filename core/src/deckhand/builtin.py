@@ -105,8 +105,8 @@ def deckhand_register(register: Registrar) -> None:
     register.embedder(
         LEGACY_MODEL_ID,
         MiniLMOnnxEmbedder.from_options,
-        description="all-MiniLM-L6-v2 in fp32, 512 tokens: the vectors of deckhand's earlier default "
-        "(an index built with it keeps being read with it)",
+        description="all-MiniLM-L6-v2 in fp32, 512 tokens: deckhand's earlier default, "
+        "kept for the indexes built with it",
         model_id=LEGACY_MODEL_ID,
         dimension=DIMENSION,
         max_tokens=MAX_TOKENS,
