@@ -8,7 +8,7 @@ operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a secon
 Two precisions:
 
 - ``int8`` (the default on the CPU): int8 x int8 matrix products with one activation scale per
-  token, about 1.6x less CPU than fp32 at fp32's SciFact quality (docs/benchmarks.md, "A new
+  token, 1.6-1.9x less CPU than fp32 at fp32's SciFact quality within 0.005 (docs/benchmarks.md, "A new
   user's first ingest"). CPU only;
 - ``float`` (the default on a GPU, onnxruntime's CUDA provider with ``onnxruntime-gpu``
   installed): fp32 matrix products on the package's weights. With the 512-token window these
