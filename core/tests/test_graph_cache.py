@@ -50,8 +50,8 @@ def test_second_embedder_opens_the_cached_graph_and_agrees(cache: Path, builds: 
 
 
 def test_options_that_change_the_graph_get_their_own_entry(cache: Path, builds: list[Any]) -> None:
-    MiniLMOnnxEmbedder(threads=1)
-    MiniLMOnnxEmbedder("minilm:int8", threads=1)
+    MiniLMOnnxEmbedder(threads=1)  # int8
+    MiniLMOnnxEmbedder("minilm:float", threads=1)
     assert len(builds) == 2 and len(_entries(cache)) == 2
 
 

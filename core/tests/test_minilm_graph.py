@@ -15,7 +15,7 @@ import pytest
 from deckhand.embedding import minilm_graph
 from deckhand.embedding import onnx_proto as pb
 from deckhand.embedding.devices import CPU_PROVIDER, CUDA_PROVIDER, choose_device, onnx_providers
-from deckhand.embedding.minilm_onnx import LEGACY_MODEL_ID, MiniLMOnnxEmbedder, MiniLMSettings
+from deckhand.embedding.minilm_onnx import DEFAULT_MODEL_ID, LEGACY_MODEL_ID, MiniLMOnnxEmbedder, MiniLMSettings
 from deckhand.errors import EmbeddingError
 
 DATA = Path(__file__).parent / "data"
@@ -35,7 +35,16 @@ def float512() -> MiniLMOnnxEmbedder:
 def test_default_agrees_with_fp32_reference_vectors(minilm: Any, reference: tuple[list[str], np.ndarray]) -> None:
     texts, expected = reference
     cosines = (minilm.embed(texts) * expected).sum(axis=1)
-    assert cosines.min() >= 0.99, cosines
+    # int8 products with per-token scales: min 0.990, mean 0.997 here (fp32, below: 0.998).
+    assert cosines.min() >= 0.985 and cosines.mean() >= 0.995, cosines
+
+
+def test_the_default_reads_whole_chunks_in_int8_with_per_token_scales(minilm: Any) -> None:
+    """What a new user's first ingest runs (docs/benchmarks.md, "A new user's first ingest"): int8 products with
+    per-token scales, one text per call on the CPU, one 512-token window, so a 512-token chunk is read whole."""
+    assert (minilm.precision, minilm.window, minilm.max_tokens, minilm.device) == ("int8", 512, 512, "cpu")
+    assert minilm.model_id == DEFAULT_MODEL_ID == "all-MiniLM-L6-v2-int8-tok-w512"
+    assert MiniLMSettings() == MiniLMSettings(precision=None, window=512, pool=True)
 
 
 def test_float_graph_reproduces_the_reference_and_keeps_the_old_model_id(
@@ -86,8 +95,8 @@ def test_settings_parse_options_and_name_model_ids() -> None:
     assert parsed.model_id("float") == "all-MiniLM-L6-v2-float-w128-pool"
     assert MiniLMSettings(window=512).model_id("float") == LEGACY_MODEL_ID
     assert MiniLMSettings.parse("minilm:truncate").pool is False
-    assert MiniLMSettings(window=200, pool=False).model_id("int8") == "all-MiniLM-L6-v2-int8-w200"
-    assert MiniLMSettings(window=512, pool=True).model_id("int8") == "all-MiniLM-L6-v2-int8-w512"
+    assert MiniLMSettings(window=200, pool=False).model_id("int8") == "all-MiniLM-L6-v2-int8-tok-w200"
+    assert MiniLMSettings(window=512, pool=True).model_id("int8") == "all-MiniLM-L6-v2-int8-tok-w512"
     for bad in ("minilm:window=1000", "minilm:fp16", "minilm:window=x"):
         with pytest.raises(EmbeddingError, match=r"unknown option .*use minilm:\[int8\|float\]"):
             MiniLMSettings.parse(bad)
@@ -118,6 +127,9 @@ def test_default_device_is_the_cpu_here_and_int8_refuses_a_gpu(monkeypatch: pyte
     monkeypatch.setattr(ort, "get_available_providers", lambda: [CUDA_PROVIDER, CPU_PROVIDER])
     with pytest.raises(EmbeddingError, match="runs on the CPU only; use minilm:float on a GPU"):
         MiniLMOnnxEmbedder("minilm:int8", threads=1)
+    # The default is fp32 on a GPU (onnxruntime, finding no CUDA here, runs the session on the CPU).
+    on_gpu = MiniLMOnnxEmbedder(threads=1)
+    assert (on_gpu.device, on_gpu.precision, on_gpu.model_id) == ("cuda", "float", LEGACY_MODEL_ID)
 
 
 def test_gpu_session_when_present() -> None:
@@ -158,10 +170,15 @@ def test_one_model_per_process_whatever_alias_names_it(minilm: Any) -> None:
     registry = get_registry()
     same = {id(load_embedder(registry, n)) for n in (None, "minilm", "default", "all-MiniLM-L6-v2")}
     assert same == {id(minilm)}
-    # The default's vectors are the old model id's: that name is one more alias of the same model.
-    assert load_embedder(registry, LEGACY_MODEL_ID) is minilm and minilm.model_id == LEGACY_MODEL_ID
-    other = load_embedder(registry, "minilm:int8,window=256")
-    assert other is not minilm and other.model_id == "all-MiniLM-L6-v2-int8-w256-pool"
+    # The earlier default's model id names its own embedder, which still makes its (fp32, 512-token) vectors.
+    legacy = load_embedder(registry, LEGACY_MODEL_ID)
+    assert legacy is not minilm and (legacy.model_id, legacy.precision, legacy.window) == (
+        LEGACY_MODEL_ID,
+        "float",
+        512,
+    )
+    other = load_embedder(registry, "minilm:float,window=256")
+    assert other is not minilm and other.model_id == "all-MiniLM-L6-v2-float-w256-pool"
 
 
 def test_batched_path_of_the_gpu_gives_the_cpu_vectors(
@@ -184,3 +201,29 @@ def test_batched_path_of_the_gpu_gives_the_cpu_vectors(
     batched._per_text = False
     batched._token_budget = 600  # several batches of different widths
     np.testing.assert_allclose(batched.embed(texts), float512.embed(texts), atol=2e-5)
+
+
+def test_int_list_attributes_are_written_as_onnx_reads_them() -> None:
+    """``ReduceMax`` over the last axis (an ``ints`` attribute) runs in onnxruntime as written."""
+    import onnxruntime as ort
+
+    data = pb.model(
+        [pb.node("ReduceMax", ["x"], ["y"], keepdims=1, axes=(-1,))],
+        [],
+        [pb.value_info("x", 1, ["rows", 3])],
+        [pb.value_info("y", 1, ["rows", 1])],
+        {"": 17},
+    )
+    session = ort.InferenceSession(data, providers=[CPU_PROVIDER])
+    x = np.array([[1.0, -5.0, 2.0], [0.5, 0.25, 3.0]], dtype=np.float32)
+    np.testing.assert_array_equal(session.run(["y"], {"x": x})[0], [[2.0], [3.0]])
+
+
+def test_int8_scales_activations_per_token(reference: tuple[list[str], np.ndarray]) -> None:
+    """One activation scale per token, not per text: a token with large activations ([CLS], [SEP]) no longer
+    coarsens every other token's. With one scale per text the minimum here was 0.985."""
+    texts, expected = reference
+    int8 = MiniLMOnnxEmbedder("minilm:int8,window=256,truncate", threads=1)
+    assert int8.model_id == "all-MiniLM-L6-v2-int8-tok-w256"
+    cosines = (int8.embed(texts) * expected).sum(axis=1)
+    assert cosines.min() >= 0.988 and cosines.mean() >= 0.996, cosines

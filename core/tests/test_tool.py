@@ -330,6 +330,36 @@ def test_persistent_store_reuse_and_model_change(tmp_path: Path, docs: Path, min
     assert changed.search_results_sync("seagulls nest on cliffs")[0].source == "docs/birds.md"
 
 
+def test_an_index_built_by_the_earlier_default_is_kept_until_a_rebuild(
+    tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The default model changed (fp32 to int8 with per-token scales): an index an unset ``embedding_model:``
+    built with the earlier default opens, ingests and searches with that model, without a forced re-ingest;
+    ``--force-ingest`` rebuilds it with the current default."""
+    from deckhand.embedding.minilm_onnx import DEFAULT_MODEL_ID, LEGACY_MODEL_ID
+
+    shared = SharedStores()
+    registry = _registry_with((shared, "shared"))
+    db = {"provider": "shared"}
+    assert make_tool(tmp_path, docs, registry=registry, database=db, embedding_model=LEGACY_MODEL_ID).initialize_sync()
+    assert shared.stores["kb"].spec.embedding_model == LEGACY_MODEL_ID
+
+    caplog.set_level(logging.INFO, logger="deckhand")
+    upgraded = make_tool(tmp_path, docs, registry=registry, database=db)
+    report = upgraded.initialize_sync()
+    assert (report.ingested, len(report.unchanged), report.texts_embedded) == ([], 3, 0)
+    assert "was built with all-MiniLM-L6-v2-onnx-int8, the earlier default model; it is kept" in caplog.text
+    (docs / "trains.txt").write_text("Night trains carry sleeping passengers between capitals.")
+    assert upgraded.initialize_sync().ingested == ["docs/trains.txt"]
+    assert {s.model for s in shared.stores["kb"].manifest().values()} == {LEGACY_MODEL_ID}
+    assert upgraded.search_results_sync("seagulls nest on cliffs")[0].source == "docs/birds.md"
+
+    rebuilt = make_tool(tmp_path, docs, registry=registry, database=db)
+    assert rebuilt.initialize_sync(force_ingest=True).chunks_written == 3
+    assert shared.stores["kb"].spec.embedding_model == DEFAULT_MODEL_ID == minilm.model_id
+    assert rebuilt.search_results_sync("seagulls nest on cliffs")[0].source == "docs/birds.md"
+
+
 def test_chunk_size_beyond_the_model_is_a_warning(
     tmp_path: Path, docs: Path, minilm: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -338,7 +368,7 @@ def test_chunk_size_beyond_the_model_is_a_warning(
     assert caplog.records == []
     make_tool(tmp_path, docs, chunk_size=1000).initialize_sync()
     assert [r.getMessage() for r in caplog.records] == [
-        "tool kb: chunk_size 1000 is more than all-MiniLM-L6-v2-onnx-int8 reads (512 tokens); "
+        "tool kb: chunk_size 1000 is more than all-MiniLM-L6-v2-int8-tok-w512 reads (512 tokens); "
         "the rest of each chunk is not embedded"
     ]
 

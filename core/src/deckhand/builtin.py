@@ -39,7 +39,14 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.config.vectorstore import VectorStoreToolConfig
     from deckhand.context.llm import LLMContextSettings, llm_context_generator
     from deckhand.context.structural import StructuralContextOptions, build_structural_generator
-    from deckhand.embedding.minilm_onnx import DIMENSION, LEGACY_MODEL_ID, MAX_TOKENS, MiniLMOnnxEmbedder
+    from deckhand.embedding.devices import gpu_runtime_installed
+    from deckhand.embedding.minilm_onnx import (
+        DEFAULT_MODEL_ID,
+        DIMENSION,
+        LEGACY_MODEL_ID,
+        MAX_TOKENS,
+        MiniLMOnnxEmbedder,
+    )
     from deckhand.ingest.executor import LOCAL, LocalExecutor
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
@@ -84,13 +91,24 @@ def deckhand_register(register: Registrar) -> None:
         options=LLMRerankerOptions,
     )
 
+    # Described here so a process that never embeds never loads the model (deckhand.embedding.lazy);
+    # where a GPU runtime is installed the default may run in fp32 on the GPU, so it is described by loading it.
+    gpu = gpu_runtime_installed()
     register.embedder(
         "minilm",
         MiniLMOnnxEmbedder.from_options,
-        description="all-MiniLM-L6-v2 on onnxruntime (fused graph, fp32, 512 tokens), offline (default); "
-        "'minilm:OPTIONS' picks precision (int8), window, pooling and device",
-        aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default", "all-MiniLM-L6-v2-onnx-int8"),
-        # Described here so a process that never embeds never loads the model (deckhand.embedding.lazy).
+        description="all-MiniLM-L6-v2 on onnxruntime (fused graph, int8 products with per-token scales on the "
+        "CPU, fp32 on a GPU; 512 tokens), offline (default); 'minilm:OPTIONS' picks precision, window, pooling, device",
+        aliases=("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"),
+        model_id=None if gpu else DEFAULT_MODEL_ID,
+        dimension=None if gpu else DIMENSION,
+        max_tokens=None if gpu else MAX_TOKENS,
+    )
+    register.embedder(
+        LEGACY_MODEL_ID,
+        MiniLMOnnxEmbedder.from_options,
+        description="all-MiniLM-L6-v2 in fp32, 512 tokens: deckhand's earlier default, "
+        "kept for the indexes built with it",
         model_id=LEGACY_MODEL_ID,
         dimension=DIMENSION,
         max_tokens=MAX_TOKENS,

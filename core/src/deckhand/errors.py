@@ -83,6 +83,11 @@ class DimensionMismatchError(StoreError, ValueError):
 class ModelMismatchError(DeckhandError):
     """The index was built with another embedding model; rerun with --force-ingest."""
 
+    def __init__(self, message: str, *, previous_model: str | None = None) -> None:
+        super().__init__(message)
+        #: The model id the index was built with (when known).
+        self.previous_model = previous_model
+
 
 class SourceValidationError(DeckhandError, ValueError):
     """A source holds no supported file at all (the contract's ValidationError)."""

@@ -7,6 +7,7 @@ CPU otherwise; asking for a device that is not there is an error that says what 
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Collection, Sequence
 
 from deckhand.errors import EmbeddingError
@@ -43,3 +44,12 @@ def onnx_providers(requested: str | None, available_providers: Sequence[str]) ->
     if device == "mps":  # pragma: no cover - choose_device only returns devices in ``gpus``
         raise EmbeddingError("onnxruntime has no Apple GPU provider; use device cpu")
     return device, ([CUDA_PROVIDER, CPU_PROVIDER] if device == "cuda" else [CPU_PROVIDER])
+
+
+def gpu_runtime_installed() -> bool:
+    """Whether ``onnxruntime-gpu`` is installed (checked without importing onnxruntime)."""
+    try:
+        importlib.metadata.distribution("onnxruntime-gpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

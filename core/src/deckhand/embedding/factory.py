@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from deckhand.config.options import ComponentChoice
 
 DEFAULT_EMBEDDER = "minilm"
+#: Model ids an unset ``embedding_model:`` produced in earlier versions, each also the name of the
+#: embedder that still makes its vectors: a tool without ``embedding_model:`` whose index was built
+#: with one keeps reading it with that model until ``--force-ingest`` rebuilds it with the default.
+FORMER_DEFAULTS = ("all-MiniLM-L6-v2-onnx-int8",)
 
 #: What ``embedding_model:`` holds once validated: a name, a name with options, or nothing (the default).
 EmbeddingModel: TypeAlias = "str | ComponentChoice | None"

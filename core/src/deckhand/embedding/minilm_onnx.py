@@ -7,13 +7,13 @@ operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a secon
 
 Two precisions:
 
-- ``float`` (default): fp32 matrix products on the package's weights. With the default
-  512-token window these are exactly the vectors of the model id
-  ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first default wrote, so existing indexes
-  stay valid; it is also what runs on a GPU (onnxruntime's CUDA provider, with
-  ``onnxruntime-gpu`` installed);
-- ``int8`` (``minilm:int8``): int8 x int8 matrix products, about 1.6x less CPU, at a cost in
-  retrieval quality measured on SciFact (docs/benchmarks.md, "Embedder"). CPU only.
+- ``int8`` (the default on the CPU): int8 x int8 matrix products with one activation scale per
+  token, 1.6-1.9x less CPU than fp32 at fp32's SciFact quality within 0.005 (docs/benchmarks.md, "A new
+  user's first ingest"). CPU only;
+- ``float`` (the default on a GPU, onnxruntime's CUDA provider with ``onnxruntime-gpu``
+  installed): fp32 matrix products on the package's weights. With the 512-token window these
+  are exactly the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first
+  defaults wrote, and that name still selects them.
 
 On the CPU each text runs alone (no padding, no attention mask) and ``threads`` texts run at
 once, one core each, so a text's vector does not depend on the texts embedded with it; on a
@@ -60,9 +60,13 @@ MAX_TOKENS = 512
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
-#: int8 products take 1.6x less CPU on this project's (AVX2) processors but cost 0.009-0.014
-#: SciFact nDCG@10 (docs/benchmarks.md, "Embedder"): opt-in with ``minilm:int8``.
-DEFAULT_PRECISION = "float"
+#: On the CPU: int8 products with a scale per token take ~1.8x less CPU than fp32 on this project's
+#: (AVX2) processors at SciFact's fp32 nDCG@10 (docs/benchmarks.md, "A new user's first ingest").
+#: On a GPU the default is fp32 (onnxruntime has no CUDA kernels for the int8 operators).
+DEFAULT_PRECISION = "int8"
+#: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
+#: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
+ID_LABELS = {"float": "float", "int8": "int8-tok"}
 #: Most texts per batched (GPU) call.
 GPU_BATCH_SIZE = 4096
 #: At most this many (padded) tokens per batched model call (the GPU path). Attention
@@ -119,7 +123,11 @@ class MiniLMSettings:
         if precision == "float" and self.window == MAX_TOKENS:
             return LEGACY_MODEL_ID  # one 512-token window: pooled or not, nothing is cut
         pooled = self.pool and self.window < MAX_TOKENS
-        return f"{MODEL_NAME}-{precision}-w{self.window}{'-pool' if pooled else ''}"
+        return f"{MODEL_NAME}-{ID_LABELS[precision]}-w{self.window}{'-pool' if pooled else ''}"
+
+
+#: The model id of the default (``minilm`` on the CPU): int8 with per-token scales, one 512-token window.
+DEFAULT_MODEL_ID = MiniLMSettings().model_id(DEFAULT_PRECISION)
 
 
 #: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
@@ -252,7 +260,7 @@ class MiniLMOnnxEmbedder:
         settings = MiniLMSettings.parse(model)
         requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
         self.device, providers = onnx_providers(requested_device, ort.get_available_providers())
-        self.precision = precision or settings.precision or DEFAULT_PRECISION
+        self.precision = precision or settings.precision or (DEFAULT_PRECISION if self.device == "cpu" else "float")
         if self.precision not in PRECISIONS:
             raise EmbeddingError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
         if self.precision == "int8" and self.device != "cpu":
@@ -276,6 +284,7 @@ class MiniLMOnnxEmbedder:
             quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
             attention="mha" if self._per_text else "fused",
             masked=not self._per_text,
+            per_token=self.precision == "int8",
         )
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1 if self._per_text else self.threads

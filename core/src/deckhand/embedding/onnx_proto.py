@@ -217,14 +217,16 @@ def node(
     outputs: Sequence[str],
     *,
     domain: str = "",
-    **attributes: int | float,
+    **attributes: int | float | tuple[int, ...],
 ) -> bytes:
-    """A serialized NodeProto; attributes are ints or floats (the only kinds the graph uses)."""
+    """A serialized NodeProto; attributes are ints, floats or tuples of ints (the kinds the graph uses)."""
     out = b"".join(_bytes(1, i) for i in inputs) + b"".join(_bytes(2, o) for o in outputs)
     out += _bytes(3, f"{op_type}_{outputs[0]}") + _bytes(4, op_type)
     for name, value in attributes.items():
         if isinstance(value, float):
             attr = _bytes(1, name) + _key(2, _FIXED32) + struct.pack("<f", value) + _int(20, 1)
+        elif isinstance(value, tuple):
+            attr = _bytes(1, name) + b"".join(_int(8, v) for v in value) + _int(20, 7)
         else:
             attr = _bytes(1, name) + _int(3, value) + _int(20, 2)
         out += _bytes(5, attr)

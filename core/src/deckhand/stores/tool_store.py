@@ -192,7 +192,8 @@ def check_collection(
             raise ModelMismatchError(
                 f"tool {name!r}: the index was built with embedding model {previous.embedding_model!r} "
                 f"({previous.dimension} dims) but the configuration now uses {spec.embedding_model!r} "
-                f"({spec.dimension} dims); run again with --force-ingest to rebuild it"
+                f"({spec.dimension} dims); run again with --force-ingest to rebuild it",
+                previous_model=previous.embedding_model,
             )
         changes = "; ".join(layout)
         raise ConfigError(

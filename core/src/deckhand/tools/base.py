@@ -33,9 +33,10 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
+from deckhand.embedding.factory import FORMER_DEFAULTS
 from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.embedding.probe import probe
-from deckhand.errors import ConfigError, EmbeddingError, FilterError, is_outage
+from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
@@ -147,6 +148,8 @@ class SourceTool:
         self.metric: Metric = Metric.COSINE
         self._store: VectorStore | None = None
         self._embedder: CachedEmbedder | None = None
+        #: The earlier default model (FORMER_DEFAULTS) an unconfigured tool's index was built with and is read with.
+        self._former_default: str | None = None
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
         self._filters_checked: VectorStore | None = None
@@ -249,11 +252,15 @@ class SourceTool:
     ) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
         """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
         ``verify`` (an ingest) checks the index file's integrity first where the store can."""
-        embedder = lazy_embedder_for(self.registry, self.config.embedding_model, self.base_dir)
+        if force_ingest:
+            self._former_default = None  # a rebuild is made with the configured (or current default) model
+        model = self.config.embedding_model or self._former_default
+        embedder = lazy_embedder_for(self.registry, model, self.base_dir)
         self.before_ingest(embedder)
         reused = self._store
-        try:
-            store, used = open_collection(
+
+        def opened(embedder: CachedEmbedder) -> tuple[VectorStore, Any]:
+            return open_collection(
                 self.registry,
                 self.config.name,
                 self.config.database,
@@ -264,6 +271,24 @@ class SourceTool:
                 verify=verify,
                 before_rebuild=lambda: probe(embedder, self.config.name),
             )
+
+        try:
+            try:
+                store, used = opened(embedder)
+            except ModelMismatchError as exc:
+                if model is not None or exc.previous_model not in FORMER_DEFAULTS or reused is not None:
+                    raise
+                # Built by an earlier default: keep reading it with that model (no re-ingest forced on upgrade).
+                log.info(
+                    "tool %s: the index was built with %s, the earlier default model; it is kept "
+                    "(deckhand ingest --force-ingest rebuilds it with the current default)",
+                    self.config.name,
+                    exc.previous_model,
+                )
+                self._former_default = exc.previous_model
+                embedder = lazy_embedder_for(self.registry, self._former_default, self.base_dir)
+                self.before_ingest(embedder)
+                store, used = opened(embedder)
         except Exception as exc:
             if reused is not None and not is_outage(exc):
                 # Forget it (the compatibility check may have closed it already): the tool has no index now.
