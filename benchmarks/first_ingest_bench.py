@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_datasets
+
 THREADS = int(os.environ.get("DECKHAND_THREADS", "2"))
 
 #: The sentence-transformers child: load, encode the files' texts, print what it did.
@@ -61,19 +63,12 @@ print(f"{len(texts)} texts encoded, shape {vectors.shape}, max_seq_length {model
 """
 
 
-def scifact_dir() -> Path:
-    path = Path(os.environ.get("DECKHAND_SCIFACT", "/work/shared/datasets/scifact"))
-    if not (path / "corpus.jsonl").is_file():
-        raise SystemExit(f"no SciFact corpus at {path}/corpus.jsonl: set DECKHAND_SCIFACT to BEIR's scifact directory")
-    return path
-
-
 def write_corpus(directory: Path, docs: int, models: list[str]) -> Path:
     """The first ``docs`` abstracts as markdown files, and per ``embedding_model:`` value (``""``: none set)
     an ``agent-N.yaml`` with one vectorstore tool."""
     source = directory / "docs"
     source.mkdir(parents=True)
-    with (scifact_dir() / "corpus.jsonl").open(encoding="utf-8") as handle:
+    with (bench_datasets.scifact() / "corpus.jsonl").open(encoding="utf-8") as handle:
         for count, line in enumerate(handle):
             if count >= docs:
                 break

@@ -553,6 +553,11 @@ class ToolConfig(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def result_budget(self) -> int | None:
+        """Most tokens of one answer over MCP (None: the server's budget); ``ToolConfigBase`` has it."""
+        ...
+
 
 @runtime_checkable
 class Tool(Protocol):

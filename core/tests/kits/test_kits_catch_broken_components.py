@@ -298,6 +298,7 @@ class LookupConfig:
     name: str = "lookup"
     type: str = "lookup"
     description: str = "Look a word up in the harbour notes"
+    result_budget: int | None = None
     source: str = "."
     top_k: int = 3
 
