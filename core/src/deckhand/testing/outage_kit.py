@@ -143,7 +143,7 @@ async def check_outage_heals(
         status = await _status(session)
         assert status["state"] == "unreachable", status["text"]
         assert status["document_count"] == len(DOCS), "the listing keeps the last count, never 0"
-        assert "the last index (3 chunks) is kept" in status["outage"], status["outage"]
+        assert "the last index (3 searchable items) is kept" in status["outage"], status["outage"]
 
         ingest = await call(session, "deckhand_ingest", {})  # during an ingest
         assert ingest["isError"] is True
