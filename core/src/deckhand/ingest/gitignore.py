@@ -11,11 +11,11 @@ repository files; each is read without following a symbolic link, and at most :d
 from __future__ import annotations
 
 import logging
-import os
-import stat
 from pathlib import Path
 
 import pathspec
+
+from deckhand.ingest.opening import TooLarge, confined_to, read_source_bytes
 
 log = logging.getLogger("deckhand.ingest")
 
@@ -23,9 +23,6 @@ log = logging.getLogger("deckhand.ingest")
 MAX_IGNORE_BYTES = 1 << 20
 #: How many folders above the source are searched for the repository's ``.git``.
 MAX_DEPTH = 64
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def repository_of(directory: Path) -> Path | None:
@@ -82,19 +79,15 @@ class GitIgnore:
     def _read(path: Path) -> pathspec.GitIgnoreSpec | None:
         """The patterns of an ignore file; ``None`` when there is none (or it cannot be read: a warning says why)."""
         try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+            with confined_to(None, MAX_IGNORE_BYTES):  # no link followed, a regular file, at most the limit
+                data = read_source_bytes(path)
         except FileNotFoundError:
+            return None
+        except TooLarge:
+            log.warning("%s: over %d bytes, not read; its ignore rules are not applied", path, MAX_IGNORE_BYTES)
             return None
         except OSError as exc:
             log.warning("%s: not read (%s); its ignore rules are not applied", path, exc.strerror or exc)
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                log.warning("%s: not a regular file; its ignore rules are not applied", path)
-                return None
-            data = fh.read(MAX_IGNORE_BYTES + 1)
-        if len(data) > MAX_IGNORE_BYTES:
-            log.warning("%s: over %d bytes, not read; its ignore rules are not applied", path, MAX_IGNORE_BYTES)
             return None
         lines = data.decode("utf-8", errors="replace").splitlines()
         return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
