@@ -24,8 +24,8 @@ as JSON (``--json``) or a table. Usage::
     python benchmarks/first_ingest_bench.py --st-python /path/to/st-venv/bin/python --rounds 5 \\
         --embedding-model "" --embedding-model all-MiniLM-L6-v2-onnx-int8   # the default and the old one
 
-SciFact comes from ``$DECKHAND_SCIFACT`` (default ``/work/shared/datasets/scifact``; the BEIR
-download of SciFact unpacked: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/``).
+SciFact comes from ``$DECKHAND_SCIFACT``, else ``../shared/datasets/scifact`` beside the clone
+(:mod:`bench_datasets`; the BEIR download of SciFact unpacked: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/``).
 """
 
 from __future__ import annotations
