@@ -184,7 +184,7 @@ class SourceReader:
             raise CallError(f"uri: only file:// URIs of search results are read, not {parts.scheme or 'a path'}")
         if parts.netloc not in ("", "localhost") or parts.query:
             raise CallError("uri: a file URI of this machine has no host and no query (file:///path#L1-L9)")
-        start, end = _range(parts.fragment)
+        start, end = line_range(parts.fragment)
         try:
             raw = unquote(parts.path, errors="strict")
         except UnicodeDecodeError:
@@ -317,7 +317,8 @@ def _read_limit(source: _Source, place: Place) -> int:
     return limit
 
 
-def _range(fragment: str) -> tuple[int | None, int | None]:
+def line_range(fragment: str) -> tuple[int | None, int | None]:
+    """The first and last line a URI's ``#L12-L30`` fragment names (None, None without one); one-line CallError."""
     if not fragment:
         return None, None
     match = _RANGE.match(fragment)

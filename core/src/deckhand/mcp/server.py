@@ -44,7 +44,7 @@ class DeckhandMcpServer:
         """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none."""
         self.toolbox = toolbox
         self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox, result_budget)}
-        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names, result_budget)
+        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names, result_budget, agent=toolbox)
         self.server = sdk.build_server(
             "deckhand", __version__, self._instructions(), self.definitions, self.call, self.resources
         )

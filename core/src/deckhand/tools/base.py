@@ -49,8 +49,10 @@ from deckhand.retrieval.engine import HybridSearcher
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
+from deckhand.tools import agent_documents
+from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, Metric, Vector
+from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
 T = TypeVar("T")
 
@@ -155,6 +157,9 @@ class SourceTool:
         self._filters_checked: VectorStore | None = None
         #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
         self.engine = HybridSearcher(self.embed_query, name=config.name)
+        #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
+        self._kept: list[AgentDocument] = []
+        self._write_chunker: Chunker | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(
@@ -196,6 +201,7 @@ class SourceTool:
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
+            self._restore_kept(store, embedder, ingestor.chunker)
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
@@ -269,7 +275,7 @@ class SourceTool:
                 force_ingest=force_ingest,
                 store=reused,
                 verify=verify,
-                before_rebuild=lambda: probe(embedder, self.config.name),
+                before_rebuild=lambda store: self._before_rebuild(embedder, store),
             )
 
         try:
@@ -306,6 +312,77 @@ class SourceTool:
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
+
+    def _before_rebuild(self, embedder: CachedEmbedder, store: VectorStore) -> None:
+        """Before a rebuild drops the index: check the new model embeds, keep the agent documents' texts."""
+        probe(embedder, self.config.name)
+        self._kept = agent_documents.kept_documents(self.config.name, store)
+        self._write_chunker = None  # built again on the new model's tokenizer
+
+    def _restore_kept(self, store: VectorStore, embedder: CachedEmbedder, chunker: Chunker) -> None:
+        """Write the agent documents a rebuild dropped again, embedded with the new model."""
+        kept, self._kept = self._kept, []
+        for doc in kept:
+            agent_documents.write_document(
+                tool=self.config.name,
+                store=store,
+                embedder=embedder,
+                chunker=chunker,
+                prepare=self._prepare_step(),
+                doc_id=doc.id,
+                title=doc.title,
+                text=doc.text or "",
+                metadata=doc.metadata,
+                added=doc.added,
+            )
+        if kept:
+            log.info("tool %s: %d agent document(s) embedded again after the rebuild", self.config.name, len(kept))
+
+    # -- documents an agent adds (deckhand_add; see deckhand.tools.agent_documents) --------------------------
+    def add_document(self, doc_id: str, title: str, text: str, metadata: dict[str, Any]) -> AgentDocument:
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
+        store, embedder = self._writable()
+        if self._write_chunker is None:
+            self._write_chunker = self.build_chunker(embedder)
+        doc = agent_documents.write_document(
+            tool=self.config.name,
+            store=store,
+            embedder=embedder,
+            chunker=self._write_chunker,
+            prepare=self._prepare_step(),
+            doc_id=doc_id,
+            title=title,
+            text=text,
+            metadata=metadata,
+        )
+        self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
+        return doc
+
+    def remove_entry(self, source: str) -> int:
+        """Remove stored source ``source`` (an agent document, or a file's entry: never the file) from the index;
+        the chunks it held (0: none was stored)."""
+        store, _ = self._writable()
+        state = store.manifest().get(source)
+        if state is None:
+            return 0
+        store.delete_source(source)
+        self.after_ingest(store, IngestReport(removed=[source]), changed=True)
+        return state.chunk_count
+
+    def index_entries(self) -> dict[str, FileState]:
+        """The stored sources (files and agent documents) and what the manifest says of each."""
+        store, _ = self._writable()
+        return store.manifest()
+
+    def agent_document(self, doc_id: str) -> AgentDocument | None:
+        """Agent document ``doc_id`` with its text; None when this tool holds none of that id."""
+        store, _ = self._writable()
+        return agent_documents.read_document(self.config.name, store, doc_id)
+
+    def _writable(self) -> tuple[VectorStore, CachedEmbedder]:
+        if not self.is_initialized or self._store is None or self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before documents are added or removed")
+        return self._store, self._embedder
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
