@@ -54,6 +54,7 @@ SCRIPTS = {
     'result = await kernel.invoke(plugin_name="deckhand", function_name="harbor_docs"': "examples",  # sk README
     'StdioServerParameters(command="deckhand", args=["mcp", "--config", "/tmp/harbor/agent.yaml"])': "examples",
     'args = ["mcp", "--config", "/tmp/harbor/agent.yaml", "--result-budget", "500"]': "examples",  # docs/mcp.md
+    'added = (await session.call_tool("deckhand_add", note))': "examples",  # docs/mcp.md, writes
 }
 #: A line of each example run elsewhere, or not a program, → where or why.
 ELSEWHERE = {

@@ -252,6 +252,9 @@ class SourceToolConfig(ToolConfigBase):
         default=20, ge=1, le=200, description="Candidates the reranker scores again (at least top_k are fetched)."
     )
     results: ResultsMode = results_field(RANKED)
+    min_similarity_score: float | None = similarity_floor_field("Results need")
+    max_results_per_source: int | None = per_source_field()
+    relative_cutoff: float | None = relative_cutoff_field()
     writable: bool = Field(
         default=False,
         description="Let agents add documents to this tool and delete the ones they added (deckhand_add, "
@@ -268,9 +271,6 @@ class SourceToolConfig(ToolConfigBase):
         le=MAX_WRITES_PER_MINUTE,
         description="Most deckhand_add and deckhand_delete calls of this tool per minute, per server process.",
     )
-    min_similarity_score: float | None = similarity_floor_field("Results need")
-    max_results_per_source: int | None = per_source_field()
-    relative_cutoff: float | None = relative_cutoff_field()
 
     def result_shape(self) -> ResultShape:
         """The shaping in force: ``results:``'s preset, with each knob set in agent.yaml instead of its value."""
