@@ -314,3 +314,60 @@ def test_fuzzed_write_arguments_answer_one_line_and_never_escape(
 
 async def _no_report(progress: float, total: float | None, message: str | None) -> None:
     return None
+
+
+def test_writes_as_openai_function_definitions(box: Toolbox) -> None:
+    """A program calling a model itself gets the write calls as OpenAI-style tools, and answers with ``call``."""
+    import json
+
+    import jsonschema
+    from deckhand.agents.catalog import operations
+
+    ops = {op.name: op for op in operations(box)}
+    definitions = {d["function"]["name"]: d for d in (op.function_definition() for op in ops.values())}
+    add = definitions["deckhand_add"]
+    assert add["type"] == "function" and add["function"]["parameters"]["required"] == ["tool", "title", "text"]
+    model_arguments = json.dumps({"tool": "docs", "title": "Pilots", "text": NOTE, "id": "pilots"})
+    jsonschema.validate(json.loads(model_arguments), add["function"]["parameters"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tool": "notes", "title": "t", "text": "x"}, add["function"]["parameters"])
+    text, _ = ops["deckhand_add"].call(json.loads(model_arguments))
+    assert text.startswith("docs: added deckhand-agent://docs/pilots")
+    assert definitions["deckhand_delete"]["function"]["parameters"]["properties"]["tool"]["enum"] == ["docs"]
+
+
+async def test_add_search_delete_over_http_sessions(box: Toolbox) -> None:
+    """The same round trip through the SDK's streamable-HTTP client (stdio: docs/mcp.md's example, run by
+    tests/test_doc_examples.py)."""
+    import asyncio
+
+    from _wire import http_server
+    from deckhand.mcp.transports import http_app
+    from deckhand.testing.mcp_client import http_session
+
+    asgi = http_app(DeckhandMcpServer(box), None, True)
+    with http_server(asgi) as url:
+
+        async def run() -> None:
+            async with http_session(url) as session:
+                added = await call(session, "deckhand_add", {"tool": "docs", "title": "Pilots", "text": NOTE})
+                assert added["isError"] is False, added["text"]
+                uri = added["structuredContent"]["uri"]
+                assert _sources(await call(session, "docs", {"query": NOTE_QUERY, "top_k": 1})) == [uri]
+                gone = await call(session, "deckhand_delete", {"tool": "docs", "source": uri})
+                assert gone["isError"] is False, gone["text"]
+                assert uri not in _sources(await call(session, "docs", {"query": NOTE_QUERY}))
+
+        await asyncio.wait_for(run(), 60)
+
+
+def test_a_write_calls_the_change_listeners(box: Toolbox) -> None:
+    """Where a front end announces that a tool changed (change notifications hook in here)."""
+    from deckhand.agents.writes import AddArguments, DeleteArguments
+
+    changed: list[str] = []
+    box.writes.listeners.append(changed.append)
+    box.writes.listeners.append(lambda _: 1 / 0)  # a failing listener never fails the write
+    box.add_document(AddArguments(tool="docs", title="t", text=NOTE, id="n"))
+    box.delete_document(DeleteArguments(tool="docs", id="n"))
+    assert changed == ["docs", "docs"]

@@ -78,6 +78,15 @@ class Operation:
     #: True for the operations that report progress (ingestion).
     reports_progress: bool = False
 
+    def function_definition(self) -> dict[str, Any]:
+        """This call as an OpenAI-style tool (``{"type": "function", "function": {name, description,
+        parameters}}``), for programs that hand deckhand's calls, writes included, to a model themselves;
+        answer the model's call with :meth:`call` (its arguments, parsed from JSON)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
     def parse(self, arguments: dict[str, Any] | None) -> Arguments:
         """``arguments`` validated, or ``CallError`` with one line."""
         return parse_arguments(self.arguments, arguments, self.name)
