@@ -61,13 +61,16 @@ async def test_add_is_found_survives_reingests_is_a_resource_and_delete_removes_
 ) -> None:
     app = DeckhandMcpServer(box)
     async with memory_session(app.server) as session:
-        listed = {t.name: t for t in (await session.list_tools()).tools}
+        listed = {t["name"]: t for t in wire(await session.list_tools())["tools"]}
         assert {"deckhand_add", "deckhand_delete"} <= set(listed)
-        add_hints, delete_hints = listed["deckhand_add"].annotations, listed["deckhand_delete"].annotations
-        assert add_hints is not None and delete_hints is not None
-        assert (add_hints.destructiveHint, add_hints.readOnlyHint, add_hints.idempotentHint) == (False, False, False)
-        assert (delete_hints.destructiveHint, delete_hints.idempotentHint) == (True, True)
-        assert listed["deckhand_add"].inputSchema["properties"]["tool"]["enum"] == ["docs"]
+        add_hints, delete_hints = listed["deckhand_add"]["annotations"], listed["deckhand_delete"]["annotations"]
+        assert (add_hints["destructiveHint"], add_hints["readOnlyHint"], add_hints["idempotentHint"]) == (
+            False,
+            False,
+            False,
+        )
+        assert (delete_hints["destructiveHint"], delete_hints["idempotentHint"]) == (True, True)
+        assert listed["deckhand_add"]["inputSchema"]["properties"]["tool"]["enum"] == ["docs"]
 
         added = await call(
             session,
@@ -140,7 +143,7 @@ async def test_a_tool_without_writable_offers_no_write_tool(
     config.write_text(config.read_text().replace(", writable: true", ""))
     app = DeckhandMcpServer(open_toolbox(config))
     async with memory_session(app.server) as session:
-        names = {t.name for t in (await session.list_tools()).tools}
+        names = {t["name"] for t in wire(await session.list_tools())["tools"]}
         assert "deckhand_add" not in names and "deckhand_delete" not in names
         refused = await call(session, "deckhand_add", {"tool": "docs", "title": "t", "text": "x"})
         assert refused["isError"] is True and refused["text"].startswith("unknown tool 'deckhand_add'")
