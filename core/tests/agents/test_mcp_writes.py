@@ -374,3 +374,37 @@ def test_a_write_calls_the_change_listeners(box: Toolbox) -> None:
     box.add_document(AddArguments(tool="docs", title="t", text=NOTE, id="n"))
     box.delete_document(DeleteArguments(tool="docs", id="n"))
     assert changed == ["docs", "docs"]
+
+
+async def test_a_long_agent_document_is_read_in_pages_within_the_budget(box: Toolbox) -> None:
+    from deckhand.mcp.resources import NEXT_URI
+
+    long = "".join(f"Line {i}: the harbor log of tanker {i} at the outer buoy.\n" for i in range(1, 201))
+    app = DeckhandMcpServer(box, result_budget=500)  # 2,000 characters a page
+    async with memory_session(app.server) as session:
+        added = await call(session, "deckhand_add", {"tool": "docs", "id": "log", "title": "Log", "text": long})
+        assert added["isError"] is False, added["text"]
+        uri, pages, text = "deckhand-agent://docs/log", 0, ""
+        while uri:
+            content = (await read_resource(session, uri))["contents"][0]
+            assert len(content["text"]) <= 2000 and content["text"].endswith("\n")  # cut at a line boundary
+            text += content["text"]
+            pages += 1
+            uri = content.get("_meta", {}).get(NEXT_URI)
+        assert text == long and pages > 5
+
+
+async def test_a_writable_hierarchical_tool_takes_writes(
+    tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]
+) -> None:
+    config = _config(tmp_path)
+    config.write_text(config.read_text().replace("source: notes/}", "source: notes/, writable: true}"))
+    app = DeckhandMcpServer(open_toolbox(config))
+    async with memory_session(app.server) as session:
+        added = await call(session, "deckhand_add", {"tool": "notes", "id": "pilots", "title": "Pilots", "text": NOTE})
+        assert added["isError"] is False, added["text"]
+        found = await call(session, "notes", {"query": "flood tide inner basin", "top_k": 1})
+        assert _sources(found) == ["deckhand-agent://notes/pilots"], found["text"]
+        assert (await call(session, "deckhand_delete", {"tool": "notes", "id": "pilots"}))["isError"] is False
+        after = await call(session, "notes", {"query": "flood tide inner basin"})
+        assert "deckhand-agent://notes/pilots" not in _sources(after)

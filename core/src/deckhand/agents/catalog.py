@@ -320,7 +320,8 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
             "deckhand_list_tools",
             "List the retrieval tools",
             "List this server's retrieval tools with their sources, state, number of stored chunks and last "
-            "ingest time, and the memory if one is configured.",
+            "ingest time (a writable tool also counts its files and the documents agents added), and the memory "
+            "if one is configured.",
             ListToolsArguments,
             ToolListOutput,
             lambda args, _: toolbox.list_tools(),

@@ -24,6 +24,7 @@ from deckhand.agents.calls import CallError
 from deckhand.agents.catalog import Operation, operations
 from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
+from deckhand.agents.writes import writable_tools
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
 from deckhand.mcp.resources import Resources, link_items
@@ -140,6 +141,12 @@ class DeckhandMcpServer:
             "deckhand_list_tools shows what is indexed; deckhand_ingest refreshes a tool after its files change; "
             "deckhand_read reads around a result (its uri) without a new search."
         )
+        writable = writable_tools(self.toolbox)
+        if writable:
+            parts.append(
+                f"deckhand_add stores a document in a writable tool ({', '.join(writable)}), searchable at once; "
+                "deckhand_delete removes one an agent added."
+            )
         return " ".join(parts)
 
 
