@@ -47,6 +47,13 @@ def _config(tmp_path: Path, docs_extra: str = "") -> Path:
     return tmp_path / "agent.yaml"
 
 
+def _edited(tmp_path: Path, open_toolbox: Callable[[Path], Toolbox], old: str, new: str) -> DeckhandMcpServer:
+    """A server over :func:`_config`'s agent.yaml with ``old`` replaced by ``new``."""
+    config = _config(tmp_path)
+    config.write_text(config.read_text().replace(old, new))
+    return DeckhandMcpServer(open_toolbox(config))
+
+
 @pytest.fixture
 def box(tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]) -> Toolbox:
     return open_toolbox(_config(tmp_path))
@@ -139,9 +146,7 @@ async def test_an_id_replaces_the_document_of_that_id(box: Toolbox) -> None:
 async def test_a_tool_without_writable_offers_no_write_tool(
     tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]
 ) -> None:
-    config = _config(tmp_path)
-    config.write_text(config.read_text().replace(", writable: true", ""))
-    app = DeckhandMcpServer(open_toolbox(config))
+    app = _edited(tmp_path, open_toolbox, ", writable: true", "")
     async with memory_session(app.server) as session:
         names = {t["name"] for t in wire(await session.list_tools())["tools"]}
         assert "deckhand_add" not in names and "deckhand_delete" not in names
@@ -397,9 +402,7 @@ async def test_a_long_agent_document_is_read_in_pages_within_the_budget(box: Too
 async def test_a_writable_hierarchical_tool_takes_writes(
     tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]
 ) -> None:
-    config = _config(tmp_path)
-    config.write_text(config.read_text().replace("source: notes/}", "source: notes/, writable: true}"))
-    app = DeckhandMcpServer(open_toolbox(config))
+    app = _edited(tmp_path, open_toolbox, "source: notes/}", "source: notes/, writable: true}")
     async with memory_session(app.server) as session:
         added = await call(session, "deckhand_add", {"tool": "notes", "id": "pilots", "title": "Pilots", "text": NOTE})
         assert added["isError"] is False, added["text"]

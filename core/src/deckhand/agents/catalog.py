@@ -40,13 +40,14 @@ from deckhand.agents.calls import (
     top_k_limit,
 )
 from deckhand.agents.paging import budget_chars, budget_of, open_cursor, page
-from deckhand.agents.reading import MAX_CHARS, MAX_LINES, SourceReader, file_uri
+from deckhand.agents.reading import MAX_CHARS, MAX_LINES, Passage, SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
 from deckhand.agents.writes import (
     ADD,
     DELETE,
     AddArguments,
     AddOutput,
+    AgentPassage,
     DeleteArguments,
     DeleteOutput,
     writable_tools,
@@ -285,21 +286,7 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
             passage = reader.read(args.uri, context=args.context, section=args.section, max_chars=read_chars)
         except CallError as exc:
             raise CallError(f"deckhand_read: {exc}") from None
-        head = f"{passage.display}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
-        next_uri = passage.next_uri
-        if next_uri is not None:
-            head += f" (cut; read on from {next_uri})"
-        return f"{head}\n\n{passage.text}", ReadOutput(
-            tool=passage.tool,
-            source=passage.display,
-            uri=passage.uri,
-            start_line=passage.start_line,
-            end_line=passage.end_line,
-            total_lines=passage.total_lines,
-            truncated=passage.truncated,
-            text=passage.text,
-            next_uri=next_uri,
-        )
+        return _read_answer(passage.display, passage.display, passage)
 
     ingest = _op(
         "deckhand_ingest",
@@ -346,12 +333,18 @@ def _read_agent(toolbox: Toolbox, args: Any, max_chars: int) -> Outcome:
         passage = toolbox.read_agent(args.uri, context=args.context, max_chars=max_chars, max_lines=MAX_LINES)
     except CallError as exc:
         raise CallError(f"deckhand_read: {exc}") from None
-    head = f"{passage.title} ({passage.uri}):{passage.start_line}-{passage.end_line} of {passage.total_lines}"
+    source = passage.uri.split("#", 1)[0]
+    return _read_answer(f"{passage.title} ({source})", source, passage)
+
+
+def _read_answer(name: str, source: str, passage: Passage | AgentPassage) -> Outcome:
+    """``deckhand_read``'s text (where the lines are, and where to read on when cut) and structured answer."""
+    head = f"{name}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
     if passage.next_uri is not None:
         head += f" (cut; read on from {passage.next_uri})"
     return f"{head}\n\n{passage.text}", ReadOutput(
         tool=passage.tool,
-        source=passage.uri.split("#", 1)[0],
+        source=source,
         uri=passage.uri,
         start_line=passage.start_line,
         end_line=passage.end_line,

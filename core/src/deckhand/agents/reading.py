@@ -265,14 +265,8 @@ class SourceReader:
             shown, truncated = shown[:max_lines], True
         text = "".join(shown)
         if len(text) > max_chars:
-            kept: list[str] = []
-            size = 0
-            for line in shown:
-                if kept and size + len(line) > max_chars:
-                    break
-                kept.append(line[:max_chars])
-                size += len(kept[-1])
-            shown, text, truncated = kept, "".join(kept), True
+            shown = lines_within(shown, max_chars)
+            text, truncated = "".join(shown), True
         return Passage(
             place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False, end
         )
@@ -315,6 +309,18 @@ def _read_limit(source: _Source, place: Place) -> int:
             "search it instead"
         )
     return limit
+
+
+def lines_within(lines: Sequence[str], max_chars: int) -> list[str]:
+    """The first of ``lines`` that fit ``max_chars`` together (at least one, cut to ``max_chars``)."""
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if kept and size + len(line) > max_chars:
+            break
+        kept.append(line[:max_chars])
+        size += len(kept[-1])
+    return kept
 
 
 def line_range(fragment: str) -> tuple[int | None, int | None]:

@@ -445,7 +445,7 @@ class AgentPassage:
 
 def passage_of(doc: AgentDocument, fragment: str, *, context: int, max_chars: int, max_lines: int) -> AgentPassage:
     """The lines of ``doc`` a ``#L`` ``fragment`` names (all without one), ``context`` more on each side."""
-    from deckhand.agents.reading import line_range
+    from deckhand.agents.reading import line_range, lines_within
 
     lines = (doc.text or "").splitlines(keepends=True)
     total = len(lines)
@@ -454,14 +454,7 @@ def passage_of(doc: AgentDocument, fragment: str, *, context: int, max_chars: in
     if total and start > total:
         raise CallError(f"uri: line {start} is past the end of the document ({total} lines)")
     start, end = max(1, start - context), min(total, max(end, start) + context)
-    shown = lines[start - 1 : end][:max_lines]
-    kept: list[str] = []
-    size = 0
-    for line in shown:
-        if kept and size + len(line) > max_chars:
-            break
-        kept.append(line[:max_chars])
-        size += len(kept[-1])
+    kept = lines_within(lines[start - 1 : end][:max_lines], max_chars)
     last = start + len(kept) - 1
     cut = last < end
     next_uri = f"{doc.uri}#L{last + 1}-L{end}" if cut else None
