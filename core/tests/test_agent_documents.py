@@ -63,3 +63,23 @@ def test_a_rebuild_for_another_model_embeds_agent_documents_again(tmp_path: Path
     assert kept is not None and (kept.text, kept.title, kept.metadata) == (NOTE, "Keepers", {"team": "ops"})
     assert store.manifest()["deckhand-agent://kb/keepers"].model == "flaky-rebuilt-v1"
     assert flaky.calls == 3, "the probe, the file, then the agent document"
+
+
+def test_a_write_keeps_a_complete_index_complete(tmp_path: Path, minilm: Any) -> None:
+    """The next process opens the index without walking the source (a write is no interrupted ingest)."""
+    from deckhand.tools.base import IndexOpened
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ships.md").write_text("# Ships\n\nContainer ships carry standard boxes between large ports.")
+    database = {"provider": "sqlite", "connection_string": str(tmp_path / "index.sqlite")}
+    tool = make_tool(tmp_path, docs, database=database)
+    tool.initialize_sync()
+    tool.add_document("keepers", "Keepers", NOTE, {})
+    tool.remove_entry("docs/ships.md")
+    tool.close()
+    again = make_tool(tmp_path, docs, database=database)
+    assert isinstance(again.open_sync(), IndexOpened)
+    assert again.agent_document("keepers") is not None
+    assert set(again.index_entries()) == {"deckhand-agent://kb/keepers"}
+    again.close()

@@ -344,6 +344,7 @@ class SourceTool:
         store, embedder = self._writable()
         if self._write_chunker is None:
             self._write_chunker = self.build_chunker(embedder)
+        complete = is_complete(store)
         doc = agent_documents.write_document(
             tool=self.config.name,
             store=store,
@@ -355,6 +356,8 @@ class SourceTool:
             text=text,
             metadata=metadata,
         )
+        if complete:
+            mark_complete(store)  # a write leaves a complete index complete: the next process need not walk the source
         self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
         return doc
 
@@ -365,7 +368,10 @@ class SourceTool:
         state = store.manifest().get(source)
         if state is None:
             return 0
+        complete = is_complete(store)
         store.delete_source(source)
+        if complete:
+            mark_complete(store)
         self.after_ingest(store, IngestReport(removed=[source]), changed=True)
         return state.chunk_count
 
