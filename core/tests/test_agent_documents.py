@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _foundation_helpers import SharedStores, make_tool
+from deckhand.errors import EmbeddingError
 from test_migrate import _contents, _ingested, _run
 from test_rebuild_safety import FlakyEmbedder, _registry
 
@@ -83,3 +85,40 @@ def test_a_write_keeps_a_complete_index_complete(tmp_path: Path, minilm: Any) ->
     assert again.agent_document("keepers") is not None
     assert set(again.index_entries()) == {"deckhand-agent://kb/keepers"}
     again.close()
+
+
+class _DiesAfterProbe(FlakyEmbedder):
+    """A model server that answers the rebuild's probe, then goes down (the process is as good as killed)."""
+
+    def embed(self, texts: Any) -> Any:
+        if self.calls >= 1 and self.dies:
+            raise EmbeddingError("model server: killed after the drop")
+        return super().embed(texts)
+
+    dies = True
+
+
+def test_a_rebuild_killed_after_its_drop_loses_no_agent_document(tmp_path: Path, minilm: Any) -> None:
+    """The kept documents are on disk before the drop: the next ingest writes them into the new index."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ships.md").write_text("# Ships\n\nContainer ships carry standard boxes between large ports.")
+    shared = SharedStores()
+    dying = _DiesAfterProbe(minilm.tokenizer, model_id="dies-after-probe-v1")  # nothing of it cached
+    registry = _registry(shared, dying)
+    good = make_tool(tmp_path, docs, registry=registry, database={"provider": "shared"})
+    good.initialize_sync()
+    good.add_document("keepers", "Keepers", NOTE, {"team": "ops"})
+    good.close()
+
+    changed = make_tool(tmp_path, docs, registry=registry, database={"provider": "shared"}, embedding_model="flaky")
+    with pytest.raises(EmbeddingError):  # the run dies midway, after the old index was dropped
+        changed.initialize_sync(force_ingest=True)
+    assert "deckhand-agent://kb/keepers" not in shared.stores["kb"].manifest()
+
+    dying.dies = False
+    again = make_tool(tmp_path, docs, registry=registry, database={"provider": "shared"}, embedding_model="flaky")
+    again.initialize_sync()
+    kept = again.agent_document("keepers")
+    assert kept is not None and (kept.text, kept.title, kept.metadata) == (NOTE, "Keepers", {"team": "ops"})
+    assert not list((tmp_path / ".deckhand" / "rebuild-pending").glob("*.json")), "the journal is gone once written"

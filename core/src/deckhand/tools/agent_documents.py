@@ -17,11 +17,15 @@ what a rebuild embeds again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
@@ -187,3 +191,33 @@ def kept_documents(tool: str, store: VectorStore) -> list[AgentDocument]:
         if doc is not None:
             out.append(doc)
     return out
+
+
+def pending_path(state: Path, tool: str) -> Path:
+    """Where a rebuild keeps ``tool``'s agent documents between its drop and their write into the new index."""
+    return state / "rebuild-pending" / f"{hashlib.sha256(tool.encode()).hexdigest()[:16]}.json"
+
+
+def save_pending(path: Path, docs: list[AgentDocument]) -> None:
+    """Write ``docs`` to ``path`` atomically (owner-only) before a rebuild drops them from the index.
+
+    A process killed between the drop and the write again leaves this file; the next ingest reads it
+    (:func:`load_pending`), so no agent document is lost.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump([dataclasses.asdict(doc) for doc in docs], handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
+
+
+def load_pending(path: Path) -> list[AgentDocument]:
+    """The agent documents an interrupted rebuild left at ``path`` (none when there is no such file)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    return [AgentDocument(**entry) for entry in raw]

@@ -43,6 +43,7 @@ from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
+from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
@@ -316,12 +317,22 @@ class SourceTool:
     def _before_rebuild(self, embedder: CachedEmbedder, store: VectorStore) -> None:
         """Before a rebuild drops the index: check the new model embeds, keep the agent documents' texts."""
         probe(embedder, self.config.name)
-        self._kept = agent_documents.kept_documents(self.config.name, store)
+        pending = self._pending_path()
+        # An earlier rebuild killed after its drop left its documents in the journal, not in the store.
+        kept = {doc.id: doc for doc in agent_documents.load_pending(pending)}
+        kept.update((doc.id, doc) for doc in agent_documents.kept_documents(self.config.name, store))
+        self._kept = list(kept.values())
+        if self._kept:
+            agent_documents.save_pending(pending, self._kept)  # on disk before anything is dropped
         self._write_chunker = None  # built again on the new model's tokenizer
+
+    def _pending_path(self) -> Path:
+        return agent_documents.pending_path(state_dir(self.base_dir), self.config.name)
 
     def _restore_kept(self, store: VectorStore, embedder: CachedEmbedder, chunker: Chunker) -> None:
         """Write the agent documents a rebuild dropped again, embedded with the new model."""
-        kept, self._kept = self._kept, []
+        pending = self._pending_path()
+        kept, self._kept = self._kept or agent_documents.load_pending(pending), []
         for doc in kept:
             agent_documents.write_document(
                 tool=self.config.name,
@@ -335,6 +346,7 @@ class SourceTool:
                 metadata=doc.metadata,
                 added=doc.added,
             )
+        pending.unlink(missing_ok=True)
         if kept:
             log.info("tool %s: %d agent document(s) embedded again after the rebuild", self.config.name, len(kept))
 
