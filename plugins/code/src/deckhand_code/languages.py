@@ -154,6 +154,14 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         containers=frozenset({"class", "struct", "namespace"}),
         wrappers=frozenset({"template_declaration"}),
     ),
+    LanguageSpec(
+        "bash",
+        "tree_sitter_bash",
+        extensions=frozenset({".sh", ".bash"}),
+        interpreters=frozenset({"sh", "bash", "dash", "ksh", "zsh"}),
+        definitions={"function_definition": "function"},
+        containers=frozenset(),
+    ),
 )
 
 #: Extension (lower case, with the dot) → language.

@@ -48,6 +48,7 @@ _CALLS = {
     "java": "(method_invocation object: (_)? @object name: (identifier) @callee)"
     " (object_creation_expression type: (type_identifier) @callee)",
     "c": "(call_expression function: (identifier) @callee)",
+    "bash": "(command name: (command_name (word) @callee))",
     "cpp": "(call_expression function: [(identifier) @callee"
     " (field_expression argument: (this) @object field: (field_identifier) @callee)"
     " (qualified_identifier scope: (namespace_identifier) @object name: (identifier) @callee)])",
