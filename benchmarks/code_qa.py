@@ -23,8 +23,9 @@ of the default embedder) must lie inside one chunk of the ``code`` chunker; the 
 
 ``--speed``: the repositories (both, one source) ingested into a ``vectorstore`` tool three ways, each in a
 fresh process with an empty embedding cache: ``chunker: code``, ``chunker: token`` over the same files, and the
-same files copied as ``.txt`` (loaded as plain text, token chunker). Seconds are the ingest's wall time, the
-best of ``--rounds``; run it under the lock, and report the load.
+same files copied as ``.txt`` (loaded as plain text, token chunker). Seconds are the ingest's wall time and
+its process CPU time (steadier on a shared machine), the best wall time of ``--rounds``; run it under the
+lock, and report the load.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any
 
 import yaml
 from deckhand_code.outline import Place, outline
+from doc_qa import score, split_of  # the same hit@5 and MRR, the same split by id
 
 HERE = Path(__file__).resolve().parent / "code_qa"
 SPLITS = ("tune", "held_out", "all")
@@ -84,11 +86,6 @@ TOOLS = {
     "hier_code": ("hierarchical_document", "code"),
     "hier_token": ("hierarchical_document", "token"),
 }
-
-
-def split_of(question_id: int) -> str:
-    """``tune`` for odd ids, ``held_out`` for even ones (fixed before any search)."""
-    return "tune" if question_id % 2 else "held_out"
 
 
 def fetch(work: Path) -> None:
@@ -147,15 +144,6 @@ def lines_of(result: Any) -> tuple[int, int] | None:
 def load_questions() -> list[dict[str, Any]]:
     questions: list[dict[str, Any]] = yaml.safe_load((HERE / "questions.yaml").read_text(encoding="utf-8"))
     return questions
-
-
-def score(ranks: list[int | None]) -> dict[str, float]:
-    n = len(ranks) or 1
-    return {
-        "questions": len(ranks),
-        "hit@5": sum(1 for r in ranks if r is not None and r <= HIT_AT) / n,
-        "mrr": sum(1.0 / r for r in ranks if r is not None) / n,
-    }
 
 
 def measure(
@@ -285,14 +273,15 @@ def speed_one(work: Path, way: str) -> dict[str, Any]:
     }
     (folder / "agent.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     (tool,) = build_tools(load_agent_config(folder / "agent.yaml"), folder / "agent.yaml")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     report = tool.initialize_sync(force_ingest=True)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     tool.close()
     stages = {k: round(v, 2) for k, v in report.seconds.items()}
     return {
         "way": way,
         "seconds": round(seconds, 2),
+        "cpu_s": round(cpu, 2),
         "files": len(report.ingested),
         "chunks": report.chunks_written,
         "stages": stages,
@@ -327,6 +316,7 @@ def speed(work: Path, rounds: int) -> dict[str, Any]:
         "ways": best,
         "code_vs_text": round(best["code"]["seconds"] / best["text"]["seconds"], 2),
         "code_vs_token": round(best["code"]["seconds"] / best["token"]["seconds"], 2),
+        "cpu_code_vs_text": round(best["code"]["cpu_s"] / best["text"]["cpu_s"], 2),
         "load": os.getloadavg(),
     }
 
