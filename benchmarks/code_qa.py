@@ -16,7 +16,8 @@ and ``chunker: token`` (defaults otherwise, ``top_k: 10``). A question is answer
 comes from the expected file, at symbol level when a result from that file shows the expected definition: its
 lines contain the definition's first line (``def``/``class``, after decorators) or lie inside the definition
 (a part of a long function). The definition's lines come from parsing the file (tree-sitter), the same for
-both chunkers. hit@5: the share answered within the first 5 results; MRR within 10.
+both chunkers. hit@5: the share answered within the first 5 results; MRR within 10. Also printed: the lines
+of code an agent reads in the first 5 results (how much it reads to find the answer).
 
 ``--whole``: every function, method and class of both repositories whose text fits the chunk size (512 tokens
 of the default embedder) must lie inside one chunk of the ``code`` chunker; the figures count them.
@@ -159,6 +160,7 @@ def measure(
     }
     misses: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     seconds: dict[str, float] = {}
+    lines_read: dict[str, list[int]] = {t: [] for t in tools}
     for repo in REPOSITORIES:
         root = source_of(work, repo)
         asked = [q for q in questions if q["repo"] == repo.name]
@@ -188,6 +190,8 @@ def measure(
                 place = places[q["id"]]
                 assert place is not None
                 results = tool.search_results_sync(q["question"], DEPTH)
+                shown = [span for r in results[:HIT_AT] if (span := lines_of(r)) is not None]
+                lines_read[name].append(sum(b - a + 1 for a, b in shown))
                 in_file = [r for r in results if Path(r.source).as_posix().endswith("/" + q["file"])]
                 file_rank = min((r.rank for r in in_file), default=None)
                 symbol_rank = min(
@@ -209,6 +213,7 @@ def measure(
         },
         "misses": misses,
         "ingest_s": seconds,
+        "lines_in_top5": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_read.items()},
     }
 
 
@@ -363,6 +368,7 @@ def main() -> None:
                 f"| {TOOLS[tool][0]} | {TOOLS[tool][1]} | {s} | {f['questions']} | {f['hit@5']:.3f} "
                 f"| {y['hit@5']:.3f} | {f['mrr']:.3f} | {y['mrr']:.3f} |"
             )
+    print(f"lines of code in the first 5 results, per question: {results['lines_in_top5']}")
     print(f"ingest seconds: {results['ingest_s']}")
     if args.misses:
         for tool, missed in results["misses"].items():
