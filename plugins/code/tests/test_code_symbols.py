@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deckhand.agents.output import hit_of
 from deckhand.agents.reading import SourceReader, file_uri
 from deckhand.config import load_agent_config
 from deckhand.tools import build_tool
@@ -136,6 +137,7 @@ def test_the_hierarchical_tool_answers_where_a_name_is_defined_and_resolves_call
         ("shapes.circle_area", "src/pkg/shapes.py", True),
     ]
     assert [d.term for d in describe.definitions] == ["Circle"]  # a name it uses, defined in its package
+    assert [r.source for r in hit_of(describe).references] == ["src/pkg/shapes.py"] * 2  # MCP: where to read them
     text = tool.format_results([describe])
     page = (Path(__file__).resolve().parents[3] / "docs" / "code.md").read_text(encoding="utf-8")
     shown = page.split("## Symbols on the hierarchical tool", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
