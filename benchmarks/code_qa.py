@@ -148,7 +148,11 @@ def load_questions() -> list[dict[str, Any]]:
 
 
 def measure(
-    work: Path, tools: Sequence[str], questions: list[dict[str, Any]], hier: dict[str, Any] | None = None
+    work: Path,
+    tools: Sequence[str],
+    questions: list[dict[str, Any]],
+    hier: dict[str, Any] | None = None,
+    reingest: bool = False,
 ) -> dict[str, Any]:
     """Every question asked of every tool over its repository; ranks of the first file-level and symbol-level hit.
     ``hier``: options of the hierarchical tools (``--hier results=ranked``)."""
@@ -184,7 +188,7 @@ def measure(
         for tool in build_tools(load_agent_config(folder / "agent.yaml"), folder / "agent.yaml"):
             name = tool.config.name
             started = time.perf_counter()
-            tool.initialize_sync()
+            tool.initialize_sync(force_ingest=reingest)
             seconds[f"{repo.name}/{name}"] = round(time.perf_counter() - started, 1)
             for q in asked:
                 place = places[q["id"]]
@@ -332,6 +336,7 @@ def main() -> None:
     parser.add_argument("--fetch", action="store_true", help="download and unpack the two sdists")
     parser.add_argument("--tools", nargs="+", choices=sorted(TOOLS), default=list(TOOLS))
     parser.add_argument("--hier", nargs="*", default=[], metavar="KEY=VALUE", help="hierarchical tool options")
+    parser.add_argument("--reingest", action="store_true", help="ingest again (after a change to the chunker)")
     parser.add_argument("--split", choices=SPLITS, default=None, help="print only this split")
     parser.add_argument("--misses", action="store_true", help="list the questions missed at symbol level")
     parser.add_argument("--whole", action="store_true", help="check that no chunk cuts a function that fits")
@@ -354,7 +359,7 @@ def main() -> None:
         print(json.dumps(speed(work, args.rounds), indent=2))
         return
     hier = {key: yaml.safe_load(value) for key, _, value in (pair.partition("=") for pair in args.hier)}
-    results = measure(work, args.tools, load_questions(), hier)
+    results = measure(work, args.tools, load_questions(), hier, args.reingest)
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -79,8 +79,11 @@ def test_a_chunk_defines_its_name_and_refers_to_what_it_calls_and_imports(minilm
     assert shapes["shapes.circle_area"]["definitions"] == [
         {"term": "circle_area", "definition": "def circle_area(radius: float) -> float:"}
     ]
-    assert shapes["shapes.Circle.area"]["defined_terms"] == ["area"]
-    assert shapes["shapes.Circle.__init__"]["defined_terms"] == ["shapes.Circle.__init__"]  # a dunder: its path
+    # a name shaped like code is the term; a word ("area", "Circle") or a dunder is named by its path
+    assert shapes["shapes.Circle.area"]["defined_terms"] == ["shapes.Circle.area"]
+    assert shapes["shapes.Circle"]["kind"] == "members"  # the header of a class cut into its methods ...
+    assert shapes["shapes.Circle"]["definitions"] == [{"term": "shapes.Circle", "definition": "class Circle:"}]
+    assert shapes["shapes.Circle.__init__"]["defined_terms"] == ["shapes.Circle.__init__"]
     assert shapes["shapes.Circle.area"]["section_ids"] == [
         *("shapes", "shapes.Circle", "shapes.Circle.area"),
         *("pkg.shapes", "pkg.shapes.Circle", "pkg.shapes.Circle.area"),
@@ -127,16 +130,16 @@ def test_the_hierarchical_tool_answers_where_a_name_is_defined_and_resolves_call
     project = make_package(tmp_path)
     tool = build_tool(load_agent_config(project / "agent.yaml").tools[0], base_dir=project)
     tool.initialize_sync()
-    for query in ("where is circle_area defined", "circle_area", "describe"):
+    for query in ("where is circle_area defined", "circle_area", "report.describe"):
         best = tool.search_results_sync(query, top_k=3)[0]
         assert "exact" in best.modalities, query
         assert best.metadata["symbol"] in ("shapes.circle_area", "report.describe"), query
-    describe = tool.search_results_sync("describe", top_k=1)[0]
+    describe = tool.search_results_sync("report.describe", top_k=1)[0]
     assert [(r.section_id, r.source, r.resolved) for r in describe.references] == [
         ("pkg.shapes.Circle", "src/pkg/shapes.py", True),
         ("shapes.circle_area", "src/pkg/shapes.py", True),
     ]
-    assert [d.term for d in describe.definitions] == ["Circle"]  # a name it uses, defined in its package
+    assert [d.term for d in describe.definitions] == ["shapes.Circle"]  # a name it uses, defined in its package
     assert [r.source for r in hit_of(describe).references] == ["src/pkg/shapes.py"] * 2  # MCP: where to read them
     text = tool.format_results([describe])
     page = (Path(__file__).resolve().parents[3] / "docs" / "code.md").read_text(encoding="utf-8")

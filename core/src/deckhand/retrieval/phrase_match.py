@@ -23,8 +23,10 @@ QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 #: Score of a direct section or defined-term match (phrase matches score by coverage).
 DIRECT = 1.0
 #: A word of a query shaped like a name in code, not like a word: ``parse_args``, ``shapes.area``,
-#: ``CliRunner``, ``getValue`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
-IDENTIFIER = re.compile(r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*)")
+#: ``CliRunner``, ``getValue``, ``HTTPTransport`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
+IDENTIFIER = re.compile(
+    r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)"
+)
 #: Most identifiers of one query looked up as defined terms.
 MAX_IDENTIFIERS = 8
 

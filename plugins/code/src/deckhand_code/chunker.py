@@ -132,7 +132,8 @@ class _Cutter:
 
     def chunks(self) -> Iterator[Chunk]:
         pieces = list(self.pieces(list(self.tree.root_node.named_children), [self.module], []))
-        definitions = {p.symbol for p in pieces if p.kind not in (MODULE, MEMBERS)}
+        # a long class's header comes as its first ``members`` chunk: that chunk defines the class
+        definitions = {p.symbol for p in pieces if p.kind != MODULE}
         symbols = FileSymbols(self.spec, self.tree.root_node, self.document.source, definitions, self.offsets.char)
         defined: set[str] = set()
         package = package_of(self.document.source)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import tree_sitter
+from deckhand.retrieval.phrase_match import IDENTIFIER
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, grammar_of
@@ -83,10 +84,12 @@ def package_of(source: str) -> str:
 
 
 def defined_term(symbol: str) -> str:
-    """The term a definition's chunk defines: its name (``circle_area``, ``parse_args``), which is what is asked
-    for; its symbol path when the name is a dunder or too short to be told from a word."""
+    """The term a definition's chunk defines: its name when it is shaped like code (``parse_args``,
+    ``CliRunner``: what a question names, and no word of prose), else its symbol path (``shapes.Circle.area``,
+    ``_config.Timeout``, ``shapes.Circle.__init__``), so that a result whose prose says "timeout" or "area"
+    does not list the definition of a ``Timeout`` class or an ``area`` method."""
     name = symbol.rsplit(".", 1)[-1]
-    if len(name) < MIN_TERM_CHARS or (name.startswith("__") and name.endswith("__")):
+    if len(name) < MIN_TERM_CHARS or (name.startswith("__") and name.endswith("__")) or not IDENTIFIER.fullmatch(name):
         return symbol
     return name
 
