@@ -198,6 +198,9 @@ class ReferenceOut(BaseModel):
     section_id: str
     location: str = ""
     resolved: bool = True
+    source: str | None = Field(
+        default=None, description="The file the referenced section (or symbol) is in; absent when not resolved."
+    )
 
 
 class Hit(BaseModel):

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
 
@@ -224,7 +225,7 @@ class SourceReader:
             current = current / part
             if current.is_symlink():
                 raise CallError("uri: a symbolic link inside the source; read the file where it really is")
-        if current.suffix.lower() not in source.extensions:
+        if file_type(current, source.extensions) not in source.extensions:
             raise CallError(f"uri: {current.suffix or 'a file without extension'} files are not indexed, so not read")
         if not current.is_file():
             raise CallError("uri: no such file in the tool's source (it may have been deleted; search again)")
