@@ -98,3 +98,19 @@ def test_the_cursor_secret_comes_from_the_environment() -> None:
         cursor_secret({CURSOR_KEY_ENV: "short-secret"})
     assert str(refused.value).startswith(f"{CURSOR_KEY_ENV} is shorter than 16 characters")
     assert "short-secret" not in str(refused.value)
+
+
+def test_deckhand_mcp_refuses_a_short_cursor_key_in_one_line(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+
+    config = tmp_path / "agent.yaml"
+    config.write_text("memory:\n  backend: memory\n")
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["mcp", "-c", str(config), "--http", "0"], env={CURSOR_KEY_ENV: "not-long-key"})
+    assert refused.exit_code != 0 and "not-long-key" not in refused.output + refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {CURSOR_KEY_ENV} is shorter than 16 characters; give every replica the same random value: "
+        f"export {CURSOR_KEY_ENV}=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+    ]
+    assert "--stateless" in runner.invoke(cli, ["mcp", "--help"]).output
