@@ -5,7 +5,8 @@ readers see every commit) and a cursor key. A client whose every request stands 
 2026-07-28 revision on the SDK 2.x; a 2025 client of a ``--stateless`` server on 1.x (the
 tests-mcp1 session) — has its calls alternate between them, and all succeed: a search paged on the
 other replica continues the first page exactly, a file ingested through one replica (its
-``deckhand_ingest``) or by ``deckhand ingest`` is found through the other, with no restart.
+``deckhand_ingest``) or by ``deckhand ingest`` is found through the other, with no restart, and a hit's
+lines are read through either.
 plugins/redis/tests/test_mcp_replicas_redis.py does the same over a Redis server.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from deckhand.mcp.sdk import SDK_MAJOR
 from deckhand.mcp.transports import CURSOR_KEY_ENV
-from deckhand.testing.mcp_client import HttpServerProcess, call, deckhand_command, per_request_client
+from deckhand.testing.mcp_client import HttpServerProcess, call, deckhand_command, per_request_client, read_resource
 from deckhand.testing.round_robin import RoundRobinProxy
 
 pytestmark = pytest.mark.slow
@@ -75,6 +76,10 @@ async def test_two_replicas_behind_a_round_robin_proxy(agent: Path) -> None:
                 assert len(pages) >= 3, pages
                 given = [key for page in pages for key in page]
                 assert len(given) == len(set(given)) == 8, "no result twice, none missing"
+                # A hit's lines, read through whichever replica takes the request: the URI is all it needs.
+                uri = found["structuredContent"]["results"][0]["uri"]
+                read = await read_resource(client, uri)
+                assert "restored on request" in read["contents"][0]["text"], read
 
                 # Ingested through one replica, found through the other.
                 (agent.parent / "docs" / "zebra.md").write_text("# Crossings\n\nZebra crossings are repainted.\n")
@@ -98,9 +103,11 @@ async def test_two_replicas_behind_a_round_robin_proxy(agent: Path) -> None:
                     found = await call(client, "docs", {"query": "How often are quay walls inspected?", "top_k": 1})
                     assert _keys(found) == [("docs/quay.md", 0)]
 
-        # Each call went to the other replica than the one before: every page, the search after the ingest.
+        # Each call went to the other replica than the one before: every page, the search after each ingest.
         calls = proxy.backends_of("tools/call")
-        assert len(calls) == len(pages) + 4 and _alternate(calls), proxy.served
+        assert len(calls) == len(pages) + 4, proxy.served
+        paged, (ingest, zebra, quay, quay_again) = calls[: len(pages)], calls[len(pages) :]
+        assert _alternate(paged) and ingest != zebra and quay != quay_again, proxy.served
         if SDK_MAJOR >= 2:
             assert "initialize" not in {s.rpc_method for s in proxy.served}, "2026-07-28: no handshake, no session"
     finally:

@@ -114,3 +114,25 @@ def test_deckhand_mcp_refuses_a_short_cursor_key_in_one_line(tmp_path: Any) -> N
         f"export {CURSOR_KEY_ENV}=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
     ]
     assert "--stateless" in runner.invoke(cli, ["mcp", "--help"]).output
+
+
+def test_a_cursor_differing_only_in_unused_bits_is_refused() -> None:
+    """Before: the last base64 character carries bits the bytes do not use, so a cursor changed there decoded to
+    the same bytes and was accepted (the paging test's fuzzing found it, now and then)."""
+    import base64
+
+    args = SearchArguments(query="q", top_k=5)
+    cursor = make_cursor("docs", args, [bytes(8), b"\x01" * 8])
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    padded = "=" * (-len(cursor) % 4)
+    same_bytes = [
+        changed
+        for c in alphabet
+        if (changed := cursor[:-1] + c) != cursor
+        and base64.urlsafe_b64decode(changed + padded) == base64.urlsafe_b64decode(cursor + padded)
+    ]
+    assert same_bytes, "a cursor whose length leaves unused bits in its last character"
+    for changed in same_bytes:
+        with pytest.raises(CallError, match="cursor: not one this server gave"):
+            open_cursor("docs", args, changed)
+    assert open_cursor("docs", args, cursor) == {bytes(8), b"\x01" * 8}

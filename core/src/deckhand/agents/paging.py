@@ -101,6 +101,8 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
         raw = _unb64(cursor) if cursor.isascii() else b""
     except ValueError:
         raw = b""
+    if _b64(raw) != cursor:  # the last character's unused bits (or stray characters) changed: not as given
+        raw = b""
     body, mac = raw[:-16], raw[-16:]
     if (
         len(raw) < 40
