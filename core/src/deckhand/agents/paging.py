@@ -10,8 +10,11 @@ results already given by a short digest of ``(source, chunk_index, content)``. T
 the same search and leaves those out, so no result is ever given twice; when nothing was ingested
 between two pages the pages together are exactly the unbudgeted answer. After an ingest the next page
 is taken from the index as it is now (a new match may appear, a removed one is gone). Cursors are
-signed with a per-process key (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
+signed (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
 :data:`~deckhand.limits.MAX_CURSOR_CHARS` characters; a forged, stale or foreign one is refused in one line.
+The signing key is per process unless :func:`use_cursor_secret` derives it from a secret that replicas
+share (``deckhand mcp`` does, from ``DECKHAND_CURSOR_KEY`` or the bearer token): then a cursor given by one
+replica continues on any other.
 """
 
 from __future__ import annotations
@@ -43,8 +46,17 @@ CURSOR_TTL = 3600
 #: Marker that ends a result cut to fit the budget.
 CUT_MARKER = "[... cut to fit the result budget; deckhand_read its uri for the rest]"
 
-_KEY = secrets.token_bytes(32)  # per process: a cursor from an earlier server is refused
+_KEY = secrets.token_bytes(32)  # per process (a cursor from an earlier server is refused) until use_cursor_secret
+#: What a shared secret is bound to before it becomes the signing key (so the key signs cursors and nothing else).
+_KEY_PURPOSE = b"deckhand search cursor key v1"
 _DIGEST = 8  # bytes naming one given result
+
+
+def use_cursor_secret(secret: str | None) -> None:
+    """Sign cursors with a key derived from ``secret`` (processes given the same secret accept each other's
+    cursors), or, with None, with a new random key of this process. The secret itself is never kept."""
+    global _KEY
+    _KEY = secrets.token_bytes(32) if secret is None else hmac.new(secret.encode(), _KEY_PURPOSE, "sha256").digest()
 
 
 def budget_chars(tokens: int) -> int:
@@ -89,6 +101,8 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
         raw = _unb64(cursor) if cursor.isascii() else b""
     except ValueError:
         raw = b""
+    if _b64(raw) != cursor:  # the last character's unused bits (or stray characters) changed: not as given
+        raw = b""
     body, mac = raw[:-16], raw[-16:]
     if (
         len(raw) < 40
@@ -96,7 +110,8 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
         or not hmac.compare_digest(mac, hmac.new(_KEY, body, hashlib.sha256).digest()[:16])
     ):
         raise CallError(
-            f"{tool}: cursor: not one this server gave (or from before a restart); run the search without a cursor"
+            f"{tool}: cursor: not one this server gave (or from before a restart, or from a replica with another "
+            "DECKHAND_CURSOR_KEY); run the search without a cursor"
         )
     if not hmac.compare_digest(body[:16], _search_key(tool, args)):
         raise CallError(

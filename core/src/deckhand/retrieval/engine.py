@@ -22,7 +22,9 @@ that keeps side indexes (the sqlite store) holds them, versioned by its records 
 process loads them (or, from a side index file, opens them and reads per query), and rebuilds them
 from ``store.iter_records()`` only when the records changed since they were saved; other stores
 rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
-checks the records version (one read) so an ingestion by another process is picked up.
+checks the records version (one read) so an ingestion by another process is picked up; a store
+without one (PostgreSQL, Redis: replicas of ``deckhand mcp --http``, a CLI or Ray ingest beside a
+running server) has its manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ EVERYTHING = 1 << 30
 DEFINITIONS_PER_RESULT = 5
 #: With a per-source limit, single mode asks the store for this many times ``top_k`` nearest records.
 DIVERSITY_DEPTH = 4
+
+#: Seconds between two looks at a store's manifest for another process's ingest (stores without a records version).
+FRESHNESS_INTERVAL = 2.0
 
 #: Builds the keyword index for a store: ``(index, strategy name)``.
 KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
@@ -213,6 +218,9 @@ class HybridSearcher:
         self.indexes: side_indexes.SideIndexes | None = None
         #: Records version the side indexes were built from (stores that keep side indexes).
         self.indexed_version: int | None = None
+        #: The manifest the side indexes were built from, as a fingerprint (other stores), and when it was compared.
+        self.indexed_manifest: int | None = None
+        self._manifest_checked = 0.0
         #: Seconds the last update of the side indexes took.
         self.index_seconds: float = 0.0
         #: How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``.
@@ -245,8 +253,10 @@ class HybridSearcher:
             return
         if side is None or not side_indexes.persistable(keyword):
             version = side.records_version() if side is not None else None  # read before the records
+            manifest = _fingerprint(store) if side is None else None  # so is the manifest
             self.rebuild_indexes(store)
             self.indexed_version = version  # so ensure_current notices another process's changes
+            self.indexed_manifest, self._manifest_checked = manifest, time.monotonic()
             return
         clock = time.perf_counter()
         version = side.records_version()  # read before the records: a rebuild is saved only if still current
@@ -315,9 +325,22 @@ class HybridSearcher:
             )
 
     def ensure_current(self, store: VectorStore) -> None:
-        """Bring the side indexes up to date when another process (or store object) changed the records."""
+        """Bring the side indexes up to date when another process (or store object) changed the records.
+
+        A store that keeps a records version answers at once; for any other, the manifest (one read of
+        every file's entry) is compared at most every :data:`FRESHNESS_INTERVAL` seconds.
+        """
         side = side_index_storage(store)
-        if side is not None and self.indexed_version is not None and side.records_version() != self.indexed_version:
+        if side is not None:
+            if self.indexed_version is not None and side.records_version() != self.indexed_version:
+                self.update_indexes(store)
+            return
+        now = time.monotonic()
+        if self.indexed_manifest is None or now - self._manifest_checked < FRESHNESS_INTERVAL:
+            return
+        self._manifest_checked = now
+        if _fingerprint(store) != self.indexed_manifest:
+            log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
             self.update_indexes(store)
 
     def rebuild_indexes(self, store: VectorStore, *, last_row: int | None = None) -> None:
@@ -598,3 +621,8 @@ class HybridSearcher:
             else:
                 out.append(ResolvedReference(section_id=ref, resolved=False))
         return out
+
+
+def _fingerprint(store: VectorStore) -> int:
+    """A fingerprint of ``store``'s manifest: changes whenever an ingest (of any process) writes or removes a file."""
+    return hash(frozenset(store.manifest().items()))
