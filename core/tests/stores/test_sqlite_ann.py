@@ -103,7 +103,8 @@ def _count_adds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _graph_files(tmp_path: Path) -> list[Path]:
-    return sorted(tmp_path.glob("index.sqlite.c*.g*.usearch"))
+    """The approximate index files (a usearch graph or an IVF archive; not their companions)."""
+    return sorted([*tmp_path.glob("index.sqlite.c*.g*.usearch"), *tmp_path.glob("index.sqlite.c*.g*.ivf")])
 
 
 def test_below_the_threshold_searches_stay_exact_and_nothing_is_built(tmp_path: Path) -> None:
@@ -266,7 +267,7 @@ if point == "before-rename":
     sqlite_ann.os.replace = die
 elif point == "before-record":
     sqlite_ann.record = die
-store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions(search="ann", ann_threshold=0, ann_refresh_rows=1))
+store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions.model_validate_json(sys.argv[4]))
 store.open(CollectionSpec("kb", int(sys.argv[3]), "m"))
 store.maintain()
 """
@@ -282,11 +283,14 @@ def test_kill_9_while_the_graph_is_written_leaves_a_working_index(tmp_path: Path
     _fill(ann, vectors[300:], first_source=15)
     script = tmp_path / "builder.py"
     script.write_text(BUILDER)
+    refreshed = ANN.model_copy(update={"ann_refresh_rows": 1})
     result = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "index.sqlite"), point, str(DIM)], capture_output=True, timeout=120
+        [sys.executable, str(script), str(tmp_path / "index.sqlite"), point, str(DIM), refreshed.model_dump_json()],
+        capture_output=True,
+        timeout=120,
     )
     assert result.returncode == -signal.SIGKILL, result.stderr
-    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
+    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", refreshed)
     reader.open(CollectionSpec("kb", DIM, "m"))
     queries = _clustered(20, seed=11)
     assert _recall(reader, exact, queries) >= SYNTHETIC_RECALL  # the old graph plus the newer rows, searched exactly
