@@ -47,11 +47,12 @@ def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False,
     centroids = np.array(sample[rng.choice(sample.shape[0], lists, replace=False)], dtype=np.float32)
     for _ in range(rounds):
         labels = assign(sample, centroids, euclidean=euclidean)
-        counts = np.bincount(labels, minlength=lists).astype(np.float32)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, labels, sample)
+        counts = np.bincount(labels, minlength=lists)
         empty = counts == 0
-        centroids[~empty] = sums[~empty] / counts[~empty, None]
+        starts = np.cumsum(counts) - counts
+        # each cluster's rows are one run after a sort by label: their sums in one pass
+        sums = np.add.reduceat(sample[np.argsort(labels, kind="stable")], starts[~empty], axis=0)
+        centroids[~empty] = sums / counts[~empty, None].astype(np.float32)
         if empty.any():
             centroids[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
     return centroids
