@@ -55,6 +55,11 @@ def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False,
         centroids[~empty] = sums / counts[~empty, None].astype(np.float32)
         if empty.any():
             centroids[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
+        if not euclidean:
+            # spherical k-means: by inner product a long centroid wins every row near it, and lists
+            # grow lopsided (a few hold most rows, and a query probing one reads them all)
+            norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+            centroids /= np.where(norms == 0, 1.0, norms)
     return centroids
 
 

@@ -102,7 +102,7 @@ class SQLiteOptions(BaseModel):
         "ivf: k-means lists scanned exactly (ann_lists, ann_probes), built in a fraction of the graph's time.",
     )
     ann_lists: int = Field(default=0, ge=0, description="IVF: lists (0: about 2·√records).")
-    ann_probes: int = Field(default=32, ge=1, le=65_536, description="IVF: lists scanned per query.")
+    ann_probes: int = Field(default=64, ge=1, le=65_536, description="IVF: lists scanned per query.")
     ann_precision: Literal["f16", "i8", "f32"] = Field(
         default="i8",
         description="How the HNSW index stores vectors (candidates are rescored in float32); by default "
