@@ -67,10 +67,12 @@ def _clustered(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _pair(tmp_path: Path, metric: Metric = Metric.COSINE, dim: int = DIM) -> tuple[SQLiteStore, SQLiteStore]:
-    """The same file opened with the approximate index and exactly."""
+def _pair(
+    tmp_path: Path, metric: Metric = Metric.COSINE, dim: int = DIM, options: SQLiteOptions | None = None
+) -> tuple[SQLiteStore, SQLiteStore]:
+    """The same file opened with the approximate index (``options``, else ``ANN``) and exactly."""
     spec = CollectionSpec("kb", dim, "m", metric)
-    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN)
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", options or ANN)
     ann.open(spec)
     exact = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="exact"))
     exact.open(spec)

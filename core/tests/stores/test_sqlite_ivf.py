@@ -20,6 +20,7 @@ from test_sqlite_ann import (  # the graph's tests, run again below with the IVF
     _clustered,
     _fill,
     _graph_files,
+    _pair,
     _recall,
     parse_filter,
     test_a_collection_emptied_and_refilled_keeps_working,
@@ -53,22 +54,13 @@ def ivf_options(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _pair(tmp_path: Path, options: SQLiteOptions, metric: Metric = Metric.COSINE) -> tuple[SQLiteStore, SQLiteStore]:
-    spec = CollectionSpec("kb", DIM, "m", metric)
-    approximate = SQLiteStore(tmp_path / "index.sqlite", "kb", options)
-    approximate.open(spec)
-    exact = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="exact"))
-    exact.open(spec)
-    return approximate, exact
-
-
 @pytest.mark.parametrize("metric", [Metric.COSINE, Metric.IP, Metric.L2])
 def test_probing_every_list_gives_the_exact_answers_and_scores(tmp_path: Path, metric: Metric) -> None:
     """Every list scanned is an exhaustive search: the rows, their order and their scores are the exact ones
     (vectors of mixed lengths, so that cosine, inner product and L2 rank differently)."""
     lengths = np.random.default_rng(2).uniform(0.5, 2.0, (1200, 1)).astype(np.float32)
     vectors = _clustered(1200) * lengths
-    approximate, exact = _pair(tmp_path, IVF.model_copy(update={"ann_lists": 30, "ann_probes": 30}), metric)
+    approximate, exact = _pair(tmp_path, metric, options=IVF.model_copy(update={"ann_lists": 30, "ann_probes": 30}))
     _fill(approximate, vectors)
     assert approximate.maintain() == "approximate index: 1,200 vectors (ivf)"
     assert [p.suffix for p in _graph_files(tmp_path)] == [".ivf"]
@@ -84,7 +76,7 @@ def test_probing_every_list_gives_the_exact_answers_and_scores(tmp_path: Path, m
 
 @pytest.mark.parametrize("metric", [Metric.COSINE, Metric.IP, Metric.L2])
 def test_a_few_lists_probed_keep_the_recall(tmp_path: Path, metric: Metric) -> None:
-    approximate, exact = _pair(tmp_path, IVF.model_copy(update={"ann_probes": 8}), metric)
+    approximate, exact = _pair(tmp_path, metric, options=IVF.model_copy(update={"ann_probes": 8}))
     _fill(approximate, _clustered(3000))
     approximate.maintain()
     with approximate._read() as (conn, found):
@@ -99,7 +91,7 @@ def test_a_few_lists_probed_keep_the_recall(tmp_path: Path, metric: Metric) -> N
 
 def test_one_probe_scans_one_list(tmp_path: Path) -> None:
     """The probes setting is what a search reads: one probe returns rows of one list only (fewer than k)."""
-    approximate, exact = _pair(tmp_path, IVF.model_copy(update={"ann_lists": 40, "ann_probes": 1}))
+    approximate, exact = _pair(tmp_path, options=IVF.model_copy(update={"ann_lists": 40, "ann_probes": 1}))
     _fill(approximate, _clustered(2000))
     approximate.maintain()
     one = approximate.search(_clustered(1, seed=9)[0], 200)
@@ -112,7 +104,7 @@ def test_an_index_of_the_other_kind_is_read_until_the_next_ingest_rebuilds_it(tm
     searched until ``maintain()`` writes the IVF one (and the other way round)."""
     graph = SQLiteOptions(search="ann", ann_threshold=0, ann_index="hnsw")
     vectors = _clustered(1000)
-    first, exact = _pair(tmp_path, graph)
+    first, exact = _pair(tmp_path, options=graph)
     _fill(first, vectors)
     assert first.maintain() == "approximate index: 1,000 vectors (i8)"
     for now, before, label in ((IVF, ".usearch", "ivf"), (graph, ".ivf", "i8")):
