@@ -135,14 +135,26 @@ def test_answers_and_scores_match_exact_search(tmp_path: Path, metric: Metric) -
             assert hit.record.vector.dtype == np.float32 and hit.record.vector.shape == (DIM,)
 
 
+#: SciFact's vectors, embedded once per session (the graph's test and the IVF module's share them).
+_EMBEDDED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _scifact_vectors(minilm: Any) -> tuple[np.ndarray, np.ndarray]:
+    """2,000 SciFact abstracts (title and 300 characters) and 150 questions, as MiniLM vectors."""
+    if id(minilm) not in _EMBEDDED:
+        source = _scifact()
+        assert source is not None
+        lines = (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2000]
+        docs = [json.loads(line) for line in lines]
+        queries = [json.loads(line)["text"] for line in (source / "queries.jsonl").read_text().splitlines()[:150]]
+        vectors = minilm.embed([f"{d['title']}. {d['text'][:300]}" for d in docs]).astype(np.float32)
+        _EMBEDDED[id(minilm)] = (vectors, minilm.embed(queries).astype(np.float32))
+    return _EMBEDDED[id(minilm)]
+
+
 @pytest.mark.skipif(_scifact() is None, reason="SciFact (shared/datasets/scifact) is not beside this checkout")
 def test_recall_on_real_minilm_vectors_with_and_without_filters(tmp_path: Path, minilm: Any) -> None:
-    source = _scifact()
-    assert source is not None
-    docs = [json.loads(line) for line in (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2000]]
-    queries = [json.loads(line)["text"] for line in (source / "queries.jsonl").read_text().splitlines()[:150]]
-    vectors = minilm.embed([f"{d['title']}. {d['text'][:300]}" for d in docs]).astype(np.float32)
-    probes = minilm.embed(queries).astype(np.float32)
+    vectors, probes = _scifact_vectors(minilm)
     ann, exact = _pair(tmp_path, dim=vectors.shape[1])
     _fill(ann, vectors)
     ann.maintain()
