@@ -44,6 +44,7 @@ class FakeTool:
         self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
         self.is_initialized = False
         self.last_ingest_time: float | None = None
+        self.provider: str | None = None  # a Tool member: the store in use (none here)
         self.last_report: IngestReport | None = None
         self.closed = False
 

@@ -43,6 +43,7 @@ from deckhand.agents.paging import budget_chars, budget_of, open_cursor, page
 from deckhand.agents.reading import MAX_CHARS, SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
 from deckhand.limits import DEFAULT_RESULT_BUDGET
+from deckhand.tools.base import SourceTool
 from deckhand.tools.results import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -141,7 +142,7 @@ def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Opera
 
 def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOutput:
     """``found`` with each hit's ``uri`` (its file and lines) where the reader would serve it."""
-    base = Path(getattr(tool, "base_dir", None) or Path.cwd())
+    base = tool.base_dir if isinstance(tool, SourceTool) else Path.cwd()
     for hit in found.results:
         path = base / hit.source  # the display path is relative to the tool's base directory, or absolute
         end = hit.end_line

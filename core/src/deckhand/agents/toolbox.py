@@ -274,7 +274,7 @@ class Toolbox(MemoryCalls, OutageHealing):
             except Exception as exc:
                 slot.error = self.error_line(exc)
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
-                slot.ready = slot.ready and bool(getattr(slot.tool, "is_initialized", True))
+                slot.ready = slot.ready and slot.tool.is_initialized
                 if is_outage(exc):
                     outage = self._store_down(name, slot, slot.error)  # warns once, when the outage begins
                     log.info("tool %s: ingest failed, %s: %s", name, outage, slot.error)

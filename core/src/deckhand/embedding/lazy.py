@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import EmbedderBase, as_embedder
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.factory import (
     EmbeddingModel,
@@ -25,7 +26,7 @@ from deckhand.embedding.factory import (
     split_model,
 )
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Embedder, Tokenizer
+from deckhand.protocols import Tokenizer
 from deckhand.types import Vector
 
 #: Registration info keys that describe a model without loading it.
@@ -35,13 +36,13 @@ _lazy: dict[tuple[Callable[..., Any], str, str], LazyEmbedder] = {}
 _lock = threading.Lock()
 
 
-class LazyEmbedder:
+class LazyEmbedder(EmbedderBase):
     """Stands for the embedder ``value`` selects: its description at once, the model on first ``embed``."""
 
     def __init__(self, registry: PluginRegistry, value: EmbeddingModel, described: dict[str, Any] | None) -> None:
         self._registry = registry
         self._value = value
-        self._inner: Embedder | None = None
+        self._inner: EmbedderBase | None = None
         self._lock = threading.Lock()
         if described is None:
             inner = self.load()
@@ -49,20 +50,18 @@ class LazyEmbedder:
         self.model_id: str = str(described["model_id"])
         self.dimension: int = int(described["dimension"])
         self.max_tokens: int = int(described["max_tokens"])
-        self.long_inputs: str | None = described.get("long_inputs") or (
-            getattr(self._inner, "long_inputs", None) if self._inner is not None else None
-        )
+        self.long_inputs = described.get("long_inputs") or (self._inner.long_inputs if self._inner else None)
 
     @property
     def loaded(self) -> bool:
         """Whether the model was loaded (by this object)."""
         return self._inner is not None
 
-    def load(self) -> Embedder:
+    def load(self) -> EmbedderBase:
         """The real embedder (loaded once per process, shared with :func:`load_embedder`)."""
         with self._lock:
             if self._inner is None:
-                self._inner = load_embedder(self._registry, self._value)
+                self._inner = as_embedder(load_embedder(self._registry, self._value))
             return self._inner
 
     @property
@@ -73,19 +72,13 @@ class LazyEmbedder:
         return self.load().embed(texts)
 
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
-        """The model's ``embed_batches`` where it has one (vectors as they are made), else one part."""
-        inner = self.load()
-        batches = getattr(inner, "embed_batches", None)
-        if batches is None:
-            yield list(range(len(texts))), inner.embed(texts)
-            return
-        yield from batches(texts)
+        """The model's ``embed_batches`` (vectors as they are made, where it makes them so)."""
+        yield from self.load().embed_batches(texts)
 
     @property
     def tokens_used(self) -> int | None:
         """Tokens a remote service reported using (None until loaded, or for a local model)."""
-        used = getattr(self._inner, "tokens_used", None)
-        return used if isinstance(used, int) else None
+        return self._inner.tokens_used if self._inner is not None else None
 
 
 def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedder:

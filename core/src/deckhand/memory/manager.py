@@ -34,6 +34,7 @@ from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:
+    from deckhand.embedding.cache import EmbeddingCache
     from deckhand.embedding.factory import EmbeddingModel
     from deckhand.protocols import Embedder, MemoryBackend
 
@@ -104,6 +105,8 @@ class VectorMemoryManager:
         self._index = CoordinateIndex()
         self._content = ContentIndex()
         self._semantic = SemanticIndex(self._build_embedder)
+        #: The embedding cache this manager opened for its own embedder (closed by :meth:`close`).
+        self._opened_cache: EmbeddingCache | None = None
         # The embedding index is filled on the first semantic search, then kept current; the
         # word index is built while loading (its build would otherwise land on the first search).
         self._semantic_ready = False
@@ -302,9 +305,8 @@ class VectorMemoryManager:
     def close(self) -> None:
         """Release the backend and the embedding cache."""
         self.backend.close()
-        cache = getattr(self._semantic.embedder(), "cache", None) if self._semantic.loaded else None
-        if cache is not None:
-            cache.close()
+        if self._opened_cache is not None:
+            self._opened_cache.close()
 
     def __enter__(self) -> VectorMemoryManager:
         return self
@@ -362,6 +364,7 @@ class VectorMemoryManager:
                     ignore.write_text("# deckhand's embedding cache: never commit it\n*\n")
                 except OSError:
                     log.debug("could not write %s", ignore)
+        self._opened_cache = cache
         return CachedEmbedder(inner, cache)
 
 

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from deckhand.bases import ChunkerBase, as_chunker
 from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
@@ -90,16 +91,16 @@ class IndexOpened(IngestReport):
         )
 
 
-class _LazyChunker:
+class _LazyChunker(ChunkerBase):
     """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
 
     def __init__(self, build: Callable[[], Chunker]) -> None:
         self._build = build
-        self._chunker: Chunker | None = None
+        self._chunker: ChunkerBase | None = None
 
-    def _built(self) -> Chunker:
+    def _built(self) -> ChunkerBase:
         if self._chunker is None:
-            self._chunker = self._build()
+            self._chunker = as_chunker(self._build())
         return self._chunker
 
     def chunk(self, document: Document) -> list[Chunk]:
@@ -107,9 +108,7 @@ class _LazyChunker:
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
         """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
-        chunker = self._built()
-        stream = getattr(chunker, "iter_chunks", None)
-        yield from (stream(document) if stream is not None else chunker.chunk(document))
+        return self._built().iter_chunks(document)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for chunk worker processes) as the built chunker: the builder is a closure."""
@@ -424,8 +423,7 @@ class SourceTool:
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""
-        step = self.prepare
-        return None if getattr(step, "__func__", None) is SourceTool.prepare else step
+        return None if type(self).prepare is SourceTool.prepare else self.prepare
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Called after each ingestion; ``changed`` says whether the stored records may differ."""
