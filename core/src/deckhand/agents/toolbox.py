@@ -63,6 +63,7 @@ from deckhand.agents.redacting import Redactor, config_secrets
 from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
 from deckhand.errors import ConfigError, is_outage
+from deckhand.tools.base import SourceTool
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
@@ -331,12 +332,10 @@ class Toolbox(MemoryCalls, OutageHealing):
             try:
                 extra = _filter_argument(name, slot, args.filter)
                 results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if results:
-                    from deckhand.tools.results import format_results
-
-                    text = getattr(tool, "format_results", format_results)(results)  # a tool's own text format
-                else:
-                    text = tool.search_text_sync(args.query, **extra)  # the contract's "no results" wording
+                if isinstance(tool, SourceTool):  # the tool's own text for the results it gave
+                    text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
+                else:  # a tool type of its own: its search_text_sync is the text agents read
+                    text = tool.search_text_sync(args.query, args.top_k, **extra)
             except CallError:
                 raise
             except Exception as exc:

@@ -506,7 +506,7 @@ class SourceTool:
             self._filters_checked = store
         return where
 
-    def format_results(self, results: Sequence[Any]) -> str:
+    def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_results(list(results))
 
