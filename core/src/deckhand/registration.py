@@ -49,10 +49,10 @@ from deckhand.protocols import (
 )
 
 if TYPE_CHECKING:
-    from deckhand.config.base import ToolConfigBase
     from deckhand.config.models import DatabaseConfig
     from deckhand.ingest.executor import Executor
     from deckhand.plugins import PluginRegistry
+    from deckhand.tool_entry import ToolConfigBase
 
 Kind = Literal[
     "loader",
