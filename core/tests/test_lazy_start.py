@@ -16,7 +16,8 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.retrieval.side_indexes import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.tools.base import COMPLETE_MARK, IndexOpened
+from deckhand.stores.tool_store import COMPLETE_MARK
+from deckhand.tools.base import IndexOpened
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec

@@ -66,9 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("retrieval/side_indexes.py", "isinstance(side, SideIndexFiles)"): "side indexes: tantivy issue",
     ("retrieval/tantivy_keyword.py", "isinstance(store, RecordLog)"): "side indexes: tantivy issue",
     ("retrieval/tantivy_keyword.py", "isinstance(store, SideIndexFiles)"): "side indexes: tantivy issue",
-    ("tools/migration.py", "getattr(dst.store, 'path', None)"): "moves beside the stores",
-    ("tools/migration.py", "getattr(self.store, 'path', None)"): "moves beside the stores",
-    ("tools/migration.py", "getattr(src.store, 'path', None)"): "moves beside the stores",
 }
 
 #: ``getattr(<name>, ...)``/``hasattr`` on these are no components: platform flags and exception details.

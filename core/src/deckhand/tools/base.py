@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from deckhand.bases import ChunkerBase, as_chunker
-from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -49,7 +48,7 @@ from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import open_collection
+from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Metric, Vector
 
@@ -59,22 +58,6 @@ log = logging.getLogger("deckhand")
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
-#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
-COMPLETE_MARK = "ingest/complete"
-
-
-def mark_complete(store: VectorStore) -> None:
-    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
-    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
-    side = side_index_storage(store)
-    if side is not None:
-        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
-
-
-def is_complete(store: VectorStore) -> bool:
-    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-    side = side_index_storage(store)
-    return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
 
 @dataclass
