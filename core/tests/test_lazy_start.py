@@ -160,13 +160,13 @@ SCRIPT = """
 import json, sys
 from pathlib import Path
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.embedding import factory
+from deckhand.building import embedders as factory
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
 calls = []
 original = factory.load_embedder
 factory.load_embedder = lambda *a, **k: calls.append(a[1]) or original(*a, **k)
-import deckhand.embedding.lazy as lazy
+import deckhand.building.lazy_embedders as lazy
 lazy.load_embedder = factory.load_embedder
 
 base = Path(sys.argv[1])

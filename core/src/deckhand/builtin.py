@@ -91,7 +91,7 @@ def deckhand_register(register: Registrar) -> None:
         options=LLMRerankerOptions,
     )
 
-    # Described here so a process that never embeds never loads the model (deckhand.embedding.lazy);
+    # Described here so a process that never embeds never loads the model (deckhand.building.lazy_embedders);
     # where a GPU runtime is installed the default may run in fp32 on the GPU, so it is described by loading it.
     gpu = gpu_runtime_installed()
     register.embedder(

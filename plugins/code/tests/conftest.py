@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.embedding.factory import embedder_for
+from deckhand.building.embedders import embedder_for
 from deckhand.plugins import get_registry
 
 SAMPLES = Path(__file__).parent / "samples"

@@ -34,8 +34,8 @@ from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:
+    from deckhand.building.embedders import EmbeddingModel
     from deckhand.embedding.cache import EmbeddingCache
-    from deckhand.embedding.factory import EmbeddingModel
     from deckhand.protocols import Embedder, MemoryBackend
 
 log = logging.getLogger(__name__)
@@ -349,8 +349,8 @@ class VectorMemoryManager:
     def _build_embedder(self) -> Embedder:
         if self._embedder is not None:
             return self._embedder
+        from deckhand.building.embedders import load_embedder
         from deckhand.embedding.cache import CachedEmbedder, open_cache
-        from deckhand.embedding.factory import load_embedder
         from deckhand.paths import cache_disabled
         from deckhand.plugins import get_registry
 

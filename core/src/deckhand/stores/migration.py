@@ -61,7 +61,7 @@ class MigrationEnd:
     #: Where the tool is configured, for messages (the configuration file).
     label: str
     #: The tool's embedder, only described (model id and dimension; the caller passes a lazy one, see
-    #: :func:`deckhand.embedding.lazy.lazy_embedder`): the collection is created for it, never embedded with.
+    #: :func:`deckhand.building.lazy_embedders.lazy_embedder`): the collection is created for it, never embedded with.
     embedder: Embedder
 
 

@@ -6,7 +6,7 @@
 ``open`` is the lazy start of a process that only searches: it opens the collection and
 does not walk the source, unless the tool was never completely ingested (then it is
 ``initialize``). Either way the embedding model is loaded only when something is embedded
-(:mod:`deckhand.embedding.lazy`), and the chunker (which needs the model's tokenizer) only
+(:mod:`deckhand.building.lazy_embedders`), and the chunker (which needs the model's tokenizer) only
 when a file is chunked. The store is kept between initialisations in one process, so a second
 ``initialize`` ingests only what changed, on every store. Subclasses add how a query is
 answered (:meth:`SourceTool.search_results_sync`) and, if they keep side indexes, what to do
@@ -29,12 +29,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from deckhand.bases import ChunkerBase, as_chunker
+from deckhand.building.embedders import FORMER_DEFAULTS
+from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import FORMER_DEFAULTS
-from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
