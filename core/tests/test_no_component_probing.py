@@ -34,7 +34,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("plugins.py", "getattr(self.pm.hook, hook_name)"): "pluggy's hook caller by name",
     ("config/base.py", "getattr(self, field)"): "a pydantic model's own declared field",
     ("config/options.py", "getattr(options, name)"): "a pydantic model's declared fields",
-    ("remote/settings.py", "getattr(settings, name)"): "a pydantic model's declared fields",
     ("encoding.py", "getattr(info, '_is_text_encoding', True)"): "a codecs.CodecInfo flag",
     ("ingest/loaders.py", "getattr(converters, name)"): "markitdown's converter classes by name",
     ("mcp/sdk.py", "getattr(ctx.meta, 'progressToken', None)"): "the MCP SDK's request metadata",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +51,6 @@ from deckhand.stores import filtering
 from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Metric, Vector
-
-T = TypeVar("T")
 
 log = logging.getLogger("deckhand")
 
@@ -298,12 +296,6 @@ class SourceTool:
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         return source
 
-    def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
-        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
-        component, options = self._chunker_component(embedder)
-        chunker: Chunker = component.create(embedder.tokenizer, options=options)
-        return chunker
-
     def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
         """The chunker component and options; warns once about a chunk size beyond what the model reads."""
         with runtime_errors(self.config.name):
@@ -346,15 +338,6 @@ class SourceTool:
     @reranker.setter
     def reranker(self, reranker: Reranker | None) -> None:
         self.engine.reranker = reranker
-
-    def rerank_depth(self, top_k: int) -> int:
-        """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
-        return self.engine.rerank_depth(top_k, self.config.rerank_top_n)
-
-    def reranked(self, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float | None]]:
-        """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
-        there is no reranker or it fails (one warning names the reason)."""
-        return self.engine.reranked(query, candidates, text)
 
     def similarity_floor(self) -> float | None:
         """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
