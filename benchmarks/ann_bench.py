@@ -42,7 +42,7 @@ import json, resource, sys, time
 import numpy as np
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions
+from deckhand.stores.sqlite.ann import SQLiteOptions
 from deckhand.types import CollectionSpec
 
 path, mode, queries_file, precision, expansion = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -75,7 +75,7 @@ CHANGE = r"""
 import json, sys, time
 import numpy as np
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions
+from deckhand.stores.sqlite.ann import SQLiteOptions
 from deckhand.types import CollectionSpec, FileState, Record
 
 path, precision, expansion = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -114,7 +114,7 @@ def clustered(n: int, dim: int, seed: int) -> np.ndarray:
 
 def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite.ann import SQLiteOptions
     from deckhand.types import CollectionSpec, FileState, Record
 
     store = SQLiteStore(path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision))
@@ -135,7 +135,7 @@ def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
 def index(path: Path, dim: int, precision: str) -> dict[str, float]:
     """Build the graph at ``precision`` as `deckhand ingest` does at its end (timed)."""
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite.ann import SQLiteOptions
     from deckhand.types import CollectionSpec
 
     store = SQLiteStore(path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision))
@@ -221,7 +221,7 @@ def main() -> None:
         "--precisions", nargs="+", choices=["f16", "i8", "f32"], help="graphs to build in turn (default: the store's)"
     )
     args = parser.parse_args()
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite.ann import SQLiteOptions
 
     args.precisions = args.precisions or [SQLiteOptions().ann_precision]
     args.expansions = args.expansions or [SQLiteOptions().ann_expansion_search]

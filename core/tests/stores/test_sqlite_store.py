@@ -20,9 +20,9 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, IndexCorruptError, StoreError
 from deckhand.plugins import get_registry
-from deckhand.stores import sqlite as sqlite_module
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_file import index_path
+from deckhand.stores.sqlite import store as sqlite_module
+from deckhand.stores.sqlite.file import index_path
 from deckhand.stores.tool_store import open_store
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 from pydantic import ValidationError
@@ -35,7 +35,7 @@ SPEC = CollectionSpec("kb", DIM, "test-model")
 WRITER = r"""
 import os, sys, time
 import numpy as np
-from deckhand.stores import sqlite_file
+from deckhand.stores.sqlite import file as sqlite_file
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 

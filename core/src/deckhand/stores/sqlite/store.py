@@ -4,7 +4,7 @@ Every write is one transaction: a source's chunks and its manifest entry are rep
 all-or-nothing, two processes writing the same collection are serialised by SQLite's write
 lock (the later one waits, nothing is duplicated or lost), and a process killed mid-write
 leaves the last committed index. The file is in WAL mode, so searches in other processes go
-on while one process writes. See :mod:`deckhand.stores.sqlite_file` for where the file lives.
+on while one process writes. See :mod:`deckhand.stores.sqlite.file` for where the file lives.
 
 Searches are exact, as in the in-memory store: the collection's vectors are loaded into one
 NumPy matrix on the first search and ranked with one matrix-vector product. Each collection
@@ -14,10 +14,10 @@ the rows added since and drops the logged deletions, so a long-lived reader alwa
 from the latest committed index at the cost of what changed.
 
 Past a size threshold (``database.options``: ``search``, ``ann_threshold``) searches go through an
-approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite_ann`): memory-mapped,
+approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite.ann`): memory-mapped,
 with only the rows written since it was built held in memory, and candidates rescored exactly.
 
-A filtered search (``where=``, :mod:`deckhand.stores.sqlite_filters`) first selects the rows the
+A filtered search (``where=``, :mod:`deckhand.stores.sqlite.filters`) first selects the rows the
 filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
 ranks only those.
 
@@ -47,11 +47,11 @@ import numpy.typing as npt
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
-from deckhand.stores import sqlite_ann
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite_ann import AnnCache, AnnView, SQLiteOptions
-from deckhand.stores.sqlite_file import (
+from deckhand.stores.sqlite import ann as sqlite_ann
+from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
+from deckhand.stores.sqlite.file import (
     connect,
     damaged_message,
     index_path,
@@ -60,7 +60,7 @@ from deckhand.stores.sqlite_file import (
     translated,
     verify,
 )
-from deckhand.stores.sqlite_filters import where_sql
+from deckhand.stores.sqlite.filters import where_sql
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -319,7 +319,7 @@ class SQLiteStore(OpenCollection):
         0.5 s per 250 MB: done before every ingest's first write on a connection, so an ingest never reports
         success on a damaged index; later ingests through the same connection, as ``--watch`` makes, skip it,
         and so does an ingest of a file nothing but checked connections changed since its last check: see
-        :func:`~deckhand.stores.sqlite_file.verify`)."""
+        :func:`~deckhand.stores.sqlite.file.verify`)."""
         with self._lock, translated(self.path):
             if not self._verified:
                 verify(self._connection(), self.path)
