@@ -37,12 +37,11 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
@@ -61,6 +60,7 @@ from deckhand.stores.sqlite.file import (
     verify,
 )
 from deckhand.stores.sqlite.filters import where_sql
+from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -75,14 +75,10 @@ _LOG_GENERATIONS = 4096
 _TRIM_EVERY = 256
 #: Filters whose allowed rows are remembered (per generation of the records).
 _FILTER_CACHE = 16
-#: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
-_COMPACT_AT = 1024
 #: Approximate search: candidates asked of the graph beyond ``k`` (rescored exactly), and the largest
 #: filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph.
 _ANN_EXTRA = 24
 _ANN_EXACT_SUBSET = 20_000
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
@@ -105,75 +101,6 @@ class _Collection:
         return f"c{self.id}_vectors"
 
 
-@dataclass
-class _Matrix:
-    """The collection's vectors as loaded into this process, in row order, with dead rows masked."""
-
-    collection_id: int
-    generation: int
-    dimension: int
-    #: Rows up to this one are not loaded here (they are in the approximate index); 0: all rows.
-    base_row: int = 0
-    size: int = 0
-    last_row: int = 0
-    dead: int = 0
-    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    vectors: Vector = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    norms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    squares: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-
-    def __post_init__(self) -> None:
-        self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self.last_row = self.base_row
-
-    def reserve(self, capacity: int) -> None:
-        """Room for ``capacity`` rows without copying again (a full load knows its size up front)."""
-        if capacity > self.rows.size:
-            self.rows = _grow(self.rows, capacity)
-            self.vectors = _grow(self.vectors, capacity, self.dimension)
-            self.norms = _grow(self.norms, capacity)
-            self.squares = _grow(self.squares, capacity)
-            self.alive = _grow(self.alive, capacity)
-
-    def append(self, rows: IntArray, vectors: Vector) -> None:
-        n = rows.size
-        if not n:
-            return
-        need = self.size + n
-        if need > self.rows.size:
-            self.reserve(max(need, 2 * self.rows.size, 1024))
-        end = self.size + n
-        self.rows[self.size : end] = rows
-        self.vectors[self.size : end] = vectors
-        vectors = self.vectors[self.size : end]
-        squares = np.einsum("ij,ij->i", vectors, vectors)
-        self.squares[self.size : end] = squares
-        self.norms[self.size : end] = np.sqrt(squares)
-        self.alive[self.size : end] = True
-        self.size = end
-        self.last_row = int(rows[-1])
-
-    def kill(self, rows: IntArray) -> None:
-        """Mark the given row numbers dead (rows never loaded are ignored); compact when many are."""
-        self.alive[self.positions(np.sort(rows))] = False
-        self.dead = int(self.size - np.count_nonzero(self.alive[: self.size]))
-        if self.dead >= _COMPACT_AT and self.dead * 4 >= self.size:
-            keep = np.flatnonzero(self.alive[: self.size])
-            rows, vectors, last = self.rows[keep], self.vectors[keep], self.last_row
-            self.size, self.dead = 0, 0
-            self.append(rows, vectors)
-            self.last_row = last  # rows are never reused: nothing between the kept ones and ``last`` returns
-
-    def positions(self, rows: IntArray) -> IntArray:
-        """Positions in the matrix of the given row numbers (rows not loaded are left out)."""
-        loaded = self.rows[: self.size]
-        idx = np.searchsorted(loaded, rows)
-        ok = idx < self.size
-        idx, rows = idx[ok], rows[ok]
-        return idx[loaded[idx] == rows]
-
-
 class SQLiteStore(OpenCollection):
     """A persistent collection in an SQLite file (one file per ``index_name``, shared by collections).
 
@@ -193,7 +120,7 @@ class SQLiteStore(OpenCollection):
         self._ann_dead: tuple[tuple[str, int], IntArray] | None = None
         self._conn: sqlite3.Connection | None = None
         self._spec: CollectionSpec | None = None
-        self._matrix: _Matrix | None = None
+        self._matrix: VectorMatrix | None = None
         self._lock = threading.RLock()
         #: Rows each recent filter allows, per (collection, generation): repeated filtered searches cost no scan.
         self._filtered: OrderedDict[tuple[int, int, Filter], IntArray] = OrderedDict()
@@ -524,7 +451,7 @@ class SQLiteStore(OpenCollection):
             return int(row[0]), bytes(row[1])
 
     # -- the loaded matrix ------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None, base_row: int = 0) -> _Matrix | None:
+    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None, base_row: int = 0) -> VectorMatrix | None:
         """Bring the loaded vectors (the rows above ``base_row``) up to the snapshot's generation (inside a read
         transaction)."""
         if found is None:
@@ -539,7 +466,7 @@ class SQLiteStore(OpenCollection):
             # New to this process, (re)created by another one (maybe with other settings), or so far
             # behind that the deletion log no longer reaches back: load everything.
             self._spec = found.spec
-            matrix = _Matrix(found.id, found.generation, found.spec.dimension, base_row)
+            matrix = VectorMatrix(found.id, found.generation, found.spec.dimension, base_row)
             matrix.reserve(found.size if base_row == 0 else 1024)
         else:
             dead = conn.execute(
@@ -552,7 +479,7 @@ class SQLiteStore(OpenCollection):
         self._matrix = matrix
         return matrix
 
-    def _load_after(self, conn: sqlite3.Connection, found: _Collection, matrix: _Matrix) -> None:
+    def _load_after(self, conn: sqlite3.Connection, found: _Collection, matrix: VectorMatrix) -> None:
         dim = found.spec.dimension
         width = 4 * dim
         cursor = conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row > ? ORDER BY row", (matrix.last_row,))
@@ -919,10 +846,3 @@ def _dump(metadata: dict[str, Any]) -> str:
 def _record(row: tuple[Any, ...], vector: Vector) -> Record:
     _, record_id, source, chunk_index, content, metadata = row[:6]
     return Record(record_id, source, int(chunk_index), content, vector, json.loads(metadata))
-
-
-def _grow(array: np.ndarray, capacity: int, width: int | None = None) -> np.ndarray:
-    shape = (capacity,) if width is None else (capacity, width)
-    grown = np.zeros(shape, dtype=array.dtype)
-    grown[: array.shape[0]] = array
-    return grown
