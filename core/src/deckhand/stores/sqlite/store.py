@@ -28,7 +28,6 @@ makes the incremental reload possible: new vectors are the rows above the last o
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -37,7 +36,6 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,6 +47,7 @@ from deckhand.protocols import StoreCapability
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite import ann as sqlite_ann
+from deckhand.stores.sqlite import record_log
 from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite.file import (
     connect,
@@ -61,6 +60,7 @@ from deckhand.stores.sqlite.file import (
 )
 from deckhand.stores.sqlite.filters import where_sql
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
+from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row, record_of
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -79,26 +79,6 @@ _FILTER_CACHE = 16
 #: filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph.
 _ANN_EXTRA = 24
 _ANN_EXACT_SUBSET = 20_000
-
-
-@dataclass
-class _Collection:
-    """A collection's row in ``collections``, read in the current transaction."""
-
-    id: int
-    generation: int
-    next_row: int
-    size: int
-    log_floor: int
-    spec: CollectionSpec
-
-    @property
-    def records(self) -> str:
-        return f"c{self.id}_records"
-
-    @property
-    def vectors(self) -> str:
-        return f"c{self.id}_vectors"
 
 
 class SQLiteStore(OpenCollection):
@@ -150,7 +130,7 @@ class SQLiteStore(OpenCollection):
         return self._conn
 
     @contextlib.contextmanager
-    def _read(self) -> Iterator[tuple[sqlite3.Connection, _Collection | None]]:
+    def _read(self) -> Iterator[tuple[sqlite3.Connection, Collection | None]]:
         """A read transaction: one consistent snapshot of the file, however others write meanwhile."""
         with self._lock, translated(self.path):
             conn = self._connection()
@@ -161,7 +141,7 @@ class SQLiteStore(OpenCollection):
                 conn.execute("COMMIT")
 
     @contextlib.contextmanager
-    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, _Collection]]:
+    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, Collection]]:
         """A write transaction on this collection (created if another process dropped it).
 
         With ``records`` (a write that changes records) the collection's generation is bumped:
@@ -190,7 +170,7 @@ class SQLiteStore(OpenCollection):
                     conn.execute("ROLLBACK")
                 raise
 
-    def _find(self, conn: sqlite3.Connection) -> _Collection | None:
+    def _find(self, conn: sqlite3.Connection) -> Collection | None:
         row = conn.execute(
             "SELECT id, generation, next_row, size, log_floor, dimension, embedding_model, metric, algorithm"
             " FROM collections WHERE name = ?",
@@ -200,15 +180,15 @@ class SQLiteStore(OpenCollection):
             return None
         cid, generation, next_row, size, log_floor, dimension, model, metric, algorithm = row
         spec = CollectionSpec(self.collection, int(dimension), str(model), Metric(metric), Algorithm(algorithm))
-        return _Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
+        return Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
 
-    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> _Collection:
+    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> Collection:
         cursor = conn.execute(
             "INSERT INTO collections (name, dimension, embedding_model, metric, algorithm) VALUES (?, ?, ?, ?, ?)",
             (self.collection, spec.dimension, spec.embedding_model, spec.metric.value, spec.algorithm.value),
         )
         assert cursor.lastrowid is not None
-        created = _Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
+        created = Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
         conn.execute(
             f"CREATE TABLE {created.records} (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
             " chunk_index INTEGER NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL)"
@@ -337,15 +317,15 @@ class SQLiteStore(OpenCollection):
                 )
         return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
 
-    def _insert(self, conn: sqlite3.Connection, found: _Collection, records: Sequence[Record], vectors: Vector) -> None:
+    def _insert(self, conn: sqlite3.Connection, found: Collection, records: Sequence[Record], vectors: Vector) -> None:
         if not records:
             return
-        first = _next_row(conn, found)
+        first = next_row(conn, found)
         rows = range(first, first + len(records))
         conn.executemany(
             f"INSERT INTO {found.records} (row, id, source, chunk_index, content, metadata) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (row, r.id, r.source, int(r.chunk_index), r.content, _dump(r.metadata))
+                (row, r.id, r.source, int(r.chunk_index), r.content, dump_metadata(r.metadata))
                 for row, r in zip(rows, records, strict=True)
             ],
         )
@@ -359,7 +339,7 @@ class SQLiteStore(OpenCollection):
             (first + len(records), len(records), found.id),
         )
 
-    def _delete_source(self, conn: sqlite3.Connection, found: _Collection, source: str) -> None:
+    def _delete_source(self, conn: sqlite3.Connection, found: Collection, source: str) -> None:
         conn.execute(
             f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
             " WHERE source = ?",
@@ -372,7 +352,7 @@ class SQLiteStore(OpenCollection):
         if gone:
             conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
 
-    def _delete_ids(self, conn: sqlite3.Connection, found: _Collection, ids: Sequence[str]) -> None:
+    def _delete_ids(self, conn: sqlite3.Connection, found: Collection, ids: Sequence[str]) -> None:
         gone = 0
         for start in range(0, len(ids), _BATCH):
             part = list(ids[start : start + _BATCH])
@@ -391,7 +371,7 @@ class SQLiteStore(OpenCollection):
             conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
 
     @staticmethod
-    def _set_state(conn: sqlite3.Connection, found: _Collection, state: FileState) -> None:
+    def _set_state(conn: sqlite3.Connection, found: Collection, state: FileState) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO manifest (collection, source, mtime, size, sha256, model, chunk_count)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -451,7 +431,7 @@ class SQLiteStore(OpenCollection):
             return int(row[0]), bytes(row[1])
 
     # -- the loaded matrix ------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None, base_row: int = 0) -> VectorMatrix | None:
+    def _refresh(self, conn: sqlite3.Connection, found: Collection | None, base_row: int = 0) -> VectorMatrix | None:
         """Bring the loaded vectors (the rows above ``base_row``) up to the snapshot's generation (inside a read
         transaction)."""
         if found is None:
@@ -479,7 +459,7 @@ class SQLiteStore(OpenCollection):
         self._matrix = matrix
         return matrix
 
-    def _load_after(self, conn: sqlite3.Connection, found: _Collection, matrix: VectorMatrix) -> None:
+    def _load_after(self, conn: sqlite3.Connection, found: Collection, matrix: VectorMatrix) -> None:
         dim = found.spec.dimension
         width = 4 * dim
         cursor = conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row > ? ORDER BY row", (matrix.last_row,))
@@ -546,11 +526,11 @@ class SQLiteStore(OpenCollection):
             for score, row, stored in ranked:
                 meta = fetched.get(row)
                 if meta is not None:
-                    hits.append(SearchHit(_record(meta, stored), score))
+                    hits.append(SearchHit(record_of(meta, stored), score))
             return hits
 
     # -- approximate search -------------------------------------------------------------------
-    def _ann_view(self, conn: sqlite3.Connection, found: _Collection | None) -> AnnView | None:
+    def _ann_view(self, conn: sqlite3.Connection, found: Collection | None) -> AnnView | None:
         """The collection's recorded approximate index, opened, if searches should use it."""
         if found is None or self.options.search == "exact":
             return None
@@ -560,7 +540,7 @@ class SQLiteStore(OpenCollection):
             return None
         return self._ann.get(self.path, state, self.options)
 
-    def _ann_dead_rows(self, conn: sqlite3.Connection, found: _Collection, view: AnnView) -> IntArray:
+    def _ann_dead_rows(self, conn: sqlite3.Connection, found: Collection, view: AnnView) -> IntArray:
         """Sorted rows of the approximate index deleted since it was built (remembered per generation)."""
         key = (view.state.file, found.generation)
         if self._ann_dead is not None and self._ann_dead[0] == key:
@@ -583,7 +563,7 @@ class SQLiteStore(OpenCollection):
     def _ann_ranked(
         self,
         conn: sqlite3.Connection,
-        found: _Collection,
+        found: Collection,
         view: AnnView,
         query: Vector,
         k: int,
@@ -692,7 +672,7 @@ class SQLiteStore(OpenCollection):
             return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
 
     @staticmethod
-    def _rows_of_sources(conn: sqlite3.Connection, found: _Collection, sources: Sequence[str]) -> IntArray:
+    def _rows_of_sources(conn: sqlite3.Connection, found: Collection, sources: Sequence[str]) -> IntArray:
         wanted = list(dict.fromkeys(sources))
         rows: list[int] = []
         for start in range(0, len(wanted), _BATCH):
@@ -701,7 +681,7 @@ class SQLiteStore(OpenCollection):
             rows.extend(r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE source IN ({marks})", part))
         return np.sort(np.asarray(rows, dtype=np.int64))
 
-    def _rows_where(self, conn: sqlite3.Connection, found: _Collection, where: Filter) -> IntArray:
+    def _rows_where(self, conn: sqlite3.Connection, found: Collection, where: Filter) -> IntArray:
         """Sorted row numbers of the records ``where`` allows (one SQL scan per filter and generation)."""
         key = (found.id, found.generation, where)
         rows = self._filtered.get(key)
@@ -717,7 +697,7 @@ class SQLiteStore(OpenCollection):
         return rows
 
     @staticmethod
-    def _records_by_row(conn: sqlite3.Connection, found: _Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
+    def _records_by_row(conn: sqlite3.Connection, found: Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
         marks = ",".join("?" * len(rows))
         return {
             r[0]: r
@@ -741,7 +721,7 @@ class SQLiteStore(OpenCollection):
                     f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row WHERE r.id IN ({marks})",
                     part,
                 ):
-                    by_id[row[1]] = _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
+                    by_id[row[1]] = record_of(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
             return [by_id[i] for i in ids if i in by_id]
 
     def count(self) -> int:
@@ -766,7 +746,7 @@ class SQLiteStore(OpenCollection):
         with self._read() as (conn, found):
             if found is None:
                 return 0, 0
-            return found.generation, _next_row(conn, found) - 1
+            return found.generation, next_row(conn, found) - 1
 
     def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
         """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
@@ -776,22 +756,7 @@ class SQLiteStore(OpenCollection):
         """Rows deleted since ``version`` (of those up to ``last_row``) and the records added after ``last_row``
         that are still there, in one snapshot; None when the deletion log no longer reaches back to ``version``."""
         with self._read() as (conn, found):
-            if found is None or version < found.log_floor or version > found.generation:
-                return None
-            deleted = [
-                int(r)
-                for (r,) in conn.execute(
-                    "SELECT DISTINCT row FROM deleted WHERE collection = ? AND generation > ? AND row <= ?",
-                    (found.id, version, last_row),
-                )
-            ]
-            added = [
-                (int(row[0]), _record(row, np.zeros(0, dtype=np.float32)))
-                for row in conn.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM {found.records} r WHERE r.row > ? ORDER BY r.row", (last_row,)
-                )
-            ]
-            return RecordChanges(found.generation, _next_row(conn, found) - 1, deleted, added)
+            return record_log.changes_since(conn, found, version, last_row)
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
@@ -801,32 +766,13 @@ class SQLiteStore(OpenCollection):
         """Rows and records in row order, ``batch_size`` per read transaction; without ``vectors`` the
         vectors table is not read and each record's vector is empty."""
         after = 0
-        empty = np.zeros(0, dtype=np.float32)
         while True:
             with self._read() as (conn, found):
-                if found is None:
-                    return
-                columns = f"{_RECORD_COLUMNS}, v.vector" if vectors else _RECORD_COLUMNS
-                join = f" JOIN {found.vectors} v ON v.row = r.row" if vectors else ""
-                batch = conn.execute(
-                    f"SELECT {columns} FROM {found.records} r{join} WHERE r.row > ? ORDER BY r.row LIMIT ?",
-                    (after, max(1, batch_size)),
-                ).fetchall()
+                batch = record_log.rows_after(conn, found, after, batch_size, vectors=vectors)
             if not batch:
                 return
-            for row in batch:
-                vector = np.frombuffer(row[6], dtype="<f4").astype(np.float32) if vectors else empty
-                yield int(row[0]), _record(row, vector)
-            after = int(batch[-1][0])
-
-
-#: A record's columns as :func:`_record` reads them (``r``: the records table).
-_RECORD_COLUMNS = "r.row, r.id, r.source, r.chunk_index, r.content, r.metadata"
-
-
-def _next_row(conn: sqlite3.Connection, found: _Collection) -> int:
-    """The row the collection's next record gets (inside the caller's transaction)."""
-    return int(conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()[0])
+            yield from batch
+            after = batch[-1][0]
 
 
 def _remove_side_files(path: Path, collection: int) -> None:
@@ -837,12 +783,3 @@ def _remove_side_files(path: Path, collection: int) -> None:
                 shutil.rmtree(old)  # a keyword index directory (the tantivy strategy's)
             else:
                 old.unlink()
-
-
-def _dump(metadata: dict[str, Any]) -> str:
-    return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _record(row: tuple[Any, ...], vector: Vector) -> Record:
-    _, record_id, source, chunk_index, content, metadata = row[:6]
-    return Record(record_id, source, int(chunk_index), content, vector, json.loads(metadata))
