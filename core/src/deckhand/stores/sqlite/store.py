@@ -47,7 +47,7 @@ from deckhand.protocols import StoreCapability
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite import ann as sqlite_ann
-from deckhand.stores.sqlite import record_log
+from deckhand.stores.sqlite import record_log, transactions
 from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite.file import (
     connect,
@@ -61,7 +61,7 @@ from deckhand.stores.sqlite.file import (
 from deckhand.stores.sqlite.filters import where_sql
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
 from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row, record_of
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
+from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
 
@@ -69,10 +69,6 @@ log = logging.getLogger("deckhand")
 _BATCH = 500
 #: Vectors read per round trip when loading the matrix.
 _FETCH = 4096
-#: Rows deleted by the last this-many write transactions are logged for readers to drop incrementally;
-#: a reader further behind reloads everything. The log is trimmed every ``_TRIM_EVERY`` writes.
-_LOG_GENERATIONS = 4096
-_TRIM_EVERY = 256
 #: Filters whose allowed rows are remembered (per generation of the records).
 _FILTER_CACHE = 16
 #: Approximate search: candidates asked of the graph beyond ``k`` (rescored exactly), and the largest
@@ -134,11 +130,8 @@ class SQLiteStore(OpenCollection):
         """A read transaction: one consistent snapshot of the file, however others write meanwhile."""
         with self._lock, translated(self.path):
             conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                yield conn, self._find(conn)
-            finally:
-                conn.execute("COMMIT")
+            with transactions.reading(conn, self.collection) as found:
+                yield conn, found
 
     @contextlib.contextmanager
     def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, Collection]]:
@@ -150,52 +143,14 @@ class SQLiteStore(OpenCollection):
         spec = self.spec
         with self._lock, translated(self.path):
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found = self._find(conn) or self._create(conn, spec)
-                if not records:
-                    yield conn, found
-                    conn.execute("COMMIT")
-                    return
-                found.generation += 1  # this transaction's generation, recorded with the rows it deletes
+            with transactions.writing(conn, self.collection, spec, records=records) as found:
                 yield conn, found
-                conn.execute("UPDATE collections SET generation = ? WHERE id = ?", (found.generation, found.id))
-                if found.generation % _TRIM_EVERY == 0:
-                    floor = found.generation - _LOG_GENERATIONS
-                    conn.execute("DELETE FROM deleted WHERE collection = ? AND generation <= ?", (found.id, floor))
-                    conn.execute("UPDATE collections SET log_floor = ? WHERE id = ?", (max(0, floor), found.id))
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
 
     def _find(self, conn: sqlite3.Connection) -> Collection | None:
-        row = conn.execute(
-            "SELECT id, generation, next_row, size, log_floor, dimension, embedding_model, metric, algorithm"
-            " FROM collections WHERE name = ?",
-            (self.collection,),
-        ).fetchone()
-        if row is None:
-            return None
-        cid, generation, next_row, size, log_floor, dimension, model, metric, algorithm = row
-        spec = CollectionSpec(self.collection, int(dimension), str(model), Metric(metric), Algorithm(algorithm))
-        return Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
+        return transactions.find(conn, self.collection)
 
     def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> Collection:
-        cursor = conn.execute(
-            "INSERT INTO collections (name, dimension, embedding_model, metric, algorithm) VALUES (?, ?, ?, ?, ?)",
-            (self.collection, spec.dimension, spec.embedding_model, spec.metric.value, spec.algorithm.value),
-        )
-        assert cursor.lastrowid is not None
-        created = Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
-        conn.execute(
-            f"CREATE TABLE {created.records} (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
-            " chunk_index INTEGER NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL)"
-        )
-        conn.execute(f"CREATE INDEX c{created.id}_source ON {created.records} (source)")
-        conn.execute(f"CREATE TABLE {created.vectors} (row INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
-        return created
+        return transactions.create(conn, self.collection, spec)
 
     # -- collection -------------------------------------------------------------------
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
