@@ -41,13 +41,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+import deckhand.stores.sqlite.ann as sqlite_ann
+import deckhand.stores.sqlite.record_log as record_log
+import deckhand.stores.sqlite.transactions as transactions
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite import ann as sqlite_ann
-from deckhand.stores.sqlite import record_log, transactions
 from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
 from deckhand.stores.sqlite.file import (
     connect,
