@@ -296,6 +296,12 @@ class SourceTool:
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         return source
 
+    def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
+        """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
+        component, options = self._chunker_component(embedder)
+        chunker: Chunker = component.create(embedder.tokenizer, options=options)
+        return chunker
+
     def _chunker_component(self, embedder: CachedEmbedder) -> tuple[Component, dict[str, Any]]:
         """The chunker component and options; warns once about a chunk size beyond what the model reads."""
         with runtime_errors(self.config.name):
