@@ -18,7 +18,7 @@ import pytest
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions, read_state
+from deckhand.stores.sqlite.ann import SQLiteOptions, read_state
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 
 ANN = SQLiteOptions(search="ann", ann_threshold=0)
@@ -271,7 +271,7 @@ def test_drop_removes_the_graph(tmp_path: Path) -> None:
 #: Builds the graph in another process and is killed (SIGKILL, by itself) at the named point.
 BUILDER = r"""
 import os, signal, sys
-from deckhand.stores import sqlite_ann
+from deckhand.stores.sqlite import ann as sqlite_ann
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec
 

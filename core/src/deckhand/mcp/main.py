@@ -49,7 +49,7 @@ def serve(
         if error is not None:
             say(f"error: {error}")
         else:
-            provider = getattr(toolbox.tool(name), "provider", None)
+            provider = toolbox.tool(name).provider
             say(f"{name}{f' [{provider}]' if provider else ''}: {report.summary()}")
 
     async def main() -> None:

@@ -42,8 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deckhand.errors import ConfigError
 from deckhand.protocols import StoreCapability
-from deckhand.stores import sqlite_ivf
-from deckhand.stores.sqlite_ivf import IvfView
+from deckhand.stores.sqlite import ivf as sqlite_ivf
+from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")

@@ -6,7 +6,7 @@ centroids, each list's start, every vector's squared norm, the permutation back 
 and the collection's metric. A search maps the files, ranks the centroids, scans its
 ``ann_probes`` nearest lists exactly (:mod:`deckhand.stores.ivf`) and hands the best rows to
 the store, which rescores them like the graph's candidates. Files are written under temporary
-names by :func:`deckhand.stores.sqlite_ann.build` and renamed into place there.
+names by :func:`deckhand.stores.sqlite.ann.build` and renamed into place there.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from deckhand.stores import ivf
 from deckhand.types import Metric
 
 if TYPE_CHECKING:
-    from deckhand.stores.sqlite_ann import AnnState
+    from deckhand.stores.sqlite.ann import AnnState
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
