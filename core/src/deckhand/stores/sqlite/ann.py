@@ -40,9 +40,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+import deckhand.stores.sqlite.ivf as sqlite_ivf
 from deckhand.errors import ConfigError
 from deckhand.protocols import StoreCapability
-from deckhand.stores.sqlite import ivf as sqlite_ivf
 from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.types import Metric
 
