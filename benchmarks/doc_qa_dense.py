@@ -18,9 +18,9 @@ tool's own query path (fusion, shaping, cut-offs unchanged), so only the dense r
 - ``doc:W``: ``(1 - W) * sim(chunk) + W * max sim(any chunk of the same file)``;
 - ``win:N:A``: multi-vector, each chunk also embedded in windows of ``N`` words (its context before each),
   scored ``(1 - A) * sim(chunk) + A * max sim(window)`` (MiniLM was trained on short passages);
-- ``kprf:M:T`` (hybrid tools): keyword-side pseudo-relevance feedback, the query searched again with the
-  ``T`` words that weigh most in its first ``M`` keyword results appended
-  (:class:`deckhand.retrieval.expansion.Vocabulary`); the dense side as ``base``.
+- ``kprf:M:T[:R]`` (hybrid tools): keyword-side pseudo-relevance feedback, the query (its words counted ``R``
+  times, default 1) searched again with the ``T`` words that weigh most in its first ``M`` keyword results appended
+  (`prf.py`); the dense side as ``base``.
 
 Figures are hit@5 and MRR as ``doc_qa.py`` scores them, on the split asked for (choose on ``tune``).
 """
@@ -135,9 +135,10 @@ class DenseIndex:
 
     def keyword_search(self, plain: Callable[..., Any], variant: str) -> Callable[..., Any]:
         """``plain`` (a keyword index's search) with ``kprf:M:T`` feedback (see the module docstring)."""
-        from deckhand.retrieval.expansion import Vocabulary
+        from prf import Vocabulary
 
-        m, count = (int(x) for x in variant.split(":")[1:])
+        m, count, *rest = (int(x) for x in variant.split(":")[1:])
+        repeat = rest[0] if rest else 1
         texts = {r.id: f"{r.metadata.get('context') or ''} {r.content}" for r in self.records}
         if self._vocabulary is None:
             self._vocabulary = Vocabulary(texts.values())
@@ -146,7 +147,8 @@ class DenseIndex:
         def search(query: str, depth: int) -> Any:
             first = plain(query, max(depth, m))
             feedback = [texts[i] for i, _ in first[:m] if i in texts]
-            return plain(vocabulary.expanded(query, feedback, count), depth)
+            extra = " ".join(vocabulary.expansion(query, feedback, count))
+            return plain(f"{' '.join([query] * repeat)} {extra}", depth)
 
         return search
 
