@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from deckhand.config.loading import load_agent_config
 from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.errors import EmbeddingError
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.engine import HybridSearcher, SearchSettings
 from deckhand.retrieval.windows import WINDOW_DEPTH, rescored, window_texts
 from deckhand.stores.inmemory import InMemoryStore
+from deckhand.tools import build_tool
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec, Record, SearchHit, Vector
 from pydantic import ValidationError
@@ -101,3 +104,37 @@ def test_the_setting_reaches_the_engine_and_is_off_by_default(tmp_path: Path) ->
     assert VectorStoreTool(config, base_dir=tmp_path).search_settings().windows == 64
     with pytest.raises(ValidationError, match="passage_windows"):
         VectorStoreToolConfig(**base, passage_windows=3)
+
+
+def test_a_failing_window_embedding_keeps_the_chunks_order(caplog: pytest.LogCaptureFixture) -> None:
+    store, engine = _store(), _engine()
+
+    def down(texts: Sequence[str]) -> Vector:
+        raise EmbeddingError("embedding server unreachable")
+
+    engine.embed_passages = down
+    with caplog.at_level("WARNING", logger="deckhand"):
+        hits = engine.search(store, "harbour lights", SearchSettings(top_k=3, fused=False, windows=5))
+    assert [h.record.source for h in hits][:2] == ["plain.md", "mixed.md"]
+    assert "passage windows not scored" in caplog.text and "unreachable" in caplog.text
+
+
+def test_a_tool_embeds_each_window_once_through_its_cache(legal_corpus: Path) -> None:
+    (legal_corpus / "agent.yaml").write_text(
+        "name: legal\ntools:\n  - name: act\n    type: hierarchical_document\n    source: ./docs\n"
+        "    passage_windows: 16\n"
+    )
+    tool = build_tool(load_agent_config(legal_corpus / "agent.yaml").tools[0], base_dir=legal_corpus)
+    tool.initialize_sync()
+    try:
+        embedder = tool._embedder
+        assert embedder is not None
+        before = embedder.embedded_count
+        first = tool.search_results_sync("How large is the fine for a breach?")
+        embedded = embedder.embedded_count - before
+        assert embedded > 0 and any("500 units" in r.content for r in first[:3])
+        again = tool.search_results_sync("Who may enter a factory at any time?")
+        # every chunk (fewer than 30) is a candidate of both queries: the second has nothing new to embed
+        assert again and embedder.embedded_count - before == embedded
+    finally:
+        tool.close()

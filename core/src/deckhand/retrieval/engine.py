@@ -39,7 +39,7 @@ from typing import TypeVar
 
 from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
-from deckhand.errors import RerankError
+from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
     KeywordIndex,
@@ -463,7 +463,11 @@ class HybridSearcher:
         """``hits`` with their best candidates scored again by their best window (``settings.windows``)."""
         if settings.windows is None or self.embed_passages is None or not hits:
             return hits
-        return windows.rescored(self.embed(query), hits, settings.windows, self.embed_passages)
+        try:
+            return windows.rescored(self.embed(query), hits, settings.windows, self.embed_passages)
+        except EmbeddingError as exc:
+            log.warning("tool %s: passage windows not scored, results keep the chunks' order: %s", self.name, exc)
+            return hits
 
     def _sources(self, record_ids: list[str]) -> dict[str, str]:
         """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
