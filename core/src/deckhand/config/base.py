@@ -257,7 +257,7 @@ class SourceToolConfig(ToolConfigBase):
         le=1024,
         description=(
             "Also score each of the best dense candidates by its best window of this many words (multi-vector; "
-            "64 lifted doc_qa's MRR on both tools); none by default. Each window is embedded once, when first needed."
+            "32 lifted doc_qa's MRR on both tools); none by default. Each window is embedded once, when first needed."
         ),
     )
     results: ResultsMode = results_field(RANKED)
