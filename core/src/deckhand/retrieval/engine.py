@@ -41,7 +41,7 @@ from typing import TypeVar
 
 from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
-from deckhand.errors import RerankError
+from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
     KeywordIndex,
@@ -52,7 +52,7 @@ from deckhand.protocols import (
     VectorAwareKeywordIndex,
     VectorStore,
 )
-from deckhand.retrieval import side_indexes
+from deckhand.retrieval import side_indexes, windows
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -122,6 +122,9 @@ class SearchSettings:
     #: (a section reference, a quoted phrase, a defined term) holds and no chunk found holds most of the query's
     #: words (:mod:`deckhand.retrieval.relevance`); None: no such check.
     relevance_floor: float | None = None
+    #: Score the best dense candidates again with their best window of this many words (None: off;
+    #: :mod:`deckhand.retrieval.windows`).
+    windows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,8 @@ class HybridSearcher:
         self.embed = embed
         self.name = name
         self.keyword_index = keyword_index
+        #: The vectors of many passages (the tool's cached embedder): what ``SearchSettings.windows`` embeds.
+        self.embed_passages: Callable[[Sequence[str]], Vector] | None = None
         #: The reranker applied after fusion (None: results keep the fused order), and its name for warnings.
         self.reranker: Reranker | None = None
         self.reranker_name = "?"
@@ -466,6 +471,7 @@ class HybridSearcher:
         off_topic = hits and floor is not None and hits[0].score < floor
         if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
             return []
+        hits = self._windowed(query, hits, settings)
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
@@ -475,6 +481,16 @@ class HybridSearcher:
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+
+    def _windowed(self, query: str, hits: list[SearchHit], settings: SearchSettings) -> list[SearchHit]:
+        """``hits`` with their best candidates scored again by their best window (``settings.windows``)."""
+        if settings.windows is None or self.embed_passages is None or not hits:
+            return hits
+        try:
+            return windows.rescored(self.embed(query), hits, settings.windows, self.embed_passages)
+        except EmbeddingError as exc:
+            log.warning("tool %s: passage windows not scored, results keep the chunks' order: %s", self.name, exc)
+            return hits
 
     def _sources(self, record_ids: list[str]) -> dict[str, str]:
         """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
@@ -552,6 +568,7 @@ class HybridSearcher:
         if SEMANTIC in weights:
             assert vector is not None
             hits = filtering.search(store, vector, depth, where=where, provider=provider)
+            hits = self._windowed(query, hits, settings)
             ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if beside is not None:

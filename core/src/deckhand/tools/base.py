@@ -138,6 +138,7 @@ class SourceTool:
         self._filters_checked: VectorStore | None = None
         #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
         self.engine = HybridSearcher(self.embed_query, name=config.name)
+        self.engine.embed_passages = self.embed_passages
         #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
         self._kept: list[AgentDocument] = []
         self._write_chunker: Chunker | None = None
@@ -607,6 +608,17 @@ class SourceTool:
         if not query or not query.strip():
             raise ValueError("Search query cannot be empty")
         return self._store
+
+    def embed_passages(self, texts: Sequence[str]) -> Vector:
+        """The vectors of ``texts`` as chunks are embedded (through the embedding cache): ``passage_windows``'s."""
+        if self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        try:
+            return self._embedder.embed(texts)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"Failed to embed passage windows: {exc}") from exc
 
     def embed_query(self, query: str) -> Vector:
         """``query``'s vector from the tool's embedder (the last :data:`QUERY_CACHE` are kept)."""

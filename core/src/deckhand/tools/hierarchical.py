@@ -142,6 +142,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
+            windows=self.config.passage_windows,
             semantic_floor=self.similarity_floor(),
             relevance_floor=self.relevance_floor(),
         )
