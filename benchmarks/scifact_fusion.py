@@ -81,6 +81,10 @@ def variants() -> list[tuple[str, Variant]]:
     three = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
     found.append(("zscore w1/1/1 (the default)", lambda r: score_fusion(r, three, "zscore")))
     found.append(("rrf k60 w1/1/1 (the default before)", lambda r: reciprocal_rank_fusion(r, three, 60)))
+    for kw in (0.6, 0.7, 0.8, 0.9, 1.1, 1.2):
+        for ew in (0.5, 1.0):
+            w = {"semantic": 1.0, "keyword": kw, "exact": ew}
+            found.append((f"zscore keyword {kw} exact {ew}", lambda r, w=w: score_fusion(r, w, "zscore")))
     for k in (10, 20, 40, 100):
         found.append((f"rrf k{k} w1/1/1", lambda r, k=k: reciprocal_rank_fusion(r, three, k)))
     for sw in (0.7, 1.5):

@@ -26,6 +26,7 @@ from deckhand.types import (
     LoadedText,
     Record,
     RecordChanges,
+    RowArray,
     ScanEntry,
     SearchHit,
     SearchResult,
@@ -382,6 +383,10 @@ class RecordLog(Protocol):
         longer knows (its deletion log was trimmed past ``version``): the caller rebuilds."""
         ...
 
+    def rows_matching(self, where: Filter) -> RowArray:
+        """The rows of the records ``where`` allows, sorted (a side index checks its hits against them)."""
+        ...
+
 
 @runtime_checkable
 class IndexMaintenance(Protocol):
@@ -448,6 +453,11 @@ class RecordKeywordIndex(Protocol):
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index up to ``records``' current log position (repairing one left behind by a killed writer)."""
+        ...
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, order, record id)`` of at most ``limit`` records whose own text holds at least one
+        of ``phrases`` word for word, in store order (the exact modality's quoted phrases)."""
         ...
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 from deckhand.config.loading import load_agent_config
+from deckhand.filters.conditions import Filter, condition
+from deckhand.retrieval import tantivy_keyword
 from deckhand.retrieval.analysis import Analyzer
 from deckhand.retrieval.engine import KEYWORD, HybridSearcher, SearchSettings
 from deckhand.retrieval.tantivy_keyword import SIDE_INDEX, TantivyIndex, TantivyOptions
@@ -250,9 +252,15 @@ def test_a_new_process_opens_the_side_index_file_and_reads_no_record(
     assert engine.exact.section_of_query("§ 1") == ["a.md#0"]
 
 
-def test_filters_hold_in_keyword_mode_over_random_metadata(tmp_path: Path) -> None:
+@pytest.mark.parametrize("term_set_rows", [tantivy_keyword._TERM_SET_ROWS, 0], ids=["term-set", "checked-hits"])
+def test_filters_hold_in_keyword_mode_over_random_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, term_set_rows: int
+) -> None:
     """Property: a filtered keyword search returns exactly the records holding the word that pass the filter
-    (:meth:`Filter.matches`), with the index brought up to date incrementally after every rewrite."""
+    (:meth:`Filter.matches`), with the index brought up to date incrementally after every rewrite; both ways
+    tantivy applies the store's allowed rows (a term-set clause, or the hits' ``row`` fast field checked, read
+    deeper until enough pass)."""
+    monkeypatch.setattr(tantivy_keyword, "_TERM_SET_ROWS", term_set_rows)
     store = _store(tmp_path)
     engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
     settings = SearchSettings(top_k=50, weights={KEYWORD: 1.0}, candidates=50)
@@ -331,3 +339,53 @@ def test_another_processs_changes_reach_a_strategy_that_keeps_nothing(tmp_path: 
     other.replace_source("b.md", [_record("b.md", 0, "pilot boat")], _state("b.md", 1))
     engine.ensure_current(store)
     assert engine.keyword is not None and [i for i, _ in engine.keyword.search("pilot", 5)] == ["b.md#0"]
+
+
+@pytest.mark.parametrize("term_set_rows", [tantivy_keyword._TERM_SET_ROWS, 0], ids=["term-set", "checked-hits"])
+def test_a_filtered_query_asks_tantivy_for_the_allowed_rows_not_its_whole_ranking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, term_set_rows: int
+) -> None:
+    """The filtered-query cost: the filter goes to tantivy as the store's allowed rows (checked on the ``row``
+    fast field), so the engine never asks for the whole ranking to recheck every hit's record (before, it did:
+    every hit's id read from tantivy's document store, then its record from the store)."""
+    monkeypatch.setattr(tantivy_keyword, "_TERM_SET_ROWS", term_set_rows)
+    store = _store(tmp_path)
+    records = [_record("a.md", i, f"harbour buoy {i}", berth=i % 40) for i in range(400)]
+    store.replace_source("a.md", records, _state("a.md", len(records)))
+    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
+    engine.update_indexes(store)
+
+    def whole_ranking(self: TantivyIndex, query: str, k: int) -> list[tuple[str, float]]:
+        raise AssertionError(f"asked for {k} hits to recheck them")
+
+    monkeypatch.setattr(TantivyIndex, "search", whole_ranking)
+    where = Filter((condition("berth", "eq", [7]),))
+    settings = SearchSettings(top_k=5, weights={KEYWORD: 1.0}, candidates=5)
+    found = engine.search(store, "buoy", settings, where=where)
+    assert len(found) == 5 and all(h.record.metadata["berth"] == 7 for h in found)
+
+
+def test_an_index_built_with_the_old_default_opens_with_tantivy_and_keeps_its_vectors(legal_corpus: Path) -> None:
+    """A collection whose side indexes were built with ``bm25`` (the default before) opens under ``auto`` (now
+    ``tantivy`` on sqlite): the keyword index is built from the store's records on first open, nothing is
+    re-ingested or re-embedded, and the dense index is the same."""
+    agent = legal_corpus / "agent.yaml"
+    tool_yaml = "name: legal\ntools:\n  - name: act\n    type: hierarchical_document\n    source: ./docs\n"
+    agent.write_text(tool_yaml + "    keyword_strategy: bm25\n")
+    old = build_tool(load_agent_config(agent).tools[0], base_dir=legal_corpus)
+    assert isinstance(old, HierarchicalDocumentTool)
+    old.initialize_sync()
+    assert old.keyword_strategy == "bm25"
+    store = old.ready_store("x")
+    vectors = {r.id: r.vector.tolist() for r in store.iter_records()}
+    old.close()
+    agent.write_text(tool_yaml)
+    new = build_tool(load_agent_config(agent).tools[0], base_dir=legal_corpus)
+    assert isinstance(new, HierarchicalDocumentTool)
+    report = new.open_sync()
+    assert new.keyword_strategy == "tantivy" and not report.ingested and new.index_origin == "rebuilt"
+    found = new.search_results_sync("tomatoes compost", 3, mode="keyword")
+    assert found and found[0].source == "docs/guide.md"
+    assert new.search_results_sync("§ 2.1")[0].section_id == "2.1"
+    assert {r.id: r.vector.tolist() for r in new.ready_store("x").iter_records()} == vectors
+    new.close()

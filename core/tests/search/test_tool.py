@@ -37,7 +37,7 @@ def _tool(project: Path, extra: str = "") -> HierarchicalDocumentTool:
 
 def test_section_query_definitions_references_and_location(legal_corpus: Path) -> None:
     tool = _tool(legal_corpus)
-    assert tool.provider == "sqlite" and tool.keyword_strategy == "bm25"
+    assert tool.provider == "sqlite" and tool.keyword_strategy == "tantivy"
     results = tool.search_results_sync("§ 2.1")
     first = results[0]
     assert first.section_id == "2.1" and first.score == 1.0

@@ -540,10 +540,9 @@ class HybridSearcher:
                 ranked[KEYWORD] = keyword.search_with_vector(query, vector, depth)
             elif where is None:
                 ranked[KEYWORD] = keyword.search(query, depth)
-            elif callable(native):
-                ranked[KEYWORD] = native(query, depth, where)
             else:
-                ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth)
+                found = native(query, depth, where) if callable(native) else None
+                ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth) if found is None else found
         pinned: list[str] = []
         if EXACT in weights:
             if where is None:

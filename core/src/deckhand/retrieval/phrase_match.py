@@ -51,9 +51,9 @@ class PhraseTexts(Protocol):
         """Those of ``record_ids`` that have a text (one look-up for them all)."""
         ...
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, build position, record id)`` of every text containing at least one of ``phrases``,
-        in build order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, build position, record id)`` of the texts containing at least one of ``phrases``
+        (at most ``limit`` of them), in build order."""
         ...
 
 
@@ -64,8 +64,9 @@ class InMemoryTexts(dict[str, str]):
         """Those of ``record_ids`` that have a text."""
         return {i for i in record_ids if i in self}
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order (all
+        of them: ``limit`` is for texts that are not in memory)."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
             found = sum(1 for p in phrases if p in text)
@@ -156,7 +157,7 @@ class ExactIndex:
         if parsed.phrases:
             phrase_hits = [
                 (found / len(parsed.phrases), position, record_id)
-                for found, position, record_id in self._texts.containing(parsed.phrases)
+                for found, position, record_id in self._texts.containing(parsed.phrases, k)
             ]
             phrase_hits.sort(key=lambda h: (-h[0], h[1]))
             for coverage, _, record_id in phrase_hits:

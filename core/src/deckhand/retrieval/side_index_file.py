@@ -212,7 +212,7 @@ def write(
     :func:`apply` update the file later; without them it is rebuilt whenever the records change. ``keyword``
     None: a keyword strategy that keeps its own index (``tantivy``); the file then holds no postings."""
     postings = keyword.postings() if keyword is not None else None
-    texts = exact.texts()
+    texts = exact.texts() if keyword is not None else {}  # tantivy answers phrases itself
     ids = postings.ids if postings is not None else list(locations)
     n_docs = len(ids)
     meta = {
@@ -585,7 +585,7 @@ class SideIndexFile:
         one has a text; asking the file would cost a look-up per id for a large section."""
         return set(record_ids)
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
         """Texts with any of ``phrases``, each checked in Python exactly as an in-memory text is (``phrase in
         text``): the candidates the trigram index gives when every phrase has a trigram and they are a small
         part of the texts, else every text (streamed: the texts are never all in memory)."""

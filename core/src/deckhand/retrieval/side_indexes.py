@@ -74,6 +74,29 @@ class SideIndexes:
             self.file.close()
 
 
+class KeywordPhrases:
+    """The exact modality's phrase texts (:class:`~deckhand.retrieval.phrase_match.PhraseTexts`) answered by a
+    keyword index that keeps the records' own text (``tantivy``: phrase queries), with ``locations`` saying
+    which records are indexed."""
+
+    def __init__(self, keyword: RecordKeywordIndex, locations: Mapping[str, tuple[str, str]]) -> None:
+        self.keyword = keyword
+        self.locations = locations
+
+    def __len__(self) -> int:
+        return len(self.locations)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self.locations
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """All of ``record_ids``: sections and definitions are kept from the same records as the locations."""
+        return set(record_ids)
+
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        return self.keyword.phrases(phrases, limit)
+
+
 def location_of(metadata: dict[str, Any]) -> str:
     """``A > B > C`` from a record's heading chain."""
     chain = metadata.get("parent_chain") or []
@@ -118,7 +141,10 @@ def build(
             keyword.index_records(records)
     else:
         keyword.build((r.id, indexed_text(r)) for r in records)
-    return SideIndexes(keyword, keyword_strategy, *_derived(records))
+    built = SideIndexes(keyword, keyword_strategy, *_derived(records))
+    if isinstance(keyword, RecordKeywordIndex):
+        built.exact.attach(KeywordPhrases(keyword, built.locations))
+    return built
 
 
 def _derived(
@@ -160,6 +186,8 @@ def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy:
     if opened is None:
         return None
     file, definitions, resolver, exact, locations = opened
+    if isinstance(keyword, RecordKeywordIndex):
+        exact.attach(KeywordPhrases(keyword, locations))
     return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations, file)
 
 
@@ -226,7 +254,7 @@ def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index |
         ids=[r.id for r in records],
         sources=[r.source for r in records],
         locations=[locations[r.id][1] for r in records],
-        texts=[texts[r.id] for r in records],
+        texts=[texts[r.id] for r in records] if keyword is not None else [""] * len(records),
         terms=[keyword.analyzer.terms(indexed_text(r)) if keyword is not None else [] for r in records],
         definitions=definitions.to_state(),
         sections=resolver.to_state(),

@@ -24,7 +24,14 @@ from typing import Any, TypeVar
 
 from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
 from deckhand.config.base import IN_MEMORY
-from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
+from deckhand.config.hierarchical import (
+    AUTO,
+    BM25,
+    NATIVE,
+    TANTIVY,
+    HierarchicalDocumentToolConfig,
+    SearchMode,
+)
 from deckhand.config.options import runtime_errors
 from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
@@ -93,14 +100,17 @@ class HierarchicalDocumentTool(ContextualChunks):
         """The configured keyword strategy on ``store``.
 
         ``auto`` is ``native`` when that strategy is installed and ``store`` implements what it
-        requires, else ``bm25``. A named strategy whose requirements ``store`` lacks gets one
-        warning and ``bm25``.
+        requires, else ``tantivy`` when ``store`` keeps side indexes (the sqlite store), else ``bm25``.
+        A named strategy whose requirements ``store`` lacks gets one warning and ``bm25``.
         """
         wanted = self.config.keyword_strategy.name
         registry = self.registry
         if wanted == AUTO:
             native = registry.find("keyword_strategy", NATIVE)
-            wanted = NATIVE if native is not None and _supports(store, native) else BM25
+            if native is not None and _supports(store, native):
+                wanted = NATIVE
+            else:
+                wanted = TANTIVY if has_capability(store, StoreCapability.SIDE_INDEXES) else BM25
         with runtime_errors(self.config.name):
             component, options = self.config.keyword_component(registry, wanted)
         if not _supports(store, component):
