@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -45,7 +46,7 @@ from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
-from deckhand.retrieval.engine import HybridSearcher
+from deckhand.retrieval.engine import QueryEngine
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
@@ -153,8 +154,8 @@ class SourceTool:
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
         self._filters_checked: VectorStore | None = None
-        #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
-        self.engine = HybridSearcher(self.embed_query, name=config.name)
+        #: The query engine (immutable): rebuilt when the store opens and when the side indexes change.
+        self.engine = QueryEngine(self.embed_query, name=config.name)
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(
@@ -238,9 +239,12 @@ class SourceTool:
 
     def _adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
         """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
-        if self.reranker is None:
-            self.reranker = self._build_reranker()
-        self.engine.reranker_name = self.config.reranker.name if self.config.reranker else "?"
+        self.engine = QueryEngine(
+            self.embed_query,
+            name=self.config.name,
+            reranker=self.reranker if self.reranker is not None else self._build_reranker(),
+            reranker_name=self.config.reranker.name if self.config.reranker else "?",
+        )
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
@@ -363,7 +367,7 @@ class SourceTool:
 
     @reranker.setter
     def reranker(self, reranker: Reranker | None) -> None:
-        self.engine.reranker = reranker
+        self.engine = dataclasses.replace(self.engine, reranker=reranker)
 
     def rerank_depth(self, top_k: int) -> int:
         """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
