@@ -95,11 +95,18 @@ class HierarchicalDocumentTool(ContextualChunks):
         engine over them."""
         if changed or self._indexes_stale or self.keeper.store is not store or self.keeper.indexes is None:
             self._indexes_stale = True
-            self.keeper.refresh(store)
+            self.refresh_indexes(store)
             self._indexes_stale = False
             report.wall_seconds += self.index_seconds
         self.engine = dataclasses.replace(self.engine, indexes=self.keeper.indexes)
         report.seconds["index"] = self.index_seconds
+
+    def refresh_indexes(self, store: VectorStore, *, new_keyword: bool = False) -> None:
+        """Bring the side indexes up to date with ``store``'s records and build the query engine over them;
+        ``new_keyword`` builds the configured keyword strategy anew first (after the configuration changed)."""
+        if new_keyword:
+            self.keeper = IndexKeeper(self._keyword_index, name=self.config.name)
+        self.engine = dataclasses.replace(self.engine, indexes=self.keeper.refresh(store))
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
