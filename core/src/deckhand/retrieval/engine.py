@@ -35,6 +35,7 @@ from deckhand.chunking.definitions import Definition
 from deckhand.errors import RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
+    FilteredKeywordIndex,
     KeywordIndex,
     Reranker,
     VectorAwareKeywordIndex,
@@ -316,14 +317,8 @@ class QueryEngine:
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
 
     def _sources(self, record_ids: list[str]) -> dict[str, str]:
-        """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
-        file for all of them (``many``) rather than one per candidate."""
-        many = getattr(self.locations, "many", None)
-        if callable(many):
-            found: Mapping[str, tuple[str, str]] = many(record_ids)
-        else:
-            found = {i: self.locations[i] for i in record_ids if i in self.locations}
-        return {record_id: where[0] for record_id, where in found.items()}
+        """The sources of candidates not read yet, from the side indexes' locations (one read for them all)."""
+        return self.indexes.sources(record_ids) if self.indexes is not None else {}
 
     @staticmethod
     def _source_of(record_id: str, records: Mapping[str, Record], sources: Mapping[str, str]) -> str:
@@ -399,14 +394,15 @@ class QueryEngine:
         if beside is not None:
             ranked[KEYWORD] = beside.result()
         elif KEYWORD in weights:
-            native = getattr(keyword, "search_filtered", None)
             if hybrid:
                 assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
                 ranked[KEYWORD] = keyword.search_with_vector(query, vector, depth)
             elif where is None:
                 ranked[KEYWORD] = keyword.search(query, depth)
             else:
-                found = native(query, depth, where) if callable(native) else None
+                found = None
+                if isinstance(keyword, FilteredKeywordIndex):
+                    found = keyword.search_filtered(query, depth, where)
                 ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth) if found is None else found
         pinned: list[str] = []
         if EXACT in weights:

@@ -51,6 +51,15 @@ class SideIndexes:
     rows: Mapping[str, int] | None = None
     last_row: int | None = None
 
+    def sources(self, record_ids: list[str]) -> dict[str, str]:
+        """The sources of those of ``record_ids`` indexed: from a side index file in one read for them all."""
+        locations = self.locations
+        if isinstance(locations, side_index_file.Locations):
+            found: Mapping[str, tuple[str, str]] = locations.many(record_ids)
+        else:
+            found = {i: locations[i] for i in record_ids if i in locations}
+        return {record_id: where[0] for record_id, where in found.items()}
+
     def close(self) -> None:
         """Close the side index file the indexes read from, if any."""
         if self.file is not None:
