@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.retrieval import keeper as keeper_module
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.engine import QueryEngine, SearchSettings
 from deckhand.retrieval.filter_recheck import FilterRecheck
 from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.stores.inmemory import InMemoryStore
-from deckhand.types import CollectionSpec, Record, Vector
+from deckhand.types import CollectionSpec, FileState, Record, Vector
 
 TEXTS = {
     "a": ("# Act\n\n## 1 Scope\n\nIt covers harbour buoys.", {"section_id": "1", "parent_chain": ["Act", "Scope"]}),
@@ -139,3 +140,19 @@ def test_the_engine_is_immutable_and_finds_a_querys_section_once(monkeypatch: py
     weights = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
     hits = engine.search(store, "§ 3", SearchSettings(top_k=3, weights=weights, per_source=2))
     assert hits[0].record.id == "c" and calls == ["§ 3"]
+
+
+def test_a_store_without_a_records_version_is_followed_through_its_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store keeping no records version (the in-memory store here; PostgreSQL and Redis replicas in use): the
+    keeper compares its manifest at most every FRESHNESS_INTERVAL seconds and rebuilds when another writer
+    changed it, so exact and section look-ups find the new file."""
+    store = _store()
+    keeper = _keeper()
+    keeper.refresh(store)
+    quay = Record("q", "quay.md", 0, "The quay walls are inspected yearly.", VECTORS["a"], {"section_id": "7"})
+    store.replace_source("quay.md", [quay], FileState("quay.md", 1.0, 1, "h", "test", 1))
+    assert keeper.current(store) is None, "looked at no sooner than FRESHNESS_INTERVAL after the build"
+    monkeypatch.setattr(keeper_module, "FRESHNESS_INTERVAL", 0.0)
+    fresh = keeper.current(store)
+    assert fresh is not None and fresh.exact.section_of_query("§ 7") == ["q"]
+    assert keeper.current(store) is None, "unchanged since: nothing rebuilt"

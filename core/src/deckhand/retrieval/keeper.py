@@ -6,7 +6,9 @@ the store's records, apart from the query engine that reads them (:mod:`deckhand
 side index file kept for the current records, else applies the records changed since to it in place, else
 rebuilds it; the keyword index brings itself up to the store's log position (repairing one a killed writer
 left behind). Anywhere else every side index is rebuilt from the records in memory. :meth:`IndexKeeper.current`
-checks the records version (one read) so another process's ingest is picked up. Each gives the
+checks the records version (one read) so another process's ingest is picked up; a store without one
+(PostgreSQL, Redis: replicas of ``deckhand mcp --http``, a CLI or Ray ingest beside a running server) has its
+manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds. Each gives the
 :class:`~deckhand.retrieval.side_indexes.SideIndexes` a new query engine is built over.
 """
 
@@ -27,6 +29,8 @@ log = logging.getLogger("deckhand")
 
 #: Builds the keyword index for a store: ``(index, strategy name)``.
 KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
+#: Seconds between two looks at a store's manifest for another process's ingest (stores without a records version).
+FRESHNESS_INTERVAL = 2.0
 
 
 class IndexKeeper:
@@ -43,6 +47,9 @@ class IndexKeeper:
         self.indexes: SideIndexes | None = None
         #: Records version the side indexes were built from (stores that keep side indexes).
         self.version: int | None = None
+        #: The manifest they were built from, as a fingerprint (other stores), and when it was last compared.
+        self.manifest: int | None = None
+        self._manifest_checked = 0.0
         #: Seconds the last refresh took, and how it went: ``loaded``, ``updated`` (in place) or ``rebuilt``.
         self.seconds = 0.0
         self.origin: str | None = None
@@ -62,17 +69,32 @@ class IndexKeeper:
         if side is not None and path is not None:
             return self._from_file(store, side, path, keyword)
         version = side.records_version() if side is not None else None  # read before the records
+        manifest = _fingerprint(store) if side is None else None  # so is the manifest
         self._rebuild(store)
         self.version = version  # so current() notices another process's changes
+        self.manifest, self._manifest_checked = manifest, time.monotonic()
         assert self.indexes is not None
         return self.indexes
 
     def current(self, store: VectorStore) -> SideIndexes | None:
-        """New side indexes when another process (or store object) changed the records since, else None."""
+        """New side indexes when another process (or store object) changed the records since, else None.
+
+        A store that keeps a records version answers at once; for any other, the manifest (one read of
+        every file's entry) is compared at most every :data:`FRESHNESS_INTERVAL` seconds.
+        """
         side = side_index_storage(store)
-        if side is not None and self.version is not None and side.records_version() != self.version:
-            return self.refresh(store)
-        return None
+        if side is not None:
+            if self.version is not None and side.records_version() != self.version:
+                return self.refresh(store)
+            return None
+        now = time.monotonic()
+        if self.manifest is None or now - self._manifest_checked < FRESHNESS_INTERVAL:
+            return None
+        self._manifest_checked = now
+        if _fingerprint(store) == self.manifest:
+            return None
+        log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
+        return self.refresh(store)
 
     def _from_file(self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndex) -> SideIndexes:
         """Open the side index file kept for the current records, else update it in place with the records
@@ -136,3 +158,8 @@ class IndexKeeper:
             self.keyword_strategy,
         )
         return built
+
+
+def _fingerprint(store: VectorStore) -> int:
+    """A fingerprint of ``store``'s manifest: changes whenever an ingest (of any process) writes or removes a file."""
+    return hash(frozenset(store.manifest().items()))
