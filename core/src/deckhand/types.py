@@ -25,6 +25,8 @@ from deckhand.errors import CoordinateValidationError
 from deckhand.printable import printable
 
 Vector = npt.NDArray[np.float32]
+#: Store row numbers (:class:`deckhand.protocols.RecordLog`).
+RowArray = npt.NDArray[np.int64]
 
 
 class Metric(enum.StrEnum):

@@ -3,6 +3,7 @@ paragraph is scored by that paragraph too, in single mode and in hybrid mode."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from deckhand.config.loading import load_agent_config
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import EmbeddingError
 from deckhand.retrieval.bm25 import BM25Index
-from deckhand.retrieval.engine import HybridSearcher, SearchSettings
+from deckhand.retrieval.engine import QueryEngine, SearchSettings
+from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.retrieval.windows import WINDOW_DEPTH, rescored, window_texts
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools import build_tool
@@ -49,10 +51,12 @@ def _store() -> InMemoryStore:
     return store
 
 
-def _engine() -> HybridSearcher:
-    engine = HybridSearcher(lambda query: _vector(1, 0, 0), name="t", keyword_index=lambda store: (BM25Index(), "bm25"))
-    engine.embed_passages = _passages
-    return engine
+def _engine(store: InMemoryStore | None = None) -> QueryEngine:
+    """The query engine with the passage embedder; over ``store``'s side indexes when given (hybrid mode)."""
+    indexes = None
+    if store is not None:
+        indexes = IndexKeeper(lambda store: (BM25Index(), "bm25"), name="t").refresh(store)
+    return QueryEngine(lambda query: _vector(1, 0, 0), name="t", indexes=indexes, embed_passages=_passages)
 
 
 def test_window_texts_cut_the_content_into_word_windows_after_the_context() -> None:
@@ -73,8 +77,8 @@ def test_single_mode_lifts_the_chunk_whose_window_answers() -> None:
 
 
 def test_hybrid_mode_uses_the_windowed_dense_ranking() -> None:
-    store, engine = _store(), _engine()
-    engine.rebuild_indexes(store)
+    store = _store()
+    engine = _engine(store)
     settings = SearchSettings(top_k=3, weights={"semantic": 1.0})
     assert engine.search(store, "lights", settings)[0].record.source == "plain.md"
     windowed = SearchSettings(top_k=3, weights={"semantic": 1.0}, windows=5)
@@ -112,7 +116,7 @@ def test_a_failing_window_embedding_keeps_the_chunks_order(caplog: pytest.LogCap
     def down(texts: Sequence[str]) -> Vector:
         raise EmbeddingError("embedding server unreachable")
 
-    engine.embed_passages = down
+    engine = dataclasses.replace(engine, embed_passages=down)
     with caplog.at_level("WARNING", logger="deckhand"):
         hits = engine.search(store, "harbour lights", SearchSettings(top_k=3, fused=False, windows=5))
     assert [h.record.source for h in hits][:2] == ["plain.md", "mixed.md"]

@@ -3,7 +3,7 @@
 Two tools over one Redis index stand for two processes (each its own store client): the first
 ingests a new file; the second, initialized before, finds it at once in every mode. Redis keeps no
 records version, so the hierarchical tool's side indexes (exact phrases, section ids,
-definitions) notice the change through the manifest (:data:`deckhand.retrieval.engine.FRESHNESS_INTERVAL`).
+definitions) notice the change through the manifest (:data:`deckhand.retrieval.keeper.FRESHNESS_INTERVAL`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.plugins import PluginRegistry
-from deckhand.retrieval import engine
+from deckhand.retrieval import keeper
 from deckhand.testing.tool_conformance import tool_config, write_corpus
 from deckhand.tools import build_tool
 
@@ -33,7 +33,7 @@ def test_another_writers_ingest_is_searched_at_once(
     tool_type: str, tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(engine, "FRESHNESS_INTERVAL", 0.0)  # look at every search (2 s apart by default)
+    monkeypatch.setattr(keeper, "FRESHNESS_INTERVAL", 0.0)  # look at every search (2 s apart by default)
     docs = write_corpus(tmp_path)
     writer, reader = _tool(tool_type, docs, redis_url), _tool(tool_type, docs, redis_url)
     try:

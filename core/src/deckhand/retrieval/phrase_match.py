@@ -2,10 +2,10 @@
 
 A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
 in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
-verbatim (case-insensitive); when the phrase is a defined term, the chunk defining it
-ranks first. References inside a longer query ("what does section 5 require") add that
-section's chunks after the direct matches. Everything is built from stored records (and kept
-with them, in stores that hold side indexes: see ``deckhand.retrieval.side_indexes``).
+verbatim (case-insensitive; with the ``tantivy`` keyword strategy, word for word by its phrase
+queries); when the phrase is a defined term, the chunk defining it ranks first. References inside
+a longer query ("what does section 5 require") add that section's chunks after the direct matches.
+Everything is built from stored records (see ``deckhand.retrieval.side_indexes``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class DefinitionLookup(Protocol):
 
 
 class PhraseTexts(Protocol):
-    """The lower-cased contents phrases are looked for in: a dict in memory, or a side index file's table."""
+    """The contents phrases are looked for in: lower-cased in a dict in memory, or the keyword index's."""
 
     def __len__(self) -> int: ...
 
@@ -66,9 +66,9 @@ class PhraseTexts(Protocol):
         """Those of ``record_ids`` that have a text (one look-up for them all)."""
         ...
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, build position, record id)`` of every text containing at least one of ``phrases``,
-        in build order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, build position, record id)`` of the texts containing at least one of ``phrases``
+        (at most ``limit`` of them), in build order."""
         ...
 
 
@@ -79,8 +79,9 @@ class InMemoryTexts(dict[str, str]):
         """Those of ``record_ids`` that have a text."""
         return {i for i in record_ids if i in self}
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order (all
+        of them: ``limit`` is for texts that are not in memory)."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
             found = sum(1 for p in phrases if p in text)
@@ -119,18 +120,8 @@ class ExactIndex:
         """(Re)build the phrase index; the resolver and definitions are rebuilt by their owner."""
         self._texts = InMemoryTexts((r.id, r.content.lower()) for r in records)
 
-    def texts(self) -> dict[str, str]:
-        """Record id → lower-cased content, as :meth:`build` indexed them (kept with the side indexes)."""
-        if not isinstance(self._texts, InMemoryTexts):
-            raise RuntimeError("the exact index reads stored texts: there is nothing built to export")
-        return dict(self._texts)
-
-    def restore(self, texts: dict[str, str]) -> None:
-        """Take the phrase index :meth:`texts` returned instead of building it from records."""
-        self._texts = InMemoryTexts(texts)
-
     def attach(self, texts: PhraseTexts) -> None:
-        """Look for phrases in ``texts`` (a side index file's) instead of texts held in memory."""
+        """Look for phrases in ``texts`` (the keyword index's phrase queries) instead of texts held in memory."""
         self._texts = texts
 
     def parse(self, query: str) -> ExactQuery:
@@ -171,7 +162,7 @@ class ExactIndex:
         if parsed.phrases:
             phrase_hits = [
                 (found / len(parsed.phrases), position, record_id)
-                for found, position, record_id in self._texts.containing(parsed.phrases)
+                for found, position, record_id in self._texts.containing(parsed.phrases, k)
             ]
             phrase_hits.sort(key=lambda h: (-h[0], h[1]))
             for coverage, _, record_id in phrase_hits:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -46,7 +47,7 @@ from deckhand.ingest.sharding import Shard
 from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
-from deckhand.retrieval.engine import HybridSearcher
+from deckhand.retrieval.engine import QueryEngine
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
@@ -136,9 +137,8 @@ class SourceTool:
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
         self._filters_checked: VectorStore | None = None
-        #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
-        self.engine = HybridSearcher(self.embed_query, name=config.name)
-        self.engine.embed_passages = self.embed_passages
+        #: The query engine (immutable): rebuilt when the store opens and when the side indexes change.
+        self.engine = QueryEngine(self.embed_query, name=config.name, embed_passages=self.embed_passages)
         #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
         self._kept: list[AgentDocument] = []
         self._write_chunker: Chunker | None = None
@@ -226,9 +226,13 @@ class SourceTool:
 
     def _adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
         """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
-        if self.reranker is None:
-            self.reranker = self._build_reranker()
-        self.engine.reranker_name = self.config.reranker.name if self.config.reranker else "?"
+        self.engine = QueryEngine(
+            self.embed_query,
+            name=self.config.name,
+            reranker=self.reranker if self.reranker is not None else self._build_reranker(),
+            reranker_name=self.config.reranker.name if self.config.reranker else "?",
+            embed_passages=self.embed_passages,
+        )
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
@@ -439,7 +443,7 @@ class SourceTool:
 
     @reranker.setter
     def reranker(self, reranker: Reranker | None) -> None:
-        self.engine.reranker = reranker
+        self.engine = dataclasses.replace(self.engine, reranker=reranker)
 
     def similarity_floor(self) -> float | None:
         """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model

@@ -704,6 +704,13 @@ class SQLiteStore(OpenCollection):
                 return 0, 0
             return found.generation, next_row(conn, found) - 1
 
+    def rows_matching(self, where: Filter) -> IntArray:
+        """Sorted rows of the records ``where`` allows (cached per filter and records version, as searches do)."""
+        with self._read() as (conn, found):
+            if found is None:
+                return np.zeros(0, dtype=np.int64)
+            return self._rows_where(conn, found, where)
+
     def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
         """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
         return self._batches(batch_size, vectors=False)
