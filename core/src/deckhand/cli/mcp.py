@@ -68,6 +68,14 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     help="Most tokens (characters / 4) of one search answer or resource read; the rest comes with a cursor. "
     "A tool's result_budget: in agent.yaml overrides it.",
 )
+@click.option(
+    "--changes-interval",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Look this often for changes another process made to the tools' indexes (a CLI ingest, a Ray run, "
+    "another replica) and tell the subscribed clients; 0: only this server's own ingests. Default: 2.",
+)
 @verbose_option
 @quiet_option
 @click.pass_context
@@ -80,6 +88,7 @@ def mcp(
     max_sessions: int,
     session_idle_timeout: float,
     result_budget: int,
+    changes_interval: float | None,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -115,6 +124,7 @@ def mcp(
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
             result_budget=result_budget,
+            changes_interval=changes_interval,
         )
 
 

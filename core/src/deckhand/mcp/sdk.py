@@ -28,6 +28,24 @@ ListTools = Callable[[], list[dict[str, Any]]]
 CallTool = Callable[[str, dict[str, Any], Reporter], Awaitable[dict[str, Any]]]
 
 
+class Subscriber(Protocol):
+    """How a 2025-era session is told of a change (built here from the SDK's session)."""
+
+    async def resource_updated(self, uri: str) -> None: ...
+    async def resources_changed(self) -> None: ...
+
+
+class ChangeHub(Protocol):
+    """Who hears of changes (:class:`deckhand.mcp.changes.Changes`): the sessions and their subscriptions."""
+
+    listen: ListenStreams
+
+    def attach(self) -> None: ...
+    def seen(self, key: object, subscriber: Subscriber) -> None: ...
+    def subscribe(self, key: object, subscriber: Subscriber, uri: str) -> None: ...
+    def unsubscribe(self, key: object, uri: str) -> None: ...
+
+
 class ResourceSource(Protocol):
     """What answers the resource requests (:class:`deckhand.mcp.resources.Resources`), in wire form."""
 
@@ -65,15 +83,134 @@ def build_server(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None = None,
+    changes: ChangeHub | None = None,
 ) -> Any:
     """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
-    and the resource requests with ``resources`` when given.
+    the resource requests with ``resources`` when given, and the subscriptions with ``changes``
+    (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x).
 
     ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
     """
     if SDK_MAJOR >= 2:
-        return _build_v2(name, server_version, instructions, list_tools, call, resources)
-    return _build_v1(name, server_version, instructions, list_tools, call, resources)
+        server = _build_v2(name, server_version, instructions, list_tools, call, resources, changes)
+    else:
+        server = _build_v1(name, server_version, instructions, list_tools, call, resources, changes)
+    if changes is not None and resources is not None:
+        _declare_changes(server)
+    return server
+
+
+def _declare_changes(server: Any) -> None:
+    """Make the server's ``initialize`` answer say ``resources: {subscribe: true, listChanged: true}``.
+
+    Both lines take the list-changed flags as an argument of ``create_initialization_options`` (which
+    the transports call without one), and 1.x says ``subscribe: false`` even with a handler.
+    """
+    from mcp.server.lowlevel import NotificationOptions
+
+    plain = server.create_initialization_options
+
+    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        made = plain(notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
+        if made.capabilities.resources is not None:
+            made.capabilities.resources.subscribe = True
+        return made
+
+    server.create_initialization_options = options
+
+
+class _SessionSubscriber:
+    """A 2025-era session, told of changes outside any request (its standalone stream on HTTP)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def resource_updated(self, uri: str) -> None:
+        await self.session.send_resource_updated(uri)
+
+    async def resources_changed(self) -> None:
+        await self.session.send_resource_list_changed()
+
+
+def _note_session(changes: ChangeHub | None, session: Any) -> tuple[object, Subscriber]:
+    """Tell ``changes`` a 2025-era session made a request; its key (one per connection) and subscriber.
+
+    On 2.x the session object is made anew for each request and a 2026-07-28 connection lives for
+    one request (its changes ride ``subscriptions/listen``), so the key is the connection under it,
+    and modern connections are not remembered. (The one other place deckhand reaches into the SDK
+    is :func:`forget_session`.)
+    """
+    key: object = getattr(session, "_connection", session)
+    subscriber = _SessionSubscriber(session)
+    if changes is not None:
+        changes.attach()
+        if not _modern(session):
+            changes.seen(key, subscriber)
+    return key, subscriber
+
+
+def _modern(session: Any) -> bool:
+    """Whether a 2.x session speaks 2026-07-28 or later (always False on 1.x)."""
+    if SDK_MAJOR < 2:
+        return False
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found,unused-ignore]
+
+    return session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class ListenStreams:
+    """The open ``subscriptions/listen`` streams (2026-07-28; the SDK 2.x serves them, 1.x has none).
+
+    Delivery, filtering and the acknowledgement are the SDK's ``ListenHandler``'s; deckhand keeps
+    which resource URIs the open streams asked for, to publish an update for each that changed.
+    """
+
+    #: Most streams open at once.
+    MAX_STREAMS = 256
+
+    def __init__(self) -> None:
+        self._uris: dict[str, int] = {}
+        self._bus: Any = None
+        self._handler: Any = None
+        if SDK_MAJOR >= 2:
+            from mcp.server.subscriptions import (  # type: ignore[import-not-found,unused-ignore]
+                InMemorySubscriptionBus,
+                ListenHandler,
+            )
+
+            self._bus = InMemorySubscriptionBus()
+            self._handler = ListenHandler(self._bus, max_subscriptions=self.MAX_STREAMS)
+
+    def resource_uris(self) -> list[str]:
+        """The resource URIs some open stream asked for."""
+        return sorted(self._uris)
+
+    async def serve(self, ctx: Any, params: Any) -> Any:
+        """The ``subscriptions/listen`` handler: one stream, until the client closes it."""
+        uris = list(params.notifications.resource_subscriptions or [])
+        for uri in uris:
+            self._uris[uri] = self._uris.get(uri, 0) + 1
+        try:
+            return await self._handler(ctx, params)
+        finally:
+            for uri in uris:
+                left = self._uris.get(uri, 1) - 1
+                if left > 0:
+                    self._uris[uri] = left
+                else:
+                    self._uris.pop(uri, None)
+
+    async def resource_updated(self, uri: str) -> None:
+        if self._bus is not None:
+            from mcp.server.subscriptions import ResourceUpdated  # type: ignore[import-not-found,unused-ignore]
+
+            await self._bus.publish(ResourceUpdated(uri=uri))
+
+    async def resources_changed(self) -> None:
+        if self._bus is not None:
+            from mcp.server.subscriptions import ResourcesListChanged  # type: ignore[import-not-found,unused-ignore]
+
+            await self._bus.publish(ResourcesListChanged())
 
 
 def _build_v1(
@@ -83,13 +220,19 @@ def _build_v1(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None,
+    changes: ChangeHub | None,
 ) -> Any:
     server: Any = Server(name, version=server_version, instructions=instructions)
 
+    def heard() -> tuple[object, Subscriber]:
+        return _note_session(changes, server.request_context.session)
+
     async def on_list() -> list[Any]:
+        heard()
         return [tool(d) for d in list_tools()]
 
     async def on_call(tool_name: str, arguments: dict[str, Any]) -> Any:
+        heard()
         ctx = server.request_context
         token = getattr(ctx.meta, "progressToken", None) if ctx.meta is not None else None
 
@@ -127,6 +270,17 @@ def _build_v1(
         server.list_resources()(on_list_resources)
         server.list_resource_templates()(on_templates)
         server.read_resource()(on_read)
+        if changes is not None:
+            hub = changes
+
+            async def on_subscribe(uri: Any) -> None:
+                hub.subscribe(*heard(), str(uri))
+
+            async def on_unsubscribe(uri: Any) -> None:
+                hub.unsubscribe(heard()[0], str(uri))
+
+            server.subscribe_resource()(on_subscribe)
+            server.unsubscribe_resource()(on_unsubscribe)
     return server
 
 
@@ -137,11 +291,15 @@ def _build_v2(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None,
+    changes: ChangeHub | None,
 ) -> Any:
     async def on_list(ctx: Any, params: Any) -> Any:
+        _note_session(changes, ctx.session)
         return mcp_types.ListToolsResult.model_validate({"tools": list_tools()})
 
     async def on_call(ctx: Any, params: Any) -> Any:
+        _note_session(changes, ctx.session)
+
         async def report(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
@@ -170,6 +328,26 @@ def _build_v2(
             "on_list_resource_templates": on_templates,
             "on_read_resource": on_read,
         }
+        if changes is not None:
+            hub = changes
+
+            async def on_subscribe(ctx: Any, params: Any) -> Any:
+                hub.subscribe(*_note_session(hub, ctx.session), str(params.uri))
+                return mcp_types.EmptyResult()
+
+            async def on_unsubscribe(ctx: Any, params: Any) -> Any:
+                hub.unsubscribe(_note_session(hub, ctx.session)[0], str(params.uri))
+                return mcp_types.EmptyResult()
+
+            async def on_listen(ctx: Any, params: Any) -> Any:
+                hub.attach()
+                return await hub.listen.serve(ctx, params)
+
+            handlers |= {
+                "on_subscribe_resource": on_subscribe,
+                "on_unsubscribe_resource": on_unsubscribe,
+                "on_subscriptions_listen": on_listen,
+            }
     server_class: Any = Server
     return server_class(
         name,

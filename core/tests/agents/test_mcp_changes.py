@@ -1,0 +1,227 @@
+"""Change notifications through the SDK's own clients: an ingest by another process, and ``deckhand_ingest``.
+
+Three server processes at most (each loads the default embedder once), each over three short
+files: stdio with a 2025 session (both SDK lines), stdio with a 2026-07-28 ``subscriptions/listen``
+stream (2.x only), and HTTP with both at once. The other process is a real ``deckhand ingest``.
+The servers look for changes every 0.2 s (``--changes-interval``), so each wait is short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deckhand.mcp.sdk import SDK_MAJOR
+from deckhand.testing.mcp_client import READ_TIMEOUT, call, deckhand_command, wire
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from test_mcp_e2e import DOCS, _Server
+
+pytestmark = pytest.mark.slow
+
+#: Seconds a test waits for a notification (the stamp is looked at every 0.2 s).
+WAIT = 20.0
+needs_listen = pytest.mark.skipif(SDK_MAJOR < 2, reason="subscriptions/listen (2026-07-28) is served by the SDK 2.x")
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text)
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "name: harbor_agent\ntools:\n  - type: vectorstore\n    name: docs\n    source: docs/\n    top_k: 2\n"
+    )
+    return config
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def _ingest_elsewhere(agent: Path) -> None:
+    """``deckhand ingest`` in a process of its own (what a CLI user, a cron job or a Ray run does)."""
+    done = subprocess.run(
+        [*deckhand_command(), "ingest", "--config", str(agent)],
+        cwd=agent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 ingested" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+class _Heard:
+    """The change notifications a 2025-era session received: ``(method, uri)`` pairs."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str | None]] = []
+
+    async def __call__(self, message: Any) -> None:
+        root = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
+        method = getattr(root, "method", None)
+        if isinstance(method, str) and method.startswith("notifications/resources/"):
+            params = getattr(root, "params", None)
+            uri = getattr(params, "uri", None)
+            self.items.append((method, None if uri is None else str(uri)))
+
+    async def wait_for(self, *wanted: tuple[str, str | None], timeout: float = WAIT) -> None:
+        deadline = time.monotonic() + timeout
+        while not set(wanted) <= set(self.items):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never heard {wanted}; heard {self.items}")
+            await asyncio.sleep(0.05)
+
+
+@asynccontextmanager
+async def _stdio(agent: Path, heard: _Heard, *extra: str) -> AsyncIterator[ClientSession]:
+    command = deckhand_command()
+    args = [*command[1:], "mcp", "--config", str(agent), "--changes-interval", "0.2", *extra]
+    params = StdioServerParameters(command=command[0], args=args, env=dict(os.environ), cwd=str(agent.parent))
+    async with stdio_client(params) as (read, write), ClientSession(read, write, message_handler=heard) as session:
+        await session.initialize()
+        yield session
+
+
+async def _subscribe(session: ClientSession, uri: str) -> None:
+    argument: Any = uri
+    if SDK_MAJOR < 2:
+        from pydantic import AnyUrl
+
+        argument = AnyUrl(uri)
+    await session.subscribe_resource(argument)
+
+
+UPDATED = "notifications/resources/updated"
+LIST_CHANGED = "notifications/resources/list_changed"
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_stdio_2025_session_hears_another_process_and_deckhand_ingest(agent: Path) -> None:
+    docs = agent.parent / "docs"
+    heard = _Heard()
+    async with _stdio(agent, heard) as session:
+        init = await call(session, "docs", {"query": "API keys"})  # waits for the first ingest
+        assert init["isError"] is False
+        templates = wire(await session.list_resource_templates())["resourceTemplates"]
+        root = (docs.resolve().as_uri() + "/{+path}", _uri(docs))
+        assert templates[0]["uriTemplate"] == root[0], "the tool's URI is its template's, less the path"
+        await _subscribe(session, root[1])  # the whole tool
+        await _subscribe(session, _uri(docs / "keys.md"))  # one file of it
+        with pytest.raises(Exception, match="subscribe to a file a tool indexes"):
+            await _subscribe(session, _uri(agent))  # outside every source: refused in one line
+        await asyncio.sleep(0.5)  # the baseline stamp is read
+        assert heard.items == [], "no change yet, nothing heard"
+
+        # Another process changes the index: heard without a restart.
+        (docs / "keys.md").write_text("# API keys\n\nRotate every API key at least every 14 days.\n")
+        await asyncio.to_thread(_ingest_elsewhere, agent)
+        await heard.wait_for((UPDATED, root[1]), (UPDATED, _uri(docs / "keys.md")), (LIST_CHANGED, None))
+        found = await call(session, "docs", {"query": "How often should API keys be rotated?", "top_k": 1})
+        assert "14 days" in found["structuredContent"]["results"][0]["content"], "the search sees it too"
+
+        # deckhand_ingest of this server: heard too; a file not subscribed to gets no update of its own.
+        heard.items.clear()
+        (docs / "network.md").write_text("# Network\n\nThe server listens on port 9000 by default.\n")
+        done = await call(session, "deckhand_ingest", {"tool": "docs"})
+        assert done["isError"] is False and done["structuredContent"]["tools"][0]["ingested"] == 1
+        await heard.wait_for((UPDATED, root[1]), (LIST_CHANGED, None))
+        assert (UPDATED, _uri(docs / "keys.md")) not in heard.items
+        assert len([h for h in heard.items if h[0] == LIST_CHANGED]) == 1, "announced once, not again by the poll"
+
+        # Unsubscribed: the tool's URI is heard of no more; an ingest that changes nothing is no change.
+        await session.unsubscribe_resource(root[1])  # type: ignore[arg-type]
+        heard.items.clear()
+        await call(session, "deckhand_ingest", {"tool": "docs"})
+        await asyncio.sleep(0.6)
+        assert heard.items == []
+
+
+@needs_listen
+async def test_stdio_2026_listen_stream_hears_another_process(agent: Path) -> None:
+    from mcp import Client
+
+    docs = agent.parent / "docs"
+    command = deckhand_command()
+    args = [*command[1:], "mcp", "--config", str(agent), "--changes-interval", "0.2"]
+    server = StdioServerParameters(command=command[0], args=args, env=dict(os.environ), cwd=str(agent.parent))
+    async with Client(server, mode="2026-07-28", read_timeout_seconds=READ_TIMEOUT) as client:
+        assert (await client.call_tool("docs", {"query": "API keys"})).is_error is False
+        async with client.listen(resources_list_changed=True, resource_subscriptions=[_uri(docs)]) as stream:
+            (docs / "backups.md").write_text("# Backups\n\nBackups run hourly and are kept for 7 days.\n")
+            await asyncio.to_thread(_ingest_elsewhere, agent)
+            events = await _events(stream, 2)
+    assert {type(e).__name__ for e in events} == {"ResourceUpdated", "ResourcesListChanged"}
+    assert [e.uri for e in events if type(e).__name__ == "ResourceUpdated"] == [_uri(docs)]
+
+
+async def _events(stream: Any, count: int) -> list[Any]:
+    events: list[Any] = []
+
+    async def take() -> None:
+        async for event in stream:
+            events.append(event)
+            if len(events) >= count:
+                return
+
+    await asyncio.wait_for(take(), WAIT)
+    return events
+
+
+@pytest.fixture
+def http_server(agent: Path) -> Iterator[_Server]:
+    """``deckhand mcp --http`` that looks for no outside change (``--changes-interval 0``): only its own ingests."""
+    server = _Server(
+        ["mcp", "--config", str(agent), "--http", "127.0.0.1:0", "--changes-interval", "0"],
+        dict(os.environ),
+        agent.parent,
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_http_2025_session_and_2026_stream_hear_deckhand_ingest(agent: Path, http_server: _Server) -> None:
+    from deckhand.testing.mcp_client import http_session
+
+    docs = agent.parent / "docs"
+    heard = _Heard()
+    async with http_session(http_server.url) as session:
+        session._message_handler = heard  # type: ignore[attr-defined]  # the helper's session, told of changes
+        assert (await call(session, "docs", {"query": "API keys"}))["isError"] is False
+        await _subscribe(session, _uri(docs / "keys.md"))
+        async with _maybe_listen(http_server.url, _uri(docs / "keys.md")) as stream:
+            (docs / "keys.md").write_text("# API keys\n\nRotate every API key at least every 7 days.\n")
+            done = await call(session, "deckhand_ingest", {"tool": "docs"})
+            assert done["isError"] is False
+            await heard.wait_for((UPDATED, _uri(docs / "keys.md")), (LIST_CHANGED, None))
+            if stream is not None:
+                events = await _events(stream, 2)
+                assert {type(e).__name__ for e in events} == {"ResourceUpdated", "ResourcesListChanged"}
+
+
+@asynccontextmanager
+async def _maybe_listen(url: str, uri: str) -> AsyncIterator[Any]:
+    """A 2026-07-28 client's listen stream on ``url`` (2.x), else None."""
+    if SDK_MAJOR < 2:
+        yield None
+        return
+    from mcp import Client
+
+    async with (
+        Client(url, mode="2026-07-28", read_timeout_seconds=READ_TIMEOUT) as client,
+        client.listen(resources_list_changed=True, resource_subscriptions=[uri]) as stream,
+    ):
+        yield stream
