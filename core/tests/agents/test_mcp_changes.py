@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_fakes import box_of, in_thread
+from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp.sdk import SDK_MAJOR
-from deckhand.testing.mcp_client import READ_TIMEOUT, call, deckhand_command, wire
+from deckhand.mcp.server import DeckhandMcpServer
+from deckhand.testing.mcp_client import READ_TIMEOUT, call, deckhand_command, memory_session, wire
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_mcp_e2e import DOCS, _Server
-
-pytestmark = pytest.mark.slow
 
 #: Seconds a test waits for a notification (the stamp is looked at every 0.2 s).
 WAIT = 20.0
@@ -106,6 +108,7 @@ UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
 async def test_stdio_2025_session_hears_another_process_and_deckhand_ingest(agent: Path) -> None:
     docs = agent.parent / "docs"
@@ -147,6 +150,7 @@ async def test_stdio_2025_session_hears_another_process_and_deckhand_ingest(agen
         assert heard.items == []
 
 
+@pytest.mark.slow
 @needs_listen
 async def test_stdio_2026_listen_stream_hears_another_process(agent: Path) -> None:
     from mcp import Client
@@ -180,9 +184,10 @@ async def _events(stream: Any, count: int) -> list[Any]:
 
 @pytest.fixture
 def http_server(agent: Path) -> Iterator[_Server]:
-    """``deckhand mcp --http`` that looks for no outside change (``--changes-interval 0``): only its own ingests."""
+    """``deckhand mcp --http --watch`` that looks for no outside change (``--changes-interval 0``): only its own
+    ingests (``deckhand_ingest``, ``--watch``) are heard of."""
     server = _Server(
-        ["mcp", "--config", str(agent), "--http", "127.0.0.1:0", "--changes-interval", "0"],
+        ["mcp", "--config", str(agent), "--http", "127.0.0.1:0", "--changes-interval", "0", "--watch"],
         dict(os.environ),
         agent.parent,
     )
@@ -192,20 +197,28 @@ def http_server(agent: Path) -> Iterator[_Server]:
         server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
 async def test_http_2025_session_and_2026_stream_hear_deckhand_ingest(agent: Path, http_server: _Server) -> None:
     from deckhand.testing.mcp_client import http_session
 
     docs = agent.parent / "docs"
     heard = _Heard()
-    async with http_session(http_server.url) as session:
-        session._message_handler = heard  # type: ignore[attr-defined]  # the helper's session, told of changes
+    async with http_session(http_server.url, message_handler=heard) as session:
         assert (await call(session, "docs", {"query": "API keys"}))["isError"] is False
         await _subscribe(session, _uri(docs / "keys.md"))
         async with _maybe_listen(http_server.url, _uri(docs / "keys.md")) as stream:
             (docs / "keys.md").write_text("# API keys\n\nRotate every API key at least every 7 days.\n")
             done = await call(session, "deckhand_ingest", {"tool": "docs"})
             assert done["isError"] is False
+            await heard.wait_for((UPDATED, _uri(docs / "keys.md")), (LIST_CHANGED, None))
+            if stream is not None:
+                events = await _events(stream, 2)
+                assert {type(e).__name__ for e in events} == {"ResourceUpdated", "ResourcesListChanged"}
+
+            # --watch re-ingests a saved file: heard the same way.
+            heard.items.clear()
+            (docs / "keys.md").write_text("# API keys\n\nRotate every API key at least every 3 days.\n")
             await heard.wait_for((UPDATED, _uri(docs / "keys.md")), (LIST_CHANGED, None))
             if stream is not None:
                 events = await _events(stream, 2)
@@ -225,3 +238,95 @@ async def _maybe_listen(url: str, uri: str) -> AsyncIterator[Any]:
         client.listen(resources_list_changed=True, resource_subscriptions=[uri]) as stream,
     ):
         yield stream
+
+
+# -- in-process: fake tools, no model, no process --------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_box(make_tool: Any) -> tuple[Any, Toolbox]:
+    tool = make_tool("docs")
+    for name in ("keys.md", "network.md"):
+        (Path(tool.config.source) / name).write_text(f"# {name}\n")
+    box = box_of(tool)
+    box.ingest("docs")
+    return tool, box
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_change_seen_by_the_look_is_heard_once(fake_box: tuple[Any, Toolbox]) -> None:
+    tool, box = fake_box
+    app = DeckhandMcpServer(box, changes_interval=0.05)
+    heard = _Heard()
+    async with memory_session(app.server, message_handler=heard) as session:
+        looking = asyncio.create_task(app.changes.run())
+        try:
+            await _subscribe(session, _uri(Path(tool.config.source)))
+            await asyncio.sleep(0.2)
+            assert heard.items == [] and app.changes.announced == 0, "the first look only reads the stamp"
+            tool.files = 5  # what another process's ingest does to the count this fake tool reports
+            await heard.wait_for((UPDATED, _uri(Path(tool.config.source))), (LIST_CHANGED, None), timeout=5)
+            await asyncio.sleep(0.3)
+            assert app.changes.announced == 1 and len(heard.items) == 2, "one change, heard once"
+        finally:
+            looking.cancel()
+
+
+async def test_tool_changed_announces_at_once_from_any_thread(fake_box: tuple[Any, Toolbox]) -> None:
+    _, box = fake_box
+    app = DeckhandMcpServer(box, changes_interval=0)  # no looking: only what the server is told
+    heard = _Heard()
+    async with memory_session(app.server, message_handler=heard) as session:
+        await call(session, "deckhand_list_tools")  # a 2025 session is heard of from its first request
+        thread = threading.Thread(target=app.changes.tool_changed, args=("docs",))
+        thread.start()
+        thread.join()
+        await heard.wait_for((LIST_CHANGED, None), timeout=5)
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_subscriptions_are_confined_and_bounded(fake_box: tuple[Any, Toolbox], tmp_path: Path) -> None:
+    from deckhand.mcp import changes
+
+    tool, box = fake_box
+    app = DeckhandMcpServer(box, changes_interval=0)
+    (tmp_path / "outside.md").write_text("# Outside\n")
+    async with memory_session(app.server) as session:
+        await _subscribe(session, _uri(Path(tool.config.source) / "keys.md"))
+        for refused in [
+            _uri(tmp_path / "outside.md"),  # a file of no tool
+            _uri(Path(tool.config.source)) + "/../outside.md",  # out through ..
+            _uri(Path(tool.config.source) / "missing.md"),  # not a file the tool serves
+            "https://example.com/docs",
+            "file:///" + "a" * 5000,
+        ]:
+            with pytest.raises(Exception, match=r"^uri: subscribe to a file a tool indexes or to a tool's source"):
+                await _subscribe(session, refused)
+        assert (await call(session, "deckhand_list_tools"))["isError"] is False, "the server goes on"
+    subscriber: Any = object()
+    for bad in ["", "\0", "file:///\ud800", "x" * 1_000_000, "file://host/etc/passwd", "file:///%00"]:
+        with pytest.raises(Exception, match=r"^uri: "):
+            app.changes.subscribe("k", subscriber, bad)
+    limit = changes.MAX_SUBSCRIPTIONS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(changes, "MAX_SUBSCRIPTIONS", 2)
+        app.changes.subscribe("k", subscriber, _uri(Path(tool.config.source)))
+        app.changes.subscribe("k", subscriber, _uri(Path(tool.config.source) / "keys.md"))
+        app.changes.subscribe("k", subscriber, _uri(Path(tool.config.source) / "keys.md"))  # again: no new one
+        with pytest.raises(Exception, match="at most 2 URIs"):
+            app.changes.subscribe("k", subscriber, _uri(Path(tool.config.source) / "network.md"))
+    assert limit == changes.MAX_SUBSCRIPTIONS
+
+
+def test_a_stamp_is_not_read_while_the_tool_is_busy(fake_box: tuple[Any, Toolbox]) -> None:
+    tool, box = fake_box
+    assert box.change_stamp("docs", 1.0) == ("count", 3)
+    tool.release.clear()  # the next ingest holds the tool until released
+    thread, _ = in_thread(lambda: box.ingest("docs"))
+    assert tool.started.wait(5)
+    started = time.monotonic()
+    assert box.change_stamp("docs", 0.2) is None, "busy: no stamp this time"
+    assert time.monotonic() - started < 2, "and no long wait for it"
+    tool.release.set()
+    thread.join(5)
+    assert box.change_stamp("docs", 1.0) == ("count", 3)
