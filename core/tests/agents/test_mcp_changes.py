@@ -13,7 +13,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -330,3 +330,35 @@ def test_a_stamp_is_not_read_while_the_tool_is_busy(fake_box: tuple[Any, Toolbox
     tool.release.set()
     thread.join(5)
     assert box.change_stamp("docs", 1.0) == ("count", 3)
+
+
+@pytest.mark.parametrize("provider", ["sqlite", "in-memory"])
+def test_the_stamp_moves_with_what_the_store_holds(
+    provider: str, tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]
+) -> None:
+    """The sqlite store's records version, else (the in-memory store) a digest of the manifest: a file changed to
+    the same number of chunks moves it, an ingest that changes nothing does not."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "keys.md").write_text(DOCS["keys.md"])
+    (docs / "network.md").write_text(DOCS["network.md"])
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        f"name: a\ntools:\n  - type: vectorstore\n    name: docs\n    source: docs/\n"
+        f"    database: {{provider: {provider}}}\n"
+    )
+    box = open_toolbox(config)
+    assert box.change_stamp("docs", 1.0) is None, "not ingested yet"
+    box.ingest("docs")
+    first = box.change_stamp("docs", 1.0)
+    assert first is not None and first[0] == ("version" if provider == "sqlite" else "manifest")
+    files = box.indexed_files("docs", 1.0)
+    assert files is not None and set(files) == {docs / "keys.md", docs / "network.md"}
+    box.ingest("docs")
+    assert box.change_stamp("docs", 1.0) == first, "nothing changed"
+    (docs / "keys.md").write_text(DOCS["keys.md"].replace("90", "30"))
+    box.ingest("docs")
+    assert box.change_stamp("docs", 1.0) != first
+    changed = box.indexed_files("docs", 1.0)
+    assert changed is not None and changed[docs / "keys.md"] != files[docs / "keys.md"]
+    assert changed[docs / "network.md"] == files[docs / "network.md"]
