@@ -1,16 +1,20 @@
 """Change notifications through the SDK's own clients: an ingest by another process, and ``deckhand_ingest``.
 
-Three server processes at most (each loads the default embedder once), each over three short
-files: stdio with a 2025 session (both SDK lines), stdio with a 2026-07-28 ``subscriptions/listen``
-stream (2.x only), and HTTP with both at once. The other process is a real ``deckhand ingest``.
-The servers look for changes every 0.2 s (``--changes-interval``), so each wait is short.
+Three server processes at most (each loads the default embedder once), each over a few short
+files: stdio with a 2025 session (both SDK lines), HTTP with a 2025 session and a 2026-07-28
+``subscriptions/listen`` stream at once, and docs/mcp.md's listen example over stdio (2.x only).
+The other process is a real ``deckhand ingest``. The servers look for changes every 0.2 or 0.5 s
+(``--changes-interval``), so each wait is short. The rest runs in-process over fake tools.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -148,25 +152,6 @@ async def test_stdio_2025_session_hears_another_process_and_deckhand_ingest(agen
         await call(session, "deckhand_ingest", {"tool": "docs"})
         await asyncio.sleep(0.6)
         assert heard.items == []
-
-
-@pytest.mark.slow
-@needs_listen
-async def test_stdio_2026_listen_stream_hears_another_process(agent: Path) -> None:
-    from mcp import Client
-
-    docs = agent.parent / "docs"
-    command = deckhand_command()
-    args = [*command[1:], "mcp", "--config", str(agent), "--changes-interval", "0.2"]
-    server = StdioServerParameters(command=command[0], args=args, env=dict(os.environ), cwd=str(agent.parent))
-    async with Client(server, mode="2026-07-28", read_timeout_seconds=READ_TIMEOUT) as client:
-        assert (await client.call_tool("docs", {"query": "API keys"})).is_error is False
-        async with client.listen(resources_list_changed=True, resource_subscriptions=[_uri(docs)]) as stream:
-            (docs / "backups.md").write_text("# Backups\n\nBackups run hourly and are kept for 7 days.\n")
-            await asyncio.to_thread(_ingest_elsewhere, agent)
-            events = await _events(stream, 2)
-    assert {type(e).__name__ for e in events} == {"ResourceUpdated", "ResourcesListChanged"}
-    assert [e.uri for e in events if type(e).__name__ == "ResourceUpdated"] == [_uri(docs)]
 
 
 async def _events(stream: Any, count: int) -> list[Any]:
@@ -362,3 +347,27 @@ def test_the_stamp_moves_with_what_the_store_holds(
     changed = box.indexed_files("docs", 1.0)
     assert changed is not None and changed[docs / "keys.md"] != files[docs / "keys.md"]
     assert changed[docs / "network.md"] == files[docs / "network.md"]
+
+
+@pytest.mark.slow
+@needs_listen
+def test_the_listen_example_of_the_docs_runs(tmp_path: Path) -> None:
+    """docs/mcp.md's 2026-07-28 example, as a script over a copy of examples/ (tests/test_doc_examples.py runs
+    the page's other examples, in a session whose SDK is 1.x)."""
+    root = Path(__file__).resolve().parents[3]
+    blocks = re.findall(r"^```python\n(.*?)^```", (root / "docs" / "mcp.md").read_text(), re.M | re.S)
+    (code,) = [b for b in blocks if "async with client.listen(" in b]
+    shutil.copytree(root / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns(".deckhand"))
+    script = tmp_path / "example.py"
+    script.write_text(code.replace("/tmp/harbor/", f"{tmp_path.as_posix()}/examples/"))
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DECKHAND_HOME": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    docs = (tmp_path / "examples" / "docs").resolve().as_uri()
+    assert done.stdout.splitlines() == [f"ResourceUpdated(uri='{docs}')", "ResourcesListChanged()"]
