@@ -147,3 +147,7 @@ def test_the_inspector_lists_and_calls_every_tool(inspector: Path, harbor: Path,
     assert "Rotate every key" in read["contents"][0]["text"]
     templates = _inspect(inspector, http, "--method", "resources/templates/list")["resourceTemplates"]
     assert [t["name"] for t in templates] == ["harbor_docs"]
+    assert [p["name"] for p in _inspect(inspector, http, "--method", "prompts/list")["prompts"]] == ["deckhand_search"]
+    asked = ["--prompt-name", "deckhand_search", "--prompt-args", "tool=harbor_docs", "query=API keys"]
+    prompt = _inspect(inspector, http, "--method", "prompts/get", *asked)
+    assert prompt["messages"][0]["content"]["text"].startswith("Search the harbor_docs tool: call it with")

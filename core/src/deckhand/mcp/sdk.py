@@ -28,6 +28,14 @@ ListTools = Callable[[], list[dict[str, Any]]]
 CallTool = Callable[[str, dict[str, Any], Reporter], Awaitable[dict[str, Any]]]
 
 
+class PromptSource(Protocol):
+    """What answers the prompt requests (:class:`deckhand.mcp.prompts.Prompts`), in wire form."""
+
+    def listing(self) -> list[dict[str, Any]]: ...
+    def get(self, name: str, arguments: dict[str, str] | None) -> dict[str, Any]: ...
+    def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]: ...
+
+
 class Subscriber(Protocol):
     """How a 2025-era session is told of a change (built here from the SDK's session)."""
 
@@ -84,17 +92,19 @@ def build_server(
     call: CallTool,
     resources: ResourceSource | None = None,
     changes: ChangeHub | None = None,
+    prompts: PromptSource | None = None,
 ) -> Any:
     """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
-    the resource requests with ``resources`` when given, and the subscriptions with ``changes``
-    (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x).
+    the resource requests with ``resources`` when given, the subscriptions with ``changes``
+    (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x), and
+    the prompt requests with ``prompts`` (``completion/complete`` of prompt arguments included).
 
     ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
     """
     if SDK_MAJOR >= 2:
-        server = _build_v2(name, server_version, instructions, list_tools, call, resources, changes)
+        server = _build_v2(name, server_version, instructions, list_tools, call, resources, changes, prompts)
     else:
-        server = _build_v1(name, server_version, instructions, list_tools, call, resources, changes)
+        server = _build_v1(name, server_version, instructions, list_tools, call, resources, changes, prompts)
     if changes is not None and resources is not None:
         _declare_changes(server)
     return server
@@ -221,6 +231,7 @@ def _build_v1(
     call: CallTool,
     resources: ResourceSource | None,
     changes: ChangeHub | None,
+    prompts: PromptSource | None,
 ) -> Any:
     server: Any = Server(name, version=server_version, instructions=instructions)
 
@@ -264,7 +275,8 @@ def _build_v1(
             ]
 
         async def on_complete(ref: Any, argument: Any, context: Any) -> Any:
-            return mcp_types.Completion.model_validate(_completion(resources, ref, argument.name, argument.value))
+            found = _completion(resources, prompts, ref, argument.name, argument.value, context)
+            return mcp_types.Completion.model_validate(found)
 
         server.completion()(on_complete)
         server.list_resources()(on_list_resources)
@@ -281,6 +293,17 @@ def _build_v1(
 
             server.subscribe_resource()(on_subscribe)
             server.unsubscribe_resource()(on_unsubscribe)
+    if prompts is not None:
+        shown = prompts
+
+        async def on_list_prompts() -> list[Any]:
+            return [mcp_types.Prompt.model_validate(p) for p in shown.listing()]
+
+        async def on_get_prompt(prompt_name: str, arguments: dict[str, str] | None) -> Any:
+            return mcp_types.GetPromptResult.model_validate(shown.get(prompt_name, arguments))
+
+        server.list_prompts()(on_list_prompts)
+        server.get_prompt()(on_get_prompt)
     return server
 
 
@@ -292,6 +315,7 @@ def _build_v2(
     call: CallTool,
     resources: ResourceSource | None,
     changes: ChangeHub | None,
+    prompts: PromptSource | None,
 ) -> Any:
     async def on_list(ctx: Any, params: Any) -> Any:
         _note_session(changes, ctx.session)
@@ -319,7 +343,8 @@ def _build_v2(
             return mcp_types.ReadResourceResult.model_validate(read)
 
         async def on_complete(ctx: Any, params: Any) -> Any:
-            found = _completion(resources, params.ref, params.argument.name, params.argument.value)
+            argument = params.argument
+            found = _completion(resources, prompts, params.ref, argument.name, argument.value, params.context)
             return mcp_types.CompleteResult.model_validate({"completion": found})
 
         handlers = {
@@ -348,6 +373,16 @@ def _build_v2(
                 "on_unsubscribe_resource": on_unsubscribe,
                 "on_subscriptions_listen": on_listen,
             }
+    if prompts is not None:
+        shown = prompts
+
+        async def on_list_prompts(ctx: Any, params: Any) -> Any:
+            return mcp_types.ListPromptsResult.model_validate({"prompts": shown.listing()})
+
+        async def on_get_prompt(ctx: Any, params: Any) -> Any:
+            return mcp_types.GetPromptResult.model_validate(shown.get(params.name, params.arguments))
+
+        handlers |= {"on_list_prompts": on_list_prompts, "on_get_prompt": on_get_prompt}
     server_class: Any = Server
     return server_class(
         name,
@@ -359,12 +394,17 @@ def _build_v2(
     )
 
 
-def _completion(resources: ResourceSource, ref: Any, argument: str, value: str) -> dict[str, Any]:
-    """The ``completion`` wire object for a reference (only resource templates complete; prompts: none)."""
-    template = ref.uri if ref.type == "ref/resource" else None
-    if template is None:
-        return {"values": [], "hasMore": False}
-    return resources.complete(str(template), argument, value)
+def _completion(
+    resources: ResourceSource, prompts: PromptSource | None, ref: Any, argument: str, value: str, context: Any
+) -> dict[str, Any]:
+    """The ``completion`` wire object for a reference: a resource template's, or a prompt's (with the
+    arguments already given, ``context.arguments``)."""
+    if ref.type == "ref/resource":
+        return resources.complete(str(ref.uri), argument, value)
+    if ref.type == "ref/prompt" and prompts is not None:
+        given = getattr(context, "arguments", None) if context is not None else None
+        return prompts.complete(str(ref.name), argument, value, dict(given or {}))
+    return {"values": [], "hasMore": False}
 
 
 def validate_message(line: str) -> None:

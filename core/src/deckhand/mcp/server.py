@@ -26,6 +26,7 @@ from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
+from deckhand.mcp.prompts import Prompts
 from deckhand.mcp.resources import Resources, link_items
 from deckhand.redaction import redact
 
@@ -55,8 +56,16 @@ class DeckhandMcpServer:
         interval = POLL_INTERVAL if changes_interval is None else changes_interval
         #: Who listens to which changes; ``changes.tool_changed(name)`` after a write tells them.
         self.changes = Changes(toolbox, reader, interval=interval)
+        self.prompts = Prompts(toolbox.tool_names, self.resources)
         self.server = sdk.build_server(
-            "deckhand", __version__, self._instructions(), self.definitions, self.call, self.resources, self.changes
+            "deckhand",
+            __version__,
+            self._instructions(),
+            self.definitions,
+            self.call,
+            self.resources,
+            self.changes,
+            self.prompts,
         )
 
     def definitions(self) -> list[dict[str, Any]]:
