@@ -28,6 +28,8 @@ from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp.sdk import SDK_MAJOR
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import READ_TIMEOUT, call, deckhand_command, memory_session, wire
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_mcp_e2e import DOCS, _Server
@@ -371,3 +373,33 @@ def test_the_listen_example_of_the_docs_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     docs = (tmp_path / "examples" / "docs").resolve().as_uri()
     assert done.stdout.splitlines() == [f"ResourceUpdated(uri='{docs}')", "ResourcesListChanged()"]
+
+
+def test_any_subscription_uri_is_taken_only_inside_a_source_or_refused_in_one_line(
+    fake_box: tuple[Any, Toolbox],
+) -> None:
+    tool, box = fake_box
+    app = DeckhandMcpServer(box, changes_interval=0)
+    root = Path(tool.config.source).resolve()
+    served = (_uri(root), _uri(root / "keys.md"), _uri(root / "network.md"))
+
+    @settings(max_examples=300, deadline=None)
+    @given(uri=st.one_of(st.text(max_size=300), st.builds(lambda tail: "file:///" + tail, st.text(max_size=200))))
+    def check(uri: str) -> None:
+        try:
+            app.changes.subscribe("k", object(), uri)  # type: ignore[arg-type]
+        except Exception as exc:
+            assert str(exc).startswith("uri: ") and "\n" not in str(exc), str(exc)
+        else:
+            assert uri in served or uri.startswith(tuple(s + "#" for s in served[1:])), uri
+
+    check()
+
+
+def test_the_help_says_the_default_interval() -> None:
+    from click.testing import CliRunner
+    from deckhand.cli.main import cli
+    from deckhand.mcp.changes import POLL_INTERVAL
+
+    shown = " ".join(CliRunner().invoke(cli, ["mcp", "--help"]).output.split())
+    assert "--changes-interval SECONDS" in shown and f"Default: {POLL_INTERVAL:g}." in shown

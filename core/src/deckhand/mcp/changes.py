@@ -49,6 +49,8 @@ POLL_INTERVAL = 2.0
 STAMP_WAIT = 0.5
 #: Most seconds a stamp read waits for the store to answer (a stalled server is read next time).
 STAMP_DEADLINE = 10.0
+#: Most seconds one notification may take to send (a client that stopped reading is forgotten, not waited for).
+SEND_DEADLINE = 5.0
 #: Most URIs one session may subscribe to.
 MAX_SUBSCRIPTIONS = 1000
 #: Most 2025-era sessions remembered (the least recently heard from is forgotten first).
@@ -218,9 +220,9 @@ class Changes:
             try:
                 for uri in sorted(session.uris):
                     if touched(uri):
-                        await session.subscriber.resource_updated(uri)
-                await session.subscriber.resources_changed()
-            except Exception as exc:  # the client went away: forget it
+                        await asyncio.wait_for(session.subscriber.resource_updated(uri), SEND_DEADLINE)
+                await asyncio.wait_for(session.subscriber.resources_changed(), SEND_DEADLINE)
+            except Exception as exc:  # the client went away, or stopped reading: forget it
                 log.debug("change notification not delivered (%s); forgetting the session", exc)
                 self._sessions.pop(key, None)
         for uri in self.listen.resource_uris():
