@@ -55,6 +55,7 @@ SCRIPTS = {
     'StdioServerParameters(command="deckhand", args=["mcp", "--config", "/tmp/harbor/agent.yaml"])': "examples",
     'args = ["mcp", "--config", "/tmp/harbor/agent.yaml", "--result-budget", "500"]': "examples",  # docs/mcp.md
     "await session.subscribe_resource(PAGE.parent.as_uri())": "examples",  # docs/mcp.md, change notifications
+    'added = (await session.call_tool("deckhand_add", note))': "examples",  # docs/mcp.md, writes
 }
 #: A line of each example run elsewhere, or not a program, → where or why.
 ELSEWHERE = {

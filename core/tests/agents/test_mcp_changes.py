@@ -287,7 +287,7 @@ async def test_subscriptions_are_confined_and_bounded(fake_box: tuple[Any, Toolb
             "https://example.com/docs",
             "file:///" + "a" * 5000,
         ]:
-            with pytest.raises(Exception, match=r"^uri: subscribe to a file a tool indexes or to a tool's source"):
+            with pytest.raises(Exception, match=r"^uri: subscribe to a file a tool indexes, an agent document"):
                 await _subscribe(session, refused)
         assert (await call(session, "deckhand_list_tools"))["isError"] is False, "the server goes on"
     subscriber: Any = object()
@@ -391,7 +391,8 @@ def test_any_subscription_uri_is_taken_only_inside_a_source_or_refused_in_one_li
         except Exception as exc:
             assert str(exc).startswith("uri: ") and "\n" not in str(exc), str(exc)
         else:
-            assert uri in served or uri.startswith(tuple(s + "#" for s in served[1:])), uri
+            agent_document = uri.startswith("deckhand-agent://docs/")
+            assert agent_document or uri in served or uri.startswith(tuple(s + "#" for s in served[1:])), uri
 
     check()
 
@@ -403,3 +404,26 @@ def test_the_help_says_the_default_interval() -> None:
 
     shown = " ".join(CliRunner().invoke(cli, ["mcp", "--help"]).output.split())
     assert "--changes-interval SECONDS" in shown and f"Default: {POLL_INTERVAL:g}." in shown
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_an_agents_write_is_heard(tmp_path: Path, open_toolbox: Callable[[Path], Toolbox]) -> None:
+    """deckhand_add and deckhand_delete: the write listener announces at once (no look: --changes-interval 0),
+    to a subscription of the document, even one made before it existed, and of the tool."""
+    from test_mcp_writes import _config
+
+    app = DeckhandMcpServer(open_toolbox(_config(tmp_path)), changes_interval=0)
+    heard = _Heard()
+    note = "deckhand-agent://docs/tides"
+    async with memory_session(app.server, message_handler=heard) as session:
+        assert (await call(session, "docs", {"query": "API keys"}))["isError"] is False
+        await _subscribe(session, note)
+        await _subscribe(session, _uri(tmp_path / "docs"))
+        with pytest.raises(Exception, match=r"^uri: subscribe to"):
+            await _subscribe(session, "deckhand-agent://nope/tides")  # no such tool
+        added = await call(session, "deckhand_add", {"tool": "docs", "id": "tides", "title": "T", "text": "High at 6."})
+        assert added["isError"] is False, added["text"]
+        await heard.wait_for((UPDATED, note), (UPDATED, _uri(tmp_path / "docs")), (LIST_CHANGED, None), timeout=5)
+        heard.items.clear()
+        assert (await call(session, "deckhand_delete", {"tool": "docs", "id": "tides"}))["isError"] is False
+        await heard.wait_for((UPDATED, note), (LIST_CHANGED, None), timeout=5)

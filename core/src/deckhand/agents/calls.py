@@ -198,6 +198,9 @@ class ReferenceOut(BaseModel):
     section_id: str
     location: str = ""
     resolved: bool = True
+    source: str | None = Field(
+        default=None, description="The file the referenced section (or symbol) is in; absent when not resolved."
+    )
 
 
 class Hit(BaseModel):
@@ -272,6 +275,11 @@ class ToolStatus(BaseModel):
         description="Searchable items held: chunks for deckhand's tool types, whatever a plugin's tool type searches "
         "(files, rows) otherwise; the last count read while the store is unreachable."
     )
+    files: int | None = Field(default=None, description="Writable tools: source files in the index.")
+    agent_documents: int | None = Field(
+        default=None, description="Writable tools: documents agents added (deckhand_add)."
+    )
+    writable: bool = Field(default=False, description="Whether deckhand_add and deckhand_delete take this tool.")
     last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")

@@ -12,7 +12,7 @@ def hit_of(result: Any) -> Hit:
         DefinitionOut(term=d.term, definition=d.definition, source=d.source) for d in getattr(result, "definitions", [])
     ]
     references = [
-        ReferenceOut(section_id=r.section_id, location=r.location, resolved=r.resolved)
+        ReferenceOut(section_id=r.section_id, location=r.location, resolved=r.resolved, source=r.source)
         for r in getattr(result, "references", [])
     ]
     return Hit(

@@ -37,6 +37,8 @@ class Slot:
     error: str | None = None  # why the last ingest failed
     outage: Outage | None = None  # the store's server is unreachable (retried in the background)
     count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
+    #: Files and agent-added documents in the index, as last read (writable tools only; None: not counted).
+    entries: tuple[int, int] | None = None
     counting: threading.Event | None = None  # set when the chunk count being read in the background is in
     #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
     takes_filter: bool = True

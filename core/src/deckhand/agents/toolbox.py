@@ -62,6 +62,7 @@ from deckhand.agents.progress import IngestProgress, ProgressListener
 from deckhand.agents.redacting import Redactor, config_secrets
 from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
+from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
 
 if TYPE_CHECKING:
@@ -93,10 +94,10 @@ SEARCH_WAIT = 60.0
 STATUS_WAIT = 0.5
 #: Names the front ends use for their own calls; a tool cannot take them.
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
-RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS)
+RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS + WRITE_CALLS)
 
 
-class Toolbox(MemoryCalls, OutageHealing):
+class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
     """The calls an agent can make on one agent config: search each tool, memory, housekeeping."""
 
     def __init__(
@@ -140,6 +141,8 @@ class Toolbox(MemoryCalls, OutageHealing):
         self._healer: threading.Thread | None = None
         self._heal_wake = threading.Event()
         self._heal_lock = threading.Lock()
+        #: The write calls' rate buckets and change listeners (:mod:`deckhand.agents.writes`).
+        self.writes = WriteState()
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -403,6 +406,7 @@ class Toolbox(MemoryCalls, OutageHealing):
         """The tool's chunk count; the last one read while its store cannot answer (an outage is noted)."""
         try:
             slot.count = int(slot.tool.document_count)
+            slot.entries = entry_counts(slot.tool)
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)
@@ -424,7 +428,7 @@ class Toolbox(MemoryCalls, OutageHealing):
 
         return self._read_held(name, timeout, stamp)
 
-    def indexed_files(self, name: str, timeout: float) -> dict[Path, str] | None:
+    def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
         """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
         they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
         from deckhand.tools.base import SourceTool

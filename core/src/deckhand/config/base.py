@@ -38,7 +38,7 @@ from deckhand.config.results import (
     similarity_floor_field,
 )
 from deckhand.encoding import canonical_encoding
-from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
+from deckhand.limits import MAX_RESULT_BUDGET, MAX_WRITES_PER_MINUTE, MIN_RESULT_BUDGET, WRITES_PER_MINUTE
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.types import Algorithm, Metric
 
@@ -255,6 +255,22 @@ class SourceToolConfig(ToolConfigBase):
     min_similarity_score: float | None = similarity_floor_field("Results need")
     max_results_per_source: int | None = per_source_field()
     relative_cutoff: float | None = relative_cutoff_field()
+    writable: bool = Field(
+        default=False,
+        description="Let agents add documents to this tool and delete the ones they added (deckhand_add, "
+        "deckhand_delete over MCP and Semantic Kernel); off by default.",
+    )
+    writable_sources: bool = Field(
+        default=False,
+        description="With writable: true, deckhand_delete may also remove a source file's entry from the index "
+        "(never the file itself; the next ingest of a changed file brings it back); off by default.",
+    )
+    writes_per_minute: int = Field(
+        default=WRITES_PER_MINUTE,
+        ge=1,
+        le=MAX_WRITES_PER_MINUTE,
+        description="Most deckhand_add and deckhand_delete calls of this tool per minute, per server process.",
+    )
 
     def result_shape(self) -> ResultShape:
         """The shaping in force: ``results:``'s preset, with each knob set in agent.yaml instead of its value."""
@@ -269,6 +285,12 @@ class SourceToolConfig(ToolConfigBase):
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""
+
+    @model_validator(mode="after")
+    def _writes(self) -> SourceToolConfig:
+        if self.writable_sources and not self.writable:
+            raise ValueError("writable_sources: true needs writable: true too (it widens what writes may do)")
+        return self
 
     def check_chunker_settings(self, takes: set[str]) -> None:
         """Rules between the tool-level chunker settings (:attr:`chunker_shorthands`), run only with the

@@ -53,6 +53,10 @@ __all__ = [
 
 log = logging.getLogger("deckhand.ingest")
 
+#: The source names of documents an agent added (:mod:`deckhand.tools.agent_documents`, which the tools layer
+#: holds above this one): an ingest leaves them alone.
+AGENT_SOURCE_PREFIX = "deckhand-agent://"
+
 #: The default ``max_file_size`` (the tool configuration's default too).
 DEFAULT_MAX_FILE_SIZE = 50_000_000
 
@@ -197,7 +201,9 @@ class Ingestor:
                 todo.append(file)
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
-        gone = sorted(source for source in set(manifest) - {f.display for f in found.files} if mine(source))
+        found_names = {f.display for f in found.files}
+        # Documents an agent added (deckhand_add) are no files of the source: never swept as gone.
+        gone = sorted(s for s in set(manifest) - found_names if mine(s) and not s.startswith(AGENT_SOURCE_PREFIX))
 
         self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
         self._embedding = EmbedQueue(self.embedder, self.progress, self._status)

@@ -8,9 +8,10 @@ a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds, and right
 ingest of this process. A stamp that differs from the last one read is a change, announced as
 
 * to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
-  to (``resources/subscribe``) that lies in the tool's source (a file, or the source's own
-  directory URI: any change of the tool), and ``notifications/resources/list_changed`` (the
-  files the tool serves, and so what its resource template and completions reach, may differ);
+  to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
+  document whose index entry changed, or the source's own directory URI: any change of the
+  tool), and ``notifications/resources/list_changed`` (the agent documents listed, and the files
+  the tool serves, so what its resource template and completions reach, may differ);
 * to 2026-07-28 clients: the same two events on their ``subscriptions/listen`` streams, as each
   stream's filter asks.
 
@@ -40,6 +41,7 @@ from deckhand.agents.toolbox import Toolbox
 from deckhand.limits import MAX_URI_CHARS
 from deckhand.mcp import sdk
 from deckhand.mcp.server import in_daemon_thread
+from deckhand.tools.agent_documents import is_agent_source, parse_agent_uri
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -78,7 +80,7 @@ class Changes:
         self.listen = sdk.ListenStreams()
         self._sessions: OrderedDict[object, _Session] = OrderedDict()
         self._stamps: dict[str, Any] = {}
-        self._files: dict[str, dict[Path, str]] = {}
+        self._files: dict[str, dict[Path | str, str]] = {}
         self._reading: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.announced = 0  # changes announced (for tests and diagnostics)
@@ -128,8 +130,8 @@ class Changes:
         if not self._served(uri):
             raise sdk.resource_error(
                 RESOURCE_NOT_FOUND,
-                "uri: subscribe to a file a tool indexes or to a tool's source directory "
-                "(resources/templates/list names them)",
+                "uri: subscribe to a file a tool indexes, an agent document (deckhand-agent://tool/id) or a tool's "
+                "source directory (resources/templates/list names them)",
             )
         uris = self._sessions[key].uris
         if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS:
@@ -183,7 +185,7 @@ class Changes:
             log.info("tool %s changed; telling the clients that listen", name)
             await self._announce(name, changed)
 
-    async def _changed_files(self, name: str, *, fresh: bool) -> set[Path] | None:
+    async def _changed_files(self, name: str, *, fresh: bool) -> set[Path | str] | None:
         """The files whose index changed since the last read (None: not known), read only while a client
         listens to some URI (and then only after a change): the manifest is read once per change, not per look."""
         if not self._subscribed_uris():
@@ -208,7 +210,7 @@ class Changes:
             self._stamps[name] = stamp
             await self._changed_files(name, fresh=True)
 
-    async def _announce(self, name: str, changed: set[Path] | None) -> None:
+    async def _announce(self, name: str, changed: set[Path | str] | None) -> None:
         """Tell every listener of tool ``name``; a subscribed file only when it is among ``changed`` (None: all)."""
         self.announced += 1
 
@@ -233,11 +235,19 @@ class Changes:
     def _subscribed_uris(self) -> bool:
         return any(s.uris for s in self._sessions.values()) or bool(self.listen.resource_uris())
 
-    def _where(self, uri: str) -> tuple[str, Path, bool] | None:
-        """``(tool, path, whole)``: the tool whose source holds ``uri``'s path, the path, and whether the URI
-        names the source itself (any change of the tool); None outside every source."""
+    def _where(self, uri: str) -> tuple[str, Path | str, bool] | None:
+        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (an agent document: its
+        URI without a ``#L`` range), and whether the URI names the source itself (any change of the tool); None
+        outside every source."""
         if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or "\0" in uri:
             return None
+        if is_agent_source(uri):
+            place = uri.partition("#")[0]
+            try:
+                tool, _ = parse_agent_uri(place)
+            except ValueError:
+                return None
+            return (tool, place, False) if tool in self.toolbox.tool_names else None
         parts = urlsplit(uri)
         if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
             return None
@@ -253,7 +263,7 @@ class Changes:
         where = self._where(uri)
         if where is None:
             return False
-        if where[2]:
+        if where[2] or isinstance(where[1], str):  # a whole tool, or an agent document (maybe added later)
             return True
         try:
             self.reader.resolve(uri)

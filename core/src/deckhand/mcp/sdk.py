@@ -262,7 +262,8 @@ def _build_v1(
         from mcp.server.lowlevel.helper_types import ReadResourceContents
 
         async def on_list_resources() -> list[Any]:
-            return [mcp_types.Resource.model_validate(r) for r in resources.listing()]
+            listed = await asyncio.to_thread(resources.listing)  # a store may be asked (agent documents)
+            return [mcp_types.Resource.model_validate(r) for r in listed]
 
         async def on_templates() -> list[Any]:
             return [mcp_types.ResourceTemplate.model_validate(t) for t in resources.templates()]
@@ -333,7 +334,8 @@ def _build_v2(
     if resources is not None:
 
         async def on_list_resources(ctx: Any, params: Any) -> Any:
-            return mcp_types.ListResourcesResult.model_validate({"resources": resources.listing()})
+            listed = await asyncio.to_thread(resources.listing)  # a store may be asked (agent documents)
+            return mcp_types.ListResourcesResult.model_validate({"resources": listed})
 
         async def on_templates(ctx: Any, params: Any) -> Any:
             return mcp_types.ListResourceTemplatesResult.model_validate({"resourceTemplates": resources.templates()})

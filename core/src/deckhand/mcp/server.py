@@ -24,6 +24,7 @@ from deckhand.agents.calls import CallError
 from deckhand.agents.catalog import Operation, operations
 from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
+from deckhand.agents.writes import writable_tools
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
 from deckhand.mcp.prompts import Prompts
@@ -52,10 +53,11 @@ class DeckhandMcpServer:
         self.toolbox = toolbox
         self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox, result_budget)}
         reader = SourceReader.of(toolbox)
-        self.resources = Resources(reader, toolbox.tool_names, result_budget)
+        self.resources = Resources(reader, toolbox.tool_names, result_budget, agent=toolbox)
         interval = POLL_INTERVAL if changes_interval is None else changes_interval
         #: Who listens to which changes; ``changes.tool_changed(name)`` after a write tells them.
         self.changes = Changes(toolbox, reader, interval=interval)
+        toolbox.writes.listeners.append(self.changes.tool_changed)  # deckhand_add and deckhand_delete
         self.prompts = Prompts(toolbox.tool_names, self.resources)
         self.server = sdk.build_server(
             "deckhand",
@@ -162,6 +164,12 @@ class DeckhandMcpServer:
             "deckhand_list_tools shows what is indexed; deckhand_ingest refreshes a tool after its files change; "
             "deckhand_read reads around a result (its uri) without a new search."
         )
+        writable = writable_tools(self.toolbox)
+        if writable:
+            parts.append(
+                f"deckhand_add stores a document in a writable tool ({', '.join(writable)}), searchable at once; "
+                "deckhand_delete removes one an agent added."
+            )
         return " ".join(parts)
 
 

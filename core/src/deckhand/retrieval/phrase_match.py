@@ -22,6 +22,21 @@ QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 #: Score of a direct section or defined-term match (phrase matches score by coverage).
 DIRECT = 1.0
+#: A word of a query shaped like a name in code, not like a word: ``parse_args``, ``shapes.area``,
+#: ``CliRunner``, ``getValue``, ``HTTPTransport`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
+IDENTIFIER = re.compile(
+    r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)"
+)
+#: Most identifiers of one query looked up as defined terms.
+MAX_IDENTIFIERS = 8
+
+
+def identifiers(query: str) -> list[str]:
+    """The words of ``query`` shaped like names in code (``where is parse_args defined`` → ``parse_args``): each
+    is looked up as a defined term, as the whole query is, so a question naming a function finds where it is
+    defined. At most :data:`MAX_IDENTIFIERS`, and none when the query is one already."""
+    found = [m.group(0).strip(".") for m in IDENTIFIER.finditer(query[:2000])]
+    return [] if found == [query] else list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
 
 
 class SectionResolver(Protocol):
@@ -147,7 +162,7 @@ class ExactIndex:
         if parsed.section:
             add(self.resolver.resolve(parsed.section), DIRECT)
         whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
-        for term in (*parsed.phrases, whole):
+        for term in (*parsed.phrases, whole, *identifiers(whole)):
             definition = self.definitions.lookup(term)
             if definition is not None:
                 add([definition.record_id], DIRECT)

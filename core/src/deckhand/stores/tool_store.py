@@ -165,11 +165,11 @@ def check_collection(
     previous: CollectionSpec,
     spec: CollectionSpec,
     force: bool,
-    before_rebuild: Callable[[], None] | None = None,
+    before_rebuild: Callable[[VectorStore], None] | None = None,
 ) -> None:
     """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
-    algorithm (shared by every tool type). ``before_rebuild`` is called before anything is dropped: when it
-    raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
+    algorithm (shared by every tool type). ``before_rebuild(store)`` is called before anything is dropped: when
+    it raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
     model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
     layout = [
         f"{label} {old.value} but the configuration now uses {new.value}"
@@ -201,7 +201,7 @@ def check_collection(
         )
     if before_rebuild is not None:
         try:
-            before_rebuild()
+            before_rebuild(store)
         except BaseException:
             store.close()  # untouched
             raise
@@ -220,7 +220,7 @@ def open_collection(
     force_ingest: bool,
     store: VectorStore | None = None,
     verify: bool = False,
-    before_rebuild: Callable[[], None] | None = None,
+    before_rebuild: Callable[[VectorStore], None] | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 

@@ -43,14 +43,17 @@ from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
+from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
 from deckhand.stores.tool_store import open_collection
+from deckhand.tools import agent_documents
+from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, Metric, Vector
+from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
 T = TypeVar("T")
 
@@ -155,6 +158,9 @@ class SourceTool:
         self._filters_checked: VectorStore | None = None
         #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
         self.engine = HybridSearcher(self.embed_query, name=config.name)
+        #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
+        self._kept: list[AgentDocument] = []
+        self._write_chunker: Chunker | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(
@@ -196,6 +202,7 @@ class SourceTool:
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
+            self._restore_kept(store, embedder, ingestor.chunker)
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
@@ -269,7 +276,7 @@ class SourceTool:
                 force_ingest=force_ingest,
                 store=reused,
                 verify=verify,
-                before_rebuild=lambda: probe(embedder, self.config.name),
+                before_rebuild=lambda store: self._before_rebuild(embedder, store),
             )
 
         try:
@@ -306,6 +313,94 @@ class SourceTool:
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
+
+    def _before_rebuild(self, embedder: CachedEmbedder, store: VectorStore) -> None:
+        """Before a rebuild drops the index: check the new model embeds, keep the agent documents' texts."""
+        probe(embedder, self.config.name)
+        pending = self._pending_path()
+        # An earlier rebuild killed after its drop left its documents in the journal, not in the store.
+        kept = {doc.id: doc for doc in agent_documents.load_pending(pending)}
+        kept.update((doc.id, doc) for doc in agent_documents.kept_documents(self.config.name, store))
+        self._kept = list(kept.values())
+        if self._kept:
+            agent_documents.save_pending(pending, self._kept)  # on disk before anything is dropped
+        self._write_chunker = None  # built again on the new model's tokenizer
+
+    def _pending_path(self) -> Path:
+        return agent_documents.pending_path(state_dir(self.base_dir), self.config.name)
+
+    def _restore_kept(self, store: VectorStore, embedder: CachedEmbedder, chunker: Chunker) -> None:
+        """Write the agent documents a rebuild dropped again, embedded with the new model."""
+        pending = self._pending_path()
+        kept, self._kept = self._kept or agent_documents.load_pending(pending), []
+        for doc in kept:
+            agent_documents.write_document(
+                tool=self.config.name,
+                store=store,
+                embedder=embedder,
+                chunker=chunker,
+                prepare=self._prepare_step(),
+                doc_id=doc.id,
+                title=doc.title,
+                text=doc.text or "",
+                metadata=doc.metadata,
+                added=doc.added,
+            )
+        pending.unlink(missing_ok=True)
+        if kept:
+            log.info("tool %s: %d agent document(s) embedded again after the rebuild", self.config.name, len(kept))
+
+    # -- documents an agent adds (deckhand_add; see deckhand.tools.agent_documents) --------------------------
+    def add_document(self, doc_id: str, title: str, text: str, metadata: dict[str, Any]) -> AgentDocument:
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
+        store, embedder = self._writable()
+        if self._write_chunker is None:
+            self._write_chunker = self.build_chunker(embedder)
+        complete = is_complete(store)
+        doc = agent_documents.write_document(
+            tool=self.config.name,
+            store=store,
+            embedder=embedder,
+            chunker=self._write_chunker,
+            prepare=self._prepare_step(),
+            doc_id=doc_id,
+            title=title,
+            text=text,
+            metadata=metadata,
+        )
+        if complete:
+            mark_complete(store)  # a write leaves a complete index complete: the next process need not walk the source
+        self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
+        return doc
+
+    def remove_entry(self, source: str) -> int:
+        """Remove stored source ``source`` (an agent document, or a file's entry: never the file) from the index;
+        the chunks it held (0: none was stored)."""
+        store, _ = self._writable()
+        state = store.manifest().get(source)
+        if state is None:
+            return 0
+        complete = is_complete(store)
+        store.delete_source(source)
+        if complete:
+            mark_complete(store)
+        self.after_ingest(store, IngestReport(removed=[source]), changed=True)
+        return state.chunk_count
+
+    def index_entries(self) -> dict[str, FileState]:
+        """The stored sources (files and agent documents) and what the manifest says of each."""
+        store, _ = self._writable()
+        return store.manifest()
+
+    def agent_document(self, doc_id: str) -> AgentDocument | None:
+        """Agent document ``doc_id`` with its text; None when this tool holds none of that id."""
+        store, _ = self._writable()
+        return agent_documents.read_document(self.config.name, store, doc_id)
+
+    def _writable(self) -> tuple[VectorStore, CachedEmbedder]:
+        if not self.is_initialized or self._store is None or self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before documents are added or removed")
+        return self._store, self._embedder
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
@@ -460,8 +555,9 @@ class SourceTool:
         manifest = sorted((s.source, s.sha256, s.chunk_count) for s in store.manifest().values())
         return ("manifest", store.count(), hash(tuple(manifest)))
 
-    def indexed_files(self) -> dict[Path, str]:
-        """Each file the store holds, by its absolute path, with its content hash (empty before initialisation).
+    def indexed_files(self) -> dict[Path | str, str]:
+        """Each file the store holds, by its absolute path, with its content hash (empty before initialisation);
+        an agent document by its ``deckhand-agent://`` URI.
 
         Two of these side by side say which files an ingest changed, added or removed, whichever
         process ran it.
@@ -471,7 +567,9 @@ class SourceTool:
             return {}
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
 
-    def _absolute(self, source: str) -> Path:
+    def _absolute(self, source: str) -> Path | str:
+        if agent_documents.is_agent_source(source):
+            return source
         path = Path(source)  # a manifest key: relative to the config's directory when inside it, else absolute
         return path if path.is_absolute() else self.base_dir / path
 
