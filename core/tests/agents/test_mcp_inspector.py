@@ -37,6 +37,8 @@ CALLS: dict[str, dict[str, str]] = {
     "deckhand_list_tools": {},
     "deckhand_ingest": {"tool": "harbor_docs"},
     "deckhand_read": {"uri": "", "context": "1"},  # the uri: the search's first link
+    "deckhand_add": {"tool": "harbor_docs", "id": "inspector-note", "title": "Tides", "text": "High tide at 6."},
+    "deckhand_delete": {"tool": "harbor_docs", "id": "inspector-note"},
 }
 
 
@@ -81,8 +83,13 @@ def inspector() -> Path:
 
 @pytest.fixture
 def harbor(tmp_path: Path) -> Path:
+    """A copy of examples/ whose tool takes writes (so the write tools are listed and called too)."""
     shutil.copytree(ROOT / "examples", tmp_path / "harbor", ignore=shutil.ignore_patterns(".deckhand"))
-    return tmp_path / "harbor" / "agent.yaml"
+    agent = tmp_path / "harbor" / "agent.yaml"
+    text = agent.read_text()
+    assert "    top_k: 3\n" in text
+    agent.write_text(text.replace("    top_k: 3\n", "    top_k: 3\n    writable: true\n"))
+    return agent
 
 
 def _deckhand() -> str:
@@ -115,7 +122,7 @@ def _environment(agent: Path) -> dict[str, str]:
 
 def test_the_docs_name_the_version_tested() -> None:
     text = (ROOT / "docs" / "mcp.md").read_text()
-    assert re.findall(r"Inspector (\d+\.\d+\.\d+)", text) == [INSPECTOR_VERSION]
+    assert set(re.findall(r"Inspector (\d+\.\d+\.\d+)", text)) == {INSPECTOR_VERSION}
 
 
 def test_the_inspector_lists_and_calls_every_tool(inspector: Path, harbor: Path, http_server: _Server) -> None:

@@ -4,8 +4,8 @@ A tool's index changes through ``--watch``, ``deckhand_ingest``, a write of an a
 through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica over the same
 store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
 (:meth:`deckhand.agents.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
-a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds, and right after an
-ingest of this process. A stamp that differs from the last one read is a change, announced as
+a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
+(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp that differs from the last one read is a change, announced as
 
 * to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
   to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
@@ -77,12 +77,13 @@ class Changes:
         self.toolbox = toolbox
         self.reader = reader
         self.interval = interval
-        self.listen = sdk.ListenStreams()
+        self.listen = sdk.ListenStreams(on_open=self._listener_came)
         self._sessions: OrderedDict[object, _Session] = OrderedDict()
         self._stamps: dict[str, Any] = {}
         self._files: dict[str, dict[Path | str, str]] = {}
         self._reading: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False  # some client listened at the last look
         self.announced = 0  # changes announced (for tests and diagnostics)
 
     # -- the entry points ----------------------------------------------------------------------
@@ -99,13 +100,35 @@ class Changes:
         self._soon(self._check, name)
 
     async def run(self) -> None:
-        """Read every tool's stamp every :attr:`interval` seconds until cancelled (nothing when it is 0)."""
+        """Read every tool's stamp every :attr:`interval` seconds while a client listens, until cancelled (nothing
+        when the interval is 0)."""
         self.attach()
         if self.interval <= 0:
             return
         while True:
-            await asyncio.gather(*(self._check(name) for name in self.toolbox.tool_names))
+            self._listening = self._listened()
+            if self._listening:  # else no store is read (and the next listener reads fresh stamps first)
+                await asyncio.gather(*(self._check(name) for name in self.toolbox.tool_names))
             await asyncio.sleep(self.interval)
+
+    def _listened(self) -> bool:
+        """Whether some client subscribed to a URI or holds a listen stream open (the looks run only then)."""
+        return self._subscribed_uris() or self.listen.open > 0
+
+    def _listener_came(self) -> None:
+        """A subscription or a listen stream: the first since nobody listened reads the stamps afresh now (a
+        change made while nobody listened is no news to it), so a change right after it is told apart."""
+        if self._listening:
+            return
+        self._listening = True
+        for name in self.toolbox.tool_names:
+            self._soon(self._rebase, name)
+
+    async def _rebase(self, name: str) -> None:
+        read, stamp = await self._read(name, self.toolbox.change_stamp)
+        if read:
+            self._stamps[name] = stamp
+            self._files.pop(name, None)
 
     def attach(self) -> None:
         """Remember the running event loop: announcements from other threads are made on it."""
@@ -139,6 +162,7 @@ class Changes:
                 RESOURCE_NOT_FOUND, f"uri: a session may subscribe to at most {MAX_SUBSCRIPTIONS} URIs"
             )
         uris.add(uri)
+        self._listener_came()
 
     def unsubscribe(self, key: object, uri: str) -> None:
         """``resources/unsubscribe`` (a URI never subscribed to is no error)."""

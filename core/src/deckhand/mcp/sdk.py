@@ -178,7 +178,10 @@ class ListenStreams:
     #: Most streams open at once.
     MAX_STREAMS = 256
 
-    def __init__(self) -> None:
+    def __init__(self, on_open: Callable[[], None] | None = None) -> None:
+        """``on_open`` is called as each stream opens."""
+        self.on_open = on_open
+        self.open = 0  # streams open now
         self._uris: dict[str, int] = {}
         self._bus: Any = None
         self._handler: Any = None
@@ -200,9 +203,13 @@ class ListenStreams:
         uris = list(params.notifications.resource_subscriptions or [])
         for uri in uris:
             self._uris[uri] = self._uris.get(uri, 0) + 1
+        self.open += 1
+        if self.on_open is not None:
+            self.on_open()
         try:
             return await self._handler(ctx, params)
         finally:
+            self.open -= 1
             for uri in uris:
                 left = self._uris.get(uri, 1) - 1
                 if left > 0:
