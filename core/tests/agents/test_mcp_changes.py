@@ -259,16 +259,33 @@ async def test_a_change_seen_by_the_look_is_heard_once(fake_box: tuple[Any, Tool
             looking.cancel()
 
 
-async def test_tool_changed_announces_at_once_from_any_thread(fake_box: tuple[Any, Toolbox]) -> None:
-    _, box = fake_box
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_tool_changed_announces_at_once_from_any_thread_to_subscribers_only(
+    fake_box: tuple[Any, Toolbox],
+) -> None:
+    tool, box = fake_box
     app = DeckhandMcpServer(box, changes_interval=0)  # no looking: only what the server is told
     heard = _Heard()
-    async with memory_session(app.server, message_handler=heard) as session:
-        await call(session, "deckhand_list_tools")  # a 2025 session is heard of from its first request
+    root = _uri(Path(tool.config.source))
+
+    def from_a_thread() -> None:
         thread = threading.Thread(target=app.changes.tool_changed, args=("docs",))
         thread.start()
         thread.join()
-        await heard.wait_for((LIST_CHANGED, None), timeout=5)
+
+    async with memory_session(app.server, message_handler=heard) as session:
+        await call(session, "deckhand_list_tools")
+        from_a_thread()
+        await asyncio.sleep(0.3)
+        assert heard.items == [], "a session that subscribed to nothing is told nothing"
+        await _subscribe(session, root)
+        from_a_thread()
+        await heard.wait_for((UPDATED, root), (LIST_CHANGED, None), timeout=5)
+        await session.unsubscribe_resource(root)  # type: ignore[arg-type]
+        heard.items.clear()
+        from_a_thread()
+        await asyncio.sleep(0.3)
+        assert heard.items == []
 
 
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")

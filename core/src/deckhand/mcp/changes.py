@@ -5,13 +5,15 @@ through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica
 store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
 (:meth:`deckhand.agents.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
 a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
-(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp that differs from the last one read is a change, announced as
+(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp
+that differs from the last one read is a change, announced as
 
 * to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
   to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
   document whose index entry changed, or the source's own directory URI: any change of the
   tool), and ``notifications/resources/list_changed`` (the agent documents listed, and the files
-  the tool serves, so what its resource template and completions reach, may differ);
+  the tool serves, so what its resource template and completions reach, may differ); a session
+  that subscribed to nothing is told nothing (a client that did not ask may not expect it);
 * to 2026-07-28 clients: the same two events on their ``subscriptions/listen`` streams, as each
   stream's filter asks.
 
@@ -55,7 +57,7 @@ STAMP_DEADLINE = 10.0
 SEND_DEADLINE = 5.0
 #: Most URIs one session may subscribe to.
 MAX_SUBSCRIPTIONS = 1000
-#: Most 2025-era sessions remembered (the least recently heard from is forgotten first).
+#: Most 2025-era sessions with subscriptions remembered (the least recently subscribed is forgotten first).
 MAX_SESSIONS = 1024
 #: JSON-RPC error of a subscription refused (the spec's "resource not found").
 RESOURCE_NOT_FOUND = -32002
@@ -136,27 +138,23 @@ class Changes:
             self._loop = asyncio.get_running_loop()
 
     # -- what sdk.py reports -------------------------------------------------------------------
-    def seen(self, key: object, subscriber: sdk.Subscriber) -> None:
-        """A 2025-era session made a request: it hears list changes from now on."""
-        session = self._sessions.get(key)
-        if session is None:
-            self._sessions[key] = _Session(subscriber)
-            while len(self._sessions) > MAX_SESSIONS:
-                self._sessions.popitem(last=False)
-        else:
-            session.subscriber = subscriber
-            self._sessions.move_to_end(key)
-
     def subscribe(self, key: object, subscriber: sdk.Subscriber, uri: str) -> None:
         """``resources/subscribe``: an SDK error (one line) for a URI no tool serves, or one too many."""
-        self.seen(key, subscriber)
         if not self._served(uri):
             raise sdk.resource_error(
                 RESOURCE_NOT_FOUND,
                 "uri: subscribe to a file a tool indexes, an agent document (deckhand-agent://tool/id) or a tool's "
                 "source directory (resources/templates/list names them)",
             )
-        uris = self._sessions[key].uris
+        session = self._sessions.get(key)
+        if session is None:
+            session = self._sessions[key] = _Session(subscriber)
+            while len(self._sessions) > MAX_SESSIONS:  # the least recently subscribed goes first
+                self._sessions.popitem(last=False)
+        else:
+            session.subscriber = subscriber
+            self._sessions.move_to_end(key)
+        uris = session.uris
         if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS:
             raise sdk.resource_error(
                 RESOURCE_NOT_FOUND, f"uri: a session may subscribe to at most {MAX_SUBSCRIPTIONS} URIs"
@@ -243,6 +241,8 @@ class Changes:
             return where is not None and where[0] == name and (where[2] or changed is None or where[1] in changed)
 
         for key, session in list(self._sessions.items()):
+            if not session.uris:
+                continue  # unsubscribed from everything: it asked to hear nothing
             try:
                 for uri in sorted(session.uris):
                     if touched(uri):

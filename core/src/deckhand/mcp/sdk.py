@@ -49,7 +49,6 @@ class ChangeHub(Protocol):
     listen: ListenStreams
 
     def attach(self) -> None: ...
-    def seen(self, key: object, subscriber: Subscriber) -> None: ...
     def subscribe(self, key: object, subscriber: Subscriber, uri: str) -> None: ...
     def unsubscribe(self, key: object, uri: str) -> None: ...
 
@@ -142,30 +141,14 @@ class _SessionSubscriber:
         await self.session.send_resource_list_changed()
 
 
-def _note_session(changes: ChangeHub | None, session: Any) -> tuple[object, Subscriber]:
-    """Tell ``changes`` a 2025-era session made a request; its key (one per connection) and subscriber.
+def _subscriber(changes: ChangeHub, session: Any) -> tuple[object, Subscriber]:
+    """The key of a 2025-era session (one per connection) and how to tell it of changes.
 
-    On 2.x the session object is made anew for each request and a 2026-07-28 connection lives for
-    one request (its changes ride ``subscriptions/listen``), so the key is the connection under it,
-    and modern connections are not remembered. (The one other place deckhand reaches into the SDK
-    is :func:`forget_session`.)
+    On 2.x the session object is made anew for each request, so the key is the connection under it.
+    (The one other place deckhand reaches into the SDK is :func:`forget_session`.)
     """
-    key: object = getattr(session, "_connection", session)
-    subscriber = _SessionSubscriber(session)
-    if changes is not None:
-        changes.attach()
-        if not _modern(session):
-            changes.seen(key, subscriber)
-    return key, subscriber
-
-
-def _modern(session: Any) -> bool:
-    """Whether a 2.x session speaks 2026-07-28 or later (always False on 1.x)."""
-    if SDK_MAJOR < 2:
-        return False
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found,unused-ignore]
-
-    return session.protocol_version in MODERN_PROTOCOL_VERSIONS
+    changes.attach()
+    return getattr(session, "_connection", session), _SessionSubscriber(session)
 
 
 class ListenStreams:
@@ -242,15 +225,10 @@ def _build_v1(
 ) -> Any:
     server: Any = Server(name, version=server_version, instructions=instructions)
 
-    def heard() -> tuple[object, Subscriber]:
-        return _note_session(changes, server.request_context.session)
-
     async def on_list() -> list[Any]:
-        heard()
         return [tool(d) for d in list_tools()]
 
     async def on_call(tool_name: str, arguments: dict[str, Any]) -> Any:
-        heard()
         ctx = server.request_context
         token = getattr(ctx.meta, "progressToken", None) if ctx.meta is not None else None
 
@@ -294,10 +272,10 @@ def _build_v1(
             hub = changes
 
             async def on_subscribe(uri: Any) -> None:
-                hub.subscribe(*heard(), str(uri))
+                hub.subscribe(*_subscriber(hub, server.request_context.session), str(uri))
 
             async def on_unsubscribe(uri: Any) -> None:
-                hub.unsubscribe(heard()[0], str(uri))
+                hub.unsubscribe(_subscriber(hub, server.request_context.session)[0], str(uri))
 
             server.subscribe_resource()(on_subscribe)
             server.unsubscribe_resource()(on_unsubscribe)
@@ -326,11 +304,9 @@ def _build_v2(
     prompts: PromptSource | None,
 ) -> Any:
     async def on_list(ctx: Any, params: Any) -> Any:
-        _note_session(changes, ctx.session)
         return mcp_types.ListToolsResult.model_validate({"tools": list_tools()})
 
     async def on_call(ctx: Any, params: Any) -> Any:
-        _note_session(changes, ctx.session)
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
@@ -366,11 +342,11 @@ def _build_v2(
             hub = changes
 
             async def on_subscribe(ctx: Any, params: Any) -> Any:
-                hub.subscribe(*_note_session(hub, ctx.session), str(params.uri))
+                hub.subscribe(*_subscriber(hub, ctx.session), str(params.uri))
                 return mcp_types.EmptyResult()
 
             async def on_unsubscribe(ctx: Any, params: Any) -> Any:
-                hub.unsubscribe(_note_session(hub, ctx.session)[0], str(params.uri))
+                hub.unsubscribe(_subscriber(hub, ctx.session)[0], str(params.uri))
                 return mcp_types.EmptyResult()
 
             async def on_listen(ctx: Any, params: Any) -> Any:
