@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from test_mcp_e2e import DOCS, _Server
+from test_mcp_e2e import DOCS, _Server, write_docs
 
 #: Seconds a test waits for a notification (the stamp is looked at every 0.2 s).
 WAIT = 20.0
@@ -41,10 +41,7 @@ needs_listen = pytest.mark.skipif(SDK_MAJOR < 2, reason="subscriptions/listen (2
 
 @pytest.fixture
 def agent(tmp_path: Path) -> Path:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text)
+    write_docs(tmp_path)
     config = tmp_path / "agent.yaml"
     config.write_text(
         "name: harbor_agent\ntools:\n  - type: vectorstore\n    name: docs\n    source: docs/\n    top_k: 2\n"
