@@ -17,7 +17,7 @@ import pytest
 pytest.register_assert_rewrite("deckhand.testing.store_conformance")
 
 from _foundation_helpers import AcmeStorePlugin  # noqa: E402
-from deckhand.embedding.factory import embedder_for  # noqa: E402
+from deckhand.building.embedders import embedder_for  # noqa: E402
 from deckhand.plugins import get_registry, reset_registry  # noqa: E402
 from deckhand.testing.isolation import isolated_state, session_state  # noqa: E402, F401
 

@@ -16,7 +16,8 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.retrieval.side_indexes import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.tools.base import COMPLETE_MARK, IndexOpened
+from deckhand.stores.tool_store import COMPLETE_MARK
+from deckhand.tools.base import IndexOpened
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
@@ -159,13 +160,13 @@ SCRIPT = """
 import json, sys
 from pathlib import Path
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.embedding import factory
+from deckhand.building import embedders as factory
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
 calls = []
 original = factory.load_embedder
 factory.load_embedder = lambda *a, **k: calls.append(a[1]) or original(*a, **k)
-import deckhand.embedding.lazy as lazy
+import deckhand.building.lazy_embedders as lazy
 lazy.load_embedder = factory.load_embedder
 
 base = Path(sys.argv[1])

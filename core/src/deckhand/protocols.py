@@ -616,23 +616,19 @@ class Tool(Protocol):
         """The answer agents read: formatted results, or a line saying why there are none."""
         ...
 
-    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
-        """Blocking form of :meth:`search`, with an optional result count and filter."""
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count (and ``filter=`` where it takes one)."""
         ...
 
-    async def search_results(
-        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
-    ) -> Sequence[SearchResult]:
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON).
 
-        ``filter`` keeps only chunks that pass it (:class:`deckhand.filters.SearchFilter`, a
-        mapping of the same shape, or ``--filter`` expressions); see ``docs/filters.md``.
+        A tool type whose searches filter adds a keyword ``filter`` to the three search methods
+        (:class:`FilteringTool`); one without it is never given a filter (deckhand reads the signature).
         """
         ...
 
-    def search_results_sync(
-        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
-    ) -> Sequence[SearchResult]:
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         """Blocking form of :meth:`search_results`."""
         ...
 
@@ -655,6 +651,23 @@ class Tool(Protocol):
     def close(self) -> None:
         """Release the store and anything else held; :meth:`initialize` opens them again."""
         ...
+
+
+class FilteringTool(Tool, Protocol):
+    """A :class:`Tool` whose searches take ``filter``: only chunks that pass it
+    (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions;
+    see ``docs/filters.md``). Every builtin tool type is one; deckhand gives a filter only to a tool whose
+    ``search_results_sync`` has a ``filter`` parameter (:func:`deckhand.tools.results.takes_filter`)."""
+
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str: ...
+
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]: ...
+
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]: ...
 
 
 class Progress(Protocol):

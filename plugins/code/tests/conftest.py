@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.embedding.factory import embedder_for
+from deckhand.building.embedders import embedder_for
 from deckhand.plugins import get_registry
 from deckhand.testing.isolation import isolated_state, session_state  # noqa: F401
 

@@ -203,8 +203,9 @@ class ReferenceOut(BaseModel):
     )
 
 
-class Hit(BaseModel):
-    """One search result: the chunk, where it comes from, and how well it matched."""
+class ResultOut(BaseModel):
+    """One search result as MCP clients receive it: a :class:`deckhand.types.SearchResult` with its line
+    numbers and code symbol lifted out of ``metadata`` and a ``uri`` to read it by (``agents.output.hit_of``)."""
 
     rank: int
     score: float = Field(description="Similarity in [0, 1], higher is better.")
@@ -231,7 +232,7 @@ class Hit(BaseModel):
 class SearchOutput(Output):
     tool: str
     query: str
-    results: list[Hit]
+    results: list[ResultOut]
     next_cursor: str | None = Field(
         default=None,
         description="Set when more results did not fit the result budget: pass it as cursor, with the same "

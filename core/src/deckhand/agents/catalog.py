@@ -54,6 +54,7 @@ from deckhand.agents.writes import (
 )
 from deckhand.limits import DEFAULT_RESULT_BUDGET
 from deckhand.tools.agent_documents import is_agent_source
+from deckhand.tools.base import SourceTool
 from deckhand.tools.results import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -164,7 +165,7 @@ def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Opera
 
 def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOutput:
     """``found`` with each hit's ``uri`` (its file and lines) where the reader would serve it."""
-    base = Path(getattr(tool, "base_dir", None) or Path.cwd())
+    base = tool.base_dir if isinstance(tool, SourceTool) else Path.cwd()
     for hit in found.results:
         if is_agent_source(hit.source):  # a document an agent added: its own URI, read like a file's
             lines = f"#L{hit.start_line}-L{hit.end_line or hit.start_line}" if hit.start_line is not None else ""

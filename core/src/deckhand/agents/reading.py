@@ -373,5 +373,6 @@ def _line_of(offsets: list[int], char: int) -> int:
 def _loaders(tool: Any) -> Any:
     from deckhand.ingest.pipeline import LoaderSet
     from deckhand.plugins import get_registry
+    from deckhand.tools.base import SourceTool
 
-    return LoaderSet.from_registry(getattr(tool, "registry", None) or get_registry())
+    return LoaderSet.from_registry(tool.registry if isinstance(tool, SourceTool) else get_registry())

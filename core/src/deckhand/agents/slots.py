@@ -13,6 +13,7 @@ from typing import Any
 from deckhand.agents.calls import CallError
 from deckhand.agents.outages import Outage
 from deckhand.agents.progress import IngestProgress
+from deckhand.protocols import Tool
 
 
 def accepts_filter(tool: Any) -> bool:
@@ -27,7 +28,7 @@ def accepts_filter(tool: Any) -> bool:
 class Slot:
     """One tool and what the toolbox knows about it."""
 
-    tool: Any
+    tool: Tool
     tracker: IngestProgress | None
     cond: threading.Condition = field(default_factory=threading.Condition)
     busy: bool = False  # a search or an ingest holds the tool
@@ -44,7 +45,7 @@ class Slot:
     takes_filter: bool = True
 
     @classmethod
-    def serving(cls, tool: Any, tracker: IngestProgress | None) -> Slot:
+    def serving(cls, tool: Tool, tracker: IngestProgress | None) -> Slot:
         """The slot of ``tool`` as the toolbox starts serving it."""
         return cls(tool, tracker, takes_filter=accepts_filter(tool))
 

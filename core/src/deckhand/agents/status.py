@@ -34,15 +34,15 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
     if outage is not None:
         kept = f"the last index ({count} searchable items) is kept" if slot.ready else "nothing is indexed yet"
         said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
-    stamp = getattr(tool, "last_ingest_time", None)
-    report = getattr(tool, "last_report", None)
+    stamp = tool.last_ingest_time
+    report = tool.last_report
     return ToolStatus(
         name=name,
-        type=str(getattr(tool.config, "type", "")),
+        type=tool.config.type,
         description=tool_function(tool)["description"],
         source=str(source),
         state=state,
-        provider=getattr(tool, "provider", None),
+        provider=tool.provider,
         document_count=count,
         files=slot.entries[0] if slot.entries is not None else None,
         agent_documents=slot.entries[1] if slot.entries is not None else None,

@@ -64,6 +64,8 @@ from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
 from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
+from deckhand.protocols import Tool
+from deckhand.tools.base import SourceTool
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
@@ -97,12 +99,12 @@ HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
 RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS + WRITE_CALLS)
 
 
-class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
+class Toolbox(MemoryCalls, WriteCalls):
     """The calls an agent can make on one agent config: search each tool, memory, housekeeping."""
 
     def __init__(
         self,
-        tools: Sequence[Any],
+        tools: Sequence[Tool],
         memory: VectorMemoryManager | None = None,
         *,
         search_wait: float = SEARCH_WAIT,
@@ -136,11 +138,9 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
         self._source_of = source_of
         self._closing = threading.Event()
         self._background: threading.Thread | None = None
-        self.retry_first, self.retry_max = retry
         self.allow_fallback = allow_fallback
-        self._healer: threading.Thread | None = None
-        self._heal_wake = threading.Event()
-        self._heal_lock = threading.Lock()
+        #: Records the stores' outages and retries them in the background.
+        self.healing = OutageHealing(self._slots, self._closing, self.ingest, retry)
         #: The write calls' rate buckets and change listeners (:mod:`deckhand.agents.writes`).
         self.writes = WriteState()
 
@@ -218,7 +218,8 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
         tool = self._slot(name).tool
         if self._source_of is not None:
             return self._source_of(tool)
-        return Path(tool.config.source).expanduser().resolve()
+        config: Any = tool.config  # a served tool's entry has a source: (SourceToolConfig or its plugin's own)
+        return Path(config.source).expanduser().resolve()
 
     def redact(self, text: str) -> str:
         """``text`` with URL passwords and every known secret replaced by ``***``."""
@@ -279,12 +280,12 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
             except Exception as exc:
                 slot.error = self.error_line(exc)
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
-                slot.ready = slot.ready and bool(getattr(slot.tool, "is_initialized", True))
+                slot.ready = slot.ready and slot.tool.is_initialized
                 if is_outage(exc):
-                    outage = self._store_down(name, slot, slot.error)  # warns once, when the outage begins
+                    outage = self.healing.store_down(name, slot, slot.error)  # warns once, when the outage begins
                     log.info("tool %s: ingest failed, %s: %s", name, outage, slot.error)
                     raise CallError(f"{name}: ingest failed: {slot.error} ({outage})") from None
-                self._store_up(name, slot, healed=False)
+                self.healing.store_up(name, slot, healed=False)
                 log.warning("tool %s: ingest failed: %s", name, slot.error)
                 raise CallError(f"{name}: ingest failed: {slot.error}") from None
             finally:
@@ -292,7 +293,7 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
                 if slot.tracker is not None:
                     slot.tracker.listener = None
             slot.ready, slot.error = True, None
-            self._store_up(name, slot, healed=True)
+            self.healing.store_up(name, slot, healed=True)
             self._count(name, slot)
             return report
 
@@ -316,7 +317,7 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
         asked = time.monotonic()
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)  # nobody ingested this tool yet: its first search does (lazy front ends)
-        elif not slot.ready and self._retry_due(slot):
+        elif not slot.ready and self.healing.retry_due(slot):
             with contextlib.suppress(CallError):  # the store may be back: try now rather than at the next retry
                 self.ingest(name)
         with self._hold(name, slot, timeout=self.search_wait):
@@ -336,22 +337,20 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
             try:
                 extra = _filter_argument(name, slot, args.filter)
                 results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if results:
-                    from deckhand.tools.results import format_results
-
-                    text = getattr(tool, "format_results", format_results)(results)  # a tool's own text format
-                else:
-                    text = tool.search_text_sync(args.query, **extra)  # the contract's "no results" wording
+                if isinstance(tool, SourceTool):  # the tool's own text for the results it gave
+                    text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
+                else:  # a tool type of its own: its search_text_sync is the text agents read
+                    text = tool.search_text_sync(args.query, args.top_k, **extra)
             except CallError:
                 raise
             except Exception as exc:
                 line = self.error_line(exc)
                 if is_outage(exc):
-                    outage = self._store_down(name, slot, line, attempt=False)
+                    outage = self.healing.store_down(name, slot, line, attempt=False)
                     raise CallError(f"{name}: {line} ({outage}; the index is kept)") from None
                 raise CallError(f"{name}: {line}") from None
             if slot.outage is not None:
-                self._retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
+                self.healing.retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
         hits = [hit_of(r) for r in results]
         return text, SearchOutput(tool=name, query=args.query, results=hits)
 
@@ -411,7 +410,7 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)
             if is_outage(exc):
-                self._store_down(name, slot, line, attempt=False)
+                self.healing.store_down(name, slot, line, attempt=False)
         return slot.count
 
     def change_stamp(self, name: str, timeout: float) -> Any:
@@ -491,7 +490,7 @@ class Toolbox(MemoryCalls, OutageHealing, WriteCalls):
     def close(self) -> None:
         """Wake every waiting call, then release the tools that are idle and the memory."""
         self._closing.set()
-        self._heal_wake.set()
+        self.healing.wake()
         for name, slot in self._slots.items():
             with slot.cond:
                 slot.cond.notify_all()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from deckhand.bases import as_progress
 from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
@@ -30,7 +31,7 @@ from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
-from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
+from deckhand.ingest.report import IngestStatus, Progress, format_size
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
@@ -132,7 +133,7 @@ class Ingestor:
         self.chunker = chunker
         self.loaders = loaders
         self.base_dir = base_dir
-        self.progress = progress or NoProgress()
+        self.progress = as_progress(progress)
         #: Optional step between chunking and embedding (e.g. adding context to ``embed_text``).
         self.prepare = prepare
         #: The tool's ``encoding:`` setting: ``auto``, a codec, or glob pattern → codec.
@@ -304,15 +305,9 @@ class Ingestor:
         message = eta.estimate(self._status)
         if message is None:
             return
-        note = getattr(self.progress, "note", None)
-        if note is not None:
-            note(message)
-        else:
-            log.info(message)
+        self.progress.note(message)
 
     def report_status(self) -> None:
         """Show where the run stands (a progress display that takes ``status``: the line of files, chunks,
         chunks/s and time left)."""
-        status = getattr(self.progress, "status", None)
-        if status is not None:
-            status(self._status)
+        self.progress.status(self._status)

@@ -402,21 +402,44 @@ def validate_message(line: str) -> None:
         message.model_validate_json(line)
 
 
-def session_manager(app: Any, security: Any) -> Any:
-    """The SDK's streamable-HTTP session manager, stateful, with its own session limits off (2.x has some).
+def session_manager(app: Any, security: Any, *, stateless: bool = False) -> Any:
+    """The SDK's streamable-HTTP manager, with its own session limits off (2.x has some).
 
-    deckhand bounds the sessions itself (:mod:`deckhand.mcp.sessions`), the same way on both lines.
+    On 2.x it serves the 2026-07-28 revision's self-contained requests whatever ``stateless`` says;
+    ``stateless`` decides how the 2025 revisions are served: with sessions (``Mcp-Session-Id``, which
+    deckhand bounds itself, the same way on both lines: :mod:`deckhand.mcp.sessions`), or without
+    (every POST answered on its own, so any replica can take any request).
     """
     import inspect
 
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    options: dict[str, Any] = {"app": app, "security_settings": security}
+    options: dict[str, Any] = {"app": app, "security_settings": security, "stateless": stateless}
     accepted = inspect.signature(StreamableHTTPSessionManager.__init__).parameters
     for name in ("session_idle_timeout", "max_sessions"):
         if name in accepted:
             options[name] = None
     return StreamableHTTPSessionManager(**options)
+
+
+def _handshake_versions() -> frozenset[str]:
+    """The protocol revisions negotiated by ``initialize`` (2.x; 1.x knows no other kind)."""
+    if SDK_MAJOR < 2:
+        return frozenset()
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS  # type: ignore[import-not-found,unused-ignore]
+
+    return frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+_HANDSHAKE_VERSIONS = _handshake_versions()
+
+
+def sessionless(protocol_version: str | None) -> bool:
+    """Whether a request whose ``MCP-Protocol-Version`` header says ``protocol_version`` is served without a
+    session by the SDK installed: on 2.x, any revision ``initialize`` does not negotiate (2026-07-28 and
+    later; an unknown one is refused by the SDK, also without a session). 1.x serves every request in session
+    mode."""
+    return SDK_MAJOR >= 2 and protocol_version is not None and protocol_version not in _HANDSHAKE_VERSIONS
 
 
 def forget_session(manager: Any, session_id: str) -> None:

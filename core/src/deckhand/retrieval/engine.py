@@ -22,7 +22,9 @@ that keeps side indexes (the sqlite store) holds them, versioned by its records 
 process loads them (or, from a side index file, opens them and reads per query), and rebuilds them
 from ``store.iter_records()`` only when the records changed since they were saved; other stores
 rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
-checks the records version (one read) so an ingestion by another process is picked up.
+checks the records version (one read) so an ingestion by another process is picked up; a store
+without one (PostgreSQL, Redis: replicas of ``deckhand mcp --http``, a CLI or Ray ingest beside a
+running server) has its manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import TypeVar
 
 from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
-from deckhand.errors import RerankError
+from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
     KeywordIndex,
@@ -50,7 +52,7 @@ from deckhand.protocols import (
     VectorAwareKeywordIndex,
     VectorStore,
 )
-from deckhand.retrieval import side_indexes
+from deckhand.retrieval import side_indexes, windows
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -80,6 +82,9 @@ EVERYTHING = 1 << 30
 DEFINITIONS_PER_RESULT = 5
 #: With a per-source limit, single mode asks the store for this many times ``top_k`` nearest records.
 DIVERSITY_DEPTH = 4
+
+#: Seconds between two looks at a store's manifest for another process's ingest (stores without a records version).
+FRESHNESS_INTERVAL = 2.0
 
 #: Builds the keyword index for a store: ``(index, strategy name)``.
 KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
@@ -117,6 +122,9 @@ class SearchSettings:
     #: (a section reference, a quoted phrase, a defined term) holds and no chunk found holds most of the query's
     #: words (:mod:`deckhand.retrieval.relevance`); None: no such check.
     relevance_floor: float | None = None
+    #: Score the best dense candidates again with their best window of this many words (None: off;
+    #: :mod:`deckhand.retrieval.windows`).
+    windows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,8 @@ class HybridSearcher:
         self.embed = embed
         self.name = name
         self.keyword_index = keyword_index
+        #: The vectors of many passages (the tool's cached embedder): what ``SearchSettings.windows`` embeds.
+        self.embed_passages: Callable[[Sequence[str]], Vector] | None = None
         #: The reranker applied after fusion (None: results keep the fused order), and its name for warnings.
         self.reranker: Reranker | None = None
         self.reranker_name = "?"
@@ -213,6 +223,9 @@ class HybridSearcher:
         self.indexes: side_indexes.SideIndexes | None = None
         #: Records version the side indexes were built from (stores that keep side indexes).
         self.indexed_version: int | None = None
+        #: The manifest the side indexes were built from, as a fingerprint (other stores), and when it was compared.
+        self.indexed_manifest: int | None = None
+        self._manifest_checked = 0.0
         #: Seconds the last update of the side indexes took.
         self.index_seconds: float = 0.0
         #: How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``.
@@ -245,8 +258,10 @@ class HybridSearcher:
             return
         if side is None or not side_indexes.persistable(keyword):
             version = side.records_version() if side is not None else None  # read before the records
+            manifest = _fingerprint(store) if side is None else None  # so is the manifest
             self.rebuild_indexes(store)
             self.indexed_version = version  # so ensure_current notices another process's changes
+            self.indexed_manifest, self._manifest_checked = manifest, time.monotonic()
             return
         clock = time.perf_counter()
         version = side.records_version()  # read before the records: a rebuild is saved only if still current
@@ -315,9 +330,22 @@ class HybridSearcher:
             )
 
     def ensure_current(self, store: VectorStore) -> None:
-        """Bring the side indexes up to date when another process (or store object) changed the records."""
+        """Bring the side indexes up to date when another process (or store object) changed the records.
+
+        A store that keeps a records version answers at once; for any other, the manifest (one read of
+        every file's entry) is compared at most every :data:`FRESHNESS_INTERVAL` seconds.
+        """
         side = side_index_storage(store)
-        if side is not None and self.indexed_version is not None and side.records_version() != self.indexed_version:
+        if side is not None:
+            if self.indexed_version is not None and side.records_version() != self.indexed_version:
+                self.update_indexes(store)
+            return
+        now = time.monotonic()
+        if self.indexed_manifest is None or now - self._manifest_checked < FRESHNESS_INTERVAL:
+            return
+        self._manifest_checked = now
+        if _fingerprint(store) != self.indexed_manifest:
+            log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
             self.update_indexes(store)
 
     def rebuild_indexes(self, store: VectorStore, *, last_row: int | None = None) -> None:
@@ -443,6 +471,7 @@ class HybridSearcher:
         off_topic = hits and floor is not None and hits[0].score < floor
         if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
             return []
+        hits = self._windowed(query, hits, settings)
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
@@ -452,6 +481,16 @@ class HybridSearcher:
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+
+    def _windowed(self, query: str, hits: list[SearchHit], settings: SearchSettings) -> list[SearchHit]:
+        """``hits`` with their best candidates scored again by their best window (``settings.windows``)."""
+        if settings.windows is None or self.embed_passages is None or not hits:
+            return hits
+        try:
+            return windows.rescored(self.embed(query), hits, settings.windows, self.embed_passages)
+        except EmbeddingError as exc:
+            log.warning("tool %s: passage windows not scored, results keep the chunks' order: %s", self.name, exc)
+            return hits
 
     def _sources(self, record_ids: list[str]) -> dict[str, str]:
         """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
@@ -529,6 +568,7 @@ class HybridSearcher:
         if SEMANTIC in weights:
             assert vector is not None
             hits = filtering.search(store, vector, depth, where=where, provider=provider)
+            hits = self._windowed(query, hits, settings)
             ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if beside is not None:
@@ -598,3 +638,8 @@ class HybridSearcher:
             else:
                 out.append(ResolvedReference(section_id=ref, resolved=False))
         return out
+
+
+def _fingerprint(store: VectorStore) -> int:
+    """A fingerprint of ``store``'s manifest: changes whenever an ingest (of any process) writes or removes a file."""
+    return hash(frozenset(store.manifest().items()))

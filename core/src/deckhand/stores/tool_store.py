@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from deckhand.capabilities import integrity_check
+from deckhand.capabilities import integrity_check, side_index_storage
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -251,3 +251,21 @@ def open_collection(
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest, before_rebuild)
     return store, used
+
+
+#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
+COMPLETE_MARK = "ingest/complete"
+
+
+def mark_complete(store: VectorStore) -> None:
+    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
+    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
+    side = side_index_storage(store)
+    if side is not None:
+        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
+
+
+def is_complete(store: VectorStore) -> bool:
+    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
+    side = side_index_storage(store)
+    return side is None or side.load_side_index(COMPLETE_MARK) is not None

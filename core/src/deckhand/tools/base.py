@@ -6,7 +6,7 @@
 ``open`` is the lazy start of a process that only searches: it opens the collection and
 does not walk the source, unless the tool was never completely ingested (then it is
 ``initialize``). Either way the embedding model is loaded only when something is embedded
-(:mod:`deckhand.embedding.lazy`), and the chunker (which needs the model's tokenizer) only
+(:mod:`deckhand.building.lazy_embedders`), and the chunker (which needs the model's tokenizer) only
 when a file is chunked. The store is kept between initialisations in one process, so a second
 ``initialize`` ingests only what changed, on every store. Subclasses add how a query is
 answered (:meth:`SourceTool.search_results_sync`) and, if they keep side indexes, what to do
@@ -24,17 +24,18 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
+from deckhand.bases import ChunkerBase, as_chunker
+from deckhand.building.embedders import FORMER_DEFAULTS
+from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import FORMER_DEFAULTS
-from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
@@ -49,34 +50,16 @@ from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import HybridSearcher
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import open_collection
+from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
 from deckhand.tools import agent_documents
 from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
-T = TypeVar("T")
-
 log = logging.getLogger("deckhand")
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
-#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
-COMPLETE_MARK = "ingest/complete"
-
-
-def mark_complete(store: VectorStore) -> None:
-    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
-    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
-    side = side_index_storage(store)
-    if side is not None:
-        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
-
-
-def is_complete(store: VectorStore) -> bool:
-    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-    side = side_index_storage(store)
-    return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
 
 @dataclass
@@ -93,16 +76,16 @@ class IndexOpened(IngestReport):
         )
 
 
-class _LazyChunker:
+class _LazyChunker(ChunkerBase):
     """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
 
     def __init__(self, build: Callable[[], Chunker]) -> None:
         self._build = build
-        self._chunker: Chunker | None = None
+        self._chunker: ChunkerBase | None = None
 
-    def _built(self) -> Chunker:
+    def _built(self) -> ChunkerBase:
         if self._chunker is None:
-            self._chunker = self._build()
+            self._chunker = as_chunker(self._build())
         return self._chunker
 
     def chunk(self, document: Document) -> list[Chunk]:
@@ -110,9 +93,7 @@ class _LazyChunker:
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
         """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
-        chunker = self._built()
-        stream = getattr(chunker, "iter_chunks", None)
-        yield from (stream(document) if stream is not None else chunker.chunk(document))
+        return self._built().iter_chunks(document)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for chunk worker processes) as the built chunker: the builder is a closure."""
@@ -158,6 +139,7 @@ class SourceTool:
         self._filters_checked: VectorStore | None = None
         #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
         self.engine = HybridSearcher(self.embed_query, name=config.name)
+        self.engine.embed_passages = self.embed_passages
         #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
         self._kept: list[AgentDocument] = []
         self._write_chunker: Chunker | None = None
@@ -460,15 +442,6 @@ class SourceTool:
     def reranker(self, reranker: Reranker | None) -> None:
         self.engine.reranker = reranker
 
-    def rerank_depth(self, top_k: int) -> int:
-        """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
-        return self.engine.rerank_depth(top_k, self.config.rerank_top_n)
-
-    def reranked(self, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float | None]]:
-        """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
-        there is no reranker or it fails (one warning names the reason)."""
-        return self.engine.reranked(query, candidates, text)
-
     def similarity_floor(self) -> float | None:
         """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
         whose noise level was measured (:data:`deckhand.scoring.UNRELATED_COSINE`), the similarity under which
@@ -519,8 +492,7 @@ class SourceTool:
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""
-        step = self.prepare
-        return None if getattr(step, "__func__", None) is SourceTool.prepare else step
+        return None if type(self).prepare is SourceTool.prepare else self.prepare
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Called after each ingestion; ``changed`` says whether the stored records may differ."""
@@ -638,7 +610,7 @@ class SourceTool:
             self._filters_checked = store
         return where
 
-    def format_results(self, results: Sequence[Any]) -> str:
+    def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_results(list(results))
 
@@ -672,6 +644,17 @@ class SourceTool:
         if not query or not query.strip():
             raise ValueError("Search query cannot be empty")
         return self._store
+
+    def embed_passages(self, texts: Sequence[str]) -> Vector:
+        """The vectors of ``texts`` as chunks are embedded (through the embedding cache): ``passage_windows``'s."""
+        if self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        try:
+            return self._embedder.embed(texts)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"Failed to embed passage windows: {exc}") from exc
 
     def embed_query(self, query: str) -> Vector:
         """``query``'s vector from the tool's embedder (the last :data:`QUERY_CACHE` are kept)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
 from deckhand.config.base import IN_MEMORY
@@ -40,6 +40,7 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
+from deckhand.tools.results import SearchResult
 
 log = logging.getLogger("deckhand")
 
@@ -141,6 +142,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
+            windows=self.config.passage_windows,
             semantic_floor=self.similarity_floor(),
             relevance_floor=self.relevance_floor(),
         )
@@ -168,7 +170,7 @@ class HierarchicalDocumentTool(ContextualChunks):
         hits = self.engine.search(store, query, settings, where=where, provider=self.provider)
         return [_result(rank, hit) for rank, hit in enumerate(hits, start=1)]
 
-    def format_results(self, results: Sequence[Any]) -> str:
+    def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 

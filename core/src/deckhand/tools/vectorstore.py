@@ -32,6 +32,7 @@ class VectorStoreTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
+            windows=self.config.passage_windows,
         )
 
     def search_results_sync(
