@@ -27,12 +27,12 @@ from _agent_fakes import box_of, in_thread
 from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp.sdk import SDK_MAJOR
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.testing.mcp_client import READ_TIMEOUT, call, deckhand_command, memory_session, wire
+from deckhand.testing.mcp_client import READ_TIMEOUT, HttpServerProcess, call, deckhand_command, memory_session, wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from test_mcp_e2e import DOCS, _Server, write_docs
+from test_mcp_e2e import DOCS, write_docs
 
 #: Seconds a test waits for a notification (the stamp is looked at every 0.2 s).
 WAIT = 20.0
@@ -167,13 +167,13 @@ async def _events(stream: Any, count: int) -> list[Any]:
 
 
 @pytest.fixture
-def http_server(agent: Path) -> Iterator[_Server]:
+def http_server(agent: Path) -> Iterator[HttpServerProcess]:
     """``deckhand mcp --http --watch`` that looks for no outside change (``--changes-interval 0``): only its own
     ingests (``deckhand_ingest``, ``--watch``) are heard of."""
-    server = _Server(
+    server = HttpServerProcess(
         ["mcp", "--config", str(agent), "--http", "127.0.0.1:0", "--changes-interval", "0", "--watch"],
-        dict(os.environ),
-        agent.parent,
+        env=dict(os.environ),
+        cwd=agent.parent,
     )
     try:
         yield server
@@ -183,7 +183,9 @@ def http_server(agent: Path) -> Iterator[_Server]:
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
-async def test_http_2025_session_and_2026_stream_hear_deckhand_ingest(agent: Path, http_server: _Server) -> None:
+async def test_http_2025_session_and_2026_stream_hear_deckhand_ingest(
+    agent: Path, http_server: HttpServerProcess
+) -> None:
     from deckhand.testing.mcp_client import http_session
 
     docs = agent.parent / "docs"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_mcp_e2e import _Server
+from deckhand.testing.mcp_client import HttpServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -108,8 +108,10 @@ def _inspect(inspector: Path, target: list[str], *arguments: str) -> dict[str, A
 
 
 @pytest.fixture
-def http_server(harbor: Path) -> Iterator[_Server]:
-    server = _Server(["mcp", "--config", str(harbor), "--http", "127.0.0.1:0"], _environment(harbor), harbor.parent)
+def http_server(harbor: Path) -> Iterator[HttpServerProcess]:
+    server = HttpServerProcess(
+        ["mcp", "--config", str(harbor), "--http", "127.0.0.1:0"], env=_environment(harbor), cwd=harbor.parent
+    )
     try:
         yield server
     finally:
@@ -125,7 +127,9 @@ def test_the_docs_name_the_version_tested() -> None:
     assert set(re.findall(r"Inspector (\d+\.\d+\.\d+)", text)) == {INSPECTOR_VERSION}
 
 
-def test_the_inspector_lists_and_calls_every_tool(inspector: Path, harbor: Path, http_server: _Server) -> None:
+def test_the_inspector_lists_and_calls_every_tool(
+    inspector: Path, harbor: Path, http_server: HttpServerProcess
+) -> None:
     """Over stdio (the Inspector starts ``deckhand mcp``) and over HTTP (one server for every call: each stdio
     command would start a server of its own)."""
     stdio = ["-e", f"DECKHAND_HOME={_environment(harbor)['DECKHAND_HOME']}", _deckhand(), "mcp", "-c", str(harbor)]
