@@ -31,12 +31,18 @@ DOCS = {
 }
 
 
-@pytest.fixture
-def agent(tmp_path: Path) -> Path:
-    docs = tmp_path / "docs"
+def write_docs(root: Path) -> Path:
+    """:data:`DOCS` written under ``root/docs``; that folder."""
+    docs = root / "docs"
     docs.mkdir()
     for name, text in DOCS.items():
         (docs / name).write_text(text)
+    return docs
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    write_docs(tmp_path)
     config = tmp_path / "agent.yaml"
     config.write_text(
         "name: harbor_agent\n"

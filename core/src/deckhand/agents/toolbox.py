@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deckhand.agents.calls import (
     CallError,
@@ -86,6 +86,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("deckhand.agents")
+
+T = TypeVar("T")
 
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
@@ -410,6 +412,40 @@ class Toolbox(MemoryCalls, WriteCalls):
             if is_outage(exc):
                 self.healing.store_down(name, slot, line, attempt=False)
         return slot.count
+
+    def change_stamp(self, name: str, timeout: float) -> Any:
+        """A value that changes when what tool ``name`` holds changes, whoever wrote it (see
+        ``SourceTool.change_stamp``; a tool of another kind: its chunk count).
+
+        None when it cannot be read now: the tool is not ready, a call holds it for more than
+        ``timeout`` seconds, its store is unreachable or failed. Read while holding the tool, like a search.
+        """
+        from deckhand.tools.base import SourceTool
+
+        def stamp(tool: Any) -> Any:
+            return tool.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
+
+        return self._read_held(name, timeout, stamp)
+
+    def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
+        """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
+        they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
+        from deckhand.tools.base import SourceTool
+
+        return self._read_held(
+            name, timeout, lambda tool: tool.indexed_files() if isinstance(tool, SourceTool) else None
+        )
+
+    def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:
+        slot = self._slot(name)
+        if not slot.ready or slot.outage is not None:
+            return None
+        try:
+            with self._hold(name, slot, timeout=timeout):
+                return read(slot.tool)
+        except Exception as exc:  # busy, closing, or the store failed: nothing this time
+            log.debug("tool %s: what it holds was not read: %s", name, self.error_line(exc))
+            return None
 
     def reingest(self, args: IngestArguments, listener: ProgressListener | None = None) -> tuple[str, IngestOutput]:
         """Re-ingest one tool (or all): incremental unless ``force``; one summary per tool."""

@@ -74,6 +74,14 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     help="With --http: serve clients of the 2025 revisions (mcp 1.x) without sessions too, so that any replica "
     "behind a load balancer answers any request (2026-07-28 clients never need a session).",
 )
+@click.option(
+    "--changes-interval",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Look this often for changes another process made to the tools' indexes (a CLI ingest, a Ray run, "
+    "another replica) and tell the subscribed clients; 0: only this server's own ingests. Default: 2.",
+)
 @verbose_option
 @quiet_option
 @click.pass_context
@@ -87,6 +95,7 @@ def mcp(
     session_idle_timeout: float,
     result_budget: int,
     stateless: bool,
+    changes_interval: float | None,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -125,6 +134,7 @@ def mcp(
             result_budget=result_budget,
             stateless=stateless,
             cursor_secret=signing,
+            changes_interval=changes_interval,
         )
 
 

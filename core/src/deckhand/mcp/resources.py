@@ -156,6 +156,14 @@ class Resources:
             values, more = self._paths(tool or "", root, prefix)
         return {"values": values, "hasMore": more}
 
+    def complete_path(self, tool: str, prefix: str) -> dict[str, Any]:
+        """The ``completion`` object of files ``tool`` serves whose path under its source starts with ``prefix``."""
+        root = self.reader.root(tool)
+        if root is None or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
+            return {"values": [], "hasMore": False}
+        values, more = self._paths(tool, root, prefix)
+        return {"values": values, "hasMore": more}
+
     def _paths(self, tool: str, root: Path, prefix: str) -> tuple[list[str], bool]:
         found: list[str] = []
         scanned = 0

@@ -50,8 +50,11 @@ async def stdio_session(
 
 
 @asynccontextmanager
-async def http_session(url: str, *, token: str | None = None) -> AsyncIterator[ClientSession]:
-    """An initialized session with the streamable-HTTP server at ``url``."""
+async def http_session(
+    url: str, *, token: str | None = None, message_handler: Any = None
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with the streamable-HTTP server at ``url`` (``message_handler``: the SDK's,
+    given every notification the server sends)."""
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -63,7 +66,7 @@ async def http_session(url: str, *, token: str | None = None) -> AsyncIterator[C
     async with (
         client,
         streamable_http_client(url, http_client=client) as streams,
-        ClientSession(streams[0], streams[1]) as session,
+        ClientSession(streams[0], streams[1], message_handler=message_handler) as session,
     ):
         await session.initialize()
         yield session
@@ -178,7 +181,7 @@ async def call(session: ClientSession, name: str, arguments: dict[str, Any] | No
 
 
 @asynccontextmanager
-async def memory_session(server: Any) -> AsyncIterator[ClientSession]:
+async def memory_session(server: Any, *, message_handler: Any = None) -> AsyncIterator[ClientSession]:
     """An initialized session with a low-level ``Server`` running in this event loop (no process, no I/O)."""
     import anyio
     from mcp.shared.memory import create_client_server_memory_streams
@@ -193,7 +196,7 @@ async def memory_session(server: Any) -> AsyncIterator[ClientSession]:
 
         group.start_soon(run)
         try:
-            async with ClientSession(client_streams[0], client_streams[1]) as session:
+            async with ClientSession(client_streams[0], client_streams[1], message_handler=message_handler) as session:
                 await session.initialize()
                 yield session
         finally:

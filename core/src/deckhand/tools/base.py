@@ -32,6 +32,7 @@ import numpy as np
 from deckhand.bases import ChunkerBase, as_chunker
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
+from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -512,6 +513,41 @@ class SourceTool:
     def document_count(self) -> int:
         """Number of stored chunks (0 before initialisation)."""
         return self._store.count() if self._store is not None else 0
+
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """A cheap value that changes whenever the stored records do, whoever wrote them (None before initialisation).
+
+        Another process ingesting into the same store (a CLI ingest, a Ray run, another replica) changes
+        it too, so a long-lived server can tell its clients without a restart. A store with side indexes
+        answers with its records version (one small query); any other with its count and a digest of its
+        manifest (each file's hash and chunk count), which every ingest that changes a file changes.
+        """
+        store = self._store
+        if store is None:
+            return None
+        side = side_index_storage(store)
+        if side is not None:
+            return ("version", side.records_version())
+        manifest = sorted((s.source, s.sha256, s.chunk_count) for s in store.manifest().values())
+        return ("manifest", store.count(), hash(tuple(manifest)))
+
+    def indexed_files(self) -> dict[Path | str, str]:
+        """Each file the store holds, by its absolute path, with its content hash (empty before initialisation);
+        an agent document by its ``deckhand-agent://`` URI.
+
+        Two of these side by side say which files an ingest changed, added or removed, whichever
+        process ran it.
+        """
+        store = self._store
+        if store is None:
+            return {}
+        return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
+
+    def _absolute(self, source: str) -> Path | str:
+        if agent_documents.is_agent_source(source):
+            return source
+        path = Path(source)  # a manifest key: relative to the config's directory when inside it, else absolute
+        return path if path.is_absolute() else self.base_dir / path
 
     async def search(self, query: str) -> str:
         """Search and format the results as text (what the agent reads)."""
