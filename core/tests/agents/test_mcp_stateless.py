@@ -61,16 +61,22 @@ async def test_a_stateless_request_never_costs_a_session(make_tool: Any) -> None
 
 
 async def test_stateless_mode_serves_2025_clients_without_sessions(make_tool: Any) -> None:
-    asgi, keeper = http_app_and_keeper(DeckhandMcpServer(box_of(make_tool())), None, True, stateless=True)
+    server = DeckhandMcpServer(box_of(make_tool()), stateless=True)
+    asgi, keeper = http_app_and_keeper(server, None, True, stateless=True)
     with http_server(asgi) as url:
         raw = RawHttp(url)
         status, messages, session = raw.post(json.dumps(INITIALIZE).encode())
         assert status == 200 and "result" in messages[0] and session is None, "no Mcp-Session-Id given"
+        resources = messages[0]["result"]["capabilities"]["resources"]
+        assert resources["subscribe"] is False, "no subscription can outlive a stateless request"
         assert raw.post(json.dumps(INITIALIZED).encode())[0] == 202
         for _ in range(3):  # every request on its own, as if each went to another replica
             status, messages, session = raw.post(json.dumps(SEARCH).encode())
             assert (status, session) == (200, None) and messages[-1]["result"]["isError"] is False, messages
         assert keeper.live == 0
+        subscribe = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "file:///x"}}
+        status, messages, _ = raw.post(json.dumps(subscribe).encode())
+        assert "--stateless" in messages[-1]["error"]["message"], messages
         if SDK_MAJOR >= 2:
             assert await _modern_calls(url, 1) == ["2026-07-28"]
         raw.close()

@@ -74,8 +74,12 @@ class _Session:
 class Changes:
     """Who listens to which changes, and telling them: one per server (see the module docstring)."""
 
-    def __init__(self, toolbox: Toolbox, reader: SourceReader, *, interval: float = POLL_INTERVAL) -> None:
-        """``interval``: seconds between two stamp reads of every tool (0: only after this process's ingests)."""
+    def __init__(
+        self, toolbox: Toolbox, reader: SourceReader, *, interval: float = POLL_INTERVAL, sessions: bool = True
+    ) -> None:
+        """``interval``: seconds between two stamp reads of every tool (0: only after this process's ingests);
+        ``sessions`` False (``--stateless``): 2025 sessions end with their request, so none may subscribe."""
+        self.sessions = sessions
         self.toolbox = toolbox
         self.reader = reader
         self.interval = interval
@@ -140,6 +144,13 @@ class Changes:
     # -- what sdk.py reports -------------------------------------------------------------------
     def subscribe(self, key: object, subscriber: sdk.Subscriber, uri: str) -> None:
         """``resources/subscribe``: an SDK error (one line) for a URI no tool serves, or one too many."""
+        if not self.sessions:
+            raise sdk.resource_error(
+                RESOURCE_NOT_FOUND,
+                "resources/subscribe: this server runs with --stateless, where a 2025 session ends with its request "
+                "and could hear no change; listen with a 2026-07-28 client (subscriptions/listen) or serve without "
+                "--stateless",
+            )
         if not self._served(uri):
             raise sdk.resource_error(
                 RESOURCE_NOT_FOUND,

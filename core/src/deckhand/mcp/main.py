@@ -45,7 +45,9 @@ def serve(
     """
     say = echo or (lambda line: None)
     use_cursor_secret(cursor_secret)
-    app = DeckhandMcpServer(toolbox, result_budget=result_budget, changes_interval=changes_interval)
+    app = DeckhandMcpServer(
+        toolbox, result_budget=result_budget, changes_interval=changes_interval, stateless=stateless
+    )
 
     def ingested(name: str, report: Any, error: str | None) -> None:
         app.changes.check_soon(name)  # the background ingest or --watch: subscribed clients hear it now

@@ -92,11 +92,14 @@ def build_server(
     resources: ResourceSource | None = None,
     changes: ChangeHub | None = None,
     prompts: PromptSource | None = None,
+    *,
+    subscribe: bool = True,
 ) -> Any:
     """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
     the resource requests with ``resources`` when given, the subscriptions with ``changes``
     (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x), and
     the prompt requests with ``prompts`` (``completion/complete`` of prompt arguments included).
+    ``subscribe`` False (a ``--stateless`` server) leaves ``resources/subscribe`` out of the capabilities.
 
     ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
     """
@@ -105,12 +108,12 @@ def build_server(
     else:
         server = _build_v1(name, server_version, instructions, list_tools, call, resources, changes, prompts)
     if changes is not None and resources is not None:
-        _declare_changes(server)
+        _declare_changes(server, subscribe)
     return server
 
 
-def _declare_changes(server: Any) -> None:
-    """Make the server's ``initialize`` answer say ``resources: {subscribe: true, listChanged: true}``.
+def _declare_changes(server: Any, subscribe: bool) -> None:
+    """Make the server's ``initialize`` answer say ``resources: {subscribe: <subscribe>, listChanged: true}``.
 
     Both lines take the list-changed flags as an argument of ``create_initialization_options`` (which
     the transports call without one), and 1.x says ``subscribe: false`` even with a handler.
@@ -122,7 +125,7 @@ def _declare_changes(server: Any) -> None:
     def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
         made = plain(notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
         if made.capabilities.resources is not None:
-            made.capabilities.resources.subscribe = True
+            made.capabilities.resources.subscribe = subscribe
         return made
 
     server.create_initialization_options = options

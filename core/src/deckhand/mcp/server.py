@@ -43,11 +43,18 @@ class DeckhandMcpServer:
     """An MCP server over one toolbox (transport-free: see :mod:`deckhand.mcp.transports`)."""
 
     def __init__(
-        self, toolbox: Toolbox, *, result_budget: int | None = None, changes_interval: float | None = None
+        self,
+        toolbox: Toolbox,
+        *,
+        result_budget: int | None = None,
+        changes_interval: float | None = None,
+        stateless: bool = False,
     ) -> None:
         """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none;
         ``changes_interval`` the seconds between two looks for changes made by other processes
-        (:mod:`deckhand.mcp.changes`; None: its default, 0: none)."""
+        (:mod:`deckhand.mcp.changes`; None: its default, 0: none). ``stateless`` (``--stateless``): no
+        2025 session outlives its request, so ``resources/subscribe`` is neither offered nor accepted
+        (a 2026-07-28 client's ``subscriptions/listen`` still is)."""
         from deckhand.mcp.changes import POLL_INTERVAL, Changes
 
         self.toolbox = toolbox
@@ -56,7 +63,7 @@ class DeckhandMcpServer:
         self.resources = Resources(reader, toolbox.tool_names, result_budget, agent=toolbox)
         interval = POLL_INTERVAL if changes_interval is None else changes_interval
         #: Who listens to which changes; ``changes.tool_changed(name)`` after a write tells them.
-        self.changes = Changes(toolbox, reader, interval=interval)
+        self.changes = Changes(toolbox, reader, interval=interval, sessions=not stateless)
         toolbox.writes.listeners.append(self.changes.tool_changed)  # deckhand_add and deckhand_delete
         self.prompts = Prompts(toolbox.tool_names, self.resources)
         self.server = sdk.build_server(
@@ -68,6 +75,7 @@ class DeckhandMcpServer:
             self.resources,
             self.changes,
             self.prompts,
+            subscribe=not stateless,
         )
 
     def definitions(self) -> list[dict[str, Any]]:
