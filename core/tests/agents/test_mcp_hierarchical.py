@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -51,3 +52,39 @@ async def test_structured_results_of_a_hierarchical_tool(tmp_path: Path, minilm:
             "source": hit["source"]} in hit["references"]  # fmt: skip
     jsonschema.validate(result["structuredContent"], app.definitions()[0]["outputSchema"])
     assert pinned["structuredContent"]["results"][0]["section_id"] == "7"
+
+
+async def test_the_search_prompt_completes_section_ids_and_filters_on_the_one_chosen(
+    tmp_path: Path, minilm: object
+) -> None:
+    """``deckhand_search``'s ``section`` argument completes from the ids the tool's chunks carry, and the
+    call it asks for keeps to that section (a ``section_id`` metadata filter)."""
+    from deckhand.testing.mcp_client import wire
+    from mcp.types import PromptReference
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "lease.md").write_text(LEASE)
+    config = tmp_path / "agent.yaml"
+    config.write_text("tools:\n  - type: hierarchical_document\n    name: contracts\n    source: contracts/\n")
+    box = Toolbox.from_config(config)
+    app = DeckhandMcpServer(box)
+    box.start_ingest()
+    ref = PromptReference(type="ref/prompt", name="deckhand_search")
+    try:
+        async with memory_session(app.server) as session:
+            await call(session, "contracts", {"query": "rent", "top_k": 1})  # waits for the ingest
+            every = wire(await session.complete(ref, {"name": "section", "value": ""}, {"tool": "contracts"}))
+            sevens = wire(await session.complete(ref, {"name": "section", "value": "7"}, {"tool": "contracts"}))
+            got = wire(
+                await session.get_prompt("deckhand_search", {"tool": "contracts", "query": "late", "section": "7"})
+            )
+            text = got["messages"][0]["content"]["text"]
+            asked = json.loads(text[text.index("{") : text.rindex("}") + 1])
+            kept = await call(session, "contracts", {**asked, "top_k": 5})
+    finally:
+        box.close()
+    assert {"1", "4", "7"} <= set(every["completion"]["values"]), every
+    assert sevens["completion"]["values"] == ["7"]
+    assert asked == {"query": "late", "filter": {"metadata": {"section_id": "7"}}}
+    assert kept["isError"] is False
+    assert {hit["section_id"] for hit in kept["structuredContent"]["results"]} == {"7"}

@@ -41,6 +41,7 @@ async def test_the_search_prompt_completes_tools_and_paths_and_asks_for_the_call
             ("tool", True),
             ("query", True),
             ("path", False),
+            ("section", False),
         ]
         assert await _complete(session, "tool", "") == ["docs", "notes"]
         assert await _complete(session, "tool", "n") == ["notes"]
@@ -54,6 +55,7 @@ async def test_the_search_prompt_completes_tools_and_paths_and_asks_for_the_call
         assert await _complete(session, "path", "", {"tool": "notes"}) == ["n.md"]
         assert await _complete(session, "path", "", {}) == [], "which tool? two are served"
         assert await _complete(session, "query", "how") == [], "free text: nothing to offer"
+        assert await _complete(session, "section", "", {"tool": "docs"}) == [], "a tool without sections"
 
         got = wire(
             await session.get_prompt("deckhand_search", {"tool": "docs", "query": "rotate keys", "path": "guides/"})

@@ -436,6 +436,14 @@ class Toolbox(MemoryCalls, WriteCalls):
             name, timeout, lambda tool: tool.indexed_files() if isinstance(tool, SourceTool) else None
         )
 
+    def section_ids(self, name: str, timeout: float) -> list[str]:
+        """The section ids tool ``name``'s chunks carry (``SourceTool.section_ids``); none when they cannot be
+        read now (as :meth:`change_stamp`) or the tool has none."""
+        from deckhand.tools.base import SourceTool
+
+        ids = self._read_held(name, timeout, lambda tool: tool.section_ids() if isinstance(tool, SourceTool) else [])
+        return ids or []
+
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:
         slot = self._slot(name)
         if not slot.ready or slot.outage is not None:

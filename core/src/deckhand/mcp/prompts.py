@@ -2,14 +2,16 @@
 
 MCP completes the arguments of prompts and resource templates only (``completion/complete`` has no
 reference to a tool), so the arguments that name things are offered here, completed as they are
-typed: ``tool`` (the search tools) and ``path`` (a file or folder under that tool's source, the
-files ``resources/read`` would serve). ``prompts/get`` returns one user message asking the model
-to call the tool with exactly those arguments (``path`` becomes the search's ``filter``).
+typed: ``tool`` (the search tools), ``path`` (a file or folder under that tool's source, the
+files ``resources/read`` would serve) and ``section`` (a section id the tool's chunks carry: a
+numbered heading, a code symbol). ``prompts/get`` returns one user message asking the model to
+call the tool with exactly those arguments (``path`` and ``section`` become the search's ``filter``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from deckhand.limits import MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS
@@ -25,10 +27,14 @@ INVALID_PARAMS = -32602
 class Prompts:
     """``prompts/list``, ``prompts/get`` and the prompt side of ``completion/complete``, in wire form."""
 
-    def __init__(self, searchable: list[str], resources: Resources) -> None:
-        """``searchable``: the tools a query can be sent to (``path`` completes under their sources)."""
+    def __init__(
+        self, searchable: list[str], resources: Resources, sections: Callable[[str], list[str]] | None = None
+    ) -> None:
+        """``searchable``: the tools a query can be sent to (``path`` completes under their sources);
+        ``sections(tool)``: the section ids that tool's chunks carry (``section`` completes from them)."""
         self.searchable = searchable
         self.resources = resources
+        self.sections = sections or (lambda tool: [])
 
     def listing(self) -> list[dict[str, Any]]:
         if not self.searchable:
@@ -50,6 +56,12 @@ class Prompts:
                         "description": "Only this file or folder of the tool's source (e.g. guides/ or guides/*.md).",
                         "required": False,
                     },
+                    {
+                        "name": "section",
+                        "description": "Only the chunks of this section (a numbered heading such as 4.2, or a code "
+                        "symbol such as cli.main), as the tool's results name it.",
+                        "required": False,
+                    },
                 ],
             }
         ]
@@ -61,7 +73,7 @@ class Prompts:
                 INVALID_PARAMS, f"unknown prompt {str(name)[:MAX_NAME_CHARS]!r} (prompts: {SEARCH})"
             )
         given = dict(arguments or {})
-        unknown = sorted(set(given) - {"tool", "query", "path"})
+        unknown = sorted(set(given) - {"tool", "query", "path", "section"})
         if unknown:
             raise sdk.resource_error(INVALID_PARAMS, f"{SEARCH}: unknown argument {unknown[0][:MAX_NAME_CHARS]!r}")
         tool = _text(given.get("tool"), "tool", MAX_NAME_CHARS)
@@ -73,6 +85,9 @@ class Prompts:
         call: dict[str, Any] = {"query": query}
         if given.get("path"):
             call["filter"] = {"path": [_text(given["path"], "path", MAX_URI_CHARS)]}
+        if given.get("section"):
+            section = _text(given["section"], "section", MAX_NAME_CHARS)
+            call.setdefault("filter", {})["metadata"] = {"section_id": section}
         text = (
             f"Search the {tool} tool: call it with {json.dumps(call, ensure_ascii=False)} and answer from its "
             "results, naming each result's source."
@@ -84,17 +99,22 @@ class Prompts:
 
     def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]:
         """``completion/complete`` of a prompt argument: ``tool`` from the search tools, ``path`` from the files
-        under the tool named in ``context`` (or the only one); nothing for anything else."""
+        and ``section`` from the section ids of the tool named in ``context`` (or the only one); nothing for
+        anything else."""
         none: dict[str, Any] = {"values": [], "hasMore": False}
         if prompt != SEARCH or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
             return none
         if argument == "tool":
             values = [name for name in self.searchable if name.startswith(prefix)]
             return {"values": values[:MAX_COMPLETIONS], "hasMore": len(values) > MAX_COMPLETIONS}
+        tool = context.get("tool") or (self.searchable[0] if len(self.searchable) == 1 else "")
+        if tool not in self.searchable:
+            return none
         if argument == "path":
-            tool = context.get("tool") or (self.searchable[0] if len(self.searchable) == 1 else "")
-            if tool in self.searchable:
-                return self.resources.complete_path(tool, prefix)
+            return self.resources.complete_path(tool, prefix)
+        if argument == "section":
+            values = [ident for ident in self.sections(tool) if ident.startswith(prefix)]
+            return {"values": values[:MAX_COMPLETIONS], "hasMore": len(values) > MAX_COMPLETIONS}
         return none
 
 

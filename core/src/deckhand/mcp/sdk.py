@@ -264,7 +264,10 @@ def _build_v1(
             ]
 
         async def on_complete(ref: Any, argument: Any, context: Any) -> Any:
-            found = _completion(resources, prompts, ref, argument.name, argument.value, context)
+            # a walk of the source or a look at a tool's sections: off the event loop
+            found = await asyncio.to_thread(
+                _completion, resources, prompts, ref, argument.name, argument.value, context
+            )
             return mcp_types.Completion.model_validate(found)
 
         server.completion()(on_complete)
@@ -332,7 +335,9 @@ def _build_v2(
 
         async def on_complete(ctx: Any, params: Any) -> Any:
             argument = params.argument
-            found = _completion(resources, prompts, params.ref, argument.name, argument.value, params.context)
+            found = await asyncio.to_thread(
+                _completion, resources, prompts, params.ref, argument.name, argument.value, params.context
+            )
             return mcp_types.CompleteResult.model_validate({"completion": found})
 
         handlers = {

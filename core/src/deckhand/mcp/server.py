@@ -39,6 +39,10 @@ T = TypeVar("T")
 PROGRESS_INTERVAL = 0.2
 
 
+#: Seconds a completion of ``section`` waits for a tool a call holds (then it offers nothing).
+SECTIONS_WAIT = 0.5
+
+
 class DeckhandMcpServer:
     """An MCP server over one toolbox (transport-free: see :mod:`deckhand.mcp.transports`)."""
 
@@ -65,7 +69,9 @@ class DeckhandMcpServer:
         #: Who listens to which changes; ``changes.tool_changed(name)`` after a write tells them.
         self.changes = Changes(toolbox, reader, interval=interval, sessions=not stateless)
         toolbox.writes.listeners.append(self.changes.tool_changed)  # deckhand_add and deckhand_delete
-        self.prompts = Prompts(toolbox.tool_names, self.resources)
+        self.prompts = Prompts(
+            toolbox.tool_names, self.resources, lambda tool: toolbox.section_ids(tool, SECTIONS_WAIT)
+        )
         self.server = sdk.build_server(
             "deckhand",
             __version__,

@@ -543,6 +543,11 @@ class SourceTool:
             return {}
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
 
+    def section_ids(self) -> list[str]:
+        """The section ids its chunks carry (``section_id``, what a ``metadata`` filter selects), sorted; none
+        here: a tool that indexes sections (the hierarchical tool) names them."""
+        return []
+
     def _absolute(self, source: str) -> Path | str:
         if agent_documents.is_agent_source(source):
             return source

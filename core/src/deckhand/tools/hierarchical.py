@@ -102,6 +102,11 @@ class HierarchicalDocumentTool(ContextualChunks):
         self.engine = dataclasses.replace(self.engine, indexes=self.keeper.indexes)
         report.seconds["index"] = self.index_seconds
 
+    def section_ids(self) -> list[str]:
+        """The section ids of the indexed documents (numbered headings, code symbols), sorted."""
+        indexes = self.engine.indexes
+        return indexes.resolver.section_ids() if indexes is not None else []
+
     def refresh_indexes(self, store: VectorStore, *, new_keyword: bool = False) -> None:
         """Bring the side indexes up to date with ``store``'s records and build the query engine over them;
         ``new_keyword`` builds the configured keyword strategy anew first (after the configuration changed)."""
