@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import deckhand_ray.executor as executor_module
 import psutil
 import pytest
 from click.testing import CliRunner
@@ -230,3 +231,32 @@ def test_embedding_threads() -> None:
     assert embedding_threads(RayOptions(embed_actors=2, cpus_per_actor=0.5), cpus=2, nodes=1) == 1
     assert embedding_threads(RayOptions(cpus_per_actor=4), cpus=64, nodes=4) == 4
     assert embedding_threads(RayOptions(threads_per_actor=3), cpus=64, nodes=1) == 3
+
+
+def test_files_in_flight_stay_bounded(tmp_path: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source of 2,000 files streams through the cluster with at most ``max_in_flight`` files submitted and not
+    yet taken back at any moment (each ``ray.wait`` sees every file in flight): neither the driver nor the object
+    store ever holds the whole source."""
+    docs = tmp_path / "many"
+    docs.mkdir()
+    many = 2000
+    for i in range(many):
+        (docs / f"note-{i:04d}.md").write_text(f"# Note {i}\n\nBerth {i % 40} is free on day {i % 7}.\n")
+    config = _agent(tmp_path, "many", docs, "{provider: sqlite, connection_string: many.sqlite}")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    seen: list[int] = []
+    wait = executor_module.ray.wait
+
+    def counting_wait(refs: list[Any], **kwargs: Any) -> Any:
+        seen.append(len(refs))
+        return wait(refs, **kwargs)
+
+    monkeypatch.setattr(executor_module.ray, "wait", counting_wait)
+    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
+    assert isinstance(tool, SourceTool)
+    try:
+        report = tool.initialize_sync(executor=RayExecutor(RayOptions(max_in_flight=4)))
+    finally:
+        tool.close()
+    assert len(report.ingested) == many and not report.failed
+    assert len(seen) == many and max(seen) == 4  # the bound is reached and never passed
