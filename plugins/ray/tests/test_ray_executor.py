@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.embedding.lazy import forget_embedders, lazy_embedder_for
-from deckhand.errors import StoreConnectionError
+from deckhand.errors import ConfigError, StoreConnectionError
 from deckhand.ingest.executor import IngestJob
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
@@ -221,6 +221,35 @@ def test_errors_are_one_line_with_their_exit_code(
     finally:
         tool.close()
     assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+
+
+def test_actors_embedding_with_another_model_are_refused(
+    tmp_path: Path, corpus: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node whose default model differs from the driver's (fp32 where onnxruntime-gpu is installed, int8 on a
+    CPU) would write vectors of another model into the index: the run stops in one line before any file is sent,
+    and nothing is written."""
+    config = _agent(tmp_path, "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
+    assert isinstance(tool, SourceTool)
+
+    class GpuNodes(RayExecutor):
+        """The actors build the model a GPU node's default gives (fp32); the driver keeps the CPU default."""
+
+        def run(self, job: IngestJob) -> IngestReport:
+            job.tool = job.tool.model_copy(update={"embedding_model": "minilm:float"})
+            return super().run(job)
+
+    try:
+        with pytest.raises(ConfigError) as caught:
+            tool.initialize_sync(executor=GpuNodes(RayOptions()))
+    finally:
+        tool.close()
+    assert _index(config)[0] == 0
+    message = str(caught.value)
+    assert "\n" not in message and "the embedding actors embed with model all-MiniLM-L6-v2-onnx-int8" in message
+    assert '"minilm:float"' in message
 
 
 def test_embedding_threads() -> None:

@@ -161,7 +161,17 @@ class _Run:
             ).remote(setup)
             for _ in range(options.embed_actors)
         ]
-        self._get([a.ready.remote() for a in actors])
+        models: list[str] = self._get([a.ready.remote() for a in actors])
+        ours = self.ingestor.embedder.model_id
+        other = next((m for m in models if m != ours), None)
+        if other is not None:
+            # The default model runs int8 on a CPU and fp32 where onnxruntime-gpu is installed: a GPU node's
+            # vectors would not be this index's.
+            raise ConfigError(
+                f"executor ray: tool {job.tool.name!r}: the embedding actors embed with model {other}, this index "
+                f'with {ours}; give the tool an embedding_model every node runs alike ("minilm:float", the '
+                "default on a GPU, runs on CPUs too), or install the same onnxruntime package on every node"
+            )
         return actors
 
     def _result(self, ref: ray.ObjectRef[FileResult]) -> FileResult:

@@ -146,11 +146,11 @@ class EmbedWriter:
             write_file(self.store, file.display, state, records, result.report)
         return result
 
-    def ready(self) -> float:
-        """Answers once the actor is set up (its store opened), or raises why it could not be."""
+    def ready(self) -> str:
+        """The model id the actor embeds with, once it is set up (its store opened), or raises why it could not be."""
         if self.broken is not None:
             raise self.broken
-        return time.time()
+        return self.embedder.model_id
 
 
 #: The actor class as Ray runs it (options set per run: CPUs, GPUs, restarts).
