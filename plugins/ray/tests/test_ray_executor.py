@@ -205,22 +205,29 @@ def test_errors_are_one_line_with_their_exit_code(
 
     database = f"{{provider: postgres, connection_string: '{postgres_url}'}}"
     served = _agent(tmp_path / "pg", f"unreachable_{os.getpid()}", corpus, database)
-    tool = build_tool(load_agent_config(served).tools[0], base_dir=served.parent)
-    assert isinstance(tool, SourceTool)
+    # The actors are given a server that does not answer (the driver's own store works).
+    message = _refused(served, StoreConnectionError, database={"connection_string": "postgresql://x@127.0.0.1:1/x"})
+    assert "Traceback" not in message and "\n" not in message, message
 
-    class Elsewhere(RayExecutor):
-        """The actors are given a server that does not answer (the driver's own store works)."""
 
+def _refused(config: Path, error: type[Exception], **changes: dict[str, Any]) -> str:
+    """Ingest ``config`` through Ray with the actors given a job whose ``tool`` or ``database`` has ``changes`` (the
+    driver keeps its own); the message of the ``error`` the run raises."""
+
+    class Changed(RayExecutor):
         def run(self, job: IngestJob) -> IngestReport:
-            job.database = job.database.model_copy(update={"connection_string": "postgresql://x@127.0.0.1:1/x"})
+            job.tool = job.tool.model_copy(update=changes.get("tool", {}))
+            job.database = job.database.model_copy(update=changes.get("database", {}))
             return super().run(job)
 
+    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
+    assert isinstance(tool, SourceTool)
     try:
-        with pytest.raises(StoreConnectionError) as caught:
-            tool.initialize_sync(executor=Elsewhere(RayOptions()))
+        with pytest.raises(error) as caught:
+            tool.initialize_sync(executor=Changed(RayOptions()))
     finally:
         tool.close()
-    assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+    return str(caught.value)
 
 
 def test_actors_embedding_with_another_model_are_refused(
@@ -231,23 +238,9 @@ def test_actors_embedding_with_another_model_are_refused(
     and nothing is written."""
     config = _agent(tmp_path, "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
-    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
-    assert isinstance(tool, SourceTool)
-
-    class GpuNodes(RayExecutor):
-        """The actors build the model a GPU node's default gives (fp32); the driver keeps the CPU default."""
-
-        def run(self, job: IngestJob) -> IngestReport:
-            job.tool = job.tool.model_copy(update={"embedding_model": "minilm:float"})
-            return super().run(job)
-
-    try:
-        with pytest.raises(ConfigError) as caught:
-            tool.initialize_sync(executor=GpuNodes(RayOptions()))
-    finally:
-        tool.close()
+    # The actors build the model a GPU node's default gives (fp32); the driver keeps the CPU default.
+    message = _refused(config, ConfigError, tool={"embedding_model": "minilm:float"})
     assert _index(config)[0] == 0
-    message = str(caught.value)
     assert "\n" not in message and "the embedding actors embed with model all-MiniLM-L6-v2-onnx-int8" in message
     assert '"minilm:float"' in message
 
