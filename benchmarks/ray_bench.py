@@ -72,6 +72,7 @@ def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any
         "seconds": round(seconds, 2),
         "chunks_per_s": round(report.chunks_written / seconds, 1),
         "load_1min": round(os.getloadavg()[0], 1),
+        "stage_seconds": {stage: round(t, 1) for stage, t in report.seconds.items()},
     }
 
 
