@@ -42,13 +42,15 @@ import json, resource, sys, time
 import numpy as np
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions
+from deckhand.stores.sqlite.ann import SQLiteOptions
 from deckhand.types import CollectionSpec
 
 path, mode, queries_file, precision, expansion = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+kind, probes = sys.argv[6], int(sys.argv[7])
 queries = np.load(queries_file)
 started = time.perf_counter()
-options = SQLiteOptions(search=mode, ann_threshold=0, ann_precision=precision, ann_expansion_search=expansion)
+options = SQLiteOptions(search=mode, ann_threshold=0, ann_precision=precision,
+                        ann_expansion_search=expansion if kind == "hnsw" else 512, ann_index=kind, ann_probes=probes)
 store = SQLiteStore(path, "bench", options)
 store.open(CollectionSpec("bench", queries.shape[1], "bench-model"))
 first = store.search(queries[0], 10)
@@ -75,7 +77,7 @@ CHANGE = r"""
 import json, sys, time
 import numpy as np
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions
+from deckhand.stores.sqlite.ann import SQLiteOptions
 from deckhand.types import CollectionSpec, FileState, Record
 
 path, precision, expansion = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -112,12 +114,18 @@ def clustered(n: int, dim: int, seed: int) -> np.ndarray:
     return points / np.linalg.norm(points, axis=1, keepdims=True)
 
 
+#: The approximate index under test (``--index``, ``--probes``): set once in main().
+INDEX = {"kind": "hnsw", "probes": 32}
+
+
 def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite.ann import SQLiteOptions
     from deckhand.types import CollectionSpec, FileState, Record
 
-    store = SQLiteStore(path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision))
+    store = SQLiteStore(
+        path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision, ann_index=INDEX["kind"])
+    )
     store.open(CollectionSpec("bench", vectors.shape[1], "bench-model"))
     started = time.perf_counter()
     for start in range(0, len(vectors), PER_SOURCE):
@@ -135,10 +143,12 @@ def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
 def index(path: Path, dim: int, precision: str) -> dict[str, float]:
     """Build the graph at ``precision`` as `deckhand ingest` does at its end (timed)."""
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    from deckhand.stores.sqlite.ann import SQLiteOptions
     from deckhand.types import CollectionSpec
 
-    store = SQLiteStore(path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision))
+    store = SQLiteStore(
+        path, "bench", SQLiteOptions(search="ann", ann_threshold=0, ann_precision=precision, ann_index=INDEX["kind"])
+    )
     store.open(CollectionSpec("bench", dim, "bench-model"))
     started = time.perf_counter()
     store.maintain()
@@ -159,6 +169,7 @@ def search(
 ) -> dict[str, Any]:
     """Run the searcher in a new process (its open time and memory are its own), in ``cap`` if given."""
     command = [sys.executable, str(script), str(path), mode, str(queries), precision, str(expansion)]
+    command += [str(INDEX["kind"]), str(INDEX["probes"])]
 
     def enter() -> None:
         if cap is not None:
@@ -220,8 +231,11 @@ def main() -> None:
     parser.add_argument(
         "--precisions", nargs="+", choices=["f16", "i8", "f32"], help="graphs to build in turn (default: the store's)"
     )
+    parser.add_argument("--index", choices=["hnsw", "ivf"], default="hnsw", help="the approximate index (ann_index)")
+    parser.add_argument("--probes", type=int, nargs="+", default=[32], help="IVF: lists scanned per query, in turn")
     args = parser.parse_args()
-    from deckhand.stores.sqlite_ann import SQLiteOptions
+    INDEX.update(kind=args.index, probes=args.probes[0])
+    from deckhand.stores.sqlite.ann import SQLiteOptions
 
     args.precisions = args.precisions or [SQLiteOptions().ann_precision]
     args.expansions = args.expansions or [SQLiteOptions().ann_expansion_search]
@@ -255,11 +269,15 @@ def main() -> None:
         for number, precision in enumerate(args.precisions):
             if number:
                 timings.update(index(path, vectors.shape[1], precision))
-            files = sum(p.stat().st_size for p in path.parent.glob("index.sqlite.c*.usearch"))
-            for expansion in args.expansions:
+            files = sum(
+                p.stat().st_size for p in [*path.parent.glob("index.sqlite.c*.usearch"), *path.parent.glob("*.c*.ivf")]
+            )
+            for expansion in args.expansions if args.index == "hnsw" else args.probes:
+                INDEX["probes"] = expansion  # with --index ivf, the loop runs over the probes
                 a = search(script, path, "ann", qfile, precision, expansion)
                 recalls = [recall(expected[label], a[label]["ids"]) for label in ("all", "1%", "30%")]
-                row(size, kind, f"{precision}, ef {expansion}", timings, files, a, exact, recalls)
+                label = f"{precision}, ef {expansion}" if args.index == "hnsw" else f"ivf, {expansion} probes"
+                row(size, kind, label, timings, files, a, exact, recalls)
                 if args.memory_cap:
                     group = memory_cap(args.memory_cap)
                     try:

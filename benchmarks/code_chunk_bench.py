@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from deckhand.building.embedders import embedder_for
 from deckhand.chunking.token import TokenChunker
-from deckhand.embedding.factory import embedder_for
 from deckhand.plugins import get_registry
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker

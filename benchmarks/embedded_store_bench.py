@@ -505,7 +505,7 @@ def ivf_recall(scifact: Path, workdir: Path) -> None:
     clusters by spherical k-means and reports recall@10 against exact search per share of
     clusters scanned.
     """
-    from deckhand.embedding.factory import embedder_for
+    from deckhand.building.embedders import embedder_for
     from deckhand.plugins import get_registry
 
     corpus = [json.loads(line) for line in (scifact / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]

@@ -58,7 +58,7 @@ def make_corpus(root: Path, chunks: int, files: int) -> int:
 
 
 def pure_embedding(model: str, texts: list[str]) -> dict[str, Any]:
-    from deckhand.embedding.factory import load_embedder
+    from deckhand.building.embedders import load_embedder
     from deckhand.plugins import get_registry
 
     embedder = load_embedder(get_registry(), model)

@@ -31,7 +31,7 @@ from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.protocols import VectorStore
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions
+from deckhand.stores.sqlite.ann import SQLiteOptions
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, Record
 from synthetic_corpus import chunks, queries
@@ -94,7 +94,7 @@ def build_tool(
     tool.provider = store_kind
     tool._store, tool._embedder = store, RandomQueryEmbedder()
     clock, wall = time.process_time(), time.perf_counter()
-    tool.engine.update_indexes(store)
+    tool.refresh_indexes(store)
     print(
         f"side indexes ({tool.keyword_strategy}, exact, definitions, references) from {size} stored chunks "
         f"({store_kind}): {time.process_time() - clock:.2f} s CPU, {time.perf_counter() - wall:.2f} s wall"
@@ -106,7 +106,7 @@ def build_tool(
         fresh = HierarchicalDocumentTool(config, base_dir=where)
         fresh.provider = store_kind
         clock, wall = time.process_time(), time.perf_counter()
-        fresh.engine.update_indexes(again)
+        fresh.refresh_indexes(again)
         print(
             f"a new process's side indexes ({fresh.index_origin}): {time.process_time() - clock:.2f} s CPU, "
             f"{time.perf_counter() - wall:.2f} s wall"

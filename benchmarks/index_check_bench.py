@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from deckhand.stores import sqlite_file
 from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.sqlite import file as sqlite_file
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record
 
 PER_FILE = 100

@@ -75,7 +75,7 @@ def _report_figures(report: Any, seconds: float, cpu_seconds: float | None = Non
 def section_examples() -> dict[str, Any]:
     """Ingest the shipped examples with a fresh embedding cache (model already loaded)."""
     os.environ["DECKHAND_HOME"] = tempfile.mkdtemp(prefix="deckhand-bench-home-")
-    from deckhand.embedding.factory import embedder_for
+    from deckhand.building.embedders import embedder_for
     from deckhand.plugins import get_registry
 
     clock = time.perf_counter()
@@ -140,8 +140,8 @@ def section_corpus(files: int) -> dict[str, Any]:
     generate_corpus(corpus, files)
     generate_s = time.perf_counter() - clock
 
+    from deckhand.building.embedders import embedder_for
     from deckhand.chunking.token import TokenChunker
-    from deckhand.embedding.factory import embedder_for
     from deckhand.plugins import get_registry
     from deckhand.types import Document
 

@@ -22,7 +22,7 @@ class DeckhandMiniLM(BaseEmbedding):
 
     def _model(self) -> Any:
         if self._embedder is None:
-            from deckhand.embedding.factory import load_embedder
+            from deckhand.building.embedders import load_embedder
             from deckhand.plugins import get_registry
 
             self._embedder = load_embedder(get_registry(), None)

@@ -44,8 +44,8 @@ def make_corpus(root: Path, chunks: int, files: int) -> None:
 
 def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any]:
     """Ingest ``corpus`` into a new sqlite index with a cold embedding cache; the run's figures."""
+    from deckhand.building.lazy_embedders import forget_embedders
     from deckhand.config.loading import load_agent_config
-    from deckhand.embedding.lazy import forget_embedders
     from deckhand.tools import build_tool
 
     root = work / label

@@ -71,8 +71,8 @@ def main() -> None:
     if not args.infinity or not args.model_dir:
         raise SystemExit("set DECKHAND_INFINITY and DECKHAND_INFINITY_MODEL (or --infinity, --model-dir)")
 
+    from deckhand.building.embedders import load_embedder
     from deckhand.config.options import parse_choice
-    from deckhand.embedding.factory import load_embedder
     from deckhand.plugins import PluginRegistry
 
     texts = chunks(args.chunks)

@@ -157,7 +157,7 @@ def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str,
     side = 0.0
     if tool_kind == "hierarchical":
         clock = time.perf_counter()
-        tool.engine.update_indexes(store)  # type: ignore[attr-defined]
+        tool.refresh_indexes(store)  # type: ignore[attr-defined]
         side = time.perf_counter() - clock
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"side indexes built and kept in {side:.0f} s (peak RSS of this process {peak:.0f} MB)", flush=True)

@@ -81,6 +81,10 @@ def variants() -> list[tuple[str, Variant]]:
     three = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
     found.append(("zscore w1/1/1 (the default)", lambda r: score_fusion(r, three, "zscore")))
     found.append(("rrf k60 w1/1/1 (the default before)", lambda r: reciprocal_rank_fusion(r, three, 60)))
+    for kw in (0.6, 0.7, 0.8, 0.9, 1.1, 1.2):
+        for ew in (0.5, 1.0):
+            w = {"semantic": 1.0, "keyword": kw, "exact": ew}
+            found.append((f"zscore keyword {kw} exact {ew}", lambda r, w=w: score_fusion(r, w, "zscore")))
     for k in (10, 20, 40, 100):
         found.append((f"rrf k{k} w1/1/1", lambda r, k=k: reciprocal_rank_fusion(r, three, k)))
     for sw in (0.7, 1.5):
@@ -115,6 +119,14 @@ def main() -> None:
         metavar="K1,B",
         help="Also score zscore fusion with the keyword ranking of BM25 at these k1,b (e.g. 1.2,0.75).",
     )
+    parser.add_argument(
+        "--keyword-weights",
+        nargs="*",
+        type=float,
+        default=[1.0],
+        metavar="W",
+        help="Keyword fusion weights the --bm25 rankings are scored at (semantic and exact 1).",
+    )
     args = parser.parse_args()
     dataset = load_beir(bench_datasets.scifact(args.beir))
     work = Path(args.work_dir).resolve()
@@ -148,16 +160,16 @@ def main() -> None:
         index = BM25Index(k1=k1, b=b)
         index.build((r.id, indexed_text(r)) for r in records)
         source_of.update({r.id: r.source for r in records})
-        results = {}
-        for q, r in ranked.items():
-            swapped = {**r, "keyword": index.search(dataset.queries[q], DEPTH)}
-            results[q] = documents(score_fusion(swapped, three, "zscore"), source_of, stems)
-        row = {"variant": f"zscore w1/1/1, bm25 k1 {k1} b {b}"}
-        for name, chosen in halves.items():
-            qrels = {q: dataset.qrels[q] for q in chosen if q in dataset.qrels}
-            row[name] = round(evaluate(qrels, {q: results[q] for q in chosen}, (10,))["ndcg@10"], 4)
-        table.append(row)
-        print(f"{row['tune']:.4f}  {row['held_out']:.4f}  {row['all']:.4f}  {row['variant']}")
+        swapped = {q: {**r, "keyword": index.search(dataset.queries[q], DEPTH)} for q, r in ranked.items()}
+        for weight in args.keyword_weights:
+            weights = {**three, "keyword": weight}
+            results = {q: documents(score_fusion(r, weights, "zscore"), source_of, stems) for q, r in swapped.items()}
+            row = {"variant": f"zscore keyword {weight}, bm25 k1 {k1} b {b}"}
+            for name, chosen in halves.items():
+                qrels = {q: dataset.qrels[q] for q in chosen if q in dataset.qrels}
+                row[name] = round(evaluate(qrels, {q: results[q] for q in chosen}, (10,))["ndcg@10"], 4)
+            table.append(row)
+            print(f"{row['tune']:.4f}  {row['held_out']:.4f}  {row['all']:.4f}  {row['variant']}")
     best = max(table, key=lambda row: row["tune"])
     print(f"best on tune: {best}")
     if args.out:

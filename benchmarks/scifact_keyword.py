@@ -52,9 +52,8 @@ def main() -> None:
         tool.config = HierarchicalDocumentToolConfig.model_validate(
             {**config.model_dump(mode="json"), "keyword_strategy": strategy}
         )
-        tool.engine.keyword = None
         clock = time.perf_counter()
-        tool.engine.update_indexes(store)
+        tool.refresh_indexes(store, new_keyword=True)
         built = time.perf_counter() - clock
         for report in evaluate_tool(tool, dataset.queries, dataset.qrels, stems, args.modes.split(",")):
             row = report.as_dict()

@@ -4,12 +4,13 @@
 
 For each size: synthetic chunks (``synthetic_corpus``: Zipfian text, a heading chain, a section
 id, a reference and every tenth chunk defining a term; random 8-dim vectors, no embedding model)
-are written to a sqlite store and the side indexes (BM25, exact, definitions, references,
-locations) are built and saved. Then a *new process* opens the store, brings the side indexes
-up to date (``HybridSearcher.update_indexes``: what ``deckhand search`` does at start-up) and
+are written to a sqlite store and the side indexes (the tantivy keyword index; exact, definitions,
+references, locations in the side index file) are built and saved. Then a *new process* opens the
+store, brings the side indexes up to date (``IndexKeeper.refresh``: what ``deckhand search`` does at
+start-up) and
 answers one keyword, one exact-phrase and one definition query; it reports the wall time of each
 step, its peak RSS, and the keyword query latency (p50/p95 over 50 queries) afterwards.
-The stored index's size is the blob (old format) or the side index file (new format).
+Sizes: the side index file and the keyword index's directory beside the store.
 """
 
 from __future__ import annotations
@@ -62,11 +63,20 @@ def _records(size: int) -> list:
     return out
 
 
-def _engine():
-    from deckhand.retrieval.bm25 import BM25Index
-    from deckhand.retrieval.engine import HybridSearcher
+def _keeper():
+    from deckhand.retrieval.keeper import IndexKeeper
+    from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
 
-    return HybridSearcher(lambda q: None, name="bench", keyword_index=lambda store: (BM25Index(), "bm25"))  # type: ignore[arg-type,return-value]
+    def tantivy(store):  # type: ignore[no-untyped-def]
+        return TantivyIndex.from_options(store, None, TantivyOptions()), "tantivy"
+
+    return IndexKeeper(tantivy, name="bench")
+
+
+def _engine(indexes):
+    from deckhand.retrieval.engine import QueryEngine
+
+    return QueryEngine(lambda q: None, name="bench", indexes=indexes)  # type: ignore[arg-type,return-value]
 
 
 def _peak_mb() -> float:
@@ -91,8 +101,7 @@ def build(path: Path, size: int) -> None:
         store.upsert(records[start : start + 5000])
     del records
     clock = time.perf_counter()
-    engine = _engine()
-    engine.update_indexes(store)
+    _keeper().refresh(store)
     built = time.perf_counter() - clock
     found = store.load_side_index("hierarchical/indexes")
     blob = len(found[1]) if found else 0
@@ -121,11 +130,11 @@ def open_and_query(path: Path) -> None:
 
     imported = time.perf_counter()
     store = SQLiteStore(path, "bench")
-    engine = _engine()
-    engine.update_indexes(store)
+    keeper = _keeper()
+    engine = _engine(keeper.refresh(store))
     opened = time.perf_counter()
     rss_open = _peak_mb()
-    assert engine.index_origin == "loaded", engine.index_origin
+    assert keeper.origin == "loaded", keeper.origin
     assert engine.keyword is not None and engine.exact is not None and engine.definitions is not None
     first = engine.keyword.search(qs[0], 100)
     keyword = time.perf_counter()

@@ -83,8 +83,8 @@ def make_corpus(root: Path, n: int) -> None:
 def ingest(root: Path, random_vectors: bool) -> float:
     clock = time.perf_counter()
     if random_vectors:
+        from deckhand.building import lazy_embedders as lazy
         from deckhand.config.loading import load_agent_config
-        from deckhand.embedding import lazy
         from deckhand.tools import build_tool
 
         real = lazy.load_embedder

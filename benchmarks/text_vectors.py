@@ -118,6 +118,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=100_000, help="corpus pieces to embed")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first SKIP pieces (a run that continues another)"
+    )
     parser.add_argument("--roots", type=Path, nargs="+", required=True)
     parser.add_argument("--beir-corpus", type=Path, help="a BEIR corpus.jsonl[.gz] whose abstracts come first")
     parser.add_argument("--questions", type=Path, help="a BEIR queries.jsonl: half the queries come from it")
@@ -130,6 +133,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     stream = pieces(args.roots, args.chars, args.beir_corpus)
+    for _ in zip(range(args.skip), stream, strict=False):
+        pass  # embedded by an earlier run (--skip): continue the same corpus
     corpus = [text for _, text in zip(range(args.count), stream, strict=False)]
     held_out = [text.split(". ")[0][:160] for _, text in zip(range(args.queries), stream, strict=False)]
     gathered = time.perf_counter() - started
@@ -160,6 +165,7 @@ def main() -> None:
     about = {
         "roots": [str(r) for r in args.roots],
         "pieces": done,
+        "skipped": args.skip,
         "queries": {"questions": len(questions), "held_out_lines": len(query_texts) - len(questions)},
         "mean_chars": float(np.mean([len(t) for t in corpus[:done]])) if done else 0.0,
         "model": args.model,

@@ -54,6 +54,8 @@ SCRIPTS = {
     'result = await kernel.invoke(plugin_name="deckhand", function_name="harbor_docs"': "examples",  # sk README
     'StdioServerParameters(command="deckhand", args=["mcp", "--config", "/tmp/harbor/agent.yaml"])': "examples",
     'args = ["mcp", "--config", "/tmp/harbor/agent.yaml", "--result-budget", "500"]': "examples",  # docs/mcp.md
+    "await session.subscribe_resource(PAGE.parent.as_uri())": "examples",  # docs/mcp.md, change notifications
+    'added = (await session.call_tool("deckhand_add", note))': "examples",  # docs/mcp.md, writes
 }
 #: A line of each example run elsewhere, or not a program, → where or why.
 ELSEWHERE = {
@@ -64,6 +66,8 @@ ELSEWHERE = {
     "OpenAIChatCompletion(ai_model_id=": "needs an OpenAI key and the network",
     "register.store(\n": "tests/test_plugin_docs.py (a signature; test_register_signature_compiles)",
     'tool.search_results_sync("how is the area of a circle computed': "plugins/code/tests/test_code_docs.py",
+    "async with client.listen(": "core/tests/agents/test_mcp_changes.py (needs the SDK 2.x; this session has 1.x)",
+    'streamable_http_client("http://balancer:8765/mcp"': "plugins/redis/tests/test_mcp_replicas_redis.py (replicas)",
 }
 
 

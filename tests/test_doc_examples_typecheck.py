@@ -35,16 +35,83 @@ def _mypy(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *files], cwd=folder, capture_output=True, text=True, timeout=300)
 
 
+#: A tool type of its own whose searches take no ``filter`` (the docs allow it): its class is a ToolFactory.
+NO_FILTER_TOOL = """
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from deckhand.config.base import ToolConfigBase
+from deckhand.hookspecs import hookimpl
+from deckhand.plugins import PluginRegistry
+from deckhand.protocols import Progress
+from deckhand.registration import Registrar
+from deckhand.types import IngestReport, SearchResult
+
+
+class GrepConfig(ToolConfigBase):
+    type: Literal["grep"]
+
+
+class GrepTool:
+    def __init__(
+        self, config: GrepConfig, *, base_dir: Path | None, registry: PluginRegistry | None, progress: Progress | None
+    ) -> None:
+        self.config = config
+        self.provider: str | None = None
+        self.is_initialized = False
+        self.last_ingest_time: float | None = None
+        self.last_report: IngestReport | None = None
+        self.document_count = 0
+
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    async def open(self) -> IngestReport:
+        return IngestReport()
+
+    def open_sync(self) -> IngestReport:
+        return IngestReport()
+
+    async def search(self, query: str) -> str:
+        return self.search_text_sync(query)
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        return "No relevant results found for query: " + query
+
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        return self.search_results_sync(query, top_k)
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        return []
+
+    def function_definition(self) -> dict[str, Any]:
+        return {"name": self.config.name, "description": "grep", "parameters": {}}
+
+    def close(self) -> None:
+        pass
+
+
+@hookimpl
+def deckhand_register(register: Registrar) -> None:
+    register.tool("grep", GrepTool, options=GrepConfig)
+"""
+
+
 def test_the_example_plugins_pass_mypy_strict(tmp_path: Path) -> None:
     for name, marker in MODULES.items():
         (tmp_path / f"{name}.py").write_text(_block(marker), encoding="utf-8")
+    (tmp_path / "deckhand_grep.py").write_text(NO_FILTER_TOOL, encoding="utf-8")
     (tmp_path / "wrong_factory.py").write_text(
         _block("class LinesChunker").replace(
             'register.chunker("lines", lines_chunker', 'register.chunker("lines", len'
         ),
         encoding="utf-8",
     )
-    checked = _mypy(tmp_path, *(f"{name}.py" for name in MODULES))
+    checked = _mypy(tmp_path, *(f"{name}.py" for name in MODULES), "deckhand_grep.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     refused = _mypy(tmp_path, "wrong_factory.py")
     assert refused.returncode == 1 and 'Argument 2 to "chunker" of "Registrar"' in refused.stdout, refused.stdout

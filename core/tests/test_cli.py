@@ -79,7 +79,21 @@ def test_search_text_and_json(project: Path, minilm: object) -> None:
     payload = json.loads(as_json.stdout)
     assert list(payload) == ["harbor_docs"] and len(payload["harbor_docs"]) == 1
     first = payload["harbor_docs"][0]
-    assert set(first) == {"rank", "score", "source", "chunk_index", "content", "metadata"}
+    # the one result model: a vectorstore result has the place fields too, empty
+    assert set(first) == {
+        "rank",
+        "score",
+        "source",
+        "chunk_index",
+        "content",
+        "metadata",
+        "location",
+        "section_id",
+        "section_label",
+        "definitions",
+        "references",
+    }
+    assert first["location"] == "" and first["definitions"] == [] and first["references"] == []
     assert (first["rank"], first["source"], first["chunk_index"]) == (1, "docs/security.md", 0)
     assert "Rotate every key at least every 90 days" in first["content"]
     assert as_json.stderr == ""  # --json implies quiet

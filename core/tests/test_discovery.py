@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from deckhand.ingest.discovery import discover
+from deckhand.ingest.file_types import SCRIPT, file_type
 
 EXTS = {".txt", ".md"}
 
@@ -146,3 +147,27 @@ def test_names_that_are_not_utf8_fail_one_line_each_and_the_walk_goes_on(tmp_pat
     assert [(s.display, s.reason) for s in found.skipped] == [("src/pic\\xfe.png", "unsupported file type .png")]
     for entry in (*found.failed, *found.skipped):
         entry.display.encode("utf-8")  # every name reported can be printed, logged and sent as JSON
+
+
+def test_a_script_without_extension_is_taken_when_a_loader_reads_scripts(tmp_path: Path) -> None:
+    """``#!`` among the extensions: a file without one that starts with ``#!`` is a script and is listed; one that
+    does not (``LICENSE``), a FIFO and a link are not, and nothing blocks on the FIFO."""
+    src = tmp_path / "src"
+    (src / "bin").mkdir(parents=True)
+    (src / "bin" / "deploy").write_text("#!/bin/bash\necho hi\n")
+    (src / "LICENSE").write_text("MIT\n")
+    (src / "notes.md").write_text("x")
+    os.mkfifo(src / "bin" / "pipe")
+    (src / "bin" / "link").symlink_to(src / "bin" / "deploy")
+    found = discover(src, {*EXTS, SCRIPT}, base=tmp_path)
+    assert [f.display for f in found.files] == ["src/notes.md", "src/bin/deploy"]
+    assert ("src/LICENSE", "unsupported file type (none)") in [(s.display, s.reason) for s in found.skipped]
+    assert [f.display for f in discover(src, EXTS, base=tmp_path).files] == ["src/notes.md"]  # nobody reads scripts
+    assert discover(src / "bin" / "deploy", {SCRIPT}).files  # a script named as the source
+    assert [file_type(src / n, {SCRIPT}) for n in ("bin/deploy", "LICENSE", "bin/pipe", "bin/link")] == [
+        SCRIPT,
+        "",
+        "",
+        "",
+    ]
+    assert file_type(src / "bin" / "deploy", EXTS) == ""  # no loader for scripts: not sniffed

@@ -16,7 +16,8 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.retrieval.side_indexes import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.tools.base import COMPLETE_MARK, IndexOpened
+from deckhand.stores.tool_store import COMPLETE_MARK
+from deckhand.tools.base import IndexOpened
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import CollectionSpec
@@ -109,12 +110,13 @@ def test_stale_side_indexes_are_rebuilt_after_another_process_ingests(project: P
     assert [h.source for h in hits][:1] == ["docs/buoys.md"] and opened.index_origin == "loaded"
     assert "docs/buoys.md" in [h.source for h in opened.search_results_sync("§ 1", mode="exact")]
 
-    # A writer that keeps no side indexes (another store connection) removes the file's records: rebuilt.
+    # A writer that keeps no side indexes (another store connection) removes the file's records: the next query
+    # applies the deletion in place (the keyword index's statistics are exact, so nothing needs a rebuild).
     store = SQLiteStore(Path(os.environ["DECKHAND_HOME"]) / "index" / "deckhand_vectors.sqlite", "acts")
     store.open(store_spec("acts"))
     store.delete_source("docs/buoys.md")
     store.close()
-    assert opened.search_results_sync("buoyage", mode="keyword") == [] and opened.index_origin == "rebuilt"
+    assert opened.search_results_sync("buoyage", mode="keyword") == [] and opened.index_origin == "updated"
     assert "docs/buoys.md" not in [h.source for h in opened.search_results_sync("§ 1", mode="exact")]
     (project / "docs" / "buoys.md").unlink()
 
@@ -159,13 +161,13 @@ SCRIPT = """
 import json, sys
 from pathlib import Path
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.embedding import factory
+from deckhand.building import embedders as factory
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
 calls = []
 original = factory.load_embedder
 factory.load_embedder = lambda *a, **k: calls.append(a[1]) or original(*a, **k)
-import deckhand.embedding.lazy as lazy
+import deckhand.building.lazy_embedders as lazy
 lazy.load_embedder = factory.load_embedder
 
 base = Path(sys.argv[1])

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from deckhand.building.lazy_embedders import LazyEmbedder
 from deckhand.cli.main import cli
-from deckhand.embedding.lazy import LazyEmbedder
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import get_registry
 from deckhand.registration import Registrar

@@ -164,7 +164,7 @@ def test_proto_round_trip_and_clear_errors_for_foreign_models() -> None:
 
 
 def test_one_model_per_process_whatever_alias_names_it(minilm: Any) -> None:
-    from deckhand.embedding.factory import load_embedder
+    from deckhand.building.embedders import load_embedder
     from deckhand.plugins import get_registry
 
     registry = get_registry()

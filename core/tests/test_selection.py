@@ -205,6 +205,21 @@ def test_watch_ignores_changes_the_tools_do_not_take(tmp_path: Path) -> None:
     assert both(None, str(docs / "a.md")) and both(None, str(docs / "guides" / "b.md"))
 
 
+def test_watch_follows_scripts_without_extension_when_a_loader_reads_them(tmp_path: Path) -> None:
+    """A ``#!`` script changed (or deleted: it cannot be read any more) matters; a ``LICENSE`` does not."""
+    from deckhand.ingest.file_types import SCRIPT
+    from deckhand.mcp.watch import _SourceFilter
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "deploy").write_text("#!/bin/sh\necho hi\n")
+    (src / "LICENSE").write_text("MIT\n")
+    scripts = _SourceFilter([src], {*EXTS, SCRIPT})
+    assert scripts(None, str(src / "deploy")) and scripts(None, str(src / "gone"))
+    assert not scripts(None, str(src / "LICENSE"))
+    assert not _SourceFilter([src], EXTS)(None, str(src / "deploy"))
+
+
 def test_a_source_whose_files_are_all_left_out_says_so(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text(TEXT)

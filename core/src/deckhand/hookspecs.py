@@ -102,7 +102,7 @@ def register_embedders(register: Register) -> None:
     is the name (or the whole ``<embedder>:<model>`` value). With ``options=``, ``embedding_model:
     {name: NAME, option: value, ...}`` is validated by that model and its fields are passed as
     keyword arguments. ``model_id=``, ``dimension=`` and ``max_tokens=`` in the registration
-    describe the plain name without building the embedder (see :mod:`deckhand.embedding.lazy`).
+    describe the plain name without building the embedder (see :mod:`deckhand.building.lazy_embedders`).
     Optional on the embedder: ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are
     made (the embedding cache keeps each part at once), ``long_inputs`` (a phrase saying what happens
     to an input over ``max_tokens``: ingestion names the files that had one) and ``tokens_used``.

@@ -72,3 +72,17 @@ DEFAULT_RESULT_BUDGET = 20_000
 MIN_RESULT_BUDGET = 200
 #: Most tokens a result budget (``result_budget:``, ``--result-budget``) may be set to.
 MAX_RESULT_BUDGET = 1_000_000
+
+#: Most characters of a document an agent adds (``deckhand_add``'s ``text``).
+MAX_DOCUMENT_CHARS = 100_000
+#: Most characters of an added document's ``title``.
+MAX_TITLE_CHARS = 512
+#: Most fields of an added document's ``metadata``, and characters of its keys and values together.
+MAX_METADATA_FIELDS = 32
+MAX_METADATA_CHARS = 4_000
+#: Most characters of a document id (``deckhand_add``'s ``id``, ``deckhand_delete``'s ``id``).
+MAX_DOCUMENT_ID_CHARS = 64
+#: Writes (``deckhand_add``, ``deckhand_delete``) one tool takes per minute unless ``writes_per_minute`` says.
+WRITES_PER_MINUTE = 60
+#: Most writes per minute ``writes_per_minute`` may allow.
+MAX_WRITES_PER_MINUTE = 100_000

@@ -26,6 +26,7 @@ from deckhand.types import (
     LoadedText,
     Record,
     RecordChanges,
+    RowArray,
     ScanEntry,
     SearchHit,
     SearchResult,
@@ -382,6 +383,10 @@ class RecordLog(Protocol):
         longer knows (its deletion log was trimmed past ``version``): the caller rebuilds."""
         ...
 
+    def rows_matching(self, where: Filter) -> RowArray:
+        """The rows of the records ``where`` allows, sorted (a side index checks its hits against them)."""
+        ...
+
 
 @runtime_checkable
 class IndexMaintenance(Protocol):
@@ -426,9 +431,9 @@ class KeywordIndex(Protocol):
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Best ``k`` ``(record id, score)`` pairs, best first.
 
-        Optional: ``search_filtered(query, k, where)``, the same restricted to records that satisfy
-        ``where`` (a :class:`deckhand.filters.Filter`) by the index itself (the store's full text);
-        without it the hierarchical tool filters the ranking against the records' metadata.
+        Optional: ``search_filtered(query, k, where)`` (:class:`FilteredKeywordIndex`), the same restricted to
+        records that satisfy ``where`` by the index itself; without it the hierarchical tool filters the
+        ranking against the records' metadata.
         """
         ...
 
@@ -448,6 +453,22 @@ class RecordKeywordIndex(Protocol):
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index up to ``records``' current log position (repairing one left behind by a killed writer)."""
+        ...
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, order, record id)`` of at most ``limit`` records whose own text holds at least one
+        of ``phrases`` word for word, in store order (the exact modality's quoted phrases)."""
+        ...
+
+
+@runtime_checkable
+class FilteredKeywordIndex(Protocol):
+    """A keyword index that applies a search filter itself: a store's full text, or ``tantivy`` with the rows the
+    store's filter allows."""
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        """Best ``k`` ``(record id, score)`` pairs of the records ``where`` allows, best first; None when it cannot
+        here (the engine then checks the ranking against the records' metadata)."""
         ...
 
 
@@ -616,23 +637,19 @@ class Tool(Protocol):
         """The answer agents read: formatted results, or a line saying why there are none."""
         ...
 
-    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
-        """Blocking form of :meth:`search`, with an optional result count and filter."""
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count (and ``filter=`` where it takes one)."""
         ...
 
-    async def search_results(
-        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
-    ) -> Sequence[SearchResult]:
+    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON).
 
-        ``filter`` keeps only chunks that pass it (:class:`deckhand.filters.SearchFilter`, a
-        mapping of the same shape, or ``--filter`` expressions); see ``docs/filters.md``.
+        A tool type whose searches filter adds a keyword ``filter`` to the three search methods
+        (:class:`FilteringTool`); one without it is never given a filter (deckhand reads the signature).
         """
         ...
 
-    def search_results_sync(
-        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
-    ) -> Sequence[SearchResult]:
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         """Blocking form of :meth:`search_results`."""
         ...
 
@@ -655,6 +672,23 @@ class Tool(Protocol):
     def close(self) -> None:
         """Release the store and anything else held; :meth:`initialize` opens them again."""
         ...
+
+
+class FilteringTool(Tool, Protocol):
+    """A :class:`Tool` whose searches take ``filter``: only chunks that pass it
+    (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions;
+    see ``docs/filters.md``). Every builtin tool type is one; deckhand gives a filter only to a tool whose
+    ``search_results_sync`` has a ``filter`` parameter (:func:`deckhand.tools.results.takes_filter`)."""
+
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str: ...
+
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]: ...
+
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]: ...
 
 
 class Progress(Protocol):

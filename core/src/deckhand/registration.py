@@ -49,10 +49,10 @@ from deckhand.protocols import (
 )
 
 if TYPE_CHECKING:
-    from deckhand.config.base import ToolConfigBase
     from deckhand.config.models import DatabaseConfig
     from deckhand.ingest.executor import Executor
     from deckhand.plugins import PluginRegistry
+    from deckhand.tool_entry import ToolConfigBase
 
 Kind = Literal[
     "loader",
@@ -212,7 +212,7 @@ class Component:
     #: Keyword strategies: the store capabilities the strategy needs (else the tool uses ``bm25``).
     requires: frozenset[StoreCapability] = frozenset()
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
-    #: building the embedder (see :mod:`deckhand.embedding.lazy`); empty when not described.
+    #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
     #: Registered through a ``register_<kind>s(register)`` hook (called by the old convention).
     legacy: bool = False
@@ -396,7 +396,7 @@ class Registrar:
         """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
 
         ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.embedding.lazy`). Optional on the embedder:
+        without building the embedder (:mod:`deckhand.building.lazy_embedders`). Optional on the embedder:
         ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are made, ``long_inputs``
         (what happens to an input over ``max_tokens``) and ``tokens_used``.
         """

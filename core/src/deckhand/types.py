@@ -25,6 +25,8 @@ from deckhand.errors import CoordinateValidationError
 from deckhand.printable import printable
 
 Vector = npt.NDArray[np.float32]
+#: Store row numbers (:class:`deckhand.protocols.RecordLog`).
+RowArray = npt.NDArray[np.int64]
 
 
 class Metric(enum.StrEnum):
@@ -154,8 +156,32 @@ class CollectionSpec:
 # -- tool output ---------------------------------------------------------------------------
 
 
+class DefinitionRef(BaseModel):
+    """A definition relevant to a result (a defined term that appears in its content)."""
+
+    term: str
+    definition: str
+    source: str
+    section_id: str | None = None
+
+
+class SectionRef(BaseModel):
+    """A section a result refers to, resolved to where it is."""
+
+    section_id: str
+    location: str = ""
+    source: str | None = None
+    #: False when no indexed chunk carries that section id.
+    resolved: bool = True
+
+
 class SearchResult(BaseModel):
-    """One ranked result, for programs (the agent gets the formatted string)."""
+    """One ranked result: the one model every tool returns and the CLI, the MCP server, the Semantic
+    Kernel plugin and programs read (the agent gets the tool's formatted string).
+
+    The place fields are filled by tools that know a document's structure (``hierarchical_document``)
+    and left empty by the others, so a reader never asks which kind of result it holds.
+    """
 
     rank: int = Field(ge=1)
     score: float = Field(ge=0.0, le=1.0)
@@ -163,6 +189,21 @@ class SearchResult(BaseModel):
     chunk_index: int = Field(ge=0)
     content: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    location: str = Field(default="", description="Heading chain, 'A > B > C' (structured documents).")
+    section_id: str | None = None
+    section_label: str | None = None
+    definitions: list[DefinitionRef] = Field(default_factory=list)
+    references: list[SectionRef] = Field(default_factory=list)
+
+    def line(self, key: str) -> int | None:
+        """``metadata[key]`` when it is a line number (``start_line``, ``end_line``), else None."""
+        value = self.metadata.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def text(self, key: str) -> str | None:
+        """``metadata[key]`` when it is non-empty text (``symbol``, ``language``), else None."""
+        value = self.metadata.get(key)
+        return value if isinstance(value, str) and value else None
 
 
 # -- ingestion report ----------------------------------------------------------------------

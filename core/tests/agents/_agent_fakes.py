@@ -11,7 +11,7 @@ from typing import Any
 
 from deckhand.agents.toolbox import Toolbox
 from deckhand.ingest.pipeline import IngestReport
-from deckhand.tools.results import SearchResult
+from deckhand.tools.results import SearchResult, format_results
 
 
 @dataclass
@@ -44,6 +44,7 @@ class FakeTool:
         self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
         self.is_initialized = False
         self.last_ingest_time: float | None = None
+        self.provider: str | None = None  # a Tool member: the store in use (none here)
         self.last_report: IngestReport | None = None
         self.closed = False
 
@@ -75,8 +76,10 @@ class FakeTool:
             SearchResult(rank=1, score=0.9, source="f0.md", chunk_index=0, content=f"{query} (ingest {self.ingests})")
         ][: top_k or self.config.top_k]
 
-    def search_text_sync(self, query: str) -> str:
-        return f"No relevant results found for query: {query}"
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        """The text agents read (the toolbox shows it for a tool not built on SourceTool)."""
+        results = self.search_results_sync(query, top_k)
+        return format_results(results) if results else f"No relevant results found for query: {query}"
 
     def function_definition(self) -> dict[str, Any]:
         return {"name": self.config.name, "description": self.config.description, "parameters": {}}

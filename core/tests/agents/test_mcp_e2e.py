@@ -10,9 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import selectors
-import subprocess
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 
 import pytest
 from deckhand.mcp.sdk import SDK_MAJOR
-from deckhand.testing.mcp_client import call, deckhand_command, http_session, read_resource, stdio_session
+from deckhand.testing.mcp_client import HttpServerProcess, call, http_session, read_resource, stdio_session
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +31,18 @@ DOCS = {
 }
 
 
-@pytest.fixture
-def agent(tmp_path: Path) -> Path:
-    docs = tmp_path / "docs"
+def write_docs(root: Path) -> Path:
+    """:data:`DOCS` written under ``root/docs``; that folder."""
+    docs = root / "docs"
     docs.mkdir()
     for name, text in DOCS.items():
         (docs / name).write_text(text)
+    return docs
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    write_docs(tmp_path)
     config = tmp_path / "agent.yaml"
     config.write_text(
         "name: harbor_agent\n"
@@ -137,52 +140,10 @@ async def test_stdio_search_memory_errors_and_watch(agent: Path) -> None:
         assert tool["source"] == str(docs.resolve()) or Path(tool["source"]).resolve() == docs.resolve()
 
 
-class _Server:
-    """``deckhand mcp --http``: started, its URL read from stderr, its stderr kept for assertions."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            [*deckhand_command(), *args], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        self.lines: list[str] = []
-        self.url = self._read_url()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _read_url(self, timeout: float = 60.0) -> str:
-        assert self.process.stderr is not None
-        selector = selectors.DefaultSelector()
-        selector.register(self.process.stderr, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if selector.select(deadline - time.monotonic()):
-                line = self.process.stderr.readline()
-                if not line:
-                    break
-                self.lines.append(line)
-                if " at http://" in line:
-                    return line.strip().rsplit(" ", 1)[-1]
-        raise AssertionError(f"no URL from deckhand mcp --http: {''.join(self.lines)}")
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        time.sleep(0.1)
-        return "".join(self.lines)
-
-
 @pytest.fixture
-def http_server(agent: Path) -> Iterator[_Server]:
+def http_server(agent: Path) -> Iterator[HttpServerProcess]:
     env = {**os.environ, "DECKHAND_MCP_TOKEN": TOKEN}
-    server = _Server(["mcp", "--config", str(agent), "--http", "127.0.0.1:0"], env, agent.parent)
+    server = HttpServerProcess(["mcp", "--config", str(agent), "--http", "127.0.0.1:0"], env=env, cwd=agent.parent)
     try:
         yield server
     finally:
@@ -198,7 +159,7 @@ def _post(url: str, headers: dict[str, str]) -> tuple[int, str]:
     return response.status_code, response.text
 
 
-async def test_http_with_bearer_token(http_server: _Server) -> None:
+async def test_http_with_bearer_token(http_server: HttpServerProcess) -> None:
     url = http_server.url
     assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
     status, body = _post(url, {"Accept": "application/json, text/event-stream"})

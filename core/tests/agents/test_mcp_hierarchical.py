@@ -47,6 +47,7 @@ async def test_structured_results_of_a_hierarchical_tool(tmp_path: Path, minilm:
     assert (hit["location"], hit["section_id"]) == ("Lease Agreement > 4. Payment", "4")
     assert {"term": "Rent", "definition": "the monthly payment due under Section 4.",
             "source": hit["source"]} in hit["definitions"]  # fmt: skip
-    assert {"section_id": "7", "location": "Lease Agreement > 7. Interest", "resolved": True} in hit["references"]
+    assert {"section_id": "7", "location": "Lease Agreement > 7. Interest", "resolved": True,
+            "source": hit["source"]} in hit["references"]  # fmt: skip
     jsonschema.validate(result["structuredContent"], app.definitions()[0]["outputSchema"])
     assert pinned["structuredContent"]["results"][0]["section_id"] == "7"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from _wire import http_server
-from deckhand.agents.calls import CallError, Hit, SearchArguments, SearchOutput
+from deckhand.agents.calls import CallError, ResultOut, SearchArguments, SearchOutput
 from deckhand.agents.paging import CURSOR_TTL, CUT_MARKER, make_cursor, open_cursor, page
 from deckhand.agents.toolbox import Toolbox
 from deckhand.limits import MAX_CURSOR_CHARS
@@ -243,7 +243,7 @@ async def test_deckhand_read_keeps_to_the_budget_and_says_where_to_read_on(corpu
 def test_a_page_of_structured_hits_keeps_the_hierarchical_text() -> None:
     """A paged answer is written in the tool's own format: hierarchical hits keep location and section."""
     hits = [
-        Hit(
+        ResultOut(
             rank=i,
             score=0.9 - i / 10,
             source="law.md",

@@ -295,10 +295,12 @@ def test_links_are_absent_where_there_is_no_file(make_tool: Any) -> None:
 
 def test_a_hit_from_an_index_without_end_lines_links_to_its_content_lines(tree: Path, box: Toolbox) -> None:
     """Indexes made before end lines were stored: the range is the start line plus the chunk's own lines."""
-    from deckhand.agents.calls import Hit, SearchOutput
+    from deckhand.agents.calls import ResultOut, SearchOutput
     from deckhand.agents.catalog import with_links
 
-    hit = Hit(rank=1, score=0.5, source="docs/keys.md", chunk_index=0, content="# Security\n\nIntro\n", start_line=1)
+    hit = ResultOut(
+        rank=1, score=0.5, source="docs/keys.md", chunk_index=0, content="# Security\n\nIntro\n", start_line=1
+    )
     found = with_links(SourceReader.of(box), box.tool("docs"), SearchOutput(tool="docs", query="q", results=[hit]))
     assert found.results[0].uri == file_uri(tree / "docs" / "keys.md", 1, 3)
 

@@ -171,7 +171,7 @@ def test_a_filter_goes_only_to_a_tool_whose_search_takes_one(make_tool: Any) -> 
         return []
 
     filtered.search_results_sync = search_with_filter
-    filtered.search_text_sync = lambda query, filter=None: f"No relevant results found for query: {query}"
+    filtered.search_text_sync = lambda query, top_k=None, filter=None: f"No relevant results found for query: {query}"
     box = box_of(plain, filtered)
     where = SearchArguments(query="rotate keys", filter={"path": "docs/**"})
     with pytest.raises(CallError) as refused:

@@ -27,7 +27,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert tool.keyword_strategy.name == "auto" and not tool.keyword_strategy.options
     assert tool.chunker.name == "structure" and not tool.chunker.options
     assert tool.contextual_embeddings.enabled and tool.contextual_embeddings.generator == "structural"
-    assert tool.weights == {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
+    assert tool.weights == {"semantic": 1.0, "keyword": 1.1, "exact": 1.0}
 
 
 def test_full_configuration(tmp_path: Path) -> None:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import FrozenInstanceError
+from typing import Any
 
 import numpy as np
+import pytest
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.retrieval import keeper as keeper_module
 from deckhand.retrieval.bm25 import BM25Index
-from deckhand.retrieval.engine import HybridSearcher, SearchSettings
+from deckhand.retrieval.engine import QueryEngine, SearchSettings
 from deckhand.retrieval.filter_recheck import FilterRecheck
+from deckhand.retrieval.keeper import IndexKeeper
+from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.stores.inmemory import InMemoryStore
-from deckhand.types import CollectionSpec, Record, Vector
+from deckhand.types import CollectionSpec, FileState, Record, Vector
 
 TEXTS = {
     "a": ("# Act\n\n## 1 Scope\n\nIt covers harbour buoys.", {"section_id": "1", "parent_chain": ["Act", "Scope"]}),
@@ -39,12 +45,19 @@ def _store() -> InMemoryStore:
     return store
 
 
-def _engine(embedded: list[str]) -> HybridSearcher:
+def _keeper() -> IndexKeeper:
+    return IndexKeeper(lambda store: (BM25Index(), "bm25"), name="t")
+
+
+def _engine(embedded: list[str], store: InMemoryStore | None = None, **fields: Any) -> QueryEngine:
+    """An engine over the side indexes a keeper built for ``store`` (None: single mode only)."""
+
     def embed(query: str) -> Vector:
         embedded.append(query)
         return _vector(1, 0.1, 0)
 
-    return HybridSearcher(embed, name="t", keyword_index=lambda store: (BM25Index(), "bm25"))
+    indexes = _keeper().refresh(store) if store is not None else None
+    return QueryEngine(embed, name="t", indexes=indexes, **fields)
 
 
 def test_single_mode_is_the_dense_search_with_the_store_similarities() -> None:
@@ -60,9 +73,9 @@ def test_single_mode_is_the_dense_search_with_the_store_similarities() -> None:
 
 def test_hybrid_mode_fuses_pins_the_named_section_and_annotates() -> None:
     store = _store()
-    engine = _engine([])
-    engine.update_indexes(store)
-    assert engine.keyword_strategy == "bm25" and engine.index_origin == "rebuilt"
+    keeper = _keeper()
+    engine = QueryEngine(lambda q: _vector(1, 0.1, 0), name="t", indexes=keeper.refresh(store))
+    assert keeper.keyword_strategy == "bm25" and keeper.origin == "rebuilt"
     weights = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
     hits = engine.search(store, "§ 3", SearchSettings(top_k=3, weights=weights))
     assert hits[0].record.id == "c" and hits[0].score == 1.0 and hits[0].result_score == 1.0
@@ -75,8 +88,7 @@ def test_hybrid_mode_fuses_pins_the_named_section_and_annotates() -> None:
 
 def test_hybrid_filter_holds_in_the_in_process_modalities() -> None:
     store = _store()
-    engine = _engine([])
-    engine.update_indexes(store)
+    engine = _engine([], store)
     where = Filter((condition("year", Op.GTE, [2001]),))
     hits = engine.search(store, "buoys", SearchSettings(top_k=3, weights={"keyword": 1.0}), where=where)
     assert [h.record.id for h in hits] == ["b"]
@@ -102,3 +114,45 @@ def test_filter_recheck_reads_each_id_once_and_keeps_the_order() -> None:
     assert check.allows("a") and not check.allows("b") and not check.allows("missing")
     assert store.reads == [["c", "b", "a"], ["missing"]] and set(records) == {"a", "b", "c"}
     assert FilterRecheck(store, None, {}).first([("x", 1.0)], 1) == [("x", 1.0)]
+
+
+class _Reranker:
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [1.0 / (1 + i) for i in range(len(passages))]
+
+
+def test_the_engine_is_immutable_and_finds_a_querys_section_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: the engine is built over its indexes and never changed after (a new one is built instead), and a
+    query's section reference is parsed once, not once per step that needs it (it was three times: fusion,
+    diversity, reranking)."""
+    store = _store()
+    engine = _engine([], store, reranker=_Reranker(), reranker_name="fixed")
+    with pytest.raises(FrozenInstanceError):
+        engine.indexes = None  # type: ignore[misc]
+    calls: list[str] = []
+    parse = ExactIndex.section_of_query
+
+    def counted(self: ExactIndex, query: str) -> list[str]:
+        calls.append(query)
+        return parse(self, query)
+
+    monkeypatch.setattr(ExactIndex, "section_of_query", counted)
+    weights = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
+    hits = engine.search(store, "§ 3", SearchSettings(top_k=3, weights=weights, per_source=2))
+    assert hits[0].record.id == "c" and calls == ["§ 3"]
+
+
+def test_a_store_without_a_records_version_is_followed_through_its_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store keeping no records version (the in-memory store here; PostgreSQL and Redis replicas in use): the
+    keeper compares its manifest at most every FRESHNESS_INTERVAL seconds and rebuilds when another writer
+    changed it, so exact and section look-ups find the new file."""
+    store = _store()
+    keeper = _keeper()
+    keeper.refresh(store)
+    quay = Record("q", "quay.md", 0, "The quay walls are inspected yearly.", VECTORS["a"], {"section_id": "7"})
+    store.replace_source("quay.md", [quay], FileState("quay.md", 1.0, 1, "h", "test", 1))
+    assert keeper.current(store) is None, "looked at no sooner than FRESHNESS_INTERVAL after the build"
+    monkeypatch.setattr(keeper_module, "FRESHNESS_INTERVAL", 0.0)
+    fresh = keeper.current(store)
+    assert fresh is not None and fresh.exact.section_of_query("§ 7") == ["q"]
+    assert keeper.current(store) is None, "unchanged since: nothing rebuilt"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ from deckhand.chunking.headings import normalise_section_id
 from deckhand.chunking.structure import StructureChunker
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.retrieval.definition_lookup import DefinitionIndex
-from deckhand.retrieval.phrase_match import ExactIndex
+from deckhand.retrieval.phrase_match import ExactIndex, identifiers
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Document, Record
 
@@ -60,3 +61,35 @@ def test_reference_inside_a_longer_query() -> None:
     hits = index.search("what penalties does section 3.1 impose", 10)
     assert hits and records[hits[0][0]].metadata["section_id"] == "3.1"
     assert index.section_of_query("what penalties does section 3.1 impose") == []
+
+
+def test_a_name_in_code_inside_a_question_finds_its_definition() -> None:
+    """``where is parse_args defined``: the code-shaped word is looked up as a defined term (code chunks define
+    their symbols' names); plain words of a question are not, and a 1 MB query is bounded."""
+    vector = np.zeros(2, dtype=np.float32)
+    records = [
+        Record("call", "cli.py", 0, "args = parse_args(argv)", vector, {}),
+        Record(
+            "def",
+            "cli.py",
+            1,
+            "def parse_args(argv):\n    ...",
+            vector,
+            {
+                "defined_terms": ["parse_args"],
+                "definitions": [{"term": "parse_args", "definition": "def parse_args(argv):"}],
+            },
+        ),
+    ]
+    definitions = DefinitionIndex()
+    definitions.add_records(records)
+    index = ExactIndex(ReferenceResolver(), definitions, normalise_section_id)
+    index.build(records)
+    assert index.search("where is parse_args defined", 10) == [("def", 1.0)]
+    assert index.search("parse_args", 10) == [("def", 1.0)]
+    assert index.search("where are the args parsed", 10) == []
+    assert identifiers("how does CliRunner.invoke call getValue and Timeout") == ["CliRunner.invoke", "getValue"]
+    assert identifiers("Invalid port: {port!r}") == []
+    started = time.perf_counter()
+    identifiers("a" * 1_000_000 + "_b " + "x." * 500_000)
+    assert time.perf_counter() - started < 1.0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from deckhand.retrieval.bm25 import BM25Index
-from deckhand.retrieval.engine import HybridSearcher, SearchSettings
+from deckhand.retrieval.engine import QueryEngine, SearchSettings
+from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.types import CollectionSpec, Record, Vector
@@ -45,8 +46,10 @@ def _store() -> InMemoryStore:
     return store
 
 
-def _engine() -> HybridSearcher:
-    return HybridSearcher(lambda query: _vector(1, 0, 0), name="t", keyword_index=lambda store: (BM25Index(), "bm25"))
+def _engine(store: InMemoryStore | None = None) -> QueryEngine:
+    """An engine over the side indexes a keeper built for ``store`` (None: single mode only)."""
+    indexes = IndexKeeper(lambda s: (BM25Index(), "bm25"), name="t").refresh(store) if store is not None else None
+    return QueryEngine(lambda query: _vector(1, 0, 0), name="t", indexes=indexes)
 
 
 def test_single_mode_limits_results_per_source_and_backfills() -> None:
@@ -68,8 +71,8 @@ def test_single_mode_relative_cutoff_drops_the_unrelated_tail() -> None:
 
 
 def test_hybrid_mode_limits_results_per_source() -> None:
-    store, engine = _store(), _engine()
-    engine.update_indexes(store)
+    store = _store()
+    engine = _engine(store)
     weights = {"semantic": 1.0, "keyword": 1.0}
     plain = engine.search(store, "harbour buoys", SearchSettings(top_k=3, weights=weights))
     assert [h.record.source for h in plain] == ["manual.md"] * 3

@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 from deckhand.config.loading import load_agent_config
+from deckhand.filters.conditions import Filter, condition
+from deckhand.retrieval import tantivy_keyword
 from deckhand.retrieval.analysis import Analyzer
-from deckhand.retrieval.engine import KEYWORD, HybridSearcher, SearchSettings
+from deckhand.retrieval.engine import KEYWORD, QueryEngine, SearchSettings
+from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.retrieval.tantivy_keyword import SIDE_INDEX, TantivyIndex, TantivyOptions
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.testing import filter_strategies as fs
@@ -47,6 +50,10 @@ def _store(root: Path) -> SQLiteStore:
 
 def _index(store: SQLiteStore) -> TantivyIndex:
     return TantivyIndex.from_options(store, None, TantivyOptions())
+
+
+def _keeper() -> IndexKeeper:
+    return IndexKeeper(lambda s: (_index(s), "tantivy"), name="t")
 
 
 def test_same_scores_and_ranking_as_rank_bm25() -> None:
@@ -210,14 +217,14 @@ _WRITER = textwrap.dedent(
 def test_a_reader_open_during_an_ingest_sees_the_new_documents(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
-    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
-    engine.update_indexes(store)
-    assert engine.keyword is not None and engine.keyword.search("pilot", 5) == []
+    keeper = _keeper()
+    keyword = keeper.refresh(store).keyword
+    assert isinstance(keyword, TantivyIndex) and keyword.search("pilot", 5) == []
     done = subprocess.run([sys.executable, "-c", _WRITER, str(tmp_path)], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
-    engine.ensure_current(store)  # what every query does first: the records version changed
-    assert sorted(i for i, _ in engine.keyword.search("pilot boat", 5)) == ["c.md#0", "c.md#1", "c.md#2"]
-    assert engine.index_origin == "updated" and engine.keyword.position() == store.log_position()
+    assert keeper.current(store) is not None  # what every query does first: the records version changed
+    assert sorted(i for i, _ in keyword.search("pilot boat", 5)) == ["c.md#0", "c.md#1", "c.md#2"]
+    assert keeper.origin == "updated" and keyword.position() == store.log_position()
 
 
 def test_a_new_process_opens_the_side_index_file_and_reads_no_record(
@@ -229,9 +236,9 @@ def test_a_new_process_opens_the_side_index_file_and_reads_no_record(
     store.replace_source(
         "a.md", [_record("a.md", i, f"harbour buoy {i}", section_id=f"{i}") for i in range(3)], _state("a.md", 3)
     )
-    first = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
-    first.update_indexes(store)
-    assert first.index_origin == "rebuilt"
+    first = _keeper()
+    first.refresh(store)
+    assert first.origin == "rebuilt"
 
     def no_reading(*args: object, **kwargs: object) -> None:
         raise AssertionError("read every record at start-up")
@@ -239,22 +246,28 @@ def test_a_new_process_opens_the_side_index_file_and_reads_no_record(
     monkeypatch.setattr(SQLiteStore, "iter_rows", no_reading)
     monkeypatch.setattr(SQLiteStore, "iter_records", no_reading)
     again = _store(tmp_path)
-    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
-    engine.update_indexes(again)
-    assert engine.index_origin == "loaded" and engine.keyword is not None and engine.exact is not None
-    assert sorted(i for i, _ in engine.keyword.search("buoy", 5)) == ["a.md#0", "a.md#1", "a.md#2"]
-    assert engine.exact.section_of_query("§ 1") == ["a.md#1"]
+    keeper = _keeper()
+    indexes = keeper.refresh(again)
+    assert keeper.origin == "loaded"
+    assert sorted(i for i, _ in indexes.keyword.search("buoy", 5)) == ["a.md#0", "a.md#1", "a.md#2"]
+    assert indexes.exact.section_of_query("§ 1") == ["a.md#1"]
     again.replace_source("a.md", [_record("a.md", 0, "mooring chain", section_id="1")], _state("a.md", 1))
-    engine.ensure_current(again)  # in place: the file and the keyword index apply the change, no record re-read
-    assert engine.index_origin == "updated" and engine.keyword.search("buoy", 5) == []
-    assert engine.exact.section_of_query("§ 1") == ["a.md#0"]
+    indexes = keeper.current(again)  # in place: the file and the keyword index apply the change, no record re-read
+    assert indexes is not None and keeper.origin == "updated" and indexes.keyword.search("buoy", 5) == []
+    assert indexes.exact.section_of_query("§ 1") == ["a.md#0"]
 
 
-def test_filters_hold_in_keyword_mode_over_random_metadata(tmp_path: Path) -> None:
+@pytest.mark.parametrize("term_set_rows", [tantivy_keyword._TERM_SET_ROWS, 0], ids=["term-set", "checked-hits"])
+def test_filters_hold_in_keyword_mode_over_random_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, term_set_rows: int
+) -> None:
     """Property: a filtered keyword search returns exactly the records holding the word that pass the filter
-    (:meth:`Filter.matches`), with the index brought up to date incrementally after every rewrite."""
+    (:meth:`Filter.matches`), with the index brought up to date incrementally after every rewrite; both ways
+    tantivy applies the store's allowed rows (a term-set clause, or the hits' ``row`` fast field checked, read
+    deeper until enough pass)."""
+    monkeypatch.setattr(tantivy_keyword, "_TERM_SET_ROWS", term_set_rows)
     store = _store(tmp_path)
-    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_index(s), "tantivy"))
+    keeper = _keeper()
     settings = SearchSettings(top_k=50, weights={KEYWORD: 1.0}, candidates=50)
 
     @fs.property_settings()
@@ -265,7 +278,7 @@ def test_filters_hold_in_keyword_mode_over_random_metadata(tmp_path: Path) -> No
         pairs = enumerate(zip(metadata, words, strict=True))
         records = [_record("p.md", i, f"chunk {i} {w}", **meta) for i, (meta, w) in pairs]
         store.replace_source("p.md", records, _state("p.md", len(records)))
-        engine.update_indexes(store)
+        engine = QueryEngine(lambda q: UNIT, name="t", indexes=keeper.refresh(store))
         for _ in range(3):
             where = data.draw(fs.filters_for(metadata))
             expected = {r.id for r in records if "anchor" in r.content and where.matches(r.metadata)}
@@ -325,9 +338,58 @@ def test_another_processs_changes_reach_a_strategy_that_keeps_nothing(tmp_path: 
     (before, the engine never noted the version it was built from, so it never rebuilt)."""
     store = _store(tmp_path)
     store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
-    engine = HybridSearcher(lambda q: UNIT, name="t", keyword_index=lambda s: (_Substring(), "substring"))
-    engine.update_indexes(store)
+    keeper = IndexKeeper(lambda s: (_Substring(), "substring"), name="t")
+    keeper.refresh(store)
     other = _store(tmp_path)
     other.replace_source("b.md", [_record("b.md", 0, "pilot boat")], _state("b.md", 1))
-    engine.ensure_current(store)
-    assert engine.keyword is not None and [i for i, _ in engine.keyword.search("pilot", 5)] == ["b.md#0"]
+    indexes = keeper.current(store)
+    assert indexes is not None and [i for i, _ in indexes.keyword.search("pilot", 5)] == ["b.md#0"]
+
+
+@pytest.mark.parametrize("term_set_rows", [tantivy_keyword._TERM_SET_ROWS, 0], ids=["term-set", "checked-hits"])
+def test_a_filtered_query_asks_tantivy_for_the_allowed_rows_not_its_whole_ranking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, term_set_rows: int
+) -> None:
+    """The filtered-query cost: the filter goes to tantivy as the store's allowed rows (checked on the ``row``
+    fast field), so the engine never asks for the whole ranking to recheck every hit's record (before, it did:
+    every hit's id read from tantivy's document store, then its record from the store)."""
+    monkeypatch.setattr(tantivy_keyword, "_TERM_SET_ROWS", term_set_rows)
+    store = _store(tmp_path)
+    records = [_record("a.md", i, f"harbour buoy {i}", berth=i % 40) for i in range(400)]
+    store.replace_source("a.md", records, _state("a.md", len(records)))
+    engine = QueryEngine(lambda q: UNIT, name="t", indexes=_keeper().refresh(store))
+
+    def whole_ranking(self: TantivyIndex, query: str, k: int) -> list[tuple[str, float]]:
+        raise AssertionError(f"asked for {k} hits to recheck them")
+
+    monkeypatch.setattr(TantivyIndex, "search", whole_ranking)
+    where = Filter((condition("berth", "eq", [7]),))
+    settings = SearchSettings(top_k=5, weights={KEYWORD: 1.0}, candidates=5)
+    found = engine.search(store, "buoy", settings, where=where)
+    assert len(found) == 5 and all(h.record.metadata["berth"] == 7 for h in found)
+
+
+def test_an_index_built_with_the_old_default_opens_with_tantivy_and_keeps_its_vectors(legal_corpus: Path) -> None:
+    """A collection whose side indexes were built with ``bm25`` (the default before) opens under ``auto`` (now
+    ``tantivy`` on sqlite): the keyword index is built from the store's records on first open, nothing is
+    re-ingested or re-embedded, and the dense index is the same."""
+    agent = legal_corpus / "agent.yaml"
+    tool_yaml = "name: legal\ntools:\n  - name: act\n    type: hierarchical_document\n    source: ./docs\n"
+    agent.write_text(tool_yaml + "    keyword_strategy: bm25\n")
+    old = build_tool(load_agent_config(agent).tools[0], base_dir=legal_corpus)
+    assert isinstance(old, HierarchicalDocumentTool)
+    old.initialize_sync()
+    assert old.keyword_strategy == "bm25"
+    store = old.ready_store("x")
+    vectors = {r.id: r.vector.tolist() for r in store.iter_records()}
+    old.close()
+    agent.write_text(tool_yaml)
+    new = build_tool(load_agent_config(agent).tools[0], base_dir=legal_corpus)
+    assert isinstance(new, HierarchicalDocumentTool)
+    report = new.open_sync()
+    assert new.keyword_strategy == "tantivy" and not report.ingested and new.index_origin == "rebuilt"
+    found = new.search_results_sync("tomatoes compost", 3, mode="keyword")
+    assert found and found[0].source == "docs/guide.md"
+    assert new.search_results_sync("§ 2.1")[0].section_id == "2.1"
+    assert {r.id: r.vector.tolist() for r in new.ready_store("x").iter_records()} == vectors
+    new.close()

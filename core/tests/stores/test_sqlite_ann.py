@@ -18,7 +18,7 @@ import pytest
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_ann import SQLiteOptions, read_state
+from deckhand.stores.sqlite.ann import SQLiteOptions, read_state
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 
 ANN = SQLiteOptions(search="ann", ann_threshold=0)
@@ -67,10 +67,12 @@ def _clustered(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _pair(tmp_path: Path, metric: Metric = Metric.COSINE, dim: int = DIM) -> tuple[SQLiteStore, SQLiteStore]:
-    """The same file opened with the approximate index and exactly."""
+def _pair(
+    tmp_path: Path, metric: Metric = Metric.COSINE, dim: int = DIM, options: SQLiteOptions | None = None
+) -> tuple[SQLiteStore, SQLiteStore]:
+    """The same file opened with the approximate index (``options``, else ``ANN``) and exactly."""
     spec = CollectionSpec("kb", dim, "m", metric)
-    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN)
+    ann = SQLiteStore(tmp_path / "index.sqlite", "kb", options or ANN)
     ann.open(spec)
     exact = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="exact"))
     exact.open(spec)
@@ -103,7 +105,8 @@ def _count_adds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _graph_files(tmp_path: Path) -> list[Path]:
-    return sorted(tmp_path.glob("index.sqlite.c*.g*.usearch"))
+    """The approximate index files (a usearch graph or an IVF archive; not their companions)."""
+    return sorted([*tmp_path.glob("index.sqlite.c*.g*.usearch"), *tmp_path.glob("index.sqlite.c*.g*.ivf")])
 
 
 def test_below_the_threshold_searches_stay_exact_and_nothing_is_built(tmp_path: Path) -> None:
@@ -132,14 +135,26 @@ def test_answers_and_scores_match_exact_search(tmp_path: Path, metric: Metric) -
             assert hit.record.vector.dtype == np.float32 and hit.record.vector.shape == (DIM,)
 
 
+#: SciFact's vectors, embedded once per session (the graph's test and the IVF module's share them).
+_EMBEDDED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _scifact_vectors(minilm: Any) -> tuple[np.ndarray, np.ndarray]:
+    """2,000 SciFact abstracts (title and 300 characters) and 150 questions, as MiniLM vectors."""
+    if id(minilm) not in _EMBEDDED:
+        source = _scifact()
+        assert source is not None
+        lines = (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2000]
+        docs = [json.loads(line) for line in lines]
+        queries = [json.loads(line)["text"] for line in (source / "queries.jsonl").read_text().splitlines()[:150]]
+        vectors = minilm.embed([f"{d['title']}. {d['text'][:300]}" for d in docs]).astype(np.float32)
+        _EMBEDDED[id(minilm)] = (vectors, minilm.embed(queries).astype(np.float32))
+    return _EMBEDDED[id(minilm)]
+
+
 @pytest.mark.skipif(_scifact() is None, reason="SciFact (shared/datasets/scifact) is not beside this checkout")
 def test_recall_on_real_minilm_vectors_with_and_without_filters(tmp_path: Path, minilm: Any) -> None:
-    source = _scifact()
-    assert source is not None
-    docs = [json.loads(line) for line in (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2000]]
-    queries = [json.loads(line)["text"] for line in (source / "queries.jsonl").read_text().splitlines()[:150]]
-    vectors = minilm.embed([f"{d['title']}. {d['text'][:300]}" for d in docs]).astype(np.float32)
-    probes = minilm.embed(queries).astype(np.float32)
+    vectors, probes = _scifact_vectors(minilm)
     ann, exact = _pair(tmp_path, dim=vectors.shape[1])
     _fill(ann, vectors)
     ann.maintain()
@@ -256,7 +271,7 @@ def test_drop_removes_the_graph(tmp_path: Path) -> None:
 #: Builds the graph in another process and is killed (SIGKILL, by itself) at the named point.
 BUILDER = r"""
 import os, signal, sys
-from deckhand.stores import sqlite_ann
+from deckhand.stores.sqlite import ann as sqlite_ann
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec
 
@@ -266,7 +281,7 @@ if point == "before-rename":
     sqlite_ann.os.replace = die
 elif point == "before-record":
     sqlite_ann.record = die
-store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions(search="ann", ann_threshold=0, ann_refresh_rows=1))
+store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions.model_validate_json(sys.argv[4]))
 store.open(CollectionSpec("kb", int(sys.argv[3]), "m"))
 store.maintain()
 """
@@ -282,11 +297,14 @@ def test_kill_9_while_the_graph_is_written_leaves_a_working_index(tmp_path: Path
     _fill(ann, vectors[300:], first_source=15)
     script = tmp_path / "builder.py"
     script.write_text(BUILDER)
+    refreshed = ANN.model_copy(update={"ann_refresh_rows": 1})
     result = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "index.sqlite"), point, str(DIM)], capture_output=True, timeout=120
+        [sys.executable, str(script), str(tmp_path / "index.sqlite"), point, str(DIM), refreshed.model_dump_json()],
+        capture_output=True,
+        timeout=120,
     )
     assert result.returncode == -signal.SIGKILL, result.stderr
-    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", ANN.model_copy(update={"ann_refresh_rows": 1}))
+    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", refreshed)
     reader.open(CollectionSpec("kb", DIM, "m"))
     queries = _clustered(20, seed=11)
     assert _recall(reader, exact, queries) >= SYNTHETIC_RECALL  # the old graph plus the newer rows, searched exactly

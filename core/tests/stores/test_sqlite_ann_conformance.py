@@ -43,3 +43,11 @@ class TestSQLiteAnnConformance(StoreConformanceTests):
 
             monkeypatch.setattr(SQLiteStore, name, write_then_maintain)
         yield
+
+
+class TestSQLiteIvfConformance(TestSQLiteAnnConformance):
+    """The same kit with the IVF index (``ann_index: ivf``) forced on and rebuilt after every write."""
+
+    @pytest.fixture
+    def database(self) -> DatabaseConfig:
+        return DatabaseConfig(provider="sqlite", options={**OPTIONS, "ann_index": "ivf"})

@@ -20,9 +20,9 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, IndexCorruptError, StoreError
 from deckhand.plugins import get_registry
-from deckhand.stores import sqlite as sqlite_module
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite_file import index_path
+from deckhand.stores.sqlite import transactions as sqlite_transactions
+from deckhand.stores.sqlite.file import index_path
 from deckhand.stores.tool_store import open_store
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 from pydantic import ValidationError
@@ -35,7 +35,7 @@ SPEC = CollectionSpec("kb", DIM, "test-model")
 WRITER = r"""
 import os, sys, time
 import numpy as np
-from deckhand.stores import sqlite_file
+from deckhand.stores.sqlite import file as sqlite_file
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 
@@ -207,8 +207,8 @@ def test_reader_sees_another_process_writes_incrementally(tmp_path: Path) -> Non
 
 
 def test_reader_far_behind_the_deletion_log_reloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_module, "_TRIM_EVERY", 2)
-    monkeypatch.setattr(sqlite_module, "_LOG_GENERATIONS", 2)
+    monkeypatch.setattr(sqlite_transactions, "_TRIM_EVERY", 2)
+    monkeypatch.setattr(sqlite_transactions, "_LOG_GENERATIONS", 2)
     path = tmp_path / "index.sqlite"
     reader, writer = SQLiteStore(path, "kb"), SQLiteStore(path, "kb")
     writer.open(SPEC)
@@ -471,8 +471,8 @@ def test_the_record_log_gives_what_changed_since_a_version(tmp_path: Path, monke
         (7, "a.md_chunk_1", _records("a.md", 2, tag="v2")[1].content),
     ]
 
-    monkeypatch.setattr(sqlite_module, "_TRIM_EVERY", 1)
-    monkeypatch.setattr(sqlite_module, "_LOG_GENERATIONS", 1)
+    monkeypatch.setattr(sqlite_transactions, "_TRIM_EVERY", 1)
+    monkeypatch.setattr(sqlite_transactions, "_LOG_GENERATIONS", 1)
     store.replace_source("d.md", _records("d.md", 1), _state("d.md", 1))
     store.replace_source("e.md", _records("e.md", 1), _state("e.md", 1))
     assert store.changes_since(version, last_row) is None, "the log no longer reaches back: the caller rebuilds"

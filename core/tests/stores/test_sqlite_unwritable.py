@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner, Result
 from deckhand.cli.main import EXIT_ERROR, cli
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
-from deckhand.stores import sqlite_file
+from deckhand.stores.sqlite import file as sqlite_file
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")

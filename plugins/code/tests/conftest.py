@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.embedding.factory import embedder_for
+from deckhand.building.embedders import embedder_for
 from deckhand.plugins import get_registry
+from deckhand.testing.isolation import isolated_state, session_state  # noqa: F401
 
 SAMPLES = Path(__file__).parent / "samples"
-
-
-@pytest.fixture(scope="session")
-def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("deckhand-state")
-
-
-@pytest.fixture(autouse=True)
-def isolated_state(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, session_state: Path
-) -> Iterator[None]:
-    """A private DECKHAND_HOME and HOME per test (the embedding cache and model graph shared by the session)."""
-    state = tmp_path_factory.mktemp("state")
-    (session_state / "cache").mkdir(exist_ok=True)
-    (state / "cache").symlink_to(session_state / "cache", target_is_directory=True)
-    monkeypatch.setenv("DECKHAND_HOME", str(state))
-    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-    monkeypatch.setenv("DECKHAND_MODEL_CACHE", str(session_state / "models"))
-    monkeypatch.delenv("DECKHAND_PLUGINS", raising=False)
-    yield
 
 
 @pytest.fixture(scope="session")

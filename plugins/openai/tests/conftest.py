@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from _embedding_server import SECRET, EmbeddingServer, serve_embeddings
-from deckhand.embedding.lazy import forget_embedders
+from deckhand.building.lazy_embedders import forget_embedders
 from deckhand.plugins import reset_registry
 
 

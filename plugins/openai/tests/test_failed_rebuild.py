@@ -10,8 +10,8 @@ import pytest
 import yaml
 from _embedding_server import SECRET, EmbeddingServer
 from click.testing import CliRunner, Result
+from deckhand.building.lazy_embedders import forget_embedders
 from deckhand.cli.main import cli
-from deckhand.embedding.lazy import forget_embedders
 
 TOPICS = {
     "tides.md": "# Tides\n\nSpring tides follow the full moon and the new moon, when the pull is strongest.\n",

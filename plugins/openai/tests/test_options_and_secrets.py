@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from _embedding_server import EmbeddingServer
 from click.testing import CliRunner
+from deckhand.building.lazy_embedders import lazy_embedder
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
-from deckhand.embedding.lazy import lazy_embedder
 from deckhand.errors import ConfigError, EmbeddingError
 from deckhand.plugins import PluginRegistry
 

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
+from deckhand.building.embedders import load_embedder
+from deckhand.building.lazy_embedders import lazy_embedder
 from deckhand.cli.main import cli
 from deckhand.config.options import parse_choice
-from deckhand.embedding.factory import load_embedder
-from deckhand.embedding.lazy import lazy_embedder
 from deckhand.plugins import PluginRegistry
 
 pytestmark = pytest.mark.embedding_server

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from _embedding_server import SECRET, EmbeddingServer
 from click.testing import CliRunner, Result
+from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder
 from deckhand.cli.main import cli
-from deckhand.embedding.lazy import forget_embedders, lazy_embedder
 from deckhand.errors import EmbedderAuthenticationError, EmbeddingError
 from deckhand.plugins import PluginRegistry
 from deckhand_openai.embedder import proxy_tokenizer

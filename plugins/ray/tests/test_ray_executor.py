@@ -18,9 +18,9 @@ import deckhand_ray.executor as executor_module
 import psutil
 import pytest
 from click.testing import CliRunner
+from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder_for
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
-from deckhand.embedding.lazy import forget_embedders, lazy_embedder_for
 from deckhand.errors import ConfigError, StoreConnectionError
 from deckhand.ingest.executor import IngestJob
 from deckhand.plugins import get_registry

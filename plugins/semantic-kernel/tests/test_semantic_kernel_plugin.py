@@ -194,3 +194,40 @@ def test_a_tools_own_parameters_reach_the_kernel(agent: Path, monkeypatch: pytes
     assert function["parameters"]["properties"]["query"] == regex
     assert set(function["parameters"]["properties"]) == {"query", "top_k", "cursor"}
     assert function["parameters"]["required"] == ["query"]
+
+
+async def test_writes_are_kernel_functions_of_a_writable_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``writable: true`` adds deckhand_add and deckhand_delete, with the catalog's schemas (the module's
+    agent, without it, has neither: test_every_call_is_a_kernel_function)."""
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "keys.md").write_text(DOCS["keys.md"])
+    config = tmp_path / "agent.yaml"
+    config.write_text("tools:\n  - {type: vectorstore, name: notes, source: docs/, writable: true}\n")
+    toolbox = Toolbox.from_config(config)
+    try:
+        plugin = plugin_from_toolbox(toolbox)
+        assert {"deckhand_add", "deckhand_delete"} <= set(plugin.functions)
+        expected = {op.name: op for op in operations(toolbox)}
+        for name in ("deckhand_add", "deckhand_delete"):
+            function = kernel_function_metadata_to_function_call_format(plugin.functions[name].metadata)["function"]
+            assert function["parameters"]["properties"] == expected[name].input_schema["properties"], name
+        kernel = Kernel()
+        kernel.add_plugin(plugin)
+        note = "Harbor pilots board tankers at the outer buoy."
+        added = await kernel.invoke(
+            plugin_name="deckhand",
+            function_name="deckhand_add",
+            tool="notes",
+            title="Pilots",
+            text=note,
+            metadata={"team": "ops"},
+            id="pilots",
+        )
+        assert added is not None and str(added.value).startswith("notes: added deckhand-agent://notes/pilots")
+        found = await kernel.invoke(plugin_name="deckhand", function_name="notes", query="where do pilots board?")
+        assert found is not None and "Source: deckhand-agent://notes/pilots" in str(found.value)
+        gone = await kernel.invoke(plugin_name="deckhand", function_name="deckhand_delete", tool="notes", id="pilots")
+        assert gone is not None and str(gone.value).startswith("notes: removed deckhand-agent://notes/pilots")
+    finally:
+        toolbox.close()

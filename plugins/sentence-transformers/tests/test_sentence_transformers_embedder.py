@@ -18,9 +18,9 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (install the CPU wheel: pip install torch==2.13.0)")
 pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
 
+from deckhand.building.embedders import resolve_embedder
 from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.embedding.factory import resolve_embedder
 from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 from deckhand.errors import EmbeddingError
 from deckhand.plugins import PluginRegistry

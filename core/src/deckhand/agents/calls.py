@@ -198,10 +198,14 @@ class ReferenceOut(BaseModel):
     section_id: str
     location: str = ""
     resolved: bool = True
+    source: str | None = Field(
+        default=None, description="The file the referenced section (or symbol) is in; absent when not resolved."
+    )
 
 
-class Hit(BaseModel):
-    """One search result: the chunk, where it comes from, and how well it matched."""
+class ResultOut(BaseModel):
+    """One search result as MCP clients receive it: a :class:`deckhand.types.SearchResult` with its line
+    numbers and code symbol lifted out of ``metadata`` and a ``uri`` to read it by (``agents.output.hit_of``)."""
 
     rank: int
     score: float = Field(description="Similarity in [0, 1], higher is better.")
@@ -228,7 +232,7 @@ class Hit(BaseModel):
 class SearchOutput(Output):
     tool: str
     query: str
-    results: list[Hit]
+    results: list[ResultOut]
     next_cursor: str | None = Field(
         default=None,
         description="Set when more results did not fit the result budget: pass it as cursor, with the same "
@@ -272,6 +276,11 @@ class ToolStatus(BaseModel):
         description="Searchable items held: chunks for deckhand's tool types, whatever a plugin's tool type searches "
         "(files, rows) otherwise; the last count read while the store is unreachable."
     )
+    files: int | None = Field(default=None, description="Writable tools: source files in the index.")
+    agent_documents: int | None = Field(
+        default=None, description="Writable tools: documents agents added (deckhand_add)."
+    )
+    writable: bool = Field(default=False, description="Whether deckhand_add and deckhand_delete take this tool.")
     last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")

@@ -40,9 +40,21 @@ from deckhand.agents.calls import (
     top_k_limit,
 )
 from deckhand.agents.paging import budget_chars, budget_of, open_cursor, page
-from deckhand.agents.reading import MAX_CHARS, SourceReader, file_uri
+from deckhand.agents.reading import MAX_CHARS, MAX_LINES, Passage, SourceReader, file_uri
 from deckhand.agents.toolbox import ProgressListener, Toolbox
+from deckhand.agents.writes import (
+    ADD,
+    DELETE,
+    AddArguments,
+    AddOutput,
+    AgentPassage,
+    DeleteArguments,
+    DeleteOutput,
+    writable_tools,
+)
 from deckhand.limits import DEFAULT_RESULT_BUDGET
+from deckhand.tools.agent_documents import is_agent_source
+from deckhand.tools.base import SourceTool
 from deckhand.tools.results import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -67,6 +79,15 @@ class Operation:
     handler: Callable[[Any, ProgressListener | None], Outcome]
     #: True for the operations that report progress (ingestion).
     reports_progress: bool = False
+
+    def function_definition(self) -> dict[str, Any]:
+        """This call as an OpenAI-style tool (``{"type": "function", "function": {name, description,
+        parameters}}``), for programs that hand deckhand's calls, writes included, to a model themselves;
+        answer the model's call with :meth:`call` (its arguments, parsed from JSON)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
 
     def parse(self, arguments: dict[str, Any] | None) -> Arguments:
         """``arguments`` validated, or ``CallError`` with one line."""
@@ -136,13 +157,20 @@ def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Opera
     if toolbox.memory is not None:
         ops += _memory_operations(toolbox)
     ops += _housekeeping_operations(toolbox, reader, result_budget)
+    writable = writable_tools(toolbox)
+    if writable:
+        ops += _write_operations(toolbox, writable)
     return ops
 
 
 def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOutput:
     """``found`` with each hit's ``uri`` (its file and lines) where the reader would serve it."""
-    base = Path(getattr(tool, "base_dir", None) or Path.cwd())
+    base = tool.base_dir if isinstance(tool, SourceTool) else Path.cwd()
     for hit in found.results:
+        if is_agent_source(hit.source):  # a document an agent added: its own URI, read like a file's
+            lines = f"#L{hit.start_line}-L{hit.end_line or hit.start_line}" if hit.start_line is not None else ""
+            hit.uri = hit.source + lines
+            continue
         path = base / hit.source  # the display path is relative to the tool's base directory, or absolute
         end = hit.end_line
         if end is None and hit.start_line is not None:  # an index made before end lines were stored
@@ -253,25 +281,13 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
         return toolbox.reingest(args, listener) if args.wait else start_reingest(toolbox, args)
 
     def read(args: Any, listener: ProgressListener | None) -> Outcome:
+        if is_agent_source(args.uri):
+            return _read_agent(toolbox, args, read_chars)
         try:
             passage = reader.read(args.uri, context=args.context, section=args.section, max_chars=read_chars)
         except CallError as exc:
             raise CallError(f"deckhand_read: {exc}") from None
-        head = f"{passage.display}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
-        next_uri = passage.next_uri
-        if next_uri is not None:
-            head += f" (cut; read on from {next_uri})"
-        return f"{head}\n\n{passage.text}", ReadOutput(
-            tool=passage.tool,
-            source=passage.display,
-            uri=passage.uri,
-            start_line=passage.start_line,
-            end_line=passage.end_line,
-            total_lines=passage.total_lines,
-            truncated=passage.truncated,
-            text=passage.text,
-            next_uri=next_uri,
-        )
+        return _read_answer(passage.display, passage.display, passage)
 
     ingest = _op(
         "deckhand_ingest",
@@ -292,7 +308,8 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
             "deckhand_list_tools",
             "List the retrieval tools",
             "List this server's retrieval tools with their sources, state, number of stored chunks and last "
-            "ingest time, and the memory if one is configured.",
+            "ingest time (a writable tool also counts its files and the documents agents added), and the memory "
+            "if one is configured.",
             ListToolsArguments,
             ToolListOutput,
             lambda args, _: toolbox.list_tools(),
@@ -309,3 +326,65 @@ def _housekeeping_operations(toolbox: Toolbox, reader: SourceReader, result_budg
             read,
         ),
     ]
+
+
+def _read_agent(toolbox: Toolbox, args: Any, max_chars: int) -> Outcome:
+    """``deckhand_read`` of a document an agent added (its ``deckhand-agent://`` URI)."""
+    try:
+        passage = toolbox.read_agent(args.uri, context=args.context, max_chars=max_chars, max_lines=MAX_LINES)
+    except CallError as exc:
+        raise CallError(f"deckhand_read: {exc}") from None
+    source = passage.uri.split("#", 1)[0]
+    return _read_answer(f"{passage.title} ({source})", source, passage)
+
+
+def _read_answer(name: str, source: str, passage: Passage | AgentPassage) -> Outcome:
+    """``deckhand_read``'s text (where the lines are, and where to read on when cut) and structured answer."""
+    head = f"{name}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
+    if passage.next_uri is not None:
+        head += f" (cut; read on from {passage.next_uri})"
+    return f"{head}\n\n{passage.text}", ReadOutput(
+        tool=passage.tool,
+        source=source,
+        uri=passage.uri,
+        start_line=passage.start_line,
+        end_line=passage.end_line,
+        total_lines=passage.total_lines,
+        truncated=passage.truncated,
+        text=passage.text,
+        next_uri=passage.next_uri,
+    )
+
+
+def _write_operations(toolbox: Toolbox, writable: list[str]) -> list[Operation]:
+    """``deckhand_add`` and ``deckhand_delete``, offered only when a tool sets ``writable: true``."""
+    names = ", ".join(writable)
+    add = _op(
+        ADD,
+        "Add a document to a tool",
+        f"Add a document (title, text, optional metadata fields) to a writable retrieval tool ({names}): it is "
+        "chunked and embedded like the tool's files and found by its searches at once. It is kept apart from the "
+        "source's files (a re-ingest keeps it); give an id to replace a document added before.",
+        AddArguments,
+        AddOutput,
+        lambda args, _: toolbox.add_document(args),
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+    )
+    delete = _op(
+        DELETE,
+        "Delete a document from a tool",
+        f"Delete a document an agent added to a writable retrieval tool ({names}), by its id or its "
+        "deckhand-agent:// source; where the tool allows it (writable_sources), remove a source file's entry from "
+        "the index by its source path (the file itself is never touched).",
+        DeleteArguments,
+        DeleteOutput,
+        lambda args, _: toolbox.delete_document(args),
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    )
+    for op in (add, delete):
+        op.input_schema["properties"]["tool"]["enum"] = list(writable)
+    return [add, delete]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from deckhand.agents.calls import CallError
 
@@ -48,20 +49,28 @@ class Outage:
 
 
 class OutageHealing:
-    """The :class:`~deckhand.agents.toolbox.Toolbox`'s part that records outages and retries them."""
+    """Records the outages of a :class:`~deckhand.agents.toolbox.Toolbox`'s stores and retries them.
 
-    _slots: dict[str, Slot]
-    _closing: threading.Event
-    retry_first: float
-    retry_max: float
-    _healer: threading.Thread | None
-    _heal_wake: threading.Event
-    _heal_lock: threading.Lock
+    It shares the toolbox's ``slots`` and ``closing`` event and retries by calling ``ingest(name)``
+    (the toolbox's incremental ingest); its own state is the healer thread and the retry delays.
+    """
 
-    def ingest(self, name: str, force: bool = False, listener: Any = None) -> Any:  # pragma: no cover - Toolbox's
-        raise NotImplementedError
+    def __init__(
+        self,
+        slots: Mapping[str, Slot],
+        closing: threading.Event,
+        ingest: Callable[[str], object],
+        retry: tuple[float, float] = (RETRY_FIRST, RETRY_MAX),
+    ) -> None:
+        self._slots = slots
+        self._closing = closing
+        self._ingest = ingest
+        self.retry_first, self.retry_max = retry
+        self._healer: threading.Thread | None = None
+        self._heal_wake = threading.Event()
+        self._heal_lock = threading.Lock()
 
-    def _store_down(self, name: str, slot: Slot, line: str, *, attempt: bool = True) -> str:
+    def store_down(self, name: str, slot: Slot, line: str, *, attempt: bool = True) -> str:
         """Record that tool ``name``'s store is unreachable; the outage in words.
 
         ``attempt``: an ingest (a retry) failed, so the next one is scheduled after a doubled delay;
@@ -87,7 +96,7 @@ class OutageHealing:
         self._wake_healer()
         return described
 
-    def _store_up(self, name: str, slot: Slot, *, healed: bool) -> None:
+    def store_up(self, name: str, slot: Slot, *, healed: bool) -> None:
         """The store answered (``healed``: and an ingest brought the index up to date): the outage is over."""
         with slot.cond:
             outage, slot.outage = slot.outage, None
@@ -98,7 +107,7 @@ class OutageHealing:
                 time.time() - outage.since,
             )
 
-    def _retry_due(self, slot: Slot) -> bool:
+    def retry_due(self, slot: Slot) -> bool:
         """Whether ``slot``'s store is unreachable and its next retry is due (claims the retry)."""
         with slot.cond:
             outage = slot.outage
@@ -109,11 +118,15 @@ class OutageHealing:
             outage.retrying = True
             return True
 
-    def _retry_now(self, slot: Slot) -> None:
+    def retry_now(self, slot: Slot) -> None:
         with slot.cond:
             if slot.outage is not None:
                 slot.outage.retry_at = 0.0
         self._wake_healer()
+
+    def wake(self) -> None:
+        """Wake the healer thread (the toolbox is closing: it sees ``closing`` and ends)."""
+        self._heal_wake.set()
 
     def _wake_healer(self) -> None:
         """Start the thread that retries unreachable stores (once), or wake it to look again."""
@@ -139,9 +152,9 @@ class OutageHealing:
             for name, slot in pending:
                 if self._closing.is_set():
                     return
-                if self._retry_due(slot):
+                if self.retry_due(slot):
                     try:
-                        self.ingest(name)  # incremental: also picks up what changed during the outage
+                        self._ingest(name)  # incremental: also picks up what changed during the outage
                     except CallError as exc:
                         log.debug("tool %s: retry failed: %s", name, exc)
             now = time.monotonic()

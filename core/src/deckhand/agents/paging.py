@@ -10,8 +10,11 @@ results already given by a short digest of ``(source, chunk_index, content)``. T
 the same search and leaves those out, so no result is ever given twice; when nothing was ingested
 between two pages the pages together are exactly the unbudgeted answer. After an ingest the next page
 is taken from the index as it is now (a new match may appear, a removed one is gone). Cursors are
-signed with a per-process key (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
+signed (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
 :data:`~deckhand.limits.MAX_CURSOR_CHARS` characters; a forged, stale or foreign one is refused in one line.
+The signing key is per process unless :func:`use_cursor_secret` derives it from a secret that replicas
+share (``deckhand mcp`` does, from ``DECKHAND_CURSOR_KEY`` or the bearer token): then a cursor given by one
+replica continues on any other.
 """
 
 from __future__ import annotations
@@ -25,16 +28,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from deckhand.agents.calls import CallError, Hit, SearchArguments, SearchOutput
+from deckhand.agents.calls import CallError, ResultOut, SearchArguments, SearchOutput
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_CURSOR_CHARS
-from deckhand.tools.hierarchical_results import (
-    DefinitionRef,
-    HierarchicalSearchResult,
-    SectionRef,
-    format_hierarchical_results,
-)
+from deckhand.tools.hierarchical_results import format_hierarchical_results
 from deckhand.tools.results import format_results
-from deckhand.types import SearchResult
+from deckhand.types import DefinitionRef, SearchResult, SectionRef
 
 #: Characters per token of the estimate (a conservative average for English text and code).
 CHARS_PER_TOKEN = 4
@@ -43,8 +41,17 @@ CURSOR_TTL = 3600
 #: Marker that ends a result cut to fit the budget.
 CUT_MARKER = "[... cut to fit the result budget; deckhand_read its uri for the rest]"
 
-_KEY = secrets.token_bytes(32)  # per process: a cursor from an earlier server is refused
+_KEY = secrets.token_bytes(32)  # per process (a cursor from an earlier server is refused) until use_cursor_secret
+#: What a shared secret is bound to before it becomes the signing key (so the key signs cursors and nothing else).
+_KEY_PURPOSE = b"deckhand search cursor key v1"
 _DIGEST = 8  # bytes naming one given result
+
+
+def use_cursor_secret(secret: str | None) -> None:
+    """Sign cursors with a key derived from ``secret`` (processes given the same secret accept each other's
+    cursors), or, with None, with a new random key of this process. The secret itself is never kept."""
+    global _KEY
+    _KEY = secrets.token_bytes(32) if secret is None else hmac.new(secret.encode(), _KEY_PURPOSE, "sha256").digest()
 
 
 def budget_chars(tokens: int) -> int:
@@ -62,7 +69,7 @@ def _search_key(tool: str, args: SearchArguments) -> bytes:
     return hashlib.sha256(json.dumps(bound, sort_keys=True, ensure_ascii=True).encode()).digest()[:16]
 
 
-def _hit_key(hit: Hit) -> bytes:
+def _hit_key(hit: ResultOut) -> bytes:
     text = f"{hit.source}\0{hit.chunk_index}\0{hit.content}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(text).digest()[:_DIGEST]
 
@@ -89,6 +96,8 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
         raw = _unb64(cursor) if cursor.isascii() else b""
     except ValueError:
         raw = b""
+    if _b64(raw) != cursor:  # the last character's unused bits (or stray characters) changed: not as given
+        raw = b""
     body, mac = raw[:-16], raw[-16:]
     if (
         len(raw) < 40
@@ -96,7 +105,8 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
         or not hmac.compare_digest(mac, hmac.new(_KEY, body, hashlib.sha256).digest()[:16])
     ):
         raise CallError(
-            f"{tool}: cursor: not one this server gave (or from before a restart); run the search without a cursor"
+            f"{tool}: cursor: not one this server gave (or from before a restart, or from a replica with another "
+            "DECKHAND_CURSOR_KEY); run the search without a cursor"
         )
     if not hmac.compare_digest(body[:16], _search_key(tool, args)):
         raise CallError(
@@ -108,7 +118,7 @@ def open_cursor(tool: str, args: SearchArguments, cursor: str, now: float | None
     return {body[i : i + _DIGEST] for i in range(24, len(body), _DIGEST)}
 
 
-def _cost(hit: Hit) -> int:
+def _cost(hit: ResultOut) -> int:
     """Characters ``hit`` takes in the answer as sent (JSON): its structured form, text block and resource link."""
     block = f"[{hit.rank}] Score: {hit.score:.2f} | Source: {hit.source}\n{hit.content}\n\n"
     link = len(json.dumps(hit.uri)) + len(json.dumps(hit.source)) + 160 if hit.uri else 0
@@ -121,7 +131,7 @@ def _reserve(tool: str, args: SearchArguments, results: int) -> int:
     return 260 + len(tool) + len(json.dumps(args.query)) + 2 * cursor
 
 
-def _cut(hit: Hit, room: int) -> Hit:
+def _cut(hit: ResultOut, room: int) -> ResultOut:
     """``hit`` with its content cut (and marked) so that it takes at most ``room`` characters, or as few as it can."""
     low, high = 0, len(hit.content)
     while low < high:  # the longest kept prefix that fits
@@ -144,7 +154,7 @@ def page(
     # After an ingest some given results may be gone from the ranking: never more than top_k in all.
     fresh = fresh[: max(0, len(found.results) - len(given))]
     room = budget_chars(tokens) - _reserve(tool, args, len(found.results) + len(given))
-    shown: list[Hit] = []
+    shown: list[ResultOut] = []
     for hit in fresh:
         cost = _cost(hit)
         if shown and cost > room:
@@ -166,17 +176,13 @@ def page(
     return _page_text(shown, len(given), cursor), out
 
 
-def _page_text(shown: list[Hit], before: int, cursor: str | None) -> str:
+def _page_text(shown: list[ResultOut], before: int, cursor: str | None) -> str:
     """A page in the tools' own text format (hierarchical when the hits carry places), then the cursor line."""
-    if any(h.location or h.section_id or h.definitions or h.references for h in shown):
-        text = format_hierarchical_results([_hierarchical(h) for h in shown])
+    results = [_result(h) for h in shown]
+    if any(r.location or r.section_id or r.definitions or r.references for r in results):
+        text = format_hierarchical_results(results)
     else:
-        text = format_results(
-            [
-                SearchResult(rank=h.rank, score=h.score, source=h.source, chunk_index=h.chunk_index, content=h.content)
-                for h in shown
-            ]
-        )
+        text = format_results(results)
     if before:
         text = text.replace(
             f"Found {len(shown)} result(s):", f"Found {len(shown)} result(s) after the {before} already given:", 1
@@ -186,8 +192,8 @@ def _page_text(shown: list[Hit], before: int, cursor: str | None) -> str:
     return text
 
 
-def _hierarchical(hit: Hit) -> HierarchicalSearchResult:
-    return HierarchicalSearchResult(
+def _result(hit: ResultOut) -> SearchResult:
+    return SearchResult(
         rank=hit.rank,
         score=hit.score,
         source=hit.source,

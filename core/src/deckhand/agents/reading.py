@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
 
@@ -184,7 +185,7 @@ class SourceReader:
             raise CallError(f"uri: only file:// URIs of search results are read, not {parts.scheme or 'a path'}")
         if parts.netloc not in ("", "localhost") or parts.query:
             raise CallError("uri: a file URI of this machine has no host and no query (file:///path#L1-L9)")
-        start, end = _range(parts.fragment)
+        start, end = line_range(parts.fragment)
         try:
             raw = unquote(parts.path, errors="strict")
         except UnicodeDecodeError:
@@ -224,7 +225,7 @@ class SourceReader:
             current = current / part
             if current.is_symlink():
                 raise CallError("uri: a symbolic link inside the source; read the file where it really is")
-        if current.suffix.lower() not in source.extensions:
+        if file_type(current, source.extensions) not in source.extensions:
             raise CallError(f"uri: {current.suffix or 'a file without extension'} files are not indexed, so not read")
         if not current.is_file():
             raise CallError("uri: no such file in the tool's source (it may have been deleted; search again)")
@@ -265,14 +266,8 @@ class SourceReader:
             shown, truncated = shown[:max_lines], True
         text = "".join(shown)
         if len(text) > max_chars:
-            kept: list[str] = []
-            size = 0
-            for line in shown:
-                if kept and size + len(line) > max_chars:
-                    break
-                kept.append(line[:max_chars])
-                size += len(kept[-1])
-            shown, text, truncated = kept, "".join(kept), True
+            shown = lines_within(shown, max_chars)
+            text, truncated = "".join(shown), True
         return Passage(
             place.tool, place.path, place.display, start, start + len(shown) - 1, total, text, truncated or False, end
         )
@@ -317,7 +312,20 @@ def _read_limit(source: _Source, place: Place) -> int:
     return limit
 
 
-def _range(fragment: str) -> tuple[int | None, int | None]:
+def lines_within(lines: Sequence[str], max_chars: int) -> list[str]:
+    """The first of ``lines`` that fit ``max_chars`` together (at least one, cut to ``max_chars``)."""
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if kept and size + len(line) > max_chars:
+            break
+        kept.append(line[:max_chars])
+        size += len(kept[-1])
+    return kept
+
+
+def line_range(fragment: str) -> tuple[int | None, int | None]:
+    """The first and last line a URI's ``#L12-L30`` fragment names (None, None without one); one-line CallError."""
     if not fragment:
         return None, None
     match = _RANGE.match(fragment)
@@ -365,5 +373,6 @@ def _line_of(offsets: list[int], char: int) -> int:
 def _loaders(tool: Any) -> Any:
     from deckhand.ingest.pipeline import LoaderSet
     from deckhand.plugins import get_registry
+    from deckhand.tools.base import SourceTool
 
-    return LoaderSet.from_registry(getattr(tool, "registry", None) or get_registry())
+    return LoaderSet.from_registry(tool.registry if isinstance(tool, SourceTool) else get_registry())

@@ -13,6 +13,7 @@ from typing import Any
 from deckhand.agents.calls import CallError
 from deckhand.agents.outages import Outage
 from deckhand.agents.progress import IngestProgress
+from deckhand.protocols import Tool
 
 
 def accepts_filter(tool: Any) -> bool:
@@ -27,7 +28,7 @@ def accepts_filter(tool: Any) -> bool:
 class Slot:
     """One tool and what the toolbox knows about it."""
 
-    tool: Any
+    tool: Tool
     tracker: IngestProgress | None
     cond: threading.Condition = field(default_factory=threading.Condition)
     busy: bool = False  # a search or an ingest holds the tool
@@ -37,12 +38,14 @@ class Slot:
     error: str | None = None  # why the last ingest failed
     outage: Outage | None = None  # the store's server is unreachable (retried in the background)
     count: int = 0  # chunks stored, as last read (shown while the store is unreachable)
+    #: Files and agent-added documents in the index, as last read (writable tools only; None: not counted).
+    entries: tuple[int, int] | None = None
     counting: threading.Event | None = None  # set when the chunk count being read in the background is in
     #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
     takes_filter: bool = True
 
     @classmethod
-    def serving(cls, tool: Any, tracker: IngestProgress | None) -> Slot:
+    def serving(cls, tool: Tool, tracker: IngestProgress | None) -> Slot:
         """The slot of ``tool`` as the toolbox starts serving it."""
         return cls(tool, tracker, takes_filter=accepts_filter(tool))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from deckhand.agents.calls import MemoryStatus, ToolStatus
 from deckhand.agents.slots import Slot
+from deckhand.agents.writes import is_writable
 from deckhand.tools.results import tool_function
 
 
@@ -33,16 +34,19 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
     if outage is not None:
         kept = f"the last index ({count} searchable items) is kept" if slot.ready else "nothing is indexed yet"
         said = f"{outage.describe(time.monotonic())}; {kept}; searches answer again once it is back"
-    stamp = getattr(tool, "last_ingest_time", None)
-    report = getattr(tool, "last_report", None)
+    stamp = tool.last_ingest_time
+    report = tool.last_report
     return ToolStatus(
         name=name,
-        type=str(getattr(tool.config, "type", "")),
+        type=tool.config.type,
         description=tool_function(tool)["description"],
         source=str(source),
         state=state,
-        provider=getattr(tool, "provider", None),
+        provider=tool.provider,
         document_count=count,
+        files=slot.entries[0] if slot.entries is not None else None,
+        agent_documents=slot.entries[1] if slot.entries is not None else None,
+        writable=is_writable(tool),
         last_ingest_time=datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds") if stamp else None,
         last_ingest=report.summary() if report is not None else None,
         error=slot.error,
@@ -56,6 +60,8 @@ def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) ->
     for s in statuses:
         when = s.last_ingest_time or "never"
         count = f"{s.document_count} searchable items"
+        if s.files is not None and s.agent_documents is not None:
+            count += f" ({s.files} files, {s.agent_documents} added by agents; writable)"
         line = f"{s.name} ({s.type}): {s.state}, {count} from {s.source}, last ingest {when}"
         if s.outage:
             line += f"; {s.outage}"

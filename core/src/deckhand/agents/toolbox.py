@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deckhand.agents.calls import (
     CallError,
@@ -62,7 +62,10 @@ from deckhand.agents.progress import IngestProgress, ProgressListener
 from deckhand.agents.redacting import Redactor, config_secrets
 from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
+from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
+from deckhand.protocols import Tool
+from deckhand.tools.base import SourceTool
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
@@ -84,6 +87,8 @@ __all__ = [
 
 log = logging.getLogger("deckhand.agents")
 
+T = TypeVar("T")
+
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
 #: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts: a store that has not
@@ -91,15 +96,15 @@ SEARCH_WAIT = 60.0
 STATUS_WAIT = 0.5
 #: Names the front ends use for their own calls; a tool cannot take them.
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
-RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS)
+RESERVED_NAMES = frozenset(MEMORY_CALLS + HOUSEKEEPING_CALLS + WRITE_CALLS)
 
 
-class Toolbox(MemoryCalls, OutageHealing):
+class Toolbox(MemoryCalls, WriteCalls):
     """The calls an agent can make on one agent config: search each tool, memory, housekeeping."""
 
     def __init__(
         self,
-        tools: Sequence[Any],
+        tools: Sequence[Tool],
         memory: VectorMemoryManager | None = None,
         *,
         search_wait: float = SEARCH_WAIT,
@@ -133,11 +138,11 @@ class Toolbox(MemoryCalls, OutageHealing):
         self._source_of = source_of
         self._closing = threading.Event()
         self._background: threading.Thread | None = None
-        self.retry_first, self.retry_max = retry
         self.allow_fallback = allow_fallback
-        self._healer: threading.Thread | None = None
-        self._heal_wake = threading.Event()
-        self._heal_lock = threading.Lock()
+        #: Records the stores' outages and retries them in the background.
+        self.healing = OutageHealing(self._slots, self._closing, self.ingest, retry)
+        #: The write calls' rate buckets and change listeners (:mod:`deckhand.agents.writes`).
+        self.writes = WriteState()
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -213,7 +218,8 @@ class Toolbox(MemoryCalls, OutageHealing):
         tool = self._slot(name).tool
         if self._source_of is not None:
             return self._source_of(tool)
-        return Path(tool.config.source).expanduser().resolve()
+        config: Any = tool.config  # a served tool's entry has a source: (SourceToolConfig or its plugin's own)
+        return Path(config.source).expanduser().resolve()
 
     def redact(self, text: str) -> str:
         """``text`` with URL passwords and every known secret replaced by ``***``."""
@@ -274,12 +280,12 @@ class Toolbox(MemoryCalls, OutageHealing):
             except Exception as exc:
                 slot.error = self.error_line(exc)
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
-                slot.ready = slot.ready and bool(getattr(slot.tool, "is_initialized", True))
+                slot.ready = slot.ready and slot.tool.is_initialized
                 if is_outage(exc):
-                    outage = self._store_down(name, slot, slot.error)  # warns once, when the outage begins
+                    outage = self.healing.store_down(name, slot, slot.error)  # warns once, when the outage begins
                     log.info("tool %s: ingest failed, %s: %s", name, outage, slot.error)
                     raise CallError(f"{name}: ingest failed: {slot.error} ({outage})") from None
-                self._store_up(name, slot, healed=False)
+                self.healing.store_up(name, slot, healed=False)
                 log.warning("tool %s: ingest failed: %s", name, slot.error)
                 raise CallError(f"{name}: ingest failed: {slot.error}") from None
             finally:
@@ -287,7 +293,7 @@ class Toolbox(MemoryCalls, OutageHealing):
                 if slot.tracker is not None:
                     slot.tracker.listener = None
             slot.ready, slot.error = True, None
-            self._store_up(name, slot, healed=True)
+            self.healing.store_up(name, slot, healed=True)
             self._count(name, slot)
             return report
 
@@ -311,7 +317,7 @@ class Toolbox(MemoryCalls, OutageHealing):
         asked = time.monotonic()
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)  # nobody ingested this tool yet: its first search does (lazy front ends)
-        elif not slot.ready and self._retry_due(slot):
+        elif not slot.ready and self.healing.retry_due(slot):
             with contextlib.suppress(CallError):  # the store may be back: try now rather than at the next retry
                 self.ingest(name)
         with self._hold(name, slot, timeout=self.search_wait):
@@ -331,22 +337,20 @@ class Toolbox(MemoryCalls, OutageHealing):
             try:
                 extra = _filter_argument(name, slot, args.filter)
                 results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if results:
-                    from deckhand.tools.results import format_results
-
-                    text = getattr(tool, "format_results", format_results)(results)  # a tool's own text format
-                else:
-                    text = tool.search_text_sync(args.query, **extra)  # the contract's "no results" wording
+                if isinstance(tool, SourceTool):  # the tool's own text for the results it gave
+                    text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
+                else:  # a tool type of its own: its search_text_sync is the text agents read
+                    text = tool.search_text_sync(args.query, args.top_k, **extra)
             except CallError:
                 raise
             except Exception as exc:
                 line = self.error_line(exc)
                 if is_outage(exc):
-                    outage = self._store_down(name, slot, line, attempt=False)
+                    outage = self.healing.store_down(name, slot, line, attempt=False)
                     raise CallError(f"{name}: {line} ({outage}; the index is kept)") from None
                 raise CallError(f"{name}: {line}") from None
             if slot.outage is not None:
-                self._retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
+                self.healing.retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
         hits = [hit_of(r) for r in results]
         return text, SearchOutput(tool=name, query=args.query, results=hits)
 
@@ -401,12 +405,47 @@ class Toolbox(MemoryCalls, OutageHealing):
         """The tool's chunk count; the last one read while its store cannot answer (an outage is noted)."""
         try:
             slot.count = int(slot.tool.document_count)
+            slot.entries = entry_counts(slot.tool)
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)
             if is_outage(exc):
-                self._store_down(name, slot, line, attempt=False)
+                self.healing.store_down(name, slot, line, attempt=False)
         return slot.count
+
+    def change_stamp(self, name: str, timeout: float) -> Any:
+        """A value that changes when what tool ``name`` holds changes, whoever wrote it (see
+        ``SourceTool.change_stamp``; a tool of another kind: its chunk count).
+
+        None when it cannot be read now: the tool is not ready, a call holds it for more than
+        ``timeout`` seconds, its store is unreachable or failed. Read while holding the tool, like a search.
+        """
+        from deckhand.tools.base import SourceTool
+
+        def stamp(tool: Any) -> Any:
+            return tool.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
+
+        return self._read_held(name, timeout, stamp)
+
+    def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
+        """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
+        they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
+        from deckhand.tools.base import SourceTool
+
+        return self._read_held(
+            name, timeout, lambda tool: tool.indexed_files() if isinstance(tool, SourceTool) else None
+        )
+
+    def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:
+        slot = self._slot(name)
+        if not slot.ready or slot.outage is not None:
+            return None
+        try:
+            with self._hold(name, slot, timeout=timeout):
+                return read(slot.tool)
+        except Exception as exc:  # busy, closing, or the store failed: nothing this time
+            log.debug("tool %s: what it holds was not read: %s", name, self.error_line(exc))
+            return None
 
     def reingest(self, args: IngestArguments, listener: ProgressListener | None = None) -> tuple[str, IngestOutput]:
         """Re-ingest one tool (or all): incremental unless ``force``; one summary per tool."""
@@ -451,7 +490,7 @@ class Toolbox(MemoryCalls, OutageHealing):
     def close(self) -> None:
         """Wake every waiting call, then release the tools that are idle and the memory."""
         self._closing.set()
-        self._heal_wake.set()
+        self.healing.wake()
         for name, slot in self._slots.items():
             with slot.cond:
                 slot.cond.notify_all()

@@ -22,11 +22,8 @@ _PARENS = r"(?:\s?\((?:\d{1,3}|[a-z]{1,4}|[A-Z]{1,3})\))*"
 _ROMAN = r"[IVXLCDM]{1,7}"
 
 #: Keywords whose number *is* the section id ("Section 5" → "5").
-BARE_KEYWORDS = ("section", "sec.", "article", "art.", "clause", "chapter", "regulation", "rule", "paragraph", "para.")
-#: Keywords kept in the id, so "Schedule 1" does not collide with "Section 1".
-PREFIXED_KEYWORDS = ("part", "title", "book", "schedule", "annex", "appendix", "exhibit")
-
 _BARE_KW = r"(?:sections?|secs?\.|articles?|arts?\.|clauses?|chapters?|regulations?|rules?|paragraphs?|paras?\.)"
+#: Keywords kept in the id, so "Schedule 1" does not collide with "Section 1".
 _PREFIXED_KW = r"(?:part|title|book|schedule|annex|appendix|exhibit)"
 
 _SECTION_SIGN = re.compile(rf"^(§{{1,2}})\s*(?P<num>{_NUMBER}{_PARENS})")

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from deckhand.bases import ChunkerBase
 from deckhand.chunking import rst
 from deckhand.chunking.blocks import Block, split_blocks
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
@@ -153,7 +154,7 @@ class StructureChunkerOptions(BaseModel):
         return self
 
 
-class StructureChunker:
+class StructureChunker(ChunkerBase):
     """Chunks markdown or reStructuredText along its heading structure; see the module docstring."""
 
     @classmethod

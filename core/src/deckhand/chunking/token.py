@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from deckhand.bases import ChunkerBase, as_tokenizer
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
 
@@ -27,7 +28,7 @@ class TokenChunkerOptions(BaseModel):
         return self
 
 
-class TokenChunker:
+class TokenChunker(ChunkerBase):
     """Cuts a document into windows of ``chunk_size`` tokens, consecutive windows sharing
     ``chunk_overlap`` tokens. Tokens are the embedder's own, so a chunk never exceeds what
     the model reads; chunk text is an exact slice of the document (no re-detokenising).
@@ -46,6 +47,7 @@ class TokenChunker:
                 f"chunk_overlap must be in [0, chunk_size) (got {chunk_overlap} with chunk_size {chunk_size})"
             )
         self.tokenizer = tokenizer
+        self._stream = as_tokenizer(tokenizer)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
 
@@ -82,5 +84,4 @@ class TokenChunker:
             window.extend(span for _, span in zip(range(self.chunk_size - len(window)), spans, strict=False))
 
     def _spans(self, text: str) -> Iterator[tuple[int, int]]:
-        stream = getattr(self.tokenizer, "iter_token_spans", None)
-        return iter(stream(text) if stream is not None else self.tokenizer.token_spans(text))
+        return self._stream.iter_token_spans(text)

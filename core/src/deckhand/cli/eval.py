@@ -226,6 +226,7 @@ def eval_cmd() -> click.Command:
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
         from deckhand.tools import build_tool
+        from deckhand.tools.hierarchical import HierarchicalDocumentTool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
         with errors():
@@ -239,14 +240,14 @@ def eval_cmd() -> click.Command:
             config = config.model_copy(update={"name": _collection_name(slug, config)})
             chosen = _modes(modes, TOOL_TYPES[config.type], config.type)
             progress = progress_for(config.name, quiet=quiet)
-            tool: Any = build_tool(config, base_dir=Path.cwd(), progress=progress)
+            tool = build_tool(config, base_dir=Path.cwd(), progress=progress)
             if progress is not None:
                 with progress:
                     report = tool.initialize_sync(force_ingest=force_ingest)
             else:
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
-            strategy = getattr(tool, "keyword_strategy", None)
+            strategy = tool.keyword_strategy if isinstance(tool, HierarchicalDocumentTool) else None
             if not quiet:
                 keyword = f", keyword {strategy}" if strategy else ""
                 click.echo(f"{config.name} [{tool.provider}{keyword}]: {report.summary()}", err=True)
@@ -260,7 +261,7 @@ def eval_cmd() -> click.Command:
             "queries": len(queries),
             "ingest_seconds": round(ingest_seconds, 1),
             "tool_type": config.type,
-            "index_seconds": round(getattr(tool, "index_seconds", 0.0), 2),
+            "index_seconds": round(tool.index_seconds if isinstance(tool, HierarchicalDocumentTool) else 0.0, 2),
             "keyword_strategy": strategy,
             "modes": [r.as_dict() for r in reports],
         }

@@ -68,6 +68,20 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> o
     help="Most tokens (characters / 4) of one search answer or resource read; the rest comes with a cursor. "
     "A tool's result_budget: in agent.yaml overrides it.",
 )
+@click.option(
+    "--stateless",
+    is_flag=True,
+    help="With --http: serve clients of the 2025 revisions (mcp 1.x) without sessions too, so that any replica "
+    "behind a load balancer answers any request (2026-07-28 clients never need a session).",
+)
+@click.option(
+    "--changes-interval",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Look this often for changes another process made to the tools' indexes (a CLI ingest, a Ray run, "
+    "another replica) and tell the subscribed clients; 0: only this server's own ingests. Default: 2.",
+)
 @verbose_option
 @quiet_option
 @click.pass_context
@@ -80,6 +94,8 @@ def mcp(
     max_sessions: int,
     session_idle_timeout: float,
     result_budget: int,
+    stateless: bool,
+    changes_interval: float | None,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -91,7 +107,7 @@ def mcp(
     """
     from deckhand.agents.toolbox import Toolbox
     from deckhand.mcp.main import serve
-    from deckhand.mcp.transports import TOKEN_ENV, HttpAddress, bearer_token
+    from deckhand.mcp.transports import CURSOR_KEY_ENV, TOKEN_ENV, HttpAddress, bearer_token, cursor_secret
 
     group = ctx.obj or {}
     if verbose or quiet:  # given after ``mcp`` (as client configs do): the same as ``deckhand -v mcp``
@@ -101,7 +117,8 @@ def mcp(
     with errors():
         address = http if isinstance(http, HttpAddress) else None
         token = bearer_token(address) if address is not None else None
-        extra = [os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else []
+        signing = cursor_secret()
+        extra = [os.environ[name] for name in (TOKEN_ENV, CURSOR_KEY_ENV) if os.environ.get(name)]
         for secret in extra:
             register_secret(secret)
         toolbox = Toolbox.from_config(config_path, extra_secrets=extra, allow_fallback=allow_fallback)
@@ -115,6 +132,9 @@ def mcp(
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
             result_budget=result_budget,
+            stateless=stateless,
+            cursor_secret=signing,
+            changes_interval=changes_interval,
         )
 
 

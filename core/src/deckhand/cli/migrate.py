@@ -4,7 +4,7 @@ The source is the tool as ``-c/--config`` (default ``./agent.yaml``) configures 
 the tool of the same name (or ``--to-tool``) in ``--to NEW.yaml``, which names the new
 ``database:``. Both configurations must index the same files from the same directory: the
 manifest is copied as it is, so ``deckhand -c NEW.yaml ingest`` afterwards finds nothing to do.
-The copy itself is :func:`deckhand.tools.migration.migrate`.
+The copy itself is :func:`deckhand.stores.migration.migrate`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from deckhand.building.lazy_embedders import lazy_embedder
 from deckhand.cli.common import config_option, config_path_of, errors
 from deckhand.cli.progress import LineProgress
 from deckhand.cli.tools import check_tool_names, load_config
@@ -23,7 +24,7 @@ from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
-from deckhand.tools.migration import DEFAULT_BATCH, MigrationEnd, MigrationReport, MigrationStatus, migrate
+from deckhand.stores.migration import DEFAULT_BATCH, MigrationEnd, MigrationReport, MigrationStatus, migrate
 
 
 def _source_tools(config: AgentConfig, config_path: Path, names: tuple[str, ...]) -> list[SourceToolConfig]:
@@ -118,8 +119,15 @@ def migrate_cmd() -> click.Command:
             for tool in tools:
                 target = _target_tool(new, to_path, to_tool or tool.name)
                 report = migrate(
-                    MigrationEnd(tool, config_path.resolve().parent, str(config_path)),
-                    MigrationEnd(target, to_path.resolve().parent, str(to_path)),
+                    MigrationEnd(
+                        tool,
+                        config_path.resolve().parent,
+                        str(config_path),
+                        lazy_embedder(registry, tool.embedding_model),
+                    ),
+                    MigrationEnd(
+                        target, to_path.resolve().parent, str(to_path), lazy_embedder(registry, target.embedding_model)
+                    ),
                     registry=registry,
                     batch_size=batch_size,
                     replace=replace,

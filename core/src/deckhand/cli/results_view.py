@@ -11,7 +11,6 @@ contract's text from the tool itself (:func:`deckhand.tools.results.format_resul
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import click
 from rich.console import Console
@@ -46,8 +45,8 @@ def result_text(result: SearchResult, terms: QueryTerms, *, full: bool = False) 
     out.append(f"[{result.rank}] Score: {result.score:.2f}", style=HEAD)
     out.append(" | Source: ")
     out.append(where(result), style=SOURCE)
-    location: str = getattr(result, "location", "") or ""
-    section: str | None = getattr(result, "section_label", None) or getattr(result, "section_id", None)
+    location = result.location
+    section = result.section_label or result.section_id
     if location:
         out.append(f" | Location: {printable(location)}", style=FAINT)
     if section:
@@ -85,8 +84,7 @@ def _append(out: Text, segments: list[Segment], *, block: bool) -> None:
 def _extras(result: SearchResult) -> list[str]:
     """The definitions and resolved references of a ``hierarchical_document`` result, as agents see them."""
     lines: list[str] = []
-    definitions: list[Any] = getattr(result, "definitions", None) or []
-    references: list[Any] = getattr(result, "references", None) or []
+    definitions, references = result.definitions, result.references
     if definitions:
         lines.append("Definitions:")
         lines += [f'  - "{printable(d.term)}": {printable(d.definition)}' for d in definitions]

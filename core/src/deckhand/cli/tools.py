@@ -210,8 +210,11 @@ def answer(
 
 
 def _own_format(tool: Tool) -> bool:
-    method = getattr(type(tool), "format_results", None)
-    return method is not None and not str(getattr(method, "__module__", "")).startswith("deckhand.")
+    """Whether ``tool`` writes its own result text: any tool not built on :class:`SourceTool` (its
+    ``search_text_sync`` is the text agents read), or one overriding ``format_results`` outside deckhand."""
+    if not isinstance(tool, SourceTool):
+        return True
+    return not type(tool).format_results.__module__.startswith("deckhand.")
 
 
 def search_cmd() -> click.Command:

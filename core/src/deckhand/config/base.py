@@ -3,9 +3,20 @@ fields every tool entry has and those shared by tools that ingest a source."""
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_EXECUTOR",
+    "DEFAULT_STORE",
+    "IN_MEMORY",
+    "NAME_PATTERN",
+    "DatabaseConfig",
+    "SourceToolConfig",
+    "StrictModel",
+    "ToolConfigBase",
+]
+
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ByteSize, Field, ValidationInfo, field_validator, model_validator
 
 from deckhand.config.options import (
     NOT_FOUND,
@@ -38,20 +49,16 @@ from deckhand.config.results import (
     similarity_floor_field,
 )
 from deckhand.encoding import canonical_encoding
-from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
+from deckhand.limits import MAX_WRITES_PER_MINUTE, WRITES_PER_MINUTE
 from deckhand.plugins import Component, PluginRegistry
+from deckhand.tool_entry import NAME_PATTERN, StrictModel, ToolConfigBase
 from deckhand.types import Algorithm, Metric
 
-NAME_PATTERN = r"^[A-Za-z0-9_]+$"
 IN_MEMORY = "in-memory"
 #: The store a tool uses when nothing configures one: persistent, in the project's state directory.
 DEFAULT_STORE = "sqlite"
 #: The executor ``deckhand ingest`` uses when none is configured: the in-process pipeline.
 DEFAULT_EXECUTOR = "local"
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class DatabaseConfig(StrictModel):
@@ -169,25 +176,6 @@ def _store(provider: Any, registry: PluginRegistry) -> Component | None:
     return registry.find("store", provider) if isinstance(provider, str) else None
 
 
-class ToolConfigBase(StrictModel):
-    """What every ``tools:`` entry has; a tool type's config model subclasses it.
-
-    A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
-    ``register.tool`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
-    """
-
-    type: str = Field(description="Tool type: a name registered with register.tool.")
-    name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
-    description: str = ""
-    result_budget: int | None = Field(
-        default=None,
-        ge=MIN_RESULT_BUDGET,
-        le=MAX_RESULT_BUDGET,
-        description="Most tokens (characters / 4) of one answer of this tool over MCP; what does not fit comes "
-        "with a cursor to the next page. Default: the server's --result-budget, else 20000.",
-    )
-
-
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
@@ -251,10 +239,35 @@ class SourceToolConfig(ToolConfigBase):
     rerank_top_n: int = Field(
         default=20, ge=1, le=200, description="Candidates the reranker scores again (at least top_k are fetched)."
     )
+    passage_windows: int | None = Field(
+        default=None,
+        ge=16,
+        le=1024,
+        description=(
+            "Also score each of the best dense candidates by its best window of this many words (multi-vector; "
+            "32 lifted doc_qa's MRR on both tools); none by default. Each window is embedded once, when first needed."
+        ),
+    )
     results: ResultsMode = results_field(RANKED)
     min_similarity_score: float | None = similarity_floor_field("Results need")
     max_results_per_source: int | None = per_source_field()
     relative_cutoff: float | None = relative_cutoff_field()
+    writable: bool = Field(
+        default=False,
+        description="Let agents add documents to this tool and delete the ones they added (deckhand_add, "
+        "deckhand_delete over MCP and Semantic Kernel); off by default.",
+    )
+    writable_sources: bool = Field(
+        default=False,
+        description="With writable: true, deckhand_delete may also remove a source file's entry from the index "
+        "(never the file itself; the next ingest of a changed file brings it back); off by default.",
+    )
+    writes_per_minute: int = Field(
+        default=WRITES_PER_MINUTE,
+        ge=1,
+        le=MAX_WRITES_PER_MINUTE,
+        description="Most deckhand_add and deckhand_delete calls of this tool per minute, per server process.",
+    )
 
     def result_shape(self) -> ResultShape:
         """The shaping in force: ``results:``'s preset, with each knob set in agent.yaml instead of its value."""
@@ -269,6 +282,12 @@ class SourceToolConfig(ToolConfigBase):
 
     def check(self) -> None:
         """The tool type's own rules between fields; raise ValueError with a message naming them."""
+
+    @model_validator(mode="after")
+    def _writes(self) -> SourceToolConfig:
+        if self.writable_sources and not self.writable:
+            raise ValueError("writable_sources: true needs writable: true too (it widens what writes may do)")
+        return self
 
     def check_chunker_settings(self, takes: set[str]) -> None:
         """Rules between the tool-level chunker settings (:attr:`chunker_shorthands`), run only with the

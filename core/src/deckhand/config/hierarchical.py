@@ -25,10 +25,14 @@ from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_f
 from deckhand.plugins import Component, PluginRegistry
 
 #: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that
-#: strategy is installed and the store meets what it requires, else ``bm25``.
+#: strategy is installed and the store meets what it requires, else ``tantivy`` on a store that keeps
+#: side indexes (the sqlite store), else ``bm25`` (the in-memory store: it rebuilds at every start,
+#: where bm25 builds in half tantivy's time; docs/benchmarks.md).
 AUTO = "auto"
 #: The in-process strategy every other one falls back to.
 BM25 = "bm25"
+#: The strategy ``auto`` gives a store that keeps side indexes.
+TANTIVY = "tantivy"
 #: The strategy ``auto`` prefers when the store supports it.
 NATIVE = "native"
 
@@ -69,7 +73,9 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
         "rrf (reciprocal rank fusion, constant rrf_k) or minmax (weighted sum of min-max scaled scores).",
     )
     semantic_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of dense (embedding) search.")
-    keyword_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of keyword search.")
+    keyword_weight: float = Field(
+        default=1.1, ge=0.0, description="Fusion weight of keyword search (1.1: chosen on SciFact's tune half)."
+    )
     exact_weight: float = Field(default=1.0, ge=0.0, description="Fusion weight of exact matches.")
     rrf_k: float = Field(
         default=60.0, ge=0.0, le=10_000.0, description="RRF constant k in w / (k + rank) (fusion: rrf)."
@@ -89,8 +95,9 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     keyword_strategy: Choice = choice_field(
         "keyword_strategy",
         AUTO,
-        "Keyword strategy plugin: auto (the store's own full text when supported, else bm25), bm25, native, "
-        "or a third party's; a name or {name: NAME, ...options}.",
+        "Keyword strategy plugin: auto (the store's own full text when supported, else tantivy on a store "
+        "keeping side indexes such as sqlite, else bm25), tantivy, bm25, native, or a third party's; a name or "
+        "{name: NAME, ...options}.",
         also=(AUTO,),
     )
     bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0, description="BM25 term-frequency saturation.")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from deckhand.bases import EmbedderBase, as_embedder
 from deckhand.errors import EmbeddingError
 from deckhand.printable import printable
 from deckhand.protocols import Embedder, Tokenizer
@@ -118,7 +119,7 @@ def open_cache(path: Path) -> EmbeddingCache | None:
         return None
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderBase):
     """An embedder that answers from the cache and embeds only texts it has not seen.
 
     When the inner embedder hands vectors over as they are made (``embed_batches(texts)`` yielding
@@ -127,16 +128,13 @@ class CachedEmbedder:
     """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache | None) -> None:
-        self.inner = inner
+        self.inner = as_embedder(inner)
         self.cache = cache
         self.model_id = inner.model_id
         self.dimension = inner.dimension
         self.max_tokens = inner.max_tokens
-        #: What the inner embedder does with an input over ``max_tokens`` (e.g. "truncated to 8191
-        #: tokens"), when it says; the ingestion then names the files that had such inputs.
-        self.long_inputs: str | None = getattr(inner, "long_inputs", None)
-        #: Texts actually sent to the model (the rest came from the cache or were duplicates).
-        self.embedded_count = 0
+        self.long_inputs = self.inner.long_inputs
+        self._embedded = 0
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -144,9 +142,12 @@ class CachedEmbedder:
 
     @property
     def tokens_used(self) -> int | None:
-        """Tokens a remote service reported using so far (None for an embedder that reports none)."""
-        used = getattr(self.inner, "tokens_used", None)
-        return used if isinstance(used, int) else None
+        return self.inner.tokens_used
+
+    @property
+    def embedded_count(self) -> int:
+        """Texts actually sent to the model (the rest came from the cache or were duplicates)."""
+        return self._embedded
 
     def embed(self, texts: Sequence[str]) -> Vector:
         if not texts:
@@ -165,10 +166,8 @@ class CachedEmbedder:
 
     def _embed_missing(self, hashes: list[bytes], texts: list[str]) -> dict[bytes, Vector]:
         """Vectors of ``texts`` from the inner embedder, cached part by part where it hands them over so."""
-        batches = getattr(self.inner, "embed_batches", None)
-        parts = batches(texts) if batches is not None else [(list(range(len(texts))), self.inner.embed(texts))]
         fresh: dict[bytes, Vector] = {}
-        for indices, vectors in parts:
+        for indices, vectors in self.inner.embed_batches(texts):
             fault = degenerate_row(vectors) if len(indices) else None
             if fault is not None:  # never cached, never stored: it would score 0 (or NaN) against every query
                 raise EmbeddingError(
@@ -177,7 +176,7 @@ class CachedEmbedder:
                     "or its server"
                 )
             part = [(hashes[i], vector) for i, vector in zip(indices, vectors, strict=True)]
-            self.embedded_count += len(part)
+            self._embedded += len(part)
             if self.cache:
                 self.cache.put_many(self.model_id, part)
             fresh.update(part)

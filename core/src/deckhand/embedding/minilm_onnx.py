@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from deckhand.bases import EmbedderBase, TokenizerBase
 from deckhand.embedding import graph_cache
 from deckhand.embedding.devices import onnx_providers
 from deckhand.errors import EmbeddingError
@@ -138,7 +139,7 @@ SPAN_WINDOW = 1 << 16
 _SAFE_CUT = re.compile(r"[ \t\n\r]|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(TokenizerBase):
     """The model's tokenizer via the ``tokenizers`` library, without truncation or padding."""
 
     def __init__(self, path: Path) -> None:
@@ -229,7 +230,7 @@ def _source(model: Path | bytes) -> str | bytes:
     return str(model) if isinstance(model, Path) else model
 
 
-class MiniLMOnnxEmbedder:
+class MiniLMOnnxEmbedder(EmbedderBase):
     """all-MiniLM-L6-v2 on onnxruntime: 384 dimensions, unit-length vectors."""
 
     dimension = DIMENSION

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from deckhand.bases import as_embedder, as_progress
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.report import IngestStatus, Progress
 from deckhand.printable import printable
@@ -54,8 +55,8 @@ class EmbedQueue:
     """The files whose chunks wait for vectors, in reading order, and the embedder that gives them."""
 
     def __init__(self, embedder: Embedder, progress: Progress, status: IngestStatus) -> None:
-        self.embedder = embedder
-        self.progress = progress
+        self.embedder = as_embedder(embedder)
+        self.progress = as_progress(progress)
         self.status = status
         self.files: deque[Pending] = deque()
         self._long_warned: set[str] = set()
@@ -95,16 +96,16 @@ class EmbedQueue:
             parts.append((pending, start, start + take))
         self._note_long_inputs(parts)
         clock = time.perf_counter()
-        before = getattr(self.embedder, "embedded_count", None)
-        tokens_before = getattr(self.embedder, "tokens_used", None)
+        before = self.embedder.embedded_count
+        tokens_before = self.embedder.tokens_used
         self.progress.stage("embedding", len(texts))
         vectors = self.embedder.embed(texts)
         self.progress.advance(len(texts))
-        after = getattr(self.embedder, "embedded_count", None)
+        after = self.embedder.embedded_count
         report.texts_embedded += (after - before) if before is not None and after is not None else len(texts)
-        tokens_after = getattr(self.embedder, "tokens_used", None)
-        if isinstance(tokens_after, int):
-            spent = tokens_after - (tokens_before if isinstance(tokens_before, int) else 0)
+        tokens_after = self.embedder.tokens_used
+        if tokens_after is not None:
+            spent = tokens_after - (tokens_before or 0)
             report.tokens_used = (report.tokens_used or 0) + spent
             self.status.tokens = report.tokens_used
         seconds = time.perf_counter() - clock
@@ -120,7 +121,7 @@ class EmbedQueue:
     def _note_long_inputs(self, parts: list[tuple[Pending, int, int]]) -> None:
         """One warning per file with chunks over the embedder's input limit, saying what the embedder does
         with them (for embedders that say: ``long_inputs``, e.g. a remote model's split-and-average)."""
-        handling = getattr(self.embedder, "long_inputs", None)
+        handling = self.embedder.long_inputs
         if not handling:
             return
         limit = self.embedder.max_tokens

@@ -10,6 +10,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deckhand.ingest.file_types import SCRIPT, is_script
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
@@ -142,6 +143,8 @@ def _suffix(name: str) -> str:
 
 def _add(path: Path, suffix: str, regular: bool, exts: set[str], out: Discovery, shown: str) -> None:
     """List ``path`` to ingest, or say why it is left out."""
+    if not suffix and regular and SCRIPT in exts and is_script(path):
+        suffix = SCRIPT
     if suffix.lower() not in exts:
         kind = utf8_name(suffix.lower()) or "no extension"
         out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}", kind))

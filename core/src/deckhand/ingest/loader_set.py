@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from deckhand.bases import LoaderBase, as_loader
+from deckhand.ingest.file_types import file_type
 from deckhand.protocols import Loader
 from deckhand.types import LoadedText
 
@@ -14,11 +16,12 @@ if TYPE_CHECKING:
 
 
 class LoaderSet:
-    """Picks the loader for each extension among every registered loader (highest priority wins)."""
+    """Picks the loader for each extension among every registered loader (highest priority wins); a script without
+    an extension goes to the loader of ``#!`` (:mod:`deckhand.ingest.file_types`)."""
 
     def __init__(self, loaders: Iterable[Loader]) -> None:
-        self.by_extension: dict[str, Loader] = {}
-        for loader in loaders:
+        self.by_extension: dict[str, LoaderBase] = {}
+        for loader in map(as_loader, loaders):
             for ext in loader.extensions:
                 current = self.by_extension.get(ext)
                 if current is None or loader.priority >= current.priority:
@@ -38,7 +41,7 @@ class LoaderSet:
 
     def load_with_metadata(self, path: Path) -> LoadedText:
         """The file's text and the metadata its loader attached (a loader may return just the text)."""
-        loaded = self.by_extension[path.suffix.lower()].load(path)
+        loaded = self.by_extension[file_type(path, self.by_extension)].load(path)
         if isinstance(loaded, LoadedText):
             return loaded
         return LoadedText(loaded)
@@ -46,4 +49,5 @@ class LoaderSet:
     def verbatim(self, path: Path) -> bool:
         """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
         offsets into it are places in the file (results then show line numbers)."""
-        return bool(getattr(self.by_extension.get(path.suffix.lower()), "verbatim", False))
+        loader = self.by_extension.get(file_type(path, self.by_extension))
+        return loader is not None and loader.verbatim

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from deckhand.bases import LoaderBase
 from deckhand.encoding import NotTextError, decode_as, detect
 from deckhand.errors import LoaderError
 from deckhand.ingest.front_matter import FrontMatterError, front_matter
@@ -95,7 +96,7 @@ def notice(message: str) -> None:
         log.warning("%s", message)
 
 
-class TextLoader:
+class TextLoader(LoaderBase):
     """Reads .txt, .md and .rst files directly, detecting the encoding; markdown front matter becomes metadata."""
 
     extensions = frozenset({".txt", ".md", ".markdown", ".rst"})
@@ -121,7 +122,7 @@ class TextLoader:
         return LoadedText(text, fields) if fields else text
 
 
-class TableLoader:
+class TableLoader(LoaderBase):
     """CSV as a markdown table and JSON as a fenced code block, the way markitdown renders them,
     without importing markitdown (whose import alone takes seconds)."""
 
@@ -177,7 +178,7 @@ def _csv_table(text: str, path: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-class MarkItDownLoader:
+class MarkItDownLoader(LoaderBase):
     """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use).
 
     Each extension goes to its own markitdown converter: markitdown's generic ``convert``

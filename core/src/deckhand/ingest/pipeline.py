@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from deckhand.bases import as_progress
 from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
@@ -30,7 +31,7 @@ from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
-from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
+from deckhand.ingest.report import IngestStatus, Progress, format_size
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
@@ -52,6 +53,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("deckhand.ingest")
+
+#: The source names of documents an agent added (:mod:`deckhand.tools.agent_documents`, which the tools layer
+#: holds above this one): an ingest leaves them alone.
+AGENT_SOURCE_PREFIX = "deckhand-agent://"
 
 #: The default ``max_file_size`` (the tool configuration's default too).
 DEFAULT_MAX_FILE_SIZE = 50_000_000
@@ -128,7 +133,7 @@ class Ingestor:
         self.chunker = chunker
         self.loaders = loaders
         self.base_dir = base_dir
-        self.progress = progress or NoProgress()
+        self.progress = as_progress(progress)
         #: Optional step between chunking and embedding (e.g. adding context to ``embed_text``).
         self.prepare = prepare
         #: The tool's ``encoding:`` setting: ``auto``, a codec, or glob pattern → codec.
@@ -197,7 +202,9 @@ class Ingestor:
                 todo.append(file)
                 states[file.display] = state
         report.seconds["check"] = time.perf_counter() - clock
-        gone = sorted(source for source in set(manifest) - {f.display for f in found.files} if mine(source))
+        found_names = {f.display for f in found.files}
+        # Documents an agent added (deckhand_add) are no files of the source: never swept as gone.
+        gone = sorted(s for s in set(manifest) - found_names if mine(s) and not s.startswith(AGENT_SOURCE_PREFIX))
 
         self._status = IngestStatus(files_total=len(todo), bytes_total=sum(states[f.display].size for f in todo))
         self._embedding = EmbedQueue(self.embedder, self.progress, self._status)
@@ -298,15 +305,9 @@ class Ingestor:
         message = eta.estimate(self._status)
         if message is None:
             return
-        note = getattr(self.progress, "note", None)
-        if note is not None:
-            note(message)
-        else:
-            log.info(message)
+        self.progress.note(message)
 
     def report_status(self) -> None:
         """Show where the run stands (a progress display that takes ``status``: the line of files, chunks,
         chunks/s and time left)."""
-        status = getattr(self.progress, "status", None)
-        if status is not None:
-            status(self._status)
+        self.progress.status(self._status)

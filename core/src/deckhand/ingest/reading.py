@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deckhand.bases import as_chunker
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.lines import with_start_lines
@@ -25,7 +26,6 @@ from deckhand.ingest.workers import (
     LARGE_FILE,
     ChunkPool,
     Converted,
-    cut,
     document_of,
     file_fields,
     load_text,
@@ -83,7 +83,7 @@ class Reader:
         root: Path | None,
     ) -> None:
         self.loaders = loaders
-        self.chunker = chunker
+        self.chunker = as_chunker(chunker)
         self.prepare = prepare
         self.encoding = encoding
         self.root = root
@@ -226,17 +226,9 @@ class Reader:
             return
         document = document_of(file.display, text, file.path, fields)
         del text
-        stream = getattr(self.chunker, "iter_chunks", None)
-        if stream is None:
-            chunks = cut(self.chunker, self.loaders, document, file.path)
-            if self.prepare is not None:
-                chunks = self.prepare(document, chunks)
-            seconds["chunk"] += time.perf_counter() - clock
-            yield Read(index, chunks, 1.0, done=True)
-            return
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        chunks_out = (with_fields(c, fields) for c in stream(document))
+        chunks_out = (with_fields(c, fields) for c in self.chunker.iter_chunks(document))
         for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:

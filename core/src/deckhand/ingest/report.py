@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from deckhand.bases import ProgressBase
 from deckhand.protocols import Progress
 
 __all__ = ["IngestStatus", "NoProgress", "Progress", "format_size"]
@@ -13,14 +14,8 @@ __all__ = ["IngestStatus", "NoProgress", "Progress", "format_size"]
 log = logging.getLogger("deckhand.ingest")
 
 
-class NoProgress:
-    """The :class:`Progress` of a run nobody watches."""
-
-    def stage(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
+class NoProgress(ProgressBase):
+    """The :class:`Progress` of a run nobody watches (its notes are logged)."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from deckhand.agents.paging import use_cursor_secret
 from deckhand.agents.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
@@ -29,24 +30,34 @@ def serve(
     max_sessions: int = MAX_SESSIONS,
     idle_timeout: float = IDLE_TIMEOUT,
     result_budget: int | None = None,
+    stateless: bool = False,
+    cursor_secret: str | None = None,
+    changes_interval: float | None = None,
 ) -> None:
     """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP).
 
     ``echo`` receives the lines a person watching stderr wants: where the server listens and one
-    summary per ingest. ``result_budget`` is the tokens of one answer (tools without their own). The
-    toolbox is closed on the way out.
+    summary per ingest. ``result_budget`` is the tokens of one answer (tools without their own).
+    ``stateless`` serves HTTP clients of the 2025 revisions without sessions (2026-07-28 clients never
+    have one); ``cursor_secret``, shared by replicas, makes their search cursors valid on each other;
+    ``changes_interval`` is the seconds between two looks for changes other processes made (see
+    :mod:`deckhand.mcp.changes`). The toolbox is closed on the way out.
     """
     say = echo or (lambda line: None)
-    app = DeckhandMcpServer(toolbox, result_budget=result_budget)
+    use_cursor_secret(cursor_secret)
+    app = DeckhandMcpServer(toolbox, result_budget=result_budget, changes_interval=changes_interval)
 
     def ingested(name: str, report: Any, error: str | None) -> None:
+        app.changes.check_soon(name)  # the background ingest or --watch: subscribed clients hear it now
         if error is not None:
             say(f"error: {error}")
         else:
-            provider = getattr(toolbox.tool(name), "provider", None)
+            provider = toolbox.tool(name).provider
             say(f"{name}{f' [{provider}]' if provider else ''}: {report.summary()}")
 
     async def main() -> None:
+        app.changes.attach()  # before the first ingest can end
+        changes = asyncio.create_task(app.changes.run())
         toolbox.start_ingest(ingested)
         watcher = None
         if watch:
@@ -64,15 +75,17 @@ def serve(
                     access_log,
                     max_sessions=max_sessions,
                     idle_timeout=idle_timeout,
+                    stateless=stateless,
                 )
             else:
                 say(f"deckhand mcp: serving {what} on stdio")
                 await serve_stdio(app)
         finally:
-            if watcher is not None:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await watcher
+            for task in (watcher, changes):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
 
     try:
         asyncio.run(main())

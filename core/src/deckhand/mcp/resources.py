@@ -5,7 +5,8 @@ file (``file:///srv/docs/keys.md#L12-L30``: the chunk's lines). ``resources/read
 URI returns those lines (``#L`` range omitted: the whole file, up to the read limit); the
 resolution and its limits are :class:`deckhand.agents.reading.SourceReader`'s: only files a
 served tool indexes. ``resources/templates/list`` gives one template per tool's source;
-``resources/list`` is empty (the files are reached through hits and templates, not listed).
+``resources/list`` names the documents agents added (``deckhand_add``; ``deckhand-agent://tool/id``,
+read the same way); files are reached through hits and templates, not listed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from urllib.parse import quote, unquote, urlsplit
 from deckhand.agents.calls import CallError
 from deckhand.agents.paging import budget_chars
 from deckhand.agents.reading import SourceReader, file_uri, mime_type
+from deckhand.agents.writes import WriteCalls
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_URI_CHARS
 from deckhand.mcp import sdk
+from deckhand.tools.agent_documents import is_agent_source
 
 #: Most lines ``resources/read`` returns for one URI (a line range or a whole file).
 READ_LINES = 5000
@@ -29,6 +32,8 @@ RESOURCE_NOT_FOUND = -32002
 MAX_COMPLETIONS = 100
 #: Most directory entries one completion looks at (a huge source answers a bounded, partial list).
 MAX_COMPLETION_SCAN = 20_000
+#: Most agent documents ``resources/list`` names.
+MAX_LISTED = 1000
 #: The ``_meta`` key of a cut read's content: the URI that reads on from the next line.
 NEXT_URI = "deckhand/nextUri"
 
@@ -60,13 +65,35 @@ def mime_type_of(uri: str) -> str:
 class Resources:
     """``resources/list``, ``resources/templates/list`` and ``resources/read`` over a toolbox's sources."""
 
-    def __init__(self, reader: SourceReader, tool_names: list[str], result_budget: int | None = None) -> None:
+    def __init__(
+        self,
+        reader: SourceReader,
+        tool_names: list[str],
+        result_budget: int | None = None,
+        agent: WriteCalls | None = None,
+    ) -> None:
+        """``agent``: the toolbox whose agent-added documents are listed and read (none: files only)."""
         self.reader = reader
         self.tool_names = tool_names
         self.max_chars = budget_chars(result_budget or DEFAULT_RESULT_BUDGET)
+        self.agent = agent
 
     def listing(self) -> list[dict[str, Any]]:
-        return []
+        """The documents agents added (``deckhand_add``), at most :data:`MAX_LISTED`; files are reached through
+        hits and templates, not listed. Blocking (a store is asked): the SDK glue runs it in a thread."""
+        if self.agent is None:
+            return []
+        return [
+            {
+                "uri": doc.uri,
+                "name": f"{doc.tool}/{doc.id}",
+                "title": doc.title or doc.id,
+                "description": f"a document an agent added to {doc.tool} ({doc.chunks} chunk(s))",
+                "mimeType": "text/markdown",
+                "size": doc.size,
+            }
+            for doc in self.agent.agent_documents()[:MAX_LISTED]
+        ]
 
     def templates(self) -> list[dict[str, Any]]:
         """One ``file:///source/{+path}`` template per tool (a file source is its own URI)."""
@@ -91,11 +118,24 @@ class Resources:
         The text fits the result budget, cut at a line boundary; a cut read's content carries, in
         ``_meta["deckhand/nextUri"]``, the URI of the rest (the next line to the range's end).
         """
+        if self.agent is not None and is_agent_source(uri):
+            return self._read_agent(uri)
         try:
             passage = self.reader.read(uri, max_lines=READ_LINES, max_chars=self.max_chars)
         except CallError as exc:
             raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
         content: dict[str, Any] = {"uri": uri, "mimeType": passage.mime_type, "text": passage.text}
+        if passage.next_uri is not None:
+            content["_meta"] = {NEXT_URI: passage.next_uri}
+        return {"contents": [content]}
+
+    def _read_agent(self, uri: str) -> dict[str, Any]:
+        assert self.agent is not None
+        try:
+            passage = self.agent.read_agent(uri, max_chars=self.max_chars, max_lines=READ_LINES)
+        except CallError as exc:
+            raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
+        content: dict[str, Any] = {"uri": uri, "mimeType": "text/markdown", "text": passage.text}
         if passage.next_uri is not None:
             content["_meta"] = {NEXT_URI: passage.next_uri}
         return {"contents": [content]}
@@ -114,6 +154,14 @@ class Resources:
         root = self.reader.root(tool) if tool is not None and argument == "path" else None
         if root is not None:
             values, more = self._paths(tool or "", root, prefix)
+        return {"values": values, "hasMore": more}
+
+    def complete_path(self, tool: str, prefix: str) -> dict[str, Any]:
+        """The ``completion`` object of files ``tool`` serves whose path under its source starts with ``prefix``."""
+        root = self.reader.root(tool)
+        if root is None or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
+            return {"values": [], "hasMore": False}
+        values, more = self._paths(tool, root, prefix)
         return {"values": values, "hasMore": more}
 
     def _paths(self, tool: str, root: Path, prefix: str) -> tuple[list[str], bool]:

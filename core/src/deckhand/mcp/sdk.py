@@ -28,6 +28,31 @@ ListTools = Callable[[], list[dict[str, Any]]]
 CallTool = Callable[[str, dict[str, Any], Reporter], Awaitable[dict[str, Any]]]
 
 
+class PromptSource(Protocol):
+    """What answers the prompt requests (:class:`deckhand.mcp.prompts.Prompts`), in wire form."""
+
+    def listing(self) -> list[dict[str, Any]]: ...
+    def get(self, name: str, arguments: dict[str, str] | None) -> dict[str, Any]: ...
+    def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]: ...
+
+
+class Subscriber(Protocol):
+    """How a 2025-era session is told of a change (built here from the SDK's session)."""
+
+    async def resource_updated(self, uri: str) -> None: ...
+    async def resources_changed(self) -> None: ...
+
+
+class ChangeHub(Protocol):
+    """Who hears of changes (:class:`deckhand.mcp.changes.Changes`): the sessions and their subscriptions."""
+
+    listen: ListenStreams
+
+    def attach(self) -> None: ...
+    def subscribe(self, key: object, subscriber: Subscriber, uri: str) -> None: ...
+    def unsubscribe(self, key: object, uri: str) -> None: ...
+
+
 class ResourceSource(Protocol):
     """What answers the resource requests (:class:`deckhand.mcp.resources.Resources`), in wire form."""
 
@@ -65,15 +90,127 @@ def build_server(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None = None,
+    changes: ChangeHub | None = None,
+    prompts: PromptSource | None = None,
 ) -> Any:
     """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
-    and the resource requests with ``resources`` when given.
+    the resource requests with ``resources`` when given, the subscriptions with ``changes``
+    (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x), and
+    the prompt requests with ``prompts`` (``completion/complete`` of prompt arguments included).
 
     ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
     """
     if SDK_MAJOR >= 2:
-        return _build_v2(name, server_version, instructions, list_tools, call, resources)
-    return _build_v1(name, server_version, instructions, list_tools, call, resources)
+        server = _build_v2(name, server_version, instructions, list_tools, call, resources, changes, prompts)
+    else:
+        server = _build_v1(name, server_version, instructions, list_tools, call, resources, changes, prompts)
+    if changes is not None and resources is not None:
+        _declare_changes(server)
+    return server
+
+
+def _declare_changes(server: Any) -> None:
+    """Make the server's ``initialize`` answer say ``resources: {subscribe: true, listChanged: true}``.
+
+    Both lines take the list-changed flags as an argument of ``create_initialization_options`` (which
+    the transports call without one), and 1.x says ``subscribe: false`` even with a handler.
+    """
+    from mcp.server.lowlevel import NotificationOptions
+
+    plain = server.create_initialization_options
+
+    def options(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        made = plain(notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
+        if made.capabilities.resources is not None:
+            made.capabilities.resources.subscribe = True
+        return made
+
+    server.create_initialization_options = options
+
+
+class _SessionSubscriber:
+    """A 2025-era session, told of changes outside any request (its standalone stream on HTTP)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def resource_updated(self, uri: str) -> None:
+        await self.session.send_resource_updated(uri)
+
+    async def resources_changed(self) -> None:
+        await self.session.send_resource_list_changed()
+
+
+def _subscriber(changes: ChangeHub, session: Any) -> tuple[object, Subscriber]:
+    """The key of a 2025-era session (one per connection) and how to tell it of changes.
+
+    On 2.x the session object is made anew for each request, so the key is the connection under it.
+    (The one other place deckhand reaches into the SDK is :func:`forget_session`.)
+    """
+    changes.attach()
+    return getattr(session, "_connection", session), _SessionSubscriber(session)
+
+
+class ListenStreams:
+    """The open ``subscriptions/listen`` streams (2026-07-28; the SDK 2.x serves them, 1.x has none).
+
+    Delivery, filtering and the acknowledgement are the SDK's ``ListenHandler``'s; deckhand keeps
+    which resource URIs the open streams asked for, to publish an update for each that changed.
+    """
+
+    #: Most streams open at once.
+    MAX_STREAMS = 256
+
+    def __init__(self, on_open: Callable[[], None] | None = None) -> None:
+        """``on_open`` is called as each stream opens."""
+        self.on_open = on_open
+        self.open = 0  # streams open now
+        self._uris: dict[str, int] = {}
+        self._bus: Any = None
+        self._handler: Any = None
+        if SDK_MAJOR >= 2:
+            from mcp.server.subscriptions import (  # type: ignore[import-not-found,unused-ignore]
+                InMemorySubscriptionBus,
+                ListenHandler,
+            )
+
+            self._bus = InMemorySubscriptionBus()
+            self._handler = ListenHandler(self._bus, max_subscriptions=self.MAX_STREAMS)
+
+    def resource_uris(self) -> list[str]:
+        """The resource URIs some open stream asked for."""
+        return sorted(self._uris)
+
+    async def serve(self, ctx: Any, params: Any) -> Any:
+        """The ``subscriptions/listen`` handler: one stream, until the client closes it."""
+        uris = list(params.notifications.resource_subscriptions or [])
+        for uri in uris:
+            self._uris[uri] = self._uris.get(uri, 0) + 1
+        self.open += 1
+        if self.on_open is not None:
+            self.on_open()
+        try:
+            return await self._handler(ctx, params)
+        finally:
+            self.open -= 1
+            for uri in uris:
+                left = self._uris.get(uri, 1) - 1
+                if left > 0:
+                    self._uris[uri] = left
+                else:
+                    self._uris.pop(uri, None)
+
+    async def resource_updated(self, uri: str) -> None:
+        if self._bus is not None:
+            from mcp.server.subscriptions import ResourceUpdated  # type: ignore[import-not-found,unused-ignore]
+
+            await self._bus.publish(ResourceUpdated(uri=uri))
+
+    async def resources_changed(self) -> None:
+        if self._bus is not None:
+            from mcp.server.subscriptions import ResourcesListChanged  # type: ignore[import-not-found,unused-ignore]
+
+            await self._bus.publish(ResourcesListChanged())
 
 
 def _build_v1(
@@ -83,6 +220,8 @@ def _build_v1(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None,
+    changes: ChangeHub | None,
+    prompts: PromptSource | None,
 ) -> Any:
     server: Any = Server(name, version=server_version, instructions=instructions)
 
@@ -108,7 +247,8 @@ def _build_v1(
         from mcp.server.lowlevel.helper_types import ReadResourceContents
 
         async def on_list_resources() -> list[Any]:
-            return [mcp_types.Resource.model_validate(r) for r in resources.listing()]
+            listed = await asyncio.to_thread(resources.listing)  # a store may be asked (agent documents)
+            return [mcp_types.Resource.model_validate(r) for r in listed]
 
         async def on_templates() -> list[Any]:
             return [mcp_types.ResourceTemplate.model_validate(t) for t in resources.templates()]
@@ -121,12 +261,35 @@ def _build_v1(
             ]
 
         async def on_complete(ref: Any, argument: Any, context: Any) -> Any:
-            return mcp_types.Completion.model_validate(_completion(resources, ref, argument.name, argument.value))
+            found = _completion(resources, prompts, ref, argument.name, argument.value, context)
+            return mcp_types.Completion.model_validate(found)
 
         server.completion()(on_complete)
         server.list_resources()(on_list_resources)
         server.list_resource_templates()(on_templates)
         server.read_resource()(on_read)
+        if changes is not None:
+            hub = changes
+
+            async def on_subscribe(uri: Any) -> None:
+                hub.subscribe(*_subscriber(hub, server.request_context.session), str(uri))
+
+            async def on_unsubscribe(uri: Any) -> None:
+                hub.unsubscribe(_subscriber(hub, server.request_context.session)[0], str(uri))
+
+            server.subscribe_resource()(on_subscribe)
+            server.unsubscribe_resource()(on_unsubscribe)
+    if prompts is not None:
+        shown = prompts
+
+        async def on_list_prompts() -> list[Any]:
+            return [mcp_types.Prompt.model_validate(p) for p in shown.listing()]
+
+        async def on_get_prompt(prompt_name: str, arguments: dict[str, str] | None) -> Any:
+            return mcp_types.GetPromptResult.model_validate(shown.get(prompt_name, arguments))
+
+        server.list_prompts()(on_list_prompts)
+        server.get_prompt()(on_get_prompt)
     return server
 
 
@@ -137,11 +300,14 @@ def _build_v2(
     list_tools: ListTools,
     call: CallTool,
     resources: ResourceSource | None,
+    changes: ChangeHub | None,
+    prompts: PromptSource | None,
 ) -> Any:
     async def on_list(ctx: Any, params: Any) -> Any:
         return mcp_types.ListToolsResult.model_validate({"tools": list_tools()})
 
     async def on_call(ctx: Any, params: Any) -> Any:
+
         async def report(progress: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(progress, total, message)
 
@@ -151,7 +317,8 @@ def _build_v2(
     if resources is not None:
 
         async def on_list_resources(ctx: Any, params: Any) -> Any:
-            return mcp_types.ListResourcesResult.model_validate({"resources": resources.listing()})
+            listed = await asyncio.to_thread(resources.listing)  # a store may be asked (agent documents)
+            return mcp_types.ListResourcesResult.model_validate({"resources": listed})
 
         async def on_templates(ctx: Any, params: Any) -> Any:
             return mcp_types.ListResourceTemplatesResult.model_validate({"resourceTemplates": resources.templates()})
@@ -161,7 +328,8 @@ def _build_v2(
             return mcp_types.ReadResourceResult.model_validate(read)
 
         async def on_complete(ctx: Any, params: Any) -> Any:
-            found = _completion(resources, params.ref, params.argument.name, params.argument.value)
+            argument = params.argument
+            found = _completion(resources, prompts, params.ref, argument.name, argument.value, params.context)
             return mcp_types.CompleteResult.model_validate({"completion": found})
 
         handlers = {
@@ -170,6 +338,36 @@ def _build_v2(
             "on_list_resource_templates": on_templates,
             "on_read_resource": on_read,
         }
+        if changes is not None:
+            hub = changes
+
+            async def on_subscribe(ctx: Any, params: Any) -> Any:
+                hub.subscribe(*_subscriber(hub, ctx.session), str(params.uri))
+                return mcp_types.EmptyResult()
+
+            async def on_unsubscribe(ctx: Any, params: Any) -> Any:
+                hub.unsubscribe(_subscriber(hub, ctx.session)[0], str(params.uri))
+                return mcp_types.EmptyResult()
+
+            async def on_listen(ctx: Any, params: Any) -> Any:
+                hub.attach()
+                return await hub.listen.serve(ctx, params)
+
+            handlers |= {
+                "on_subscribe_resource": on_subscribe,
+                "on_unsubscribe_resource": on_unsubscribe,
+                "on_subscriptions_listen": on_listen,
+            }
+    if prompts is not None:
+        shown = prompts
+
+        async def on_list_prompts(ctx: Any, params: Any) -> Any:
+            return mcp_types.ListPromptsResult.model_validate({"prompts": shown.listing()})
+
+        async def on_get_prompt(ctx: Any, params: Any) -> Any:
+            return mcp_types.GetPromptResult.model_validate(shown.get(params.name, params.arguments))
+
+        handlers |= {"on_list_prompts": on_list_prompts, "on_get_prompt": on_get_prompt}
     server_class: Any = Server
     return server_class(
         name,
@@ -181,12 +379,17 @@ def _build_v2(
     )
 
 
-def _completion(resources: ResourceSource, ref: Any, argument: str, value: str) -> dict[str, Any]:
-    """The ``completion`` wire object for a reference (only resource templates complete; prompts: none)."""
-    template = ref.uri if ref.type == "ref/resource" else None
-    if template is None:
-        return {"values": [], "hasMore": False}
-    return resources.complete(str(template), argument, value)
+def _completion(
+    resources: ResourceSource, prompts: PromptSource | None, ref: Any, argument: str, value: str, context: Any
+) -> dict[str, Any]:
+    """The ``completion`` wire object for a reference: a resource template's, or a prompt's (with the
+    arguments already given, ``context.arguments``)."""
+    if ref.type == "ref/resource":
+        return resources.complete(str(ref.uri), argument, value)
+    if ref.type == "ref/prompt" and prompts is not None:
+        given = getattr(context, "arguments", None) if context is not None else None
+        return prompts.complete(str(ref.name), argument, value, dict(given or {}))
+    return {"values": [], "hasMore": False}
 
 
 def validate_message(line: str) -> None:
@@ -199,21 +402,44 @@ def validate_message(line: str) -> None:
         message.model_validate_json(line)
 
 
-def session_manager(app: Any, security: Any) -> Any:
-    """The SDK's streamable-HTTP session manager, stateful, with its own session limits off (2.x has some).
+def session_manager(app: Any, security: Any, *, stateless: bool = False) -> Any:
+    """The SDK's streamable-HTTP manager, with its own session limits off (2.x has some).
 
-    deckhand bounds the sessions itself (:mod:`deckhand.mcp.sessions`), the same way on both lines.
+    On 2.x it serves the 2026-07-28 revision's self-contained requests whatever ``stateless`` says;
+    ``stateless`` decides how the 2025 revisions are served: with sessions (``Mcp-Session-Id``, which
+    deckhand bounds itself, the same way on both lines: :mod:`deckhand.mcp.sessions`), or without
+    (every POST answered on its own, so any replica can take any request).
     """
     import inspect
 
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    options: dict[str, Any] = {"app": app, "security_settings": security}
+    options: dict[str, Any] = {"app": app, "security_settings": security, "stateless": stateless}
     accepted = inspect.signature(StreamableHTTPSessionManager.__init__).parameters
     for name in ("session_idle_timeout", "max_sessions"):
         if name in accepted:
             options[name] = None
     return StreamableHTTPSessionManager(**options)
+
+
+def _handshake_versions() -> frozenset[str]:
+    """The protocol revisions negotiated by ``initialize`` (2.x; 1.x knows no other kind)."""
+    if SDK_MAJOR < 2:
+        return frozenset()
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS  # type: ignore[import-not-found,unused-ignore]
+
+    return frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+_HANDSHAKE_VERSIONS = _handshake_versions()
+
+
+def sessionless(protocol_version: str | None) -> bool:
+    """Whether a request whose ``MCP-Protocol-Version`` header says ``protocol_version`` is served without a
+    session by the SDK installed: on 2.x, any revision ``initialize`` does not negotiate (2026-07-28 and
+    later; an unknown one is refused by the SDK, also without a session). 1.x serves every request in session
+    mode."""
+    return SDK_MAJOR >= 2 and protocol_version is not None and protocol_version not in _HANDSHAKE_VERSIONS
 
 
 def forget_session(manager: Any, session_id: str) -> None:

@@ -24,8 +24,10 @@ from deckhand.agents.calls import CallError
 from deckhand.agents.catalog import Operation, operations
 from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
+from deckhand.agents.writes import writable_tools
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
+from deckhand.mcp.prompts import Prompts
 from deckhand.mcp.resources import Resources, link_items
 from deckhand.redaction import redact
 
@@ -40,13 +42,32 @@ PROGRESS_INTERVAL = 0.2
 class DeckhandMcpServer:
     """An MCP server over one toolbox (transport-free: see :mod:`deckhand.mcp.transports`)."""
 
-    def __init__(self, toolbox: Toolbox, *, result_budget: int | None = None) -> None:
-        """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none."""
+    def __init__(
+        self, toolbox: Toolbox, *, result_budget: int | None = None, changes_interval: float | None = None
+    ) -> None:
+        """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none;
+        ``changes_interval`` the seconds between two looks for changes made by other processes
+        (:mod:`deckhand.mcp.changes`; None: its default, 0: none)."""
+        from deckhand.mcp.changes import POLL_INTERVAL, Changes
+
         self.toolbox = toolbox
         self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox, result_budget)}
-        self.resources = Resources(SourceReader.of(toolbox), toolbox.tool_names, result_budget)
+        reader = SourceReader.of(toolbox)
+        self.resources = Resources(reader, toolbox.tool_names, result_budget, agent=toolbox)
+        interval = POLL_INTERVAL if changes_interval is None else changes_interval
+        #: Who listens to which changes; ``changes.tool_changed(name)`` after a write tells them.
+        self.changes = Changes(toolbox, reader, interval=interval)
+        toolbox.writes.listeners.append(self.changes.tool_changed)  # deckhand_add and deckhand_delete
+        self.prompts = Prompts(toolbox.tool_names, self.resources)
         self.server = sdk.build_server(
-            "deckhand", __version__, self._instructions(), self.definitions, self.call, self.resources
+            "deckhand",
+            __version__,
+            self._instructions(),
+            self.definitions,
+            self.call,
+            self.resources,
+            self.changes,
+            self.prompts,
         )
 
     def definitions(self) -> list[dict[str, Any]]:
@@ -115,6 +136,9 @@ class DeckhandMcpServer:
         finally:
             if progress is not None:
                 await progress.finish()
+            if not op.read_only:  # an ingest (or a write) of this process: announced now, not at the next look
+                for tool in self.toolbox.tool_names:
+                    self.changes.check_soon(tool)
         structured = data.model_dump(mode="json", exclude_none=True)
         return {
             # After the text, a resource link to each hit's lines (search results only).
@@ -140,6 +164,12 @@ class DeckhandMcpServer:
             "deckhand_list_tools shows what is indexed; deckhand_ingest refreshes a tool after its files change; "
             "deckhand_read reads around a result (its uri) without a new search."
         )
+        writable = writable_tools(self.toolbox)
+        if writable:
+            parts.append(
+                f"deckhand_add stores a document in a writable tool ({', '.join(writable)}), searchable at once; "
+                "deckhand_delete removes one an agent added."
+            )
         return " ".join(parts)
 
 

@@ -14,7 +14,8 @@ of the process: 1,122 abandoned sessions cost 34 MB that were never given back. 
 A session is closed the way a client closes it, with a ``DELETE`` handed to the manager, so the
 same code works on the SDK's 1.x and 2.x lines (see :func:`deckhand.mcp.sdk.forget_session`).
 A client whose session was closed gets 404 on its next request and, as the MCP specification
-asks of clients, starts a new one.
+asks of clients, starts a new one. Requests of the 2026-07-28 revision (SDK 2.x) carry no session:
+they pass straight through, never counted, never making room.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ IDLE_TIMEOUT = 1800.0
 #: Sessions open at once at most.
 MAX_SESSIONS = 100
 _SESSION_HEADER = b"mcp-session-id"
+_VERSION_HEADER = b"mcp-protocol-version"
 
 
 @dataclass
@@ -80,6 +82,11 @@ class SessionKeeper:
             await self.manager.handle_request(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
+        if self._sessionless(headers):
+            # A self-contained request (2026-07-28): it opens no session, so it neither needs room nor
+            # may close another client's idle session to make some.
+            await self.manager.handle_request(scope, receive, send)
+            return
         sid = headers.get(_SESSION_HEADER, b"").decode("latin-1") or None
         method = scope.get("method", "")
         session = self._sessions.get(sid) if sid is not None else None
@@ -122,6 +129,13 @@ class SessionKeeper:
             done()
             if sid is not None and method == "DELETE":
                 self._forget(sid)
+
+    @staticmethod
+    def _sessionless(headers: dict[bytes, bytes]) -> bool:
+        from deckhand.mcp import sdk  # the SDK is loaded only by the server (this module's constants are not)
+
+        version = headers.get(_VERSION_HEADER)
+        return sdk.sessionless(version.decode("latin-1") if version is not None else None)
 
     async def close_idle(self) -> int:
         """Close every session unused for ``idle_timeout`` seconds; how many were closed."""

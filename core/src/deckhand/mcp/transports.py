@@ -31,6 +31,8 @@ log = logging.getLogger("deckhand.mcp")
 
 #: Environment variable holding the bearer token HTTP clients must send.
 TOKEN_ENV = "DECKHAND_MCP_TOKEN"
+#: Environment variable holding the secret search cursors are signed with (the same on every replica).
+CURSOR_KEY_ENV = "DECKHAND_CURSOR_KEY"
 #: Shortest token accepted (a guessable token is no protection).
 TOKEN_MIN_LENGTH = 16
 #: The path the MCP endpoint is served at.
@@ -94,6 +96,22 @@ def bearer_token(address: HttpAddress, environ: dict[str, str] | None = None) ->
             f"{TOKEN_ENV} is shorter than {TOKEN_MIN_LENGTH} characters; use a random token: {TOKEN_HINT}"
         )
     return token
+
+
+def cursor_secret(environ: dict[str, str] | None = None) -> str | None:
+    """The secret search cursors are signed with: :data:`CURSOR_KEY_ENV`, else the bearer token, else None.
+
+    Replicas behind one load balancer share it, so a cursor one gave continues on another
+    (:func:`deckhand.agents.paging.use_cursor_secret`); None keeps a random key of this process.
+    """
+    env = os.environ if environ is None else environ
+    secret = env.get(CURSOR_KEY_ENV, "").strip()
+    if secret and len(secret) < TOKEN_MIN_LENGTH:
+        raise ConfigError(
+            f"{CURSOR_KEY_ENV} is shorter than {TOKEN_MIN_LENGTH} characters; give every replica the same random "
+            f"value: export {CURSOR_KEY_ENV}=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return secret or env.get(TOKEN_ENV, "").strip() or None
 
 
 # -- stdio ------------------------------------------------------------------------------------
@@ -290,9 +308,12 @@ def http_app(
     *,
     max_sessions: int = MAX_SESSIONS,
     idle_timeout: float = IDLE_TIMEOUT,
+    stateless: bool = False,
 ) -> Any:
     """The ASGI application: the MCP endpoint at :data:`MCP_PATH`, behind the bearer check if a token is set."""
-    return http_app_and_keeper(app, token, loopback, max_sessions=max_sessions, idle_timeout=idle_timeout)[0]
+    return http_app_and_keeper(
+        app, token, loopback, max_sessions=max_sessions, idle_timeout=idle_timeout, stateless=stateless
+    )[0]
 
 
 def http_app_and_keeper(
@@ -302,14 +323,19 @@ def http_app_and_keeper(
     *,
     max_sessions: int = MAX_SESSIONS,
     idle_timeout: float = IDLE_TIMEOUT,
+    stateless: bool = False,
 ) -> tuple[Any, SessionKeeper]:
-    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions."""
+    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions.
+
+    ``stateless`` serves the 2025 revisions without sessions too (see :func:`deckhand.mcp.sdk.session_manager`);
+    the keeper then has none to keep.
+    """
     import anyio
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else None
-    manager = sdk.session_manager(app.server, sdk.transport_security(hosts))
+    manager = sdk.session_manager(app.server, sdk.transport_security(hosts), stateless=stateless)
     keeper = SessionKeeper(manager, max_sessions=max_sessions, idle_timeout=idle_timeout)
 
     async def sweep() -> None:
@@ -356,6 +382,7 @@ async def serve_http(
     *,
     max_sessions: int = MAX_SESSIONS,
     idle_timeout: float = IDLE_TIMEOUT,
+    stateless: bool = False,
 ) -> None:
     """Serve streamable HTTP on ``address`` until interrupted; ``on_ready(url)`` once listening."""
     import uvicorn
@@ -363,7 +390,9 @@ async def serve_http(
     sock = bind(address)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        http_app(app, token, address.loopback, max_sessions=max_sessions, idle_timeout=idle_timeout),
+        http_app(
+            app, token, address.loopback, max_sessions=max_sessions, idle_timeout=idle_timeout, stateless=stateless
+        ),
         log_level="warning",
         access_log=access_log,
         lifespan="on",

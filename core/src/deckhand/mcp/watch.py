@@ -20,6 +20,7 @@ from typing import Any
 from deckhand.agents.calls import CallError
 from deckhand.agents.toolbox import Toolbox
 from deckhand.config.base import SourceToolConfig
+from deckhand.ingest.file_types import SCRIPT, file_type
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.mcp.server import in_daemon_thread
@@ -58,13 +59,19 @@ class _SourceFilter:
         path = Path(raw)
         return path in self.files or any(self.taken(path, root) for root in self.dirs)
 
+    def readable(self, path: Path) -> bool:
+        """Whether a loader reads ``path`` by its type (a script without extension that is gone: it may have been)."""
+        if file_type(path, self.extensions) in self.extensions:
+            return True
+        return SCRIPT in self.extensions and not path.suffix and not path.exists()
+
     def taken(self, path: Path, root: Path, selection: Selection | None = None) -> bool:
         """Whether ``path`` is a file ingestion would read under directory ``root`` (by ``selection``, else by
         any of the selections of ``root``'s tools)."""
         if root not in path.parents:
             return False
         relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in self.extensions:
+        if any(part.startswith(".") for part in relative.parts) or not self.readable(path):
             return False
         chosen = [selection] if selection is not None else self.selections.get(root, [EVERYTHING])
         read = [s for s in chosen if s.reads(relative.as_posix())]

@@ -14,7 +14,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 
-from deckhand.memory.coordinates import VectorCoordinate
 from deckhand.memory.decisions import StoredDecision
 
 Key = tuple[int, int, int]
@@ -192,7 +191,3 @@ class ContentIndex:
             keys.sort()
             hits.extend(zip(keys, [n] * len(keys), strict=True))
         return hits
-
-
-def coordinate_of(key: Key) -> VectorCoordinate:
-    return VectorCoordinate(*key)

@@ -34,7 +34,8 @@ from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:
-    from deckhand.embedding.factory import EmbeddingModel
+    from deckhand.building.embedders import EmbeddingModel
+    from deckhand.embedding.cache import EmbeddingCache
     from deckhand.protocols import Embedder, MemoryBackend
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,8 @@ class VectorMemoryManager:
         self._index = CoordinateIndex()
         self._content = ContentIndex()
         self._semantic = SemanticIndex(self._build_embedder)
+        #: The embedding cache this manager opened for its own embedder (closed by :meth:`close`).
+        self._opened_cache: EmbeddingCache | None = None
         # The embedding index is filled on the first semantic search, then kept current; the
         # word index is built while loading (its build would otherwise land on the first search).
         self._semantic_ready = False
@@ -302,9 +305,8 @@ class VectorMemoryManager:
     def close(self) -> None:
         """Release the backend and the embedding cache."""
         self.backend.close()
-        cache = getattr(self._semantic.embedder(), "cache", None) if self._semantic.loaded else None
-        if cache is not None:
-            cache.close()
+        if self._opened_cache is not None:
+            self._opened_cache.close()
 
     def __enter__(self) -> VectorMemoryManager:
         return self
@@ -347,8 +349,8 @@ class VectorMemoryManager:
     def _build_embedder(self) -> Embedder:
         if self._embedder is not None:
             return self._embedder
+        from deckhand.building.embedders import load_embedder
         from deckhand.embedding.cache import CachedEmbedder, open_cache
-        from deckhand.embedding.factory import load_embedder
         from deckhand.paths import cache_disabled
         from deckhand.plugins import get_registry
 
@@ -362,6 +364,7 @@ class VectorMemoryManager:
                     ignore.write_text("# deckhand's embedding cache: never commit it\n*\n")
                 except OSError:
                     log.debug("could not write %s", ignore)
+        self._opened_cache = cache
         return CachedEmbedder(inner, cache)
 
 

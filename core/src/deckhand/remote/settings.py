@@ -13,7 +13,6 @@ built. Neither appears in a repr, an error message or ``deckhand schema``.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
@@ -128,8 +127,3 @@ class RemoteSettings(BaseModel):
             if env and os.environ.get(env):
                 found.append(os.environ[env])
         return [s for s in found if s]
-
-
-def settings_fields(settings: RemoteSettings) -> dict[str, Any]:
-    """The shared fields of ``settings`` (to build another component's settings from them)."""
-    return {name: getattr(settings, name) for name in RemoteSettings.model_fields}

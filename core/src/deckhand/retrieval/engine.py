@@ -1,6 +1,6 @@
 """The query engine: a hybrid searcher the tools configure (:class:`SearchSettings`) and call.
 
-One query's path, in :meth:`HybridSearcher.search`::
+One query's path, in :meth:`QueryEngine.search`::
 
     query ─► embed ─► search: dense (the store), keyword (retrieval/bm25 or the store's full text),
                       exact (retrieval/phrase_match)
@@ -16,41 +16,32 @@ gets that section first, in document order, ahead of the reranker's order.
 Single mode (``SearchSettings(fused=False)``, the ``vectorstore`` tool) is the dense search
 alone: the store's similarities are the scores and ``min_score`` is applied by the store.
 
-The side indexes the hybrid modes need (keyword, exact, definitions, cross-references, result
-locations) are derived from the stored records (:mod:`deckhand.retrieval.side_indexes`). A store
-that keeps side indexes (the sqlite store) holds them, versioned by its records version: a new
-process loads them (or, from a side index file, opens them and reads per query), and rebuilds them
-from ``store.iter_records()`` only when the records changed since they were saved; other stores
-rebuild them at start-up. :meth:`HybridSearcher.ensure_current`
-checks the records version (one read) so an ingestion by another process is picked up.
+The engine is immutable: a tool builds one when its store opens, over the side indexes the hybrid
+modes need (keyword, exact, definitions, cross-references, result locations), which a separate keeper
+(:class:`deckhand.retrieval.keeper.IndexKeeper`) keeps current with the store's records; when they change
+the tool builds a new engine. Single mode needs none.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
-from deckhand.capabilities import side_index_storage
 from deckhand.chunking.definitions import Definition
-from deckhand.errors import RerankError
+from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
+    FilteredKeywordIndex,
     KeywordIndex,
-    RecordKeywordIndex,
-    RecordLog,
     Reranker,
-    SideIndexStorage,
     VectorAwareKeywordIndex,
     VectorStore,
 )
-from deckhand.retrieval import side_indexes
+from deckhand.retrieval import windows
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
@@ -61,14 +52,17 @@ from deckhand.retrieval.references import ReferenceResolver
 from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
-from deckhand.retrieval.side_indexes import location_of
+from deckhand.retrieval.side_indexes import SideIndexes, location_of
 from deckhand.retrieval.tantivy_keyword import TantivyIndex
 from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
-#: Guards starting an engine's keyword worker (two first queries at once start one).
+#: Guards starting the keyword workers (two first queries at once start one pool).
 _WORKER_LOCK = threading.Lock()
+_WORKERS: list[ThreadPoolExecutor] = []
+#: Threads a hybrid query's keyword search runs on, shared by every engine of the process.
+KEYWORD_THREADS = 4
 
 #: The modalities of a hybrid search (the keys of :attr:`SearchSettings.weights`).
 SEMANTIC, KEYWORD, EXACT = "semantic", "keyword", "exact"
@@ -81,8 +75,6 @@ DEFINITIONS_PER_RESULT = 5
 #: With a per-source limit, single mode asks the store for this many times ``top_k`` nearest records.
 DIVERSITY_DEPTH = 4
 
-#: Builds the keyword index for a store: ``(index, strategy name)``.
-KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
 T = TypeVar("T")
 
 
@@ -117,6 +109,9 @@ class SearchSettings:
     #: (a section reference, a quoted phrase, a defined term) holds and no chunk found holds most of the query's
     #: words (:mod:`deckhand.retrieval.relevance`); None: no such check.
     relevance_floor: float | None = None
+    #: Score the best dense candidates again with their best window of this many words (None: off;
+    #: :mod:`deckhand.retrieval.windows`).
+    windows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +135,7 @@ class Annotations:
 
 @dataclass
 class Hit:
-    """One result of :meth:`HybridSearcher.search`, best first."""
+    """One result of :meth:`QueryEngine.search`, best first."""
 
     record: Record
     #: The fused score (hybrid), or the store's similarity (single mode).
@@ -184,171 +179,43 @@ def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
     return entry[0].score if entry[1] is None else entry[1]
 
 
-class HybridSearcher:
-    """The query engine of one tool: its side indexes, its reranker, and the query path.
+@dataclass(frozen=True)
+class QueryEngine:
+    """The query path of one tool over its side indexes, as they were when the engine was built.
 
-    ``embed`` gives a query's vector (the tool's cached embedder); ``keyword_index`` builds
-    the configured keyword strategy for a store (needed by the hybrid modes only); ``name``
-    (the tool's) prefixes log lines.
+    ``embed`` gives a query's vector (the tool's cached embedder); ``indexes`` are what the hybrid modes read
+    (None: single mode only); ``reranker`` (and its name, for warnings) reorders results after fusion;
+    ``name`` (the tool's) prefixes log lines.
     """
 
-    def __init__(
-        self, embed: Callable[[str], Vector], *, name: str = "", keyword_index: KeywordFactory | None = None
-    ) -> None:
-        self.embed = embed
-        self.name = name
-        self.keyword_index = keyword_index
-        #: The reranker applied after fusion (None: results keep the fused order), and its name for warnings.
-        self.reranker: Reranker | None = None
-        self.reranker_name = "?"
-        #: The keyword strategy in use (``bm25``, ``native``, a plugin's) and the store it was built for.
-        self.keyword: KeywordIndex | None = None
-        self.keyword_strategy: str | None = None
-        self.keyword_store: VectorStore | None = None
-        self.exact: ExactIndex | None = None
-        self.definitions: DefinitionIndex | None = None
-        self.resolver: ReferenceResolver | None = None
-        self.locations: Mapping[str, tuple[str, str]] = {}
-        #: The side indexes in use.
-        self.indexes: side_indexes.SideIndexes | None = None
-        #: Records version the side indexes were built from (stores that keep side indexes).
-        self.indexed_version: int | None = None
-        #: Seconds the last update of the side indexes took.
-        self.index_seconds: float = 0.0
-        #: How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``.
-        self.index_origin: str | None = None
-        self._pool: ThreadPoolExecutor | None = None
+    embed: Callable[[str], Vector]
+    name: str = ""
+    indexes: SideIndexes | None = None
+    reranker: Reranker | None = None
+    reranker_name: str = "?"
+    #: The vectors of many passages (the tool's cached embedder): what ``SearchSettings.windows`` embeds.
+    embed_passages: Callable[[Sequence[str]], Vector] | None = None
 
-    # -- side indexes -------------------------------------------------------------------
-    def _bind_keyword(self, store: VectorStore) -> KeywordIndex:
-        """The keyword index for ``store``, built by :attr:`keyword_index` unless already built for it."""
-        if self.keyword is None or self.keyword_store is not store:
-            if self.keyword_index is None:
-                raise RuntimeError(f"tool {self.name}: the query engine has no keyword strategy")
-            self.keyword, self.keyword_strategy = self.keyword_index(store)
-            self.keyword_store = store
-        return self.keyword
+    @property
+    def keyword(self) -> KeywordIndex | None:
+        """The keyword index (``tantivy``, ``bm25``, ``native``, a plugin's), None without side indexes."""
+        return self.indexes.keyword if self.indexes is not None else None
 
-    def _adopt(self, indexes: side_indexes.SideIndexes) -> None:
-        # A side index file the replaced indexes read from is closed when the last query using it lets go of it.
-        self.indexes = indexes
-        self.definitions, self.resolver = indexes.definitions, indexes.resolver
-        self.exact, self.locations = indexes.exact, indexes.locations
+    @property
+    def exact(self) -> ExactIndex | None:
+        return self.indexes.exact if self.indexes is not None else None
 
-    def update_indexes(self, store: VectorStore) -> None:
-        """Load the side indexes the store keeps for the current records, else rebuild (and keep) them."""
-        keyword = self._bind_keyword(store)
-        side = side_index_storage(store)
-        path = side_indexes.file_path(side, keyword) if side is not None else None
-        if side is not None and path is not None:
-            self._update_from_file(store, side, path, keyword)
-            return
-        if side is None or not side_indexes.persistable(keyword):
-            version = side.records_version() if side is not None else None  # read before the records
-            self.rebuild_indexes(store)
-            self.indexed_version = version  # so ensure_current notices another process's changes
-            return
-        clock = time.perf_counter()
-        version = side.records_version()  # read before the records: a rebuild is saved only if still current
-        found = side.load_side_index(side_indexes.SIDE_INDEX)
-        loaded = None
-        if found is not None:
-            loaded = side_indexes.load(found[1], keyword, str(self.keyword_strategy))
-        if loaded is not None:
-            self._adopt(loaded)
-            self.indexed_version = found[0] if found is not None else version
-            self.index_seconds = time.perf_counter() - clock
-            self.index_origin = "loaded"
-            log.info(
-                "tool %s: indexes loaded for %d chunks in %.2fs",
-                self.name,
-                len(self.locations),
-                self.index_seconds,
-            )
-            return
-        self.rebuild_indexes(store)
-        assert self.exact is not None and self.definitions is not None and self.resolver is not None
-        built = side_indexes.SideIndexes(
-            keyword, str(self.keyword_strategy), self.definitions, self.resolver, self.exact, self.locations
-        )
-        if not side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.dump(built)):
-            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
-        self.indexed_version = version
+    @property
+    def definitions(self) -> DefinitionIndex | None:
+        return self.indexes.definitions if self.indexes is not None else None
 
-    def _update_from_file(self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndex) -> None:
-        """Open the side index file kept for the current records, else update it in place with the records changed
-        since (a store with a :class:`~deckhand.protocols.RecordLog`), else rebuild the indexes and write it."""
-        clock = time.perf_counter()
-        record_log = store if isinstance(store, RecordLog) else None
-        # read before the records: a rebuild is kept only if still current
-        version, last_row = record_log.log_position() if record_log is not None else (side.records_version(), None)
-        strategy = str(self.keyword_strategy)
-        opened = side_indexes.open_file(path, version, keyword, strategy)
-        origin = "loaded"
-        if opened is None and record_log is not None:
-            updated = side_indexes.update_file(path, record_log, keyword, strategy)
-            if updated is not None:
-                version, origin = updated, "updated"
-                opened = side_indexes.open_file(path, version, keyword, strategy)
-        if opened is not None:
-            if isinstance(keyword, RecordKeywordIndex) and record_log is not None:
-                keyword.sync(record_log)  # it keeps its own index: brought up to the store's log (or repaired)
-            self._adopt(opened)
-            self.indexed_version = version
-            self.index_seconds = time.perf_counter() - clock
-            self.index_origin = origin
-            log.info(
-                "tool %s: indexes %s for %d chunks in %.2fs", self.name, origin, len(self.locations), self.index_seconds
-            )
-            return
-        self.rebuild_indexes(store, last_row=last_row)
-        self.indexed_version = version
-        if self.indexes is None or side.records_version() != version:
-            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
-            return
-        try:
-            side_indexes.write_file(path, version, self.indexes)
-            side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.FILE_MARK)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning(
-                "tool %s: could not keep the side indexes in %s (%s); they are rebuilt next time", self.name, path, exc
-            )
+    @property
+    def resolver(self) -> ReferenceResolver | None:
+        return self.indexes.resolver if self.indexes is not None else None
 
-    def ensure_current(self, store: VectorStore) -> None:
-        """Bring the side indexes up to date when another process (or store object) changed the records."""
-        side = side_index_storage(store)
-        if side is not None and self.indexed_version is not None and side.records_version() != self.indexed_version:
-            self.update_indexes(store)
-
-    def rebuild_indexes(self, store: VectorStore, *, last_row: int | None = None) -> None:
-        """Rebuild keyword, exact, definition and reference indexes from the stored records.
-
-        From a store with a :class:`~deckhand.protocols.RecordLog` the records are read without their
-        vectors and with their rows; ``last_row`` (its highest row, read with the records version before
-        them) lets the side index file written from these indexes be updated in place later."""
-        clock = time.perf_counter()
-        rows: dict[str, int] | None = None
-        if isinstance(store, RecordLog):
-            pairs = list(store.iter_rows())
-            rows = {record.id: row for row, record in pairs}
-            records = [record for _, record in pairs]
-        else:
-            records = list(store.iter_records())
-        records.sort(key=lambda r: (r.source, r.chunk_index))
-        keyword = self._bind_keyword(store)
-        record_log = store if isinstance(store, RecordLog) else None
-        built = side_indexes.build(records, keyword, str(self.keyword_strategy), record_log)
-        built.rows, built.last_row = rows, last_row  # without rows, the file written from them records no last row
-        self._adopt(built)
-        self.index_seconds = time.perf_counter() - clock
-        self.index_origin = "rebuilt"
-        log.info(
-            "tool %s: indexes rebuilt over %d chunks in %.2fs (keyword: %s)",
-            self.name,
-            len(records),
-            self.index_seconds,
-            self.keyword_strategy,
-        )
+    @property
+    def locations(self) -> Mapping[str, tuple[str, str]]:
+        return self.indexes.locations if self.indexes is not None else {}
 
     # -- reranking ------------------------------------------------------------------------
     def rerank_depth(self, top_k: int, rerank_top_n: int) -> int:
@@ -398,12 +265,14 @@ class HybridSearcher:
         if not settings.fused:
             return self._single(store, query, settings, where, provider)
         k = settings.top_k
-        fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider)
+        # the section a section-reference query ("§ 4.2") names, found once for the whole query
+        section = self.exact.section_of_query(query) if self.exact is not None else []
+        fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider, section)
         if _off_topic(query, fused, records, settings):
             return []
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
-        pinned = set(self.exact.section_of_query(query)) if self.exact is not None and settings.per_source else set()
+        pinned = set(section)
         # A pinned section's chunks stay first and in order: each counts as a source of its own.
         sources = self._sources([f.id for f in fused if f.id not in records]) if settings.per_source else {}
         fused = diversify(
@@ -412,7 +281,7 @@ class HybridSearcher:
         fused = fused[: self.rerank_depth(k, settings.rerank_top_n)]
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
-        ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records)
+        ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records, pinned)
         ranked = diversify(
             ranked, lambda e: e[0].id if e[0].id in pinned else records[e[0].id].source, settings.per_source
         )[:k]
@@ -443,6 +312,7 @@ class HybridSearcher:
         off_topic = hits and floor is not None and hits[0].score < floor
         if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
             return []
+        hits = self._windowed(query, hits, settings)
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
@@ -453,15 +323,19 @@ class HybridSearcher:
         )
         return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
 
+    def _windowed(self, query: str, hits: list[SearchHit], settings: SearchSettings) -> list[SearchHit]:
+        """``hits`` with their best candidates scored again by their best window (``settings.windows``)."""
+        if settings.windows is None or self.embed_passages is None or not hits:
+            return hits
+        try:
+            return windows.rescored(self.embed(query), hits, settings.windows, self.embed_passages)
+        except EmbeddingError as exc:
+            log.warning("tool %s: passage windows not scored, results keep the chunks' order: %s", self.name, exc)
+            return hits
+
     def _sources(self, record_ids: list[str]) -> dict[str, str]:
-        """The sources of candidates not read yet, from the side indexes' locations: one read of a side index
-        file for all of them (``many``) rather than one per candidate."""
-        many = getattr(self.locations, "many", None)
-        if callable(many):
-            found: Mapping[str, tuple[str, str]] = many(record_ids)
-        else:
-            found = {i: self.locations[i] for i in record_ids if i in self.locations}
-        return {record_id: where[0] for record_id, where in found.items()}
+        """The sources of candidates not read yet, from the side indexes' locations (one read for them all)."""
+        return self.indexes.sources(record_ids) if self.indexes is not None else {}
 
     @staticmethod
     def _source_of(record_id: str, records: Mapping[str, Record], sources: Mapping[str, str]) -> str:
@@ -472,12 +346,12 @@ class HybridSearcher:
         return sources.get(record_id) or record_id.rsplit("_chunk_", 1)[0]
 
     def _rerank_after_pinned(
-        self, query: str, fused: list[Fused], records: dict[str, Record]
+        self, query: str, fused: list[Fused], records: dict[str, Record], pinned: set[str]
     ) -> list[tuple[Fused, float | None]]:
-        """The reranker's order (with its scores) after the sections a section-reference query pins first."""
+        """The reranker's order (with its scores) after the section a section-reference query pins first
+        (``pinned``: its record ids)."""
         if self.reranker is None:
             return [(f, None) for f in fused]
-        pinned = set(self.exact.section_of_query(query)) if self.exact is not None else set()
         head = 0
         while head < len(fused) and fused[head].id in pinned:
             head += 1
@@ -496,8 +370,11 @@ class HybridSearcher:
         depth: int,
         where: Filter | None = None,
         provider: str | None = None,
+        section: Sequence[str] | None = None,
     ) -> tuple[list[Fused], dict[str, Record]]:
-        """Every modality's best ``depth``, fused, the pinned section first; and the records already read."""
+        """Every modality's best ``depth``, fused, the pinned section first; and the records already read.
+        ``section``: the record ids of the section the query names (:meth:`ExactIndex.section_of_query`,
+        found here when not given)."""
         assert self.keyword is not None and self.exact is not None
         weights = dict(settings.weights)
         ranked: dict[str, list[tuple[str, float]]] = {}
@@ -525,32 +402,34 @@ class HybridSearcher:
             and not hybrid
             and isinstance(keyword, (BM25Index, TantivyIndex))
         ):
-            beside = self._worker().submit(keyword.search, query, depth)
+            beside = _worker().submit(keyword.search, query, depth)
         if SEMANTIC in weights:
             assert vector is not None
             hits = filtering.search(store, vector, depth, where=where, provider=provider)
+            hits = self._windowed(query, hits, settings)
             ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
         if beside is not None:
             ranked[KEYWORD] = beside.result()
         elif KEYWORD in weights:
-            native = getattr(keyword, "search_filtered", None)
             if hybrid:
                 assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
                 ranked[KEYWORD] = keyword.search_with_vector(query, vector, depth)
             elif where is None:
                 ranked[KEYWORD] = keyword.search(query, depth)
-            elif callable(native):
-                ranked[KEYWORD] = native(query, depth, where)
             else:
-                ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth)
+                found = None
+                if isinstance(keyword, FilteredKeywordIndex):
+                    found = keyword.search_filtered(query, depth, where)
+                ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth) if found is None else found
         pinned: list[str] = []
         if EXACT in weights:
             if where is None:
                 ranked[EXACT] = self.exact.search(query, depth)
             else:
                 ranked[EXACT] = passes.first(self.exact.search(query, EVERYTHING), depth)
-            pinned = [i for i in self.exact.section_of_query(query) if passes.allows(i)]
+            named = self.exact.section_of_query(query) if section is None else section
+            pinned = [i for i in named if passes.allows(i)]
         fused = fuse(settings.fusion, ranked, weights, settings.rrf_k)
         if pinned:
             # A query that is a section reference ("§ 4.2") gets that section first, in order.
@@ -561,13 +440,6 @@ class HybridSearcher:
             taken = set(pinned)
             fused = head + [f for f in fused if f.id not in taken]
         return fused, records
-
-    def _worker(self) -> ThreadPoolExecutor:
-        """The thread a hybrid query's keyword search runs on (started on first use)."""
-        with _WORKER_LOCK:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"deckhand-keyword-{self.name}")
-            return self._pool
 
     # -- annotation -------------------------------------------------------------------
     def annotate(self, record: Record, definitions_per_result: int = DEFINITIONS_PER_RESULT) -> Annotations:
@@ -598,3 +470,11 @@ class HybridSearcher:
             else:
                 out.append(ResolvedReference(section_id=ref, resolved=False))
         return out
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The threads hybrid queries' keyword searches run on (started on first use, shared by every engine)."""
+    with _WORKER_LOCK:
+        if not _WORKERS:
+            _WORKERS.append(ThreadPoolExecutor(max_workers=KEYWORD_THREADS, thread_name_prefix="deckhand-keyword"))
+        return _WORKERS[0]

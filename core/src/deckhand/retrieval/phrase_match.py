@@ -2,10 +2,10 @@
 
 A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
 in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
-verbatim (case-insensitive); when the phrase is a defined term, the chunk defining it
-ranks first. References inside a longer query ("what does section 5 require") add that
-section's chunks after the direct matches. Everything is built from stored records (and kept
-with them, in stores that hold side indexes: see ``deckhand.retrieval.side_indexes``).
+verbatim (case-insensitive; with the ``tantivy`` keyword strategy, word for word by its phrase
+queries); when the phrase is a defined term, the chunk defining it ranks first. References inside
+a longer query ("what does section 5 require") add that section's chunks after the direct matches.
+Everything is built from stored records (see ``deckhand.retrieval.side_indexes``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,21 @@ QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 #: Score of a direct section or defined-term match (phrase matches score by coverage).
 DIRECT = 1.0
+#: A word of a query shaped like a name in code, not like a word: ``parse_args``, ``shapes.area``,
+#: ``CliRunner``, ``getValue``, ``HTTPTransport`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
+IDENTIFIER = re.compile(
+    r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)"
+)
+#: Most identifiers of one query looked up as defined terms.
+MAX_IDENTIFIERS = 8
+
+
+def identifiers(query: str) -> list[str]:
+    """The words of ``query`` shaped like names in code (``where is parse_args defined`` → ``parse_args``): each
+    is looked up as a defined term, as the whole query is, so a question naming a function finds where it is
+    defined. At most :data:`MAX_IDENTIFIERS`, and none when the query is one already."""
+    found = [m.group(0).strip(".") for m in IDENTIFIER.finditer(query[:2000])]
+    return [] if found == [query] else list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
 
 
 class SectionResolver(Protocol):
@@ -41,7 +56,7 @@ class DefinitionLookup(Protocol):
 
 
 class PhraseTexts(Protocol):
-    """The lower-cased contents phrases are looked for in: a dict in memory, or a side index file's table."""
+    """The contents phrases are looked for in: lower-cased in a dict in memory, or the keyword index's."""
 
     def __len__(self) -> int: ...
 
@@ -51,9 +66,9 @@ class PhraseTexts(Protocol):
         """Those of ``record_ids`` that have a text (one look-up for them all)."""
         ...
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, build position, record id)`` of every text containing at least one of ``phrases``,
-        in build order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, build position, record id)`` of the texts containing at least one of ``phrases``
+        (at most ``limit`` of them), in build order."""
         ...
 
 
@@ -64,8 +79,9 @@ class InMemoryTexts(dict[str, str]):
         """Those of ``record_ids`` that have a text."""
         return {i for i in record_ids if i in self}
 
-    def containing(self, phrases: tuple[str, ...]) -> list[tuple[int, int, str]]:
-        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order."""
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order (all
+        of them: ``limit`` is for texts that are not in memory)."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
             found = sum(1 for p in phrases if p in text)
@@ -104,18 +120,8 @@ class ExactIndex:
         """(Re)build the phrase index; the resolver and definitions are rebuilt by their owner."""
         self._texts = InMemoryTexts((r.id, r.content.lower()) for r in records)
 
-    def texts(self) -> dict[str, str]:
-        """Record id → lower-cased content, as :meth:`build` indexed them (kept with the side indexes)."""
-        if not isinstance(self._texts, InMemoryTexts):
-            raise RuntimeError("the exact index reads stored texts: there is nothing built to export")
-        return dict(self._texts)
-
-    def restore(self, texts: dict[str, str]) -> None:
-        """Take the phrase index :meth:`texts` returned instead of building it from records."""
-        self._texts = InMemoryTexts(texts)
-
     def attach(self, texts: PhraseTexts) -> None:
-        """Look for phrases in ``texts`` (a side index file's) instead of texts held in memory."""
+        """Look for phrases in ``texts`` (the keyword index's phrase queries) instead of texts held in memory."""
         self._texts = texts
 
     def parse(self, query: str) -> ExactQuery:
@@ -147,7 +153,7 @@ class ExactIndex:
         if parsed.section:
             add(self.resolver.resolve(parsed.section), DIRECT)
         whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
-        for term in (*parsed.phrases, whole):
+        for term in (*parsed.phrases, whole, *identifiers(whole)):
             definition = self.definitions.lookup(term)
             if definition is not None:
                 add([definition.record_id], DIRECT)
@@ -156,7 +162,7 @@ class ExactIndex:
         if parsed.phrases:
             phrase_hits = [
                 (found / len(parsed.phrases), position, record_id)
-                for found, position, record_id in self._texts.containing(parsed.phrases)
+                for found, position, record_id in self._texts.containing(parsed.phrases, k)
             ]
             phrase_hits.sort(key=lambda h: (-h[0], h[1]))
             for coverage, _, record_id in phrase_hits:

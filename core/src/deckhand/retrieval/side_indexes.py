@@ -1,36 +1,26 @@
-"""The query engine's side indexes: how they are built from the records and kept in the store next to them.
+"""The query engine's side indexes: what it derives from the records, and how they are kept beside the store.
 
-Keyword (BM25 postings and statistics), exact (phrase texts), definitions, cross-references
-and the result locations are all derived from the stored records (:func:`build`). In a store that keeps
-side indexes (:class:`deckhand.protocols.SideIndexStorage`, the sqlite store) they are saved
-as one blob under :data:`SIDE_INDEX`, tagged with the records version they were built from:
-a new process loads them instead of reading every record, and an index whose records changed
-since (another process ingested) is never loaded, it is rebuilt. Elsewhere they are rebuilt
-from the records at start-up, as before.
-
-A store that also names a file per side index (:class:`deckhand.protocols.SideIndexFiles`, the
-sqlite store) gets them, with the builtin ``bm25`` keyword strategy, as a SQLite file of their
-own instead (:mod:`deckhand.retrieval.side_index_file`): a new process opens it and each query
-reads only its terms' postings, its phrases' texts and its definitions' rows, so start-up does
-not grow with the corpus. Other keyword strategies keep the blob.
+Keyword, exact (section ids, defined terms, quoted phrases), definitions, cross-references and the result
+locations are all derived from the stored records (:func:`build`). With a keyword index that keeps itself
+(:class:`deckhand.protocols.RecordKeywordIndex`, the ``tantivy`` strategy) in a store that names side index
+files and keeps a record log (the sqlite store), the look-ups are kept in a file of their own
+(:mod:`deckhand.retrieval.side_index_file`) and the keyword index in its directory: a new process opens both
+instead of reading every record, and a change is applied to both in place (:func:`update_file`). Anywhere
+else (the in-memory store, ``bm25`` or a plugin's strategy) they are rebuilt from the records in memory
+(:class:`deckhand.retrieval.keeper.IndexKeeper` decides which).
 """
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.protocols import KeywordIndex, RecordKeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
 from deckhand.retrieval import side_index_file
-from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
@@ -38,16 +28,9 @@ from deckhand.types import Record, RecordChanges
 
 log = logging.getLogger("deckhand")
 
-#: Name of the blob in the store's side indexes.
+#: Name of the side index file (and, in the store's side index table, the mark that replaced an earlier blob).
 SIDE_INDEX = "hierarchical/indexes"
-#: Format of the blob; a blob of another format is rebuilt.
-FORMAT = 1
-#: Changes since a side index file's build (records deleted plus added) past which it is rebuilt rather than
-#: updated in place: updated documents are weighted with the build's statistics, and deleted ones leave their
-#: postings behind, so the drift from a fresh build stays within what a tenth of the corpus can cause.
-REBUILD_SHARE = 0.1
-#: Kept under :data:`SIDE_INDEX` instead of the blob when the indexes are in a side index file (it replaces a blob
-#: of an earlier version, and marks the records version the file was built from).
+#: Kept under :data:`SIDE_INDEX` in the store (it replaces a blob an earlier version kept there).
 FILE_MARK = b'{"side_index_file": 1}'
 
 
@@ -61,17 +44,49 @@ class SideIndexes:
     resolver: ReferenceResolver
     exact: ExactIndex
     locations: Mapping[str, tuple[str, str]]
-    #: The side index file the indexes read from (None: they are in memory); close it when done with them.
+    #: The side index file the look-ups read from (None: they are in memory); closed when collected.
     file: side_index_file.SideIndexFile | None = None
     #: Record id → store row, and the highest row, when built from a :class:`~deckhand.protocols.RecordLog`
-    #: (a side index file written with them can be updated in place, :func:`update_file`).
+    #: (the side index file written from them can be updated in place, :func:`update_file`).
     rows: Mapping[str, int] | None = None
     last_row: int | None = None
+
+    def sources(self, record_ids: list[str]) -> dict[str, str]:
+        """The sources of those of ``record_ids`` indexed: from a side index file in one read for them all."""
+        locations = self.locations
+        if isinstance(locations, side_index_file.Locations):
+            found: Mapping[str, tuple[str, str]] = locations.many(record_ids)
+        else:
+            found = {i: locations[i] for i in record_ids if i in locations}
+        return {record_id: where[0] for record_id, where in found.items()}
 
     def close(self) -> None:
         """Close the side index file the indexes read from, if any."""
         if self.file is not None:
             self.file.close()
+
+
+class KeywordPhrases:
+    """The exact modality's phrase texts (:class:`~deckhand.retrieval.phrase_match.PhraseTexts`) answered by a
+    keyword index that keeps the records' own text (``tantivy``: phrase queries), with ``locations`` saying
+    which records are indexed."""
+
+    def __init__(self, keyword: RecordKeywordIndex, locations: Mapping[str, tuple[str, str]]) -> None:
+        self.keyword = keyword
+        self.locations = locations
+
+    def __len__(self) -> int:
+        return len(self.locations)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self.locations
+
+    def present(self, record_ids: list[str]) -> set[str]:
+        """All of ``record_ids``: sections and definitions are kept from the same records as the locations."""
+        return set(record_ids)
+
+    def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
+        return self.keyword.phrases(phrases, limit)
 
 
 def location_of(metadata: dict[str, Any]) -> str:
@@ -110,7 +125,8 @@ def build(
 ) -> SideIndexes:
     """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: a
     :class:`~deckhand.protocols.RecordKeywordIndex` brings itself up to ``record_log`` (the store the records
-    were read from, when it keeps one) or indexes the records, any other gets their indexed texts."""
+    were read from, when it keeps one) or indexes the records, and answers the quoted phrases; any other gets
+    the records' indexed texts, and the phrases are looked for in the contents held in memory."""
     if isinstance(keyword, RecordKeywordIndex):
         if record_log is not None:
             keyword.sync(record_log)
@@ -118,105 +134,93 @@ def build(
             keyword.index_records(records)
     else:
         keyword.build((r.id, indexed_text(r)) for r in records)
-    return SideIndexes(keyword, keyword_strategy, *_derived(records))
+    built = SideIndexes(keyword, keyword_strategy, *_derived(records))
+    if isinstance(keyword, RecordKeywordIndex):
+        built.exact.attach(KeywordPhrases(keyword, built.locations))
+    else:
+        built.exact.build(records)
+    return built
 
 
 def _derived(
     records: Sequence[Record],
 ) -> tuple[DefinitionIndex, ReferenceResolver, ExactIndex, dict[str, tuple[str, str]]]:
-    """The indexes besides the keyword one, in memory, over ``records`` (in order): a build's, or the new
-    records' of an update in place (:func:`_delta`)."""
+    """The look-ups besides the keyword index, in memory, over ``records`` (in order): a build's, or the new
+    records' of an update in place (:func:`_delta`). The exact index's phrase texts are the caller's."""
     definitions = DefinitionIndex()
     definitions.add_records(records)
     resolver = ReferenceResolver()
     resolver.add_records(records)
     exact = ExactIndex(resolver, definitions, normalise_section_id)
-    exact.build(records)
     locations = {r.id: (r.source, location_of(r.metadata)) for r in records}
     return definitions, resolver, exact, locations
 
 
-def _postings(keyword: KeywordIndex) -> BM25Index | None:
-    """The keyword index whose postings the side index file holds: the builtin ``bm25`` one; None for a
-    :class:`~deckhand.protocols.RecordKeywordIndex`, which keeps its own index (the file holds the others)."""
-    return keyword if isinstance(keyword, BM25Index) else None
-
-
 def file_path(side: SideIndexStorage, keyword: KeywordIndex) -> Path | None:
-    """Where the side indexes are kept as a file (:mod:`~deckhand.retrieval.side_index_file`): a store that
-    names one, with the builtin ``bm25`` keyword index or one that keeps itself (``tantivy``); None to keep
-    them as a blob."""
-    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)) or not isinstance(side, SideIndexFiles):
+    """Where the look-ups are kept as a file (:mod:`~deckhand.retrieval.side_index_file`): a store that names
+    one and keeps a record log, with a keyword index that keeps itself (``tantivy``); None to rebuild them in
+    memory from the records."""
+    if not isinstance(keyword, RecordKeywordIndex) or not isinstance(side, SideIndexFiles):
+        return None
+    if not isinstance(side, RecordLog):
         return None
     return side.side_index_path(SIDE_INDEX)
 
 
 def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes | None:
-    """The side indexes kept in ``path`` for the records at ``version``, a ``bm25`` ``keyword`` reading its
-    postings; None when there is none for them (the caller rebuilds and :func:`write_file`-s)."""
-    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)):
+    """The side indexes kept in ``path`` for the records at ``version``, quoted phrases answered by ``keyword``
+    (which keeps itself: :func:`file_path`); None when there is none for them (the caller updates or rebuilds
+    it)."""
+    if not isinstance(keyword, RecordKeywordIndex):
         return None
-    opened = side_index_file.open_file(path, version, _postings(keyword), keyword_strategy)
+    opened = side_index_file.open_file(path, version, keyword_strategy)
     if opened is None:
         return None
     file, definitions, resolver, exact, locations = opened
+    exact.attach(KeywordPhrases(keyword, locations))
     return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations, file)
 
 
 def write_file(path: Path, version: int, indexes: SideIndexes) -> None:
-    """``indexes`` (built in this process from the records at ``version``) kept in ``path`` for :func:`open_file`."""
-    if not isinstance(indexes.keyword, (BM25Index, RecordKeywordIndex)):
-        raise TypeError("only the builtin bm25 keyword index, or one that keeps itself, goes with a side index file")
+    """``indexes`` (built in this process from a record log's records at ``version``) kept in ``path``."""
+    if indexes.rows is None or indexes.last_row is None:
+        raise ValueError("a side index file is written from a record log's records (their rows are needed)")
     side_index_file.write(
         path,
         version,
         indexes.keyword_strategy,
-        _postings(indexes.keyword),
         indexes.definitions,
         indexes.resolver,
-        indexes.exact,
         indexes.locations,
         indexes.rows,
         indexes.last_row,
     )
 
 
-def update_file(path: Path, log_: RecordLog, keyword: KeywordIndex, keyword_strategy: str) -> int | None:
+def update_file(path: Path, log_: RecordLog, keyword_strategy: str) -> int | None:
     """Apply the records changed since the file at ``path`` was last brought up to date to it, in place
     (:func:`deckhand.retrieval.side_index_file.apply`); the records version it now holds, or None when it
-    cannot be updated and is rebuilt instead: no such file, another format or settings, a store whose log
-    no longer reaches back, or (with ``bm25`` postings, weighted with the build's statistics) changes since the
-    build past :data:`REBUILD_SHARE` of it."""
-    if not isinstance(keyword, (BM25Index, RecordKeywordIndex)):
-        return None
-    postings = _postings(keyword)
+    cannot be updated and is rebuilt instead: no such file, another format or strategy, or a store whose log
+    no longer reaches back."""
     for _ in range(3):  # another process may update it meanwhile: then start from where it left the file
         meta = side_index_file.read_meta(path)
-        if meta is None or meta.get("last_row") is None:
-            return None
-        if not side_index_file.matches(meta, keyword_strategy, postings):
+        if meta is None or meta.get("last_row") is None or not side_index_file.matches(meta, keyword_strategy):
             return None
         changes = log_.changes_since(int(meta["version"]), int(meta["last_row"]))
         if changes is None:
             return None
         if changes.version == meta["version"]:
             return changes.version
-        if postings is not None and int(meta.get("changed", 0)) + len(changes.deleted) + len(
-            changes.added
-        ) > REBUILD_SHARE * max(int(meta.get("built", 0)), 1):
-            return None
-        if side_index_file.apply(path, _delta(meta, changes, postings)):
+        if side_index_file.apply(path, _delta(meta, changes)):
             return changes.version
     return None
 
 
-def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index | None) -> side_index_file.Delta:
-    """``changes`` as the file keeps them: the new records in index order (source, chunk), each analysed for
-    ``keyword``'s postings (None: the file holds none)."""
+def _delta(meta: Mapping[str, Any], changes: RecordChanges) -> side_index_file.Delta:
+    """``changes`` as the file keeps them: the new records in index order (source, chunk)."""
     added = sorted(changes.added, key=lambda item: (item[1].source, item[1].chunk_index))
     records = [record for _, record in added]
-    definitions, resolver, exact, locations = _derived(records)
-    texts = exact.texts()
+    definitions, resolver, _, locations = _derived(records)
     return side_index_file.Delta(
         from_version=int(meta["version"]),
         version=changes.version,
@@ -226,61 +230,6 @@ def _delta(meta: Mapping[str, Any], changes: RecordChanges, keyword: BM25Index |
         ids=[r.id for r in records],
         sources=[r.source for r in records],
         locations=[locations[r.id][1] for r in records],
-        texts=[texts[r.id] for r in records],
-        terms=[keyword.analyzer.terms(indexed_text(r)) if keyword is not None else [] for r in records],
         definitions=definitions.to_state(),
         sections=resolver.to_state(),
     )
-
-
-def persistable(keyword: KeywordIndex) -> bool:
-    """Whether ``keyword`` can be saved (the builtin ``bm25`` can; a store's own full text needs nothing saved)."""
-    return callable(getattr(keyword, "to_bytes", None)) and callable(getattr(keyword, "restore", None))
-
-
-def dump(indexes: SideIndexes) -> bytes:
-    """``indexes`` as one blob for :func:`load` (the keyword index must be :func:`persistable`)."""
-    keyword: Any = indexes.keyword
-    meta = {
-        "format": FORMAT,
-        "keyword_strategy": indexes.keyword_strategy,
-        "definitions": indexes.definitions.to_state(),
-        "references": indexes.resolver.to_state(),
-        "texts": indexes.exact.texts(),
-        "locations": dict(indexes.locations),
-    }
-    out = io.BytesIO()
-    np.savez(
-        out,
-        meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
-        keyword=np.frombuffer(keyword.to_bytes(), dtype=np.uint8),
-    )
-    return out.getvalue()
-
-
-def load(data: bytes, keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes | None:
-    """The indexes :func:`dump` wrote, with the keyword index restored into ``keyword``.
-
-    None when the blob was written in another format, for another keyword strategy or
-    settings, or cannot be read: the caller rebuilds from the records.
-    """
-    if data == FILE_MARK:
-        return None
-    try:
-        with np.load(io.BytesIO(data)) as arrays:
-            meta = json.loads(bytes(arrays["meta"]).decode("utf-8"))
-            keyword_bytes = arrays["keyword"].tobytes()
-    except (OSError, ValueError, KeyError) as exc:
-        log.warning("ignoring unreadable stored side indexes (%s); rebuilding them", exc)
-        return None
-    if meta.get("format") != FORMAT or meta.get("keyword_strategy") != keyword_strategy:
-        return None
-    restore: Any = getattr(keyword, "restore", None)
-    if not callable(restore) or not restore(keyword_bytes):
-        return None
-    definitions = DefinitionIndex.from_state(meta["definitions"])
-    resolver = ReferenceResolver.from_state(meta["references"])
-    exact = ExactIndex(resolver, definitions, normalise_section_id)
-    exact.restore(meta["texts"])
-    locations = {rid: (str(where[0]), str(where[1])) for rid, where in meta["locations"].items()}
-    return SideIndexes(keyword, keyword_strategy, definitions, resolver, exact, locations)

@@ -3,8 +3,10 @@
 Each record is one tantivy document with the fields ``body`` (what the bm25 strategy indexes: content,
 context, heading chain, section label and defined terms), ``heading`` (the heading chain again, title first,
 weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
-``path_boost``), ``file_type`` (the extension, untokenised), ``id`` (stored, for results) and ``row`` (the
-store's row, for deletes). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
+``path_boost``), ``file_type`` (the extension, untokenised), ``content`` (the chunk's own text, lower-cased
+words with their positions, neither stemmed nor stopped: the exact modality's quoted phrases), ``id`` (stored,
+for results) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a
+stored document). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
 and digits with inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English
 stemming (the algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
 tantivy's parameters (k1 1.2, b 0.75) and its exact statistics, summed over fields, top ``k`` found by
@@ -15,17 +17,22 @@ after the collection's id, deleted with it); for other stores in memory (tantivy
 from the records like the builtin ``bm25`` one.
 
 Kept current from the store's record log (:class:`deckhand.protocols.RecordLog`), never rebuilt on each change:
-every commit carries the store's log position (records version, highest row) in a position document replaced
-in the same commit (tantivy commits are atomic; tantivy-py 0.27 has no commit payload, so the position is a
-document, counted once in the document total N of BM25's idf). :meth:`TantivyIndex.sync` reads it, asks the
-store what changed since (:meth:`~deckhand.protocols.RecordLog.changes_since`), deletes the removed rows, adds
-the new ones and commits; a store whose log no longer reaches back, an index written with other settings or an
-unreadable one is rebuilt from every record. A process killed between the store's write and the keyword
-commit therefore leaves the index behind the store, never ahead or disagreeing unnoticed, and the next sync
-(any process's next open, or its next query after the records version changed) brings it up to date. A sync
-also reloads the searcher, so a process open during another's ingest sees the new documents. The exact,
-definition and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`,
-written without BM25 postings).
+after each commit the store's log position it reached (records version, highest row) is written to
+``position.json`` in the index's directory (renamed into place; tantivy-py 0.27 has no commit payload), so
+every document counted in BM25's statistics is a record's and they are exact. :meth:`TantivyIndex.sync` reads
+it, asks the store what changed since (:meth:`~deckhand.protocols.RecordLog.changes_since`), deletes the
+removed rows, adds the new ones (each after deleting its row, so applying the same changes twice is harmless)
+and commits; a store whose log no longer reaches back, an index written with other settings, one without a
+position or an unreadable one is rebuilt from every record. A process killed anywhere between the store's
+write and the position's rename leaves the position at or behind the commit, never ahead of it, and the next
+sync (any process's next open, or its next query after the records version changed) applies what is missing.
+A sync also reloads the searcher, so a process open during another's ingest sees the new documents.
+
+A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
+(:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
+allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
+``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition
+and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`).
 """
 
 from __future__ import annotations
@@ -33,19 +40,23 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.filters.conditions import Filter
 from deckhand.protocols import RecordLog, SideIndexFiles
 from deckhand.retrieval.analysis import STOPWORDS
 from deckhand.retrieval.side_indexes import indexed_text
-from deckhand.types import Record
+from deckhand.types import Record, RowArray
 
 if TYPE_CHECKING:
     import tantivy
@@ -55,11 +66,12 @@ log = logging.getLogger("deckhand")
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt.
-FORMAT = 2
+FORMAT = 3
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TOKENIZER = "deckhand_en"
 _PATH_TOKENIZER = "deckhand_path"
+_EXACT_TOKENIZER = "deckhand_exact"
 #: Words of letters and digits, dots kept inside them (``analysis.words`` then stripping outer dots).
 _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 #: Words of a path: letters and digits only.
@@ -73,8 +85,12 @@ _WRITER_THREADS = 1
 _LOCK_WAIT_S = 30.0
 #: Records per batch read from the store for a full build.
 _BATCH = 2000
-#: The position document's ``kind``.
-_POSITION = "position"
+#: The file in the index's directory naming the store log position its last commit reached.
+_POSITION_FILE = "position.json"
+#: A filter allowing at most this many rows is a term-set clause of the query; more are checked on the hits.
+_TERM_SET_ROWS = 4096
+#: Hits read per allowed one wanted, at first, when a filter is checked on the hits (then four times more).
+_OVERREAD = 2.0
 
 
 class TantivyOptions(BaseModel):
@@ -86,17 +102,20 @@ class TantivyOptions(BaseModel):
     path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
 
 
-def _analyzer(word: str = _WORD) -> tantivy.TextAnalyzer:
+def _analyzer(word: str = _WORD, *, exact: bool = False) -> tantivy.TextAnalyzer:
+    """Words of ``word``, lower-cased; stopped and stemmed unless ``exact`` (the ``content`` field's phrases)."""
     import tantivy
 
-    return (
+    builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(word))
         .filter(tantivy.Filter.remove_long(_LONGEST))
         .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.custom_stopword(sorted(STOPWORDS)))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
     )
+    if not exact:
+        builder = builder.filter(tantivy.Filter.custom_stopword(sorted(STOPWORDS))).filter(
+            tantivy.Filter.stemmer("english")
+        )
+    return builder.build()
 
 
 def _schema() -> tantivy.Schema:
@@ -106,13 +125,10 @@ def _schema() -> tantivy.Schema:
     for name in ("body", "heading"):
         builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="position")
     builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
+    builder.add_text_field("content", tokenizer_name=_EXACT_TOKENIZER, index_option="position")
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
-    builder.add_text_field("kind", tokenizer_name="raw")
-    builder.add_text_field("settings", stored=True, tokenizer_name="raw")
-    builder.add_integer_field("row", indexed=True)
-    builder.add_integer_field("version", stored=True)
-    builder.add_integer_field("last_row", stored=True)
+    builder.add_integer_field("row", indexed=True, fast=True)
     return builder.build()
 
 
@@ -129,27 +145,34 @@ def heading_text(record: Record) -> str:
 
 
 class TantivyIndex:
-    """A tantivy index over a collection's records (implements ``KeywordIndex`` and ``RecordKeywordIndex``)."""
+    """A tantivy index over a collection's records (implements ``KeywordIndex``, ``RecordKeywordIndex`` and
+    ``FilteredKeywordIndex``)."""
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: TantivyOptions) -> TantivyIndex:
         """The ``tantivy`` strategy's registered factory: on disk beside a store that names side index files and
         keeps a record log (the sqlite store), else in memory. ``cache_path`` is not used."""
-        location: Callable[[], Path | None] = lambda: None  # noqa: E731
         if isinstance(store, SideIndexFiles) and isinstance(store, RecordLog):
-            files = store
-            location = lambda: files.side_index_path(SIDE_INDEX)  # noqa: E731
-        return cls(options, location)
+            files, log_ = store, store
+            return cls(options, lambda: files.side_index_path(SIDE_INDEX), log_.rows_matching)
+        return cls(options)
 
-    def __init__(self, options: TantivyOptions | None = None, location: Callable[[], Path | None] | None = None):
+    def __init__(
+        self,
+        options: TantivyOptions | None = None,
+        location: Callable[[], Path | None] | None = None,
+        rows_matching: Callable[[Filter], RowArray] | None = None,
+    ):
         self.options = options or TantivyOptions()
         self._location = location or (lambda: None)
+        #: The store's rows a filter allows (None: an index in memory, whose documents carry no rows).
+        self._rows_matching = rows_matching
         self._lock = threading.Lock()
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: The query's analyzers: text and headings, paths.
-        self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
+        #: The query's analyzers: text and headings, paths, exact phrases.
+        self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
 
     # -- opening --------------------------------------------------------------------
     def settings(self) -> str:
@@ -177,9 +200,10 @@ class TantivyIndex:
                 index = tantivy.Index(schema, path=str(path), reuse=False)
         index.register_tokenizer(_TOKENIZER, _analyzer())
         index.register_tokenizer(_PATH_TOKENIZER, _analyzer(_PATH_WORD))
+        index.register_tokenizer(_EXACT_TOKENIZER, _analyzer(exact=True))
         index.config_reader("manual")
         self._index, self._path, self._schema = index, path, schema
-        self._analyzers = (_analyzer(), _analyzer(_PATH_WORD))
+        self._analyzers = (_analyzer(), _analyzer(_PATH_WORD), _analyzer(exact=True))
         return index
 
     # -- building ---------------------------------------------------------------------
@@ -188,17 +212,17 @@ class TantivyIndex:
         ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, ((record_id, text, "", "", "", None) for record_id, text in docs), None)
+            self._rewrite(index, ((record_id, text, "", "", "", "", None) for record_id, text in docs))
 
     def index_records(self, records: Sequence[Record]) -> None:
         """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, (_fields(r, None) for r in records), None)
+            self._rewrite(index, (_fields(r, None) for r in records))
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index to the store's current log position: apply the changes since the position its last
-        commit carries, or rebuild from every record when it has none or the store cannot say what changed; then
+        commit reached, or rebuild from every record when it has none or the store cannot say what changed; then
         reload the searcher. Waits (up to a deadline) while another process writes it, then searches it as it is."""
         with self._lock:
             index = self._open()
@@ -242,9 +266,9 @@ class TantivyIndex:
             )
         return True
 
-    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields], position: tuple[int, int] | None) -> None:
+    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields]) -> None:
         """Replace every document by ``docs`` in one commit."""
-        self._write(index.writer(_WRITER_HEAP, _WRITER_THREADS), docs, deleted=None, position=position)
+        self._write(index.writer(_WRITER_HEAP, _WRITER_THREADS), docs, deleted=None, position=None)
         index.reload()
 
     def _write(
@@ -255,8 +279,9 @@ class TantivyIndex:
         deleted: Sequence[int] | None,
         position: tuple[int, int] | None,
     ) -> None:
-        """Delete the rows ``deleted`` (None: every document), add ``docs`` and the position, commit once, and
-        let the writer finish its merges (which also releases its lock)."""
+        """Delete the rows ``deleted`` (None: every document), add ``docs`` (in an update, each after deleting
+        its row), commit once, write the ``position`` reached, and let the writer finish its merges (which also
+        releases its lock)."""
         import tantivy
 
         try:
@@ -265,24 +290,21 @@ class TantivyIndex:
             else:
                 for gone in deleted:
                     writer.delete_documents_by_term("row", gone)
-                writer.delete_documents_by_term("kind", _POSITION)
-            for record_id, body, heading, path, file_type, row in docs:
+            for record_id, body, heading, path, file_type, content, row in docs:
                 doc = tantivy.Document(id=record_id, body=body)
-                if heading:
-                    doc.add_text("heading", heading)
-                if path:
-                    doc.add_text("path", path)
-                if file_type:
-                    doc.add_text("file_type", file_type)
+                for name, value in (("heading", heading), ("path", path), ("file_type", file_type)):
+                    if value:
+                        doc.add_text(name, value)
+                if content:
+                    doc.add_text("content", content)
                 if row is not None:
+                    if deleted is not None:  # a replay after a kill between commit and position: no duplicate
+                        writer.delete_documents_by_term("row", row)
                     doc.add_integer("row", row)
                 writer.add_document(doc)
-            if position is not None:
-                marker = tantivy.Document(kind=_POSITION, settings=self.settings())
-                marker.add_integer("version", position[0])
-                marker.add_integer("last_row", position[1])
-                writer.add_document(marker)
             writer.commit()
+            if position is not None:
+                self._save_position(position)
         except BaseException:
             with contextlib.suppress(ValueError):
                 writer.rollback()
@@ -290,36 +312,47 @@ class TantivyIndex:
         finally:
             writer.wait_merging_threads()
 
-    def position(self) -> tuple[int, int] | None:
-        """The store log position the index's last commit was brought up to (None: none, or other settings)."""
-        import tantivy
+    def _save_position(self, position: tuple[int, int]) -> None:
+        """``position`` (and the settings) written beside the index, renamed into place after the commit."""
+        assert self._path is not None
+        text = json.dumps({"settings": self.settings(), "version": position[0], "last_row": position[1]})
+        fd, temporary = tempfile.mkstemp(prefix=".position-", dir=self._path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self._path / _POSITION_FILE)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
-        assert self._index is not None and self._schema is not None
-        searcher = self._index.searcher()
-        found = searcher.search(tantivy.Query.term_query(self._schema, "kind", _POSITION), 1, count=False).hits
-        if not found:
+    def position(self) -> tuple[int, int] | None:
+        """The store log position the index's last commit reached (None: none known, or other settings)."""
+        if self._path is None:
             return None
-        doc = searcher.doc(found[0][1])
-        version, last_row = doc.get_first("version"), doc.get_first("last_row")
-        if doc.get_first("settings") != self.settings() or version is None or last_row is None:
+        try:
+            saved = json.loads((self._path / _POSITION_FILE).read_text(encoding="utf-8"))
+            if saved["settings"] != self.settings():
+                return None
+            return int(saved["version"]), int(saved["last_row"])
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        return int(version), int(last_row)
 
     # -- querying ---------------------------------------------------------------------
     def __len__(self) -> int:
         """Records indexed."""
         index = self._index
-        if index is None:
-            return 0
-        return index.searcher().num_docs - (1 if self.position() is not None else 0)
+        return 0 if index is None else int(index.searcher().num_docs)
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)`` pairs, best first; records sharing no term are left out."""
+    def _query(self, query: str) -> tantivy.Query | None:
+        """``query``'s analysed terms, each looked for in every field at its weight (None: no term)."""
         import tantivy
 
-        index, schema, analyzers = self._index, self._schema, self._analyzers
-        if index is None or schema is None or analyzers is None or k <= 0:
-            return []
+        schema, analyzers = self._schema, self._analyzers
+        if schema is None or analyzers is None:
+            return None
         terms, path_terms = analyzers[0].analyze(query), analyzers[1].analyze(query)
         clauses = []
         for field, boost, words in (
@@ -332,36 +365,99 @@ class TantivyIndex:
             for term in words:
                 q = tantivy.Query.term_query(schema, field, term)
                 clauses.append((tantivy.Occur.Should, q if boost == 1.0 else tantivy.Query.boost_query(q, boost)))
-        if not clauses:
+        return tantivy.Query.boolean_query(clauses) if clauses else None
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)`` pairs, best first; records sharing no term are left out."""
+        index, built = self._index, self._query(query)
+        if index is None or built is None or k <= 0:
             return []
         searcher = index.searcher()
-        limit = min(k, max(searcher.num_docs, 1))
-        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
+        hits = searcher.search(built, min(k, max(searcher.num_docs, 1)), count=False).hits
         return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        """Best ``k`` of the records ``where`` allows, as :meth:`search` ranks them; None for an index in memory
+        (its documents carry no store rows: the caller checks the records instead)."""
+        import tantivy
+
+        index, schema, built = self._index, self._schema, self._query(query)
+        if self._rows_matching is None or self._path is None:
+            return None
+        if index is None or schema is None or built is None or k <= 0:
+            return []
+        allowed = np.asarray(self._rows_matching(where), dtype=np.int64)
+        searcher = index.searcher()
+        total = max(searcher.num_docs, 1)
+        if allowed.size == 0:
+            return []
+        if allowed.size <= _TERM_SET_ROWS:
+            rows = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "row", allowed.tolist()), 0.0)
+            narrowed = tantivy.Query.boolean_query([(tantivy.Occur.Must, built), (tantivy.Occur.Must, rows)])
+            hits = searcher.search(narrowed, min(k, total), count=False).hits
+            return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+        limit = min(total, int(k * _OVERREAD * total / allowed.size) + 1)
+        while True:
+            hits = searcher.search(built, limit, count=False).hits
+            found = np.asarray(searcher.fast_field_values("row", [address for _, address in hits]), dtype=np.int64)
+            at = np.searchsorted(allowed, found).clip(0, allowed.size - 1)
+            passing = [hit for hit, ok in zip(hits, allowed[at] == found, strict=True) if ok][:k]
+            if len(passing) >= k or len(hits) < limit or limit >= total:
+                return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in passing]
+            limit = min(total, limit * 4)
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, order, record id)`` of at most ``limit`` records whose own text holds at least one of
+        ``phrases`` word for word (case-insensitive), in store order (``order``: the row, else the hit's rank)."""
+        import tantivy
+
+        index, schema, analyzers = self._index, self._schema, self._analyzers
+        if index is None or schema is None or analyzers is None or limit <= 0:
+            return []
+        searcher = index.searcher()
+        found: dict[str, list[int]] = {}
+        for phrase in dict.fromkeys(phrases):
+            words = analyzers[2].analyze(phrase)
+            if not words:
+                continue
+            if len(words) == 1:
+                q = tantivy.Query.term_query(schema, "content", words[0])
+            else:
+                q = tantivy.Query.phrase_query(schema, "content", list[str | tuple[int, str]](words))
+            hits = searcher.search(q, min(limit, max(searcher.num_docs, 1)), count=False).hits
+            rows = searcher.fast_field_values("row", [address for _, address in hits])
+            for rank, ((_, address), row) in enumerate(zip(hits, rows, strict=True)):
+                record_id = str(searcher.doc(address).get_first("id"))
+                entry = found.setdefault(record_id, [0, rank if row is None else int(row)])
+                entry[0] += 1
+        ordered = sorted(((count, order, rid) for rid, (count, order) in found.items()), key=lambda h: h[1])
+        return ordered[:limit]
 
     def ids(self) -> list[str]:
         """Every record id indexed (a full scan: tests and checks)."""
         import tantivy
 
-        index, schema = self._index, self._schema
-        if index is None or schema is None:
+        index = self._index
+        if index is None:
             return []
         searcher = index.searcher()
-        query = tantivy.Query.boolean_query(
-            [
-                (tantivy.Occur.Must, tantivy.Query.all_query()),
-                (tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "kind", _POSITION)),
-            ]
-        )
-        hits = searcher.search(query, max(searcher.num_docs, 1), count=False).hits
+        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
         return [str(searcher.doc(address).get_first("id")) for _, address in hits]
 
 
-#: One document's fields: id, body, heading, path, file type, store row (None: not from a record log).
-_Fields = tuple[str, str, str, str, str, "int | None"]
+#: One document's fields: id, body, heading, path, file type, content, store row (None: not from a record log).
+_Fields = tuple[str, str, str, str, str, str, "int | None"]
 
 
 def _fields(record: Record, row: int | None) -> _Fields:
     meta = record.metadata
     path = str(meta.get("path") or record.source)
-    return (record.id, body_text(record), heading_text(record), path, str(meta.get("file_type") or ""), row)
+    return (
+        record.id,
+        body_text(record),
+        heading_text(record),
+        path,
+        str(meta.get("file_type") or ""),
+        record.content,
+        row,
+    )

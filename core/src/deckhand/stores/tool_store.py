@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from deckhand.capabilities import integrity_check
+from deckhand.capabilities import integrity_check, side_index_storage
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -165,11 +165,11 @@ def check_collection(
     previous: CollectionSpec,
     spec: CollectionSpec,
     force: bool,
-    before_rebuild: Callable[[], None] | None = None,
+    before_rebuild: Callable[[VectorStore], None] | None = None,
 ) -> None:
     """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
-    algorithm (shared by every tool type). ``before_rebuild`` is called before anything is dropped: when it
-    raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
+    algorithm (shared by every tool type). ``before_rebuild(store)`` is called before anything is dropped: when
+    it raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
     model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
     layout = [
         f"{label} {old.value} but the configuration now uses {new.value}"
@@ -201,7 +201,7 @@ def check_collection(
         )
     if before_rebuild is not None:
         try:
-            before_rebuild()
+            before_rebuild(store)
         except BaseException:
             store.close()  # untouched
             raise
@@ -220,7 +220,7 @@ def open_collection(
     force_ingest: bool,
     store: VectorStore | None = None,
     verify: bool = False,
-    before_rebuild: Callable[[], None] | None = None,
+    before_rebuild: Callable[[VectorStore], None] | None = None,
 ) -> tuple[VectorStore, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
@@ -251,3 +251,21 @@ def open_collection(
     if previous is not None:
         check_collection(name, store, previous, spec, force_ingest, before_rebuild)
     return store, used
+
+
+#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
+COMPLETE_MARK = "ingest/complete"
+
+
+def mark_complete(store: VectorStore) -> None:
+    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
+    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
+    side = side_index_storage(store)
+    if side is not None:
+        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
+
+
+def is_complete(store: VectorStore) -> bool:
+    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
+    side = side_index_storage(store)
+    return side is None or side.load_side_index(COMPLETE_MARK) is not None

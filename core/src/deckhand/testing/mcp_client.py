@@ -9,11 +9,16 @@ results are read in their wire form (camelCase keys) so assertions are the same 
 from __future__ import annotations
 
 import os
+import selectors
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -45,8 +50,11 @@ async def stdio_session(
 
 
 @asynccontextmanager
-async def http_session(url: str, *, token: str | None = None) -> AsyncIterator[ClientSession]:
-    """An initialized session with the streamable-HTTP server at ``url``."""
+async def http_session(
+    url: str, *, token: str | None = None, message_handler: Any = None
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with the streamable-HTTP server at ``url`` (``message_handler``: the SDK's,
+    given every notification the server sends)."""
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -58,10 +66,98 @@ async def http_session(url: str, *, token: str | None = None) -> AsyncIterator[C
     async with (
         client,
         streamable_http_client(url, http_client=client) as streams,
-        ClientSession(streams[0], streams[1]) as session,
+        ClientSession(streams[0], streams[1], message_handler=message_handler) as session,
     ):
         await session.initialize()
         yield session
+
+
+@asynccontextmanager
+async def per_request_client(url: str, *, token: str | None = None) -> AsyncIterator[Any]:
+    """A client whose every request stands on its own, for replicas behind a load balancer.
+
+    On 2.x the SDK's ``Client`` speaking the 2026-07-28 revision (no ``initialize``, no session: it
+    fails if the server does not speak it); on 1.x a 2025 session with a server started with
+    ``--stateless``, which gives it no session id. Both have ``call_tool``, so :func:`call` takes either.
+    """
+    if SDK_MAJOR < 2:
+        async with http_session(url, token=token) as session:
+            yield session
+        return
+    import httpx2
+    from mcp.client import Client  # type: ignore[attr-defined,unused-ignore]
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http: Any = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=READ_TIMEOUT))
+    async with http, Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as client:
+        yield client
+
+
+class HttpServerProcess:
+    """``deckhand mcp --http`` (``args``) as a subprocess: its URL read from stderr, every stderr line kept."""
+
+    def __init__(self, args: Sequence[str], *, env: dict[str, str], cwd: str | Path, timeout: float = 60.0) -> None:
+        self.args = list(args)
+        self.process = subprocess.Popen(
+            [*deckhand_command(), *args], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self.url = self._read_url(timeout)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where it listens: ``(host, port)``."""
+        parts = urlsplit(self.url)
+        assert parts.hostname is not None and parts.port is not None
+        return parts.hostname, parts.port
+
+    def _read_url(self, timeout: float) -> str:
+        assert self.process.stderr is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.process.stderr, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if selector.select(deadline - time.monotonic()):
+                line = self.process.stderr.readline()
+                if not line:
+                    break
+                self.lines.append(line)
+                if " at http://" in line:
+                    return line.strip().rsplit(" ", 1)[-1]
+        self.stop()
+        raise AssertionError(f"no URL from deckhand {' '.join(self.args)}: {''.join(self.lines)}")
+
+    def _drain(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> str:
+        """The first stderr line holding ``text``, waiting for it at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while (left := deadline - time.monotonic()) > 0:
+                found = next((line for line in self.lines if text in line), None)
+                if found is not None:
+                    return found
+                self._changed.wait(left)
+        raise AssertionError(f"no line with {text!r} from deckhand mcp: {''.join(self.lines)}")
+
+    def stop(self) -> str:
+        """Stop it (SIGTERM, then SIGKILL after 15 s); all it wrote to stderr."""
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        time.sleep(0.1)
+        return "".join(self.lines)
 
 
 def wire(result: Any) -> dict[str, Any]:
@@ -85,7 +181,7 @@ async def call(session: ClientSession, name: str, arguments: dict[str, Any] | No
 
 
 @asynccontextmanager
-async def memory_session(server: Any) -> AsyncIterator[ClientSession]:
+async def memory_session(server: Any, *, message_handler: Any = None) -> AsyncIterator[ClientSession]:
     """An initialized session with a low-level ``Server`` running in this event loop (no process, no I/O)."""
     import anyio
     from mcp.shared.memory import create_client_server_memory_streams
@@ -100,7 +196,7 @@ async def memory_session(server: Any) -> AsyncIterator[ClientSession]:
 
         group.start_soon(run)
         try:
-            async with ClientSession(client_streams[0], client_streams[1]) as session:
+            async with ClientSession(client_streams[0], client_streams[1], message_handler=message_handler) as session:
                 await session.initialize()
                 yield session
         finally:

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from deckhand.building.lazy_embedders import LazyEmbedder
 from deckhand.cli.main import cli
 from deckhand.config.models import DatabaseConfig
-from deckhand.embedding.lazy import LazyEmbedder
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import create_store
 from deckhand.types import CollectionSpec

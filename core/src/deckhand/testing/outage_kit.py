@@ -174,7 +174,7 @@ def check_kill_mid_ingest_heals(
 
     config = write_agent(root, database)
     box = Toolbox.from_config(config, memory=False)
-    box.retry_first, box.retry_max = 0.1, 0.5
+    box.healing.retry_first, box.healing.retry_max = 0.1, 0.5
     try:
         box.ingest(TOOL)
         store = box.tool(TOOL)._store
@@ -268,7 +268,7 @@ def check_frozen_server_fails_fast(
 
     config = write_agent(root, database)
     box = Toolbox.from_config(config, memory=False)
-    box.retry_first, box.retry_max = 0.2, 1.0
+    box.healing.retry_first, box.healing.retry_max = 0.2, 1.0
     outcome: dict[str, str] = {}
 
     def search(key: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deckhand.config.base import ToolConfigBase
 from deckhand.errors import ConfigError, PluginError
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Tool
@@ -30,8 +31,8 @@ def build_tool(
 ) -> Tool:
     """The tool a validated ``tools:`` entry describes, built by the plugin that registered its ``type``."""
     registry = registry or get_registry()
-    kind = getattr(config, "type", None)
-    component = registry.find("tool", kind) if isinstance(kind, str) else None
+    kind = config.type if isinstance(config, ToolConfigBase) else None
+    component = registry.find("tool", kind) if kind is not None else None
     if component is None:
         available = ", ".join(c.name for c in registry.list("tool")) or "none"
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")

@@ -6,7 +6,7 @@
 ``open`` is the lazy start of a process that only searches: it opens the collection and
 does not walk the source, unless the tool was never completely ingested (then it is
 ``initialize``). Either way the embedding model is loaded only when something is embedded
-(:mod:`deckhand.embedding.lazy`), and the chunker (which needs the model's tokenizer) only
+(:mod:`deckhand.building.lazy_embedders`), and the chunker (which needs the model's tokenizer) only
 when a file is chunked. The store is kept between initialisations in one process, so a second
 ``initialize`` ingests only what changed, on every store. Subclasses add how a query is
 answered (:meth:`SourceTool.search_results_sync`) and, if they keep side indexes, what to do
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -24,17 +25,18 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
+from deckhand.bases import ChunkerBase, as_chunker
+from deckhand.building.embedders import FORMER_DEFAULTS
+from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.capabilities import side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import FORMER_DEFAULTS
-from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
@@ -43,37 +45,22 @@ from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
+from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
-from deckhand.retrieval.engine import HybridSearcher
+from deckhand.retrieval.engine import QueryEngine
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import open_collection
+from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
+from deckhand.tools import agent_documents
+from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, Metric, Vector
-
-T = TypeVar("T")
+from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
 log = logging.getLogger("deckhand")
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
-#: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.
-COMPLETE_MARK = "ingest/complete"
-
-
-def mark_complete(store: VectorStore) -> None:
-    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
-    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
-    side = side_index_storage(store)
-    if side is not None:
-        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
-
-
-def is_complete(store: VectorStore) -> bool:
-    """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
-    side = side_index_storage(store)
-    return side is None or side.load_side_index(COMPLETE_MARK) is not None
 
 
 @dataclass
@@ -90,16 +77,16 @@ class IndexOpened(IngestReport):
         )
 
 
-class _LazyChunker:
+class _LazyChunker(ChunkerBase):
     """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
 
     def __init__(self, build: Callable[[], Chunker]) -> None:
         self._build = build
-        self._chunker: Chunker | None = None
+        self._chunker: ChunkerBase | None = None
 
-    def _built(self) -> Chunker:
+    def _built(self) -> ChunkerBase:
         if self._chunker is None:
-            self._chunker = self._build()
+            self._chunker = as_chunker(self._build())
         return self._chunker
 
     def chunk(self, document: Document) -> list[Chunk]:
@@ -107,9 +94,7 @@ class _LazyChunker:
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
         """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
-        chunker = self._built()
-        stream = getattr(chunker, "iter_chunks", None)
-        yield from (stream(document) if stream is not None else chunker.chunk(document))
+        return self._built().iter_chunks(document)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for chunk worker processes) as the built chunker: the builder is a closure."""
@@ -153,8 +138,11 @@ class SourceTool:
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
         self._filters_checked: VectorStore | None = None
-        #: The query engine: this tool's indexes, reranker and query path (the subclass configures it).
-        self.engine = HybridSearcher(self.embed_query, name=config.name)
+        #: The query engine (immutable): rebuilt when the store opens and when the side indexes change.
+        self.engine = QueryEngine(self.embed_query, name=config.name, embed_passages=self.embed_passages)
+        #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
+        self._kept: list[AgentDocument] = []
+        self._write_chunker: Chunker | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     async def initialize(
@@ -196,6 +184,7 @@ class SourceTool:
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
+            self._restore_kept(store, embedder, ingestor.chunker)
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
@@ -238,9 +227,13 @@ class SourceTool:
 
     def _adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
         """Keep ``store`` and ``embedder`` for queries, bring the side indexes up to date, record ``report``."""
-        if self.reranker is None:
-            self.reranker = self._build_reranker()
-        self.engine.reranker_name = self.config.reranker.name if self.config.reranker else "?"
+        self.engine = QueryEngine(
+            self.embed_query,
+            name=self.config.name,
+            reranker=self.reranker if self.reranker is not None else self._build_reranker(),
+            reranker_name=self.config.reranker.name if self.config.reranker else "?",
+            embed_passages=self.embed_passages,
+        )
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
@@ -269,7 +262,7 @@ class SourceTool:
                 force_ingest=force_ingest,
                 store=reused,
                 verify=verify,
-                before_rebuild=lambda: probe(embedder, self.config.name),
+                before_rebuild=lambda store: self._before_rebuild(embedder, store),
             )
 
         try:
@@ -306,6 +299,94 @@ class SourceTool:
         if self._embedder is None or self._embedder.inner is not embedder.inner:
             self._query_vectors.clear()  # another model: cached query vectors no longer apply
         return store, embedder, reused
+
+    def _before_rebuild(self, embedder: CachedEmbedder, store: VectorStore) -> None:
+        """Before a rebuild drops the index: check the new model embeds, keep the agent documents' texts."""
+        probe(embedder, self.config.name)
+        pending = self._pending_path()
+        # An earlier rebuild killed after its drop left its documents in the journal, not in the store.
+        kept = {doc.id: doc for doc in agent_documents.load_pending(pending)}
+        kept.update((doc.id, doc) for doc in agent_documents.kept_documents(self.config.name, store))
+        self._kept = list(kept.values())
+        if self._kept:
+            agent_documents.save_pending(pending, self._kept)  # on disk before anything is dropped
+        self._write_chunker = None  # built again on the new model's tokenizer
+
+    def _pending_path(self) -> Path:
+        return agent_documents.pending_path(state_dir(self.base_dir), self.config.name)
+
+    def _restore_kept(self, store: VectorStore, embedder: CachedEmbedder, chunker: Chunker) -> None:
+        """Write the agent documents a rebuild dropped again, embedded with the new model."""
+        pending = self._pending_path()
+        kept, self._kept = self._kept or agent_documents.load_pending(pending), []
+        for doc in kept:
+            agent_documents.write_document(
+                tool=self.config.name,
+                store=store,
+                embedder=embedder,
+                chunker=chunker,
+                prepare=self._prepare_step(),
+                doc_id=doc.id,
+                title=doc.title,
+                text=doc.text or "",
+                metadata=doc.metadata,
+                added=doc.added,
+            )
+        pending.unlink(missing_ok=True)
+        if kept:
+            log.info("tool %s: %d agent document(s) embedded again after the rebuild", self.config.name, len(kept))
+
+    # -- documents an agent adds (deckhand_add; see deckhand.tools.agent_documents) --------------------------
+    def add_document(self, doc_id: str, title: str, text: str, metadata: dict[str, Any]) -> AgentDocument:
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
+        store, embedder = self._writable()
+        if self._write_chunker is None:
+            self._write_chunker = self.build_chunker(embedder)
+        complete = is_complete(store)
+        doc = agent_documents.write_document(
+            tool=self.config.name,
+            store=store,
+            embedder=embedder,
+            chunker=self._write_chunker,
+            prepare=self._prepare_step(),
+            doc_id=doc_id,
+            title=title,
+            text=text,
+            metadata=metadata,
+        )
+        if complete:
+            mark_complete(store)  # a write leaves a complete index complete: the next process need not walk the source
+        self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
+        return doc
+
+    def remove_entry(self, source: str) -> int:
+        """Remove stored source ``source`` (an agent document, or a file's entry: never the file) from the index;
+        the chunks it held (0: none was stored)."""
+        store, _ = self._writable()
+        state = store.manifest().get(source)
+        if state is None:
+            return 0
+        complete = is_complete(store)
+        store.delete_source(source)
+        if complete:
+            mark_complete(store)
+        self.after_ingest(store, IngestReport(removed=[source]), changed=True)
+        return state.chunk_count
+
+    def index_entries(self) -> dict[str, FileState]:
+        """The stored sources (files and agent documents) and what the manifest says of each."""
+        store, _ = self._writable()
+        return store.manifest()
+
+    def agent_document(self, doc_id: str) -> AgentDocument | None:
+        """Agent document ``doc_id`` with its text; None when this tool holds none of that id."""
+        store, _ = self._writable()
+        return agent_documents.read_document(self.config.name, store, doc_id)
+
+    def _writable(self) -> tuple[VectorStore, CachedEmbedder]:
+        if not self.is_initialized or self._store is None or self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before documents are added or removed")
+        return self._store, self._embedder
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
@@ -363,16 +444,7 @@ class SourceTool:
 
     @reranker.setter
     def reranker(self, reranker: Reranker | None) -> None:
-        self.engine.reranker = reranker
-
-    def rerank_depth(self, top_k: int) -> int:
-        """How many candidates a query needs for ``top_k`` results: more when a reranker reorders them."""
-        return self.engine.rerank_depth(top_k, self.config.rerank_top_n)
-
-    def reranked(self, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float | None]]:
-        """``candidates`` reordered by the reranker, each with its score; unchanged (scores None) when
-        there is no reranker or it fails (one warning names the reason)."""
-        return self.engine.reranked(query, candidates, text)
+        self.engine = dataclasses.replace(self.engine, reranker=reranker)
 
     def similarity_floor(self) -> float | None:
         """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
@@ -424,8 +496,7 @@ class SourceTool:
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""
-        step = self.prepare
-        return None if getattr(step, "__func__", None) is SourceTool.prepare else step
+        return None if type(self).prepare is SourceTool.prepare else self.prepare
 
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
         """Called after each ingestion; ``changed`` says whether the stored records may differ."""
@@ -442,6 +513,41 @@ class SourceTool:
     def document_count(self) -> int:
         """Number of stored chunks (0 before initialisation)."""
         return self._store.count() if self._store is not None else 0
+
+    def change_stamp(self) -> tuple[Any, ...] | None:
+        """A cheap value that changes whenever the stored records do, whoever wrote them (None before initialisation).
+
+        Another process ingesting into the same store (a CLI ingest, a Ray run, another replica) changes
+        it too, so a long-lived server can tell its clients without a restart. A store with side indexes
+        answers with its records version (one small query); any other with its count and a digest of its
+        manifest (each file's hash and chunk count), which every ingest that changes a file changes.
+        """
+        store = self._store
+        if store is None:
+            return None
+        side = side_index_storage(store)
+        if side is not None:
+            return ("version", side.records_version())
+        manifest = sorted((s.source, s.sha256, s.chunk_count) for s in store.manifest().values())
+        return ("manifest", store.count(), hash(tuple(manifest)))
+
+    def indexed_files(self) -> dict[Path | str, str]:
+        """Each file the store holds, by its absolute path, with its content hash (empty before initialisation);
+        an agent document by its ``deckhand-agent://`` URI.
+
+        Two of these side by side say which files an ingest changed, added or removed, whichever
+        process ran it.
+        """
+        store = self._store
+        if store is None:
+            return {}
+        return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
+
+    def _absolute(self, source: str) -> Path | str:
+        if agent_documents.is_agent_source(source):
+            return source
+        path = Path(source)  # a manifest key: relative to the config's directory when inside it, else absolute
+        return path if path.is_absolute() else self.base_dir / path
 
     async def search(self, query: str) -> str:
         """Search and format the results as text (what the agent reads)."""
@@ -508,7 +614,7 @@ class SourceTool:
             self._filters_checked = store
         return where
 
-    def format_results(self, results: Sequence[Any]) -> str:
+    def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_results(list(results))
 
@@ -542,6 +648,17 @@ class SourceTool:
         if not query or not query.strip():
             raise ValueError("Search query cannot be empty")
         return self._store
+
+    def embed_passages(self, texts: Sequence[str]) -> Vector:
+        """The vectors of ``texts`` as chunks are embedded (through the embedding cache): ``passage_windows``'s."""
+        if self._embedder is None:
+            raise RuntimeError(f"{type(self).__name__} must be initialized before search")
+        try:
+            return self._embedder.embed(texts)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"Failed to embed passage windows: {exc}") from exc
 
     def embed_query(self, query: str) -> Vector:
         """``query``'s vector from the tool's embedder (the last :data:`QUERY_CACHE` are kept)."""

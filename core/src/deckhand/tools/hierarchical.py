@@ -4,27 +4,36 @@ The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the 
 (:class:`deckhand.ingest.pipeline.Ingestor`) with the configured chunker (default
 ``structure``) and the context step of :mod:`deckhand.tools.contextual` (contextual embeddings).
 
-Queries are answered by the tool's query engine (:class:`deckhand.retrieval.engine.HybridSearcher`):
-this module wires the configuration to it (the keyword strategy, :class:`~deckhand.retrieval.engine.SearchSettings`
-per query) and turns its hits into :class:`~deckhand.tools.hierarchical_results.HierarchicalSearchResult`.
-After every ingestion or open (and so at start-up) the engine brings its side indexes up to
-date with the records: keyword (BM25, or the store's own full text), exact (section ids,
-defined terms, quoted phrases), definitions and cross-references, loaded from the store that
-keeps them (:mod:`deckhand.retrieval.side_indexes`) or rebuilt. A query first checks the
-records version (one read) so an ingestion by another process is picked up; it then runs the
-modalities of ``search_mode`` and fuses them (:mod:`deckhand.retrieval.fusion`).
+Queries are answered by the tool's query engine (:class:`deckhand.retrieval.engine.QueryEngine`, immutable):
+this module wires the configuration to it (:class:`~deckhand.retrieval.engine.SearchSettings` per query) and
+turns its hits into :class:`~deckhand.tools.hierarchical_results.HierarchicalSearchResult`. The side indexes
+it reads are kept by the tool's :class:`~deckhand.retrieval.keeper.IndexKeeper` (built with the configured
+keyword strategy): after every ingestion or open (and so at start-up) it brings them up to date with the
+records: keyword (tantivy, BM25, or the store's own full text), exact (section ids, defined terms, quoted
+phrases), definitions and cross-references, opened from beside the store that keeps them
+(:mod:`deckhand.retrieval.side_indexes`), updated in place or rebuilt; the tool then builds a new engine over
+them. A query first checks the records version (one read) so an ingestion by another process is picked up;
+it then runs the modalities of ``search_mode`` and fuses them (:mod:`deckhand.retrieval.fusion`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
 from deckhand.config.base import IN_MEMORY
-from deckhand.config.hierarchical import AUTO, BM25, NATIVE, HierarchicalDocumentToolConfig, SearchMode
+from deckhand.config.hierarchical import (
+    AUTO,
+    BM25,
+    NATIVE,
+    TANTIVY,
+    HierarchicalDocumentToolConfig,
+    SearchMode,
+)
 from deckhand.config.options import runtime_errors
 from deckhand.filters.spec import FilterInput
 from deckhand.ingest.pipeline import IngestReport, Progress
@@ -32,6 +41,7 @@ from deckhand.paths import state_dir
 from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import KeywordIndex, StoreCapability, VectorStore
 from deckhand.retrieval.engine import Hit, SearchSettings
+from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.tools.contextual import ContextualChunks
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
@@ -40,6 +50,7 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
+from deckhand.tools.results import SearchResult
 
 log = logging.getLogger("deckhand")
 
@@ -60,47 +71,60 @@ class HierarchicalDocumentTool(ContextualChunks):
         progress: Progress | None = None,
     ) -> None:
         super().__init__(config, base_dir=base_dir, registry=registry, progress=progress)
-        self.engine.keyword_index = self._keyword_index
+        #: Keeps the side indexes the query engine reads current with the store's records.
+        self.keeper = IndexKeeper(self._keyword_index, name=config.name)
         self._indexes_stale = True
 
     @property
     def keyword_strategy(self) -> str | None:
-        """The keyword strategy in use after initialisation (``bm25``, ``native``, a plugin's)."""
-        return self.engine.keyword_strategy
+        """The keyword strategy in use after initialisation (``tantivy``, ``bm25``, ``native``, a plugin's)."""
+        return self.keeper.keyword_strategy
 
     @property
     def index_seconds(self) -> float:
         """Seconds the last update of the side indexes took."""
-        return self.engine.index_seconds
+        return self.keeper.seconds
 
     @property
     def index_origin(self) -> str | None:
         """How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``."""
-        return self.engine.index_origin
+        return self.keeper.origin
 
     # -- lifecycle ------------------------------------------------------------------
     def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
-        """Rebuild the side indexes when the stored records may have changed."""
-        if changed or self._indexes_stale or self.engine.keyword_store is not store:
+        """Bring the side indexes up to date when the stored records may have changed, and build the query
+        engine over them."""
+        if changed or self._indexes_stale or self.keeper.store is not store or self.keeper.indexes is None:
             self._indexes_stale = True
-            self.engine.update_indexes(store)
+            self.refresh_indexes(store)
             self._indexes_stale = False
             report.wall_seconds += self.index_seconds
+        self.engine = dataclasses.replace(self.engine, indexes=self.keeper.indexes)
         report.seconds["index"] = self.index_seconds
+
+    def refresh_indexes(self, store: VectorStore, *, new_keyword: bool = False) -> None:
+        """Bring the side indexes up to date with ``store``'s records and build the query engine over them;
+        ``new_keyword`` builds the configured keyword strategy anew first (after the configuration changed)."""
+        if new_keyword:
+            self.keeper = IndexKeeper(self._keyword_index, name=self.config.name)
+        self.engine = dataclasses.replace(self.engine, indexes=self.keeper.refresh(store))
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
         """The configured keyword strategy on ``store``.
 
         ``auto`` is ``native`` when that strategy is installed and ``store`` implements what it
-        requires, else ``bm25``. A named strategy whose requirements ``store`` lacks gets one
-        warning and ``bm25``.
+        requires, else ``tantivy`` when ``store`` keeps side indexes (the sqlite store), else ``bm25``.
+        A named strategy whose requirements ``store`` lacks gets one warning and ``bm25``.
         """
         wanted = self.config.keyword_strategy.name
         registry = self.registry
         if wanted == AUTO:
             native = registry.find("keyword_strategy", NATIVE)
-            wanted = NATIVE if native is not None and _supports(store, native) else BM25
+            if native is not None and _supports(store, native):
+                wanted = NATIVE
+            else:
+                wanted = TANTIVY if has_capability(store, StoreCapability.SIDE_INDEXES) else BM25
         with runtime_errors(self.config.name):
             component, options = self.config.keyword_component(registry, wanted)
         if not _supports(store, component):
@@ -141,6 +165,7 @@ class HierarchicalDocumentTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
+            windows=self.config.passage_windows,
             semantic_floor=self.similarity_floor(),
             relevance_floor=self.relevance_floor(),
         )
@@ -162,13 +187,15 @@ class HierarchicalDocumentTool(ContextualChunks):
         so every fused result satisfies it (see :mod:`deckhand.retrieval.engine`).
         """
         store = self.ready_store(query)
-        self.engine.ensure_current(store)
+        fresh = self.keeper.current(store)
+        if fresh is not None:
+            self.engine = dataclasses.replace(self.engine, indexes=fresh)
         where = self.filter_for(store, filter)
         settings = self.search_settings(top_k, mode=mode, min_score=min_score)
         hits = self.engine.search(store, query, settings, where=where, provider=self.provider)
         return [_result(rank, hit) for rank, hit in enumerate(hits, start=1)]
 
-    def format_results(self, results: Sequence[Any]) -> str:
+    def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 

@@ -7,10 +7,21 @@ plan's text format from :func:`format_hierarchical_results`: score, source, loca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
 from deckhand.printable import printable
 from deckhand.tools.results import SearchResult, symbol_note
+from deckhand.types import DefinitionRef, SectionRef
+
+__all__ = [
+    "DefinitionRef",
+    "HierarchicalSearchResult",
+    "ModalityHit",
+    "SectionRef",
+    "format_hierarchical_results",
+]
 
 
 class ModalityHit(BaseModel):
@@ -20,41 +31,17 @@ class ModalityHit(BaseModel):
     score: float
 
 
-class DefinitionRef(BaseModel):
-    """A definition relevant to a result (a defined term that appears in its content)."""
-
-    term: str
-    definition: str
-    source: str
-    section_id: str | None = None
-
-
-class SectionRef(BaseModel):
-    """A section a result refers to, resolved to where it is."""
-
-    section_id: str
-    location: str = ""
-    source: str | None = None
-    #: False when no indexed chunk carries that section id.
-    resolved: bool = True
-
-
 class HierarchicalSearchResult(SearchResult):
     """One ranked result with its place in the document and each modality's opinion."""
 
-    location: str = Field(default="", description="Heading chain, 'A > B > C'.")
     parent_chain: list[str] = Field(default_factory=list)
-    section_id: str | None = None
-    section_label: str | None = None
     chunk_type: str | None = None
     #: Per modality (semantic, keyword, exact; rerank when a reranker reordered the results): rank and
     #: score; absent when it did not return the chunk.
     modalities: dict[str, ModalityHit] = Field(default_factory=dict)
-    definitions: list[DefinitionRef] = Field(default_factory=list)
-    references: list[SectionRef] = Field(default_factory=list)
 
 
-def format_hierarchical_results(results: list[HierarchicalSearchResult]) -> str:
+def format_hierarchical_results(results: Sequence[SearchResult]) -> str:
     """The text agents read: a count line, then one block per result."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:

@@ -66,7 +66,7 @@ def refuse_filter(tool: Any) -> FilterError:
     """The one-line error for a filtered search of a tool whose search takes no filter."""
     config = tool.config
     return FilterError(
-        f"tool {getattr(config, 'name', '?')!r}: tool type {getattr(config, 'type', '?')!r} takes no filter "
+        f"tool {config.name!r}: tool type {config.type!r} takes no filter "
         f"({type(tool).__name__}.search_results_sync has no filter parameter); search without a filter"
     )
 
@@ -83,8 +83,8 @@ def tool_function(tool: Any) -> dict[str, Any]:
     ``query``, ``top_k`` and ``filter`` reach it).
     """
     config = tool.config
-    name = str(getattr(config, "name", ""))
-    where = f"tool {name!r} (type {getattr(config, 'type', '?')!r}, {type(tool).__name__}).function_definition()"
+    name = config.name
+    where = f"tool {name!r} (type {config.type!r}, {type(tool).__name__}).function_definition()"
 
     def bad(problem: str) -> PluginError:
         return PluginError(f"{where}: {problem}")

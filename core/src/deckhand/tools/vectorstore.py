@@ -4,7 +4,7 @@ Implements the contract's ``VectorStoreTool``: ``initialize(force_ingest)`` inge
 source incrementally into the configured store (falling back to in-memory when its
 server is unreachable) and ``search(query)`` answers in the contract's text format. The
 life cycle is :class:`deckhand.tools.base.SourceTool`'s; queries are answered by the tool's query
-engine (:class:`deckhand.retrieval.engine.HybridSearcher`) in single mode, the dense search alone.
+engine (:class:`deckhand.retrieval.engine.QueryEngine`) in single mode, the dense search alone.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class VectorStoreTool(ContextualChunks):
             rerank_top_n=self.config.rerank_top_n,
             per_source=shape.per_source,
             relative_cutoff=shape.relative_cutoff,
+            windows=self.config.passage_windows,
         )
 
     def search_results_sync(

@@ -23,6 +23,7 @@ from deckhand.types import Chunk, Document
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, language_of, parser_for
+from deckhand_code.symbols import FileSymbols, defined_term, package_of, symbol_ids
 from deckhand_code.syntax import Definition, body_statements, definition_at, signature_of
 
 log = logging.getLogger("deckhand.chunking.code")
@@ -130,8 +131,14 @@ class _Cutter:
         self.module = module_name(document.source)
 
     def chunks(self) -> Iterator[Chunk]:
+        pieces = list(self.pieces(list(self.tree.root_node.named_children), [self.module], []))
+        # a long class's header comes as its first ``members`` chunk: that chunk defines the class
+        definitions = {p.symbol for p in pieces if p.kind != MODULE}
+        symbols = FileSymbols(self.spec, self.tree.root_node, self.document.source, definitions, self.offsets.char)
+        defined: set[str] = set()
+        package = package_of(self.document.source)
         index = 0
-        for piece in self.pieces(list(self.tree.root_node.named_children), [self.module], []):
+        for piece in pieces:
             content = self.text[piece.start : piece.end].strip()
             if not content:
                 continue
@@ -144,9 +151,17 @@ class _Cutter:
                 # The structural context (contextual embeddings) reads these: file > symbol > signature.
                 "title": self.document.source,
                 "parent_chain": [piece.symbol, *([piece.signature] if piece.signature else [])],
+                # What the hierarchical tool's cross-references read (deckhand_code.symbols).
+                "section_ids": symbol_ids(piece.symbol, package),
+                "references": symbols.references(piece.start, piece.end, piece.symbol),
             }
             if piece.signature:
                 metadata["signature"] = piece.signature
+            if piece.symbol in definitions and piece.symbol not in defined:  # its first chunk defines it
+                defined.add(piece.symbol)
+                term = defined_term(piece.symbol)
+                metadata["defined_terms"] = [term]
+                metadata["definitions"] = [{"term": term, "definition": piece.signature or content.split("\n", 1)[0]}]
             yield Chunk(source=self.document.source, index=index, content=content, metadata=metadata)
             index += 1
 

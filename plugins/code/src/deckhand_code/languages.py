@@ -154,6 +154,14 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         containers=frozenset({"class", "struct", "namespace"}),
         wrappers=frozenset({"template_declaration"}),
     ),
+    LanguageSpec(
+        "bash",
+        "tree_sitter_bash",
+        extensions=frozenset({".sh", ".bash"}),
+        interpreters=frozenset({"sh", "bash", "dash", "ksh", "zsh"}),
+        definitions={"function_definition": "function"},
+        containers=frozenset(),
+    ),
 )
 
 #: Extension (lower case, with the dot) → language.
@@ -194,7 +202,16 @@ def parser_for(spec: LanguageSpec) -> tree_sitter.Parser:
     return _parser(spec.module, spec.function)
 
 
+def grammar_of(spec: LanguageSpec) -> tree_sitter.Language:
+    """``spec``'s grammar (its wheel imported on first use), for parsers and queries."""
+    return _grammar(spec.module, spec.function)
+
+
+@cache
+def _grammar(module: str, function: str) -> tree_sitter.Language:
+    return tree_sitter.Language(getattr(importlib.import_module(module), function)())
+
+
 @cache
 def _parser(module: str, function: str) -> tree_sitter.Parser:
-    grammar = getattr(importlib.import_module(module), function)()
-    return tree_sitter.Parser(tree_sitter.Language(grammar))
+    return tree_sitter.Parser(_grammar(module, function))

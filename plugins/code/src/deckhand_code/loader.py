@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deckhand.errors import LoaderError
+from deckhand.ingest.file_types import SCRIPT
 from deckhand.ingest.loaders import decode_text
 from deckhand.ingest.opening import read_source_bytes
 
@@ -12,11 +13,12 @@ from deckhand_code.languages import EXTENSIONS
 
 
 class CodeLoader:
-    """Reads the source files of the languages the ``code`` chunker parses (``.py``, ``.ts``, ``.go``, ...).
+    """Reads the source files of the languages the ``code`` chunker parses (``.py``, ``.ts``, ``.go``, ...) and
+    scripts without an extension (``#!/usr/bin/env python3``, ``#!/bin/bash``: :data:`SCRIPT`).
 
     The text is the file's own, so results show the lines a chunk spans (``verbatim``)."""
 
-    extensions = EXTENSIONS
+    extensions = EXTENSIONS | {SCRIPT}
     priority = 0
     verbatim = True
 

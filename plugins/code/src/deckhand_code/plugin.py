@@ -11,7 +11,11 @@ from deckhand_code.loader import CodeLoader
 
 @hookimpl
 def deckhand_register(register: Registrar) -> None:
-    register.loader("code", CodeLoader, description="source files (Python, JS/TS, Go, Rust, Java, C/C++), as written")
+    register.loader(
+        "code",
+        CodeLoader,
+        description="source files (Python, JS/TS, Go, Rust, Java, C/C++, shell) and #! scripts, as written",
+    )
     register.chunker(
         "code",
         CodeChunker.from_options,

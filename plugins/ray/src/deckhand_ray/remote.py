@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
+from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.config.base import DatabaseConfig, SourceToolConfig
-from deckhand.embedding.lazy import lazy_embedder_for
 from deckhand.errors import ConfigError
 from deckhand.ingest.batching import EMBED_GROUP, EmbedQueue, Pending
 from deckhand.ingest.discovery import SourceFile

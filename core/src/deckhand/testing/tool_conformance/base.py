@@ -15,11 +15,11 @@ from typing import Any, ClassVar, cast
 
 import pytest
 
+from deckhand.building.embedders import load_embedder
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
-from deckhand.embedding.factory import load_embedder
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities

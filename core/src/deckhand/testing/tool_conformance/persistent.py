@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from deckhand.building.embedders import load_embedder
 from deckhand.config.models import DatabaseConfig
-from deckhand.embedding.factory import load_embedder
 from deckhand.errors import ModelMismatchError
 from deckhand.plugins import get_registry
 from deckhand.testing.tool_conformance.base import (

@@ -4,7 +4,7 @@ Every write is one transaction: a source's chunks and its manifest entry are rep
 all-or-nothing, two processes writing the same collection are serialised by SQLite's write
 lock (the later one waits, nothing is duplicated or lost), and a process killed mid-write
 leaves the last committed index. The file is in WAL mode, so searches in other processes go
-on while one process writes. See :mod:`deckhand.stores.sqlite_file` for where the file lives.
+on while one process writes. See :mod:`deckhand.stores.sqlite.file` for where the file lives.
 
 Searches are exact, as in the in-memory store: the collection's vectors are loaded into one
 NumPy matrix on the first search and ranked with one matrix-vector product. Each collection
@@ -14,10 +14,10 @@ the rows added since and drops the logged deletions, so a long-lived reader alwa
 from the latest committed index at the cost of what changed.
 
 Past a size threshold (``database.options``: ``search``, ``ann_threshold``) searches go through an
-approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite_ann`): memory-mapped,
+approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite.ann`): memory-mapped,
 with only the rows written since it was built held in memory, and candidates rescored exactly.
 
-A filtered search (``where=``, :mod:`deckhand.stores.sqlite_filters`) first selects the rows the
+A filtered search (``where=``, :mod:`deckhand.stores.sqlite.filters`) first selects the rows the
 filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
 ranks only those.
 
@@ -28,7 +28,6 @@ makes the incremental reload possible: new vectors are the rows above the last o
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -37,21 +36,21 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
+import deckhand.stores.sqlite.ann as sqlite_ann
+import deckhand.stores.sqlite.record_log as record_log
+import deckhand.stores.sqlite.transactions as transactions
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
-from deckhand.stores import sqlite_ann
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite_ann import AnnCache, AnnView, SQLiteOptions
-from deckhand.stores.sqlite_file import (
+from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
+from deckhand.stores.sqlite.file import (
     connect,
     damaged_message,
     index_path,
@@ -60,8 +59,10 @@ from deckhand.stores.sqlite_file import (
     translated,
     verify,
 )
-from deckhand.stores.sqlite_filters import where_sql
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, RecordChanges, SearchHit, Vector
+from deckhand.stores.sqlite.filters import where_sql
+from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
+from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row, record_of
+from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
 
@@ -69,109 +70,12 @@ log = logging.getLogger("deckhand")
 _BATCH = 500
 #: Vectors read per round trip when loading the matrix.
 _FETCH = 4096
-#: Rows deleted by the last this-many write transactions are logged for readers to drop incrementally;
-#: a reader further behind reloads everything. The log is trimmed every ``_TRIM_EVERY`` writes.
-_LOG_GENERATIONS = 4096
-_TRIM_EVERY = 256
 #: Filters whose allowed rows are remembered (per generation of the records).
 _FILTER_CACHE = 16
-#: Compact the in-process matrix when this many loaded rows are dead (and they are a quarter of it).
-_COMPACT_AT = 1024
 #: Approximate search: candidates asked of the graph beyond ``k`` (rescored exactly), and the largest
 #: filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph.
 _ANN_EXTRA = 24
 _ANN_EXACT_SUBSET = 20_000
-
-IntArray = npt.NDArray[np.int64]
-
-
-@dataclass
-class _Collection:
-    """A collection's row in ``collections``, read in the current transaction."""
-
-    id: int
-    generation: int
-    next_row: int
-    size: int
-    log_floor: int
-    spec: CollectionSpec
-
-    @property
-    def records(self) -> str:
-        return f"c{self.id}_records"
-
-    @property
-    def vectors(self) -> str:
-        return f"c{self.id}_vectors"
-
-
-@dataclass
-class _Matrix:
-    """The collection's vectors as loaded into this process, in row order, with dead rows masked."""
-
-    collection_id: int
-    generation: int
-    dimension: int
-    #: Rows up to this one are not loaded here (they are in the approximate index); 0: all rows.
-    base_row: int = 0
-    size: int = 0
-    last_row: int = 0
-    dead: int = 0
-    rows: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    vectors: Vector = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    norms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    squares: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-
-    def __post_init__(self) -> None:
-        self.vectors = np.zeros((0, self.dimension), dtype=np.float32)
-        self.last_row = self.base_row
-
-    def reserve(self, capacity: int) -> None:
-        """Room for ``capacity`` rows without copying again (a full load knows its size up front)."""
-        if capacity > self.rows.size:
-            self.rows = _grow(self.rows, capacity)
-            self.vectors = _grow(self.vectors, capacity, self.dimension)
-            self.norms = _grow(self.norms, capacity)
-            self.squares = _grow(self.squares, capacity)
-            self.alive = _grow(self.alive, capacity)
-
-    def append(self, rows: IntArray, vectors: Vector) -> None:
-        n = rows.size
-        if not n:
-            return
-        need = self.size + n
-        if need > self.rows.size:
-            self.reserve(max(need, 2 * self.rows.size, 1024))
-        end = self.size + n
-        self.rows[self.size : end] = rows
-        self.vectors[self.size : end] = vectors
-        vectors = self.vectors[self.size : end]
-        squares = np.einsum("ij,ij->i", vectors, vectors)
-        self.squares[self.size : end] = squares
-        self.norms[self.size : end] = np.sqrt(squares)
-        self.alive[self.size : end] = True
-        self.size = end
-        self.last_row = int(rows[-1])
-
-    def kill(self, rows: IntArray) -> None:
-        """Mark the given row numbers dead (rows never loaded are ignored); compact when many are."""
-        self.alive[self.positions(np.sort(rows))] = False
-        self.dead = int(self.size - np.count_nonzero(self.alive[: self.size]))
-        if self.dead >= _COMPACT_AT and self.dead * 4 >= self.size:
-            keep = np.flatnonzero(self.alive[: self.size])
-            rows, vectors, last = self.rows[keep], self.vectors[keep], self.last_row
-            self.size, self.dead = 0, 0
-            self.append(rows, vectors)
-            self.last_row = last  # rows are never reused: nothing between the kept ones and ``last`` returns
-
-    def positions(self, rows: IntArray) -> IntArray:
-        """Positions in the matrix of the given row numbers (rows not loaded are left out)."""
-        loaded = self.rows[: self.size]
-        idx = np.searchsorted(loaded, rows)
-        ok = idx < self.size
-        idx, rows = idx[ok], rows[ok]
-        return idx[loaded[idx] == rows]
 
 
 class SQLiteStore(OpenCollection):
@@ -193,7 +97,7 @@ class SQLiteStore(OpenCollection):
         self._ann_dead: tuple[tuple[str, int], IntArray] | None = None
         self._conn: sqlite3.Connection | None = None
         self._spec: CollectionSpec | None = None
-        self._matrix: _Matrix | None = None
+        self._matrix: VectorMatrix | None = None
         self._lock = threading.RLock()
         #: Rows each recent filter allows, per (collection, generation): repeated filtered searches cost no scan.
         self._filtered: OrderedDict[tuple[int, int, Filter], IntArray] = OrderedDict()
@@ -223,18 +127,15 @@ class SQLiteStore(OpenCollection):
         return self._conn
 
     @contextlib.contextmanager
-    def _read(self) -> Iterator[tuple[sqlite3.Connection, _Collection | None]]:
+    def _read(self) -> Iterator[tuple[sqlite3.Connection, Collection | None]]:
         """A read transaction: one consistent snapshot of the file, however others write meanwhile."""
         with self._lock, translated(self.path):
             conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                yield conn, self._find(conn)
-            finally:
-                conn.execute("COMMIT")
+            with transactions.reading(conn, self.collection) as found:
+                yield conn, found
 
     @contextlib.contextmanager
-    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, _Collection]]:
+    def _write(self, *, records: bool = True) -> Iterator[tuple[sqlite3.Connection, Collection]]:
         """A write transaction on this collection (created if another process dropped it).
 
         With ``records`` (a write that changes records) the collection's generation is bumped:
@@ -243,52 +144,14 @@ class SQLiteStore(OpenCollection):
         spec = self.spec
         with self._lock, translated(self.path):
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found = self._find(conn) or self._create(conn, spec)
-                if not records:
-                    yield conn, found
-                    conn.execute("COMMIT")
-                    return
-                found.generation += 1  # this transaction's generation, recorded with the rows it deletes
+            with transactions.writing(conn, self.collection, spec, records=records) as found:
                 yield conn, found
-                conn.execute("UPDATE collections SET generation = ? WHERE id = ?", (found.generation, found.id))
-                if found.generation % _TRIM_EVERY == 0:
-                    floor = found.generation - _LOG_GENERATIONS
-                    conn.execute("DELETE FROM deleted WHERE collection = ? AND generation <= ?", (found.id, floor))
-                    conn.execute("UPDATE collections SET log_floor = ? WHERE id = ?", (max(0, floor), found.id))
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
 
-    def _find(self, conn: sqlite3.Connection) -> _Collection | None:
-        row = conn.execute(
-            "SELECT id, generation, next_row, size, log_floor, dimension, embedding_model, metric, algorithm"
-            " FROM collections WHERE name = ?",
-            (self.collection,),
-        ).fetchone()
-        if row is None:
-            return None
-        cid, generation, next_row, size, log_floor, dimension, model, metric, algorithm = row
-        spec = CollectionSpec(self.collection, int(dimension), str(model), Metric(metric), Algorithm(algorithm))
-        return _Collection(int(cid), int(generation), int(next_row), int(size), int(log_floor), spec)
+    def _find(self, conn: sqlite3.Connection) -> Collection | None:
+        return transactions.find(conn, self.collection)
 
-    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> _Collection:
-        cursor = conn.execute(
-            "INSERT INTO collections (name, dimension, embedding_model, metric, algorithm) VALUES (?, ?, ?, ?, ?)",
-            (self.collection, spec.dimension, spec.embedding_model, spec.metric.value, spec.algorithm.value),
-        )
-        assert cursor.lastrowid is not None
-        created = _Collection(cursor.lastrowid, 0, 1, 0, 0, spec)
-        conn.execute(
-            f"CREATE TABLE {created.records} (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
-            " chunk_index INTEGER NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL)"
-        )
-        conn.execute(f"CREATE INDEX c{created.id}_source ON {created.records} (source)")
-        conn.execute(f"CREATE TABLE {created.vectors} (row INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
-        return created
+    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> Collection:
+        return transactions.create(conn, self.collection, spec)
 
     # -- collection -------------------------------------------------------------------
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
@@ -319,7 +182,7 @@ class SQLiteStore(OpenCollection):
         0.5 s per 250 MB: done before every ingest's first write on a connection, so an ingest never reports
         success on a damaged index; later ingests through the same connection, as ``--watch`` makes, skip it,
         and so does an ingest of a file nothing but checked connections changed since its last check: see
-        :func:`~deckhand.stores.sqlite_file.verify`)."""
+        :func:`~deckhand.stores.sqlite.file.verify`)."""
         with self._lock, translated(self.path):
             if not self._verified:
                 verify(self._connection(), self.path)
@@ -410,15 +273,15 @@ class SQLiteStore(OpenCollection):
                 )
         return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
 
-    def _insert(self, conn: sqlite3.Connection, found: _Collection, records: Sequence[Record], vectors: Vector) -> None:
+    def _insert(self, conn: sqlite3.Connection, found: Collection, records: Sequence[Record], vectors: Vector) -> None:
         if not records:
             return
-        first = _next_row(conn, found)
+        first = next_row(conn, found)
         rows = range(first, first + len(records))
         conn.executemany(
             f"INSERT INTO {found.records} (row, id, source, chunk_index, content, metadata) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (row, r.id, r.source, int(r.chunk_index), r.content, _dump(r.metadata))
+                (row, r.id, r.source, int(r.chunk_index), r.content, dump_metadata(r.metadata))
                 for row, r in zip(rows, records, strict=True)
             ],
         )
@@ -432,7 +295,7 @@ class SQLiteStore(OpenCollection):
             (first + len(records), len(records), found.id),
         )
 
-    def _delete_source(self, conn: sqlite3.Connection, found: _Collection, source: str) -> None:
+    def _delete_source(self, conn: sqlite3.Connection, found: Collection, source: str) -> None:
         conn.execute(
             f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
             " WHERE source = ?",
@@ -445,7 +308,7 @@ class SQLiteStore(OpenCollection):
         if gone:
             conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
 
-    def _delete_ids(self, conn: sqlite3.Connection, found: _Collection, ids: Sequence[str]) -> None:
+    def _delete_ids(self, conn: sqlite3.Connection, found: Collection, ids: Sequence[str]) -> None:
         gone = 0
         for start in range(0, len(ids), _BATCH):
             part = list(ids[start : start + _BATCH])
@@ -464,7 +327,7 @@ class SQLiteStore(OpenCollection):
             conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
 
     @staticmethod
-    def _set_state(conn: sqlite3.Connection, found: _Collection, state: FileState) -> None:
+    def _set_state(conn: sqlite3.Connection, found: Collection, state: FileState) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO manifest (collection, source, mtime, size, sha256, model, chunk_count)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -524,7 +387,7 @@ class SQLiteStore(OpenCollection):
             return int(row[0]), bytes(row[1])
 
     # -- the loaded matrix ------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection, found: _Collection | None, base_row: int = 0) -> _Matrix | None:
+    def _refresh(self, conn: sqlite3.Connection, found: Collection | None, base_row: int = 0) -> VectorMatrix | None:
         """Bring the loaded vectors (the rows above ``base_row``) up to the snapshot's generation (inside a read
         transaction)."""
         if found is None:
@@ -539,7 +402,7 @@ class SQLiteStore(OpenCollection):
             # New to this process, (re)created by another one (maybe with other settings), or so far
             # behind that the deletion log no longer reaches back: load everything.
             self._spec = found.spec
-            matrix = _Matrix(found.id, found.generation, found.spec.dimension, base_row)
+            matrix = VectorMatrix(found.id, found.generation, found.spec.dimension, base_row)
             matrix.reserve(found.size if base_row == 0 else 1024)
         else:
             dead = conn.execute(
@@ -552,7 +415,7 @@ class SQLiteStore(OpenCollection):
         self._matrix = matrix
         return matrix
 
-    def _load_after(self, conn: sqlite3.Connection, found: _Collection, matrix: _Matrix) -> None:
+    def _load_after(self, conn: sqlite3.Connection, found: Collection, matrix: VectorMatrix) -> None:
         dim = found.spec.dimension
         width = 4 * dim
         cursor = conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row > ? ORDER BY row", (matrix.last_row,))
@@ -619,11 +482,11 @@ class SQLiteStore(OpenCollection):
             for score, row, stored in ranked:
                 meta = fetched.get(row)
                 if meta is not None:
-                    hits.append(SearchHit(_record(meta, stored), score))
+                    hits.append(SearchHit(record_of(meta, stored), score))
             return hits
 
     # -- approximate search -------------------------------------------------------------------
-    def _ann_view(self, conn: sqlite3.Connection, found: _Collection | None) -> AnnView | None:
+    def _ann_view(self, conn: sqlite3.Connection, found: Collection | None) -> AnnView | None:
         """The collection's recorded approximate index, opened, if searches should use it."""
         if found is None or self.options.search == "exact":
             return None
@@ -633,7 +496,7 @@ class SQLiteStore(OpenCollection):
             return None
         return self._ann.get(self.path, state, self.options)
 
-    def _ann_dead_rows(self, conn: sqlite3.Connection, found: _Collection, view: AnnView) -> IntArray:
+    def _ann_dead_rows(self, conn: sqlite3.Connection, found: Collection, view: AnnView) -> IntArray:
         """Sorted rows of the approximate index deleted since it was built (remembered per generation)."""
         key = (view.state.file, found.generation)
         if self._ann_dead is not None and self._ann_dead[0] == key:
@@ -656,7 +519,7 @@ class SQLiteStore(OpenCollection):
     def _ann_ranked(
         self,
         conn: sqlite3.Connection,
-        found: _Collection,
+        found: Collection,
         view: AnnView,
         query: Vector,
         k: int,
@@ -765,7 +628,7 @@ class SQLiteStore(OpenCollection):
             return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
 
     @staticmethod
-    def _rows_of_sources(conn: sqlite3.Connection, found: _Collection, sources: Sequence[str]) -> IntArray:
+    def _rows_of_sources(conn: sqlite3.Connection, found: Collection, sources: Sequence[str]) -> IntArray:
         wanted = list(dict.fromkeys(sources))
         rows: list[int] = []
         for start in range(0, len(wanted), _BATCH):
@@ -774,7 +637,7 @@ class SQLiteStore(OpenCollection):
             rows.extend(r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE source IN ({marks})", part))
         return np.sort(np.asarray(rows, dtype=np.int64))
 
-    def _rows_where(self, conn: sqlite3.Connection, found: _Collection, where: Filter) -> IntArray:
+    def _rows_where(self, conn: sqlite3.Connection, found: Collection, where: Filter) -> IntArray:
         """Sorted row numbers of the records ``where`` allows (one SQL scan per filter and generation)."""
         key = (found.id, found.generation, where)
         rows = self._filtered.get(key)
@@ -790,7 +653,7 @@ class SQLiteStore(OpenCollection):
         return rows
 
     @staticmethod
-    def _records_by_row(conn: sqlite3.Connection, found: _Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
+    def _records_by_row(conn: sqlite3.Connection, found: Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
         marks = ",".join("?" * len(rows))
         return {
             r[0]: r
@@ -814,7 +677,7 @@ class SQLiteStore(OpenCollection):
                     f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row WHERE r.id IN ({marks})",
                     part,
                 ):
-                    by_id[row[1]] = _record(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
+                    by_id[row[1]] = record_of(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
             return [by_id[i] for i in ids if i in by_id]
 
     def count(self) -> int:
@@ -839,7 +702,14 @@ class SQLiteStore(OpenCollection):
         with self._read() as (conn, found):
             if found is None:
                 return 0, 0
-            return found.generation, _next_row(conn, found) - 1
+            return found.generation, next_row(conn, found) - 1
+
+    def rows_matching(self, where: Filter) -> IntArray:
+        """Sorted rows of the records ``where`` allows (cached per filter and records version, as searches do)."""
+        with self._read() as (conn, found):
+            if found is None:
+                return np.zeros(0, dtype=np.int64)
+            return self._rows_where(conn, found, where)
 
     def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
         """Every record with its row, in row order, vectors left empty (read ``batch_size`` at a time)."""
@@ -849,22 +719,7 @@ class SQLiteStore(OpenCollection):
         """Rows deleted since ``version`` (of those up to ``last_row``) and the records added after ``last_row``
         that are still there, in one snapshot; None when the deletion log no longer reaches back to ``version``."""
         with self._read() as (conn, found):
-            if found is None or version < found.log_floor or version > found.generation:
-                return None
-            deleted = [
-                int(r)
-                for (r,) in conn.execute(
-                    "SELECT DISTINCT row FROM deleted WHERE collection = ? AND generation > ? AND row <= ?",
-                    (found.id, version, last_row),
-                )
-            ]
-            added = [
-                (int(row[0]), _record(row, np.zeros(0, dtype=np.float32)))
-                for row in conn.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM {found.records} r WHERE r.row > ? ORDER BY r.row", (last_row,)
-                )
-            ]
-            return RecordChanges(found.generation, _next_row(conn, found) - 1, deleted, added)
+            return record_log.changes_since(conn, found, version, last_row)
 
     def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
         """Every record in insertion order, read ``batch_size`` at a time (each batch its own snapshot)."""
@@ -874,32 +729,13 @@ class SQLiteStore(OpenCollection):
         """Rows and records in row order, ``batch_size`` per read transaction; without ``vectors`` the
         vectors table is not read and each record's vector is empty."""
         after = 0
-        empty = np.zeros(0, dtype=np.float32)
         while True:
             with self._read() as (conn, found):
-                if found is None:
-                    return
-                columns = f"{_RECORD_COLUMNS}, v.vector" if vectors else _RECORD_COLUMNS
-                join = f" JOIN {found.vectors} v ON v.row = r.row" if vectors else ""
-                batch = conn.execute(
-                    f"SELECT {columns} FROM {found.records} r{join} WHERE r.row > ? ORDER BY r.row LIMIT ?",
-                    (after, max(1, batch_size)),
-                ).fetchall()
+                batch = record_log.rows_after(conn, found, after, batch_size, vectors=vectors)
             if not batch:
                 return
-            for row in batch:
-                vector = np.frombuffer(row[6], dtype="<f4").astype(np.float32) if vectors else empty
-                yield int(row[0]), _record(row, vector)
-            after = int(batch[-1][0])
-
-
-#: A record's columns as :func:`_record` reads them (``r``: the records table).
-_RECORD_COLUMNS = "r.row, r.id, r.source, r.chunk_index, r.content, r.metadata"
-
-
-def _next_row(conn: sqlite3.Connection, found: _Collection) -> int:
-    """The row the collection's next record gets (inside the caller's transaction)."""
-    return int(conn.execute("SELECT next_row FROM collections WHERE id = ?", (found.id,)).fetchone()[0])
+            yield from batch
+            after = batch[-1][0]
 
 
 def _remove_side_files(path: Path, collection: int) -> None:
@@ -910,19 +746,3 @@ def _remove_side_files(path: Path, collection: int) -> None:
                 shutil.rmtree(old)  # a keyword index directory (the tantivy strategy's)
             else:
                 old.unlink()
-
-
-def _dump(metadata: dict[str, Any]) -> str:
-    return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _record(row: tuple[Any, ...], vector: Vector) -> Record:
-    _, record_id, source, chunk_index, content, metadata = row[:6]
-    return Record(record_id, source, int(chunk_index), content, vector, json.loads(metadata))
-
-
-def _grow(array: np.ndarray, capacity: int, width: int | None = None) -> np.ndarray:
-    shape = (capacity,) if width is None else (capacity, width)
-    grown = np.zeros(shape, dtype=array.dtype)
-    grown[: array.shape[0]] = array
-    return grown

@@ -40,8 +40,10 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+import deckhand.stores.sqlite.ivf as sqlite_ivf
 from deckhand.errors import ConfigError
 from deckhand.protocols import StoreCapability
+from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -88,10 +90,19 @@ class SQLiteOptions(BaseModel):
 
     search: Literal["auto", "exact", "ann"] = Field(
         default="auto",
-        description="exact: scan every vector; ann: an HNSW index (usearch) beside the file; "
+        description="exact: scan every vector; ann: an approximate index (ann_index) beside the file; "
         "auto: ann from ann_threshold records on.",
     )
-    ann_threshold: int = Field(default=50_000, ge=0, description="auto: records from which the HNSW index is used.")
+    ann_threshold: int = Field(
+        default=50_000, ge=0, description="auto: records from which the approximate index is used."
+    )
+    ann_index: Literal["hnsw", "ivf"] = Field(
+        default="hnsw",
+        description="hnsw: a usearch graph (ann_precision, ann_connectivity, ann_expansion_*); "
+        "ivf: k-means lists scanned exactly (ann_lists, ann_probes), built in a fraction of the graph's time.",
+    )
+    ann_lists: int = Field(default=0, ge=0, description="IVF: lists (0: about 2·√records).")
+    ann_probes: int = Field(default=64, ge=1, le=65_536, description="IVF: lists scanned per query.")
     ann_precision: Literal["f16", "i8", "f32"] = Field(
         default="i8",
         description="How the HNSW index stores vectors (candidates are rescored in float32); by default "
@@ -128,6 +139,11 @@ class SQLiteOptions(BaseModel):
             return self
         return self.model_copy(update={"ann_precision": "f16"})
 
+    @property
+    def label(self) -> str:
+        """What ``ann_indexes.precision`` records for an index built with these settings."""
+        return sqlite_ivf.LABEL if self.ann_index == "ivf" else self.ann_precision
+
     def wants_ann(self, size: int) -> bool:
         return self.search == "ann" or (self.search == "auto" and size >= self.ann_threshold)
 
@@ -163,12 +179,16 @@ def forget(conn: sqlite3.Connection, collection: int) -> None:
 
 
 def readable(index: Path, state: AnnState) -> bool:
-    """Whether the recorded file is there and starts like a usearch index (reads its header only)."""
+    """Whether the recorded file is there and starts like its kind of index (reads its header only)."""
+    graph = index.with_name(state.file)
+    if not all(p.is_file() for p in companions(graph)):
+        return False
+    if state.precision == sqlite_ivf.LABEL:
+        return sqlite_ivf.readable(graph)
     from usearch.index import Index
 
-    graph = index.with_name(state.file)
     try:
-        return bool(Index.metadata(str(graph))) and all(p.is_file() for p in companions(graph))
+        return bool(Index.metadata(str(graph)))
     except (OSError, RuntimeError, ValueError):
         return False
 
@@ -178,12 +198,12 @@ def file_prefix(index: Path, collection: int) -> str:
 
 
 def companions(graph: Path) -> tuple[Path, Path]:
-    """The float32 vectors and the row numbers written beside a graph file."""
-    stem = graph.name.removesuffix(".usearch")
+    """The float32 vectors and the row numbers written beside a graph (or IVF) file."""
+    stem = graph.name.removesuffix(".usearch")  # an IVF file keeps its suffix: "….g7.ivf.vectors.npy"
     return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
 
 
-class AnnView:
+class GraphView:
     """A recorded graph and its float32 matrix, memory-mapped read-only."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
@@ -237,22 +257,35 @@ def _random_access(array: Any) -> None:
             advise(mmap.MADV_RANDOM)
 
 
+#: An opened snapshot: the store asks it for candidates and their float32 vectors.
+AnnView = GraphView | IvfView
+
+
+def open_view(path: Path, state: AnnState, settings: SQLiteOptions) -> AnnView:
+    """Open the recorded snapshot as its kind (``state.precision``) says, whatever the settings' kind."""
+    if state.precision == sqlite_ivf.LABEL:
+        vectors_file, rows_file = companions(path)
+        return IvfView(path, state, vectors_file, rows_file, settings.ann_probes)
+    return GraphView(path, state, settings)
+
+
 class AnnCache:
-    """One store object's opened graph, reopened when another process records a new one."""
+    """One store object's opened index, reopened when another process records a new one."""
 
     def __init__(self) -> None:
         self._view: AnnView | None = None
+        self._state: AnnState | None = None
         self._failed: set[str] = set()
 
     def get(self, index: Path, state: AnnState, settings: SQLiteOptions) -> AnnView | None:
-        if self._view is not None and self._view.state == state:
+        if self._view is not None and self._state == state:
             return self._view
         self._view = None
         if state.file in self._failed:
             return None
         path = index.with_name(state.file)
         try:
-            self._view = AnnView(path, state, settings)
+            self._view, self._state = open_view(path, state, settings), state
         except (OSError, RuntimeError, ValueError) as exc:
             self._failed.add(state.file)
             log.warning(
@@ -301,7 +334,7 @@ def needs_refresh(
     """Whether :func:`maintain` has work to do for a collection in this state."""
     if not settings.wants_ann(size):
         return state is not None  # an index the settings no longer want is removed
-    if state is None or state.precision != settings.ann_precision or state.generation < log_floor:
+    if state is None or state.precision != settings.label or state.generation < log_floor:
         return True
     added = max(0, next_row - 1 - state.last_row)
     return added + changed >= settings.ann_refresh_rows
@@ -316,15 +349,14 @@ def build(
     deleted_since: IntArray,
     threads: int,
 ) -> tuple[AnnState, Path] | None:
-    """Write a graph of the collection as of the caller's read snapshot; return its state and file.
+    """Write an index of the collection as of the caller's read snapshot; return its state and file.
 
-    With a usable previous graph (same precision, deletion log covering it) and no row of it
-    deleted since, the graph is loaded and the new rows added; otherwise it is built from every
-    row. The file is complete and synced under its final name before the caller records it; None
+    A graph: with a usable previous graph (same precision, deletion log covering it) and no row
+    of it deleted since, the graph is loaded and the new rows added; otherwise it is built from
+    every row. IVF (``ann_index: ivf``): always from every row (a minute at a million rows). The
+    files are complete and synced under their final names before the caller records them; None
     when another process is building the same collection right now.
     """
-    from usearch.index import Index
-
     prefix = file_prefix(index_path, collection.id)
     with _build_lock(index_path, collection.id) as locked:
         if not locked:
@@ -332,29 +364,9 @@ def build(
         for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
             leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
         started = time.perf_counter()
-        graph = None
-        after = 0
-        # Rows only added since: load the graph and add them. Rows deleted since: build it again, never
-        # usearch's remove(): a graph saved after removals can corrupt the heap when it is loaded and
-        # added to (usearch 2.25.3: remove every key, save, restore, add -> "invalid fastbin entry").
-        appendable = state is not None and state.precision == settings.ann_precision
-        if appendable and state is not None and not deleted_since[deleted_since <= state.last_row].size:
-            with contextlib.suppress(OSError, RuntimeError, ValueError):
-                graph = Index.restore(str(index_path.with_name(state.file)), view=False)
-            if graph is not None and graph.connectivity != settings.ann_connectivity:
-                graph = None  # built with other parameters: build it again with these
-        if graph is not None and state is not None:
-            after = state.last_row
-        else:
-            graph = Index(
-                ndim=collection.spec.dimension,
-                metric=_USEARCH_METRIC[collection.spec.metric],
-                dtype=settings.ann_precision,
-                connectivity=settings.ann_connectivity,
-                expansion_add=settings.ann_expansion_add,
-                expansion_search=settings.ann_expansion_search,
-            )
-        name = f"{prefix}g{collection.generation}.usearch"
+        ivf = settings.ann_index == "ivf"
+        graph, after = (None, 0) if ivf else _start_graph(index_path, collection, settings, state, deleted_since)
+        name = f"{prefix}g{collection.generation}{sqlite_ivf.SUFFIX if ivf else '.usearch'}"
         final = index_path.with_name(name)
         vectors_file, rows_file = companions(final)
         pending = [
@@ -364,13 +376,20 @@ def build(
             # The matrix first (the snapshot's rows, in row order), then the graph from it.
             last = max(collection.next_row - 1, after)
             numbers = _write_matrix(conn, collection, last, pending[1], pending[2])
-            matrix = np.load(pending[1], mmap_mode="r")
-            fresh = np.arange(int(np.searchsorted(numbers, after, side="right")), numbers.size)
-            if len(graph) + fresh.size != numbers.size:
-                raise ValueError(f"{collection.vectors} holds {numbers.size} rows, the graph {len(graph) + fresh.size}")
-            _insert(graph, numbers, matrix, fresh, collection.generation, threads)
-            del matrix
-            graph.save(str(pending[0]))
+            size = int(numbers.size)
+            if ivf:
+                sqlite_ivf.organise(
+                    pending[1],
+                    pending[2],
+                    pending[0],
+                    numbers,
+                    collection.spec.metric,
+                    settings.ann_lists,
+                    collection.generation,
+                )
+            else:
+                _graph(graph, pending, numbers, after, collection, threads)
+                size = len(graph) if graph is not None else 0
             for tmp in pending:
                 with open(tmp, "rb+") as handle:
                     os.fsync(handle.fileno())
@@ -381,12 +400,53 @@ def build(
             for tmp in pending:
                 tmp.unlink(missing_ok=True)
         log.info(
-            "approximate index of %s rows written to %s in %.1fs",
-            f"{len(graph):,}",
+            "approximate index (%s) of %s rows written to %s in %.1fs",
+            settings.label,
+            f"{size:,}",
             final,
             time.perf_counter() - started,
         )
-        return AnnState(collection.generation, last, len(graph), name, settings.ann_precision), final
+        return AnnState(collection.generation, last, size, name, settings.label), final
+
+
+def _start_graph(
+    index_path: Path, collection: Any, settings: SQLiteOptions, state: AnnState | None, deleted_since: IntArray
+) -> tuple[Any, int]:
+    """The graph to add rows to, and the last row it already holds (0 for a new graph)."""
+    from usearch.index import Index
+
+    # Rows only added since: load the graph and add them. Rows deleted since: build it again, never
+    # usearch's remove(): a graph saved after removals can corrupt the heap when it is loaded and
+    # added to (usearch 2.25.3: remove every key, save, restore, add -> "invalid fastbin entry").
+    graph = None
+    appendable = state is not None and state.precision == settings.ann_precision
+    if appendable and state is not None and not deleted_since[deleted_since <= state.last_row].size:
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            graph = Index.restore(str(index_path.with_name(state.file)), view=False)
+        if graph is not None and graph.connectivity != settings.ann_connectivity:
+            graph = None  # built with other parameters: build it again with these
+    if graph is not None and state is not None:
+        return graph, state.last_row
+    graph = Index(
+        ndim=collection.spec.dimension,
+        metric=_USEARCH_METRIC[collection.spec.metric],
+        dtype=settings.ann_precision,
+        connectivity=settings.ann_connectivity,
+        expansion_add=settings.ann_expansion_add,
+        expansion_search=settings.ann_expansion_search,
+    )
+    return graph, 0
+
+
+def _graph(graph: Any, pending: list[Path], numbers: IntArray, after: int, collection: Any, threads: int) -> None:
+    """Add the matrix's rows above ``after`` to the graph and save it to ``pending[0]``."""
+    matrix = np.load(pending[1], mmap_mode="r")
+    fresh = np.arange(int(np.searchsorted(numbers, after, side="right")), numbers.size)
+    if len(graph) + fresh.size != numbers.size:
+        raise ValueError(f"{collection.vectors} holds {numbers.size} rows, the graph {len(graph) + fresh.size}")
+    _insert(graph, numbers, matrix, fresh, collection.generation, threads)
+    del matrix
+    graph.save(str(pending[0]))
 
 
 def _write_matrix(conn: sqlite3.Connection, collection: Any, last: int, vectors: Path, rows: Path) -> IntArray:
@@ -444,9 +504,10 @@ def record(conn: sqlite3.Connection, collection: int, state: AnnState) -> None:
 
 
 def remove_unrecorded(index_path: Path, collection: int, keep: str | None) -> None:
-    """Delete this collection's graph files other than ``keep`` (readers that mapped one keep it until they close)."""
-    keep_stem = keep.removesuffix(".usearch") + "." if keep else None
+    """Delete this collection's index files other than ``keep`` and its companions (readers that mapped
+    one keep it until they close). A graph and an IVF index of the same generation have distinct files."""
+    kept = {keep, *(p.name for p in companions(index_path.with_name(keep)))} if keep else set()
     for old in index_path.parent.glob(f"{file_prefix(index_path, collection)}g*"):
-        if keep_stem is None or not old.name.startswith(keep_stem):
+        if old.name not in kept:
             with contextlib.suppress(OSError):
                 old.unlink()

@@ -38,13 +38,12 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.options import runtime_errors
-from deckhand.embedding.lazy import lazy_embedder
 from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import StoreCapability, VectorStore, store_capabilities
+from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities
 from deckhand.redaction import redact_url
-from deckhand.stores.tool_store import create_store
-from deckhand.tools.base import is_complete, mark_complete
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.tool_store import create_store, is_complete, mark_complete
 from deckhand.types import CollectionSpec, FileState, Record, record_id
 
 log = logging.getLogger("deckhand")
@@ -61,6 +60,9 @@ class MigrationEnd:
     base_dir: Path
     #: Where the tool is configured, for messages (the configuration file).
     label: str
+    #: The tool's embedder, only described (model id and dimension; the caller passes a lazy one, see
+    #: :func:`deckhand.building.lazy_embedders.lazy_embedder`): the collection is created for it, never embedded with.
+    embedder: Embedder
 
 
 @dataclass
@@ -128,7 +130,7 @@ class _Side:
 
     def where(self) -> str:
         """The store as messages name it: the provider, and its redacted URL or file when it has one."""
-        path = getattr(self.store, "path", None)
+        path = _file_of(self.store)
         location = str(path) if path is not None else redact_url(self.database.connection_string)
         return f"{self.provider} ({location})" if location else self.provider
 
@@ -171,7 +173,7 @@ def migrate(
     report = MigrationReport(source.tool.name, target.tool.name, src.provider, dst.provider)
     with _closing(src.store), _closing(dst.store):
         built = _open_source(src, source, registry)
-        spec = _spec(registry, target, dst.database)
+        spec = _spec(target, dst.database)
         if (built.embedding_model, built.dimension) != (spec.embedding_model, spec.dimension):
             raise ModelMismatchError(
                 f"cannot migrate tool {source.tool.name!r}: its index holds vectors of embedding model "
@@ -232,7 +234,7 @@ def _same_collection(src: _Side, source: MigrationEnd, dst: _Side, target: Migra
         return False
     if src.database.index_name != dst.database.index_name:
         return False
-    paths = getattr(src.store, "path", None), getattr(dst.store, "path", None)
+    paths = _file_of(src.store), _file_of(dst.store)
     if paths[0] is not None and paths[1] is not None:
         return Path(paths[0]).resolve() == Path(paths[1]).resolve()
     return src.database.connection_string == dst.database.connection_string
@@ -259,6 +261,11 @@ def _check_target_holds_only(
 # -- opening ----------------------------------------------------------------------------------
 
 
+def _file_of(store: VectorStore) -> Path | None:
+    """The file a store keeps its collection in (the sqlite store's), for messages and the same-index check."""
+    return store.path if isinstance(store, SQLiteStore) else None
+
+
 def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
     """``end``'s store built (not opened) from its ``database:`` (tool > project > user > default sqlite)."""
     database, _ = resolve_database(end.tool.database, cwd=end.base_dir)
@@ -276,10 +283,10 @@ def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
     return _Side(store, database, component.name)
 
 
-def _spec(registry: PluginRegistry, end: MigrationEnd, database: DatabaseConfig) -> CollectionSpec:
+def _spec(end: MigrationEnd, database: DatabaseConfig) -> CollectionSpec:
     """The collection ``end``'s tool opens: its embedder described (model id, dimension; the model is not
     loaded where the registration describes it) and its database's metric and algorithm."""
-    embedder = lazy_embedder(registry, end.tool.embedding_model)
+    embedder = end.embedder
     return CollectionSpec(
         name=end.tool.name,
         dimension=embedder.dimension,
@@ -295,10 +302,10 @@ def _open_source(src: _Side, source: MigrationEnd, registry: PluginRegistry) -> 
         f"tool {source.tool.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
         "(`deckhand ingest` builds it)"
     )
-    path = getattr(src.store, "path", None)
+    path = _file_of(src.store)
     if path is not None and not Path(path).exists():
         raise nothing  # a store keeping a file: checked without creating it
-    previous = _open(src, source, _spec(registry, source, src.database))
+    previous = _open(src, source, _spec(source, src.database))
     if previous is None:
         with contextlib.suppress(Exception):  # opening created it: leave the store as it was
             src.store.drop()

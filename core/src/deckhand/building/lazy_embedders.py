@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from deckhand.embedding.cache import CachedEmbedder
-from deckhand.embedding.factory import (
+from deckhand.bases import EmbedderBase, as_embedder
+from deckhand.building.embedders import (
     EmbeddingModel,
     embedding_cache,
     load_embedder,
@@ -24,6 +24,7 @@ from deckhand.embedding.factory import (
     resolve_embedder,
     split_model,
 )
+from deckhand.embedding.cache import CachedEmbedder
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, Tokenizer
 from deckhand.types import Vector
@@ -35,13 +36,14 @@ _lazy: dict[tuple[Callable[..., Any], str, str], LazyEmbedder] = {}
 _lock = threading.Lock()
 
 
-class LazyEmbedder:
+class LazyEmbedder(EmbedderBase):
     """Stands for the embedder ``value`` selects: its description at once, the model on first ``embed``."""
 
     def __init__(self, registry: PluginRegistry, value: EmbeddingModel, described: dict[str, Any] | None) -> None:
         self._registry = registry
         self._value = value
         self._inner: Embedder | None = None
+        self._base: EmbedderBase | None = None  # the same, with the base class's members
         self._lock = threading.Lock()
         if described is None:
             inner = self.load()
@@ -49,9 +51,7 @@ class LazyEmbedder:
         self.model_id: str = str(described["model_id"])
         self.dimension: int = int(described["dimension"])
         self.max_tokens: int = int(described["max_tokens"])
-        self.long_inputs: str | None = described.get("long_inputs") or (
-            getattr(self._inner, "long_inputs", None) if self._inner is not None else None
-        )
+        self.long_inputs = described.get("long_inputs") or (self._base.long_inputs if self._base else None)
 
     @property
     def loaded(self) -> bool:
@@ -60,10 +60,14 @@ class LazyEmbedder:
 
     def load(self) -> Embedder:
         """The real embedder (loaded once per process, shared with :func:`load_embedder`)."""
+        return self._loaded()[0]
+
+    def _loaded(self) -> tuple[Embedder, EmbedderBase]:
         with self._lock:
-            if self._inner is None:
+            if self._inner is None or self._base is None:
                 self._inner = load_embedder(self._registry, self._value)
-            return self._inner
+                self._base = as_embedder(self._inner)
+            return self._inner, self._base
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -73,19 +77,13 @@ class LazyEmbedder:
         return self.load().embed(texts)
 
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
-        """The model's ``embed_batches`` where it has one (vectors as they are made), else one part."""
-        inner = self.load()
-        batches = getattr(inner, "embed_batches", None)
-        if batches is None:
-            yield list(range(len(texts))), inner.embed(texts)
-            return
-        yield from batches(texts)
+        """The model's ``embed_batches`` (vectors as they are made, where it makes them so)."""
+        yield from self._loaded()[1].embed_batches(texts)
 
     @property
     def tokens_used(self) -> int | None:
         """Tokens a remote service reported using (None until loaded, or for a local model)."""
-        used = getattr(self._inner, "tokens_used", None)
-        return used if isinstance(used, int) else None
+        return self._base.tokens_used if self._base is not None else None
 
 
 def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedder:
@@ -107,14 +105,14 @@ def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedd
 
 
 def lazy_embedder_for(registry: PluginRegistry, value: EmbeddingModel, base_dir: Path) -> CachedEmbedder:
-    """Like :func:`deckhand.embedding.factory.embedder_for`, with the model loaded only when first needed."""
+    """Like :func:`deckhand.building.embedders.embedder_for`, with the model loaded only when first needed."""
     return CachedEmbedder(lazy_embedder(registry, value), embedding_cache(base_dir))
 
 
 def forget_embedders() -> None:
     """Drop every embedder this process built (tests, or an application whose environment changed:
     a remote embedder reads its key and ``$OPENAI_BASE_URL`` when it is built)."""
-    from deckhand.embedding import factory
+    from deckhand.building import embedders as factory
 
     with _lock:
         _lazy.clear()

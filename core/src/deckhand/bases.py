@@ -1,0 +1,274 @@
+"""Base classes for the components plugins write, with every optional member already there.
+
+Each kind's Protocol (:mod:`deckhand.protocols`) lists what a component must have; its base class
+here adds the members deckhand treats as optional, with defaults that do the right thing
+(llm gives each kind a base class the same way):
+
+* :class:`LoaderBase`: ``verbatim = False``;
+* :class:`TokenizerBase`: ``iter_token_spans`` yields ``token_spans``;
+* :class:`ChunkerBase`: ``iter_chunks`` yields ``chunk``;
+* :class:`EmbedderBase`: ``embed_batches`` hands over ``embed`` as one part, ``long_inputs`` and
+  ``tokens_used`` are ``None``, ``embedded_count`` is ``None`` (every text given was embedded);
+* :class:`ProgressBase`: ``status`` does nothing, ``note`` logs the message.
+
+A plugin subclasses the base and overrides what it does better. Core never asks a component
+whether it has an optional member: where it receives one it calls ``as_<kind>(component)``, which
+returns the component itself when it subclasses the base, and otherwise an adapter that forwards
+to it. The adapters are the one place that reads the optional members of a component written
+against the Protocol alone (as the docs allowed before these bases existed), once, when it is
+adapted; ``core/tests/test_no_component_probing.py`` keeps every other module from probing.
+What must be visible as a choice (a store's filters, its side indexes) is a declared
+capability instead (:mod:`deckhand.capabilities`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from deckhand.protocols import Chunker, Embedder, Loader, Progress, Tokenizer
+from deckhand.types import Chunk, Document, LoadedText, Vector
+
+__all__ = [
+    "ChunkerBase",
+    "EmbedderBase",
+    "LoaderBase",
+    "ProgressBase",
+    "TokenizerBase",
+    "as_chunker",
+    "as_embedder",
+    "as_loader",
+    "as_progress",
+    "as_tokenizer",
+]
+
+log = logging.getLogger("deckhand")
+
+
+class LoaderBase:
+    """A :class:`~deckhand.protocols.Loader` whose text is converted unless it says ``verbatim = True``."""
+
+    extensions: frozenset[str]
+    priority: int = 0
+    #: The text returned is the file's own (decoded, not converted): results then show line numbers.
+    verbatim: bool = False
+
+    def load(self, path: Path) -> str | LoadedText:
+        raise NotImplementedError
+
+
+class TokenizerBase:
+    """A :class:`~deckhand.protocols.Tokenizer` whose spans may also be read as a stream."""
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """The spans of :meth:`token_spans`; override to compute them a window at a time (bounded memory)."""
+        return iter(self.token_spans(text))
+
+
+class ChunkerBase:
+    """A :class:`~deckhand.protocols.Chunker` whose chunks may also be read one by one."""
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        raise NotImplementedError
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        """The chunks of :meth:`chunk`; override to cut them lazily (the pipeline embeds while it cuts)."""
+        return iter(self.chunk(document))
+
+
+class EmbedderBase:
+    """An :class:`~deckhand.protocols.Embedder` with the optional members a remote or caching embedder reports."""
+
+    model_id: str
+    dimension: int
+    max_tokens: int
+    #: What the model does with an input over ``max_tokens`` (e.g. "truncated to 8191 tokens"), when it
+    #: says; the ingestion then names the files that had such inputs.
+    long_inputs: str | None = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        raise NotImplementedError
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
+        """``(indices, vectors)`` parts as they are made; by default :meth:`embed` of all of them as one part."""
+        yield list(range(len(texts))), self.embed(texts)
+
+    @property
+    def tokens_used(self) -> int | None:
+        """Tokens a remote service reported using so far (None for an embedder that reports none)."""
+        return None
+
+    @property
+    def embedded_count(self) -> int | None:
+        """Texts actually sent to the model so far (None: every text given was, e.g. no cache in front)."""
+        return None
+
+
+class ProgressBase:
+    """A :class:`~deckhand.protocols.Progress` that shows stages; ``status`` and ``note`` are optional."""
+
+    def stage(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def status(self, status: Any) -> None:
+        """Where the run stands (an ``IngestStatus``), after every file; ignored by default."""
+
+    def note(self, text: str) -> None:
+        """A message the user should see before a long run (the time estimate); logged by default."""
+        log.info(text)
+
+
+# -- adapters for components written against the Protocols alone ---------------------------------
+
+
+def _optional(component: object, name: str) -> Any:
+    """The optional member ``name`` of a component that does not subclass its base (None when absent)."""
+    return getattr(component, name, None)
+
+
+class _Streaming(Protocol):
+    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]: ...
+
+
+class _AdaptedTokenizer(TokenizerBase):
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner = inner
+        self.streams = callable(_optional(inner, "iter_token_spans"))
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self.inner.token_spans(text)
+
+    def count(self, text: str) -> int:
+        return self.inner.count(text)
+
+    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]:
+        if self.streams:
+            return iter(cast(_Streaming, self.inner).iter_token_spans(text))
+        return super().iter_token_spans(text)
+
+
+def as_tokenizer(tokenizer: Tokenizer) -> TokenizerBase:
+    """``tokenizer`` with :class:`TokenizerBase`'s members (itself when it subclasses it)."""
+    return tokenizer if isinstance(tokenizer, TokenizerBase) else _AdaptedTokenizer(tokenizer)
+
+
+class _StreamingChunker(Protocol):
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]: ...
+
+
+class _AdaptedChunker(ChunkerBase):
+    def __init__(self, inner: Chunker) -> None:
+        self.inner = inner
+        self.streams = callable(_optional(inner, "iter_chunks"))
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return self.inner.chunk(document)
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        if self.streams:
+            return iter(cast(_StreamingChunker, self.inner).iter_chunks(document))
+        return super().iter_chunks(document)
+
+
+def as_chunker(chunker: Chunker) -> ChunkerBase:
+    """``chunker`` with :class:`ChunkerBase`'s members (itself when it subclasses it)."""
+    return chunker if isinstance(chunker, ChunkerBase) else _AdaptedChunker(chunker)
+
+
+class _AdaptedLoader(LoaderBase):
+    def __init__(self, inner: Loader) -> None:
+        self.inner = inner
+        self.extensions = inner.extensions
+        self.priority = inner.priority
+        self.verbatim = bool(_optional(inner, "verbatim"))
+
+    def load(self, path: Path) -> str | LoadedText:
+        return self.inner.load(path)
+
+
+def as_loader(loader: Loader) -> LoaderBase:
+    """``loader`` with :class:`LoaderBase`'s members (itself when it subclasses it)."""
+    return loader if isinstance(loader, LoaderBase) else _AdaptedLoader(loader)
+
+
+class _Batches(Protocol):
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]: ...
+
+
+class _AdaptedEmbedder(EmbedderBase):
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.max_tokens = inner.max_tokens
+        long_inputs = _optional(inner, "long_inputs")
+        self.long_inputs = str(long_inputs) if long_inputs else None
+        self.batches = callable(_optional(inner, "embed_batches"))
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.inner.tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        return self.inner.embed(texts)
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
+        if self.batches:
+            yield from cast(_Batches, self.inner).embed_batches(texts)
+        else:
+            yield from super().embed_batches(texts)
+
+    @property
+    def tokens_used(self) -> int | None:
+        used = _optional(self.inner, "tokens_used")  # a counter: read each time
+        return used if isinstance(used, int) else None
+
+
+def as_embedder(embedder: Embedder) -> EmbedderBase:
+    """``embedder`` with :class:`EmbedderBase`'s members (itself when it subclasses it)."""
+    return embedder if isinstance(embedder, EmbedderBase) else _AdaptedEmbedder(embedder)
+
+
+class _AdaptedProgress(ProgressBase):
+    def __init__(self, inner: Progress) -> None:
+        self.inner = inner
+        self._status = _optional(inner, "status")
+        self._note = _optional(inner, "note")
+
+    def stage(self, name: str, total: int) -> None:
+        self.inner.stage(name, total)
+
+    def advance(self, n: int = 1) -> None:
+        self.inner.advance(n)
+
+    def status(self, status: Any) -> None:
+        if callable(self._status):
+            self._status(status)
+
+    def note(self, text: str) -> None:
+        if callable(self._note):
+            self._note(text)
+        else:
+            super().note(text)
+
+
+def as_progress(progress: Progress | None) -> ProgressBase:
+    """``progress`` with :class:`ProgressBase`'s members (itself when it subclasses it; a silent one for None)."""
+    if progress is None:
+        return ProgressBase()
+    return progress if isinstance(progress, ProgressBase) else _AdaptedProgress(progress)

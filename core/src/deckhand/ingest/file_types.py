@@ -1,0 +1,42 @@
+"""Which loader reads a file: the one registered for its extension, or, for a file without one that starts
+with ``#!`` (a script: ``bin/deploy``), the one registered for :data:`SCRIPT`.
+
+A loader lists ``"#!"`` among its ``extensions`` to read scripts (the code plugin's does); discovery then
+takes a file without an extension when its first two bytes are ``#!``, and leaves out the others (``LICENSE``,
+``Makefile``) as before.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection
+from pathlib import Path
+
+#: The "extension" of a script: a file without one whose first line is ``#!interpreter``.
+SCRIPT = "#!"
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def file_type(path: Path, extensions: Collection[str]) -> str:
+    """``path``'s extension (lower case, with its dot); for a file without one, :data:`SCRIPT` when a loader
+    reads scripts (``SCRIPT in extensions``) and the file starts with ``#!``, else ``""``."""
+    suffix = path.suffix.lower()
+    if suffix or SCRIPT not in extensions or path.name.startswith("."):
+        return suffix
+    return SCRIPT if is_script(path) else ""
+
+
+def is_script(path: Path) -> bool:
+    """Whether ``path`` is a regular file starting with ``#!`` (a link is not followed, a FIFO not waited on)."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 2) == b"#!"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -1,0 +1,301 @@
+"""Change notifications: subscribed clients hear when what a tool holds changes, whoever changed it.
+
+A tool's index changes through ``--watch``, ``deckhand_ingest``, a write of an agent, and also
+through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica over the same
+store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
+(:meth:`deckhand.agents.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
+a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
+(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp
+that differs from the last one read is a change, announced as
+
+* to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
+  to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
+  document whose index entry changed, or the source's own directory URI: any change of the
+  tool), and ``notifications/resources/list_changed`` (the agent documents listed, and the files
+  the tool serves, so what its resource template and completions reach, may differ); a session
+  that subscribed to nothing is told nothing (a client that did not ask may not expect it);
+* to 2026-07-28 clients: the same two events on their ``subscriptions/listen`` streams, as each
+  stream's filter asks.
+
+Each read has a deadline (:data:`STAMP_WAIT` to take a busy tool, :data:`STAMP_DEADLINE` for the
+store to answer); a read that misses it is skipped, never retried in a loop, and a tool whose
+read is still outstanding is not read again until it returns.
+
+:func:`Changes.tool_changed` is the entry point for code that changed a tool itself (a write):
+it announces at once, from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from deckhand.agents.calls import CallError
+from deckhand.agents.reading import SourceReader
+from deckhand.agents.toolbox import Toolbox
+from deckhand.limits import MAX_URI_CHARS
+from deckhand.mcp import sdk
+from deckhand.mcp.server import in_daemon_thread
+from deckhand.tools.agent_documents import is_agent_source, parse_agent_uri
+
+log = logging.getLogger("deckhand.mcp")
+
+#: Seconds between two reads of every tool's change stamp (``deckhand mcp --changes-interval``).
+POLL_INTERVAL = 2.0
+#: Most seconds a stamp read waits for a tool a search or an ingest holds (then it is read next time).
+STAMP_WAIT = 0.5
+#: Most seconds a stamp read waits for the store to answer (a stalled server is read next time).
+STAMP_DEADLINE = 10.0
+#: Most seconds one notification may take to send (a client that stopped reading is forgotten, not waited for).
+SEND_DEADLINE = 5.0
+#: Most URIs one session may subscribe to.
+MAX_SUBSCRIPTIONS = 1000
+#: Most 2025-era sessions with subscriptions remembered (the least recently subscribed is forgotten first).
+MAX_SESSIONS = 1024
+#: JSON-RPC error of a subscription refused (the spec's "resource not found").
+RESOURCE_NOT_FOUND = -32002
+
+
+@dataclass
+class _Session:
+    """A 2025-era session: how to reach it, and the URIs it subscribed to."""
+
+    subscriber: sdk.Subscriber
+    uris: set[str] = field(default_factory=set)
+
+
+class Changes:
+    """Who listens to which changes, and telling them: one per server (see the module docstring)."""
+
+    def __init__(self, toolbox: Toolbox, reader: SourceReader, *, interval: float = POLL_INTERVAL) -> None:
+        """``interval``: seconds between two stamp reads of every tool (0: only after this process's ingests)."""
+        self.toolbox = toolbox
+        self.reader = reader
+        self.interval = interval
+        self.listen = sdk.ListenStreams(on_open=self._listener_came)
+        self._sessions: OrderedDict[object, _Session] = OrderedDict()
+        self._stamps: dict[str, Any] = {}
+        self._files: dict[str, dict[Path | str, str]] = {}
+        self._reading: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False  # some client listened at the last look
+        self.announced = 0  # changes announced (for tests and diagnostics)
+
+    # -- the entry points ----------------------------------------------------------------------
+    def tool_changed(self, name: str) -> None:
+        """Tell every client listening that what tool ``name`` holds changed; from any thread, returns at once.
+
+        For code that changed the tool itself (``deckhand_add``, ``deckhand_delete``): the announcement
+        goes out now, and the next stamp read does not announce the same change again.
+        """
+        self._soon(self._changed, name)
+
+    def check_soon(self, name: str) -> None:
+        """Read tool ``name``'s stamp now and announce a change if it moved (after an ingest of this process)."""
+        self._soon(self._check, name)
+
+    async def run(self) -> None:
+        """Read every tool's stamp every :attr:`interval` seconds while a client listens, until cancelled (nothing
+        when the interval is 0)."""
+        self.attach()
+        if self.interval <= 0:
+            return
+        while True:
+            self._listening = self._listened()
+            if self._listening:  # else no store is read (and the next listener reads fresh stamps first)
+                await asyncio.gather(*(self._check(name) for name in self.toolbox.tool_names))
+            await asyncio.sleep(self.interval)
+
+    def _listened(self) -> bool:
+        """Whether some client subscribed to a URI or holds a listen stream open (the looks run only then)."""
+        return self._subscribed_uris() or self.listen.open > 0
+
+    def _listener_came(self) -> None:
+        """A subscription or a listen stream: the first since nobody listened reads the stamps afresh now (a
+        change made while nobody listened is no news to it), so a change right after it is told apart."""
+        if self._listening:
+            return
+        self._listening = True
+        for name in self.toolbox.tool_names:
+            self._soon(self._rebase, name)
+
+    async def _rebase(self, name: str) -> None:
+        read, stamp = await self._read(name, self.toolbox.change_stamp)
+        if read:
+            self._stamps[name] = stamp
+            self._files.pop(name, None)
+
+    def attach(self) -> None:
+        """Remember the running event loop: announcements from other threads are made on it."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+
+    # -- what sdk.py reports -------------------------------------------------------------------
+    def subscribe(self, key: object, subscriber: sdk.Subscriber, uri: str) -> None:
+        """``resources/subscribe``: an SDK error (one line) for a URI no tool serves, or one too many."""
+        if not self._served(uri):
+            raise sdk.resource_error(
+                RESOURCE_NOT_FOUND,
+                "uri: subscribe to a file a tool indexes, an agent document (deckhand-agent://tool/id) or a tool's "
+                "source directory (resources/templates/list names them)",
+            )
+        session = self._sessions.get(key)
+        if session is None:
+            session = self._sessions[key] = _Session(subscriber)
+            while len(self._sessions) > MAX_SESSIONS:  # the least recently subscribed goes first
+                self._sessions.popitem(last=False)
+        else:
+            session.subscriber = subscriber
+            self._sessions.move_to_end(key)
+        uris = session.uris
+        if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS:
+            raise sdk.resource_error(
+                RESOURCE_NOT_FOUND, f"uri: a session may subscribe to at most {MAX_SUBSCRIPTIONS} URIs"
+            )
+        uris.add(uri)
+        self._listener_came()
+
+    def unsubscribe(self, key: object, uri: str) -> None:
+        """``resources/unsubscribe`` (a URI never subscribed to is no error)."""
+        session = self._sessions.get(key)
+        if session is not None:
+            session.uris.discard(uri)
+
+    # -- inside --------------------------------------------------------------------------------
+    def _soon(self, step: Any, name: str) -> None:
+        loop = self._loop
+        if loop is None:
+            return  # not serving yet: nobody to tell
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+
+            def start() -> None:
+                task = loop.create_task(step(name))
+                task.add_done_callback(_log_failure)
+
+            loop.call_soon_threadsafe(start)
+
+    async def _read(self, name: str, read: Callable[[str, float], Any]) -> tuple[bool, Any]:
+        """``(done, value)`` of ``read(name, STAMP_WAIT)`` in a thread; not done while an earlier read of the
+        tool is still out, or past :data:`STAMP_DEADLINE`."""
+        if name in self._reading:
+            return False, None
+        self._reading.add(name)
+        try:
+            value = await asyncio.wait_for(in_daemon_thread(read, name, STAMP_WAIT), STAMP_DEADLINE)
+        except (TimeoutError, CallError):
+            return False, None
+        finally:
+            self._reading.discard(name)
+        return value is not None, value
+
+    async def _check(self, name: str) -> None:
+        read, stamp = await self._read(name, self.toolbox.change_stamp)
+        if not read:
+            return
+        before = self._stamps.get(name)
+        self._stamps[name] = stamp
+        moved = before is not None and before != stamp
+        changed = await self._changed_files(name, fresh=moved or name not in self._files)
+        if moved:
+            log.info("tool %s changed; telling the clients that listen", name)
+            await self._announce(name, changed)
+
+    async def _changed_files(self, name: str, *, fresh: bool) -> set[Path | str] | None:
+        """The files whose index changed since the last read (None: not known), read only while a client
+        listens to some URI (and then only after a change): the manifest is read once per change, not per look."""
+        if not self._subscribed_uris():
+            self._files.pop(name, None)
+            return None
+        if not fresh:
+            return set()
+        before = self._files.get(name)
+        read, files = await self._read(name, self.toolbox.indexed_files)
+        if not read:
+            self._files.pop(name, None)
+            return None
+        self._files[name] = files
+        if before is None:
+            return None
+        return {p for p in before.keys() | files.keys() if before.get(p) != files.get(p)}
+
+    async def _changed(self, name: str) -> None:
+        await self._announce(name, None)
+        read, stamp = await self._read(name, self.toolbox.change_stamp)
+        if read:
+            self._stamps[name] = stamp
+            await self._changed_files(name, fresh=True)
+
+    async def _announce(self, name: str, changed: set[Path | str] | None) -> None:
+        """Tell every listener of tool ``name``; a subscribed file only when it is among ``changed`` (None: all)."""
+        self.announced += 1
+
+        def touched(uri: str) -> bool:
+            where = self._where(uri)
+            return where is not None and where[0] == name and (where[2] or changed is None or where[1] in changed)
+
+        for key, session in list(self._sessions.items()):
+            if not session.uris:
+                continue  # unsubscribed from everything: it asked to hear nothing
+            try:
+                for uri in sorted(session.uris):
+                    if touched(uri):
+                        await asyncio.wait_for(session.subscriber.resource_updated(uri), SEND_DEADLINE)
+                await asyncio.wait_for(session.subscriber.resources_changed(), SEND_DEADLINE)
+            except Exception as exc:  # the client went away, or stopped reading: forget it
+                log.debug("change notification not delivered (%s); forgetting the session", exc)
+                self._sessions.pop(key, None)
+        for uri in self.listen.resource_uris():
+            if touched(uri):
+                await self.listen.resource_updated(uri)
+        await self.listen.resources_changed()
+
+    def _subscribed_uris(self) -> bool:
+        return any(s.uris for s in self._sessions.values()) or bool(self.listen.resource_uris())
+
+    def _where(self, uri: str) -> tuple[str, Path | str, bool] | None:
+        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (an agent document: its
+        URI without a ``#L`` range), and whether the URI names the source itself (any change of the tool); None
+        outside every source."""
+        if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or "\0" in uri:
+            return None
+        if is_agent_source(uri):
+            place = uri.partition("#")[0]
+            try:
+                tool, _ = parse_agent_uri(place)
+            except ValueError:
+                return None
+            return (tool, place, False) if tool in self.toolbox.tool_names else None
+        parts = urlsplit(uri)
+        if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+            return None
+        path = Path(unquote(parts.path))
+        for name in self.toolbox.tool_names:
+            root = self.reader.root(name)
+            if root is not None and (path == root or root in path.parents):
+                return name, path, path == root
+        return None
+
+    def _served(self, uri: str) -> bool:
+        """Whether ``uri`` may be subscribed to: a tool's source directory, or a file a tool serves."""
+        where = self._where(uri)
+        if where is None:
+            return False
+        if where[2] or isinstance(where[1], str):  # a whole tool, or an agent document (maybe added later)
+            return True
+        try:
+            self.reader.resolve(uri)
+        except CallError:
+            return False
+        return True
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("change notification failed: %s", task.exception())

@@ -1,0 +1,39 @@
+"""What every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed registrar can name it.
+
+:class:`ToolConfigBase` is the base of every tool type's config model (``register.tool(..., options=...)``);
+:mod:`deckhand.config.base` builds the ``database:`` block and the fields of tools that ingest a source on it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
+
+#: What a tool name may hold: the name agents call it by.
+NAME_PATTERN = r"^[A-Za-z0-9_]+$"
+
+
+class StrictModel(BaseModel):
+    """A frozen model that refuses unknown keys (a misspelt setting is an error, never ignored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolConfigBase(StrictModel):
+    """What every ``tools:`` entry has; a tool type's config model subclasses it.
+
+    A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
+    ``register.tool`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
+    """
+
+    type: str = Field(description="Tool type: a name registered with register.tool.")
+    name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
+    description: str = ""
+    result_budget: int | None = Field(
+        default=None,
+        ge=MIN_RESULT_BUDGET,
+        le=MAX_RESULT_BUDGET,
+        description="Most tokens (characters / 4) of one answer of this tool over MCP; what does not fit comes "
+        "with a cursor to the next page. Default: the server's --result-budget, else 20000.",
+    )

@@ -1,0 +1,176 @@
+"""The base classes' defaults, and the adapters for components written against the Protocols alone:
+core calls the optional members without asking for them, and a component that has them keeps using them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+from deckhand.bases import (
+    ChunkerBase,
+    EmbedderBase,
+    LoaderBase,
+    ProgressBase,
+    TokenizerBase,
+    as_chunker,
+    as_embedder,
+    as_loader,
+    as_progress,
+    as_tokenizer,
+)
+from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+from deckhand.ingest.loader_set import LoaderSet
+from deckhand.types import Chunk, Document, Vector
+
+
+class Words:
+    """A structural tokenizer: whitespace-separated words."""
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        spans, start = [], None
+        for i, ch in enumerate(text + " "):
+            if ch.isspace() and start is not None:
+                spans.append((start, i))
+                start = None
+            elif not ch.isspace() and start is None:
+                start = i
+        return spans
+
+    def count(self, text: str) -> int:
+        return len(self.token_spans(text))
+
+
+class PlainEmbedder:
+    """A structural embedder with only the required members."""
+
+    model_id = "plain"
+    dimension = 2
+    max_tokens = 8
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    @property
+    def tokenizer(self) -> Words:
+        return Words()
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        self.calls.append(len(texts))
+        return np.array([[1.0, 0.0] if len(t) % 2 else [0.0, 1.0] for t in texts], dtype=np.float32).reshape(-1, 2)
+
+
+class BatchingEmbedder(PlainEmbedder):
+    """A structural embedder with the optional members (as the OpenAI plugin's)."""
+
+    long_inputs = "split and averaged"
+    tokens_used = 7
+
+    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
+        for i, text in enumerate(texts):
+            yield [i], self.embed([text])
+
+
+def test_a_plain_embedder_gets_the_defaults() -> None:
+    adapted = as_embedder(PlainEmbedder())
+    assert adapted.long_inputs is None and adapted.tokens_used is None and adapted.embedded_count is None
+    parts = list(adapted.embed_batches(["a", "bb", "c"]))
+    assert [indices for indices, _ in parts] == [[0, 1, 2]]
+
+
+def test_a_structural_embedder_keeps_its_optional_members(tmp_path: Path) -> None:
+    inner = BatchingEmbedder()
+    adapted = as_embedder(inner)
+    assert adapted.long_inputs == "split and averaged" and adapted.tokens_used == 7
+    cached = CachedEmbedder(inner, EmbeddingCache(tmp_path / "c.sqlite"))
+    cached.embed(["a", "bb", "c"])
+    assert inner.calls == [1, 1, 1]  # part by part, as embed_batches hands them over
+    assert cached.embedded_count == 3 and cached.tokens_used == 7 and cached.long_inputs == "split and averaged"
+
+
+def test_a_base_subclass_is_used_as_it_is() -> None:
+    class Mine(EmbedderBase):
+        model_id, dimension, max_tokens = "mine", 2, 8
+
+        def embed(self, texts: Sequence[str]) -> Vector:
+            return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+    mine = Mine()
+    assert as_embedder(mine) is mine
+    assert [i for i, _ in mine.embed_batches(["x", "y"])] == [[0, 1]]
+
+
+class ListChunker:
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [Chunk(source=document.source, index=i, content=w) for i, w in enumerate(document.text.split())]
+
+
+class StreamingChunker(ListChunker):
+    def __init__(self) -> None:
+        self.streamed = False
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        self.streamed = True
+        yield from self.chunk(document)
+
+
+def test_chunkers_stream_by_default_and_keep_their_own_stream() -> None:
+    document = Document(source="a.txt", text="one two three")
+    assert [c.content for c in as_chunker(ListChunker()).iter_chunks(document)] == ["one", "two", "three"]
+    streaming = StreamingChunker()
+    assert len(list(as_chunker(streaming).iter_chunks(document))) == 3 and streaming.streamed
+
+    class Based(ChunkerBase):
+        def chunk(self, document: Document) -> list[Chunk]:
+            return ListChunker().chunk(document)
+
+    based = Based()
+    assert as_chunker(based) is based and len(list(based.iter_chunks(document))) == 3
+
+
+def test_tokenizers_stream_by_default() -> None:
+    assert list(as_tokenizer(Words()).iter_token_spans("a bc")) == [(0, 1), (2, 4)]
+    assert isinstance(as_tokenizer(Words()), TokenizerBase)
+
+
+class PlainLoader:
+    extensions = frozenset({".txt"})
+    priority = 0
+
+    def load(self, path: Path) -> str:
+        return "text"
+
+
+class VerbatimLoader(PlainLoader):
+    extensions = frozenset({".md"})
+    verbatim = True
+
+
+def test_loaders_are_converted_unless_they_say_verbatim() -> None:
+    loaders = LoaderSet([PlainLoader(), VerbatimLoader()])
+    assert not loaders.verbatim(Path("a.txt")) and loaders.verbatim(Path("a.md"))
+    assert not loaders.verbatim(Path("a.pdf"))
+    assert isinstance(as_loader(PlainLoader()), LoaderBase) and not as_loader(PlainLoader()).verbatim
+
+
+def test_progress_notes_and_status_are_optional() -> None:
+    seen: list[str] = []
+
+    class Plain:
+        def stage(self, name: str, total: int) -> None:
+            seen.append(f"stage {name}")
+
+        def advance(self, n: int = 1) -> None:
+            seen.append("advance")
+
+    class Noting(Plain):
+        def note(self, text: str) -> None:
+            seen.append(f"note {text}")
+
+    plain = as_progress(Plain())
+    plain.stage("files", 1)
+    plain.status(object())  # ignored
+    plain.note("long run")  # logged
+    as_progress(Noting()).note("long run")
+    assert seen == ["stage files", "note long run"]
+    assert isinstance(as_progress(None), ProgressBase)
