@@ -323,6 +323,16 @@ def bench_peers(session: nox.Session) -> None:
     session.run("python", str(ROOT / "benchmarks" / "peer_bench.py"), *session.posargs)
 
 
+@nox.session(python=PYTHON, name="bench-llamaindex")
+def bench_llamaindex(session: nox.Session) -> None:
+    """benchmarks/ray_bench.py with LlamaIndex's ``IngestionPipeline(num_workers=N)`` beside the executors, on the
+    same corpus and model (LlamaIndex only in this environment, never a deckhand dependency; not run by CI)."""
+    _core(session)
+    session.install(*_editable("ray"), "llama-index-core>=0.12")
+    args = session.posargs or ["--llamaindex", "1", "2"]
+    session.run("python", str(ROOT / "benchmarks" / "ray_bench.py"), *args)
+
+
 @nox.session(python=PYTHON, name="bench-first-ingest")
 def bench_first_ingest(session: nox.Session) -> None:
     """A new user's first ``deckhand ingest`` against sentence-transformers, alternated in fresh processes

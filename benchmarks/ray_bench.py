@@ -1,11 +1,17 @@
 """Chunks per second of ``deckhand ingest``: the local executor against the ray executor with 1 and 2 embedding
-actors, on one machine, into the default sqlite store, with a cold embedding cache each run.
+actors, on one machine, into the default sqlite store, with a cold embedding cache each run; and, with
+``--llamaindex N ...``, LlamaIndex's ``IngestionPipeline(num_workers=N)`` on the same corpus and model.
 
 One local Ray (``--cpus`` CPUs, no dashboard) is started first and its start timed apart; each run then
 builds the tool and ingests the whole corpus (``--force-ingest``), the Ray runs' actors loading the model
-as part of the run, as the local run loads it. Prints one JSON line per run. Usage::
+as part of the run, as the local run loads it. Each LlamaIndex run is a fresh process: ``SimpleDirectoryReader``
+-> ``SentenceSplitter(512, 50)`` (deckhand's default chunks are 512 tokens, 50 shared) -> deckhand's own default
+model behind LlamaIndex's embedding class (``llamaindex_minilm.py``: same weights, runtime and precision, loaded
+in each worker, ``--cpus`` // N threads each) -> ``SimpleVectorStore`` (in memory; deckhand writes its sqlite file).
+Prints one JSON line per run, with the ratio of each run's chunks/s to the local executor's. Usage::
 
     python benchmarks/ray_bench.py --chunks 2000 --files 200 --cpus 2
+    nox -s bench-llamaindex -- --chunks 2000 --files 200 --cpus 2 --llamaindex 1 2
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +72,42 @@ def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any
         "seconds": round(seconds, 2),
         "chunks_per_s": round(report.chunks_written / seconds, 1),
         "load_1min": round(os.getloadavg()[0], 1),
+        "stage_seconds": {stage: round(t, 1) for stage, t in report.seconds.items()},
+    }
+
+
+def llamaindex(corpus: Path, workers: int, cpus: int) -> dict[str, Any]:
+    """One LlamaIndex ingest of ``corpus`` with ``num_workers=workers`` (in this process: a fresh one)."""
+    from llama_index.core import SimpleDirectoryReader
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.vector_stores import SimpleVectorStore
+    from llamaindex_minilm import DeckhandMiniLM
+
+    os.environ["DECKHAND_THREADS"] = str(max(1, cpus // workers))  # spawned workers inherit it
+    # The splitter's tokenizer is rebuilt in each spawned worker, where LlamaIndex does not point tiktoken at the
+    # encodings it ships (it does so only around its own first load): without this a worker asks the network for
+    # them, fails, and the pool waits forever for the lost batch.
+    import llama_index.core
+
+    bundled = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bundled))
+    clock = time.perf_counter()
+    documents = SimpleDirectoryReader(str(corpus)).load_data()
+    pipeline = IngestionPipeline(
+        transformations=[SentenceSplitter(chunk_size=512, chunk_overlap=50), DeckhandMiniLM()],
+        vector_store=SimpleVectorStore(),
+    )
+    nodes = pipeline.run(documents=documents, num_workers=workers)
+    seconds = time.perf_counter() - clock
+    assert all(n.embedding is not None for n in nodes)
+    return {
+        "executor": f"llamaindex-{workers}",
+        "files": len(documents),
+        "chunks": len(nodes),
+        "seconds": round(seconds, 2),
+        "chunks_per_s": round(len(nodes) / seconds, 1),
+        "load_1min": round(os.getloadavg()[0], 1),
     }
 
 
@@ -74,7 +117,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2], help="embedding actors of each Ray run")
+    parser.add_argument("--llamaindex", type=int, nargs="*", default=[], help="num_workers of each LlamaIndex run")
+    parser.add_argument("--llamaindex-run", type=Path, help=argparse.SUPPRESS)  # one run, in a fresh process
     args = parser.parse_args()
+    if args.llamaindex_run is not None:
+        print(json.dumps(llamaindex(args.llamaindex_run, args.llamaindex[0], args.cpus)), flush=True)
+        return
 
     import ray
     from deckhand.ingest.executor import LocalExecutor
@@ -85,7 +133,19 @@ def main() -> None:
         work = Path(tmp)
         corpus = work / "corpus"
         make_corpus(corpus, args.chunks, args.files)
-        print(json.dumps(ingest(work, corpus, "local", LocalExecutor())), flush=True)
+        local = ingest(work, corpus, "local", LocalExecutor())
+        print(json.dumps(local), flush=True)
+
+        def show(run: dict[str, Any]) -> None:
+            run["ratio_to_local"] = round(run["chunks_per_s"] / local["chunks_per_s"], 2)
+            print(json.dumps(run), flush=True)
+
+        for workers in args.llamaindex:
+            command = [sys.executable, __file__, "--llamaindex-run", str(corpus), "--llamaindex", str(workers)]
+            out = subprocess.run(
+                [*command, "--cpus", str(args.cpus)], capture_output=True, text=True, check=True, timeout=3600
+            )
+            show(json.loads(out.stdout.strip().splitlines()[-1]))
         clock = time.perf_counter()
         ray.init(
             address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False,
@@ -97,7 +157,7 @@ def main() -> None:
                 # Each actor embeds with the CPUs it reserves; at least one CPU is left to read and chunk.
                 per_actor = min(1.0, (args.cpus - 1) / actors)
                 options = RayOptions(embed_actors=actors, cpus_per_actor=per_actor)
-                print(json.dumps(ingest(work, corpus, f"ray-{actors}", RayExecutor(options))), flush=True)
+                show(ingest(work, corpus, f"ray-{actors}", RayExecutor(options)))
         finally:
             ray.shutdown()
 

@@ -271,7 +271,7 @@ def test_the_commands_of_docs_scaling_md_run_as_written(
 ) -> None:
     """docs/scaling.md's "Moving to a server store": its new.yaml (with sqlite standing in for the server) and its
     commands, run as written from the configurations' directory."""
-    section = SCALING_MD.read_text().split("## 2. Moving to a server store")[1].split("\n## ")[0]
+    section = SCALING_MD.read_text().split(". Moving to a server store\n")[1].split("\n## ")[0]
     yaml_block = section.split("```yaml\n")[1].split("```")[0]
     bash_block = section.split("```bash\n")[1].split("```")[0]
     _corpus(tmp_path)

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import deckhand_ray.executor as executor_module
 import psutil
 import pytest
 from click.testing import CliRunner
 from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder_for
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
-from deckhand.errors import StoreConnectionError
+from deckhand.errors import ConfigError, StoreConnectionError
 from deckhand.ingest.executor import IngestJob
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
@@ -204,22 +205,44 @@ def test_errors_are_one_line_with_their_exit_code(
 
     database = f"{{provider: postgres, connection_string: '{postgres_url}'}}"
     served = _agent(tmp_path / "pg", f"unreachable_{os.getpid()}", corpus, database)
-    tool = build_tool(load_agent_config(served).tools[0], base_dir=served.parent)
-    assert isinstance(tool, SourceTool)
+    # The actors are given a server that does not answer (the driver's own store works).
+    message = _refused(served, StoreConnectionError, database={"connection_string": "postgresql://x@127.0.0.1:1/x"})
+    assert "Traceback" not in message and "\n" not in message, message
 
-    class Elsewhere(RayExecutor):
-        """The actors are given a server that does not answer (the driver's own store works)."""
 
+def _refused(config: Path, error: type[Exception], **changes: dict[str, Any]) -> str:
+    """Ingest ``config`` through Ray with the actors given a job whose ``tool`` or ``database`` has ``changes`` (the
+    driver keeps its own); the message of the ``error`` the run raises."""
+
+    class Changed(RayExecutor):
         def run(self, job: IngestJob) -> IngestReport:
-            job.database = job.database.model_copy(update={"connection_string": "postgresql://x@127.0.0.1:1/x"})
+            job.tool = job.tool.model_copy(update=changes.get("tool", {}))
+            job.database = job.database.model_copy(update=changes.get("database", {}))
             return super().run(job)
 
+    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
+    assert isinstance(tool, SourceTool)
     try:
-        with pytest.raises(StoreConnectionError) as caught:
-            tool.initialize_sync(executor=Elsewhere(RayOptions()))
+        with pytest.raises(error) as caught:
+            tool.initialize_sync(executor=Changed(RayOptions()))
     finally:
         tool.close()
-    assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+    return str(caught.value)
+
+
+def test_actors_embedding_with_another_model_are_refused(
+    tmp_path: Path, corpus: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node whose default model differs from the driver's (fp32 where onnxruntime-gpu is installed, int8 on a
+    CPU) would write vectors of another model into the index: the run stops in one line before any file is sent,
+    and nothing is written."""
+    config = _agent(tmp_path, "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    # The actors build the model a GPU node's default gives (fp32); the driver keeps the CPU default.
+    message = _refused(config, ConfigError, tool={"embedding_model": "minilm:float"})
+    assert _index(config)[0] == 0
+    assert "\n" not in message and "the embedding actors embed with model all-MiniLM-L6-v2-onnx-int8" in message
+    assert '"minilm:float"' in message
 
 
 def test_embedding_threads() -> None:
@@ -230,3 +253,32 @@ def test_embedding_threads() -> None:
     assert embedding_threads(RayOptions(embed_actors=2, cpus_per_actor=0.5), cpus=2, nodes=1) == 1
     assert embedding_threads(RayOptions(cpus_per_actor=4), cpus=64, nodes=4) == 4
     assert embedding_threads(RayOptions(threads_per_actor=3), cpus=64, nodes=1) == 3
+
+
+def test_files_in_flight_stay_bounded(tmp_path: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source of 2,000 files streams through the cluster with at most ``max_in_flight`` files submitted and not
+    yet taken back at any moment (each ``ray.wait`` sees every file in flight): neither the driver nor the object
+    store ever holds the whole source."""
+    docs = tmp_path / "many"
+    docs.mkdir()
+    many = 2000
+    for i in range(many):
+        (docs / f"note-{i:04d}.md").write_text(f"# Note {i}\n\nBerth {i % 40} is free on day {i % 7}.\n")
+    config = _agent(tmp_path, "many", docs, "{provider: sqlite, connection_string: many.sqlite}")
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    seen: list[int] = []
+    wait = executor_module.ray.wait
+
+    def counting_wait(refs: list[Any], **kwargs: Any) -> Any:
+        seen.append(len(refs))
+        return wait(refs, **kwargs)
+
+    monkeypatch.setattr(executor_module.ray, "wait", counting_wait)
+    tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
+    assert isinstance(tool, SourceTool)
+    try:
+        report = tool.initialize_sync(executor=RayExecutor(RayOptions(max_in_flight=4)))
+    finally:
+        tool.close()
+    assert len(report.ingested) == many and not report.failed
+    assert len(seen) == many and max(seen) == 4  # the bound is reached and never passed

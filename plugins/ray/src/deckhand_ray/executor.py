@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from typing import Any
 
 import ray
@@ -43,6 +44,8 @@ log = logging.getLogger("deckhand.ingest")
 PASSED_ON = "DECKHAND_"
 #: Files in flight per CPU of the cluster when ``max_in_flight`` is not set.
 IN_FLIGHT_PER_CPU = 4
+#: Hex digits of a node id the run's summary shows (as Ray's own tools shorten them).
+NODE_ID_SHOWN = 8
 
 
 class RayExecutor:
@@ -73,6 +76,9 @@ class _Run:
         self.ingestor = job.ingestor
         #: The store takes writes from many processes: the actors write; else the driver does.
         self.workers_write = has_capability(self.ingestor.store, StoreCapability.CONCURRENT_PROCESSES)
+        #: Files read and chunked, and files embedded, per node (told at the end with ``-v``).
+        self.read_on: Counter[str] = Counter()
+        self.embedded_on: Counter[str] = Counter()
 
     def run(self) -> None:
         try:
@@ -104,6 +110,7 @@ class _Run:
                 pending[actors[idlest].embed_file.remote(converted, file, state)] = idlest
                 load[idlest] += 1
             if not pending:
+                self._tell_nodes()
                 return
             done, _ = ray.wait(list(pending), num_returns=1, timeout=self.options.file_timeout_s)
             if not done:
@@ -116,6 +123,18 @@ class _Run:
             self._take(result)
             status.embed_seconds = time.perf_counter() - clock  # the cluster's rate, all actors together
             self.ingestor.report_status()
+
+    def _tell_nodes(self) -> None:
+        """Log (at info, ``deckhand -v ingest``) the nodes the files were read and embedded on."""
+        nodes = len(self.read_on | self.embedded_on)
+
+        def each(counted: Counter[str]) -> str:
+            return ", ".join(f"{node[:NODE_ID_SHOWN]} ({files})" for node, files in counted.most_common())
+
+        log.info(
+            "%s: ray: files ran on %d node(s): read and chunked on %s; embedded on %s",
+            self.job.tool.name, nodes, each(self.read_on), each(self.embedded_on),
+        )  # fmt: skip
 
     def _actors(self) -> list[Any]:
         """The embedding actors, each reserving its CPUs (and a GPU where the cluster has one per actor)."""
@@ -142,7 +161,17 @@ class _Run:
             ).remote(setup)
             for _ in range(options.embed_actors)
         ]
-        self._get([a.ready.remote() for a in actors])
+        models: list[str] = self._get([a.ready.remote() for a in actors])
+        ours = self.ingestor.embedder.model_id
+        other = next((m for m in models if m != ours), None)
+        if other is not None:
+            # The default model runs int8 on a CPU and fp32 where onnxruntime-gpu is installed: a GPU node's
+            # vectors would not be this index's.
+            raise ConfigError(
+                f"executor ray: tool {job.tool.name!r}: the embedding actors embed with model {other}, this index "
+                f'with {ours}; give the tool an embedding_model every node runs alike ("minilm:float", the '
+                "default on a GPU, runs on CPUs too), or install the same onnxruntime package on every node"
+            )
         return actors
 
     def _result(self, ref: ray.ObjectRef[FileResult]) -> FileResult:
@@ -189,6 +218,8 @@ class _Run:
         status = self.ingestor.status
         status.chunks += result.chunks
         status.embedded += result.chunks
+        self.read_on[result.read_on] += 1
+        self.embedded_on[result.embedded_on] += 1
         self.ingestor.file_done(self.plan.states[display].size)
 
 

@@ -34,23 +34,40 @@ from deckhand.tools.base import SourceTool
 from deckhand.types import FileState, IngestReport, Record
 
 
+def this_node() -> str:
+    """The id of the Ray node this process runs on."""
+    node: str = ray.get_runtime_context().get_node_id()
+    return node
+
+
+@dataclass
+class ConvertedOn:
+    """A file loaded and chunked by :func:`convert_file`, and the node that did it."""
+
+    converted: Converted
+    node: str
+
+
 @ray.remote
 def convert_file(
     payload: bytes, level: int, path: Path, source: str, encoding: str, keep_text: bool, root: Path
-) -> Converted:
+) -> ConvertedOn:
     """Load and chunk one file (the local pipeline's :func:`convert`, in a Ray worker process); ``keep_text``
     keeps the document's text for the tool's ``prepare`` step."""
     ensure_worker(payload, level)
-    return convert(path, source, encoding, keep_text, root)
+    return ConvertedOn(convert(path, source, encoding, keep_text, root), this_node())
 
 
 @dataclass
 class FileResult:
     """What the actor made of one file: its report (written, failed), its records when the driver writes
-    them, and what the conversion said (for the driver to log and count)."""
+    them, what the conversion said (for the driver to log and count), and the nodes that read and
+    embedded it."""
 
     display: str
     report: IngestReport
+    read_on: str
+    embedded_on: str
     chunks: int = 0
     records: list[Record] | None = None
     failed: str | None = None
@@ -77,6 +94,7 @@ class EmbedWriter:
         #: Why the actor could not be set up (its ``ready`` raises it, so the driver reports it as itself:
         #: an error raised by ``__init__`` reaches the driver only as Ray's "actor died" with a traceback).
         self.broken: Exception | None = None
+        self.node = this_node()
         try:
             self._set_up(setup)
         except Exception as exc:
@@ -100,9 +118,12 @@ class EmbedWriter:
                     registry, tool.name, setup.database, self.embedder, base_dir=base_dir, force_ingest=False
                 )
 
-    def embed_file(self, converted: Converted, file: SourceFile, state: FileState) -> FileResult:
+    def embed_file(self, done: ConvertedOn, file: SourceFile, state: FileState) -> FileResult:
         """Embed one converted file's chunks and write them (or return them for the driver to write)."""
-        result = FileResult(file.display, IngestReport(), failed=converted.failed, empty=converted.empty)
+        converted = done.converted
+        result = FileResult(
+            file.display, IngestReport(), done.node, self.node, failed=converted.failed, empty=converted.empty
+        )
         chunks, converted.chunks = converted.chunks, []
         result.converted = converted
         if converted.failed is not None or converted.empty:
@@ -125,11 +146,11 @@ class EmbedWriter:
             write_file(self.store, file.display, state, records, result.report)
         return result
 
-    def ready(self) -> float:
-        """Answers once the actor is set up (its store opened), or raises why it could not be."""
+    def ready(self) -> str:
+        """The model id the actor embeds with, once it is set up (its store opened), or raises why it could not be."""
         if self.broken is not None:
             raise self.broken
-        return time.time()
+        return self.embedder.model_id
 
 
 #: The actor class as Ray runs it (options set per run: CPUs, GPUs, restarts).
