@@ -12,7 +12,8 @@ import pytest
 import test_sqlite_ann as graph_tests
 from deckhand.stores import ivf
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite.ann import SQLiteOptions, read_state
+from deckhand.stores.sqlite.ann import read_state
+from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.types import CollectionSpec, Metric
 from test_sqlite_ann import (  # the graph's tests, run again below with the IVF options (see ivf_options)
     DIM,

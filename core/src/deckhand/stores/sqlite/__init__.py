@@ -8,8 +8,8 @@ one aside) and :mod:`.filters` the translation of filters into SQLite ``WHERE`` 
 
 from __future__ import annotations
 
-from deckhand.stores.sqlite.ann import SQLITE_CAPABILITIES, SQLiteOptions
 from deckhand.stores.sqlite.file import index_path
+from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
 from deckhand.stores.sqlite.store import SQLiteStore
 
 __all__ = ["SQLITE_CAPABILITIES", "SQLiteOptions", "SQLiteStore", "index_path"]

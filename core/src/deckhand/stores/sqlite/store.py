@@ -49,7 +49,7 @@ from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.base import OpenCollection
 from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
+from deckhand.stores.sqlite.ann import AnnCache, AnnView
 from deckhand.stores.sqlite.file import (
     connect,
     damaged_message,
@@ -61,6 +61,7 @@ from deckhand.stores.sqlite.file import (
 )
 from deckhand.stores.sqlite.filters import where_sql
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
+from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
 from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row, record_of
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
@@ -86,7 +87,7 @@ class SQLiteStore(OpenCollection):
     open the same file at once.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = sqlite_ann.SQLITE_CAPABILITIES
+    capabilities: ClassVar[frozenset[StoreCapability]] = SQLITE_CAPABILITIES
 
     def __init__(self, path: str | Path, collection: str = "default", options: SQLiteOptions | None = None) -> None:
         self.path = Path(path)
