@@ -42,7 +42,7 @@ import json, resource, sys, time
 import numpy as np
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite.ann import SQLiteOptions
+from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.types import CollectionSpec
 
 path, mode, queries_file, precision, expansion = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -77,7 +77,7 @@ CHANGE = r"""
 import json, sys, time
 import numpy as np
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite.ann import SQLiteOptions
+from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.types import CollectionSpec, FileState, Record
 
 path, precision, expansion = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -120,7 +120,7 @@ INDEX = {"kind": "hnsw", "probes": 32}
 
 def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite.ann import SQLiteOptions
+    from deckhand.stores.sqlite.options import SQLiteOptions
     from deckhand.types import CollectionSpec, FileState, Record
 
     store = SQLiteStore(
@@ -143,7 +143,7 @@ def build(path: Path, vectors: np.ndarray, precision: str) -> dict[str, float]:
 def index(path: Path, dim: int, precision: str) -> dict[str, float]:
     """Build the graph at ``precision`` as `deckhand ingest` does at its end (timed)."""
     from deckhand.stores.sqlite import SQLiteStore
-    from deckhand.stores.sqlite.ann import SQLiteOptions
+    from deckhand.stores.sqlite.options import SQLiteOptions
     from deckhand.types import CollectionSpec
 
     store = SQLiteStore(
@@ -235,7 +235,7 @@ def main() -> None:
     parser.add_argument("--probes", type=int, nargs="+", default=[32], help="IVF: lists scanned per query, in turn")
     args = parser.parse_args()
     INDEX.update(kind=args.index, probes=args.probes[0])
-    from deckhand.stores.sqlite.ann import SQLiteOptions
+    from deckhand.stores.sqlite.options import SQLiteOptions
 
     args.precisions = args.precisions or [SQLiteOptions().ann_precision]
     args.expansions = args.expansions or [SQLiteOptions().ann_expansion_search]

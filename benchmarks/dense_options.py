@@ -1,7 +1,7 @@
 """Dense search options side by side on the same vectors and queries (issue 30, item 3).
 
 Each option builds an index over the same float32 matrix (2 threads), then answers the same
-200 queries one at a time (top 10) the way the sqlite store does (``SQLiteStore._ann_ranked``):
+200 queries one at a time (top 10) the way the sqlite store does (``ApproximateIndex.ranked``):
 unfiltered, the option's candidates are rescored from the float32 matrix; with a filter, a
 subset of at most 20,000 rows is ranked exactly from the matrix, a larger one asks the option
 for ``2·wanted / share`` candidates and keeps those the filter allows (falling back to the
@@ -38,8 +38,8 @@ import numpy.typing as npt
 
 K = 10
 QUERIES = 200
-EXACT_SUBSET = 20_000  # the store's _ANN_EXACT_SUBSET
-HNSW_EXTRA = 24  # the store's _ANN_EXTRA
+EXACT_SUBSET = 20_000  # the store's _ANN_EXACT_SUBSET (stores/sqlite/approximate.py)
+HNSW_EXTRA = 24  # the store's _ANN_EXTRA (stores/sqlite/approximate.py)
 WARM_UP = 1024  # the store's _WARM_UP
 FILTERS = {"all": None, "1%": 1, "30%": 30}
 
@@ -320,7 +320,7 @@ def truth(matrix: Floats, queries: Floats, allowed: Ints | None) -> list[set[int
 
 
 def ranked(option: Option, setting: Any, matrix: Floats, query: Floats, allowed: Ints | None) -> Ints:
-    """The store's path (``_ann_ranked``): candidates, filter, exact subset fallback, float rescoring."""
+    """The store's path (``ApproximateIndex.ranked``): candidates, filter, exact subset fallback, float rescoring."""
     wanted = option.wanted(setting)
     if allowed is None:
         found = option.candidates(query, wanted)

@@ -52,7 +52,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
     from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
-    from deckhand.stores.sqlite.ann import SQLITE_CAPABILITIES, SQLiteOptions
+    from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
 
     register.loader("text", TextLoader, description="plain text and markdown, encoding detected")
     register.loader("table", TableLoader, description="CSV as a markdown table, JSON as a code block")

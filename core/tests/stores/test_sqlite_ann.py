@@ -18,7 +18,8 @@ import pytest
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import parse_expressions
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite.ann import SQLiteOptions, read_state
+from deckhand.stores.sqlite.ann import read_state
+from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 
 ANN = SQLiteOptions(search="ann", ann_threshold=0)
@@ -272,7 +273,7 @@ def test_drop_removes_the_graph(tmp_path: Path) -> None:
 BUILDER = r"""
 import os, signal, sys
 from deckhand.stores.sqlite import ann as sqlite_ann
-from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.sqlite import SQLiteOptions, SQLiteStore
 from deckhand.types import CollectionSpec
 
 path, point = sys.argv[1], sys.argv[2]
@@ -281,7 +282,7 @@ if point == "before-rename":
     sqlite_ann.os.replace = die
 elif point == "before-record":
     sqlite_ann.record = die
-store = SQLiteStore(path, "kb", sqlite_ann.SQLiteOptions.model_validate_json(sys.argv[4]))
+store = SQLiteStore(path, "kb", SQLiteOptions.model_validate_json(sys.argv[4]))
 store.open(CollectionSpec("kb", int(sys.argv[3]), "m"))
 store.maintain()
 """

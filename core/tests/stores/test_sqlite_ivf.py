@@ -12,7 +12,8 @@ import pytest
 import test_sqlite_ann as graph_tests
 from deckhand.stores import ivf
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.sqlite.ann import SQLiteOptions, read_state
+from deckhand.stores.sqlite.ann import read_state
+from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.types import CollectionSpec, Metric
 from test_sqlite_ann import (  # the graph's tests, run again below with the IVF options (see ivf_options)
     DIM,
@@ -111,7 +112,7 @@ def test_an_index_of_the_other_kind_is_read_until_the_next_ingest_rebuilds_it(tm
         store = SQLiteStore(tmp_path / "index.sqlite", "kb", now)
         store.open(CollectionSpec("kb", DIM, "m"))
         assert [p.suffix for p in _graph_files(tmp_path)] == [before]
-        assert store._ann_view(*_read(store)) is not None  # the existing index of the other kind is used
+        assert store._ann.view(*_read(store)) is not None  # the existing index of the other kind is used
         assert store.search(vectors[17], 1)[0].record.id == "doc0.md#17"
         assert store.maintain() == f"approximate index: 1,000 vectors ({label})"
         assert [p.suffix for p in _graph_files(tmp_path)] == [".ivf" if label == "ivf" else ".usearch"]

@@ -36,6 +36,7 @@ WRITER = r"""
 import os, sys, time
 import numpy as np
 from deckhand.stores.sqlite import file as sqlite_file
+from deckhand.stores.sqlite import writes as sqlite_writes
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 
@@ -58,11 +59,11 @@ for n, s in enumerate(order):
     count = chunks + (s % 3)
     if mode == "mid" and n == 2:  # a big transaction: its pages spill into the WAL before the commit
         count = 1500
-        real_insert = store._insert
+        real_insert = sqlite_writes.insert
         def insert(*args):
             real_insert(*args)
             pause("inside")
-        store._insert = insert
+        sqlite_writes.insert = insert
     rng = np.random.default_rng([s, sum(map(ord, version))])
     vectors = rng.normal(size=(count, DIM)).astype(np.float32)
     v = version

@@ -7,15 +7,16 @@ leaves the last committed index. The file is in WAL mode, so searches in other p
 on while one process writes. See :mod:`deckhand.stores.sqlite.file` for where the file lives.
 
 Searches are exact, as in the in-memory store: the collection's vectors are loaded into one
-NumPy matrix on the first search and ranked with one matrix-vector product. Each collection
-carries a generation counter bumped by every write, and a log of the rows each write deleted;
-a search that finds the generation changed (another process or connection wrote) loads only
-the rows added since and drops the logged deletions, so a long-lived reader always answers
-from the latest committed index at the cost of what changed.
+NumPy matrix (:mod:`deckhand.stores.sqlite.matrix`) on the first search and ranked with one
+matrix-vector product. Each collection carries a generation counter bumped by every write, and a
+log of the rows each write deleted; a search that finds the generation changed (another process or
+connection wrote) loads only the rows added since and drops the logged deletions, so a long-lived
+reader always answers from the latest committed index at the cost of what changed.
 
 Past a size threshold (``database.options``: ``search``, ``ann_threshold``) searches go through an
-approximate (HNSW) index kept beside the file (:mod:`deckhand.stores.sqlite.ann`): memory-mapped,
-with only the rows written since it was built held in memory, and candidates rescored exactly.
+approximate (HNSW or IVF) index kept beside the file (:mod:`deckhand.stores.sqlite.ann`, used through
+:mod:`deckhand.stores.sqlite.approximate`): memory-mapped, with only the rows written since it was
+built held in memory, and candidates rescored exactly.
 
 A filtered search (``where=``, :mod:`deckhand.stores.sqlite.filters`) first selects the rows the
 filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
@@ -23,18 +24,18 @@ ranks only those.
 
 Rows get increasing numbers that are never reused (``collections.next_row``), which is what
 makes the incremental reload possible: new vectors are the rows above the last one loaded.
+
+The class here is the front: it holds the connection, the lock and the loaded matrix, and delegates to
+the modules beside it (see the package's docstring for which holds what).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import os
-import re
-import shutil
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,40 +43,24 @@ from typing import Any, ClassVar
 import numpy as np
 
 import deckhand.stores.sqlite.ann as sqlite_ann
+import deckhand.stores.sqlite.matrix as sqlite_matrix
+import deckhand.stores.sqlite.reads as reads
 import deckhand.stores.sqlite.record_log as record_log
+import deckhand.stores.sqlite.side_indexes as side_indexes
 import deckhand.stores.sqlite.transactions as transactions
+import deckhand.stores.sqlite.writes as writes
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.base import OpenCollection
-from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite.ann import AnnCache, AnnView, SQLiteOptions
-from deckhand.stores.sqlite.file import (
-    connect,
-    damaged_message,
-    index_path,
-    set_aside,
-    stamp,
-    translated,
-    verify,
-)
-from deckhand.stores.sqlite.filters import where_sql
+from deckhand.stores.sqlite.approximate import ApproximateIndex
+from deckhand.stores.sqlite.file import connect, index_path, set_aside, stamp, translated, verify
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
-from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row, record_of
+from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
+from deckhand.stores.sqlite.rows import Collection, next_row, record_of
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
-
-#: Ids or sources per ``IN (...)`` query, well under SQLite's bound-parameter limit.
-_BATCH = 500
-#: Vectors read per round trip when loading the matrix.
-_FETCH = 4096
-#: Filters whose allowed rows are remembered (per generation of the records).
-_FILTER_CACHE = 16
-#: Approximate search: candidates asked of the graph beyond ``k`` (rescored exactly), and the largest
-#: filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph.
-_ANN_EXTRA = 24
-_ANN_EXACT_SUBSET = 20_000
 
 
 class SQLiteStore(OpenCollection):
@@ -86,21 +71,18 @@ class SQLiteStore(OpenCollection):
     open the same file at once.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = sqlite_ann.SQLITE_CAPABILITIES
+    capabilities: ClassVar[frozenset[StoreCapability]] = SQLITE_CAPABILITIES
 
     def __init__(self, path: str | Path, collection: str = "default", options: SQLiteOptions | None = None) -> None:
         self.path = Path(path)
         self.collection = collection
         self.options = options or SQLiteOptions()
-        self._ann = AnnCache()
-        #: Rows of the approximate index deleted since it was built, per (file, generation).
-        self._ann_dead: tuple[tuple[str, int], IntArray] | None = None
+        self._ann = ApproximateIndex(self.path, self.options)
         self._conn: sqlite3.Connection | None = None
         self._spec: CollectionSpec | None = None
         self._matrix: VectorMatrix | None = None
         self._lock = threading.RLock()
-        #: Rows each recent filter allows, per (collection, generation): repeated filtered searches cost no scan.
-        self._filtered: OrderedDict[tuple[int, int, Filter], IntArray] = OrderedDict()
+        self._rows_where = reads.FilteredRows()
         #: The file passed ``verify_integrity`` on this connection (checked once per connection, not per ingest).
         self._verified = False
 
@@ -147,29 +129,17 @@ class SQLiteStore(OpenCollection):
             with transactions.writing(conn, self.collection, spec, records=records) as found:
                 yield conn, found
 
-    def _find(self, conn: sqlite3.Connection) -> Collection | None:
-        return transactions.find(conn, self.collection)
-
-    def _create(self, conn: sqlite3.Connection, spec: CollectionSpec) -> Collection:
-        return transactions.create(conn, self.collection, spec)
-
     # -- collection -------------------------------------------------------------------
     def open(self, spec: CollectionSpec) -> CollectionSpec | None:
         with self._lock, translated(self.path):
             conn = self._connection()
-            found = self._find(conn)
+            found = transactions.find(conn, self.collection)
             if found is None:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    found = self._find(conn)  # another process may have created it meanwhile
+                with transactions.immediate(conn):
+                    found = transactions.find(conn, self.collection)  # another process may have created it meanwhile
                     created = found is None
                     if found is None:
-                        self._create(conn, spec)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                    raise
+                        transactions.create(conn, self.collection, spec)
                 if created:
                     self._spec, self._matrix = spec, None
                     return None
@@ -194,26 +164,12 @@ class SQLiteStore(OpenCollection):
             try:
                 with translated(self.path):
                     conn = self._connection()
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        found = self._find(conn)
-                        if found is not None:
-                            conn.execute(f"DROP TABLE IF EXISTS {found.records}")
-                            conn.execute(f"DROP TABLE IF EXISTS {found.vectors}")
-                            conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
-                            conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
-                            conn.execute("DELETE FROM side_indexes WHERE collection = ?", (found.id,))
-                            sqlite_ann.forget(conn, found.id)
-                            conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
-                        raise
+                    with transactions.immediate(conn):
+                        found = transactions.drop(conn, self.collection)
                     if found is not None:
                         self._ann.close()
                         sqlite_ann.remove_unrecorded(self.path, found.id, keep=None)
-                        _remove_side_files(self.path, found.id)
+                        side_indexes.remove_files(self.path, found.id)
             except IndexCorruptError as exc:
                 self._disconnect()
                 with translated(self.path):
@@ -239,100 +195,27 @@ class SQLiteStore(OpenCollection):
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
-        vectors = self._check(records)
+        vectors = writes.checked(self.spec, self.collection, records)
         with self._write() as (conn, found):
-            self._delete_ids(conn, found, [r.id for r in records])
-            self._insert(conn, found, records, vectors)
+            writes.delete_ids(conn, found, [r.id for r in records])
+            writes.insert(conn, found, records, vectors)
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
-        vectors = self._check(records)  # validate everything before touching anything
+        vectors = writes.checked(self.spec, self.collection, records)  # validate everything before touching anything
         with self._write() as (conn, found):
-            self._delete_source(conn, found, source)
-            self._delete_ids(conn, found, [r.id for r in records])
-            self._insert(conn, found, records, vectors)
-            self._set_state(conn, found, state)
+            writes.delete_source(conn, found, source)
+            writes.delete_ids(conn, found, [r.id for r in records])
+            writes.insert(conn, found, records, vectors)
+            writes.set_state(conn, found, state)
 
     def delete_source(self, source: str) -> None:
         with self._write() as (conn, found):
-            self._delete_source(conn, found, source)
+            writes.delete_source(conn, found, source)
             conn.execute("DELETE FROM manifest WHERE collection = ? AND source = ?", (found.id, source))
 
     def set_file_state(self, state: FileState) -> None:
         with self._write(records=False) as (conn, found):  # records unchanged: their version stays
-            self._set_state(conn, found, state)
-
-    def _check(self, records: Sequence[Record]) -> Vector:
-        dim = self.spec.dimension
-        if not records:
-            return np.zeros((0, dim), dtype=np.float32)
-        for record in records:
-            size = np.asarray(record.vector).size
-            if size != dim:
-                raise DimensionMismatchError(
-                    f"record {record.id!r} has a {size}-dimensional vector; collection {self.collection!r} stores {dim}"
-                )
-        return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
-
-    def _insert(self, conn: sqlite3.Connection, found: Collection, records: Sequence[Record], vectors: Vector) -> None:
-        if not records:
-            return
-        first = next_row(conn, found)
-        rows = range(first, first + len(records))
-        conn.executemany(
-            f"INSERT INTO {found.records} (row, id, source, chunk_index, content, metadata) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (row, r.id, r.source, int(r.chunk_index), r.content, dump_metadata(r.metadata))
-                for row, r in zip(rows, records, strict=True)
-            ],
-        )
-        little = vectors.astype("<f4", copy=False)
-        conn.executemany(
-            f"INSERT INTO {found.vectors} (row, vector) VALUES (?, ?)",
-            [(row, little[i].tobytes()) for i, row in enumerate(rows)],
-        )
-        conn.execute(
-            "UPDATE collections SET next_row = ?, size = size + ? WHERE id = ?",
-            (first + len(records), len(records), found.id),
-        )
-
-    def _delete_source(self, conn: sqlite3.Connection, found: Collection, source: str) -> None:
-        conn.execute(
-            f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
-            " WHERE source = ?",
-            (found.id, found.generation, source),
-        )
-        conn.execute(
-            f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE source = ?)", (source,)
-        )
-        gone = conn.execute(f"DELETE FROM {found.records} WHERE source = ?", (source,)).rowcount
-        if gone:
-            conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
-
-    def _delete_ids(self, conn: sqlite3.Connection, found: Collection, ids: Sequence[str]) -> None:
-        gone = 0
-        for start in range(0, len(ids), _BATCH):
-            part = list(ids[start : start + _BATCH])
-            marks = ",".join("?" * len(part))
-            conn.execute(
-                f"INSERT OR IGNORE INTO deleted (collection, generation, row) SELECT ?, ?, row FROM {found.records}"
-                f" WHERE id IN ({marks})",
-                [found.id, found.generation, *part],
-            )
-            conn.execute(
-                f"DELETE FROM {found.vectors} WHERE row IN (SELECT row FROM {found.records} WHERE id IN ({marks}))",
-                part,
-            )
-            gone += conn.execute(f"DELETE FROM {found.records} WHERE id IN ({marks})", part).rowcount
-        if gone:
-            conn.execute("UPDATE collections SET size = size - ? WHERE id = ?", (gone, found.id))
-
-    @staticmethod
-    def _set_state(conn: sqlite3.Connection, found: Collection, state: FileState) -> None:
-        conn.execute(
-            "INSERT OR REPLACE INTO manifest (collection, source, mtime, size, sha256, model, chunk_count)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (found.id, state.source, state.mtime, state.size, state.sha256, state.model, state.chunk_count),
-        )
+            writes.set_state(conn, found, state)
 
     # -- side indexes -------------------------------------------------------------------------
     def records_version(self) -> int:
@@ -348,89 +231,31 @@ class SQLiteStore(OpenCollection):
         same transaction; False means they changed meanwhile and nothing was stored (rebuild).
         """
         with self._lock, translated(self.path):
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found = self._find(conn)
-                stored = found is not None and found.generation == version
-                if found is not None and stored:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO side_indexes (collection, name, version, data) VALUES (?, ?, ?, ?)",
-                        (found.id, name, version, sqlite3.Binary(data)),
-                    )
-                conn.execute("COMMIT")
-                return stored
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
+            return side_indexes.save(self._connection(), self.collection, name, version, data)
 
     def side_index_path(self, name: str) -> Path | None:
         """The file beside the database for the collection's side index ``name`` (``SideIndexFiles``), named after
         the collection's id (never reused) so a dropped and re-created collection never finds the old one."""
         with self._read() as (_, found):
-            if found is None:
-                return None
-            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
-            return self.path.with_name(f"{sqlite_ann.file_prefix(self.path, found.id)}side-{slug}")
+            return None if found is None else side_indexes.file_path(self.path, found.id, name)
 
     def load_side_index(self, name: str) -> tuple[int, bytes] | None:
         """``(version, data)`` saved under ``name`` if it matches the records as they are now, else None."""
         with self._read() as (conn, found):
-            if found is None:
-                return None
-            row = conn.execute(
-                "SELECT version, data FROM side_indexes WHERE collection = ? AND name = ?", (found.id, name)
-            ).fetchone()
-            if row is None or int(row[0]) != found.generation:
-                return None
-            return int(row[0]), bytes(row[1])
+            return None if found is None else side_indexes.load(conn, found.id, found.generation, name)
 
-    # -- the loaded matrix ------------------------------------------------------------------
+    # -- reads ------------------------------------------------------------------------
     def _refresh(self, conn: sqlite3.Connection, found: Collection | None, base_row: int = 0) -> VectorMatrix | None:
         """Bring the loaded vectors (the rows above ``base_row``) up to the snapshot's generation (inside a read
         transaction)."""
         if found is None:
             self._matrix = None
             return None
-        matrix = self._matrix
-        if matrix is not None and matrix.base_row != base_row:
-            matrix = None  # the approximate index appeared, moved on or went away: what is loaded here changes
-        if matrix is not None and matrix.collection_id == found.id and matrix.generation == found.generation:
-            return matrix
-        if matrix is None or matrix.collection_id != found.id or matrix.generation < found.log_floor:
-            # New to this process, (re)created by another one (maybe with other settings), or so far
-            # behind that the deletion log no longer reaches back: load everything.
-            self._spec = found.spec
-            matrix = VectorMatrix(found.id, found.generation, found.spec.dimension, base_row)
-            matrix.reserve(found.size if base_row == 0 else 1024)
-        else:
-            dead = conn.execute(
-                "SELECT row FROM deleted WHERE collection = ? AND generation > ?", (found.id, matrix.generation)
-            ).fetchall()
-            if dead:
-                matrix.kill(np.fromiter((r for (r,) in dead), dtype=np.int64, count=len(dead)))
-            matrix.generation = found.generation
-        self._load_after(conn, found, matrix)
-        self._matrix = matrix
+        matrix = sqlite_matrix.refreshed(self._matrix, conn, found, base_row, self.path)
+        if matrix is not self._matrix:
+            self._spec, self._matrix = found.spec, matrix  # loaded again: the collection may have been re-created
         return matrix
 
-    def _load_after(self, conn: sqlite3.Connection, found: Collection, matrix: VectorMatrix) -> None:
-        dim = found.spec.dimension
-        width = 4 * dim
-        cursor = conn.execute(f"SELECT row, vector FROM {found.vectors} WHERE row > ? ORDER BY row", (matrix.last_row,))
-        while batch := cursor.fetchmany(_FETCH):
-            rows = np.fromiter((r for r, _ in batch), dtype=np.int64, count=len(batch))
-            blob = b"".join(v for _, v in batch)
-            if len(blob) != width * len(batch):
-                bad = next(r for r, v in batch if len(v) != width)
-                raise IndexCorruptError(
-                    damaged_message(self.path, f"row {bad} of collection {self.collection!r} has a malformed vector"),
-                    str(self.path),
-                )
-            matrix.append(rows, np.frombuffer(blob, dtype="<f4").reshape(len(batch), dim))
-
-    # -- reads ------------------------------------------------------------------------
     def search(
         self,
         vector: Vector,
@@ -442,7 +267,7 @@ class SQLiteStore(OpenCollection):
     ) -> list[SearchHit]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._read() as (conn, found):
-            view = self._ann_view(conn, found)
+            view = self._ann.view(conn, found)
             matrix = self._refresh(conn, found, view.state.last_row if view is not None else 0)
             spec = self.spec
             if query.size != spec.dimension:
@@ -453,108 +278,21 @@ class SQLiteStore(OpenCollection):
                 return []
             allowed: IntArray | None = None
             if sources is not None:
-                allowed = self._rows_of_sources(conn, found, sources)
+                allowed = reads.rows_of_sources(conn, found, sources)
             if where:
                 rows = self._rows_where(conn, found, where)
                 allowed = rows if allowed is None else np.intersect1d(allowed, rows, assume_unique=True)
-            ranked: list[tuple[float, int, Vector]] = []
-            n = matrix.size
-            if n:
-                mask = matrix.alive[:n].copy()
-                if allowed is not None:
-                    permitted = np.zeros(n, dtype=bool)
-                    permitted[matrix.positions(allowed)] = True
-                    mask &= permitted
-                order, scores = top_k(
-                    matrix.vectors[:n], matrix.norms[:n], matrix.squares[:n], mask, query, spec.metric, k, min_score
-                )
-                rows_found = matrix.rows[order].tolist()
-                for position, row, score in zip(order.tolist(), rows_found, scores.tolist(), strict=True):
-                    ranked.append((score, row, matrix.vectors[position].copy()))
+            ranked = matrix.ranked(query, spec.metric, k, min_score, allowed)
             if view is not None:
-                ranked.extend(self._ann_ranked(conn, found, view, query, k, min_score, allowed))
+                ranked.extend(self._ann.ranked(conn, found, view, query, spec.metric, k, min_score, allowed))
             ranked.sort(key=lambda item: (-item[0], item[1]))
             ranked = ranked[:k]
             if not ranked:
                 return []
-            fetched = self._records_by_row(conn, found, [row for _, row, _ in ranked])
-            hits = []
-            for score, row, stored in ranked:
-                meta = fetched.get(row)
-                if meta is not None:
-                    hits.append(SearchHit(record_of(meta, stored), score))
-            return hits
-
-    # -- approximate search -------------------------------------------------------------------
-    def _ann_view(self, conn: sqlite3.Connection, found: Collection | None) -> AnnView | None:
-        """The collection's recorded approximate index, opened, if searches should use it."""
-        if found is None or self.options.search == "exact":
-            return None
-        state = sqlite_ann.read_state(conn, found.id)
-        if state is None or state.generation < found.log_floor:
-            # Never built, or so old that the deletion log no longer covers it: exact until the next ingest.
-            return None
-        return self._ann.get(self.path, state, self.options)
-
-    def _ann_dead_rows(self, conn: sqlite3.Connection, found: Collection, view: AnnView) -> IntArray:
-        """Sorted rows of the approximate index deleted since it was built (remembered per generation)."""
-        key = (view.state.file, found.generation)
-        if self._ann_dead is not None and self._ann_dead[0] == key:
-            return self._ann_dead[1]
-        rows = np.unique(
-            np.asarray(
-                [
-                    r
-                    for (r,) in conn.execute(
-                        "SELECT row FROM deleted WHERE collection = ? AND generation > ? AND row <= ?",
-                        (found.id, view.state.generation, view.state.last_row),
-                    )
-                ],
-                dtype=np.int64,
-            )
-        )
-        self._ann_dead = (key, rows)
-        return rows
-
-    def _ann_ranked(
-        self,
-        conn: sqlite3.Connection,
-        found: Collection,
-        view: AnnView,
-        query: Vector,
-        k: int,
-        min_score: float | None,
-        allowed: IntArray | None,
-    ) -> list[tuple[float, int, Vector]]:
-        """The best ``k`` rows of the approximate index's snapshot, with exact scores and float32 vectors."""
-        dead = self._ann_dead_rows(conn, found, view)
-        wanted = k + _ANN_EXTRA
-        if allowed is None:
-            candidates = view.candidates(query, wanted + min(int(dead.size), 4 * wanted))
-            if dead.size:
-                candidates = candidates[~np.isin(candidates, dead)]
-        else:
-            subset = allowed[allowed <= view.state.last_row]
-            if dead.size:
-                subset = np.setdiff1d(subset, dead, assume_unique=True)
-            if subset.size == 0:
-                return []
-            share = subset.size / max(1, view.state.size)
-            candidates = np.zeros(0, dtype=np.int64)
-            if subset.size > _ANN_EXACT_SUBSET:
-                candidates = view.candidates(query, int(np.ceil(2 * wanted / share)))
-                candidates = candidates[np.isin(candidates, subset)]
-            if candidates.size < min(wanted, subset.size):
-                # A selective filter: rank its rows exactly from the matrix beside the graph.
-                candidates = subset
-        if candidates.size == 0:
-            return []
-        rows, vectors = view.vectors(np.unique(candidates))
-        squares = np.einsum("ij,ij->i", vectors, vectors)
-        order, scores = top_k(
-            vectors, np.sqrt(squares), squares, np.ones(rows.size, bool), query, self.spec.metric, k, min_score
-        )
-        return [(score, int(rows[i]), vectors[i]) for i, score in zip(order.tolist(), scores.tolist(), strict=True)]
+            fetched = reads.records_by_row(conn, found, [row for _, row, _ in ranked])
+            return [
+                SearchHit(record_of(fetched[row], stored), score) for score, row, stored in ranked if row in fetched
+            ]
 
     def maintain(self, threads: int | None = None) -> str | None:
         """Bring the approximate index up to date after writes (called at the end of an ingest).
@@ -564,121 +302,11 @@ class SQLiteStore(OpenCollection):
         Returns what it did, for the ingest report, or None when nothing was needed.
         """
         with self._lock:
-            with self._read() as (conn, found):
-                if found is None:
-                    return None
-                state = sqlite_ann.read_state(conn, found.id)
-                if state is not None and not sqlite_ann.readable(self.path, state):
-                    state = None  # deleted or damaged: build it again
-                changed = 0
-                if state is not None:
-                    changed = int(
-                        conn.execute(
-                            "SELECT COUNT(*) FROM deleted WHERE collection = ? AND generation > ?",
-                            (found.id, state.generation),
-                        ).fetchone()[0]
-                    )
-                settings = self.options.for_metric(found.spec.metric)
-                if not sqlite_ann.needs_refresh(
-                    state,
-                    log_floor=found.log_floor,
-                    next_row=found.next_row,
-                    changed=changed,
-                    settings=settings,
-                    size=found.size,
-                ):
-                    return None
-                if not self.options.wants_ann(found.size):
-                    built = None
-                else:
-                    deleted = np.zeros(0, dtype=np.int64)
-                    if state is not None and state.generation >= found.log_floor:
-                        deleted = np.unique(
-                            np.asarray(
-                                [
-                                    r
-                                    for (r,) in conn.execute(
-                                        "SELECT row FROM deleted WHERE collection = ? AND generation > ?",
-                                        (found.id, state.generation),
-                                    )
-                                ],
-                                dtype=np.int64,
-                            )
-                        )
-                    usable = state if state is not None and state.generation >= found.log_floor else None
-                    built = sqlite_ann.build(
-                        conn, self.path, found, settings, usable, deleted, threads or (os.cpu_count() or 1)
-                    )
-                    if built is None:
-                        return None  # another process is building it
-            with self._write(records=False) as (conn, current):
-                recorded = sqlite_ann.read_state(conn, current.id)
-                if built is None:
-                    sqlite_ann.forget(conn, current.id)
-                    keep = None
-                elif current.id != found.id or (recorded is not None and recorded.generation > built[0].generation):
-                    keep = recorded.file if recorded is not None else None  # dropped, or a newer one was recorded
-                else:
-                    sqlite_ann.record(conn, current.id, built[0])
-                    keep = built[0].file
-            sqlite_ann.remove_unrecorded(self.path, found.id, keep)
-            self._ann.close()
-            if built is None:
-                return "approximate index removed (exact search)"
-            return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
-
-    @staticmethod
-    def _rows_of_sources(conn: sqlite3.Connection, found: Collection, sources: Sequence[str]) -> IntArray:
-        wanted = list(dict.fromkeys(sources))
-        rows: list[int] = []
-        for start in range(0, len(wanted), _BATCH):
-            part = wanted[start : start + _BATCH]
-            marks = ",".join("?" * len(part))
-            rows.extend(r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE source IN ({marks})", part))
-        return np.sort(np.asarray(rows, dtype=np.int64))
-
-    def _rows_where(self, conn: sqlite3.Connection, found: Collection, where: Filter) -> IntArray:
-        """Sorted row numbers of the records ``where`` allows (one SQL scan per filter and generation)."""
-        key = (found.id, found.generation, where)
-        rows = self._filtered.get(key)
-        if rows is not None:
-            self._filtered.move_to_end(key)
-            return rows
-        sql, params = where_sql(where)
-        found_rows = [r for (r,) in conn.execute(f"SELECT row FROM {found.records} WHERE {sql}", params)]
-        rows = np.sort(np.asarray(found_rows, dtype=np.int64))
-        self._filtered[key] = rows
-        while len(self._filtered) > _FILTER_CACHE:
-            self._filtered.popitem(last=False)
-        return rows
-
-    @staticmethod
-    def _records_by_row(conn: sqlite3.Connection, found: Collection, rows: list[int]) -> dict[int, tuple[Any, ...]]:
-        marks = ",".join("?" * len(rows))
-        return {
-            r[0]: r
-            for r in conn.execute(
-                f"SELECT row, id, source, chunk_index, content, metadata FROM {found.records} WHERE row IN ({marks})",
-                rows,
-            )
-        }
+            return self._ann.maintain(self._read, functools.partial(self._write, records=False), threads)
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         with self._read() as (conn, found):
-            if found is None:
-                return []
-            by_id: dict[str, Record] = {}
-            unique = list(dict.fromkeys(ids))
-            for start in range(0, len(unique), _BATCH):
-                part = unique[start : start + _BATCH]
-                marks = ",".join("?" * len(part))
-                for row in conn.execute(
-                    f"SELECT r.row, r.id, r.source, r.chunk_index, r.content, r.metadata, v.vector"
-                    f" FROM {found.records} r JOIN {found.vectors} v ON v.row = r.row WHERE r.id IN ({marks})",
-                    part,
-                ):
-                    by_id[row[1]] = record_of(row, np.frombuffer(row[6], dtype="<f4").astype(np.float32))
-            return [by_id[i] for i in ids if i in by_id]
+            return [] if found is None else reads.records_by_id(conn, found, ids)
 
     def count(self) -> int:
         with self._read() as (_, found):
@@ -686,15 +314,7 @@ class SQLiteStore(OpenCollection):
 
     def manifest(self) -> dict[str, FileState]:
         with self._read() as (conn, found):
-            if found is None:
-                return {}
-            return {
-                source: FileState(source, float(mtime), int(size), sha, model, int(chunks))
-                for source, mtime, size, sha, model, chunks in conn.execute(
-                    "SELECT source, mtime, size, sha256, model, chunk_count FROM manifest WHERE collection = ?",
-                    (found.id,),
-                )
-            }
+            return {} if found is None else reads.manifest(conn, found)
 
     # -- the record log (RecordLog): what a side index file needs to follow the records ------------------
     def log_position(self) -> tuple[int, int]:
@@ -736,13 +356,3 @@ class SQLiteStore(OpenCollection):
                 return
             yield from batch
             after = batch[-1][0]
-
-
-def _remove_side_files(path: Path, collection: int) -> None:
-    """Delete the side index files of a dropped collection (a reader that opened one keeps it until it closes)."""
-    for old in path.parent.glob(f"{sqlite_ann.file_prefix(path, collection)}side-*"):
-        with contextlib.suppress(OSError):
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old)  # a keyword index directory (the tantivy strategy's)
-            else:
-                old.unlink()

@@ -1,6 +1,7 @@
 """The sqlite store's transactions: a read is one consistent snapshot of the file; a write that changes
 records bumps the collection's generation (the records' version, which readers' matrices and side
-indexes follow) and logs the rows it deletes, the log trimmed as it goes.
+indexes follow) and logs the rows it deletes, the log trimmed as it goes. Creating and dropping a collection
+run inside them.
 
 These run on a connection the store holds under its lock; the store translates SQLite's errors
 (:func:`deckhand.stores.sqlite.file.translated`).
@@ -12,6 +13,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 
+import deckhand.stores.sqlite.ann as sqlite_ann
 from deckhand.stores.sqlite.rows import Collection
 from deckhand.types import Algorithm, CollectionSpec, Metric
 
@@ -32,15 +34,27 @@ def reading(conn: sqlite3.Connection, name: str) -> Iterator[Collection | None]:
 
 
 @contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the write lock at once: committed when the body returns, rolled back
+    whole if it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+@contextlib.contextmanager
 def writing(conn: sqlite3.Connection, name: str, spec: CollectionSpec, *, records: bool = True) -> Iterator[Collection]:
     """A write transaction on collection ``name`` (created with ``spec`` if another process dropped it), rolled
     back whole if the body raises. With ``records`` (a write that changes records) its generation is bumped."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         found = find(conn, name) or create(conn, name, spec)
         if not records:
             yield found
-            conn.execute("COMMIT")
             return
         found.generation += 1  # this transaction's generation, recorded with the rows it deletes
         yield found
@@ -49,11 +63,6 @@ def writing(conn: sqlite3.Connection, name: str, spec: CollectionSpec, *, record
             floor = found.generation - _LOG_GENERATIONS
             conn.execute("DELETE FROM deleted WHERE collection = ? AND generation <= ?", (found.id, floor))
             conn.execute("UPDATE collections SET log_floor = ? WHERE id = ?", (max(0, floor), found.id))
-        conn.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
 
 
 def find(conn: sqlite3.Connection, name: str) -> Collection | None:
@@ -85,3 +94,18 @@ def create(conn: sqlite3.Connection, name: str, spec: CollectionSpec) -> Collect
     conn.execute(f"CREATE INDEX c{created.id}_source ON {created.records} (source)")
     conn.execute(f"CREATE TABLE {created.vectors} (row INTEGER PRIMARY KEY, vector BLOB NOT NULL)")
     return created
+
+
+def drop(conn: sqlite3.Connection, name: str) -> Collection | None:
+    """Delete collection ``name``: its tables, manifest, deletion log, side indexes and the record of its
+    approximate index, in the caller's write transaction; the collection as it was (None when there was none)."""
+    found = find(conn, name)
+    if found is not None:
+        conn.execute(f"DROP TABLE IF EXISTS {found.records}")
+        conn.execute(f"DROP TABLE IF EXISTS {found.vectors}")
+        conn.execute("DELETE FROM manifest WHERE collection = ?", (found.id,))
+        conn.execute("DELETE FROM deleted WHERE collection = ?", (found.id,))
+        conn.execute("DELETE FROM side_indexes WHERE collection = ?", (found.id,))
+        sqlite_ann.forget(conn, found.id)
+        conn.execute("DELETE FROM collections WHERE id = ?", (found.id,))
+    return found
