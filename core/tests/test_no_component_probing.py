@@ -53,16 +53,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("agents/reading.py", "getattr(tool.config, 'max_file_size', None)"): "a max_file_size the reader honours",
     ("agents/toolbox.py", "getattr(tool.config, 'database', None)"): "a database: block whose URL secrets are masked",
     ("agents/toolbox.py", "getattr(database, 'connection_string', None)"): "the same block's URL",
-    # the keyword and side-index code, which the tantivy work replaces
-    ("retrieval/engine.py", "isinstance(keyword, VectorAwareKeywordIndex)"): "keyword strategies: tantivy issue",
-    ("retrieval/side_indexes.py", "isinstance(keyword, RecordKeywordIndex)"): "side indexes: tantivy issue",
-    ("retrieval/side_indexes.py", "isinstance(side, SideIndexFiles)"): "side indexes: tantivy issue",
-    ("retrieval/tantivy_keyword.py", "isinstance(store, RecordLog)"): "side indexes: tantivy issue",
-    ("retrieval/engine.py", "isinstance(keyword, FilteredKeywordIndex)"): "keyword strategies: tantivy issue",
-    ("retrieval/keeper.py", "isinstance(keyword, RecordKeywordIndex)"): "keyword strategies: tantivy issue",
-    ("retrieval/keeper.py", "isinstance(store, RecordLog)"): "side indexes: tantivy issue",
-    ("retrieval/side_indexes.py", "isinstance(side, RecordLog)"): "side indexes: tantivy issue",
-    ("retrieval/tantivy_keyword.py", "isinstance(store, SideIndexFiles)"): "side indexes: tantivy issue",
 }
 
 #: ``getattr(<name>, ...)``/``hasattr`` on these are no components: platform flags and exception details.

@@ -9,7 +9,11 @@ here adds the members deckhand treats as optional, with defaults that do the rig
 * :class:`ChunkerBase`: ``iter_chunks`` yields ``chunk``;
 * :class:`EmbedderBase`: ``embed_batches`` hands over ``embed`` as one part, ``long_inputs`` and
   ``tokens_used`` are ``None``, ``embedded_count`` is ``None`` (every text given was embedded);
-* :class:`ProgressBase`: ``status`` does nothing, ``note`` logs the message.
+* :class:`ProgressBase`: ``status`` does nothing, ``note`` logs the message;
+* :class:`KeywordIndexBase`: ``search_filtered`` is None (the engine checks the ranking against the
+  records' metadata), ``search_with_vector`` is ``search`` (``wants_vector = False``), and two declared
+  flags: ``reads_records`` (it indexes records and keeps itself current: ``index_records``, ``sync``,
+  ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search).
 
 A plugin subclasses the base and overrides what it does better. Core never asks a component
 whether it has an optional member: where it receives one it calls ``as_<kind>(component)``, which
@@ -24,21 +28,24 @@ capability instead (:mod:`deckhand.capabilities`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from deckhand.protocols import Chunker, Embedder, Loader, Progress, Tokenizer
-from deckhand.types import Chunk, Document, LoadedText, Vector
+from deckhand.filters.conditions import Filter
+from deckhand.protocols import Chunker, Embedder, KeywordIndex, Loader, Progress, RecordLog, Tokenizer
+from deckhand.types import Chunk, Document, LoadedText, Record, Vector
 
 __all__ = [
     "ChunkerBase",
     "EmbedderBase",
+    "KeywordIndexBase",
     "LoaderBase",
     "ProgressBase",
     "TokenizerBase",
     "as_chunker",
     "as_embedder",
+    "as_keyword_index",
     "as_loader",
     "as_progress",
     "as_tokenizer",
@@ -131,6 +138,52 @@ class ProgressBase:
     def note(self, text: str) -> None:
         """A message the user should see before a long run (the time estimate); logged by default."""
         log.info(text)
+
+
+class KeywordIndexBase:
+    """A :class:`~deckhand.protocols.KeywordIndex` with the optional members the query engine and the keeper use.
+
+    ``build`` and ``search`` are the strategy's own; the rest have defaults a plain strategy keeps.
+    """
+
+    #: It reads records' fields itself and keeps itself current (``tantivy``): the keeper then gives it the
+    #: records (:meth:`index_records`) or the store's record log (:meth:`sync`) instead of ``(id, text)``
+    #: pairs, and the exact modality asks it for quoted phrases (:meth:`phrases`).
+    reads_records: bool = False
+    #: :meth:`search_with_vector` uses the query's vector (else the engine calls ``search`` and embeds nothing extra).
+    wants_vector: bool = False
+    #: Its searches may run on a worker thread beside the dense search: thread-safe, sharing nothing with the
+    #: store, spending their time outside the GIL (``bm25``: numpy; ``tantivy``). False keeps a plugin's
+    #: strategy, which may share the store's connection, on the query's thread.
+    runs_beside: bool = False
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        raise NotImplementedError
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        """Best ``k`` of the records ``where`` allows, by the index itself; None (the default) when it cannot
+        here: the engine then checks the unfiltered ranking against the records' metadata."""
+        return None
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        """The ranking given the query's embedding too (used when :attr:`wants_vector`); by default :meth:`search`."""
+        return self.search(query, k)
+
+    def index_records(self, records: Sequence[Record]) -> None:
+        """(Re)build from ``records`` (only called when :attr:`reads_records`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
+
+    def sync(self, records: RecordLog) -> None:
+        """Bring the index up to ``records``' log position (only called when :attr:`reads_records`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        """``(phrases found, order, record id)`` of records holding ``phrases`` word for word (only called when
+        :attr:`reads_records`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
 
 
 # -- adapters for components written against the Protocols alone ---------------------------------
@@ -272,3 +325,53 @@ def as_progress(progress: Progress | None) -> ProgressBase:
     if progress is None:
         return ProgressBase()
     return progress if isinstance(progress, ProgressBase) else _AdaptedProgress(progress)
+
+
+class _AdaptedKeywordIndex(KeywordIndexBase):
+    """A keyword strategy written against :class:`~deckhand.protocols.KeywordIndex` alone: its optional members
+    (``search_filtered``, ``search_with_vector`` with ``wants_vector``, and ``index_records``/``sync``/``phrases``
+    of a strategy that reads records) are read once, here."""
+
+    def __init__(self, inner: KeywordIndex) -> None:
+        self.inner = inner
+        self._filtered = _optional(inner, "search_filtered")
+        self._with_vector = _optional(inner, "search_with_vector")
+        self.wants_vector = bool(_optional(inner, "wants_vector")) and callable(self._with_vector)
+        self._index_records = _optional(inner, "index_records")
+        self._sync = _optional(inner, "sync")
+        self._phrases = _optional(inner, "phrases")
+        self.reads_records = all(callable(m) for m in (self._index_records, self._sync, self._phrases))
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        self.inner.build(docs)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return self.inner.search(query, k)
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        return self._filtered(query, k, where) if callable(self._filtered) else None
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        if callable(self._with_vector):
+            return list(self._with_vector(query, vector, k))
+        return self.search(query, k)
+
+    def index_records(self, records: Sequence[Record]) -> None:
+        if not self.reads_records:
+            super().index_records(records)
+        self._index_records(records)
+
+    def sync(self, records: RecordLog) -> None:
+        if not self.reads_records:
+            super().sync(records)
+        self._sync(records)
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        if not self.reads_records:
+            return super().phrases(phrases, limit)
+        return list(self._phrases(phrases, limit))
+
+
+def as_keyword_index(keyword: KeywordIndex) -> KeywordIndexBase:
+    """``keyword`` with :class:`KeywordIndexBase`'s members (itself when it subclasses it)."""
+    return keyword if isinstance(keyword, KeywordIndexBase) else _AdaptedKeywordIndex(keyword)

@@ -9,8 +9,8 @@ fails a store declaring a capability whose methods are missing (:func:`missing_m
 implementing one it does not declare (:func:`undeclared_capabilities`).
 
 For one release, a store that implements a capability's methods without declaring it (written
-before the capability existed: ``verify_integrity``, side-index storage, ``maintain``,
-``hybrid_search``) is still treated as having it, with one DeprecationWarning per class.
+before the capability existed: ``verify_integrity``, side-index storage, files and record log,
+``maintain``, ``hybrid_search``) is still treated as having it, with one DeprecationWarning per class.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from deckhand.protocols import (
     IntegrityCheck,
     NativeHybridSearch,
     NativeKeywordSearch,
+    RecordLog,
+    SideIndexFiles,
     SideIndexStorage,
     StoreCapability,
     store_capabilities,
@@ -37,6 +39,8 @@ __all__ = [
     "index_maintenance",
     "integrity_check",
     "missing_methods",
+    "record_log",
+    "side_index_files",
     "side_index_storage",
     "store_capabilities",
     "undeclared_capabilities",
@@ -51,6 +55,8 @@ CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.KEYWORD_SEARCH: NativeKeywordSearch,
     StoreCapability.HYBRID_SEARCH: NativeHybridSearch,
     StoreCapability.SIDE_INDEXES: SideIndexStorage,
+    StoreCapability.SIDE_INDEX_FILES: SideIndexFiles,
+    StoreCapability.RECORD_LOG: RecordLog,
     StoreCapability.INDEX_MAINTENANCE: IndexMaintenance,
     StoreCapability.INTEGRITY_CHECK: IntegrityCheck,
 }
@@ -97,6 +103,16 @@ def undeclared_capabilities(store: object) -> list[StoreCapability]:
 def side_index_storage(store: object) -> SideIndexStorage | None:
     """``store`` as :class:`SideIndexStorage` when it has :attr:`StoreCapability.SIDE_INDEXES`, else None."""
     return typing.cast(SideIndexStorage, store) if has_capability(store, StoreCapability.SIDE_INDEXES) else None
+
+
+def side_index_files(store: object) -> SideIndexFiles | None:
+    """``store`` as :class:`SideIndexFiles` when it has :attr:`StoreCapability.SIDE_INDEX_FILES`, else None."""
+    return typing.cast(SideIndexFiles, store) if has_capability(store, StoreCapability.SIDE_INDEX_FILES) else None
+
+
+def record_log(store: object) -> RecordLog | None:
+    """``store`` as :class:`RecordLog` when it has :attr:`StoreCapability.RECORD_LOG`, else None."""
+    return typing.cast(RecordLog, store) if has_capability(store, StoreCapability.RECORD_LOG) else None
 
 
 def index_maintenance(store: object) -> IndexMaintenance | None:

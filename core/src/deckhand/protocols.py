@@ -139,6 +139,12 @@ class StoreCapability(enum.StrEnum):
     #: The store keeps indexes derived from its records (keyword, definitions) beside them, tied to
     #: the records' version: :class:`SideIndexStorage`.
     SIDE_INDEXES = "side_indexes"
+    #: Beside :attr:`SIDE_INDEXES`: the store names a file beside its storage for each side index
+    #: (:class:`SideIndexFiles`); the hierarchical tool keeps its indexes there and opens them.
+    SIDE_INDEX_FILES = "side_index_files"
+    #: Beside :attr:`SIDE_INDEX_FILES`: the store says which records changed since a version
+    #: (:class:`RecordLog`), so a side index file (and a ``tantivy`` keyword index) is updated in place.
+    RECORD_LOG = "record_log"
     #: The store brings derived search structures up to date in bulk after writes (the sqlite store's
     #: HNSW graph): :class:`IndexMaintenance`; ingestion calls ``maintain()`` at the end of a run.
     INDEX_MAINTENANCE = "index_maintenance"
@@ -349,7 +355,8 @@ class SideIndexStorage(Protocol):
 
 @runtime_checkable
 class SideIndexFiles(Protocol):
-    """Optional beside :class:`SideIndexStorage`: where a side index may be kept as a file of its own.
+    """Capability :attr:`StoreCapability.SIDE_INDEX_FILES`, beside :class:`SideIndexStorage`: where a side index
+    may be kept as a file of its own.
 
     The sqlite store names a file next to its database for the collection; the query engine
     writes the hierarchical tool's indexes there (:mod:`deckhand.retrieval.side_index_file`),
@@ -364,8 +371,9 @@ class SideIndexFiles(Protocol):
 
 @runtime_checkable
 class RecordLog(Protocol):
-    """Optional beside :class:`SideIndexFiles`: which records changed since a version, so a side index file is
-    brought up to date by applying them instead of being rebuilt from every record.
+    """Capability :attr:`StoreCapability.RECORD_LOG`, beside :class:`SideIndexFiles`: which records changed since
+    a version, so a side index file is brought up to date by applying them instead of being rebuilt from every
+    record.
 
     Rows are the store's own numbers for records, never reused: a record rewritten gets a new row.
     """

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.bases import KeywordIndexBase
 from deckhand.retrieval.analysis import Analyzer, words
 
 log = logging.getLogger("deckhand.search")
@@ -76,8 +77,11 @@ class _Analysed:
     terms: IntArray
 
 
-class BM25Index:
-    """An in-process BM25 index over ``(record id, text)`` pairs (implements ``KeywordIndex``)."""
+class BM25Index(KeywordIndexBase):
+    """An in-process BM25 index over ``(record id, text)`` pairs (a :class:`~deckhand.bases.KeywordIndexBase`
+    whose searches, numpy on arrays it owns, run beside the dense search)."""
+
+    runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: BM25Options) -> BM25Index:

@@ -31,18 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from deckhand.bases import KeywordIndexBase
 from deckhand.chunking.definitions import Definition
 from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import (
-    FilteredKeywordIndex,
-    KeywordIndex,
-    Reranker,
-    VectorAwareKeywordIndex,
-    VectorStore,
-)
+from deckhand.protocols import Reranker, VectorStore
 from deckhand.retrieval import windows
-from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -53,7 +47,6 @@ from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import SideIndexes, location_of
-from deckhand.retrieval.tantivy_keyword import TantivyIndex
 from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
 
@@ -197,7 +190,7 @@ class QueryEngine:
     embed_passages: Callable[[Sequence[str]], Vector] | None = None
 
     @property
-    def keyword(self) -> KeywordIndex | None:
+    def keyword(self) -> KeywordIndexBase | None:
         """The keyword index (``tantivy``, ``bm25``, ``native``, a plugin's), None without side indexes."""
         return self.indexes.keyword if self.indexes is not None else None
 
@@ -382,26 +375,15 @@ class QueryEngine:
         keyword = self.keyword
         # A store's native hybrid (keyword_strategy: native on Weaviate) also takes the query's vector;
         # a filtered search takes the filtered keyword paths below instead.
-        hybrid = (
-            where is None
-            and KEYWORD in weights
-            and isinstance(keyword, VectorAwareKeywordIndex)
-            and keyword.wants_vector
-        )
+        hybrid = where is None and KEYWORD in weights and keyword.wants_vector
         vector = self.embed(query) if SEMANTIC in weights or hybrid else None
         passes = FilterRecheck(store, where, records)
-        # The builtin BM25 (or tantivy) beside the dense search, on a worker thread: both spend their time in
-        # code that lets go of the GIL (numpy or tantivy, usearch), so on a million chunks a hybrid query takes
-        # about the longer of the two instead of their sum. A plugin's keyword strategy keeps to this thread (it
-        # may share the store).
+        # A strategy that runs beside (the builtin BM25 or tantivy) searches on a worker thread during the dense
+        # search: both spend their time in code that lets go of the GIL (numpy or tantivy, usearch), so on a
+        # million chunks a hybrid query takes about the longer of the two instead of their sum. Any other (a
+        # plugin's, which may share the store) keeps to this thread.
         beside = None
-        if (
-            SEMANTIC in weights
-            and KEYWORD in weights
-            and where is None
-            and not hybrid
-            and isinstance(keyword, (BM25Index, TantivyIndex))
-        ):
+        if SEMANTIC in weights and KEYWORD in weights and where is None and not hybrid and keyword.runs_beside:
             beside = _worker().submit(keyword.search, query, depth)
         if SEMANTIC in weights:
             assert vector is not None
@@ -413,14 +395,12 @@ class QueryEngine:
             ranked[KEYWORD] = beside.result()
         elif KEYWORD in weights:
             if hybrid:
-                assert vector is not None and isinstance(keyword, VectorAwareKeywordIndex)
+                assert vector is not None
                 ranked[KEYWORD] = keyword.search_with_vector(query, vector, depth)
             elif where is None:
                 ranked[KEYWORD] = keyword.search(query, depth)
             else:
-                found = None
-                if isinstance(keyword, FilteredKeywordIndex):
-                    found = keyword.search_filtered(query, depth, where)
+                found = keyword.search_filtered(query, depth, where)
                 ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth) if found is None else found
         pinned: list[str] = []
         if EXACT in weights:

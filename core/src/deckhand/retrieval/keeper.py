@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from deckhand.capabilities import side_index_storage
-from deckhand.protocols import KeywordIndex, RecordKeywordIndex, RecordLog, SideIndexStorage, VectorStore
+from deckhand.bases import KeywordIndexBase, as_keyword_index
+from deckhand.capabilities import record_log, side_index_storage
+from deckhand.protocols import KeywordIndex, SideIndexStorage, VectorStore
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.side_indexes import SideIndexes
 
@@ -39,8 +40,9 @@ class IndexKeeper:
     def __init__(self, keyword_index: KeywordFactory, *, name: str = "") -> None:
         self.keyword_index = keyword_index
         self.name = name
-        #: The keyword strategy in use and the store it was built for.
-        self.keyword: KeywordIndex | None = None
+        #: The keyword strategy in use (with :class:`~deckhand.bases.KeywordIndexBase`'s members) and the store
+        #: it was built for.
+        self.keyword: KeywordIndexBase | None = None
         self.keyword_strategy: str | None = None
         self.store: VectorStore | None = None
         #: The side indexes kept now (None before the first refresh).
@@ -54,10 +56,12 @@ class IndexKeeper:
         self.seconds = 0.0
         self.origin: str | None = None
 
-    def _bind(self, store: VectorStore) -> KeywordIndex:
-        """The keyword index for ``store``, built by the factory unless already built for it."""
+    def _bind(self, store: VectorStore) -> KeywordIndexBase:
+        """The keyword index for ``store``, built by the factory unless already built for it (adapted once to
+        :class:`~deckhand.bases.KeywordIndexBase`: a strategy written against the Protocol alone works too)."""
         if self.keyword is None or self.store is not store:
-            self.keyword, self.keyword_strategy = self.keyword_index(store)
+            built, self.keyword_strategy = self.keyword_index(store)
+            self.keyword = as_keyword_index(built)
             self.store = store
         return self.keyword
 
@@ -96,22 +100,25 @@ class IndexKeeper:
         log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
         return self.refresh(store)
 
-    def _from_file(self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndex) -> SideIndexes:
+    def _from_file(
+        self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndexBase
+    ) -> SideIndexes:
         """Open the side index file kept for the current records, else update it in place with the records
         changed since, else rebuild the indexes and write it; the keyword index syncs itself to the log."""
         clock = time.perf_counter()
-        assert isinstance(store, RecordLog) and isinstance(keyword, RecordKeywordIndex)  # what file_path checked
-        version, last_row = store.log_position()  # read before the records: a rebuild is kept only if current
+        log_ = record_log(store)
+        assert log_ is not None and keyword.reads_records  # what file_path checked
+        version, last_row = log_.log_position()  # read before the records: a rebuild is kept only if current
         strategy = str(self.keyword_strategy)
         opened = side_indexes.open_file(path, version, keyword, strategy)
         origin = "loaded"
         if opened is None:
-            updated = side_indexes.update_file(path, store, strategy)
+            updated = side_indexes.update_file(path, log_, strategy)
             if updated is not None:
                 version, origin = updated, "updated"
                 opened = side_indexes.open_file(path, version, keyword, strategy)
         if opened is not None:
-            keyword.sync(store)  # it keeps its own index: brought up to the store's log (or repaired)
+            keyword.sync(log_)  # it keeps its own index: brought up to the store's log (or repaired)
             self.indexes, self.version = opened, version
             self.seconds, self.origin = time.perf_counter() - clock, origin
             count = len(opened.locations)
@@ -137,16 +144,16 @@ class IndexKeeper:
         highest row read with the records version before them, lets the file written from them be updated)."""
         clock = time.perf_counter()
         rows: dict[str, int] | None = None
-        record_log = store if isinstance(store, RecordLog) else None
-        if record_log is not None:
-            pairs = list(record_log.iter_rows())
+        log_ = record_log(store)
+        if log_ is not None:
+            pairs = list(log_.iter_rows())
             rows = {record.id: row for row, record in pairs}
             records = [record for _, record in pairs]
         else:
             records = list(store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind(store)
-        built = side_indexes.build(records, keyword, str(self.keyword_strategy), record_log)
+        built = side_indexes.build(records, keyword, str(self.keyword_strategy), log_)
         built.rows, built.last_row = rows, last_row
         self.indexes = built
         self.seconds, self.origin = time.perf_counter() - clock, "rebuilt"

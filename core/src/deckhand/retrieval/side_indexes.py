@@ -2,12 +2,13 @@
 
 Keyword, exact (section ids, defined terms, quoted phrases), definitions, cross-references and the result
 locations are all derived from the stored records (:func:`build`). With a keyword index that keeps itself
-(:class:`deckhand.protocols.RecordKeywordIndex`, the ``tantivy`` strategy) in a store that names side index
-files and keeps a record log (the sqlite store), the look-ups are kept in a file of their own
-(:mod:`deckhand.retrieval.side_index_file`) and the keyword index in its directory: a new process opens both
-instead of reading every record, and a change is applied to both in place (:func:`update_file`). Anywhere
-else (the in-memory store, ``bm25`` or a plugin's strategy) they are rebuilt from the records in memory
-(:class:`deckhand.retrieval.keeper.IndexKeeper` decides which).
+(:attr:`deckhand.bases.KeywordIndexBase.reads_records`, the ``tantivy`` strategy) in a store that names side
+index files and keeps a record log (``StoreCapability.SIDE_INDEX_FILES`` and ``RECORD_LOG``: the sqlite
+store), the look-ups are kept in a file of their own (:mod:`deckhand.retrieval.side_index_file`) and the
+keyword index in its directory: a new process opens both instead of reading every record, and a change is
+applied to both in place (:func:`update_file`). Anywhere else (the in-memory store, ``bm25`` or a plugin's
+strategy) they are rebuilt from the records in memory (:class:`deckhand.retrieval.keeper.IndexKeeper` decides
+which).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import KeywordIndexBase
+from deckhand.capabilities import record_log, side_index_files
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import KeywordIndex, RecordKeywordIndex, RecordLog, SideIndexFiles, SideIndexStorage
+from deckhand.protocols import RecordLog, SideIndexStorage
 from deckhand.retrieval import side_index_file
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
@@ -38,7 +41,7 @@ FILE_MARK = b'{"side_index_file": 1}'
 class SideIndexes:
     """Everything the query engine derives from the records to answer a hybrid query."""
 
-    keyword: KeywordIndex
+    keyword: KeywordIndexBase
     keyword_strategy: str
     definitions: DefinitionIndex
     resolver: ReferenceResolver
@@ -71,7 +74,7 @@ class KeywordPhrases:
     keyword index that keeps the records' own text (``tantivy``: phrase queries), with ``locations`` saying
     which records are indexed."""
 
-    def __init__(self, keyword: RecordKeywordIndex, locations: Mapping[str, tuple[str, str]]) -> None:
+    def __init__(self, keyword: KeywordIndexBase, locations: Mapping[str, tuple[str, str]]) -> None:
         self.keyword = keyword
         self.locations = locations
 
@@ -121,21 +124,22 @@ def indexed_text(record: Record) -> str:
 
 
 def build(
-    records: Sequence[Record], keyword: KeywordIndex, keyword_strategy: str, record_log: RecordLog | None = None
+    records: Sequence[Record], keyword: KeywordIndexBase, keyword_strategy: str, log_: RecordLog | None = None
 ) -> SideIndexes:
-    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: a
-    :class:`~deckhand.protocols.RecordKeywordIndex` brings itself up to ``record_log`` (the store the records
-    were read from, when it keeps one) or indexes the records, and answers the quoted phrases; any other gets
-    the records' indexed texts, and the phrases are looked for in the contents held in memory."""
-    if isinstance(keyword, RecordKeywordIndex):
-        if record_log is not None:
-            keyword.sync(record_log)
+    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: one that
+    reads records (:attr:`~deckhand.bases.KeywordIndexBase.reads_records`) brings itself up to ``log_`` (the
+    store the records were read from, when it keeps one) or indexes the records, and answers the quoted
+    phrases; any other gets the records' indexed texts, and the phrases are looked for in the contents held in
+    memory."""
+    if keyword.reads_records:
+        if log_ is not None:
+            keyword.sync(log_)
         else:
             keyword.index_records(records)
     else:
         keyword.build((r.id, indexed_text(r)) for r in records)
     built = SideIndexes(keyword, keyword_strategy, *_derived(records))
-    if isinstance(keyword, RecordKeywordIndex):
+    if keyword.reads_records:
         built.exact.attach(KeywordPhrases(keyword, built.locations))
     else:
         built.exact.build(records)
@@ -156,22 +160,21 @@ def _derived(
     return definitions, resolver, exact, locations
 
 
-def file_path(side: SideIndexStorage, keyword: KeywordIndex) -> Path | None:
+def file_path(side: SideIndexStorage, keyword: KeywordIndexBase) -> Path | None:
     """Where the look-ups are kept as a file (:mod:`~deckhand.retrieval.side_index_file`): a store that names
-    one and keeps a record log, with a keyword index that keeps itself (``tantivy``); None to rebuild them in
-    memory from the records."""
-    if not isinstance(keyword, RecordKeywordIndex) or not isinstance(side, SideIndexFiles):
+    one and keeps a record log (``StoreCapability.SIDE_INDEX_FILES`` and ``RECORD_LOG``), with a keyword index
+    that keeps itself (``tantivy``); None to rebuild them in memory from the records."""
+    files = side_index_files(side)
+    if not keyword.reads_records or files is None or record_log(side) is None:
         return None
-    if not isinstance(side, RecordLog):
-        return None
-    return side.side_index_path(SIDE_INDEX)
+    return files.side_index_path(SIDE_INDEX)
 
 
-def open_file(path: Path, version: int, keyword: KeywordIndex, keyword_strategy: str) -> SideIndexes | None:
+def open_file(path: Path, version: int, keyword: KeywordIndexBase, keyword_strategy: str) -> SideIndexes | None:
     """The side indexes kept in ``path`` for the records at ``version``, quoted phrases answered by ``keyword``
     (which keeps itself: :func:`file_path`); None when there is none for them (the caller updates or rebuilds
     it)."""
-    if not isinstance(keyword, RecordKeywordIndex):
+    if not keyword.reads_records:
         return None
     opened = side_index_file.open_file(path, version, keyword_strategy)
     if opened is None:

@@ -52,8 +52,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.bases import KeywordIndexBase
+from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import RecordLog, SideIndexFiles
+from deckhand.protocols import RecordLog
 from deckhand.retrieval.analysis import STOPWORDS
 from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.types import Record, RowArray
@@ -144,16 +146,19 @@ def heading_text(record: Record) -> str:
     return "\n".join(str(h) for h in record.metadata.get("parent_chain") or [])
 
 
-class TantivyIndex:
-    """A tantivy index over a collection's records (implements ``KeywordIndex``, ``RecordKeywordIndex`` and
-    ``FilteredKeywordIndex``)."""
+class TantivyIndex(KeywordIndexBase):
+    """A tantivy index over a collection's records: a keyword strategy that reads records itself, filters its
+    searches and runs beside the dense search (:class:`~deckhand.bases.KeywordIndexBase`)."""
+
+    reads_records = True
+    runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: TantivyOptions) -> TantivyIndex:
         """The ``tantivy`` strategy's registered factory: on disk beside a store that names side index files and
         keeps a record log (the sqlite store), else in memory. ``cache_path`` is not used."""
-        if isinstance(store, SideIndexFiles) and isinstance(store, RecordLog):
-            files, log_ = store, store
+        files, log_ = side_index_files(store), record_log(store)
+        if files is not None and log_ is not None:
             return cls(options, lambda: files.side_index_path(SIDE_INDEX), log_.rows_matching)
         return cls(options)
 

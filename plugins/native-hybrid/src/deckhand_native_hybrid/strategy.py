@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from deckhand.bases import KeywordIndexBase
 from deckhand.capabilities import has_capability
 from deckhand.errors import DeckhandError
 from deckhand.filters.conditions import Filter
@@ -32,8 +33,9 @@ class UnsupportedStoreError(DeckhandError, TypeError):
     """The store has no full-text search of its own (the tool then warns and uses bm25)."""
 
 
-class NativeKeywordIndex:
-    """Keyword search delegated to the store (implements ``KeywordIndex``)."""
+class NativeKeywordIndex(KeywordIndexBase):
+    """Keyword search delegated to the store (a :class:`~deckhand.bases.KeywordIndexBase` that filters its
+    searches and, on a store with native hybrid search, uses the query's vector)."""
 
     def __init__(self, store: Any) -> None:
         if not has_capability(store, StoreCapability.KEYWORD_SEARCH):

@@ -19,6 +19,8 @@ SQLITE_CAPABILITIES: frozenset[StoreCapability] = frozenset(
         StoreCapability.CONCURRENT_PROCESSES,
         StoreCapability.FILTERS,
         StoreCapability.SIDE_INDEXES,
+        StoreCapability.SIDE_INDEX_FILES,
+        StoreCapability.RECORD_LOG,
         StoreCapability.INDEX_MAINTENANCE,
         StoreCapability.INTEGRITY_CHECK,
     }
