@@ -3,25 +3,32 @@ core calls the optional members without asking for them, and a component that ha
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 from deckhand.bases import (
     ChunkerBase,
     EmbedderBase,
+    KeywordIndexBase,
     LoaderBase,
     ProgressBase,
     TokenizerBase,
     as_chunker,
     as_embedder,
+    as_keyword_index,
     as_loader,
     as_progress,
     as_tokenizer,
 )
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.types import Chunk, Document, Vector
+from deckhand.protocols import RecordLog
+from deckhand.retrieval.bm25 import BM25Index
+from deckhand.retrieval.tantivy_keyword import TantivyIndex
+from deckhand.types import Chunk, Document, Record, Vector
 
 
 class Words:
@@ -174,3 +181,73 @@ def test_progress_notes_and_status_are_optional() -> None:
     as_progress(Noting()).note("long run")
     assert seen == ["stage files", "note long run"]
     assert isinstance(as_progress(None), ProgressBase)
+
+
+class PlainKeyword:
+    """A keyword strategy written against the KeywordIndex Protocol alone: ``build`` and ``search``."""
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        self.docs = list(docs)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return [(rid, 1.0) for rid, text in self.docs if query in text][:k]
+
+
+class RecordReadingKeyword(PlainKeyword):
+    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself."""
+
+    wants_vector = True
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        self.calls.append("filtered")
+        return [("f", 1.0)]
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        self.calls.append("vector")
+        return [("v", 1.0)]
+
+    def index_records(self, records: Sequence[Record]) -> None:
+        self.calls.append(f"index {len(records)}")
+
+    def sync(self, records: RecordLog) -> None:
+        self.calls.append("sync")
+
+    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
+        self.calls.append("phrases")
+        return [(1, 0, "p")]
+
+
+WHERE = Filter((condition("year", Op.GTE, [2001]),))
+
+
+def test_a_plain_keyword_strategy_gets_the_defaults() -> None:
+    adapted = as_keyword_index(PlainKeyword())
+    assert not adapted.wants_vector and not adapted.reads_records and not adapted.runs_beside
+    adapted.build([("a", "harbour buoys"), ("b", "tide")])
+    assert adapted.search("harbour", 5) == [("a", 1.0)]
+    assert adapted.search_filtered("harbour", 5, WHERE) is None  # the engine then rechecks the ranking
+    assert adapted.search_with_vector("harbour", np.ones(3, dtype=np.float32), 5) == [("a", 1.0)]
+    with pytest.raises(NotImplementedError, match="reads_records is False"):
+        adapted.index_records([])
+
+
+def test_a_structural_keyword_strategy_keeps_its_optional_members() -> None:
+    inner = RecordReadingKeyword()
+    adapted = as_keyword_index(inner)
+    assert adapted.wants_vector and adapted.reads_records and not adapted.runs_beside
+    assert adapted.search_filtered("q", 3, WHERE) == [("f", 1.0)]
+    assert adapted.search_with_vector("q", np.ones(3, dtype=np.float32), 3) == [("v", 1.0)]
+    adapted.index_records([])
+    assert adapted.phrases(["p"], 1) == [(1, 0, "p")]
+    assert inner.calls == ["filtered", "vector", "index 0", "phrases"]
+
+
+def test_builtin_keyword_strategies_subclass_the_base_and_declare_what_they_do() -> None:
+    bm25, tantivy = BM25Index(), TantivyIndex()
+    assert as_keyword_index(bm25) is bm25 and as_keyword_index(tantivy) is tantivy
+    assert bm25.runs_beside and not bm25.reads_records and not bm25.wants_vector
+    assert tantivy.runs_beside and tantivy.reads_records
+    assert KeywordIndexBase().search_filtered("q", 1, WHERE) is None

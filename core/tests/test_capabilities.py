@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -12,6 +13,8 @@ from deckhand.capabilities import (
     has_capability,
     integrity_check,
     missing_methods,
+    record_log,
+    side_index_files,
     side_index_storage,
     undeclared_capabilities,
 )
@@ -75,3 +78,17 @@ def test_an_undeclared_implementation_still_counts_with_one_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per class
         assert has_capability(Undeclared(), StoreCapability.INTEGRITY_CHECK)
+
+
+def test_the_sqlite_store_declares_its_side_index_files_and_record_log(tmp_path: Path) -> None:
+    """The keeper and the tantivy strategy ask for these capabilities (no isinstance against the Protocols)."""
+    from deckhand.stores.inmemory import InMemoryStore
+    from deckhand.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "index.db")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # declared: no DeprecationWarning for an undeclared implementation
+        assert side_index_files(store) is store and record_log(store) is store
+    assert undeclared_capabilities(store) == []
+    memory = InMemoryStore("m")
+    assert side_index_files(memory) is None and record_log(memory) is None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError
 from typing import Any
 
@@ -92,6 +93,60 @@ def test_hybrid_filter_holds_in_the_in_process_modalities() -> None:
     where = Filter((condition("year", Op.GTE, [2001]),))
     hits = engine.search(store, "buoys", SearchSettings(top_k=3, weights={"keyword": 1.0}), where=where)
     assert [h.record.id for h in hits] == ["b"]
+
+
+class _PluginKeyword:
+    """A plugin's keyword strategy written against the KeywordIndex Protocol alone (no base class)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.calls: list[tuple[str, str]] = []
+
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        self.ids = [record_id for record_id, _ in docs]
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        self.calls.append(("search", threading.current_thread().name))
+        return [(record_id, 1.0 / (i + 1)) for i, record_id in enumerate(self.ids)][:k]
+
+
+class _FilteringPluginKeyword(_PluginKeyword):
+    """The same with the optional members: a filter of its own and the query's vector."""
+
+    wants_vector = True
+
+    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
+        self.calls.append(("filtered", ""))
+        return [("c", 1.0)]
+
+    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
+        self.calls.append(("vector", ""))
+        return [("a", 1.0)]
+
+
+def _plugin_engine(store: InMemoryStore, strategy: _PluginKeyword) -> QueryEngine:
+    keeper = IndexKeeper(lambda s: (strategy, "plugin"), name="t")
+    return QueryEngine(lambda q: _vector(1, 0.1, 0), name="t", indexes=keeper.refresh(store))
+
+
+def test_a_protocol_only_strategy_is_adapted_once_and_keeps_its_optional_members() -> None:
+    """The keeper adapts a plugin's strategy (deckhand.bases.as_keyword_index): its own filter and vector search
+    are used; without them the engine rechecks the ranking and calls ``search`` on the query's thread."""
+    store = _store()
+    where = Filter((condition("year", Op.GTE, [2001]),))
+    keyword_only = SearchSettings(top_k=3, weights={"keyword": 1.0})
+    rich = _FilteringPluginKeyword()
+    engine = _plugin_engine(store, rich)
+    assert [h.record.id for h in engine.search(store, "buoys", keyword_only)] == ["a"]
+    assert [h.record.id for h in engine.search(store, "buoys", keyword_only, where=where)] == ["c"]
+    assert rich.calls == [("vector", ""), ("filtered", "")]
+    plain = _PluginKeyword()
+    engine = _plugin_engine(store, plain)
+    found = [h.record.id for h in engine.search(store, "buoys", keyword_only, where=where)]
+    assert found and "a" not in found  # rechecked against the records' metadata (a is from 2000)
+    engine.search(store, "buoys", SearchSettings(top_k=3, weights={"semantic": 1.0, "keyword": 1.0}))
+    assert [name for name, _ in plain.calls] == ["search", "search"]
+    assert plain.calls[-1][1] == threading.current_thread().name  # not beside the dense search: it may share it
 
 
 class _CountingStore(InMemoryStore):
