@@ -429,7 +429,8 @@ class KeywordIndex(Protocol):
 
     Optional: ``search_with_vector(query, vector, k)``, the same ranking given the query's
     embedding too (see :class:`VectorAwareKeywordIndex`); the native strategy has it, for stores
-    with :class:`NativeHybridSearch`.
+    with :class:`NativeHybridSearch`. :class:`deckhand.bases.KeywordIndexBase` has every optional
+    member with its default; core adapts a strategy once (``as_keyword_index``) and never asks.
     """
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
