@@ -385,6 +385,8 @@ def test_deckhand_plugins_shows_capabilities(fresh_registry: None) -> None:
         "index_maintenance",
         "integrity_check",
         "persistent",
+        "record_log",
+        "side_index_files",
         "side_indexes",
     ]
     assert provided[("store", "in-memory")]["capabilities"] == ["filters"]
