@@ -390,8 +390,8 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
             "lable: Field note",
             "tools[1].lable: unknown field (did you mean 'label'? allowed: type, name, description, result_budget, "
             "source, embedding_model, database, chunker, encoding, include, exclude, default_excludes, gitignore, "
-            "max_file_size, reranker, rerank_top_n, results, min_similarity_score, max_results_per_source, "
-            "relative_cutoff, label, top_k)",
+            "max_file_size, reranker, rerank_top_n, passage_windows, results, min_similarity_score, "
+            "max_results_per_source, relative_cutoff, writable, writable_sources, writes_per_minute, label, top_k)",
         ),
         (
             '"notes://local"',
