@@ -27,7 +27,7 @@ from deckhand.testing.round_robin import RoundRobinProxy
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 SCALING_MD = Path(__file__).resolve().parents[3] / "docs" / "scaling.md"
-TITLE = "## Replicas of `deckhand mcp --http` behind a load balancer"
+TITLE = "## 8. Replicas of `deckhand mcp --http` behind a load balancer"
 TOPICS = ["backups", "restores", "snapshots", "archives", "retention", "replicas"]
 
 
