@@ -5,10 +5,13 @@ default sqlite index holding ``--per-file`` chunks of each (clustered random uni
 under the default model's id; ingesting a million chunks with the model would take about
 three hours here, and the vectors' values do not change what is timed). The records and the
 manifest are written through the tool's own store, exactly as an ingest leaves them (each
-file's real size, mtime and hash), then the HNSW graph is built and the ingest marked
+file's real size, mtime and hash), then the approximate index is built and the ingest marked
 complete; for ``--tool hierarchical`` the chunks are Zipfian synthetic text with a heading
-chain, section id and reference each (as ``hybrid_latency.py``'s), and the side indexes
-(BM25, exact, definitions, references) are built and kept as a fresh ingest leaves them.
+chain, section id and reference each (as ``hybrid_latency.py``'s), and the side indexes are
+built and kept as a fresh ingest leaves them, through the tool's configured keyword strategy
+(``auto``: tantivy on the sqlite store) and its side index file (exact, definitions, references).
+``--ann-index ivf`` sets ``ann_index: ivf`` on the tool's sqlite store (k-means lists instead of
+the default HNSW graph, built in minutes).
 Then, each in a new process:
 
 1. ``deckhand --version`` and ``deckhand search`` (median of ``--repeats``): start-up is the
@@ -20,7 +23,8 @@ Then, each in a new process:
    ``deckhand search`` for a sentence of the new text: its chunk must come first. The model's
    own share (load and embed that file, in a fresh process) is timed apart.
 
-    uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--workdir DIR]
+    uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--ann-index ivf]
+        [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ tools:
   - type: {kind}
     name: {name}
     source: docs/
+"""
+#: Appended to the tool's entry for ``--ann-index ivf``.
+IVF = """    database:
+      provider: sqlite
+      options:
+        ann_index: ivf
 """
 #: ``--tool`` → (tool type, tool name).
 TOOLS = {"vectorstore": ("vectorstore", "flat"), "hierarchical": ("hierarchical_document", "acts")}
@@ -78,7 +88,7 @@ def texts_of(tool: str, files: int, per_file: int) -> list[list[str]]:
     return [flat[i * per_file : (i + 1) * per_file] for i in range(files)]
 
 
-def make_source(root: Path, tool: str, texts: list[list[str]]) -> None:
+def make_source(root: Path, tool: str, texts: list[list[str]], ann_index: str) -> None:
     docs = root / "docs"
     for i, parts in enumerate(texts):
         folder = docs / f"d{i // 1000:04d}"
@@ -86,7 +96,8 @@ def make_source(root: Path, tool: str, texts: list[list[str]]) -> None:
         body = parts[0] if tool == "vectorstore" else "\n\n".join(parts)
         (folder / f"f{i:07d}.md").write_text(f"# File {i}\n\n{body}\n", encoding="utf-8")
     kind, name = TOOLS[tool]
-    (root / "agent.yaml").write_text(AGENT.format(kind=kind, name=name), encoding="utf-8")
+    agent = AGENT.format(kind=kind, name=name) + (IVF if ann_index == "ivf" else "")
+    (root / "agent.yaml").write_text(agent, encoding="utf-8")
 
 
 def metadata(tool: str, n: int, i: int) -> dict[str, object]:
@@ -209,6 +220,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tool", choices=sorted(TOOLS), default="vectorstore")
     parser.add_argument("--queries", type=int, default=100, help="queries timed in-process (--tool hierarchical)")
+    parser.add_argument("--ann-index", choices=("hnsw", "ivf"), default="hnsw", help="the sqlite store's ann_index")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-scale-"))
@@ -218,7 +230,7 @@ def main() -> None:
     if not (root / "agent.yaml").is_file():
         clock = time.perf_counter()
         texts = texts_of(args.tool, files, args.per_file)
-        make_source(root, args.tool, texts)
+        make_source(root, args.tool, texts, args.ann_index)
         print(f"source written: {files:,} files in {time.perf_counter() - clock:.0f} s", flush=True)
         write_index(root, args.tool, texts)
         del texts
