@@ -93,3 +93,19 @@ def test_a_name_in_code_inside_a_question_finds_its_definition() -> None:
     started = time.perf_counter()
     identifiers("a" * 1_000_000 + "_b " + "x." * 500_000)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_name_several_files_define_finds_each_definition() -> None:
+    """Before: only the first ``parse_args`` ingested was an exact match, the other files' were not."""
+    vector = np.zeros(2, dtype=np.float32)
+    defines = {"defined_terms": ["parse_args"], "definitions": [{"term": "parse_args", "definition": "def parse_args"}]}
+    records = [
+        Record(f"def-{name}", f"{name}.py", 0, "def parse_args(argv):\n    ...", vector, defines)
+        for name in ("cli", "parser", "core")
+    ]
+    definitions = DefinitionIndex()
+    definitions.add_records(records)
+    index = ExactIndex(ReferenceResolver(), definitions, normalise_section_id)
+    index.build(records)
+    assert index.search("where is parse_args defined", 10) == [(r.id, 1.0) for r in records]
+    assert len(index.search("parse_args", 2)) == 2, "still at most k"

@@ -88,6 +88,11 @@ class DefinitionIndex:
         entries = self._by_term.get(" ".join(term.split()).lower()) or []
         return next((d for d in entries if allow is None or allow(d)), None)
 
+    def every(self, term: str, limit: int) -> list[Definition]:
+        """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``: a name
+        several files define (four ``parse_args`` in one repository, one term in two glossaries)."""
+        return list((self._by_term.get(" ".join(term.split()).lower()) or [])[: max(limit, 0)])
+
     def terms(self) -> list[str]:
         """Every defined term as first written, sorted case-insensitively."""
         return sorted((entries[0].term for entries in self._by_term.values()), key=str.lower)

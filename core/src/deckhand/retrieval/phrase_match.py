@@ -52,7 +52,9 @@ class SectionResolver(Protocol):
 class DefinitionLookup(Protocol):
     """What the exact index needs from ``deckhand.retrieval.definition_lookup.DefinitionIndex``."""
 
-    def lookup(self, term: str) -> Any: ...
+    def every(self, term: str, limit: int) -> list[Any]:
+        """Every definition of ``term``, first written first, at most ``limit`` (each has a ``record_id``)."""
+        ...
 
 
 class PhraseTexts(Protocol):
@@ -154,9 +156,7 @@ class ExactIndex:
             add(self.resolver.resolve(parsed.section), DIRECT)
         whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
         for term in (*parsed.phrases, whole, *identifiers(whole)):
-            definition = self.definitions.lookup(term)
-            if definition is not None:
-                add([definition.record_id], DIRECT)
+            add([definition.record_id for definition in self.definitions.every(term, k)], DIRECT)
         for ref in parsed.references:
             add(self.resolver.resolve(ref), DIRECT)
         if parsed.phrases:
