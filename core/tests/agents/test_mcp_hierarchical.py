@@ -27,7 +27,8 @@ Interest accrues at 5% per year on late Rent.
 """
 
 
-async def test_structured_results_of_a_hierarchical_tool(tmp_path: Path, minilm: object) -> None:
+def _served_lease(tmp_path: Path) -> tuple[Toolbox, DeckhandMcpServer]:
+    """A hierarchical tool over the lease, served, its ingest started (a search waits for it)."""
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "lease.md").write_text(LEASE)
     config = tmp_path / "agent.yaml"
@@ -35,6 +36,11 @@ async def test_structured_results_of_a_hierarchical_tool(tmp_path: Path, minilm:
     box = Toolbox.from_config(config)
     app = DeckhandMcpServer(box)
     box.start_ingest()
+    return box, app
+
+
+async def test_structured_results_of_a_hierarchical_tool(tmp_path: Path, minilm: object) -> None:
+    box, app = _served_lease(tmp_path)
     try:
         async with memory_session(app.server) as session:
             result = await call(session, "contracts", {"query": "When is the rent due?", "top_k": 1})
@@ -62,13 +68,7 @@ async def test_the_search_prompt_completes_section_ids_and_filters_on_the_one_ch
     from deckhand.testing.mcp_client import wire
     from mcp.types import PromptReference
 
-    (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / "lease.md").write_text(LEASE)
-    config = tmp_path / "agent.yaml"
-    config.write_text("tools:\n  - type: hierarchical_document\n    name: contracts\n    source: contracts/\n")
-    box = Toolbox.from_config(config)
-    app = DeckhandMcpServer(box)
-    box.start_ingest()
+    box, app = _served_lease(tmp_path)
     ref = PromptReference(type="ref/prompt", name="deckhand_search")
     try:
         async with memory_session(app.server) as session:
