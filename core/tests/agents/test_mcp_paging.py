@@ -263,3 +263,30 @@ def test_a_page_of_structured_hits_keeps_the_hierarchical_text() -> None:
     given = open_cursor("law", args.model_copy(update={"cursor": first.next_cursor}), first.next_cursor)
     more, rest = page("law", args, "", SearchOutput(tool="law", query="q", results=hits), 600, given)
     assert rest.results[0].rank == len(first.results) + 1 and "already given:" in more.splitlines()[0]
+
+
+def test_a_later_page_of_code_hits_still_names_their_symbols() -> None:
+    """Before: a page after the first was written from hits without their metadata, so code results lost
+    ``| Symbol: NAME (LANGUAGE, lines A-B)`` once an answer was paged."""
+    hits = [
+        ResultOut(
+            rank=i,
+            score=0.9 - i / 10,
+            source="cli.py",
+            chunk_index=i,
+            content="x" * 600,
+            start_line=10 * i,
+            end_line=10 * i + 5,
+            symbol=f"cli.command_{i}",
+            language="python",
+        )
+        for i in range(1, 5)
+    ]
+    args = SearchArguments(query="q", top_k=4)
+    found = SearchOutput(tool="code", query="q", results=hits)
+    _, first = page("code", args, "(the tool's own text)", found, 600, set())
+    assert first.next_cursor
+    given = open_cursor("code", args.model_copy(update={"cursor": first.next_cursor}), first.next_cursor)
+    more, rest = page("code", args, "", found, 600, given)
+    shown = rest.results[0]
+    assert f"| Symbol: {shown.symbol} (python, lines {shown.start_line}-{shown.end_line})" in more

@@ -193,6 +193,9 @@ def _page_text(shown: list[ResultOut], before: int, cursor: str | None) -> str:
 
 
 def _result(hit: ResultOut) -> SearchResult:
+    """``hit`` as the result the text formats read: its line range, symbol and language go back into metadata
+    (where :meth:`~deckhand.agents.output.hit_of` lifted them from), so a later page reads as the first."""
+    lifted = {"start_line": hit.start_line, "end_line": hit.end_line, "symbol": hit.symbol, "language": hit.language}
     return SearchResult(
         rank=hit.rank,
         score=hit.score,
@@ -203,8 +206,10 @@ def _result(hit: ResultOut) -> SearchResult:
         section_id=hit.section_id,
         definitions=[DefinitionRef(term=d.term, definition=d.definition, source=d.source) for d in hit.definitions],
         references=[
-            SectionRef(section_id=r.section_id, location=r.location, resolved=r.resolved) for r in hit.references
+            SectionRef(section_id=r.section_id, location=r.location, source=r.source, resolved=r.resolved)
+            for r in hit.references
         ],
+        metadata={key: value for key, value in lifted.items() if value is not None},
     )
 
 

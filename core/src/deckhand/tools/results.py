@@ -139,12 +139,11 @@ def format_results(results: list[SearchResult]) -> str:
 
 def symbol_note(result: SearchResult) -> str:
     """`` | Symbol: NAME (LANGUAGE, lines A-B)`` for a chunk of source code (metadata naming a symbol), else empty."""
-    meta = result.metadata or {}
-    symbol, language = meta.get("symbol"), meta.get("language")
-    if not isinstance(symbol, str) or not symbol:
+    symbol, language = result.text("symbol"), result.text("language")
+    if symbol is None:
         return ""
-    details = [printable(language)] if isinstance(language, str) and language else []
-    start, end = meta.get("start_line"), meta.get("end_line")
-    if isinstance(start, int) and not isinstance(start, bool):
-        details.append(f"lines {start}-{end}" if isinstance(end, int) and end != start else f"line {start}")
+    details = [printable(language)] if language is not None else []
+    start, end = result.line("start_line"), result.line("end_line")
+    if start is not None:
+        details.append(f"lines {start}-{end}" if end is not None and end != start else f"line {start}")
     return f" | Symbol: {printable(symbol)}" + (f" ({', '.join(details)})" if details else "")
