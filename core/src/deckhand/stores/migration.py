@@ -31,19 +31,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from deckhand.capabilities import index_maintenance
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
-from deckhand.config.options import runtime_errors
 from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities
 from deckhand.redaction import redact_url
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.tool_store import create_store, is_complete, mark_complete
+from deckhand.stores.tool_store import create_store, is_complete, mark_complete, store_component
 from deckhand.types import CollectionSpec, FileState, Record, record_id
 
 log = logging.getLogger("deckhand")
@@ -269,14 +266,7 @@ def _file_of(store: VectorStore) -> Path | None:
 def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
     """``end``'s store built (not opened) from its ``database:`` (tool > project > user > default sqlite)."""
     database, _ = resolve_database(end.tool.database, cwd=end.base_dir)
-    component = registry.resolve("store", database.provider)
-    with runtime_errors(end.tool.name):
-        try:
-            database.check_for(component, where=("database",))
-        except ValueError as exc:
-            if isinstance(exc, ValidationError):
-                raise
-            raise ConfigError(f"tool {end.tool.name!r} of {end.label}: database: {exc}") from None
+    component = store_component(registry, database, end.tool.name, f" of {end.label}")
     where = f"{component.name} ({redact_url(database.connection_string)})" if database.connection_string else ""
     with _reaching(end, where or component.name):  # a server store may connect when it is built
         store = create_store(component, database, end.tool.name, base_dir=end.base_dir)

@@ -86,6 +86,20 @@ def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[Non
         _policy.reset(token)
 
 
+def store_component(registry: PluginRegistry, config: DatabaseConfig, tool: str, where: str = "") -> Component:
+    """The store plugin ``config`` names, its ``options:`` checked against it: a one-line error naming tool
+    ``tool`` (``where``: which end of a migration, for instance) and the field otherwise."""
+    component = registry.resolve("store", config.provider)
+    with runtime_errors(tool):
+        try:
+            config.check_for(component, where=("database",))
+        except ValueError as exc:
+            if isinstance(exc, ValidationError):
+                raise
+            raise ConfigError(f"tool {tool!r}{where}: database: {exc}") from None
+    return component
+
+
 def open_store(
     registry: PluginRegistry,
     database: DatabaseConfig | None,
@@ -105,15 +119,8 @@ def open_store(
     """
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
-    component = registry.resolve("store", config.provider)
     # Checked at load against the registry then in use; again against the tool's own.
-    with runtime_errors(collection):
-        try:
-            config.check_for(component, where=("database",))
-        except ValueError as exc:
-            if isinstance(exc, ValidationError):
-                raise
-            raise ConfigError(f"tool {collection!r}: database: {exc}") from None
+    component = store_component(registry, config, collection)
     base_dir = cwd or Path.cwd()
     try:
         store = create_store(component, config, collection, base_dir=base_dir)
