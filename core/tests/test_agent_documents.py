@@ -122,3 +122,24 @@ def test_a_rebuild_killed_after_its_drop_loses_no_agent_document(tmp_path: Path,
     kept = again.agent_document("keepers")
     assert kept is not None and (kept.text, kept.title, kept.metadata) == (NOTE, "Keepers", {"team": "ops"})
     assert not list((tmp_path / ".deckhand" / "rebuild-pending").glob("*.json")), "the journal is gone once written"
+
+
+def test_the_rebuild_journal_follows_no_link(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A link planted where the journal or its partial file goes is neither read through nor written through."""
+    from deckhand.tools.agent_documents import AgentDocument, load_pending, pending_path, save_pending
+
+    outside = tmp_path / "outside.json"
+    outside.write_text('[{"tool": "kb", "id": "x", "chunks": 1, "size": 1, "added": 0.0}]')
+    journal = pending_path(tmp_path / "state", "kb")
+    journal.parent.mkdir(parents=True)
+    journal.symlink_to(outside)
+    with caplog.at_level("WARNING", logger="deckhand"):
+        assert load_pending(journal) == []
+    assert "not read" in caplog.text
+
+    journal.unlink()
+    journal.with_suffix(".partial").symlink_to(outside)
+    doc = AgentDocument("kb", "keepers", 1, len(NOTE), 1.0, "Keepers", NOTE, {})
+    save_pending(journal, [doc])
+    assert outside.read_text().startswith('[{"tool": "kb", "id": "x"'), "the link's target is untouched"
+    assert not journal.is_symlink() and load_pending(journal) == [doc]

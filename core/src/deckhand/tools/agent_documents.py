@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 import time
@@ -30,9 +31,12 @@ from typing import Any
 
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
+from deckhand.ingest.opening import confined_to, read_source_bytes
 from deckhand.ingest.pipeline import AGENT_SOURCE_PREFIX
 from deckhand.protocols import Chunker, Embedder, VectorStore
 from deckhand.types import Chunk, Document, FileState, Record, record_id
+
+log = logging.getLogger("deckhand")
 
 #: The scheme of an agent document's source name and URI.
 AGENT_SCHEME = "deckhand-agent"
@@ -206,7 +210,8 @@ def save_pending(path: Path, docs: list[AgentDocument]) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    partial.unlink(missing_ok=True)  # one a killed run left; a link put there is removed, never written through
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump([dataclasses.asdict(doc) for doc in docs], handle)
         handle.flush()
@@ -215,9 +220,16 @@ def save_pending(path: Path, docs: list[AgentDocument]) -> None:
 
 
 def load_pending(path: Path) -> list[AgentDocument]:
-    """The agent documents an interrupted rebuild left at ``path`` (none when there is no such file)."""
+    """The agent documents an interrupted rebuild left at ``path`` (none when there is no such file).
+
+    Read without following a link (a link or anything but a regular file is left alone, with a warning).
+    """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        with confined_to(path.parent):
+            raw = json.loads(read_source_bytes(path))
     except FileNotFoundError:
+        return []
+    except OSError as exc:
+        log.warning("%s: not read (%s); a rebuild's journal is a regular file", path, exc.strerror or exc)
         return []
     return [AgentDocument(**entry) for entry in raw]
