@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from deckhand.ingest.discovery import SourceFile
@@ -36,7 +37,7 @@ def changed_state(
     content hash is unchanged gets its manifest entry refreshed in ``store`` and counts as unchanged.
     """
     try:
-        stat = file.path.stat()
+        stat = os.stat(file.location)  # (a string: no pathlib object for each of 100,000 unchanged files)
     except OSError as exc:
         report.fail(file.display, f"cannot stat ({exc.strerror or exc})")
         return None

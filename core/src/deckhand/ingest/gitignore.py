@@ -38,7 +38,8 @@ class GitIgnore:
 
     def __init__(self, top: Path) -> None:
         self.top = top
-        self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        #: Each folder's ``.gitignore`` patterns, by the folder's posix path relative to :attr:`top` ("": the top).
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._exclude = self._read(top / ".git" / "info" / "exclude")
 
     @classmethod
@@ -56,23 +57,22 @@ class GitIgnore:
         parts = relative.parts
         if not parts:
             return False
-        suffix = "/" if directory else ""
-        ignored: bool | None = None
-        if self._exclude is not None:
-            ignored = self._exclude.check_file(relative.as_posix() + suffix).include
-        for depth in range(len(parts)):  # the top's .gitignore first, the deepest last (it wins)
-            folder = self.top.joinpath(*parts[:depth])
-            spec = self._spec(folder)
-            if spec is None:
-                continue
-            verdict = spec.check_file("/".join(parts[depth:]) + suffix).include
-            if verdict is not None:
-                ignored = verdict
-        return bool(ignored)
+        return self.folder("/".join(parts[:-1])).ignores(parts[-1], directory=directory)
 
-    def _spec(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
+    def folder(self, relative: str) -> FolderRules:
+        """The rules that decide for the entries of the folder at ``relative`` (posix, relative to :attr:`top`;
+        "" for the top): a walk looks them up once per folder, then asks for each entry by name."""
+        parts = relative.split("/") if relative else []
+        specs: list[tuple[pathspec.GitIgnoreSpec, str]] = []
+        for depth in range(len(parts) + 1):  # the top's .gitignore first, the deepest last (it wins)
+            spec = self._spec("/".join(parts[:depth]))
+            if spec is not None:
+                specs.append((spec, "".join(f"{part}/" for part in parts[depth:])))
+        return FolderRules(self._exclude, f"{relative}/" if relative else "", specs)
+
+    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._specs:
-            self._specs[folder] = self._read(folder / ".gitignore")
+            self._specs[folder] = self._read(self.top.joinpath(*folder.split("/")) / ".gitignore")
         return self._specs[folder]
 
     @staticmethod
@@ -91,3 +91,31 @@ class GitIgnore:
             return None
         lines = data.decode("utf-8", errors="replace").splitlines()
         return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+
+
+class FolderRules:
+    """What git ignores among the entries of one folder: ``.git/info/exclude`` (over the path from the top) and each
+    ``.gitignore`` from the top down to the folder (each over the path from its own folder), the deepest deciding."""
+
+    def __init__(
+        self,
+        exclude: pathspec.GitIgnoreSpec | None,
+        from_top: str,
+        specs: list[tuple[pathspec.GitIgnoreSpec, str]],
+    ) -> None:
+        self._exclude = exclude
+        self._from_top = from_top
+        #: Each ``.gitignore`` in force, with the folder's path from that file's folder ("" or ending in "/").
+        self._specs = specs
+
+    def ignores(self, name: str, *, directory: bool) -> bool:
+        """Whether git ignores the entry ``name`` of this folder, a folder when ``directory``."""
+        suffix = "/" if directory else ""
+        ignored: bool | None = None
+        if self._exclude is not None:
+            ignored = self._exclude.check_file(self._from_top + name + suffix).include
+        for spec, prefix in self._specs:
+            verdict = spec.check_file(prefix + name + suffix).include
+            if verdict is not None:
+                ignored = verdict
+        return bool(ignored)

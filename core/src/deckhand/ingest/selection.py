@@ -12,7 +12,9 @@ only when it, or a directory above it, matches one of its patterns; ``exclude:``
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+import functools
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 #: Folders no one wants indexed: version control, dependencies, caches, build output, virtual
@@ -84,25 +86,90 @@ class Selection:
 
     def walks(self, relative: str) -> bool:
         """Whether the directory at ``relative`` is walked (no exclude pattern matches it)."""
-        return not any(p.matches(relative, directory=True) for p in self.exclude)
+        return not self._globs.excludes_directory(relative)
 
-    def takes(self, relative: str) -> bool:
-        """Whether the file at ``relative`` (in a walked directory) is ingested."""
-        if any(p.matches(relative, directory=False) for p in self.exclude):
+    def covers(self, relative: str) -> bool:
+        """Whether ``include:`` takes every file under the directory at ``relative`` by that directory alone (it
+        matches an include pattern as a directory); a walk asks once per directory, not once per file."""
+        return self._globs.includes_directory(relative)
+
+    def takes(self, relative: str, *, covered: bool | None = None) -> bool:
+        """Whether the file at ``relative`` (in a walked directory) is ingested.
+
+        ``covered``: whether a directory above the file is one :meth:`covers` says yes to (or there is no
+        ``include:``), when the caller knows (a walk carries it down); None works it out from ``relative``.
+        """
+        globs = self._globs
+        if globs.excludes_file(relative):
             return False
-        if not self.include:
+        if not self.include or covered:
             return True
-        if any(p.matches(relative, directory=False) for p in self.include):
+        if globs.includes_file(relative):
             return True
+        if covered is not None:
+            return False
         parts = relative.split("/")[:-1]
-        above = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        return any(p.matches(d, directory=True) for d in above for p in self.include)
+        return any(globs.includes_directory("/".join(parts[: i + 1])) for i in range(len(parts)))
 
     def reads(self, relative: str) -> bool:
         """Whether a walk of the source ingests the file at ``relative``: every folder above it walked, and it taken
         (for a path seen on its own, such as a change ``--watch`` reports)."""
         parts = relative.split("/")
         return all(self.walks("/".join(parts[: i + 1])) for i in range(len(parts) - 1)) and self.takes(relative)
+
+    @functools.cached_property
+    def _globs(self) -> _Globs:
+        """The patterns compiled, once per selection (a walk asks about every file of the source)."""
+        return _Globs(self.include, self.exclude)
+
+
+#: A compiled union of globs: whether it matches a whole string (None: there are no globs).
+_Matcher = Callable[[str], "re.Match[str] | None"]
+
+
+def _union(globs: Iterable[str]) -> _Matcher | None:
+    """One regex matching what any of ``globs`` matches (:func:`fnmatch.fnmatchcase`'s reading of each: a union of
+    :func:`fnmatch.translate` patterns, each anchored at both ends, matches exactly when one of them does)."""
+    translated = [f"(?:{fnmatch.translate(g)})" for g in dict.fromkeys(globs)]
+    return re.compile("|".join(translated)).match if translated else None
+
+
+class _Globs:
+    """A selection's patterns compiled into regexes that answer :meth:`Pattern.matches` for all of them at once:
+    one over the path relative to the source, one over the name alone (patterns without ``/`` that are not
+    anchored), each for files (patterns that name directories only left out) and for directories."""
+
+    def __init__(self, include: tuple[Pattern, ...], exclude: tuple[Pattern, ...]) -> None:
+        self._exclude_file = _pair([p for p in exclude if not p.directories_only])
+        self._exclude_directory = _pair(list(exclude))
+        self._include_file = _pair([p for p in include if not p.directories_only])
+        self._include_directory = _pair(list(include))
+
+    def excludes_file(self, relative: str) -> bool:
+        return _matches(self._exclude_file, relative)
+
+    def excludes_directory(self, relative: str) -> bool:
+        return _matches(self._exclude_directory, relative)
+
+    def includes_file(self, relative: str) -> bool:
+        return _matches(self._include_file, relative)
+
+    def includes_directory(self, relative: str) -> bool:
+        return _matches(self._include_directory, relative)
+
+
+def _pair(patterns: list[Pattern]) -> tuple[_Matcher | None, _Matcher | None]:
+    """The matcher of the whole relative path and the matcher of the name alone, for ``patterns``."""
+    return _union(p.glob for p in patterns), _union(p.glob for p in patterns if not p.anchored and "/" not in p.glob)
+
+
+def _matches(pair: tuple[_Matcher | None, _Matcher | None], relative: str) -> bool:
+    whole, name = pair
+    if whole is None:
+        return False
+    if whole(relative) is not None:
+        return True
+    return name is not None and name(relative.rpartition("/")[2]) is not None
 
 
 #: What a walk uses when the tool says nothing: every file, the default folders left out.
