@@ -5,6 +5,7 @@ working tree, its ``.gitignore`` files do not ignore (:mod:`deckhand.ingest.giti
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ from deckhand.types import Skipped
 NOT_UTF8 = "its name is not valid UTF-8; rename it to ingest it"
 
 log = logging.getLogger("deckhand.ingest")
+
+#: A directory entry's name: the walk lists each folder sorted by it.
+_NAME = operator.attrgetter("name")
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def discover(
         current, inside, covered = pending.pop()
         try:
             with os.scandir(current) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
+                entries = sorted(listing, key=_NAME)
         except OSError as exc:
             unreadable(Path(current), exc)
             continue
@@ -144,7 +148,8 @@ def discover(
                 out.skipped.append(Skipped(utf8_name(shown), _link_reason(Path(entry.path), root), "symlink"))
                 continue
             suffix = _suffix(name)
-            if suffix.lower() in exts and prefix_ok and is_utf8(name) and entry.is_file(follow_symlinks=False):
+            utf8 = prefix_ok and (name.isascii() or is_utf8(name))
+            if suffix.lower() in exts and utf8 and entry.is_file(follow_symlinks=False):
                 out.files.append(SourceFile(entry.path, shown))  # the common case, decided without a syscall
             else:
                 _add(Path(entry.path), suffix, entry.is_file(follow_symlinks=False), exts, out, shown)

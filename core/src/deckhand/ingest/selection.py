@@ -123,53 +123,43 @@ class Selection:
         return _Globs(self.include, self.exclude)
 
 
-#: A compiled union of globs: whether it matches a whole string (None: there are no globs).
-_Matcher = Callable[[str], "re.Match[str] | None"]
-
-
-def _union(globs: Iterable[str]) -> _Matcher | None:
+def _union(globs: Iterable[str]) -> Callable[[str], re.Match[str] | None] | None:
     """One regex matching what any of ``globs`` matches (:func:`fnmatch.fnmatchcase`'s reading of each: a union of
-    :func:`fnmatch.translate` patterns, each anchored at both ends, matches exactly when one of them does)."""
+    :func:`fnmatch.translate` patterns, each anchored at both ends, matches exactly when one of them does);
+    None when there are none."""
     translated = [f"(?:{fnmatch.translate(g)})" for g in dict.fromkeys(globs)]
     return re.compile("|".join(translated)).match if translated else None
 
 
+def _never(relative: str) -> bool:
+    return False
+
+
+def _predicate(patterns: list[Pattern]) -> Callable[[str], bool]:
+    """Whether any of ``patterns`` matches a relative path (:meth:`Pattern.matches`, whatever ``directories_only``
+    says: the caller passes the patterns that apply), as one call: the whole path, then the name alone for the
+    patterns without ``/`` that are not anchored."""
+    whole = _union(p.glob for p in patterns)
+    name = _union(p.glob for p in patterns if not p.anchored and "/" not in p.glob)
+    if whole is None:
+        return _never
+
+    def matches(relative: str) -> bool:
+        return whole(relative) is not None or (name is not None and name(relative.rpartition("/")[2]) is not None)
+
+    return matches
+
+
 class _Globs:
-    """A selection's patterns compiled into regexes that answer :meth:`Pattern.matches` for all of them at once:
-    one over the path relative to the source, one over the name alone (patterns without ``/`` that are not
-    anchored), each for files (patterns that name directories only left out) and for directories."""
+    """A selection's patterns compiled into four predicates that answer :meth:`Pattern.matches` for all of them
+    at once: files excluded, directories excluded, files included, directories included (a pattern that names
+    directories only is left out of the file predicates)."""
 
     def __init__(self, include: tuple[Pattern, ...], exclude: tuple[Pattern, ...]) -> None:
-        self._exclude_file = _pair([p for p in exclude if not p.directories_only])
-        self._exclude_directory = _pair(list(exclude))
-        self._include_file = _pair([p for p in include if not p.directories_only])
-        self._include_directory = _pair(list(include))
-
-    def excludes_file(self, relative: str) -> bool:
-        return _matches(self._exclude_file, relative)
-
-    def excludes_directory(self, relative: str) -> bool:
-        return _matches(self._exclude_directory, relative)
-
-    def includes_file(self, relative: str) -> bool:
-        return _matches(self._include_file, relative)
-
-    def includes_directory(self, relative: str) -> bool:
-        return _matches(self._include_directory, relative)
-
-
-def _pair(patterns: list[Pattern]) -> tuple[_Matcher | None, _Matcher | None]:
-    """The matcher of the whole relative path and the matcher of the name alone, for ``patterns``."""
-    return _union(p.glob for p in patterns), _union(p.glob for p in patterns if not p.anchored and "/" not in p.glob)
-
-
-def _matches(pair: tuple[_Matcher | None, _Matcher | None], relative: str) -> bool:
-    whole, name = pair
-    if whole is None:
-        return False
-    if whole(relative) is not None:
-        return True
-    return name is not None and name(relative.rpartition("/")[2]) is not None
+        self.excludes_file = _predicate([p for p in exclude if not p.directories_only])
+        self.excludes_directory = _predicate(list(exclude))
+        self.includes_file = _predicate([p for p in include if not p.directories_only])
+        self.includes_directory = _predicate(list(include))
 
 
 #: What a walk uses when the tool says nothing: every file, the default folders left out.
