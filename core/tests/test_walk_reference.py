@@ -6,6 +6,7 @@ strings instead of paths; these tests hold it to the reference on a tree with ev
 from __future__ import annotations
 
 import os
+import pickle
 import stat
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,5 @@ def test_compiled_patterns_answer_as_each_pattern_matched_alone(
     covered = not selection.include or any(selection.covers("/".join(parts[: i + 1])) for i in range(len(parts)))
     assert selection.takes(relative, covered=covered) is reference_takes(selection, relative)  # as a walk asks
     assert all(isinstance(p, Pattern) for p in (*selection.include, *selection.exclude))
+    again = pickle.loads(pickle.dumps(selection))  # compiled, it still travels (to an executor's workers)
+    assert again == selection and again.takes(relative) is selection.takes(relative)

@@ -131,23 +131,23 @@ def _union(globs: Iterable[str]) -> Callable[[str], re.Match[str] | None] | None
     return re.compile("|".join(translated)).match if translated else None
 
 
-def _never(relative: str) -> bool:
-    return False
+class _AnyOf:
+    """Whether any of some patterns matches a relative path (:meth:`Pattern.matches`, whatever ``directories_only``
+    says: the caller passes the patterns that apply), in at most two regex matches: the whole path, then the name
+    alone for the patterns without ``/`` that are not anchored. (A class, not a closure: a selection pickles.)"""
 
+    __slots__ = ("_name", "_whole")
 
-def _predicate(patterns: list[Pattern]) -> Callable[[str], bool]:
-    """Whether any of ``patterns`` matches a relative path (:meth:`Pattern.matches`, whatever ``directories_only``
-    says: the caller passes the patterns that apply), as one call: the whole path, then the name alone for the
-    patterns without ``/`` that are not anchored."""
-    whole = _union(p.glob for p in patterns)
-    name = _union(p.glob for p in patterns if not p.anchored and "/" not in p.glob)
-    if whole is None:
-        return _never
+    def __init__(self, patterns: list[Pattern]) -> None:
+        self._whole = _union(p.glob for p in patterns)
+        self._name = _union(p.glob for p in patterns if not p.anchored and "/" not in p.glob)
 
-    def matches(relative: str) -> bool:
-        return whole(relative) is not None or (name is not None and name(relative.rpartition("/")[2]) is not None)
-
-    return matches
+    def __call__(self, relative: str) -> bool:
+        if self._whole is None:
+            return False
+        if self._whole(relative) is not None:
+            return True
+        return self._name is not None and self._name(relative.rpartition("/")[2]) is not None
 
 
 class _Globs:
@@ -156,10 +156,10 @@ class _Globs:
     directories only is left out of the file predicates)."""
 
     def __init__(self, include: tuple[Pattern, ...], exclude: tuple[Pattern, ...]) -> None:
-        self.excludes_file = _predicate([p for p in exclude if not p.directories_only])
-        self.excludes_directory = _predicate(list(exclude))
-        self.includes_file = _predicate([p for p in include if not p.directories_only])
-        self.includes_directory = _predicate(list(include))
+        self.excludes_file = _AnyOf([p for p in exclude if not p.directories_only])
+        self.excludes_directory = _AnyOf(list(exclude))
+        self.includes_file = _AnyOf([p for p in include if not p.directories_only])
+        self.includes_directory = _AnyOf(list(include))
 
 
 #: What a walk uses when the tool says nothing: every file, the default folders left out.
