@@ -3,8 +3,11 @@ ignore is not ingested, an ignored folder is not walked, and ``gitignore: false`
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +98,29 @@ def test_the_tool_setting_and_watch_follow_it(repo: Path) -> None:
         assert not honouring(None, str(src / ignored)), ignored
     reading_all = _SourceFilter([src], EXTS, {src: [Selection.of(None, [], gitignore=False)]})
     assert reading_all(None, str(src / "gen" / "new.py"))
+
+
+LAZY = """
+import json, sys
+from pathlib import Path
+import deckhand.cli.main
+from deckhand.ingest.discovery import discover
+outside = [f.display for f in discover(Path(sys.argv[1]), {".md"}, base=Path(sys.argv[1])).files]
+before = "pathspec" in sys.modules
+inside = [f.display for f in discover(Path(sys.argv[2]), {".md", ".txt", ".py"}, base=Path(sys.argv[2])).files]
+print(json.dumps({"outside": outside, "before": before, "inside": inside, "after": "pathspec" in sys.modules}))
+"""
+
+
+def test_the_ignore_rules_library_is_imported_only_to_read_an_ignore_file(repo: Path, tmp_path: Path) -> None:
+    """pathspec costs ~50 ms to import: the CLI and a walk outside any working tree never import it."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "page.md").write_text("# Page\n")
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY, str(plain), str(repo / "src")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["outside"] == ["page.md"] and out["before"] is False
+    assert "app.py" in out["inside"] and "gen/out.py" not in out["inside"] and out["after"] is True

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from deckhand.ingest.opening import TooLarge, confined_to, read_source_bytes
+
+if TYPE_CHECKING:
+    import pathspec  # imported when an ignore file is read: ~50 ms that a source outside git never needs
 
 log = logging.getLogger("deckhand.ingest")
 
@@ -90,6 +92,8 @@ class GitIgnore:
             log.warning("%s: not read (%s); its ignore rules are not applied", path, exc.strerror or exc)
             return None
         lines = data.decode("utf-8", errors="replace").splitlines()
+        import pathspec
+
         return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
 
 

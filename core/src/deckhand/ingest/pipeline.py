@@ -186,9 +186,8 @@ class Ingestor:
         todo: list[SourceFile] = []
         states: dict[str, FileState] = {}
         clock = time.perf_counter()
-        for file in found.files:
-            if not mine(file.display):
-                continue
+        files = found.files if shard is None else [f for f in found.files if shard.owns(f.display)]
+        for file in files:
             state = changed_state(
                 file,
                 manifest.get(file.display),
