@@ -26,7 +26,7 @@ from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
 from deckhand.ingest.batching import EmbedQueue, Pending
-from deckhand.ingest.changes import changed_state, file_sha256
+from deckhand.ingest.changes import changed_states, file_sha256
 from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
@@ -183,23 +183,18 @@ class Ingestor:
         manifest = self.store.manifest()
         report.seconds["discover"] = time.perf_counter() - clock
 
-        todo: list[SourceFile] = []
-        states: dict[str, FileState] = {}
         clock = time.perf_counter()
         files = found.files if shard is None else [f for f in found.files if shard.owns(f.display)]
-        for file in files:
-            state = changed_state(
-                file,
-                manifest.get(file.display),
-                force=force,
-                store=self.store,
-                embedder=self.embedder,
-                max_file_size=self.max_file_size,
-                report=report,
-            )
-            if state is not None:
-                todo.append(file)
-                states[file.display] = state
+        states = changed_states(
+            files,
+            manifest,
+            force=force,
+            store=self.store,
+            embedder=self.embedder,
+            max_file_size=self.max_file_size,
+            report=report,
+        )
+        todo = [file for file in files if file.display in states]
         report.seconds["check"] = time.perf_counter() - clock
         found_names = {f.display for f in found.files}
         # Documents an agent added (deckhand_add) are no files of the source: never swept as gone.
