@@ -167,19 +167,24 @@ SELECTIONS = {
 }
 
 
+def _refuse(path: Any) -> Any:
+    raise PermissionError(13, "Permission denied", os.fspath(path))
+
+
+@pytest.fixture
+def locked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders named ``locked`` cannot be listed (root lists any folder whatever its mode: os.scandir refuses)."""
+    listing = os.scandir
+    monkeypatch.setattr(
+        os, "scandir", lambda path=".": _refuse(path) if os.fspath(path).endswith("locked") else listing(path)
+    )
+
+
 @pytest.mark.parametrize("chosen", sorted(SELECTIONS))
 @pytest.mark.parametrize("through_link", [False, True])
 def test_the_walk_decides_each_entry_as_the_per_path_rules_do(
-    tree: Path, chosen: str, through_link: bool, monkeypatch: pytest.MonkeyPatch
+    tree: Path, chosen: str, through_link: bool, locked: None
 ) -> None:
-    real_scandir = os.scandir
-
-    def guarded(path: Any = ".") -> Any:
-        if str(path).endswith("locked"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", guarded)
     source = tree / "src"
     if through_link:  # the source named through a link: shown as named, walked where it lives
         source = tree.parent / "named"
