@@ -15,7 +15,7 @@ import pathspec
 import pytest
 from deckhand.ingest.discovery import NOT_UTF8, _link_reason, discover, display_path
 from deckhand.ingest.file_types import SCRIPT
-from deckhand.ingest.gitignore import repository_of
+from deckhand.ingest.gitignore import Rules, repository_of
 from deckhand.ingest.selection import Pattern, Selection
 from deckhand.printable import is_utf8, utf8_name
 from hypothesis import given, settings
@@ -239,3 +239,14 @@ def test_compiled_patterns_answer_as_each_pattern_matched_alone(
     assert all(isinstance(p, Pattern) for p in (*selection.include, *selection.exclude))
     again = pickle.loads(pickle.dumps(selection))  # compiled, it still travels (to an executor's workers)
     assert again == selection and again.takes(relative) is selection.takes(relative)
+
+
+IGNORE_LINES = ["*.log", "!keep.log", "build/", "/top.md", "a/**/b", "docs/*.md", "!docs/x.md", "# note", "", "[ab]*"]
+IGNORED_PATHS = ["a.log", "keep.log", "build/", "build/x.md", "top.md", "a/top.md", "a/c/b", "docs/x.md", "ab.md"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.sampled_from(IGNORE_LINES), max_size=6), path=st.sampled_from(IGNORED_PATHS))
+def test_an_ignore_files_rules_answer_as_pathspec_does(lines: list[str], path: str) -> None:
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    assert Rules(spec).verdict(path) is spec.check_file(path).include  # one search first, pathspec's verdict after

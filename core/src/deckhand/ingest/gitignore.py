@@ -11,6 +11,8 @@ repository files; each is read without following a symbolic link, and at most :d
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,8 +42,8 @@ class GitIgnore:
 
     def __init__(self, top: Path) -> None:
         self.top = top
-        #: Each folder's ``.gitignore`` patterns, by the folder's posix path relative to :attr:`top` ("": the top).
-        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        #: Each folder's ``.gitignore`` rules, by the folder's posix path relative to :attr:`top` ("": the top).
+        self._specs: dict[str, Rules | None] = {}
         self._exclude = self._read(top / ".git" / "info" / "exclude")
 
     @classmethod
@@ -65,20 +67,20 @@ class GitIgnore:
         """The rules that decide for the entries of the folder at ``relative`` (posix, relative to :attr:`top`;
         "" for the top): a walk looks them up once per folder, then asks for each entry by name."""
         parts = relative.split("/") if relative else []
-        specs: list[tuple[pathspec.GitIgnoreSpec, str]] = []
+        specs: list[tuple[Rules, str]] = []
         for depth in range(len(parts) + 1):  # the top's .gitignore first, the deepest last (it wins)
             spec = self._spec("/".join(parts[:depth]))
             if spec is not None:
                 specs.append((spec, "".join(f"{part}/" for part in parts[depth:])))
         return FolderRules(self._exclude, f"{relative}/" if relative else "", specs)
 
-    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+    def _spec(self, folder: str) -> Rules | None:
         if folder not in self._specs:
             self._specs[folder] = self._read(self.top.joinpath(*folder.split("/")) / ".gitignore")
         return self._specs[folder]
 
     @staticmethod
-    def _read(path: Path) -> pathspec.GitIgnoreSpec | None:
+    def _read(path: Path) -> Rules | None:
         """The patterns of an ignore file; ``None`` when there is none (or it cannot be read: a warning says why)."""
         try:
             with confined_to(None, MAX_IGNORE_BYTES):  # no link followed, a regular file, at most the limit
@@ -94,19 +96,56 @@ class GitIgnore:
         lines = data.decode("utf-8", errors="replace").splitlines()
         import pathspec
 
-        return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+        return Rules(pathspec.GitIgnoreSpec.from_lines(lines)) if any(line.strip() for line in lines) else None
+
+
+#: A named group in a pattern's regex (pathspec marks a directory match with one): dropped from the union.
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+class Rules:
+    """One ignore file's patterns, and one regex that finds whether any of them matches a path at all: most paths
+    match none, and those are known in one search instead of one per pattern (git's verdict on the others, which
+    pattern wins, negations and directory patterns included, is pathspec's)."""
+
+    def __init__(self, spec: pathspec.GitIgnoreSpec) -> None:
+        self.spec = spec
+        self._any = _any_pattern(spec)
+
+    def verdict(self, path: str) -> bool | None:
+        """Whether the patterns ignore (True) or re-include (False) ``path`` (posix, from the file's folder, ending
+        in ``/`` for a folder); None when none of them matches it."""
+        if self._any is not None and self._any(path) is None:
+            return None
+        return self.spec.check_file(path).include
+
+
+def _any_pattern(spec: pathspec.GitIgnoreSpec) -> Callable[[str], re.Match[str] | None] | None:
+    """A search that finds a match where one of ``spec``'s patterns would (pathspec searches each pattern's regex
+    in turn); None when the patterns' regexes cannot be joined (each path then goes to pathspec)."""
+    regexes = [p.regex for p in spec.patterns if p.include is not None]
+    if not regexes:
+        return lambda path: None
+    texts: list[str] = []
+    flags: set[int] = set()
+    for regex in regexes:
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str):
+            return None
+        texts.append(f"(?:{_NAMED_GROUP.sub('(?:', regex.pattern)})")
+        flags.add(regex.flags)
+    if len(flags) != 1:
+        return None
+    try:
+        return re.compile("|".join(texts), flags.pop()).search
+    except re.error:
+        return None
 
 
 class FolderRules:
     """What git ignores among the entries of one folder: ``.git/info/exclude`` (over the path from the top) and each
     ``.gitignore`` from the top down to the folder (each over the path from its own folder), the deepest deciding."""
 
-    def __init__(
-        self,
-        exclude: pathspec.GitIgnoreSpec | None,
-        from_top: str,
-        specs: list[tuple[pathspec.GitIgnoreSpec, str]],
-    ) -> None:
+    def __init__(self, exclude: Rules | None, from_top: str, specs: list[tuple[Rules, str]]) -> None:
         self._exclude = exclude
         self._from_top = from_top
         #: Each ``.gitignore`` in force, with the folder's path from that file's folder ("" or ending in "/").
@@ -117,9 +156,9 @@ class FolderRules:
         suffix = "/" if directory else ""
         ignored: bool | None = None
         if self._exclude is not None:
-            ignored = self._exclude.check_file(self._from_top + name + suffix).include
-        for spec, prefix in self._specs:
-            verdict = spec.check_file(prefix + name + suffix).include
+            ignored = self._exclude.verdict(self._from_top + name + suffix)
+        for rules, prefix in self._specs:
+            verdict = rules.verdict(prefix + name + suffix)
             if verdict is not None:
                 ignored = verdict
         return bool(ignored)
