@@ -17,14 +17,16 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from deckhand.bases import KeywordIndexBase, as_keyword_index
 from deckhand.capabilities import record_log, side_index_storage
-from deckhand.protocols import KeywordIndex, SideIndexStorage, VectorStore
+from deckhand.filters.conditions import Filter
+from deckhand.protocols import KeywordIndex, RecordLog, SideIndexStorage, VectorStore
 from deckhand.retrieval import side_indexes
 from deckhand.retrieval.side_indexes import SideIndexes
+from deckhand.types import Record, RecordChanges, RowArray
 
 log = logging.getLogger("deckhand")
 
@@ -124,7 +126,7 @@ class IndexKeeper:
             count = len(opened.locations)
             log.info("tool %s: indexes %s for %d chunks in %.2fs", self.name, origin, count, self.seconds)
             return opened
-        built = self._rebuild(store, last_row=last_row)
+        built = self._rebuild(store, position=(version, last_row))
         self.version = version
         if side.records_version() != version:
             log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
@@ -138,10 +140,11 @@ class IndexKeeper:
             )
         return built
 
-    def _rebuild(self, store: VectorStore, *, last_row: int | None = None) -> SideIndexes:
+    def _rebuild(self, store: VectorStore, *, position: tuple[int, int] | None = None) -> SideIndexes:
         """Every side index rebuilt from the stored records: from a store with a
-        :class:`~deckhand.protocols.RecordLog` read without their vectors and with their rows (``last_row``, its
-        highest row read with the records version before them, lets the file written from them be updated)."""
+        :class:`~deckhand.protocols.RecordLog` read without their vectors and with their rows (``position``, its
+        log position read before them, lets the file written from them be updated, and a keyword index that
+        rebuilds itself takes them instead of reading every record again)."""
         clock = time.perf_counter()
         rows: dict[str, int] | None = None
         log_ = record_log(store)
@@ -149,12 +152,14 @@ class IndexKeeper:
             pairs = list(log_.iter_rows())
             rows = {record.id: row for row, record in pairs}
             records = [record for _, record in pairs]
+            if position is not None:
+                log_ = RowsRead(log_, pairs, position)
         else:
             records = list(store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind(store)
         built = side_indexes.build(records, keyword, str(self.keyword_strategy), log_)
-        built.rows, built.last_row = rows, last_row
+        built.rows, built.last_row = rows, None if position is None else position[1]
         self.indexes = built
         self.seconds, self.origin = time.perf_counter() - clock, "rebuilt"
         log.info(
@@ -165,6 +170,27 @@ class IndexKeeper:
             self.keyword_strategy,
         )
         return built
+
+
+class RowsRead:
+    """A store's record log whose rows were just read (:class:`~deckhand.protocols.RecordLog`): a keyword index
+    that rebuilds itself from it takes ``pairs`` instead of reading every record again, at ``position`` (the
+    log position read before them, so it is never ahead of them); what changed since comes from the store."""
+
+    def __init__(self, log_: RecordLog, pairs: list[tuple[int, Record]], position: tuple[int, int]) -> None:
+        self._log, self._pairs, self._position = log_, pairs, position
+
+    def log_position(self) -> tuple[int, int]:
+        return self._position
+
+    def iter_rows(self, batch_size: int = 1000) -> Iterator[tuple[int, Record]]:
+        return iter(self._pairs)
+
+    def changes_since(self, version: int, last_row: int) -> RecordChanges | None:
+        return self._log.changes_since(version, last_row)
+
+    def rows_matching(self, where: Filter) -> RowArray:
+        return self._log.rows_matching(where)
 
 
 def _fingerprint(store: VectorStore) -> int:

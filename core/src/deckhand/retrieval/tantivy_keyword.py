@@ -68,7 +68,7 @@ log = logging.getLogger("deckhand")
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt.
-FORMAT = 3
+FORMAT = 4
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TOKENIZER = "deckhand_en"
@@ -80,9 +80,12 @@ _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 _PATH_WORD = r"[\p{L}\p{N}]+"
 #: Longer tokens are dropped (tantivy refuses terms past 64 KiB; no word of prose comes near this).
 _LONGEST = 100
-#: Indexing memory of a writer (tantivy needs at least 15 MB per thread) and its threads.
-_WRITER_HEAP = 64_000_000
-_WRITER_THREADS = 1
+#: Indexing memory of a writer per thread (tantivy needs at least 15 MB per thread): a segment is written each
+#: time a thread's fills, so more memory means fewer segments to merge after a build.
+_WRITER_HEAP = 128_000_000
+#: Threads of a writer that rebuilds the whole index (one per core; tantivy tokenises and indexes in them while
+#: Python hands over the documents); an update of a few records writes with one.
+_BUILD_THREADS = max(1, min(os.cpu_count() or 1, 8))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
 #: Records per batch read from the store for a full build.
@@ -124,8 +127,8 @@ def _schema() -> tantivy.Schema:
     import tantivy
 
     builder = tantivy.SchemaBuilder()
-    for name in ("body", "heading"):
-        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="position")
+    for name in ("body", "heading"):  # term frequencies only: BM25 needs no positions (phrases are ``content``'s)
+        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="freq")
     builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
     builder.add_text_field("content", tokenizer_name=_EXACT_TOKENIZER, index_option="position")
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
@@ -250,7 +253,7 @@ class TantivyIndex(KeywordIndexBase):
             return True
         changes = records.changes_since(*position) if position is not None else None
         try:
-            writer = index.writer(_WRITER_HEAP, _WRITER_THREADS)
+            writer = _writer(index, full=changes is None)
         except ValueError:  # LockBusy: another process is writing it
             return False
         if changes is None:
@@ -273,7 +276,7 @@ class TantivyIndex(KeywordIndexBase):
 
     def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields]) -> None:
         """Replace every document by ``docs`` in one commit."""
-        self._write(index.writer(_WRITER_HEAP, _WRITER_THREADS), docs, deleted=None, position=None)
+        self._write(_writer(index, full=True), docs, deleted=None, position=None)
         index.reload()
 
     def _write(
@@ -295,18 +298,22 @@ class TantivyIndex(KeywordIndexBase):
             else:
                 for gone in deleted:
                     writer.delete_documents_by_term("row", gone)
+            replay = deleted is not None  # a replay after a kill between commit and position: no duplicate
             for record_id, body, heading, path, file_type, content, row in docs:
-                doc = tantivy.Document(id=record_id, body=body)
-                for name, value in (("heading", heading), ("path", path), ("file_type", file_type)):
-                    if value:
-                        doc.add_text(name, value)
-                if content:
-                    doc.add_text("content", content)
-                if row is not None:
-                    if deleted is not None:  # a replay after a kill between commit and position: no duplicate
-                        writer.delete_documents_by_term("row", row)
-                    doc.add_integer("row", row)
-                writer.add_document(doc)
+                if row is not None and replay:
+                    writer.delete_documents_by_term("row", row)
+                # one call per document: the fields as keyword arguments (an empty list: no value)
+                writer.add_document(
+                    tantivy.Document(
+                        id=record_id,
+                        body=body,
+                        heading=heading or [],
+                        path=path or [],
+                        file_type=file_type or [],
+                        content=content or [],
+                        row=[] if row is None else row,
+                    )
+                )
             writer.commit()
             if position is not None:
                 self._save_position(position)
@@ -448,6 +455,13 @@ class TantivyIndex(KeywordIndexBase):
         searcher = index.searcher()
         hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
         return [str(searcher.doc(address).get_first("id")) for _, address in hits]
+
+
+def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
+    """A writer of ``index``: one thread per core for a ``full`` rebuild, else one (raises ValueError while
+    another process holds the index's writer lock)."""
+    threads = _BUILD_THREADS if full else 1
+    return index.writer(_WRITER_HEAP * threads, threads)
 
 
 #: One document's fields: id, body, heading, path, file type, content, store row (None: not from a record log).
