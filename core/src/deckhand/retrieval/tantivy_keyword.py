@@ -31,8 +31,11 @@ A sync also reloads the searcher, so a process open during another's ingest sees
 A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
 (:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
-``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition
-and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`).
+``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition,
+section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised) and ``place``
+(stored: location, chunk index, section id, definitions) of the same documents
+(:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
+indexes in them while Python hands over one document per record).
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import RecordLog
 from deckhand.retrieval.analysis import STOPWORDS
-from deckhand.retrieval.side_indexes import indexed_text
+from deckhand.retrieval.definition_lookup import definitions_of, term_key
+from deckhand.retrieval.references import section_ids_of
+from deckhand.retrieval.side_indexes import indexed_text, location_of
 from deckhand.types import Record, RowArray
 
 if TYPE_CHECKING:
@@ -134,6 +139,11 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
     builder.add_integer_field("row", indexed=True, fast=True)
+    # the look-ups (:mod:`deckhand.retrieval.tantivy_lookups`): defined terms, section ids and source untokenised
+    for name in ("term", "section"):
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("source", stored=True, fast=True, tokenizer_name="raw", index_option="basic")
+    builder.add_bytes_field("place", stored=True)  # JSON: location, chunk index, section id, definitions
     return builder.build()
 
 
@@ -175,6 +185,10 @@ class TantivyIndex(KeywordIndexBase):
         self._location = location or (lambda: None)
         #: The store's rows a filter allows (None: an index in memory, whose documents carry no rows).
         self._rows_matching = rows_matching
+        #: Kept on disk beside a store (else in memory, rebuilt from the records).
+        self.kept = location is not None
+        #: What the last :meth:`sync` did: ``loaded`` (nothing to do), ``updated`` (changes applied) or ``rebuilt``.
+        self.synced = "loaded"
         self._lock = threading.Lock()
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
@@ -220,13 +234,13 @@ class TantivyIndex(KeywordIndexBase):
         ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, ((record_id, text, "", "", "", "", None) for record_id, text in docs))
+            self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
 
     def index_records(self, records: Sequence[Record]) -> None:
         """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, (_fields(r, None) for r in records))
+            self._rewrite(index, ((None, _document(r, None)) for r in records))
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index to the store's current log position: apply the changes since the position its last
@@ -250,6 +264,7 @@ class TantivyIndex(KeywordIndexBase):
         position = self.position()
         current = records.log_position()
         if position is not None and position == current:
+            self.synced = "loaded"
             return True
         changes = records.changes_since(*position) if position is not None else None
         try:
@@ -259,22 +274,24 @@ class TantivyIndex(KeywordIndexBase):
         if changes is None:
             version, last_row = current
             added = (
-                _fields(record, row)
+                (row, _document(record, row))
                 for row, record in records.iter_rows(_BATCH)
                 if row <= last_row  # rows past the position read come with the next sync
             )
             self._write(writer, added, deleted=None, position=(version, last_row))
+            self.synced = "rebuilt"
             log.info("keyword index %s rebuilt from the records (version %d)", self._path, version)
         else:
             self._write(
                 writer,
-                (_fields(record, row) for row, record in changes.added),
+                ((row, _document(record, row)) for row, record in changes.added),
                 deleted=changes.deleted,
                 position=(changes.version, changes.last_row),
             )
+            self.synced = "updated"
         return True
 
-    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields]) -> None:
+    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Row]) -> None:
         """Replace every document by ``docs`` in one commit."""
         self._write(_writer(index, full=True), docs, deleted=None, position=None)
         index.reload()
@@ -282,7 +299,7 @@ class TantivyIndex(KeywordIndexBase):
     def _write(
         self,
         writer: tantivy.IndexWriter,
-        docs: Iterable[_Fields],
+        docs: Iterable[_Row],
         *,
         deleted: Sequence[int] | None,
         position: tuple[int, int] | None,
@@ -290,8 +307,6 @@ class TantivyIndex(KeywordIndexBase):
         """Delete the rows ``deleted`` (None: every document), add ``docs`` (in an update, each after deleting
         its row), commit once, write the ``position`` reached, and let the writer finish its merges (which also
         releases its lock)."""
-        import tantivy
-
         try:
             if deleted is None:
                 writer.delete_all_documents()
@@ -299,21 +314,10 @@ class TantivyIndex(KeywordIndexBase):
                 for gone in deleted:
                     writer.delete_documents_by_term("row", gone)
             replay = deleted is not None  # a replay after a kill between commit and position: no duplicate
-            for record_id, body, heading, path, file_type, content, row in docs:
+            for row, doc in docs:
                 if row is not None and replay:
                     writer.delete_documents_by_term("row", row)
-                # one call per document: the fields as keyword arguments (an empty list: no value)
-                writer.add_document(
-                    tantivy.Document(
-                        id=record_id,
-                        body=body,
-                        heading=heading or [],
-                        path=path or [],
-                        file_type=file_type or [],
-                        content=content or [],
-                        row=[] if row is None else row,
-                    )
-                )
+                writer.add_document(doc)
             writer.commit()
             if position is not None:
                 self._save_position(position)
@@ -445,6 +449,53 @@ class TantivyIndex(KeywordIndexBase):
         ordered = sorted(((count, order, rid) for rid, (count, order) in found.items()), key=lambda h: h[1])
         return ordered[:limit]
 
+    def documents(self, field: str, values: Sequence[str], *, source: str | None = None) -> list[tantivy.Document]:
+        """The documents whose untokenised ``field`` (``id``, ``term``, ``section``) holds one of ``values`` (and
+        whose source is ``source``, if given), in no particular order (the side indexes' look-ups,
+        :mod:`deckhand.retrieval.tantivy_lookups`)."""
+        import tantivy
+
+        index, schema = self._index, self._schema
+        if index is None or schema is None or not values:
+            return []
+        searcher = index.searcher()
+        limit = sum(int(searcher.doc_freq(field, value)) for value in values)  # deleted ones too: an upper bound
+        if limit == 0:
+            return []
+        if len(values) == 1:
+            query = tantivy.Query.term_query(schema, field, values[0])
+        else:
+            query = tantivy.Query.term_set_query(schema, field, list(values))
+        if source is not None:
+            limit = min(limit, int(searcher.doc_freq("source", source)))
+            both = [query, tantivy.Query.term_query(schema, "source", source)]
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in both])
+        if limit == 0:
+            return []
+        return [searcher.doc(address) for _, address in searcher.search(query, limit, count=False).hits]
+
+    def first_source(self, section: str) -> str | None:
+        """The first source (in sort order) with a chunk of ``section``: one hit, ordered by the ``source`` fast
+        field, rather than every chunk of it."""
+        import tantivy
+
+        index, schema = self._index, self._schema
+        if index is None or schema is None:
+            return None
+        query = tantivy.Query.term_query(schema, "section", section)
+        hits = index.searcher().search(query, 1, count=False, order_by_field="source", order=tantivy.Order.Asc).hits
+        return str(hits[0][0]) if hits else None
+
+    def terms(self, field: str) -> list[str]:
+        """Every value of the untokenised ``field`` that a live document holds (sorted by how many do)."""
+        import tantivy
+
+        index = self._index
+        if index is None:
+            return []
+        found = index.searcher().terms_with_prefix(field, "", filter_query=tantivy.Query.all_query())
+        return [str(term) for term, _ in found]
+
     def ids(self) -> list[str]:
         """Every record id indexed (a full scan: tests and checks)."""
         import tantivy
@@ -464,19 +515,42 @@ def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
     return index.writer(_WRITER_HEAP * threads, threads)
 
 
-#: One document's fields: id, body, heading, path, file type, content, store row (None: not from a record log).
-_Fields = tuple[str, str, str, str, str, str, "int | None"]
+#: A document to add, with its store row (None: not from a record log).
+_Row = tuple["int | None", "tantivy.Document"]
 
 
-def _fields(record: Record, row: int | None) -> _Fields:
+def _plain(record_id: str, text: str) -> tantivy.Document:
+    """A document of the plain ``KeywordIndex`` contract: its text in ``body``."""
+    import tantivy
+
+    return tantivy.Document(id=record_id, body=text)
+
+
+def _document(record: Record, row: int | None) -> tantivy.Document:
+    """``record``'s document, built in one call (the fields as keyword arguments; an empty list: no value): the
+    keyword fields, and the look-up fields (:mod:`deckhand.retrieval.tantivy_lookups`): its defined terms and
+    section ids untokenised, its source, and its location and definitions stored in ``place``."""
+    import tantivy
+
     meta = record.metadata
-    path = str(meta.get("path") or record.source)
-    return (
-        record.id,
-        body_text(record),
-        heading_text(record),
-        path,
-        str(meta.get("file_type") or ""),
-        record.content,
-        row,
+    definitions = definitions_of(record)
+    section_id = meta.get("section_id")
+    place = [
+        location_of(meta),
+        record.chunk_index,
+        None if section_id is None else str(section_id),
+        [[d.term, d.definition] for d in definitions],
+    ]
+    return tantivy.Document(
+        id=record.id,
+        body=body_text(record),
+        heading=heading_text(record) or [],
+        path=str(meta.get("path") or record.source),
+        file_type=str(meta.get("file_type") or "") or [],
+        content=record.content or [],
+        row=[] if row is None else row,
+        source=record.source,
+        term=list(dict.fromkeys(term_key(d.term) for d in definitions)),
+        section=section_ids_of(record),
+        place=json.dumps(place, ensure_ascii=False).encode(),
     )
