@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from deckhand.protocols import KeywordIndex, VectorStore
 from deckhand.retrieval import side_indexes, tantivy_keyword
 from deckhand.retrieval.bm25 import BM25Index
@@ -290,3 +291,36 @@ def test_an_earlier_versions_side_index_file_is_removed(tmp_path: Path) -> None:
     engine.update_indexes(store)
     assert not old.exists() and not old.with_name(old.name + "-journal").exists()
     assert engine.definitions is not None and engine.definitions.lookup("vessel") is not None
+
+
+def test_a_first_build_reads_the_records_once_and_a_sections_start_reads_none_of_its_other_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    _corpus(store, sources=6)  # section "2" in every source, two chunks each
+    reads: list[int] = []
+    iter_rows = SQLiteStore.iter_rows
+
+    def counted(self: SQLiteStore, batch_size: int = 1000) -> Any:
+        reads.append(batch_size)
+        return iter_rows(self, batch_size)
+
+    monkeypatch.setattr(SQLiteStore, "iter_rows", counted)
+    engine = _engine()
+    engine.update_indexes(store)
+    assert engine.index_origin == "rebuilt" and len(reads) == 1, "tantivy's build is the only read of the records"
+
+    looked_up: list[tuple[str, list[str], str | None]] = []
+    documents = TantivyIndex.documents
+
+    def recorded(self: TantivyIndex, field: str, values: Any, *, source: str | None = None) -> Any:
+        looked_up.append((field, list(values), source))
+        return documents(self, field, values, source=source)
+
+    monkeypatch.setattr(TantivyIndex, "documents", recorded)
+    assert engine.resolver is not None
+    assert engine.resolver.first("2", source="act4.md") == "act4.md#1"
+    assert engine.resolver.first("2") == "act0.md#1"  # no source: the first document (by source) that has it
+    assert engine.resolver.first("9", source="act4.md") is None
+    assert all(source is not None for _, _, source in looked_up), looked_up
+    assert engine.resolver.resolve("2") == [f"act{n}.md#{i}" for n in range(6) for i in (1, 2)]  # every chunk
