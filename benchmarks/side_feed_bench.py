@@ -224,9 +224,10 @@ def forget(indexes: object) -> None:
     for table in file.tables if file is not None else ():
         table.forget()
     for table in (indexes.definitions._by_term, indexes.resolver._by_id, indexes.locations):  # type: ignore[attr-defined]
-        cache = getattr(table, "_cache", None)
-        if isinstance(cache, dict):
-            cache.clear()
+        for name in ("_cache", "_firsts"):
+            cache = getattr(table, name, None)
+            if isinstance(cache, dict):
+                cache.clear()
 
 
 def lookups(where: Path, store: SQLiteStore, n: int) -> None:

@@ -105,16 +105,22 @@ class Sections(_Keyed[dict[str, list[tuple[int, str]]]], KeptSections):
 
     def __init__(self, keyword: TantivyIndex) -> None:
         super().__init__(keyword, "section")
+        #: (section id, source) → its first chunk, kept once found (a result's references are looked up per query).
+        self._firsts: dict[tuple[str, str | None], str | None] = {}
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (key in self._cache or self._keyword.first_source(key) is not None)
+        return isinstance(key, str) and self.first_chunk(key, None) is not None
 
     def first_chunk(self, ident: str, source: str | None) -> str | None:
-        found = self._first_in(ident, source) if source is not None else None
-        if found is None:
-            first = self._keyword.first_source(ident)
-            found = self._first_in(ident, first) if first is not None else None
-        return found
+        if (ident, source) not in self._firsts:
+            if len(self._firsts) >= _CACHED:
+                self._firsts.clear()
+            found = self._first_in(ident, source) if source is not None else None
+            if found is None:
+                first = self._keyword.first_source(ident)
+                found = self._first_in(ident, first) if first is not None else None
+            self._firsts[ident, source] = found
+        return self._firsts[ident, source]
 
     def _first_in(self, ident: str, source: str) -> str | None:
         chunks = _chunks(self._keyword.documents("section", [ident], source=source))
