@@ -181,7 +181,7 @@ def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern(
         assert narrowed == whole, text
 
 
-# -- updated in place: the records changed since the build applied to the file ----------------------------------
+# -- updated in place: the records changed since the build applied to the index ---------------------------------
 NEW_ACT3 = [
     ("Scope. This Act covers lighthouses and their keepers.", {"section_id": "1", "section_ids": ["1"]}),
     (
