@@ -88,9 +88,9 @@ _LONGEST = 100
 #: Indexing memory of a writer per thread (tantivy needs at least 15 MB per thread): a segment is written each
 #: time a thread's fills, so more memory means fewer segments to merge after a build.
 _WRITER_HEAP = 128_000_000
-#: Threads of a writer that rebuilds the whole index (one per core; tantivy tokenises and indexes in them while
-#: Python hands over the documents); an update of a few records writes with one.
-_BUILD_THREADS = max(1, min(os.cpu_count() or 1, 8))
+#: Threads of a writer that rebuilds the whole index (one per core, up to four: 512 MB of indexing memory; tantivy
+#: tokenises and indexes in them while Python hands over the documents); an update of a few records writes with one.
+_BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
 #: Records per batch read from the store for a full build.
