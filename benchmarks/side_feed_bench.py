@@ -228,6 +228,8 @@ def forget(indexes: object) -> None:
             cache = getattr(table, name, None)
             if isinstance(cache, dict):
                 cache.clear()
+        if hasattr(table, "_keys"):
+            table._keys = None  # type: ignore[union-attr]
 
 
 def lookups(where: Path, store: SQLiteStore, n: int) -> None:

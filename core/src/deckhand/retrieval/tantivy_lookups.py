@@ -74,13 +74,16 @@ class _Keyed(Mapping[str, V]):
             raise KeyError(key)
         return value
 
-    def __iter__(self) -> Iterator[str]:
+    def _all_keys(self) -> list[str]:
         if self._keys is None:
             self._keys = self._keyword.terms(self._field)
-        return iter(self._keys)
+        return self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all_keys())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self._all_keys())
 
 
 class Definitions(_Keyed[list[Definition]]):
