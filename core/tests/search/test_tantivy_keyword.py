@@ -4,6 +4,8 @@ write and the keyword commit, a reader process seeing another's ingest, and filt
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import signal
 import subprocess
@@ -137,6 +139,29 @@ def test_an_index_of_other_settings_or_a_damaged_one_is_rebuilt(tmp_path: Path) 
     index = _index(store)
     index.sync(store)
     assert index.ids() == ["a.md#0"]
+
+
+def test_an_index_of_an_older_layout_is_rebuilt_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import tantivy
+
+    store = _store(tmp_path)
+    store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
+    path = store.side_index_path(SIDE_INDEX)
+    assert path is not None
+    path.mkdir()
+    older = tantivy.SchemaBuilder()
+    older.add_text_field("body", index_option="position")  # another schema: tantivy refuses to open it with ours
+    tantivy.Index(older.build(), path=str(path))
+    settings = json.dumps({"format": 3, "longest": 100, "path": "p", "word": "w"}, sort_keys=True)
+    (path / "position.json").write_text(json.dumps({"settings": settings, "version": 1, "last_row": 1}))
+    with caplog.at_level(logging.INFO, logger="deckhand"):
+        index = _index(store)
+        index.sync(store)
+    assert index.ids() == ["a.md#0"] and index.position() == store.log_position()
+    assert "another layout" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 #: The child process of the kill -9 tests: it writes the second state of the collection to the store, then

@@ -50,7 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -212,6 +212,10 @@ class TantivyIndex(KeywordIndexBase):
         if path is None:
             index = tantivy.Index(schema)
         else:
+            saved = _saved(path)
+            if saved is not None and saved.get("settings") != self.settings():  # e.g. an older deckhand's layout
+                log.info("keyword index %s was written with another layout; rebuilding it from the records", path)
+                shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True, exist_ok=True)
             try:
                 index = tantivy.Index(schema, path=str(path), reuse=True)
@@ -346,14 +350,12 @@ class TantivyIndex(KeywordIndexBase):
 
     def position(self) -> tuple[int, int] | None:
         """The store log position the index's last commit reached (None: none known, or other settings)."""
-        if self._path is None:
-            return None
+        saved = _saved(self._path) if self._path is not None else None
         try:
-            saved = json.loads((self._path / _POSITION_FILE).read_text(encoding="utf-8"))
-            if saved["settings"] != self.settings():
+            if saved is None or saved["settings"] != self.settings():
                 return None
             return int(saved["version"]), int(saved["last_row"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     # -- querying ---------------------------------------------------------------------
@@ -506,6 +508,15 @@ class TantivyIndex(KeywordIndexBase):
         searcher = index.searcher()
         hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
         return [str(searcher.doc(address).get_first("id")) for _, address in hits]
+
+
+def _saved(path: Path) -> dict[str, Any] | None:
+    """The position file in the index directory ``path`` (None: none, or unreadable)."""
+    try:
+        saved = json.loads((path / _POSITION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
 
 
 def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
