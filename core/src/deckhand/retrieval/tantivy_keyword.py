@@ -32,8 +32,8 @@ A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the stor
 (:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
 ``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition,
-section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised) and ``place``
-(stored: location, chunk index, section id, definitions) of the same documents
+section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised), ``chunk``
+(stored) and ``place`` (stored: location, section id, definitions) of the same documents
 (:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
 indexes in them while Python hands over one document per record).
 """
@@ -143,7 +143,8 @@ def _schema() -> tantivy.Schema:
     for name in ("term", "section"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("source", stored=True, fast=True, tokenizer_name="raw", index_option="basic")
-    builder.add_bytes_field("place", stored=True)  # JSON: location, chunk index, section id, definitions
+    builder.add_integer_field("chunk", stored=True)
+    builder.add_bytes_field("place", stored=True)  # JSON: location, section id, definitions
     return builder.build()
 
 
@@ -548,7 +549,6 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
     section_id = meta.get("section_id")
     place = [
         location_of(meta),
-        record.chunk_index,
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
@@ -563,5 +563,6 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         source=record.source,
         term=list(dict.fromkeys(term_key(d.term) for d in definitions)),
         section=section_ids_of(record),
+        chunk=record.chunk_index,
         place=json.dumps(place, ensure_ascii=False).encode(),
     )

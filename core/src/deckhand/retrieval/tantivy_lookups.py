@@ -4,7 +4,7 @@ against the side index file this replaced, docs/benchmarks.md "Feeding the side 
 
 Each chunk's document carries its defined terms (``term``, looked up as
 :func:`~deckhand.retrieval.definition_lookup.term_key` gives them) and section ids (``section``) untokenised, its
-``source``, and stored in ``place`` its location, chunk index, section id and definitions
+``source``, its chunk index stored, and stored in ``place`` its location, section id and definitions
 (:func:`deckhand.retrieval.tantivy_keyword._document`). The tables below are the read-only mappings that
 :meth:`DefinitionIndex.over <deckhand.retrieval.definition_lookup.DefinitionIndex.over>` and
 :meth:`ReferenceResolver.over <deckhand.retrieval.references.ReferenceResolver.over>` answer from, each entry in
@@ -37,15 +37,23 @@ _CACHED = 4096
 
 
 class _Chunk:
-    """What a look-up reads from one document."""
+    """What a look-up reads from one document (its ``place`` decoded only when asked for: a section's chunks
+    need none of it)."""
 
-    __slots__ = ("chunk_index", "definitions", "id", "location", "section_id", "source")
+    __slots__ = ("_doc", "_place", "chunk_index", "id", "source")
 
     def __init__(self, doc: tantivy.Document) -> None:
         self.id, self.source = str(doc.get_first("id")), str(doc.get_first("source"))
-        location, chunk_index, section_id, definitions = json.loads(doc.get_first("place") or b"null")
-        self.location, self.chunk_index, self.section_id = str(location), int(chunk_index), section_id
-        self.definitions: list[list[str]] = definitions
+        self.chunk_index = int(doc.get_first("chunk") or 0)
+        self._doc = doc
+        self._place: tuple[str, str | None, list[list[str]]] | None = None
+
+    def place(self) -> tuple[str, str | None, list[list[str]]]:
+        """Location, section id, ``[term, definition]`` pairs."""
+        if self._place is None:
+            location, section_id, definitions = json.loads(self._doc.get_first("place") or b"null")
+            self._place = (str(location), section_id, definitions)
+        return self._place
 
 
 def _chunks(docs: list[tantivy.Document]) -> list[_Chunk]:
@@ -94,9 +102,9 @@ class Definitions(_Keyed[list[Definition]]):
 
     def _value(self, key: str, chunks: list[_Chunk]) -> list[Definition] | None:
         found = [
-            Definition(term, text, c.source, c.section_id, c.id)
+            Definition(term, text, c.source, c.place()[1], c.id)
             for c in chunks
-            for term, text in c.definitions
+            for term, text in c.place()[2]
             if term_key(term) == key
         ]
         return found or None
@@ -143,12 +151,12 @@ class Locations(_Keyed[tuple[str, str]], KeptLocations):
         super().__init__(keyword, "id")
 
     def _value(self, key: str, chunks: list[_Chunk]) -> tuple[str, str] | None:
-        return (chunks[0].source, chunks[0].location) if chunks else None
+        return (chunks[0].source, chunks[0].place()[0]) if chunks else None
 
     def many(self, record_ids: list[str]) -> dict[str, tuple[str, str]]:
         """Those of ``record_ids`` indexed, read together (a query's candidates)."""
         chunks = _chunks(self._keyword.documents("id", list(dict.fromkeys(record_ids))))
-        return {c.id: (c.source, c.location) for c in chunks}
+        return {c.id: (c.source, c.place()[0]) for c in chunks}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keyword.ids())
