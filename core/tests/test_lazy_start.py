@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.retrieval.side_indexes import SIDE_INDEX
+from deckhand.retrieval.tantivy_keyword import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.tool_store import COMPLETE_MARK
 from deckhand.tools.base import IndexOpened
@@ -207,8 +207,9 @@ def test_side_indexes_are_kept_with_the_records_version(project: Path) -> None:
     index = Path(os.environ["DECKHAND_HOME"]) / "index" / "deckhand_vectors.sqlite"
     store = SQLiteStore(index, "acts")
     store.open(store_spec("acts"))
-    kept = store.load_side_index(SIDE_INDEX)
-    assert kept is not None and kept[0] == store.records_version()
+    kept = store.side_index_path(SIDE_INDEX)  # the keyword index, which holds every look-up
+    assert kept is not None
+    assert json.loads((kept / "position.json").read_text())["version"] == store.records_version()
     store.close()
     expected = tool.search_results_sync("berth", mode="hybrid")
     tool.close()

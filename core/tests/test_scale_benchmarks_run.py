@@ -41,3 +41,21 @@ def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Pa
 def test_index_check_bench_reports_full_and_stamped_checks(tmp_path: Path) -> None:
     out = _run(tmp_path, "index_check_bench.py", "--chunks", "500", "--dir", str(tmp_path))
     assert [line.split(":")[0] for line in out.splitlines()[1:]] == ["check 1", "check 2", "check 3", "stamped file"]
+
+
+def test_side_feed_bench_reports_each_phase_the_build_and_the_look_ups(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path,
+        "side_feed_bench.py",
+        "--chunks",
+        "500",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--phases",
+        "--keeper",
+        "--lookups",
+        "20",
+    )
+    for step in ("records read", "tantivy documents built", "commit and merges", "first build", "a new process opens"):
+        assert re.search(rf"{step}.* [\d.]+ s wall +[\d.]+ s CPU", out), step
+    assert len(re.findall(r"p50 +[\d.]+ ms +p95 +[\d.]+ ms", out)) == 10

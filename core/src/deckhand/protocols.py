@@ -359,7 +359,7 @@ class SideIndexFiles(Protocol):
     may be kept as a file of its own.
 
     The sqlite store names a file next to its database for the collection; the query engine
-    writes the hierarchical tool's indexes there (:mod:`deckhand.retrieval.side_index_file`),
+    writes the hierarchical tool's indexes there (:mod:`deckhand.retrieval.tantivy_lookups`),
     renamed into place and tagged with the records version, and a new process opens it
     instead of loading a blob. The store deletes the collection's files when it drops it.
     """

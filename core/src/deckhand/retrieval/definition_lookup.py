@@ -16,6 +16,21 @@ from deckhand.chunking.definitions import Definition
 from deckhand.types import Record
 
 
+def term_key(term: str) -> str:
+    """How a defined term is looked up: its words, single-spaced, lower-cased."""
+    return " ".join(term.split()).lower()
+
+
+def definitions_of(record: Record) -> list[Definition]:
+    """The definitions listed in ``record``'s metadata (``definitions``), those with a term and a text."""
+    out = []
+    for item in record.metadata.get("definitions") or []:
+        term, text = str(item.get("term", "")).strip(), str(item.get("definition", "")).strip()
+        if term and text:
+            out.append(Definition(term, text, record.source, record.metadata.get("section_id"), record.id))
+    return out
+
+
 class DefinitionIndex:
     """Defined terms of every stored chunk, rebuilt from record metadata (``definitions``).
 
@@ -33,13 +48,8 @@ class DefinitionIndex:
         """Index the ``definitions`` listed in each record's metadata."""
         with self._lock:
             for record in records:
-                for item in record.metadata.get("definitions") or []:
-                    term = str(item.get("term", "")).strip()
-                    text = str(item.get("definition", "")).strip()
-                    if not term or not text:
-                        continue
-                    entry = Definition(term, text, record.source, record.metadata.get("section_id"), record.id)
-                    self._by_term.setdefault(" ".join(term.split()).lower(), []).append(entry)
+                for entry in definitions_of(record):
+                    self._by_term.setdefault(term_key(entry.term), []).append(entry)
             self._pattern = None
             self._starts = None
 
@@ -85,13 +95,13 @@ class DefinitionIndex:
 
     def lookup(self, term: str, allow: Callable[[Definition], bool] | None = None) -> Definition | None:
         """The first definition of ``term`` (case-insensitive) that ``allow`` accepts (default: any), or None."""
-        entries = self._by_term.get(" ".join(term.split()).lower()) or []
+        entries = self._by_term.get(term_key(term)) or []
         return next((d for d in entries if allow is None or allow(d)), None)
 
     def every(self, term: str, limit: int) -> list[Definition]:
         """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``: a name
         several files define (four ``parse_args`` in one repository, one term in two glossaries)."""
-        return list((self._by_term.get(" ".join(term.split()).lower()) or [])[: max(limit, 0)])
+        return list((self._by_term.get(term_key(term)) or [])[: max(limit, 0)])
 
     def terms(self) -> list[str]:
         """Every defined term as first written, sorted case-insensitively."""
@@ -121,7 +131,7 @@ class DefinitionIndex:
             return []
         seen: dict[str, Definition] = {}
         for match in pattern.finditer(text):
-            key = " ".join(match.group(1).split()).lower()
+            key = term_key(match.group(1))
             if key in seen:
                 continue
             entries = [

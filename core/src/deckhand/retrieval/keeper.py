@@ -1,11 +1,11 @@
 """The keeper of a tool's side indexes: keyword, exact, definitions, sections and locations kept current with
 the store's records, apart from the query engine that reads them (:mod:`deckhand.retrieval.engine`).
 
-:meth:`IndexKeeper.refresh` runs after every ingest or open: with a keyword index that keeps itself
-(``tantivy``) in a store that names side index files and keeps a record log (the sqlite store), it opens the
-side index file kept for the current records, else applies the records changed since to it in place, else
-rebuilds it; the keyword index brings itself up to the store's log position (repairing one a killed writer
-left behind). Anywhere else every side index is rebuilt from the records in memory. :meth:`IndexKeeper.current`
+:meth:`IndexKeeper.refresh` runs after every ingest or open: with the ``tantivy`` keyword index kept beside a
+store that names side index files and keeps a record log (the sqlite store), the index brings itself up to the
+store's log position (a first build, the changes since applied in place, or a repair after a kill) and answers
+every look-up (:mod:`deckhand.retrieval.tantivy_lookups`). Anywhere else every side index is rebuilt from the
+records in memory. :meth:`IndexKeeper.current`
 checks the records version (one read) so another process's ingest is picked up; a store without one
 (PostgreSQL, Redis: replicas of ``deckhand mcp --http``, a CLI or Ray ingest beside a running server) has its
 manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds. Each gives the
@@ -14,17 +14,17 @@ manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds. Eac
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from deckhand.bases import KeywordIndexBase, as_keyword_index
-from deckhand.capabilities import record_log, side_index_storage
+from deckhand.capabilities import record_log, side_index_files, side_index_storage
 from deckhand.protocols import KeywordIndex, SideIndexStorage, VectorStore
-from deckhand.retrieval import side_indexes
+from deckhand.retrieval import side_indexes, tantivy_lookups
 from deckhand.retrieval.side_indexes import SideIndexes
+from deckhand.retrieval.tantivy_keyword import TantivyIndex
 
 log = logging.getLogger("deckhand")
 
@@ -69,9 +69,8 @@ class IndexKeeper:
         """The side indexes for ``store``'s current records: opened, updated in place or rebuilt."""
         keyword = self._bind(store)
         side = side_index_storage(store)
-        path = side_indexes.file_path(side, keyword) if side is not None else None
-        if side is not None and path is not None:
-            return self._from_file(store, side, path, keyword)
+        if side is not None and isinstance(keyword, TantivyIndex) and keyword.kept and record_log(store) is not None:
+            return self._kept(store, side, keyword)
         version = side.records_version() if side is not None else None  # read before the records
         manifest = _fingerprint(store) if side is None else None  # so is the manifest
         self._rebuild(store)
@@ -100,61 +99,31 @@ class IndexKeeper:
         log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
         return self.refresh(store)
 
-    def _from_file(
-        self, store: VectorStore, side: SideIndexStorage, path: Path, keyword: KeywordIndexBase
-    ) -> SideIndexes:
-        """Open the side index file kept for the current records, else update it in place with the records
-        changed since, else rebuild the indexes and write it; the keyword index syncs itself to the log."""
+    def _kept(self, store: VectorStore, side: SideIndexStorage, keyword: TantivyIndex) -> SideIndexes:
+        """The side indexes of a tantivy index kept beside the store: brought up to the store's log position (a
+        first build, the changes since applied in place, or a repair after a kill) and answering every look-up."""
         clock = time.perf_counter()
         log_ = record_log(store)
-        assert log_ is not None and keyword.reads_records  # what file_path checked
-        version, last_row = log_.log_position()  # read before the records: a rebuild is kept only if current
-        strategy = str(self.keyword_strategy)
-        opened = side_indexes.open_file(path, version, keyword, strategy)
-        origin = "loaded"
-        if opened is None:
-            updated = side_indexes.update_file(path, log_, strategy)
-            if updated is not None:
-                version, origin = updated, "updated"
-                opened = side_indexes.open_file(path, version, keyword, strategy)
-        if opened is not None:
-            keyword.sync(log_)  # it keeps its own index: brought up to the store's log (or repaired)
-            self.indexes, self.version = opened, version
-            self.seconds, self.origin = time.perf_counter() - clock, origin
-            count = len(opened.locations)
-            log.info("tool %s: indexes %s for %d chunks in %.2fs", self.name, origin, count, self.seconds)
-            return opened
-        built = self._rebuild(store, last_row=last_row)
-        self.version = version
-        if side.records_version() != version:
-            log.debug("tool %s: records changed while indexing; the indexes are rebuilt on next use", self.name)
-            return built
-        try:
-            side_indexes.write_file(path, version, built)
-            side.save_side_index(side_indexes.SIDE_INDEX, version, side_indexes.FILE_MARK)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning(
-                "tool %s: could not keep the side indexes in %s (%s); they are rebuilt next time", self.name, path, exc
-            )
-        return built
+        assert log_ is not None
+        keyword.sync(log_)
+        position = keyword.position()
+        # behind the records (another process held the writer): current() tries again at the next query
+        self.version = position[0] if position is not None else -1
+        self.indexes = tantivy_lookups.side_indexes(keyword, str(self.keyword_strategy))
+        self.seconds, self.origin = time.perf_counter() - clock, keyword.synced
+        log.info("tool %s: indexes %s for %d chunks in %.2fs", self.name, self.origin, len(keyword), self.seconds)
+        _remove_old_file(side)
+        return self.indexes
 
-    def _rebuild(self, store: VectorStore, *, last_row: int | None = None) -> SideIndexes:
-        """Every side index rebuilt from the stored records: from a store with a
-        :class:`~deckhand.protocols.RecordLog` read without their vectors and with their rows (``last_row``, its
-        highest row read with the records version before them, lets the file written from them be updated)."""
+    def _rebuild(self, store: VectorStore) -> SideIndexes:
+        """Every side index rebuilt in memory from the stored records (from a store with a
+        :class:`~deckhand.protocols.RecordLog`, read without their vectors)."""
         clock = time.perf_counter()
-        rows: dict[str, int] | None = None
         log_ = record_log(store)
-        if log_ is not None:
-            pairs = list(log_.iter_rows())
-            rows = {record.id: row for row, record in pairs}
-            records = [record for _, record in pairs]
-        else:
-            records = list(store.iter_records())
+        records = [record for _, record in log_.iter_rows()] if log_ is not None else list(store.iter_records())
         records.sort(key=lambda r: (r.source, r.chunk_index))
         keyword = self._bind(store)
         built = side_indexes.build(records, keyword, str(self.keyword_strategy), log_)
-        built.rows, built.last_row = rows, last_row
         self.indexes = built
         self.seconds, self.origin = time.perf_counter() - clock, "rebuilt"
         log.info(
@@ -165,6 +134,17 @@ class IndexKeeper:
             self.keyword_strategy,
         )
         return built
+
+
+def _remove_old_file(side: SideIndexStorage) -> None:
+    """Delete the side index file where an earlier version kept the look-ups, if one is left (tantivy holds them)."""
+    files = side_index_files(side)
+    path = files.side_index_path(side_indexes.OLD_FILE) if files is not None else None
+    if path is not None and path.is_file() and not path.is_symlink():
+        for old in (path, path.with_name(path.name + "-journal")):
+            with contextlib.suppress(OSError):
+                old.unlink()
+        log.info("removed %s: an earlier version's side index file (the keyword index holds the look-ups now)", path)
 
 
 def _fingerprint(store: VectorStore) -> int:

@@ -6,6 +6,7 @@ themselves are found at chunking time by :func:`deckhand.chunking.references.fin
 
 from __future__ import annotations
 
+import abc
 import threading
 import typing
 from collections.abc import Iterable, Mapping
@@ -13,6 +14,27 @@ from collections.abc import Iterable, Mapping
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.chunking.references import find_references, parent_ids
 from deckhand.types import Record
+
+
+def section_ids_of(record: Record) -> list[str]:
+    """The section ids ``record`` belongs to: ``section_ids`` (its heading chain's, outermost first), else its
+    ``section_id``; each once."""
+    ids = record.metadata.get("section_ids")
+    if not ids:
+        own = record.metadata.get("section_id")
+        ids = [own] if own else []
+    return list(dict.fromkeys(str(i) for i in ids))
+
+
+class KeptSections(Mapping[str, dict[str, list[tuple[int, str]]]]):
+    """A section table read per key from where it is kept (:meth:`ReferenceResolver.over`): besides a section's
+    every chunk, it answers whether a section is known and where it starts without reading all its chunks (a
+    section id every document has names hundreds of thousands of chunks in a large corpus)."""
+
+    @abc.abstractmethod
+    def first_chunk(self, ident: str, source: str | None) -> str | None:
+        """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first
+        document (by source) that does; None when none does."""
 
 
 class ReferenceResolver:
@@ -31,11 +53,7 @@ class ReferenceResolver:
         """Index the section ids of ``records``."""
         with self._lock:
             for record in records:
-                ids = record.metadata.get("section_ids")
-                if not ids:
-                    own = record.metadata.get("section_id")
-                    ids = [own] if own else []
-                for ident in dict.fromkeys(str(i) for i in ids):
+                for ident in section_ids_of(record):
                     entries = self._by_id.setdefault(ident, {}).setdefault(record.source, [])
                     entries.append((record.chunk_index, record.id))
 
@@ -110,6 +128,11 @@ class ReferenceResolver:
             return None
         with self._lock:
             for candidate in parent_ids(ident):
+                if isinstance(self._by_id, KeptSections):
+                    found = self._by_id.first_chunk(candidate, source)
+                    if found is not None:
+                        return found
+                    continue
                 by_source = self._by_id.get(candidate)
                 if not by_source:
                     continue

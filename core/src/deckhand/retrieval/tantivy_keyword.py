@@ -31,8 +31,11 @@ A sync also reloads the searcher, so a process open during another's ingest sees
 A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
 (:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
-``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition
-and section look-ups stay in the side index file beside it (:mod:`deckhand.retrieval.side_indexes`).
+``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition,
+section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised), ``chunk``
+(stored) and ``place`` (stored: location, section id, definitions) of the same documents
+(:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
+indexes in them while Python hands over one document per record).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,7 +60,9 @@ from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import RecordLog
 from deckhand.retrieval.analysis import STOPWORDS
-from deckhand.retrieval.side_indexes import indexed_text
+from deckhand.retrieval.definition_lookup import definitions_of, term_key
+from deckhand.retrieval.references import section_ids_of
+from deckhand.retrieval.side_indexes import indexed_text, location_of
 from deckhand.types import Record, RowArray
 
 if TYPE_CHECKING:
@@ -68,7 +73,7 @@ log = logging.getLogger("deckhand")
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt.
-FORMAT = 3
+FORMAT = 4
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TOKENIZER = "deckhand_en"
@@ -80,9 +85,12 @@ _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 _PATH_WORD = r"[\p{L}\p{N}]+"
 #: Longer tokens are dropped (tantivy refuses terms past 64 KiB; no word of prose comes near this).
 _LONGEST = 100
-#: Indexing memory of a writer (tantivy needs at least 15 MB per thread) and its threads.
-_WRITER_HEAP = 64_000_000
-_WRITER_THREADS = 1
+#: Indexing memory of a writer per thread (tantivy needs at least 15 MB per thread): a segment is written each
+#: time a thread's fills, so more memory means fewer segments to merge after a build.
+_WRITER_HEAP = 128_000_000
+#: Threads of a writer that rebuilds the whole index (one per core, up to four: 512 MB of indexing memory; tantivy
+#: tokenises and indexes in them while Python hands over the documents); an update of a few records writes with one.
+_BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
 #: Records per batch read from the store for a full build.
@@ -124,13 +132,19 @@ def _schema() -> tantivy.Schema:
     import tantivy
 
     builder = tantivy.SchemaBuilder()
-    for name in ("body", "heading"):
-        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="position")
+    for name in ("body", "heading"):  # term frequencies only: BM25 needs no positions (phrases are ``content``'s)
+        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="freq")
     builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
     builder.add_text_field("content", tokenizer_name=_EXACT_TOKENIZER, index_option="position")
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
     builder.add_integer_field("row", indexed=True, fast=True)
+    # the look-ups (:mod:`deckhand.retrieval.tantivy_lookups`): defined terms, section ids and source untokenised
+    for name in ("term", "section"):
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("source", stored=True, fast=True, tokenizer_name="raw", index_option="basic")
+    builder.add_integer_field("chunk", stored=True)
+    builder.add_bytes_field("place", stored=True)  # JSON: location, section id, definitions
     return builder.build()
 
 
@@ -172,6 +186,10 @@ class TantivyIndex(KeywordIndexBase):
         self._location = location or (lambda: None)
         #: The store's rows a filter allows (None: an index in memory, whose documents carry no rows).
         self._rows_matching = rows_matching
+        #: Kept on disk beside a store (else in memory, rebuilt from the records).
+        self.kept = location is not None
+        #: What the last :meth:`sync` did: ``loaded`` (nothing to do), ``updated`` (changes applied) or ``rebuilt``.
+        self.synced = "loaded"
         self._lock = threading.Lock()
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
@@ -195,6 +213,10 @@ class TantivyIndex(KeywordIndexBase):
         if path is None:
             index = tantivy.Index(schema)
         else:
+            saved = _saved(path)
+            if saved is not None and saved.get("settings") != self.settings():  # e.g. an older deckhand's layout
+                log.info("keyword index %s was written with another layout; rebuilding it from the records", path)
+                shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True, exist_ok=True)
             try:
                 index = tantivy.Index(schema, path=str(path), reuse=True)
@@ -217,13 +239,13 @@ class TantivyIndex(KeywordIndexBase):
         ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, ((record_id, text, "", "", "", "", None) for record_id, text in docs))
+            self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
 
     def index_records(self, records: Sequence[Record]) -> None:
         """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, (_fields(r, None) for r in records))
+            self._rewrite(index, ((None, _document(r, None)) for r in records))
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index to the store's current log position: apply the changes since the position its last
@@ -247,39 +269,42 @@ class TantivyIndex(KeywordIndexBase):
         position = self.position()
         current = records.log_position()
         if position is not None and position == current:
+            self.synced = "loaded"
             return True
         changes = records.changes_since(*position) if position is not None else None
         try:
-            writer = index.writer(_WRITER_HEAP, _WRITER_THREADS)
+            writer = _writer(index, full=changes is None)
         except ValueError:  # LockBusy: another process is writing it
             return False
         if changes is None:
             version, last_row = current
             added = (
-                _fields(record, row)
+                (row, _document(record, row))
                 for row, record in records.iter_rows(_BATCH)
                 if row <= last_row  # rows past the position read come with the next sync
             )
             self._write(writer, added, deleted=None, position=(version, last_row))
+            self.synced = "rebuilt"
             log.info("keyword index %s rebuilt from the records (version %d)", self._path, version)
         else:
             self._write(
                 writer,
-                (_fields(record, row) for row, record in changes.added),
+                ((row, _document(record, row)) for row, record in changes.added),
                 deleted=changes.deleted,
                 position=(changes.version, changes.last_row),
             )
+            self.synced = "updated"
         return True
 
-    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Fields]) -> None:
+    def _rewrite(self, index: tantivy.Index, docs: Iterable[_Row]) -> None:
         """Replace every document by ``docs`` in one commit."""
-        self._write(index.writer(_WRITER_HEAP, _WRITER_THREADS), docs, deleted=None, position=None)
+        self._write(_writer(index, full=True), docs, deleted=None, position=None)
         index.reload()
 
     def _write(
         self,
         writer: tantivy.IndexWriter,
-        docs: Iterable[_Fields],
+        docs: Iterable[_Row],
         *,
         deleted: Sequence[int] | None,
         position: tuple[int, int] | None,
@@ -287,25 +312,16 @@ class TantivyIndex(KeywordIndexBase):
         """Delete the rows ``deleted`` (None: every document), add ``docs`` (in an update, each after deleting
         its row), commit once, write the ``position`` reached, and let the writer finish its merges (which also
         releases its lock)."""
-        import tantivy
-
         try:
             if deleted is None:
                 writer.delete_all_documents()
             else:
                 for gone in deleted:
                     writer.delete_documents_by_term("row", gone)
-            for record_id, body, heading, path, file_type, content, row in docs:
-                doc = tantivy.Document(id=record_id, body=body)
-                for name, value in (("heading", heading), ("path", path), ("file_type", file_type)):
-                    if value:
-                        doc.add_text(name, value)
-                if content:
-                    doc.add_text("content", content)
-                if row is not None:
-                    if deleted is not None:  # a replay after a kill between commit and position: no duplicate
-                        writer.delete_documents_by_term("row", row)
-                    doc.add_integer("row", row)
+            replay = deleted is not None  # a replay after a kill between commit and position: no duplicate
+            for row, doc in docs:
+                if row is not None and replay:
+                    writer.delete_documents_by_term("row", row)
                 writer.add_document(doc)
             writer.commit()
             if position is not None:
@@ -335,14 +351,12 @@ class TantivyIndex(KeywordIndexBase):
 
     def position(self) -> tuple[int, int] | None:
         """The store log position the index's last commit reached (None: none known, or other settings)."""
-        if self._path is None:
-            return None
+        saved = _saved(self._path) if self._path is not None else None
         try:
-            saved = json.loads((self._path / _POSITION_FILE).read_text(encoding="utf-8"))
-            if saved["settings"] != self.settings():
+            if saved is None or saved["settings"] != self.settings():
                 return None
             return int(saved["version"]), int(saved["last_row"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     # -- querying ---------------------------------------------------------------------
@@ -438,6 +452,53 @@ class TantivyIndex(KeywordIndexBase):
         ordered = sorted(((count, order, rid) for rid, (count, order) in found.items()), key=lambda h: h[1])
         return ordered[:limit]
 
+    def documents(self, field: str, values: Sequence[str], *, source: str | None = None) -> list[tantivy.Document]:
+        """The documents whose untokenised ``field`` (``id``, ``term``, ``section``) holds one of ``values`` (and
+        whose source is ``source``, if given), in no particular order (the side indexes' look-ups,
+        :mod:`deckhand.retrieval.tantivy_lookups`)."""
+        import tantivy
+
+        index, schema = self._index, self._schema
+        if index is None or schema is None or not values:
+            return []
+        searcher = index.searcher()
+        limit = sum(int(searcher.doc_freq(field, value)) for value in values)  # deleted ones too: an upper bound
+        if limit == 0:
+            return []
+        if len(values) == 1:
+            query = tantivy.Query.term_query(schema, field, values[0])
+        else:
+            query = tantivy.Query.term_set_query(schema, field, list(values))
+        if source is not None:
+            limit = min(limit, int(searcher.doc_freq("source", source)))
+            both = [query, tantivy.Query.term_query(schema, "source", source)]
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in both])
+        if limit == 0:
+            return []
+        return [searcher.doc(address) for _, address in searcher.search(query, limit, count=False).hits]
+
+    def first_source(self, section: str) -> str | None:
+        """The first source (in sort order) with a chunk of ``section``: one hit, ordered by the ``source`` fast
+        field, rather than every chunk of it."""
+        import tantivy
+
+        index, schema = self._index, self._schema
+        if index is None or schema is None:
+            return None
+        query = tantivy.Query.term_query(schema, "section", section)
+        hits = index.searcher().search(query, 1, count=False, order_by_field="source", order=tantivy.Order.Asc).hits
+        return str(hits[0][0]) if hits else None
+
+    def terms(self, field: str) -> list[str]:
+        """Every value of the untokenised ``field`` that a live document holds (sorted by how many do)."""
+        import tantivy
+
+        index = self._index
+        if index is None:
+            return []
+        found = index.searcher().terms_with_prefix(field, "", filter_query=tantivy.Query.all_query())
+        return [str(term) for term, _ in found]
+
     def ids(self) -> list[str]:
         """Every record id indexed (a full scan: tests and checks)."""
         import tantivy
@@ -450,19 +511,58 @@ class TantivyIndex(KeywordIndexBase):
         return [str(searcher.doc(address).get_first("id")) for _, address in hits]
 
 
-#: One document's fields: id, body, heading, path, file type, content, store row (None: not from a record log).
-_Fields = tuple[str, str, str, str, str, str, "int | None"]
+def _saved(path: Path) -> dict[str, Any] | None:
+    """The position file in the index directory ``path`` (None: none, or unreadable)."""
+    try:
+        saved = json.loads((path / _POSITION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
 
 
-def _fields(record: Record, row: int | None) -> _Fields:
+def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
+    """A writer of ``index``: one thread per core for a ``full`` rebuild, else one (raises ValueError while
+    another process holds the index's writer lock)."""
+    threads = _BUILD_THREADS if full else 1
+    return index.writer(_WRITER_HEAP * threads, threads)
+
+
+#: A document to add, with its store row (None: not from a record log).
+_Row = tuple["int | None", "tantivy.Document"]
+
+
+def _plain(record_id: str, text: str) -> tantivy.Document:
+    """A document of the plain ``KeywordIndex`` contract: its text in ``body``."""
+    import tantivy
+
+    return tantivy.Document(id=record_id, body=text)
+
+
+def _document(record: Record, row: int | None) -> tantivy.Document:
+    """``record``'s document, built in one call (the fields as keyword arguments; an empty list: no value): the
+    keyword fields, and the look-up fields (:mod:`deckhand.retrieval.tantivy_lookups`): its defined terms and
+    section ids untokenised, its source, and its location and definitions stored in ``place``."""
+    import tantivy
+
     meta = record.metadata
-    path = str(meta.get("path") or record.source)
-    return (
-        record.id,
-        body_text(record),
-        heading_text(record),
-        path,
-        str(meta.get("file_type") or ""),
-        record.content,
-        row,
+    definitions = definitions_of(record)
+    section_id = meta.get("section_id")
+    place = [
+        location_of(meta),
+        None if section_id is None else str(section_id),
+        [[d.term, d.definition] for d in definitions],
+    ]
+    return tantivy.Document(
+        id=record.id,
+        body=body_text(record),
+        heading=heading_text(record) or [],
+        path=str(meta.get("path") or record.source),
+        file_type=str(meta.get("file_type") or "") or [],
+        content=record.content or [],
+        row=[] if row is None else row,
+        source=record.source,
+        term=list(dict.fromkeys(term_key(d.term) for d in definitions)),
+        section=section_ids_of(record),
+        chunk=record.chunk_index,
+        place=json.dumps(place, ensure_ascii=False).encode(),
     )

@@ -1,18 +1,16 @@
-"""The hierarchical look-ups kept as a file beside the sqlite store (``deckhand.retrieval.side_index_file``), with
-the ``tantivy`` keyword index beside it: opened, not loaded; answering exactly as the indexes built in memory;
-updated in place when the records change; written atomically; a killed writer's journal rolled back."""
+"""The hierarchical look-ups kept in the ``tantivy`` keyword index beside the sqlite store
+(``deckhand.retrieval.tantivy_lookups``): opened, not loaded; answering exactly as the look-ups built in memory;
+updated in place when the records change; an earlier version's side index file removed."""
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from deckhand.protocols import KeywordIndex, VectorStore
-from deckhand.retrieval import side_index_file, side_indexes
+from deckhand.retrieval import side_indexes, tantivy_keyword
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.engine import QueryEngine
 from deckhand.retrieval.keeper import IndexKeeper
@@ -103,54 +101,27 @@ def _answers(engine: Any) -> list[object]:
     return out
 
 
-@pytest.fixture
-def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every statement an opened side index file runs."""
-    statements: list[str] = []
-    rows = side_index_file.SideIndexFile._rows
-
-    def recording(self: side_index_file.SideIndexFile, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        statements.append(sql)
-        return rows(self, sql, args)
-
-    monkeypatch.setattr(side_index_file.SideIndexFile, "_rows", recording)
-    return statements
-
-
-def test_a_new_store_object_opens_the_file_reads_per_query_and_answers_as_built(
-    tmp_path: Path, recorded: list[str]
-) -> None:
+def test_a_new_store_object_opens_the_index_and_answers_as_the_look_ups_built_in_memory(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.upsert(_records())
     built = _engine()
     built.update_indexes(store)
     assert built.index_origin == "rebuilt"
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None and path.is_file()
-    # the table keeps a mark of the records version the file was built from, not the indexes
-    assert store.load_side_index(side_indexes.SIDE_INDEX) == (store.records_version(), side_indexes.FILE_MARK)
+    assert built.indexes is not None and isinstance(built.indexes.locations, side_indexes.KeptLocations)
     expected = _answers(built)
+    in_memory = _engine()
+    in_memory.rebuild_indexes(_store(tmp_path))  # the same keyword index, every look-up built in memory
+    assert isinstance(in_memory.locations, dict) and _answers(in_memory) == expected
 
-    recorded.clear()
     opened = _engine()
     opened.update_indexes(_store(tmp_path))
     assert opened.index_origin == "loaded"
-    assert recorded == [], "opening reads the meta table only, no look-up"
-    assert opened.indexes is not None and opened.indexes.file is not None
-    assert opened.indexes.file.meta["version"] == store.records_version()
-    assert opened.keyword is not None
-    opened.keyword.search("harbour buoys", 10)
-    assert recorded == [], "keyword ranking is the tantivy index's"
-    assert opened.definitions is not None and opened.definitions.lookup("vessel") is not None
-    assert recorded == [
-        "SELECT term, definition, source, section_id, record_id FROM definitions WHERE key = ? ORDER BY seq"
-    ]
     assert _answers(opened) == expected
     ids = [*built.locations, "not-a-record"]
     assert opened.locations.many(ids) == {i: built.locations[i] for i in built.locations}  # type: ignore[attr-defined]
 
 
-def test_a_stale_file_is_rebuilt_and_the_new_records_are_found(tmp_path: Path) -> None:
+def test_another_processs_records_are_found_after_the_index_is_brought_up_to_date(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.upsert(_records())
     first = _engine()
@@ -173,61 +144,20 @@ def test_a_stale_file_is_rebuilt_and_the_new_records_are_found(tmp_path: Path) -
     assert _answers(fresh) == _answers(loaded)
 
 
-def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _store(tmp_path)
-    store.upsert(_records())
-    engine = _engine()
-    engine.update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    version = store.records_version()
-    expected = _answers(engine)
-
-    def killed(state: object) -> list[object]:
-        raise OSError("killed while writing")
-
-    monkeypatch.setattr(side_index_file, "_section_rows", killed)
-    monkeypatch.setattr(side_indexes, "update_file", lambda *args: None)  # so the file is written anew
-    store.upsert(_records("light.md", [("The lighthouse keeper.", {"section_id": "7"})]))
-    engine.update_indexes(store)  # rebuilt in memory; keeping it fails
-    assert engine.index_origin == "rebuilt"
-    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == [], "the temporary file is removed"
-
-    monkeypatch.undo()
-    keyword = _tantivy(store)[0]
-    keyword.sync(store)  # type: ignore[attr-defined]
-    indexes = side_indexes.open_file(path, version, keyword, "tantivy")
-    assert indexes is not None, "the file of the previous records is still whole"
-    older = QueryEngine(lambda q: np.ones(3, np.float32), indexes=indexes)
-    assert _answers(older)[len(QUERIES) :] == expected[len(QUERIES) :]  # its look-ups (the keyword index moved on)
-    assert side_indexes.open_file(path, store.records_version(), keyword, "tantivy") is None, "stale: not used"
-
-
-def test_another_keyword_strategy_rebuilds_in_memory_and_keeps_no_file(tmp_path: Path) -> None:
+def test_another_keyword_strategy_rebuilds_in_memory_and_keeps_nothing(tmp_path: Path) -> None:
     """``bm25`` (or a plugin's strategy) on the sqlite store: every side index is rebuilt from the records when a
     process opens the store (no file, no blob), and answers as before."""
     store = _store(tmp_path)
     store.upsert(_records())
     engine = _Engine(lambda s: (BM25Index(), "bm25"))
     engine.update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None and not path.exists() and store.load_side_index(side_indexes.SIDE_INDEX) is None
+    for name in (tantivy_keyword.SIDE_INDEX, side_indexes.OLD_FILE):
+        path = store.side_index_path(name)
+        assert path is not None and not path.exists()
     again = _Engine(lambda s: (BM25Index(), "bm25"))
     again.update_indexes(_store(tmp_path))
     assert again.index_origin == "rebuilt" and again.keyword is not None
     assert again.keyword.search("harbour buoys", 3) == engine.keyword.search("harbour buoys", 3)
-
-
-def test_dropping_the_collection_removes_its_file(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    store.upsert(_records())
-    _engine().update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None and path.is_file()
-    store.drop()
-    assert not path.exists()
-    store.open(SPEC)
-    assert store.side_index_path(side_indexes.SIDE_INDEX) != path, "a new collection never meets the old file"
 
 
 def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern() -> None:
@@ -251,25 +181,7 @@ def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern(
         assert narrowed == whole, text
 
 
-def test_a_killed_writers_temporary_file_is_removed_once_abandoned(tmp_path: Path) -> None:
-    import os
-
-    store = _store(tmp_path)
-    store.upsert(_records())
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    abandoned, recent = path.with_name(path.name + ".tmp-dead"), path.with_name(path.name + ".tmp-busy")
-    abandoned.write_bytes(b"half a file")
-    recent.write_bytes(b"another process writing")
-    os.utime(abandoned, (1, 1))
-    _engine().update_indexes(store)
-    assert path.is_file() and not abandoned.exists() and recent.exists()
-    opened = _engine()
-    opened.update_indexes(_store(tmp_path))
-    assert opened.index_origin == "loaded"
-
-
-# -- updated in place: the records changed since the build applied to the file ----------------------------------
+# -- updated in place: the records changed since the build applied to the index ---------------------------------
 NEW_ACT3 = [
     ("Scope. This Act covers lighthouses and their keepers.", {"section_id": "1", "section_ids": ["1"]}),
     (
@@ -307,13 +219,10 @@ def _scores(engine: Any, query: str) -> dict[str, float]:
     return dict(engine.keyword.search(query, 500))
 
 
-def test_records_changed_since_the_build_update_the_file_in_place(tmp_path: Path) -> None:
+def test_records_changed_since_the_build_update_the_index_in_place(tmp_path: Path) -> None:
     store = _store(tmp_path)
     _corpus(store)
     _engine().update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    built_inode = path.stat().st_ino
 
     writer = _store(tmp_path)  # another process: act3.md rewritten, light.md added
     writer.delete_source("act3.md")
@@ -323,7 +232,6 @@ def test_records_changed_since_the_build_update_the_file_in_place(tmp_path: Path
     updated = _engine()
     updated.update_indexes(_store(tmp_path))
     assert updated.index_origin == "updated"
-    assert path.stat().st_ino == built_inode, "updated in place, not rewritten"
     rebuilt = _engine()
     rebuilt.rebuild_indexes(_store(tmp_path))
     assert _comparable(updated) == _comparable(rebuilt)
@@ -342,48 +250,16 @@ def test_records_changed_since_the_build_update_the_file_in_place(tmp_path: Path
         assert kept.keys() == fresh.keys(), query
         assert all(abs(kept[i] - fresh[i]) <= 0.02 * fresh[i] for i in fresh), query
 
-    again = _engine()  # a new process opens the updated file as it is
+    again = _engine()  # a new process opens the updated index as it is
     again.update_indexes(_store(tmp_path))
     assert again.index_origin == "loaded"
     assert _comparable(again) == _comparable(rebuilt)
 
 
-def test_an_interrupted_update_changes_nothing_and_the_file_is_rebuilt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_reader_with_the_index_open_follows_an_update(tmp_path: Path) -> None:
     store = _store(tmp_path)
     _corpus(store)
     _engine().update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    before = side_index_file.read_meta(path)
-    assert before is not None
-
-    def killed(*args: object) -> dict[str, object]:
-        raise sqlite3.OperationalError("killed while updating")
-
-    monkeypatch.setattr(side_index_file, "_remove_rows", killed)
-    store.upsert(_records("light.md", [("The lamp room is above the gallery.", {"section_id": "9"})]))
-    engine = _engine()
-    engine.update_indexes(store)
-    assert engine.index_origin == "rebuilt", "an update that fails leaves the file to a rebuild"
-    monkeypatch.undo()
-    assert engine.keyword is not None and next(iter(_scores(engine, "lamp gallery"))) == "light.md#0"
-    assert side_index_file.read_meta(path) != before
-
-    for n in range(4):  # 16 of 121 records: applied in place however many (no statistic drifts)
-        store.delete_source(f"act{n}.md")
-    engine.update_indexes(store)
-    assert engine.index_origin == "updated"
-    assert "act0.md#0" not in _scores(engine, "harbour buoys")
-
-
-def test_a_reader_with_the_file_open_follows_an_update(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    _corpus(store)
-    _engine().update_indexes(store)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
     reader = _engine()
     reader.update_indexes(_store(tmp_path))
     assert reader.keyword is not None and reader.exact is not None
@@ -394,7 +270,7 @@ def test_a_reader_with_the_file_open_follows_an_update(tmp_path: Path) -> None:
 
     writer = _store(tmp_path)
     writer.delete_source("act3.md")
-    _engine().update_indexes(writer)  # the ingesting process updates the file and the keyword index
+    _engine().update_indexes(writer)  # the ingesting process updates the index
     reader.ensure_current(reader.keeper.store)  # a query's first step: the records version changed
     assert reader.index_origin == "loaded", "the writer's update is opened, not applied again"
     assert reader.locations.get("act3.md#3") is None and len(reader.locations) == 29 * 4
@@ -404,113 +280,47 @@ def test_a_reader_with_the_file_open_follows_an_update(tmp_path: Path) -> None:
     assert len(reader.keyword.search("fine units", 29)) == 29, "a deleted document takes no place in the top k"
 
 
-# -- a writer killed mid-update: the hot journal it leaves -----------------------------------------------------------
-#: A writer that starts an update of the file, spills changed pages into it (a one-page cache) and then waits to be
-#: killed: what a hierarchical ingest killed during :func:`side_index_file.apply` leaves behind.
-_KILLED_WRITER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA cache_size = 1")
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("DELETE FROM sections WHERE rowid % 2 = 0")
-conn.execute("UPDATE docs SET location = location || hex(randomblob(3000))")
-conn.executemany("INSERT INTO definitions (key, term, definition, source, section_id, record_id)"
-                 " VALUES (?, ?, ?, ?, ?, ?)", [(str(n), "t", "d" * 200, "x", None, "x") for n in range(4000)])
-print("writing", flush=True)
-sys.stdin.read()
-"""
+def test_an_earlier_versions_side_index_file_is_removed(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.upsert(_records())
+    old = store.side_index_path(side_indexes.OLD_FILE)
+    assert old is not None
+    old.write_bytes(b"an earlier version's look-ups")
+    old.with_name(old.name + "-journal").write_bytes(b"and its journal")
+    engine = _engine()
+    engine.update_indexes(store)
+    assert not old.exists() and not old.with_name(old.name + "-journal").exists()
+    assert engine.definitions is not None and engine.definitions.lookup("vessel") is not None
 
 
-def _kill_mid_update(path: Path) -> Path:
-    """Run :data:`_KILLED_WRITER` on ``path`` and SIGKILL it mid-transaction; the hot journal it left."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_WRITER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait(timeout=30)
-    journal = path.with_name(path.name + "-journal")
-    assert journal.is_file() and journal.stat().st_size > 0, "the killed writer left its journal"
-    return journal
-
-
-def _integrity(path: Path) -> list[tuple[str, ...]]:
-    conn = sqlite3.connect(path)  # read-write: an opener that would replay a stale journal
-    try:
-        return list(conn.execute("PRAGMA integrity_check").fetchall())
-    finally:
-        conn.close()
-
-
-def test_a_writer_killed_mid_update_is_rolled_back_by_the_next_open_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_first_build_reads_the_records_once_and_a_sections_start_reads_none_of_its_other_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store(tmp_path)
-    _corpus(store)
-    built = _engine()
-    built.update_indexes(store)
-    expected = _comparable(built), [_scores(built, q) for q in QUERIES]
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    journal = _kill_mid_update(path)
+    _corpus(store, sources=6)  # section "2" in every source, two chunks each
+    reads: list[int] = []
+    iter_rows = SQLiteStore.iter_rows
 
-    caplog.set_level(logging.INFO, logger="deckhand")
-    first = _engine()
-    first.update_indexes(_store(tmp_path))
-    assert first.index_origin == "loaded", "the interrupted update rolled back: the file is the records' again"
-    assert not journal.exists()
-    assert not [r for r in caplog.records if "unreadable" in r.getMessage()]
-    assert (_comparable(first), [_scores(first, q) for q in QUERIES]) == expected
-    assert _integrity(path) == [("ok",)]
+    def counted(self: SQLiteStore, batch_size: int = 1000) -> Any:
+        reads.append(batch_size)
+        return iter_rows(self, batch_size)
 
-    second = _engine()
-    second.update_indexes(_store(tmp_path))
-    assert second.index_origin == "loaded", "healed once: a later open neither rolls back nor rebuilds"
-    assert (_comparable(second), [_scores(second, q) for q in QUERIES]) == expected
+    monkeypatch.setattr(SQLiteStore, "iter_rows", counted)
+    engine = _engine()
+    engine.update_indexes(store)
+    assert engine.index_origin == "rebuilt" and len(reads) == 1, "tantivy's build is the only read of the records"
 
+    looked_up: list[tuple[str, list[str], str | None]] = []
+    documents = TantivyIndex.documents
 
-def test_a_rebuilt_file_never_gets_the_old_files_journal(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    _corpus(store)
-    built = _engine()
-    built.update_indexes(store)
-    assert built.indexes is not None
-    expected = _comparable(built)
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    journal = _kill_mid_update(path)
+    def recorded(self: TantivyIndex, field: str, values: Any, *, source: str | None = None) -> Any:
+        looked_up.append((field, list(values), source))
+        return documents(self, field, values, source=source)
 
-    side_indexes.write_file(path, store.records_version(), built.indexes)  # a rebuild renamed over the old file
-    assert not journal.exists(), "the old file's journal went with it"
-    assert _integrity(path) == [("ok",)]
-    opened = _engine()
-    opened.update_indexes(_store(tmp_path))
-    assert opened.index_origin == "loaded"
-    assert _comparable(opened) == expected
-
-
-def test_a_reader_with_the_file_open_when_a_writer_is_killed_keeps_answering(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    _corpus(store)
-    _engine().update_indexes(store)
-    reader = _engine()
-    reader.update_indexes(_store(tmp_path))
-    assert reader.index_origin == "loaded"
-    expected = _comparable(reader), [_scores(reader, q) for q in QUERIES]
-    path = store.side_index_path(side_indexes.SIDE_INDEX)
-    assert path is not None
-    journal = _kill_mid_update(path)
-
-    assert (_comparable(reader), [_scores(reader, q) for q in QUERIES]) == expected
-    _engine().update_indexes(_store(tmp_path))  # the next opener rolls the journal back
-    assert not journal.exists()
-    assert _integrity(path) == [("ok",)]
-    assert (_comparable(reader), [_scores(reader, q) for q in QUERIES]) == expected
+    monkeypatch.setattr(TantivyIndex, "documents", recorded)
+    assert engine.resolver is not None
+    assert engine.resolver.first("2", source="act4.md") == "act4.md#1"
+    assert engine.resolver.first("2") == "act0.md#1"  # no source: the first document (by source) that has it
+    assert engine.resolver.first("9", source="act4.md") is None
+    assert all(source is not None for _, _, source in looked_up), looked_up
+    assert engine.resolver.resolve("2") == [f"act{n}.md#{i}" for n in range(6) for i in (1, 2)]  # every chunk
