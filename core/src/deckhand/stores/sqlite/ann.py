@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import mmap
 import os
 import sqlite3
 import time
@@ -42,6 +41,7 @@ import numpy.typing as npt
 import deckhand.stores.sqlite.ivf as sqlite_ivf
 from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
+from deckhand.stores.sqlite.paging import MatrixFile, map_random, recache_in_pages
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -124,7 +124,8 @@ def companions(graph: Path) -> tuple[Path, Path]:
 
 
 class GraphView:
-    """A recorded graph and its float32 matrix, memory-mapped read-only."""
+    """A recorded graph, memory-mapped read-only for random access, and its float32 matrix read by rows
+    (:mod:`deckhand.stores.sqlite.paging` says why neither is read ahead)."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index
@@ -133,6 +134,12 @@ class GraphView:
         meta = Index.metadata(str(path))
         if not meta:
             raise OSError(f"{path.name} is not a usearch index")
+        vectors_file, rows_file = companions(path)
+        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
+        self.matrix = MatrixFile(vectors_file)
+        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
+            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+        mapping = memoryview(map_random(path))
         # searches only: without the key → slot table, mapping a million-node graph takes half the time
         self.index = Index(
             ndim=meta["dimensions"],
@@ -141,13 +148,9 @@ class GraphView:
             expansion_search=settings.ann_expansion_search,
             enable_key_lookups=False,
         )
-        self.index.view(str(path))
-        vectors_file, rows_file = companions(path)
-        self.matrix = np.load(vectors_file, mmap_mode="r")
-        _random_access(self.matrix)
-        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
-        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
-            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+        self.index.view(mapping)  # usearch reads the graph in place from this mapping (no copy)
+        # Set after the index, so the index (which points into the mapping) is released first.
+        self._mapping = mapping
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of (about) the ``count`` nearest vectors, best first."""
@@ -158,23 +161,12 @@ class GraphView:
         return np.asarray(matches.keys, dtype=np.int64)
 
     def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
-        """Those of ``rows`` the snapshot holds, and their stored float32 vectors."""
+        """Those of ``rows`` (sorted) the snapshot holds, and their stored float32 vectors."""
         positions = np.searchsorted(self.rows, rows)
         inside = positions < self.rows.shape[0]
         positions, rows = positions[inside], rows[inside]
         held = self.rows[positions] == rows
-        return rows[held], np.asarray(self.matrix[positions[held]])
-
-
-def _random_access(array: Any) -> None:
-    """Tell the kernel a memory-mapped matrix is read a few rows at a time, so a row read
-    faults in its own page rather than a read-ahead window: the search process keeps only the
-    rows it rescored (at a million rows, 34 per query instead of up to 32 pages each)."""
-    mapped = getattr(array, "_mmap", None)
-    advise = getattr(mapped, "madvise", None)
-    if advise is not None and hasattr(mmap, "MADV_RANDOM"):
-        with contextlib.suppress(OSError, ValueError):
-            advise(mmap.MADV_RANDOM)
+        return rows[held], self.matrix.take(positions[held])
 
 
 #: An opened snapshot: the store asks it for candidates and their float32 vectors.
@@ -316,6 +308,9 @@ def build(
             # The companions first: a graph file under its final name always has its matrix beside it.
             for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
                 os.replace(tmp, target)
+            if not ivf:  # searches read the graph and the matrix at random: cache them page by page
+                for written in (final, vectors_file):
+                    recache_in_pages(written)
         finally:
             for tmp in pending:
                 tmp.unlink(missing_ok=True)

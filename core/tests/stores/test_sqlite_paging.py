@@ -1,0 +1,121 @@
+"""How a search process reads the approximate index's files (``stores/sqlite/paging.py``): the matrix rows by
+``pread`` (nothing of the matrix mapped by an unfiltered search), and a built graph cached page by page, so a
+fault on its mapping does not map a 2 MB folio (Linux 6.18 maps whole folios; issue 30)."""
+
+from __future__ import annotations
+
+import mmap
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.sqlite import ann as sqlite_ann
+from deckhand.stores.sqlite.options import SQLiteOptions
+from deckhand.stores.sqlite.paging import PREAD_ROWS, MatrixFile, recache_in_pages
+from deckhand.types import CollectionSpec, FileState, Record
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
+
+
+def _matrix(tmp_path: Path, rows: int = 3000, dim: int = 8) -> tuple[Path, np.ndarray]:
+    values = np.random.default_rng(0).standard_normal((rows, dim)).astype(np.float32)
+    path = tmp_path / "m.vectors.npy"
+    np.save(path, values)
+    return path, values
+
+
+def test_rows_read_one_by_one_or_through_the_mapping_are_the_stored_ones(tmp_path: Path) -> None:
+    path, values = _matrix(tmp_path)
+    matrix = MatrixFile(path)
+    assert matrix.shape == values.shape
+    few = np.array([2999, 0, 17, 17, 1500], dtype=np.int64)
+    many = np.sort(np.random.default_rng(1).choice(3000, PREAD_ROWS + 1, replace=False)).astype(np.int64)
+    np.testing.assert_array_equal(matrix.take(few), values[few])
+    np.testing.assert_array_equal(matrix.take(many), values[many])
+    assert matrix.take(np.zeros(0, dtype=np.int64)).shape == (0, 8)
+
+
+@pytest.mark.parametrize("kind", ["float64", "fortran", "short"])
+def test_a_matrix_that_is_not_what_the_graph_needs_is_refused(tmp_path: Path, kind: str) -> None:
+    path, values = _matrix(tmp_path, rows=10)
+    if kind == "float64":
+        np.save(path, values.astype(np.float64))
+    elif kind == "fortran":
+        np.save(path, np.asfortranarray(values))
+    else:
+        path.write_bytes(path.read_bytes()[:-4])
+    with pytest.raises(ValueError, match=path.name):
+        MatrixFile(path)
+
+
+def _mapped_paths() -> str:
+    return Path("/proc/self/maps").read_text()
+
+
+@linux_only
+def test_an_unfiltered_search_maps_the_graph_but_no_part_of_the_matrix(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="ann", ann_threshold=0))
+    store.open(CollectionSpec("kb", 16, "m"))
+    vectors = np.random.default_rng(2).standard_normal((400, 16)).astype(np.float32)
+    for start in range(0, 400, 20):
+        source = f"doc{start}.md"
+        records = [Record(f"{source}#{i}", source, i - start, "t", vectors[i], {}) for i in range(start, start + 20)]
+        store.replace_source(source, records, FileState(source, 1.0, 20, "0" * 64, "m", 20))
+    store.maintain()
+    reader = SQLiteStore(tmp_path / "index.sqlite", "kb", SQLiteOptions(search="ann", ann_threshold=0))
+    reader.open(CollectionSpec("kb", 16, "m"))
+    assert reader.search(vectors[7], 5)[0].record.id == "doc0.md#7"
+    (graph,) = tmp_path.glob("index.sqlite.c*.g*.usearch")
+    vectors_file, _ = sqlite_ann.companions(graph)
+    mapped = _mapped_paths()
+    assert str(graph) in mapped
+    assert str(vectors_file) not in mapped
+    reader.close()
+    store.close()
+
+
+def _rss_file_kb() -> int:
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("RssFile"))
+    return int(line.split()[1])
+
+
+@linux_only
+def test_a_recached_file_maps_small_pieces_per_fault(tmp_path: Path) -> None:
+    size = 16 << 20
+    path = tmp_path / "graph.usearch"
+    with open(path, "wb") as handle:  # written like a builder writes: cached in large folios where the fs has them
+        handle.write(np.random.default_rng(3).bytes(size))
+    recache_in_pages(path)
+    assert path.stat().st_size == size
+    with open(path, "rb") as handle:
+        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    before = _rss_file_kb()
+    touched = sum(mapping[offset] for offset in range(0, size, 2 << 20))  # one byte in each 2 MB
+    grown = _rss_file_kb() - before
+    mapping.close()
+    assert touched >= 0
+    # 8 faults: at most fault-around's 64 KB each (a few pages more for the interpreter), never 8 x 2 MB.
+    assert grown < 4096, f"{grown} KB resident after touching 8 bytes"
+
+
+def test_a_new_graph_and_its_matrix_are_recached_an_ivf_index_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recached: list[str] = []
+    monkeypatch.setattr(sqlite_ann, "recache_in_pages", lambda path: recached.append(path.name))
+    for kind in ("hnsw", "ivf"):
+        options = SQLiteOptions(search="ann", ann_threshold=0, ann_index=kind)
+        store = SQLiteStore(tmp_path / f"{kind}.sqlite", "kb", options)
+        store.open(CollectionSpec("kb", 8, "m"))
+        vectors = np.random.default_rng(4).standard_normal((300, 8)).astype(np.float32)
+        records = [Record(f"a#{i}", "a.md", i, "t", vectors[i], {}) for i in range(300)]
+        store.replace_source("a.md", records, FileState("a.md", 1.0, 300, "0" * 64, "m", 300))
+        store.maintain()
+        store.close()
+    assert sorted(recached) == sorted(
+        [p.name for p in tmp_path.glob("hnsw.sqlite.c*.g*.usearch")]
+        + [p.name for p in tmp_path.glob("hnsw.sqlite.c*.g*.vectors.npy")]
+    )
+    assert len(recached) == 2
