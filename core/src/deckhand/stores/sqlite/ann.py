@@ -41,7 +41,7 @@ import numpy.typing as npt
 import deckhand.stores.sqlite.ivf as sqlite_ivf
 from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.paging import MatrixFile, map_random, recache_in_pages
+from deckhand.stores.sqlite.paging import MatrixFile, recache_in_pages
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -124,8 +124,8 @@ def companions(graph: Path) -> tuple[Path, Path]:
 
 
 class GraphView:
-    """A recorded graph, memory-mapped read-only for random access, and its float32 matrix read by rows
-    (:mod:`deckhand.stores.sqlite.paging` says why neither is read ahead)."""
+    """A recorded graph, memory-mapped read-only, and its float32 matrix read by rows
+    (:class:`~deckhand.stores.sqlite.paging.MatrixFile`: an unfiltered search maps none of it)."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index
@@ -139,7 +139,6 @@ class GraphView:
         self.matrix = MatrixFile(vectors_file)
         if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
             raise ValueError(f"{vectors_file.name} does not match {path.name}")
-        mapping = memoryview(map_random(path))
         # searches only: without the key → slot table, mapping a million-node graph takes half the time
         self.index = Index(
             ndim=meta["dimensions"],
@@ -148,9 +147,9 @@ class GraphView:
             expansion_search=settings.ann_expansion_search,
             enable_key_lookups=False,
         )
-        self.index.view(mapping)  # usearch reads the graph in place from this mapping (no copy)
-        # Set after the index, so the index (which points into the mapping) is released first.
-        self._mapping = mapping
+        # Mapped by usearch with the kernel's read-ahead: opening it reads every node's header (at a million
+        # rows ~260 MB of the ~660 MB file, resident from then on), which read-ahead makes a sequential read.
+        self.index.view(str(path))
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of (about) the ``count`` nearest vectors, best first."""
@@ -308,9 +307,8 @@ def build(
             # The companions first: a graph file under its final name always has its matrix beside it.
             for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
                 os.replace(tmp, target)
-            if not ivf:  # searches read the graph and the matrix at random: cache them page by page
-                for written in (final, vectors_file):
-                    recache_in_pages(written)
+            if not ivf:  # searches gather rows of the matrix at random: cache it page by page
+                recache_in_pages(vectors_file)
         finally:
             for tmp in pending:
                 tmp.unlink(missing_ok=True)
