@@ -1,5 +1,5 @@
-"""The issue-22 benchmark commands docs/benchmarks.md prints run as written, at a tiny size (the full-size runs
-take from minutes to an hour and stay out of the tests): each prints the figures the docs quote from it."""
+"""The issue-22 and issue-30 benchmark commands docs/benchmarks.md prints run as written, at a tiny size (the
+full-size runs take from minutes to an hour and stay out of the tests): each prints the figures the docs quote."""
 
 from __future__ import annotations
 
@@ -36,6 +36,11 @@ def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Pa
     assert len(re.findall(r"(semantic|hybrid) search, top 10, 5 queries: p50 [\d.]+ ms, p95 [\d.]+ ms", out)) == 4
     assert re.search(r"deckhand ingest, nothing changed: [\d.]+ s", out)
     assert "above embedding; the next search" in out and out.rstrip().splitlines()[-3].endswith("new text: True")
+    # issue 30: the split of a dense query's time and a search's memory, on the same work folder
+    split = _run(tmp_path, "dense_breakdown.py", "--workdir", str(tmp_path / "work"), "--queries", "5")
+    assert re.search(r"deckhand search: after the store's search VmHWM \d+ MB, RssAnon \d+ MB, RssFile \d+ MB", split)
+    assert re.search(r"whole query \(search_results_sync\) +[\d.]+ +[\d.]+ +[\d.]+", split)
+    assert re.search(r"after 10 queries: VmRSS \d+ MB", split)
 
 
 def test_index_check_bench_reports_full_and_stamped_checks(tmp_path: Path) -> None:
