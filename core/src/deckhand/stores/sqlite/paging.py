@@ -80,12 +80,15 @@ class MatrixFile:
         """The rows at ``positions`` (each within the matrix), in that order."""
         if positions.size > PREAD_ROWS:
             return np.asarray(self._mapping()[positions])
-        width, offset, fd, read = self._width, self._offset, self._fd, _READ_AT
-        # one pread a row, joined once: at 124 rows a third of the time of reading each into a preallocated array
-        data = b"".join([read(fd, width, offset + position * width) for position in positions.tolist()])
-        if len(data) != width * positions.size:
-            raise ValueError(f"{self.path.name} ended before one of rows {positions.tolist()}")
-        return np.frombuffer(data, dtype=np.float32).reshape(positions.size, self.shape[1]).copy()
+        out = np.empty((positions.size, self.shape[1]), dtype=np.float32)
+        into = out.reshape(-1).view(np.uint8).data
+        width, offset, fd, read_into = self._width, self._offset, self._fd, _READ_INTO
+        # Straight into the result (one copy, from the page cache): the rows pass through the CPU's caches
+        # once, beside the graph the next query walks.
+        for i, position in enumerate(positions.tolist()):
+            if read_into(fd, into[i * width : (i + 1) * width], offset + position * width) != width:
+                raise ValueError(f"{self.path.name} ended before row {position}")
+        return out
 
     def _mapping(self) -> FloatRows:
         if self._mapped is None:
@@ -99,13 +102,19 @@ class MatrixFile:
             self._fd = -1
 
 
-def _seek_and_read(fd: int, size: int, offset: int) -> bytes:  # pragma: no cover - Windows: no os.pread
+def _preadv(fd: int, into: memoryview, offset: int) -> int:
+    return os.preadv(fd, [into], offset)
+
+
+def _seek_and_read(fd: int, into: memoryview, offset: int) -> int:  # pragma: no cover - Windows: no os.preadv
     os.lseek(fd, offset, os.SEEK_SET)
-    return os.read(fd, size)
+    data = os.read(fd, len(into))
+    into[: len(data)] = data
+    return len(data)
 
 
-#: ``size`` bytes of a file at ``offset`` (fewer at its end).
-_READ_AT: Callable[[int, int, int], bytes] = os.pread if hasattr(os, "pread") else _seek_and_read
+#: Read into a buffer from a file at an offset; the bytes read (fewer at the file's end).
+_READ_INTO: Callable[[int, memoryview, int], int] = _preadv if hasattr(os, "preadv") else _seek_and_read
 
 
 def recache_in_pages(path: Path) -> None:
