@@ -5,9 +5,9 @@ Exact search reads every vector per query: linear in the collection (≈ 0.4 s a
 usearch HNSW graph of its vectors (int8 by default for cosine) in a file next to the index,
 ``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
 (``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
-vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), also
-memory-mapped: the graph's candidates are rescored from it, and a selective filter ranks its few
-rows from it exactly rather than through the graph.
+vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), read a
+few rows at a time (:mod:`deckhand.stores.sqlite.paging`): the graph's candidates are rescored from it,
+and a selective filter ranks its few rows from it exactly rather than through the graph.
 
 The graph is a snapshot of the records at one generation, recorded in the ``ann_indexes``
 table with the last row it holds. Rows written since (above that row) are searched exactly
