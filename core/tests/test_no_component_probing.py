@@ -44,8 +44,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("stores/sqlite/store.py", "getattr(config, 'options', None)"): "a database: block or None, not a component",
     ("stores/sqlite/file.py", "getattr(config, 'connection_string', None)"): "a database: block or None",
     ("stores/sqlite/file.py", "getattr(config, 'index_name', 'deckhand_vectors')"): "a database: block or None",
-    ("stores/sqlite/ann.py", "getattr(array, '_mmap', None)"): "numpy's memory map of the vector matrix",
-    ("stores/sqlite/ann.py", "getattr(mapped, 'madvise', None)"): "mmap.madvise where the platform has it",
     # a tool type's settings: its config is its plugin's own model, of any shape (ToolConfig lists four fields)
     ("agents/catalog.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting shown as the default",
     ("cli/retrieval_cases.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting, for the report",
