@@ -4,8 +4,8 @@
         [--store in-memory|sqlite] [--keyword auto|bm25|tantivy] [--filtered]
 
 ``--store sqlite`` writes the chunks to a sqlite store in a temporary directory (exact dense search) so the
-keyword strategy keeps its index as it does there: ``bm25`` a side index file, ``tantivy`` its index
-directory beside the store's file.
+keyword strategy keeps its index as it does there: ``bm25`` in memory, rebuilt at each start, ``tantivy``
+its index directory beside the store's file.
 
 Builds a hierarchical_document tool over synthetic chunks (random unit vectors of the
 default embedder's 384 dimensions, Zipfian text, a heading chain and section id per chunk)

@@ -9,7 +9,7 @@ file's real size, mtime and hash), then the approximate index is built and the i
 complete; for ``--tool hierarchical`` the chunks are Zipfian synthetic text with a heading
 chain, section id and reference each (as ``hybrid_latency.py``'s), and the side indexes are
 built and kept as a fresh ingest leaves them, through the tool's configured keyword strategy
-(``auto``: tantivy on the sqlite store) and its side index file (exact, definitions, references).
+(``auto``: tantivy on the sqlite store, whose documents also carry definitions, sections and locations).
 ``--ann-index ivf`` sets ``ann_index: ivf`` on the tool's sqlite store (k-means lists instead of
 the default HNSW graph, built in minutes).
 Then, each in a new process:

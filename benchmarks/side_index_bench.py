@@ -4,13 +4,13 @@
 
 For each size: synthetic chunks (``synthetic_corpus``: Zipfian text, a heading chain, a section
 id, a reference and every tenth chunk defining a term; random 8-dim vectors, no embedding model)
-are written to a sqlite store and the side indexes (the tantivy keyword index; exact, definitions,
-references, locations in the side index file) are built and saved. Then a *new process* opens the
+are written to a sqlite store and the side indexes (the tantivy keyword index, whose chunk documents
+also carry the definitions, sections and locations) are built and saved. Then a *new process* opens the
 store, brings the side indexes up to date (``IndexKeeper.refresh``: what ``deckhand search`` does at
 start-up) and
 answers one keyword, one exact-phrase and one definition query; it reports the wall time of each
 step, its peak RSS, and the keyword query latency (p50/p95 over 50 queries) afterwards.
-Sizes: the side index file and the keyword index's directory beside the store.
+Sizes: the keyword index's directory beside the store.
 """
 
 from __future__ import annotations
