@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import threading
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from deckhand.chunking.headings import normalise_section_id
 from deckhand.chunking.references import find_references, parent_ids
@@ -37,6 +37,20 @@ class KeptSections(Mapping[str, dict[str, list[tuple[int, str]]]]):
         document (by source) that does; None when none does."""
 
 
+def _first_chunk_in(
+    table: Mapping[str, dict[str, list[tuple[int, str]]]], ident: str, source: str | None
+) -> str | None:
+    """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first document
+    (in the table's order) that does, read from a table held whole; None when none does."""
+    by_source = table.get(ident)
+    if not by_source:
+        return None
+    entries = by_source.get(source) if source is not None else None
+    if not entries:
+        entries = next((e for e in by_source.values() if e), None)
+    return min(entries)[1] if entries else None
+
+
 class ReferenceResolver:
     """Section id → ids of the chunks of that section (and its subsections), per source.
 
@@ -47,6 +61,9 @@ class ReferenceResolver:
     def __init__(self) -> None:
         # section id → source → [(chunk index, record id)]
         self._by_id: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        #: Where section ``ident`` starts (in ``source`` when it has it): read from the table, or asked of a
+        #: kept table that answers without reading every chunk (:meth:`over`).
+        self._first_chunk: Callable[[str, str | None], str | None] = lambda i, s: _first_chunk_in(self._by_id, i, s)
         self._lock = threading.Lock()
 
     def add_records(self, records: Iterable[Record]) -> None:
@@ -74,11 +91,12 @@ class ReferenceResolver:
             }
 
     @classmethod
-    def over(cls, table: Mapping[str, dict[str, list[tuple[int, str]]]]) -> ReferenceResolver:
-        """A resolver answering from ``table`` (section id → source → entries, as :meth:`to_state`; a side
-        index file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+    def over(cls, table: KeptSections) -> ReferenceResolver:
+        """A resolver answering from ``table`` (section id → source → entries, as :meth:`to_state`; the keyword
+        index's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
         resolver = cls()
         resolver._by_id = typing.cast(dict[str, dict[str, list[tuple[int, str]]]], table)
+        resolver._first_chunk = table.first_chunk
         return resolver
 
     @classmethod
@@ -128,19 +146,9 @@ class ReferenceResolver:
             return None
         with self._lock:
             for candidate in parent_ids(ident):
-                if isinstance(self._by_id, KeptSections):
-                    found = self._by_id.first_chunk(candidate, source)
-                    if found is not None:
-                        return found
-                    continue
-                by_source = self._by_id.get(candidate)
-                if not by_source:
-                    continue
-                entries = by_source.get(source) if source is not None else None
-                if not entries:
-                    entries = next((e for e in by_source.values() if e), None)
-                if entries:
-                    return min(entries)[1]
+                found = self._first_chunk(candidate, source)
+                if found is not None:
+                    return found
         return None
 
     def find_references(self, text: str) -> list[str]:
