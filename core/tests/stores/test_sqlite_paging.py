@@ -5,12 +5,13 @@ its mapping does not map a 2 MB folio (Linux 6.18 maps whole folios; issue 30)."
 from __future__ import annotations
 
 import mmap
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from deckhand.stores.sqlite import SQLiteStore
+from deckhand.stores.sqlite import SQLiteStore, paging
 from deckhand.stores.sqlite import ann as sqlite_ann
 from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.stores.sqlite.paging import PREAD_ROWS, MatrixFile, recache_in_pages
@@ -35,6 +36,21 @@ def test_rows_read_one_by_one_or_through_the_mapping_are_the_stored_ones(tmp_pat
     np.testing.assert_array_equal(matrix.take(few), values[few])
     np.testing.assert_array_equal(matrix.take(many), values[many])
     assert matrix.take(np.zeros(0, dtype=np.int64)).shape == (0, 8)
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="no O_NOFOLLOW here")
+def test_a_matrix_swapped_for_a_link_is_neither_read_nor_recached(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    elsewhere, _ = _matrix(outside)
+    planted = tmp_path / "planted.vectors.npy"
+    planted.symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        MatrixFile(planted)
+    with pytest.raises(OSError):
+        paging.map_random(planted)
+    recache_in_pages(planted)  # refused quietly: the cache is only a cost, and a link is not followed
+    assert planted.is_symlink() and np.load(elsewhere).shape == (3000, 8)
 
 
 @pytest.mark.parametrize("kind", ["float64", "fortran", "short"])
