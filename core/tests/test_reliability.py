@@ -339,9 +339,22 @@ def test_chunking_memory_is_the_chunks_not_the_token_spans(minilm: Any) -> None:
     assert reference_peak > streamed_peak * 2, (reference_peak, streamed_peak)
 
 
-def test_a_stretch_without_a_safe_cut_is_tokenized_whole(minilm: Any) -> None:
-    text = "a" * 200_000 + " end " + "b" * 70_000
+def test_a_stretch_without_whitespace_is_cut_before_punctuation_with_the_same_tokens(minilm: Any) -> None:
+    """Minified code has no whitespace for pages but punctuation everywhere: BERT splits there too, so the
+    spans read a window at a time are still exactly those of the whole text."""
+    text = "".join(f"function a{i}(b,c){{return b.x{i}+c[{i}]}};" for i in range(3_000)) + " end"
     assert list(minilm.tokenizer.iter_token_spans(text, window=1000)) == minilm.tokenizer.token_spans(text)
+
+
+def test_a_stretch_of_letters_longer_than_the_window_is_cut_at_the_window(minilm: Any) -> None:
+    """A 270,000-letter "word" was tokenized whole, as one ``[UNK]`` token (a 10 MB line held 680 MB): it is cut
+    at the window, so no span is longer than one, and the spans still cover the text in order."""
+    text = "a" * 200_000 + " end " + "b" * 70_000
+    spans = list(minilm.tokenizer.iter_token_spans(text, window=1000))
+    assert max(b - a for a, b in spans) <= 1000
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))
+    assert text[spans[200][0] : spans[200][1]] == "end"
 
 
 # -- progress and the time estimate --------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deckhand.bases import ChunkerBase, as_tokenizer
+from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
 
@@ -31,7 +32,9 @@ class TokenChunkerOptions(BaseModel):
 class TokenChunker(ChunkerBase):
     """Cuts a document into windows of ``chunk_size`` tokens, consecutive windows sharing
     ``chunk_overlap`` tokens. Tokens are the embedder's own, so a chunk never exceeds what
-    the model reads; chunk text is an exact slice of the document (no re-detokenising).
+    the model reads; chunk text is an exact slice of the document (no re-detokenising). A window
+    longer than :func:`~deckhand.chunking.budget.char_cap` characters (whitespace, one unbroken
+    "word") is cut into pieces of at most that many.
     """
 
     @classmethod
@@ -50,6 +53,7 @@ class TokenChunker(ChunkerBase):
         self._stream = as_tokenizer(tokenizer)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        self.max_chars = char_cap(chunk_size)
 
     def chunk(self, document: Document) -> list[Chunk]:
         return list(self.iter_chunks(document))
@@ -66,16 +70,16 @@ class TokenChunker(ChunkerBase):
         index = 0
         step = self.chunk_size - self.chunk_overlap
         while True:
-            begin, end = window[0][0], window[-1][1]
-            content = text[begin:end].strip()
-            if content:
-                yield Chunk(
-                    source=document.source,
-                    index=index,
-                    content=content,
-                    metadata={"start_char": begin, "end_char": end},
-                )
-                index += 1
+            for begin, end in char_cuts(text, window[0][0], window[-1][1], self.max_chars):
+                content = text[begin:end].strip()
+                if content:
+                    yield Chunk(
+                        source=document.source,
+                        index=index,
+                        content=content,
+                        metadata={"start_char": begin, "end_char": end},
+                    )
+                    index += 1
             following = next(spans, None)
             if following is None:  # the window reached the last token
                 break

@@ -137,6 +137,8 @@ SPAN_WINDOW = 1 << 16
 #: Where a text can be cut without changing its tokens: BERT splits words at whitespace and
 #: puts every CJK ideograph in a word of its own, and WordPiece never looks across words.
 _SAFE_CUT = re.compile(r"[ \t\n\r]|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+#: ASCII punctuation, which BERT's pre-tokenizer always splits off as a token of its own.
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 
 
 class WordPieceTokenizer(TokenizerBase):
@@ -159,7 +161,8 @@ class WordPieceTokenizer(TokenizerBase):
         The text is cut only where no token can cross (whitespace, before a CJK ideograph),
         so the spans are exactly those of the whole text while memory stays bounded by the
         window: a whole 200 MB text as one ``encode`` holds an offset pair per token (GBs).
-        A stretch longer than the window without a safe cut is tokenized whole.
+        A stretch of half a window without whitespace is cut before a punctuation mark, or
+        where the window ends when it has none (see :func:`_cut`).
         """
         start, size = 0, len(text)
         while start < size:
@@ -196,15 +199,18 @@ class WordPieceTokenizer(TokenizerBase):
 
 
 def _cut(text: str, start: int, target: int, window: int) -> int:
-    """The last safe cut in the second half of ``text[start:target]``, else the first one from ``target`` on."""
+    """The last safe cut in the second half of ``text[start:target]``, else the last cut before punctuation
+    there (BERT splits at every punctuation mark too), else ``target`` itself: a stretch of ``window // 2``
+    letters with neither is far longer than any word WordPiece reads (100 characters; longer is ``[UNK]``),
+    and tokenizing it whole would hold the whole stretch (a 10 MB line: 680 MB) for one token."""
     low = max(start + 1, target - window // 2)
-    found = None
-    for match in _SAFE_CUT.finditer(text, low, target):
-        found = match.start()
-    if found is not None:
-        return found
-    after = _SAFE_CUT.search(text, target)
-    return after.start() if after else len(text)
+    for pattern in (_SAFE_CUT, _PUNCTUATION):
+        found = None
+        for match in pattern.finditer(text, low, target):
+            found = match.start()
+        if found is not None:
+            return found
+    return target
 
 
 def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | bytes:
