@@ -4,7 +4,11 @@ A function, method or class, with its decorators and the comments just above it,
 fits ``chunk_size`` (the embedder's tokens); a class that does not fit gives its header and members as
 chunks of their own, methods named ``Class.method``; a function that does not fit splits between
 statements, each part carrying the function's signature as context. Code between definitions is grouped
-by blank-line blocks. Each chunk records its language, its symbol path (``module.Class.method``), its
+by blank-line blocks. Both ways the budget holds whatever the file's shape: in a file cut into more pieces than
+:func:`storm_bound` allows (a minified bundle's hundred thousand tiny functions, generated code), consecutive
+pieces each under ``chunk_size // SMALL_SHARE`` tokens are joined while they fit; containers nested deeper than
+:data:`MAX_NESTING` are cut like a function; and no chunk is longer than
+:func:`~deckhand.chunking.budget.char_cap` characters. Each chunk records its language, its symbol path (``module.Class.method``), its
 kind and its signature, and its place (``start_char``/``end_char``: the pipeline turns them into
 ``start_line``/``end_line``). A file in a language without a grammar here is cut by the token chunker.
 """
@@ -13,10 +17,13 @@ from __future__ import annotations
 
 import bisect
 import logging
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from deckhand.bases import as_tokenizer
+from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
@@ -37,6 +44,20 @@ MAX_PARSED_CHARS = 4_000_000
 CLASSES = frozenset({"class", "struct", "interface", "impl", "trait", "enum"})
 #: The kind of the chunks of a container's own code (a long class's header and fields) between its members.
 MEMBERS = "members"
+#: Containers nested deeper than this (a class in a class in ...) are cut like a long function, not opened.
+MAX_NESTING = 32
+#: A piece under ``chunk_size // SMALL_SHARE`` tokens is small: consecutive small pieces are joined while they fit.
+SMALL_SHARE = 8
+#: Chunks a file may give per ``chunk_size`` tokens before its small pieces are joined (twice ``SMALL_SHARE``:
+#: what joining guarantees), and that many more for any file.
+STORM_SHARE = 2 * SMALL_SHARE
+
+
+def storm_bound(tokens: int, characters: int, chunk_size: int) -> int:
+    """The most chunks a file of ``tokens`` tokens and ``characters`` characters is cut into at ``chunk_size``
+    (beyond it the file's small pieces are joined; a file whose text is mostly whitespace or one unbroken "word"
+    needs a chunk per :func:`~deckhand.chunking.budget.char_cap` characters)."""
+    return STORM_SHARE * (tokens // chunk_size + characters // char_cap(chunk_size)) + STORM_SHARE
 
 
 class CodeChunkerOptions(TokenChunkerOptions):
@@ -53,27 +74,34 @@ class Piece:
     symbol: str
     kind: str
     signature: str = ""
+    #: The small pieces joined into this one (none for a piece of its own).
+    parts: tuple[Piece, ...] = ()
+
+
+#: Characters between two of :class:`Offsets`' checkpoints.
+_STRIDE = 4096
 
 
 class Offsets:
-    """Character offsets of tree-sitter's byte offsets (the parser reads UTF-8; chunks index the ``str``)."""
+    """Character offsets of tree-sitter's byte offsets (the parser reads UTF-8; chunks index the ``str``).
+
+    Checkpoints every :data:`_STRIDE` characters, not every line: a one-line file with one non-ASCII
+    character would otherwise decode up to the whole line for every node."""
 
     def __init__(self, text: str, data: bytes) -> None:
         self.identity = len(data) == len(text)
         self.data = data
         if not self.identity:
-            self.line_bytes = [0]
-            self.line_chars = [0]
-            for line in text.split("\n")[:-1]:
-                self.line_chars.append(self.line_chars[-1] + len(line) + 1)
-                self.line_bytes.append(self.line_bytes[-1] + len(line.encode("utf-8", "surrogatepass")) + 1)
+            self.bytes_at = array("q", [0])
+            for at in range(0, len(text) - _STRIDE, _STRIDE):
+                self.bytes_at.append(self.bytes_at[-1] + len(text[at : at + _STRIDE].encode("utf-8", "surrogatepass")))
 
     def char(self, byte: int) -> int:
         if self.identity:
             return byte
-        row = bisect.bisect_right(self.line_bytes, byte) - 1
-        start = self.line_bytes[row]
-        return self.line_chars[row] + len(self.data[start:byte].decode("utf-8", "surrogatepass"))
+        row = bisect.bisect_right(self.bytes_at, byte) - 1
+        start = self.bytes_at[row]
+        return row * _STRIDE + len(self.data[start:byte].decode("utf-8", "surrogatepass"))
 
 
 def module_name(source: str) -> str:
@@ -116,12 +144,14 @@ class _Cutter:
 
     def __init__(self, chunker: CodeChunker, spec: LanguageSpec, document: Document) -> None:
         self.count = chunker.tokenizer.count
-        # The file is tokenized once; the tokens of a stretch of it are those between its offsets
-        # (what the pipeline streams for a huge file is the token chunker's concern, not this one's).
-        spans = chunker.tokenizer.token_spans(document.text)
-        self.token_starts = [a for a, _ in spans]
-        self.token_ends = [b for _, b in spans]
+        # The file is tokenized once, as a stream into two arrays (16 bytes a token, where a list of
+        # span tuples costs over 100); the tokens of a stretch of it are those between its offsets.
+        self.token_starts, self.token_ends = array("q"), array("q")
+        for a, b in as_tokenizer(chunker.tokenizer).iter_token_spans(document.text):
+            self.token_starts.append(a)
+            self.token_ends.append(b)
         self.budget = chunker.chunk_size
+        self.max_chars = char_cap(chunker.chunk_size)
         self.spec = spec
         self.document = document
         self.text = document.text
@@ -131,9 +161,13 @@ class _Cutter:
         self.module = module_name(document.source)
 
     def chunks(self) -> Iterator[Chunk]:
-        pieces = list(self.pieces(list(self.tree.root_node.named_children), [self.module], []))
+        cut = list(self.pieces(list(self.tree.root_node.named_children), [self.module], []))
         # a long class's header comes as its first ``members`` chunk: that chunk defines the class
-        definitions = {p.symbol for p in pieces if p.kind != MODULE}
+        definitions = {p.symbol for p in cut if p.kind != MODULE}
+        # A file of ordinary code keeps a chunk per definition; a storm of tiny ones is joined.
+        storm = len(cut) > storm_bound(len(self.token_starts), len(self.text), self.budget)
+        pieces = self.joined(cut) if storm else cut
+        del cut
         symbols = FileSymbols(self.spec, self.tree.root_node, self.document.source, definitions, self.offsets.char)
         defined: set[str] = set()
         package = package_of(self.document.source)
@@ -142,6 +176,7 @@ class _Cutter:
             content = self.text[piece.start : piece.end].strip()
             if not content:
                 continue
+            parts = piece.parts or (piece,)
             metadata: dict[str, Any] = {
                 "start_char": piece.start,
                 "end_char": piece.end,
@@ -152,18 +187,46 @@ class _Cutter:
                 "title": self.document.source,
                 "parent_chain": [piece.symbol, *([piece.signature] if piece.signature else [])],
                 # What the hierarchical tool's cross-references read (deckhand_code.symbols).
-                "section_ids": symbol_ids(piece.symbol, package),
+                "section_ids": list(dict.fromkeys(i for p in parts for i in symbol_ids(p.symbol, package))),
                 "references": symbols.references(piece.start, piece.end, piece.symbol),
             }
             if piece.signature:
                 metadata["signature"] = piece.signature
-            if piece.symbol in definitions and piece.symbol not in defined:  # its first chunk defines it
-                defined.add(piece.symbol)
-                term = defined_term(piece.symbol)
-                metadata["defined_terms"] = [term]
-                metadata["definitions"] = [{"term": term, "definition": piece.signature or content.split("\n", 1)[0]}]
+            firsts = [p for p in parts if p.symbol in definitions and p.symbol not in defined]
+            if firsts:  # its first chunk defines it
+                defined.update(p.symbol for p in firsts)
+                terms = [(defined_term(p.symbol), p) for p in firsts]
+                metadata["defined_terms"] = [term for term, _ in terms]
+                metadata["definitions"] = [{"term": term, "definition": self.headline(p)} for term, p in terms]
             yield Chunk(source=self.document.source, index=index, content=content, metadata=metadata)
             index += 1
+
+    def headline(self, piece: Piece) -> str:
+        """What a definition's entry says: its signature, else its first line."""
+        return piece.signature or self.text[piece.start : piece.end].strip().split("\n", 1)[0]
+
+    def joined(self, pieces: Sequence[Piece]) -> list[Piece]:
+        """``pieces`` with each run of consecutive small ones joined while they fit (see :data:`SMALL_SHARE`).
+
+        Any two neighbours after this hold at least ``chunk_size // SMALL_SHARE`` tokens together (else
+        they would have been joined), so a file of T tokens gives at most ``2 * SMALL_SHARE * T / chunk_size
+        + 1`` chunks, whatever the size of its definitions."""
+        small = self.budget // SMALL_SHARE
+        out: list[Piece] = []
+        run: list[Piece] = []
+        for piece in pieces:
+            tiny = self.tokens(piece.start, piece.end) < small
+            if run and tiny and self.within(run[0].start, piece.end):
+                run.append(piece)
+                continue
+            if run:
+                out.append(_join(run, self.module))
+            run = [piece] if tiny else []
+            if not tiny:
+                out.append(piece)
+        if run:
+            out.append(_join(run, self.module))
+        return out
 
     # -- where each node is ------------------------------------------------------------------
 
@@ -174,7 +237,11 @@ class _Cutter:
         return self.offsets.char(node.end_byte)
 
     def fits(self, start: int, end: int) -> bool:
-        return self.tokens(start, end) <= self.budget
+        return self.within(start, end)
+
+    def within(self, start: int, end: int, budget: int | None = None) -> bool:
+        """``start``..``end`` holds at most ``budget`` tokens (``chunk_size`` by default) and ``max_chars`` characters."""
+        return end - start <= self.max_chars and self.tokens(start, end) <= (self.budget if budget is None else budget)
 
     def room(self, signature: str) -> int:
         """Tokens left for the code of a part that carries ``signature`` as context (at most a quarter goes to it)."""
@@ -238,7 +305,7 @@ class _Cutter:
             return
         first = self.start(members[0])
         header = (start, first, definition.node.start_point.row, members[0].start_point.row - 1)
-        if kind in self.spec.containers:
+        if kind in self.spec.containers and len(path) <= MAX_NESTING:
             yield from self.pieces(members, path, [header], signature, kind)  # a closing brace alone is no chunk
             return
         yield from self.statements(members, header, symbol, kind, signature)
@@ -257,7 +324,7 @@ class _Cutter:
         ``begin``..``end`` (a function's header) goes with the first part, or alone when they do not fit together."""
         end = begin if end is None else end
         for p_start, p_end in parts:
-            if self.tokens(begin, p_end) <= budget:
+            if self.within(begin, p_end, budget):
                 end = p_end
                 continue
             yield from self.fitted(begin, end, budget, like)
@@ -268,7 +335,7 @@ class _Cutter:
         """``begin``..``end`` as one piece like ``like`` when it fits ``budget``, else cut by lines (none if empty)."""
         if end <= begin:
             return
-        if self.tokens(begin, end) <= budget:
+        if self.within(begin, end, budget):
             yield replace(like, start=begin, end=end)
         else:
             yield from self.windows(begin, end, like.symbol, like.kind, like.signature)
@@ -289,13 +356,14 @@ class _Cutter:
         yield from self.grouped(parts, blocks[0][0], self.budget, Piece(0, 0, symbol, kind, signature))
 
     def windows(self, start: int, end: int, symbol: str, kind: str, signature: str) -> Iterator[Piece]:
-        """Code too long for one chunk with no syntax to cut at: whole lines while they fit, a longer line by tokens."""
+        """Code too long for one chunk with no syntax to cut at: whole lines while they fit, a longer line by
+        tokens (a window of them longer than ``max_chars`` characters by :func:`~deckhand.chunking.budget.char_cuts`)."""
         budget = self.room(signature)
         begin = cursor = start
         while cursor < end:
             newline = self.text.find("\n", cursor, end)
             line_end = end if newline < 0 else newline + 1
-            if self.tokens(begin, line_end) <= budget:
+            if self.within(begin, line_end, budget):
                 cursor = line_end
                 continue
             if cursor > begin:
@@ -306,10 +374,31 @@ class _Cutter:
             last = bisect.bisect_right(self.token_ends, line_end)
             for i in range(first, last, budget):
                 j = min(i + budget, last) - 1
-                yield Piece(self.token_starts[i], self.token_ends[j], symbol, kind, signature)
+                for a, b in char_cuts(self.text, self.token_starts[i], self.token_ends[j], self.max_chars):
+                    yield Piece(a, b, symbol, kind, signature)
             begin = cursor = line_end
         if end > begin:
             yield Piece(begin, end, symbol, kind, signature)
+
+
+def _join(run: list[Piece], module: str) -> Piece:
+    """One piece of the consecutive small pieces ``run``: named by the scope they share (the module, a class)."""
+    if len(run) == 1:
+        return run[0]
+    paths = [p.symbol.split(".") for p in run]
+    shared: list[str] = []
+    for names in zip(*paths, strict=False):
+        if len(set(names)) > 1:
+            break
+        shared.append(names[0])
+    symbol = ".".join(shared) or module
+    kinds = {p.kind for p in run}
+    if all(p.symbol == symbol for p in run) and len(kinds) == 1:
+        kind = kinds.pop()
+    else:
+        kind = MODULE if symbol == module else MEMBERS
+    signatures = {p.signature for p in run}
+    return Piece(run[0].start, run[-1].end, symbol, kind, signatures.pop() if len(signatures) == 1 else "", tuple(run))
 
 
 def _leading(comments: list[Node], node: Node) -> list[Node]:
