@@ -272,12 +272,24 @@ def test_oversized_table_is_split_between_rows_with_the_header_repeated(
     assert seen == rows.splitlines()
 
 
-def test_a_table_row_longer_than_the_limit_stays_whole(chunk_file: ChunkFile) -> None:
+def test_a_table_row_longer_than_the_limit_is_cut_into_token_windows(
+    chunk_file: ChunkFile, tokenizer: WordPieceTokenizer
+) -> None:
+    """Issue 40: a row (or code line) over the limit alone was kept whole, however long: a giant chunk."""
     long_cell = " ".join(f"term{i}" for i in range(60))
     text = f"# T\n\n| Key | Value |\n|---|---|\n| a | short |\n| b | {long_cell} |\n| c | short |\n"
     chunks = chunk_file("t.md", text=text, max_chunk_tokens=40)
-    rows = [line for c in chunks for line in c.content.splitlines() if line.startswith("| b ")]
-    assert rows == [f"| b | {long_cell} |"]  # documented exception: never cut inside a row
+    assert max(tokenizer.count(c.content) for c in chunks) <= 40
+    assert all(any(f"term{i}" in c.content.split() for c in chunks) for i in range(60))
+    fenced = "# C\n\n```js\n" + ";".join(f"var v{i}=f(v{i - 1})" for i in range(1, 200)) + "\n```\n"
+    assert max(tokenizer.count(c.content) for c in chunk_file("c.md", text=fenced, max_chunk_tokens=64)) <= 64 + 16
+
+
+def test_no_chunk_is_over_the_character_cap(chunk_file: ChunkFile) -> None:
+    """A paragraph of one unbroken 70,000-letter "word" (one token) was one chunk of 70,000 characters."""
+    chunks = chunk_file("blob.md", text="# B\n\n" + "q" * 70_000 + "\n", max_chunk_tokens=64)
+    assert max(len(c.content) for c in chunks) <= 64 * 16
+    assert sum(c.content.count("q") for c in chunks) == 70_000
 
 
 # --- plain text with implicit headings --------------------------------------------------------

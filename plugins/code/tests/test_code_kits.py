@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from deckhand.config import load_agent_config
 from deckhand.protocols import Tool
-from deckhand.testing.kits import ChunkerTests, ToolTypeTests
+from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, ToolTypeTests
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker
 from test_code_search import make_repo
@@ -38,3 +38,11 @@ class TestCodeToolKit(ToolTypeTests):
     @pytest.fixture
     def query(self) -> str:
         return "area of a circle"
+
+
+class TestCodeChunkerBudgetKit(ChunkBudgetTests):
+    """The budget kit at the default chunk size, where a storm of tiny definitions shows."""
+
+    @pytest.fixture
+    def chunker(self, minilm: Any) -> CodeChunker:
+        return CodeChunker(minilm.tokenizer)

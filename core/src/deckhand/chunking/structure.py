@@ -10,7 +10,9 @@ along its titles, with directives, literal blocks and tables kept whole as marku
   tables, code), then an oversized paragraph between sentences, a list between items, a
   table between rows (the header row repeated in each piece), a code block at blank lines
   then lines (each piece re-fenced); a single sentence longer than the limit is cut into
-  token windows. A table row or a code line is never cut, even if it alone exceeds the limit.
+  token windows. A table row or a code line longer than the limit alone (a minified file in a
+  fence, a 20,000-character cell) is cut into token windows too, not re-fenced, and no piece is
+  longer than :func:`~deckhand.chunking.budget.char_cap` characters.
 * A heading whose section has no text of its own and no subsections becomes a ``header``
   chunk; a heading with subsections but no text of its own only appears in their chains.
 * ``chunk_overlap`` tokens of whole sentences/paragraphs are repeated at the start of the
@@ -27,9 +29,10 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from deckhand.bases import ChunkerBase
+from deckhand.bases import ChunkerBase, as_tokenizer
 from deckhand.chunking import rst
 from deckhand.chunking.blocks import Block, split_blocks
+from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
 from deckhand.chunking.references import find_references
@@ -38,6 +41,8 @@ from deckhand.types import Chunk, Document
 
 log = logging.getLogger(__name__)
 
+#: Longest text counted by one ``count`` call; a longer one is counted from the streamed token spans.
+_WHOLE_COUNT = 1 << 16
 CHUNK_TYPES = ("definition", "requirement", "content", "header", "code", "table", "list")
 #: Block kinds kept verbatim: cut only between lines, never read as prose (definitions, references).
 _VERBATIM = ("code", "directive", "glossary")
@@ -170,7 +175,9 @@ class StructureChunker(ChunkerBase):
                 f"chunk_overlap must be in [0, max_chunk_tokens) (got {chunk_overlap} with {max_chunk_tokens})"
             )
         self.tokenizer = tokenizer
+        self._stream = as_tokenizer(tokenizer)
         self.max_chunk_tokens = max_chunk_tokens
+        self.max_chars = char_cap(max_chunk_tokens)
         self.chunk_overlap = chunk_overlap
 
     # -- public -----------------------------------------------------------------------
@@ -208,7 +215,7 @@ class StructureChunker(ChunkerBase):
         limit = self.max_chunk_tokens - (heading_piece.tokens if glue and heading_piece else 0)
         pieces: list[_Piece] = []
         for block in blocks:
-            pieces.extend(self._block_pieces(text, block, limit))
+            pieces.extend(self._capped(text, self._block_pieces(text, block, limit), limit))
         if heading_piece is not None:
             pieces.insert(0, heading_piece)
         return self._pack(pieces, glue_heading=glue)
@@ -216,20 +223,24 @@ class StructureChunker(ChunkerBase):
     def _pack(self, pieces: list[_Piece], *, glue_heading: bool) -> list[list[_Piece]]:
         groups: list[list[_Piece]] = []
         current: list[_Piece] = []
-        total = 0
+        total = chars = 0
         i = 0
         while i < len(pieces):
             piece = pieces[i]
             heading_only = glue_heading and len(current) == 1 and current[0].kind == "heading"
-            if current and not heading_only and total + piece.tokens > self.max_chunk_tokens:
+            over = total + piece.tokens > self.max_chunk_tokens or chars + _length(piece) > self.max_chars
+            if current and ((over and not heading_only) or chars + _length(piece) > self.max_chars):
                 groups.append(current)
                 current = self._overlap(current)
-                total = sum(p.tokens for p in current)
-                if current and total + piece.tokens > self.max_chunk_tokens:
-                    current, total = [], 0
+                total, chars = sum(p.tokens for p in current), sum(_length(p) for p in current)
+                if current and (
+                    total + piece.tokens > self.max_chunk_tokens or chars + _length(piece) > self.max_chars
+                ):
+                    current, total, chars = [], 0, 0
                 continue
             current.append(piece)
             total += piece.tokens
+            chars += _length(piece)
             i += 1
         if current:
             groups.append(current)
@@ -289,9 +300,22 @@ class StructureChunker(ChunkerBase):
                 out.append(_Piece(sentence, s, e, "sentence", count))
         return out
 
-    def _token_windows(self, text: str, start: int, end: int, limit: int) -> list[_Piece]:
-        """Last resort for a run-on sentence: windows of ``limit`` tokens, cut at word starts when possible."""
-        spans = self.tokenizer.token_spans(text[start:end])
+    def _capped(self, text: str, pieces: list[_Piece], limit: int) -> list[_Piece]:
+        """``pieces`` with any still over ``limit`` tokens or ``max_chars`` characters (a code line, a table row, one
+        unbroken "word") cut into exact token windows of the original text, no longer re-fenced."""
+        out: list[_Piece] = []
+        for piece in pieces:
+            if piece.tokens <= limit and len(piece.text) <= self.max_chars:
+                out.append(piece)
+                continue
+            log.debug("%s piece of %d tokens over max_chunk_tokens; cut into token windows", piece.kind, piece.tokens)
+            out.extend(self._token_windows(text, piece.start, piece.end, limit, piece.kind))
+        return out
+
+    def _token_windows(self, text: str, start: int, end: int, limit: int, kind: str = "sentence") -> list[_Piece]:
+        """Last resort for a run-on sentence: windows of ``limit`` tokens, cut at word starts when possible, and at
+        most ``max_chars`` characters each."""
+        spans = list(self._stream.iter_token_spans(text[start:end]))
         out: list[_Piece] = []
         i = 0
         while i < len(spans):
@@ -301,9 +325,9 @@ class StructureChunker(ChunkerBase):
                 while k > i + limit // 2 and spans[k][0] == spans[k - 1][1]:
                     k -= 1  # do not cut inside a word
                 j = k if k > i + limit // 2 else j
-            a, b = start + spans[i][0], start + spans[j - 1][1]
-            piece_text = text[a:b]
-            out.append(_Piece(piece_text, a, b, "sentence", self._count(piece_text)))
+            for a, b in char_cuts(text, start + spans[i][0], start + spans[j - 1][1], self.max_chars):
+                piece_text = text[a:b]
+                out.append(_Piece(piece_text, a, b, kind, self._count(piece_text)))
             i = j
         return out
 
@@ -437,7 +461,15 @@ class StructureChunker(ChunkerBase):
         return Chunk(source=document.source, index=index, content=content, metadata=metadata)
 
     def _count(self, text: str) -> int:
+        """Tokens of ``text``; a long one read as a stream, so it is never encoded whole."""
+        if len(text) > _WHOLE_COUNT:
+            return sum(1 for _ in self._stream.iter_token_spans(text))
         return self.tokenizer.count(text) if text else 0
+
+
+def _length(piece: _Piece) -> int:
+    """Characters ``piece`` adds to a chunk's content (its text and the blank line joining it)."""
+    return len(piece.text) + 2
 
 
 def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[str, str]]) -> str:

@@ -18,6 +18,7 @@ serves the tool over an in-memory MCP session).
 """
 
 from deckhand.testing.kits.chunker import (
+    ChunkBudgetTests,
     ChunkCoverageTests,
     ChunkerTests,
     ChunkNumberingTests,
@@ -34,6 +35,7 @@ from deckhand.testing.kits.scoring import ContextGeneratorTests, RerankerTests
 from deckhand.testing.kits.tool_type import ToolCallTests, ToolListingTests, ToolTypeTests
 
 __all__ = [
+    "ChunkBudgetTests",
     "ChunkCoverageTests",
     "ChunkNumberingTests",
     "ChunkPositionTests",

@@ -1,12 +1,18 @@
-"""The chunker kit: chunks numbered from 0 in order, no text lost, positions that point into the document."""
+"""The chunker kit: chunks numbered from 0 in order, no text lost, positions that point into the document, and
+the chunk budget held both ways on the worst shapes of file (no giant chunk, no storm of tiny ones, bounded memory)."""
 
 from __future__ import annotations
 
 import re
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
-from deckhand.protocols import Chunker
+from deckhand.bases import as_tokenizer
+from deckhand.chunking.budget import char_cap
+from deckhand.protocols import Chunker, Tokenizer
 from deckhand.types import Chunk, Document
 
 #: A short document with headings, paragraphs and a list: what chunkers are asked to cut.
@@ -89,5 +95,136 @@ class ChunkPositionTests(ChunkerKit):
             )
 
 
-class ChunkerTests(ChunkNumberingTests, ChunkCoverageTests, ChunkPositionTests):
+def _minified_js(n: int) -> str:
+    kinds = (
+        "function a{i}(b,c){{return b+c*{i}}}",
+        "var v{i}=function(e){{return e.x{i}}};",
+        "class K{i}{{m(a){{return a}}n(){{this.q={i}}}}}",
+        "x{i}=y{i}+{i};",
+    )
+    return "".join(kinds[i % 4].format(i=i) for i in range(n))
+
+
+def _lockfile(n: int) -> str:
+    entries = ",\n".join(
+        f'    "node_modules/pkg-{i}": {{\n      "version": "1.{i % 50}.{i % 7}",\n'
+        f'      "resolved": "https://registry.example/pkg-{i}/-/pkg-{i}-1.{i % 50}.{i % 7}.tgz",\n'
+        f'      "integrity": "sha512-{format(i * 2654435761 % 2**64, "016x") * 5}"\n    }}'
+        for i in range(n)
+    )
+    return '{\n  "name": "app",\n  "lockfileVersion": 3,\n  "packages": {\n' + entries + "\n  }\n}\n"
+
+
+#: The worst shapes of file a chunker meets, small but telling (each 25-70 KB): ``(source, text maker)``.
+SHAPES: dict[str, tuple[str, Callable[[], str]]] = {
+    "minified-js": ("dist/app.min.js", lambda: _minified_js(1_250)),
+    "minified-css": (
+        "dist/site.min.css",
+        lambda: "".join(f".c{i}{{margin:{i % 9}px;color:#{i:06x}}}" for i in range(1_250)),
+    ),
+    "one-line-json": ("data/rows.json", lambda: "[" + ",".join(f'{{"id":{i},"v":"x{i}"}}' for i in range(1_500)) + "]"),
+    "generated-code": ("gen/table.py", lambda: "".join(f"def get_{i}():\n    return {i}\n\n\n" for i in range(1_250))),
+    "deep-nesting": (
+        "deep.py",
+        lambda: "\n".join(" " * d + f"class C{d}:" for d in range(400)) + "\n" + " " * 400 + "pass\n",
+    ),
+    "huge-function": (
+        "huge.py",
+        lambda: (
+            "def huge(v0):\n"
+            + "".join(f"    v{i} = step(v{i - 1}, {i}) if v{i - 1} else {i}\n" for i in range(1, 750))
+            + "    return v749\n"
+        ),
+    ),
+    "lockfile": ("package-lock.json", lambda: _lockfile(150)),
+    "markdown-table": (
+        "tables/big.md",
+        lambda: (
+            "| id | name | value |\n|---|---|---|\n"
+            + "".join(f"| {i} | name{i} | {i * 7} |\n" for i in range(1_500))
+            + "| wide | "
+            + "w" * 20_000
+            + " | end |\n"
+        ),
+    ),
+    "no-space-line": ("blob.txt", lambda: "q" * 70_000 + "\n"),
+}
+
+#: Tokens over its budget a chunk may hold (a heading, a fence, a table header repeated, a signature as context).
+TOKEN_TOLERANCE = 16
+#: Chunks a text may give per budget of tokens and per :func:`~deckhand.chunking.budget.char_cap` characters
+#: (overlap, a chunk per definition, a tiny last piece), and that many more for any text.
+STORM_FACTOR = 16
+#: Python bytes traced while cutting, per character of the text and per chunk, beyond :data:`MEMORY_FLOOR`.
+MEMORY_PER_CHAR = 160
+MEMORY_PER_CHUNK = 8192
+MEMORY_FLOOR = 4_000_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a chunker holds its chunks to: ``tokens`` of ``tokenizer`` (and :func:`char_cap` characters)."""
+
+    tokens: int
+    tokenizer: Tokenizer
+
+    @property
+    def chars(self) -> int:
+        return char_cap(self.tokens)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``, read as a stream (a long one is not encoded whole)."""
+        return sum(1 for _ in as_tokenizer(self.tokenizer).iter_token_spans(text))
+
+
+class ChunkBudgetTests(ChunkerKit):
+    """The budget holds both ways on every shape of :data:`SHAPES`: no chunk over ``tokens + TOKEN_TOLERANCE``
+    tokens or :func:`char_cap` characters, at most ``STORM_FACTOR * (tokens / budget + characters / char_cap) +
+    STORM_FACTOR`` chunks, and at most ``MEMORY_PER_CHAR`` bytes of Python objects per character (and
+    ``MEMORY_PER_CHUNK`` per chunk) at the peak."""
+
+    @pytest.fixture
+    def budget(self, chunker: Chunker) -> Budget:
+        """Override when the chunker does not keep its budget as ``chunk_size``/``max_chunk_tokens`` and
+        ``tokenizer``."""
+        tokens = getattr(chunker, "chunk_size", None) or getattr(chunker, "max_chunk_tokens", None)
+        tokenizer = getattr(chunker, "tokenizer", None)
+        if not isinstance(tokens, int) or tokenizer is None:
+            pytest.skip(f"{type(chunker).__name__} has no token budget: override the budget fixture to check it")
+        return Budget(tokens, tokenizer)
+
+    @pytest.mark.parametrize("shape", sorted(SHAPES))
+    def test_the_budget_holds_on_the_worst_shapes(self, chunker: Chunker, budget: Budget, shape: str) -> None:
+        source, make = SHAPES[shape]
+        text = make()
+        tracemalloc.start()
+        try:
+            chunks = chunker.chunk(Document(source=source, text=text, title=source))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert chunks, f"{shape}: no chunk"
+        longest = max(chunks, key=lambda c: len(c.content))
+        assert len(longest.content) <= budget.chars, (
+            f"{shape}: chunk {longest.index} holds {len(longest.content):,} characters, over the cap of "
+            f"{budget.chars:,} ({budget.tokens} tokens): a giant chunk"
+        )
+        heaviest = max(budget.count(c.content) for c in chunks)
+        assert heaviest <= budget.tokens + TOKEN_TOLERANCE, (
+            f"{shape}: a chunk of {heaviest} tokens, over the budget of {budget.tokens} (+{TOKEN_TOLERANCE})"
+        )
+        tokens = budget.count(text)
+        bound = STORM_FACTOR * (tokens // budget.tokens + len(text) // budget.chars) + STORM_FACTOR
+        assert len(chunks) <= bound, (
+            f"{shape}: {len(chunks):,} chunks of {len(text) // len(chunks)} characters on average from {tokens:,} "
+            f"tokens, over {bound:,} at a budget of {budget.tokens}: a storm of tiny chunks"
+        )
+        allowed = MEMORY_PER_CHAR * len(text) + MEMORY_PER_CHUNK * len(chunks) + MEMORY_FLOOR
+        assert peak <= allowed, (
+            f"{shape}: {peak / 1e6:.1f} MB of Python objects at the peak for {len(text) / 1e3:.0f} KB of text, "
+            f"over {allowed / 1e6:.1f} MB"
+        )
+
+
+class ChunkerTests(ChunkNumberingTests, ChunkCoverageTests, ChunkPositionTests, ChunkBudgetTests):
     """Every chunker mixin."""
