@@ -8,9 +8,10 @@ by blank-line blocks. Both ways the budget holds whatever the file's shape: in a
 :func:`storm_bound` allows (a minified bundle's hundred thousand tiny functions, generated code), consecutive
 pieces each under ``chunk_size // SMALL_SHARE`` tokens are joined while they fit; containers nested deeper than
 :data:`MAX_NESTING` are cut like a function; and no chunk is longer than
-:func:`~deckhand.chunking.budget.char_cap` characters. Each chunk records its language, its symbol path (``module.Class.method``), its
-kind and its signature, and its place (``start_char``/``end_char``: the pipeline turns them into
-``start_line``/``end_line``). A file in a language without a grammar here is cut by the token chunker.
+:func:`~deckhand.chunking.budget.char_cap` characters. Each chunk records its language, its symbol path
+(``module.Class.method``), its kind and its signature, and its place (``start_char``/``end_char``: the
+pipeline turns them into ``start_line``/``end_line``).
+A file in a language without a grammar here is cut by the token chunker.
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ class _Cutter:
         return self.within(start, end)
 
     def within(self, start: int, end: int, budget: int | None = None) -> bool:
-        """``start``..``end`` holds at most ``budget`` tokens (``chunk_size`` by default) and ``max_chars`` characters."""
+        """``start``..``end`` holds at most ``budget`` tokens (default ``chunk_size``) and ``max_chars`` characters."""
         return end - start <= self.max_chars and self.tokens(start, end) <= (self.budget if budget is None else budget)
 
     def room(self, signature: str) -> int:
@@ -357,7 +358,7 @@ class _Cutter:
 
     def windows(self, start: int, end: int, symbol: str, kind: str, signature: str) -> Iterator[Piece]:
         """Code too long for one chunk with no syntax to cut at: whole lines while they fit, a longer line by
-        tokens (a window of them longer than ``max_chars`` characters by :func:`~deckhand.chunking.budget.char_cuts`)."""
+        tokens (a window longer than ``max_chars`` characters cut by :func:`~deckhand.chunking.budget.char_cuts`)."""
         budget = self.room(signature)
         begin = cursor = start
         while cursor < end:
