@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from deckhand.ingest.pipeline import IngestReport
 from deckhand.testing.kits import (
+    ChunkBudgetTests,
     ChunkCoverageTests,
     ChunkNumberingTests,
     ChunkPositionTests,
@@ -27,7 +28,7 @@ from deckhand.testing.kits import (
     ToolCallTests,
     ToolListingTests,
 )
-from deckhand.testing.kits.chunker import SAMPLE
+from deckhand.testing.kits.chunker import SAMPLE, Budget
 from deckhand.testing.kits.tool_type import _serve
 from deckhand.tools.results import SearchResult, function_definition
 from deckhand.types import Chunk, Document
@@ -107,6 +108,33 @@ def test_the_chunker_kit_catches_each_fault() -> None:
     assert "not deterministic" in _fails(
         ChunkNumberingTests().test_the_same_document_gives_the_same_chunks, unstable, unstable.chunk(SAMPLE), SAMPLE
     )
+
+
+class Storms(Paragraphs):
+    """One chunk per word: what the code chunker did on a minified file (117,404 chunks of ~33 characters)."""
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        spans = [m.span() for m in re.finditer(r"\S+", document.text)]
+        return [
+            Chunk(document.source, i, document.text[a:b], metadata={"start_char": a}) for i, (a, b) in enumerate(spans)
+        ]
+
+
+class Giants(Paragraphs):
+    """The whole document as one chunk, whatever its length (2,000-deep nesting gave 138,000 characters)."""
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return [Chunk(document.source, 0, document.text.strip(), metadata={"start_char": 0})]
+
+
+def test_the_budget_kit_catches_storms_and_giants() -> None:
+    budget = Budget(512, Words())
+    kit = ChunkBudgetTests()
+    storm = _fails(kit.test_the_budget_holds_on_the_worst_shapes, Storms(), budget, "minified-js")
+    assert "a storm of tiny chunks" in storm, storm
+    giant = _fails(kit.test_the_budget_holds_on_the_worst_shapes, Giants(), budget, "one-line-json")
+    assert "a giant chunk" in giant, giant
+    kit.test_the_budget_holds_on_the_worst_shapes(Giants(), Budget(100_000, Words()), "generated-code")  # it fits
 
 
 # -- embedders --------------------------------------------------------------------------------------
