@@ -64,3 +64,11 @@ def test_side_feed_bench_reports_each_phase_the_build_and_the_look_ups(tmp_path:
     for step in ("records read", "tantivy documents built", "commit and merges", "first build", "a new process opens"):
         assert re.search(rf"{step}.* [\d.]+ s wall +[\d.]+ s CPU", out), step
     assert len(re.findall(r"p50 +[\d.]+ ms +p95 +[\d.]+ ms", out)) == 10
+
+
+def test_chunk_shapes_bench_reports_each_shape(tmp_path: Path) -> None:
+    """Issue 40: the worst shapes of file through ``deckhand ingest`` at the kit's own size, one line each."""
+    out = _run(tmp_path, "chunk_shapes_bench.py", "--scale", "1", "--shapes", "minified-js,no-space-line")
+    lines = out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["minified-js", "no-space-line"]
+    assert all(re.search(r"peak RSS +\d+ MB .*1 ingested \(\d+ chunks", line) for line in lines), out
