@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.chunking.token import TokenChunker
 from deckhand.types import Document
 
@@ -79,3 +80,22 @@ def test_offsets_are_characters_with_non_ascii_text(minilm: Any) -> None:
     assert chunks[0].content.startswith("Café n°0 — 東京 ☕")
     joined_tail = chunks[-1].content
     assert text.endswith(joined_tail)
+
+
+def test_a_window_of_mostly_whitespace_is_cut_to_the_character_cap(minilm: Any) -> None:
+    """Issue 40: 512 tokens of deeply indented code made a window of over 100,000 characters."""
+    text = "\n".join(" " * d + f"class C{d}:" for d in range(1_500))
+    chunks = TokenChunker(minilm.tokenizer, chunk_size=64, chunk_overlap=0).chunk(Document("deep.py", text))
+    assert max(len(c.content) for c in chunks) <= char_cap(64) == 64 * 16
+    assert "".join("".join(c.content.split()) for c in chunks) == "".join(text.split())  # nothing lost
+    for c in chunks:
+        assert text[c.metadata["start_char"] : c.metadata["end_char"]].strip() == c.content
+
+
+def test_char_cuts_prefer_lines_then_spaces_then_punctuation() -> None:
+    text = "alpha beta\ngamma delta epsilon"
+    assert list(char_cuts(text, 0, len(text), 16)) == [(0, 11), (11, 23), (23, len(text))]
+    joined = "a.b.c.d.e.f.g.h.i.j"
+    assert list(char_cuts(joined, 0, len(joined), 8)) == [(0, 7), (7, 13), (13, len(joined))]
+    assert list(char_cuts("x" * 20, 0, 20, 8)) == [(0, 8), (8, 16), (16, 20)]
+    assert list(char_cuts("short", 0, 5, 8)) == [(0, 5)]
