@@ -79,3 +79,16 @@ def test_ordinary_code_keeps_a_chunk_per_definition(minilm: Any, samples: Any) -
     text = "".join(f"def get_{i}():\n    return {i}\n\n\n" for i in range(6))
     chunks = CodeChunker(minilm.tokenizer).chunk(Document("small.py", text))
     assert [c.metadata["symbol"] for c in chunks] == [f"small.get_{i}" for i in range(6)]
+
+
+def test_offsets_of_a_long_line_with_non_ascii_text_are_characters() -> None:
+    """Offsets keep a checkpoint every 4,096 characters (a one-line file decoded its whole line for every node)."""
+    from deckhand_code.chunker import Offsets
+
+    text = "".join(f"é{i}€x\n" if i % 977 == 0 else f"ab{i}" for i in range(20_000))
+    data = text.encode("utf-8")
+    offsets = Offsets(text, data)
+    for char in range(0, len(text), 997):
+        byte = len(text[:char].encode("utf-8"))
+        assert offsets.char(byte) == char
+    assert offsets.char(len(data)) == len(text)
