@@ -1,6 +1,6 @@
 """Peak RSS and chunk count of ``deckhand ingest`` on one file of each of the worst shapes (issue 40).
 
-Each shape (the chunker kit's, :data:`deckhand.testing.kits.chunker.SHAPES`, scaled up by ``--scale``) is written
+Each shape (the chunker kit's, :data:`deckhand.testing.kits.chunker.SHAPES`, ``--scale`` times as large) is written
 as one file and ingested by the real CLI in a child process (loader, chunker, embedding cache, store) with the
 stand-in hashed embedder of ``large_file_bench.py``; the child's peak RSS is read with ``resource.getrusage``.
 Code shapes go through the ``code`` chunker, markdown through ``structure``, the rest through ``token``.
@@ -19,36 +19,24 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from deckhand.testing.kits.chunker import SHAPES, _lockfile, _minified_js
+from deckhand.testing.kits.chunker import SHAPES
 from large_file_bench import CHILD
 
 CODE = (".js", ".css", ".py")
 
 
-def text_of(shape: str, scale: int) -> str:
-    """The kit's shape, ``scale`` times as large (the kit's are 25-70 KB)."""
-    big = {
-        "minified-js": lambda: _minified_js(1_250 * scale),
-        "lockfile": lambda: _lockfile(150 * scale),
-        "no-space-line": lambda: "q" * 70_000 * scale + "\n",
-    }
-    if shape in big:
-        return big[shape]()
-    text = SHAPES[shape][1]()
-    return text * scale if shape in ("minified-css", "generated-code", "markdown-table") else text
-
-
 def run(shape: str, scale: int, work: Path) -> dict[str, object]:
     source = SHAPES[shape][0]
     folder = work / shape
-    folder.mkdir(parents=True)
-    path = folder / Path(source).name
-    path.write_text(text_of(shape, scale), encoding="utf-8")
+    (folder / "src").mkdir(parents=True)
+    name = Path(source).name
+    path = folder / "src" / (name + ".txt" if name.endswith(".css") else name)  # .css is no file type deckhand reads
+    path.write_text(SHAPES[shape][1](scale), encoding="utf-8")
     chunker = "code" if path.suffix in CODE else "structure" if path.suffix == ".md" else "token"
     tool = {
         "type": "vectorstore",
         "name": "shape",
-        "source": str(folder),
+        "source": str(folder / "src"),
         "max_file_size": None,
         "embedding_model": "bench-hash",
         "chunker": chunker,
@@ -74,7 +62,7 @@ def run(shape: str, scale: int, work: Path) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=40, help="times the kit's size (40: about 1-3 MB per file)")
+    parser.add_argument("--scale", type=int, default=20, help="times the kit's size (20: 0.6-1.6 MB per file)")
     parser.add_argument("--shapes", default=",".join(sorted(SHAPES)), help="comma-separated shape names")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

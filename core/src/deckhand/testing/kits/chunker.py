@@ -115,39 +115,43 @@ def _lockfile(n: int) -> str:
     return '{\n  "name": "app",\n  "lockfileVersion": 3,\n  "packages": {\n' + entries + "\n  }\n}\n"
 
 
-#: The worst shapes of file a chunker meets, small but telling (each 25-70 KB): ``(source, text maker)``.
-SHAPES: dict[str, tuple[str, Callable[[], str]]] = {
-    "minified-js": ("dist/app.min.js", lambda: _minified_js(1_250)),
+def _deep_nesting(scale: int) -> str:
+    depth = 400 * min(scale, 5)  # one space more per level: 2,000 deep is 2 MB
+    return "\n".join(" " * d + f"class C{d}:" for d in range(depth)) + "\n" + " " * depth + "pass\n"
+
+
+def _huge_function(scale: int) -> str:
+    lines = 750 * scale
+    body = "".join(f"    v{i} = step(v{i - 1}, {i}) if v{i - 1} else {i}\n" for i in range(1, lines))
+    return f"def huge(v0):\n{body}    return v{lines - 1}\n"
+
+
+def _markdown_table(scale: int) -> str:
+    rows = "".join(f"| {i} | name{i} | {i * 7} |\n" for i in range(1_500 * scale))
+    return "| id | name | value |\n|---|---|---|\n" + rows + "| wide | " + "w" * 20_000 + " | end |\n"
+
+
+#: The worst shapes of file a chunker meets: ``(source, make)``, ``make(1)`` small but telling (25-70 KB, what the
+#: kit cuts), ``make(scale)`` about ``scale`` times as much (benchmarks/chunk_shapes_bench.py).
+SHAPES: dict[str, tuple[str, Callable[[int], str]]] = {
+    "minified-js": ("dist/app.min.js", lambda scale: _minified_js(1_250 * scale)),
     "minified-css": (
         "dist/site.min.css",
-        lambda: "".join(f".c{i}{{margin:{i % 9}px;color:#{i:06x}}}" for i in range(1_250)),
+        lambda scale: "".join(f".c{i}{{margin:{i % 9}px;color:#{i:06x}}}" for i in range(1_250 * scale)),
     ),
-    "one-line-json": ("data/rows.json", lambda: "[" + ",".join(f'{{"id":{i},"v":"x{i}"}}' for i in range(1_500)) + "]"),
-    "generated-code": ("gen/table.py", lambda: "".join(f"def get_{i}():\n    return {i}\n\n\n" for i in range(1_250))),
-    "deep-nesting": (
-        "deep.py",
-        lambda: "\n".join(" " * d + f"class C{d}:" for d in range(400)) + "\n" + " " * 400 + "pass\n",
+    "one-line-json": (
+        "data/rows.json",
+        lambda scale: "[" + ",".join(f'{{"id":{i},"v":"x{i}"}}' for i in range(1_500 * scale)) + "]",
     ),
-    "huge-function": (
-        "huge.py",
-        lambda: (
-            "def huge(v0):\n"
-            + "".join(f"    v{i} = step(v{i - 1}, {i}) if v{i - 1} else {i}\n" for i in range(1, 750))
-            + "    return v749\n"
-        ),
+    "generated-code": (
+        "gen/table.py",
+        lambda scale: "".join(f"def get_{i}():\n    return {i}\n\n\n" for i in range(1_250 * scale)),
     ),
-    "lockfile": ("package-lock.json", lambda: _lockfile(150)),
-    "markdown-table": (
-        "tables/big.md",
-        lambda: (
-            "| id | name | value |\n|---|---|---|\n"
-            + "".join(f"| {i} | name{i} | {i * 7} |\n" for i in range(1_500))
-            + "| wide | "
-            + "w" * 20_000
-            + " | end |\n"
-        ),
-    ),
-    "no-space-line": ("blob.txt", lambda: "q" * 70_000 + "\n"),
+    "deep-nesting": ("deep.py", _deep_nesting),
+    "huge-function": ("huge.py", _huge_function),
+    "lockfile": ("package-lock.json", lambda scale: _lockfile(150 * scale)),
+    "markdown-table": ("tables/big.md", _markdown_table),
+    "no-space-line": ("blob.txt", lambda scale: "q" * 70_000 * scale + "\n"),
 }
 
 #: Tokens over its budget a chunk may hold (a heading, a fence, a table header repeated, a signature as context).
@@ -196,7 +200,7 @@ class ChunkBudgetTests(ChunkerKit):
     @pytest.mark.parametrize("shape", sorted(SHAPES))
     def test_the_budget_holds_on_the_worst_shapes(self, chunker: Chunker, budget: Budget, shape: str) -> None:
         source, make = SHAPES[shape]
-        text = make()
+        text = make(1)
         tracemalloc.start()
         try:
             chunks = chunker.chunk(Document(source=source, text=text, title=source))
