@@ -24,6 +24,7 @@ from typing import Any
 
 from deckhand.errors import ConfigError
 from deckhand.mcp import sdk
+from deckhand.mcp.jsonrpc_errors import too_deep
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper
 
@@ -275,7 +276,12 @@ class Utf8Bodies:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         try:
-            json.loads(body.decode("utf-8"))  # as text: bytes would let json guess UTF-16 or UTF-32
+            text = body.decode("utf-8")  # as text: bytes would let json guess UTF-16 or UTF-32
+            deep = too_deep(text)
+            if deep is not None:  # answered with its id, naming the limit (json.loads would give up unnamed)
+                await _json_error(send, 400, deep["error"]["code"], deep["error"]["message"], deep["id"])
+                return
+            json.loads(text)
         except UnicodeDecodeError as exc:
             await _json_error(send, 400, -32700, f"Parse error: the body is not UTF-8 (byte at {exc.start})")
             return
@@ -294,8 +300,8 @@ class Utf8Bodies:
         await self.app(scope, replay, send)
 
 
-async def _json_error(send: Any, status: int, code: int, message: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+async def _json_error(send: Any, status: int, code: int, message: str, ident: str | int | None = None) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
