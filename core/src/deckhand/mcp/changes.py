@@ -205,7 +205,7 @@ class Changes:
     def unsubscribe(self, key: object, uri: str) -> None:
         """``resources/unsubscribe`` (a URI never subscribed to is no error)."""
         session = self._sessions.get(key)
-        uri = canonical(uri) if isinstance(uri, str) else uri
+        uri = canonical(uri)
         if session is not None and uri in session.uris:
             session.uris.discard(uri)
             self._held[0] -= 1
