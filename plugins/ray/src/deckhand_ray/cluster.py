@@ -116,8 +116,9 @@ def _helpers_die_with_this_process(*, local: bool) -> Iterator[Callable[[], None
         start_new_session=True,  # a Ctrl-C to the terminal's process group leaves it to do its work
     )
     assert watcher.stdin is not None
+    before = {*descendants(os.getpid())}  # this process's own children are not Ray's: never killed
     try:
-        yield lambda: _tell_watcher(watcher)
+        yield lambda: _tell_watcher(watcher, before)
     finally:
         with contextlib.suppress(OSError):
             watcher.stdin.close()  # what kill -9 of this process does too
@@ -125,9 +126,10 @@ def _helpers_die_with_this_process(*, local: bool) -> Iterator[Callable[[], None
             watcher.wait(10)
 
 
-def _tell_watcher(watcher: subprocess.Popen[bytes]) -> None:
-    """Send the watcher every descendant of this process (but itself) as ``pid start-time`` lines."""
-    helpers = [(pid, started) for pid, started in descendants(os.getpid()) if pid != watcher.pid]
+def _tell_watcher(watcher: subprocess.Popen[bytes], before: set[tuple[int, str]]) -> None:
+    """Send the watcher, as ``pid start-time`` lines, the descendants of this process that Ray started (those
+    not there ``before`` it)."""
+    helpers = [helper for helper in descendants(os.getpid()) if helper not in before]
     assert watcher.stdin is not None
     with contextlib.suppress(OSError):
         watcher.stdin.write("".join(f"{pid} {started}\n" for pid, started in helpers).encode())
