@@ -116,7 +116,7 @@ def _helpers_die_with_this_process(*, local: bool) -> Iterator[Callable[[], None
         start_new_session=True,  # a Ctrl-C to the terminal's process group leaves it to do its work
     )
     assert watcher.stdin is not None
-    before = {*descendants(os.getpid())}  # this process's own children are not Ray's: never killed
+    before = {*children(os.getpid())}  # this process's own children (and theirs) are not Ray's: never killed
     try:
         yield lambda: _tell_watcher(watcher, before)
     finally:
@@ -127,30 +127,33 @@ def _helpers_die_with_this_process(*, local: bool) -> Iterator[Callable[[], None
 
 
 def _tell_watcher(watcher: subprocess.Popen[bytes], before: set[tuple[int, str]]) -> None:
-    """Send the watcher, as ``pid start-time`` lines, the descendants of this process that Ray started (those
-    not there ``before`` it)."""
-    helpers = [helper for helper in descendants(os.getpid()) if helper not in before]
+    """Send the watcher, as ``pid start-time`` lines, what Ray started: this process's children that were not
+    there ``before`` it, and their descendants (a process started earlier, and its children, are left alone)."""
+    tree = _process_tree()
+    helpers = [child for child in tree.get(os.getpid(), []) if child not in before]
+    for helper in helpers:  # grows while it is walked: the children of each helper are helpers too
+        helpers.extend(tree.get(helper[0], []))
     assert watcher.stdin is not None
     with contextlib.suppress(OSError):
         watcher.stdin.write("".join(f"{pid} {started}\n" for pid, started in helpers).encode())
         watcher.stdin.flush()
 
 
-def descendants(root: int) -> list[tuple[int, str]]:
-    """``(pid, start time)`` of every process descended from ``root``, read from ``/proc``."""
-    children: dict[int, list[tuple[int, str]]] = {}
+def children(root: int) -> list[tuple[int, str]]:
+    """``(pid, start time)`` of ``root``'s children, read from ``/proc``."""
+    return _process_tree().get(root, [])
+
+
+def _process_tree() -> dict[int, list[tuple[int, str]]]:
+    """Every process's children as ``(pid, start time)``, by parent pid, read from ``/proc``."""
+    tree: dict[int, list[tuple[int, str]]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as stat:
                 fields = stat.read().rpartition(b")")[2].split()
-            children.setdefault(int(fields[1]), []).append((int(name), fields[19].decode()))
+            tree.setdefault(int(fields[1]), []).append((int(name), fields[19].decode()))
         except (OSError, IndexError, ValueError):
             continue
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child[0])
-    return found
+    return tree
