@@ -466,9 +466,9 @@ def forget_session(manager: Any, session_id: str) -> None:
 def on_close(key: object, callback: Callable[[], None]) -> bool:
     """Call ``callback`` when the 2025-era session ``key`` (:func:`_subscriber`'s) ends, however it ends (the
     client's ``DELETE``, an idle or evicted session, a dropped stdio pipe): 2.x unwinds its connection's
-    ``exit_stack`` then. False where the SDK offers no such hook (1.x: a closed session is forgotten when a
-    notification to it fails)."""
-    stack = getattr(key, "exit_stack", None)
+    ``exit_stack`` then, 1.x its session's (``_exit_stack``, in ``__aexit__``). False where neither is found (a
+    closed session is then forgotten when a notification to it fails)."""
+    stack = getattr(key, "exit_stack", None) or getattr(key, "_exit_stack", None)
     if not isinstance(stack, contextlib.AsyncExitStack):
         return False
     stack.callback(callback)
