@@ -214,3 +214,18 @@ def test_a_session_in_a_terminal(project: Path, terminal: list[Terminal]) -> Non
     assert second.wait() == 0
     assert "Traceback" not in first.transcript + second.transcript
     assert "Aborted" not in first.transcript  # click's answer to an unhandled ^C (exit 1)
+
+
+def test_a_history_file_swapped_for_a_link_is_neither_read_nor_written(tmp_path: Path) -> None:
+    pytest.importorskip("readline")
+    from deckhand.cli.chat import History
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret line\n", encoding="utf-8")
+    link = tmp_path / "state" / "chat_history"
+    link.parent.mkdir()
+    link.symlink_to(outside)
+    history = History(link)
+    assert "secret line" not in history.lines()
+    history.save()
+    assert outside.read_text(encoding="utf-8") == "secret line\n" and link.is_symlink()

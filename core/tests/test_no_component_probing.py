@@ -41,6 +41,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "getattr(mcp_types, 'jsonrpc_message_adapter', None)"): "the MCP SDK's types module (2.x)",
     ("mcp/sdk.py", "getattr(context, 'arguments', None)"): "the MCP SDK's completion context (absent on 1.x)",
     ("mcp/sdk.py", "getattr(session, '_connection', session)"): "the MCP SDK's session object (2.x wraps it)",
+    ("mcp/sdk.py", "getattr(key, 'exit_stack', None)"): "the MCP SDK's connection (2.x): when its session ends",
+    ("mcp/sdk.py", "getattr(key, '_exit_stack', None)"): "the MCP SDK's session (1.x): when it ends",
     ("stores/sqlite/store.py", "getattr(config, 'options', None)"): "a database: block or None, not a component",
     ("stores/sqlite/file.py", "getattr(config, 'connection_string', None)"): "a database: block or None",
     ("stores/sqlite/file.py", "getattr(config, 'index_name', 'deckhand_vectors')"): "a database: block or None",

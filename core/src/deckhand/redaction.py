@@ -39,7 +39,7 @@ _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 _SCHEME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _USER_END = re.compile(r"[:/@\s]")
 _SECRET_END = re.compile(r"[@\s]")
-_ONE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")
+_ONE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 _QUERY_SECRET = re.compile(
     r"(?i)(?P<prefix>[?&](?:password|passwd|pass|pwd|token|access_token|api_key|apikey|secret|sslpassword)=)"
     # The value ends at a closing bracket or quote too: in a message the URL often stands in parentheses.
@@ -58,7 +58,7 @@ def redact_url(text: str | None) -> str:
     if not text:
         return ""
     text = SECRETS.redact(text)  # every registered secret first, however the URL around it is spelled
-    if _ONE_URL.match(text):
+    if _ONE_URL.fullmatch(text):
         with contextlib.suppress(ValueError):  # unparsable: the pattern pass below still applies
             text = _redact_one_url(text)
     return _redact_text(text)  # also any URL inside longer text (idempotent on masked URLs)

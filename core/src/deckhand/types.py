@@ -66,6 +66,45 @@ class LoadedText:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+#: The chunk metadata keys deckhand derives itself, which results show as where a chunk comes from: the
+#: structure chunker's (heading chain, sections, definitions, references), the token chunker's and the ingest's
+#: (character offsets, lines, path, file type), the contextual step's, and a code chunker's (symbol, language,
+#: kind, signature). Fields an agent sends with a document may not take these names
+#: (:data:`deckhand.tools.agent_documents.RESERVED_KEYS`); tests check each chunker against this list.
+DERIVED_METADATA_KEYS = frozenset(
+    {
+        # where in the file
+        "path",
+        "file_type",
+        "start_char",
+        "end_char",
+        "start_line",
+        "end_line",
+        "page",
+        "uri",  # a result's (deckhand.agents.calls.ResultOut), made from the path and lines
+        # the structure chunker (deckhand.chunking.structure)
+        "title",
+        "parent_chain",
+        "section",
+        "section_id",
+        "section_label",
+        "section_ids",
+        "chunk_type",
+        "defined_terms",
+        "definitions",
+        "references",
+        "heading_level",
+        # the contextual step (deckhand.tools.contextual)
+        "context",
+        # a code chunker (the code plugin's)
+        "symbol",
+        "language",
+        "kind",
+        "signature",
+    }
+)
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A piece of a document to embed.

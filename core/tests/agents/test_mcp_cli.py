@@ -163,3 +163,58 @@ def test_quiet_and_verbose_are_options_of_mcp_too(tmp_path: Path) -> None:
     assert "serving" not in quiet and "INFO" not in quiet
     # Before ``mcp``, as ever: the group's option.
     assert "INFO deckhand.mcp: call deckhand_list_tools" in _served_once(agent, "-v", "")
+
+
+async def test_wrong_bearer_tokens_are_logged_once_per_interval_and_slowed(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 40, case 6: 607 wrong tokens logged 607 warnings and were answered at once. Now one warning per
+    interval, counting the others; a client's repeated failures wait longer (bounded, on the event loop's clock),
+    another client and a right token are not slowed."""
+    import logging
+
+    from deckhand.mcp import transports
+
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        served.append(scope["client"])
+
+    served: list[object] = []
+    auth = transports.BearerAuth(app, "right-token-0123456789", clock=lambda: now[0], sleep=sleep)
+
+    async def request(token: str, client: str = "10.0.0.9") -> int:
+        status: list[int] = []
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))  # type: ignore[call-overload]
+
+        scope = {"type": "http", "client": (client, 5000), "headers": [(b"authorization", f"Bearer {token}".encode())]}
+        await auth(scope, None, send)
+        return status[0] if status else 200
+
+    with caplog.at_level(logging.WARNING, logger="deckhand.mcp"):
+        assert [await request("wrong") for _ in range(607)] == [401] * 607
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert warnings == ["refused an HTTP request from 10.0.0.9: missing or wrong bearer token"]
+        assert slept[:5] == [0.05, 0.1, 0.2, 0.4, 0.8] and max(slept) == transports.AUTH_MAX_DELAY
+        assert len(slept) == 606, "the first failure is not slowed, each next one is"
+
+        slept.clear()
+        assert await request("wrong", client="10.0.0.7") == 401 and slept == [], "another client is not slowed"
+        assert await request("right-token-0123456789") == 200 and slept == []
+        assert await request("wrong") == 401 and slept == [], "a right token starts the count over"
+        now[0] += transports.AUTH_LOG_INTERVAL
+        assert await request("wrong") == 401
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert warnings[1:] == [
+            "refused an HTTP request from 10.0.0.9: missing or wrong bearer token (608 more refused since the last "
+            "warning)"
+        ]
+    assert "right-token" not in caplog.text
+    import asyncio
+
+    assert transports.BearerAuth(app, "x" * 20)._sleep is asyncio.sleep, "the wait never blocks the event loop"

@@ -125,7 +125,7 @@ def _request_id(body: bytes) -> str | int | None:
     """The id of a request the server must answer with that id (or refuse with id null)."""
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or not isinstance(value.get("method"), str):
         return None
@@ -224,6 +224,21 @@ def test_stdio_answers_every_line_it_cannot_read(stdio: StdioWire, line: bytes, 
 def test_http_refuses_the_same_lines_with_an_error(http: HttpWire, line: bytes, code: int | None) -> None:
     answers = http.exchange(line)
     assert answers and all("error" in a or a.get("result", {}).get("isError") for a in answers), answers
+
+
+@pytest.mark.parametrize("levels", [198, 5000])
+def test_a_message_nested_too_deep_is_answered_with_its_id_naming_the_limit(wire: Wire, levels: int) -> None:
+    """Issue 40, case 6: 201 levels got a generic "Invalid Request", 1,000 and more a parse error with id null
+    (Python's parser gave up), which no client can match to its request."""
+    inner = '{"a":' * levels + "1" + "}" * levels
+    body = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"docs","arguments":{"filter":' + inner
+    answers = wire.exchange((body + "}}}").encode())
+    (answer,) = [a for a in answers if isinstance(a, dict) and "error" in a]
+    assert answer["id"] == 7 and answer["error"]["code"] == INVALID_REQUEST, answer
+    assert answer["error"]["message"] == (
+        f"Invalid Request: the message nests {levels + 3} levels deep; at most 200 are read (and a tool's "
+        "arguments may nest 32): send a flatter value"
+    )
 
 
 # -- random messages ------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -139,6 +140,46 @@ def test_an_index_of_other_settings_or_a_damaged_one_is_rebuilt(tmp_path: Path) 
     index = _index(store)
     index.sync(store)
     assert index.ids() == ["a.md#0"]
+
+
+@pytest.mark.parametrize("how", ["file", "link", "link-inside", "fifo-inside"])
+def test_an_index_replaced_by_a_file_or_a_link_is_set_aside_and_rebuilt(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A regular file or a symbolic link where the index directory should be (or a link or FIFO inside it) is
+    damage like any other: one warning line, the thing set aside (a link renamed, never followed), the index
+    rebuilt from the records; nothing outside the index folder is read or written."""
+    store = _store(tmp_path / "index")
+    store.replace_source("a.md", [_record("a.md", 0, "harbour buoy")], _state("a.md", 1))
+    path = store.side_index_path(SIDE_INDEX)
+    assert path is not None
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("keep out", encoding="utf-8")
+    if how == "file":
+        path.write_text("not an index", encoding="utf-8")
+    elif how == "link":
+        path.symlink_to(outside, target_is_directory=True)
+    else:
+        _index(store).sync(store)  # a healthy index first
+        if how == "link-inside":
+            (path / "meta.json").unlink()
+            (path / "meta.json").symlink_to(outside / "secret.txt")
+        else:
+            (path / "position.json").unlink()
+            os.mkfifo(path / "position.json")  # would block a reader
+    with caplog.at_level(logging.INFO, logger="deckhand"):
+        for _ in range(2):  # healed: the second open finds nothing wrong
+            index = _index(store)
+            index.sync(store)
+            assert index.ids() == ["a.md#0"] and [i for i, _ in index.search("harbour", 5)] == ["a.md#0"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "\n" not in warnings[0] and str(path) in warnings[0], warnings
+    assert "set aside as" in warnings[0] and "rebuilding it from the records" in warnings[0]
+    assert path.is_dir() and not path.is_symlink()
+    assert len(list(path.parent.glob(f"{path.name}.damaged-*"))) == 1
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # nothing written outside
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == "keep out"
 
 
 def test_an_index_of_an_older_layout_is_rebuilt_without_a_warning(

@@ -249,6 +249,38 @@ def test_a_missing_or_damaged_graph_means_exact_search_then_a_rebuild(
     assert reader.maintain() is not None and len(_graph_files(tmp_path)) == 1
 
 
+def test_graph_files_and_the_build_lock_are_never_opened_through_a_link(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A graph (or its matrix, or its row numbers) swapped for a link to a copy outside the index folder is not
+    opened through it: exact search, one warning, and the next ingest writes the files anew; a link in place of
+    the build lock is replaced, its target left alone."""
+    ann, exact = _pair(tmp_path / "index")
+    vectors = _clustered(800)
+    _fill(ann, vectors)
+    ann.maintain()
+    folder, elsewhere = tmp_path / "index", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (graph,) = _graph_files(folder)
+    for part in (graph, *folder.glob(f"{graph.name.removesuffix('.usearch')}.*.npy")):
+        part.rename(elsewhere / part.name)
+        part.symlink_to(elsewhere / part.name)  # a complete, valid graph: only following the link would open it
+    (lock,) = folder.glob(".index.sqlite.c*lock")
+    lock.unlink()
+    lock.symlink_to(elsewhere / "lock-target")
+    reader = SQLiteStore(folder / "index.sqlite", "kb", ANN)
+    reader.open(CollectionSpec("kb", DIM, "m"))
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        hits = reader.search(vectors[3], 5)
+    assert hits[0].record.id == "doc0.md#3"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "cannot be opened" in warnings[0] and "symbolic link" in warnings[0], warnings
+    assert reader.maintain() is not None  # the next ingest writes the graph anew
+    assert not lock.is_symlink() and not (elsewhere / "lock-target").exists()
+    assert not any(p.is_symlink() for p in _graph_files(folder))
+    assert exact.search(vectors[9], 1)[0].record.id == reader.search(vectors[9], 1)[0].record.id
+
+
 def test_switching_to_exact_removes_the_graph(tmp_path: Path) -> None:
     ann, _ = _pair(tmp_path)
     _fill(ann, _clustered(300))

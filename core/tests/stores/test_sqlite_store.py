@@ -362,12 +362,20 @@ def _damage(path: Path, how: str) -> None:
         conn = sqlite3.connect(path)
         conn.execute("PRAGMA user_version=99")
         conn.close()
+    elif how in ("link", "wal-link"):  # SQLite would follow a link: read and write a file outside the index folder
+        elsewhere = path.parent / "elsewhere"
+        elsewhere.mkdir()
+        if how == "link":
+            path.rename(elsewhere / path.name)
+            path.symlink_to(elsewhere / path.name)
+        else:
+            Path(f"{path}-wal").symlink_to(elsewhere / "wal")
     elif how == "scribbled":  # pages in the middle overwritten: only reading them (or quick_check) notices
         middle = len(data) // 2 // 16384 * 16384
         path.write_bytes(data[:middle] + b"\xff" * (16384 * 4) + data[middle + 16384 * 4 :])
 
 
-@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "foreign", "newer", "scribbled"])
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "foreign", "newer", "scribbled", "link", "wal-link"])
 def test_damaged_index_gives_one_line_and_force_rebuilds(tmp_path: Path, how: str) -> None:
     path = tmp_path / "index.sqlite"
     store = SQLiteStore(path, "kb")
@@ -392,6 +400,9 @@ def test_damaged_index_gives_one_line_and_force_rebuilds(tmp_path: Path, how: st
     store.close()
     kept = [p.name for p in tmp_path.iterdir() if ".damaged-" in p.name]
     assert kept and all(name.startswith("index.sqlite.damaged-") for name in kept), "the damaged file is kept"
+    if how.endswith("link"):  # the link was set aside itself; what it pointed to was neither read nor written
+        assert not path.is_symlink() and not Path(f"{path}-wal").is_symlink()
+        assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == (["index.sqlite"] if how == "link" else [])
 
 
 def _checks_run(store: SQLiteStore) -> int:
@@ -442,6 +453,28 @@ def test_an_ingest_reads_every_page_only_when_something_else_changed_the_file(tm
         damaged.verify_integrity()
     damaged.close()
     assert not (tmp_path / ".index.sqlite.checked").exists(), "damage found forgets the stamp"
+
+
+def test_a_stamp_swapped_for_a_link_is_not_believed(tmp_path: Path) -> None:
+    """The check's stamp is never read through a link: one pointing to a stamp outside the index folder that
+    matches the file as it is now (which would skip the whole-file check) is ignored, and left alone."""
+    path = tmp_path / "index.sqlite"
+    store = SQLiteStore(path, "kb")
+    store.open(SPEC)
+    store.replace_source("d.md", _records("d.md", 20), _state("d.md", 20))
+    store.verify_integrity()
+    store.close()
+    stamp_file = tmp_path / ".index.sqlite.checked"
+    outside = tmp_path / "elsewhere.json"
+    believed = stamp_file.read_bytes()
+    outside.write_bytes(believed)
+    stamp_file.unlink()
+    stamp_file.symlink_to(outside)
+    again = SQLiteStore(path, "kb")
+    again.open(SPEC)
+    assert _checks_run(again) == 1, "a stamp read through a link skipped the whole-file check"
+    again.close()
+    assert not stamp_file.is_symlink() and outside.read_bytes() == believed  # replaced in the folder, not followed
 
 
 def test_the_record_log_gives_what_changed_since_a_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ is skipped elsewhere.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -228,3 +229,28 @@ def test_a_really_full_disk(project: Path, tiny_disk: Path) -> None:
     found = deckhand("search", "-k", "1", "rotate API keys")  # the index as last ingested (or, if the ingest
     assert found.returncode == 0 and "Source: docs/security.md" in found.stdout, found.stderr  # wrote, completed)
     assert "index opened (5 chunks" in found.stderr or "5 ingested" in found.stderr, found.stderr
+
+
+@pytest.mark.parametrize("linked", ["", "-wal"])
+def test_a_cache_swapped_for_a_link_is_not_opened(
+    tmp_path: Path, linked: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite follows links: a cache file (or its WAL) as a link to a database outside the state directory is not
+    opened (the embedding cache: one warning, embedding goes on without it; the context cache: an error naming
+    it); the database it points to is neither read nor written."""
+    from deckhand.context.llm import ContextCache
+    from deckhand.embedding.cache import open_cache
+
+    outside = tmp_path / "outside.sqlite"
+    sqlite3.connect(outside).close()
+    before = outside.read_bytes()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in ("embeddings.sqlite", "contexts.sqlite"):
+        Path(f"{cache / name}{linked}").symlink_to(outside)
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        assert open_cache(cache / "embeddings.sqlite") is None
+    assert "symbolic link" in caplog.records[-1].getMessage()
+    with pytest.raises(OSError, match="symbolic link"):
+        ContextCache(cache / "contexts.sqlite")
+    assert outside.read_bytes() == before and not Path(f"{outside}-wal").exists()

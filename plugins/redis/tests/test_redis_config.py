@@ -88,3 +88,14 @@ def test_schema_lists_the_redis_options_and_schemes() -> None:
     assert redis["properties"]["options"] == {"$ref": "#/$defs/RedisOptions"}
     assert redis["properties"]["connection_string"]["pattern"] == "^(redis://|rediss://|unix://)"
     assert redis["required"] == ["connection_string"]
+
+
+@pytest.mark.parametrize("name", ["kb\n", "kb\r\n", "k b", "kb:x", "", "kb/.."])
+def test_a_collection_name_is_matched_whole(name: str) -> None:
+    """Issue 40, case 3: ``kb\\n`` passed (a ``$`` also matches before a final newline) into Redis key names."""
+    from deckhand.errors import StoreError
+    from deckhand_redis.layout import Layout
+
+    assert Layout("idx", "kb.v2-x_1").prefix == "idx:kb.v2-x_1:"
+    with pytest.raises(StoreError, match="may only use letters"):
+        Layout("idx", name)

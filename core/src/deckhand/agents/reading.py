@@ -38,7 +38,7 @@ MAX_CHARS = 40_000
 #: Most context lines asked for on each side.
 MAX_CONTEXT = 200
 
-_RANGE = re.compile(r"^L(\d{1,9})(?:-L?(\d{1,9}))?$")
+_RANGE = re.compile(r"L(\d{1,9})(?:-L?(\d{1,9}))?")
 _MIME = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
@@ -328,7 +328,7 @@ def line_range(fragment: str) -> tuple[int | None, int | None]:
     """The first and last line a URI's ``#L12-L30`` fragment names (None, None without one); one-line CallError."""
     if not fragment:
         return None, None
-    match = _RANGE.match(fragment)
+    match = _RANGE.fullmatch(fragment)
     if match is None:
         raise CallError(f"uri: the fragment must be a line range such as #L12-L30 or #L12, not #{fragment[:40]}")
     start = int(match.group(1))

@@ -103,7 +103,7 @@ class AddArguments(Arguments):
     @field_validator("id")
     @classmethod
     def _id(cls, value: str | None) -> str | None:
-        if value is not None and not ID_PATTERN.match(value):
+        if value is not None and not ID_PATTERN.fullmatch(value):
             raise ValueError("use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 
@@ -383,7 +383,7 @@ class WriteCalls:
         """The stored source a delete names and its kind; one line when it names another tool's or is not allowed."""
         name = args.tool
         if args.id is not None:
-            if not ID_PATTERN.match(args.id):
+            if not ID_PATTERN.fullmatch(args.id):
                 raise CallError(f"{DELETE}: id: not a document id (deckhand_add's answer gives it)")
             return agent_uri(name, args.id), "agent_document"
         given = _text_ok_call(args.source or "", "source")

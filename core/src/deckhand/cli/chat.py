@@ -30,7 +30,7 @@ from deckhand.cli.tools import (
     load_config,
     refresh_option,
 )
-from deckhand.paths import state_dir
+from deckhand.paths import is_link, state_dir
 from deckhand.printable import printable
 from deckhand.protocols import Tool
 
@@ -64,7 +64,7 @@ class History:
             return
         self._readline = readline
         readline.set_history_length(HISTORY_LENGTH)
-        if path.is_file():
+        if path.is_file() and not is_link(path):  # readline follows links: one is neither read nor written
             with contextlib.suppress(OSError):  # an unreadable history is no reason to refuse a session
                 readline.read_history_file(str(path))
 
@@ -81,7 +81,7 @@ class History:
 
     def save(self) -> None:
         """Write the history file (on a terminal); a failure to write it is not worth an error."""
-        if self._readline is None or self.path is None:
+        if self._readline is None or self.path is None or is_link(self.path):
             return
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field
 
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
+from deckhand.paths import refuse_link
 from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
 from deckhand.remote.client import RemoteCallError, retry_after_seconds
 from deckhand.types import Chunk, Document
@@ -72,6 +73,8 @@ class ContextCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            refuse_link(part)  # SQLite would follow it
         self.path = path
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -21,6 +21,7 @@ import numpy as np
 
 from deckhand.bases import EmbedderBase, as_embedder
 from deckhand.errors import EmbeddingError
+from deckhand.paths import refuse_link
 from deckhand.printable import printable
 from deckhand.protocols import Embedder, Tokenizer
 from deckhand.scoring import degenerate_row
@@ -38,6 +39,8 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            refuse_link(part)  # SQLite would follow it
         self.path = path
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -37,7 +37,7 @@ from deckhand.limits import MAX_GLOB_CHARS
 Scalar = str | int | float | bool
 
 #: Metadata keys a filter may name: what every store can index as a field name or a JSON path.
-KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+KEY_PATTERN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
 
 
 class Op(enum.StrEnum):
@@ -59,7 +59,7 @@ COMPARISONS = frozenset({Op.LT, Op.LTE, Op.GT, Op.GTE})
 
 def check_key(key: str, where: str = "metadata") -> str:
     """``key`` if a store can index it, else :class:`FilterError` naming it and the allowed form."""
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise FilterError(
             f"{where}: key {key!r} cannot be filtered on: use letters, digits, '_' and '-' (starting with a "
             "letter or '_', at most 64 characters); rename the field in the documents' front matter"

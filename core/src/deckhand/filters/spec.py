@@ -53,7 +53,7 @@ PATH_KEY = "path"
 #: Metadata key holding a chunk's file extension (lower case, no dot).
 TYPE_KEY = "file_type"
 
-_TYPE = re.compile(r"^[a-z0-9][a-z0-9_+-]{0,15}$")
+_TYPE = re.compile(r"[a-z0-9][a-z0-9_+-]{0,15}")
 
 StrictScalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
@@ -243,7 +243,7 @@ def _path_patterns(patterns: Iterable[str]) -> list[str]:
 
 def _file_type(raw: str) -> str:
     value = raw.strip().lower().removeprefix("*").removeprefix(".")
-    if not _TYPE.match(value):
+    if not _TYPE.fullmatch(value):
         raise FilterError(f"type: {raw!r} is not a file extension; give one such as 'md' or 'pdf'")
     return value
 
@@ -299,8 +299,8 @@ def _validation_line(exc: ValidationError) -> str:
 
 # The value runs to the end and is stripped in code: a lazy ``.*?`` before ``\s*$`` took quadratic time on spaces.
 _EXPRESSION = re.compile(r"^\s*(?P<key>[^\s=!<>~:]+)\s*(?P<op>!=|>=|<=|=|>|<|~|:)\s*(?P<value>.*)$", re.DOTALL)
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _CLI_OPS = {"!=": "ne", ">=": "gte", "<=": "lte", ">": "gt", "<": "lt", "~": "glob"}
 
 #: One line per expression form, for ``--help`` and error messages.
@@ -404,11 +404,11 @@ def _typed(text: str) -> Scalar:
         return text[1:-1]
     if text in ("true", "false"):
         return text == "true"
-    if _INT.match(text):
+    if _INT.fullmatch(text):
         try:
             return int(text)
         except ValueError:  # more digits than Python converts: as a float it is infinite, refused as such
             return float(text)
-    if _FLOAT.match(text):
+    if _FLOAT.fullmatch(text):
         return float(text)
     return text

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from deckhand.errors import ConfigError
 
-_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_FORM = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Shard:
     @classmethod
     def parse(cls, text: str) -> Shard:
         """``"2/4"`` → shard 2 of 4; anything else is a one-line :class:`ConfigError`."""
-        match = _FORM.match(text)
+        match = _FORM.fullmatch(text)
         if match is None:
             raise ConfigError(f"--shard {text!r}: write it as I/N, for example --shard 1/4 (shard 1 of 4)")
         return cls(int(match.group(1)), int(match.group(2)))

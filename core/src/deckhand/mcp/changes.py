@@ -59,16 +59,30 @@ SEND_DEADLINE = 5.0
 MAX_SUBSCRIPTIONS = 1000
 #: Most 2025-era sessions with subscriptions remembered (the least recently subscribed is forgotten first).
 MAX_SESSIONS = 1024
+#: Most URIs, and characters of them, held for every session together: what one session may not exceed alone
+#: bounds the server only with the sessions counted too (1,024 x 1,000 x 4 KB would be 4 GB).
+MAX_HELD_URIS = 20_000
+MAX_HELD_CHARS = 2_000_000
 #: JSON-RPC error of a subscription refused (the spec's "resource not found").
 RESOURCE_NOT_FOUND = -32002
 
 
 @dataclass
 class _Session:
-    """A 2025-era session: how to reach it, and the URIs it subscribed to."""
+    """A 2025-era session: how to reach it, and the URIs it subscribed to (as :func:`canonical` has them)."""
 
     subscriber: sdk.Subscriber
     uris: set[str] = field(default_factory=set)
+
+
+def canonical(uri: str) -> str:
+    """``uri`` as a subscription is kept and announced: without its fragment (a ``#L12-L30`` range names part of
+    the same resource, and the spec lets an update name the resource holding what was subscribed to), and a
+    ``file://localhost/`` URI as ``file:///``."""
+    uri = uri.partition("#")[0]
+    if uri[:17].lower() == "file://localhost/":
+        uri = "file:///" + uri[17:]
+    return uri
 
 
 class Changes:
@@ -85,6 +99,7 @@ class Changes:
         self.interval = interval
         self.listen = sdk.ListenStreams(on_open=self._listener_came)
         self._sessions: OrderedDict[object, _Session] = OrderedDict()
+        self._held = [0, 0]  # URIs and their characters held for every session together
         self._stamps: dict[str, Any] = {}
         self._files: dict[str, dict[Path | str, str]] = {}
         self._reading: set[str] = set()
@@ -157,27 +172,56 @@ class Changes:
                 "uri: subscribe to a file a tool indexes, an agent document (deckhand-agent://tool/id) or a tool's "
                 "source directory (resources/templates/list names them)",
             )
+        uri = canonical(uri)
         session = self._sessions.get(key)
-        if session is None:
-            session = self._sessions[key] = _Session(subscriber)
-            while len(self._sessions) > MAX_SESSIONS:  # the least recently subscribed goes first
-                self._sessions.popitem(last=False)
-        else:
+        if session is not None and uri in session.uris:
             session.subscriber = subscriber
             self._sessions.move_to_end(key)
-        uris = session.uris
-        if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS:
+            return
+        if session is not None and len(session.uris) >= MAX_SUBSCRIPTIONS:
             raise sdk.resource_error(
                 RESOURCE_NOT_FOUND, f"uri: a session may subscribe to at most {MAX_SUBSCRIPTIONS} URIs"
             )
-        uris.add(uri)
+        if self._held[0] + 1 > MAX_HELD_URIS or self._held[1] + len(uri) > MAX_HELD_CHARS:
+            raise sdk.resource_error(
+                RESOURCE_NOT_FOUND,
+                f"uri: the server holds its most subscriptions ({MAX_HELD_URIS:,} URIs or {MAX_HELD_CHARS:,} "
+                "characters for every session together); unsubscribe from some, or subscribe to a tool's source "
+                "directory instead of its files",
+            )
+        if session is None:
+            session = self._sessions[key] = _Session(subscriber)
+            sdk.on_close(key, lambda: self.forget(key))  # a closed session leaves the hub with its URIs
+            while len(self._sessions) > MAX_SESSIONS:  # the least recently subscribed goes first
+                self.forget(next(iter(self._sessions)))
+        else:
+            session.subscriber = subscriber
+            self._sessions.move_to_end(key)
+        session.uris.add(uri)
+        self._held[0] += 1
+        self._held[1] += len(uri)
         self._listener_came()
 
     def unsubscribe(self, key: object, uri: str) -> None:
         """``resources/unsubscribe`` (a URI never subscribed to is no error)."""
         session = self._sessions.get(key)
-        if session is not None:
+        uri = canonical(uri)
+        if session is not None and uri in session.uris:
             session.uris.discard(uri)
+            self._held[0] -= 1
+            self._held[1] -= len(uri)
+
+    def forget(self, key: object) -> None:
+        """Drop session ``key`` and its subscriptions (it closed, or stopped reading)."""
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            self._held[0] -= len(session.uris)
+            self._held[1] -= sum(len(u) for u in session.uris)
+
+    @property
+    def held(self) -> tuple[int, int, int]:
+        """Sessions remembered, and the URIs and characters they hold together (for tests and diagnostics)."""
+        return len(self._sessions), self._held[0], self._held[1]
 
     # -- inside --------------------------------------------------------------------------------
     def _soon(self, step: Any, name: str) -> None:
@@ -261,7 +305,7 @@ class Changes:
                 await asyncio.wait_for(session.subscriber.resources_changed(), SEND_DEADLINE)
             except Exception as exc:  # the client went away, or stopped reading: forget it
                 log.debug("change notification not delivered (%s); forgetting the session", exc)
-                self._sessions.pop(key, None)
+                self.forget(key)
         for uri in self.listen.resource_uris():
             if touched(uri):
                 await self.listen.resource_updated(uri)

@@ -7,22 +7,32 @@ when one can still be read, so the client's pending request ends:
 
 * not JSON, not UTF-8, or a string holding a lone UTF-16 surrogate (``"\\ud800"``): -32700;
 * JSON that is no JSON-RPC 2.0 message (a batch, a wrong ``jsonrpc``, ``params`` that are not an
-  object, ...): -32600.
+  object, ...): -32600;
+* JSON nested deeper than the SDK's parser reads (:data:`MAX_MESSAGE_DEPTH`; Python's own gives up near
+  1,000): -32600 naming the limit, with the ``id`` read from the top level without parsing the rest
+  (:func:`too_deep`, also used for HTTP bodies).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from deckhand.limits import MAX_DEPTH
 from deckhand.mcp import sdk
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8 (read with surrogateescape)
+#: Deepest nesting of objects and arrays the SDK's message parser reads (pydantic-core's JSON recursion limit).
+MAX_MESSAGE_DEPTH = 200
+_SYNTAX = re.compile(r'["{}\[\]]')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SCALAR_ID = re.compile(r'\s*:\s*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]{0,17}))\s*[,}]')
 
 
 def refusal(line: str) -> dict[str, Any] | None:
@@ -35,6 +45,9 @@ def refusal(line: str) -> dict[str, Any] | None:
         pass
     else:
         return _unanswerable_id(line)
+    deep = too_deep(line)
+    if deep is not None:
+        return deep
     bad_byte = _UNDECODABLE.search(line)
     if bad_byte is not None:
         byte = ord(bad_byte.group()) - 0xDC00
@@ -61,6 +74,44 @@ def refusal(line: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return _error(None, INVALID_REQUEST, f"Invalid Request: expected a JSON object, got {type(value).__name__}")
     return _error(ident, INVALID_REQUEST, f"Invalid Request: {_problem(value)}")
+
+
+def too_deep(text: str) -> dict[str, Any] | None:
+    """The error for a message nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: not that deep), answered with
+    its ``id`` when the top level names one (a string or an integer), so the client can match it. One pass over
+    the text, never parsing what is too deep to parse."""
+    if text.count("{") + text.count("[") <= MAX_MESSAGE_DEPTH:
+        return None  # cannot be that deep: nothing to scan
+    depth = deepest = 0
+    ident: str | int | None = None
+    at = 0
+    while (found := _SYNTAX.search(text, at)) is not None:
+        at, char = found.start(), found.group()
+        if char == '"':
+            string = _STRING.match(text, at)
+            if string is None:
+                break  # an unterminated string: as deep as seen so far
+            if depth == 1:
+                value = _SCALAR_ID.match(text, string.end())
+                if value is not None and string.group() == '"id"':
+                    with contextlib.suppress(ValueError):
+                        ident = _id_of({"id": json.loads(value.group(1))})
+            at = string.end()
+            continue
+        if char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth -= 1
+        at += 1
+    if deepest <= MAX_MESSAGE_DEPTH:
+        return None
+    return _error(
+        ident,
+        INVALID_REQUEST,
+        f"Invalid Request: the message nests {deepest} levels deep; at most {MAX_MESSAGE_DEPTH} are read "
+        f"(and a tool's arguments may nest {MAX_DEPTH}): send a flatter value",
+    )
 
 
 def _unanswerable_id(line: str) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ lines validate, so the rest of the server never touches a version-specific name.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any, Protocol
@@ -460,6 +461,18 @@ def forget_session(manager: Any, session_id: str) -> None:
     instances = getattr(manager, "_server_instances", None)
     if isinstance(instances, dict):
         instances.pop(session_id, None)
+
+
+def on_close(key: object, callback: Callable[[], None]) -> bool:
+    """Call ``callback`` when the 2025-era session ``key`` (:func:`_subscriber`'s) ends, however it ends (the
+    client's ``DELETE``, an idle or evicted session, a dropped stdio pipe): 2.x unwinds its connection's
+    ``exit_stack`` then, 1.x its session's (``_exit_stack``, in ``__aexit__``). False where neither is found (a
+    closed session is then forgotten when a notification to it fails)."""
+    stack = getattr(key, "exit_stack", None) or getattr(key, "_exit_stack", None)
+    if not isinstance(stack, contextlib.AsyncExitStack):
+        return False
+    stack.callback(callback)
+    return True
 
 
 def live_sessions(manager: Any) -> int | None:

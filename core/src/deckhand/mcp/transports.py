@@ -8,6 +8,7 @@ to start without a bearer token in :data:`TOKEN_ENV`, and then every HTTP reques
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import io
@@ -17,13 +18,16 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from deckhand.errors import ConfigError
 from deckhand.mcp import sdk
+from deckhand.mcp.jsonrpc_errors import too_deep
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper
 
@@ -206,17 +210,46 @@ async def serve_stdio(app: DeckhandMcpServer) -> None:
 # -- streamable HTTP ---------------------------------------------------------------------------------
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+#: Seconds between two warnings of refused bearer tokens (the refusals between are counted in the next one).
+AUTH_LOG_INTERVAL = 60.0
+#: A client's second wrong token in a row waits this long before its 401, each next one twice as long, up to
+#: :data:`AUTH_MAX_DELAY` (on the event loop's clock: other requests go on meanwhile).
+AUTH_DELAY = 0.05
+AUTH_MAX_DELAY = 2.0
+#: Clients whose wrong tokens in a row are remembered (the least recently refused is forgotten first), and the
+#: seconds after which a client's last refusal is forgotten.
+AUTH_CLIENTS = 1024
+AUTH_FORGET_AFTER = 600.0
 
-    def __init__(self, app: Any, token: str) -> None:
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    A refusal is logged at most once per :data:`AUTH_LOG_INTERVAL` (with how many were not), and a client that
+    keeps sending wrong tokens waits longer for each 401 (:data:`AUTH_DELAY` doubling, at most
+    :data:`AUTH_MAX_DELAY`; a right token from it starts over)."""
+
+    def __init__(
+        self,
+        app: Any,
+        token: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.app = app
         self._token = token.encode()
+        self._clock, self._sleep = clock, sleep
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # client → (in a row, when last)
+        self._warned: float | None = None
+        self._unlogged = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        client = str((scope.get("client") or ("?", 0))[0])
         if scope["type"] == "http" and not self._authorized(scope):
-            client = scope.get("client") or ("?", 0)
-            log.warning("refused an HTTP request from %s: missing or wrong bearer token", client[0])
+            delay = self._refused(client)
+            if delay > 0:
+                await self._sleep(delay)
             body = json.dumps({"error": "missing or invalid bearer token"}).encode()
             await send(
                 {
@@ -231,7 +264,25 @@ class BearerAuth:
             )
             await send({"type": "http.response.body", "body": body})
             return
+        if self._failures and scope["type"] == "http":
+            self._failures.pop(client, None)
         await self.app(scope, receive, send)
+
+    def _refused(self, client: str) -> float:
+        """Count a refusal of ``client``, log it if none was this interval; the delay before its 401."""
+        now = self._clock()
+        count, last = self._failures.pop(client, (0, now))
+        count = 1 if now - last > AUTH_FORGET_AFTER else count + 1
+        self._failures[client] = (count, now)
+        while len(self._failures) > AUTH_CLIENTS:
+            self._failures.popitem(last=False)
+        if self._warned is None or now - self._warned >= AUTH_LOG_INTERVAL:
+            unlogged = f" ({self._unlogged:,} more refused since the last warning)" if self._unlogged else ""
+            log.warning("refused an HTTP request from %s: missing or wrong bearer token%s", client, unlogged)
+            self._warned, self._unlogged = now, 0
+        else:
+            self._unlogged += 1
+        return 0.0 if count < 2 else min(AUTH_MAX_DELAY, AUTH_DELAY * 2 ** min(count - 2, 32))
 
     def _authorized(self, scope: dict[str, Any]) -> bool:
         given = b""
@@ -275,7 +326,12 @@ class Utf8Bodies:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         try:
-            json.loads(body.decode("utf-8"))  # as text: bytes would let json guess UTF-16 or UTF-32
+            text = body.decode("utf-8")  # as text: bytes would let json guess UTF-16 or UTF-32
+            deep = too_deep(text)
+            if deep is not None:  # answered with its id, naming the limit (json.loads would give up unnamed)
+                await _json_error(send, 400, deep["error"]["code"], deep["error"]["message"], deep["id"])
+                return
+            json.loads(text)
         except UnicodeDecodeError as exc:
             await _json_error(send, 400, -32700, f"Parse error: the body is not UTF-8 (byte at {exc.start})")
             return
@@ -294,8 +350,8 @@ class Utf8Bodies:
         await self.app(scope, replay, send)
 
 
-async def _json_error(send: Any, status: int, code: int, message: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+async def _json_error(send: Any, status: int, code: int, message: str, ident: str | int | None = None) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

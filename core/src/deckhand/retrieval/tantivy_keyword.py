@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -58,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deckhand.bases import KeywordIndexBase
 from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
+from deckhand.paths import read_no_link
 from deckhand.protocols import RecordLog
 from deckhand.retrieval.analysis import STOPWORDS
 from deckhand.retrieval.definition_lookup import definitions_of, term_key
@@ -213,6 +215,7 @@ class TantivyIndex(KeywordIndexBase):
         if path is None:
             index = tantivy.Index(schema)
         else:
+            _set_aside_if_damaged(path)
             saved = _saved(path)
             if saved is not None and saved.get("settings") != self.settings():  # e.g. an older deckhand's layout
                 log.info("keyword index %s was written with another layout; rebuilding it from the records", path)
@@ -511,10 +514,52 @@ class TantivyIndex(KeywordIndexBase):
         return [str(searcher.doc(address).get_first("id")) for _, address in hits]
 
 
-def _saved(path: Path) -> dict[str, Any] | None:
-    """The position file in the index directory ``path`` (None: none, or unreadable)."""
+def _damage(path: Path) -> str | None:
+    """What is wrong with the index directory ``path`` before tantivy opens it (None: missing, or a directory of
+    regular files): tantivy follows links and would block on a FIFO, so a link anywhere is damage."""
     try:
-        saved = json.loads((path / _POSITION_FILE).read_text(encoding="utf-8"))
+        found = path.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        return "it is a symbolic link, never followed"
+    if not stat.S_ISDIR(found.st_mode):
+        return "it is not a directory"
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_symlink():
+                return f"{entry.name} in it is a symbolic link, never followed"
+            if not entry.is_file(follow_symlinks=False) and not entry.is_dir(follow_symlinks=False):
+                return f"{entry.name} in it is not a regular file"
+    return None
+
+
+def _set_aside_if_damaged(path: Path) -> None:
+    """Move a damaged index directory (or the link or file in its place, not followed) aside as
+    ``<name>.damaged-<when>``, with one warning line, so the index is rebuilt from the records."""
+    try:
+        reason = _damage(path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    if reason is None:
+        return
+    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    try:
+        os.replace(path, target)  # renames a link itself, never its target
+    except FileNotFoundError:
+        return  # another process set it aside first
+    except OSError as exc:  # e.g. a directory already there under that name
+        log.warning("keyword index %s is damaged (%s) and cannot be set aside (%s)", path, reason, exc)
+        raise
+    log.warning(
+        "keyword index %s is damaged (%s); set aside as %s, rebuilding it from the records", path, reason, target
+    )
+
+
+def _saved(path: Path) -> dict[str, Any] | None:
+    """The position file in the index directory ``path`` (None: none, or unreadable; never read through a link)."""
+    try:
+        saved = json.loads(read_no_link(path / _POSITION_FILE).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return saved if isinstance(saved, dict) else None

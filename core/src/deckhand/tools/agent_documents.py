@@ -34,7 +34,7 @@ from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.opening import confined_to, read_source_bytes
 from deckhand.ingest.pipeline import AGENT_SOURCE_PREFIX
 from deckhand.protocols import Chunker, Embedder, VectorStore
-from deckhand.types import Chunk, Document, FileState, Record, record_id
+from deckhand.types import DERIVED_METADATA_KEYS, Chunk, Document, FileState, Record, SearchResult, record_id
 
 log = logging.getLogger("deckhand")
 
@@ -47,12 +47,13 @@ AGENT_TYPE = "agent"
 TEXT_KEY = "agent_text"
 #: The metadata key of the document's title (every chunk).
 TITLE_KEY = "title"
-#: Metadata keys deckhand sets itself: an agent's field of the same name is refused.
-RESERVED_KEYS = frozenset(
-    {PATH_KEY, TYPE_KEY, TEXT_KEY, TITLE_KEY, "context", "start_char", "end_char", "start_line", "end_line"}
-)
-#: What a document id may be (it becomes part of a URI and of record ids).
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Metadata keys deckhand sets itself, so an agent's field of the same name could pass for provenance (``Symbol:
+#: FORGED``): the keys chunkers and the ingest derive, the fields of a result, and an agent document's own.
+#: Refused in one line naming the field.
+RESERVED_KEYS = DERIVED_METADATA_KEYS | frozenset(SearchResult.model_fields) | {PATH_KEY, TYPE_KEY, TEXT_KEY, TITLE_KEY}
+#: What a document id may be, as a whole (``fullmatch``: a ``$`` would also match before a final newline); it
+#: becomes part of a URI and of record ids.
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 Prepare = Callable[[Document, list[Chunk]], list[Chunk]]
 
@@ -90,7 +91,7 @@ def parse_agent_uri(uri: str) -> tuple[str, str]:
     if not uri.startswith(AGENT_PREFIX):
         raise ValueError(f"not a {AGENT_PREFIX} URI")
     tool, _, doc_id = uri[len(AGENT_PREFIX) :].partition("/")
-    if not tool or not ID_PATTERN.match(doc_id):
+    if not tool or not ID_PATTERN.fullmatch(doc_id):
         raise ValueError(f"expected {AGENT_PREFIX}<tool>/<id>")
     return tool, doc_id
 

@@ -100,7 +100,7 @@ def record_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     present = [GLOB_MARK]
     for key, value in metadata.items():
-        if not isinstance(key, str) or not KEY_PATTERN.match(key) or value is None:
+        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key) or value is None:
             continue
         present.append(key)
         elements = value if isinstance(value, list) else [value]

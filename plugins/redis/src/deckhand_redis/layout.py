@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from deckhand.errors import StoreError
 
-_COLLECTION = re.compile(r"^[A-Za-z0-9_.-]+$")
+_COLLECTION = re.compile(r"[A-Za-z0-9_.-]+")
 # Characters RediSearch's query parser treats as syntax; anything else non-alphanumeric
 # is escaped too, which the parser accepts.
 _QUERY_SPECIAL = re.compile(r"[^A-Za-z0-9\u0080-\U0010ffff]")
@@ -49,7 +49,7 @@ class Layout:
     collection: str
 
     def __post_init__(self) -> None:
-        if not _COLLECTION.match(self.collection):
+        if not _COLLECTION.fullmatch(self.collection):
             raise StoreError(
                 f"collection name {self.collection!r} may only use letters, digits, '_', '.' and '-' "
                 "(it becomes part of Redis key names)"

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 import deckhand.stores.sqlite.ivf as sqlite_ivf
+from deckhand.paths import is_link, open_no_link, refuse_link
 from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.stores.sqlite.paging import MatrixFile, recache_in_pages
@@ -99,9 +100,10 @@ def forget(conn: sqlite3.Connection, collection: int) -> None:
 
 
 def readable(index: Path, state: AnnState) -> bool:
-    """Whether the recorded file is there and starts like its kind of index (reads its header only)."""
+    """Whether the recorded file is there and starts like its kind of index (reads its header only; a file of it
+    that is a symbolic link is not, and is written anew)."""
     graph = index.with_name(state.file)
-    if not all(p.is_file() for p in companions(graph)):
+    if any(is_link(p) for p in (graph, *companions(graph))) or not all(p.is_file() for p in companions(graph)):
         return False
     if state.precision == sqlite_ivf.LABEL:
         return sqlite_ivf.readable(graph)
@@ -173,7 +175,10 @@ AnnView = GraphView | IvfView
 
 
 def open_view(path: Path, state: AnnState, settings: SQLiteOptions) -> AnnView:
-    """Open the recorded snapshot as its kind (``state.precision``) says, whatever the settings' kind."""
+    """Open the recorded snapshot as its kind (``state.precision``) says, whatever the settings' kind (a file of it
+    that is a symbolic link: OSError, never followed by usearch or numpy)."""
+    for part in (path, *companions(path)):
+        refuse_link(part)
     if state.precision == sqlite_ivf.LABEL:
         vectors_file, rows_file = companions(path)
         return IvfView(path, state, vectors_file, rows_file, settings.ann_probes)
@@ -221,7 +226,9 @@ def _build_lock(index: Path, collection: int) -> Iterator[bool]:
         yield True
         return
     lock_path = index.with_name(f".{file_prefix(index, collection)}lock")
-    with open(lock_path, "a+b") as handle:
+    if is_link(lock_path):  # never followed: the link is removed and the lock file made anew
+        lock_path.unlink()
+    with open(open_no_link(lock_path, os.O_RDWR | os.O_CREAT), "a+b") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -335,6 +342,7 @@ def _start_graph(
     appendable = state is not None and state.precision == settings.ann_precision
     if appendable and state is not None and not deleted_since[deleted_since <= state.last_row].size:
         with contextlib.suppress(OSError, RuntimeError, ValueError):
+            refuse_link(index_path.with_name(state.file))
             graph = Index.restore(str(index_path.with_name(state.file)), view=False)
         if graph is not None and graph.connectivity != settings.ann_connectivity:
             graph = None  # built with other parameters: build it again with these

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhand.errors import IndexCorruptError, IndexFileError, IndexLockedError, StoreError
-from deckhand.paths import state_dir
+from deckhand.paths import is_link, open_no_link, read_no_link, state_dir
 
 #: Bumped when the layout changes; a file with a higher version is refused (rebuild with --force-ingest).
 SCHEMA_VERSION = 1
@@ -105,6 +105,10 @@ def connect(path: Path) -> sqlite3.Connection:
     serialises its use with a lock. Transactions are explicit (``isolation_level=None``).
     """
     with translated(path):
+        for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            if is_link(part):  # SQLite would follow it: read and write the file it points to
+                reason = f"{part.name} is a symbolic link, never followed"
+                raise IndexCorruptError(damaged_message(path, reason), str(path))
         if not path.exists():
             _create(path)
         if path.stat().st_size == 0:
@@ -202,7 +206,7 @@ def _stat(path: Path) -> list[int] | None:
 
 def _stamped(path: Path) -> list[int] | None:
     try:
-        value = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
+        value = json.loads(read_no_link(_stamp_path(path)).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return value if isinstance(value, list) else None
@@ -218,9 +222,11 @@ def _write_stamp(path: Path, value: list[int]) -> None:
         if _stat(path) != value:
             return  # changed meanwhile: no stamp, the next ingest reads every page
     target = _stamp_path(path)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps(value), encoding="utf-8")
+        fd = open_no_link(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        with open(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(value))
         os.replace(tmp, target)
 
 
@@ -262,7 +268,7 @@ def set_aside(path: Path) -> Path:
     unstamp(path)
     for suffix in ("", "-wal", "-shm"):
         source = Path(f"{path}{suffix}")
-        if source.exists():
+        if os.path.lexists(source):  # a link is moved itself, not followed
             os.replace(source, Path(f"{target}{suffix}"))
     return target
 
