@@ -17,9 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
-from deckhand.protocols import Tokenizer
-from deckhand.types import Chunk, Document
+from deckhand.api import Chunk, Document, TokenChunker, TokenChunkerOptions, Tokenizer
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, language_of, parser_for
