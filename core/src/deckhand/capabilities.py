@@ -6,18 +6,13 @@ shows). A capability that promises methods is tied to the Protocol listing them
 (:data:`CAPABILITY_PROTOCOLS`); core code asks :func:`has_capability`, never ``getattr`` or
 ``hasattr``, and keyword strategies ``requires=`` capabilities. The store conformance kit
 fails a store declaring a capability whose methods are missing (:func:`missing_methods`) or
-implementing one it does not declare (:func:`undeclared_capabilities`).
-
-For one release, a store that implements a capability's methods without declaring it (written
-before the capability existed: ``verify_integrity``, side-index storage, files and record log,
-``maintain``, ``hybrid_search``) is still treated as having it, with one DeprecationWarning per class.
+implementing one it does not declare (:func:`undeclared_capabilities`): a capability is declared,
+or deckhand does not rely on it.
 """
 
 from __future__ import annotations
 
-import threading
 import typing
-import warnings
 
 from deckhand.protocols import (
     IndexMaintenance,
@@ -34,7 +29,6 @@ from deckhand.protocols import (
 __all__ = [
     "CAPABILITY_PROTOCOLS",
     "StoreCapability",
-    "capability_of_protocol",
     "has_capability",
     "index_maintenance",
     "integrity_check",
@@ -60,17 +54,6 @@ CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.INDEX_MAINTENANCE: IndexMaintenance,
     StoreCapability.INTEGRITY_CHECK: IntegrityCheck,
 }
-
-_warned: set[tuple[type, StoreCapability]] = set()
-_warned_lock = threading.Lock()
-
-
-def capability_of_protocol(protocol: type) -> StoreCapability | None:
-    """The capability whose methods ``protocol`` lists (legacy ``requires=(NativeKeywordSearch,)``)."""
-    for capability, tied in CAPABILITY_PROTOCOLS.items():
-        if tied is protocol:
-            return capability
-    return None
 
 
 def _implements(store: object, capability: StoreCapability) -> bool:
@@ -126,24 +109,7 @@ def integrity_check(store: object) -> IntegrityCheck | None:
 
 
 def has_capability(store: object, capability: StoreCapability) -> bool:
-    """Whether deckhand may rely on ``capability`` of ``store``: declared, with its methods present.
-
-    A store implementing the methods without declaring the capability still has it for now (one
-    DeprecationWarning per store class asks its author to declare it).
-    """
-    if capability in store_capabilities(store):
-        return CAPABILITY_PROTOCOLS[capability] is None or _implements(store, capability)
-    if not _implements(store, capability):
+    """Whether deckhand may rely on ``capability`` of ``store``: declared, with its methods present."""
+    if capability not in store_capabilities(store):
         return False
-    key = (type(store), capability)
-    with _warned_lock:
-        first = key not in _warned
-        _warned.add(key)
-    if first:
-        warnings.warn(
-            f"{type(store).__name__} implements {capability.value} without declaring it: add "
-            f"StoreCapability.{capability.name} to its capabilities (undeclared capabilities will be ignored)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-    return True
+    return CAPABILITY_PROTOCOLS[capability] is None or _implements(store, capability)

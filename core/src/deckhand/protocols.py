@@ -428,8 +428,8 @@ class KeywordIndex(Protocol):
     """A keyword (lexical) index over records' indexed text.
 
     Optional: ``search_with_vector(query, vector, k)``, the same ranking given the query's
-    embedding too (see :class:`VectorAwareKeywordIndex`); the native strategy has it, for stores
-    with :class:`NativeHybridSearch`. :class:`deckhand.bases.KeywordIndexBase` has every optional
+    embedding too (with ``wants_vector = True``); the native strategy has it, for stores with
+    :class:`NativeHybridSearch`. :class:`deckhand.bases.KeywordIndexBase` has every optional
     member with its default; core adapts a strategy once (``as_keyword_index``) and never asks.
     """
 
@@ -440,56 +440,10 @@ class KeywordIndex(Protocol):
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """Best ``k`` ``(record id, score)`` pairs, best first.
 
-        Optional: ``search_filtered(query, k, where)`` (:class:`FilteredKeywordIndex`), the same restricted to
+        Optional: ``search_filtered(query, k, where)``, the same restricted to
         records that satisfy ``where`` by the index itself; without it the hierarchical tool filters the
         ranking against the records' metadata.
         """
-        ...
-
-
-@runtime_checkable
-class RecordKeywordIndex(Protocol):
-    """A keyword index that reads records' fields itself and keeps itself current (the ``tantivy`` strategy).
-
-    The hierarchical tool gives it the records (:meth:`index_records`) instead of ``(id, text)`` pairs, or,
-    from a store with a :class:`RecordLog`, lets it bring itself up to the store's log position
-    (:meth:`sync`), applying only what changed since its last commit.
-    """
-
-    def index_records(self, records: Sequence[Record]) -> None:
-        """(Re)build from ``records``."""
-        ...
-
-    def sync(self, records: RecordLog) -> None:
-        """Bring the index up to ``records``' current log position (repairing one left behind by a killed writer)."""
-        ...
-
-    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, order, record id)`` of at most ``limit`` records whose own text holds at least one
-        of ``phrases`` word for word, in store order (the exact modality's quoted phrases)."""
-        ...
-
-
-@runtime_checkable
-class FilteredKeywordIndex(Protocol):
-    """A keyword index that applies a search filter itself: a store's full text, or ``tantivy`` with the rows the
-    store's filter allows."""
-
-    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        """Best ``k`` ``(record id, score)`` pairs of the records ``where`` allows, best first; None when it cannot
-        here (the engine then checks the ranking against the records' metadata)."""
-        ...
-
-
-@runtime_checkable
-class VectorAwareKeywordIndex(Protocol):
-    """A keyword index that also uses the query's embedding (a store's native hybrid search)."""
-
-    #: Whether :meth:`search_with_vector` uses the vector (else the tool calls ``search`` and embeds nothing extra).
-    wants_vector: bool
-
-    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)`` pairs for ``query`` embedded as ``vector``, best first."""
         ...
 
 

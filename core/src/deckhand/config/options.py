@@ -281,8 +281,6 @@ def validate_options(
     ``name`` of a flat choice mapping) that error messages list as allowed.
     """
     model = component.options
-    if model is None and component.legacy:
-        return dict(options)  # a legacy factory took (a store: read) its options unchecked, as before
     if model is None:
         if options:
             raise_errors(
