@@ -4,10 +4,9 @@ A store lists :class:`~deckhand.protocols.StoreCapability` values in its ``capab
 class attribute (and in ``register.store(..., capabilities=...)``, which ``deckhand plugins``
 shows). A capability that promises methods is tied to the Protocol listing them
 (:data:`CAPABILITY_PROTOCOLS`); core code asks :func:`has_capability`, never ``getattr`` or
-``hasattr``, and keyword strategies ``requires=`` capabilities. The store conformance kit
-fails a store declaring a capability whose methods are missing (:func:`missing_methods`) or
-implementing one it does not declare (:func:`undeclared_capabilities`): a capability is declared,
-or deckhand does not rely on it.
+``hasattr``, and keyword strategies ``requires=`` capabilities. A capability is declared, or
+deckhand does not rely on it; the store conformance kit fails a store declaring one whose methods
+are missing, or implementing one it does not declare.
 """
 
 from __future__ import annotations
@@ -32,12 +31,10 @@ __all__ = [
     "has_capability",
     "index_maintenance",
     "integrity_check",
-    "missing_methods",
     "record_log",
     "side_index_files",
     "side_index_storage",
     "store_capabilities",
-    "undeclared_capabilities",
 ]
 
 #: The Protocol whose methods each capability promises (``None``: a promise about behaviour only,
@@ -54,33 +51,6 @@ CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.INDEX_MAINTENANCE: IndexMaintenance,
     StoreCapability.INTEGRITY_CHECK: IntegrityCheck,
 }
-
-
-def _implements(store: object, capability: StoreCapability) -> bool:
-    protocol = CAPABILITY_PROTOCOLS[capability]
-    return protocol is not None and isinstance(store, protocol)
-
-
-def missing_methods(store: object, capability: StoreCapability) -> list[str]:
-    """The methods ``capability`` promises that ``store`` lacks (empty when it has them all)."""
-    protocol = CAPABILITY_PROTOCOLS[capability]
-    if protocol is None:
-        return []
-    names = sorted(_protocol_members(protocol))
-    return [name for name in names if not callable(getattr(store, name, None))]
-
-
-def _protocol_members(protocol: type) -> set[str]:
-    members = getattr(protocol, "__protocol_attrs__", None)  # Python 3.12+
-    if members is None:
-        members = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
-    return set(members)
-
-
-def undeclared_capabilities(store: object) -> list[StoreCapability]:
-    """Capabilities whose methods ``store`` implements without declaring them."""
-    declared = store_capabilities(store)
-    return [c for c in CAPABILITY_PROTOCOLS if c not in declared and _implements(store, c)]
 
 
 def side_index_storage(store: object) -> SideIndexStorage | None:
@@ -109,7 +79,6 @@ def integrity_check(store: object) -> IntegrityCheck | None:
 
 
 def has_capability(store: object, capability: StoreCapability) -> bool:
-    """Whether deckhand may rely on ``capability`` of ``store``: declared, with its methods present."""
-    if capability not in store_capabilities(store):
-        return False
-    return CAPABILITY_PROTOCOLS[capability] is None or _implements(store, capability)
+    """Whether ``store`` declares ``capability``: deckhand then relies on its methods (the store kit checks
+    that a store has the methods of every capability it declares, and declares every one it implements)."""
+    return capability in store_capabilities(store)

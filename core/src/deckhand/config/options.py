@@ -264,7 +264,7 @@ class Shorthand:
 
 def option_values(options: BaseModel) -> dict[str, Any]:
     """Validated options as keyword arguments (field names, values as validated)."""
-    return {name: getattr(options, name) for name in type(options).model_fields}
+    return dict(options)
 
 
 def validate_options(
