@@ -132,6 +132,12 @@ def test_every_public_name_resolves() -> None:
     assert len(set(deckhand.api.__all__)) == len(deckhand.api.__all__)
 
 
+def test_the_page_example_runs() -> None:
+    """The import the page shows works as written (tests/test_doc_examples.py points here)."""
+    block = PAGE.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, str(PAGE), "exec"), {})
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
         deckhand.api.NoSuchName  # type: ignore[attr-defined]  # noqa: B018

@@ -165,67 +165,55 @@ if TYPE_CHECKING:
     from deckhand.tools.base import SourceTool
     from deckhand.tools.results import function_definition
 
-#: The names above the ground floor, imported on first use: name -> ``module`` or ``module:attribute``.
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(("Operation", "operations"), "deckhand.agents.catalog"),
-    "Toolbox": "deckhand.agents.toolbox",
-    **dict.fromkeys(("TokenChunker", "TokenChunkerOptions"), "deckhand.chunking.token"),
-    **dict.fromkeys(("DatabaseConfig", "SourceToolConfig"), "deckhand.config.base"),
-    "load_agent_config": "deckhand.config.loading",
-    **dict.fromkeys(("Choice", "choice_field"), "deckhand.config.options"),
-    "choose_device": "deckhand.embedding.devices",
-    "WordPieceTokenizer": "deckhand.embedding.minilm_onnx",
-    "SourceFile": "deckhand.ingest.discovery",
-    **dict.fromkeys(("Executor", "IngestJob"), "deckhand.ingest.executor"),
-    "SCRIPT": "deckhand.ingest.file_types",
-    "decode_text": "deckhand.ingest.loaders",
-    "read_source_bytes": "deckhand.ingest.opening",
-    **dict.fromkeys(("Plan", "embed_file", "write_file"), "deckhand.ingest.pipeline"),
-    **dict.fromkeys(
-        ("Converted", "convert", "ensure_worker", "log_level", "pickled_components", "replay"),
-        "deckhand.ingest.workers",
-    ),
-    "sync_message": "deckhand.memory.backend",
-    "MEMORY_DIR": "deckhand.memory.coordinates",
-    "decision_problem": "deckhand.memory.decisions",
-    **dict.fromkeys(
-        (
-            "ConcurrencyError",
-            "CoordinateValidationError",
-            "CorruptDecisionsError",
-            "ImmutableLayerError",
-            "QueryError",
-            "StorageError",
-            "VectorMemoryError",
-        ),
-        "deckhand.memory.errors",
-    ),
-    **dict.fromkeys(("PluginRegistry", "get_registry"), "deckhand.plugins"),
-    **dict.fromkeys(("MalformedResponse", "RemoteCallError", "RemoteClient"), "deckhand.remote.client"),
-    "RemoteSettings": "deckhand.remote.settings",
-    "IDENTIFIER": "deckhand.retrieval.phrase_match",
-    **dict.fromkeys(("CHANGED_MODEL_HINT", "QUERY_MODEL_HINT", "ServerStore"), "deckhand.stores.base"),
-    "filtered_keyword_search": "deckhand.stores.filtering:keyword_search",
-    "filtered_search": "deckhand.stores.filtering:search",
-    "require_filters": "deckhand.stores.filtering",
-    "InMemoryStore": "deckhand.stores.inmemory",
-    **dict.fromkeys(
-        ("file_state_from_json", "file_state_to_json", "spec_from_json", "spec_to_dict"),
-        "deckhand.stores.serialization",
-    ),
-    **dict.fromkeys(("WorkerParts", "build_tool", "worker_parts"), "deckhand.tools"),
-    "SourceTool": "deckhand.tools.base",
-    "function_definition": "deckhand.tools.results",
+#: The names above the ground floor, imported on first use: module -> its names (``name=attribute`` for a name
+#: given to another module's attribute).
+_LAZY_MODULES: dict[str, str] = {
+    "deckhand.agents.catalog": "Operation operations",
+    "deckhand.agents.toolbox": "Toolbox",
+    "deckhand.chunking.token": "TokenChunker TokenChunkerOptions",
+    "deckhand.config.base": "DatabaseConfig SourceToolConfig",
+    "deckhand.config.loading": "load_agent_config",
+    "deckhand.config.options": "Choice choice_field",
+    "deckhand.embedding.devices": "choose_device",
+    "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
+    "deckhand.ingest.discovery": "SourceFile",
+    "deckhand.ingest.executor": "Executor IngestJob",
+    "deckhand.ingest.file_types": "SCRIPT",
+    "deckhand.ingest.loaders": "decode_text",
+    "deckhand.ingest.opening": "read_source_bytes",
+    "deckhand.ingest.pipeline": "Plan embed_file write_file",
+    "deckhand.ingest.workers": "Converted convert ensure_worker log_level pickled_components replay",
+    "deckhand.memory.backend": "sync_message",
+    "deckhand.memory.coordinates": "MEMORY_DIR",
+    "deckhand.memory.decisions": "decision_problem",
+    "deckhand.memory.errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError ImmutableLayerError "
+    "QueryError StorageError VectorMemoryError",
+    "deckhand.plugins": "PluginRegistry get_registry",
+    "deckhand.remote.client": "MalformedResponse RemoteCallError RemoteClient",
+    "deckhand.remote.settings": "RemoteSettings",
+    "deckhand.retrieval.phrase_match": "IDENTIFIER",
+    "deckhand.stores.base": "CHANGED_MODEL_HINT QUERY_MODEL_HINT ServerStore",
+    "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
+    "deckhand.stores.inmemory": "InMemoryStore",
+    "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
+    "deckhand.tools": "WorkerParts build_tool worker_parts",
+    "deckhand.tools.base": "SourceTool",
+    "deckhand.tools.results": "function_definition",
+}
+#: Each lazy name -> ``(module, attribute)``.
+_LAZY: dict[str, tuple[str, str]] = {
+    name: (module, attribute or name)
+    for module, names in _LAZY_MODULES.items()
+    for name, _, attribute in (entry.partition("=") for entry in names.split())
 }
 
 
 def __getattr__(name: str) -> Any:
     """A name of :data:`_LAZY`, imported now (and kept, so this runs once per name)."""
-    where = _LAZY.get(name)
-    if where is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'deckhand.api' has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
-    value = vars(importlib.import_module(module))[attribute or name]
+    module, attribute = _LAZY[name]
+    value = vars(importlib.import_module(module))[attribute]
     globals()[name] = value
     return value
 

@@ -356,9 +356,7 @@ class Registrar:
         """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
 
         ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.building.lazy_embedders`). Optional on the embedder:
-        ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are made, ``long_inputs``
-        (what happens to an input over ``max_tokens``) and ``tokens_used``.
+        without building the embedder (:mod:`deckhand.building.lazy_embedders`).
         """
         given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
         if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):
