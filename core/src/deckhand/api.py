@@ -80,7 +80,6 @@ from deckhand.protocols import (
     StoreCapability,
     Tokenizer,
     Tool,
-    ToolConfig,
     VectorStore,
     store_capabilities,
 )
@@ -327,7 +326,6 @@ __all__ = [
     "Tokenizer",
     "TokenizerBase",
     "Tool",
-    "ToolConfig",
     "ToolConfigBase",
     "ToolFactory",
     "Toolbox",

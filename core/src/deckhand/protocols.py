@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
+from deckhand.tool_entry import ToolConfigBase
 from deckhand.types import (
     Chunk,
     CollectionSpec,
@@ -499,29 +500,6 @@ class MemoryBackend(Protocol):
         ...
 
 
-class ToolConfig(Protocol):
-    """What every ``tools:`` entry has: :class:`deckhand.config.ToolConfigBase` (a pydantic model) and the
-    config model of each tool type, which subclasses it."""
-
-    @property
-    def type(self) -> str:
-        """The tool type: a name registered with ``register_tools``."""
-        ...
-
-    @property
-    def name(self) -> str:
-        """The tool name the agent calls (letters, digits, ``_``)."""
-        ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def result_budget(self) -> int | None:
-        """Most tokens of one answer over MCP (None: the server's budget); ``ToolConfigBase`` has it."""
-        ...
-
-
 @runtime_checkable
 class Tool(Protocol):
     """An agent tool, as the CLI, the MCP server and Python programs use it.
@@ -534,7 +512,7 @@ class Tool(Protocol):
     """
 
     @property
-    def config(self) -> ToolConfig:
+    def config(self) -> ToolConfigBase:
         """The validated ``tools:`` entry the tool was built from."""
         ...
 
