@@ -1,15 +1,5 @@
-"""The hook plugins implement: :func:`deckhand_register`.
-
-A plugin implements one hook and calls one typed method of the :class:`Registrar` it
-receives per component it provides::
-
-    from deckhand.api import Registrar, StoreCapability, hookimpl
-
-    @hookimpl
-    def deckhand_register(register: Registrar) -> None:
-        register.store("redis", build_redis, description="Redis with the search module",
-                       options=RedisOptions, url_schemes=("redis://", "rediss://", "unix://"),
-                       capabilities={StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH})
+"""The hook plugins implement: :func:`deckhand_register`, which calls one typed method of the
+:class:`~deckhand.registration.Registrar` it receives per component (an example: :mod:`deckhand.registration`).
 
 One hook with a typed method per kind (tox 4's design) rather than nine typed hooks: a plugin
 providing several kinds writes one function, a new kind or a new keyword is a new method or
