@@ -133,8 +133,12 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    # import-linter reads the sources without importing them: deckhand needs only to be findable.
-    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": str(ROOT / "core" / "src")})
+    # import-linter reads the sources without importing them: deckhand and the plugins' packages (the public-api
+    # contract checks them) need only to be findable.
+    sources = [ROOT / "core" / "src", *(ROOT / "plugins" / name / "src" for name in _all_plugins())]
+    session.run(
+        "lint-imports", "--no-cache", env={"PYTHONPATH": os.pathsep.join(str(s) for s in sources if s.is_dir())}
+    )
 
 
 @nox.session(python=PYTHON)

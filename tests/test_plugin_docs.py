@@ -47,7 +47,7 @@ STORE_MD = ROOT / "docs" / "writing-a-store-plugin.md"
 #: One marker per example: the test that runs the block holding it. Every block must hold one.
 PLUGINS_EXAMPLES = {
     "python": {
-        "from deckhand.registration import Registrar\n\n\n@hookimpl": "test_hook_example",
+        "from deckhand.api import Registrar, hookimpl\n\n\n@hookimpl": "test_hook_example",
         'register.store(\n    "name",': "test_register_signature_compiles",
         "class LinesChunker": "test_plugin_examples_search_and_filter",
         "class SubstringIndex": "test_plugin_examples_search_and_filter",
@@ -55,7 +55,7 @@ PLUGINS_EXAMPLES = {
         "class NotesLookupTool": "test_plugin_examples_search_and_filter",
         "class PatternLookupTool": "test_own_parameters_reach_mcp",
         'register.store(\n    "acme",': "test_store_options_example",
-        "from deckhand.tools import build_tool": "test_from_python_example",
+        "from deckhand.api import build_tool": "test_from_python_example",
         "class HashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestLinesChunker": "test_kit_examples_pass_their_kits",
@@ -279,7 +279,7 @@ def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
 def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
     root, _ = project
     monkeypatch.chdir(root)
-    code = block(PLUGINS_MD, "python", "from deckhand.tools import build_tool")
+    code = block(PLUGINS_MD, "python", "from deckhand.api import build_tool")
     printed: list[str] = []
     monkeypatch.setattr("builtins.print", lambda *a, **_: printed.append(" ".join(map(str, a))))
     exec(compile(code, str(PLUGINS_MD), "exec"), {"__name__": "__main__"})  # as a script: asyncio.run(main())
@@ -289,7 +289,7 @@ def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pyte
 def test_hook_example(project: tuple[Path, ModuleType]) -> None:
     """The page's first hook, with the chunker section's factory and options model, registers the chunker."""
     namespace = {n: getattr(sys.modules["docs_example_lines"], n) for n in ("lines_chunker", "LinesOptions")}
-    code = block(PLUGINS_MD, "python", "from deckhand.registration import Registrar\n\n\n@hookimpl")
+    code = block(PLUGINS_MD, "python", "from deckhand.api import Registrar, hookimpl\n\n\n@hookimpl")
     exec(compile(code, str(PLUGINS_MD), "exec"), namespace)
     registry = PluginRegistry(load_entry_points=False)
     registry.register_plugin(
@@ -387,7 +387,7 @@ def test_source_tool_config_fields_are_listed() -> None:
     listed = re.findall(r"^\| `(\w+)` \|", table, re.M)
     own = [f for f in SourceToolConfig.model_fields if f not in ToolConfigBase.model_fields]
     assert listed == own
-    assert "`deckhand.config.base.ToolConfigBase` (`type`, `name`, `description`, `result_budget`)" in text
+    assert "`deckhand.api.ToolConfigBase` (`type`, `name`, `description`, `result_budget`)" in text
     assert list(ToolConfigBase.model_fields) == ["type", "name", "description", "result_budget"]
 
 
@@ -589,7 +589,7 @@ def test_tool_factory_progress_and_the_default_store(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
     parameters = inspect.signature(ToolFactory.__call__).parameters
     assert list(parameters)[1:] == ["config", "base_dir", "registry", "progress"]
-    assert "progress: deckhand.protocols.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
+    assert "progress: deckhand.api.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
     recorder = Recorder()
     tool = build_tool(_notes_tool(tmp_path), base_dir=tmp_path, progress=recorder)
     tool.initialize_sync()

@@ -22,12 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deckhand.config import load_agent_config
-from deckhand.errors import ConfigError
+from deckhand.api import ConfigError, Tool, build_tool, get_registry, load_agent_config
 from deckhand.install_hints import install_hint
-from deckhand.plugins import get_registry, reset_registry
-from deckhand.protocols import Tool
-from deckhand.tools import build_tool
+from deckhand.plugins import reset_registry
 
 DIST = "deckhand-notes-test"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
@@ -57,13 +54,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deckhand.config.base import SourceToolConfig
-from deckhand.config.options import Choice, choice_field
-from deckhand.hookspecs import hookimpl
-from deckhand.stores.inmemory import InMemoryStore
-from deckhand.tools.base import SourceTool
-from deckhand.tools.results import SearchResult
-from deckhand.types import Chunk
+from deckhand.api import (
+
+    Choice,
+
+    Chunk,
+
+    InMemoryStore,
+
+    SearchResult,
+
+    SourceTool,
+
+    SourceToolConfig,
+
+    choice_field,
+
+    hookimpl,
+
+)
 
 
 class NoteLoader:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from deckhand import install_hints
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
@@ -65,7 +65,7 @@ def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_hook_fails_loudly() -> None:
     class Typo:
         @hookimpl
-        def register_storez(self, register: Register) -> None:
+        def register_storez(self, register: Registrar) -> None:
             register("x", object)
 
     registry = _bare_registry()
@@ -200,11 +200,24 @@ def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **modules: object) -> No
     monkeypatch.setattr("deckhand.plugins.importlib.metadata.entry_points", lambda group: eps)
 
 
+def test_the_untyped_hooks_are_gone() -> None:
+    """``register_stores(register)`` and the other untyped hooks of before ``deckhand_register`` are no hooks."""
+
+    class Old:
+        @hookimpl
+        def register_stores(self, register: Registrar) -> None:
+            pass
+
+    registry = _bare_registry()
+    with pytest.raises(PluginError, match=r"plugin 'old' is invalid: .*register_stores"):
+        registry.register_plugin(Old(), "old")
+
+
 def test_entry_point_with_unknown_hook_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     typo = types.ModuleType("typo")
 
     @hookimpl
-    def register_storez(register: Register) -> None:
+    def register_storez(register: Registrar) -> None:
         pass
 
     typo.register_storez = register_storez  # type: ignore[attr-defined]
@@ -356,7 +369,7 @@ def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
     registry = _bare_registry()
     registry.register_plugin(Typed(), "typed")
     store = registry.resolve("store", "typed")
-    assert store.capabilities == {StoreCapability.PERSISTENT} and not store.legacy
+    assert store.capabilities == {StoreCapability.PERSISTENT}
     config = DatabaseConfig.model_validate(
         {"provider": "typed", "options": {"size": 5}}, context={"registry": registry}
     )
@@ -463,9 +476,7 @@ def test_a_qualified_name_picks_the_plugin_that_lost(caplog: pytest.LogCaptureFi
     ]
 
 
-def test_deckhand_plugins_shows_conflicts_and_deprecated_hooks(
-    monkeypatch: pytest.MonkeyPatch, fresh_registry: None
-) -> None:
+def test_deckhand_plugins_shows_conflicts(monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
     from click.testing import CliRunner
     from deckhand.cli.main import cli
 

@@ -6,32 +6,26 @@ builtin components always load. Hook implementations that match no hook spec fai
 loudly, as tox does with ``check_pending``.
 
 Components are collected from the ``deckhand_register`` hook (the typed
-:class:`~deckhand.registration.Registrar`) and from the deprecated ``register_<kind>s`` hooks.
-A plugin implementing one of those gets a DeprecationWarning naming the typed call when it is
-registered; its ``register(...)`` calls become the same :class:`Component` the registrar makes,
-marked ``legacy`` so :meth:`Component.create` calls its factory the old way (options as keyword
-arguments; a store reads ``config.options`` itself). Either way an unknown keyword is a
-:class:`PluginError` naming the plugin.
+:class:`~deckhand.registration.Registrar`); an unknown keyword is a :class:`PluginError` naming
+the plugin.
 
 When two plugins register the same name for the same kind, one wins by a fixed rule
 (:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
 deckhand's builtin, then the plugin whose name sorts first; one warning names them all, and
 ``plugin:component`` (``chunker: acme:lines``) picks a plugin's own. When two plugins ship the
 same module, neither's components resolve unqualified (one line names both distributions and how
-to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` and
-:attr:`PluginRegistry.deprecated` list both kinds of trouble for ``deckhand plugins``.
+to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` lists both kinds of
+trouble for ``deckhand plugins``.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib.metadata
 import logging
 import os
 import threading
-import warnings
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, get_args, get_origin
+from collections.abc import Iterable
+from typing import Literal, get_args, get_origin
 
 import pluggy
 from pydantic import BaseModel
@@ -39,36 +33,14 @@ from pydantic import BaseModel
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.install_hints import install_hint
-from deckhand.registration import BUILTIN, Component, Kind, Registrar, checked_url_schemes
+from deckhand.registration import BUILTIN, Component, Kind, Registrar
 
 __all__ = ["BUILTIN", "ENV_PLUGINS", "Component", "Kind", "PluginRegistry", "Registrar", "get_registry"]
 
 log = logging.getLogger(__name__)
 
-#: The hooks of the registration API before :class:`Registrar` (still loaded, with a DeprecationWarning).
-HOOKS: dict[Kind, str] = {
-    "loader": "register_loaders",
-    "chunker": "register_chunkers",
-    "embedder": "register_embedders",
-    "store": "register_stores",
-    "keyword_strategy": "register_keyword_strategies",
-    "context_generator": "register_context_generators",
-    "reranker": "register_rerankers",
-    "memory_backend": "register_memory_backends",
-    "tool": "register_tools",
-}
-#: Every kind: those of the untyped hooks, and the kinds added since (registered through :class:`Registrar` only).
-KINDS: tuple[Kind, ...] = (*HOOKS, "executor")
-_LEGACY_KIND = {hook: kind for kind, hook in HOOKS.items()}
-
-#: Keywords a legacy ``register(...)`` call accepted for each kind, beyond name, factory,
-#: ``description``, ``aliases``, ``options`` and ``priority`` (``extensions`` was never read).
-_LEGACY_KEYWORDS: dict[Kind, frozenset[str]] = {
-    "loader": frozenset({"extensions"}),
-    "embedder": frozenset({"model_id", "dimension", "max_tokens"}),
-    "store": frozenset({"url_schemes", "uses_base_dir"}),
-    "keyword_strategy": frozenset({"requires"}),
-}
+#: Every kind of component.
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 ENV_PLUGINS = "DECKHAND_PLUGINS"
 
@@ -89,8 +61,6 @@ class PluginRegistry:
         self._shared_module: dict[str, str] = {}
         #: A second entry point shipping a module already loaded → the plugin name it is loaded under.
         self._alias_of: dict[str, str] = {}
-        #: One line per legacy ``register_<kind>s`` hook a plugin implements.
-        self.deprecated: list[str] = []
         self._overridden: list[str] = []
         if load_entry_points:
             self._load_entry_points()
@@ -159,15 +129,6 @@ class PluginRegistry:
             if self.pm.has_plugin(name):
                 self.pm.unregister(name=name)
             raise PluginError(f"plugin {name!r} is invalid: {exc}") from exc
-        for caller in self.pm.get_hookcallers(module) or []:
-            kind = _LEGACY_KIND.get(caller.name)
-            if kind is not None:
-                message = (
-                    f"plugin {name!r} uses {caller.name}(register); use register.{kind}(...) in a "
-                    "deckhand_register(register) hook (deckhand.hookspecs); the old hooks will be removed"
-                )
-                self.deprecated.append(message)
-                warnings.warn(message, DeprecationWarning, stacklevel=4)
 
     @property
     def components(self) -> dict[Kind, dict[str, Component]]:
@@ -192,10 +153,6 @@ class PluginRegistry:
                 impl.function(register=Registrar(plugin_name, add))
             except TypeError as exc:  # an unknown keyword, a missing argument
                 raise PluginError(f"plugin {plugin_name!r} failed to register its components: {exc}") from exc
-        for kind, hook_name in HOOKS.items():
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-                impl.function(register=_legacy_register(kind, plugin_name, add))
         found: dict[Kind, dict[str, Component]] = {kind: {} for kind in KINDS}
         self._candidates = candidates
         self._overridden = []
@@ -293,51 +250,6 @@ def _check_registration(component: Component) -> None:
         tags = get_args(type_field.annotation) if type_field is not None else ()
         if type_field is None or get_origin(type_field.annotation) is not Literal or component.name not in tags:
             raise PluginError(f'{where}: its config model {model.__name__} needs type: Literal["{component.name}"]')
-
-
-def _legacy_register(kind: Kind, plugin: str, add: Callable[[Component], None]) -> Callable[..., None]:
-    """The untyped ``register(name, factory, **info)`` a legacy ``register_<kind>s`` hook receives,
-    turned into the same :class:`Component` the typed :class:`Registrar` makes (called the old way)."""
-    from deckhand.capabilities import capability_of_protocol
-
-    registrar = Registrar(plugin, add, legacy=True)
-
-    def register(
-        name: str,
-        factory: Callable[..., Any],
-        *,
-        description: str = "",
-        aliases: Sequence[str] = (),
-        options: type[BaseModel] | None = None,
-        priority: int = 0,
-        **info: Any,
-    ) -> None:
-        where = f"plugin {plugin!r} registers {kind.replace('_', ' ')} {name!r}"
-        allowed = sorted({"description", "aliases", "options", "priority", *_LEGACY_KEYWORDS.get(kind, ())})
-        for key in info:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean {close[0]}=? " if close else ""
-                raise PluginError(f"{where} with unknown keyword {key}= ({hint}it takes {', '.join(allowed)})")
-        fields: dict[str, Any] = {}
-        if kind == "store":
-            fields["url_schemes"] = checked_url_schemes(info.get("url_schemes", ()), where)
-            fields["legacy_base_dir"] = bool(info.get("uses_base_dir", False))
-        elif kind == "embedder":
-            described = {k: info[k] for k in ("model_id", "dimension", "max_tokens") if k in info}
-            fields["described"] = described if len(described) == 3 else {}
-        elif kind == "keyword_strategy":
-            requires = info.get("requires", ())
-            if isinstance(requires, str) or not all(isinstance(r, type) for r in requires):
-                raise PluginError(f"{where} with requires={requires!r}; give a tuple of runtime-checkable protocols")
-            capabilities = {capability_of_protocol(r) for r in requires}
-            fields["requires"] = frozenset(c for c in capabilities if c is not None)
-            fields["legacy_requires"] = tuple(r for r in requires if capability_of_protocol(r) is None)
-        registrar._register(
-            kind, name, factory, description=description, aliases=aliases, options=options, priority=priority, **fields
-        )
-
-    return register
 
 
 _registry: PluginRegistry | None = None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -30,6 +29,7 @@ from deckhand.testing.kits import (
 )
 from deckhand.testing.kits.chunker import SAMPLE, Budget
 from deckhand.testing.kits.tool_type import _serve
+from deckhand.tool_entry import ToolConfigBase
 from deckhand.tools.results import SearchResult, function_definition
 from deckhand.types import Chunk, Document
 
@@ -321,12 +321,12 @@ def test_the_reranker_and_context_kits_catch_each_fault() -> None:
 # -- tool types --------------------------------------------------------------------------------------
 
 
-@dataclass
-class LookupConfig:
+class LookupConfig(ToolConfigBase):
+    """The validated ``tools:`` entry the tool was built from (a tool's ``config`` is a ToolConfigBase)."""
+
     name: str = "lookup"
     type: str = "lookup"
     description: str = "Look a word up in the harbour notes"
-    result_budget: int | None = None
     source: str = "."
     top_k: int = 3
 

@@ -137,8 +137,9 @@ class SourceReader:
                 continue  # a source that does not exist (yet) serves nothing
             if name not in self._extensions:
                 self._extensions[name] = self._loaders_of(tool).extensions
-            encoding = getattr(tool.config, "encoding", "auto")
-            limit = getattr(tool.config, "max_file_size", None)
+            settings = tool.config.source_config()
+            encoding = settings.encoding if settings is not None else "auto"
+            limit = settings.max_file_size if settings is not None else None
             found.append(
                 _Source(
                     name,

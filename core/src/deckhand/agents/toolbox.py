@@ -184,8 +184,8 @@ class Toolbox(MemoryCalls, WriteCalls):
         files = [path, *(p for p in global_config_paths(base_dir) if p.is_file())]
         secrets = [*config_secrets(files), *extra_secrets]
         for tool in tools:
-            database = getattr(tool.config, "database", None)
-            url = getattr(database, "connection_string", None)
+            source = tool.config.source_config()
+            url = source.database.connection_string if source is not None and source.database is not None else None
             if url:
                 from deckhand.redaction import url_secrets
 

@@ -358,8 +358,7 @@ def plugins_cmd() -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides (with each store's
-        capabilities and what each keyword strategy requires), then conflicts between plugins and
-        deprecated hooks still in use."""
+        capabilities and what each keyword strategy requires), then conflicts between plugins."""
         from deckhand import __version__
         from deckhand.install_hints import DISTRIBUTION
         from deckhand.plugins import get_registry
@@ -384,7 +383,7 @@ def plugins_cmd() -> click.Command:
                 if comp.requires:
                     provided["requires"] = sorted(c.value for c in comp.requires)
                 entry["provides"].append(provided)
-        troubles = {"conflicts": registry.conflicts, "deprecated": registry.deprecated}
+        troubles = {"conflicts": registry.conflicts}
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return

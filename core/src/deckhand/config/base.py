@@ -189,6 +189,9 @@ class SourceToolConfig(ToolConfigBase):
     #: What ``results: focused`` means for this tool type (the knobs left unset take these values).
     focused_shape: ClassVar[ResultShape] = ResultShape(per_source=1, relative_cutoff=0.7, noise_floor=True)
 
+    def source_config(self) -> SourceToolConfig:
+        return self
+
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
     embedding_model: ModelChoice | None = model_choice_field(
         "Embedder: a plugin or model name (minilm, text-embedding-3-small, ollama:nomic-embed-text), or "

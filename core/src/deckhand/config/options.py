@@ -264,7 +264,7 @@ class Shorthand:
 
 def option_values(options: BaseModel) -> dict[str, Any]:
     """Validated options as keyword arguments (field names, values as validated)."""
-    return {name: getattr(options, name) for name in type(options).model_fields}
+    return dict(options)
 
 
 def validate_options(
@@ -281,8 +281,6 @@ def validate_options(
     ``name`` of a flat choice mapping) that error messages list as allowed.
     """
     model = component.options
-    if model is None and component.legacy:
-        return dict(options)  # a legacy factory took (a store: read) its options unchecked, as before
     if model is None:
         if options:
             raise_errors(

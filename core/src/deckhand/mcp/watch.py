@@ -19,7 +19,6 @@ from typing import Any
 
 from deckhand.agents.calls import CallError
 from deckhand.agents.toolbox import Toolbox
-from deckhand.config.base import SourceToolConfig
 from deckhand.ingest.file_types import SCRIPT, file_type
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
@@ -83,8 +82,8 @@ class _SourceFilter:
 
 def _selection(toolbox: Toolbox, name: str) -> Selection:
     """The ``include:``/``exclude:`` selection of tool ``name`` (every file for a tool type without a source)."""
-    config = toolbox.tool(name).config
-    if not isinstance(config, SourceToolConfig):
+    config = toolbox.tool(name).config.source_config()
+    if config is None:
         return EVERYTHING
     return Selection.of(
         config.include, config.exclude, default_excludes=config.default_excludes, gitignore=config.gitignore

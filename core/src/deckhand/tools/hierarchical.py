@@ -224,9 +224,8 @@ class HierarchicalDocumentTool(ContextualChunks):
 
 
 def _missing(store: VectorStore, component: Component) -> list[str]:
-    """What ``store`` lacks of the capabilities ``component`` requires (legacy: protocols it does not implement)."""
-    missing = [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
-    return missing + [p.__name__ for p in component.legacy_requires if not isinstance(store, p)]
+    """What ``store`` lacks of the capabilities ``component`` requires."""
+    return [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
 
 
 def _named(capability: StoreCapability) -> str:
