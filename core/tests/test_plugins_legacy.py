@@ -30,7 +30,7 @@ def _load(name: str = "legacy-notes") -> tuple[PluginRegistry, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         registry.register_plugin(legacy_plugin, name)
-        registry.components  # noqa: B018
+        registry.check()
     return registry, [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
@@ -60,7 +60,10 @@ def test_a_legacy_plugin_works_as_before(tmp_path: Path) -> None:
     (tmp_path / "a.note").write_text("100% field notes")
     from deckhand.ingest.pipeline import LoaderSet
 
-    assert LoaderSet.from_registry(registry).load(tmp_path / "a.note") == "100 field notes"
+    assert (
+        LoaderSet.from_registry(registry, registry.of_plugin("loader", "legacy-notes")).load(tmp_path / "a.note")
+        == "100 field notes"
+    )
 
     # store: options validated at load, the factory reads config.options itself and gets base_dir= (uses_base_dir)
     store = registry.resolve("store", "notes-memory")
@@ -103,7 +106,7 @@ def test_a_legacy_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
     with pytest.warns(DeprecationWarning):
         registry.register_plugin(Typo(), "typo-store")
     with pytest.raises(PluginError) as err:
-        registry.components  # noqa: B018
+        registry.check()
     assert str(err.value) == (
         "plugin 'typo-store' registers store 'x' with unknown keyword url_scheme= (did you mean url_schemes=? "
         "it takes aliases, description, options, priority, url_schemes, uses_base_dir)"
@@ -129,7 +132,7 @@ def test_bad_registrations_fail_loudly(kind_hook: str, kwargs: dict[str, Any], m
     with pytest.warns(DeprecationWarning, match=f"plugin 'sloppy' uses {kind_hook}"):
         registry.register_plugin(plugin, "sloppy")
     with pytest.raises(PluginError) as err:
-        registry.components  # noqa: B018
+        registry.check()
     assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)
 
 

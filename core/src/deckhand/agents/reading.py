@@ -375,4 +375,4 @@ def _loaders(tool: Any) -> Any:
     from deckhand.plugins import get_registry
     from deckhand.tools.base import SourceTool
 
-    return LoaderSet.from_registry(tool.registry if isinstance(tool, SourceTool) else get_registry())
+    return tool.loader_set() if isinstance(tool, SourceTool) else LoaderSet.from_registry(get_registry())
