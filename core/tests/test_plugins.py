@@ -230,6 +230,8 @@ def test_entry_point_that_fails_to_import(monkeypatch: pytest.MonkeyPatch, caplo
     _fake_entry_points(monkeypatch, ghost=None)
     with caplog.at_level(logging.WARNING, logger="deckhand"):
         registry = PluginRegistry()
+        registry.list("store")  # the first use collects the components, and logs the broken plugins
+        registry.list("chunker")
     line = (
         "plugin 'ghost' (deckhand_fake_ghost) failed to import: ModuleNotFoundError: No module named "
         "'deckhand_fake_ghost'; its components are left out (distribution ghost, entry point 'ghost'): fix or "

@@ -106,6 +106,8 @@ class PluginRegistry:
         self._broken_names: dict[tuple[Kind, str], str] = {}
         #: Every entry-point name loaded (the others a way-out line lists).
         self._loaded: list[str] = []
+        #: The broken plugins whose line was logged.
+        self._told: set[str] = set()
         if load_entry_points:
             self._load_entry_points()
         self._components: dict[Kind, dict[str, Component]] | None = None
@@ -140,16 +142,16 @@ class PluginRegistry:
                 self._leave_out(ep.name, str(exc))
 
     def _leave_out(self, plugin: str, reason: str) -> None:
-        """Record that ``plugin`` is left out because of ``reason`` and log its one line."""
+        """Record that ``plugin`` is left out because of ``reason`` (its line is logged once the components
+        are collected, when every broken plugin is known and the way out can name the others)."""
         self._broken[plugin] = reason
-        log.warning("%s", self.broken_line(plugin))
 
     def broken_line(self, plugin: str) -> str:
         """The one line about broken ``plugin``: why, which distribution and entry point, and the way out."""
         if plugin not in self._dists:  # registered by the application itself (register_plugin)
             return f"{self._broken[plugin]}; its components are left out"
         dist = " ".join(filter(None, self._dists[plugin]))
-        others = ",".join(p for p in self._loaded if p != plugin and p not in self._broken)
+        others = ",".join(sorted(p for p in self._loaded if p != plugin and p not in self._broken))
         way_out = f"load only the others with {ENV_PLUGINS}={others}" if others else f"set {ENV_PLUGINS}= (none)"
         return (
             f"{self._broken[plugin]}; its components are left out (distribution {dist}, entry point "
@@ -263,6 +265,9 @@ class PluginRegistry:
                 plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
                 run(plugin_name, impl.function, _legacy_register(kind, plugin_name, adder(plugin_name)))
         self._broken_names.update({key: p for p in self._broken for key in named.get(p, ())})
+        for plugin in [p for p in self._broken if p not in self._told]:
+            log.warning("%s", self.broken_line(plugin))
+        self._told |= self._broken.keys()
         candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in KINDS}
         for plugin, components in mine.items():
             if plugin not in self._broken:
