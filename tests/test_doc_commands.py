@@ -39,7 +39,7 @@ BESIDE = 8
 #: Clone forms not run here, and why.
 NOT_RUN = {
     "sentence-transformers": "needs CPU torch installed first (the tests-torch session installs it)",
-    "semantic-kernel[": "the connectors' own packages (chromadb, qdrant-client, pinecone): large, tested in their session",
+    "semantic-kernel[": "its connectors' own packages (chromadb, qdrant-client, pinecone): tested in its session",
 }
 
 
