@@ -88,6 +88,20 @@ def test_wrong_hook_arguments_fail_loudly() -> None:
     assert str(err.value).startswith("plugin 'bad-args' is invalid: ")
 
 
+def test_an_installed_plugin_with_invalid_hooks_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = types.ModuleType("bad")
+
+    @hookimpl
+    def deckhand_register(reg: Registrar, extra: int) -> None:
+        pass
+
+    bad.deckhand_register = deckhand_register  # type: ignore[attr-defined]
+    _fake_entry_points(monkeypatch, bad=bad)
+    registry = PluginRegistry()
+    (line,) = registry.broken  # pluggy's message spans lines; the broken line does not
+    assert line.startswith("plugin 'bad' is invalid: ") and "\n" not in line and "'extra'" in line
+
+
 def test_duplicate_component_in_one_plugin() -> None:
     class Twice:
         @hookimpl

@@ -144,7 +144,7 @@ class PluginRegistry:
     def _leave_out(self, plugin: str, reason: str) -> None:
         """Record that ``plugin`` is left out because of ``reason`` (its line is logged once the components
         are collected, when every broken plugin is known and the way out can name the others)."""
-        self._broken[plugin] = reason
+        self._broken[plugin] = " ".join(reason.split())  # one line, whatever the error's own layout
 
     def broken_line(self, plugin: str) -> str:
         """The one line about broken ``plugin``: why, which distribution and entry point, and the way out."""
