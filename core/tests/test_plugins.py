@@ -364,6 +364,21 @@ def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
     assert "url_scheme" in str(err.value)
 
 
+def test_a_loader_has_no_registration_priority() -> None:
+    """``priority`` means one thing for a loader, its attribute (which loader of a tool reads an extension)."""
+
+    class Ranked:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.loader("ranked", object, priority=5)  # type: ignore[call-arg]
+
+    registry = _bare_registry()
+    registry.register_plugin(Ranked(), "ranked")
+    with pytest.raises(PluginError) as err:
+        registry.check()
+    assert "unexpected keyword argument 'priority'" in str(err.value)
+
+
 def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
     """A factory registered with ``options=`` receives the validated model instance (never keyword arguments)."""
     from deckhand.config.models import DatabaseConfig
