@@ -9,6 +9,7 @@ so ``importlib.metadata`` finds them as it finds installed ones; the CLI runs in
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -152,6 +153,13 @@ def test_deckhand_plugins_lists_broken_and_shadowed_plugins(site: Path, tmp_path
     broken = out.split("\nbroken\n", 1)[1].split("\nconflicts\n", 1)[0].splitlines()
     assert len(broken) == 2 and broken[0].startswith("  " + GHOST.removeprefix("WARNING: ")), out
     assert broken[1].startswith("  " + TWICE.removeprefix("WARNING: "))
+
+    as_json = _deckhand(site, tmp_path, "plugins", "--json")
+    entries = {e["plugin"]: e for e in json.loads(as_json.stdout)}
+    assert entries["ghost"]["broken"].startswith(GHOST.removeprefix("WARNING: ")) and entries["ghost"]["provides"] == []
+    assert entries["twice"]["distribution"] == "deckhand-twice-test"
+    (paragraphs,) = entries["beta"]["provides"]
+    assert paragraphs["shadowed_by"] == "alpha" and "broken" not in entries["alpha"]
 
 
 def test_an_options_error_on_a_contested_name_names_the_plugin(site: Path, tmp_path: Path) -> None:
