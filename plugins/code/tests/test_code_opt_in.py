@@ -69,3 +69,20 @@ def test_a_loader_no_plugin_provides_is_a_located_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_agent_config(tmp_path / "agent.yaml")
     assert "tools[0].loaders[1]: no loader plugin provides 'cobol'" in str(err.value)
+
+
+def test_watch_follows_each_tools_own_loaders(tmp_path: Path) -> None:
+    """``deckhand mcp --watch`` re-ingests on a ``.py`` change for the tool that reads ``.py`` files, and the
+    documentation tool's changes stay its own (the extensions are those of the watched tools' loaders)."""
+    from deckhand.agents.toolbox import Toolbox
+    from deckhand.mcp.watch import _extensions
+
+    _docs(tmp_path)
+    code_tool = DOCS_TOOL.replace("name: docs,", "name: code,").replace("source: docs", "source: docs, chunker: code")
+    (tmp_path / "agent.yaml").write_text(f"tools:\n  - {DOCS_TOOL}\n  - {code_tool}\n")
+    toolbox = Toolbox.from_config(tmp_path / "agent.yaml")
+    try:
+        assert ".py" not in _extensions(toolbox, ["docs"]) and ".md" in _extensions(toolbox, ["docs"])
+        assert {".py", ".md", "#!"} <= _extensions(toolbox, ["docs", "code"])
+    finally:
+        toolbox.close()
