@@ -357,20 +357,22 @@ def servers(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def build(session: nox.Session) -> None:
-    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
+    """Every package's sdist and wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
 
-    ``uv build --all-packages`` builds the uv workspace's members; a package kept out of the workspace
-    (semantic-kernel, whose pins would constrain the lock) is built from its own directory. A package
-    of core/ or plugins/* without its wheel in dist/ is an error.
+    ``uv build --all-packages`` builds the uv workspace's members, each wheel from its sdist (so an sdist
+    missing a file the wheel needs fails here); a package kept out of the workspace (semantic-kernel,
+    whose pins would constrain the lock) is built from its own directory. A package of core/ or
+    plugins/* without its sdist or its wheel in dist/ is an error.
     """
     shutil.rmtree(DIST, ignore_errors=True)
-    session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    session.run("uv", "build", "--all-packages", "--quiet", "--out-dir", str(DIST), external=True)
     for directory in _outside_workspace():
-        session.run("uv", "build", str(directory), "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
-    built = {_wheel_name(wheel) for wheel in DIST.glob("*.whl")}
-    if missing := sorted(set(_packages()) - built):
-        session.error(f"nox -s build made no wheel for {', '.join(missing)} (built: {', '.join(sorted(built))})")
-    session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+        session.run("uv", "build", str(directory), "--quiet", "--out-dir", str(DIST), external=True)
+    for kind, pattern in (("wheel", "*.whl"), ("sdist", "*.tar.gz")):
+        built = {_wheel_name(path) for path in DIST.glob(pattern)}
+        if missing := sorted(set(_packages()) - built):
+            session.error(f"nox -s build made no {kind} for {', '.join(missing)} (built: {', '.join(sorted(built))})")
+    session.log("built: " + ", ".join(sorted(p.name for p in [*DIST.glob("*.whl"), *DIST.glob("*.tar.gz")])))
 
 
 def _packages() -> dict[str, Path]:
@@ -396,8 +398,10 @@ def install(session: nox.Session) -> None:
 
     Core alone first: the README's search runs, and a store, an embedding model, a memory backend (``git``) and a
     keyword strategy (``native``) that are not installed get install hints, which are then run. Then
-    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five, and the Redis
-    launcher the store's hints name starts a server in this environment, which has no pytest.
+    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five. Then the whole
+    set, every package of dist/ (CPU torch first, for sentence-transformers): ``deckhand plugins`` lists every
+    plugin, none broken. Last, the Redis launcher the store's hints name starts a server in this environment,
+    which has no pytest.
     """
     build(session)
     tmp = Path(session.create_tmp()).resolve()
@@ -497,6 +501,18 @@ def install(session: nox.Session) -> None:
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
     session.log("deckhand plugins: " + ", ".join(sorted(plugins)))
 
+    # The whole set: every package of the wheelhouse (sentence-transformers after CPU torch from the local wheel
+    # directory, as its README says); `deckhand plugins` lists every plugin's entry point, none broken.
+    pip_install("--find-links", os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels"), TORCH_PIN)
+    pip_install(*sorted(_packages()))
+    listing = deckhand("plugins")
+    plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
+    expected = {name for directory in _packages().values() for name in _entry_points(directory)}
+    if listing.returncode != 0 or not expected <= plugins or "broken" in plugins:
+        session.error(f"deckhand plugins does not list every plugin ({', '.join(sorted(expected))}) unbroken:\n"
+                      f"{listing.stdout}{listing.stderr}")  # fmt: skip
+    session.log("the whole set: " + ", ".join(sorted(plugins)))
+
     # The installed store cannot reach a server: its hint says how to start one; follow it.
     unreachable = deckhand("--config", str(agent), "search", README_QUERY)
     start = re.search(r'start a local one with: uv pip install "([^"]+)" && python -m ([\w.]+)', unreachable.stderr)
@@ -506,8 +522,15 @@ def install(session: nox.Session) -> None:
     _start_and_stop(session, [str(bin_dir / "python"), "-m", start.group(2), "--port", "0"], env)
 
 
+def _entry_points(directory: Path) -> list[str]:
+    """The names of the ``deckhand`` entry points the package in ``directory`` declares."""
+    with (directory / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"].get("entry-points", {}).get("deckhand", {}))
+
+
 def _wheel_name(wheel: Path) -> str:
-    """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
+    """The distribution name of a wheel or sdist (``deckhand_ai_redis-0.1.0-py3-none-any.whl``, ``...-0.1.0.tar.gz``
+    → ``deckhand-ai-redis``)."""
     return wheel.name.split("-")[0].replace("_", "-").lower()
 
 

@@ -59,8 +59,11 @@ PLUGINS_EXAMPLES = {
         "class HashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestLinesChunker": "test_kit_examples_pass_their_kits",
+        "class NoteLoader": "test_loader_example",
+        "class TestNoteLoader": "test_loader_example",
     },
     "yaml": {
+        "loaders: [note]": "test_loader_example",
         "chunker: {name: lines": "test_plugin_examples_search_and_filter",
         "keyword_strategy: {name: substring": "test_plugin_examples_search_and_filter",
         "reranker: {name: overlap": "test_plugin_examples_search_and_filter",
@@ -665,6 +668,40 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     embedder = component.create(None, options={"dimension": 128}, validate=True)
     assert (embedder.model_id, embedder.embed(["tide"]).shape) == ("hashing-v1-128", (1, 128))
     sys.modules.pop("docs_example_hashing", None)
+
+
+def test_loader_example(tmp_path: Path) -> None:
+    """The page's loader passes the loader kit with the page's glue (in a pytest of its own), and a tool reads
+    ``.note`` files with it only when it opts in with the page's ``loaders: [note]``."""
+    (tmp_path / "deckhand_notes").mkdir()
+    module_source = block(PLUGINS_MD, "python", "class NoteLoader")
+    (tmp_path / "deckhand_notes" / "__init__.py").write_text(module_source, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_notes.py").write_text(block(PLUGINS_MD, "python", "class TestNoteLoader"))
+    ran = _pytest(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)}, "tests")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "10 passed, 1 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: verbatim (it converts)
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(_import(tmp_path / "deckhand_notes" / "__init__.py", "docs_example_notes_loader"), "notes")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tide.note").write_text("% draft\nHigh tide at the north pier comes at dawn.\n")
+    (notes / "gear.md").write_text("# Gear\n\nBring a rope.\n")
+    opted_in = block(PLUGINS_MD, "yaml", "loaders: [note]") + "    database: {provider: in-memory}\n"
+    for agent, ingested in (
+        (opted_in, ["notes/gear.md", "notes/tide.note"]),
+        (opted_in.replace("loaders", "#"), ["notes/gear.md"]),
+    ):
+        (tmp_path / "agent.yaml").write_text(agent)
+        tool = build_tool(
+            load_agent_config(tmp_path / "agent.yaml", registry=registry).tools[0], base_dir=tmp_path, registry=registry
+        )
+        try:
+            assert sorted(tool.initialize_sync().ingested) == ingested
+        finally:
+            tool.close()
+    sys.modules.pop("docs_example_notes_loader", None)
 
 
 @pytest.mark.parametrize("name", ["SearchHit", "SearchResult", "IngestReport"])

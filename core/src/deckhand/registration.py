@@ -197,6 +197,9 @@ class Component:
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
     #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
+    #: The plugins whose component of the same name this one wins over (set by the registry; an options
+    #: error then names the plugin whose model rejected them).
+    shadows: tuple[str, ...] = ()
 
     @property
     def builtin(self) -> bool:
@@ -315,11 +318,12 @@ class Registrar:
         *,
         description: str = "",
         aliases: Sequence[str] = (),
-        priority: int = 0,
     ) -> None:
-        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it
-        takes (among loaders claiming one extension, the highest priority wins)."""
-        self._register("loader", name, factory, description=description, aliases=aliases, priority=priority)
+        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it takes
+        (among the loaders of a tool claiming one extension, the highest priority wins: ``priority`` means that
+        alone for a loader, so this method takes no ``priority=``). A tool uses it only when it opted in: its
+        type or chunker comes from this plugin, or its ``loaders:`` names it."""
+        self._register("loader", name, factory, description=description, aliases=aliases)
 
     def chunker(
         self,

@@ -34,7 +34,9 @@ from deckhand.config.options import (
     raise_errors,
     registry_of,
     resolve_choice,
+    resolve_component,
     resolve_embedder,
+    runtime_errors,
     validate_options,
 )
 from deckhand.config.results import (
@@ -230,6 +232,14 @@ class SourceToolConfig(ToolConfigBase):
         default=True,
         description="For a source in a git working tree, leave out what its .gitignore files ignore; false reads them.",
     )
+    loaders: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Plugin loaders this tool also reads files with, e.g. [code]: a name or PLUGIN:NAME. deckhand's own "
+            "(text, table, markitdown) are always used, and those of the plugin its type or chunker comes from; "
+            "an installed plugin's loaders reach no other tool."
+        ),
+    )
     max_file_size: ByteSize | None = Field(
         default=ByteSize(50_000_000),
         description="Files larger than this are skipped with a warning (e.g. 50MB, 1GiB); null for no limit.",
@@ -305,6 +315,23 @@ class SourceToolConfig(ToolConfigBase):
         self.chunker_component(registry, context=context)
         self.reranker_component(registry, context=context)
         self.embedder_options(registry, context=context)
+        for i, name in enumerate(self.loaders):
+            resolve_component(registry, "loader", name, ("loaders", i))
+
+    def loader_components(self, registry: PluginRegistry) -> list[Component]:
+        """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
+        type and its chunker come from, and those ``loaders:`` names. Installing a plugin changes no other tool."""
+        plugins: set[str] = set()
+        for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
+            component = registry.find(kind, name)  # type: ignore[arg-type]
+            if component is not None and not component.builtin:
+                plugins.add(component.plugin)
+        chosen = {(c.plugin, c.name): c for plugin in sorted(plugins) for c in registry.of_plugin("loader", plugin)}
+        for name in self.loaders:
+            with runtime_errors(self.name):
+                component = resolve_component(registry, "loader", name, ("loaders",))
+            chosen[(component.plugin, component.name)] = component
+        return [c for c in chosen.values() if not c.builtin]
 
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
         """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is

@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING
 from deckhand.bases import LoaderBase, as_loader
 from deckhand.ingest.file_types import file_type
 from deckhand.protocols import Loader
+from deckhand.registration import BUILTIN
 from deckhand.types import LoadedText
 
 if TYPE_CHECKING:
-    from deckhand.plugins import PluginRegistry
+    from deckhand.plugins import Component, PluginRegistry
 
 
 class LoaderSet:
-    """Picks the loader for each extension among every registered loader (highest priority wins); a script without
-    an extension goes to the loader of ``#!`` (:mod:`deckhand.ingest.file_types`)."""
+    """Picks the loader for each extension among the loaders given: the highest ``priority`` wins, and on a tie the
+    loader given last (see :meth:`from_registry`); a script without an extension goes to the loader of ``#!``
+    (:mod:`deckhand.ingest.file_types`)."""
 
     def __init__(self, loaders: Iterable[Loader]) -> None:
         self.by_extension: dict[str, LoaderBase] = {}
@@ -28,8 +30,13 @@ class LoaderSet:
                     self.by_extension[ext] = loader
 
     @classmethod
-    def from_registry(cls, registry: PluginRegistry) -> LoaderSet:
-        return cls(component.create() for component in registry.list("loader"))
+    def from_registry(cls, registry: PluginRegistry, chosen: Iterable[Component] = ()) -> LoaderSet:
+        """deckhand's own loaders and the plugin loaders ``chosen`` (those a tool opted in to: an installed
+        plugin's loaders are used by no tool that did not). For an extension several claim, the highest
+        ``priority`` wins, then a plugin's over deckhand's own, then the plugin whose name sorts first."""
+        own = [c for c in registry.of_plugin("loader", BUILTIN)]
+        plugins = sorted((c for c in chosen if not c.builtin), key=lambda c: (c.plugin, c.name), reverse=True)
+        return cls(component.create() for component in [*own, *plugins])
 
     @property
     def extensions(self) -> frozenset[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,12 @@ QUIET_MS = 400
 MAX_BATCH_MS = 5000
 
 
-def _extensions() -> set[str]:
-    from deckhand.ingest.pipeline import LoaderSet
-    from deckhand.plugins import get_registry
+def _extensions(toolbox: Toolbox, names: Iterable[str]) -> set[str]:
+    """The extensions some watched tool reads: each tool's own loaders (deckhand's and the plugin loaders it opted
+    in to: a ``.py`` change matters to a tool with ``chunker: code``, not to a documentation tool)."""
+    from deckhand.agents.reading import tool_loaders
 
-    return set(LoaderSet.from_registry(get_registry()).by_extension)
+    return {extension for name in names for extension in tool_loaders(toolbox.tool(name)).by_extension}
 
 
 class _SourceFilter:
@@ -112,7 +113,7 @@ async def watch_sources(
     by_source: dict[Path, list[Selection]] = {}
     for name, source in sources.items():
         by_source.setdefault(source, []).append(selections[name])
-    keep = _SourceFilter(sources.values(), _extensions(), by_source)
+    keep = _SourceFilter(sources.values(), _extensions(toolbox, sources), by_source)
     # Directory sources are watched recursively; a file source through its directory, not recursively
     # (editors save by replacing the file, which a watch on the file itself would lose).
     recursive = sorted({str(p) for p in sources.values() if p.is_dir()})

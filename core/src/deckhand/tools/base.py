@@ -168,7 +168,7 @@ class SourceTool:
             store=store,
             embedder=embedder,
             chunker=_LazyChunker(lambda: component.create(embedder.tokenizer, options=options)),
-            loaders=LoaderSet.from_registry(self.registry),
+            loaders=self.loader_set(),
             base_dir=self.base_dir,
             progress=self.progress,
             prepare=self._prepare_step(),
@@ -188,6 +188,11 @@ class SourceTool:
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
+
+    def loader_set(self) -> LoaderSet:
+        """The loaders this tool reads its files with: deckhand's own and the plugin loaders it opted in to
+        (:meth:`deckhand.config.base.SourceToolConfig.loader_components`)."""
+        return LoaderSet.from_registry(self.registry, self.config.loader_components(self.registry))
 
     async def open(self) -> IngestReport:
         """Open the index for searching without checking the source (see :meth:`open_sync`)."""
