@@ -375,4 +375,6 @@ def _loaders(tool: Any) -> Any:
     from deckhand.plugins import get_registry
     from deckhand.tools.base import SourceTool
 
-    return LoaderSet.from_registry(tool.registry if isinstance(tool, SourceTool) else get_registry())
+    if isinstance(tool, SourceTool):
+        return LoaderSet.from_registry(tool.registry, tool.loader_settings())
+    return LoaderSet.from_registry(get_registry())

@@ -14,7 +14,7 @@ __all__ = [
     "ToolConfigBase",
 ]
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import ByteSize, Field, ValidationInfo, field_validator, model_validator
 
@@ -203,6 +203,13 @@ class SourceToolConfig(ToolConfigBase):
             "Text encoding of the source files: auto (detected), a codec such as cp1252 or shift_jis, or a mapping "
             "of glob patterns (relative to the source) to encodings, first match wins, e.g. "
             "{'legacy/*.txt': cp1252, '*': auto}."
+        ),
+    )
+    ocr: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description=(
+            "Text recognition of scanned pages and images (with the ocr plugin installed): auto reads the pages "
+            "without a text layer, always every page, never none."
         ),
     )
     include: list[str] | None = Field(
