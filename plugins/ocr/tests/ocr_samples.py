@@ -162,3 +162,43 @@ class Counting(Engine):
     def recognise(self, image: Any) -> Any:
         self.pages += 1
         return super().recognise(image)
+
+
+def mail(
+    subject: str,
+    body: str,
+    *,
+    sender: str = "Ann Lee <ann@example.com>",
+    to: str = "bob@example.com",
+    date: str = "Mon, 02 Dec 2024 10:00:00 +0000",
+    html: str | None = None,
+    attachments: list[tuple[str, bytes, str]] | None = None,
+) -> bytes:
+    """A message written with the standard library's email package; ``attachments`` are (name, data, mime type)."""
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["Subject"], message["From"], message["To"], message["Date"] = subject, sender, to, date
+    if body:
+        message.set_content(body)
+    if html is not None:
+        if body:
+            message.add_alternative(html, subtype="html")
+        else:
+            message.set_content(html, subtype="html")
+    for name, data, mime in attachments or []:
+        maintype, subtype = mime.split("/")
+        message.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
+    return message.as_bytes()
+
+
+def mbox(messages: list[bytes]) -> bytes:
+    """An mbox of ``messages`` (mboxrd: a body line starting with ``From `` is quoted)."""
+    out = bytearray()
+    for raw in messages:
+        out += b"From sender@example.com Mon Dec  2 10:00:00 2024\n"
+        for line in raw.replace(b"\r\n", b"\n").split(b"\n"):
+            quoted = line.lstrip(b">").startswith(b"From ")
+            out += (b">" if quoted else b"") + line + b"\n"
+        out += b"\n"
+    return bytes(out)

@@ -6,6 +6,7 @@ from deckhand.hookspecs import hookimpl
 from deckhand.registration import Registrar
 
 from deckhand_ocr.images import ImageLoader
+from deckhand_ocr.mail import MailLoader
 from deckhand_ocr.pdf import PdfLoader
 
 
@@ -20,4 +21,9 @@ def deckhand_register(register: Registrar) -> None:
         "scanned-pdf",
         PdfLoader,
         description="PDFs page by page: the text layer where a page has one, OCR where it has none (ocr: setting)",
+    )
+    register.loader(
+        "mail",
+        MailLoader,
+        description="mail (.eml .mbox .msg): headers as metadata, the body, attachments read by their loaders",
     )
