@@ -4,8 +4,9 @@ A loader that knows the parts of its text returns them as :attr:`deckhand.types.
 ``(offset, fields)`` pairs in order, each saying that from ``offset`` on the text is, say, ``{"page": 3}``.
 Chunkers record ``start_char`` (an offset into the loaded text); each chunk gets the fields of the place
 its first visible character is in, so results say ``scan.pdf (page 3)`` and filters can select a mail's
-``subject``. A chunk that runs into the next place keeps the place it starts in; one that runs onto a later
-page also says the page it ends on (``end_page``: ``scan.pdf (pages 3-4)``).
+``subject``. A chunk that runs onto a later page also says the page it ends on (``end_page``:
+``scan.pdf (pages 3-4)``). Places that differ in more than their page (a mail's body and each attachment,
+each message of a mailbox) are chunked apart (:func:`chunk_parts`), so no chunk mixes two of them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from deckhand.types import Chunk
+from deckhand.bases import ChunkerBase
+from deckhand.types import Chunk, Document
 
 #: The metadata key of a PDF or image page (1-based), the one results show (``report.pdf (page 3)``).
 PAGE = "page"
@@ -26,6 +28,38 @@ END_PAGE = "end_page"
 ATTACHMENT = "attachment"
 
 _VISIBLE = re.compile(r"\S")
+
+
+def parts_of(text: str, places: Sequence[tuple[int, dict[str, Any]]]) -> list[tuple[int, int]]:
+    """``(start, end)`` of the runs of ``text`` whose places differ in nothing but their page."""
+    bounds = [0]
+    previous: dict[str, Any] | None = None
+    for start, fields in places:
+        key = {name: value for name, value in fields.items() if name != PAGE}
+        if previous is not None and key != previous and 0 < start < len(text):
+            bounds.append(start)
+        previous = key
+    return list(zip(bounds, [*bounds[1:], len(text)], strict=True))
+
+
+def chunk_parts(
+    chunker: ChunkerBase, document: Document, places: Sequence[tuple[int, dict[str, Any]]]
+) -> Iterator[Chunk]:
+    """``document``'s chunks, each part of :func:`parts_of` chunked on its own (offsets into the whole text,
+    chunks numbered on through the parts); the chunker's own cut when the text is one part."""
+    parts = parts_of(document.text, places)
+    if len(parts) <= 1:
+        yield from chunker.iter_chunks(document)
+        return
+    index = 0
+    for start, end in parts:
+        for chunk in chunker.iter_chunks(replace(document, text=document.text[start:end])):
+            metadata = dict(chunk.metadata)
+            for key in ("start_char", "end_char"):
+                if isinstance(metadata.get(key), int):
+                    metadata[key] += start
+            yield replace(chunk, index=index, metadata=metadata)
+            index += 1
 
 
 def with_places(text: str, places: Sequence[tuple[int, dict[str, Any]]], chunks: Iterable[Chunk]) -> Iterator[Chunk]:

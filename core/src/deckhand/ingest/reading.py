@@ -23,7 +23,7 @@ from deckhand.ingest.file_types import empty_reason
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import MarkItDownLoader
-from deckhand.ingest.places import with_places
+from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.ingest.workers import (
     IN_FLIGHT_BYTES,
     LARGE_FILE,
@@ -232,9 +232,8 @@ class Reader:
         del text
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        chunks_out = with_places(
-            document.text, places, (with_fields(c, fields) for c in self.chunker.iter_chunks(document))
-        )
+        pieces = chunk_parts(self.chunker, document, places)
+        chunks_out = with_places(document.text, places, (with_fields(c, fields) for c in pieces))
         for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:

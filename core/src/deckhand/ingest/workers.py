@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from deckhand.bases import as_chunker
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import decoding
 from deckhand.ingest.opening import confined_to
-from deckhand.ingest.places import with_places
+from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.printable import printable
 from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, LoadedText
@@ -162,9 +163,8 @@ def cut(
 ) -> list[Chunk]:
     """``document``'s chunks (whole, not streamed), carrying its fields, the fields of the place each starts in
     (:mod:`deckhand.ingest.places`) and, for a verbatim text, their first line."""
-    chunks = list(
-        with_places(document.text, places, (with_fields(c, document.metadata) for c in chunker.chunk(document)))
-    )
+    pieces = chunk_parts(as_chunker(chunker), document, places)
+    chunks = list(with_places(document.text, places, (with_fields(c, document.metadata) for c in pieces)))
     if loaders.verbatim(path):
         chunks = list(with_start_lines(document.text, chunks))
     return chunks
