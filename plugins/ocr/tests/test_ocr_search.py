@@ -4,6 +4,7 @@ by file and page in the CLI, over MCP and in --json; a corrupt image fails alone
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,26 @@ def test_a_scanned_page_is_found_by_file_and_page_everywhere(tmp_path: Path, mon
     shown = CliRunner().invoke(cli, ["search", question, "--tool", "search_scans", "-k", "1"])
     assert shown.exit_code == 0, shown.output
     assert "scans/lease.pdf (pages 1-2)" in shown.output
+
+
+def test_scans_are_recognised_in_the_chunk_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With worker processes (DECKHAND_CHUNK_WORKERS), each recognises its files with its own engine (the
+    loaders go to them pickled, without the models) and fills the same cache."""
+    project = tmp_path / "project"
+    (project / "scans").mkdir(parents=True)
+    page_image(["Parking permits are issued", "by the front desk."]).save(project / "scans" / "parking.png")
+    (project / "agent.yaml").write_text("tools:\n  - name: search_scans\n    type: vectorstore\n    source: scans\n")
+    monkeypatch.setenv("DECKHAND_CHUNK_WORKERS", "1")
+
+    def not_here(self: Engine, image: object) -> object:
+        raise AssertionError("recognised in the ingesting process, not in a worker")
+
+    monkeypatch.setattr(Engine, "recognise", not_here)  # a spawned worker imports the real one
+    config = load_agent_config(project / "agent.yaml")
+    tool = build_tool(config.tools[0], base_dir=project)
+    assert tool.initialize_sync().ingested == ["scans/parking.png"]
+    best = tool.search_results_sync("who issues parking permits?", top_k=1)[0]
+    assert "front desk" in best.content and best.metadata["page"] == 1
+    tool.close()
+    cache = Path(os.environ["DECKHAND_HOME"]) / "cache" / "ocr.sqlite"
+    assert cache.is_file()  # written by the worker process
