@@ -50,7 +50,7 @@ def test_places_that_differ_in_more_than_their_page_are_chunked_apart() -> None:
         (second, {"attachment": "lease.pdf", "page": 2}),
     ]
     assert parts_of(text, places) == [(0, first), (first, len(text))]  # the pages of one attachment stay together
-    chunks = list(chunk_parts(Lumped(), Document("m.eml", text), places))
+    chunks = list(chunk_parts(Lumped().chunk, Document("m.eml", text), places))
     assert [c.index for c in chunks] == [0, 1]
     assert [text[c.metadata["start_char"] : c.metadata["end_char"]] for c in chunks] == [
         text[:first].rstrip(),
@@ -61,7 +61,7 @@ def test_places_that_differ_in_more_than_their_page_are_chunked_apart() -> None:
         (None, None, None),
         ("lease.pdf", 1, 2),
     ]
-    whole = list(chunk_parts(Paragraphs(), Document("s.pdf", TEXT), PLACES))
+    whole = list(chunk_parts(Paragraphs().chunk, Document("s.pdf", TEXT), PLACES))
     assert len(whole) == 3  # pages alone are no boundary: the chunker's own cut
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from deckhand.bases import ChunkerBase
 from deckhand.types import Chunk, Document
 
 #: The metadata key of a PDF or image page (1-based), the one results show (``report.pdf (page 3)``).
@@ -43,17 +42,18 @@ def parts_of(text: str, places: Sequence[tuple[int, dict[str, Any]]]) -> list[tu
 
 
 def chunk_parts(
-    chunker: ChunkerBase, document: Document, places: Sequence[tuple[int, dict[str, Any]]]
+    cut: Callable[[Document], Iterable[Chunk]], document: Document, places: Sequence[tuple[int, dict[str, Any]]]
 ) -> Iterator[Chunk]:
-    """``document``'s chunks, each part of :func:`parts_of` chunked on its own (offsets into the whole text,
-    chunks numbered on through the parts); the chunker's own cut when the text is one part."""
+    """``document``'s chunks by ``cut`` (a chunker's ``chunk`` or ``iter_chunks``), each part of :func:`parts_of`
+    cut on its own (offsets into the whole text, chunks numbered on through the parts); ``cut(document)``
+    when the text is one part."""
     parts = parts_of(document.text, places)
     if len(parts) <= 1:
-        yield from chunker.iter_chunks(document)
+        yield from cut(document)
         return
     index = 0
     for start, end in parts:
-        for chunk in chunker.iter_chunks(replace(document, text=document.text[start:end])):
+        for chunk in cut(replace(document, text=document.text[start:end])):
             metadata = dict(chunk.metadata)
             for key in ("start_char", "end_char"):
                 if isinstance(metadata.get(key), int):

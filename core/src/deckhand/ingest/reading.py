@@ -232,7 +232,7 @@ class Reader:
         del text
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        pieces = chunk_parts(self.chunker, document, places)
+        pieces = chunk_parts(self.chunker.iter_chunks, document, places)
         chunks_out = with_places(document.text, places, (with_fields(c, fields) for c in pieces))
         for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from deckhand.bases import as_chunker
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
@@ -163,7 +162,7 @@ def cut(
 ) -> list[Chunk]:
     """``document``'s chunks (whole, not streamed), carrying its fields, the fields of the place each starts in
     (:mod:`deckhand.ingest.places`) and, for a verbatim text, their first line."""
-    pieces = chunk_parts(as_chunker(chunker), document, places)
+    pieces = chunk_parts(chunker.chunk, document, places)
     chunks = list(with_places(document.text, places, (with_fields(c, document.metadata) for c in pieces)))
     if loaders.verbatim(path):
         chunks = list(with_start_lines(document.text, chunks))
