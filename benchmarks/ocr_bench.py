@@ -4,7 +4,8 @@ Every page is rendered here from text the script knows: several fonts (DejaVu Sa
 (10 and 12 point), at 300 and 150 dpi, rotated by up to 3 degrees, with noise and JPEG artefacts, in two columns,
 and as a table. Each engine reads every page; the character error rate (edit distance over the reference's
 length, whitespace collapsed, reading order included: a two-column page read across the columns is wrong) and
-the pages per second are printed per class of page, both engines in the same run on the same pages. The page
+the pages per second are printed per class of page, both engines in the same run on the same pages, taking
+turns page by page. The page
 texts come from ``--seed`` (2: the held-out set the reported figures use; nothing was tuned on it).
 
 Then ``--rss-pages N`` pages of a scanned PDF are ingested by the PDF loader in a child process, whose peak RSS
@@ -222,18 +223,21 @@ def tesseract_reader(folder: Path) -> Callable[[Page], str] | None:
     return read
 
 
-def measure(name: str, read: Callable[[Page], str], corpus: list[Page]) -> dict[str, tuple[float, float]]:
-    """Class of page → (mean CER, pages per second) for ``read``."""
-    by_kind: dict[str, list[tuple[float, float]]] = {}
+def measure(readers: dict[str, Callable[[Page], str]], corpus: list[Page]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Engine → class of page → (mean CER, pages per second). The engines take turns page by page, so a change
+    in the machine's load (other processes) weighs on both alike."""
+    rows: dict[str, dict[str, list[tuple[float, float]]]] = {name: {} for name in readers}
     for page in corpus:
-        clock = time.perf_counter()
-        found = read(page)
-        seconds = time.perf_counter() - clock
-        by_kind.setdefault(page.kind, []).append((cer(page.text, found), seconds))
-    print(f"  {name}: {len(corpus)} pages read", flush=True)
+        for name, read in readers.items():
+            clock = time.perf_counter()
+            found = read(page)
+            seconds = time.perf_counter() - clock
+            rows[name].setdefault(page.kind, []).append((cer(page.text, found), seconds))
     return {
-        kind: (sum(c for c, _ in rows) / len(rows), len(rows) / sum(s for _, s in rows))
-        for kind, rows in by_kind.items()
+        name: {
+            kind: (sum(c for c, _ in got) / len(got), len(got) / sum(s for _, s in got)) for kind, got in kinds.items()
+        }
+        for name, kinds in rows.items()
     }
 
 
@@ -251,15 +255,23 @@ def rss_run(pages_count: int, seed: int) -> None:
         path.write_bytes(
             pdf([PdfPage(image=plain_page(rng, 150, "DejaVuSans.ttf", 11)[0]) for _ in range(pages_count)])
         )
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        size = path.stat().st_size
+        before = peak_rss()
         clock = time.perf_counter()
         loaded = LoaderSet([PdfLoader()], LoaderSettings(ocr="auto")).load_with_metadata(path)
         seconds = time.perf_counter() - clock
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
-        f"  {pages_count}-page scanned PDF ({path.name}): {len(loaded.places)} pages read in {seconds:.0f} s "
-        f"({pages_count / seconds:.2f} pages/s); peak RSS {peak / 1024:.0f} MB (before loading: {before / 1024:.0f} MB)"
+        f"  {pages_count}-page scanned PDF ({size / 1e6:.1f} MB): {len(loaded.places)} pages read in {seconds:.0f} s "
+        f"({pages_count / seconds:.2f} pages/s); peak RSS {peak_rss():.0f} MB (before loading: {before:.0f} MB)"
     )
+
+
+def peak_rss() -> float:
+    """This process's peak resident memory in MB (``VmHWM``: unlike ``ru_maxrss``, not inherited across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
@@ -272,16 +284,23 @@ def main() -> None:
     if args.rss_child:
         rss_run(args.rss_child, args.seed)
         return
+    if args.pages_per_class <= 0:
+        print(flush=True)
+        subprocess.run(
+            [sys.executable, __file__, "--rss-child", str(args.rss_pages), "--seed", str(args.seed)], check=True
+        )
+        return
     corpus = pages(args.seed, args.pages_per_class)
     print(f"{len(corpus)} generated pages, seed {args.seed}", flush=True)
-    results = {"deckhand (RapidOCR)": measure("deckhand (RapidOCR)", deckhand_reader(), corpus)}
+    readers = {"deckhand (RapidOCR)": deckhand_reader()}
     with tempfile.TemporaryDirectory() as folder:
         tesseract = tesseract_reader(Path(folder))
         if tesseract is None:
             print("  tesseract: not installed (apt-get install tesseract-ocr tesseract-ocr-eng); not measured")
         else:
             version = subprocess.run(["tesseract", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
-            results[version] = measure(version, tesseract, corpus)
+            readers[version] = tesseract
+        results = measure(readers, corpus)
     kinds = list(dict.fromkeys(page.kind for page in corpus))
     names = list(results)
     print("\n| page class | " + " | ".join(f"{n}: CER | {n}: pages/s" for n in names) + " |")
