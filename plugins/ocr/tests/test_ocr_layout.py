@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from deckhand.errors import ConfigError
-from deckhand_ocr.engine import Recognised, TextLine
+from deckhand_ocr.engine import Recognised, TextLine, skew, upright
 from deckhand_ocr.layout import MIN_CONFIDENCE_ENV, min_confidence, page_text
 
 
@@ -72,3 +74,22 @@ def test_lines_of_one_row_cut_in_two_by_the_detector_are_one_line() -> None:
     assert page_text(page(line("Total due:", 40, 100, 150), line("1,234.50 EUR", 200, 102, 160))) == (
         "Total due: 1,234.50 EUR"
     )
+
+
+def test_the_rows_of_a_page_scanned_askew_are_turned_upright_before_they_are_read() -> None:
+    angle = math.radians(3)
+
+    def tilted(text: str, left: float, top: float, width: float = 1500, height: float = 30) -> list:
+        corners = [(left, top), (left + width, top), (left + width, top + height), (left, top + height)]
+        c, s = math.cos(angle), math.sin(angle)
+        return [text, 0.95, [(x * c - y * s, x * s + y * c) for x, y in corners]]
+
+    rows = ["first row of the tilted page", "second row of the tilted page", "third row of the tilted page"]
+    found = [tilted(text, 100, 200 + 36 * n) for n, text in enumerate(rows)]
+    assert abs(skew([quad for _, _, quad in found]) - angle) < 1e-6
+    assert page_text(Recognised(1700, 2200, tuple(upright(found)))) == " ".join(rows)
+    boxes = [
+        TextLine(t, c, min(x for x, _ in q), min(y for _, y in q), max(x for x, _ in q), max(y for _, y in q))
+        for t, c, q in found
+    ]
+    assert page_text(Recognised(1700, 2200, tuple(boxes))) != " ".join(rows)  # read as tilted boxes, rows mix
