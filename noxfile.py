@@ -48,7 +48,7 @@ MCP1_PIN = "mcp==1.26.0"
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
 DISTRIBUTION = "deckhand-ai"
-INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai"]
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai", "ocr"]
 #: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
 WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
@@ -484,9 +484,9 @@ def install(session: nox.Session) -> None:
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
-    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai"} <= plugins:
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai", "ocr"} <= plugins:
         session.error(
-            "deckhand plugins does not list redis, postgres, git-memory, weaviate and openai:\n"
+            "deckhand plugins does not list redis, postgres, git-memory, weaviate, openai and ocr:\n"
             f"{listing.stdout}{listing.stderr}"
         )
     for kind, name in (
@@ -496,6 +496,7 @@ def install(session: nox.Session) -> None:
         ("memory_backend", "git"),
         ("keyword_strategy", "native"),
         ("embedder", "text-embedding-3-small"),
+        ("loader", "image"),
     ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")

@@ -136,8 +136,9 @@ if TYPE_CHECKING:
     from deckhand.ingest.discovery import SourceFile
     from deckhand.ingest.executor import Executor, IngestJob
     from deckhand.ingest.file_types import SCRIPT
-    from deckhand.ingest.loaders import decode_text
-    from deckhand.ingest.opening import read_source_bytes
+    from deckhand.ingest.loader_set import current_loaders
+    from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, notice
+    from deckhand.ingest.opening import confined_to, open_source_file, read_source_bytes
     from deckhand.ingest.pipeline import Plan, embed_file, write_file
     from deckhand.ingest.workers import Converted, convert, ensure_worker, log_level, pickled_components, replay
     from deckhand.memory.backend import sync_message
@@ -181,8 +182,9 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.ingest.discovery": "SourceFile",
     "deckhand.ingest.executor": "Executor IngestJob",
     "deckhand.ingest.file_types": "SCRIPT",
-    "deckhand.ingest.loaders": "decode_text",
-    "deckhand.ingest.opening": "read_source_bytes",
+    "deckhand.ingest.loader_set": "current_loaders",
+    "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings notice",
+    "deckhand.ingest.opening": "confined_to open_source_file read_source_bytes",
     "deckhand.ingest.pipeline": "Plan embed_file write_file",
     "deckhand.ingest.workers": "Converted convert ensure_worker log_level pickled_components replay",
     "deckhand.memory.backend": "sync_message",
@@ -279,6 +281,7 @@ __all__ = [
     "LoaderBase",
     "LoaderError",
     "LoaderFactory",
+    "LoaderSettings",
     "MalformedResponse",
     "MemoryBackend",
     "MemoryBackendFactory",
@@ -345,7 +348,9 @@ __all__ = [
     "check_key",
     "choice_field",
     "choose_device",
+    "confined_to",
     "convert",
+    "current_loaders",
     "decision_problem",
     "decode_text",
     "degenerate_row",
@@ -364,7 +369,10 @@ __all__ = [
     "install_command",
     "is_number",
     "load_agent_config",
+    "loader_settings",
     "log_level",
+    "notice",
+    "open_source_file",
     "operations",
     "pickled_components",
     "printable",

@@ -14,7 +14,7 @@ __all__ = [
     "ToolConfigBase",
 ]
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import ByteSize, Field, ValidationInfo, field_validator, model_validator
 
@@ -210,6 +210,13 @@ class SourceToolConfig(ToolConfigBase):
             "{'legacy/*.txt': cp1252, '*': auto}."
         ),
     )
+    ocr: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description=(
+            "Text recognition of scanned pages and images (with the ocr plugin installed): auto reads the pages "
+            "without a text layer, always every page, never none."
+        ),
+    )
     include: list[str] | None = Field(
         default=None,
         description=(
@@ -235,7 +242,8 @@ class SourceToolConfig(ToolConfigBase):
     loaders: list[str] = Field(
         default_factory=list,
         description=(
-            "Plugin loaders this tool also reads files with, e.g. [code]: a name or PLUGIN:NAME. deckhand's own "
+            "Plugin loaders this tool also reads files with, e.g. [code] or [ocr]: a loader's name, PLUGIN:NAME, or a "
+            "plugin's name (all its loaders). deckhand's own "
             "(text, table, markitdown) are always used, and those of the plugin its type or chunker comes from; "
             "an installed plugin's loaders reach no other tool."
         ),
@@ -316,11 +324,14 @@ class SourceToolConfig(ToolConfigBase):
         self.reranker_component(registry, context=context)
         self.embedder_options(registry, context=context)
         for i, name in enumerate(self.loaders):
+            if registry.find("loader", name) is None and registry.of_plugin("loader", name):
+                continue  # a plugin's name: all of its loaders
             resolve_component(registry, "loader", name, ("loaders", i))
 
     def loader_components(self, registry: PluginRegistry) -> list[Component]:
         """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
-        type and its chunker come from, and those ``loaders:`` names. Installing a plugin changes no other tool."""
+        type and its chunker come from, and those ``loaders:`` names (a loader, ``plugin:loader``, or a plugin: all of
+        its loaders). Installing a plugin changes no other tool."""
         plugins: set[str] = set()
         for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
             component = registry.find(kind, name)  # type: ignore[arg-type]
@@ -328,6 +339,10 @@ class SourceToolConfig(ToolConfigBase):
                 plugins.add(component.plugin)
         chosen = {(c.plugin, c.name): c for plugin in sorted(plugins) for c in registry.of_plugin("loader", plugin)}
         for name in self.loaders:
+            whole = registry.of_plugin("loader", name) if registry.find("loader", name) is None else []
+            if whole:  # a plugin's name: every loader it registers (``loaders: [ocr]``)
+                chosen.update({(c.plugin, c.name): c for c in whole})
+                continue
             with runtime_errors(self.name):
                 component = resolve_component(registry, "loader", name, ("loaders",))
             chosen[(component.plugin, component.name)] = component

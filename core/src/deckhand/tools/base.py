@@ -42,10 +42,11 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMisma
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.loaders import LoaderSettings
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
-from deckhand.paths import state_dir
+from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import QueryEngine
@@ -192,7 +193,9 @@ class SourceTool:
     def loader_set(self) -> LoaderSet:
         """The loaders this tool reads its files with: deckhand's own and the plugin loaders it opted in to
         (:meth:`deckhand.config.base.SourceToolConfig.loader_components`)."""
-        return LoaderSet.from_registry(self.registry, self.config.loader_components(self.registry))
+        return LoaderSet.from_registry(
+            self.registry, self.config.loader_components(self.registry), self.loader_settings()
+        )
 
     async def open(self) -> IngestReport:
         """Open the index for searching without checking the source (see :meth:`open_sync`)."""
@@ -392,6 +395,12 @@ class SourceTool:
         if not self.is_initialized or self._store is None or self._embedder is None:
             raise RuntimeError(f"{type(self).__name__} must be initialized before documents are added or removed")
         return self._store, self._embedder
+
+    def loader_settings(self) -> LoaderSettings:
+        """What this tool's loaders read: its ``ocr:`` setting, and the embedding cache's directory for the work
+        they may reuse (none with ``DECKHAND_NO_CACHE=1``)."""
+        cache = None if cache_disabled() else state_dir(self.base_dir) / "cache"
+        return LoaderSettings(ocr=self.config.ocr, cache_dir=cache)
 
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
