@@ -6,10 +6,20 @@ The SciFact reference BM25 (0.676 nDCG@10) uses this recipe: an English Snowball
 every character that is not a letter, a digit or a dot becomes a space, then leading and
 trailing dots are stripped, so a sentence's last word loses its full stop while dotted
 numbers such as ``4.2`` stay one term and section numbers remain searchable.
+
+Identifiers (issue 47) are understood on top of that split: :func:`identifier_words` gives the words an
+identifier adds to it, so that a query for the whole identifier and for its parts both match. A compound joined
+by ``_ - / @ : +`` (``parse_args``, ``ERR-4521``, a UUID, an e-mail address, a URL) adds itself whole (the split
+gives its parts); a ticket number ``#1234`` adds itself with its ``#``; a dotted name with a letter in it
+(``a.b.c``, ``bob.smith``) adds its parts (the split keeps it whole; dotted numbers such as ``4.2`` and
+``1.4.2`` stay whole only); a CamelCase or camelCase word adds its parts (``HTTPTransport``: ``http``,
+``transport``). Hex numbers (``0x1f``) and words mixing letters and digits are one word already. The builtin
+BM25, tantivy (its ``ident`` field) and the exact modality all use these same words, at index and query time.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 
 import Stemmer
@@ -39,6 +49,51 @@ def words(text: str) -> list[str]:
     return text.lower().translate(_SEPARATORS).split()
 
 
+#: Characters that join the parts of a compound identifier (a dot only joins: the split keeps dotted words).
+CONNECTORS = "._-/@:+"
+#: A compound identifier: letters and digits joined by connectors (``parse_args``, ``ERR-4521``, a UUID,
+#: ``bob@example.com``, ``https://example.com/a``), or a ticket number (``#1234``).
+COMPOUND = re.compile(r"#\d+(?![^\W_])|[^\W_]+(?:[._\-/@:+]+[^\W_]+)+")
+#: A word with a case change inside: ``getValue``, ``ParseArgs``, ``HTTPTransport``.
+CAMEL = re.compile(r"[^\W_]*(?:[a-z0-9][A-Z]|[A-Z]{2}[a-z])[^\W_]*")
+#: The parts of a CamelCase word: ``HTTPTransport`` → ``HTTP``, ``Transport``.
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def identifier_words(text: str) -> list[str]:
+    """The raw lower-case words identifiers in ``text`` add to :func:`words`' split (see the module's text):
+    each compound's whole, the parts of dotted names, the parts of CamelCase words."""
+    out: list[str] = []
+    if "#" in text or any(c in text for c in CONNECTORS):
+        for match in COMPOUND.finditer(text):
+            whole = match.group(0).lower()
+            if whole.startswith("#") or not _only_dots(whole):
+                out.append(whole)
+            for word in whole.translate(_SEPARATORS).split():
+                word = word.strip(".")
+                if "." in word and not word.replace(".", "").isdigit():
+                    out.extend(word.split("."))
+    for match in CAMEL.finditer(text):
+        parts = _CAMEL_PART.findall(match.group(0))
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts)
+    return out
+
+
+def _only_dots(whole: str) -> bool:
+    """Whether a compound's connectors are all dots (the split keeps it whole already)."""
+    return all(c not in whole for c in CONNECTORS if c != ".")
+
+
+def compound_whole(word: str) -> str | None:
+    """``word`` lower-cased when it is one compound identifier that :func:`identifier_words` adds whole
+    (``err-4521``, ``#1234``, a UUID, an address), else None (a plain word, a dotted name, a phrase)."""
+    word = word.strip().lower()
+    if not COMPOUND.fullmatch(word) or not (word.startswith("#") or not _only_dots(word)):
+        return None
+    return word
+
+
 class Analyzer:
     """Turns text into index terms; the same analyzer must serve documents and queries."""
 
@@ -57,5 +112,6 @@ class Analyzer:
         return sys.intern(self._stemmer.stemWord(word))
 
     def terms(self, text: str) -> list[str]:
-        """Index terms of ``text`` in order (stopwords dropped, words stemmed)."""
-        return [t for t in map(self.term, words(text)) if t is not None]
+        """Index terms of ``text`` (stopwords dropped, words stemmed): its words in order, then the words its
+        identifiers add (:func:`identifier_words`)."""
+        return [t for t in map(self.term, words(text) + identifier_words(text)) if t is not None]
