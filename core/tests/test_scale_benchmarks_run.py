@@ -64,3 +64,22 @@ def test_side_feed_bench_reports_each_phase_the_build_and_the_look_ups(tmp_path:
     for step in ("records read", "tantivy documents built", "commit and merges", "first build", "a new process opens"):
         assert re.search(rf"{step}.* [\d.]+ s wall +[\d.]+ s CPU", out), step
     assert len(re.findall(r"p50 +[\d.]+ ms +p95 +[\d.]+ ms", out)) == 10
+
+
+def test_identifier_qa_reports_first_top5_and_silent_per_setting(tmp_path: Path) -> None:
+    """issue 47's benchmark at 22 chunks, two settings: every table row, and the default tool finds each planted
+    identifier's holder first, plain and quoted, never silent."""
+    out = _run(
+        tmp_path,
+        "identifier_qa.py",
+        *("--sizes", "22", "--per-shape", "1", "--settings", "default", "keyword"),
+        *("--workdir", str(tmp_path / "work")),
+    )
+    rows = re.findall(
+        r"^\| (default|keyword) \| (plain|quoted|sentence) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", out, re.M
+    )
+    assert len(rows) == 6, out
+    for setting, form, first, top5, silent in rows:
+        if setting == "default" and form != "sentence":
+            assert (float(first), float(top5), float(silent)) == (1.0, 1.0, 0.0), (setting, form, out)
+    assert re.search(r"corpus and index: \d+ s .*default \d+ ms/query, keyword \d+ ms/query", out)

@@ -209,3 +209,45 @@ def test_the_default_tool_finds_each_notes_own_token_first(tmp_path: Path, minil
         assert tool.search_text_sync("best pizza recipe in Naples").startswith("No relevant results: nothing")
     finally:
         tool.close()
+
+
+def test_a_keyword_index_of_the_layout_before_identifiers_is_rebuilt_once_from_the_records(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index written before the ``ident`` field (FORMAT 4) opens: rebuilt from the store's records (no vector is
+    computed) with one info line, then an identifier is found whole; the next open loads it as it is."""
+    import json
+    import logging
+
+    import tantivy
+    from deckhand.retrieval import tantivy_keyword
+
+    store = SQLiteStore(tmp_path / "index.sqlite", "ids")
+    store.open(CollectionSpec("ids", DIM, "test"))
+    record = Record("a.md#0", "a.md", 0, "Raised as ERR-4521 by the parser.", _vector(0.5, 1), {})
+    store.replace_source("a.md", [record], FileState("a.md", 1.0, 1, "h", "test", 1))
+    path = store.side_index_path(tantivy_keyword.SIDE_INDEX)
+    assert path is not None
+    path.mkdir()
+    older = tantivy.SchemaBuilder()
+    for name in ("body", "heading", "path"):
+        older.add_text_field(name, index_option="freq")
+    older.add_text_field("content", index_option="position")
+    older.add_text_field("id", stored=True, tokenizer_name="raw")
+    tantivy.Index(older.build(), path=str(path))
+    settings = json.loads(TantivyIndex().settings())
+    settings["format"] = 4
+    (path / "position.json").write_text(
+        json.dumps({"settings": json.dumps(settings, sort_keys=True), "version": 1, "last_row": 1})
+    )
+    with caplog.at_level(logging.INFO, logger="deckhand"):
+        index = TantivyIndex.from_options(store, None, TantivyOptions())
+        index.sync(store)
+    assert [r.getMessage() for r in caplog.records if "another layout" in r.getMessage()] != []
+    assert len([r for r in caplog.records if "layout" in r.getMessage()]) == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert [i for i, _ in index.search("err-4521", 5)] == ["a.md#0"]
+    again = TantivyIndex.from_options(store, None, TantivyOptions())
+    again.sync(store)
+    assert again.synced == "loaded"
+    store.close()
