@@ -14,11 +14,11 @@ pass it, so every fused result satisfies it. A query that is a section reference
 gets that section first, in document order, ahead of the reranker's order.
 
 An identifier the query holds that few chunks hold verbatim, or a quoted phrase, anchors the chunks holding it
-(:meth:`deckhand.retrieval.phrase_match.ExactIndex.anchors`, issue 47): they are exact matches, so such a query is
-never off-topic whatever the dense similarity, and when the query is nothing but identifiers (``ERR-4521``,
-``parse_args``, ``dwteiqivk``) or quotes a phrase they rank first (after a pinned section), the chunks holding more
-of its anchors first, each group in fused order, with the score 1; in a longer question (``where is ERR-4521
-handled?``) they rank ahead of every chunk only the dense search found. Score fusion alone let the dense search's
+(:meth:`deckhand.retrieval.phrase_match.ExactIndex.anchors`, issue 47): such a query is never off-topic whatever the
+dense similarity, and when it is nothing but identifiers (``ERR-4521``, ``parse_args``, ``dwteiqivk``) or quotes a
+phrase the anchored chunks rank first (after a pinned section), the chunks holding more of its anchors first, each
+group in fused order, with the score 1; inside a longer question (``where is ERR-4521 handled?``) they rank ahead of
+every chunk only the dense search found. Score fusion alone let the dense search's
 best resemblances outrank a lone exact match (a single hit normalises to 1, the dense list's best to several
 standard deviations), so the holder of a rare token came first only where the dense model read the token.
 
@@ -191,11 +191,11 @@ def _anchored_first(fused: list[Fused], anchors: Anchors) -> list[Fused]:
     if not resembling:
         return fused
     above = max(f.rrf for f in resembling) * (1.0 + 1e-6) + 1e-12
+    best = max(f.score for f in resembling)
     for entry in fused:
         if entry.id in held and entry.rrf < above:
-            scale = entry.score / entry.rrf if entry.rrf > 0 else 0.0
+            entry.score = min(above * entry.score / entry.rrf, 1.0) if entry.rrf > 0 else best
             entry.rrf = above
-            entry.score = min(above * scale, 1.0) if scale else max(f.score for f in resembling)
     return sorted(fused, key=lambda f: -f.rrf)
 
 
@@ -296,7 +296,7 @@ class QueryEngine:
         fused, records = self.rank(
             store, query, settings, max(k, settings.candidates), where, provider, section, anchors
         )
-        if _off_topic(query, fused, records, settings):
+        if not anchors and _off_topic(query, fused, records, settings):
             return []
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]

@@ -11,8 +11,8 @@ require") add that section's chunks after the direct matches. Everything is buil
 Anchors (issue 47): an identifier the query holds (``ERR-4521``, ``parse_args``, ``#1234``, a UUID; or the whole
 query when it is one word, ``dwteiqivk``) that at most :data:`RARE` chunks hold verbatim, and each quoted phrase,
 anchor the chunks holding it (:meth:`ExactIndex.anchors`): they are exact matches (so the query is never
-off-topic), and when the query is nothing but identifiers and quoted phrases they rank first
-(:mod:`deckhand.retrieval.engine`).
+off-topic), and when the query is nothing but identifiers and quoted phrases they rank first, else ahead of the
+chunks only the dense search found (:mod:`deckhand.retrieval.engine`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ RARE = 10
 MAX_ANCHORS = 8
 #: Punctuation around a word of a query that is not part of it (a ``#`` before digits is).
 _AROUND = "?!,;:.()[]{}<>'\"`*“”‘’"
+#: An acronym in the plural (``URLs``, ``APIs``): a word, not a CamelCase name.
+_ACRONYMS = re.compile(r"[A-Z]{2,}s")
 #: A dotted number with two dots or more: a version (``1.4.2``); one dot is a section number or a decimal.
 _VERSION = re.compile(r"\d+(?:\.\d+){2,}")
 
@@ -53,9 +55,12 @@ def identifier_shaped(word: str) -> bool:
     of prose: a compound (``parse_args``, ``ERR-4521``, ``a.b.c``, a UUID, an e-mail address, a URL), a ticket
     number ``#1234``, a CamelCase word, letters mixed with digits (``0x1f``, ``zqtok0x``), a version ``1.4.2``."""
     if COMPOUND.fullmatch(word):
-        return word.startswith("#") or any(c.isalpha() for c in word) or bool(_VERSION.fullmatch(word))
+        if word.startswith("#") or _VERSION.fullmatch(word):
+            return True
+        # prose joins words with hyphens ("built-in", "one-time"): a compound of letters and hyphens alone is not one
+        return any(c.isalpha() for c in word) and not all(c.isalpha() or c == "-" for c in word)
     if CAMEL.fullmatch(word):
-        return True
+        return not _ACRONYMS.fullmatch(word)
     return any(c.isalpha() for c in word) and any(c.isdigit() for c in word) and word.isalnum()
 
 
@@ -214,6 +219,11 @@ class ExactIndex:
         first = bool(parsed.phrases) or alone or (bool(shaped) and len(shaped) == len(bare))
         return Anchors(held, first) if held else NO_ANCHORS
 
+    def ranked_anchors(self, anchors: Anchors) -> list[str]:
+        """The anchored chunks as the exact ranking lists them: those holding more of the query's anchors first."""
+        held = anchors.held
+        return sorted(held, key=lambda i: -held[i])
+
     def section_of_query(self, query: str) -> list[str]:
         """Record ids of the section the query names on its own ("§ 4.2"), else []."""
         parsed = self.parse(query)
@@ -238,7 +248,7 @@ class ExactIndex:
         whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
         for term in (*parsed.phrases, whole, *identifiers(whole)):
             add([definition.record_id for definition in self.definitions.every(term, k)], DIRECT)
-        add(sorted(anchors.held, key=lambda i: -anchors.held[i]), DIRECT)
+        add(self.ranked_anchors(anchors), DIRECT)
         for ref in parsed.references:
             add(self.resolver.resolve(ref), DIRECT)
         if parsed.phrases:
