@@ -62,22 +62,52 @@ _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 def identifier_words(text: str) -> list[str]:
     """The raw lower-case words identifiers in ``text`` add to :func:`words`' split (see the module's text):
-    each compound's whole, the parts of dotted names, the parts of CamelCase words."""
+    each compound's whole, the parts of dotted names, the parts of CamelCase words.
+
+    Only the whitespace-separated tokens that can hold an identifier reach a regular expression: one that is
+    letters and digits in one case (or capitalised) cannot, nor can a plural acronym (``URLs``)."""
     out: list[str] = []
-    if "#" in text or any(c in text for c in CONNECTORS):
-        for match in COMPOUND.finditer(text):
-            whole = match.group(0).lower()
-            if whole.startswith("#") or not _only_dots(whole):
-                out.append(whole)
-            for word in whole.translate(_SEPARATORS).split():
-                word = word.strip(".")
-                if "." in word and not word.replace(".", "").isdigit():
-                    out.extend(word.split("."))
-    for match in CAMEL.finditer(text):
+    for token in text.split():
+        if not token.isalnum():
+            token = token.strip(AROUND)
+            if not token.isalnum():
+                if token:
+                    _compounds(token, out)
+                    _camel(token, out)
+                continue
+        if token.islower() or token.isupper() or token.isdigit() or (token[0].isupper() and token[1:].islower()):
+            continue
+        if not _PLURAL_ACRONYM.fullmatch(token):
+            _camel(token, out)
+    return out
+
+
+#: Punctuation around a token that is not part of an identifier (a ``#`` before digits is).
+AROUND = ".,;:!?()[]{}<>\"'`*“”‘’"
+#: A plural acronym (``URLs``): a word, not a CamelCase name.
+_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
+
+
+def _compounds(token: str, out: list[str]) -> None:
+    """The compounds in ``token`` (no whitespace in it): each one's whole and the parts of its dotted words."""
+    for match in COMPOUND.finditer(token):
+        whole = match.group(0).lower()
+        if whole.startswith("#") or not _only_dots(whole):
+            out.append(whole)
+        for word in whole.translate(_SEPARATORS).split():
+            word = word.strip(".")
+            if "." in word and not word.replace(".", "").isdigit():
+                out.extend(word.split("."))
+
+
+def _camel(token: str, out: list[str]) -> None:
+    """The parts of the CamelCase words in ``token``."""
+    for match in CAMEL.finditer(token):
+        if _PLURAL_ACRONYM.fullmatch(match.group(0)):
+            continue
         parts = _CAMEL_PART.findall(match.group(0))
         if len(parts) > 1:
             out.extend(p.lower() for p in parts)
-    return out
 
 
 def _only_dots(whole: str) -> bool:

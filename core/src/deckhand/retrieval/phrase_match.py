@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from deckhand.retrieval.analysis import CAMEL, COMPOUND
+from deckhand.retrieval.analysis import AROUND, CAMEL, COMPOUND
 from deckhand.types import Record
 
 #: Straight or typographic double quotes around a phrase.
@@ -42,8 +42,6 @@ MAX_IDENTIFIERS = 8
 RARE = 10
 #: Most words of one query tried as anchors.
 MAX_ANCHORS = 8
-#: Punctuation around a word of a query that is not part of it (a ``#`` before digits is).
-_AROUND = "?!,;:.()[]{}<>'\"`*“”‘’"
 #: An acronym in the plural (``URLs``, ``APIs``): a word, not a CamelCase name.
 _ACRONYMS = re.compile(r"[A-Z]{2,}s")
 #: A dotted number with two dots or more: a version (``1.4.2``); one dot is a section number or a decimal.
@@ -206,7 +204,7 @@ class ExactIndex:
         :data:`RARE` chunks hold (see the module's text); they rank first when the query is nothing but such
         words (``ERR-4521``, ``"retry window"``, ``dwteiqivk``) or quotes a phrase."""
         parsed = self.parse(query)
-        bare = [w for w in (word.strip(_AROUND) for word in QUOTED.sub(" ", query[:2000]).split()) if w]
+        bare = [w for w in (word.strip(AROUND) for word in QUOTED.sub(" ", query[:2000]).split()) if w]
         shaped = [w.lower() for w in bare if identifier_shaped(w)]
         alone = len(bare) == 1 and not parsed.phrases and bare[0].isalnum()
         wanted = list(dict.fromkeys([*parsed.phrases, *(shaped or ([bare[0].lower()] if alone else []))]))
