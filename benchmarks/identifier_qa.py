@@ -94,8 +94,9 @@ def paragraph(rng: np.random.Generator, chars: int) -> str:
     return " ".join(out)
 
 
-def identifier(shape: str, rng: np.random.Generator, family: int) -> str:
-    """A new identifier of ``shape``; identifiers of one ``family`` share a prefix or parts."""
+def identifier(shape: str, rng: np.random.Generator, family: int, wide: bool = False) -> str:
+    """A new identifier of ``shape``; identifiers of one ``family`` share a prefix or parts. ``wide``: from a larger
+    space (when a family's narrow one is used up, in the largest corpora)."""
     fam = np.random.default_rng(family * 7919 + SHAPES.index(shape))
     a, b = (str(w) for w in fam.choice(WORDS, 2, replace=False))
     c = str(rng.choice(WORDS))
@@ -110,9 +111,11 @@ def identifier(shape: str, rng: np.random.Generator, family: int) -> str:
         return f"{a}.{b}.{c}"
     if shape == "code":
         prefix = str(fam.choice(["ERR", "E", "SEC", "NET"]))
-        return f"{prefix}-{int(fam.integers(10, 99))}{int(rng.integers(0, 100)):02d}"
+        tail = f"{int(rng.integers(0, 10_000)):04d}" if wide else f"{int(rng.integers(0, 100)):02d}"
+        return f"{prefix}-{int(fam.integers(10, 99))}{tail}"
     if shape == "ticket":
-        return f"#{int(fam.integers(1, 99))}{int(rng.integers(0, 100)):02d}"
+        tail = f"{int(rng.integers(0, 10_000)):04d}" if wide else f"{int(rng.integers(0, 100)):02d}"
+        return f"#{int(fam.integers(1, 99))}{tail}"
     if shape == "uuid":
         return str(uuid.UUID(int=int.from_bytes(rng.bytes(16), "big"), version=4))
     if shape == "version":
@@ -146,8 +149,10 @@ def corpus(n: int, seed: int) -> tuple[list[str], list[Chunk]]:
         shape = SHAPES[i % len(SHAPES)]
         family = i // (len(SHAPES) * 5)
         found: list[str] = []
+        tries = 0
         while len(found) < 2:
-            ident = identifier(shape, rng, family)
+            tries += 1
+            ident = identifier(shape, rng, family, wide=tries > 20)
             if ident.lower() not in seen and all(ident.lower() not in s for s in found):
                 seen.add(ident.lower())
                 found.append(ident)
