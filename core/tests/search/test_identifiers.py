@@ -107,6 +107,9 @@ def test_an_identifier_is_indexed_whole_and_by_its_parts_the_same_way_everywhere
     added = [t for t in map(analyzer.term, identifier_words(text)) if t is not None]
     assert ident_terms(text) == added
     assert identifier_shaped(text)
+    # a query looks up its words and the identifier's whole (the parts of a document's identifiers are its words)
+    query = Analyzer().query_terms(text)
+    assert whole in query and set(query) <= set(terms)
 
 
 def test_prose_is_not_taken_for_identifiers() -> None:

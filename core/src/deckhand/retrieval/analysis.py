@@ -14,7 +14,9 @@ gives its parts); a ticket number ``#1234`` adds itself with its ``#``; a dotted
 (``a.b.c``, ``bob.smith``) adds its parts (the split keeps it whole; dotted numbers such as ``4.2`` and
 ``1.4.2`` stay whole only); a CamelCase or camelCase word adds its parts (``HTTPTransport``: ``http``,
 ``transport``). Hex numbers (``0x1f``) and words mixing letters and digits are one word already. The builtin
-BM25, tantivy (its ``ident`` field) and the exact modality all use these same words, at index and query time.
+BM25, tantivy (its ``ident`` field) and the exact modality all use these same words. A document is indexed with
+all of them; a query looks up its words and each identifier's whole (:meth:`Analyzer.query_terms`), which is
+what the parts of the document's identifiers are matched by anyway: a part asked for is one of the query's words.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ def identifier_words(text: str) -> list[str]:
     return out
 
 
+def identifier_wholes(text: str) -> list[str]:
+    """The compounds :func:`identifier_words` adds whole (``err-4521``, ``#1234``, a URL), not the parts."""
+    return [w for w in identifier_words(text) if compound_whole(w) is not None]
+
+
 #: Punctuation around a token that is not part of an identifier (a ``#`` before digits is).
 AROUND = ".,;:!?()[]{}<>\"'`*“”‘’"
 #: A plural acronym (``URLs``): a word, not a CamelCase name.
@@ -140,6 +147,12 @@ class Analyzer:
         if self._stemmer is None or not word.isalpha():
             return sys.intern(word)
         return sys.intern(self._stemmer.stemWord(word))
+
+    def query_terms(self, text: str) -> list[str]:
+        """Index terms a query for ``text`` looks up: its words' terms, and each identifier's whole (``err-4521``);
+        not the parts an identifier adds to a document (they are among its words already, or they would count an
+        identifier two and three times over the other words of a question)."""
+        return [t for t in map(self.term, words(text) + identifier_wholes(text)) if t is not None]
 
     def terms(self, text: str) -> list[str]:
         """Index terms of ``text`` (stopwords dropped, words stemmed): its words in order, then the words its

@@ -164,7 +164,7 @@ class BM25Index(KeywordIndexBase):
         n_docs = len(self._ids)
         out = np.zeros(n_docs, dtype=np.float32)
         slices = []
-        for term in self.analyzer.terms(query):
+        for term in self.analyzer.query_terms(query):
             tid = self._vocab.get(term)
             if tid is None or tid >= len(self._offsets) - 1:
                 continue

@@ -63,7 +63,7 @@ from deckhand.bases import KeywordIndexBase
 from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import RecordLog
-from deckhand.retrieval.analysis import STOPWORDS, Analyzer, compound_whole, identifier_words
+from deckhand.retrieval.analysis import STOPWORDS, Analyzer, compound_whole, identifier_wholes, identifier_words
 from deckhand.retrieval.definition_lookup import definitions_of, term_key
 from deckhand.retrieval.references import section_ids_of
 from deckhand.retrieval.side_indexes import indexed_text, location_of
@@ -168,10 +168,12 @@ def body_text(record: Record) -> str:
     return indexed_text(record)
 
 
-def ident_terms(text: str) -> list[str]:
+def ident_terms(text: str, *, query: bool = False) -> list[str]:
     """The ``ident`` field's terms of ``text``: the words its identifiers add to the split, analysed as the
-    builtin BM25 analyses them (:func:`deckhand.retrieval.analysis.identifier_words`)."""
-    return [t for t in map(_IDENT_ANALYZER.term, identifier_words(text)) if t is not None and len(t) <= _LONGEST]
+    builtin BM25 analyses them (:func:`deckhand.retrieval.analysis.identifier_words`); for a ``query`` only each
+    identifier's whole (:meth:`deckhand.retrieval.analysis.Analyzer.query_terms`)."""
+    added = identifier_wholes(text) if query else identifier_words(text)
+    return [t for t in map(_IDENT_ANALYZER.term, added) if t is not None and len(t) <= _LONGEST]
 
 
 def heading_text(record: Record) -> str:
@@ -397,7 +399,7 @@ class TantivyIndex(KeywordIndexBase):
         clauses = []
         for field, boost, words in (
             ("body", 1.0, terms),
-            ("ident", 1.0, ident_terms(query)),
+            ("ident", 1.0, ident_terms(query, query=True)),
             ("heading", self.options.heading_boost, terms),
             ("path", self.options.path_boost, path_terms),
         ):
