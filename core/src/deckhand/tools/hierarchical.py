@@ -204,6 +204,15 @@ class HierarchicalDocumentTool(ContextualChunks):
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 
+    def off_topic(self, query: str, filter: FilterInput = None) -> str | None:
+        """As the base tool's, except that a query holding an identifier or quoted phrase that the index holds
+        verbatim and rarely is never off-topic, whatever its dense similarity (issue 47; the engine decides the
+        same way)."""
+        exact = self.engine.exact
+        if exact is not None and exact.anchors(query):
+            return None
+        return super().off_topic(query, filter)
+
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         off_topic = self.off_topic(query, filter)
         if off_topic is not None:
