@@ -1,0 +1,162 @@
+"""What the pages share: the agent configs' toolboxes, the question sets, and the ingests started from the page."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from deckhand_ui.core_api import CallError, ConfigError, RetrievalTestCase, Toolbox, load_agent_config
+
+#: Most questions of one set a comparison asks (each is a search of each side).
+MAX_QUESTIONS = 1000
+
+
+@dataclass
+class IngestJob:
+    """An ingest started from the Index page, followed by its progress listener."""
+
+    tool: str
+    force: bool
+    started: float = field(default_factory=time.monotonic)
+    units: float = 0.0
+    message: str = "starting"
+    finished: float | None = None
+    summary: str | None = None
+    error: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.finished is None
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a tool of one of the loaded configs."""
+
+    config: str
+    tool: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.config}:{self.tool}"
+
+
+class Workbench:
+    """The loaded agent configs (the first is ``--config``), their tools, and the question sets."""
+
+    def __init__(self, toolboxes: dict[str, Toolbox], questions: dict[str, list[RetrievalTestCase]]) -> None:
+        if not toolboxes:
+            raise ConfigError("deckhand ui: no agent config to serve")
+        self.toolboxes = toolboxes
+        self.questions = questions
+        self.jobs: dict[str, IngestJob] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, config: Path, others: Sequence[Path] = (), question_files: Sequence[Path] = ()) -> Workbench:
+        """Toolboxes of ``config`` and ``others`` (labelled by file name), and the question sets: each config's
+        ``tests:`` and each of ``question_files`` (a YAML file with a ``tests:`` list, as agent.yaml writes it)."""
+        toolboxes: dict[str, Toolbox] = {}
+        questions: dict[str, list[RetrievalTestCase]] = {}
+        for path in [config, *others]:
+            label = _label(path, toolboxes)
+            toolboxes[label] = Toolbox.from_config(path)
+            tests = load_agent_config(path).tests
+            if tests:
+                questions[f"{label} tests"] = tests[:MAX_QUESTIONS]
+        for path in question_files:
+            questions[_label(path, questions)] = read_questions(path)
+        return cls(toolboxes, questions)
+
+    @property
+    def main(self) -> Toolbox:
+        return next(iter(self.toolboxes.values()))
+
+    @property
+    def main_label(self) -> str:
+        return next(iter(self.toolboxes))
+
+    def sides(self) -> list[Side]:
+        """Every tool of every loaded config."""
+        return [Side(label, name) for label, box in self.toolboxes.items() for name in box.tool_names]
+
+    def side(self, key: str) -> tuple[Toolbox, str]:
+        """The toolbox and tool name of ``config:tool`` (a one-line error for an unknown one)."""
+        label, _, name = key.partition(":")
+        box = self.toolboxes.get(label)
+        if box is None or name not in box.tool_names:
+            raise CallError(f"no tool {key!r}; choose one of: {', '.join(s.key for s in self.sides())}")
+        return box, name
+
+    # -- ingests --------------------------------------------------------------------------------
+    def start_ingest(self, name: str, force: bool) -> IngestJob:
+        """Ingest tool ``name`` of the main config in a thread (one at a time per tool); its job."""
+        box = self.main
+        if name not in box.tool_names:
+            raise CallError(f"unknown tool {name!r} (tools: {', '.join(box.tool_names)})")
+        with self._lock:
+            job = self.jobs.get(name)
+            if job is not None and job.running:
+                return job
+            job = self.jobs[name] = IngestJob(name, force)
+
+        def listen(units: float, message: str) -> None:
+            job.units, job.message = units, message
+
+        def run() -> None:
+            try:
+                report = box.ingest(name, force, listen)
+            except CallError as exc:
+                job.error = str(exc)
+            except Exception as exc:  # the page must learn how it ended, whatever happened
+                job.error = box.error_line(exc)
+            else:
+                job.summary = report.summary()
+                job.skipped = [box.redact(f"{s.display}: {s.reason}") for s in [*report.failed, *report.skipped]]
+            finally:
+                job.finished = time.monotonic()
+
+        threading.Thread(target=run, name=f"deckhand-ui-ingest-{name}", daemon=True).start()
+        return job
+
+    def close(self) -> None:
+        for box in self.toolboxes.values():
+            box.close()
+
+
+def _label(path: Path, taken: dict[str, Any]) -> str:
+    label = path.stem or "config"
+    n = 2
+    while label in taken:
+        label, n = f"{path.stem}-{n}", n + 1
+    return label
+
+
+def read_questions(path: Path) -> list[RetrievalTestCase]:
+    """The ``tests:`` list of a YAML file (``deckhand test``'s format), validated; a one-line error naming the
+    file and the entry otherwise."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the questions: {str(exc).splitlines()[0]}") from None
+    tests = data.get("tests") if isinstance(data, dict) else data
+    if not isinstance(tests, list) or not tests:
+        raise ConfigError(f"{path}: tests: expected a list of {{query, expected_sources}} entries")
+    cases = []
+    for i, entry in enumerate(tests[:MAX_QUESTIONS]):
+        try:
+            cases.append(RetrievalTestCase.model_validate(entry))
+        except ValueError as exc:
+            raise ConfigError(f"{path}: tests[{i}]: {str(exc).splitlines()[-1].strip()}") from None
+    return cases
