@@ -25,8 +25,6 @@ from starlette.requests import Request
 
 from deckhand_ui.core_api import (
     MAX_BODY,
-    MAX_FILTER_CHARS,
-    MAX_QUERY_CHARS,
     MAX_URI_CHARS,
     BearerAuth,
     transport_security,
@@ -36,8 +34,9 @@ log = logging.getLogger("deckhand.ui")
 
 #: The cookie the login form sets, holding the bearer token.
 TOKEN_COOKIE = "deckhand_token"
-#: Longest query string accepted: a query, several tools and filters, with room for percent-encoding.
-MAX_QUERY_STRING = 3 * (MAX_QUERY_CHARS + 4 * MAX_FILTER_CHARS)
+#: Longest query string accepted (bytes, percent-encoded): a query of MAX_QUERY_CHARS ASCII characters, several
+#: tools and filters. The server's HTTP parser is given room for it and the headers (see serve.py).
+MAX_QUERY_STRING = 64 * 1024
 #: The hosts a loopback server answers to (the ones ``deckhand mcp --http`` allows).
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 #: Paths served without the token: the login form, and the stylesheet and script it uses.

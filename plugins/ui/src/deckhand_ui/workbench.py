@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from deckhand_ui.core_api import CallError, ConfigError, RetrievalTestCase, Toolbox, load_agent_config
 
@@ -157,6 +158,8 @@ def read_questions(path: Path) -> list[RetrievalTestCase]:
     for i, entry in enumerate(tests[:MAX_QUESTIONS]):
         try:
             cases.append(RetrievalTestCase.model_validate(entry))
-        except ValueError as exc:
-            raise ConfigError(f"{path}: tests[{i}]: {str(exc).splitlines()[-1].strip()}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in first["loc"])
+            raise ConfigError(f"{path}: tests[{i}]{where}: {first['msg']}") from None
     return cases
