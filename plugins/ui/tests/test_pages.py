@@ -157,3 +157,53 @@ def test_highlight_marks_whole_words_only() -> None:
     assert words == ["rotate", "api", "keys"]
     pieces = segments("Rotated keys; rapid API", words)
     assert [p for p, marked in pieces if marked] == ["Rotated", "keys", "API"]
+
+
+def test_compare_on_a_beir_folder(tmp_path: Path) -> None:
+    import json
+
+    from deckhand.cli.eval import write_corpus
+    from deckhand_ui.app import create_app
+
+    from conftest import BASE
+
+    beir = tmp_path / "tiny-beir"
+    (beir / "qrels").mkdir(parents=True)
+    corpus = {
+        "d/1": ("Tides", "The tide rises twice a day in the harbour."),
+        "d:1": ("Cranes", "Cranes unload containers from the ships at the quay."),
+        "d3": ("Pilots", "A pilot boards every vessel entering the channel."),
+        "d4": ("Fog", "The lighthouse sounds its horn in fog."),
+    }
+    (beir / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, (t, x) in corpus.items()), "utf-8"
+    )
+    asked = {"q1": "How often does the tide rise?", "q2": "Who unloads the containers?", "q3": "Who boards ships?"}
+    (beir / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in asked.items()))
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td/1\t1\nq2\td:1\t1\nq3\td3\t1\n")
+    write_corpus(corpus, tmp_path / "corpus")  # what deckhand eval --beir writes
+    (tmp_path / "agent.yaml").write_text(
+        "name: b\ntools:\n  - type: vectorstore\n    name: dense\n    source: corpus/\n"
+        "  - type: hierarchical_document\n    name: words\n    source: corpus/\n    search_mode: keyword\n",
+        "utf-8",
+    )
+    bench = Workbench.open(tmp_path / "agent.yaml", question_files=[beir])
+    assert [c.expected_sources for c in bench.questions["tiny-beir"]] == [
+        ["d_1.md"],
+        ["d_1-" + _sha("d:1") + ".md"],
+        ["d3.md"],
+    ]
+    with TestClient(create_app(bench), base_url=BASE) as client:
+        page = client.get(
+            "/compare", params={"a": "agent:dense", "b": "agent:words", "questions": "tiny-beir", "run": "1"}
+        )
+    assert 'id="scores"' in page.text
+    hits = [int(h) for h in re.findall(r"<td>(\d)/3 = ", page.text)]
+    assert len(hits) == 2 and hits[0] >= 2  # both sides scored on the three judged queries; dense finds them
+    assert len(re.findall(r'<tr class="(?:differs|)"><td>\d+</td>', page.text)) == 3
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()[:8]

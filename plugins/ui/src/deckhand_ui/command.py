@@ -43,8 +43,9 @@ DEFAULT_PORT = 8765
     "--questions",
     "question_files",
     multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A YAML file with a tests: list (deckhand test's format) for the Compare page (repeatable).",
+    type=click.Path(exists=True, path_type=Path),
+    help="A question set for the Compare page (repeatable): a YAML file with a tests: list (deckhand test's "
+    "format), or a BEIR folder (deckhand eval --beir's; the tools compared index the corpus deckhand eval wrote).",
 )
 @click.pass_context
 def ui(

@@ -9,10 +9,12 @@ from __future__ import annotations
 from deckhand.agents.calls import CallError, SearchArguments
 from deckhand.agents.toolbox import Toolbox
 from deckhand.cli.common import EXIT_CONFIG, config_option, config_path_of, errors, fail
+from deckhand.cli.eval import corpus_stems
 from deckhand.cli.retrieval_cases import CaseRun, ToolScore, run_cases
 from deckhand.config.loading import load_agent_config
 from deckhand.config.models import RetrievalTestCase
 from deckhand.errors import ConfigError
+from deckhand.evaluation.beir import load_beir
 from deckhand.filters.spec import SYNTAX as FILTER_SYNTAX
 from deckhand.filters.spec import parse_expressions
 from deckhand.limits import MAX_FILTER_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS
@@ -53,9 +55,11 @@ __all__ = [
     "bind",
     "config_option",
     "config_path_of",
+    "corpus_stems",
     "errors",
     "fail",
     "load_agent_config",
+    "load_beir",
     "parse_expressions",
     "redact",
     "register_secret",

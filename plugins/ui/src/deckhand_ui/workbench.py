@@ -12,7 +12,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from deckhand_ui.core_api import CallError, ConfigError, RetrievalTestCase, Toolbox, load_agent_config
+from deckhand_ui.core_api import (
+    CallError,
+    ConfigError,
+    RetrievalTestCase,
+    Toolbox,
+    corpus_stems,
+    load_agent_config,
+    load_beir,
+)
 
 #: Most questions of one set a comparison asks (each is a search of each side).
 MAX_QUESTIONS = 1000
@@ -77,7 +85,7 @@ class Workbench:
             if tests:
                 questions[f"{label} tests"] = tests[:MAX_QUESTIONS]
         for path in question_files:
-            questions[_label(path, questions)] = read_questions(path)
+            questions[_label(path, questions)] = beir_questions(path) if path.is_dir() else read_questions(path)
         return cls(toolboxes, questions)
 
     @property
@@ -142,6 +150,25 @@ def _label(path: Path, taken: dict[str, Any]) -> str:
     while label in taken:
         label, n = f"{path.stem}-{n}", n + 1
     return label
+
+
+def beir_questions(directory: Path, split: str = "test") -> list[RetrievalTestCase]:
+    """A BEIR folder's judged queries (``deckhand eval --beir``'s), each expecting the files ``deckhand eval``
+    writes its relevant documents to (``<stem>.md``; a tool compared on them indexes that corpus folder)."""
+    dataset = load_beir(directory, split)
+    stem_of = {doc_id: stem for stem, doc_id in corpus_stems(dataset.corpus).items()}
+    cases = []
+    for query_id, text in dataset.queries.items():
+        relevant = [
+            f"{stem_of[d]}.md" for d, score in dataset.qrels.get(query_id, {}).items() if score > 0 and d in stem_of
+        ]
+        if text.strip() and relevant:
+            cases.append(RetrievalTestCase(query=text, expected_sources=relevant))
+        if len(cases) == MAX_QUESTIONS:
+            break
+    if not cases:
+        raise ConfigError(f"{directory}: no judged query with a relevant document in the corpus")
+    return cases
 
 
 def read_questions(path: Path) -> list[RetrievalTestCase]:
