@@ -14,7 +14,8 @@ Each timed page after one warm-up request (the first search opens the index: its
 The baseline, measured in the same run: the same queries through ``Toolbox.search`` (what ``deckhand mcp``
 answers with) in this process, on the same index, after a warm-up; the search page's overhead is the ratio.
 
-    flock /tmp/deckhand-bench.lock uv run python benchmarks/ui_bench.py --chunks 100000 [--queries 30] [--workdir DIR]
+    uv run python benchmarks/ui_bench.py --chunks 100000 --workdir DIR --build-only   # the index (no timing)
+    flock /tmp/deckhand-bench.lock uv run python benchmarks/ui_bench.py --workdir DIR [--queries 30]
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ def main() -> None:
     parser.add_argument("--per-file", type=int, default=10)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument(
+        "--build-only", action="store_true", help="build the index in --workdir and stop (no timing: no lock needed)"
+    )
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-ui-bench-"))
     os.environ["DECKHAND_HOME"] = str(root / "state")
@@ -142,6 +146,8 @@ def main() -> None:
         print(f"source written in {time.perf_counter() - clock:.0f} s", flush=True)
         write_index(root, "hierarchical", texts)
         del texts
+    if args.build_only:
+        return
     asked = queries(args.queries)
     base = baseline(root, asked)
     server, port = start(root)

@@ -207,3 +207,22 @@ def _sha(text: str) -> str:
     import hashlib
 
     return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def test_the_file_list_follows_an_ingest(tmp_path: Path) -> None:
+    from deckhand_ui.app import create_app
+
+    from conftest import BASE, write_corpus
+
+    docs = write_corpus(tmp_path)
+    (tmp_path / "agent.yaml").write_text("name: f\ntools:\n  - type: vectorstore\n    name: flat\n    source: docs/\n")
+    bench = Workbench.open(tmp_path / "agent.yaml")
+    with TestClient(create_app(bench), base_url=BASE) as client:
+        assert "docs/tides.md" not in client.get("/documents").text
+        (docs / "tides.md").write_text("# Tides\n\nHigh tide is at noon.\n", "utf-8")
+        job = bench.start_ingest("flat", force=False)
+        deadline = time.monotonic() + 60
+        while job.running and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert job.summary and not job.error
+        assert "docs/tides.md" in client.get("/documents").text  # the kept list was read again

@@ -76,11 +76,11 @@ def files_page(bench: Workbench, params: Any) -> dict[str, Any]:
         with box.using(name) as tool:
             if not isinstance(tool, SourceTool):
                 raise CallError(f"{name}: this tool type keeps no files to browse")
-            manifest = tool.stored_files()
+            every, manifest = bench.files.of(side, tool)
     except CallError as exc:
         context["problem"] = str(exc)
         return context
-    names = sorted(s for s in manifest if contains.lower() in s.lower())
+    names = [s for s in every if contains.lower() in s.lower()] if contains else every
     pages = max(math.ceil(len(names) / FILES_PER_PAGE), 1)
     page = _page(params.get("page"), pages)
     shown = names[(page - 1) * FILES_PER_PAGE : page * FILES_PER_PAGE]

@@ -61,6 +61,27 @@ class Side:
         return f"{self.config}:{self.tool}"
 
 
+class SortedFiles:
+    """Each tool's stored files, sorted, kept until what the tool holds changes (its change stamp): paging through
+    a large index does not read and sort its manifest again for every page."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[Any, list[str], dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, side: str, tool: Any) -> tuple[list[str], dict[str, Any]]:
+        stamp = tool.change_stamp()
+        with self._lock:
+            kept = self._kept.get(side)
+        if kept is not None and stamp is not None and kept[0] == stamp:
+            return kept[1], kept[2]
+        manifest = tool.stored_files()
+        names = sorted(manifest)
+        with self._lock:
+            self._kept[side] = (stamp, names, manifest)
+        return names, manifest
+
+
 class Workbench:
     """The loaded agent configs (the first is ``--config``), their tools, and the question sets."""
 
@@ -70,6 +91,8 @@ class Workbench:
         self.toolboxes = toolboxes
         self.questions = questions
         self.jobs: dict[str, IngestJob] = {}
+        #: Each tool's sorted file list, for the Documents page.
+        self.files = SortedFiles()
         self._lock = threading.Lock()
 
     @classmethod
