@@ -70,7 +70,10 @@ def guarded(bench: Workbench) -> TestClient:
 
 
 def test_off_loopback_every_page_needs_the_token(guarded: TestClient) -> None:
-    assert guarded.get("/search").status_code == 401
+    first = guarded.get("/search", follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/login"  # no token yet: the form
+    assert guarded.post("/index/ingest", data={"tool": "flat"}).status_code == 401
+    assert guarded.get("/static/htmx.min.js").status_code == 200  # the login form's own files
     assert guarded.get("/search", headers={"authorization": "Bearer wrong-token-wrong-token"}).status_code == 401
     assert guarded.get("/search", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert guarded.get("/login").status_code == 200  # the form itself is open
@@ -86,6 +89,11 @@ def test_off_loopback_every_page_needs_the_token(guarded: TestClient) -> None:
     guarded.cookies.set(TOKEN_COOKIE, TOKEN)
     try:
         assert guarded.get("/search").status_code == 200
+    finally:
+        guarded.cookies.clear()
+    guarded.cookies.set(TOKEN_COOKIE, "wrong-token-wrong-token")
+    try:
+        assert guarded.get("/search").status_code == 401
     finally:
         guarded.cookies.clear()
     assert TOKEN not in guarded.get("/search", headers={"authorization": f"Bearer {TOKEN}"}).text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -94,8 +95,6 @@ def create_app(bench: Workbench, *, token: str | None = None, loopback: bool = T
             )
         form = await request.form()
         given = str(form.get("token") or "")[:1024]
-        import hmac
-
         if token is None or not hmac.compare_digest(given.encode(), token.encode()):
             return render.TemplateResponse(
                 request, "login.html", {"active": "", "env": TOKEN_ENV, "wrong": True}, status_code=401, headers=HEADERS

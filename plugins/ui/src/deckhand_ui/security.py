@@ -50,6 +50,12 @@ async def _refuse(send: Any, status: int, text: str, headers: list[tuple[bytes, 
     await send({"type": "http.response.body", "body": body})
 
 
+async def _see_other(send: Any, location: str) -> None:
+    head = [(b"location", location.encode()), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 303, "headers": head})
+    await send({"type": "http.response.body", "body": b""})
+
+
 class Guard:
     """ASGI middleware: request limits, then Host and Origin, then (with a token) the bearer check."""
 
@@ -86,10 +92,14 @@ class Guard:
             await _refuse(send, 413, f"the body is larger than {MAX_BODY} bytes")
             return
         receive = _bounded(receive, send)
-        if self._token and not path.startswith(OPEN_PATHS):
-            scope = _cookie_as_bearer(scope)
-        app = self._authorized if self._token and not path.startswith(OPEN_PATHS) else self._app
-        await app(scope, receive, send)
+        if not self._token or path.startswith(OPEN_PATHS):
+            await self._app(scope, receive, send)
+            return
+        scope = _cookie_as_bearer(scope)
+        if scope.get("method") == "GET" and not any(name.lower() == b"authorization" for name, _ in scope["headers"]):
+            await _see_other(send, "/login")  # a browser without the token yet: the form that takes it
+            return
+        await self._authorized(scope, receive, send)
 
     def _same_origin(self, request: Request) -> bool:
         """No Origin (a client that is not a browser), or this server's own (the Host it was asked as)."""
