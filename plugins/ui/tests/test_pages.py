@@ -226,3 +226,47 @@ def test_the_file_list_follows_an_ingest(tmp_path: Path) -> None:
             time.sleep(0.1)
         assert job.summary and not job.error
         assert "docs/tides.md" in client.get("/documents").text  # the kept list was read again
+
+
+def test_a_writable_tool_takes_the_agent_writes(tmp_path: Path) -> None:
+    from deckhand_ui.app import create_app
+
+    from conftest import BASE, write_corpus
+
+    write_corpus(tmp_path)
+    (tmp_path / "agent.yaml").write_text(
+        "name: w\ntools:\n  - type: vectorstore\n    name: notes\n    source: docs/\n    writable: true\n"
+        "  - type: vectorstore\n    name: fixed\n    source: docs/\n"
+    )
+    bench = Workbench.open(tmp_path / "agent.yaml")
+    with TestClient(create_app(bench), base_url=BASE) as client:
+        assert 'id="add-document"' in client.get("/documents", params={"tool": "agent:notes"}).text
+        assert 'id="add-document"' not in client.get("/documents", params={"tool": "agent:fixed"}).text
+        added = client.post(
+            "/documents/write",
+            data={"tool": "agent:notes", "action": "add", "title": "Tug", "text": "The red tug berths at pier nine."},
+        )
+        assert "added deckhand-agent://" in added.text
+        uri = re.search(r"deckhand-agent://[^ <(]+", added.text)
+        assert uri is not None
+        listed = client.get("/documents", params={"tool": "agent:notes"}).text
+        assert uri.group(0).rstrip() in listed and 'class="delete"' in listed
+        found = client.get("/search", params={"q": "red tug pier nine", "tool": "agent:notes"})
+        assert uri.group(0).rstrip() in found.text
+        refused = client.post(
+            "/documents/write", data={"tool": "agent:fixed", "action": "add", "title": "x", "text": "y"}
+        )
+        assert "refused:" in refused.text
+        outside = client.post(
+            "/documents/write", data={"tool": "agent:notes", "action": "delete", "source": "docs/security.md"}
+        )
+        assert "refused: only documents an agent added" in outside.text
+        empty = client.post(
+            "/documents/write", data={"tool": "agent:notes", "action": "add", "title": "t", "text": " "}
+        )
+        assert "refused: text:" in empty.text
+        gone = client.post(
+            "/documents/write", data={"tool": "agent:notes", "action": "delete", "source": uri.group(0).rstrip()}
+        )
+        assert "refused" not in gone.text
+        assert uri.group(0).rstrip() not in client.get("/documents", params={"tool": "agent:notes"}).text

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -19,7 +20,7 @@ from starlette.templating import Jinja2Templates
 
 from deckhand_ui.compare import compare_page
 from deckhand_ui.core_api import MAX_NAME_CHARS, TOKEN_ENV, CallError
-from deckhand_ui.documents import document_page, files_page
+from deckhand_ui.documents import document_page, files_page, write
 from deckhand_ui.index_page import index_page
 from deckhand_ui.memory_page import memory_page
 from deckhand_ui.search import search_page
@@ -81,6 +82,15 @@ def create_app(bench: Workbench, *, token: str | None = None, loopback: bool = T
             return render.TemplateResponse(request, "_job.html", {"job": job}, headers=HEADERS)
         return RedirectResponse("/index", status_code=303, headers=HEADERS)
 
+    async def documents_write(request: Request) -> Response:
+        form = await request.form()
+        side = str(form.get("tool") or "")[:MAX_NAME_CHARS]
+        try:
+            said = await run_in_threadpool(write, bench, form)
+        except CallError as exc:
+            said = f"refused: {exc}"
+        return RedirectResponse("/documents?" + urlencode({"tool": side, "said": said}), 303, headers=HEADERS)
+
     async def progress(request: Request) -> Response:
         name = request.query_params.get("tool", "")[:MAX_NAME_CHARS]
         job = bench.jobs.get(name)
@@ -119,6 +129,7 @@ def create_app(bench: Workbench, *, token: str | None = None, loopback: bool = T
         Route("/search", page("search", search_page, "search.html")),
         Route("/documents", page("documents", files_page, "documents.html")),
         Route("/documents/view", page("documents", document_page, "document.html")),
+        Route("/documents/write", documents_write, methods=["POST"]),
         Route("/index", index),
         Route("/index/ingest", ingest, methods=["POST"]),
         Route("/index/progress", progress),

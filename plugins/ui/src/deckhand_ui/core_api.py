@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from deckhand.agents.calls import CallError, SearchArguments
 from deckhand.agents.toolbox import Toolbox
+from deckhand.agents.writes import AddArguments, DeleteArguments, is_writable
 from deckhand.cli.common import EXIT_CONFIG, config_option, config_path_of, errors, fail
 from deckhand.cli.eval import corpus_stems
 from deckhand.cli.retrieval_cases import CaseRun, ToolScore, run_cases
@@ -36,10 +37,12 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_URI_CHARS",
     "TOKEN_ENV",
+    "AddArguments",
     "BearerAuth",
     "CallError",
     "CaseRun",
     "ConfigError",
+    "DeleteArguments",
     "FileState",
     "HttpAddress",
     "Record",
@@ -58,6 +61,7 @@ __all__ = [
     "corpus_stems",
     "errors",
     "fail",
+    "is_writable",
     "load_agent_config",
     "load_beir",
     "parse_expressions",

@@ -11,7 +11,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from deckhand_ui.core_api import MAX_URI_CHARS, CallError, Record, SourceTool
+from deckhand_ui.core_api import (
+    MAX_URI_CHARS,
+    AddArguments,
+    CallError,
+    DeleteArguments,
+    Record,
+    SourceTool,
+    is_writable,
+)
 from deckhand_ui.search import place_of
 from deckhand_ui.workbench import Workbench
 
@@ -70,13 +78,17 @@ def files_page(bench: Workbench, params: Any) -> dict[str, Any]:
     sides = [s.key for s in bench.sides()]
     side = params.get("tool") or (sides[0] if sides else "")
     contains = (params.get("contains") or "")[:MAX_URI_CHARS]
-    context: dict[str, Any] = {"sides": sides, "side": side, "contains": contains, "rows": [], "problem": None}
+    context: dict[str, Any] = {
+        "sides": sides, "side": side, "contains": contains, "rows": [], "problem": None, "writable": False,
+        "said": (params.get("said") or "")[:500],
+    }  # fmt: skip
     try:
         box, name = _source_tool(bench, side)
         with box.using(name) as tool:
             if not isinstance(tool, SourceTool):
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             every, manifest = bench.files.of(side, tool)
+            context["writable"] = is_writable(tool)
     except CallError as exc:
         context["problem"] = str(exc)
         return context
@@ -149,3 +161,31 @@ def document_page(bench: Workbench, params: Any) -> dict[str, Any]:
         chunks=[chunk_view(r) for r in records], page=page, pages=pages, total=state.chunk_count, state=state
     )
     return context
+
+
+#: What an agent-added document's source starts with (the ones the page may delete).
+AGENT_SCHEME = "deckhand-agent://"
+
+
+def write(bench: Workbench, form: Any) -> str:
+    """An add or delete of a writable tool's agent documents, as MCP's ``deckhand_add`` / ``deckhand_delete`` do
+    it (the same checks, rate limit and audit line); the one-line answer."""
+    side = str(form.get("tool") or "")
+    box, name = bench.side(side)
+    action = form.get("action")
+    try:
+        if action == "add":
+            args = AddArguments.model_validate({"tool": name, "title": form.get("title"), "text": form.get("text")})
+            return box.add_document(args)[0]
+        if action == "delete":
+            source = str(form.get("source") or "")
+            if not source.startswith(AGENT_SCHEME):
+                raise CallError("only documents an agent added can be deleted here")
+            return box.delete_document(DeleteArguments(tool=name, source=source))[0]
+    except ValueError as exc:  # the arguments' own checks, and CallError
+        errors = getattr(exc, "errors", None)
+        if callable(errors):
+            first = errors()[0]
+            raise CallError(f"{first['loc'][0]}: {first['msg']}") from None
+        raise
+    raise CallError("action: expected add or delete")
