@@ -3,7 +3,8 @@
 Builds (or reuses, with ``--workdir``) the index ``scale_bench.py`` builds: ``--chunks`` synthetic chunks of a
 ``hierarchical_document`` tool in its default sqlite store, ``--per-file`` per file, written through the tool's
 own store as an ingest leaves them (random clustered vectors under the default model's id, so no model runs for
-the build). Then starts the real server (``deckhand ui --port 0``, a process of its own) and, per page, times:
+the build; the tool answers ``results: ranked``, or the random vectors would make every query off-topic). Then
+starts the real server (``deckhand ui --port 0``, a process of its own) and, per page, times:
 
 * **TTFB**: from sending the request to the first byte of the answer (``http.client``, a fresh connection);
 * **page**: to the last byte of the HTML;
@@ -38,6 +39,9 @@ from scale_bench import make_source, texts_of, write_index
 from synthetic_corpus import queries
 
 TOOL = "acts"
+#: The vectors are random, so every query would be "off-topic" under ``results: focused`` (no result at all):
+#: ``ranked`` shows the top_k, as a real index answers a real question.
+RANKED = "    results: ranked\n"
 
 
 def start(root: Path) -> tuple[subprocess.Popen[str], int]:
@@ -56,8 +60,8 @@ def start(root: Path) -> tuple[subprocess.Popen[str], int]:
     return server, int(found.group(1))
 
 
-def fetch(port: int, path: str) -> tuple[float, float, int]:
-    """(TTFB ms, whole page ms, bytes) of one GET on a fresh connection."""
+def fetch(port: int, path: str) -> tuple[float, float, int, int]:
+    """(TTFB ms, whole page ms, bytes, results shown) of one GET on a fresh connection."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     clock = time.perf_counter()
     connection.request("GET", path)
@@ -69,7 +73,7 @@ def fetch(port: int, path: str) -> tuple[float, float, int]:
     connection.close()
     if answer.status != 200:
         raise SystemExit(f"GET {path}: {answer.status}")
-    return first * 1000, whole * 1000, len(body) + 1
+    return first * 1000, whole * 1000, len(body) + 1, body.count(b'<article class="result"')
 
 
 def rendered(port: int, paths: list[str]) -> list[float] | None:
@@ -146,6 +150,9 @@ def main() -> None:
         print(f"source written in {time.perf_counter() - clock:.0f} s", flush=True)
         write_index(root, "hierarchical", texts)
         del texts
+    agent = root / "agent.yaml"
+    if RANKED not in agent.read_text(encoding="utf-8"):
+        agent.write_text(agent.read_text(encoding="utf-8") + RANKED, encoding="utf-8")
     if args.build_only:
         return
     asked = queries(args.queries)
@@ -171,7 +178,11 @@ def main() -> None:
             timed = [fetch(port, p) for p in paths]
             ttfb, whole = [t[0] for t in timed], [t[1] for t in timed]
             size = statistics.median(t[2] for t in timed)
-            print(f"{name}: {summary('TTFB', ttfb)}; {summary('whole page', whole)}; {size / 1024:.0f} KiB", flush=True)
+            shown = f"; {statistics.mean(t[3] for t in timed):.1f} results a page" if name == "search" else ""
+            print(
+                f"{name}: {summary('TTFB', ttfb)}; {summary('whole page', whole)}; {size / 1024:.0f} KiB{shown}",
+                flush=True,
+            )
             if name == "search":
                 search_ttfb = ttfb
         print(f"baseline Toolbox.search, same queries: {summary('', base).strip()}", flush=True)
