@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _ui_corpus import AGENT, EXAMPLES, OTHER, write_corpus
 from deckhand_ui.app import create_app
 from deckhand_ui.core_api import HttpAddress, VectorCoordinate, bind
 from deckhand_ui.serve import server_config
 from deckhand_ui.workbench import Workbench
-
-from conftest import AGENT, EXAMPLES, OTHER, write_corpus
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

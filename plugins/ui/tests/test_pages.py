@@ -70,9 +70,8 @@ def test_a_document_shows_its_chunks_as_cut(client: TestClient) -> None:
 
 
 def test_a_long_document_is_read_a_page_at_a_time(tmp_path: Path) -> None:
+    from _ui_corpus import BASE, write_corpus
     from deckhand_ui.app import create_app
-
-    from conftest import BASE, write_corpus
 
     docs = write_corpus(tmp_path)
     (docs / "long.md").write_text(
@@ -162,10 +161,9 @@ def test_highlight_marks_whole_words_only() -> None:
 def test_compare_on_a_beir_folder(tmp_path: Path) -> None:
     import json
 
+    from _ui_corpus import BASE
     from deckhand.cli.eval import write_corpus
     from deckhand_ui.app import create_app
-
-    from conftest import BASE
 
     beir = tmp_path / "tiny-beir"
     (beir / "qrels").mkdir(parents=True)
@@ -210,9 +208,8 @@ def _sha(text: str) -> str:
 
 
 def test_the_file_list_follows_an_ingest(tmp_path: Path) -> None:
+    from _ui_corpus import BASE, write_corpus
     from deckhand_ui.app import create_app
-
-    from conftest import BASE, write_corpus
 
     docs = write_corpus(tmp_path)
     (tmp_path / "agent.yaml").write_text("name: f\ntools:\n  - type: vectorstore\n    name: flat\n    source: docs/\n")
@@ -229,9 +226,8 @@ def test_the_file_list_follows_an_ingest(tmp_path: Path) -> None:
 
 
 def test_a_writable_tool_takes_the_agent_writes(tmp_path: Path) -> None:
+    from _ui_corpus import BASE, write_corpus
     from deckhand_ui.app import create_app
-
-    from conftest import BASE, write_corpus
 
     write_corpus(tmp_path)
     (tmp_path / "agent.yaml").write_text(

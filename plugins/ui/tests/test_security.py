@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _ui_corpus import BASE
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand_ui.app import create_app
@@ -18,8 +19,6 @@ from deckhand_ui.core_api import DEFAULT_HOST, MAX_BODY, MAX_QUERY_CHARS, MAX_UR
 from deckhand_ui.security import MAX_QUERY_STRING, TOKEN_COOKIE
 from deckhand_ui.workbench import Workbench
 from starlette.testclient import TestClient
-
-from conftest import BASE
 
 TOKEN = "a-long-random-test-token-0123456789"
 STATIC = Path(__file__).resolve().parents[1] / "src" / "deckhand_ui" / "static"
