@@ -130,6 +130,7 @@ def test_an_ingest_started_from_the_page_finishes(client: TestClient, bench: Wor
     assert "ingest finished" in progress.text and "ingested" in progress.text
     index = client.get("/index")
     assert "flat" in index.text and 'class="count"' in index.text
+    assert "search_mode: hybrid" in index.text and "top_k: 3" in index.text  # the settings being tuned
     assert client.post("/index/ingest", data={"tool": "nope"}).status_code == 400
 
 
