@@ -147,7 +147,7 @@ def document_page(bench: Workbench, params: Any) -> dict[str, Any]:
         with box.using(name) as tool:
             if not isinstance(tool, SourceTool):
                 raise CallError(f"{name}: this tool type keeps no files to browse")
-            state = tool.stored_files().get(source)
+            state = bench.files.of(side, tool)[1].get(source)  # the kept manifest: no read of every file's row
             if state is None:
                 raise CallError(f"{name}: no stored file {source!r}; pick one from the Documents list")
             pages = max(math.ceil(state.chunk_count / CHUNKS_PER_PAGE), 1)
