@@ -52,6 +52,13 @@ INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai", "ocr"
 #: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
 WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
+#: Run in the fresh environment once deckhand-ai[ui] is installed from the wheels: its templates and script are there.
+UI_WHEEL_CHECK = (
+    "from deckhand_ui.app import HERE, PAGES, templates\n"
+    "env = templates().env\n"
+    "for slug, _ in PAGES: env.get_template('document.html' if slug == 'documents' else f'{slug}.html')\n"
+    "assert (HERE / 'static' / 'htmx.min.js').stat().st_size > 40000\n"
+)
 
 
 @dataclass(frozen=True)
@@ -472,6 +479,7 @@ def install(session: nox.Session) -> None:
     for args, extra in (
         (("memory", "--backend", "git", "get", "1", "1", "1"), "git-memory"),
         (("--config", str(native), "search", README_QUERY), "native-hybrid"),
+        (("ui", "--port", "0"), "ui"),
     ):
         missing = deckhand(*args, cwd=tmp)
         hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
@@ -480,6 +488,10 @@ def install(session: nox.Session) -> None:
                 f"no install hint naming {DISTRIBUTION}[{extra}] for deckhand {' '.join(args)}:\n{missing.stderr}"
             )
         pip_install(hint.group(1))
+    # deckhand ui from its wheel: every page renders from the templates and vendored script the wheel ships.
+    shipped = subprocess.run([str(bin_dir / "python"), "-c", UI_WHEEL_CHECK], capture_output=True, text=True, env=env)
+    if shipped.returncode != 0:
+        session.error(f"deckhand-ai-ui's wheel lacks its pages:\n{shipped.stdout}{shipped.stderr}")
 
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")

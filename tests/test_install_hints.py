@@ -155,7 +155,7 @@ def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> No
     assert core_extras() == installed
     assert plugin_extras() == [
         "code", "git-memory", "native-hybrid", "ocr", "openai", "postgres", "ray", "redis", "sentence-transformers",
-        "weaviate"
+        "ui", "weaviate"
     ]  # fmt: skip
 
 

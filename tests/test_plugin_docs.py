@@ -69,7 +69,10 @@ PLUGINS_EXAMPLES = {
         "reranker: {name: overlap": "test_plugin_examples_search_and_filter",
         "type: notes_lookup": "test_plugin_examples_search_and_filter",
     },
-    "toml": {'[project.entry-points.deckhand]\nlines = "deckhand_lines"': "test_pyproject_examples"},
+    "toml": {
+        '[project.entry-points.deckhand]\nlines = "deckhand_lines"': "test_pyproject_examples",
+        '[project.entry-points."deckhand.commands"]': "test_command_entry_point_example",
+    },
 }
 STORE_EXAMPLES = {
     "python": {
@@ -718,3 +721,18 @@ def test_data_type_fields_are_listed(name: str) -> None:
     text = PLUGINS_MD.read_text(encoding="utf-8")
     table = text[text.index(f"`{name}` (") :].split("\n\n")[1]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == fields
+
+
+def test_command_entry_point_example() -> None:
+    """The page's ``deckhand.commands`` entry point is the ui plugin's own, naming what ``deckhand ui`` runs."""
+    import importlib.metadata
+
+    import click
+
+    shown = tomllib.loads(block(PLUGINS_MD, "toml", '[project.entry-points."deckhand.commands"]'))
+    with (ROOT / "plugins" / "ui" / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"]["deckhand.commands"]
+    assert shown["project"]["entry-points"]["deckhand.commands"] == declared
+    installed = {ep.name: ep for ep in importlib.metadata.entry_points(group="deckhand.commands")}
+    assert isinstance(installed["ui"].load(), click.Command)
+    assert "--questions" in CliRunner().invoke(cli, ["ui", "--help"]).output

@@ -56,7 +56,7 @@ from deckhand.stores.tool_store import is_complete, mark_complete, open_collecti
 from deckhand.tools import agent_documents
 from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, FileState, Metric, Vector
+from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, record_id
 
 log = logging.getLogger("deckhand")
 
@@ -556,6 +556,18 @@ class SourceTool:
         if store is None:
             return {}
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
+
+    def stored_files(self) -> dict[str, FileState]:
+        """The store's manifest: each stored source (as the store keys it) with its state and chunk count; one
+        entry per file, not per chunk (empty before initialisation)."""
+        return self._store.manifest() if self._store is not None else {}
+
+    def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
+        """Chunks ``start`` to ``stop - 1`` of stored ``source`` (a :meth:`stored_files` key) as they were cut,
+        read by id (never the whole index); the ones the store lacks are left out."""
+        if self._store is None or stop <= start:
+            return []
+        return self._store.get([record_id(source, i) for i in range(max(start, 0), stop)])
 
     def section_ids(self) -> list[str]:
         """The section ids its chunks carry (``section_id``, what a ``metadata`` filter selects), sorted; none
