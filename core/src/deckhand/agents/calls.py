@@ -214,6 +214,7 @@ class ResultOut(BaseModel):
     content: str
     location: str | None = Field(default=None, description="Heading chain 'A > B > C' (structured documents).")
     section_id: str | None = None
+    section_label: str | None = Field(default=None, description="The section as the document numbers it ('§ 4.2').")
     definitions: list[DefinitionOut] = Field(default_factory=list)
     references: list[ReferenceOut] = Field(default_factory=list)
     start_line: int | None = Field(default=None, description="First line of the chunk in its file (text formats).")
@@ -227,6 +228,21 @@ class ResultOut(BaseModel):
         description="file:// URI of the chunk's lines (#Lstart-Lend): deckhand_read (or resources/read) reads it, "
         "wider with context or section.",
     )
+    cut: bool | None = Field(
+        default=None,
+        description="True when content was cut to fit the result budget (it ends with a cut marker): deckhand_read "
+        "its uri for the rest.",
+    )
+
+
+class StaleOut(BaseModel):
+    """Files of a tool's source that changed since its last ingest: the answer does not reflect them."""
+
+    added: int = Field(description="New files the index does not hold.")
+    edited: int = Field(description="Files whose size or modification time changed.")
+    removed: int = Field(description="Files the index holds that are gone.")
+    files: list[str] = Field(description="The first changed files (at most 20), new and edited first.")
+    refresh: str = Field(description="How to bring the index up to date.")
 
 
 class SearchOutput(Output):
@@ -237,6 +253,14 @@ class SearchOutput(Output):
         default=None,
         description="Set when more results did not fit the result budget: pass it as cursor, with the same "
         "arguments, for the next page.",
+    )
+    note: str | None = Field(
+        default=None,
+        description="What the answer's text says besides the results: why there are none, how to get the next "
+        "page, that files changed since the last ingest.",
+    )
+    stale: StaleOut | None = Field(
+        default=None, description="Set when files of the source changed since the last ingest (not searched yet)."
     )
 
 
@@ -316,6 +340,7 @@ class IngestOutput(Output):
     started: list[str] | None = Field(
         default=None, description="With wait: false, the tools whose ingest was started in the background."
     )
+    note: str | None = Field(default=None, description="With wait: false, where to follow the ingest.")
 
 
 class ReadOutput(Output):
@@ -330,6 +355,7 @@ class ReadOutput(Output):
     )
     text: str
     next_uri: str | None = Field(default=None, description="When cut: the uri that reads on from the next line.")
+    note: str | None = Field(default=None, description="When cut: what was cut and how to read on.")
 
 
 # -- validation and schemas ------------------------------------------------------------------------

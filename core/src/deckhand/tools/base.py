@@ -42,6 +42,7 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMisma
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.freshness import SourceChanges, source_changes
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
@@ -51,13 +52,18 @@ from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import QueryEngine
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
+from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete, open_collection
 from deckhand.tools import agent_documents
 from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
 log = logging.getLogger("deckhand")
+
+#: Most files of an index whose source a search checks for changes (:meth:`SourceTool.source_changes`).
+CHECK_FILES = 20_000
+#: An index holding more chunks than this many per file allowed is not read for its manifest: too large to check.
+CHUNKS_PER_FILE_BOUND = 50
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
@@ -161,6 +167,7 @@ class SourceTool:
                 "--shard and --force-ingest do not go together (each shard would drop the others' work): "
                 "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
             )
+        started = time.time()
         source = self.source_path()
         store, embedder, reused = self._open_store(force_ingest, verify=True)
         component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
@@ -174,18 +181,13 @@ class SourceTool:
             prepare=self._prepare_step(),
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
-            selection=Selection.of(
-                self.config.include,
-                self.config.exclude,
-                default_excludes=self.config.default_excludes,
-                gitignore=self.config.gitignore,
-            ),
+            selection=self.selection(),
         )
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
             self._restore_kept(store, embedder, ingestor.chunker)
-            mark_complete(store)
+            mark_complete(store, started if shard is None else None)  # a shard cannot say when the others ran
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
 
@@ -342,7 +344,7 @@ class SourceTool:
         store, embedder = self._writable()
         if self._write_chunker is None:
             self._write_chunker = self.build_chunker(embedder)
-        complete = is_complete(store)
+        complete, started = is_complete(store), ingest_started(store)
         doc = agent_documents.write_document(
             tool=self.config.name,
             store=store,
@@ -355,7 +357,8 @@ class SourceTool:
             metadata=metadata,
         )
         if complete:
-            mark_complete(store)  # a write leaves a complete index complete: the next process need not walk the source
+            # a write leaves a complete index complete: the next process need not walk the source
+            mark_complete(store, started)
         self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
         return doc
 
@@ -366,10 +369,10 @@ class SourceTool:
         state = store.manifest().get(source)
         if state is None:
             return 0
-        complete = is_complete(store)
+        complete, started = is_complete(store), ingest_started(store)
         store.delete_source(source)
         if complete:
-            mark_complete(store)
+            mark_complete(store, started)
         self.after_ingest(store, IngestReport(removed=[source]), changed=True)
         return state.chunk_count
 
@@ -396,6 +399,40 @@ class SourceTool:
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         return source
+
+    def selection(self) -> Selection:
+        """Which files of the source this tool takes (its ``include:``, ``exclude:`` and ``gitignore:``)."""
+        return Selection.of(
+            self.config.include,
+            self.config.exclude,
+            default_excludes=self.config.default_excludes,
+            gitignore=self.config.gitignore,
+        )
+
+    def source_changes(self, max_files: int | None = CHECK_FILES) -> SourceChanges | None:
+        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk
+        and one ``stat`` each, :func:`deckhand.ingest.freshness.source_changes`).
+
+        None before initialisation, and when the index holds more than ``max_files`` files (None: any number):
+        past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
+        """
+        store = self._store
+        if store is None:
+            return None
+        if max_files is not None and store.count() > max_files * CHUNKS_PER_FILE_BOUND:
+            return None  # decided on the chunk count (one query) before the manifest is read
+        manifest = store.manifest()
+        if max_files is not None and len(manifest) > max_files:
+            return None
+        return source_changes(
+            self.source_path(),
+            LoaderSet.from_registry(self.registry).extensions,
+            manifest,
+            base=self.base_dir,
+            selection=self.selection(),
+            max_file_size=self.config.max_file_size,
+            ingested_at=ingest_started(store),
+        )
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
