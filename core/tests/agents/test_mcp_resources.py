@@ -265,7 +265,7 @@ async def test_ingest_without_waiting_answers_at_once(make_tool: Any) -> None:
     async with memory_session(app.server) as session:
         started = await asyncio.wait_for(call(session, "deckhand_ingest", {"tool": "docs", "wait": False}), 10)
         assert started["isError"] is False
-        assert started["structuredContent"] == {"tools": [], "started": ["docs"]}
+        assert started["structuredContent"] == {"tools": [], "started": ["docs"], "note": started["text"]}
         assert started["text"].startswith("started ingesting docs in the background")
         assert tool.started.wait(10)
         listing = await call(session, "deckhand_list_tools")

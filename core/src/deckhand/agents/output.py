@@ -48,4 +48,7 @@ def stale_line(stale: StaleOut) -> str:
         f"{n} {word}" for n, word in ((stale.added, "new"), (stale.edited, "edited"), (stale.removed, "deleted")) if n
     )
     noun = "file" if total == 1 else "files"
-    return f"Note: {total} {noun} changed since the last ingest ({counts}) and are not searched yet; {stale.refresh}."
+    return (
+        f"Note: {total} {noun} changed since the last ingest ({counts}); these results do not reflect them yet: "
+        f"{stale.refresh}."
+    )

@@ -71,16 +71,25 @@ QUERY_CACHE = 1024
 
 @dataclass
 class IndexOpened(IngestReport):
-    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
+    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked),
+    and, once :meth:`SourceTool.check_opened` ran, what changed under the source since the last ingest."""
 
     chunks: int = 0
+    #: Whether the source was checked for changes (:meth:`SourceTool.check_opened`), and what it found.
+    checked: bool = False
+    changes: SourceChanges | None = None
 
     def summary(self) -> str:
         # No file count: reading the manifest to count it cost 0.7 s of every search's start-up at 100,000 files.
-        return (
-            f"index opened ({self.chunks} chunks; not checked for changes: --refresh checks)"
-            f" in {self.total_seconds:.2f}s"
-        )
+        if self.changes is not None and self.changes.total:
+            said = f"{self.changes.describe()}: --refresh ingests them"
+        elif self.changes is not None:
+            said = "no file changed since the last ingest"
+        elif self.checked:
+            said = f"not checked for changes: over {CHECK_FILES:,} files, --refresh checks"
+        else:
+            said = "not checked for changes: --refresh checks"
+        return f"index opened ({self.chunks} chunks; {said}) in {self.total_seconds:.2f}s"
 
 
 class _LazyChunker(ChunkerBase):
@@ -433,6 +442,16 @@ class SourceTool:
             max_file_size=self.config.max_file_size,
             ingested_at=ingest_started(store),
         )
+
+    def check_opened(self, report: IngestReport) -> IngestReport:
+        """``report`` of :meth:`open_sync` with what changed under the source since the last ingest
+        (:meth:`source_changes`) when it only opened the index; any other report as it is."""
+        if isinstance(report, IndexOpened) and not report.checked:
+            clock = time.perf_counter()
+            report.changes = self.source_changes()
+            report.checked = True
+            report.seconds["check"] = time.perf_counter() - clock
+        return report
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
