@@ -2,10 +2,10 @@
 
 Each result is a head line (rank, score, where it is: ``path:line``, the heading chain and
 the section id when the tool knows them) and the passage that matches the query best
-(:mod:`deckhand.cli.snippets`; of source code, its best lines as they are written) with the query's terms marked; ``--full`` shows the whole
-chunk instead. On a terminal this is drawn with rich (bold head, marked terms in colour);
-into a pipe or a file it is the same text without a single escape code. Agents get the
-contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
+(:mod:`deckhand.cli.snippets`; of source code, its best lines as they are written) with the
+query's terms marked; ``--full`` shows the whole chunk instead. On a terminal this is drawn with
+rich (bold head, marked terms in colour); into a pipe or a file it is the same text without a
+single escape code. Agents get the contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
 """
 
 from __future__ import annotations
