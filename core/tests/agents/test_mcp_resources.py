@@ -135,8 +135,9 @@ async def test_deckhand_read_widens_a_hit_by_lines_or_to_its_section(tree: Path,
         assert context["isError"] is False
         out = context["structuredContent"]
         assert (out["start_line"], out["end_line"], out["total_lines"], out["truncated"]) == (5, 9, 16, False)
-        assert out["uri"] == uri(keys, "#L5-L9") and out["source"] == "keys.md" and out["tool"] == "docs"
-        assert context["text"].startswith("keys.md:5-9 of 16\n\n## API keys\n")
+        # (the file as search results show it: relative to agent.yaml's folder)
+        assert out["uri"] == uri(keys, "#L5-L9") and out["source"] == "docs/keys.md" and out["tool"] == "docs"
+        assert context["text"].startswith("docs/keys.md:5-9 of 16\n\n## API keys\n")
         definition = next(t for t in app.definitions() if t["name"] == "deckhand_read")
         jsonschema.validate(out, definition["outputSchema"])
 

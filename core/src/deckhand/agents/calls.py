@@ -209,7 +209,9 @@ class ResultOut(BaseModel):
 
     rank: int
     score: float = Field(description="Similarity in [0, 1], higher is better.")
-    source: str = Field(description="The file the chunk comes from.")
+    source: str = Field(
+        description="The file the chunk comes from: relative to agent.yaml's folder when inside it, else absolute."
+    )
     chunk_index: int
     content: str
     location: str | None = Field(default=None, description="Heading chain 'A > B > C' (structured documents).")
@@ -293,7 +295,10 @@ class ToolStatus(BaseModel):
     name: str
     type: str
     description: str
-    source: str
+    source: str = Field(
+        description="The file or folder the tool ingests, shown as results show files: relative to agent.yaml's "
+        "folder when inside it, else absolute."
+    )
     state: str = Field(description="pending, ingesting, ready, failed, or unreachable (the store's server).")
     provider: str | None = Field(default=None, description="The store in use, once ingested.")
     document_count: int = Field(
@@ -305,7 +310,11 @@ class ToolStatus(BaseModel):
         default=None, description="Writable tools: documents agents added (deckhand_add)."
     )
     writable: bool = Field(default=False, description="Whether deckhand_add and deckhand_delete take this tool.")
-    last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
+    last_ingest_time: str | None = Field(
+        default=None,
+        description="ISO 8601, UTC: when the last ingest of this process ended, or, for an index another process "
+        "ingested, when that ingest started; none before the first ingest (or where the store cannot say).",
+    )
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")
     outage: str | None = Field(
@@ -345,7 +354,9 @@ class IngestOutput(Output):
 
 class ReadOutput(Output):
     tool: str = Field(description="The tool whose source holds the file.")
-    source: str = Field(description="The file, relative to the tool's source.")
+    source: str = Field(
+        description="The file as search results show it: relative to agent.yaml's folder when inside it, else absolute."
+    )
     uri: str = Field(description="The lines returned, as a URI (file:///path#Lstart-Lend).")
     start_line: int
     end_line: int

@@ -19,6 +19,7 @@ checks is refused too.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
@@ -68,9 +70,10 @@ class Place:
 
     tool: str
     path: Path
-    display: str
+    display: str  # as results show it (relative to agent.yaml's folder when inside it, else absolute)
     start: int | None
     end: int | None
+    relative: str = ""  # relative to the source (what its encoding: patterns match)
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,13 @@ class _Source:
     encoding: Any
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
+    #: The directory results' paths are relative to (agent.yaml's; None: the working directory).
+    base: Path | None = None
+
+    def shown(self, relative: Path | None = None) -> str:
+        """A file of this source as results show it (relative to :attr:`base` when inside it, else absolute)."""
+        given = Path(os.path.abspath(self.given))
+        return display_path(given / relative if relative is not None else given, self.base)
 
 
 class SourceReader:
@@ -148,6 +158,7 @@ class SourceReader:
                     self._extensions[name],
                     encoding,
                     None if limit is None else int(limit),
+                    getattr(tool, "base_dir", None),
                 )
             )
         return found
@@ -208,7 +219,7 @@ class SourceReader:
         if source.is_file:
             if path not in (source.given, source.real):
                 return None
-            return Place(source.tool, source.real, source.real.name, start, end)
+            return Place(source.tool, source.real, source.shown(), start, end, source.real.name)
         relative = None
         for base in (source.given, source.real):
             try:
@@ -229,7 +240,7 @@ class SourceReader:
             raise CallError(f"uri: {current.suffix or 'a file without extension'} files are not indexed, so not read")
         if not current.is_file():
             raise CallError("uri: no such file in the tool's source (it may have been deleted; search again)")
-        return Place(source.tool, current, relative.as_posix(), start, end)
+        return Place(source.tool, current, source.shown(relative), start, end, relative.as_posix())
 
     # -- reading ------------------------------------------------------------------------------------
     def read(
@@ -277,7 +288,9 @@ class SourceReader:
         from deckhand.ingest.workers import load_text
 
         source = next(s for s in self._sources if s.tool == place.tool)
-        encoding = source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.display)
+        encoding = (
+            source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.relative)
+        )
         limit = _read_limit(source, place)
         root = source.real.parent if source.is_file else source.real
         loaded, failed, _ = load_text(

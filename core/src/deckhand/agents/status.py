@@ -5,6 +5,7 @@ type): the text says "searchable items", which is true of every tool type."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from pathlib import Path
 from deckhand.agents.calls import MemoryStatus, ToolStatus
 from deckhand.agents.slots import Slot
 from deckhand.agents.writes import is_writable
+from deckhand.ingest.discovery import display_path
 from deckhand.tools.results import tool_function
 
 
@@ -40,7 +42,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         name=name,
         type=tool.config.type,
         description=tool_function(tool)["description"],
-        source=str(source),
+        source=display_path(Path(os.path.abspath(source)), getattr(tool, "base_dir", None)),
         state=state,
         provider=tool.provider,
         document_count=count,
@@ -58,7 +60,7 @@ def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) ->
     """One line per tool (and one for the memory): the listing's text."""
     lines = []
     for s in statuses:
-        when = s.last_ingest_time or "never"
+        when = s.last_ingest_time or ("unknown" if s.document_count else "never")
         count = f"{s.document_count} searchable items"
         if s.files is not None and s.agent_documents is not None:
             count += f" ({s.files} files, {s.agent_documents} added by agents; writable)"

@@ -278,7 +278,12 @@ class Toolbox(MemoryCalls, WriteCalls):
             try:
                 # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
                 with fallback_policy(self.allow_fallback, default=False):
-                    report = slot.tool.initialize_sync(force)
+                    tool = slot.tool
+                    if isinstance(tool, SourceTool) and not tool.is_initialized and not force:
+                        # The index as the last ingest left it, first: the listing counts what it holds meanwhile.
+                        tool.open_ingested()
+                        self._count(name, slot)
+                    report = tool.initialize_sync(force)
             except Exception as exc:
                 slot.error = self.error_line(exc)
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.

@@ -212,6 +212,13 @@ class SourceTool:
         :meth:`initialize`; otherwise nothing under the source is read and the model is not loaded. Changes made
         to the source since the last ingestion are picked up by :meth:`initialize`.
         """
+        opened = self.open_ingested()
+        return opened if opened is not None else self.initialize_sync()
+
+    def open_ingested(self) -> IndexOpened | None:
+        """Open the index for searching when a complete ingestion made it (nothing under the source is read);
+        None when it holds nothing or an unfinished ingestion's records (the store is kept for :meth:`initialize`,
+        and :attr:`document_count` counts what it holds meanwhile)."""
         clock = time.perf_counter()
         self.source_path()
         store, embedder, reused = self._open_store(False)
@@ -219,7 +226,7 @@ class SourceTool:
             chunks = store.count()
             if not chunks or not is_complete(store):
                 self._store, self._embedder = store, embedder
-                return self.initialize_sync()
+                return None
             report = IndexOpened(chunks=chunks)
             report.seconds["open"] = time.perf_counter() - clock
             self._adopt(store, embedder, report, changed=reused is None)
@@ -248,7 +255,8 @@ class SourceTool:
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
-        self.last_ingest_time = time.time()
+        # An index opened as it was: when the ingest that made it started (None where the store cannot say).
+        self.last_ingest_time = ingest_started(store) if isinstance(report, IndexOpened) else time.time()
         self.is_initialized = True
 
     def _open_store(
