@@ -32,6 +32,7 @@ from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
+from deckhand.tools.base import SourceTool
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -117,12 +118,16 @@ class _Source:
     encoding: Any
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
-    #: The directory results' paths are relative to (agent.yaml's; None: the working directory).
+    #: The directory results' paths are relative to (agent.yaml's); None for a tool type of a plugin's own
+    #: (not built on ``SourceTool``), whose results show paths their own way.
     base: Path | None = None
 
     def shown(self, relative: Path | None = None) -> str:
-        """A file of this source as results show it (relative to :attr:`base` when inside it, else absolute)."""
+        """A file of this source as results show it: relative to :attr:`base` when inside it, else absolute; with
+        no :attr:`base`, relative to the source (a file source: its name)."""
         given = Path(os.path.abspath(self.given))
+        if self.base is None:
+            return relative.as_posix() if relative is not None else given.name
         return display_path(given / relative if relative is not None else given, self.base)
 
 
@@ -158,7 +163,7 @@ class SourceReader:
                     self._extensions[name],
                     encoding,
                     None if limit is None else int(limit),
-                    getattr(tool, "base_dir", None),
+                    tool.base_dir if isinstance(tool, SourceTool) else None,
                 )
             )
         return found

@@ -15,6 +15,7 @@ from deckhand.agents.calls import MemoryStatus, ToolStatus
 from deckhand.agents.slots import Slot
 from deckhand.agents.writes import is_writable
 from deckhand.ingest.discovery import display_path
+from deckhand.tools.base import SourceTool
 from deckhand.tools.results import tool_function
 
 
@@ -42,7 +43,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         name=name,
         type=tool.config.type,
         description=tool_function(tool)["description"],
-        source=display_path(Path(os.path.abspath(source)), getattr(tool, "base_dir", None)),
+        source=_shown(tool, source),
         state=state,
         provider=tool.provider,
         document_count=count,
@@ -54,6 +55,13 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         error=slot.error,
         outage=said,
     )
+
+
+def _shown(tool: object, source: Path) -> str:
+    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
+    type of a plugin's own, not built on ``SourceTool``: absolute)."""
+    path = Path(os.path.abspath(source))
+    return display_path(path, tool.base_dir) if isinstance(tool, SourceTool) else path.as_posix()
 
 
 def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) -> str:
