@@ -73,3 +73,38 @@ def test_an_unchanged_source_and_agent_documents_are_no_change(tmp_path: Path) -
         (docs / f"f{i}.txt").unlink()
     gone = source_changes(docs, EXTENSIONS, manifest, base=tmp_path, ingested_at=time.time())
     assert gone.removed == MAX_NAMED + 5 and len(gone.named) == MAX_NAMED
+
+
+def test_a_tool_opened_as_it_was_says_what_changed_since(tmp_path: Path, minilm: object) -> None:
+    """``open_sync`` (what a process that only searches does) reports the changes; past ``max_files`` none."""
+    from deckhand.config.models import VectorStoreToolConfig
+    from deckhand.tools.base import IndexOpened
+    from deckhand.tools.vectorstore import VectorStoreTool
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Anchors\n\nAnchors hold the ship.\n")
+    (docs / "b.md").write_text("# Buoys\n\nBuoys mark the channel.\n")
+    config = VectorStoreToolConfig(type="vectorstore", name="docs", source="docs")
+    first = VectorStoreTool(config, base_dir=tmp_path)
+    first.initialize_sync()
+    first.close()
+
+    def opened() -> IndexOpened:
+        tool = VectorStoreTool(config, base_dir=tmp_path)
+        report = tool.open_sync()
+        tool.close()
+        assert isinstance(report, IndexOpened)
+        return report
+
+    unchanged = opened()
+    assert unchanged.changes is not None and unchanged.changes.total == 0
+    assert "no file changed since the last ingest" in unchanged.summary()
+    (docs / "c.md").write_text("# Charts\n\nCharts show the depth.\n")
+    changed = opened()
+    assert changed.changes is not None and changed.changes.named == ["docs/c.md"]
+    assert "1 file changed since the last ingest (1 new): --refresh ingests them" in changed.summary()
+    tool = VectorStoreTool(config, base_dir=tmp_path)
+    tool.open_sync()
+    assert tool.source_changes(max_files=1) is None and tool.source_changes(max_files=None) is not None
+    tool.close()

@@ -113,9 +113,7 @@ def initialize_tools(
         if executor is not None and isinstance(tool, SourceTool):
             sharded["executor"] = executor
         if not refresh and not force:
-            report = tool.open_sync()
-            if isinstance(tool, SourceTool):
-                report = tool.check_opened(report)  # a walk and a stat per file: what changed since the last ingest
+            report = tool.open_sync()  # (and what changed since the last ingest: a walk and a stat per file)
         elif progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force, **sharded)

@@ -205,15 +205,16 @@ class SourceTool:
         return await asyncio.to_thread(self.open_sync)
 
     def open_sync(self) -> IngestReport:
-        """Open the index for searching; walk the source only if it was never completely ingested.
+        """Open the index for searching; ingest the source only if it was never completely ingested.
 
         A collection whose last write was not the end of a complete ingestion (new, or an
         ingestion killed midway, as far as the store can tell) is ingested by
-        :meth:`initialize`; otherwise nothing under the source is read and the model is not loaded. Changes made
-        to the source since the last ingestion are picked up by :meth:`initialize`.
+        :meth:`initialize`; otherwise no file under the source is read and the model is not loaded, and the
+        report (an :class:`IndexOpened`) says which files changed since the last ingestion (:meth:`check_opened`;
+        :meth:`initialize` ingests them).
         """
         opened = self.open_ingested()
-        return opened if opened is not None else self.initialize_sync()
+        return self.check_opened(opened) if opened is not None else self.initialize_sync()
 
     def open_ingested(self) -> IndexOpened | None:
         """Open the index for searching when a complete ingestion made it (nothing under the source is read);
