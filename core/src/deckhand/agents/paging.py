@@ -131,7 +131,8 @@ def _reserve(tool: str, args: SearchArguments, results: int, found: SearchOutput
     and what is said of a stale index (text and structured)."""
     cursor = (24 + 16 + _DIGEST * results) * 4 // 3 + 4
     stale = len(found.stale.model_dump_json()) + 3 * len(found.note or "") if found.stale is not None else 0
-    return 260 + len(tool) + 2 * len(json.dumps(args.query)) + 2 * cursor + len(_more(tool, "")) + stale
+    # the cursor three times: next_cursor, the text's last line and the note's
+    return 260 + len(tool) + 2 * len(json.dumps(args.query)) + 3 * cursor + len(_more(tool, "")) + stale
 
 
 def _more(tool: str, cursor: str) -> str:

@@ -64,6 +64,7 @@ from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
 from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
+from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
 from deckhand.tools.base import SourceTool
 
@@ -371,7 +372,7 @@ class Toolbox(MemoryCalls, WriteCalls):
             found.note = line if found.note is None else f"{line} {found.note}"
         return text, found
 
-    def _changes(self, name: str, slot: Slot) -> Any:
+    def _changes(self, name: str, slot: Slot) -> SourceChanges | None:
         """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
         tool of another kind, or a source too large to check on every search), read at most every
         :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
