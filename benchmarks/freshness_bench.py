@@ -28,7 +28,7 @@ import numpy as np
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.stores.sqlite import writes
 from deckhand.stores.tool_store import mark_complete
-from deckhand.tools.base import CHECK_FILES
+from deckhand.tools.base import CHECK_CHUNKS
 from deckhand.tools.vectorstore import VectorStoreTool
 from deckhand.types import FileState, Record
 
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, nargs="+", default=[1000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"check limit (CHECK_FILES): {CHECK_FILES} files")
+    print(f"check limit (CHECK_CHUNKS): {CHECK_CHUNKS} chunks")
     print("files     open      check     refresh   check/refresh  after changes")
     for n in args.files:
         measure(n, args.repeat)
@@ -102,7 +102,7 @@ def measure(n: int, repeat: int) -> None:
     opened = timed(lambda: tool_of(root, source).open_sync(), repeat)
     tool = tool_of(root, source)
     tool.open_sync()
-    check = timed(lambda: tool.source_changes(max_files=None), repeat)
+    check = timed(lambda: tool.source_changes(max_chunks=None), repeat)
     refresh = timed(lambda: tool.initialize_sync(), repeat)
     tool.close()
     paths = sorted(source.rglob("*.md"))
@@ -114,7 +114,7 @@ def measure(n: int, repeat: int) -> None:
         path.unlink()
     tool = tool_of(root, source)
     tool.open_sync()
-    changes = tool.source_changes(max_files=None)
+    changes = tool.source_changes(max_chunks=None)
     tool.close()
     seen = changes.counts() if changes is not None else "not checked"
     print(f"{n:<9} {opened:8.3f}s {check:8.3f}s {refresh:8.3f}s {check / refresh:10.2f}     {seen}", flush=True)

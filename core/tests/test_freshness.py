@@ -76,7 +76,7 @@ def test_an_unchanged_source_and_agent_documents_are_no_change(tmp_path: Path) -
 
 
 def test_a_tool_opened_as_it_was_says_what_changed_since(tmp_path: Path, minilm: object) -> None:
-    """``open_sync`` (what a process that only searches does) reports the changes; past ``max_files`` none."""
+    """``open_sync`` (what a process that only searches does) reports the changes; past ``max_chunks`` none."""
     from deckhand.config.models import VectorStoreToolConfig
     from deckhand.tools.base import IndexOpened
     from deckhand.tools.vectorstore import VectorStoreTool
@@ -106,5 +106,5 @@ def test_a_tool_opened_as_it_was_says_what_changed_since(tmp_path: Path, minilm:
     assert "1 file changed since the last ingest (1 new): --refresh ingests them" in changed.summary()
     tool = VectorStoreTool(config, base_dir=tmp_path)
     tool.open_sync()
-    assert tool.source_changes(max_files=1) is None and tool.source_changes(max_files=None) is not None
+    assert tool.source_changes(max_chunks=1) is None and tool.source_changes(max_chunks=None) is not None
     tool.close()

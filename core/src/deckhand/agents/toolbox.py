@@ -13,7 +13,7 @@ policy every front end shares:
   yet is ingested by its first search.
 * **An answer says when the index is behind its source.** A search checks the tool's source for files
   added, edited or deleted since its last ingest (``SourceTool.source_changes``: a walk and a ``stat`` per
-  file, reused for :data:`CHANGES_TTL` seconds, none past 20,000 files) and, when some changed, starts its
+  file, reused for :data:`CHANGES_TTL` seconds, none past 50,000 chunks) and, when some changed, starts its
   text and its ``note`` with how many and how to refresh (``stale`` in the structured answer).
 * **Errors are one line**, secrets masked (:mod:`deckhand.redaction` plus every value the
   config files took from ``${VARS}``), raised as :class:`~deckhand.agents.calls.CallError`.

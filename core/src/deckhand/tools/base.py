@@ -60,10 +60,9 @@ from deckhand.types import Chunk, Document, FileState, Metric, Vector
 
 log = logging.getLogger("deckhand")
 
-#: Most files of an index whose source a search checks for changes (:meth:`SourceTool.source_changes`).
-CHECK_FILES = 20_000
-#: An index holding more chunks than this many per file allowed is not read for its manifest: too large to check.
-CHUNKS_PER_FILE_BOUND = 50
+#: Most chunks of an index whose source a search checks for changes (:meth:`SourceTool.source_changes`): decided
+#: on one count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
+CHECK_CHUNKS = 50_000
 
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
@@ -86,7 +85,7 @@ class IndexOpened(IngestReport):
         elif self.changes is not None:
             said = "no file changed since the last ingest"
         elif self.checked:
-            said = f"not checked for changes: over {CHECK_FILES:,} files, --refresh checks"
+            said = f"not checked for changes: over {CHECK_CHUNKS:,} chunks, --refresh checks"
         else:
             said = "not checked for changes: --refresh checks"
         return f"index opened ({self.chunks} chunks; {said}) in {self.total_seconds:.2f}s"
@@ -427,21 +426,19 @@ class SourceTool:
             gitignore=self.config.gitignore,
         )
 
-    def source_changes(self, max_files: int | None = CHECK_FILES) -> SourceChanges | None:
+    def source_changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
         """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk
         and one ``stat`` each, :func:`deckhand.ingest.freshness.source_changes`).
 
-        None before initialisation, and when the index holds more than ``max_files`` files (None: any number):
+        None before initialisation, and when the index holds more than ``max_chunks`` chunks (None: any number):
         past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
         """
         store = self._store
         if store is None:
             return None
-        if max_files is not None and store.count() > max_files * CHUNKS_PER_FILE_BOUND:
-            return None  # decided on the chunk count (one query) before the manifest is read
+        if max_chunks is not None and store.count() > max_chunks:
+            return None  # decided on one count, before the manifest is read
         manifest = store.manifest()
-        if max_files is not None and len(manifest) > max_files:
-            return None
         return source_changes(
             self.source_path(),
             LoaderSet.from_registry(self.registry).extensions,
