@@ -1,13 +1,13 @@
 """What a search's check for changed files costs (issue 43): ``SourceTool.source_changes`` at N files.
 
-    uv run python benchmarks/freshness_bench.py --files 1000 100000 [--repeat 3]
+    flock /tmp/deckhand-bench.lock uv run python benchmarks/freshness_bench.py --files 1000 100000 [--repeat 3]
 
 For each N: N small markdown files, one chunk each, written straight into a vectorstore tool's sqlite
 index (8-dimensional random vectors under a stand-in model id: no model is loaded, the vectors play no
 part in the check) with a manifest entry per file, marked as a complete ingest. Then, in the same
 process, medians of ``--repeat`` runs of:
 
-* ``open``: a new tool's ``open_sync`` (what ``deckhand search`` does before answering);
+* ``open``: a new tool's ``open_sync`` (what ``deckhand search`` does before answering; it runs the check);
 * ``check``: ``source_changes()`` with nothing changed (a walk, the manifest, one ``stat`` per file);
 * ``refresh``: ``initialize_sync()`` with nothing changed (what ``--refresh`` and ``deckhand ingest`` do);
 
