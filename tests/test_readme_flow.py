@@ -41,7 +41,7 @@ def test_examples_search_and_test(tmp_path: Path) -> None:
     again = deckhand("--config", "examples/agent.yaml", "search", "how do I rotate API keys?")
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[:3] == lines[:3]
-    assert "harbor_docs [sqlite]: index opened (5 chunks; not checked for changes: --refresh checks)" in (again.stderr)
+    assert "harbor_docs [sqlite]: index opened (5 chunks; no file changed since the last ingest)" in (again.stderr)
 
 
 def test_the_readme_leads_to_scale() -> None:

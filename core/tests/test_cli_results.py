@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from deckhand.cli.main import cli
 from deckhand.cli.results_view import Output, results_text, where
-from deckhand.cli.snippets import ELLIPSIS, Segment, highlighted, snippet
+from deckhand.cli.snippets import ELLIPSIS, Segment, code_snippet, highlighted, snippet
 from deckhand.ingest.lines import with_start_lines
 from deckhand.tools.hierarchical_results import DefinitionRef, HierarchicalSearchResult, SectionRef
 from deckhand.tools.results import SearchResult
@@ -76,6 +76,47 @@ def test_full_keeps_the_line_breaks() -> None:
 def result(**fields: object) -> SearchResult:
     base: dict[str, object] = {"rank": 1, "score": 0.5, "source": "docs/a.md", "chunk_index": 0, "content": "x"}
     return SearchResult.model_validate({**base, **fields})
+
+
+CODE = """def helper():
+    return 1
+
+
+def rotate_keys(vault, days=90):
+    \"\"\"Rotate every key older than days.\"\"\"
+    for key in vault.keys():
+        if key.age > days:
+            vault.rotate(key)
+    return vault
+
+
+def unrelated():
+    pass
+"""
+
+
+def test_code_keeps_its_lines_and_indentation_and_shows_the_best_lines() -> None:
+    shown = marked(code_snippet(CODE, "rotate keys in the vault", lines=6))
+    assert shown == (
+        f"{ELLIPSIS}\n"
+        "def [rotate]_[keys]([vault], days=90):\n"
+        '    """[Rotate] every [key] older than days."""\n'
+        "    for [key] in vault.keys():\n"  # (a dotted name is one word, as the keyword index splits them)
+        "        if key.age > days:\n"
+        "            vault.rotate([key])\n"
+        "    return [vault]"
+        f"\n{ELLIPSIS}"
+    )
+    assert marked(code_snippet("x = 1\n    y = 2\n", "nothing")) == "x = 1\n    y = 2"
+
+
+def test_a_code_result_is_printed_with_its_line_breaks() -> None:
+    code = result(content=CODE, metadata={"language": "python", "symbol": "vault.rotate_keys", "start_line": 5})
+    lines = results_text([code], "rotate keys in the vault").plain.splitlines()
+    start = lines.index("def rotate_keys(vault, days=90):")
+    assert lines[start + 2 : start + 4] == ["    for key in vault.keys():", "        if key.age > days:"]
+    prose = result(content="Rotate every key.\nKeep the vault closed.\n" * 20)
+    assert len(results_text([prose], "rotate keys").plain.splitlines()) == 4  # prose: one squashed passage line
 
 
 def test_where_gives_the_line_or_page_when_known() -> None:

@@ -71,14 +71,27 @@ def test_search_after_ingest_reingests_nothing_and_walks_nothing(project: Path, 
     ingest = _deckhand(project, "ingest", "--tool", tool)
     assert f"{tool} [sqlite]: 3 ingested (" in ingest.stderr
 
-    # A file added after the ingestion: a plain search does not see it (the source is not walked)...
+    unchanged = _deckhand(project, "search", "--tool", tool, "where do vessels moor?")
+    assert "no file changed since the last ingest" in unchanged.stderr and "Note:" not in unchanged.stdout
+
+    # A file added after the ingestion: a plain search does not ingest it, and says so in its answer...
     (project / "docs" / "tides.md").write_text("# Tides\n\nSpring tides follow the full moon.\n", encoding="utf-8")
     search = _deckhand(project, "-v", "search", "--tool", tool, "--json", "where do vessels moor?")
     assert f"{tool} [sqlite]: index opened (" not in search.stderr  # --json is quiet
-    results = json.loads(search.stdout)[tool]
+    payload = json.loads(search.stdout)
+    results = payload[tool]
     assert results and all(r["source"] != "docs/tides.md" for r in results)
+    assert payload["stale-sources"][tool] == {
+        "added": 1,
+        "edited": 0,
+        "removed": 0,
+        "files": ["docs/tides.md"],
+        "refresh": f"run `deckhand ingest --tool {tool}`, or search with --refresh",
+    }
     plain = _deckhand(project, "-v", "search", "--tool", tool, "Spring tides full moon")
     assert f"{tool} [sqlite]: index opened (" in plain.stderr
+    assert "1 file changed since the last ingest (1 new): --refresh ingests them" in plain.stderr
+    assert plain.stdout.startswith("Note: 1 file changed since the last ingest (1 new); these results do not reflect")
     assert "ingested" not in plain.stderr and "Source: docs/tides.md" not in plain.stdout
     if tool == "acts":
         assert "indexes loaded for" in plain.stderr and "indexes rebuilt" not in plain.stderr

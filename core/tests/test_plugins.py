@@ -551,3 +551,16 @@ def test_agent_yaml_picks_a_plugin_by_qualified_name(tmp_path: Path, fresh_regis
     qualified, plain = load_agent_config(tmp_path / "agent.yaml").tools
     assert qualified.chunker_component(get_registry())[0].plugin == "zeta"
     assert plain.chunker_component(get_registry())[0].plugin == "acme"
+
+
+def test_the_earlier_default_embedder_is_described_as_what_it_computes() -> None:
+    """Its name says int8 (the weights it reads are stored as int8), but it computes in fp32 (issue 43): the
+    listing says both, as the settings it is built with are."""
+    from deckhand.embedding.minilm_onnx import LEGACY_MODEL_ID, MiniLMSettings
+    from deckhand.plugins import get_registry
+
+    settings = MiniLMSettings.parse(LEGACY_MODEL_ID)
+    described = get_registry().components["embedder"][LEGACY_MODEL_ID].description
+    assert settings.precision == "float" and settings.window == 512
+    assert "int8-quantized weights computed in fp32" in described and "512-token window" in described
+    assert "no int8 products" in described

@@ -104,8 +104,9 @@ def deckhand_register(register: Registrar) -> None:
     register.embedder(
         LEGACY_MODEL_ID,
         MiniLMOnnxEmbedder.from_options,
-        description="all-MiniLM-L6-v2 in fp32, 512 tokens: deckhand's earlier default, "
-        "kept for the indexes built with it",
+        description="all-MiniLM-L6-v2, its int8-quantized weights computed in fp32 (no int8 products; the name "
+        "says int8 for the stored weights), one 512-token window: deckhand's earlier default, kept for the indexes "
+        "built with it",
         model_id=LEGACY_MODEL_ID,
         dimension=DIMENSION,
         max_tokens=MAX_TOKENS,

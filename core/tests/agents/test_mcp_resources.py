@@ -135,8 +135,9 @@ async def test_deckhand_read_widens_a_hit_by_lines_or_to_its_section(tree: Path,
         assert context["isError"] is False
         out = context["structuredContent"]
         assert (out["start_line"], out["end_line"], out["total_lines"], out["truncated"]) == (5, 9, 16, False)
-        assert out["uri"] == uri(keys, "#L5-L9") and out["source"] == "keys.md" and out["tool"] == "docs"
-        assert context["text"].startswith("keys.md:5-9 of 16\n\n## API keys\n")
+        # (the file as search results show it: relative to agent.yaml's folder)
+        assert out["uri"] == uri(keys, "#L5-L9") and out["source"] == "docs/keys.md" and out["tool"] == "docs"
+        assert context["text"].startswith("docs/keys.md:5-9 of 16\n\n## API keys\n")
         definition = next(t for t in app.definitions() if t["name"] == "deckhand_read")
         jsonschema.validate(out, definition["outputSchema"])
 
@@ -265,7 +266,7 @@ async def test_ingest_without_waiting_answers_at_once(make_tool: Any) -> None:
     async with memory_session(app.server) as session:
         started = await asyncio.wait_for(call(session, "deckhand_ingest", {"tool": "docs", "wait": False}), 10)
         assert started["isError"] is False
-        assert started["structuredContent"] == {"tools": [], "started": ["docs"]}
+        assert started["structuredContent"] == {"tools": [], "started": ["docs"], "note": started["text"]}
         assert started["text"].startswith("started ingesting docs in the background")
         assert tool.started.wait(10)
         listing = await call(session, "deckhand_list_tools")

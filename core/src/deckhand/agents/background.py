@@ -38,4 +38,4 @@ def start_reingest(toolbox: Any, args: IngestArguments) -> tuple[str, IngestOutp
         f"started ingesting {', '.join(names)} in the background; deckhand_list_tools shows the state and, when "
         "done, the last ingest (searches of these tools wait for it)"
     )
-    return text, IngestOutput(tools=[], started=names)
+    return text, IngestOutput(tools=[], started=names, note=text)

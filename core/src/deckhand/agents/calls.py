@@ -209,11 +209,14 @@ class ResultOut(BaseModel):
 
     rank: int
     score: float = Field(description="Similarity in [0, 1], higher is better.")
-    source: str = Field(description="The file the chunk comes from.")
+    source: str = Field(
+        description="The file the chunk comes from: relative to agent.yaml's folder when inside it, else absolute."
+    )
     chunk_index: int
     content: str
     location: str | None = Field(default=None, description="Heading chain 'A > B > C' (structured documents).")
     section_id: str | None = None
+    section_label: str | None = Field(default=None, description="The section as the document numbers it ('§ 4.2').")
     definitions: list[DefinitionOut] = Field(default_factory=list)
     references: list[ReferenceOut] = Field(default_factory=list)
     start_line: int | None = Field(default=None, description="First line of the chunk in its file (text formats).")
@@ -232,6 +235,21 @@ class ResultOut(BaseModel):
         description="file:// URI of the chunk's lines (#Lstart-Lend): deckhand_read (or resources/read) reads it, "
         "wider with context or section.",
     )
+    cut: bool | None = Field(
+        default=None,
+        description="True when content was cut to fit the result budget (it ends with a cut marker): deckhand_read "
+        "its uri for the rest.",
+    )
+
+
+class StaleOut(BaseModel):
+    """Files of a tool's source that changed since its last ingest: the answer does not reflect them."""
+
+    added: int = Field(description="New files the index does not hold.")
+    edited: int = Field(description="Files whose size or modification time changed.")
+    removed: int = Field(description="Files the index holds that are gone.")
+    files: list[str] = Field(description="The first changed files (at most 20), new and edited first.")
+    refresh: str = Field(description="How to bring the index up to date.")
 
 
 class SearchOutput(Output):
@@ -242,6 +260,14 @@ class SearchOutput(Output):
         default=None,
         description="Set when more results did not fit the result budget: pass it as cursor, with the same "
         "arguments, for the next page.",
+    )
+    note: str | None = Field(
+        default=None,
+        description="What the answer's text says besides the results: why there are none, how to get the next "
+        "page, that files changed since the last ingest.",
+    )
+    stale: StaleOut | None = Field(
+        default=None, description="Set when files of the source changed since the last ingest (not searched yet)."
     )
 
 
@@ -274,7 +300,10 @@ class ToolStatus(BaseModel):
     name: str
     type: str
     description: str
-    source: str
+    source: str = Field(
+        description="The file or folder the tool ingests, shown as results show files: relative to agent.yaml's "
+        "folder when inside it, else absolute."
+    )
     state: str = Field(description="pending, ingesting, ready, failed, or unreachable (the store's server).")
     provider: str | None = Field(default=None, description="The store in use, once ingested.")
     document_count: int = Field(
@@ -286,7 +315,11 @@ class ToolStatus(BaseModel):
         default=None, description="Writable tools: documents agents added (deckhand_add)."
     )
     writable: bool = Field(default=False, description="Whether deckhand_add and deckhand_delete take this tool.")
-    last_ingest_time: str | None = Field(default=None, description="ISO 8601, UTC; none before the first ingest.")
+    last_ingest_time: str | None = Field(
+        default=None,
+        description="ISO 8601, UTC: when the last ingest of this process ended, or, for an index another process "
+        "ingested, when that ingest started; none before the first ingest (or where the store cannot say).",
+    )
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")
     outage: str | None = Field(
@@ -321,11 +354,14 @@ class IngestOutput(Output):
     started: list[str] | None = Field(
         default=None, description="With wait: false, the tools whose ingest was started in the background."
     )
+    note: str | None = Field(default=None, description="With wait: false, where to follow the ingest.")
 
 
 class ReadOutput(Output):
     tool: str = Field(description="The tool whose source holds the file.")
-    source: str = Field(description="The file, relative to the tool's source.")
+    source: str = Field(
+        description="The file as search results show it: relative to agent.yaml's folder when inside it, else absolute."
+    )
     uri: str = Field(description="The lines returned, as a URI (file:///path#Lstart-Lend).")
     start_line: int
     end_line: int
@@ -335,6 +371,7 @@ class ReadOutput(Output):
     )
     text: str
     next_uri: str | None = Field(default=None, description="When cut: the uri that reads on from the next line.")
+    note: str | None = Field(default=None, description="When cut: what was cut and how to read on.")
 
 
 # -- validation and schemas ------------------------------------------------------------------------

@@ -341,8 +341,10 @@ def _read_agent(toolbox: Toolbox, args: Any, max_chars: int) -> Outcome:
 def _read_answer(name: str, source: str, passage: Passage | AgentPassage) -> Outcome:
     """``deckhand_read``'s text (where the lines are, and where to read on when cut) and structured answer."""
     head = f"{name}:{passage.start_line}-{passage.end_line} of {passage.total_lines}"
+    note = None
     if passage.next_uri is not None:
         head += f" (cut; read on from {passage.next_uri})"
+        note = f"cut after line {passage.end_line} of {passage.total_lines}; deckhand_read {passage.next_uri} reads on"
     return f"{head}\n\n{passage.text}", ReadOutput(
         tool=passage.tool,
         source=source,
@@ -353,6 +355,7 @@ def _read_answer(name: str, source: str, passage: Passage | AgentPassage) -> Out
         truncated=passage.truncated,
         text=passage.text,
         next_uri=passage.next_uri,
+        note=note,
     )
 
 

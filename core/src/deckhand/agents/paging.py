@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deckhand.agents.calls import CallError, ResultOut, SearchArguments, SearchOutput
+from deckhand.agents.output import stale_line
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_CURSOR_CHARS
 from deckhand.tools.hierarchical_results import format_hierarchical_results
 from deckhand.tools.results import format_results
@@ -125,10 +126,21 @@ def _cost(hit: ResultOut) -> int:
     return len(hit.model_dump_json(exclude_none=True)) + 2 + len(json.dumps(block)) + link
 
 
-def _reserve(tool: str, args: SearchArguments, results: int) -> int:
-    """Characters of an answer besides its hits: the envelope, the query and a cursor (text and structured)."""
+def _reserve(tool: str, args: SearchArguments, results: int, found: SearchOutput) -> int:
+    """Characters of an answer besides its hits: the envelope, the query, a cursor and the note on how to use it,
+    and what is said of a stale index (text and structured)."""
     cursor = (24 + 16 + _DIGEST * results) * 4 // 3 + 4
-    return 260 + len(tool) + len(json.dumps(args.query)) + 2 * cursor
+    stale = len(found.stale.model_dump_json()) + 3 * len(found.note or "") if found.stale is not None else 0
+    # the cursor three times: next_cursor, the text's last line and the note's
+    return 260 + len(tool) + 2 * len(json.dumps(args.query)) + 3 * cursor + len(_more(tool, "")) + stale
+
+
+def _more(tool: str, cursor: str) -> str:
+    """How to get the next page, in the structured answer's note."""
+    return (
+        f"More results: call {tool} again with the same query, top_k and filter and cursor set to next_cursor "
+        f"({cursor})."
+    )
 
 
 def _cut(hit: ResultOut, room: int) -> ResultOut:
@@ -136,11 +148,11 @@ def _cut(hit: ResultOut, room: int) -> ResultOut:
     low, high = 0, len(hit.content)
     while low < high:  # the longest kept prefix that fits
         middle = (low + high + 1) // 2
-        if _cost(hit.model_copy(update={"content": hit.content[:middle] + "\n" + CUT_MARKER})) <= room:
+        if _cost(hit.model_copy(update={"content": hit.content[:middle] + "\n" + CUT_MARKER, "cut": True})) <= room:
             low = middle
         else:
             high = middle - 1
-    return hit.model_copy(update={"content": hit.content[:low] + "\n" + CUT_MARKER})
+    return hit.model_copy(update={"content": hit.content[:low] + "\n" + CUT_MARKER, "cut": True})
 
 
 def page(
@@ -153,7 +165,7 @@ def page(
     fresh = [hit for hit in found.results if _hit_key(hit) not in given]
     # After an ingest some given results may be gone from the ranking: never more than top_k in all.
     fresh = fresh[: max(0, len(found.results) - len(given))]
-    room = budget_chars(tokens) - _reserve(tool, args, len(found.results) + len(given))
+    room = budget_chars(tokens) - _reserve(tool, args, len(found.results) + len(given), found)
     shown: list[ResultOut] = []
     for hit in fresh:
         cost = _cost(hit)
@@ -170,10 +182,21 @@ def page(
     if more:
         delivered = [*given, *(_hit_key(h) for h in fresh[: len(shown)])]
         cursor = make_cursor(tool, args, delivered)
-    out = SearchOutput(tool=found.tool, query=found.query, results=shown, next_cursor=cursor)
-    if not more and not given:
+    out = SearchOutput(tool=found.tool, query=found.query, results=shown, next_cursor=cursor, stale=found.stale)
+    if not more and not given and not any(hit.cut for hit in shown):
+        out.note = found.note  # everything fits: the tool's own text and note, as they are
         return text, out
-    return _page_text(shown, len(given), cursor), out
+    stale = stale_line(found.stale) if found.stale is not None else None
+    notes = [stale] if stale is not None else []
+    if given and shown:
+        notes.append(f"These results come after the {len(given)} already given on earlier pages.")
+    if cursor is not None:
+        notes.append(_more(tool, cursor))
+    if not shown:
+        notes.append(f"No more results: the {len(given)} found were already given on the earlier pages.")
+    out.note = " ".join(notes) or None
+    paged = _page_text(shown, len(given), cursor)
+    return (f"{stale}\n\n{paged}" if stale is not None else paged), out
 
 
 def _page_text(shown: list[ResultOut], before: int, cursor: str | None) -> str:
@@ -204,6 +227,7 @@ def _result(hit: ResultOut) -> SearchResult:
         content=hit.content,
         location=hit.location or "",
         section_id=hit.section_id,
+        section_label=hit.section_label,
         definitions=[DefinitionRef(term=d.term, definition=d.definition, source=d.source) for d in hit.definitions],
         references=[
             SectionRef(section_id=r.section_id, location=r.location, source=r.source, resolved=r.resolved)

@@ -19,6 +19,7 @@ checks is refused too.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,9 +28,11 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.agents.calls import CallError
+from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
+from deckhand.tools.base import SourceTool
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -68,9 +71,10 @@ class Place:
 
     tool: str
     path: Path
-    display: str
+    display: str  # as results show it (relative to agent.yaml's folder when inside it, else absolute)
     start: int | None
     end: int | None
+    relative: str = ""  # relative to the source (what its encoding: patterns match)
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,17 @@ class _Source:
     encoding: Any
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
+    #: The directory results' paths are relative to (agent.yaml's); None for a tool type of a plugin's own
+    #: (not built on ``SourceTool``), whose results show paths their own way.
+    base: Path | None = None
+
+    def shown(self, relative: Path | None = None) -> str:
+        """A file of this source as results show it: relative to :attr:`base` when inside it, else absolute; with
+        no :attr:`base`, relative to the source (a file source: its name)."""
+        given = Path(os.path.abspath(self.given))
+        if self.base is None:
+            return relative.as_posix() if relative is not None else given.name
+        return display_path(given / relative if relative is not None else given, self.base)
 
 
 class SourceReader:
@@ -149,6 +164,7 @@ class SourceReader:
                     self._extensions[name],
                     encoding,
                     None if limit is None else int(limit),
+                    tool.base_dir if isinstance(tool, SourceTool) else None,
                 )
             )
         return found
@@ -209,7 +225,7 @@ class SourceReader:
         if source.is_file:
             if path not in (source.given, source.real):
                 return None
-            return Place(source.tool, source.real, source.real.name, start, end)
+            return Place(source.tool, source.real, source.shown(), start, end, source.real.name)
         relative = None
         for base in (source.given, source.real):
             try:
@@ -230,7 +246,7 @@ class SourceReader:
             raise CallError(f"uri: {current.suffix or 'a file without extension'} files are not indexed, so not read")
         if not current.is_file():
             raise CallError("uri: no such file in the tool's source (it may have been deleted; search again)")
-        return Place(source.tool, current, relative.as_posix(), start, end)
+        return Place(source.tool, current, source.shown(relative), start, end, relative.as_posix())
 
     # -- reading ------------------------------------------------------------------------------------
     def read(
@@ -278,7 +294,9 @@ class SourceReader:
         from deckhand.ingest.workers import load_text
 
         source = next(s for s in self._sources if s.tool == place.tool)
-        encoding = source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.display)
+        encoding = (
+            source.encoding if isinstance(source.encoding, str) else encoding_for(source.encoding, place.relative)
+        )
         limit = _read_limit(source, place)
         root = source.real.parent if source.is_file else source.real
         loaded, failed, _ = load_text(

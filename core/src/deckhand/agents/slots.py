@@ -13,6 +13,7 @@ from typing import Any
 from deckhand.agents.calls import CallError
 from deckhand.agents.outages import Outage
 from deckhand.agents.progress import IngestProgress
+from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
 
 
@@ -43,6 +44,10 @@ class Slot:
     counting: threading.Event | None = None  # set when the chunk count being read in the background is in
     #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
     takes_filter: bool = True
+    #: What the last check of the source for changes found (None: not checked, or too large to) and when
+    #: (``time.monotonic()``; an ingest forgets it).
+    changes: SourceChanges | None = None
+    changes_at: float | None = None
 
     @classmethod
     def serving(cls, tool: Tool, tracker: IngestProgress | None) -> Slot:

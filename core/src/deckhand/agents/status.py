@@ -5,6 +5,7 @@ type): the text says "searchable items", which is true of every tool type."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -13,6 +14,8 @@ from pathlib import Path
 from deckhand.agents.calls import MemoryStatus, ToolStatus
 from deckhand.agents.slots import Slot
 from deckhand.agents.writes import is_writable
+from deckhand.ingest.discovery import display_path
+from deckhand.tools.base import SourceTool
 from deckhand.tools.results import tool_function
 
 
@@ -40,7 +43,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         name=name,
         type=tool.config.type,
         description=tool_function(tool)["description"],
-        source=str(source),
+        source=_shown(tool, source),
         state=state,
         provider=tool.provider,
         document_count=count,
@@ -54,11 +57,18 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
     )
 
 
+def _shown(tool: object, source: Path) -> str:
+    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
+    type of a plugin's own, not built on ``SourceTool``: absolute)."""
+    path = Path(os.path.abspath(source))
+    return display_path(path, tool.base_dir) if isinstance(tool, SourceTool) else path.as_posix()
+
+
 def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) -> str:
     """One line per tool (and one for the memory): the listing's text."""
     lines = []
     for s in statuses:
-        when = s.last_ingest_time or "never"
+        when = s.last_ingest_time or ("unknown" if s.document_count else "never")
         count = f"{s.document_count} searchable items"
         if s.files is not None and s.agent_documents is not None:
             count += f" ({s.files} files, {s.agent_documents} added by agents; writable)"

@@ -11,6 +11,10 @@ policy every front end shares:
 * **Lazy or background ingestion.** :meth:`Toolbox.start_ingest` ingests every tool in a
   background thread (the server answers ``initialize`` meanwhile); a tool nobody ingested
   yet is ingested by its first search.
+* **An answer says when the index is behind its source.** A search checks the tool's source for files
+  added, edited or deleted since its last ingest (``SourceTool.source_changes``: a walk and a ``stat`` per
+  file, reused for :data:`CHANGES_TTL` seconds, none past 50,000 chunks) and, when some changed, starts its
+  text and its ``note`` with how many and how to refresh (``stale`` in the structured answer).
 * **Errors are one line**, secrets masked (:mod:`deckhand.redaction` plus every value the
   config files took from ``${VARS}``), raised as :class:`~deckhand.agents.calls.CallError`.
 * **Outages heal by themselves.** A store server that cannot be reached (a call or an ingest
@@ -57,13 +61,14 @@ from deckhand.agents.memory_calls import (
     open_configured_memory,
 )
 from deckhand.agents.outages import RETRY_FIRST, RETRY_MAX, OutageHealing
-from deckhand.agents.output import hit_of
+from deckhand.agents.output import hit_of, stale_line, stale_of
 from deckhand.agents.progress import IngestProgress, ProgressListener
 from deckhand.agents.redacting import Redactor, config_secrets
 from deckhand.agents.slots import Slot, hold
 from deckhand.agents.status import listing_text, tool_status
 from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
+from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
 from deckhand.tools.base import SourceTool
 
@@ -91,6 +96,8 @@ T = TypeVar("T")
 
 #: Seconds a search waits for its tool's ingest before answering "still ingesting".
 SEARCH_WAIT = 60.0
+#: Seconds a search reuses its tool's last check of the source for changed files (``SourceTool.source_changes``).
+CHANGES_TTL = 2.0
 #: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts: a store that has not
 #: answered by then (a frozen server waits out its deadline) is listed with the count read last.
 STATUS_WAIT = 0.5
@@ -276,7 +283,12 @@ class Toolbox(MemoryCalls, WriteCalls):
             try:
                 # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
                 with fallback_policy(self.allow_fallback, default=False):
-                    report = slot.tool.initialize_sync(force)
+                    tool = slot.tool
+                    if isinstance(tool, SourceTool) and not tool.is_initialized and not force:
+                        # The index as the last ingest left it, first: the listing counts what it holds meanwhile.
+                        tool.open_ingested()
+                        self._count(name, slot)
+                    report = tool.initialize_sync(force)
             except Exception as exc:
                 slot.error = self.error_line(exc)
                 # A tool that lost its store (not an outage: the tool dropped it) has no index to answer from.
@@ -290,6 +302,7 @@ class Toolbox(MemoryCalls, WriteCalls):
                 raise CallError(f"{name}: ingest failed: {slot.error}") from None
             finally:
                 slot.ingesting = False
+                slot.changes = slot.changes_at = None  # what changed is ingested now (or the next check says)
                 if slot.tracker is not None:
                     slot.tracker.listener = None
             slot.ready, slot.error = True, None
@@ -341,6 +354,7 @@ class Toolbox(MemoryCalls, WriteCalls):
                     text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
                 else:  # a tool type of its own: its search_text_sync is the text agents read
                     text = tool.search_text_sync(args.query, args.top_k, **extra)
+                changes = self._changes(name, slot)
             except CallError:
                 raise
             except Exception as exc:
@@ -352,7 +366,32 @@ class Toolbox(MemoryCalls, WriteCalls):
             if slot.outage is not None:
                 self.healing.retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
         hits = [hit_of(r) for r in results]
-        return text, SearchOutput(tool=name, query=args.query, results=hits)
+        found = SearchOutput(tool=name, query=args.query, results=hits)
+        if not hits:
+            found.note = text  # why the answer is empty, for clients that read only the structured answer
+        if changes is not None and changes.total:
+            found.stale = stale_of(name, changes)
+            line = stale_line(found.stale)
+            text = f"{line}\n\n{text}"
+            found.note = line if found.note is None else f"{line} {found.note}"
+        return text, found
+
+    def _changes(self, name: str, slot: Slot) -> SourceChanges | None:
+        """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
+        tool of another kind, or a source too large to check on every search), read at most every
+        :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
+        tool = slot.tool
+        if not isinstance(tool, SourceTool):
+            return None
+        now = time.monotonic()
+        if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:
+            try:
+                slot.changes = tool.source_changes()
+            except Exception as exc:  # the source went away meanwhile: the next ingest says so
+                log.debug("tool %s: the source was not checked for changes: %s", name, self.error_line(exc))
+                slot.changes = None
+            slot.changes_at = now
+        return slot.changes
 
     @contextmanager
     def using(self, name: str, timeout: float | None = None) -> Iterator[Any]:

@@ -158,6 +158,7 @@ class DeleteOutput(Output):
     source: str = Field(description="What was removed: an agent document's URI or a source file's path.")
     removed_chunks: int
     kind: str = Field(description="agent_document, or source_entry (the file itself is untouched).")
+    note: str | None = Field(default=None, description="A source file's entry: when it comes back.")
 
 
 @dataclass
@@ -319,12 +320,13 @@ class WriteCalls:
         audit.info("audit: %s tool=%s action=%s id=%s chunks=%d", DELETE, args.tool, kind, source, removed)
         self.writes.changed(args.tool)
         note = (
-            " (the file is untouched; the next ingest of a changed file brings it back)"
+            "the file is untouched; the next ingest of a changed file brings it back"
             if kind != "agent_document"
-            else ""
+            else None
         )
-        return f"{args.tool}: removed {source} ({removed} chunk(s)){note}", DeleteOutput(
-            tool=args.tool, source=source, removed_chunks=removed, kind=kind
+        said = f" ({note})" if note else ""
+        return f"{args.tool}: removed {source} ({removed} chunk(s)){said}", DeleteOutput(
+            tool=args.tool, source=source, removed_chunks=removed, kind=kind, note=note
         )
 
     # -- reading what agents added (resources/list, resources/read, deckhand_read) ----------------------------

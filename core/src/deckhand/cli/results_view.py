@@ -2,10 +2,10 @@
 
 Each result is a head line (rank, score, where it is: ``path:line``, the heading chain and
 the section id when the tool knows them) and the passage that matches the query best
-(:mod:`deckhand.cli.snippets`) with the query's terms marked; ``--full`` shows the whole
-chunk instead. On a terminal this is drawn with rich (bold head, marked terms in colour);
-into a pipe or a file it is the same text without a single escape code. Agents get the
-contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
+(:mod:`deckhand.cli.snippets`; of source code, its best lines as they are written) with the
+query's terms marked; ``--full`` shows the whole chunk instead. On a terminal this is drawn with
+rich (bold head, marked terms in colour); into a pipe or a file it is the same text without a
+single escape code. Agents get the contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, highlighted, snippet
+from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, code_snippet, highlighted, snippet
 from deckhand.ingest.lines import START_LINE
 from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.printable import printable, printable_block
@@ -59,8 +59,14 @@ def result_text(result: SearchResult, terms: QueryTerms, *, full: bool = False) 
         out.append(f" | Section: {printable(section)}", style=FAINT)
     out.append(symbol_note(result), style=FAINT)
     out.append("\n")
-    segments = highlighted(result.content, terms) if full else snippet(result.content, terms)
-    _append(out, segments, block=full)
+    code = result.text("language") is not None or result.text("symbol") is not None
+    if full:
+        segments = highlighted(result.content, terms)
+    elif code:  # source code reads by its lines: whole lines, breaks and indentation kept
+        segments = code_snippet(result.content, terms)
+    else:
+        segments = snippet(result.content, terms)
+    _append(out, segments, block=full or code)
     for line in _extras(result):
         out.append("\n" + line, style=FAINT)
     return out

@@ -18,6 +18,8 @@ from deckhand.retrieval.analysis import Analyzer, words
 
 #: Characters of a snippet (about three terminal lines).
 SNIPPET_CHARS = 240
+#: Lines of a snippet of source code (whole lines, their breaks and indentation kept).
+CODE_LINES = 8
 ELLIPSIS = "…"
 
 #: A word as the analyzer splits them: letters and digits, with inner dots kept ("4.2", "v1.2").
@@ -95,6 +97,33 @@ def snippet(text: str, query: str | QueryTerms, width: int = SNIPPET_CHARS) -> l
         pieces.insert(0, Segment(ELLIPSIS + " "))
     if text[end:].strip():
         pieces.append(Segment(" " + ELLIPSIS))
+    return pieces
+
+
+def code_snippet(text: str, query: str | QueryTerms, lines: int = CODE_LINES) -> list[Segment]:
+    """The best ``lines`` consecutive lines of source code ``text`` for ``query``, line breaks and indentation
+    kept, the query's terms marked; a line of ``…`` marks lines left out before or after.
+
+    The window holding the most distinct query terms wins (then the most hits, then the earliest); a text of
+    at most ``lines`` lines is shown whole, and one with no hit from its first line.
+    """
+    terms = query if isinstance(query, QueryTerms) else QueryTerms(query)
+    rows = text.strip("\n").split("\n")
+    first = 0
+    if len(rows) > lines:
+        found = [[w.term for w in terms.words(row) if w.term is not None] for row in rows]
+        best = (-1, -1)
+        for start in range(len(rows) - lines + 1):
+            window = [term for row in found[start : start + lines] for term in row]
+            score = (len(set(window)), len(window))
+            if score > best:
+                best, first = score, start
+    shown = "\n".join(rows[first : first + lines]).rstrip()
+    pieces = _segments(shown, terms.words(shown), 0, len(shown), collapse=False)
+    if first:
+        pieces.insert(0, Segment(ELLIPSIS + "\n"))
+    if first + lines < len(rows):
+        pieces.append(Segment("\n" + ELLIPSIS))
     return pieces
 
 

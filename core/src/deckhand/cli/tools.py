@@ -22,13 +22,14 @@ from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
 from deckhand.ingest.executor import Executor, LocalExecutor, build_executor
+from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
 from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
+from deckhand.tools.base import IndexOpened, SourceTool
 from deckhand.tools.results import refuse_filter, takes_filter
 
 log = logging.getLogger("deckhand")
@@ -112,7 +113,7 @@ def initialize_tools(
         if executor is not None and isinstance(tool, SourceTool):
             sharded["executor"] = executor
         if not refresh and not force:
-            report = tool.open_sync()
+            report = tool.open_sync()  # (and what changed since the last ingest: a walk and a stat per file)
         elif progress is not None:
             with progress:
                 report = tool.initialize_sync(force_ingest=force, **sharded)
@@ -188,6 +189,12 @@ def ingest_cmd() -> click.Command:
     return ingest
 
 
+#: What an answer over a stale index says of the changes (after how many files changed).
+NOT_YET = "these results do not reflect them yet"
+
+#: The key of ``search --json`` that names the tools whose source changed since their last ingest.
+STALE_KEY = "stale-sources"
+
 #: ``search`` and ``chat`` show each result's best passage; this flag shows whole chunks.
 full_option = click.option("--full", is_flag=True, help="Show each result's whole chunk instead of its best passage.")
 
@@ -201,12 +208,49 @@ def answer(
     shown in that text: it chose how its results read. ``extra`` holds search arguments only
     some tools take (``filter``), passed only when given."""
     extra = extra or {}
+    shown = Text()
+    stale = stale_changes(tool)
+    if stale is not None:
+        shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
     if _own_format(tool):
-        return Text(tool.search_text_sync(query, top_k, **extra))
+        shown.append(tool.search_text_sync(query, top_k, **extra))
+        return shown
     results = tool.search_results_sync(query, top_k, **extra)
     if not results:  # the tool's own line: no result, or none above its threshold
-        return Text(tool.search_text_sync(query, top_k, **extra))
-    return results_text(results, query, full=full)
+        shown.append(tool.search_text_sync(query, top_k, **extra))
+        return shown
+    shown.append_text(results_text(results, query, full=full))
+    return shown
+
+
+def stale_changes(tool: Tool) -> SourceChanges | None:
+    """What changed under ``tool``'s source since its last ingest, as its opening found (None: nothing changed,
+    not checked, or the index was ingested in this process)."""
+    report = tool.last_report
+    if isinstance(report, IndexOpened) and report.changes is not None and report.changes.total:
+        return report.changes
+    return None
+
+
+def refresh_hint(tool: Tool) -> str:
+    """How a person brings ``tool``'s index up to date."""
+    return f"run `deckhand ingest --tool {tool.config.name}`, or search with --refresh"
+
+
+def stale_json(tools: list[Tool]) -> dict[str, Any]:
+    """``search --json``'s ``stale-sources`` entry: each tool whose source changed since its last ingest."""
+    out: dict[str, Any] = {}
+    for tool in tools:
+        changes = stale_changes(tool)
+        if changes is not None:
+            out[tool.config.name] = {
+                "added": changes.added,
+                "edited": changes.edited,
+                "removed": changes.removed,
+                "files": list(changes.named),
+                "refresh": refresh_hint(tool),
+            }
+    return out
 
 
 def _own_format(tool: Tool) -> bool:
@@ -264,10 +308,13 @@ def search_cmd() -> click.Command:
             with closing(tools):
                 initialize_tools(tools, force_ingest, quiet, refresh=refresh)
                 if as_json:
-                    payload = {
+                    payload: dict[str, Any] = {
                         t.config.name: [r.model_dump() for r in t.search_results_sync(query, top_k, **extra)]
                         for t in tools
                     }
+                    stale = stale_json(tools)
+                    if stale:  # (a key no tool can be named: tool names are letters, digits and _)
+                        payload[STALE_KEY] = stale
                     click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
                     return
                 out = Output()

@@ -146,8 +146,8 @@ def load_agent_config(path: str | Path, registry: PluginRegistry | None = None) 
     for tool in data.get("tools") or []:
         if isinstance(tool, dict) and isinstance(tool.get("source"), str):
             source = Path(tool["source"]).expanduser()
-            if not source.is_absolute():
-                tool["source"] = str(base / source)
+            if not source.is_absolute():  # normalised (``cfg/../corpus`` is ``corpus``), as results show its files
+                tool["source"] = os.path.normpath(base / source)
     return validate(AgentConfig, data, file, registry)
 
 

@@ -40,7 +40,7 @@ from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities
 from deckhand.redaction import redact_url
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.tool_store import create_store, is_complete, mark_complete, store_component
+from deckhand.stores.tool_store import create_store, ingest_started, is_complete, mark_complete, store_component
 from deckhand.types import CollectionSpec, FileState, Record, record_id
 
 log = logging.getLogger("deckhand")
@@ -184,7 +184,7 @@ def migrate(
             _check_target_holds_only(dst, target, manifest, src.store.count())
         _copy(src.store, dst.store, manifest, batch_size, report, progress)
         if is_complete(src.store):  # a source ingestion that was cut short stays marked unfinished
-            mark_complete(dst.store)
+            mark_complete(dst.store, ingest_started(src.store))
         maintained = index_maintenance(dst.store)
         if maintained is not None:
             done = maintained.maintain()

@@ -16,6 +16,7 @@ and library use fall back). Authentication and permission errors never fall back
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -264,12 +265,25 @@ def open_collection(
 COMPLETE_MARK = "ingest/complete"
 
 
-def mark_complete(store: VectorStore) -> None:
-    """Record that the store's records are those of a complete ingestion (stores with side indexes); an ingest
-    and ``deckhand migrate`` mark it, so a later open need not walk the source."""
+def mark_complete(store: VectorStore, started: float | None = None) -> None:
+    """Record that the store's records are those of a complete ingestion (stores with side indexes), and when
+    it started (``started``, seconds since the epoch; None: unknown); an ingest and ``deckhand migrate`` mark
+    it, so a later open need not walk the source."""
     side = side_index_storage(store)
     if side is not None:
-        side.save_side_index(COMPLETE_MARK, side.records_version(), b"")
+        data = struct.pack("<d", started) if started is not None else b""
+        side.save_side_index(COMPLETE_MARK, side.records_version(), data)
+
+
+def ingest_started(store: VectorStore) -> float | None:
+    """When the complete ingestion the store's records come from started (:func:`mark_complete`); None when the
+    store cannot say (no side indexes, an ingestion that did not finish, or one marked before this was kept)."""
+    side = side_index_storage(store)
+    found = side.load_side_index(COMPLETE_MARK) if side is not None else None
+    if found is None or len(found[1]) != 8:
+        return None
+    started: float = struct.unpack("<d", found[1])[0]
+    return started
 
 
 def is_complete(store: VectorStore) -> bool:

@@ -42,6 +42,7 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMisma
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.freshness import SourceChanges, source_changes
 from deckhand.ingest.loaders import LoaderSettings
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
@@ -52,7 +53,7 @@ from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import QueryEngine
 from deckhand.scoring import off_topic_below, unrelated_below
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
+from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete, open_collection
 from deckhand.tools import agent_documents
 from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
@@ -60,22 +61,35 @@ from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, r
 
 log = logging.getLogger("deckhand")
 
+#: Most chunks of an index whose source a search checks for changes (:meth:`SourceTool.source_changes`): decided
+#: on one count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
+CHECK_CHUNKS = 50_000
+
 #: Query vectors kept in memory per tool (``deckhand eval`` asks every query once per mode).
 QUERY_CACHE = 1024
 
 
 @dataclass
 class IndexOpened(IngestReport):
-    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked)."""
+    """What :meth:`SourceTool.open_sync` reports when it only opened the index (the source was not checked),
+    and, once :meth:`SourceTool.check_opened` ran, what changed under the source since the last ingest."""
 
     chunks: int = 0
+    #: Whether the source was checked for changes (:meth:`SourceTool.check_opened`), and what it found.
+    checked: bool = False
+    changes: SourceChanges | None = None
 
     def summary(self) -> str:
         # No file count: reading the manifest to count it cost 0.7 s of every search's start-up at 100,000 files.
-        return (
-            f"index opened ({self.chunks} chunks; not checked for changes: --refresh checks)"
-            f" in {self.total_seconds:.2f}s"
-        )
+        if self.changes is not None and self.changes.total:
+            said = f"{self.changes.describe()}: --refresh ingests them"
+        elif self.changes is not None:
+            said = "no file changed since the last ingest"
+        elif self.checked:
+            said = f"not checked for changes: over {CHECK_CHUNKS:,} chunks, --refresh checks"
+        else:
+            said = "not checked for changes: --refresh checks"
+        return f"index opened ({self.chunks} chunks; {said}) in {self.total_seconds:.2f}s"
 
 
 class _LazyChunker(ChunkerBase):
@@ -162,6 +176,7 @@ class SourceTool:
                 "--shard and --force-ingest do not go together (each shard would drop the others' work): "
                 "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
             )
+        started = time.time()
         source = self.source_path()
         store, embedder, reused = self._open_store(force_ingest, verify=True)
         component, options = self._chunker_component(embedder)  # checked now, built (tokenizer loaded) when needed
@@ -175,18 +190,13 @@ class SourceTool:
             prepare=self._prepare_step(),
             encoding=self.config.encoding,
             max_file_size=self.config.max_file_size,
-            selection=Selection.of(
-                self.config.include,
-                self.config.exclude,
-                default_excludes=self.config.default_excludes,
-                gitignore=self.config.gitignore,
-            ),
+            selection=self.selection(),
         )
         job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
             self._restore_kept(store, embedder, ingestor.chunker)
-            mark_complete(store)
+            mark_complete(store, started if shard is None else None)  # a shard cannot say when the others ran
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
 
@@ -202,13 +212,21 @@ class SourceTool:
         return await asyncio.to_thread(self.open_sync)
 
     def open_sync(self) -> IngestReport:
-        """Open the index for searching; walk the source only if it was never completely ingested.
+        """Open the index for searching; ingest the source only if it was never completely ingested.
 
         A collection whose last write was not the end of a complete ingestion (new, or an
         ingestion killed midway, as far as the store can tell) is ingested by
-        :meth:`initialize`; otherwise nothing under the source is read and the model is not loaded. Changes made
-        to the source since the last ingestion are picked up by :meth:`initialize`.
+        :meth:`initialize`; otherwise no file under the source is read and the model is not loaded, and the
+        report (an :class:`IndexOpened`) says which files changed since the last ingestion (:meth:`check_opened`;
+        :meth:`initialize` ingests them).
         """
+        opened = self.open_ingested()
+        return self.check_opened(opened) if opened is not None else self.initialize_sync()
+
+    def open_ingested(self) -> IndexOpened | None:
+        """Open the index for searching when a complete ingestion made it (nothing under the source is read);
+        None when it holds nothing or an unfinished ingestion's records (the store is kept for :meth:`initialize`,
+        and :attr:`document_count` counts what it holds meanwhile)."""
         clock = time.perf_counter()
         self.source_path()
         store, embedder, reused = self._open_store(False)
@@ -216,7 +234,7 @@ class SourceTool:
             chunks = store.count()
             if not chunks or not is_complete(store):
                 self._store, self._embedder = store, embedder
-                return self.initialize_sync()
+                return None
             report = IndexOpened(chunks=chunks)
             report.seconds["open"] = time.perf_counter() - clock
             self._adopt(store, embedder, report, changed=reused is None)
@@ -245,7 +263,8 @@ class SourceTool:
         self._store, self._embedder = store, embedder
         self.after_ingest(store, report, changed=changed)
         self.last_report = report
-        self.last_ingest_time = time.time()
+        # An index opened as it was: when the ingest that made it started (None where the store cannot say).
+        self.last_ingest_time = ingest_started(store) if isinstance(report, IndexOpened) else time.time()
         self.is_initialized = True
 
     def _open_store(
@@ -350,7 +369,7 @@ class SourceTool:
         store, embedder = self._writable()
         if self._write_chunker is None:
             self._write_chunker = self.build_chunker(embedder)
-        complete = is_complete(store)
+        complete, started = is_complete(store), ingest_started(store)
         doc = agent_documents.write_document(
             tool=self.config.name,
             store=store,
@@ -363,7 +382,8 @@ class SourceTool:
             metadata=metadata,
         )
         if complete:
-            mark_complete(store)  # a write leaves a complete index complete: the next process need not walk the source
+            # a write leaves a complete index complete: the next process need not walk the source
+            mark_complete(store, started)
         self.after_ingest(store, IngestReport(ingested=[doc.uri]), changed=True)
         return doc
 
@@ -374,10 +394,10 @@ class SourceTool:
         state = store.manifest().get(source)
         if state is None:
             return 0
-        complete = is_complete(store)
+        complete, started = is_complete(store), ingest_started(store)
         store.delete_source(source)
         if complete:
-            mark_complete(store)
+            mark_complete(store, started)
         self.after_ingest(store, IngestReport(removed=[source]), changed=True)
         return state.chunk_count
 
@@ -410,6 +430,48 @@ class SourceTool:
         if not source.exists():
             raise FileNotFoundError(f"tool {self.config.name!r}: source path does not exist: {self.config.source}")
         return source
+
+    def selection(self) -> Selection:
+        """Which files of the source this tool takes (its ``include:``, ``exclude:`` and ``gitignore:``)."""
+        return Selection.of(
+            self.config.include,
+            self.config.exclude,
+            default_excludes=self.config.default_excludes,
+            gitignore=self.config.gitignore,
+        )
+
+    def source_changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
+        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk
+        and one ``stat`` each, :func:`deckhand.ingest.freshness.source_changes`).
+
+        None before initialisation, and when the index holds more than ``max_chunks`` chunks (None: any number):
+        past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
+        """
+        store = self._store
+        if store is None:
+            return None
+        if max_chunks is not None and store.count() > max_chunks:
+            return None  # decided on one count, before the manifest is read
+        manifest = store.manifest()
+        return source_changes(
+            self.source_path(),
+            LoaderSet.from_registry(self.registry).extensions,
+            manifest,
+            base=self.base_dir,
+            selection=self.selection(),
+            max_file_size=self.config.max_file_size,
+            ingested_at=ingest_started(store),
+        )
+
+    def check_opened(self, report: IngestReport) -> IngestReport:
+        """``report`` of :meth:`open_sync` with what changed under the source since the last ingest
+        (:meth:`source_changes`) when it only opened the index; any other report as it is."""
+        if isinstance(report, IndexOpened) and not report.checked:
+            clock = time.perf_counter()
+            report.changes = self.source_changes()
+            report.checked = True
+            report.seconds["check"] = time.perf_counter() - clock
+        return report
 
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
