@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000, help="clustered random unit vectors (384-dim)")
     parser.add_argument("--real", type=Path, help="an .npy of real embeddings instead (text_vectors.py)")
     parser.add_argument("--real-queries", type=Path, help="an .npy of real query embeddings (with --real)")
+    parser.add_argument("--far", action="store_true", help="random queries from other clusters than the rows'")
     parser.add_argument("--queries", type=int, default=400, help="queries, split in two halves (tune / report)")
     parser.add_argument("--kinds", nargs="+", default=["i8", "b1"], choices=["i8", "b1", "f16", "f32"])
     parser.add_argument("--connectivity", type=int, default=32)
@@ -99,10 +100,13 @@ def main() -> None:
         matrix = np.load(args.real, mmap_mode="r")[: args.size].astype(np.float32)
         queries = np.load(args.real_queries).astype(np.float32)[: args.queries]
         what = f"real ({matrix.shape[0]:,})"
+    elif args.far:  # dense_options.py's queries: other clusters' points, far from every row (the hard case)
+        matrix, queries = clustered(args.size, 384, 0), clustered(args.queries, 384, 1)
+        what = f"clustered random ({matrix.shape[0]:,}), queries from other clusters"
     else:  # queries from the same clusters as the rows, held out of them
         both = clustered(args.size + args.queries, 384, 0)
         matrix, queries = both[: args.size], both[args.size :]
-        what = f"clustered random ({matrix.shape[0]:,})"
+        what = f"clustered random ({matrix.shape[0]:,}), queries held out of the rows' clusters"
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     exact = [set(np.argsort(-(matrix @ q))[:K].tolist()) for q in queries]
