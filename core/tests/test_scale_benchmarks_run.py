@@ -72,3 +72,15 @@ def test_chunk_shapes_bench_reports_each_shape(tmp_path: Path) -> None:
     lines = out.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["minified-js", "no-space-line"]
     assert all(re.search(r"peak RSS +\d+ MB .*1 ingested \(\d+ chunks", line) for line in lines), out
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_quantised_graph_bench_chooses_on_one_half_and_reports_the_other(tmp_path: Path, far: bool) -> None:
+    """Issue 46's command (docs/benchmarks.md, "A graph over sign bits"), at 2,000 rows."""
+    args = ["--size", "2000", "--queries", "40", "--kinds", "b1", "i8", "--expansions", "64", "256"]
+    out = _run(tmp_path, "quantised_graph.py", *args, "--shortlists", "34", "200", *(["--far"] if far else []))
+    assert re.search(r"^b1: built in [\d.]+ s, file \d+ MB", out, re.M)
+    assert "20 tune / 20 report" in out
+    rows = re.findall(r"^\| (i8 \(today\)|i8|b1) \| (\d+) \| (\d+) \| [\d.]+ \| \d+ \| ([\d.]+) \|", out, re.M)
+    assert ("i8 (today)", "512", "34") in [row[:3] for row in rows]  # today's default, measured on the report half
+    assert all(0.0 <= float(r[3]) <= 1.0 for r in rows)
