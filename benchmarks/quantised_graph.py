@@ -98,7 +98,8 @@ def main() -> None:
 
     if args.real:
         matrix = np.load(args.real, mmap_mode="r")[: args.size].astype(np.float32)
-        queries = np.load(args.real_queries).astype(np.float32)[: args.queries]
+        queries = np.load(args.real_queries).astype(np.float32)  # text_vectors.py: questions, then lines
+        queries = queries[np.random.default_rng(0).permutation(len(queries))][: args.queries]  # both in each half
         what = f"real ({matrix.shape[0]:,})"
     elif args.far:  # dense_options.py's queries: other clusters' points, far from every row (the hard case)
         matrix, queries = clustered(args.size, 384, 0), clustered(args.queries, 384, 1)

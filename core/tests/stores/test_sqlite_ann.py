@@ -509,7 +509,7 @@ def test_the_sign_bit_graph_rescores_a_longer_short_list(tmp_path: Path, monkeyp
         return real(self, query, count)
 
     monkeypatch.setattr(GraphView, "candidates", counting)
-    for precision, shortlist, expected in (("i8", 0, 34), ("b1", 0, 200), ("b1", 50, 60)):
+    for precision, shortlist, expected in (("i8", 0, 34), ("b1", 0, 400), ("b1", 50, 60)):
         folder = tmp_path / f"{precision}-{shortlist}"
         folder.mkdir()
         ann, _ = _pair(folder, options=ANN.model_copy(update={"ann_precision": precision, "ann_shortlist": shortlist}))

@@ -29,7 +29,7 @@ SQLITE_CAPABILITIES: frozenset[StoreCapability] = frozenset(
 
 #: Candidates beyond ``k`` rescored exactly, by recorded precision, when ``ann_shortlist`` is 0: a graph over sign
 #: bits orders its neighbours coarsely, so its right ten are further down its list (docs/benchmarks.md, issue 46).
-SHORTLIST = {"i8": 24, "b1": 190}
+SHORTLIST = {"i8": 24, "b1": 390}
 
 
 class SQLiteOptions(BaseModel):
@@ -65,7 +65,7 @@ class SQLiteOptions(BaseModel):
         ge=0,
         le=65_536,
         description="HNSW: candidates the graph returns beyond k, rescored exactly in float32 "
-        "(0: 24, or 190 for a b1 graph, whose Hamming order is coarser).",
+        "(0: 24, or 390 for a b1 graph, whose Hamming order is coarser).",
     )
     ann_refresh_rows: int = Field(
         default=20_000,
