@@ -48,10 +48,17 @@ MCP1_PIN = "mcp==1.26.0"
 DIST = ROOT / "dist"
 #: deckhand's distribution name, and what the install check installs from the wheels.
 DISTRIBUTION = "deckhand-ai"
-INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai"]
+INSTALL_EXTRAS = ["redis", "postgres", "git-memory", "weaviate", "openai", "ocr"]
 #: Where the opt-in live Weaviate session finds its server (none can be started on these machines).
 WEAVIATE_URL = "WEAVIATE_URL"
 README_QUERY = "How often should API keys be rotated?"
+#: Run in the fresh environment once deckhand-ai[ui] is installed from the wheels: its templates and script are there.
+UI_WHEEL_CHECK = (
+    "from deckhand_ui.app import HERE, PAGES, templates\n"
+    "env = templates().env\n"
+    "for slug, _ in PAGES: env.get_template('document.html' if slug == 'documents' else f'{slug}.html')\n"
+    "assert (HERE / 'static' / 'htmx.min.js').stat().st_size > 40000\n"
+)
 
 
 @dataclass(frozen=True)
@@ -133,8 +140,12 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    # import-linter reads the sources without importing them: deckhand needs only to be findable.
-    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": str(ROOT / "core" / "src")})
+    # import-linter reads the sources without importing them: deckhand and the plugins' packages (the public-api
+    # contract checks them) need only to be findable.
+    sources = [ROOT / "core" / "src", *(ROOT / "plugins" / name / "src" for name in _all_plugins())]
+    session.run(
+        "lint-imports", "--no-cache", env={"PYTHONPATH": os.pathsep.join(str(s) for s in sources if s.is_dir())}
+    )
 
 
 @nox.session(python=PYTHON)
@@ -353,20 +364,22 @@ def servers(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def build(session: nox.Session) -> None:
-    """Every package's wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
+    """Every package's sdist and wheel into dist/: then ``pip install --find-links dist "deckhand-ai[redis]"``.
 
-    ``uv build --all-packages`` builds the uv workspace's members; a package kept out of the workspace
-    (semantic-kernel, whose pins would constrain the lock) is built from its own directory. A package
-    of core/ or plugins/* without its wheel in dist/ is an error.
+    ``uv build --all-packages`` builds the uv workspace's members, each wheel from its sdist (so an sdist
+    missing a file the wheel needs fails here); a package kept out of the workspace (semantic-kernel,
+    whose pins would constrain the lock) is built from its own directory. A package of core/ or
+    plugins/* without its sdist or its wheel in dist/ is an error.
     """
     shutil.rmtree(DIST, ignore_errors=True)
-    session.run("uv", "build", "--all-packages", "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
+    session.run("uv", "build", "--all-packages", "--quiet", "--out-dir", str(DIST), external=True)
     for directory in _outside_workspace():
-        session.run("uv", "build", str(directory), "--wheel", "--quiet", "--out-dir", str(DIST), external=True)
-    built = {_wheel_name(wheel) for wheel in DIST.glob("*.whl")}
-    if missing := sorted(set(_packages()) - built):
-        session.error(f"nox -s build made no wheel for {', '.join(missing)} (built: {', '.join(sorted(built))})")
-    session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+        session.run("uv", "build", str(directory), "--quiet", "--out-dir", str(DIST), external=True)
+    for kind, pattern in (("wheel", "*.whl"), ("sdist", "*.tar.gz")):
+        built = {_wheel_name(path) for path in DIST.glob(pattern)}
+        if missing := sorted(set(_packages()) - built):
+            session.error(f"nox -s build made no {kind} for {', '.join(missing)} (built: {', '.join(sorted(built))})")
+    session.log("built: " + ", ".join(sorted(p.name for p in [*DIST.glob("*.whl"), *DIST.glob("*.tar.gz")])))
 
 
 def _packages() -> dict[str, Path]:
@@ -392,8 +405,10 @@ def install(session: nox.Session) -> None:
 
     Core alone first: the README's search runs, and a store, an embedding model, a memory backend (``git``) and a
     keyword strategy (``native``) that are not installed get install hints, which are then run. Then
-    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five, and the Redis
-    launcher the store's hints name starts a server in this environment, which has no pytest.
+    ``deckhand-ai[redis,postgres,git-memory,weaviate,openai]``: ``deckhand plugins`` lists all five. Then the whole
+    set, every package of dist/ (CPU torch first, for sentence-transformers): ``deckhand plugins`` lists every
+    plugin, none broken. Last, the Redis launcher the store's hints name starts a server in this environment,
+    which has no pytest.
     """
     build(session)
     tmp = Path(session.create_tmp()).resolve()
@@ -464,6 +479,7 @@ def install(session: nox.Session) -> None:
     for args, extra in (
         (("memory", "--backend", "git", "get", "1", "1", "1"), "git-memory"),
         (("--config", str(native), "search", README_QUERY), "native-hybrid"),
+        (("ui", "--port", "0"), "ui"),
     ):
         missing = deckhand(*args, cwd=tmp)
         hint = re.search(r'install it with: uv pip install "([^"]+)"', missing.stderr)
@@ -472,13 +488,17 @@ def install(session: nox.Session) -> None:
                 f"no install hint naming {DISTRIBUTION}[{extra}] for deckhand {' '.join(args)}:\n{missing.stderr}"
             )
         pip_install(hint.group(1))
+    # deckhand ui from its wheel: every page renders from the templates and vendored script the wheel ships.
+    shipped = subprocess.run([str(bin_dir / "python"), "-c", UI_WHEEL_CHECK], capture_output=True, text=True, env=env)
+    if shipped.returncode != 0:
+        session.error(f"deckhand-ai-ui's wheel lacks its pages:\n{shipped.stdout}{shipped.stderr}")
 
     pip_install(f"{DISTRIBUTION}[{','.join(INSTALL_EXTRAS)}]")
     listing = deckhand("plugins")
     plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
-    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai"} <= plugins:
+    if listing.returncode != 0 or not {"redis", "postgres", "git-memory", "weaviate", "openai", "ocr"} <= plugins:
         session.error(
-            "deckhand plugins does not list redis, postgres, git-memory, weaviate and openai:\n"
+            "deckhand plugins does not list redis, postgres, git-memory, weaviate, openai and ocr:\n"
             f"{listing.stdout}{listing.stderr}"
         )
     for kind, name in (
@@ -488,10 +508,23 @@ def install(session: nox.Session) -> None:
         ("memory_backend", "git"),
         ("keyword_strategy", "native"),
         ("embedder", "text-embedding-3-small"),
+        ("loader", "image"),
     ):
         if not re.search(rf"^  {kind}\s+{name}\s", listing.stdout, re.M):
             session.error(f"deckhand plugins lists no {kind} {name}:\n{listing.stdout}")
     session.log("deckhand plugins: " + ", ".join(sorted(plugins)))
+
+    # The whole set: every package of the wheelhouse (sentence-transformers after CPU torch from the local wheel
+    # directory, as its README says); `deckhand plugins` lists every plugin's entry point, none broken.
+    pip_install("--find-links", os.environ.get("DECKHAND_TORCH_WHEELS", "/opt/wheels"), TORCH_PIN)
+    pip_install(*sorted(_packages()))
+    listing = deckhand("plugins")
+    plugins = {line.split(" (")[0] for line in listing.stdout.splitlines() if line and not line.startswith(" ")}
+    expected = {name for directory in _packages().values() for name in _entry_points(directory)}
+    if listing.returncode != 0 or not expected <= plugins or "broken" in plugins:
+        session.error(f"deckhand plugins does not list every plugin ({', '.join(sorted(expected))}) unbroken:\n"
+                      f"{listing.stdout}{listing.stderr}")  # fmt: skip
+    session.log("the whole set: " + ", ".join(sorted(plugins)))
 
     # The installed store cannot reach a server: its hint says how to start one; follow it.
     unreachable = deckhand("--config", str(agent), "search", README_QUERY)
@@ -502,8 +535,15 @@ def install(session: nox.Session) -> None:
     _start_and_stop(session, [str(bin_dir / "python"), "-m", start.group(2), "--port", "0"], env)
 
 
+def _entry_points(directory: Path) -> list[str]:
+    """The names of the ``deckhand`` entry points the package in ``directory`` declares."""
+    with (directory / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"].get("entry-points", {}).get("deckhand", {}))
+
+
 def _wheel_name(wheel: Path) -> str:
-    """The distribution name of a wheel file (``deckhand_ai_redis-0.1.0-py3-none-any.whl`` → ``deckhand-ai-redis``)."""
+    """The distribution name of a wheel or sdist (``deckhand_ai_redis-0.1.0-py3-none-any.whl``, ``...-0.1.0.tar.gz``
+    → ``deckhand-ai-redis``)."""
     return wheel.name.split("-")[0].replace("_", "-").lower()
 
 

@@ -66,8 +66,10 @@ ELSEWHERE = {
     "OpenAIChatCompletion(ai_model_id=": "needs an OpenAI key and the network",
     "register.store(\n": "tests/test_plugin_docs.py (a signature; test_register_signature_compiles)",
     'tool.search_results_sync("how is the area of a circle computed': "plugins/code/tests/test_code_docs.py",
+    'for question in ("how much is due on the invoice?"': "plugins/ocr/tests/test_ocr_docs.py",
     "async with client.listen(": "core/tests/agents/test_mcp_changes.py (needs the SDK 2.x; this session has 1.x)",
     'streamable_http_client("http://balancer:8765/mcp"': "plugins/redis/tests/test_mcp_replicas_redis.py (replicas)",
+    "from deckhand.api import ChunkerBase, Chunk, Document, Registrar, hookimpl": "core/tests/test_api_page.py",
 }
 
 

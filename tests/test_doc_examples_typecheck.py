@@ -41,12 +41,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from deckhand.config.base import ToolConfigBase
-from deckhand.hookspecs import hookimpl
-from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Progress
-from deckhand.registration import Registrar
-from deckhand.types import IngestReport, SearchResult
+from deckhand.api import (
+
+    IngestReport,
+
+    PluginRegistry,
+
+    Progress,
+
+    Registrar,
+
+    SearchResult,
+
+    ToolConfigBase,
+
+    hookimpl,
+
+)
 
 
 class GrepConfig(ToolConfigBase):

@@ -36,7 +36,7 @@ from deckhand.install_hints import (
     normalize,
     plugin_extras,
 )
-from deckhand.plugins import HOOKS, PluginRegistry
+from deckhand.plugins import KINDS, PluginRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = [ROOT / "core", *sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))]
@@ -154,8 +154,8 @@ def test_core_reads_its_extras_from_the_metadata_the_wheel_is_built_with() -> No
     assert {extra: set(dists) for extra, dists in installed.items()} == BUILT[DISTRIBUTION]
     assert core_extras() == installed
     assert plugin_extras() == [
-        "code", "git-memory", "native-hybrid", "openai", "postgres", "ray", "redis", "sentence-transformers",
-        "weaviate"
+        "code", "git-memory", "native-hybrid", "ocr", "openai", "postgres", "ray", "redis", "sentence-transformers",
+        "ui", "weaviate"
     ]  # fmt: skip
 
 
@@ -172,7 +172,7 @@ def _registry_hints() -> list[tuple[str, str]]:
     registry = PluginRegistry()
     names = {"weaviate", "pinecone", "openai", "acme", *core_extras()}
     names |= {c.name for table in registry.components.values() for c in table.values()}
-    return [(f"install_hint({kind!r}, {name!r})", install_hint(kind, name)) for kind in HOOKS for name in sorted(names)]
+    return [(f"install_hint({kind!r}, {name!r})", install_hint(kind, name)) for kind in KINDS for name in sorted(names)]
 
 
 def _written_hints() -> list[tuple[str, str]]:
@@ -220,7 +220,7 @@ def test_the_generic_hint_names_no_extra_that_does_not_exist() -> None:
 CLONE, EDITABLE = Installation("pip", ROOT, False), Installation("uv", ROOT, True)
 
 
-@pytest.mark.parametrize("kind", list(HOOKS))
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_the_generic_hint_from_a_clone_names_its_plugin_directories(kind: str) -> None:
     """A name no plugin is known to provide, of any kind: from a clone the hint's command template names the clone's
     plugin directories (the extras resolve nowhere there), and each filled in is a real package directory."""

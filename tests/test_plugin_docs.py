@@ -47,7 +47,7 @@ STORE_MD = ROOT / "docs" / "writing-a-store-plugin.md"
 #: One marker per example: the test that runs the block holding it. Every block must hold one.
 PLUGINS_EXAMPLES = {
     "python": {
-        "from deckhand.registration import Registrar\n\n\n@hookimpl": "test_hook_example",
+        "from deckhand.api import Registrar, hookimpl\n\n\n@hookimpl": "test_hook_example",
         'register.store(\n    "name",': "test_register_signature_compiles",
         "class LinesChunker": "test_plugin_examples_search_and_filter",
         "class SubstringIndex": "test_plugin_examples_search_and_filter",
@@ -55,18 +55,24 @@ PLUGINS_EXAMPLES = {
         "class NotesLookupTool": "test_plugin_examples_search_and_filter",
         "class PatternLookupTool": "test_own_parameters_reach_mcp",
         'register.store(\n    "acme",': "test_store_options_example",
-        "from deckhand.tools import build_tool": "test_from_python_example",
+        "from deckhand.api import build_tool": "test_from_python_example",
         "class HashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestLinesChunker": "test_kit_examples_pass_their_kits",
+        "class NoteLoader": "test_loader_example",
+        "class TestNoteLoader": "test_loader_example",
     },
     "yaml": {
+        "loaders: [note]": "test_loader_example",
         "chunker: {name: lines": "test_plugin_examples_search_and_filter",
         "keyword_strategy: {name: substring": "test_plugin_examples_search_and_filter",
         "reranker: {name: overlap": "test_plugin_examples_search_and_filter",
         "type: notes_lookup": "test_plugin_examples_search_and_filter",
     },
-    "toml": {'[project.entry-points.deckhand]\nlines = "deckhand_lines"': "test_pyproject_examples"},
+    "toml": {
+        '[project.entry-points.deckhand]\nlines = "deckhand_lines"': "test_pyproject_examples",
+        '[project.entry-points."deckhand.commands"]': "test_command_entry_point_example",
+    },
 }
 STORE_EXAMPLES = {
     "python": {
@@ -279,7 +285,7 @@ def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
 def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
     root, _ = project
     monkeypatch.chdir(root)
-    code = block(PLUGINS_MD, "python", "from deckhand.tools import build_tool")
+    code = block(PLUGINS_MD, "python", "from deckhand.api import build_tool")
     printed: list[str] = []
     monkeypatch.setattr("builtins.print", lambda *a, **_: printed.append(" ".join(map(str, a))))
     exec(compile(code, str(PLUGINS_MD), "exec"), {"__name__": "__main__"})  # as a script: asyncio.run(main())
@@ -289,7 +295,7 @@ def test_from_python_example(project: tuple[Path, ModuleType], monkeypatch: pyte
 def test_hook_example(project: tuple[Path, ModuleType]) -> None:
     """The page's first hook, with the chunker section's factory and options model, registers the chunker."""
     namespace = {n: getattr(sys.modules["docs_example_lines"], n) for n in ("lines_chunker", "LinesOptions")}
-    code = block(PLUGINS_MD, "python", "from deckhand.registration import Registrar\n\n\n@hookimpl")
+    code = block(PLUGINS_MD, "python", "from deckhand.api import Registrar, hookimpl\n\n\n@hookimpl")
     exec(compile(code, str(PLUGINS_MD), "exec"), namespace)
     registry = PluginRegistry(load_entry_points=False)
     registry.register_plugin(
@@ -387,7 +393,7 @@ def test_source_tool_config_fields_are_listed() -> None:
     listed = re.findall(r"^\| `(\w+)` \|", table, re.M)
     own = [f for f in SourceToolConfig.model_fields if f not in ToolConfigBase.model_fields]
     assert listed == own
-    assert "`deckhand.config.base.ToolConfigBase` (`type`, `name`, `description`, `result_budget`)" in text
+    assert "`deckhand.api.ToolConfigBase` (`type`, `name`, `description`, `result_budget`)" in text
     assert list(ToolConfigBase.model_fields) == ["type", "name", "description", "result_budget"]
 
 
@@ -589,7 +595,7 @@ def test_tool_factory_progress_and_the_default_store(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
     parameters = inspect.signature(ToolFactory.__call__).parameters
     assert list(parameters)[1:] == ["config", "base_dir", "registry", "progress"]
-    assert "progress: deckhand.protocols.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
+    assert "progress: deckhand.api.Progress | None" in PLUGINS_MD.read_text(encoding="utf-8")
     recorder = Recorder()
     tool = build_tool(_notes_tool(tmp_path), base_dir=tmp_path, progress=recorder)
     tool.initialize_sync()
@@ -667,6 +673,40 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     sys.modules.pop("docs_example_hashing", None)
 
 
+def test_loader_example(tmp_path: Path) -> None:
+    """The page's loader passes the loader kit with the page's glue (in a pytest of its own), and a tool reads
+    ``.note`` files with it only when it opts in with the page's ``loaders: [note]``."""
+    (tmp_path / "deckhand_notes").mkdir()
+    module_source = block(PLUGINS_MD, "python", "class NoteLoader")
+    (tmp_path / "deckhand_notes" / "__init__.py").write_text(module_source, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_notes.py").write_text(block(PLUGINS_MD, "python", "class TestNoteLoader"))
+    ran = _pytest(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)}, "tests")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "10 passed, 1 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: verbatim (it converts)
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(_import(tmp_path / "deckhand_notes" / "__init__.py", "docs_example_notes_loader"), "notes")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tide.note").write_text("% draft\nHigh tide at the north pier comes at dawn.\n")
+    (notes / "gear.md").write_text("# Gear\n\nBring a rope.\n")
+    opted_in = block(PLUGINS_MD, "yaml", "loaders: [note]") + "    database: {provider: in-memory}\n"
+    for agent, ingested in (
+        (opted_in, ["notes/gear.md", "notes/tide.note"]),
+        (opted_in.replace("loaders", "#"), ["notes/gear.md"]),
+    ):
+        (tmp_path / "agent.yaml").write_text(agent)
+        tool = build_tool(
+            load_agent_config(tmp_path / "agent.yaml", registry=registry).tools[0], base_dir=tmp_path, registry=registry
+        )
+        try:
+            assert sorted(tool.initialize_sync().ingested) == ingested
+        finally:
+            tool.close()
+    sys.modules.pop("docs_example_notes_loader", None)
+
+
 @pytest.mark.parametrize("name", ["SearchHit", "SearchResult", "IngestReport"])
 def test_data_type_fields_are_listed(name: str) -> None:
     """plugins.md's table of each data type's fields is the class's, in order."""
@@ -681,3 +721,18 @@ def test_data_type_fields_are_listed(name: str) -> None:
     text = PLUGINS_MD.read_text(encoding="utf-8")
     table = text[text.index(f"`{name}` (") :].split("\n\n")[1]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == fields
+
+
+def test_command_entry_point_example() -> None:
+    """The page's ``deckhand.commands`` entry point is the ui plugin's own, naming what ``deckhand ui`` runs."""
+    import importlib.metadata
+
+    import click
+
+    shown = tomllib.loads(block(PLUGINS_MD, "toml", '[project.entry-points."deckhand.commands"]'))
+    with (ROOT / "plugins" / "ui" / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"]["deckhand.commands"]
+    assert shown["project"]["entry-points"]["deckhand.commands"] == declared
+    installed = {ep.name: ep for ep in importlib.metadata.entry_points(group="deckhand.commands")}
+    assert isinstance(installed["ui"].load(), click.Command)
+    assert "--questions" in CliRunner().invoke(cli, ["ui", "--help"]).output

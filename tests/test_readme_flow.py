@@ -51,3 +51,24 @@ def test_the_readme_leads_to_scale() -> None:
     for needed in ("deckhand migrate --to", "deckhand ingest --shard I/N", "(docs/scaling.md)", "(docs/cli.md)"):
         assert needed in section, needed
     assert "Without a scheduler: `--shard I/N`\n" in (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_gives_a_newcomer_what_they_need(tmp_path: Path) -> None:
+    """A minimal config before the full one (and it loads), `--refresh`, every command, the write tools, the plugin
+    the memory example needs, and where "the contract" is defined."""
+    from deckhand.config import load_agent_config
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    configuration = readme.split("\n## Configuration\n", 1)[1]
+    minimal, full = (b for b in configuration.split("```yaml\n")[1:3])
+    minimal = minimal.split("```", 1)[0]
+    assert len(minimal.splitlines()) < len(full.split("```", 1)[0].splitlines()) / 3
+    (tmp_path / "data" / "docs").mkdir(parents=True)
+    (tmp_path / "agent.yaml").write_text(minimal)
+    assert load_agent_config(tmp_path / "agent.yaml").tools[0].name == "knowledge_base"
+    for needed in ("--refresh", "deckhand migrate --to", "deckhand eval --beir", "deckhand memory", "deckhand_add",
+                   "deckhand_delete", "(docs/contract.md)"):  # fmt: skip
+        assert needed in readme, needed
+    memory = readme.split("\n### Long-term memory\n", 1)[1].split("\n### ", 1)[0]
+    assert "pip install ./plugins/git-memory" in memory and "deckhand memory store" in memory
+    assert (ROOT / "docs" / "contract.md").is_file()

@@ -22,12 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deckhand.config import load_agent_config
-from deckhand.errors import ConfigError
+from deckhand.api import ConfigError, Tool, build_tool, get_registry, load_agent_config
 from deckhand.install_hints import install_hint
-from deckhand.plugins import get_registry, reset_registry
-from deckhand.protocols import Tool
-from deckhand.tools import build_tool
+from deckhand.plugins import reset_registry
 
 DIST = "deckhand-notes-test"
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
@@ -57,13 +54,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deckhand.config.base import SourceToolConfig
-from deckhand.config.options import Choice, choice_field
-from deckhand.hookspecs import hookimpl
-from deckhand.stores.inmemory import InMemoryStore
-from deckhand.tools.base import SourceTool
-from deckhand.tools.results import SearchResult
-from deckhand.types import Chunk
+from deckhand.api import (
+
+    Choice,
+
+    Chunk,
+
+    InMemoryStore,
+
+    SearchResult,
+
+    SourceTool,
+
+    SourceToolConfig,
+
+    choice_field,
+
+    hookimpl,
+
+)
 
 
 class NoteLoader:
@@ -259,7 +268,7 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     (docs / "tide.note").write_text("% draft, do not index this comment\nHigh tide at the north pier comes at dawn.")
     (docs / "other.md").write_text("Coffee is served in the canteen from eight.")
     (tmp_path / "agent.yaml").write_text(
-        "tools:\n  - type: vectorstore\n    name: notes\n    source: docs\n"
+        "tools:\n  - type: vectorstore\n    name: notes\n    source: docs\n    loaders: [note]\n"
         "    database:\n      provider: notes-memory\n      connection_string: notes://local\n"
     )
     found = _deckhand(tmp_path, "--config", "agent.yaml", "search", "-k", "1", "when is high tide?")
@@ -270,13 +279,13 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
     assert "draft" not in found.stdout  # the plugin's loader, not a plain read, produced the text
     assert "notes [notes-memory]: 2 ingested" in found.stderr
 
-    # DECKHAND_PLUGINS restricts loading: without `notes` its provider is a clear error
+    # DECKHAND_PLUGINS restricts loading: without `notes` its loader (checked first) is a clear error
     restricted = _deckhand(tmp_path, "--config", "agent.yaml", "ingest", DECKHAND_PLUGINS="redis")
     assert restricted.returncode == 3
     # (the generic hint lists what there is to install where deckhand is: from this clone, its plugin directories)
     assert restricted.stderr.startswith(
-        f"error: no store plugin provides 'notes-memory'; {install_hint('store', 'notes-memory')} "
-        "(installed: in-memory, redis, sqlite); DECKHAND_PLUGINS leaves out the installed plugin(s) "
+        f"error: agent.yaml: tools[0].loaders[0]: no loader plugin provides 'note'; {install_hint('loader', 'note')} "
+        "(installed: markitdown, table, text); DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
     assert "with NAME one of this checkout's plugins: code, git-memory, native-hybrid, openai, " in restricted.stderr
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
@@ -390,7 +399,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
             "lable: Field note",
             "tools[1].lable: unknown field (did you mean 'label'? allowed: type, name, description, result_budget, "
             "source, embedding_model, database, chunker, encoding, include, exclude, default_excludes, gitignore, "
-            "max_file_size, reranker, rerank_top_n, passage_windows, results, min_similarity_score, "
+            "loaders, max_file_size, reranker, rerank_top_n, passage_windows, results, min_similarity_score, "
             "max_results_per_source, relative_cutoff, writable, writable_sources, writes_per_minute, label, top_k)",
         ),
         (

@@ -6,19 +6,16 @@ import warnings
 from pathlib import Path
 from typing import ClassVar
 
-import pytest
 from deckhand.capabilities import (
     CAPABILITY_PROTOCOLS,
-    capability_of_protocol,
     has_capability,
     integrity_check,
-    missing_methods,
     record_log,
     side_index_files,
     side_index_storage,
-    undeclared_capabilities,
 )
-from deckhand.protocols import IntegrityCheck, NativeKeywordSearch, SideIndexStorage, StoreCapability
+from deckhand.protocols import IntegrityCheck, StoreCapability
+from deckhand.testing.store_conformance.declarations import missing_methods, undeclared_capabilities
 
 
 class Declared:
@@ -44,9 +41,6 @@ class Undeclared:
 def test_every_capability_names_its_protocol_or_none() -> None:
     assert set(CAPABILITY_PROTOCOLS) == set(StoreCapability)
     assert CAPABILITY_PROTOCOLS[StoreCapability.INTEGRITY_CHECK] is IntegrityCheck
-    assert capability_of_protocol(NativeKeywordSearch) is StoreCapability.KEYWORD_SEARCH
-    assert capability_of_protocol(SideIndexStorage) is StoreCapability.SIDE_INDEXES
-    assert capability_of_protocol(int) is None
 
 
 def test_a_declared_capability_with_its_methods() -> None:
@@ -60,24 +54,25 @@ def test_a_declared_capability_with_its_methods() -> None:
     assert undeclared_capabilities(store) == []
 
 
-def test_a_declared_capability_without_its_methods_is_not_relied_on() -> None:
+def test_the_declaration_is_what_counts_and_the_kit_checks_the_methods() -> None:
+    """deckhand relies on a declared capability (no probing at run time); the kit names the methods it lacks."""
     store = DeclaredWithoutMethods()
+    assert has_capability(store, StoreCapability.SIDE_INDEXES)
     assert missing_methods(store, StoreCapability.SIDE_INDEXES) == [
         "load_side_index",
         "records_version",
         "save_side_index",
     ]
-    assert not has_capability(store, StoreCapability.SIDE_INDEXES)
 
 
-def test_an_undeclared_implementation_still_counts_with_one_warning() -> None:
+def test_an_undeclared_implementation_does_not_count() -> None:
+    """A capability is declared or absent: methods alone are not relied on (the store kit fails such a store)."""
     store = Undeclared()
     assert undeclared_capabilities(store) == [StoreCapability.INTEGRITY_CHECK]
-    with pytest.warns(DeprecationWarning, match=r"Undeclared implements integrity_check without declaring it"):
-        assert has_capability(store, StoreCapability.INTEGRITY_CHECK)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once per class
-        assert has_capability(Undeclared(), StoreCapability.INTEGRITY_CHECK)
+        warnings.simplefilter("error")
+        assert not has_capability(store, StoreCapability.INTEGRITY_CHECK)
+        assert integrity_check(store) is None
 
 
 def test_the_sqlite_store_declares_its_side_index_files_and_record_log(tmp_path: Path) -> None:

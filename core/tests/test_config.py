@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from deckhand.config import load_agent_config, resolve_database
 from deckhand.config.loading import load_global_config
-from deckhand.config.models import DatabaseConfig
+from deckhand.config.models import DatabaseConfig, VectorStoreToolConfig
 from deckhand.errors import ConfigError
 from deckhand.types import Algorithm, Metric
 
@@ -277,3 +277,14 @@ def test_rejected_values_are_shown_redacted(tmp_path: Path) -> None:
         f"{path}: tools[0].top_k: Input should be a valid integer, unable to parse string as an integer "
         "(got 'redis://a:***@h')"
     )
+
+
+def test_a_tools_entry_says_whether_it_has_source_settings() -> None:
+    """The front ends read a tool's source, database, encoding and size limit through source_config(), never by
+    probing the config: None for a tool type without a source, the entry itself for one with a source."""
+    from deckhand.tool_entry import ToolConfigBase
+
+    plain = ToolConfigBase(type="lookup", name="lookup")
+    assert plain.source_config() is None
+    indexed = VectorStoreToolConfig(type="vectorstore", name="docs", source="docs/")
+    assert indexed.source_config() is indexed

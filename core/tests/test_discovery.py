@@ -24,7 +24,7 @@ def test_recursive_walk_supported_only(tmp_path: Path) -> None:
     (src / "a" / "b").mkdir(parents=True)
     (src / "top.md").write_text("x")
     (src / "a" / "b" / "deep.TXT").write_text("x")
-    (src / "a" / "pic.png").write_bytes(b"x")
+    (src / "a" / "pic.svg").write_bytes(b"x")
     (src / "noext").write_text("x")
     (src / ".hidden.md").write_text("x")
     (src / ".git").mkdir()
@@ -33,7 +33,7 @@ def test_recursive_walk_supported_only(tmp_path: Path) -> None:
     assert [f.display for f in found.files] == ["src/top.md", "src/a/b/deep.TXT"]
     assert [(s.display, s.reason) for s in found.skipped] == [
         ("src/noext", "unsupported file type (none)"),
-        ("src/a/pic.png", "unsupported file type .png"),
+        ("src/a/pic.svg", "unsupported file type .svg"),
     ]
 
 
@@ -136,7 +136,7 @@ def test_names_that_are_not_utf8_fail_one_line_each_and_the_walk_goes_on(tmp_pat
     for name in (b"one.md", b"two.md"):
         with open(root + b"/caf\xe9/" + name, "w") as fh:
             fh.write("x")
-    with open(root + b"/pic\xfe.png", "w") as fh:
+    with open(root + b"/pic\xfe.svg", "w") as fh:
         fh.write("x")
     found = discover(src, EXTS, base=tmp_path)
     assert [f.display for f in found.files] == ["src/good.md"]
@@ -144,7 +144,7 @@ def test_names_that_are_not_utf8_fail_one_line_each_and_the_walk_goes_on(tmp_pat
         ("src/caf\\xe9", "directory: its name is not valid UTF-8; rename it to ingest it"),
         ("src/bad_\\xff.txt", "its name is not valid UTF-8; rename it to ingest it"),
     ]
-    assert [(s.display, s.reason) for s in found.skipped] == [("src/pic\\xfe.png", "unsupported file type .png")]
+    assert [(s.display, s.reason) for s in found.skipped] == [("src/pic\\xfe.svg", "unsupported file type .svg")]
     for entry in (*found.failed, *found.skipped):
         entry.display.encode("utf-8")  # every name reported can be printed, logged and sent as JSON
 
@@ -171,3 +171,17 @@ def test_a_script_without_extension_is_taken_when_a_loader_reads_scripts(tmp_pat
         "",
     ]
     assert file_type(src / "bin" / "deploy", EXTS) == ""  # no loader for scripts: not sniffed
+
+
+def test_a_file_type_an_extra_reads_is_skipped_with_the_command_that_installs_it(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("scan.png", "inbox.mbox", "drawing.svg"):
+        (src / name).write_bytes(b"x")
+    found = discover(src, EXTS, base=tmp_path)
+    reasons = {s.display: s.reason for s in found.skipped}
+    assert reasons["src/drawing.svg"] == "unsupported file type .svg"
+    for name, suffix in (("src/scan.png", ".png"), ("src/inbox.mbox", ".mbox")):
+        assert reasons[name].startswith(f"unsupported file type {suffix} (the ocr plugin reads it: ")
+        assert "pip install" in reasons[name] and "\n" not in reasons[name]
+    assert {s.kind for s in found.skipped} == {".png", ".mbox", ".svg"}  # the summary still counts by type

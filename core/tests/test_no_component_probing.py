@@ -2,10 +2,13 @@
 :mod:`deckhand.bases`, choices that must be visible are capabilities (:mod:`deckhand.capabilities`).
 
 The test reads every module under ``core/src/deckhand`` (except the kits in ``deckhand.testing``,
-whose job is to check components for what they must have) and lists each ``getattr``, ``hasattr``
-and ``isinstance`` against a runtime-checkable Protocol of :mod:`deckhand.protocols`. Each must be
-in :data:`ALLOWED` with the reason it is no component probe; a new one fails, and so does an
-allowed one that is gone (the list stays short and true).
+whose job is to check components for what they must have) and of the front-end plugins, and lists
+each probe: ``getattr`` and ``hasattr``; ``isinstance`` against a runtime-checkable Protocol of
+:mod:`deckhand.protocols` or through a variable (``isinstance(store, protocol)``); ``inspect.signature``;
+reading ``__module__``; and, in the front ends (the CLI, the MCP server, the agents' toolbox, the Ray
+plugin), ``isinstance`` against a class core's component modules define (``SourceTool``). Each must be
+in :data:`ALLOWED` with its reason; a new one fails, and so does an allowed one that is gone (the list
+stays short and true).
 """
 
 from __future__ import annotations
@@ -18,22 +21,17 @@ import deckhand
 import deckhand.protocols
 
 SOURCE = Path(deckhand.__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: ``(module path under deckhand/, the call as ast.unparse writes it)``: why it is allowed.
 ALLOWED: dict[tuple[str, str], str] = {
     # the mechanism itself
     ("bases.py", "getattr(component, name, None)"): "the adapters: the one reading of optional members",
-    ("capabilities.py", "getattr(store, name, None)"): "the kit's check that a declared capability's methods exist",
-    ("capabilities.py", "getattr(protocol, '__protocol_attrs__', None)"): "a Protocol's members (Python 3.12+)",
     ("protocols.py", "getattr(store, 'capabilities', frozenset())"): "reading what a store declares",
     ("tools/__init__.py", "isinstance(tool, Tool)"): "build_tool checks a new tool once",
     ("tools/__init__.py", "hasattr(tool, m)"): "its one-line error names what it lacks",
     ("tools/__init__.py", "getattr(Tool, '__annotations__', {})"): "the Tool Protocol's own members",
-    # not components: configuration models, modules, libraries
-    ("builtin.py", "getattr(target, part)"): "resolves a dotted import path",
-    ("plugins.py", "getattr(self.pm.hook, hook_name)"): "pluggy's hook caller by name",
-    ("config/base.py", "getattr(self, field)"): "a pydantic model's own declared field",
-    ("config/options.py", "getattr(options, name)"): "a pydantic model's declared fields",
+    # not components: libraries
     ("encoding.py", "getattr(info, '_is_text_encoding', True)"): "a codecs.CodecInfo flag",
     ("ingest/loaders.py", "getattr(converters, name)"): "markitdown's converter classes by name",
     ("mcp/sdk.py", "getattr(ctx.meta, 'progressToken', None)"): "the MCP SDK's request metadata",
@@ -43,20 +41,35 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "getattr(session, '_connection', session)"): "the MCP SDK's session object (2.x wraps it)",
     ("mcp/sdk.py", "getattr(key, 'exit_stack', None)"): "the MCP SDK's connection (2.x): when its session ends",
     ("mcp/sdk.py", "getattr(key, '_exit_stack', None)"): "the MCP SDK's session (1.x): when it ends",
-    ("stores/sqlite/store.py", "getattr(config, 'options', None)"): "a database: block or None, not a component",
-    ("stores/sqlite/file.py", "getattr(config, 'connection_string', None)"): "a database: block or None",
-    ("stores/sqlite/file.py", "getattr(config, 'index_name', 'deckhand_vectors')"): "a database: block or None",
-    # a tool type's settings: its config is its plugin's own model, of any shape (ToolConfig lists four fields)
+    ("mcp/sdk.py", "inspect.signature(StreamableHTTPSessionManager.__init__)"): "the MCP SDK's options (1.x, 2.x)",
+    # NOT YET REMOVED (issue 41): the tool type has no base class with defaults for what the front ends ask of
+    # a tool that ingests a source; until it has, they check SourceTool, its config and its settings.
     ("agents/catalog.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting shown as the default",
     ("cli/retrieval_cases.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting, for the report",
-    ("agents/reading.py", "getattr(tool.config, 'encoding', 'auto')"): "an encoding setting the reader honours",
-    ("agents/reading.py", "getattr(tool.config, 'max_file_size', None)"): "a max_file_size the reader honours",
-    ("agents/toolbox.py", "getattr(tool.config, 'database', None)"): "a database: block whose URL secrets are masked",
-    ("agents/toolbox.py", "getattr(database, 'connection_string', None)"): "the same block's URL",
+    ("agents/catalog.py", "isinstance(tool, SourceTool)"): "a tool's directory (else the working directory)",
+    ("agents/reading.py", "isinstance(tool, SourceTool)"): "the registry a tool resolves its loaders in",
+    ("agents/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files and section ids",
+    ("agents/writes.py", "isinstance(tool, SourceTool)"): "writes go to a tool that ingests a source",
+    ("agents/writes.py", "isinstance(self.tool(name), SourceTool)"): "the same, by name",
+    ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",
+    ("cli/tools.py", "isinstance(executor, LocalExecutor)"): "an executor other than local needs a source tool",
+    ("cli/tools.py", "isinstance(tool, SourceTool)"): "shards, executors and the result text",
+    ("cli/tools.py", "type(tool).format_results.__module__"): "a tool formatting its own results",
+    ("agents/slots.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
+    ("tools/results.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
 }
 
-#: ``getattr(<name>, ...)``/``hasattr`` on these are no components: platform flags and exception details.
-NOT_COMPONENTS = {"os", "mmap", "exc"}
+#: ``getattr(<name>, ...)``/``hasattr`` on these are no components: platform flags, exception details, and an
+#: object's own attributes.
+NOT_COMPONENTS = {"os", "mmap", "exc", "self"}
+#: ``isinstance(x, <lower-case name>)`` against these is no probe through a variable.
+BUILTIN_TYPES = {"bool", "bytes", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple", "type"}
+#: Where components are defined (their classes are what a front end must not check a component against).
+COMPONENT_MODULES = ("tools/", "stores/", "ingest/", "config/", "chunking/", "embedding/", "retrieval/", "context/")
+#: The front ends: what they are given is a component through its contract, never a concrete class.
+FRONT_ENDS = ("cli/", "mcp/", "agents/", "plugins/")
+#: Plugins that are front ends (they drive tools built by core), scanned like core's front ends.
+FRONT_END_PLUGINS = ("ray",)
 
 
 def _runtime_protocols() -> set[str]:
@@ -67,35 +80,62 @@ def _runtime_protocols() -> set[str]:
     }
 
 
-def _names(node: ast.expr) -> list[str]:
-    if isinstance(node, ast.Tuple):
-        return [n for element in node.elts for n in _names(element)]
-    if isinstance(node, ast.Name):
-        return [node.id]
+def _concrete_classes() -> set[str]:
+    """The classes core's component modules define (tools, stores, the ingest, configuration models...), errors
+    aside: a front end checking a tool against one of them treats tools not built on it differently."""
+    return {
+        node.name
+        for path in SOURCE.rglob("*.py")
+        if path.relative_to(SOURCE).as_posix().startswith(COMPONENT_MODULES)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ClassDef) and not node.name.endswith("Error")
+    }
+
+
+def _names(node: ast.expr) -> list[ast.expr]:
+    return [n for element in node.elts for n in _names(element)] if isinstance(node, ast.Tuple) else [node]
+
+
+def _probe(node: ast.AST, relative: str, protocols: set[str], concrete: set[str]) -> bool:
+    """Whether ``node`` asks something what it is or has (see the module docstring)."""
     if isinstance(node, ast.Attribute):
-        return [node.attr]
-    return []
+        return node.attr == "__module__" and isinstance(node.ctx, ast.Load)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr == "signature" and isinstance(func.value, ast.Name) and func.value.id == "inspect"
+    if not isinstance(func, ast.Name):
+        return False
+    subject = node.args[0] if node.args else None
+    if func.id in {"getattr", "hasattr"}:
+        return not (isinstance(subject, ast.Name) and subject.id in NOT_COMPONENTS)
+    if func.id == "signature":
+        return True
+    if func.id != "isinstance" or len(node.args) != 2:
+        return False
+    for kind in _names(node.args[1]):
+        name = kind.id if isinstance(kind, ast.Name) else kind.attr if isinstance(kind, ast.Attribute) else ""
+        if name in protocols or (isinstance(kind, ast.Name) and name[:1].islower() and name not in BUILTIN_TYPES):
+            return True
+        if relative.startswith(FRONT_ENDS) and name in concrete:
+            return True
+    return False
 
 
 def probes() -> set[tuple[str, str]]:
-    """Every getattr/hasattr call, and every isinstance against a runtime Protocol, in core's modules."""
-    protocols = _runtime_protocols()
+    """Every probe (see the module docstring) in core's modules and the front-end plugins'."""
+    protocols, concrete = _runtime_protocols(), _concrete_classes()
     found: set[tuple[str, str]] = set()
-    for path in sorted(SOURCE.rglob("*.py")):
-        relative = path.relative_to(SOURCE).as_posix()
-        if relative.startswith("testing/"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+    sources = [(SOURCE, ""), *((ROOT / "plugins" / name / "src", f"plugins/{name}/") for name in FRONT_END_PLUGINS)]
+    for top, prefix in sources:
+        for path in sorted(top.rglob("*.py")):
+            relative = prefix + path.relative_to(top).as_posix()
+            if relative.startswith("testing/"):
                 continue
-            name = node.func.id
-            subject = node.args[0] if node.args else None
-            if name in {"getattr", "hasattr"} and isinstance(subject, ast.Name) and subject.id in NOT_COMPONENTS:
-                continue
-            if name in {"getattr", "hasattr"} or (
-                name == "isinstance" and len(node.args) == 2 and protocols & set(_names(node.args[1]))
-            ):
-                found.add((relative, ast.unparse(node)))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if _probe(node, relative, protocols, concrete):
+                    found.add((relative, ast.unparse(node)))
     return found
 
 
@@ -115,3 +155,23 @@ def test_allowlist_has_no_stale_entry() -> None:
 def test_the_scan_finds_a_probe() -> None:
     """The scan itself works: it sees the adapters' one reading of optional members."""
     assert ("bases.py", "getattr(component, name, None)") in probes()
+
+
+def test_the_scan_sees_every_kind_of_probe() -> None:
+    """Through a variable, a signature, a module name, and a concrete class in a front end; not a class's own
+    attribute, a plain type, or a concrete class where components are built."""
+    protocols, concrete = _runtime_protocols(), {"SourceTool"}
+
+    def seen(code: str, where: str = "agents/x.py") -> bool:
+        return any(_probe(node, where, protocols, concrete) for node in ast.walk(ast.parse(code)))
+
+    assert seen("isinstance(store, protocol)")
+    assert seen("isinstance(store, (Record, protocol))")
+    assert seen("inspect.signature(tool.search_results_sync)")
+    assert seen("signature(tool.search)")
+    assert seen("type(tool).format_results.__module__.startswith('deckhand.')")
+    assert seen("isinstance(tool, SourceTool)") and seen("isinstance(tool, base.SourceTool)")
+    assert seen("isinstance(index, VectorStore)", "tools/x.py") and seen("getattr(tool, 'x', None)", "tools/x.py")
+    assert not seen("isinstance(tool, SourceTool)", "tools/x.py")
+    assert not seen("getattr(self, field)") and not seen("isinstance(value, (str, int))")
+    assert not seen("factory.__module__ = module")

@@ -41,7 +41,7 @@ def test_bad_input_is_skipped_with_one_warning_each_and_the_rest_ingested(
     (docs / "blank.md").write_text("  \n\t\n   \n")
     (docs / "bad.json").write_text('{"a": 1,,}')
     (docs / "bad.csv").write_text('a,b\n"open,1\n')
-    (docs / "image.png").write_bytes(b"\x89PNG")
+    (docs / "image.svg").write_bytes(b"\x89PNG")
     os.symlink(outside / "secret.txt", docs / "link.txt")
     os.symlink(outside / "dir", docs / "linkdir")
 
@@ -63,7 +63,7 @@ def test_bad_input_is_skipped_with_one_warning_each_and_the_rest_ingested(
     assert sorted((s.display, s.reason) for s in report.skipped) == [
         ("docs/blank.md", "empty file"),
         ("docs/empty.txt", "empty file"),
-        ("docs/image.png", "unsupported file type .png"),
+        ("docs/image.svg", "unsupported file type .svg"),
         ("docs/link.txt", "symlink points outside the source"),
         ("docs/linkdir", "symlink points outside the source"),
     ]
@@ -78,11 +78,11 @@ def test_bad_input_is_skipped_with_one_warning_each_and_the_rest_ingested(
         "failed docs/binary.txt: looks binary (contains NUL bytes), not text",
     ]
     # Skipped files are one part of the summary line; -v (info) lists them one line each.
-    assert "5 skipped (2 symlink, 2 empty, 1 .png; -v lists them)" in report.summary()
+    assert "5 skipped (2 symlink, 2 empty, 1 .svg; -v lists them)" in report.summary()
     assert sorted(skipped_of(caplog_ingest)) == [
         "skipped docs/blank.md: empty file",
         "skipped docs/empty.txt: empty file",
-        "skipped docs/image.png: unsupported file type .png",
+        "skipped docs/image.svg: unsupported file type .svg",
         "skipped docs/link.txt: symlink points outside the source",
         "skipped docs/linkdir: symlink points outside the source",
     ]
@@ -179,6 +179,18 @@ def test_pdf_converted_and_truncated_pdf_reported(
     text = contents(store)
     assert "Quarterly revenue grew by twelve percent" in text
     assert "%PDF" not in text and "obj" not in text
+
+
+def test_a_pdf_without_a_text_layer_is_skipped_saying_how_to_read_it(tmp_path: Path, minilm: Any) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "scan.pdf").write_bytes(make_pdf(""))  # a page without text, as a scanner's pages are
+    (docs / "notes.md").write_text(GOOD)
+    report = make_ingestor(minilm, open_memory_store(minilm), tmp_path).run(docs)
+    assert report.ingested == ["docs/notes.md"]
+    [(display, reason)] = [(s.display, s.reason) for s in report.skipped]
+    assert display == "docs/scan.pdf"
+    assert reason.startswith("empty file (no text layer: scanned pages need the ocr plugin: ") and "install" in reason
 
 
 def test_a_loader_bug_skips_the_file_not_the_run(

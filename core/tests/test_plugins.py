@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from deckhand import install_hints
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
-from deckhand.hookspecs import Register, hookimpl
+from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
@@ -65,7 +65,7 @@ def test_deckhand_plugins_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_hook_fails_loudly() -> None:
     class Typo:
         @hookimpl
-        def register_storez(self, register: Register) -> None:
+        def register_storez(self, register: Registrar) -> None:
             register("x", object)
 
     registry = _bare_registry()
@@ -88,6 +88,20 @@ def test_wrong_hook_arguments_fail_loudly() -> None:
     assert str(err.value).startswith("plugin 'bad-args' is invalid: ")
 
 
+def test_an_installed_plugin_with_invalid_hooks_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = types.ModuleType("bad")
+
+    @hookimpl
+    def deckhand_register(reg: Registrar, extra: int) -> None:
+        pass
+
+    bad.deckhand_register = deckhand_register  # type: ignore[attr-defined]
+    _fake_entry_points(monkeypatch, bad=bad)
+    registry = PluginRegistry()
+    (line,) = registry.broken  # pluggy's message spans lines; the broken line does not
+    assert line.startswith("plugin 'bad' is invalid: ") and "\n" not in line and "'extra'" in line
+
+
 def test_duplicate_component_in_one_plugin() -> None:
     class Twice:
         @hookimpl
@@ -97,8 +111,14 @@ def test_duplicate_component_in_one_plugin() -> None:
 
     registry = _bare_registry()
     registry.register_plugin(Twice(), "twice")
+    # The plugin is left out whole, with one line; the others (the builtins) keep working.
+    assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
+    assert registry.broken == ["plugin 'twice' registers store 'dup' twice; its components are left out"]
+    with pytest.raises(ComponentNotFoundError) as found:
+        registry.resolve("store", "dup")  # selecting its component: that line is the error
+    assert str(found.value) == registry.broken[0]
     with pytest.raises(PluginError) as err:
-        registry.list("store")
+        registry.check()  # a plugin's own tests: loud
     assert str(err.value) == "plugin 'twice' registers store 'dup' twice"
 
 
@@ -172,9 +192,11 @@ def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:
 
     (tmp_path / "a.md").write_text("quiet words")
     (tmp_path / "b.txt").write_text("quiet words")
-    loaders = LoaderSet.from_registry(registry)
+    loaders = LoaderSet.from_registry(registry, registry.of_plugin("loader", "shout"))  # a tool that opted in
     assert loaders.load(tmp_path / "a.md") == "QUIET WORDS"
     assert loaders.load(tmp_path / "b.txt") == "quiet words"
+    # Installed is not chosen: a tool that did not opt in reads .md with deckhand's own loader.
+    assert LoaderSet.from_registry(registry).load(tmp_path / "a.md") == "quiet words"
 
 
 def test_process_registry_is_shared_and_resettable(fresh_registry: None) -> None:
@@ -200,28 +222,54 @@ def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **modules: object) -> No
     monkeypatch.setattr("deckhand.plugins.importlib.metadata.entry_points", lambda group: eps)
 
 
+def test_the_untyped_hooks_are_gone() -> None:
+    """``register_stores(register)`` and the other untyped hooks of before ``deckhand_register`` are no hooks."""
+
+    class Old:
+        @hookimpl
+        def register_stores(self, register: Registrar) -> None:
+            pass
+
+    registry = _bare_registry()
+    with pytest.raises(PluginError, match=r"plugin 'old' is invalid: .*register_stores"):
+        registry.register_plugin(Old(), "old")
+
+
 def test_entry_point_with_unknown_hook_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     typo = types.ModuleType("typo")
 
     @hookimpl
-    def register_storez(register: Register) -> None:
+    def register_storez(register: Registrar) -> None:
         pass
 
     typo.register_storez = register_storez  # type: ignore[attr-defined]
     _fake_entry_points(monkeypatch, typo=typo)
+    registry = PluginRegistry()
     with pytest.raises(PluginError) as err:
-        PluginRegistry()
+        registry.check()
     assert str(err.value).startswith("plugin 'typo' is invalid: ")
     assert "register_storez" in str(err.value)
+    assert registry.broken_plugins == ["typo"] and "\n" not in registry.broken[0]
+    registry.resolve("store", "sqlite")  # the others still work
 
 
-def test_entry_point_that_fails_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_point_that_fails_to_import(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _fake_entry_points(monkeypatch, ghost=None)
-    with pytest.raises(PluginError) as err:
-        PluginRegistry()
-    assert str(err.value) == (
-        "plugin 'ghost' (deckhand_fake_ghost) failed to import: No module named 'deckhand_fake_ghost'"
+    with caplog.at_level(logging.WARNING, logger="deckhand"):
+        registry = PluginRegistry()
+        registry.list("store")  # the first use collects the components, and logs the broken plugins
+        registry.list("chunker")
+    line = (
+        "plugin 'ghost' (deckhand_fake_ghost) failed to import: ModuleNotFoundError: No module named "
+        "'deckhand_fake_ghost'; its components are left out (distribution ghost, entry point 'ghost'): fix or "
+        "uninstall it, or set DECKHAND_PLUGINS= (none)"
     )
+    assert [r.getMessage() for r in caplog.records] == [line]  # one line, logged once
+    assert registry.broken == [line]
+    assert registry.resolve("store", "sqlite").plugin == "deckhand.builtin"
+    with pytest.raises(ComponentNotFoundError) as err:
+        registry.resolve("chunker", "ghostly")  # what it would have provided is unknown: the line says why it may lack
+    assert str(err.value).endswith(f"; it may be in a plugin that failed to load: {line}")
 
 
 def test_deckhand_plugins_skips_a_broken_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,8 +358,9 @@ def test_bad_registrations_fail_loudly(method: str, kwargs: dict[str, Any], mess
     registry = _bare_registry()
     registry.register_plugin(Sloppy(), "sloppy")
     with pytest.raises(PluginError) as err:
-        registry.components  # noqa: B018
+        registry.check()
     assert str(err.value).startswith("plugin 'sloppy' registers ") and message in str(err.value)
+    assert registry.find(method, "x") is None and registry.find("store", "sqlite") is not None  # it alone is out
 
 
 def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
@@ -323,9 +372,24 @@ def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
     registry = _bare_registry()
     registry.register_plugin(Typo(), "typo-store")
     with pytest.raises(PluginError) as err:
-        registry.components  # noqa: B018
-    assert str(err.value).startswith("plugin 'typo-store' failed to register its components: ")
+        registry.check()
+    assert str(err.value).startswith("plugin 'typo-store' failed to register its components: TypeError: ")
     assert "url_scheme" in str(err.value)
+
+
+def test_a_loader_has_no_registration_priority() -> None:
+    """``priority`` means one thing for a loader, its attribute (which loader of a tool reads an extension)."""
+
+    class Ranked:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.loader("ranked", object, priority=5)  # type: ignore[call-arg]
+
+    registry = _bare_registry()
+    registry.register_plugin(Ranked(), "ranked")
+    with pytest.raises(PluginError) as err:
+        registry.check()
+    assert "unexpected keyword argument 'priority'" in str(err.value)
 
 
 def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
@@ -356,7 +420,7 @@ def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
     registry = _bare_registry()
     registry.register_plugin(Typed(), "typed")
     store = registry.resolve("store", "typed")
-    assert store.capabilities == {StoreCapability.PERSISTENT} and not store.legacy
+    assert store.capabilities == {StoreCapability.PERSISTENT}
     config = DatabaseConfig.model_validate(
         {"provider": "typed", "options": {"size": 5}}, context={"registry": registry}
     )
@@ -463,9 +527,7 @@ def test_a_qualified_name_picks_the_plugin_that_lost(caplog: pytest.LogCaptureFi
     ]
 
 
-def test_deckhand_plugins_shows_conflicts_and_deprecated_hooks(
-    monkeypatch: pytest.MonkeyPatch, fresh_registry: None
-) -> None:
+def test_deckhand_plugins_shows_conflicts(monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
     from click.testing import CliRunner
     from deckhand.cli.main import cli
 

@@ -172,7 +172,7 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
         "blank.md": b"  \n\t\n   \n",
         "bad.json": b'{"a": 1,,}',
         "broken.csv": b'a,b\n"open,1\n',
-        "image.png": b"\x89PNG\r\n",
+        "image.svg": b"\x89PNG\r\n",
         "huge.txt": b"big " * 3000,
         "locked.txt": b"LOCKED-CONTENT",
     }
@@ -200,7 +200,7 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
         ("docs/escape.md", "symlink points outside the source"),
         ("docs/escapedir", "symlink points outside the source"),
         ("docs/huge.txt", "12.0 kB is over max_file_size (10.0 kB); raise the tool's max_file_size to ingest it"),
-        ("docs/image.png", "unsupported file type .png"),
+        ("docs/image.svg", "unsupported file type .svg"),
         ("docs/self.md", "broken symlink (missing target or a loop)"),
         ("docs/sub/up", "symlink to a directory inside the source (indexed at its target)"),
     ]
@@ -221,7 +221,7 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
         f"skipped {d}: {r}" for d, r in ((s.display, s.reason) for s in report.skipped)
     )
     assert all("\n" not in w for w in warnings_of(caplog_ingest) + skipped_of(caplog_ingest))
-    kinds = "4 symlink, 2 empty, 1 .png, 1 over max_file_size; -v lists them"
+    kinds = "4 symlink, 2 empty, 1 .svg, 1 over max_file_size; -v lists them"
     assert report.summary().startswith(f"{len(good)} ingested (")
     assert f", 8 skipped ({kinds}), 6 failed, 0 removed" in report.summary()
     text = contents(tool._store)

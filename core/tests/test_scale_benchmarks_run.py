@@ -3,6 +3,7 @@ full-size runs take from minutes to an hour and stay out of the tests): each pri
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -68,10 +69,33 @@ def test_side_feed_bench_reports_each_phase_the_build_and_the_look_ups(tmp_path:
 
 def test_chunk_shapes_bench_reports_each_shape(tmp_path: Path) -> None:
     """Issue 40: the worst shapes of file through ``deckhand ingest`` at the kit's own size, one line each."""
-    out = _run(tmp_path, "chunk_shapes_bench.py", "--scale", "1", "--shapes", "minified-js,no-space-line")
+    # the code shapes need the code plugin, which core's own test session does not install
+    shapes = (
+        ["minified-js", "no-space-line"] if importlib.util.find_spec("deckhand_code") else ["lockfile", "no-space-line"]
+    )
+    out = _run(tmp_path, "chunk_shapes_bench.py", "--scale", "1", "--shapes", ",".join(shapes))
     lines = out.strip().splitlines()
-    assert [line.split()[0] for line in lines] == ["minified-js", "no-space-line"]
+    assert [line.split()[0] for line in lines] == shapes
     assert all(re.search(r"peak RSS +\d+ MB .*1 ingested \(\d+ chunks", line) for line in lines), out
+
+
+def test_identifier_qa_reports_first_top5_and_silent_per_setting(tmp_path: Path) -> None:
+    """issue 47's benchmark at 22 chunks, two settings: every table row, and the default tool finds each planted
+    identifier's holder first, plain and quoted, never silent."""
+    out = _run(
+        tmp_path,
+        "identifier_qa.py",
+        *("--sizes", "22", "--per-shape", "1", "--settings", "default", "keyword"),
+        *("--workdir", str(tmp_path / "work")),
+    )
+    rows = re.findall(
+        r"^\| (default|keyword) \| (plain|quoted|sentence) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", out, re.M
+    )
+    assert len(rows) == 6, out
+    for setting, form, first, top5, silent in rows:
+        if setting == "default" and form != "sentence":
+            assert (float(first), float(top5), float(silent)) == (1.0, 1.0, 0.0), (setting, form, out)
+    assert re.search(r"corpus and index: \d+ s .*default \d+ ms/query, keyword \d+ ms/query", out)
 
 
 @pytest.mark.parametrize("far", [False, True])

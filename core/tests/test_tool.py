@@ -198,6 +198,31 @@ def test_semantic_relevance_on_examples(examples: Path, minilm: Any) -> None:
         assert tool.search_results_sync(query)[0].source == expected, query
 
 
+def test_stored_files_and_a_page_of_one_files_chunks(tmp_path: Path, minilm: Any) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.md").write_text(
+        "# Long\n\n" + "".join(f"## Part {i}\n\nCargo {i} went ashore.\n\n" for i in range(30))
+    )
+    (docs / "short.md").write_text("# Short\n\nOne line.\n")
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\ntools:\n  - type: hierarchical_document\n    name: acts\n    source: docs/\n"
+    )
+    tool = build_tool(load_agent_config(tmp_path / "agent.yaml").tools[0], base_dir=tmp_path)
+    assert tool.stored_files() == {} and tool.stored_chunks("docs/long.md", 0, 5) == []  # before initialisation
+    tool.initialize_sync()
+    files = tool.stored_files()
+    assert set(files) == {"docs/long.md", "docs/short.md"}
+    total = files["docs/long.md"].chunk_count
+    assert total > 20
+    page = tool.stored_chunks("docs/long.md", 10, 15)
+    assert [r.chunk_index for r in page] == [10, 11, 12, 13, 14]
+    assert all(r.source == "docs/long.md" for r in page) and "Part" in page[0].content
+    assert [r.chunk_index for r in tool.stored_chunks("docs/long.md", total - 2, total + 5)] == [total - 2, total - 1]
+    assert tool.stored_chunks("docs/../etc/passwd", 0, 3) == [] and tool.stored_chunks("docs/long.md", 5, 5) == []
+    tool.close()
+
+
 # -- store selection -------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pathspec
 import pytest
 from deckhand.ingest.discovery import NOT_UTF8, _link_reason, discover, display_path
-from deckhand.ingest.file_types import SCRIPT
+from deckhand.ingest.file_types import SCRIPT, unsupported
 from deckhand.ingest.gitignore import Rules, repository_of
 from deckhand.ingest.selection import Pattern, Selection
 from deckhand.printable import is_utf8, utf8_name
@@ -103,7 +103,7 @@ def reference(source: Path, base: Path, selection: Selection) -> Walk:
                 suffix = SCRIPT
             if suffix.lower() not in EXTS:
                 kind = utf8_name(suffix.lower()) or "no extension"
-                skipped.append((utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}", kind))
+                skipped.append((utf8_name(shown), unsupported(utf8_name(suffix)), kind))
             elif not regular:
                 skipped.append((utf8_name(shown), "not a regular file", "not a regular file"))
             elif not is_utf8(shown):

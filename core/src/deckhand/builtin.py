@@ -8,7 +8,7 @@ and the memory backend are imported when first built (:func:`_deferred`).
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 from typing import Any
 
 from deckhand.hookspecs import hookimpl
@@ -20,10 +20,7 @@ def _deferred(module: str, attribute: str) -> Any:
     """The factory ``module:attribute`` (``Class.method`` allowed), imported on its first call."""
 
     def factory(*args: Any, **kwargs: Any) -> Any:
-        target: Any = importlib.import_module(module)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        return target(*args, **kwargs)
+        return pkgutil.resolve_name(f"{module}:{attribute}")(*args, **kwargs)
 
     factory.__name__ = attribute.rsplit(".", 1)[-1]
     factory.__qualname__ = attribute

@@ -4,20 +4,14 @@ A store lists :class:`~deckhand.protocols.StoreCapability` values in its ``capab
 class attribute (and in ``register.store(..., capabilities=...)``, which ``deckhand plugins``
 shows). A capability that promises methods is tied to the Protocol listing them
 (:data:`CAPABILITY_PROTOCOLS`); core code asks :func:`has_capability`, never ``getattr`` or
-``hasattr``, and keyword strategies ``requires=`` capabilities. The store conformance kit
-fails a store declaring a capability whose methods are missing (:func:`missing_methods`) or
-implementing one it does not declare (:func:`undeclared_capabilities`).
-
-For one release, a store that implements a capability's methods without declaring it (written
-before the capability existed: ``verify_integrity``, side-index storage, files and record log,
-``maintain``, ``hybrid_search``) is still treated as having it, with one DeprecationWarning per class.
+``hasattr``, and keyword strategies ``requires=`` capabilities. A capability is declared, or
+deckhand does not rely on it; the store conformance kit fails a store declaring one whose methods
+are missing, or implementing one it does not declare.
 """
 
 from __future__ import annotations
 
-import threading
 import typing
-import warnings
 
 from deckhand.protocols import (
     IndexMaintenance,
@@ -34,16 +28,13 @@ from deckhand.protocols import (
 __all__ = [
     "CAPABILITY_PROTOCOLS",
     "StoreCapability",
-    "capability_of_protocol",
     "has_capability",
     "index_maintenance",
     "integrity_check",
-    "missing_methods",
     "record_log",
     "side_index_files",
     "side_index_storage",
     "store_capabilities",
-    "undeclared_capabilities",
 ]
 
 #: The Protocol whose methods each capability promises (``None``: a promise about behaviour only,
@@ -60,44 +51,6 @@ CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.INDEX_MAINTENANCE: IndexMaintenance,
     StoreCapability.INTEGRITY_CHECK: IntegrityCheck,
 }
-
-_warned: set[tuple[type, StoreCapability]] = set()
-_warned_lock = threading.Lock()
-
-
-def capability_of_protocol(protocol: type) -> StoreCapability | None:
-    """The capability whose methods ``protocol`` lists (legacy ``requires=(NativeKeywordSearch,)``)."""
-    for capability, tied in CAPABILITY_PROTOCOLS.items():
-        if tied is protocol:
-            return capability
-    return None
-
-
-def _implements(store: object, capability: StoreCapability) -> bool:
-    protocol = CAPABILITY_PROTOCOLS[capability]
-    return protocol is not None and isinstance(store, protocol)
-
-
-def missing_methods(store: object, capability: StoreCapability) -> list[str]:
-    """The methods ``capability`` promises that ``store`` lacks (empty when it has them all)."""
-    protocol = CAPABILITY_PROTOCOLS[capability]
-    if protocol is None:
-        return []
-    names = sorted(_protocol_members(protocol))
-    return [name for name in names if not callable(getattr(store, name, None))]
-
-
-def _protocol_members(protocol: type) -> set[str]:
-    members = getattr(protocol, "__protocol_attrs__", None)  # Python 3.12+
-    if members is None:
-        members = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
-    return set(members)
-
-
-def undeclared_capabilities(store: object) -> list[StoreCapability]:
-    """Capabilities whose methods ``store`` implements without declaring them."""
-    declared = store_capabilities(store)
-    return [c for c in CAPABILITY_PROTOCOLS if c not in declared and _implements(store, c)]
 
 
 def side_index_storage(store: object) -> SideIndexStorage | None:
@@ -126,24 +79,6 @@ def integrity_check(store: object) -> IntegrityCheck | None:
 
 
 def has_capability(store: object, capability: StoreCapability) -> bool:
-    """Whether deckhand may rely on ``capability`` of ``store``: declared, with its methods present.
-
-    A store implementing the methods without declaring the capability still has it for now (one
-    DeprecationWarning per store class asks its author to declare it).
-    """
-    if capability in store_capabilities(store):
-        return CAPABILITY_PROTOCOLS[capability] is None or _implements(store, capability)
-    if not _implements(store, capability):
-        return False
-    key = (type(store), capability)
-    with _warned_lock:
-        first = key not in _warned
-        _warned.add(key)
-    if first:
-        warnings.warn(
-            f"{type(store).__name__} implements {capability.value} without declaring it: add "
-            f"StoreCapability.{capability.name} to its capabilities (undeclared capabilities will be ignored)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-    return True
+    """Whether ``store`` declares ``capability``: deckhand then relies on its methods (the store kit checks
+    that a store has the methods of every capability it declares, and declares every one it implements)."""
+    return capability in store_capabilities(store)

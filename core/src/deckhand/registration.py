@@ -168,21 +168,6 @@ WITH_OPTIONS: frozenset[Kind] = frozenset(
     {"chunker", "embedder", "store", "keyword_strategy", "context_generator", "reranker", "memory_backend", "executor"}
 )
 
-#: Legacy (``register_<kind>s(register)``) factories: the keyword each leading argument was passed
-#: by (``None``: positionally); options followed as keyword arguments.
-_LEGACY_ARGUMENTS: dict[Kind, tuple[str | None, ...]] = {
-    "loader": (),
-    "chunker": ("tokenizer",),
-    "embedder": (None,),
-    "store": (None, None),
-    "keyword_strategy": (None, "cache_path"),
-    "context_generator": ("base_dir",),
-    "reranker": ("base_dir",),
-    "memory_backend": ("path",),
-    "tool": (None,),
-}
-
-
 # -- what a registration becomes ----------------------------------------------------------------
 
 
@@ -190,8 +175,7 @@ _LEGACY_ARGUMENTS: dict[Kind, tuple[str | None, ...]] = {
 class Component:
     """One registered component: what it is, who provides it and how to build it.
 
-    Build it with :meth:`create`, never by calling :attr:`factory` directly: ``create`` calls
-    new-style and legacy factories each by its own convention.
+    Build it with :meth:`create`, which passes the factory its options model's instance.
     """
 
     kind: Kind
@@ -206,20 +190,16 @@ class Component:
     priority: int = 0
     #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
     url_schemes: tuple[str, ...] = ()
-    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same;
-    #: empty for a legacy registration, which could not say).
+    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same).
     capabilities: frozenset[StoreCapability] = frozenset()
     #: Keyword strategies: the store capabilities the strategy needs (else the tool uses ``bm25``).
     requires: frozenset[StoreCapability] = frozenset()
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
     #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
-    #: Registered through a ``register_<kind>s(register)`` hook (called by the old convention).
-    legacy: bool = False
-    #: Legacy stores: registered with ``uses_base_dir=True`` (their factory takes ``base_dir=``).
-    legacy_base_dir: bool = False
-    #: Legacy keyword strategies: ``requires=`` protocols with no capability of their own.
-    legacy_requires: tuple[type, ...] = ()
+    #: The plugins whose component of the same name this one wins over (set by the registry; an options
+    #: error then names the plugin whose model rejected them).
+    shadows: tuple[str, ...] = ()
 
     @property
     def builtin(self) -> bool:
@@ -274,26 +254,10 @@ class Component:
         """Build the component: the kind's leading arguments (as the kind's factory Protocol lists
         them), its options (validated keyword values; a raw mapping with ``validate``) and the
         kind's keyword arguments (a store's ``base_dir``, a tool's ``base_dir``/``registry``/``progress``).
-
-        A legacy factory is called as it was before typed registration: its leading arguments by
-        the keywords it was documented with, its options spread as keyword arguments.
         """
-        if self.legacy:
-            return self._create_legacy(args, dict(options or {}), kwargs)
         if self.kind in WITH_OPTIONS:
             return self.factory(*args, self.instance(options, validate=validate), **kwargs)
         return self.factory(*args, **kwargs)
-
-    def _create_legacy(self, args: tuple[Any, ...], options: dict[str, Any], kwargs: dict[str, Any]) -> Any:
-        if self.kind == "store":
-            base_dir = kwargs.pop("base_dir", None)
-            if self.legacy_base_dir:
-                kwargs["base_dir"] = base_dir
-            return self.factory(*args, **kwargs)  # a legacy store reads config.options itself
-        names = _LEGACY_ARGUMENTS[self.kind]
-        positional = [a for a, n in zip(args, names, strict=True) if n is None]
-        named = {n: a for a, n in zip(args, names, strict=True) if n is not None}
-        return self.factory(*positional, **named, **kwargs, **options)
 
 
 # -- the registrar --------------------------------------------------------------------------------
@@ -329,10 +293,9 @@ class Registrar:
     cheap and loads no model or connection.
     """
 
-    def __init__(self, plugin: str, add: Callable[[Component], None], *, legacy: bool = False) -> None:
+    def __init__(self, plugin: str, add: Callable[[Component], None]) -> None:
         self._plugin = plugin
         self._add = add
-        self._legacy = legacy
 
     @property
     def plugin(self) -> str:
@@ -346,7 +309,7 @@ class Registrar:
         aliases = fields.pop("aliases", ())
         if isinstance(aliases, str):
             aliases = (aliases,)
-        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), legacy=self._legacy, **fields))
+        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), **fields))
 
     def loader(
         self,
@@ -355,11 +318,12 @@ class Registrar:
         *,
         description: str = "",
         aliases: Sequence[str] = (),
-        priority: int = 0,
     ) -> None:
-        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it
-        takes (among loaders claiming one extension, the highest priority wins)."""
-        self._register("loader", name, factory, description=description, aliases=aliases, priority=priority)
+        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it takes
+        (among the loaders of a tool claiming one extension, the highest priority wins: ``priority`` means that
+        alone for a loader, so this method takes no ``priority=``). A tool uses it only when it opted in: its
+        type or chunker comes from this plugin, or its ``loaders:`` names it."""
+        self._register("loader", name, factory, description=description, aliases=aliases)
 
     def chunker(
         self,
@@ -396,9 +360,7 @@ class Registrar:
         """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
 
         ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.building.lazy_embedders`). Optional on the embedder:
-        ``embed_batches(texts)`` yielding ``(indices, vectors)`` as they are made, ``long_inputs``
-        (what happens to an input over ``max_tokens``) and ``tokens_used``.
+        without building the embedder (:mod:`deckhand.building.lazy_embedders`).
         """
         given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
         if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):

@@ -6,9 +6,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
+
+if TYPE_CHECKING:
+    from deckhand.config.base import SourceToolConfig
 
 #: What a tool name may hold: the name agents call it by.
 NAME_PATTERN = r"^[A-Za-z0-9_]+$"
@@ -37,3 +42,8 @@ class ToolConfigBase(StrictModel):
         description="Most tokens (characters / 4) of one answer of this tool over MCP; what does not fit comes "
         "with a cursor to the next page. Default: the server's --result-budget, else 20000.",
     )
+
+    def source_config(self) -> SourceToolConfig | None:
+        """This entry when its tool ingests a source (a ``SourceToolConfig``: its source, database, encoding...);
+        None for a tool type without one."""
+        return None

@@ -59,11 +59,14 @@ class LoadedText:
     """What a loader may return instead of a string: the text and the document's metadata.
 
     ``metadata`` (JSON-like: strings, numbers, booleans, lists, objects) is copied into every
-    chunk of the file, where search filters can select on it.
+    chunk of the file, where search filters can select on it. ``places`` says where parts of the
+    text begin and what locates them (``(offset, {"page": 3})``, in order): each chunk also carries
+    the fields of the place its first character is in (:mod:`deckhand.ingest.places`).
     """
 
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    places: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
 #: The chunk metadata keys deckhand derives itself, which results show as where a chunk comes from: the

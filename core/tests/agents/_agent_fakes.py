@@ -22,6 +22,11 @@ class FakeConfig:
     type: str = "fake"
     top_k: int = 3
     result_budget: int | None = None
+    #: What ``source_config()`` gives: the source settings a test sets (``encoding``, ``max_file_size``), else None.
+    settings: Any = None
+
+    def source_config(self) -> Any:
+        return self.settings
 
 
 class FakeTool:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -49,8 +50,8 @@ def tree(tmp_path: Path) -> Path:
 
 def docs_tool(tree: Path, **config: Any) -> FakeTool:
     tool = FakeTool("docs", tree / "docs")
-    for name, value in config.items():
-        setattr(tool.config, name, value)
+    if config:  # a source tool's settings, as source_config() gives them
+        tool.config.settings = SimpleNamespace(**{"encoding": "auto", "max_file_size": None, **config})
     return tool
 
 

@@ -181,3 +181,35 @@ def test_a_filter_goes_only_to_a_tool_whose_search_takes_one(make_tool: Any) -> 
     assert len(seen) == 1 and seen[0] is not None and data.results == []
     assert text == "No relevant results found for query: rotate keys"
     assert box.search("plain", QUERY)[1].results[0].source == "f0.md"  # no filter: searched as before
+
+
+def test_using_holds_the_tool_as_a_search_does(make_tool: Any) -> None:
+    tool = make_tool()
+    tool.release.clear()
+    box = box_of(tool)
+    box.start_ingest()
+    assert tool.started.wait(5)
+    assert box.progress("docs") is not None  # the ingest is under way: where it is
+
+    def read() -> Any:
+        with box.using("docs") as held:
+            return held
+
+    thread, out = in_thread(read)
+    time.sleep(0.3)
+    assert thread.is_alive(), "using() must wait for the tool's ingest"
+    tool.release.set()
+    thread.join(5)
+    assert out["value"] is tool and box.progress("docs") is None
+    with pytest.raises(CallError, match="unknown tool 'nope'"), box.using("nope"):
+        pass
+
+
+def test_using_a_tool_whose_ingest_failed_says_why(make_tool: Any) -> None:
+    tool = make_tool()
+    tool.fail_with = RuntimeError("disk full")
+    box = box_of(tool)
+    with pytest.raises(CallError, match="disk full"), box.using("docs"):
+        pass
+    with pytest.raises(CallError, match=r"^docs: not available: .*disk full"), box.using("docs"):
+        pass

@@ -1,5 +1,5 @@
-"""deckhand's own chunkers, embedder, keyword strategy, context generator, reranker and tool types pass the kits of
-:mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
+"""deckhand's own loaders, chunkers, embedder, keyword strategy, context generator, reranker and tool types pass
+the kits of :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
 
 from __future__ import annotations
 
@@ -12,18 +12,70 @@ from _chat_server import ChatServer, serve_chat
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.plugins import get_registry
-from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Reranker, Tool
+from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Loader, Reranker, Tool
 from deckhand.testing.kits import (
     ChunkerTests,
     ContextGeneratorTests,
     EmbedderTests,
     KeywordStrategyTests,
+    LoaderTests,
     RerankerTests,
     ToolTypeTests,
 )
 from deckhand.tools import build_tool
 
 KEY_ENV = "DECKHAND_TEST_KIT_RERANK_KEY"
+
+
+class TestTextLoader(LoaderTests):
+    @pytest.fixture
+    def loader(self) -> Loader:
+        loader: Loader = get_registry().resolve("loader", "text").create()
+        return loader
+
+    @pytest.fixture
+    def sample(self, tmp_path: Path) -> Path:
+        path = tmp_path / "tides.md"
+        path.write_text("---\ntitle: Tides\n---\n# Tides\n\nHigh tide comes twice a day.\n", encoding="utf-8")
+        return path
+
+    @pytest.fixture
+    def expected(self) -> str:
+        return "High tide comes twice a day."
+
+
+class TestTableLoader(LoaderTests):
+    @pytest.fixture
+    def loader(self) -> Loader:
+        loader: Loader = get_registry().resolve("loader", "table").create()
+        return loader
+
+    @pytest.fixture
+    def sample(self, tmp_path: Path) -> Path:
+        path = tmp_path / "tides.csv"
+        path.write_text("port,high tide\nNorth pier,06:10\n", encoding="utf-8")
+        return path
+
+    @pytest.fixture
+    def expected(self) -> str:
+        return "| North pier | 06:10 |"
+
+
+class TestMarkItDownLoader(LoaderTests):
+    @pytest.fixture
+    def loader(self) -> Loader:
+        loader: Loader = get_registry().resolve("loader", "markitdown").create()
+        return loader
+
+    @pytest.fixture
+    def sample(self, tmp_path: Path) -> Path:
+        path = tmp_path / "tides.html"
+        path.write_text("<html><body><h1>Tides</h1><p>High tide comes twice a day.</p></body></html>")
+        return path
+
+    @pytest.fixture
+    def expected(self) -> str:
+        return "High tide comes twice a day."
 
 
 class TestTokenChunker(ChunkerTests):

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import numpy as np
 import pytest
+from deckhand.errors import LoaderError
+from deckhand.ingest.loaders import decode_text
+from deckhand.ingest.opening import read_source_bytes
 from deckhand.ingest.pipeline import IngestReport
 from deckhand.testing.kits import (
     ChunkBudgetTests,
@@ -23,15 +27,20 @@ from deckhand.testing.kits import (
     EmbeddingStabilityTests,
     KeywordRankingTests,
     KeywordRebuildTests,
+    LoaderDeclarationTests,
+    LoaderReadingTests,
+    LoaderSafetyTests,
     RerankerTests,
     TokenizerTests,
     ToolCallTests,
     ToolListingTests,
 )
 from deckhand.testing.kits.chunker import SAMPLE, Budget
+from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
+from deckhand.tool_entry import ToolConfigBase
 from deckhand.tools.results import SearchResult, function_definition
-from deckhand.types import Chunk, Document
+from deckhand.types import Chunk, Document, LoadedText
 
 Failure = (AssertionError, pytest.fail.Exception)
 
@@ -321,12 +330,12 @@ def test_the_reranker_and_context_kits_catch_each_fault() -> None:
 # -- tool types --------------------------------------------------------------------------------------
 
 
-@dataclass
-class LookupConfig:
+class LookupConfig(ToolConfigBase):
+    """The validated ``tools:`` entry the tool was built from (a tool's ``config`` is a ToolConfigBase)."""
+
     name: str = "lookup"
     type: str = "lookup"
     description: str = "Look a word up in the harbour notes"
-    result_budget: int | None = None
     source: str = "."
     top_k: int = 3
 
@@ -386,3 +395,104 @@ def test_the_tool_type_kit_catches_each_fault() -> None:
     with pytest.raises(jsonschema.SchemaError):
         ToolListingTests().test_the_function_definition_is_valid(BadSchema())
     assert "the call failed: " in _fails(ToolCallTests().test_a_call_answers, _served(Crashes()))
+
+
+# -- loaders ----------------------------------------------------------------------------------------
+
+
+class Notes:
+    """A sound loader: ``.note`` files read through deckhand's confined reader, ``%`` comment lines dropped."""
+
+    extensions = frozenset({".note"})
+    priority = 0
+
+    def load(self, path: Path) -> str:
+        try:
+            data = read_source_bytes(path)
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        text = decode_text(data, path)
+        return "\n".join(line for line in text.splitlines() if not line.startswith("%"))
+
+
+class FollowsLinks(Notes):
+    """Reads with ``Path.read_text``: follows a link out of the source, and lets OSError through."""
+
+    def load(self, path: Path) -> str:
+        return path.read_text(encoding="utf-8")
+
+
+class UpperCaseExtension(Notes):
+    extensions = frozenset({"NOTE"})
+
+
+class HoldsALock(Notes):
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class ClaimsVerbatim(Notes):
+    verbatim = True
+
+
+class ChokesOnBytes(Notes):
+    def load(self, path: Path) -> str:
+        return read_source_bytes(path).decode("utf-8")
+
+
+class ShiftingTitle(Notes):
+    calls = 0
+
+    def load(self, path: Path) -> LoadedText:  # type: ignore[override]
+        self.calls += 1
+        return LoadedText(super().load(path), {"loaded": self.calls})
+
+
+def _note(tmp_path: Path) -> Path:
+    (tmp_path / "source").mkdir()
+    sample = tmp_path / "source" / "tide.note"
+    sample.write_text("% draft\nHigh tide at the north pier comes at dawn.\n", encoding="utf-8")
+    return sample
+
+
+def _loader_kit_runs(loader: Any, sample: Path) -> None:
+    declared, reading, safety = LoaderDeclarationTests(), LoaderReadingTests(), LoaderSafetyTests()
+    loaded = load(loader, sample)
+    declared.test_extensions_are_lower_case_with_the_dot(loader, sample)
+    declared.test_priority_is_an_integer(loader)
+    declared.test_it_pickles_and_loads_the_same(loader, sample, loaded)
+    reading.test_the_sample_gives_its_text(loaded, "High tide")
+    reading.test_the_same_file_gives_the_same_text(loader, sample, loaded)
+    reading.test_metadata_is_json_like(loaded)
+    safety.test_a_missing_file_is_a_loader_error(loader, sample)
+    safety.test_a_symbolic_link_is_not_followed(loader, sample)
+    safety.test_the_byte_limit_is_kept(loader, sample)
+    safety.test_damaged_bytes_are_a_loader_error_or_text(loader, sample)
+
+
+def test_the_loader_kit_passes_a_sound_loader(tmp_path: Path) -> None:
+    _loader_kit_runs(Notes(), _note(tmp_path))
+
+
+def test_the_loader_kit_catches_each_fault(tmp_path: Path) -> None:
+    sample = _note(tmp_path)
+    safety, declared, reading = LoaderSafetyTests(), LoaderDeclarationTests(), LoaderReadingTests()
+    assert "not FileNotFoundError" in _fails(safety.test_a_missing_file_is_a_loader_error, FollowsLinks(), sample)
+    assert "the loader read it" in _fails(safety.test_a_symbolic_link_is_not_followed, FollowsLinks(), sample)
+    assert "lower case" in _fails(declared.test_extensions_are_lower_case_with_the_dot, UpperCaseExtension(), sample)
+    locked = HoldsALock()
+    assert "does not pickle" in _fails(
+        declared.test_it_pickles_and_loads_the_same, locked, sample, load(locked, sample)
+    )
+    liar = ClaimsVerbatim()
+    assert "not the file's own" in _fails(reading.test_verbatim_text_is_the_file, liar, sample, load(liar, sample))
+    assert "not UnicodeDecodeError" in _fails(
+        safety.test_damaged_bytes_are_a_loader_error_or_text, ChokesOnBytes(), sample
+    )
+    shifting = ShiftingTitle()
+    assert "not deterministic" in _fails(
+        reading.test_the_same_file_gives_the_same_text, shifting, sample, load(shifting, sample)
+    )
+    assert "is not in the sample's text" in _fails(
+        reading.test_the_sample_gives_its_text, load(Notes(), sample), "draft"
+    )

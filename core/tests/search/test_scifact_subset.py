@@ -72,4 +72,6 @@ def test_hybrid_quality_on_a_scifact_subset(tmp_path: Path, monkeypatch: pytest.
     assert modes["keyword"]["ndcg@10"] >= 0.87
     assert modes["hybrid"]["ndcg@10"] >= 0.90
     assert modes["hybrid"]["recall@100"] >= 0.97
-    assert modes["exact"]["ndcg@10"] == 0.0  # claims hold no section ids or quoted phrases
+    # claims hold no section ids or quoted phrases; the exact matches are their rare identifiers (``IL-6``, ``p53``:
+    # issue 47; measured 0.360 on this subset, hybrid unchanged at 0.938)
+    assert 0.0 < modes["exact"]["ndcg@10"] < modes["hybrid"]["ndcg@10"]

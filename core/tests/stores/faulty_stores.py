@@ -17,11 +17,22 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from deckhand.hookspecs import Register, hookimpl
-from deckhand.paths import state_dir
-from deckhand.protocols import StoreCapability
-from deckhand.stores.inmemory import InMemoryStore
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.api import (
+    Algorithm,
+    CollectionSpec,
+    FileState,
+    InMemoryStore,
+    Metric,
+    Record,
+    Registrar,
+    SearchHit,
+    StoreCapability,
+    Vector,
+    VectorStore,
+    hookimpl,
+    state_dir,
+    store_capabilities,
+)
 
 
 class UndeclaredKeywordStore(InMemoryStore):
@@ -286,16 +297,28 @@ STORES: dict[str, Any] = {
     "faulty-undeclared-json-file": UndeclaredJsonFileStore.connect,
 }
 
-#: Stores that keep files in the project: registered with ``uses_base_dir=True``.
+#: Stores that keep files in the project: their factory takes ``base_dir=``.
 FILE_STORES = {JsonFileStore.connect, UndeclaredJsonFileStore.connect}
 
 
+def _typed(factory: Any) -> Any:
+    """``factory(config, collection[, base_dir=])`` as the typed store factory (its options are none)."""
+
+    def build(config: Any, collection: str, options: None, /, *, base_dir: Path) -> VectorStore:
+        store: VectorStore = (
+            factory(config, collection, base_dir=base_dir) if factory in FILE_STORES else factory(config, collection)
+        )
+        return store
+
+    return build
+
+
 @hookimpl
-def register_stores(register: Register) -> None:
+def deckhand_register(register: Registrar) -> None:
     for name, factory in STORES.items():
-        register(
+        register.store(
             name,
-            factory,
+            _typed(factory),
             description="a store with a deliberate fault (deckhand's kit tests)",
-            uses_base_dir=factory in FILE_STORES,
+            capabilities=store_capabilities(factory.__self__),
         )

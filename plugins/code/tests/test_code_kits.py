@@ -1,5 +1,5 @@
-"""The kits a plugin author runs, run on this plugin: the chunker kit on the ``code`` chunker (over a real source
-file), and the tool kit on a ``vectorstore`` tool that uses it."""
+"""The kits a plugin author runs, run on this plugin: the loader kit on the ``code`` loader, the chunker kit on the
+``code`` chunker (over a real source file), and the tool kit on a ``vectorstore`` tool that uses it."""
 
 from __future__ import annotations
 
@@ -9,12 +9,29 @@ from typing import Any
 import pytest
 from deckhand.config import load_agent_config
 from deckhand.protocols import Tool
-from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, ToolTypeTests
+from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, LoaderTests, ToolTypeTests
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker
+from deckhand_code.loader import CodeLoader
 from test_code_search import make_repo
 
 SAMPLES = Path(__file__).parent / "samples"
+
+
+class TestCodeLoaderKit(LoaderTests):
+    @pytest.fixture
+    def loader(self) -> CodeLoader:
+        return CodeLoader()
+
+    @pytest.fixture
+    def sample(self, tmp_path: Path) -> Path:
+        path = tmp_path / "shapes.py"
+        path.write_text((SAMPLES / "shapes.py").read_text())
+        return path
+
+    @pytest.fixture
+    def expected(self) -> str:
+        return "def circle_area("
 
 
 class TestCodeChunkerKit(ChunkerTests):

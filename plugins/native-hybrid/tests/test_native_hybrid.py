@@ -9,11 +9,11 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from deckhand.api import KeywordIndexBase, NativeHybridSearch, NativeKeywordSearch, StoreCapability
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, StoreCapability, VectorAwareKeywordIndex
 from deckhand.registration import Registrar
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.hierarchical import HierarchicalDocumentTool
@@ -189,7 +189,7 @@ def test_index_passes_the_vector_to_a_hybrid_store() -> None:
     store = HybridStore()
     assert isinstance(store, NativeHybridSearch)
     index = NativeKeywordIndex(store)
-    assert isinstance(index, VectorAwareKeywordIndex) and index.wants_vector
+    assert isinstance(index, KeywordIndexBase) and index.wants_vector
     assert index.search_with_vector("anything", np.ones(4, dtype=np.float32), 3) == []
     assert store.hybrid_calls == [("anything", 4, 3)] and store.keyword_calls == []
     assert index.search_with_vector("   ", np.ones(4, dtype=np.float32), 3) == [] and len(store.hybrid_calls) == 1

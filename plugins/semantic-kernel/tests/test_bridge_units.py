@@ -176,7 +176,7 @@ def test_every_provider_is_registered_below_native_plugins() -> None:
         assert component.plugin == "semantic-kernel" and component.priority == PRIORITY < 0
         assert component.options is registration.OPTIONS[provider.name]
         # Every bridged store is given the agent's directory (chromadb and qdrant keep files under it).
-        assert not component.legacy and "base_dir" in inspect.signature(component.factory).parameters
+        assert "base_dir" in inspect.signature(component.factory).parameters
         assert component.capabilities == provider.capabilities
 
 

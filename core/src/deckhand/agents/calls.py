@@ -218,6 +218,11 @@ class ResultOut(BaseModel):
     references: list[ReferenceOut] = Field(default_factory=list)
     start_line: int | None = Field(default=None, description="First line of the chunk in its file (text formats).")
     end_line: int | None = Field(default=None, description="Last line of the chunk in its file (text formats).")
+    page: int | None = Field(default=None, description="The page the chunk starts on (PDFs, scanned images).")
+    end_page: int | None = Field(default=None, description="The page the chunk ends on, when a later one.")
+    attachment: str | None = Field(
+        default=None, description="Mail: the attachment of the message the chunk comes from (report.pdf)."
+    )
     symbol: str | None = Field(
         default=None, description="Source code: the definition the chunk is, as a path (module.Class.method)."
     )

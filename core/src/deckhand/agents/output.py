@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from deckhand.agents.calls import DefinitionOut, ReferenceOut, ResultOut
+from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.types import SearchResult
 
 
@@ -23,6 +24,9 @@ def hit_of(result: SearchResult) -> ResultOut:
         ],
         start_line=result.line("start_line"),
         end_line=result.line("end_line"),
+        page=result.line(PAGE),
+        end_page=result.line(END_PAGE),
+        attachment=result.text(ATTACHMENT),
         symbol=result.text("symbol"),
         language=result.text("language"),
     )

@@ -121,7 +121,7 @@ class SourceReader:
 
     def __init__(self, sources: Sequence[tuple[str, Path, Any]], loaders_of: Callable[[Any], Any] | None = None):
         """``sources``: (tool name, source path, tool) for each tool served."""
-        self._loaders_of = loaders_of or _loaders
+        self._loaders_of = loaders_of or tool_loaders
         self._given = [(name, Path(path).expanduser().absolute(), tool) for name, path, tool in sources]
         self._tools = {name: tool for name, _, tool in sources}
         self._extensions: dict[str, frozenset[str]] = {}
@@ -137,8 +137,9 @@ class SourceReader:
                 continue  # a source that does not exist (yet) serves nothing
             if name not in self._extensions:
                 self._extensions[name] = self._loaders_of(tool).extensions
-            encoding = getattr(tool.config, "encoding", "auto")
-            limit = getattr(tool.config, "max_file_size", None)
+            settings = tool.config.source_config()
+            encoding = settings.encoding if settings is not None else "auto"
+            limit = settings.max_file_size if settings is not None else None
             found.append(
                 _Source(
                     name,
@@ -370,9 +371,10 @@ def _line_of(offsets: list[int], char: int) -> int:
     return bisect.bisect_right(offsets, char)
 
 
-def _loaders(tool: Any) -> Any:
+def tool_loaders(tool: Any) -> Any:
+    """The loaders ``tool`` reads its files with: deckhand's own and the plugin loaders it opted in to."""
     from deckhand.ingest.pipeline import LoaderSet
     from deckhand.plugins import get_registry
     from deckhand.tools.base import SourceTool
 
-    return LoaderSet.from_registry(tool.registry if isinstance(tool, SourceTool) else get_registry())
+    return tool.loader_set() if isinstance(tool, SourceTool) else LoaderSet.from_registry(get_registry())

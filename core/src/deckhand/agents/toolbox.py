@@ -184,8 +184,8 @@ class Toolbox(MemoryCalls, WriteCalls):
         files = [path, *(p for p in global_config_paths(base_dir) if p.is_file())]
         secrets = [*config_secrets(files), *extra_secrets]
         for tool in tools:
-            database = getattr(tool.config, "database", None)
-            url = getattr(database, "connection_string", None)
+            source = tool.config.source_config()
+            url = source.database.connection_string if source is not None and source.database is not None else None
             if url:
                 from deckhand.redaction import url_secrets
 
@@ -353,6 +353,30 @@ class Toolbox(MemoryCalls, WriteCalls):
                 self.healing.retry_now(slot)  # the store answers again: re-ingest what changed meanwhile
         hits = [hit_of(r) for r in results]
         return text, SearchOutput(tool=name, query=args.query, results=hits)
+
+    @contextmanager
+    def using(self, name: str, timeout: float | None = None) -> Iterator[Any]:
+        """Tool ``name``, held as a search holds it (ingested first when nobody has yet), for a front end that
+        reads more than the calls give (``deckhand ui``: each modality's rank, a file's chunks as cut).
+
+        Waits at most ``timeout`` seconds (default: :attr:`search_wait`) for an ingest of the tool; a tool that
+        cannot answer is a one-line :class:`~deckhand.agents.calls.CallError`.
+        """
+        slot = self._slot(name)
+        if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
+            self.ingest(name)
+        with self._hold(name, slot, timeout=self.search_wait if timeout is None else timeout):
+            if not slot.ready:
+                reason = slot.outage.error if slot.outage is not None else slot.error or "it has not been ingested"
+                raise CallError(f"{name}: not available: {reason}")
+            yield slot.tool
+
+    def progress(self, name: str) -> str | None:
+        """Where tool ``name``'s ingest is ("embedding 12/40"), None when it is not ingesting."""
+        slot = self._slot(name)
+        if not slot.ingesting:
+            return None
+        return slot.tracker.describe() if slot.tracker is not None else "ingesting"
 
     # -- housekeeping ------------------------------------------------------------------------------------------
     def list_tools(self) -> tuple[str, ToolListOutput]:

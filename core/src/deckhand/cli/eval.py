@@ -16,6 +16,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,16 +59,24 @@ def _safe_name(doc_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", doc_id)[:120] or "doc"
 
 
-def write_corpus(corpus: dict[str, tuple[str, str]], directory: Path) -> dict[str, str]:
-    """Write one markdown file per document (unchanged files are left alone); file stem → document id."""
-    directory.mkdir(parents=True, exist_ok=True)
+def corpus_stems(doc_ids: Iterable[str]) -> dict[str, str]:
+    """The file stem :func:`write_corpus` gives each document id → that id (what a result's source names)."""
     stems: dict[str, str] = {}
-    wanted: set[str] = set()
-    for doc_id, (title, text) in corpus.items():
+    for doc_id in doc_ids:
         stem = _safe_name(doc_id)
         if stem in stems:  # two ids that differ only in unsafe characters
             stem = f"{stem}-{hashlib.sha1(doc_id.encode()).hexdigest()[:8]}"
         stems[stem] = doc_id
+    return stems
+
+
+def write_corpus(corpus: dict[str, tuple[str, str]], directory: Path) -> dict[str, str]:
+    """Write one markdown file per document (unchanged files are left alone); file stem → document id."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stems = corpus_stems(corpus)
+    wanted: set[str] = set()
+    for stem, doc_id in stems.items():
+        title, text = corpus[doc_id]
         body = f"# {title.strip()}\n\n{text.strip()}\n" if title.strip() else f"{text.strip()}\n"
         path = directory / f"{stem}.md"
         wanted.add(path.name)

@@ -1,7 +1,8 @@
 """Entry point of the ``deckhand`` command: the group and its shared options.
 
 Command groups live in their own modules (``deckhand.cli.<name>``) and are attached by
-:data:`COMMAND_MODULES`, each module exposing ``register(cli: click.Group)``.
+:data:`COMMAND_MODULES`, each module exposing ``register(cli: click.Group)``; plugins add
+commands through the ``deckhand.commands`` entry points (:mod:`deckhand.cli.plugin_commands`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def _attach() -> None:
                 continue  # that command group is not part of this build
             raise
         module.register(cli)
+    from deckhand.cli.plugin_commands import attach
+
+    attach(cli)
 
 
 _attach()

@@ -31,9 +31,9 @@ def _source_tools(config: AgentConfig, config_path: Path, names: tuple[str, ...]
     """The tools to migrate: ``names``, else every tool of ``config`` that keeps an index."""
     check_tool_names(config, config_path, names)
     chosen = [t for t in config.tools if t.name in names] if names else list(config.tools)
-    indexed = [t for t in chosen if isinstance(t, SourceToolConfig)]
+    indexed = [source for t in chosen if (source := t.source_config()) is not None]
     for tool in chosen:
-        if names and not isinstance(tool, SourceToolConfig):
+        if names and tool.source_config() is None:
             raise ConfigError(f"{config_path}: tool {tool.name!r} ({tool.type}) keeps no index to migrate")
     if not indexed:
         raise ConfigError(f"{config_path}: tools: no tool with an index to migrate")
@@ -44,9 +44,10 @@ def _target_tool(config: AgentConfig, config_path: Path, name: str) -> SourceToo
     """Tool ``name`` of the target configuration; a one-line error when it has none that keeps an index."""
     check_tool_names(config, config_path, (name,))
     tool = next(t for t in config.tools if t.name == name)
-    if not isinstance(tool, SourceToolConfig):
+    source = tool.source_config()
+    if source is None:
         raise ConfigError(f"{config_path}: tool {tool.name!r} ({tool.type}) keeps no index to migrate to")
-    return tool
+    return source
 
 
 class _Lines:

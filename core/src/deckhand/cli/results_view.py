@@ -18,6 +18,7 @@ from rich.text import Text
 
 from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, highlighted, snippet
 from deckhand.ingest.lines import START_LINE
+from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.printable import printable, printable_block
 from deckhand.tools.results import SearchResult, symbol_note
 
@@ -28,14 +29,19 @@ FAINT = "dim"
 
 
 def where(result: SearchResult) -> str:
-    """The result's file and place in it: ``docs/guide.md:42``, ``report.pdf (page 3)``, or the path alone."""
+    """The result's file and place in it: ``docs/guide.md:42``, ``report.pdf (page 3)``, the attachment of a mail
+    (``message.eml > report.pdf (page 2)``), or the path alone."""
     meta = result.metadata or {}
     text = printable(result.source)
-    line, page = meta.get(START_LINE), meta.get("page")
+    attachment = result.text(ATTACHMENT)
+    if attachment is not None:
+        text += f" > {printable(attachment)}"
+    line, page = meta.get(START_LINE), meta.get(PAGE)
     if isinstance(line, int) and not isinstance(line, bool):
         return f"{text}:{line}"
     if isinstance(page, int) and not isinstance(page, bool):
-        return f"{text} (page {page})"
+        last = result.line(END_PAGE)
+        return f"{text} (pages {page}-{last})" if last is not None and last > page else f"{text} (page {page})"
     return text
 
 

@@ -358,38 +358,58 @@ def plugins_cmd() -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     def plugins(as_json: bool) -> None:
         """List installed plugins: name, version and the components each provides (with each store's
-        capabilities and what each keyword strategy requires), then conflicts between plugins and
-        deprecated hooks still in use."""
+        capabilities and what each keyword strategy requires; a component another plugin's of the same
+        name shadows says how to select it), then broken plugins (left out) and conflicts between
+        plugins."""
         from deckhand import __version__
         from deckhand.install_hints import DISTRIBUTION
-        from deckhand.plugins import get_registry
+        from deckhand.plugins import KINDS, get_registry
 
         registry = get_registry()
         dists = registry.plugin_distributions()
         grouped: dict[str, dict[str, Any]] = {}
-        for kind, table in registry.components.items():
-            for comp in table.values():
-                dist, version = dists.get(comp.plugin, (DISTRIBUTION, __version__))
-                entry = grouped.setdefault(
-                    comp.plugin, {"plugin": comp.plugin, "distribution": dist, "version": version, "provides": []}
-                )
-                provided: dict[str, Any] = {
-                    "kind": kind,
-                    "name": comp.name,
-                    "aliases": list(comp.aliases),
-                    "description": comp.description,
-                }
-                if comp.kind == "store":
-                    provided["capabilities"] = sorted(c.value for c in comp.capabilities)
-                if comp.requires:
-                    provided["requires"] = sorted(c.value for c in comp.requires)
-                entry["provides"].append(provided)
-        troubles = {"conflicts": registry.conflicts, "deprecated": registry.deprecated}
+        for kind in KINDS:
+            for same in registry.ranked(kind).values():
+                for comp in same:
+                    dist, version = dists.get(comp.plugin, (DISTRIBUTION, __version__))
+                    entry = grouped.setdefault(
+                        comp.plugin, {"plugin": comp.plugin, "distribution": dist, "version": version, "provides": []}
+                    )
+                    provided: dict[str, Any] = {
+                        "kind": kind,
+                        "name": comp.name,
+                        "aliases": list(comp.aliases),
+                        "description": comp.description,
+                    }
+                    if comp is not same[0]:
+                        provided["shadowed_by"] = same[0].plugin
+                        provided["description"] = (
+                            f"shadowed by {same[0].plugin}; select it as {comp.plugin}:{comp.name}"
+                            + (f" ({comp.description})" if comp.description else "")
+                        )
+                    if comp.kind == "store":
+                        provided["capabilities"] = sorted(c.value for c in comp.capabilities)
+                    if comp.requires:
+                        provided["requires"] = sorted(c.value for c in comp.requires)
+                    entry["provides"].append(provided)
+        broken = registry.broken
+        for plugin, line in zip(registry.broken_plugins, broken, strict=True):
+            dist, version = dists.get(plugin, ("", ""))
+            grouped[plugin] = {
+                "plugin": plugin,
+                "distribution": dist,
+                "version": version,
+                "provides": [],
+                "broken": line,
+            }
+        troubles = {"broken": broken, "conflicts": registry.conflicts}
         if as_json:
             click.echo(json.dumps(list(grouped.values()), indent=2))
             return
         width = max([14, *(len(p["name"]) for e in grouped.values() for p in e["provides"])])
         for entry in grouped.values():
+            if "broken" in entry:
+                continue  # listed under "broken", with why
             click.secho(f"{entry['plugin']} ({entry['distribution']} {entry['version']})", bold=True)
             for p in entry["provides"]:
                 click.echo(f"  {p['kind']:<17} {p['name']:<{width}} {p['description']}")

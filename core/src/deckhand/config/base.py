@@ -14,7 +14,7 @@ __all__ = [
     "ToolConfigBase",
 ]
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import ByteSize, Field, ValidationInfo, field_validator, model_validator
 
@@ -34,7 +34,9 @@ from deckhand.config.options import (
     raise_errors,
     registry_of,
     resolve_choice,
+    resolve_component,
     resolve_embedder,
+    runtime_errors,
     validate_options,
 )
 from deckhand.config.results import (
@@ -189,6 +191,9 @@ class SourceToolConfig(ToolConfigBase):
     #: What ``results: focused`` means for this tool type (the knobs left unset take these values).
     focused_shape: ClassVar[ResultShape] = ResultShape(per_source=1, relative_cutoff=0.7, noise_floor=True)
 
+    def source_config(self) -> SourceToolConfig:
+        return self
+
     source: str = Field(min_length=1, description="File or directory to ingest (relative to agent.yaml's directory).")
     embedding_model: ModelChoice | None = model_choice_field(
         "Embedder: a plugin or model name (minilm, text-embedding-3-small, ollama:nomic-embed-text), or "
@@ -203,6 +208,13 @@ class SourceToolConfig(ToolConfigBase):
             "Text encoding of the source files: auto (detected), a codec such as cp1252 or shift_jis, or a mapping "
             "of glob patterns (relative to the source) to encodings, first match wins, e.g. "
             "{'legacy/*.txt': cp1252, '*': auto}."
+        ),
+    )
+    ocr: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description=(
+            "Text recognition of scanned pages and images (with the ocr plugin installed): auto reads the pages "
+            "without a text layer, always every page, never none."
         ),
     )
     include: list[str] | None = Field(
@@ -226,6 +238,15 @@ class SourceToolConfig(ToolConfigBase):
     gitignore: bool = Field(
         default=True,
         description="For a source in a git working tree, leave out what its .gitignore files ignore; false reads them.",
+    )
+    loaders: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Plugin loaders this tool also reads files with, e.g. [code] or [ocr]: a loader's name, PLUGIN:NAME, or a "
+            "plugin's name (all its loaders). deckhand's own "
+            "(text, table, markitdown) are always used, and those of the plugin its type or chunker comes from; "
+            "an installed plugin's loaders reach no other tool."
+        ),
     )
     max_file_size: ByteSize | None = Field(
         default=ByteSize(50_000_000),
@@ -302,6 +323,30 @@ class SourceToolConfig(ToolConfigBase):
         self.chunker_component(registry, context=context)
         self.reranker_component(registry, context=context)
         self.embedder_options(registry, context=context)
+        for i, name in enumerate(self.loaders):
+            if registry.find("loader", name) is None and registry.of_plugin("loader", name):
+                continue  # a plugin's name: all of its loaders
+            resolve_component(registry, "loader", name, ("loaders", i))
+
+    def loader_components(self, registry: PluginRegistry) -> list[Component]:
+        """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
+        type and its chunker come from, and those ``loaders:`` names (a loader, ``plugin:loader``, or a plugin: all of
+        its loaders). Installing a plugin changes no other tool."""
+        plugins: set[str] = set()
+        for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
+            component = registry.find(kind, name)  # type: ignore[arg-type]
+            if component is not None and not component.builtin:
+                plugins.add(component.plugin)
+        chosen = {(c.plugin, c.name): c for plugin in sorted(plugins) for c in registry.of_plugin("loader", plugin)}
+        for name in self.loaders:
+            whole = registry.of_plugin("loader", name) if registry.find("loader", name) is None else []
+            if whole:  # a plugin's name: every loader it registers (``loaders: [ocr]``)
+                chosen.update({(c.plugin, c.name): c for c in whole})
+                continue
+            with runtime_errors(self.name):
+                component = resolve_component(registry, "loader", name, ("loaders",))
+            chosen[(component.plugin, component.name)] = component
+        return [c for c in chosen.values() if not c.builtin]
 
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
         """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is

@@ -264,7 +264,7 @@ class Shorthand:
 
 def option_values(options: BaseModel) -> dict[str, Any]:
     """Validated options as keyword arguments (field names, values as validated)."""
-    return {name: getattr(options, name) for name in type(options).model_fields}
+    return dict(options)
 
 
 def validate_options(
@@ -281,8 +281,6 @@ def validate_options(
     ``name`` of a flat choice mapping) that error messages list as allowed.
     """
     model = component.options
-    if model is None and component.legacy:
-        return dict(options)  # a legacy factory took (a store: read) its options unchecked, as before
     if model is None:
         if options:
             raise_errors(
@@ -302,8 +300,31 @@ def validate_options(
     try:
         validated = model.model_validate(dict(options), context=context)
     except ValidationError as exc:
-        raise_errors(relocate(exc, model, loc, unknown))
+        raise_errors(contested(component, relocate(exc, model, loc, unknown)))
     return option_values(validated)
+
+
+def contested(component: Component, details: list[InitErrorDetails]) -> list[InitErrorDetails]:
+    """``details`` (errors of ``component``'s options), each saying which plugin's model rejected them when
+    other plugins register the same name (its options may have been written for one of those)."""
+    if not component.shadows:
+        return details
+    others = " and ".join(repr(p) for p in component.shadows)
+    note = (
+        f" [checked by plugin {component.plugin!r}'s options model: its {component.label()} wins over {others}'s; "
+        f"select another as {component.shadows[0]}:{component.name}]"
+    )
+    out = []
+    for detail in details:
+        kind = detail["type"]
+        message = kind.message_template if isinstance(kind, PydanticCustomError) else None
+        if message is not None and isinstance(kind, PydanticCustomError):
+            text = str(kind.context["message"]) if kind.context and "message" in kind.context else message
+            out.append(error(detail["loc"], text + note, detail.get("input"), kind.type))
+        else:
+            found = ValidationError.from_exception_data("options", [detail]).errors()[0]
+            out.append(error(detail["loc"], str(found["msg"]) + note, detail.get("input")))
+    return out
 
 
 def resolve_component(registry: PluginRegistry, kind: Kind, name: str, loc: tuple[Any, ...]) -> Component:

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deckhand.ingest.file_types import SCRIPT, is_script
+from deckhand.ingest.file_types import SCRIPT, is_script, unsupported
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
@@ -169,7 +169,7 @@ def _add(path: Path, suffix: str, regular: bool, exts: set[str], out: Discovery,
         suffix = SCRIPT
     if suffix.lower() not in exts:
         kind = utf8_name(suffix.lower()) or "no extension"
-        out.skipped.append(Skipped(utf8_name(shown), f"unsupported file type {utf8_name(suffix) or '(none)'}", kind))
+        out.skipped.append(Skipped(utf8_name(shown), unsupported(utf8_name(suffix)), kind))
         return
     if not regular:
         out.skipped.append(Skipped(utf8_name(shown), "not a regular file", "not a regular file"))

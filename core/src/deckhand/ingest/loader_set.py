@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deckhand.bases import LoaderBase, as_loader
 from deckhand.ingest.file_types import file_type
+from deckhand.ingest.loaders import LoaderSettings, loading_with
 from deckhand.protocols import Loader
+from deckhand.registration import BUILTIN
 from deckhand.types import LoadedText
 
 if TYPE_CHECKING:
-    from deckhand.plugins import PluginRegistry
+    from deckhand.plugins import Component, PluginRegistry
+
+_current: ContextVar[LoaderSet | None] = ContextVar("deckhand_loader_set", default=None)
 
 
 class LoaderSet:
-    """Picks the loader for each extension among every registered loader (highest priority wins); a script without
-    an extension goes to the loader of ``#!`` (:mod:`deckhand.ingest.file_types`)."""
+    """Picks the loader for each extension among the loaders given: the highest ``priority`` wins, and on a tie the
+    loader given last (see :meth:`from_registry`); a script without an extension goes to the loader of ``#!``
+    (:mod:`deckhand.ingest.file_types`).
 
-    def __init__(self, loaders: Iterable[Loader]) -> None:
+    ``settings`` (the tool's ``ocr:``, the cache directory) are what loaders read from
+    :func:`deckhand.ingest.loaders.loader_settings` while this set loads a file.
+    """
+
+    def __init__(self, loaders: Iterable[Loader], settings: LoaderSettings | None = None) -> None:
         self.by_extension: dict[str, LoaderBase] = {}
+        self.settings = settings or LoaderSettings()
         for loader in map(as_loader, loaders):
             for ext in loader.extensions:
                 current = self.by_extension.get(ext)
@@ -28,8 +39,16 @@ class LoaderSet:
                     self.by_extension[ext] = loader
 
     @classmethod
-    def from_registry(cls, registry: PluginRegistry) -> LoaderSet:
-        return cls(component.create() for component in registry.list("loader"))
+    def from_registry(
+        cls, registry: PluginRegistry, chosen: Iterable[Component] = (), settings: LoaderSettings | None = None
+    ) -> LoaderSet:
+        """deckhand's own loaders and the plugin loaders ``chosen`` (those a tool opted in to: an installed
+        plugin's loaders are used by no tool that did not), reading with ``settings``. For an extension several
+        claim, the highest ``priority`` wins, then a plugin's over deckhand's own, then the plugin whose name sorts
+        first."""
+        own = [c for c in registry.of_plugin("loader", BUILTIN)]
+        plugins = sorted((c for c in chosen if not c.builtin), key=lambda c: (c.plugin, c.name), reverse=True)
+        return cls((component.create() for component in [*own, *plugins]), settings)
 
     @property
     def extensions(self) -> frozenset[str]:
@@ -40,8 +59,17 @@ class LoaderSet:
         return self.load_with_metadata(path).text
 
     def load_with_metadata(self, path: Path) -> LoadedText:
-        """The file's text and the metadata its loader attached (a loader may return just the text)."""
-        loaded = self.by_extension[file_type(path, self.by_extension)].load(path)
+        """The file's text and the metadata its loader attached (a loader may return just the text).
+
+        While it loads, :func:`current_loaders` is this set: a loader of containers (a mail's
+        attachments) hands the parts to the loaders of their types through it.
+        """
+        token = _current.set(self)
+        try:
+            with loading_with(self.settings):
+                loaded = self.by_extension[file_type(path, self.by_extension)].load(path)
+        finally:
+            _current.reset(token)
         if isinstance(loaded, LoadedText):
             return loaded
         return LoadedText(loaded)
@@ -51,3 +79,8 @@ class LoaderSet:
         offsets into it are places in the file (results then show line numbers)."""
         loader = self.by_extension.get(file_type(path, self.by_extension))
         return loader is not None and loader.verbatim
+
+
+def current_loaders() -> LoaderSet | None:
+    """The :class:`LoaderSet` loading the file being loaded (None outside a load)."""
+    return _current.get()

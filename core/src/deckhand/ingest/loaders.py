@@ -51,6 +51,41 @@ def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
         _settings.reset(token)
 
 
+#: The ``ocr:`` values: recognise pages without a text layer (auto), every page (always), none (never).
+OCR_MODES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`).
+
+    ``ocr`` is the tool's ``ocr:`` setting (:data:`OCR_MODES`); ``cache_dir`` is where a loader may keep
+    work it can reuse (the directory of the embedding cache; None: keep nothing).
+    """
+
+    ocr: str = AUTO
+    cache_dir: Path | None = None
+
+
+_DEFAULT_SETTINGS = LoaderSettings()
+_loader_settings: ContextVar[LoaderSettings | None] = ContextVar("deckhand_loader_settings", default=None)
+
+
+def loader_settings() -> LoaderSettings:
+    """The settings of the tool whose file is being loaded (the defaults outside an ingest)."""
+    return _loader_settings.get() or _DEFAULT_SETTINGS
+
+
+@contextmanager
+def loading_with(settings: LoaderSettings) -> Iterator[LoaderSettings]:
+    """Load the files inside the block with ``settings`` (the pipeline's :class:`LoaderSet` sets them)."""
+    token = _loader_settings.set(settings)
+    try:
+        yield settings
+    finally:
+        _loader_settings.reset(token)
+
+
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`),
     else detected (see :mod:`deckhand.encoding`).

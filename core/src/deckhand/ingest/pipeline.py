@@ -25,13 +25,13 @@ from deckhand.bases import as_progress
 from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
-from deckhand.ingest.batching import EmbedQueue, Pending
+from deckhand.ingest.batching import EMBED_GROUP, EmbedQueue, Pending
 from deckhand.ingest.changes import changed_states, file_sha256
 from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
-from deckhand.ingest.report import IngestStatus, Progress, format_size
+from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
@@ -86,6 +86,19 @@ def records_of(pending: Pending) -> list[Record]:
     pending.vectors.clear()
     pending.chunks = []
     return records
+
+
+def embed_file(
+    embedder: Embedder, file: SourceFile, state: FileState, chunks: list[Chunk], report: IngestReport
+) -> list[Record]:
+    """The records of one file's ``chunks``, embedded on their own (an executor's worker elsewhere); what the
+    embedder reports is added to ``report``."""
+    pending = Pending(file, state, chunks)
+    queue = EmbedQueue(embedder, NoProgress(), IngestStatus())
+    queue.files.append(pending)
+    while queue.waiting:
+        queue.embed_group(EMBED_GROUP, report)
+    return records_of(pending)
 
 
 def write_file(store: VectorStore, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:

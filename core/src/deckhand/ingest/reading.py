@@ -19,8 +19,11 @@ from pathlib import Path
 from deckhand.bases import as_chunker
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.encoding import encoding_for
+from deckhand.ingest.file_types import empty_reason
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loader_set import LoaderSet
+from deckhand.ingest.loaders import MarkItDownLoader
+from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.ingest.workers import (
     IN_FLIGHT_BYTES,
     LARGE_FILE,
@@ -192,7 +195,7 @@ class Reader:
         for notice in converted.notices:
             log.warning("%s: %s", printable(file.display), notice)
         if converted.empty:
-            yield Read(index, skipped="empty file", emptied=True, done=True)
+            yield Read(index, skipped=self.empty_reason(file.path), emptied=True, done=True)
             return
         chunks = converted.chunks
         if self.prepare is not None:
@@ -220,15 +223,17 @@ class Reader:
         for notice in notices:
             log.warning("%s: %s", printable(file.display), notice)
         text, fields = loaded.text, file_fields(file.path, file.display, self.root, loaded.metadata)
+        places = loaded.places
         del loaded
         if not text or text.isspace():  # not text.strip(): that copies a 200 MB text
-            yield Read(index, skipped="empty file", emptied=True, done=True)
+            yield Read(index, skipped=self.empty_reason(file.path), emptied=True, done=True)
             return
         document = document_of(file.display, text, file.path, fields)
         del text
         length = max(len(document.text), 1)
         batch: list[Chunk] = []
-        chunks_out = (with_fields(c, fields) for c in self.chunker.iter_chunks(document))
+        pieces = chunk_parts(self.chunker.iter_chunks, document, places)
+        chunks_out = with_places(document.text, places, (with_fields(c, fields) for c in pieces))
         for chunk in with_start_lines(document.text, chunks_out) if self.loaders.verbatim(file.path) else chunks_out:
             batch.append(chunk)
             if len(batch) >= READ_BATCH:
@@ -241,6 +246,11 @@ class Reader:
             batch = self.prepare(document, batch)
         seconds["chunk"] += time.perf_counter() - clock
         yield Read(index, batch, 1.0, done=True)
+
+    def empty_reason(self, path: Path) -> str:
+        """Why a file with no text is skipped (a PDF read without OCR: how to install it)."""
+        loader = self.loaders.by_extension.get(path.suffix.lower())
+        return empty_reason(path.suffix, isinstance(loader, MarkItDownLoader))
 
     def encoding_of(self, file: SourceFile) -> str:
         """The codec of ``file``: the tool's ``encoding:``, or the one its glob patterns give its relative path."""

@@ -21,18 +21,19 @@ import multiprocessing
 import os
 import pickle
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loaders import decoding
 from deckhand.ingest.opening import confined_to
+from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.printable import printable
 from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, LoadedText
@@ -152,9 +153,17 @@ def document_of(source: str, text: str, path: Path, fields: Mapping[str, object]
     return Document(source=source, text=text, title=title, metadata=dict(fields))
 
 
-def cut(chunker: Chunker, loaders: Loads, document: Document, path: Path) -> list[Chunk]:
-    """``document``'s chunks (whole, not streamed), carrying its fields and, for a verbatim text, their first line."""
-    chunks = [with_fields(c, document.metadata) for c in chunker.chunk(document)]
+def cut(
+    chunker: Chunker,
+    loaders: Loads,
+    document: Document,
+    path: Path,
+    places: Sequence[tuple[int, dict[str, Any]]] = (),
+) -> list[Chunk]:
+    """``document``'s chunks (whole, not streamed), carrying its fields, the fields of the place each starts in
+    (:mod:`deckhand.ingest.places`) and, for a verbatim text, their first line."""
+    pieces = chunk_parts(chunker.chunk, document, places)
+    chunks = list(with_places(document.text, places, (with_fields(c, document.metadata) for c in pieces)))
     if loaders.verbatim(path):
         chunks = list(with_start_lines(document.text, chunks))
     return chunks
@@ -268,7 +277,7 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
     clock = time.perf_counter()
     document = document_of(source, text, path, file_fields(path, source, root, loaded.metadata))
     converted.title, converted.metadata = document.title, document.metadata
-    converted.chunks = cut(_worker.chunker, _worker.loaders, document, path)
+    converted.chunks = cut(_worker.chunker, _worker.loaders, document, path, loaded.places)
     converted.chunk_seconds = time.perf_counter() - clock
     converted.text = text if keep_text else None
     return converted

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from deckhand.agents.calls import CallError
 from deckhand.agents.toolbox import Toolbox
-from deckhand.config.base import SourceToolConfig
 from deckhand.ingest.file_types import SCRIPT, file_type
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
@@ -33,11 +32,12 @@ QUIET_MS = 400
 MAX_BATCH_MS = 5000
 
 
-def _extensions() -> set[str]:
-    from deckhand.ingest.pipeline import LoaderSet
-    from deckhand.plugins import get_registry
+def _extensions(toolbox: Toolbox, names: Iterable[str]) -> set[str]:
+    """The extensions some watched tool reads: each tool's own loaders (deckhand's and the plugin loaders it opted
+    in to: a ``.py`` change matters to a tool with ``chunker: code``, not to a documentation tool)."""
+    from deckhand.agents.reading import tool_loaders
 
-    return set(LoaderSet.from_registry(get_registry()).by_extension)
+    return {extension for name in names for extension in tool_loaders(toolbox.tool(name)).by_extension}
 
 
 class _SourceFilter:
@@ -83,8 +83,8 @@ class _SourceFilter:
 
 def _selection(toolbox: Toolbox, name: str) -> Selection:
     """The ``include:``/``exclude:`` selection of tool ``name`` (every file for a tool type without a source)."""
-    config = toolbox.tool(name).config
-    if not isinstance(config, SourceToolConfig):
+    config = toolbox.tool(name).config.source_config()
+    if config is None:
         return EVERYTHING
     return Selection.of(
         config.include, config.exclude, default_excludes=config.default_excludes, gitignore=config.gitignore
@@ -113,7 +113,7 @@ async def watch_sources(
     by_source: dict[Path, list[Selection]] = {}
     for name, source in sources.items():
         by_source.setdefault(source, []).append(selections[name])
-    keep = _SourceFilter(sources.values(), _extensions(), by_source)
+    keep = _SourceFilter(sources.values(), _extensions(toolbox, sources), by_source)
     # Directory sources are watched recursively; a file source through its directory, not recursively
     # (editors save by replacing the file, which a watch on the file itself would lose).
     recursive = sorted({str(p) for p in sources.values() if p.is_dir()})

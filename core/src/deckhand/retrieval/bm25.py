@@ -12,7 +12,8 @@ the IDF never goes negative)::
     idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score(q, d) = Σ_{t in q} idf(t) · tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 - b + b·|d|/avgdl))
 
-with |d| the number of index terms of d (after stopwords). Defaults k1 0.9, b 0.4 (the
+with |d| the number of index terms of d (after stopwords; an identifier's whole and parts count as the
+words :func:`deckhand.retrieval.analysis.identifier_words` adds). Defaults k1 0.9, b 0.4 (the
 BEIR / Pyserini values behind the SciFact reference figure).
 
 Rebuilds reuse each document's analysed terms (keyed by record id and a hash of its text), so
@@ -34,7 +35,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.bases import KeywordIndexBase
-from deckhand.retrieval.analysis import Analyzer, words
+from deckhand.retrieval.analysis import Analyzer, identifier_words, words
 
 log = logging.getLogger("deckhand.search")
 
@@ -116,7 +117,7 @@ class BM25Index(KeywordIndexBase):
 
     # -- building ---------------------------------------------------------------------
     def _term_ids(self, text: str) -> IntArray:
-        raw = words(text)
+        raw = words(text) + identifier_words(text)
         ids = np.fromiter(map(self._word_ids.__getitem__, raw), dtype=np.int32, count=len(raw))
         return ids[ids >= 0]
 
@@ -163,7 +164,7 @@ class BM25Index(KeywordIndexBase):
         n_docs = len(self._ids)
         out = np.zeros(n_docs, dtype=np.float32)
         slices = []
-        for term in self.analyzer.terms(query):
+        for term in self.analyzer.query_terms(query):
             tid = self._vocab.get(term)
             if tid is None or tid >= len(self._offsets) - 1:
                 continue

@@ -13,6 +13,15 @@ full text), and the in-process keyword and exact rankings keep only records whos
 pass it, so every fused result satisfies it. A query that is a section reference ("§ 4.2")
 gets that section first, in document order, ahead of the reranker's order.
 
+An identifier the query holds that few chunks hold verbatim, or a quoted phrase, anchors the chunks holding it
+(:meth:`deckhand.retrieval.phrase_match.ExactIndex.anchors`, issue 47): such a query is never off-topic whatever the
+dense similarity, and when it is nothing but identifiers (``ERR-4521``, ``parse_args``, ``dwteiqivk``) or quotes a
+phrase the anchored chunks rank first (after a pinned section), the chunks holding more of its anchors first, each
+group in fused order, with the score 1; inside a longer question (``where is ERR-4521 handled?``) they rank ahead of
+every chunk only the dense search found. Score fusion alone let the dense search's
+best resemblances outrank a lone exact match (a single hit normalises to 1, the dense list's best to several
+standard deviations), so the holder of a rare token came first only where the dense model read the token.
+
 Single mode (``SearchSettings(fused=False)``, the ``vectorstore`` tool) is the dense search
 alone: the store's similarities are the scores and ``min_score`` is applied by the store.
 
@@ -41,7 +50,7 @@ from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
 from deckhand.retrieval.fusion import Fused, fuse
-from deckhand.retrieval.phrase_match import ExactIndex
+from deckhand.retrieval.phrase_match import NO_ANCHORS, Anchors, ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
@@ -167,6 +176,29 @@ def _off_topic(query: str, fused: Sequence[Fused], records: Mapping[str, Record]
     return not words_covered(query_terms(query), texts)
 
 
+def _anchored_first(fused: list[Fused], anchors: Anchors) -> list[Fused]:
+    """``fused`` with the anchored chunks moved up (those a filter refused are not in it): first, scoring 1, when
+    the query is nothing but identifiers or quotes a phrase; else just ahead of every chunk only the dense search
+    found (a chunk that merely resembles the query never outranks one holding its rare identifier)."""
+    held = anchors.held
+    if anchors.first:
+        fused.sort(key=lambda f: -held.get(f.id, 0))
+        for entry in fused:
+            if entry.id in held:
+                entry.score = 1.0
+        return fused
+    resembling = [f for f in fused if set(f.ranks) == {SEMANTIC}]
+    if not resembling:
+        return fused
+    above = max(f.rrf for f in resembling) * (1.0 + 1e-6) + 1e-12
+    best = max(f.score for f in resembling)
+    for entry in fused:
+        if entry.id in held and entry.rrf < above:
+            entry.score = min(above * entry.score / entry.rrf, 1.0) if entry.rrf > 0 else best
+            entry.rrf = above
+    return sorted(fused, key=lambda f: -f.rrf)
+
+
 def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
     """A ranked entry's score as results show it: the reranker's when it gave one."""
     return entry[0].score if entry[1] is None else entry[1]
@@ -260,12 +292,15 @@ class QueryEngine:
         k = settings.top_k
         # the section a section-reference query ("§ 4.2") names, found once for the whole query
         section = self.exact.section_of_query(query) if self.exact is not None else []
-        fused, records = self.rank(store, query, settings, max(k, settings.candidates), where, provider, section)
-        if _off_topic(query, fused, records, settings):
+        anchors = self.anchors(query, settings)
+        fused, records = self.rank(
+            store, query, settings, max(k, settings.candidates), where, provider, section, anchors
+        )
+        if not anchors and _off_topic(query, fused, records, settings):
             return []
         threshold, floor = settings.min_score, settings.semantic_floor
         fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
-        pinned = set(section)
+        pinned = set(section) | (set(anchors.held) if anchors.first else set())
         # A pinned section's chunks stay first and in order: each counts as a source of its own.
         sources = self._sources([f.id for f in fused if f.id not in records]) if settings.per_source else {}
         fused = diversify(
@@ -355,6 +390,12 @@ class QueryEngine:
 
         return [(f, None) for f in fused[:head]] + self.reranked(query, fused[head:], text)
 
+    def anchors(self, query: str, settings: SearchSettings) -> Anchors:
+        """The chunks ``query``'s identifiers and quoted phrases anchor (none unless the exact modality runs)."""
+        if self.exact is None or EXACT not in settings.weights:
+            return NO_ANCHORS
+        return self.exact.anchors(query)
+
     def rank(
         self,
         store: VectorStore,
@@ -364,10 +405,12 @@ class QueryEngine:
         where: Filter | None = None,
         provider: str | None = None,
         section: Sequence[str] | None = None,
+        anchors: Anchors | None = None,
     ) -> tuple[list[Fused], dict[str, Record]]:
-        """Every modality's best ``depth``, fused, the pinned section first; and the records already read.
-        ``section``: the record ids of the section the query names (:meth:`ExactIndex.section_of_query`,
-        found here when not given)."""
+        """Every modality's best ``depth``, fused, the pinned section first, then the anchored chunks when they
+        rank first; and the records already read. ``section``: the record ids of the section the query names
+        (:meth:`ExactIndex.section_of_query`), ``anchors`` the chunks its identifiers and phrases anchor
+        (:meth:`anchors`); both found here when not given."""
         assert self.keyword is not None and self.exact is not None
         weights = dict(settings.weights)
         ranked: dict[str, list[tuple[str, float]]] = {}
@@ -403,14 +446,18 @@ class QueryEngine:
                 found = keyword.search_filtered(query, depth, where)
                 ranked[KEYWORD] = passes.first(keyword.search(query, EVERYTHING), depth) if found is None else found
         pinned: list[str] = []
+        if anchors is None:
+            anchors = self.anchors(query, settings)
         if EXACT in weights:
             if where is None:
-                ranked[EXACT] = self.exact.search(query, depth)
+                ranked[EXACT] = self.exact.search(query, depth, anchors)
             else:
-                ranked[EXACT] = passes.first(self.exact.search(query, EVERYTHING), depth)
+                ranked[EXACT] = passes.first(self.exact.search(query, EVERYTHING, anchors), depth)
             named = self.exact.section_of_query(query) if section is None else section
             pinned = [i for i in named if passes.allows(i)]
         fused = fuse(settings.fusion, ranked, weights, settings.rrf_k)
+        if anchors:
+            fused = _anchored_first(fused, anchors)
         if pinned:
             # A query that is a section reference ("§ 4.2") gets that section first, in order.
             by_id = {f.id: f for f in fused}

@@ -2,10 +2,17 @@
 
 A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
 in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
-verbatim (case-insensitive; with the ``tantivy`` keyword strategy, word for word by its phrase
-queries); when the phrase is a defined term, the chunk defining it ranks first. References inside
-a longer query ("what does section 5 require") add that section's chunks after the direct matches.
-Everything is built from stored records (see ``deckhand.retrieval.side_indexes``).
+verbatim, word for word (case-insensitive, never inside a longer word: ``"ERR-452"`` is not in ``ERR-4521``;
+with the ``tantivy`` keyword strategy by its phrase queries, else in the texts held in memory); when the phrase
+is a defined term, the chunk defining it ranks first. References inside a longer query ("what does section 5
+require") add that section's chunks after the direct matches. Everything is built from stored records (see
+``deckhand.retrieval.side_indexes``).
+
+Anchors (issue 47): an identifier the query holds (``ERR-4521``, ``parse_args``, ``#1234``, a UUID; or the whole
+query when it is one word, ``dwteiqivk``) that at most :data:`RARE` chunks hold verbatim, and each quoted phrase,
+anchor the chunks holding it (:meth:`ExactIndex.anchors`): they are exact matches (so the query is never
+off-topic), and when the query is nothing but identifiers and quoted phrases they rank first, else ahead of the
+chunks only the dense search found (:mod:`deckhand.retrieval.engine`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from deckhand.retrieval.analysis import AROUND, CAMEL, COMPOUND
 from deckhand.types import Record
 
 #: Straight or typographic double quotes around a phrase.
@@ -29,6 +37,45 @@ IDENTIFIER = re.compile(
 )
 #: Most identifiers of one query looked up as defined terms.
 MAX_IDENTIFIERS = 8
+#: An identifier held by at most this many chunks anchors them (more: it is a common word of the source, and
+#: the keyword ranking's IDF weighs it instead).
+RARE = 10
+#: Most words of one query tried as anchors.
+MAX_ANCHORS = 8
+#: An acronym in the plural (``URLs``, ``APIs``): a word, not a CamelCase name.
+_ACRONYMS = re.compile(r"[A-Z]{2,}s")
+#: A dotted number with two dots or more: a version (``1.4.2``); one dot is a section number or a decimal.
+_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+
+
+def identifier_shaped(word: str) -> bool:
+    """Whether ``word`` (one word of a query, punctuation around it removed) looks like an identifier, not a word
+    of prose: a compound (``parse_args``, ``ERR-4521``, ``a.b.c``, a UUID, an e-mail address, a URL), a ticket
+    number ``#1234``, a CamelCase word, letters mixed with digits (``0x1f``, ``zqtok0x``), a version ``1.4.2``."""
+    if COMPOUND.fullmatch(word):
+        if word.startswith("#") or _VERSION.fullmatch(word):
+            return True
+        # prose joins words with hyphens ("built-in", "one-time"): a compound of letters and hyphens alone is not one
+        return any(c.isalpha() for c in word) and not all(c.isalpha() or c == "-" for c in word)
+    if CAMEL.fullmatch(word):
+        return not _ACRONYMS.fullmatch(word)
+    return any(c.isalpha() for c in word) and any(c.isdigit() for c in word) and word.isalnum()
+
+
+def _bounded(phrase: str, text: str) -> bool:
+    """Whether ``phrase`` stands in ``text`` as whole words: no letter or digit right before or after it (a dot
+    after it only when a letter or digit does not follow: ``4.2`` is not in ``4.2.1``)."""
+    start = text.find(phrase)
+    while start >= 0:
+        end = start + len(phrase)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if after == "." and end + 1 < len(text) and text[end + 1].isalnum():
+            after = "x"
+        if not (before.isalnum() and phrase[0].isalnum()) and not (after.isalnum() and phrase[-1].isalnum()):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
 
 
 def identifiers(query: str) -> list[str]:
@@ -86,10 +133,27 @@ class InMemoryTexts(dict[str, str]):
         of them: ``limit`` is for texts that are not in memory)."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
-            found = sum(1 for p in phrases if p in text)
+            found = sum(1 for p in phrases if p in text and _bounded(p, text))
             if found:
                 out.append((found, position, record_id))
         return out
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The chunks a query's identifiers and quoted phrases anchor (:meth:`ExactIndex.anchors`)."""
+
+    #: Record id → how many of the query's anchoring identifiers and phrases it holds.
+    held: dict[str, int]
+    #: Whether they rank first: the query is nothing but identifiers and quoted phrases (or one word), or it
+    #: quotes a phrase.
+    first: bool
+
+    def __bool__(self) -> bool:
+        return bool(self.held)
+
+
+NO_ANCHORS = Anchors({}, False)
 
 
 @dataclass(frozen=True)
@@ -135,14 +199,39 @@ class ExactIndex:
         references = tuple(r for r in self.resolver.find_references(bare) if r != section) if bare else ()
         return ExactQuery(section, phrases, references)
 
+    def anchors(self, query: str) -> Anchors:
+        """The chunks holding, word for word, an identifier of ``query`` or one of its quoted phrases that at most
+        :data:`RARE` chunks hold (see the module's text); they rank first when the query is nothing but such
+        words (``ERR-4521``, ``"retry window"``, ``dwteiqivk``) or quotes a phrase."""
+        parsed = self.parse(query)
+        bare = [w for w in (word.strip(AROUND) for word in QUOTED.sub(" ", query[:2000]).split()) if w]
+        shaped = [w.lower() for w in bare if identifier_shaped(w)]
+        alone = len(bare) == 1 and not parsed.phrases and bare[0].isalnum()
+        wanted = list(dict.fromkeys([*parsed.phrases, *(shaped or ([bare[0].lower()] if alone else []))]))
+        held: dict[str, int] = {}
+        for word in wanted[:MAX_ANCHORS]:
+            holders = self._texts.containing((word,), RARE + 1)
+            if len(holders) <= RARE:
+                for _, _, record_id in holders:
+                    held[record_id] = held.get(record_id, 0) + 1
+        first = bool(parsed.phrases) or alone or (bool(shaped) and len(shaped) == len(bare))
+        return Anchors(held, first) if held else NO_ANCHORS
+
+    def ranked_anchors(self, anchors: Anchors) -> list[str]:
+        """The anchored chunks as the exact ranking lists them: those holding more of the query's anchors first."""
+        held = anchors.held
+        return sorted(held, key=lambda i: -held[i])
+
     def section_of_query(self, query: str) -> list[str]:
         """Record ids of the section the query names on its own ("§ 4.2"), else []."""
         parsed = self.parse(query)
         return self.resolver.resolve(parsed.section) if parsed.section else []
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best ``k`` ``(record id, score)``: section, then definitions, then references, then phrases."""
+    def search(self, query: str, k: int, anchors: Anchors | None = None) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)``: section, then definitions, then the chunks ``anchors`` names (found
+        here when not given), then references, then phrases."""
         parsed = self.parse(query)
+        anchors = self.anchors(query) if anchors is None else anchors
         out: dict[str, float] = {}
 
         def add(ids: Iterable[str], score: float) -> None:
@@ -157,6 +246,7 @@ class ExactIndex:
         whole = QUOTED.sub(lambda m: m.group(1) or m.group(2), query).strip()
         for term in (*parsed.phrases, whole, *identifiers(whole)):
             add([definition.record_id for definition in self.definitions.every(term, k)], DIRECT)
+        add(self.ranked_anchors(anchors), DIRECT)
         for ref in parsed.references:
             add(self.resolver.resolve(ref), DIRECT)
         if parsed.phrases:

@@ -5,7 +5,10 @@ context, heading chain, section label and defined terms), ``heading`` (the headi
 weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
 ``path_boost``), ``file_type`` (the extension, untokenised), ``content`` (the chunk's own text, lower-cased
 words with their positions, neither stemmed nor stopped: the exact modality's quoted phrases), ``id`` (stored,
-for results) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a
+for results), ``ident`` (the words identifiers add to the split, already analysed by
+:func:`deckhand.retrieval.analysis.identifier_words` and :class:`~deckhand.retrieval.analysis.Analyzer`: an
+identifier's whole, ``err-4521``, and the parts of dotted and CamelCase names; the builtin BM25 indexes the same
+words) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a
 stored document). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
 and digits with inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English
 stemming (the algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
@@ -31,7 +34,8 @@ A sync also reloads the searcher, so a process open during another's ingest sees
 A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
 (:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
-``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``. The definition,
+``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``, a phrase that is one
+compound identifier (``ERR-4521``, ``#1234``) a term query for its whole on ``ident``. The definition,
 section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised), ``chunk``
 (stored) and ``place`` (stored: location, section id, definitions) of the same documents
 (:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
@@ -61,7 +65,7 @@ from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.paths import read_no_link
 from deckhand.protocols import RecordLog
-from deckhand.retrieval.analysis import STOPWORDS
+from deckhand.retrieval.analysis import STOPWORDS, Analyzer, compound_whole, identifier_wholes, identifier_words
 from deckhand.retrieval.definition_lookup import definitions_of, term_key
 from deckhand.retrieval.references import section_ids_of
 from deckhand.retrieval.side_indexes import indexed_text, location_of
@@ -74,13 +78,16 @@ log = logging.getLogger("deckhand")
 
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
-#: Layout of the index (fields, analysis); an index written with another is rebuilt.
-FORMAT = 4
+#: Layout of the index (fields, analysis); an index written with another is rebuilt (5: the ``ident`` field).
+FORMAT = 5
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TOKENIZER = "deckhand_en"
 _PATH_TOKENIZER = "deckhand_path"
 _EXACT_TOKENIZER = "deckhand_exact"
+_IDENT_TOKENIZER = "deckhand_ident"
+#: Analyses the words identifiers add (``ident``), the same way the builtin BM25 does.
+_IDENT_ANALYZER = Analyzer()
 #: Words of letters and digits, dots kept inside them (``analysis.words`` then stripping outer dots).
 _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 #: Words of a path: letters and digits only.
@@ -118,6 +125,12 @@ def _analyzer(word: str = _WORD, *, exact: bool = False) -> tantivy.TextAnalyzer
     """Words of ``word``, lower-cased; stopped and stemmed unless ``exact`` (the ``content`` field's phrases)."""
     import tantivy
 
+    if word == r"\S+":  # the ``ident`` field: terms analysed in Python, separated by spaces
+        return (
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+            .filter(tantivy.Filter.remove_long(_LONGEST))
+            .build()
+        )
     builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(word))
         .filter(tantivy.Filter.remove_long(_LONGEST))
@@ -137,6 +150,7 @@ def _schema() -> tantivy.Schema:
     for name in ("body", "heading"):  # term frequencies only: BM25 needs no positions (phrases are ``content``'s)
         builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="freq")
     builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
+    builder.add_text_field("ident", tokenizer_name=_IDENT_TOKENIZER, index_option="freq")
     builder.add_text_field("content", tokenizer_name=_EXACT_TOKENIZER, index_option="position")
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
@@ -154,6 +168,14 @@ def body_text(record: Record) -> str:
     """The ``body`` field: what the bm25 strategy indexes (content, contextual header, heading chain, section
     label and defined terms, each part once: :func:`deckhand.retrieval.side_indexes.indexed_text`)."""
     return indexed_text(record)
+
+
+def ident_terms(text: str, *, query: bool = False) -> list[str]:
+    """The ``ident`` field's terms of ``text``: the words its identifiers add to the split, analysed as the
+    builtin BM25 analyses them (:func:`deckhand.retrieval.analysis.identifier_words`); for a ``query`` only each
+    identifier's whole (:meth:`deckhand.retrieval.analysis.Analyzer.query_terms`)."""
+    added = identifier_wholes(text) if query else identifier_words(text)
+    return [t for t in map(_IDENT_ANALYZER.term, added) if t is not None and len(t) <= _LONGEST]
 
 
 def heading_text(record: Record) -> str:
@@ -231,6 +253,7 @@ class TantivyIndex(KeywordIndexBase):
         index.register_tokenizer(_TOKENIZER, _analyzer())
         index.register_tokenizer(_PATH_TOKENIZER, _analyzer(_PATH_WORD))
         index.register_tokenizer(_EXACT_TOKENIZER, _analyzer(exact=True))
+        index.register_tokenizer(_IDENT_TOKENIZER, _analyzer(r"\S+"))
         index.config_reader("manual")
         self._index, self._path, self._schema = index, path, schema
         self._analyzers = (_analyzer(), _analyzer(_PATH_WORD), _analyzer(exact=True))
@@ -379,6 +402,7 @@ class TantivyIndex(KeywordIndexBase):
         clauses = []
         for field, boost, words in (
             ("body", 1.0, terms),
+            ("ident", 1.0, ident_terms(query, query=True)),
             ("heading", self.options.heading_boost, terms),
             ("path", self.options.path_boost, path_terms),
         ):
@@ -440,9 +464,12 @@ class TantivyIndex(KeywordIndexBase):
         found: dict[str, list[int]] = {}
         for phrase in dict.fromkeys(phrases):
             words = analyzers[2].analyze(phrase)
+            whole = compound_whole(phrase)
             if not words:
                 continue
-            if len(words) == 1:
+            if whole is not None and len(whole) <= _LONGEST:  # one identifier (``err-4521``): its whole, not its parts
+                q = tantivy.Query.term_query(schema, "ident", whole)
+            elif len(words) == 1:
                 q = tantivy.Query.term_query(schema, "content", words[0])
             else:
                 q = tantivy.Query.phrase_query(schema, "content", list[str | tuple[int, str]](words))
@@ -580,7 +607,7 @@ def _plain(record_id: str, text: str) -> tantivy.Document:
     """A document of the plain ``KeywordIndex`` contract: its text in ``body``."""
     import tantivy
 
-    return tantivy.Document(id=record_id, body=text)
+    return tantivy.Document(id=record_id, body=text, ident=" ".join(ident_terms(text)) or [])
 
 
 def _document(record: Record, row: int | None) -> tantivy.Document:
@@ -597,9 +624,11 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
+    body = body_text(record)
     return tantivy.Document(
         id=record.id,
-        body=body_text(record),
+        body=body,
+        ident=" ".join(ident_terms(body)) or [],
         heading=heading_text(record) or [],
         path=str(meta.get("path") or record.source),
         file_type=str(meta.get("file_type") or "") or [],

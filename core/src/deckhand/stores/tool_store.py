@@ -50,7 +50,7 @@ def create_store(component: Component, config: DatabaseConfig, collection: str, 
     (:class:`deckhand.registration.StoreFactory`): ``options`` is ``database.options`` as an
     instance of the store's options model, and ``base_dir`` the agent config's directory, against
     which a store keeping files resolves relative paths (its default files go under
-    :func:`deckhand.paths.state_dir` ``(base_dir)``). A legacy registration is called the old way.
+    :func:`deckhand.paths.state_dir` ``(base_dir)``).
     """
     store: VectorStore = component.create(
         config, collection, options=dict(config.options or {}), validate=True, base_dir=base_dir

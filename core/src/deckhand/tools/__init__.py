@@ -7,6 +7,8 @@ source share :class:`deckhand.tools.base.SourceTool`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +19,11 @@ from deckhand.protocols import Tool
 from deckhand.registration import ToolFactory
 
 if TYPE_CHECKING:
-    from deckhand.protocols import Progress
+    from deckhand.config.base import DatabaseConfig, SourceToolConfig
+    from deckhand.protocols import Embedder, Progress, VectorStore
+    from deckhand.types import Chunk, Document
 
-__all__ = ["Tool", "ToolFactory", "build_tool"]
+__all__ = ["Tool", "ToolFactory", "WorkerParts", "build_tool", "worker_parts"]
 
 
 def build_tool(
@@ -50,3 +54,42 @@ def tool_members() -> list[str]:
     """The methods and attributes :class:`deckhand.protocols.Tool` requires, in the order it declares them."""
     names = [*getattr(Tool, "__annotations__", {}), *vars(Tool)]
     return list(dict.fromkeys(n for n in names if not n.startswith("_")))
+
+
+@dataclass
+class WorkerParts:
+    """What an executor's worker elsewhere embeds and writes a tool's files with (:func:`worker_parts`)."""
+
+    #: The tool's embedder, behind the shared embedding cache (its model loaded on first use).
+    embedder: Embedder
+    #: The tool's step between chunking and embedding (contextual embeddings), or None.
+    prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None
+    #: The tool's collection, opened for writing (never the in-memory fallback), or None when the worker
+    #: does not write.
+    store: VectorStore | None
+
+
+def worker_parts(
+    tool: SourceToolConfig,
+    database: DatabaseConfig,
+    base_dir: Path,
+    *,
+    writes: bool,
+    registry: PluginRegistry | None = None,
+) -> WorkerParts:
+    """The parts of tool ``tool`` built again in another process (an executor's worker): its embedder, its
+    prepare step, and with ``writes`` its collection; a :class:`ConfigError` for a tool that ingests no source."""
+    from deckhand.building.lazy_embedders import lazy_embedder_for
+    from deckhand.stores.tool_store import fallback_policy, open_collection
+    from deckhand.tools.base import SourceTool
+
+    registry = registry or get_registry()
+    embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
+    built = build_tool(tool, base_dir=base_dir, registry=registry)
+    if not isinstance(built, SourceTool):
+        raise ConfigError(f"tool {tool.name!r} ({type(built).__name__}) does not ingest a source")
+    store = None
+    if writes:
+        with fallback_policy(False):  # what a worker wrote to an in-memory fallback would be lost with it
+            store, _ = open_collection(registry, tool.name, database, embedder, base_dir=base_dir, force_ingest=False)
+    return WorkerParts(embedder, built.prepare_step(embedder), store)

@@ -42,10 +42,11 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMisma
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.loaders import LoaderSettings
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
-from deckhand.paths import state_dir
+from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.engine import QueryEngine
@@ -55,7 +56,7 @@ from deckhand.stores.tool_store import is_complete, mark_complete, open_collecti
 from deckhand.tools import agent_documents
 from deckhand.tools.agent_documents import AgentDocument
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, FileState, Metric, Vector
+from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, record_id
 
 log = logging.getLogger("deckhand")
 
@@ -168,7 +169,7 @@ class SourceTool:
             store=store,
             embedder=embedder,
             chunker=_LazyChunker(lambda: component.create(embedder.tokenizer, options=options)),
-            loaders=LoaderSet.from_registry(self.registry),
+            loaders=self.loader_set(),
             base_dir=self.base_dir,
             progress=self.progress,
             prepare=self._prepare_step(),
@@ -188,6 +189,13 @@ class SourceTool:
             mark_complete(store)
             self._adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
         return report
+
+    def loader_set(self) -> LoaderSet:
+        """The loaders this tool reads its files with: deckhand's own and the plugin loaders it opted in to
+        (:meth:`deckhand.config.base.SourceToolConfig.loader_components`)."""
+        return LoaderSet.from_registry(
+            self.registry, self.config.loader_components(self.registry), self.loader_settings()
+        )
 
     async def open(self) -> IngestReport:
         """Open the index for searching without checking the source (see :meth:`open_sync`)."""
@@ -388,6 +396,12 @@ class SourceTool:
             raise RuntimeError(f"{type(self).__name__} must be initialized before documents are added or removed")
         return self._store, self._embedder
 
+    def loader_settings(self) -> LoaderSettings:
+        """What this tool's loaders read: its ``ocr:`` setting, and the embedding cache's directory for the work
+        they may reuse (none with ``DECKHAND_NO_CACHE=1``)."""
+        cache = None if cache_disabled() else state_dir(self.base_dir) / "cache"
+        return LoaderSettings(ocr=self.config.ocr, cache_dir=cache)
+
     def source_path(self) -> Path:
         """The source as an absolute path (relative ones are taken from ``base_dir``); it must exist."""
         source = Path(self.config.source).expanduser()
@@ -542,6 +556,18 @@ class SourceTool:
         if store is None:
             return {}
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
+
+    def stored_files(self) -> dict[str, FileState]:
+        """The store's manifest: each stored source (as the store keys it) with its state and chunk count; one
+        entry per file, not per chunk (empty before initialisation)."""
+        return self._store.manifest() if self._store is not None else {}
+
+    def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
+        """Chunks ``start`` to ``stop - 1`` of stored ``source`` (a :meth:`stored_files` key) as they were cut,
+        read by id (never the whole index); the ones the store lacks are left out."""
+        if self._store is None or stop <= start:
+            return []
+        return self._store.get([record_id(source, i) for i in range(max(start, 0), stop)])
 
     def section_ids(self) -> list[str]:
         """The section ids its chunks carry (``section_id``, what a ``metadata`` filter selects), sorted; none

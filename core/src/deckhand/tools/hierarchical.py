@@ -204,6 +204,15 @@ class HierarchicalDocumentTool(ContextualChunks):
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 
+    def off_topic(self, query: str, filter: FilterInput = None) -> str | None:
+        """As the base tool's, except that a query holding an identifier or quoted phrase that the index holds
+        verbatim and rarely is never off-topic, whatever its dense similarity (issue 47; the engine decides the
+        same way)."""
+        exact = self.engine.exact
+        if exact is not None and exact.anchors(query):
+            return None
+        return super().off_topic(query, filter)
+
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         off_topic = self.off_topic(query, filter)
         if off_topic is not None:
@@ -224,9 +233,8 @@ class HierarchicalDocumentTool(ContextualChunks):
 
 
 def _missing(store: VectorStore, component: Component) -> list[str]:
-    """What ``store`` lacks of the capabilities ``component`` requires (legacy: protocols it does not implement)."""
-    missing = [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
-    return missing + [p.__name__ for p in component.legacy_requires if not isinstance(store, p)]
+    """What ``store`` lacks of the capabilities ``component`` requires."""
+    return [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
 
 
 def _named(capability: StoreCapability) -> str:

@@ -23,11 +23,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from deckhand.bases import as_tokenizer
-from deckhand.chunking.budget import char_cap, char_cuts
-from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
-from deckhand.protocols import Tokenizer
-from deckhand.types import Chunk, Document
+from deckhand.api import (
+    Chunk,
+    Document,
+    TokenChunker,
+    TokenChunkerOptions,
+    Tokenizer,
+    as_tokenizer,
+    char_cap,
+    char_cuts,
+)
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, language_of, parser_for

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deckhand.errors import LoaderError
-from deckhand.ingest.file_types import SCRIPT
-from deckhand.ingest.loaders import decode_text
-from deckhand.ingest.opening import read_source_bytes
+from deckhand.api import SCRIPT, LoaderError, decode_text, read_source_bytes
 
 from deckhand_code.languages import EXTENSIONS
 

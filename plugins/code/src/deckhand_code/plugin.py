@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 
 from deckhand_code.chunker import CodeChunker, CodeChunkerOptions
 from deckhand_code.loader import CodeLoader

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import tree_sitter
-from deckhand.retrieval.phrase_match import IDENTIFIER
+from deckhand.api import IDENTIFIER
 from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, grammar_of

@@ -16,10 +16,16 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
-from deckhand.memory.coordinates import MEMORY_DIR, VectorCoordinate
-from deckhand.memory.decisions import decision_problem
-from deckhand.memory.errors import ConcurrencyError, StorageError
+from deckhand.api import (
+    MEMORY_DIR,
+    ConcurrencyError,
+    ScanEntry,
+    StorageError,
+    SyncResult,
+    VectorCoordinate,
+    decision_problem,
+    sync_message,
+)
 from filelock import FileLock, Timeout
 
 from deckhand_git_memory import files

@@ -19,9 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from deckhand.memory.backend import ScanEntry
-from deckhand.memory.coordinates import MEMORY_DIR, VectorCoordinate
-from deckhand.memory.errors import CoordinateValidationError, StorageError
+from deckhand.api import MEMORY_DIR, CoordinateValidationError, ScanEntry, StorageError, VectorCoordinate
 
 GITIGNORE = (
     "# deckhand git-memory: temporary files of writes in progress or interrupted\n"

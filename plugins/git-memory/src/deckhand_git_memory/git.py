@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from deckhand.memory.errors import StorageError
+from deckhand.api import StorageError
 
 
 class Git:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deckhand.hookspecs import hookimpl
-from deckhand.protocols import StoreCapability, VectorStore
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, StoreCapability, VectorStore, hookimpl
 
 from deckhand_native_hybrid.strategy import NativeKeywordIndex
 

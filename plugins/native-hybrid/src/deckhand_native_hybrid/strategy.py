@@ -20,13 +20,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from deckhand.bases import KeywordIndexBase
-from deckhand.capabilities import has_capability
-from deckhand.errors import DeckhandError
-from deckhand.filters.conditions import Filter
-from deckhand.protocols import NativeHybridSearch, StoreCapability
-from deckhand.stores import filtering
-from deckhand.types import Vector
+from deckhand.api import (
+    DeckhandError,
+    Filter,
+    KeywordIndexBase,
+    NativeHybridSearch,
+    StoreCapability,
+    Vector,
+    filtered_keyword_search,
+    has_capability,
+)
 
 
 class UnsupportedStoreError(DeckhandError, TypeError):
@@ -70,6 +73,4 @@ class NativeKeywordIndex(KeywordIndexBase):
         """Like :meth:`search`, restricted by the store itself to records that pass ``where``."""
         if k <= 0 or not query.strip():
             return []
-        return [
-            (hit.record.id, float(hit.score)) for hit in filtering.keyword_search(self.store, query, k, where=where)
-        ]
+        return [(hit.record.id, float(hit.score)) for hit in filtered_keyword_search(self.store, query, k, where=where)]

@@ -22,11 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from deckhand.embedding.minilm_onnx import WordPieceTokenizer
-from deckhand.errors import EmbedderAuthenticationError, EmbeddingError
-from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
-from deckhand.scoring import degenerate_row
-from deckhand.types import Vector
+from deckhand.api import (
+    EmbedderAuthenticationError,
+    EmbeddingError,
+    MalformedResponse,
+    RemoteCallError,
+    RemoteClient,
+    Vector,
+    WordPieceTokenizer,
+    degenerate_row,
+)
 
 from deckhand_openai.options import KNOWN_MODELS, SHORTENABLE, EmbedderOptions
 

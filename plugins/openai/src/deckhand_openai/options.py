@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from deckhand.remote.settings import RemoteSettings
+from deckhand.api import RemoteSettings
 from pydantic import ConfigDict, Field
 
 #: Models of the OpenAI API: vector length and input limit (tokens).

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhand.errors import EmbeddingError
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import EmbedderFactory, Registrar
+from deckhand.api import EmbedderFactory, EmbeddingError, Registrar, hookimpl
 
 from deckhand_openai.options import (
     KNOWN_MODELS,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhand.filters.conditions import COMPARISONS, Condition, Filter, Op, check_key, glob_to_like
+from deckhand.api import COMPARISONS, Condition, Filter, Op, check_key, glob_to_like
 from psycopg import sql
 from psycopg.types.json import Jsonb
 

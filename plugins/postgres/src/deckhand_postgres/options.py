@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from deckhand.errors import ConfigError
-from deckhand.protocols import StoreCapability
+from deckhand.api import ConfigError, StoreCapability
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 #: What the postgres store supports beyond every store's methods (its class and its registration declare it).

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 
 from deckhand_postgres.options import CAPABILITIES, PostgresOptions
 
 if TYPE_CHECKING:
-    from deckhand.config.models import DatabaseConfig
+    from deckhand.api import DatabaseConfig
 
     from deckhand_postgres.store import PostgresStore
 

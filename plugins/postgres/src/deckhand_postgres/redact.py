@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deckhand.redaction import redact_secrets, redact_url
+from deckhand.api import redact_secrets, redact_url
 
 __all__ = ["redact_url", "scrub"]
 

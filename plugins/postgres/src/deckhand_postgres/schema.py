@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from deckhand.types import Algorithm, CollectionSpec, Metric
+from deckhand.api import Algorithm, CollectionSpec, Metric
 from psycopg import sql
 
 #: Longest table name we generate; leaves room for the ``_hnsw``/``_tsv``/``_src`` index suffixes.

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from deckhand.install_hints import install_command
+from deckhand.api import install_command
 
 log = logging.getLogger(__name__)
 

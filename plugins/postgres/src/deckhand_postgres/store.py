@@ -24,12 +24,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 import psycopg
-from deckhand.errors import StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.filters.conditions import Filter
-from deckhand.protocols import StoreCapability
-from deckhand.scoring import raw_to_score
-from deckhand.stores.base import ServerStore
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.api import (
+    Algorithm,
+    CollectionSpec,
+    FileState,
+    Filter,
+    Metric,
+    Record,
+    SearchHit,
+    ServerStore,
+    StoreAuthenticationError,
+    StoreCapability,
+    StoreConnectionError,
+    StoreError,
+    Vector,
+    raw_to_score,
+)
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb

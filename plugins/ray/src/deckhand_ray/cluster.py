@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import ray
-from deckhand.errors import ConfigError
+from deckhand.api import ConfigError
 
 from deckhand_ray.options import RAY_ADDRESS, RayOptions
 

@@ -24,14 +24,18 @@ from collections import Counter
 from typing import Any
 
 import ray
-from deckhand.capabilities import has_capability
-from deckhand.errors import ConfigError
-from deckhand.ingest.executor import IngestJob
-from deckhand.ingest.pipeline import Plan
-from deckhand.ingest.workers import log_level, pickled_components, replay
-from deckhand.printable import printable
-from deckhand.protocols import StoreCapability
-from deckhand.types import IngestReport
+from deckhand.api import (
+    ConfigError,
+    IngestJob,
+    IngestReport,
+    Plan,
+    StoreCapability,
+    has_capability,
+    log_level,
+    pickled_components,
+    printable,
+    replay,
+)
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from deckhand_ray.cluster import connected

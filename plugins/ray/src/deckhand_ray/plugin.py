@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 
 from deckhand_ray.options import RayOptions
 
 if TYPE_CHECKING:
-    from deckhand.ingest.executor import Executor
+    from deckhand.api import Executor
 
 
 def _ray(options: RayOptions) -> Executor:

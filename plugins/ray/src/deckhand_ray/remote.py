@@ -1,12 +1,12 @@
 """What runs on the Ray cluster: a task that loads and chunks one file, and the actor that embeds and
 writes.
 
-The task reuses the local pipeline's worker code (:func:`deckhand.ingest.workers.convert`): each Ray
+The task reuses the local pipeline's worker code (:func:`deckhand.api.convert`): each Ray
 worker process unpickles the loaders and chunker once. The actor builds the tool's embedder (its model
 loaded once, its embedding cache shared with every run) and its step between chunking and embedding
-(contextual embeddings: :meth:`SourceTool.prepare_step`) and, for a store that several processes may write
+(contextual embeddings), both from :func:`deckhand.api.worker_parts`, and, for a store that several processes may write
 (``concurrent_processes``: PostgreSQL, Redis, Weaviate), opens the store and writes each file there, all
-or nothing, through :func:`deckhand.ingest.pipeline.write_file`; for any other store (the embedded sqlite
+or nothing, through :func:`deckhand.api.write_file`; for any other store (the embedded sqlite
 file) it hands the records back and the driver is the one writer.
 """
 
@@ -18,20 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
-from deckhand.building.lazy_embedders import lazy_embedder_for
-from deckhand.config.base import DatabaseConfig, SourceToolConfig
-from deckhand.errors import ConfigError
-from deckhand.ingest.batching import EMBED_GROUP, EmbedQueue, Pending
-from deckhand.ingest.discovery import SourceFile
-from deckhand.ingest.pipeline import records_of, write_file
-from deckhand.ingest.report import IngestStatus, NoProgress
-from deckhand.ingest.workers import Converted, convert, ensure_worker
-from deckhand.plugins import get_registry
-from deckhand.protocols import VectorStore
-from deckhand.stores.tool_store import fallback_policy, open_collection
-from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
-from deckhand.types import FileState, IngestReport, Record
+from deckhand.api import (
+    Converted,
+    DatabaseConfig,
+    FileState,
+    IngestReport,
+    Record,
+    SourceFile,
+    SourceToolConfig,
+    convert,
+    embed_file,
+    ensure_worker,
+    worker_parts,
+    write_file,
+)
 
 
 def this_node() -> str:
@@ -102,21 +102,11 @@ class EmbedWriter:
 
     def _set_up(self, setup: ActorSetup) -> None:
         os.environ.update(setup.environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
-        registry = get_registry()
-        tool, base_dir = setup.tool, setup.base_dir
-        self.embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
-        built = build_tool(tool, base_dir=base_dir, registry=registry)
-        if not isinstance(built, SourceTool):
-            raise ConfigError(f"tool {tool.name!r} ({type(built).__name__}) does not ingest a source")
+        parts = worker_parts(setup.tool, setup.database, setup.base_dir, writes=setup.writes)
+        self.embedder = parts.embedder
         #: The tool's step between chunking and embedding (contextual embeddings), or None.
-        self.prepare = built.prepare_step(self.embedder)
-        self.store: VectorStore | None = None
-        if setup.writes:
-            # Never the in-memory fallback: what an actor wrote there would be lost with it.
-            with fallback_policy(False):
-                self.store, _ = open_collection(
-                    registry, tool.name, setup.database, self.embedder, base_dir=base_dir, force_ingest=False
-                )
+        self.prepare = parts.prepare
+        self.store = parts.store
 
     def embed_file(self, done: ConvertedOn, file: SourceFile, state: FileState) -> FileResult:
         """Embed one converted file's chunks and write them (or return them for the driver to write)."""
@@ -134,12 +124,7 @@ class EmbedWriter:
             converted.chunk_seconds += time.perf_counter() - clock
         converted.text = None
         result.chunks = len(chunks)
-        pending = Pending(file, state, chunks)
-        queue = EmbedQueue(self.embedder, NoProgress(), IngestStatus())
-        queue.files.append(pending)
-        while queue.waiting:
-            queue.embed_group(EMBED_GROUP, result.report)
-        records = records_of(pending)
+        records = embed_file(self.embedder, file, state, chunks, result.report)
         if self.store is None:
             result.records = records
         else:

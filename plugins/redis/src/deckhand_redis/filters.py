@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from deckhand.filters.conditions import COMPARISONS, KEY_PATTERN, Condition, Filter, Op, is_number
+from deckhand.api import COMPARISONS, KEY_PATTERN, Condition, Filter, Op, is_number
 
 from deckhand_redis.layout import digest
 

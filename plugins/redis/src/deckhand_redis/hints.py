@@ -6,7 +6,7 @@ importing it (``python -m deckhand_redis.server`` must find the module not yet i
 
 from __future__ import annotations
 
-from deckhand.install_hints import install_command
+from deckhand.api import install_command
 
 #: The distribution and extra that bring the server binaries (as a command that works where deckhand is installed).
 SERVER_EXTRA_INSTALL = install_command("deckhand-ai-redis[server]")

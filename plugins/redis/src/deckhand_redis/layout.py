@@ -23,7 +23,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from deckhand.errors import StoreError
+from deckhand.api import StoreError
 
 _COLLECTION = re.compile(r"[A-Za-z0-9_.-]+")
 # Characters RediSearch's query parser treats as syntax; anything else non-alphanumeric

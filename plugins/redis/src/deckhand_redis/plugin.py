@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 
 from deckhand_redis.options import CAPABILITIES, RedisOptions
 
 if TYPE_CHECKING:
-    from deckhand.config.models import DatabaseConfig
+    from deckhand.api import DatabaseConfig
 
     from deckhand_redis.store import RedisStore
 

@@ -28,19 +28,31 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import redis
-from deckhand.errors import (
+from deckhand.api import (
+    CHANGED_MODEL_HINT,
+    QUERY_MODEL_HINT,
+    Algorithm,
+    CollectionSpec,
+    FileState,
+    Filter,
     FilterError,
+    Metric,
+    Op,
+    Record,
+    SearchHit,
+    ServerStore,
     StoreAuthenticationError,
+    StoreCapability,
     StoreConnectionError,
     StoreError,
+    Vector,
+    file_state_from_json,
+    file_state_to_json,
+    raw_to_score,
+    redact_secrets,
+    redact_url,
+    spec_from_json,
 )
-from deckhand.filters.conditions import Filter, Op
-from deckhand.protocols import StoreCapability
-from deckhand.redaction import redact_secrets, redact_url
-from deckhand.scoring import raw_to_score
-from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
-from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
 from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import (
     AuthenticationWrongNumberOfArgsError,

@@ -18,8 +18,7 @@ import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
-from deckhand.agents.catalog import Operation, operations
-from deckhand.agents.toolbox import Toolbox
+from deckhand.api import Operation, Toolbox, operations
 from semantic_kernel.functions import KernelFunctionFromMethod, KernelPlugin, kernel_function
 
 #: The plugin name used when none is given (functions are then ``deckhand-<name>`` to a model).

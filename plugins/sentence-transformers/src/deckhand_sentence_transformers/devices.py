@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from deckhand.embedding.devices import choose_device
+from deckhand.api import choose_device
 
 CPU_BATCH_SIZE = 32
 #: Texts per GPU batch: this many per GiB of GPU memory, within the bounds below (a

@@ -24,10 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from deckhand.embedding.devices import choose_device
-from deckhand.errors import EmbeddingError
-from deckhand.install_hints import install_command
-from deckhand.types import Vector
+from deckhand.api import EmbeddingError, Vector, choose_device, install_command
 
 from deckhand_sentence_transformers.devices import TORCH_GPU_HINT, gpu_memory, placement, torch_devices
 

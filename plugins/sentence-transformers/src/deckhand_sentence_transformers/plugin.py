@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
+from deckhand.api import Registrar, hookimpl
 
 if TYPE_CHECKING:
     from deckhand_sentence_transformers.reranker import CrossEncoderOptions

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deckhand.errors import ConfigError, RerankError
+from deckhand.api import ConfigError, RerankError
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand_sentence_transformers.embedder import TORCH_HINT

@@ -14,8 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from deckhand.errors import ConfigError, StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.redaction import MASK, redact_secrets, redact_url
+from deckhand.api import (
+    MASK,
+    ConfigError,
+    StoreAuthenticationError,
+    StoreConnectionError,
+    StoreError,
+    redact_secrets,
+    redact_url,
+)
 
 from deckhand_weaviate.options import WeaviateOptions
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from deckhand.errors import ConfigError
-from deckhand.protocols import StoreCapability
+from deckhand.api import ConfigError, StoreCapability
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 #: ``hybrid_fusion`` values, as deckhand spells them (the client's HybridFusion members are derived from them).

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from deckhand.scoring import raw_to_score
-from deckhand.types import Metric
+from deckhand.api import Metric, raw_to_score
 from weaviate.classes.config import VectorDistances
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.collections.classes.filters import _Filters

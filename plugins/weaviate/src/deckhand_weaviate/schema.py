@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhand.types import Algorithm, CollectionSpec
+from deckhand.api import Algorithm, CollectionSpec
 from weaviate.classes.config import Configure, DataType, Property, Tokenization
 
 from deckhand_weaviate.layout import Layout

@@ -36,14 +36,25 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from deckhand.errors import StoreError
-from deckhand.filters.conditions import Filter as Where
-from deckhand.protocols import StoreCapability
-from deckhand.redaction import redact_url
-from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
-from deckhand.stores.filtering import require_filters
-from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
-from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
+from deckhand.api import (
+    CHANGED_MODEL_HINT,
+    QUERY_MODEL_HINT,
+    CollectionSpec,
+    FileState,
+    Record,
+    SearchHit,
+    ServerStore,
+    StoreCapability,
+    StoreError,
+    Vector,
+    file_state_from_json,
+    file_state_to_json,
+    redact_url,
+    require_filters,
+    spec_from_json,
+    spec_to_dict,
+)
+from deckhand.api import Filter as Where
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter
 from weaviate.collections.classes.filters import _Filters

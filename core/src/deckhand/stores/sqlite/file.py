@@ -18,10 +18,13 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from deckhand.errors import IndexCorruptError, IndexFileError, IndexLockedError, StoreError
 from deckhand.paths import is_link, open_no_link, read_no_link, state_dir
+
+if TYPE_CHECKING:
+    from deckhand.config.base import DatabaseConfig
 
 #: Bumped when the layout changes; a file with a higher version is refused (rebuild with --force-ingest).
 SCHEMA_VERSION = 1
@@ -76,7 +79,7 @@ _PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 
 _IOERR_SHORT_READ = 522  # a page read past the end of a truncated file
 
 
-def index_path(config: Any, base_dir: Path | None = None) -> Path:
+def index_path(config: DatabaseConfig | None, base_dir: Path | None = None) -> Path:
     """The file a ``database:`` block (DatabaseConfig) names for the sqlite store.
 
     No ``connection_string``: ``<state dir>/index/<index_name>.sqlite``, the state directory
@@ -86,8 +89,8 @@ def index_path(config: Any, base_dir: Path | None = None) -> Path:
     ``<index_name>.sqlite``.
     """
     base = (base_dir or Path.cwd()).resolve()
-    index_name = str(getattr(config, "index_name", "deckhand_vectors"))
-    target = getattr(config, "connection_string", None)
+    index_name = config.index_name if config is not None else "deckhand_vectors"
+    target = config.connection_string if config is not None else None
     if not target:
         return state_dir(base) / "index" / f"{index_name}{SUFFIX}"
     path = Path(target).expanduser()

@@ -38,7 +38,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -59,6 +59,9 @@ from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
 from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
 from deckhand.stores.sqlite.rows import Collection, next_row, record_of
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
+
+if TYPE_CHECKING:
+    from deckhand.config.base import DatabaseConfig
 
 log = logging.getLogger("deckhand")
 
@@ -89,7 +92,7 @@ class SQLiteStore(OpenCollection):
     @classmethod
     def from_config(
         cls,
-        config: Any = None,
+        config: DatabaseConfig | None = None,
         collection: str = "default",
         options: SQLiteOptions | None = None,
         *,
@@ -99,7 +102,7 @@ class SQLiteStore(OpenCollection):
         ``database:`` block (see ``index_path``), ``options`` are the validated ``database.options``
         (parsed from ``config.options`` when a caller passes none)."""
         if options is None:
-            options = SQLiteOptions.parse(getattr(config, "options", None))
+            options = SQLiteOptions.parse(config.options if config is not None else None)
         return cls(index_path(config, base_dir), collection, options)
 
     # -- connection and transactions ------------------------------------------------------

@@ -12,7 +12,7 @@ collects the inherited tests::
         def chunker(self) -> LinesChunker:
             return LinesChunker(max_lines=4)
 
-Pick single mixins (``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
+Pick single mixins (``LoaderSafetyTests``, ``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
 capability out. Every kit is fast: a few short texts, no model or server of its own (the tool type kit
 serves the tool over an in-memory MCP session).
 """
@@ -31,6 +31,12 @@ from deckhand.testing.kits.embedder import (
     TokenizerTests,
 )
 from deckhand.testing.kits.keyword import KeywordRankingTests, KeywordRebuildTests, KeywordStrategyTests
+from deckhand.testing.kits.loader import (
+    LoaderDeclarationTests,
+    LoaderReadingTests,
+    LoaderSafetyTests,
+    LoaderTests,
+)
 from deckhand.testing.kits.scoring import ContextGeneratorTests, RerankerTests
 from deckhand.testing.kits.tool_type import ToolCallTests, ToolListingTests, ToolTypeTests
 
@@ -47,6 +53,10 @@ __all__ = [
     "KeywordRankingTests",
     "KeywordRebuildTests",
     "KeywordStrategyTests",
+    "LoaderDeclarationTests",
+    "LoaderReadingTests",
+    "LoaderSafetyTests",
+    "LoaderTests",
     "RerankerTests",
     "TokenizerTests",
     "ToolCallTests",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib.metadata
+import typing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from deckhand.capabilities import CAPABILITY_PROTOCOLS, missing_methods, undeclared_capabilities
+from deckhand.capabilities import CAPABILITY_PROTOCOLS
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import PROJECT
@@ -22,6 +23,27 @@ from deckhand.testing.store_conformance.base import (
     make_records,
     make_vectors,
 )
+
+
+def missing_methods(store: object, capability: StoreCapability) -> list[str]:
+    """The methods ``capability`` promises that ``store`` lacks (empty when it has them all)."""
+    protocol = CAPABILITY_PROTOCOLS[capability]
+    if protocol is None:
+        return []
+    members = getattr(protocol, "__protocol_attrs__", None)  # Python 3.12+
+    if members is None:
+        members = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
+    return [name for name in sorted(members) if not callable(getattr(store, name, None))]
+
+
+def undeclared_capabilities(store: object) -> list[StoreCapability]:
+    """Capabilities whose methods ``store`` implements without declaring them."""
+    declared = store_capabilities(store)
+    return [
+        c
+        for c, protocol in CAPABILITY_PROTOCOLS.items()
+        if c not in declared and protocol is not None and not missing_methods(store, c)
+    ]
 
 
 class DeclarationTests(StoreKit):
@@ -104,12 +126,11 @@ class DeclarationTests(StoreKit):
                 f"store {self.provider!r} comes from entry point {component.plugin!r}: set entry_point = "
                 f"{component.plugin!r}"
             )
-        if not component.legacy:  # a registration through register_stores(register) could not say
-            assert component.capabilities == capabilities, (
-                f"store {self.provider!r} is registered with capabilities "
-                f"{sorted(c.value for c in component.capabilities)} but its class declares "
-                f"{sorted(c.value for c in capabilities)}: pass the class's capabilities to register.store(...)"
-            )
+        assert component.capabilities == capabilities, (
+            f"store {self.provider!r} is registered with capabilities "
+            f"{sorted(c.value for c in component.capabilities)} but its class declares "
+            f"{sorted(c.value for c in capabilities)}: pass the class's capabilities to register.store(...)"
+        )
         spec = self._process_spec(collection)
         built = create_store(component, database, collection, base_dir=base_dir)
         direct = store_factory(collection)

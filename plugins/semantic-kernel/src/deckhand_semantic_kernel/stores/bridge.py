@@ -26,11 +26,21 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from deckhand.config.models import DatabaseConfig
-from deckhand.errors import ConfigError, DimensionMismatchError, StoreError
-from deckhand.filters.conditions import Filter
-from deckhand.stores.filtering import require_filters
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, SearchHit, Vector
+from deckhand.api import (
+    Algorithm,
+    CollectionSpec,
+    ConfigError,
+    DatabaseConfig,
+    DimensionMismatchError,
+    FileState,
+    Filter,
+    Metric,
+    Record,
+    SearchHit,
+    StoreError,
+    Vector,
+    require_filters,
+)
 
 from deckhand_semantic_kernel.stores import records as layout
 from deckhand_semantic_kernel.stores import runner

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, record_id
+from deckhand.api import Algorithm, CollectionSpec, FileState, Metric, record_id
 
 #: The catalog record's key in the side collection.
 CATALOG_KEY = "00000000-0000-5000-8000-00000000ca7a"

@@ -12,11 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from deckhand.config.models import DatabaseConfig
-from deckhand.errors import ConfigError
-from deckhand.paths import state_dir
-from deckhand.protocols import StoreCapability
-from deckhand.types import Algorithm, CollectionSpec
+from deckhand.api import Algorithm, CollectionSpec, ConfigError, DatabaseConfig, StoreCapability, state_dir
 
 from deckhand_semantic_kernel.stores import runner
 from deckhand_semantic_kernel.stores.bridge import BridgeStore, NameRule

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from deckhand.errors import IndexLockedError
+from deckhand.api import IndexLockedError
 from filelock import FileLock, Timeout
 
 #: Seconds a directory stays open in this process after its last operation.

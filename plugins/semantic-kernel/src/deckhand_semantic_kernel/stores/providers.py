@@ -10,12 +10,11 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import re
 from dataclasses import dataclass
 
-from deckhand.errors import ComponentNotFoundError
-from deckhand.install_hints import Installation, extras_of, normalize
-from deckhand.install_hints import install_command as install_requirements
-from deckhand.protocols import StoreCapability
+from deckhand.api import ComponentNotFoundError, Installation, StoreCapability, extras_of
+from deckhand.api import install_command as install_requirements
 
 #: This plugin's distribution: the install hints name its extras.
 DISTRIBUTION = "deckhand-ai-semantic-kernel"
@@ -101,7 +100,8 @@ def plugin_extras() -> dict[str, tuple[str, ...]]:
 def install_command(provider: Provider, *, where: Installation | None = None) -> str:
     """The command that installs what ``provider`` needs where deckhand is installed: this distribution's extra
     by name from an index, this plugin's directory (with the extra) from a clone of the repository."""
-    extra = provider.extra if normalize(provider.extra) in plugin_extras() else None
+    normalized = re.sub(r"[-_.]+", "-", provider.extra).lower()  # as indexes compare extras (PEP 685)
+    extra = provider.extra if normalized in plugin_extras() else None
     return install_requirements(f"{DISTRIBUTION}[{extra}]" if extra else DISTRIBUTION, where=where)
 
 

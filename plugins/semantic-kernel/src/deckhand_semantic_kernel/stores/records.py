@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 import numpy as np
-from deckhand.types import Record
+from deckhand.api import Record
 
 from deckhand_semantic_kernel.stores.query import SOURCE_KEY_FIELD, source_key
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deckhand.errors import ConfigError
-from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar, StoreFactory
+from deckhand.api import ConfigError, Registrar, StoreFactory, hookimpl
 from pydantic import BaseModel, ValidationError
 
 from deckhand_semantic_kernel.stores.options import (
@@ -34,7 +32,7 @@ from deckhand_semantic_kernel.stores.providers import (
 )
 
 if TYPE_CHECKING:
-    from deckhand.config.models import DatabaseConfig
+    from deckhand.api import DatabaseConfig
 
 OPTIONS: dict[str, type[BaseModel]] = {
     "chromadb": ChromaOptions,

@@ -21,8 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from deckhand.scoring import raw_to_score
-from deckhand.types import Metric
+from deckhand.api import Metric, raw_to_score
 
 
 @dataclass(frozen=True)

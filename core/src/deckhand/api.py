@@ -1,0 +1,393 @@
+"""deckhand's public API: the one module plugins import (the kits of :mod:`deckhand.testing` aside).
+
+Everything a plugin needs is named here: the hook and the registrar, each kind's contract (its base
+class, and the Protocol it implements), the types and errors, the filter language, the configuration
+models a tool type or a store receives, and the few helpers plugins legitimately share (reading a
+source file safely, the token chunker to extend, a store's JSON and scores, secret redaction, the
+OpenAI-compatible client, running an ingest's stages elsewhere). Every other module of deckhand is
+internal and may move between releases; an import-linter contract keeps first-party plugins to this
+one. ``docs/api.md`` lists this surface (``tests/test_api_page.py`` regenerates it).
+
+The ground floor is imported at once; what sits above it (the stores, the ingest, the tools) is
+imported on first use, so a plugin's module that imports this one costs deckhand's start-up nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from deckhand.bases import (
+    ChunkerBase,
+    EmbedderBase,
+    KeywordIndexBase,
+    LoaderBase,
+    ProgressBase,
+    TokenizerBase,
+    as_tokenizer,
+)
+from deckhand.capabilities import has_capability
+from deckhand.errors import (
+    ComponentNotFoundError,
+    ConfigError,
+    DeckhandError,
+    DimensionMismatchError,
+    EmbedderAuthenticationError,
+    EmbeddingError,
+    FilterError,
+    IndexCorruptError,
+    IndexFileError,
+    IndexLockedError,
+    LoaderError,
+    ModelMismatchError,
+    PluginError,
+    RerankError,
+    SourceValidationError,
+    StoreAuthenticationError,
+    StoreConnectionError,
+    StoreError,
+)
+from deckhand.filters.conditions import (
+    COMPARISONS,
+    KEY_PATTERN,
+    Condition,
+    Filter,
+    Op,
+    check_key,
+    glob_to_like,
+    is_number,
+)
+from deckhand.filters.spec import FilterInput, SearchFilter
+from deckhand.hookspecs import hookimpl
+from deckhand.install_hints import Installation, extras_of, install_command
+from deckhand.paths import state_dir
+from deckhand.printable import printable
+from deckhand.protocols import (
+    Chunker,
+    ContextGenerator,
+    Embedder,
+    IndexMaintenance,
+    IntegrityCheck,
+    KeywordIndex,
+    Loader,
+    MemoryBackend,
+    NativeHybridSearch,
+    NativeKeywordSearch,
+    Progress,
+    RecordLog,
+    Reranker,
+    SideIndexFiles,
+    SideIndexStorage,
+    StoreCapability,
+    Tokenizer,
+    Tool,
+    VectorStore,
+    store_capabilities,
+)
+from deckhand.redaction import MASK, redact_secrets, redact_url
+from deckhand.registration import (
+    ChunkerFactory,
+    ContextGeneratorFactory,
+    EmbedderFactory,
+    ExecutorFactory,
+    KeywordStrategyFactory,
+    Kind,
+    LoaderFactory,
+    MemoryBackendFactory,
+    Registrar,
+    RerankerFactory,
+    StoreFactory,
+    ToolFactory,
+)
+from deckhand.scoring import degenerate_row, raw_to_score
+from deckhand.tool_entry import ToolConfigBase
+from deckhand.types import (
+    Algorithm,
+    Chunk,
+    CollectionSpec,
+    Document,
+    FileState,
+    IngestReport,
+    LoadedText,
+    Metric,
+    Record,
+    RecordChanges,
+    RowArray,
+    ScanEntry,
+    SearchHit,
+    SearchResult,
+    Skipped,
+    SyncResult,
+    Vector,
+    VectorCoordinate,
+    record_id,
+)
+
+if TYPE_CHECKING:
+    from deckhand.agents.catalog import Operation, operations
+    from deckhand.agents.toolbox import Toolbox
+    from deckhand.chunking.budget import char_cap, char_cuts
+    from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
+    from deckhand.config.base import DatabaseConfig, SourceToolConfig
+    from deckhand.config.loading import load_agent_config
+    from deckhand.config.options import Choice, choice_field
+    from deckhand.embedding.devices import choose_device
+    from deckhand.embedding.minilm_onnx import WordPieceTokenizer
+    from deckhand.ingest.discovery import SourceFile
+    from deckhand.ingest.executor import Executor, IngestJob
+    from deckhand.ingest.file_types import SCRIPT
+    from deckhand.ingest.loader_set import current_loaders
+    from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, notice
+    from deckhand.ingest.opening import confined_to, open_source_file, read_source_bytes
+    from deckhand.ingest.pipeline import Plan, embed_file, write_file
+    from deckhand.ingest.workers import Converted, convert, ensure_worker, log_level, pickled_components, replay
+    from deckhand.memory.backend import sync_message
+    from deckhand.memory.coordinates import MEMORY_DIR
+    from deckhand.memory.decisions import decision_problem
+    from deckhand.memory.errors import (
+        ConcurrencyError,
+        CoordinateValidationError,
+        CorruptDecisionsError,
+        ImmutableLayerError,
+        QueryError,
+        StorageError,
+        VectorMemoryError,
+    )
+    from deckhand.plugins import PluginRegistry, get_registry
+    from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
+    from deckhand.remote.settings import RemoteSettings
+    from deckhand.retrieval.phrase_match import IDENTIFIER
+    from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
+    from deckhand.stores.filtering import keyword_search as filtered_keyword_search
+    from deckhand.stores.filtering import require_filters
+    from deckhand.stores.filtering import search as filtered_search
+    from deckhand.stores.inmemory import InMemoryStore
+    from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
+    from deckhand.tools import WorkerParts, build_tool, worker_parts
+    from deckhand.tools.base import SourceTool
+    from deckhand.tools.results import function_definition
+
+#: The names above the ground floor, imported on first use: module -> its names (``name=attribute`` for a name
+#: given to another module's attribute).
+_LAZY_MODULES: dict[str, str] = {
+    "deckhand.agents.catalog": "Operation operations",
+    "deckhand.agents.toolbox": "Toolbox",
+    "deckhand.chunking.budget": "char_cap char_cuts",
+    "deckhand.chunking.token": "TokenChunker TokenChunkerOptions",
+    "deckhand.config.base": "DatabaseConfig SourceToolConfig",
+    "deckhand.config.loading": "load_agent_config",
+    "deckhand.config.options": "Choice choice_field",
+    "deckhand.embedding.devices": "choose_device",
+    "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
+    "deckhand.ingest.discovery": "SourceFile",
+    "deckhand.ingest.executor": "Executor IngestJob",
+    "deckhand.ingest.file_types": "SCRIPT",
+    "deckhand.ingest.loader_set": "current_loaders",
+    "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings notice",
+    "deckhand.ingest.opening": "confined_to open_source_file read_source_bytes",
+    "deckhand.ingest.pipeline": "Plan embed_file write_file",
+    "deckhand.ingest.workers": "Converted convert ensure_worker log_level pickled_components replay",
+    "deckhand.memory.backend": "sync_message",
+    "deckhand.memory.coordinates": "MEMORY_DIR",
+    "deckhand.memory.decisions": "decision_problem",
+    "deckhand.memory.errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError ImmutableLayerError "
+    "QueryError StorageError VectorMemoryError",
+    "deckhand.plugins": "PluginRegistry get_registry",
+    "deckhand.remote.client": "MalformedResponse RemoteCallError RemoteClient",
+    "deckhand.remote.settings": "RemoteSettings",
+    "deckhand.retrieval.phrase_match": "IDENTIFIER",
+    "deckhand.stores.base": "CHANGED_MODEL_HINT QUERY_MODEL_HINT ServerStore",
+    "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
+    "deckhand.stores.inmemory": "InMemoryStore",
+    "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
+    "deckhand.tools": "WorkerParts build_tool worker_parts",
+    "deckhand.tools.base": "SourceTool",
+    "deckhand.tools.results": "function_definition",
+}
+#: Each lazy name -> ``(module, attribute)``.
+_LAZY: dict[str, tuple[str, str]] = {
+    name: (module, attribute or name)
+    for module, names in _LAZY_MODULES.items()
+    for name, _, attribute in (entry.partition("=") for entry in names.split())
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`_LAZY`, imported now (and kept, so this runs once per name)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'deckhand.api' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = vars(importlib.import_module(module))[attribute]
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CHANGED_MODEL_HINT",
+    "COMPARISONS",
+    "IDENTIFIER",
+    "KEY_PATTERN",
+    "MASK",
+    "MEMORY_DIR",
+    "QUERY_MODEL_HINT",
+    "SCRIPT",
+    "Algorithm",
+    "Choice",
+    "Chunk",
+    "Chunker",
+    "ChunkerBase",
+    "ChunkerFactory",
+    "CollectionSpec",
+    "ComponentNotFoundError",
+    "ConcurrencyError",
+    "Condition",
+    "ConfigError",
+    "ContextGenerator",
+    "ContextGeneratorFactory",
+    "Converted",
+    "CoordinateValidationError",
+    "CorruptDecisionsError",
+    "DatabaseConfig",
+    "DeckhandError",
+    "DimensionMismatchError",
+    "Document",
+    "Embedder",
+    "EmbedderAuthenticationError",
+    "EmbedderBase",
+    "EmbedderFactory",
+    "EmbeddingError",
+    "Executor",
+    "ExecutorFactory",
+    "FileState",
+    "Filter",
+    "FilterError",
+    "FilterInput",
+    "ImmutableLayerError",
+    "InMemoryStore",
+    "IndexCorruptError",
+    "IndexFileError",
+    "IndexLockedError",
+    "IndexMaintenance",
+    "IngestJob",
+    "IngestReport",
+    "Installation",
+    "IntegrityCheck",
+    "KeywordIndex",
+    "KeywordIndexBase",
+    "KeywordStrategyFactory",
+    "Kind",
+    "LoadedText",
+    "Loader",
+    "LoaderBase",
+    "LoaderError",
+    "LoaderFactory",
+    "LoaderSettings",
+    "MalformedResponse",
+    "MemoryBackend",
+    "MemoryBackendFactory",
+    "Metric",
+    "ModelMismatchError",
+    "NativeHybridSearch",
+    "NativeKeywordSearch",
+    "Op",
+    "Operation",
+    "Plan",
+    "PluginError",
+    "PluginRegistry",
+    "Progress",
+    "ProgressBase",
+    "QueryError",
+    "Record",
+    "RecordChanges",
+    "RecordLog",
+    "Registrar",
+    "RemoteCallError",
+    "RemoteClient",
+    "RemoteSettings",
+    "RerankError",
+    "Reranker",
+    "RerankerFactory",
+    "RowArray",
+    "ScanEntry",
+    "SearchFilter",
+    "SearchHit",
+    "SearchResult",
+    "ServerStore",
+    "SideIndexFiles",
+    "SideIndexStorage",
+    "Skipped",
+    "SourceFile",
+    "SourceTool",
+    "SourceToolConfig",
+    "SourceValidationError",
+    "StorageError",
+    "StoreAuthenticationError",
+    "StoreCapability",
+    "StoreConnectionError",
+    "StoreError",
+    "StoreFactory",
+    "SyncResult",
+    "TokenChunker",
+    "TokenChunkerOptions",
+    "Tokenizer",
+    "TokenizerBase",
+    "Tool",
+    "ToolConfigBase",
+    "ToolFactory",
+    "Toolbox",
+    "Vector",
+    "VectorCoordinate",
+    "VectorMemoryError",
+    "VectorStore",
+    "WordPieceTokenizer",
+    "WorkerParts",
+    "as_tokenizer",
+    "build_tool",
+    "char_cap",
+    "char_cuts",
+    "check_key",
+    "choice_field",
+    "choose_device",
+    "confined_to",
+    "convert",
+    "current_loaders",
+    "decision_problem",
+    "decode_text",
+    "degenerate_row",
+    "embed_file",
+    "ensure_worker",
+    "extras_of",
+    "file_state_from_json",
+    "file_state_to_json",
+    "filtered_keyword_search",
+    "filtered_search",
+    "function_definition",
+    "get_registry",
+    "glob_to_like",
+    "has_capability",
+    "hookimpl",
+    "install_command",
+    "is_number",
+    "load_agent_config",
+    "loader_settings",
+    "log_level",
+    "notice",
+    "open_source_file",
+    "operations",
+    "pickled_components",
+    "printable",
+    "raw_to_score",
+    "read_source_bytes",
+    "record_id",
+    "redact_secrets",
+    "redact_url",
+    "replay",
+    "require_filters",
+    "spec_from_json",
+    "spec_to_dict",
+    "state_dir",
+    "store_capabilities",
+    "sync_message",
+    "worker_parts",
+    "write_file",
+]

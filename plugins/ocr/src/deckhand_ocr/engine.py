@@ -1,0 +1,161 @@
+"""The OCR engine: RapidOCR on onnxruntime, with the PP-OCR models its wheel carries, opened by path.
+
+Each model is named by its file inside the installed ``rapidocr`` package, so RapidOCR never looks
+for (or downloads) a model elsewhere; a package without them is a one-line error saying what to
+reinstall. The engine is made on first use, once per process (a chunk worker makes its own), and
+recognises one page image at a time: a :class:`Recognised` list of text lines with their boxes and
+confidences, in pixels of the image given.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import statistics
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deckhand.api import LoaderError
+
+log = logging.getLogger(__name__)
+
+#: Text is detected on the page scaled so that its longest side is at most this many pixels: a quarter of
+#: the detector's time at 300 dpi, and 8-point text at 150 dpi is still found (docs/benchmarks.md).
+DETECT_SIDE = 1280
+
+#: The model files of the rapidocr wheel (its ``models/`` folder): detector, recogniser, orientation classifier.
+DETECTOR = "PP-OCRv6_det_small.onnx"
+RECOGNISER = "PP-OCRv6_rec_small.onnx"
+CLASSIFIER = "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
+
+
+@dataclass(frozen=True)
+class TextLine:
+    """One recognised line: its text, the recogniser's confidence (0..1) and its box (left, top, right, bottom)."""
+
+    text: str
+    confidence: float
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+    @property
+    def middle(self) -> float:
+        return (self.top + self.bottom) / 2
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """What the engine read on one page image of ``width`` x ``height`` pixels."""
+
+    width: int
+    height: int
+    lines: tuple[TextLine, ...]
+
+
+def models_dir() -> Path:
+    """The folder of the models inside the installed rapidocr package."""
+    import rapidocr
+
+    return Path(rapidocr.__file__).parent / "models"
+
+
+def engine_version() -> str:
+    """What the cached results depend on: rapidocr's version and the model files used."""
+    import rapidocr
+
+    return f"rapidocr {getattr(rapidocr, '__version__', '?')} {DETECTOR} {RECOGNISER} det {DETECT_SIDE} upright"
+
+
+class Engine:
+    """RapidOCR, made on first use (its models loaded once per process)."""
+
+    def __init__(self) -> None:
+        self._ocr: Any = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for chunk worker processes) without the loaded models: a worker loads its own."""
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def _engine(self) -> Any:
+        with self._lock:
+            if self._ocr is None:
+                self._ocr = _make_engine()
+            return self._ocr
+
+    def recognise(self, image: Any) -> Recognised:
+        """The text lines of ``image`` (a PIL image), every confidence kept (the layout drops the low ones)."""
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        result = self._engine()(rgb)
+        boxes, texts, scores = result.boxes, result.txts, result.scores
+        found: list[tuple[str, float, list[tuple[float, float]]]] = []
+        if boxes is not None and texts is not None and scores is not None:
+            for box, text, score in zip(boxes, texts, scores, strict=False):
+                if text and text.strip():
+                    found.append((str(text), float(score), [(float(p[0]), float(p[1])) for p in box]))
+        return Recognised(rgb.width, rgb.height, tuple(upright(found)))
+
+
+def skew(quads: list[list[tuple[float, float]]]) -> float:
+    """The page's skew in radians: the median slope of the top edges of the long boxes (0 without any)."""
+    angles = []
+    for quad in quads:
+        (x0, y0), (x1, y1), _, (x3, y3) = quad[:4]
+        width, height = math.hypot(x1 - x0, y1 - y0), math.hypot(x3 - x0, y3 - y0)
+        if width > 3 * max(height, 1.0):
+            angles.append(math.atan2(y1 - y0, x1 - x0))
+    return statistics.median(angles) if angles else 0.0
+
+
+def upright(found: list[tuple[str, float, list[tuple[float, float]]]]) -> list[TextLine]:
+    """The recognised boxes turned by the page's skew (a page scanned 3 degrees askew), then as left, top,
+    right, bottom: rows of a tilted page stay rows instead of overlapping their neighbours."""
+    angle = skew([quad for _, _, quad in found]) if found else 0.0
+    cos, sin = math.cos(-angle), math.sin(-angle)
+    lines = []
+    for text, score, quad in found:
+        xs = [x * cos - y * sin for x, y in quad]
+        ys = [x * sin + y * cos for x, y in quad]
+        lines.append(TextLine(text, score, min(xs), min(ys), max(xs), max(ys)))
+    return lines
+
+
+def _make_engine() -> Any:
+    """A RapidOCR on the bundled models; one thread in a chunk worker process (the workers share the cores)."""
+    try:
+        from rapidocr import RapidOCR
+    except ImportError as exc:  # pragma: no cover - a dependency of this package
+        raise LoaderError(f"OCR needs rapidocr ({exc}); reinstall deckhand-ai-ocr") from exc
+    folder = models_dir()
+    missing = [name for name in (DETECTOR, RECOGNISER, CLASSIFIER) if not (folder / name).is_file()]
+    if missing:
+        raise LoaderError(
+            f"rapidocr's models are not in {folder} ({', '.join(missing)} missing); "
+            "reinstall rapidocr>=3.10 (its wheel carries them), nothing is downloaded"
+        )
+    threads = 1 if multiprocessing.parent_process() is not None else -1
+    params = {
+        "Global.log_level": "error",
+        "Global.text_score": 0.0,  # every line kept: the layout applies deckhand's own threshold
+        "Global.use_cls": False,  # pages are upright; the classifier costs time and flips short lines
+        "Det.model_path": str(folder / DETECTOR),
+        "Det.limit_type": "max",
+        "Det.limit_side_len": DETECT_SIDE,
+        "Rec.model_path": str(folder / RECOGNISER),
+        "Cls.model_path": str(folder / CLASSIFIER),
+        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+    }
+    logging.getLogger("RapidOCR").setLevel(logging.ERROR)
+    return RapidOCR(params=params)
