@@ -11,7 +11,7 @@ chain, section id and reference each (as ``hybrid_latency.py``'s), and the side 
 built and kept as a fresh ingest leaves them, through the tool's configured keyword strategy
 (``auto``: tantivy on the sqlite store, whose documents also carry definitions, sections and locations).
 ``--ann-index ivf`` sets ``ann_index: ivf`` on the tool's sqlite store (k-means lists instead of
-the default HNSW graph, built in minutes).
+the default HNSW graph, built in minutes); ``--ann-precision b1`` sets the graph over sign bits.
 Then, each in a new process:
 
 1. ``deckhand --version`` and ``deckhand search`` (median of ``--repeats``): start-up is the
@@ -24,7 +24,7 @@ Then, each in a new process:
    own share (load and embed that file, in a fresh process) is timed apart.
 
     uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--ann-index ivf]
-        [--workdir DIR]
+        [--ann-precision b1] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -53,11 +53,10 @@ tools:
     name: {name}
     source: docs/
 """
-#: Appended to the tool's entry for ``--ann-index ivf``.
-IVF = """    database:
+#: Appended to the tool's entry for ``--ann-index ivf`` or ``--ann-precision``: the store's options, one a line.
+OPTIONS = """    database:
       provider: sqlite
       options:
-        ann_index: ivf
 """
 #: ``--tool`` → (tool type, tool name).
 TOOLS = {"vectorstore": ("vectorstore", "flat"), "hierarchical": ("hierarchical_document", "acts")}
@@ -88,7 +87,7 @@ def texts_of(tool: str, files: int, per_file: int) -> list[list[str]]:
     return [flat[i * per_file : (i + 1) * per_file] for i in range(files)]
 
 
-def make_source(root: Path, tool: str, texts: list[list[str]], ann_index: str) -> None:
+def make_source(root: Path, tool: str, texts: list[list[str]], ann_index: str, ann_precision: str = "") -> None:
     docs = root / "docs"
     for i, parts in enumerate(texts):
         folder = docs / f"d{i // 1000:04d}"
@@ -96,7 +95,9 @@ def make_source(root: Path, tool: str, texts: list[list[str]], ann_index: str) -
         body = parts[0] if tool == "vectorstore" else "\n\n".join(parts)
         (folder / f"f{i:07d}.md").write_text(f"# File {i}\n\n{body}\n", encoding="utf-8")
     kind, name = TOOLS[tool]
-    agent = AGENT.format(kind=kind, name=name) + (IVF if ann_index == "ivf" else "")
+    options = {"ann_index": ann_index if ann_index != "hnsw" else "", "ann_precision": ann_precision}
+    lines = "".join(f"        {key}: {value}\n" for key, value in options.items() if value)
+    agent = AGENT.format(kind=kind, name=name) + (OPTIONS + lines if lines else "")
     (root / "agent.yaml").write_text(agent, encoding="utf-8")
 
 
@@ -221,6 +222,9 @@ def main() -> None:
     parser.add_argument("--tool", choices=sorted(TOOLS), default="vectorstore")
     parser.add_argument("--queries", type=int, default=100, help="queries timed in-process (--tool hierarchical)")
     parser.add_argument("--ann-index", choices=("hnsw", "ivf"), default="hnsw", help="the sqlite store's ann_index")
+    parser.add_argument(
+        "--ann-precision", choices=("i8", "b1", "f16", "f32"), help="the sqlite store's ann_precision (default: i8)"
+    )
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-scale-"))
@@ -230,7 +234,7 @@ def main() -> None:
     if not (root / "agent.yaml").is_file():
         clock = time.perf_counter()
         texts = texts_of(args.tool, files, args.per_file)
-        make_source(root, args.tool, texts, args.ann_index)
+        make_source(root, args.tool, texts, args.ann_index, args.ann_precision or "")
         print(f"source written: {files:,} files in {time.perf_counter() - clock:.0f} s", flush=True)
         write_index(root, args.tool, texts)
         del texts

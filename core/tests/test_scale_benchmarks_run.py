@@ -96,3 +96,15 @@ def test_identifier_qa_reports_first_top5_and_silent_per_setting(tmp_path: Path)
         if setting == "default" and form != "sentence":
             assert (float(first), float(top5), float(silent)) == (1.0, 1.0, 0.0), (setting, form, out)
     assert re.search(r"corpus and index: \d+ s .*default \d+ ms/query, keyword \d+ ms/query", out)
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_quantised_graph_bench_chooses_on_one_half_and_reports_the_other(tmp_path: Path, far: bool) -> None:
+    """Issue 46's command (docs/benchmarks.md, "A graph over sign bits"), at 2,000 rows."""
+    args = ["--size", "2000", "--queries", "40", "--kinds", "b1", "i8", "--expansions", "64", "256"]
+    out = _run(tmp_path, "quantised_graph.py", *args, "--shortlists", "34", "200", *(["--far"] if far else []))
+    assert re.search(r"^b1: built in [\d.]+ s, file \d+ MB", out, re.M)
+    assert "20 tune / 20 report" in out
+    rows = re.findall(r"^\| (i8 \(today\)|i8|b1) \| (\d+) \| (\d+) \| [\d.]+ \| \d+ \| ([\d.]+) \|", out, re.M)
+    assert ("i8 (today)", "512", "34") in [row[:3] for row in rows]  # today's default, measured on the report half
+    assert all(0.0 <= float(r[3]) <= 1.0 for r in rows)

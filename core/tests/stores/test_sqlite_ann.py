@@ -476,3 +476,69 @@ def test_int8_is_the_default_graph_for_cosine_collections_only() -> None:
     assert default.for_metric(Metric.IP).ann_precision == "f16"
     chosen = SQLiteOptions(ann_precision="i8")  # set in database.options: kept, whatever the metric
     assert chosen.for_metric(Metric.L2).ann_precision == "i8"
+
+
+def test_a_sign_bit_graph_finds_what_exact_search_finds_with_exact_scores(tmp_path: Path) -> None:
+    from usearch.index import Index, ScalarKind
+
+    ann, exact = _pair(tmp_path, dim=64, options=ANN.model_copy(update={"ann_precision": "b1"}))
+    # Queries held out of the rows' own clusters, as text queries sit among their answers: sign bits order a
+    # query far from every cluster poorly (its exact top ten are nearly tied), a graph over them more so.
+    vectors = _clustered(3050, dim=64)
+    vectors, queries = vectors[:3000], vectors[3000:]
+    _fill(ann, vectors)
+    assert ann.maintain() == "approximate index: 3,000 vectors (b1)"
+    (graph,) = _graph_files(tmp_path)
+    assert Index.metadata(str(graph))["kind_scalar"] == ScalarKind.B1  # 8 bytes a node, not 64
+    assert _recall(ann, exact, queries) >= SYNTHETIC_RECALL
+    assert _recall(ann, exact, queries, where=parse_filter(["bucket<30"])) >= SYNTHETIC_RECALL
+    for query in queries[:10]:
+        truth = {h.record.id: h.score for h in exact.search(query, 10)}
+        for hit in ann.search(query, 10):  # rescored from the float32 matrix: the exact score
+            assert hit.score == pytest.approx(truth[hit.record.id], abs=1e-6)
+
+
+def test_the_sign_bit_graph_rescores_a_longer_short_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deckhand.stores.sqlite.ann import GraphView
+
+    asked: list[int] = []
+    real = GraphView.candidates
+
+    def counting(self: GraphView, query: Any, count: int) -> Any:
+        asked.append(count)
+        return real(self, query, count)
+
+    monkeypatch.setattr(GraphView, "candidates", counting)
+    for precision, shortlist, expected in (("i8", 0, 34), ("b1", 0, 400), ("b1", 50, 60)):
+        folder = tmp_path / f"{precision}-{shortlist}"
+        folder.mkdir()
+        ann, _ = _pair(folder, options=ANN.model_copy(update={"ann_precision": precision, "ann_shortlist": shortlist}))
+        _fill(ann, _clustered(300))
+        ann.maintain()
+        ann.search(_clustered(1, seed=3)[0], 10)
+        assert asked[-1] == expected
+
+
+def test_an_index_built_with_another_precision_is_searched_then_built_again_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from usearch.index import Index, ScalarKind
+
+    path = tmp_path / "index.sqlite"
+    spec = CollectionSpec("kb", DIM, "m")
+    old = SQLiteStore(path, "kb", ANN)  # today's default graph (i8)
+    old.open(spec)
+    vectors = _clustered(1020)
+    _fill(old, vectors[:1000])
+    old.maintain()
+    old.close()
+    new, exact = _pair(tmp_path, options=ANN.model_copy(update={"ann_precision": "b1"}))
+    queries = vectors[1000:]
+    assert _recall(new, exact, queries) >= SYNTHETIC_RECALL  # the i8 graph answers until the next ingest
+    with caplog.at_level(logging.INFO, logger="deckhand"):
+        assert new.maintain() == "approximate index: 1,000 vectors (b1)"
+    assert len([r for r in caplog.records if "approximate index (b1)" in r.getMessage()]) == 1
+    (graph,) = _graph_files(tmp_path)
+    assert Index.metadata(str(graph))["kind_scalar"] == ScalarKind.B1
+    assert new.maintain() is None  # once
+    assert _recall(new, exact, queries) >= SYNTHETIC_RECALL

@@ -80,6 +80,12 @@ class AnnState:
     precision: str
 
 
+def encode(vectors: npt.NDArray[np.float32], *, binary: bool) -> npt.NDArray[Any]:
+    """What a graph is given for these vectors: their sign bits, eight to a byte, for a ``b1`` graph (the
+    float32 rows in the matrix beside it rescore its candidates); the vectors themselves otherwise."""
+    return np.packbits(vectors > 0, axis=-1) if binary else vectors
+
+
 def read_state(conn: sqlite3.Connection, collection: int) -> AnnState | None:
     """The recorded snapshot, or None (never built, or a file written before ANN indexes existed)."""
     try:
@@ -130,7 +136,7 @@ class GraphView:
     (:class:`~deckhand.stores.sqlite.paging.MatrixFile`: an unfiltered search maps none of it)."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
-        from usearch.index import Index
+        from usearch.index import Index, ScalarKind
 
         self.path, self.state = path, state
         meta = Index.metadata(str(path))
@@ -141,6 +147,8 @@ class GraphView:
         self.matrix = MatrixFile(vectors_file)
         if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
             raise ValueError(f"{vectors_file.name} does not match {path.name}")
+        #: A graph over sign bits (``b1``) is searched with the query's sign bits.
+        self.binary = meta["kind_scalar"] == ScalarKind.B1
         # searches only: without the key → slot table, mapping a million-node graph takes half the time
         self.index = Index(
             ndim=meta["dimensions"],
@@ -158,7 +166,7 @@ class GraphView:
         count = min(count, len(self.index))
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        matches = self.index.search(query, count)
+        matches = self.index.search(encode(query, binary=self.binary), count)
         return np.asarray(matches.keys, dtype=np.int64)
 
     def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
@@ -350,7 +358,7 @@ def _start_graph(
         return graph, state.last_row
     graph = Index(
         ndim=collection.spec.dimension,
-        metric=_USEARCH_METRIC[collection.spec.metric],
+        metric="hamming" if settings.ann_precision == "b1" else _USEARCH_METRIC[collection.spec.metric],
         dtype=settings.ann_precision,
         connectivity=settings.ann_connectivity,
         expansion_add=settings.ann_expansion_add,
@@ -403,6 +411,9 @@ def _insert(graph: Any, numbers: IntArray, matrix: Any, positions: IntArray, see
     abstracts, then source files) recall@10 of the science questions was 0.43 inserted in row
     order and 0.79 shuffled, same parameters (docs/benchmarks.md).
     """
+    from usearch.index import ScalarKind
+
+    binary = graph.dtype == ScalarKind.B1
     order = positions[np.random.default_rng(seed).permutation(positions.size)]
     warm = max(0, min(_WARM_UP - len(graph), order.size))
     bounds = [0, warm] if warm else [0]
@@ -410,7 +421,7 @@ def _insert(graph: Any, numbers: IntArray, matrix: Any, positions: IntArray, see
     for begin, end in itertools.pairwise(bounds):
         chunk = order[begin:end]
         if chunk.size:
-            vectors = np.asarray(matrix[chunk], dtype=np.float32)
+            vectors = encode(np.asarray(matrix[chunk], dtype=np.float32), binary=binary)
             graph.add(numbers[chunk].astype(np.uint64), vectors, threads=1 if end <= warm else threads)
 
 

@@ -27,9 +27,8 @@ from deckhand.types import Metric, Vector
 ReadTransaction = Callable[[], contextlib.AbstractContextManager[tuple[sqlite3.Connection, Collection | None]]]
 WriteTransaction = Callable[[], contextlib.AbstractContextManager[tuple[sqlite3.Connection, Collection]]]
 
-#: Candidates asked of the graph beyond ``k`` (rescored exactly), and the largest filtered subset ranked
-#: exactly (from the graph's stored vectors) rather than through the graph.
-_ANN_EXTRA = 24
+#: The largest filtered subset ranked exactly (from the graph's stored vectors) rather than through the graph
+#: (the candidates asked of the graph beyond ``k`` are ``SQLiteOptions.shortlist``).
 _ANN_EXACT_SUBSET = 20_000
 
 
@@ -82,7 +81,7 @@ class ApproximateIndex:
     ) -> list[tuple[float, int, Vector]]:
         """The best ``k`` rows of the approximate index's snapshot, with exact scores and float32 vectors."""
         dead = self._dead_rows(conn, found, view)
-        wanted = k + _ANN_EXTRA
+        wanted = k + self.options.shortlist(view.state.precision)
         if allowed is None:
             candidates = view.candidates(query, wanted + min(int(dead.size), 4 * wanted))
             if dead.size:

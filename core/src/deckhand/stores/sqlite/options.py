@@ -27,6 +27,11 @@ SQLITE_CAPABILITIES: frozenset[StoreCapability] = frozenset(
 )
 
 
+#: Candidates beyond ``k`` rescored exactly, by recorded precision, when ``ann_shortlist`` is 0: a graph over sign
+#: bits orders its neighbours coarsely, so its right ten are further down its list (docs/benchmarks.md, issue 46).
+SHORTLIST = {"i8": 24, "b1": 390}
+
+
 class SQLiteOptions(BaseModel):
     """``database.options`` of the sqlite store: how vectors are searched."""
 
@@ -47,14 +52,21 @@ class SQLiteOptions(BaseModel):
     )
     ann_lists: int = Field(default=0, ge=0, description="IVF: lists (0: about 2·√records).")
     ann_probes: int = Field(default=64, ge=1, le=65_536, description="IVF: lists scanned per query.")
-    ann_precision: Literal["f16", "i8", "f32"] = Field(
+    ann_precision: Literal["b1", "f16", "i8", "f32"] = Field(
         default="i8",
         description="How the HNSW index stores vectors (candidates are rescored in float32); by default "
-        "i8 for cosine collections and f16 for the others.",
+        "i8 for cosine collections and f16 for the others; b1: sign bits compared by Hamming distance.",
     )
     ann_connectivity: int = Field(default=32, ge=4, le=128, description="HNSW: edges per node.")
     ann_expansion_add: int = Field(default=128, ge=16, le=4096, description="HNSW: candidates while building.")
     ann_expansion_search: int = Field(default=512, ge=16, le=4096, description="HNSW: candidates while searching.")
+    ann_shortlist: int = Field(
+        default=0,
+        ge=0,
+        le=65_536,
+        description="HNSW: candidates the graph returns beyond k, rescored exactly in float32 "
+        "(0: 24, or 390 for a b1 graph, whose Hamming order is coarser).",
+    )
     ann_refresh_rows: int = Field(
         default=20_000,
         ge=1,
@@ -82,6 +94,10 @@ class SQLiteOptions(BaseModel):
         if metric == Metric.COSINE or self.ann_precision != "i8" or "ann_precision" in self.model_fields_set:
             return self
         return self.model_copy(update={"ann_precision": "f16"})
+
+    def shortlist(self, precision: str) -> int:
+        """Candidates asked of an index of this recorded precision beyond ``k`` (rescored exactly)."""
+        return self.ann_shortlist or SHORTLIST.get(precision, SHORTLIST["i8"])
 
     @property
     def label(self) -> str:
