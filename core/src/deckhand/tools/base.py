@@ -674,7 +674,8 @@ class SourceTool:
         if self._embedder is None:
             raise RuntimeError(f"{type(self).__name__} must be initialized before search")
         try:
-            vector = self._embedder.inner.embed([query])[0]
+            inner = self._embedder.inner  # queries may read differently from passages (e5's "query: " prefix)
+            vector = getattr(inner, "embed_queries", inner.embed)([query])[0]
         except ConfigError:
             raise  # a refused key: a configuration error (exit 3), not a failed embedding
         except Exception as exc:
