@@ -371,3 +371,35 @@ def test_the_model_id_survives_a_copy(tmp_path: Path, folders: dict) -> None:
         if (source / name).is_file():
             (copy / name).write_bytes((source / name).read_bytes())
     assert embedder(copy).model_id == embedder(source).model_id
+
+
+# -- from agent.yaml ------------------------------------------------------------------------------
+
+
+def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: dict) -> None:
+    """The mapping form with e5-style prefixes and the reranker, validated with the config; the query's vector
+    is the prefixed query's (``embed_queries``), the chunks' the prefixed passages'."""
+    from deckhand.config import load_agent_config
+    from deckhand.tools import build_tool
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, text in enumerate(PASSAGES):
+        (docs / f"p{i}.md").write_text(text + "\n")
+    (tmp_path / "agent.yaml").write_text(
+        "tools:\n  - type: vectorstore\n    name: kb\n    source: docs\n"
+        f"    embedding_model: {{name: bert, model: '{folders['embedder'][0]}', precision: float,"
+        " query_prefix: 'query: ', passage_prefix: 'passage: '}\n"
+        f"    reranker: {{name: bert-cross-encoder, model: '{folders['reranker'][0]}'}}\n"
+    )
+    config = load_agent_config(tmp_path / "agent.yaml").tools[0]
+    tool = build_tool(config, base_dir=tmp_path)
+    tool.initialize_sync()
+    seen: list[str] = []
+    inner = tool._embedder.inner  # type: ignore[attr-defined]
+    original = inner.load().embed_queries
+    inner.load().embed_queries = lambda texts: seen.extend(texts) or original(texts)
+    results = tool.search_results_sync(QUERY)
+    assert seen == [QUERY] and len(results) == len(PASSAGES)
+    plain = embedder(folders["embedder"][0], precision="float")
+    assert np.allclose(tool.embed_query(QUERY + " "), plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
