@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -403,3 +404,64 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     assert seen == [QUERY] and len(results) == len(PASSAGES)
     plain = embedder(folders["embedder"][0], precision="float")
     assert np.allclose(tool.embed_query(QUERY + " "), plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
+
+
+def test_a_tokenizer_json_is_read_in_place_of_vocab_txt(tmp_path: Path, folders: dict) -> None:
+    source = folders["embedder"][0]
+    copy = tmp_path / "json-tokenizer"
+    copy.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (copy / name).write_bytes((source / name).read_bytes())
+    model_folder.read_tokenizer(source, lower_case=True).save(str(copy / "tokenizer.json"))
+    texts = list(TEXTS)
+    assert np.allclose(embedder(copy, precision="float").embed(texts), embedder(source, precision="float").embed(texts))
+    (copy / "tokenizer.json").write_text("{not json")
+    assert "tokenizer.json" in _error(copy)
+
+
+# -- docs/embedders.md, "A model from a folder" ---------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "embedders.md"
+_SNIPPET = re.compile(r"<!-- folder: ([\w-]+) -->\n```yaml\n(.*?)```", re.S)
+#: Each command of the section's shell block, and why no test runs it.
+NOT_RUN = {
+    "huggingface-cli download": "needs the network (and huggingface_hub)",
+    "git clone https://huggingface.co/": "needs the network (and git-lfs)",
+    "rsync -a --copy-links": "copies to a second machine",
+}
+
+
+def _section() -> str:
+    text = DOC.read_text()
+    return text[text.index("## A model from a folder") : text.index("## Switching embedders")]
+
+
+def test_the_docs_commands_need_the_network() -> None:
+    """The section's shell commands fetch and move a model: each is named in NOT_RUN with why it is not run."""
+    block = re.search(r"```bash\n(.*?)```", _section(), re.S)
+    assert block is not None
+    commands = [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
+    assert commands and all(any(line.startswith(c) for c in NOT_RUN) for line in commands), commands
+
+
+@pytest.mark.parametrize("name", ["bge", "e5"])
+def test_the_docs_snippets_load_and_search(name: str, tmp_path: Path, folders: dict, trained_reranker: Path) -> None:
+    import shutil
+
+    from deckhand.config import load_agent_config
+    from deckhand.tools import build_tool
+
+    snippets = dict(_SNIPPET.findall(_section()))
+    assert set(snippets) == {"bge", "e5"}
+    models = tmp_path / "models"
+    shutil.copytree(folders["cls"][0], models / "bge-small-en-v1.5")
+    shutil.copytree(folders["embedder"][0], models / "e5-small-v2")
+    shutil.copytree(trained_reranker, models / "ms-marco-MiniLM-L-6-v2")
+    (tmp_path / "docs").mkdir()
+    for i, text in enumerate(PASSAGES):
+        (tmp_path / "docs" / f"p{i}.md").write_text(f"# Note {i}\n\n{text}\n")
+    (tmp_path / "agent.yaml").write_text(snippets[name].replace("/srv/agent/models/", f"{models}/"))
+    tool = build_tool(load_agent_config(tmp_path / "agent.yaml").tools[0], base_dir=tmp_path)
+    tool.initialize_sync()
+    results = tool.search_results_sync(QUERY)
+    assert results and "High tide" in results[0].content
