@@ -399,11 +399,16 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     seen: list[str] = []
     inner = tool._embedder.inner  # type: ignore[attr-defined]
     original = inner.load().embed_queries
-    inner.load().embed_queries = lambda texts: seen.extend(texts) or original(texts)
+
+    def spy(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return np.asarray(original(texts))
+
+    inner.load().embed_queries = spy
     results = tool.search_results_sync(QUERY)
     assert seen == [QUERY] and len(results) == len(PASSAGES)
     plain = embedder(folders["embedder"][0], precision="float")
-    assert np.allclose(tool.embed_query(QUERY + " "), plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
+    assert np.allclose(tool.embed_query(QUERY + " "),  # type: ignore[attr-defined] plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
 
 
 def test_a_tokenizer_json_is_read_in_place_of_vocab_txt(tmp_path: Path, folders: dict) -> None:
@@ -465,3 +470,21 @@ def test_the_docs_snippets_load_and_search(name: str, tmp_path: Path, folders: d
     tool.initialize_sync()
     results = tool.search_results_sync(QUERY)
     assert results and "High tide" in results[0].content
+
+
+def test_queries_reach_an_embedder_that_does_not_subclass_the_base() -> None:
+    """``as_embedder`` forwards ``embed_queries`` where a plugin's embedder has it, else uses ``embed``."""
+    from deckhand.bases import as_embedder
+
+    class Plain:
+        model_id, dimension, max_tokens, tokenizer = "plain", 1, 8, None
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 1), np.float32)
+
+    class Prefixed(Plain):
+        def embed_queries(self, texts: list[str]) -> np.ndarray:
+            return -self.embed(texts)
+
+    assert as_embedder(Plain()).embed_queries(["q"])[0, 0] == 1.0  # type: ignore[arg-type]
+    assert as_embedder(Prefixed()).embed_queries(["q"])[0, 0] == -1.0  # type: ignore[arg-type]
