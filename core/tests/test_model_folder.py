@@ -408,7 +408,8 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     results = tool.search_results_sync(QUERY)
     assert seen == [QUERY] and len(results) == len(PASSAGES)
     plain = embedder(folders["embedder"][0], precision="float")
-    assert np.allclose(tool.embed_query(QUERY + " "),  # type: ignore[attr-defined] plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
+    queried = tool.embed_query(QUERY + " ")  # type: ignore[attr-defined]
+    assert np.allclose(queried, plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
 
 
 def test_a_tokenizer_json_is_read_in_place_of_vocab_txt(tmp_path: Path, folders: dict) -> None:
