@@ -38,8 +38,9 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset, blobs = 0, []
     for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        kind = {"int64": ("I64", "<i8"), "float16": ("F16", "<f2")}.get(str(array.dtype), ("F32", "<f4"))
+        data = np.ascontiguousarray(array, dtype=kind[1]).tobytes()
+        header[name] = {"dtype": kind[0], "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
     encoded = json.dumps(header).encode()
@@ -102,7 +103,9 @@ def tiny_bert(folder: Path, seed: int, *, labels: int = 0, pooling: str | None =
     if pooling:
         (folder / "1_Pooling").mkdir()
         (folder / "1_Pooling" / "config.json").write_text(json.dumps({f"pooling_mode_{pooling}": True}))
-    write_safetensors(folder / "model.safetensors", t)
+    # As older checkpoints do: an integer buffer beside the weights (read, never used).
+    stored = {**t, f"{prefix}embeddings.position_ids": np.arange(POSITIONS, dtype=np.int64)[None, :]}
+    write_safetensors(folder / "model.safetensors", stored)
     return t
 
 
@@ -489,3 +492,17 @@ def test_queries_reach_an_embedder_that_does_not_subclass_the_base() -> None:
 
     assert as_embedder(Plain()).embed_queries(["q"])[0, 0] == 1.0  # type: ignore[arg-type]
     assert as_embedder(Prefixed()).embed_queries(["q"])[0, 0] == -1.0  # type: ignore[arg-type]
+
+
+def test_half_precision_weights_are_read(tmp_path: Path, folders: dict) -> None:
+    """F16 weights (as many checkpoints ship) give the vectors of the same weights in F32, within F16's rounding."""
+    source, tensors = folders["embedder"]
+    copy = tmp_path / "half"
+    copy.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        (copy / name).write_bytes((source / name).read_bytes())
+    half = {k: v.astype(np.float16) for k, v in tensors.items()}
+    write_safetensors(copy / "model.safetensors", half)
+    rounded = {k: v.astype(np.float32) for k, v in half.items()}
+    got = embedder(copy, precision="float").embed([TEXTS[0]])[0]
+    assert np.abs(got - unit(reference(rounded, [2, *ids_of(TEXTS[0]), 3]).mean(0))).max() < 1e-4

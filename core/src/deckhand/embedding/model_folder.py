@@ -43,6 +43,15 @@ LIMITS = {
     "type_vocab_size": 16,
 }
 _DTYPES: dict[str, np.dtype[Any]] = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8")}
+#: Integer buffers some checkpoints carry (``embeddings.position_ids``): read as they are, never used as weights.
+_INTEGERS: dict[str, np.dtype[Any]] = {
+    "I64": np.dtype("<i8"),
+    "I32": np.dtype("<i4"),
+    "I16": np.dtype("<i2"),
+    "I8": np.dtype("i1"),
+    "U8": np.dtype("u1"),
+    "BOOL": np.dtype("?"),
+}
 _GELU = {"gelu": "erf", "gelu_python": "erf", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu_fast": "tanh"}
 _LINEARS = {
     "attention.self.query": "q",
@@ -229,15 +238,18 @@ def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], str]:
             dtype_name, shape, (start, end) = entry["dtype"], [int(d) for d in entry["shape"]], entry["data_offsets"]
         except (KeyError, TypeError, ValueError):
             raise ConfigError(f"{path}: tensor {name!r} has a malformed header entry; copy the file again") from None
-        if dtype_name not in (*_DTYPES, "BF16"):
+        if dtype_name not in (*_DTYPES, *_INTEGERS, "BF16"):
             raise ConfigError(f"{path}: tensor {name!r} is {dtype_name}; deckhand reads F32, F16 and BF16 weights")
-        dtype = _DTYPES.get(dtype_name, np.dtype("<u2"))
+        dtype = _DTYPES.get(dtype_name) or _INTEGERS.get(dtype_name) or np.dtype("<u2")
         count = int(np.prod(shape)) if shape else 1
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= size - body) or (
             end - start != count * dtype.itemsize
         ):
             raise ConfigError(f"{path}: tensor {name!r} lies outside the file or has the wrong size; copy it again")
         array = np.frombuffer(data, dtype=dtype, count=count, offset=body + start).reshape(shape)
+        if dtype_name in _INTEGERS:
+            tensors[name] = array
+            continue
         if dtype_name == "BF16":
             array = (array.astype(np.uint32) << 16).view(np.float32)
         tensors[name] = np.ascontiguousarray(array, dtype=np.float32)
@@ -291,6 +303,8 @@ def bert_weights(
             raise ConfigError(f"{where}: lacks the tensor {prefix + name}; the weights do not match a BERT encoder")
         if array.shape != shape:
             raise ConfigError(f"{where}: {prefix + name} has shape {array.shape}, config.json implies {shape}")
+        if array.dtype != np.float32:
+            raise ConfigError(f"{where}: {prefix + name} holds {array.dtype} values; weights are F32, F16 or BF16")
         return array
 
     def norm(name: str) -> tuple[np.ndarray, np.ndarray]:
