@@ -46,7 +46,7 @@ def test_deckhand_plugins_empty_loads_no_entry_point(monkeypatch: pytest.MonkeyP
     registry = PluginRegistry()
     # Builtins always load, the default store among them: restricting plugins never leaves a tool without one.
     assert [c.name for c in registry.list("store")] == ["in-memory", "sqlite"]
-    assert [c.name for c in registry.list("embedder")] == ["all-MiniLM-L6-v2-onnx-int8", "minilm"]
+    assert [c.name for c in registry.list("embedder")] == ["all-MiniLM-L6-v2-onnx-int8", "bert", "minilm"]
     registry.excluded.append("someplugin")  # as if an installed entry point had been left out
     with pytest.raises(ComponentNotFoundError) as err:
         registry.resolve("store", "nosuch")

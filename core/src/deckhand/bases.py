@@ -7,7 +7,8 @@ here adds the members deckhand treats as optional, with defaults that do the rig
 * :class:`LoaderBase`: ``verbatim = False``;
 * :class:`TokenizerBase`: ``iter_token_spans`` yields ``token_spans``;
 * :class:`ChunkerBase`: ``iter_chunks`` yields ``chunk``;
-* :class:`EmbedderBase`: ``embed_batches`` hands over ``embed`` as one part, ``long_inputs`` and
+* :class:`EmbedderBase`: ``embed_batches`` hands over ``embed`` as one part, ``embed_queries`` is ``embed``
+  (a model that reads queries differently, e5's ``"query: "``, overrides it), ``long_inputs`` and
   ``tokens_used`` are ``None``, ``embedded_count`` is ``None`` (every text given was embedded);
 * :class:`ProgressBase`: ``status`` does nothing, ``note`` logs the message;
 * :class:`KeywordIndexBase`: ``search_filtered`` is None (the engine checks the ranking against the
@@ -107,6 +108,10 @@ class EmbedderBase:
 
     def embed(self, texts: Sequence[str]) -> Vector:
         raise NotImplementedError
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Search queries' vectors; by default :meth:`embed` (chunks and queries read alike)."""
+        return self.embed(texts)
 
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
         """``(indices, vectors)`` parts as they are made; by default :meth:`embed` of all of them as one part."""
@@ -272,6 +277,7 @@ class _AdaptedEmbedder(EmbedderBase):
         long_inputs = _optional(inner, "long_inputs")
         self.long_inputs = str(long_inputs) if long_inputs else None
         self.batches = callable(_optional(inner, "embed_batches"))
+        self.queries = _optional(inner, "embed_queries")
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -279,6 +285,9 @@ class _AdaptedEmbedder(EmbedderBase):
 
     def embed(self, texts: Sequence[str]) -> Vector:
         return self.inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        return self.queries(texts) if callable(self.queries) else self.inner.embed(texts)
 
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
         if self.batches:

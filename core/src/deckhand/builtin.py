@@ -37,6 +37,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.context.llm import LLMContextSettings, llm_context_generator
     from deckhand.context.structural import StructuralContextOptions, build_structural_generator
     from deckhand.embedding.devices import gpu_runtime_installed
+    from deckhand.embedding.folder_embedder import FolderEmbedderOptions
     from deckhand.embedding.minilm_onnx import (
         DEFAULT_MODEL_ID,
         DIMENSION,
@@ -47,6 +48,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.ingest.executor import LOCAL, LocalExecutor
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
+    from deckhand.retrieval.folder_rerank import FolderRerankerOptions
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
     from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
     from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
@@ -110,6 +112,20 @@ def deckhand_register(register: Registrar) -> None:
         model_id=LEGACY_MODEL_ID,
         dimension=DIMENSION,
         max_tokens=MAX_TOKENS,
+    )
+
+    register.embedder(
+        "bert",
+        _deferred("deckhand.embedding.folder_embedder", "FolderEmbedder.from_options"),
+        description="a BERT-family model from a local folder (config.json, vocab, model.safetensors: bge, e5, "
+        "MiniLM) on the default's fused graph; 'bert:/path/to/folder'",
+        options=FolderEmbedderOptions,
+    )
+    register.reranker(
+        "bert-cross-encoder",
+        _deferred("deckhand.retrieval.folder_rerank", "FolderCrossEncoder.from_options"),
+        description="a BERT cross-encoder from a local folder (model.safetensors) on onnxruntime, offline",
+        options=FolderRerankerOptions,
     )
 
     register.memory_backend(

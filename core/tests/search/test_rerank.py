@@ -79,7 +79,7 @@ def test_reranker_is_a_plugin_kind_in_plugins_and_schema() -> None:
         properties = agent_schema(registry)["$defs"][model]["properties"]
         field = properties["reranker"]
         assert {"type": "null"} in field["anyOf"] and field["default"] is None
-        assert {"type": "string", "enum": ["llm"]} in field["anyOf"]
+        assert {"type": "string", "enum": ["bert-cross-encoder", "llm"]} in field["anyOf"]
         llm = next(form for form in field["anyOf"] if form.get("title") == "reranker 'llm'")
         assert {"base_url", "model", "api_key_env", "prompt"} <= set(llm["properties"])
         assert properties["rerank_top_n"]["default"] == 20

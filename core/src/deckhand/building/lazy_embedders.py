@@ -76,6 +76,10 @@ class LazyEmbedder(EmbedderBase):
     def embed(self, texts: Sequence[str]) -> Vector:
         return self.load().embed(texts)
 
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Queries' vectors: the model's ``embed_queries`` (its ``embed`` unless it reads queries differently)."""
+        return self._loaded()[1].embed_queries(texts)
+
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
         """The model's ``embed_batches`` (vectors as they are made, where it makes them so)."""
         yield from self._loaded()[1].embed_batches(texts)

@@ -85,13 +85,19 @@ class Layer:
 
 @dataclass
 class Weights:
-    """Every weight of the encoder."""
+    """Every weight of the encoder (any BERT size: widths come from the arrays' shapes).
+
+    Without ``token_types`` the type-0 row is already in ``position`` and the graph reads no
+    ``token_type_ids``; with it (a cross-encoder reading a pair) the graph adds the row each token's type picks.
+    """
 
     word: Quantized
     position: np.ndarray
     embed_norm: tuple[np.ndarray, np.ndarray]
     layers: list[Layer]
     epsilon: float
+    num_heads: int = NUM_HEADS
+    token_types: np.ndarray | None = None
 
 
 def read_weights(model_bytes: bytes) -> Weights:
@@ -269,8 +275,9 @@ class GraphOptions:
             raise ValueError("an unmasked graph needs attention='mha'")
 
 
-def build_model(weights: Weights, options: GraphOptions | None = None) -> bytes:
-    """A serialized ONNX model: ``input_ids`` (and ``attention_mask``), int64 batch x seq -> ``last_hidden_state``."""
+def build_model(weights: Weights, options: GraphOptions | None = None, name: str = "all-MiniLM-L6-v2-fused") -> bytes:
+    """A serialized ONNX model: ``input_ids`` (and ``attention_mask``, and ``token_type_ids`` when the weights
+    carry a token-type table), int64 batch x seq -> ``last_hidden_state``."""
     opt = options or GraphOptions()
     b = _Builder(opt.unsigned)
     eps = weights.epsilon
@@ -282,9 +289,13 @@ def build_model(weights: Weights, options: GraphOptions | None = None) -> bytes:
     seq_len = b.op("Shape", ["input_ids"], start=1, end=2)[0]
     zero = b.const("zero", np.array([0], dtype=np.int64))
     positions = b.op("Slice", [b.const("position", weights.position.astype(np.float32)), zero, seq_len, zero])[0]
+    embedded = b.op("Add", [words, positions])[0]
+    if weights.token_types is not None:
+        types = b.const("token_types", weights.token_types.astype(np.float32))
+        embedded = b.op("Add", [embedded, b.op("Gather", [types, "token_type_ids"])[0]])[0]
     hidden = b.op(
         "LayerNormalization",
-        [b.op("Add", [words, positions])[0], *b.consts("emb_ln", weights.embed_norm)],
+        [embedded, *b.consts("emb_ln", weights.embed_norm)],
         axis=-1,
         epsilon=eps,
     )[0]
@@ -306,16 +317,19 @@ def build_model(weights: Weights, options: GraphOptions | None = None) -> bytes:
             split = b.const(f"l{i}_split", np.array([width] * 3, np.int64))
             q, k, v = b.op("Split", [qkv, split], outputs=3, axis=2)
             context = b.op(
-                "MultiHeadAttention", [q, k, v, "", mask] if mask else [q, k, v], domain=_MS, num_heads=NUM_HEADS
+                "MultiHeadAttention",
+                [q, k, v, "", mask] if mask else [q, k, v],
+                domain=_MS,
+                num_heads=weights.num_heads,
             )[0]
         elif "qkv" in opt.quantize:
             x_q, x_scale, x_zp = b.op("DynamicQuantizeLinear", [hidden], outputs=3)
             w_q, w_scale, w_zp = b.int_weight(f"l{i}_qkv", layer.qkv)
             inputs = [x_q, w_q, qkv_bias, x_scale, w_scale, mask, x_zp, *w_zp]
-            context = b.op("QAttention", inputs, domain=_MS, num_heads=NUM_HEADS)[0]
+            context = b.op("QAttention", inputs, domain=_MS, num_heads=weights.num_heads)[0]
         else:
             w = b.const(f"l{i}_qkv_w", layer.qkv.dequantized())
-            context = b.op("Attention", [hidden, w, qkv_bias, mask], domain=_MS, num_heads=NUM_HEADS)[0]
+            context = b.op("Attention", [hidden, w, qkv_bias, mask], domain=_MS, num_heads=weights.num_heads)[0]
         attn = b.linear(context, layer.o, f"l{i}_o", "o" in opt.quantize, per_token=opt.per_token)
         hidden = residual_norm(attn, hidden, layer.norm1, layer.bias["o"], f"l{i}_ln1")
         inner = b.linear(hidden, layer.ffn1, f"l{i}_ffn1", "ffn1" in opt.quantize, per_token=opt.per_token)
@@ -328,11 +342,13 @@ def build_model(weights: Weights, options: GraphOptions | None = None) -> bytes:
     graph_inputs = [pb.value_info("input_ids", _INT64, dims)]
     if opt.masked:
         graph_inputs.append(pb.value_info("attention_mask", _INT64, dims))
+    if weights.token_types is not None:
+        graph_inputs.append(pb.value_info("token_type_ids", _INT64, dims))
     return pb.model(
         b.nodes,
         b.inits,
         graph_inputs,
         [pb.value_info("last_hidden_state", _FLOAT, [*dims, width])],
         {"": 17, _MS: 1},
-        name="all-MiniLM-L6-v2-fused",
+        name=name,
     )

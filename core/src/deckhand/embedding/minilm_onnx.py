@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -144,10 +144,11 @@ _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 class WordPieceTokenizer(TokenizerBase):
     """The model's tokenizer via the ``tokenizers`` library, without truncation or padding."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | Any) -> None:
+        """``path``: a ``tokenizer.json`` file, or a ``tokenizers.Tokenizer`` already built (a model folder's)."""
         from tokenizers import Tokenizer
 
-        self._tok = Tokenizer.from_file(str(path))
+        self._tok = path if isinstance(path, Tokenizer) else Tokenizer.from_file(str(path))
         self._tok.no_truncation()
         self._tok.no_padding()
 
@@ -231,6 +232,24 @@ def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | byt
     )
 
 
+def open_session(make: Callable[[], Path | bytes], options: Any, providers: list[Any], what: str) -> Any:
+    """An onnxruntime session on the graph ``make`` gives (a cached file is dropped and rebuilt once when it
+    fails to load); an :class:`EmbeddingError` naming ``what`` when it cannot be loaded."""
+    import onnxruntime as ort
+
+    compiled = make()
+    try:
+        try:
+            return ort.InferenceSession(_source(compiled), sess_options=options, providers=providers)
+        except Exception:
+            if not isinstance(compiled, Path):
+                raise
+            graph_cache.discard(compiled)
+            return ort.InferenceSession(_source(make()), sess_options=options, providers=providers)
+    except Exception as exc:
+        raise EmbeddingError(f"cannot load {what}: {exc}") from exc
+
+
 def _source(model: Path | bytes) -> str | bytes:
     """What ``InferenceSession`` takes: a file name (opened by onnxruntime itself) or the model's bytes."""
     return str(model) if isinstance(model, Path) else model
@@ -297,18 +316,9 @@ class MiniLMOnnxEmbedder(EmbedderBase):
         options.intra_op_num_threads = 1 if self._per_text else self.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        compiled = _graph(weights_path, graph)
-        try:
-            try:
-                self._session = ort.InferenceSession(_source(compiled), sess_options=options, providers=providers)
-            except Exception:
-                if not isinstance(compiled, Path):
-                    raise
-                graph_cache.discard(compiled)
-                compiled = _graph(weights_path, graph)
-                self._session = ort.InferenceSession(_source(compiled), sess_options=options, providers=providers)
-        except Exception as exc:
-            raise EmbeddingError(f"cannot load the MiniLM model on {self.device}: {exc}") from exc
+        self._session = open_session(
+            lambda: _graph(weights_path, graph), options, providers, f"the MiniLM model on {self.device}"
+        )
         self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
         self._pool_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -342,6 +352,10 @@ class MiniLMOnnxEmbedder(EmbedderBase):
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
+    def _pool_rows(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Each row's vector before normalisation: the sum of its token embeddings (mean pooling)."""
+        return np.asarray((hidden * mask[..., None].astype(np.float32)).sum(axis=1))
+
     def _embed_per_text(self, rows: list[list[int]]) -> np.ndarray:
         out = np.empty((len(rows), self.dimension), dtype=np.float32)
         # Longest first, so the workers finish together.
@@ -353,7 +367,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
                 (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids})
             except Exception as exc:
                 raise EmbeddingError(f"embedding failed: {exc}") from exc
-            out[i] = hidden[0].sum(axis=0)
+            out[i] = self._pool_rows(hidden, np.ones(hidden.shape[:2], np.int64))[0]
 
         if self.threads == 1 or len(rows) == 1:
             for i in order:
@@ -383,6 +397,6 @@ class MiniLMOnnxEmbedder(EmbedderBase):
                     (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})
             except Exception as exc:
                 raise EmbeddingError(f"embedding failed: {exc}") from exc
-            out[idx] = (hidden * mask[..., None].astype(np.float32)).sum(axis=1)
+            out[idx] = self._pool_rows(hidden, mask)
             start += size
         return out

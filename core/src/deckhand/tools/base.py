@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from deckhand.bases import ChunkerBase, as_chunker
+from deckhand.bases import ChunkerBase, as_chunker, as_embedder
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.capabilities import side_index_storage
@@ -762,7 +762,8 @@ class SourceTool:
         if self._embedder is None:
             raise RuntimeError(f"{type(self).__name__} must be initialized before search")
         try:
-            vector = self._embedder.inner.embed([query])[0]
+            # A model may read queries differently from passages (e5's "query: " prefix).
+            vector = as_embedder(self._embedder.inner).embed_queries([query])[0]
         except ConfigError:
             raise  # a refused key: a configuration error (exit 3), not a failed embedding
         except Exception as exc:

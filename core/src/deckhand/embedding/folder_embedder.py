@@ -1,0 +1,155 @@
+"""The ``bert`` embedder: a BERT-family model from a local folder on the default's fused onnxruntime graph.
+
+``embedding_model: bert:/models/bge-small-en-v1.5`` or, with options,
+``{name: bert, model: /models/e5-small-v2, pooling: mean, query_prefix: "query: ", passage_prefix: "passage: "}``.
+The folder (Hugging Face layout, :mod:`deckhand.embedding.model_folder`) is read once per process and
+turned into the graph :mod:`deckhand.embedding.minilm_graph` builds for the default model, cached like it.
+Texts run as the default's do (on the CPU one at a time, int8 products with per-token scales unless
+``precision: float``), so a text's vector does not depend on its batch. Pooling is the folder's
+sentence-transformers setting (``1_Pooling/config.json``) unless ``pooling`` says; vectors are unit length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from deckhand.embedding.devices import onnx_providers
+from deckhand.embedding.minilm_onnx import (
+    GPU_TOKEN_BUDGET,
+    MAX_TOKENS,
+    PRECISIONS,
+    TOKEN_BUDGET,
+    MiniLMOnnxEmbedder,
+    WordPieceTokenizer,
+    open_session,
+)
+from deckhand.errors import EmbeddingError
+from deckhand.types import Vector
+
+NAME = "bert"
+
+
+class FolderEmbedderOptions(BaseModel):
+    """Settings of the ``bert`` embedder (a model folder)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(
+        default="", description="The model folder (config.json, tokenizer, model.safetensors); or write bert:<folder>"
+    )
+    pooling: str | None = Field(
+        default=None, pattern="^(mean|cls)$", description="mean or cls; default: the folder's 1_Pooling, else mean"
+    )
+    query_prefix: str = Field(default="", max_length=200, description="Put before each query (e5: 'query: ')")
+    passage_prefix: str = Field(default="", max_length=200, description="Put before each passage (e5: 'passage: ')")
+    precision: str | None = Field(
+        default=None, pattern="^(int8|float)$", description="int8 (CPU default) or float (GPU default)"
+    )
+    device: str | None = Field(default=None, pattern="^(cpu|cuda|auto)$", description="cpu, cuda or auto")
+
+
+class FolderEmbedder(MiniLMOnnxEmbedder):
+    """A BERT-family model folder as an embedder (see the module docstring)."""
+
+    @classmethod
+    def from_options(cls, model: str | None, options: FolderEmbedderOptions | None = None) -> FolderEmbedder:
+        """The registered factory: ``bert:<folder>`` or ``{name: bert, model: <folder>, ...}``."""
+        values = options.model_dump() if options is not None else {}
+        if model and model != NAME and not values.get("model"):
+            values["model"] = model.removeprefix(f"{NAME}:")
+        if not values.get("model"):
+            raise EmbeddingError(f"embedding_model {NAME!r} needs a model folder: {NAME}:/path/to/model")
+        return cls(FolderEmbedderOptions.model_validate(values))
+
+    def __init__(self, settings: FolderEmbedderOptions, *, threads: int | None = None) -> None:
+        import onnxruntime as ort
+
+        from deckhand.embedding import graph_cache, minilm_graph, model_folder
+
+        folder = model_folder.model_folder(settings.model, setting="embedding_model")
+        config = model_folder.read_config(folder)
+        weights_path = model_folder.weights_file(folder)
+        self.folder = folder
+        self.dimension = config.hidden_size
+        self.pooling = settings.pooling or model_folder.pooling_mode(folder) or "mean"
+        self.query_prefix, self.passage_prefix = settings.query_prefix, settings.passage_prefix
+        self.device, providers = onnx_providers(
+            settings.device or os.environ.get("DECKHAND_DEVICE") or "auto", ort.get_available_providers()
+        )
+        self.precision = settings.precision or ("int8" if self.device == "cpu" else "float")
+        if self.precision not in PRECISIONS or (self.precision == "int8" and self.device != "cpu"):
+            raise EmbeddingError("the int8 graph runs on the CPU only; use precision: float on a GPU")
+        self.window = self.max_tokens = min(MAX_TOKENS, config.max_position_embeddings)
+        self.pool = False
+        self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
+        self._tokenizer = WordPieceTokenizer(model_folder.read_tokenizer(folder, config.do_lower_case))
+        self._per_text = self.device == "cpu"
+        graph = minilm_graph.GraphOptions(
+            quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
+            attention="mha" if self._per_text else "fused",
+            masked=not self._per_text,
+            per_token=self.precision == "int8",
+            gelu=config.gelu,
+        )
+        stat = weights_path.stat()
+        identity = f"{weights_path}:{stat.st_size}:{stat.st_mtime_ns}"
+        key = graph_cache.cache_key(
+            [
+                Path(minilm_graph.__file__).read_bytes(),
+                Path(model_folder.__file__).read_bytes(),
+                identity,
+                repr({**graph.__dict__, "quantize": sorted(graph.quantize)}),
+            ]
+        )
+
+        def build() -> bytes:
+            tensors, _ = model_folder.read_safetensors(weights_path)
+            weights = model_folder.bert_weights(
+                tensors, config, int8=self.precision == "int8", token_types=False, where=weights_path
+            )
+            return minilm_graph.build_model(weights, graph, name=f"{folder.name}-fused")
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1 if self._per_text else self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = open_session(
+            lambda: graph_cache.cached_graph("bert", key, build), options, providers, f"{folder} on {self.device}"
+        )
+        # The id recorded with the vectors: the folder's name and what changes its vectors.
+        recipe = "|".join(
+            [
+                model_folder.weights_digest(folder, weights_path),
+                self.pooling,
+                self.query_prefix,
+                self.passage_prefix,
+                self.precision,
+            ]
+        )
+        self.model_id = (
+            f"{folder.name}-{self.pooling}-{self.precision}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
+        )
+        self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
+        self._pool_executor = None
+        self._lock = threading.Lock()
+
+    def _pool_rows(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.pooling == "cls":
+            return np.asarray(hidden[:, 0, :])
+        return super()._pool_rows(hidden, mask)
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        """Passages' vectors (each text after ``passage_prefix``)."""
+        prefix = self.passage_prefix
+        return super().embed([prefix + t for t in texts] if prefix else texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vector:
+        """Queries' vectors (each text after ``query_prefix``)."""
+        return super().embed([self.query_prefix + t for t in texts])
