@@ -54,6 +54,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",
     ("cli/tools.py", "isinstance(executor, LocalExecutor)"): "an executor other than local needs a source tool",
     ("cli/tools.py", "isinstance(tool, SourceTool)"): "shards, executors and the result text",
+    ("cli/tools.py", "isinstance(report, IndexOpened)"): "what an opening found changed under the source",
+    ("agents/status.py", "isinstance(tool, SourceTool)"): "a source shown relative to agent.yaml's folder",
     ("cli/tools.py", "type(tool).format_results.__module__"): "a tool formatting its own results",
     ("agents/slots.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
     ("tools/results.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
