@@ -76,7 +76,8 @@ def corpus(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
     root.mkdir()
     for n in range(3):
-        sections = "\n\n".join(f"## Part {i}\n\n" + f"word{n}{i} text about harbours and ships. " * 40 for i in range(3))
+        parts = (f"## Part {i}\n\n" + f"word{n}{i} text about harbours and ships. " * 40 for i in range(3))
+        sections = "\n\n".join(parts)
         (root / f"doc{n}.md").write_text(f"# Guide {n}\n\n{sections}\n")
     return root
 
@@ -116,5 +117,5 @@ def test_a_tool_with_its_own_prepare_step_is_refused_a_description(tmp_path: Pat
 
     config = load_agent_config(_agent(tmp_path / "own", corpus)).tools[0]
     tool = Custom(config, base_dir=tmp_path / "own")
-    with pytest.raises(ConfigError, match="runs its own prepare step.*--executor local"):
+    with pytest.raises(ConfigError, match=r"runs its own prepare step.*--executor local"):
         tool.pipeline_description()
