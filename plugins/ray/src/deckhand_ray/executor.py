@@ -95,7 +95,7 @@ class _Run:
         actors = self._actors()
         reader = self.ingestor.reader()
         level = log_level()
-        keep_text = self.ingestor.prepare is not None  # the actors run the tool's prepare step on the text
+        keep_text = self.job.pipeline.context is not None  # the actors run the context step on the text
         status = self.ingestor.status
         limit = self.options.max_in_flight or IN_FLIGHT_PER_CPU * max(int(ray.cluster_resources().get("CPU", 1)), 1)
         #: Each file in flight, and the actor embedding it.
