@@ -66,11 +66,11 @@ def peak_rss() -> Iterator[dict[str, Any]]:
             for process in [me, *me.children(recursive=True)]:
                 try:
                     rss = process.memory_info().rss
-                    name = "driver" if process.pid == me.pid else (process.cmdline() or [process.name()])[0]
+                    name = "driver" if process.pid == me.pid else _named(process.cmdline() or [process.name()])
                 except psutil.Error:
                     continue
                 total += rss
-                parts[Path(name.split()[0]).name[:40]] += rss
+                parts[name] += rss
             if total / 1e6 > found["peak_rss_mb"]:
                 found["peak_rss_mb"] = total / 1e6
                 found["at_peak_mb"] = {k: round(v / 1e6) for k, v in parts.most_common()}
@@ -85,6 +85,16 @@ def peak_rss() -> Iterator[dict[str, Any]]:
         stop.set()
         sampler.join()
         found["peak_rss_mb"] = round(found["peak_rss_mb"], 1)
+
+
+def _named(command: list[str]) -> str:
+    """A process's name for the breakdown: Ray's title (``ray::EmbedWriter``), else its program and, for Python,
+    its script or module."""
+    program = Path(command[0].split()[0]).name
+    if program.startswith("python") and len(command) > 1:
+        script = command[2] if command[1] in ("-m", "-c") and len(command) > 2 else command[1]
+        return f"{program} {'-c' if command[1] == '-c' else Path(script).name}"[:48]
+    return program[:48]
 
 
 def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any]:
