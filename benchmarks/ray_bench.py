@@ -91,9 +91,10 @@ def _named(command: list[str]) -> str:
     """A process's name for the breakdown: Ray's title (``ray::EmbedWriter``), else its program and, for Python,
     its script or module."""
     program = Path(command[0].split()[0]).name
-    if program.startswith("python") and len(command) > 1:
-        script = command[2] if command[1] in ("-m", "-c") and len(command) > 2 else command[1]
-        return f"{program} {'-c' if command[1] == '-c' else Path(script).name}"[:48]
+    arguments = [a for a in command[1:] if a not in ("-u", "-B", "-E", "-s")]
+    if program.startswith("python") and arguments:
+        script = arguments[1] if arguments[0] == "-m" and len(arguments) > 1 else arguments[0]
+        return f"{program} {Path(script).name}"[:48]
     return program[:48]
 
 
