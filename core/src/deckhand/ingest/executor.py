@@ -4,8 +4,10 @@ Every executor runs one tool's ingest the same way at its two ends: :meth:`Inges
 what changed (manifest, size and mtime, content hash, model) and :meth:`Ingestor.finish` removes
 what is gone and maintains the store's indexes. In between, ``local`` loads, chunks, embeds and
 writes in this process (:meth:`Ingestor.process`); a plugin's executor (``register.executor``) may
-send that work elsewhere, a Ray cluster for ``deckhand-ai-ray``, writing each file all or nothing
-through :func:`deckhand.ingest.pipeline.write_file`.
+send each file elsewhere as a unit of work (a Ray cluster for ``deckhand-ai-ray``): converted there, then
+embedded by a :class:`~deckhand.ingest.unit.FileWorker` built from the job's
+:class:`~deckhand.ingest.unit.PipelineDescription` (plain data, never a tool), its records written all or
+nothing by that worker or handed back to the one writer, :meth:`Ingestor.write`.
 
 ``deckhand ingest --executor NAME[:ADDRESS]`` picks one, else ``executor:`` in agent.yaml, else in the
 global config, else ``local``.

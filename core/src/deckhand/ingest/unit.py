@@ -53,7 +53,8 @@ class ComponentSpec:
 
 @dataclass(frozen=True)
 class PipelineDescription:
-    """What a worker of any executor builds a tool's ingest pipeline from (see the module docstring)."""
+    """A tool's ingest pipeline as plain data (the embedder and context step by name and settings, the resolved
+    database): what a worker of any executor builds its unit of work from; ``to_dict``/``from_dict`` carry it."""
 
     #: The tool's name (for messages).
     tool: str
