@@ -8,9 +8,13 @@ as part of the run, as the local run loads it. Each LlamaIndex run is a fresh pr
 -> ``SentenceSplitter(512, 50)`` (deckhand's default chunks are 512 tokens, 50 shared) -> deckhand's own default
 model behind LlamaIndex's embedding class (``llamaindex_minilm.py``: same weights, runtime and precision, loaded
 in each worker, ``--cpus`` // N threads each) -> ``SimpleVectorStore`` (in memory; deckhand writes its sqlite file).
-Prints one JSON line per run, with the ratio of each run's chunks/s to the local executor's. Usage::
+Prints one JSON line per run, with the ratio of each run's chunks/s to the local executor's and its peak memory
+(``peak_rss_mb``: the most the RSS of this process and all its descendants, Ray's servers and workers included,
+added up at any 0.1 s sample of the run). With ``--own-ray`` no Ray is started first: each Ray run starts and
+stops its own, as a new user's ``deckhand ingest --executor ray`` does, so its memory counts all of Ray. Usage::
 
     python benchmarks/ray_bench.py --chunks 2000 --files 200 --cpus 2
+    python benchmarks/ray_bench.py --chunks 600 --files 60 --cpus 2 --actors 1 --own-ray
     nox -s bench-llamaindex -- --chunks 2000 --files 200 --cpus 2 --llamaindex 1 2
 """
 
@@ -23,7 +27,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +48,54 @@ def make_corpus(root: Path, chunks: int, files: int) -> None:
     for n, start in enumerate(range(0, len(texts), per_file)):
         body = "\n\n".join(f"## Part {i}\n\n{t}" for i, t in enumerate(texts[start : start + per_file]))
         (root / f"doc-{n:05d}.md").write_text(f"# Document {n}\n\n{body}\n")
+
+
+@contextmanager
+def peak_rss() -> Iterator[dict[str, Any]]:
+    """Inside the block, the most RSS (MB) this process and its descendants held together, sampled every 0.1 s, and
+    how it was shared between them by process name at that moment."""
+    import psutil
+
+    me = psutil.Process()
+    found: dict[str, Any] = {"peak_rss_mb": 0.0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while True:
+            total, parts = 0, Counter[str]()
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    rss = process.memory_info().rss
+                    name = "driver" if process.pid == me.pid else _named(process.cmdline() or [process.name()])
+                except psutil.Error:
+                    continue
+                total += rss
+                parts[name] += rss
+            if total / 1e6 > found["peak_rss_mb"]:
+                found["peak_rss_mb"] = total / 1e6
+                found["at_peak_mb"] = {k: round(v / 1e6) for k, v in parts.most_common()}
+            if stop.wait(0.1):
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield found
+    finally:
+        stop.set()
+        sampler.join()
+        found["peak_rss_mb"] = round(found["peak_rss_mb"], 1)
+
+
+def _named(command: list[str]) -> str:
+    """A process's name for the breakdown: Ray's title (``ray::EmbedWriter``), else its program and, for Python,
+    its script or module."""
+    program = Path(command[0].split()[0]).name
+    arguments = [a for a in command[1:] if a not in ("-u", "-B", "-E", "-s")]
+    if program.startswith("python") and arguments:
+        script = arguments[1] if arguments[0] == "-m" and len(arguments) > 1 else arguments[0]
+        return f"{program} {Path(script).name}"[:48]
+    return program[:48]
 
 
 def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any]:
@@ -59,10 +115,11 @@ def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any
     forget_embedders()
     tool = build_tool(load_agent_config(config).tools[0], base_dir=root)
     clock = time.perf_counter()
-    try:
-        report = tool.initialize_sync(True, executor=executor)  # type: ignore[call-arg]
-    finally:
-        tool.close()
+    with peak_rss() as memory:
+        try:
+            report = tool.initialize_sync(True, executor=executor)  # type: ignore[call-arg]
+        finally:
+            tool.close()
     seconds = time.perf_counter() - clock
     return {
         "executor": label,
@@ -72,6 +129,7 @@ def ingest(work: Path, corpus: Path, label: str, executor: Any) -> dict[str, Any
         "seconds": round(seconds, 2),
         "chunks_per_s": round(report.chunks_written / seconds, 1),
         "load_1min": round(os.getloadavg()[0], 1),
+        **memory,
         "stage_seconds": {stage: round(t, 1) for stage, t in report.seconds.items()},
     }
 
@@ -118,6 +176,7 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2], help="embedding actors of each Ray run")
     parser.add_argument("--llamaindex", type=int, nargs="*", default=[], help="num_workers of each LlamaIndex run")
+    parser.add_argument("--own-ray", action="store_true", help="each Ray run starts its own Ray (memory of all Ray)")
     parser.add_argument("--llamaindex-run", type=Path, help=argparse.SUPPRESS)  # one run, in a fresh process
     args = parser.parse_args()
     if args.llamaindex_run is not None:
@@ -138,6 +197,8 @@ def main() -> None:
 
         def show(run: dict[str, Any]) -> None:
             run["ratio_to_local"] = round(run["chunks_per_s"] / local["chunks_per_s"], 2)
+            if "peak_rss_mb" in run:
+                run["memory_to_local"] = round(run["peak_rss_mb"] / local["peak_rss_mb"], 2)
             print(json.dumps(run), flush=True)
 
         for workers in args.llamaindex:
@@ -147,6 +208,12 @@ def main() -> None:
             )
             show(json.loads(out.stdout.strip().splitlines()[-1]))
         clock = time.perf_counter()
+        if args.own_ray:
+            for actors in args.actors:
+                per_actor = min(1.0, (args.cpus - 1) / actors)
+                options = RayOptions(embed_actors=actors, cpus_per_actor=per_actor, num_cpus=args.cpus)
+                show(ingest(work, corpus, f"ray-{actors}", RayExecutor(options)))
+            return
         ray.init(
             address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False,
             logging_level=logging.WARNING, _node_ip_address="127.0.0.1",

@@ -77,7 +77,7 @@ def test_flag_picks_a_plugin_executor_with_its_address(tmp_path: Path, counting:
     assert result.exit_code == 0, result.output
     assert "3 ingested" in result.output
     [(address, job)] = CountingExecutor.jobs
-    assert address == "host:6379" and job.tool.name == "kb" and job.database.provider == "sqlite"
+    assert address == "host:6379" and job.pipeline.tool == "kb" and job.pipeline.database["provider"] == "sqlite"
     assert job.source == (tmp_path / "docs").resolve() and not job.force
 
 

@@ -139,7 +139,8 @@ if TYPE_CHECKING:
     from deckhand.ingest.loader_set import current_loaders
     from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, notice
     from deckhand.ingest.opening import confined_to, open_source_file, read_source_bytes
-    from deckhand.ingest.pipeline import Plan, embed_file, write_file
+    from deckhand.ingest.pipeline import Plan
+    from deckhand.ingest.unit import FileWorker, PipelineDescription
     from deckhand.ingest.workers import Converted, convert, ensure_worker, log_level, pickled_components, replay
     from deckhand.memory.backend import sync_message
     from deckhand.memory.coordinates import MEMORY_DIR
@@ -163,7 +164,7 @@ if TYPE_CHECKING:
     from deckhand.stores.filtering import search as filtered_search
     from deckhand.stores.inmemory import InMemoryStore
     from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
-    from deckhand.tools import WorkerParts, build_tool, worker_parts
+    from deckhand.tools import build_tool, build_worker
     from deckhand.tools.base import SourceTool
     from deckhand.tools.results import function_definition
 
@@ -185,7 +186,8 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.ingest.loader_set": "current_loaders",
     "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings notice",
     "deckhand.ingest.opening": "confined_to open_source_file read_source_bytes",
-    "deckhand.ingest.pipeline": "Plan embed_file write_file",
+    "deckhand.ingest.pipeline": "Plan",
+    "deckhand.ingest.unit": "FileWorker PipelineDescription",
     "deckhand.ingest.workers": "Converted convert ensure_worker log_level pickled_components replay",
     "deckhand.memory.backend": "sync_message",
     "deckhand.memory.coordinates": "MEMORY_DIR",
@@ -200,7 +202,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
     "deckhand.stores.inmemory": "InMemoryStore",
     "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
-    "deckhand.tools": "WorkerParts build_tool worker_parts",
+    "deckhand.tools": "build_tool build_worker",
     "deckhand.tools.base": "SourceTool",
     "deckhand.tools.results": "function_definition",
 }
@@ -259,6 +261,7 @@ __all__ = [
     "Executor",
     "ExecutorFactory",
     "FileState",
+    "FileWorker",
     "Filter",
     "FilterError",
     "FilterInput",
@@ -291,6 +294,7 @@ __all__ = [
     "NativeKeywordSearch",
     "Op",
     "Operation",
+    "PipelineDescription",
     "Plan",
     "PluginError",
     "PluginRegistry",
@@ -340,9 +344,9 @@ __all__ = [
     "VectorMemoryError",
     "VectorStore",
     "WordPieceTokenizer",
-    "WorkerParts",
     "as_tokenizer",
     "build_tool",
+    "build_worker",
     "char_cap",
     "char_cuts",
     "check_key",
@@ -354,7 +358,6 @@ __all__ = [
     "decision_problem",
     "decode_text",
     "degenerate_row",
-    "embed_file",
     "ensure_worker",
     "extras_of",
     "file_state_from_json",
@@ -388,6 +391,4 @@ __all__ = [
     "state_dir",
     "store_capabilities",
     "sync_message",
-    "worker_parts",
-    "write_file",
 ]

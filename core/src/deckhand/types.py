@@ -84,6 +84,9 @@ DERIVED_METADATA_KEYS = frozenset(
         "start_line",
         "end_line",
         "page",
+        "end_page",  # a chunk running onto the next page (loaders' places)
+        "attachment",  # the part of a mail a chunk comes from (the ocr plugin's mail loader)
+        "cut",  # a result cut to fit the answer's budget (deckhand.agents.output)
         "uri",  # a result's (deckhand.agents.calls.ResultOut), made from the path and lines
         # the structure chunker (deckhand.chunking.structure)
         "title",

@@ -23,6 +23,7 @@ from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError, StoreConnectionError
 from deckhand.ingest.executor import IngestJob
+from deckhand.ingest.unit import PipelineDescription
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
 from deckhand.tools import build_tool
@@ -211,13 +212,15 @@ def test_errors_are_one_line_with_their_exit_code(
 
 
 def _refused(config: Path, error: type[Exception], **changes: dict[str, Any]) -> str:
-    """Ingest ``config`` through Ray with the actors given a job whose ``tool`` or ``database`` has ``changes`` (the
-    driver keeps its own); the message of the ``error`` the run raises."""
+    """Ingest ``config`` through Ray with the actors given a job whose pipeline description has ``changes`` (its
+    fields, ``database`` merged; the driver keeps its own); the message of the ``error`` the run raises."""
 
     class Changed(RayExecutor):
         def run(self, job: IngestJob) -> IngestReport:
-            job.tool = job.tool.model_copy(update=changes.get("tool", {}))
-            job.database = job.database.model_copy(update=changes.get("database", {}))
+            given = job.pipeline.to_dict()
+            updated = {**given, **changes.get("pipeline", {})}
+            updated["database"] = {**given["database"], **changes.get("database", {})}
+            job.pipeline = PipelineDescription.from_dict(updated)
             return super().run(job)
 
     tool = build_tool(load_agent_config(config).tools[0], base_dir=config.parent)
@@ -239,7 +242,7 @@ def test_actors_embedding_with_another_model_are_refused(
     config = _agent(tmp_path, "kb", corpus, "{provider: sqlite, connection_string: kb.sqlite}")
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
     # The actors build the model a GPU node's default gives (fp32); the driver keeps the CPU default.
-    message = _refused(config, ConfigError, tool={"embedding_model": "minilm:float"})
+    message = _refused(config, ConfigError, pipeline={"embedder": "minilm:float"})
     assert _index(config)[0] == 0
     assert "\n" not in message and "the embedding actors embed with model all-MiniLM-L6-v2-onnx-int8" in message
     assert '"minilm:float"' in message

@@ -4,8 +4,10 @@ Every executor runs one tool's ingest the same way at its two ends: :meth:`Inges
 what changed (manifest, size and mtime, content hash, model) and :meth:`Ingestor.finish` removes
 what is gone and maintains the store's indexes. In between, ``local`` loads, chunks, embeds and
 writes in this process (:meth:`Ingestor.process`); a plugin's executor (``register.executor``) may
-send that work elsewhere, a Ray cluster for ``deckhand-ai-ray``, writing each file all or nothing
-through :func:`deckhand.ingest.pipeline.write_file`.
+send each file elsewhere as a unit of work (a Ray cluster for ``deckhand-ai-ray``): converted there, then
+embedded by a :class:`~deckhand.ingest.unit.FileWorker` built from the job's
+:class:`~deckhand.ingest.unit.PipelineDescription` (plain data, never a tool), its records written all or
+nothing by that worker or handed back to the one writer, :meth:`Ingestor.write`.
 
 ``deckhand ingest --executor NAME[:ADDRESS]`` picks one, else ``executor:`` in agent.yaml, else in the
 global config, else ``local``.
@@ -24,10 +26,10 @@ from deckhand.config.options import NOT_FOUND, ComponentChoice, resolve_choice
 from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.ingest.pipeline import Ingestor
 from deckhand.ingest.sharding import Shard
+from deckhand.ingest.unit import PipelineDescription
 from deckhand.types import IngestReport
 
 if TYPE_CHECKING:
-    from deckhand.config.base import DatabaseConfig, SourceToolConfig
     from deckhand.plugins import PluginRegistry
 
 #: The executor used when none is configured (the in-process pipeline).
@@ -38,18 +40,17 @@ LOCAL = DEFAULT_EXECUTOR
 class IngestJob:
     """One tool's ingest, as an executor receives it.
 
-    ``ingestor`` is the pipeline opened in this process (its store, embedder, chunker, loaders and
-    progress); ``tool``, ``database`` and ``base_dir`` let a worker elsewhere build the same
-    components again (``database`` is the one resolved here, so workers need no global config).
+    ``ingestor`` is the driver's end, opened in this process: it plans the run (:meth:`Ingestor.plan`), is the
+    one writer of the records workers hand back (:meth:`Ingestor.write`) and finishes the run
+    (:meth:`Ingestor.finish`). ``pipeline`` describes the rest as plain data: a worker elsewhere builds its unit of
+    work from it with :func:`deckhand.api.build_worker` (``PipelineDescription.to_dict``/``from_dict`` carry it).
     """
 
     ingestor: Ingestor
     source: Path
     force: bool
     shard: Shard | None
-    tool: SourceToolConfig
-    database: DatabaseConfig
-    base_dir: Path
+    pipeline: PipelineDescription
 
 
 class Executor(Protocol):

@@ -7,23 +7,22 @@ source share :class:`deckhand.tools.base.SourceTool`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from deckhand.config.base import ToolConfigBase
 from deckhand.errors import ConfigError, PluginError
+from deckhand.ingest.unit import FileWorker, PipelineDescription, context_step
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Tool
 from deckhand.registration import ToolFactory
 
 if TYPE_CHECKING:
-    from deckhand.config.base import DatabaseConfig, SourceToolConfig
-    from deckhand.protocols import Embedder, Progress, VectorStore
-    from deckhand.types import Chunk, Document
+    from deckhand.protocols import Progress
 
-__all__ = ["Tool", "ToolFactory", "WorkerParts", "build_tool", "worker_parts"]
+__all__ = ["Tool", "ToolFactory", "build_tool", "build_worker"]
 
 
 def build_tool(
@@ -56,40 +55,36 @@ def tool_members() -> list[str]:
     return list(dict.fromkeys(n for n in names if not n.startswith("_")))
 
 
-@dataclass
-class WorkerParts:
-    """What an executor's worker elsewhere embeds and writes a tool's files with (:func:`worker_parts`)."""
-
-    #: The tool's embedder, behind the shared embedding cache (its model loaded on first use).
-    embedder: Embedder
-    #: The tool's step between chunking and embedding (contextual embeddings), or None.
-    prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None
-    #: The tool's collection, opened for writing (never the in-memory fallback), or None when the worker
-    #: does not write.
-    store: VectorStore | None
-
-
-def worker_parts(
-    tool: SourceToolConfig,
-    database: DatabaseConfig,
-    base_dir: Path,
-    *,
-    writes: bool,
-    registry: PluginRegistry | None = None,
-) -> WorkerParts:
-    """The parts of tool ``tool`` built again in another process (an executor's worker): its embedder, its
-    prepare step, and with ``writes`` its collection; a :class:`ConfigError` for a tool that ingests no source."""
+def build_worker(
+    description: PipelineDescription, *, writes: bool, registry: PluginRegistry | None = None
+) -> FileWorker:
+    """The unit of work of an executor's worker, built from ``description`` alone (no tool): its embedder (behind
+    the shared embedding cache, the model loaded on first use), its context step, and with ``writes`` its
+    collection, opened for writing (never the in-memory fallback)."""
     from deckhand.building.lazy_embedders import lazy_embedder_for
+    from deckhand.config.base import DatabaseConfig
+    from deckhand.config.options import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
     from deckhand.stores.tool_store import fallback_policy, open_collection
-    from deckhand.tools.base import SourceTool
 
     registry = registry or get_registry()
-    embedder = lazy_embedder_for(registry, tool.embedding_model, base_dir)
-    built = build_tool(tool, base_dir=base_dir, registry=registry)
-    if not isinstance(built, SourceTool):
-        raise ConfigError(f"tool {tool.name!r} ({type(built).__name__}) does not ingest a source")
+    base_dir = Path(description.base_dir)
+    given = description.embedder
+    model = ComponentChoice.model_validate(given) if isinstance(given, dict) else given
+    embedder = lazy_embedder_for(registry, model, base_dir)
+    prepare = None
+    if description.context is not None:
+        where = f"tool {description.tool}: contextual_embeddings"
+        try:
+            component = resolve_component(registry, "context_generator", description.context.name, ("generator",))
+            options = validate_options(component, description.context.options, ("options",))
+        except ValidationError as exc:
+            raise ConfigError(f"{where}: {exc.errors()[0]['msg']}") from None
+        prepare = context_step(component.create(base_dir, options=options), description.context.name)
     store = None
     if writes:
+        database = DatabaseConfig.model_validate(description.database, context={REGISTRY_KEY: registry})
         with fallback_policy(False):  # what a worker wrote to an in-memory fallback would be lost with it
-            store, _ = open_collection(registry, tool.name, database, embedder, base_dir=base_dir, force_ingest=False)
-    return WorkerParts(embedder, built.prepare_step(embedder), store)
+            store, _ = open_collection(
+                registry, description.tool, database, embedder, base_dir=base_dir, force_ingest=False
+            )
+    return FileWorker(embedder, prepare, store)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from deckhand.bases import ChunkerBase, as_chunker, as_embedder
 from deckhand.building.embedders import FORMER_DEFAULTS
@@ -47,6 +48,7 @@ from deckhand.ingest.loaders import LoaderSettings
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet, Progress
 from deckhand.ingest.selection import Selection
 from deckhand.ingest.sharding import Shard
+from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
@@ -192,7 +194,7 @@ class SourceTool:
             max_file_size=self.config.max_file_size,
             selection=self.selection(),
         )
-        job = IngestJob(ingestor, source, force_ingest, shard, self.config, self.database, self.base_dir)
+        job = IngestJob(ingestor, source, force_ingest, shard, self.pipeline_description())
         with self._closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
             self._restore_kept(store, embedder, ingestor.chunker)
@@ -564,11 +566,29 @@ class SourceTool:
         """A step between chunking and embedding (default: none)."""
         return chunks
 
-    def prepare_step(self, embedder: CachedEmbedder) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
-        """The step this tool runs between chunking and embedding, set up for ``embedder`` (None: no step):
-        what a worker of another executor runs, having built the tool again from its configuration."""
-        self.before_ingest(embedder)
-        return self._prepare_step()
+    def pipeline_description(self) -> PipelineDescription:
+        """What a worker of any executor builds this tool's embedding and writing from (after the store was
+        opened: the database is the one resolved here); a tool whose own ``prepare`` step no description
+        names gets a :class:`PipelineDescription` whose workers would skip it, so that is refused."""
+        context = self.context_spec()
+        if context is None and self._prepare_step() is not None:
+            raise ConfigError(
+                f"tool {self.config.name!r} ({type(self).__name__}) runs its own prepare step, which another "
+                "executor's workers cannot build from its configuration; ingest it with --executor local"
+            )
+        model = self.config.embedding_model
+        return PipelineDescription(
+            tool=self.config.name,
+            base_dir=str(self.base_dir),
+            embedder=model.model_dump(mode="json") if isinstance(model, BaseModel) else model,
+            context=context,
+            database=self.database.model_dump(mode="json", exclude_unset=True),
+        )
+
+    def context_spec(self) -> ComponentSpec | None:
+        """The context generator of this tool's step between chunking and embedding, by name and settings
+        (None: no such step)."""
+        return None
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when a subclass gives one; None for the default (no step), so chunks stream."""

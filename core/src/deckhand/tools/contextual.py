@@ -10,31 +10,15 @@ from the store alone. Results show the chunk's own text, never the context.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import dataclasses
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
 
 from deckhand.config.context import ContextualEmbeddingsConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.errors import EmbeddingError
+from deckhand.ingest.unit import ComponentSpec, context_step
 from deckhand.protocols import ContextGenerator
 from deckhand.tools.base import SourceTool
 from deckhand.types import Chunk, Document
-
-T = TypeVar("T")
-
-
-def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code, even inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class ContextualChunks(SourceTool):
@@ -57,31 +41,17 @@ class ContextualChunks(SourceTool):
             component, options = contextual.generator_component(self.registry)
         self._context = component.create(self.base_dir, options=options)
 
+    def context_spec(self) -> ComponentSpec | None:
+        """The configured context generator and its options, when contextual embeddings are on."""
+        contextual = self.contextual_config()
+        return ComponentSpec(contextual.generator, dict(contextual.options)) if contextual.enabled else None
+
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
         """:meth:`prepare` when contextual embeddings are on; none otherwise, so chunks stream."""
         return self.prepare if self._context is not None else None
 
     def prepare(self, document: Document, chunks: list[Chunk]) -> list[Chunk]:
         """Prepend each chunk's context to what is embedded; keep the context in its metadata."""
-        if self._context is None or not chunks:
+        if self._context is None:
             return chunks
-        contexts = run_coroutine(self._context.contexts(document, chunks))
-        if len(contexts) != len(chunks):
-            raise EmbeddingError(
-                f"context generator {self.contextual_config().generator!r} returned {len(contexts)} "
-                f"contexts for {len(chunks)} chunks of {document.source}"
-            )
-        out = []
-        for chunk, context in zip(chunks, contexts, strict=True):
-            context = (context or "").strip()
-            if not context:
-                out.append(chunk)
-                continue
-            out.append(
-                dataclasses.replace(
-                    chunk,
-                    embed_text=f"{context}\n\n{chunk.content}",
-                    metadata={**chunk.metadata, "context": context},
-                )
-            )
-        return out
+        return context_step(self._context, self.contextual_config().generator)(document, chunks)

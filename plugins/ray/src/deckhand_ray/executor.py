@@ -89,13 +89,13 @@ class _Run:
             payload = ray.put(pickled_components(self.ingestor.loaders, self.ingestor.chunker))
         except Exception as exc:
             raise ConfigError(
-                f"tool {self.job.tool.name!r}: its loaders or chunker cannot be sent to Ray workers ({exc}); "
+                f"tool {self.job.pipeline.tool!r}: its loaders or chunker cannot be sent to Ray workers ({exc}); "
                 "ingest it with --executor local"
             ) from None
         actors = self._actors()
         reader = self.ingestor.reader()
         level = log_level()
-        keep_text = self.ingestor.prepare is not None  # the actors run the tool's prepare step on the text
+        keep_text = self.job.pipeline.context is not None  # the actors run the context step on the text
         status = self.ingestor.status
         limit = self.options.max_in_flight or IN_FLIGHT_PER_CPU * max(int(ray.cluster_resources().get("CPU", 1)), 1)
         #: Each file in flight, and the actor embedding it.
@@ -137,7 +137,7 @@ class _Run:
 
         log.info(
             "%s: ray: files ran on %d node(s): read and chunked on %s; embedded on %s",
-            self.job.tool.name, nodes, each(self.read_on), each(self.embedded_on),
+            self.job.pipeline.tool, nodes, each(self.read_on), each(self.embedded_on),
         )  # fmt: skip
 
     def _actors(self) -> list[Any]:
@@ -155,7 +155,7 @@ class _Run:
         environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ON)}
         environment.setdefault("DECKHAND_THREADS", str(embedding_threads(options, cpus, len(ray.nodes()))))
         job = self.job
-        setup = ActorSetup(job.tool, job.database, job.base_dir, environment, self.workers_write)
+        setup = ActorSetup(job.pipeline.to_dict(), environment, self.workers_write)
         actors: list[Any] = [
             EmbedWriterActor.options(
                 num_cpus=options.cpus_per_actor,
@@ -172,7 +172,7 @@ class _Run:
             # The default model runs int8 on a CPU and fp32 where onnxruntime-gpu is installed: a GPU node's
             # vectors would not be this index's.
             raise ConfigError(
-                f"executor ray: tool {job.tool.name!r}: the embedding actors embed with model {other}, this index "
+                f"executor ray: tool {job.pipeline.tool!r}: the embedding actors embed with model {other}, this index "
                 f'with {ours}; give the tool an embedding_model every node runs alike ("minilm:float", the '
                 "default on a GPU, runs on CPUs too), or install the same onnxruntime package on every node"
             )

@@ -2,35 +2,32 @@
 writes.
 
 The task reuses the local pipeline's worker code (:func:`deckhand.api.convert`): each Ray
-worker process unpickles the loaders and chunker once. The actor builds the tool's embedder (its model
-loaded once, its embedding cache shared with every run) and its step between chunking and embedding
-(contextual embeddings), both from :func:`deckhand.api.worker_parts`, and, for a store that several processes may write
-(``concurrent_processes``: PostgreSQL, Redis, Weaviate), opens the store and writes each file there, all
-or nothing, through :func:`deckhand.api.write_file`; for any other store (the embedded sqlite
-file) it hands the records back and the driver is the one writer.
+worker process unpickles the loaders and chunker once. The actor builds its unit of work
+(:func:`deckhand.api.build_worker`) from the run's :class:`deckhand.api.PipelineDescription`, sent as plain data,
+never from a tool: the embedder (its model loaded once, its embedding cache shared with every run), the context step
+of contextual embeddings and, for a store that several processes may write (``concurrent_processes``: PostgreSQL,
+Redis, Weaviate), the store it writes each file to, all or nothing; for any other store (the embedded sqlite file)
+it hands the records back and the driver is the one writer.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import ray
 from deckhand.api import (
     Converted,
-    DatabaseConfig,
     FileState,
     IngestReport,
+    PipelineDescription,
     Record,
     SourceFile,
-    SourceToolConfig,
+    build_worker,
     convert,
-    embed_file,
     ensure_worker,
-    worker_parts,
-    write_file,
 )
 
 
@@ -77,12 +74,10 @@ class FileResult:
 
 @dataclass(frozen=True)
 class ActorSetup:
-    """What an :class:`EmbedWriter` is built from: the tool's configuration, the database the driver resolved,
-    the agent's directory, the driver's ``DECKHAND_*`` environment, and whether it writes the store."""
+    """What an :class:`EmbedWriter` is built from: the run's pipeline description (``to_dict()``), the driver's
+    ``DECKHAND_*`` environment, and whether it writes the store."""
 
-    tool: SourceToolConfig
-    database: DatabaseConfig
-    base_dir: Path
+    pipeline: dict[str, Any]
     environment: dict[str, str]
     writes: bool
 
@@ -102,11 +97,7 @@ class EmbedWriter:
 
     def _set_up(self, setup: ActorSetup) -> None:
         os.environ.update(setup.environment)  # the driver's DECKHAND_* settings: state directory, cache, plugins
-        parts = worker_parts(setup.tool, setup.database, setup.base_dir, writes=setup.writes)
-        self.embedder = parts.embedder
-        #: The tool's step between chunking and embedding (contextual embeddings), or None.
-        self.prepare = parts.prepare
-        self.store = parts.store
+        self.worker = build_worker(PipelineDescription.from_dict(setup.pipeline), writes=setup.writes)
 
     def embed_file(self, done: ConvertedOn, file: SourceFile, state: FileState) -> FileResult:
         """Embed one converted file's chunks and write them (or return them for the driver to write)."""
@@ -114,28 +105,19 @@ class EmbedWriter:
         result = FileResult(
             file.display, IngestReport(), done.node, self.node, failed=converted.failed, empty=converted.empty
         )
-        chunks, converted.chunks = converted.chunks, []
         result.converted = converted
         if converted.failed is not None or converted.empty:
+            converted.chunks = []
             return result
-        if self.prepare is not None and chunks:
-            clock = time.perf_counter()
-            chunks = self.prepare(converted.document(file.display), chunks)
-            converted.chunk_seconds += time.perf_counter() - clock
-        converted.text = None
-        result.chunks = len(chunks)
-        records = embed_file(self.embedder, file, state, chunks, result.report)
-        if self.store is None:
-            result.records = records
-        else:
-            write_file(self.store, file.display, state, records, result.report)
+        result.chunks = len(converted.chunks)  # the context step keeps one chunk per chunk
+        result.records = self.worker.embed(file, state, converted, result.report)
         return result
 
     def ready(self) -> str:
         """The model id the actor embeds with, once it is set up (its store opened), or raises why it could not be."""
         if self.broken is not None:
             raise self.broken
-        return self.embedder.model_id
+        return self.worker.embedder.model_id
 
 
 #: The actor class as Ray runs it (options set per run: CPUs, GPUs, restarts).
