@@ -29,7 +29,8 @@ from deckhand.embedding import onnx_proto as pb
 _MS = "com.microsoft"
 NUM_HEADS = 12
 _BIAS = re.compile(r"(?:inner\.)?encoder\.layer\.(\d+)\.(.+)\.bias$")
-_LINEARS = {
+#: A BERT layer's linear modules (the names in a Hugging Face checkpoint) -> their roles in :class:`Layer`.
+LINEARS = {
     "attention.self.query": "q",
     "attention.self.key": "k",
     "attention.self.value": "v",
@@ -39,7 +40,7 @@ _LINEARS = {
 }
 _NORMS = {"attention.output.LayerNorm": "ln1", "output.LayerNorm": "ln2"}
 _NORM = re.compile(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
-_EXPECTED = {*_LINEARS.values(), *(f"{r}_bias" for r in _LINEARS.values())} | {
+_EXPECTED = {*LINEARS.values(), *(f"{r}_bias" for r in LINEARS.values())} | {
     f"{n}_{p}" for n in _NORMS.values() for p in ("weight", "bias")
 }
 _FLOAT, _INT32, _INT64 = 1, 6, 7
@@ -127,12 +128,12 @@ def read_weights(model_bytes: bytes) -> Weights:
             continue
         for i, name in enumerate(node.inputs):
             match = _BIAS.search(name)
-            if not match or match.group(2) not in _LINEARS:
+            if not match or match.group(2) not in LINEARS:
                 continue
             matmul = producers.get(node.inputs[1 - i])
             if matmul is None or matmul.op_type != "MatMul":
                 raise ValueError(f"bias {name} does not follow a MatMul")
-            role = _LINEARS[match.group(2)]
+            role = LINEARS[match.group(2)]
             entry = found.setdefault(int(match.group(1)), {})
             entry[role] = quantized(matmul.inputs[1])
             entry[f"{role}_bias"] = inits[name].astype(np.float32)
@@ -150,8 +151,8 @@ def read_weights(model_bytes: bytes) -> Weights:
             raise ValueError(f"encoder layer {index} lacks {missing}")
         layers.append(
             Layer(
-                **{role: entry[role] for role in _LINEARS.values()},  # type: ignore[arg-type]
-                bias={role: entry[f"{role}_bias"] for role in _LINEARS.values()},  # type: ignore[misc]
+                **{role: entry[role] for role in LINEARS.values()},  # type: ignore[arg-type]
+                bias={role: entry[f"{role}_bias"] for role in LINEARS.values()},  # type: ignore[misc]
                 norm1=(entry["ln1_weight"], entry["ln1_bias"]),  # type: ignore[arg-type]
                 norm2=(entry["ln2_weight"], entry["ln2_bias"]),  # type: ignore[arg-type]
             )

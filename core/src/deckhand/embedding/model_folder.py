@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from deckhand.embedding.minilm_graph import Layer, Quantized, Weights
+from deckhand.embedding.minilm_graph import LINEARS, Layer, Quantized, Weights
 from deckhand.errors import ConfigError
 
 #: Largest file read of each kind (bytes).
@@ -53,14 +53,6 @@ _INTEGERS: dict[str, np.dtype[Any]] = {
     "BOOL": np.dtype("?"),
 }
 _GELU = {"gelu": "erf", "gelu_python": "erf", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu_fast": "tanh"}
-_LINEARS = {
-    "attention.self.query": "q",
-    "attention.self.key": "k",
-    "attention.self.value": "v",
-    "attention.output.dense": "o",
-    "intermediate.dense": "ffn1",
-    "output.dense": "ffn2",
-}
 FETCH_HINT = "see docs/embedders.md, 'A model from a folder'"
 
 
@@ -318,7 +310,7 @@ def bert_weights(
         base = f"encoder.layer.{i}."
         mats: dict[str, Quantized] = {}
         bias: dict[str, np.ndarray] = {}
-        for module, role in _LINEARS.items():
+        for module, role in LINEARS.items():
             fan_in, fan_out = {"ffn1": (h, inner), "ffn2": (inner, h)}.get(role, (h, h))
             mats[role] = _quantized(get(f"{base}{module}.weight", (fan_out, fan_in)).T, int8)
             bias[role] = get(f"{base}{module}.bias", (fan_out,))
