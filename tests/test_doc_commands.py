@@ -143,8 +143,19 @@ def test_every_clone_form_installs_what_it_names(tmp_path: Path) -> None:
     named = {r.split("[")[0].removeprefix("./plugins/") for rs in ran for r in rs if r.startswith("./plugins/")}
     for plugin in named:
         with (PACKAGES[plugin] / "pyproject.toml").open("rb") as f:
-            distribution = tomllib.load(f)["project"]["name"]
-        assert f"({distribution} " in listed.stdout, (plugin, listed.stdout)
+            project = tomllib.load(f)["project"]
+        entry_points = project.get("entry-points", {})
+        if "deckhand" in entry_points:  # a plugin of components: listed by `deckhand plugins`
+            assert f"({project['name']} " in listed.stdout, (plugin, listed.stdout)
+        for command in entry_points.get("deckhand.commands", {}):  # a plugin of commands (deckhand ui): they run
+            helped = subprocess.run(
+                [str(venv / "bin" / "deckhand"), command, "--help"],
+                capture_output=True,
+                text=True,
+                env={**env, "HOME": str(tmp_path / "home")},
+                timeout=300,
+            )
+            assert helped.returncode == 0, (plugin, command, helped.stderr)
 
 
 # -- the README's first command --------------------------------------------------------------------------------------

@@ -287,7 +287,8 @@ def test_third_party_plugin_is_discovered_and_selectable(installed_plugin: None,
         f"error: agent.yaml: tools[0].loaders[0]: no loader plugin provides 'note'; {install_hint('loader', 'note')} "
         "(installed: markitdown, table, text); DECKHAND_PLUGINS leaves out the installed plugin(s) "
     )
-    assert "with NAME one of this checkout's plugins: code, git-memory, native-hybrid, openai, " in restricted.stderr
+    listed = "with NAME one of this checkout's plugins: code, git-memory, native-hybrid, ocr, openai, "
+    assert listed in restricted.stderr
     assert "notes" in restricted.stderr.strip().rsplit("plugin(s) ", 1)[1].split(", ")
 
 
@@ -398,7 +399,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
             "label: Field note",
             "lable: Field note",
             "tools[1].lable: unknown field (did you mean 'label'? allowed: type, name, description, result_budget, "
-            "source, embedding_model, database, chunker, encoding, include, exclude, default_excludes, gitignore, "
+            "source, embedding_model, database, chunker, encoding, ocr, include, exclude, default_excludes, gitignore, "
             "loaders, max_file_size, reranker, rerank_top_n, passage_windows, results, min_similarity_score, "
             "max_results_per_source, relative_cutoff, writable, writable_sources, writes_per_minute, label, top_k)",
         ),

@@ -457,7 +457,7 @@ class SourceTool:
         manifest = store.manifest()
         return source_changes(
             self.source_path(),
-            LoaderSet.from_registry(self.registry).extensions,
+            self.loader_set().extensions,
             manifest,
             base=self.base_dir,
             selection=self.selection(),
