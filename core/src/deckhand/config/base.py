@@ -178,6 +178,14 @@ def _store(provider: Any, registry: PluginRegistry) -> Component | None:
     return registry.find("store", provider) if isinstance(provider, str) else None
 
 
+def named_loaders(registry: PluginRegistry, name: str, where: tuple[str | int, ...]) -> list[Component]:
+    """The loaders one ``loaders:`` entry names: a loader (``plugin:loader`` too), or, for a plugin's name that is
+    no loader's, every loader that plugin registers (``loaders: [ocr]``); an unknown name is an error at ``where``."""
+    if registry.find("loader", name) is None and (whole := registry.of_plugin("loader", name)):
+        return whole
+    return [resolve_component(registry, "loader", name, where)]
+
+
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
@@ -324,9 +332,7 @@ class SourceToolConfig(ToolConfigBase):
         self.reranker_component(registry, context=context)
         self.embedder_options(registry, context=context)
         for i, name in enumerate(self.loaders):
-            if registry.find("loader", name) is None and registry.of_plugin("loader", name):
-                continue  # a plugin's name: all of its loaders
-            resolve_component(registry, "loader", name, ("loaders", i))
+            named_loaders(registry, name, ("loaders", i))
 
     def loader_components(self, registry: PluginRegistry) -> list[Component]:
         """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
@@ -339,13 +345,8 @@ class SourceToolConfig(ToolConfigBase):
                 plugins.add(component.plugin)
         chosen = {(c.plugin, c.name): c for plugin in sorted(plugins) for c in registry.of_plugin("loader", plugin)}
         for name in self.loaders:
-            whole = registry.of_plugin("loader", name) if registry.find("loader", name) is None else []
-            if whole:  # a plugin's name: every loader it registers (``loaders: [ocr]``)
-                chosen.update({(c.plugin, c.name): c for c in whole})
-                continue
             with runtime_errors(self.name):
-                component = resolve_component(registry, "loader", name, ("loaders",))
-            chosen[(component.plugin, component.name)] = component
+                chosen.update({(c.plugin, c.name): c for c in named_loaders(registry, name, ("loaders",))})
         return [c for c in chosen.values() if not c.builtin]
 
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
