@@ -65,7 +65,7 @@ def test_same_scores_and_ranking_as_rank_bm25() -> None:
     rng = np.random.default_rng(7)
     vocab = [f"word{i}" for i in range(60)] + ["alpha", "beta", "gamma"]
     corpus = [(f"d{i}", " ".join(rng.choice(vocab, size=int(rng.integers(3, 40))))) for i in range(200)]
-    index = TantivyIndex()
+    index = TantivyIndex(TantivyOptions(b=0.75))  # tantivy's own b: no padding, lengths exact up to 40 terms
     index.build(corpus)
     analyzer = Analyzer()
     tokenized = [analyzer.terms(text) for _, text in corpus]
@@ -81,6 +81,63 @@ def test_same_scores_and_ranking_as_rank_bm25() -> None:
         ours = dict(index.search(query, n))
         assert set(ours) == {f"d{i}" for i in np.flatnonzero(theirs > 0)}
         np.testing.assert_allclose([ours[f"d{i}"] for i in np.flatnonzero(theirs > 0)], theirs[theirs > 0], rtol=1e-4)
+
+
+#: Documentation-like chunks: dotted names, CamelCase, compounds, versions and words mixing letters and digits.
+_DOC_TEXTS = [
+    "Set values on app.config before the first request; see Flask.config_from_object.",
+    "The HTTPTransport retries a request when the connection pool is exhausted.",
+    "Configuration files are loaded from the instance folder at startup.",
+    "Error ERR-4521 means the retry_limit was reached; raise it in settings.toml.",
+    "Encode the body as utf8 or latin1; version 1.4.2 changed the default encoding.",
+    "A transport adapter mounts a custom connection pool for one host.",
+    "Use request.args for the query string and request.form for posted fields.",
+]
+
+
+QUERIES = ["config", "transport connection pool", "request args", "utf8 encoding", "ERR-4521 retry", "1.4.2"]
+
+
+def test_tantivy_ranks_and_scores_as_the_builtin_bm25_with_its_parameters() -> None:
+    """Issue 43: the two strategies index the same terms (identifier parts and wholes, stems), so with tantivy's
+    k1 1.2 and b 0.75 the builtin BM25 gives the same scores; before, tantivy's own tokenizer and a separate
+    identifier field missed a dotted name's or a CamelCase word's parts (``config``, ``transport``) and counted
+    lengths differently."""
+    from deckhand.retrieval.bm25 import BM25Index
+
+    docs = [(f"d{i}", text) for i, text in enumerate(_DOC_TEXTS)]
+    tantivy_index, reference = TantivyIndex(TantivyOptions(b=0.75)), BM25Index(k1=1.2, b=0.75)
+    tantivy_index.build(docs)
+    reference.build(docs)
+    for query in QUERIES:
+        theirs, ours = dict(reference.search(query, len(docs))), dict(tantivy_index.search(query, len(docs)))
+        assert set(ours) == set(theirs), query
+        np.testing.assert_allclose([ours[i] for i in theirs], list(theirs.values()), rtol=1e-4)
+    assert "d0" in dict(tantivy_index.search("config", 3))  # app.config's part
+    assert "d1" in dict(tantivy_index.search("transport", 3))  # HTTPTransport's part
+
+
+def test_padding_gives_tantivy_the_length_normalisation_b_asked_for() -> None:
+    """The default ``b`` 0.4: every body padded by avgdl · (0.75 / 0.4 - 1) terms, which is BM25 with b 0.4 (k1
+    stays tantivy's 1.2); padded lengths pass 40 terms, where tantivy stores them in a one-byte code, hence the
+    tolerance. With tantivy's own 0.75 a short document holding a term once and a long one holding it four times rank
+    the other way."""
+    from deckhand.retrieval.bm25 import BM25Index
+
+    filler = " ".join(f"filler{i}" for i in range(30))
+    docs = [(f"d{i}", text) for i, text in enumerate(_DOC_TEXTS)]
+    docs += [("short", "connection pool sizing"), ("long", f"pool pool pool pool sizing {filler}")]
+    padded, reference = TantivyIndex(), BM25Index(k1=1.2, b=0.4)
+    padded.build(docs)
+    reference.build(docs)
+    for query in [*QUERIES, "pool"]:
+        theirs, ours = dict(reference.search(query, len(docs))), dict(padded.search(query, len(docs)))
+        assert set(ours) == set(theirs), query
+        np.testing.assert_allclose([ours[i] for i in theirs], list(theirs.values()), rtol=0.03)
+    unpadded = TantivyIndex(TantivyOptions(b=0.75))
+    unpadded.build(docs)
+    assert [i for i, _ in padded.search("pool", 2)] == ["long", "short"]
+    assert [i for i, _ in unpadded.search("pool", 2)] == ["short", "long"]
 
 
 def test_fields_stemming_dotted_numbers_and_boosts() -> None:
@@ -230,11 +287,11 @@ _CHILD = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
     if point.startswith("after-doc-"):
         count, limit, fields = [0], int(point.rsplit("-", 1)[1]), tantivy_keyword._document
-        def counting(record, row):
+        def counting(record, row, body):
             count[0] += 1
             if count[0] > limit:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return fields(record, row)
+            return fields(record, row, body)
         tantivy_keyword._document = counting
     index.sync(store)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -5,15 +5,24 @@ context, heading chain, section label and defined terms), ``heading`` (the headi
 weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
 ``path_boost``), ``file_type`` (the extension, untokenised), ``content`` (the chunk's own text, lower-cased
 words with their positions, neither stemmed nor stopped: the exact modality's quoted phrases), ``id`` (stored,
-for results), ``ident`` (the words identifiers add to the split, already analysed by
-:func:`deckhand.retrieval.analysis.identifier_words` and :class:`~deckhand.retrieval.analysis.Analyzer`: an
-identifier's whole, ``err-4521``, and the parts of dotted and CamelCase names; the builtin BM25 indexes the same
-words) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a
-stored document). Analysis mirrors :class:`deckhand.retrieval.analysis.Analyzer`: words of letters
-and digits with inner dots (``4.2`` stays one word), lower case, the same English stopwords, Snowball English
-stemming (the algorithm PyStemmer implements). A query is the analysed terms, each looked for in every field: BM25 with
-tantivy's parameters (k1 1.2, b 0.75) and its exact statistics, summed over fields, top ``k`` found by
-block-max WAND rather than by scoring every matching document.
+for results) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a stored
+document). ``body`` and ``heading`` hold the terms :class:`deckhand.retrieval.analysis.Analyzer` gives, the
+builtin BM25's own analysis (words of letters and digits with inner dots, lower case, English stopwords,
+Snowball English stemming of alphabetic words, and the words identifiers add: an identifier's whole,
+``err-4521``, and the parts of dotted and CamelCase names), handed to tantivy separated by spaces, so both
+strategies index and look up the same terms and a document's length is the same number of terms in both
+(issue 43: tantivy's own tokenizer and a separate identifier field ranked documentation differently). A query
+is :meth:`~deckhand.retrieval.analysis.Analyzer.query_terms`, each term looked for in ``body`` and ``heading``,
+and the path's words in ``path``: BM25 with tantivy's k1 (1.2) and its exact statistics, summed over fields, top
+``k`` found by block-max WAND rather than by scoring every matching document.
+
+Length normalisation: tantivy fixes BM25's b at 0.75, and documentation ranked better with the builtin BM25's
+0.4 (issue 43). Adding the same number P of padding terms (``_``, a term no query holds) to every document's
+``body`` gives exactly BM25 with b' = 0.75 · avgdl / (avgdl + P) (the length norm
+``1 - b + b·(dl + P)/(avgdl + P)`` is ``1 - b' + b'·dl/avgdl``), so P = avgdl · (0.75 / b' - 1) for the option
+``b`` (default 0.4). avgdl is taken from the first rebuild's first 2,000 records; P is kept in ``position.json``
+with the log position and used for every later update, so b' drifts only as much as the collection's average
+chunk length does until the next rebuild.
 
 Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
 after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
@@ -35,7 +44,7 @@ A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the stor
 (:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
 ``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``, a phrase that is one
-compound identifier (``ERR-4521``, ``#1234``) a term query for its whole on ``ident``. The definition,
+compound identifier (``ERR-4521``, ``#1234``) a term query for its whole on ``body``. The definition,
 section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised), ``chunk``
 (stored) and ``place`` (stored: location, section id, definitions) of the same documents
 (:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
@@ -45,6 +54,7 @@ indexes in them while Python hands over one document per record).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -53,9 +63,9 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,7 +75,7 @@ from deckhand.capabilities import record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.paths import read_no_link
 from deckhand.protocols import RecordLog
-from deckhand.retrieval.analysis import STOPWORDS, Analyzer, compound_whole, identifier_wholes, identifier_words
+from deckhand.retrieval.analysis import Analyzer, compound_whole, identifier_wholes, identifier_words
 from deckhand.retrieval.definition_lookup import definitions_of, term_key
 from deckhand.retrieval.references import section_ids_of
 from deckhand.retrieval.side_indexes import indexed_text, location_of
@@ -78,16 +88,19 @@ log = logging.getLogger("deckhand")
 
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
-#: Layout of the index (fields, analysis); an index written with another is rebuilt (5: the ``ident`` field).
-FORMAT = 5
+#: Layout of the index (fields, analysis); an index written with another is rebuilt (6: ``body`` and ``heading``
+#: hold the builtin BM25's terms, the ``ident`` field gone, ``body`` padded for the option ``b``).
+FORMAT = 6
+#: tantivy's own BM25 b (a constant of tantivy's), and the padding term that lowers it (no query holds ``_``).
+_TANTIVY_B = 0.75
+_PAD = "_"
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
-_TOKENIZER = "deckhand_en"
+_TERMS_TOKENIZER = "deckhand_terms"
 _PATH_TOKENIZER = "deckhand_path"
 _EXACT_TOKENIZER = "deckhand_exact"
-_IDENT_TOKENIZER = "deckhand_ident"
-#: Analyses the words identifiers add (``ident``), the same way the builtin BM25 does.
-_IDENT_ANALYZER = Analyzer()
+#: The builtin BM25's analysis, which gives ``body``'s and ``heading``'s terms and a query's.
+_ANALYZER = Analyzer()
 #: Words of letters and digits, dots kept inside them (``analysis.words`` then stripping outer dots).
 _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 #: Words of a path: letters and digits only.
@@ -102,7 +115,8 @@ _WRITER_HEAP = 128_000_000
 _BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
-#: Records per batch read from the store for a full build.
+_T = TypeVar("_T")
+#: Records per batch read from the store for a full build (and the documents whose average length sets the padding).
 _BATCH = 2000
 #: The file in the index's directory naming the store log position its last commit reached.
 _POSITION_FILE = "position.json"
@@ -119,28 +133,31 @@ class TantivyOptions(BaseModel):
 
     heading_boost: float = Field(default=0.25, ge=0.0, le=10.0, description="Extra weight of a heading match.")
     path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
+    b: float = Field(
+        default=0.4,
+        gt=0.0,
+        le=_TANTIVY_B,
+        description="BM25 length normalisation of the text (tantivy's 0.75 lowered by padding every document).",
+    )
 
 
-def _analyzer(word: str = _WORD, *, exact: bool = False) -> tantivy.TextAnalyzer:
-    """Words of ``word``, lower-cased; stopped and stemmed unless ``exact`` (the ``content`` field's phrases)."""
+def _analyzer(word: str | None = None) -> tantivy.TextAnalyzer:
+    """Words of the pattern ``word``, lower-cased (``path`` and ``content``); None: terms already analysed in
+    Python, separated by spaces (``body`` and ``heading``)."""
     import tantivy
 
-    if word == r"\S+":  # the ``ident`` field: terms analysed in Python, separated by spaces
+    if word is None:
         return (
             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
             .filter(tantivy.Filter.remove_long(_LONGEST))
             .build()
         )
-    builder = (
+    return (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(word))
         .filter(tantivy.Filter.remove_long(_LONGEST))
         .filter(tantivy.Filter.lowercase())
+        .build()
     )
-    if not exact:
-        builder = builder.filter(tantivy.Filter.custom_stopword(sorted(STOPWORDS))).filter(
-            tantivy.Filter.stemmer("english")
-        )
-    return builder.build()
 
 
 def _schema() -> tantivy.Schema:
@@ -148,9 +165,8 @@ def _schema() -> tantivy.Schema:
 
     builder = tantivy.SchemaBuilder()
     for name in ("body", "heading"):  # term frequencies only: BM25 needs no positions (phrases are ``content``'s)
-        builder.add_text_field(name, tokenizer_name=_TOKENIZER, index_option="freq")
+        builder.add_text_field(name, tokenizer_name=_TERMS_TOKENIZER, index_option="freq")
     builder.add_text_field("path", tokenizer_name=_PATH_TOKENIZER, index_option="freq")
-    builder.add_text_field("ident", tokenizer_name=_IDENT_TOKENIZER, index_option="freq")
     builder.add_text_field("content", tokenizer_name=_EXACT_TOKENIZER, index_option="position")
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
@@ -171,11 +187,23 @@ def body_text(record: Record) -> str:
 
 
 def ident_terms(text: str, *, query: bool = False) -> list[str]:
-    """The ``ident`` field's terms of ``text``: the words its identifiers add to the split, analysed as the
-    builtin BM25 analyses them (:func:`deckhand.retrieval.analysis.identifier_words`); for a ``query`` only each
-    identifier's whole (:meth:`deckhand.retrieval.analysis.Analyzer.query_terms`)."""
+    """The terms the identifiers in ``text`` add to its words, analysed as the builtin BM25 analyses them
+    (:func:`deckhand.retrieval.analysis.identifier_words`); for a ``query`` only each identifier's whole
+    (:meth:`deckhand.retrieval.analysis.Analyzer.query_terms`)."""
     added = identifier_wholes(text) if query else identifier_words(text)
-    return [t for t in map(_IDENT_ANALYZER.term, added) if t is not None and len(t) <= _LONGEST]
+    return [t for t in map(_ANALYZER.term, added) if t is not None and len(t) <= _LONGEST]
+
+
+def terms_text(text: str) -> str:
+    """The value of ``body`` or ``heading`` for ``text``: its builtin BM25 terms
+    (:meth:`deckhand.retrieval.analysis.Analyzer.terms`) separated by spaces."""
+    return " ".join(_ANALYZER.terms(text))
+
+
+def padding(avgdl: float, b: float) -> int:
+    """Padding terms per document that turn tantivy's b (0.75) into ``b`` for documents of average length
+    ``avgdl`` (terms)."""
+    return max(0, round(avgdl * (_TANTIVY_B / b - 1.0))) if b < _TANTIVY_B else 0
 
 
 def heading_text(record: Record) -> str:
@@ -218,13 +246,18 @@ class TantivyIndex(KeywordIndexBase):
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: The query's analyzers: text and headings, paths, exact phrases.
-        self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
+        #: Padding terms added to every ``body`` (None: not known yet; set by a full build, or read with the position).
+        self._pad: int | None = None
+        #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
+        self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
 
     # -- opening --------------------------------------------------------------------
     def settings(self) -> str:
         """What the indexed documents depend on besides the records; an index written with others is rebuilt."""
-        return json.dumps({"format": FORMAT, "word": _WORD, "path": _PATH_WORD, "longest": _LONGEST}, sort_keys=True)
+        return json.dumps(
+            {"format": FORMAT, "word": _WORD, "path": _PATH_WORD, "longest": _LONGEST, "b": self.options.b},
+            sort_keys=True,
+        )
 
     def _open(self) -> tantivy.Index:
         """The index at the store's current location (opened or created; reopened when the location changed)."""
@@ -250,13 +283,12 @@ class TantivyIndex(KeywordIndexBase):
                 shutil.rmtree(path, ignore_errors=True)
                 path.mkdir(parents=True, exist_ok=True)
                 index = tantivy.Index(schema, path=str(path), reuse=False)
-        index.register_tokenizer(_TOKENIZER, _analyzer())
+        index.register_tokenizer(_TERMS_TOKENIZER, _analyzer())
         index.register_tokenizer(_PATH_TOKENIZER, _analyzer(_PATH_WORD))
-        index.register_tokenizer(_EXACT_TOKENIZER, _analyzer(exact=True))
-        index.register_tokenizer(_IDENT_TOKENIZER, _analyzer(r"\S+"))
+        index.register_tokenizer(_EXACT_TOKENIZER, _analyzer(_WORD))
         index.config_reader("manual")
         self._index, self._path, self._schema = index, path, schema
-        self._analyzers = (_analyzer(), _analyzer(_PATH_WORD), _analyzer(exact=True))
+        self._analyzers = (_analyzer(_PATH_WORD), _analyzer(_WORD))
         return index
 
     # -- building ---------------------------------------------------------------------
@@ -265,13 +297,15 @@ class TantivyIndex(KeywordIndexBase):
         ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
+            bodies = ((record_id, terms_text(text)) for record_id, text in docs)
+            self._rewrite(index, ((None, _plain(rid, body)) for rid, body in self._padded(bodies, full=True)))
 
     def index_records(self, records: Sequence[Record]) -> None:
         """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
         with self._lock:
             index = self._open()
-            self._rewrite(index, ((None, _document(r, None)) for r in records))
+            bodies = ((r, terms_text(body_text(r))) for r in records)
+            self._rewrite(index, ((None, _document(r, None, body)) for r, body in self._padded(bodies, full=True)))
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index to the store's current log position: apply the changes since the position its last
@@ -304,23 +338,43 @@ class TantivyIndex(KeywordIndexBase):
             return False
         if changes is None:
             version, last_row = current
-            added = (
-                (row, _document(record, row))
+            bodies = (
+                ((row, record), terms_text(body_text(record)))
                 for row, record in records.iter_rows(_BATCH)
                 if row <= last_row  # rows past the position read come with the next sync
             )
+            added = ((row, _document(record, row, body)) for (row, record), body in self._padded(bodies, full=True))
             self._write(writer, added, deleted=None, position=(version, last_row))
             self.synced = "rebuilt"
             log.info("keyword index %s rebuilt from the records (version %d)", self._path, version)
         else:
             self._write(
                 writer,
-                ((row, _document(record, row)) for row, record in changes.added),
+                (
+                    (row, _document(record, row, body))
+                    for (row, record), body in self._padded(
+                        (((row, record), terms_text(body_text(record))) for row, record in changes.added), full=False
+                    )
+                ),
                 deleted=changes.deleted,
                 position=(changes.version, changes.last_row),
             )
             self.synced = "updated"
         return True
+
+    def _padded(self, bodies: Iterable[tuple[_T, str]], *, full: bool) -> Iterator[tuple[_T, str]]:
+        """``bodies`` (``body`` values, :func:`terms_text`) each padded for the option ``b``; a ``full`` build first
+        sets the padding from the average length of its first :data:`_BATCH` documents, an update uses the
+        padding the index was built with."""
+        iterator = iter(bodies)
+        if full or self._pad is None:
+            head = list(itertools.islice(iterator, _BATCH))
+            lengths = [body.count(" ") + 1 for _, body in head if body]
+            self._pad = padding(sum(lengths) / len(lengths) if lengths else 0.0, self.options.b)
+            iterator = itertools.chain(head, iterator)
+        tail = f" {_PAD}" * self._pad
+        for item, body in iterator:
+            yield item, body + tail
 
     def _rewrite(self, index: tantivy.Index, docs: Iterable[_Row]) -> None:
         """Replace every document by ``docs`` in one commit."""
@@ -362,7 +416,8 @@ class TantivyIndex(KeywordIndexBase):
     def _save_position(self, position: tuple[int, int]) -> None:
         """``position`` (and the settings) written beside the index, renamed into place after the commit."""
         assert self._path is not None
-        text = json.dumps({"settings": self.settings(), "version": position[0], "last_row": position[1]})
+        saved = {"settings": self.settings(), "version": position[0], "last_row": position[1], "pad": self._pad}
+        text = json.dumps(saved)
         fd, temporary = tempfile.mkstemp(prefix=".position-", dir=self._path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -381,6 +436,7 @@ class TantivyIndex(KeywordIndexBase):
         try:
             if saved is None or saved["settings"] != self.settings():
                 return None
+            self._pad = int(saved["pad"])
             return int(saved["version"]), int(saved["last_row"])
         except (ValueError, KeyError, TypeError):
             return None
@@ -398,11 +454,11 @@ class TantivyIndex(KeywordIndexBase):
         schema, analyzers = self._schema, self._analyzers
         if schema is None or analyzers is None:
             return None
-        terms, path_terms = analyzers[0].analyze(query), analyzers[1].analyze(query)
+        terms = [t for t in _ANALYZER.query_terms(query) if len(t) <= _LONGEST]
+        path_terms = analyzers[0].analyze(query)
         clauses = []
         for field, boost, words in (
             ("body", 1.0, terms),
-            ("ident", 1.0, ident_terms(query, query=True)),
             ("heading", self.options.heading_boost, terms),
             ("path", self.options.path_boost, path_terms),
         ):
@@ -463,12 +519,13 @@ class TantivyIndex(KeywordIndexBase):
         searcher = index.searcher()
         found: dict[str, list[int]] = {}
         for phrase in dict.fromkeys(phrases):
-            words = analyzers[2].analyze(phrase)
+            words = analyzers[1].analyze(phrase)
             whole = compound_whole(phrase)
+            whole = None if whole is None else _ANALYZER.term(whole)
             if not words:
                 continue
             if whole is not None and len(whole) <= _LONGEST:  # one identifier (``err-4521``): its whole, not its parts
-                q = tantivy.Query.term_query(schema, "ident", whole)
+                q = tantivy.Query.term_query(schema, "body", whole)
             elif len(words) == 1:
                 q = tantivy.Query.term_query(schema, "content", words[0])
             else:
@@ -603,14 +660,14 @@ def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
 _Row = tuple["int | None", "tantivy.Document"]
 
 
-def _plain(record_id: str, text: str) -> tantivy.Document:
-    """A document of the plain ``KeywordIndex`` contract: its text in ``body``."""
+def _plain(record_id: str, body: str) -> tantivy.Document:
+    """A document of the plain ``KeywordIndex`` contract: its text's terms (padded) in ``body``."""
     import tantivy
 
-    return tantivy.Document(id=record_id, body=text, ident=" ".join(ident_terms(text)) or [])
+    return tantivy.Document(id=record_id, body=body)
 
 
-def _document(record: Record, row: int | None) -> tantivy.Document:
+def _document(record: Record, row: int | None, body: str) -> tantivy.Document:
     """``record``'s document, built in one call (the fields as keyword arguments; an empty list: no value): the
     keyword fields, and the look-up fields (:mod:`deckhand.retrieval.tantivy_lookups`): its defined terms and
     section ids untokenised, its source, and its location and definitions stored in ``place``."""
@@ -624,12 +681,10 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
-    body = body_text(record)
     return tantivy.Document(
         id=record.id,
         body=body,
-        ident=" ".join(ident_terms(body)) or [],
-        heading=heading_text(record) or [],
+        heading=terms_text(heading_text(record)) or [],
         path=str(meta.get("path") or record.source),
         file_type=str(meta.get("file_type") or "") or [],
         content=record.content or [],
