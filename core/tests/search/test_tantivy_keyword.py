@@ -34,6 +34,8 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 SPEC = CollectionSpec("acts", 3, "test")
+#: tantivy's own BM25 (k1 1.2, b 0.75): no padding, no rescoring, lengths exact up to 40 terms.
+TANTIVY_OWN = TantivyOptions(b=0.75, k1=1.2)
 UNIT = np.ones(3, dtype=np.float32) / math.sqrt(3)
 
 
@@ -65,7 +67,7 @@ def test_same_scores_and_ranking_as_rank_bm25() -> None:
     rng = np.random.default_rng(7)
     vocab = [f"word{i}" for i in range(60)] + ["alpha", "beta", "gamma"]
     corpus = [(f"d{i}", " ".join(rng.choice(vocab, size=int(rng.integers(3, 40))))) for i in range(200)]
-    index = TantivyIndex(TantivyOptions(b=0.75))  # tantivy's own b: no padding, lengths exact up to 40 terms
+    index = TantivyIndex(TANTIVY_OWN)
     index.build(corpus)
     analyzer = Analyzer()
     tokenized = [analyzer.terms(text) for _, text in corpus]
@@ -106,7 +108,7 @@ def test_tantivy_ranks_and_scores_as_the_builtin_bm25_with_its_parameters() -> N
     from deckhand.retrieval.bm25 import BM25Index
 
     docs = [(f"d{i}", text) for i, text in enumerate(_DOC_TEXTS)]
-    tantivy_index, reference = TantivyIndex(TantivyOptions(b=0.75)), BM25Index(k1=1.2, b=0.75)
+    tantivy_index, reference = TantivyIndex(TANTIVY_OWN), BM25Index(k1=1.2, b=0.75)
     tantivy_index.build(docs)
     reference.build(docs)
     for query in QUERIES:
@@ -117,24 +119,24 @@ def test_tantivy_ranks_and_scores_as_the_builtin_bm25_with_its_parameters() -> N
     assert "d1" in dict(tantivy_index.search("transport", 3))  # HTTPTransport's part
 
 
-def test_padding_gives_tantivy_the_length_normalisation_b_asked_for() -> None:
-    """The default ``b`` 0.4: every body padded by avgdl · (0.75 / 0.4 - 1) terms, which is BM25 with b 0.4 (k1
-    stays tantivy's 1.2); padded lengths pass 40 terms, where tantivy stores them in a one-byte code, hence the
-    tolerance. With tantivy's own 0.75 a short document holding a term once and a long one holding it four times rank
-    the other way."""
+def test_padding_and_rescoring_give_tantivy_the_builtin_bm25s_b_and_k1() -> None:
+    """The defaults ``b`` 0.4 and ``k1`` 0.9, the builtin BM25's: every body padded by avgdl · (0.75 / 0.4 - 1)
+    terms, which is BM25 with b 0.4, and the hits' text scores turned from k1 1.2 to 0.9; padded lengths pass 40
+    terms, where tantivy stores them in a one-byte code, hence the tolerance. With tantivy's own b and k1 a short
+    document holding a term once and a long one holding it four times rank the other way."""
     from deckhand.retrieval.bm25 import BM25Index
 
     filler = " ".join(f"filler{i}" for i in range(30))
     docs = [(f"d{i}", text) for i, text in enumerate(_DOC_TEXTS)]
     docs += [("short", "connection pool sizing"), ("long", f"pool pool pool pool sizing {filler}")]
-    padded, reference = TantivyIndex(), BM25Index(k1=1.2, b=0.4)
+    padded, reference = TantivyIndex(), BM25Index()
     padded.build(docs)
     reference.build(docs)
     for query in [*QUERIES, "pool"]:
         theirs, ours = dict(reference.search(query, len(docs))), dict(padded.search(query, len(docs)))
         assert set(ours) == set(theirs), query
         np.testing.assert_allclose([ours[i] for i in theirs], list(theirs.values()), rtol=0.03)
-    unpadded = TantivyIndex(TantivyOptions(b=0.75))
+    unpadded = TantivyIndex(TANTIVY_OWN)
     unpadded.build(docs)
     assert [i for i, _ in padded.search("pool", 2)] == ["long", "short"]
     assert [i for i, _ in unpadded.search("pool", 2)] == ["short", "long"]

@@ -57,12 +57,14 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import os
 import shutil
 import stat
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -91,8 +93,11 @@ SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt (6: ``body`` and ``heading``
 #: hold the builtin BM25's terms, the ``ident`` field gone, ``body`` padded for the option ``b``).
 FORMAT = 6
-#: tantivy's own BM25 b (a constant of tantivy's), and the padding term that lowers it (no query holds ``_``).
+#: tantivy's own BM25 b and k1 (constants of tantivy's), and the padding term that lowers b (no query holds ``_``).
 _TANTIVY_B = 0.75
+_TANTIVY_K1 = 1.2
+#: Hits read per one wanted when their scores are turned to another k1 (the order near the cut may change).
+_K1_OVERREAD = 2
 _PAD = "_"
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
@@ -116,6 +121,8 @@ _BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
 _T = TypeVar("_T")
+#: A hit of a tantivy search: its score and address.
+_Hit = tuple[float, "tantivy.DocAddress"]
 #: Records per batch read from the store for a full build (and the documents whose average length sets the padding).
 _BATCH = 2000
 #: The file in the index's directory naming the store log position its last commit reached.
@@ -138,6 +145,12 @@ class TantivyOptions(BaseModel):
         gt=0.0,
         le=_TANTIVY_B,
         description="BM25 length normalisation of the text (tantivy's 0.75 lowered by padding every document).",
+    )
+    k1: float = Field(
+        default=0.9,
+        gt=0.0,
+        le=10.0,
+        description="BM25 term-frequency saturation of the text (tantivy's 1.2; another one rescores the hits).",
     )
 
 
@@ -198,6 +211,11 @@ def terms_text(text: str) -> str:
     """The value of ``body`` or ``heading`` for ``text``: its builtin BM25 terms
     (:meth:`deckhand.retrieval.analysis.Analyzer.terms`) separated by spaces."""
     return " ".join(_ANALYZER.terms(text))
+
+
+def _best(hit: _Hit) -> tuple[float, int, int]:
+    """Sort key of hits: best score first, then tantivy's own order (segment, document)."""
+    return -hit[0], hit[1].segment_ord, hit[1].doc
 
 
 def padding(avgdl: float, b: float) -> int:
@@ -475,8 +493,44 @@ class TantivyIndex(KeywordIndexBase):
         if index is None or built is None or k <= 0:
             return []
         searcher = index.searcher()
-        hits = searcher.search(built, min(k, max(searcher.num_docs, 1)), count=False).hits
+        total = max(searcher.num_docs, 1)
+        read = min(total, k if self.options.k1 == _TANTIVY_K1 else k * _K1_OVERREAD)
+        hits = self._with_k1(searcher, query, searcher.search(built, read, count=False).hits)[:k]
         return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+
+    def _with_k1(self, searcher: tantivy.Searcher, query: str, hits: list[_Hit]) -> list[_Hit]:
+        """``hits`` with their ``body`` scores turned from tantivy's k1 (1.2) into the option ``k1``, best first.
+
+        A term's BM25 score in tantivy is ``idf · 2.2 · tf / (tf + 1.2 · N)`` (N the length norm), from which
+        ``tf / N`` and so the score with any k1 follow exactly: each query term is asked once more, as a term
+        query on the hits alone, for its score in each."""
+        import tantivy
+
+        k1, schema = self.options.k1, self._schema
+        if k1 == _TANTIVY_K1 or not hits or schema is None:
+            return hits
+        where = {(a.segment_ord, a.doc): i for i, (_, a) in enumerate(hits)}
+        scores = [score for score, _ in hits]
+        if len(hits) < searcher.num_docs:
+            ids = [str(searcher.doc(address).get_first("id")) for _, address in hits]
+            among = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "id", ids), 0.0)
+        total = max(searcher.num_docs, 1)
+        for term, count in Counter(t for t in _ANALYZER.query_terms(query) if len(t) <= _LONGEST).items():
+            df = int(searcher.doc_freq("body", term))
+            if df == 0:
+                continue
+            idf = math.log1p((total - df + 0.5) / (df + 0.5))
+            q = tantivy.Query.term_query(schema, "body", term)
+            if len(hits) < searcher.num_docs:
+                q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, among)])
+            for score, address in searcher.search(q, min(len(hits), df), count=False).hits:
+                i = where.get((address.segment_ord, address.doc))
+                if i is None:
+                    continue
+                x = min(score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-6)
+                ratio = _TANTIVY_K1 * x / (1.0 - x)  # tf / N
+                scores[i] += count * (idf * (k1 + 1.0) * ratio / (ratio + k1) - score)
+        return sorted(((score, address) for score, (_, address) in zip(scores, hits, strict=True)), key=_best)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
         """Best ``k`` of the records ``where`` allows, as :meth:`search` ranks them; None for an index in memory
@@ -496,7 +550,8 @@ class TantivyIndex(KeywordIndexBase):
         if allowed.size <= _TERM_SET_ROWS:
             rows = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "row", allowed.tolist()), 0.0)
             narrowed = tantivy.Query.boolean_query([(tantivy.Occur.Must, built), (tantivy.Occur.Must, rows)])
-            hits = searcher.search(narrowed, min(k, total), count=False).hits
+            read = min(total, k if self.options.k1 == _TANTIVY_K1 else k * _K1_OVERREAD)
+            hits = self._with_k1(searcher, query, searcher.search(narrowed, read, count=False).hits)[:k]
             return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
         limit = min(total, int(k * _OVERREAD * total / allowed.size) + 1)
         while True:
@@ -505,6 +560,7 @@ class TantivyIndex(KeywordIndexBase):
             at = np.searchsorted(allowed, found).clip(0, allowed.size - 1)
             passing = [hit for hit, ok in zip(hits, allowed[at] == found, strict=True) if ok][:k]
             if len(passing) >= k or len(hits) < limit or limit >= total:
+                passing = self._with_k1(searcher, query, passing)
                 return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in passing]
             limit = min(total, limit * 4)
 
