@@ -13,16 +13,16 @@ Snowball English stemming of alphabetic words, and the words identifiers add: an
 strategies index and look up the same terms and a document's length is the same number of terms in both
 (issue 43: tantivy's own tokenizer and a separate identifier field ranked documentation differently). A query
 is :meth:`~deckhand.retrieval.analysis.Analyzer.query_terms`, each term looked for in ``body`` and ``heading``,
-and the path's words in ``path``: BM25 with tantivy's k1 (1.2) and its exact statistics, summed over fields, top
-``k`` found by block-max WAND rather than by scoring every matching document.
+and the path's words in ``path``, summed over fields, top ``k`` found by block-max WAND rather than by scoring
+every matching document.
 
-Length normalisation: tantivy fixes BM25's b at 0.75, and documentation ranked better with the builtin BM25's
-0.4 (issue 43). Adding the same number P of padding terms (``_``, a term no query holds) to every document's
-``body`` gives exactly BM25 with b' = 0.75 · avgdl / (avgdl + P) (the length norm
-``1 - b + b·(dl + P)/(avgdl + P)`` is ``1 - b' + b'·dl/avgdl``), so P = avgdl · (0.75 / b' - 1) for the option
-``b`` (default 0.4). avgdl is taken from the first rebuild's first 2,000 records; P is kept in ``position.json``
-with the log position and used for every later update, so b' drifts only as much as the collection's average
-chunk length does until the next rebuild.
+BM25's parameters: tantivy fixes k1 at 1.2 and b at 0.75, and documentation ranked better with the builtin
+BM25's 0.9 and 0.4 (issue 43). So the hits' ``body`` scores are computed again with the options ``k1`` and ``b``
+(defaults 0.9 and 0.4): a term's score in tantivy, ``idf · 2.2 · tf / (tf + 1.2 · (0.25 + 0.75 · dl / avgdl))``,
+gives its frequency tf in each hit (an integer, so the one-byte code in which tantivy keeps a document's length
+does not blur it), ``length`` (a fast field) the hit's exact number of terms, and the average of ``length`` over
+the live documents avgdl, from which the score with ``k1`` and ``b`` follows as the builtin computes it. Twice
+as many hits are read as are wanted, tantivy ranking them.
 
 Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
 after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
@@ -54,7 +54,6 @@ indexes in them while Python hands over one document per record).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import math
@@ -65,9 +64,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,14 +90,13 @@ log = logging.getLogger("deckhand")
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
 #: Layout of the index (fields, analysis); an index written with another is rebuilt (6: ``body`` and ``heading``
-#: hold the builtin BM25's terms, the ``ident`` field gone, ``body`` padded for the option ``b``).
+#: hold the builtin BM25's terms, ``length`` the number of ``body``'s, the ``ident`` field gone).
 FORMAT = 6
-#: tantivy's own BM25 b and k1 (constants of tantivy's), and the padding term that lowers b (no query holds ``_``).
-_TANTIVY_B = 0.75
+#: tantivy's own BM25 k1 and b (constants of tantivy's).
 _TANTIVY_K1 = 1.2
-#: Hits read per one wanted when their scores are turned to another k1 (the order near the cut may change).
-_K1_OVERREAD = 2
-_PAD = "_"
+_TANTIVY_B = 0.75
+#: Hits read per one wanted when their scores are computed again with other k1 and b (tantivy ranks them).
+_RESCORE_OVERREAD = 2
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TERMS_TOKENIZER = "deckhand_terms"
@@ -120,10 +118,9 @@ _WRITER_HEAP = 128_000_000
 _BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
-_T = TypeVar("_T")
 #: A hit of a tantivy search: its score and address.
 _Hit = tuple[float, "tantivy.DocAddress"]
-#: Records per batch read from the store for a full build (and the documents whose average length sets the padding).
+#: Records per batch read from the store for a full build.
 _BATCH = 2000
 #: The file in the index's directory naming the store log position its last commit reached.
 _POSITION_FILE = "position.json"
@@ -140,18 +137,8 @@ class TantivyOptions(BaseModel):
 
     heading_boost: float = Field(default=0.25, ge=0.0, le=10.0, description="Extra weight of a heading match.")
     path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
-    b: float = Field(
-        default=0.4,
-        gt=0.0,
-        le=_TANTIVY_B,
-        description="BM25 length normalisation of the text (tantivy's 0.75 lowered by padding every document).",
-    )
-    k1: float = Field(
-        default=0.9,
-        gt=0.0,
-        le=10.0,
-        description="BM25 term-frequency saturation of the text (tantivy's 1.2; another one rescores the hits).",
-    )
+    k1: float = Field(default=0.9, gt=0.0, le=10.0, description="BM25 term-frequency saturation of the text.")
+    b: float = Field(default=0.4, ge=0.0, le=1.0, description="BM25 length normalisation of the text.")
 
 
 def _analyzer(word: str | None = None) -> tantivy.TextAnalyzer:
@@ -184,6 +171,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("file_type", tokenizer_name="raw")
     builder.add_integer_field("row", indexed=True, fast=True)
+    builder.add_integer_field("length", fast=True)  # ``body``'s terms: BM25 with other k1 and b
     # the look-ups (:mod:`deckhand.retrieval.tantivy_lookups`): defined terms, section ids and source untokenised
     for name in ("term", "section"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
@@ -216,12 +204,6 @@ def terms_text(text: str) -> str:
 def _best(hit: _Hit) -> tuple[float, int, int]:
     """Sort key of hits: best score first, then tantivy's own order (segment, document)."""
     return -hit[0], hit[1].segment_ord, hit[1].doc
-
-
-def padding(avgdl: float, b: float) -> int:
-    """Padding terms per document that turn tantivy's b (0.75) into ``b`` for documents of average length
-    ``avgdl`` (terms)."""
-    return max(0, round(avgdl * (_TANTIVY_B / b - 1.0))) if b < _TANTIVY_B else 0
 
 
 def heading_text(record: Record) -> str:
@@ -264,18 +246,15 @@ class TantivyIndex(KeywordIndexBase):
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: Padding terms added to every ``body`` (None: not known yet; set by a full build, or read with the position).
-        self._pad: int | None = None
+        #: The average ``length`` of the live documents, by searcher (the rescoring's avgdl).
+        self._avgdl: tuple[object, float] | None = None
         #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
         self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
 
     # -- opening --------------------------------------------------------------------
     def settings(self) -> str:
         """What the indexed documents depend on besides the records; an index written with others is rebuilt."""
-        return json.dumps(
-            {"format": FORMAT, "word": _WORD, "path": _PATH_WORD, "longest": _LONGEST, "b": self.options.b},
-            sort_keys=True,
-        )
+        return json.dumps({"format": FORMAT, "word": _WORD, "path": _PATH_WORD, "longest": _LONGEST}, sort_keys=True)
 
     def _open(self) -> tantivy.Index:
         """The index at the store's current location (opened or created; reopened when the location changed)."""
@@ -315,15 +294,13 @@ class TantivyIndex(KeywordIndexBase):
         ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
         with self._lock:
             index = self._open()
-            bodies = ((record_id, terms_text(text)) for record_id, text in docs)
-            self._rewrite(index, ((None, _plain(rid, body)) for rid, body in self._padded(bodies, full=True)))
+            self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
 
     def index_records(self, records: Sequence[Record]) -> None:
         """(Re)build from ``records`` (a store without a record log: every update is a rebuild)."""
         with self._lock:
             index = self._open()
-            bodies = ((r, terms_text(body_text(r))) for r in records)
-            self._rewrite(index, ((None, _document(r, None, body)) for r, body in self._padded(bodies, full=True)))
+            self._rewrite(index, ((None, _document(r, None)) for r in records))
 
     def sync(self, records: RecordLog) -> None:
         """Bring the index to the store's current log position: apply the changes since the position its last
@@ -356,43 +333,23 @@ class TantivyIndex(KeywordIndexBase):
             return False
         if changes is None:
             version, last_row = current
-            bodies = (
-                ((row, record), terms_text(body_text(record)))
+            added = (
+                (row, _document(record, row))
                 for row, record in records.iter_rows(_BATCH)
                 if row <= last_row  # rows past the position read come with the next sync
             )
-            added = ((row, _document(record, row, body)) for (row, record), body in self._padded(bodies, full=True))
             self._write(writer, added, deleted=None, position=(version, last_row))
             self.synced = "rebuilt"
             log.info("keyword index %s rebuilt from the records (version %d)", self._path, version)
         else:
             self._write(
                 writer,
-                (
-                    (row, _document(record, row, body))
-                    for (row, record), body in self._padded(
-                        (((row, record), terms_text(body_text(record))) for row, record in changes.added), full=False
-                    )
-                ),
+                ((row, _document(record, row)) for row, record in changes.added),
                 deleted=changes.deleted,
                 position=(changes.version, changes.last_row),
             )
             self.synced = "updated"
         return True
-
-    def _padded(self, bodies: Iterable[tuple[_T, str]], *, full: bool) -> Iterator[tuple[_T, str]]:
-        """``bodies`` (``body`` values, :func:`terms_text`) each padded for the option ``b``; a ``full`` build first
-        sets the padding from the average length of its first :data:`_BATCH` documents, an update uses the
-        padding the index was built with."""
-        iterator = iter(bodies)
-        if full or self._pad is None:
-            head = list(itertools.islice(iterator, _BATCH))
-            lengths = [body.count(" ") + 1 for _, body in head if body]
-            self._pad = padding(sum(lengths) / len(lengths) if lengths else 0.0, self.options.b)
-            iterator = itertools.chain(head, iterator)
-        tail = f" {_PAD}" * self._pad
-        for item, body in iterator:
-            yield item, body + tail
 
     def _rewrite(self, index: tantivy.Index, docs: Iterable[_Row]) -> None:
         """Replace every document by ``docs`` in one commit."""
@@ -434,8 +391,7 @@ class TantivyIndex(KeywordIndexBase):
     def _save_position(self, position: tuple[int, int]) -> None:
         """``position`` (and the settings) written beside the index, renamed into place after the commit."""
         assert self._path is not None
-        saved = {"settings": self.settings(), "version": position[0], "last_row": position[1], "pad": self._pad}
-        text = json.dumps(saved)
+        text = json.dumps({"settings": self.settings(), "version": position[0], "last_row": position[1]})
         fd, temporary = tempfile.mkstemp(prefix=".position-", dir=self._path)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -454,7 +410,6 @@ class TantivyIndex(KeywordIndexBase):
         try:
             if saved is None or saved["settings"] != self.settings():
                 return None
-            self._pad = int(saved["pad"])
             return int(saved["version"]), int(saved["last_row"])
         except (ValueError, KeyError, TypeError):
             return None
@@ -494,42 +449,58 @@ class TantivyIndex(KeywordIndexBase):
             return []
         searcher = index.searcher()
         total = max(searcher.num_docs, 1)
-        read = min(total, k if self.options.k1 == _TANTIVY_K1 else k * _K1_OVERREAD)
-        hits = self._with_k1(searcher, query, searcher.search(built, read, count=False).hits)[:k]
+        read = min(total, k * self._overread())
+        hits = self._rescored(searcher, query, searcher.search(built, read, count=False).hits)[:k]
         return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
 
-    def _with_k1(self, searcher: tantivy.Searcher, query: str, hits: list[_Hit]) -> list[_Hit]:
-        """``hits`` with their ``body`` scores turned from tantivy's k1 (1.2) into the option ``k1``, best first.
+    def _overread(self) -> int:
+        """Hits read per one wanted: more when they are scored again with other k1 and b."""
+        return 1 if (self.options.k1, self.options.b) == (_TANTIVY_K1, _TANTIVY_B) else _RESCORE_OVERREAD
 
-        A term's BM25 score in tantivy is ``idf · 2.2 · tf / (tf + 1.2 · N)`` (N the length norm), from which
-        ``tf / N`` and so the score with any k1 follow exactly: each query term is asked once more, as a term
-        query on the hits alone, for its score in each."""
+    def _average_length(self, searcher: tantivy.Searcher) -> float:
+        """The average ``length`` of the live documents (kept per searcher)."""
         import tantivy
 
-        k1, schema = self.options.k1, self._schema
-        if k1 == _TANTIVY_K1 or not hits or schema is None:
+        if self._avgdl is None or self._avgdl[0] is not searcher:
+            found = searcher.aggregate(tantivy.Query.all_query(), {"avgdl": {"avg": {"field": "length"}}})
+            self._avgdl = searcher, float(found["avgdl"]["value"] or 0.0)
+        return self._avgdl[1]
+
+    def _rescored(self, searcher: tantivy.Searcher, query: str, hits: list[_Hit]) -> list[_Hit]:
+        """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (see
+        the module's text): each query term is asked once more, as a term query on the hits alone."""
+        import tantivy
+
+        k1, b, schema = self.options.k1, self.options.b, self._schema
+        if (k1, b) == (_TANTIVY_K1, _TANTIVY_B) or not hits or schema is None:
             return hits
+        total = max(searcher.num_docs, 1)
+        everything = len(hits) >= total
         where = {(a.segment_ord, a.doc): i for i, (_, a) in enumerate(hits)}
+        lengths = searcher.fast_field_values("length", [address for _, address in hits])
+        avgdl = max(self._average_length(searcher), 1e-9)
         scores = [score for score, _ in hits]
-        if len(hits) < searcher.num_docs:
+        if not everything:
             ids = [str(searcher.doc(address).get_first("id")) for _, address in hits]
             among = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "id", ids), 0.0)
-        total = max(searcher.num_docs, 1)
         for term, count in Counter(t for t in _ANALYZER.query_terms(query) if len(t) <= _LONGEST).items():
             df = int(searcher.doc_freq("body", term))
-            if df == 0:
+            idf = math.log1p((total - df + 0.5) / (df + 0.5)) if df else 0.0
+            if idf <= 0:
                 continue
-            idf = math.log1p((total - df + 0.5) / (df + 0.5))
             q = tantivy.Query.term_query(schema, "body", term)
-            if len(hits) < searcher.num_docs:
+            if not everything:
                 q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, among)])
             for score, address in searcher.search(q, min(len(hits), df), count=False).hits:
                 i = where.get((address.segment_ord, address.doc))
                 if i is None:
                     continue
-                x = min(score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-6)
-                ratio = _TANTIVY_K1 * x / (1.0 - x)  # tf / N
-                scores[i] += count * (idf * (k1 + 1.0) * ratio / (ratio + k1) - score)
+                length = float(lengths[i] or 0)
+                x = min(score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-9)
+                norm = 1.0 - _TANTIVY_B + _TANTIVY_B * length / avgdl  # tantivy's, with the exact length
+                tf = max(1.0, round(_TANTIVY_K1 * norm * x / (1.0 - x)))
+                ours = idf * (k1 + 1.0) * tf / (tf + k1 * (1.0 - b + b * length / avgdl))
+                scores[i] += count * (ours - score)
         return sorted(((score, address) for score, (_, address) in zip(scores, hits, strict=True)), key=_best)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
@@ -550,8 +521,8 @@ class TantivyIndex(KeywordIndexBase):
         if allowed.size <= _TERM_SET_ROWS:
             rows = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "row", allowed.tolist()), 0.0)
             narrowed = tantivy.Query.boolean_query([(tantivy.Occur.Must, built), (tantivy.Occur.Must, rows)])
-            read = min(total, k if self.options.k1 == _TANTIVY_K1 else k * _K1_OVERREAD)
-            hits = self._with_k1(searcher, query, searcher.search(narrowed, read, count=False).hits)[:k]
+            read = min(total, k * self._overread())
+            hits = self._rescored(searcher, query, searcher.search(narrowed, read, count=False).hits)[:k]
             return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
         limit = min(total, int(k * _OVERREAD * total / allowed.size) + 1)
         while True:
@@ -560,7 +531,7 @@ class TantivyIndex(KeywordIndexBase):
             at = np.searchsorted(allowed, found).clip(0, allowed.size - 1)
             passing = [hit for hit, ok in zip(hits, allowed[at] == found, strict=True) if ok][:k]
             if len(passing) >= k or len(hits) < limit or limit >= total:
-                passing = self._with_k1(searcher, query, passing)
+                passing = self._rescored(searcher, query, passing)
                 return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in passing]
             limit = min(total, limit * 4)
 
@@ -716,14 +687,15 @@ def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
 _Row = tuple["int | None", "tantivy.Document"]
 
 
-def _plain(record_id: str, body: str) -> tantivy.Document:
-    """A document of the plain ``KeywordIndex`` contract: its text's terms (padded) in ``body``."""
+def _plain(record_id: str, text: str) -> tantivy.Document:
+    """A document of the plain ``KeywordIndex`` contract: its text's terms in ``body``."""
     import tantivy
 
-    return tantivy.Document(id=record_id, body=body)
+    terms = _ANALYZER.terms(text)
+    return tantivy.Document(id=record_id, body=" ".join(terms), length=len(terms))
 
 
-def _document(record: Record, row: int | None, body: str) -> tantivy.Document:
+def _document(record: Record, row: int | None) -> tantivy.Document:
     """``record``'s document, built in one call (the fields as keyword arguments; an empty list: no value): the
     keyword fields, and the look-up fields (:mod:`deckhand.retrieval.tantivy_lookups`): its defined terms and
     section ids untokenised, its source, and its location and definitions stored in ``place``."""
@@ -737,9 +709,11 @@ def _document(record: Record, row: int | None, body: str) -> tantivy.Document:
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
+    terms = _ANALYZER.terms(body_text(record))
     return tantivy.Document(
         id=record.id,
-        body=body,
+        body=" ".join(terms),
+        length=len(terms),
         heading=terms_text(heading_text(record)) or [],
         path=str(meta.get("path") or record.source),
         file_type=str(meta.get("file_type") or "") or [],
