@@ -255,7 +255,7 @@ def test_schema_lists_tool_types_and_component_options(tmp_path: Path, registry:
     strategies = schema["$defs"]["HierarchicalDocumentToolConfig"]["properties"]["keyword_strategy"]["anyOf"]
     assert strategies[0]["enum"] == ["auto", "bm25", "tantivy"]
     assert set(strategies[1]["properties"]) == {"name", "k1", "b"}
-    assert set(strategies[2]["properties"]) == {"name", "heading_boost", "path_boost"}
+    assert set(strategies[2]["properties"]) == {"name", "heading_boost", "path_boost", "k1", "b"}
     validator = jsonschema.Draft202012Validator(schema)
     good = yaml.safe_load(VECTORSTORE + "    chunker: {name: paragraph, min_words: 2}\n")
     assert list(validator.iter_errors(good)) == []

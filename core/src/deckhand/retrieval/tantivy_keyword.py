@@ -135,8 +135,8 @@ class TantivyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    heading_boost: float = Field(default=0.25, ge=0.0, le=10.0, description="Extra weight of a heading match.")
-    path_boost: float = Field(default=0.5, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
+    heading_boost: float = Field(default=0.0, ge=0.0, le=10.0, description="Extra weight of a heading match.")
+    path_boost: float = Field(default=0.0, ge=0.0, le=10.0, description="Weight of a match in the file's path.")
     k1: float = Field(default=0.9, gt=0.0, le=10.0, description="BM25 term-frequency saturation of the text.")
     b: float = Field(default=0.4, ge=0.0, le=1.0, description="BM25 length normalisation of the text.")
 
