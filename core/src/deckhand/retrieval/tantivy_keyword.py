@@ -21,7 +21,8 @@ BM25's 0.9 and 0.4 (issue 43). So the hits' ``body`` scores are computed again w
 (defaults 0.9 and 0.4): a term's score in tantivy, ``idf · 2.2 · tf / (tf + 1.2 · (0.25 + 0.75 · dl / avgdl))``,
 gives its frequency tf in each hit (an integer, so the one-byte code in which tantivy keeps a document's length
 does not blur it), ``length`` (a fast field) the hit's exact number of terms, and the average of ``length`` over
-the live documents avgdl, from which the score with ``k1`` and ``b`` follows as the builtin computes it. Twice
+the live documents avgdl, from which the score with ``k1`` and ``b`` follows as the builtin computes it (with
+tantivy's idf, whose N, read from ``every``'s one term, counts a deleted document until its segment is merged). Twice
 as many hits are read as are wanted, tantivy ranking them.
 
 Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
@@ -172,6 +173,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("file_type", tokenizer_name="raw")
     builder.add_integer_field("row", indexed=True, fast=True)
     builder.add_integer_field("length", fast=True)  # ``body``'s terms: BM25 with other k1 and b
+    builder.add_text_field("every", tokenizer_name="raw", index_option="basic")  # one term: tantivy's N
     # the look-ups (:mod:`deckhand.retrieval.tantivy_lookups`): defined terms, section ids and source untokenised
     for name in ("term", "section"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
@@ -246,8 +248,9 @@ class TantivyIndex(KeywordIndexBase):
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: The average ``length`` of the live documents, by searcher (the rescoring's avgdl).
-        self._avgdl: tuple[object, float] | None = None
+        #: By searcher: the documents tantivy's BM25 counts (deleted ones until a merge, as its idf does) and the
+        #: average ``length`` of the live ones (the rescoring's N and avgdl).
+        self._statistics: tuple[object, int, float] | None = None
         #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
         self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
 
@@ -457,14 +460,16 @@ class TantivyIndex(KeywordIndexBase):
         """Hits read per one wanted: more when they are scored again with other k1 and b."""
         return 1 if (self.options.k1, self.options.b) == (_TANTIVY_K1, _TANTIVY_B) else _RESCORE_OVERREAD
 
-    def _average_length(self, searcher: tantivy.Searcher) -> float:
-        """The average ``length`` of the live documents (kept per searcher)."""
+    def _collection_statistics(self, searcher: tantivy.Searcher) -> tuple[int, float]:
+        """The number of documents tantivy's idf counts (deleted ones too until their segment is merged: the
+        documents holding ``every``'s one term) and the average ``length`` of the live ones (kept per searcher)."""
         import tantivy
 
-        if self._avgdl is None or self._avgdl[0] is not searcher:
+        if self._statistics is None or self._statistics[0] is not searcher:
             found = searcher.aggregate(tantivy.Query.all_query(), {"avgdl": {"avg": {"field": "length"}}})
-            self._avgdl = searcher, float(found["avgdl"]["value"] or 0.0)
-        return self._avgdl[1]
+            counted = max(int(searcher.doc_freq("every", "1")), searcher.num_docs, 1)
+            self._statistics = searcher, counted, float(found["avgdl"]["value"] or 0.0)
+        return self._statistics[1], self._statistics[2]
 
     def _rescored(self, searcher: tantivy.Searcher, query: str, hits: list[_Hit]) -> list[_Hit]:
         """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (see
@@ -474,11 +479,11 @@ class TantivyIndex(KeywordIndexBase):
         k1, b, schema = self.options.k1, self.options.b, self._schema
         if (k1, b) == (_TANTIVY_K1, _TANTIVY_B) or not hits or schema is None:
             return hits
-        total = max(searcher.num_docs, 1)
-        everything = len(hits) >= total
+        everything = len(hits) >= searcher.num_docs
         where = {(a.segment_ord, a.doc): i for i, (_, a) in enumerate(hits)}
         lengths = searcher.fast_field_values("length", [address for _, address in hits])
-        avgdl = max(self._average_length(searcher), 1e-9)
+        total, avgdl = self._collection_statistics(searcher)
+        avgdl = max(avgdl, 1e-9)
         scores = [score for score, _ in hits]
         if not everything:
             ids = [str(searcher.doc(address).get_first("id")) for _, address in hits]
@@ -692,7 +697,7 @@ def _plain(record_id: str, text: str) -> tantivy.Document:
     import tantivy
 
     terms = _ANALYZER.terms(text)
-    return tantivy.Document(id=record_id, body=" ".join(terms), length=len(terms))
+    return tantivy.Document(id=record_id, body=" ".join(terms), length=len(terms), every="1")
 
 
 def _document(record: Record, row: int | None) -> tantivy.Document:
@@ -714,6 +719,7 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         id=record.id,
         body=" ".join(terms),
         length=len(terms),
+        every="1",
         heading=terms_text(heading_text(record)) or [],
         path=str(meta.get("path") or record.source),
         file_type=str(meta.get("file_type") or "") or [],
