@@ -102,7 +102,7 @@ def test_an_identifier_is_indexed_whole_and_by_its_parts_the_same_way_everywhere
 ) -> None:
     terms = Analyzer().terms(f"See {text}, then retry.")
     assert whole in terms and set(parts) <= set(terms), terms
-    # tantivy's ``ident`` field holds exactly the words the builtin BM25 adds to the split
+    # tantivy's ``body`` holds the builtin BM25's terms, these among them
     analyzer = Analyzer()
     added = [t for t in map(analyzer.term, identifier_words(text)) if t is not None]
     assert ident_terms(text) == added
