@@ -120,7 +120,7 @@ def test_kill_9_during_the_graph_build_leaves_exact_search_and_the_next_ingest_f
     flat = _state(reader)
     assert flat.precision == "flat"
     note = reader.search_note()
-    assert note is not None and "next `deckhand ingest` builds it" in note
+    assert note is not None and "finished by the next `deckhand ingest`" in note
     queries = _clustered(15, seed=7)
     _same_answers(reader, exact, queries)
     flat_matrix = companions(tmp_path / flat.file)[0].stat().st_ino

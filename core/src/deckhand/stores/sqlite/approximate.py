@@ -67,8 +67,8 @@ class ApproximateIndex:
         if building:
             return f"searches are exact (every vector compared) while the search graph of {found.size:,} vectors builds"
         return (
-            f"searches are exact (every vector compared): the search graph of {found.size:,} vectors is not built "
-            "yet; the next `deckhand ingest` builds it"
+            f"searches are exact (every vector compared) until the search graph of {found.size:,} vectors is built "
+            "(after an ingest reports; one interrupted is finished by the next `deckhand ingest`)"
         )
 
     def _dead_rows(self, conn: sqlite3.Connection, found: Collection, view: AnnView) -> IntArray:
