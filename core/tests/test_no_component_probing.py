@@ -48,7 +48,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/retrieval_cases.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting, for the report",
     ("agents/catalog.py", "isinstance(tool, SourceTool)"): "a tool's directory (else the working directory)",
     ("agents/reading.py", "isinstance(tool, SourceTool)"): "the registry a tool resolves its loaders in",
-    ("agents/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files and section ids",
+    ("agents/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files, section ids, search note",
     ("agents/writes.py", "isinstance(tool, SourceTool)"): "writes go to a tool that ingests a source",
     ("agents/writes.py", "isinstance(self.tool(name), SourceTool)"): "the same, by name",
     ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",

@@ -391,10 +391,14 @@ class IndexMaintenance(Protocol):
 
     The sqlite store's approximate (HNSW) index is one: writes go to the records at once (and
     searches see them), while the graph is updated in bulk at the end of an ingest run rather
-    than per file. ``maintain`` returns a short description of what it did, or None.
+    than per file. ``maintain`` returns a short description of what it did, or None. ``search_note``
+    says how searches answer while a structure is not built yet (the sqlite store's: exact until its
+    graph, built after the ingest reports, is recorded), or None; front ends show it beside results.
     """
 
     def maintain(self) -> str | None: ...
+
+    def search_note(self) -> str | None: ...
 
 
 @runtime_checkable

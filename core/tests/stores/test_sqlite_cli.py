@@ -118,3 +118,43 @@ def test_two_ingest_processes_at_once_store_every_chunk_once(project: Path) -> N
     third = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert third.returncode == 0
     assert "harbor_docs [sqlite]: 0 ingested (0 chunks, 0 embedded), 5 unchanged" in third.stderr
+
+
+def test_search_and_list_tools_say_searches_are_exact_until_the_graph_is_built(
+    project: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deckhand.agents.calls import SearchArguments
+    from deckhand.agents.toolbox import Toolbox
+    from deckhand.cli.tools import build_tools
+    from deckhand.config.loading import load_agent_config
+    from deckhand.stores.sqlite import ann as sqlite_ann
+
+    cfg = project / "agent.yaml"
+    options = "{search: ann, ann_threshold: 0, ann_background_rows: 1}"
+    cfg.write_text(
+        cfg.read_text().replace(
+            "    results: focused\n", f"    results: focused\n    database: {{provider: sqlite, options: {options}}}\n"
+        )
+    )
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("stopped")  # as a build killed midway leaves it: the flat snapshot recorded
+
+    monkeypatch.setattr(sqlite_ann, "_graph", stopped)
+    runner = CliRunner()
+    ingested = runner.invoke(cli, ["-c", str(cfg), "ingest"])
+    assert ingested.exit_code == 0, ingested.stderr
+    assert "harbor_docs: searches are exact (every vector compared)" in ingested.stderr
+    searched = runner.invoke(cli, ["-c", str(cfg), "search", "rotate API keys"])
+    assert searched.exit_code == 0, searched.stderr
+    assert "Note: searches are exact (every vector compared) until the search graph of" in searched.stdout
+    assert "| Source: docs/security.md" in searched.stdout
+
+    box = Toolbox(build_tools(load_agent_config(cfg), cfg))
+    try:
+        box.search("harbor_docs", SearchArguments(query="keys"))
+        text, listing = box.list_tools()
+    finally:
+        box.close()
+    assert listing.tools[0].search_note is not None and "until the search graph of" in listing.tools[0].search_note
+    assert "searches are exact" in text

@@ -322,6 +322,11 @@ class ToolStatus(BaseModel):
     )
     last_ingest: str | None = Field(default=None, description="Summary of the last ingest.")
     error: str | None = Field(default=None, description="Why the last ingest failed.")
+    search_note: str | None = Field(
+        default=None,
+        description="How searches answer for now, e.g. exactly (every vector compared) while the search graph "
+        "of a large index is built after its ingest.",
+    )
     outage: str | None = Field(
         default=None, description="While the store's server is unreachable: since when, and when it is retried."
     )

@@ -42,6 +42,8 @@ class Slot:
     #: Files and agent-added documents in the index, as last read (writable tools only; None: not counted).
     entries: tuple[int, int] | None = None
     counting: threading.Event | None = None  # set when the chunk count being read in the background is in
+    #: How searches answer now, read with the count (the store's search note: exact while its graph builds).
+    search_note: str | None = None
     #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
     takes_filter: bool = True
     #: What the last check of the source for changes found (None: not checked, or too large to) and when

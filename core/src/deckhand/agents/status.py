@@ -54,6 +54,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
         last_ingest=report.summary() if report is not None else None,
         error=slot.error,
         outage=said,
+        search_note=slot.search_note,
     )
 
 
@@ -77,6 +78,8 @@ def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) ->
             line += f"; {s.outage}"
         if s.error:
             line += f"; error: {s.error}"
+        if s.search_note:
+            line += f"; {s.search_note}"
         lines.append(line)
     if memory is not None:
         lines.append(f"memory ({memory.backend}): {memory.decisions} decision(s), agent {memory.agent_id}")

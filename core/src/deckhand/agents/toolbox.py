@@ -469,6 +469,8 @@ class Toolbox(MemoryCalls, WriteCalls):
         try:
             slot.count = int(slot.tool.document_count)
             slot.entries = entry_counts(slot.tool)
+            tool = slot.tool
+            slot.search_note = tool.search_note if isinstance(tool, SourceTool) else None
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)

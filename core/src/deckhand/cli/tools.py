@@ -124,6 +124,9 @@ def initialize_tools(
             store = f" [{tool.provider}]" if tool.provider else ""
             # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
+            note = tool.search_note if isinstance(tool, SourceTool) else None
+            if note:  # the graph builds after the report (this process waits for it before exiting)
+                click.echo(f"{printable(tool.config.name)}: {note}", err=True)
     return any_failed
 
 
@@ -212,6 +215,9 @@ def answer(
     stale = stale_changes(tool)
     if stale is not None:
         shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
+    note = tool.search_note if isinstance(tool, SourceTool) else None
+    if note:
+        shown.append(f"Note: {note}\n\n", style="bold")
     if _own_format(tool):
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from deckhand.bases import ChunkerBase, as_chunker, as_embedder
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
-from deckhand.capabilities import side_index_storage
+from deckhand.capabilities import index_maintenance, side_index_storage
 from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
 from deckhand.config.options import runtime_errors
@@ -609,6 +609,12 @@ class SourceTool:
     def document_count(self) -> int:
         """Number of stored chunks (0 before initialisation)."""
         return self._store.count() if self._store is not None else 0
+
+    @property
+    def search_note(self) -> str | None:
+        """How searches answer now when the store says (exact while its search graph builds), else None."""
+        maintained = index_maintenance(self._store) if self._store is not None else None
+        return maintained.search_note() if maintained is not None else None
 
     def change_stamp(self) -> tuple[Any, ...] | None:
         """A cheap value that changes whenever the stored records do, whoever wrote them (None before initialisation).

@@ -38,8 +38,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import deckhand.stores.sqlite.flat as sqlite_flat
 import deckhand.stores.sqlite.ivf as sqlite_ivf
 from deckhand.paths import is_link, open_no_link, refuse_link
+from deckhand.stores.sqlite.flat import FlatView
 from deckhand.stores.sqlite.ivf import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
 from deckhand.stores.sqlite.paging import MatrixFile, recache_in_pages
@@ -113,6 +115,8 @@ def readable(index: Path, state: AnnState) -> bool:
         return False
     if state.precision == sqlite_ivf.LABEL:
         return sqlite_ivf.readable(graph)
+    if state.precision == sqlite_flat.LABEL:
+        return sqlite_flat.readable(graph)
     from usearch.index import Index
 
     try:
@@ -127,7 +131,7 @@ def file_prefix(index: Path, collection: int) -> str:
 
 def companions(graph: Path) -> tuple[Path, Path]:
     """The float32 vectors and the row numbers written beside a graph (or IVF) file."""
-    stem = graph.name.removesuffix(".usearch")  # an IVF file keeps its suffix: "….g7.ivf.vectors.npy"
+    stem = graph.name.removesuffix(".usearch")  # an IVF or flat file keeps its suffix: "….g7.ivf.vectors.npy"
     return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
 
 
@@ -179,10 +183,10 @@ class GraphView:
 
 
 #: An opened snapshot: the store asks it for candidates and their float32 vectors.
-AnnView = GraphView | IvfView
+AnnView = GraphView | IvfView | FlatView
 
 
-def open_view(path: Path, state: AnnState, settings: SQLiteOptions) -> AnnView:
+def open_view(path: Path, state: AnnState, settings: SQLiteOptions, metric: Metric) -> AnnView:
     """Open the recorded snapshot as its kind (``state.precision``) says, whatever the settings' kind (a file of it
     that is a symbolic link: OSError, never followed by usearch or numpy)."""
     for part in (path, *companions(path)):
@@ -190,6 +194,9 @@ def open_view(path: Path, state: AnnState, settings: SQLiteOptions) -> AnnView:
     if state.precision == sqlite_ivf.LABEL:
         vectors_file, rows_file = companions(path)
         return IvfView(path, state, vectors_file, rows_file, settings.ann_probes)
+    if state.precision == sqlite_flat.LABEL:
+        vectors_file, rows_file = companions(path)
+        return FlatView(path, state, vectors_file, rows_file, metric)
     return GraphView(path, state, settings)
 
 
@@ -201,7 +208,7 @@ class AnnCache:
         self._state: AnnState | None = None
         self._failed: set[str] = set()
 
-    def get(self, index: Path, state: AnnState, settings: SQLiteOptions) -> AnnView | None:
+    def get(self, index: Path, state: AnnState, settings: SQLiteOptions, metric: Metric) -> AnnView | None:
         if self._view is not None and self._state == state:
             return self._view
         self._view = None
@@ -209,7 +216,7 @@ class AnnCache:
             return None
         path = index.with_name(state.file)
         try:
-            self._view, self._state = open_view(path, state, settings), state
+            self._view, self._state = open_view(path, state, settings, metric), state
         except (OSError, RuntimeError, ValueError) as exc:
             self._failed.add(state.file)
             log.warning(
@@ -226,7 +233,7 @@ class AnnCache:
 
 # -- maintenance (the writer's side) ---------------------------------------------------------
 @contextlib.contextmanager
-def _build_lock(index: Path, collection: int) -> Iterator[bool]:
+def build_lock(index: Path, collection: int) -> Iterator[bool]:
     """An exclusive lock on building this collection's graph; False when another process holds it."""
     try:
         import fcntl
@@ -283,58 +290,69 @@ def build(
     files are complete and synced under their final names before the caller records them; None
     when another process is building the same collection right now.
     """
-    prefix = file_prefix(index_path, collection.id)
-    with _build_lock(index_path, collection.id) as locked:
+    with build_lock(index_path, collection.id) as locked:
         if not locked:
             return None
-        for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
-            leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
-        started = time.perf_counter()
-        ivf = settings.ann_index == "ivf"
-        graph, after = (None, 0) if ivf else _start_graph(index_path, collection, settings, state, deleted_since)
-        name = f"{prefix}g{collection.generation}{sqlite_ivf.SUFFIX if ivf else '.usearch'}"
-        final = index_path.with_name(name)
-        vectors_file, rows_file = companions(final)
-        pending = [
-            index_path.with_name(f".{target.name}.{os.getpid()}.tmp") for target in (final, vectors_file, rows_file)
-        ]
-        try:
-            # The matrix first (the snapshot's rows, in row order), then the graph from it.
-            last = max(collection.next_row - 1, after)
-            numbers = _write_matrix(conn, collection, last, pending[1], pending[2])
-            size = int(numbers.size)
-            if ivf:
-                sqlite_ivf.organise(
-                    pending[1],
-                    pending[2],
-                    pending[0],
-                    numbers,
-                    collection.spec.metric,
-                    settings.ann_lists,
-                    collection.generation,
-                )
-            else:
-                _graph(graph, pending, numbers, after, collection, threads)
-                size = len(graph) if graph is not None else 0
-            for tmp in pending:
-                with open(tmp, "rb+") as handle:
-                    os.fsync(handle.fileno())
-            # The companions first: a graph file under its final name always has its matrix beside it.
-            for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
-                os.replace(tmp, target)
-            if not ivf:  # searches gather rows of the matrix at random: cache it page by page
-                recache_in_pages(vectors_file)
-        finally:
-            for tmp in pending:
-                tmp.unlink(missing_ok=True)
-        log.info(
-            "approximate index (%s) of %s rows written to %s in %.1fs",
-            settings.label,
-            f"{size:,}",
-            final,
-            time.perf_counter() - started,
-        )
-        return AnnState(collection.generation, last, size, name, settings.label), final
+        return _build(conn, index_path, collection, settings, state, deleted_since, threads)
+
+
+def _build(
+    conn: sqlite3.Connection,
+    index_path: Path,
+    collection: Any,
+    settings: SQLiteOptions,
+    state: AnnState | None,
+    deleted_since: IntArray,
+    threads: int,
+) -> tuple[AnnState, Path]:
+    """:func:`build` with the build lock held."""
+    prefix = file_prefix(index_path, collection.id)
+    for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
+        leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
+    started = time.perf_counter()
+    ivf = settings.ann_index == "ivf"
+    graph, after = (None, 0) if ivf else _start_graph(index_path, collection, settings, state, deleted_since)
+    name = f"{prefix}g{collection.generation}{sqlite_ivf.SUFFIX if ivf else '.usearch'}"
+    final = index_path.with_name(name)
+    vectors_file, rows_file = companions(final)
+    pending = [index_path.with_name(f".{target.name}.{os.getpid()}.tmp") for target in (final, vectors_file, rows_file)]
+    try:
+        # The matrix first (the snapshot's rows, in row order), then the graph from it.
+        last = max(collection.next_row - 1, after)
+        numbers = _matrix(conn, index_path, collection, None if ivf else state, last, pending[1], pending[2])
+        size = int(numbers.size)
+        if ivf:
+            sqlite_ivf.organise(
+                pending[1],
+                pending[2],
+                pending[0],
+                numbers,
+                collection.spec.metric,
+                settings.ann_lists,
+                collection.generation,
+            )
+        else:
+            _graph(graph, pending, numbers, after, collection, threads)
+            size = len(graph) if graph is not None else 0
+        for tmp in pending:
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+        # The companions first: a graph file under its final name always has its matrix beside it.
+        for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
+            os.replace(tmp, target)
+        if not ivf:  # searches gather rows of the matrix at random: cache it page by page
+            recache_in_pages(vectors_file)
+    finally:
+        for tmp in pending:
+            tmp.unlink(missing_ok=True)
+    log.info(
+        "approximate index (%s) of %s rows written to %s in %.1fs",
+        settings.label,
+        f"{size:,}",
+        final,
+        time.perf_counter() - started,
+    )
+    return AnnState(collection.generation, last, size, name, settings.label), final
 
 
 def _start_graph(
@@ -376,6 +394,61 @@ def _graph(graph: Any, pending: list[Path], numbers: IntArray, after: int, colle
     _insert(graph, numbers, matrix, fresh, collection.generation, threads)
     del matrix
     graph.save(str(pending[0]))
+
+
+def _matrix(
+    conn: sqlite3.Connection,
+    index_path: Path,
+    collection: Any,
+    state: AnnState | None,
+    last: int,
+    vectors: Path,
+    rows: Path,
+) -> IntArray:
+    """The snapshot's matrix and row numbers at ``vectors`` and ``rows``: a recorded flat snapshot of these very
+    records (same generation) lends its files (hard links, nothing copied); otherwise they are written."""
+    if state is not None and state.precision == sqlite_flat.LABEL and state.generation == collection.generation:
+        with contextlib.suppress(OSError):
+            sources = companions(index_path.with_name(state.file))
+            for source in sources:
+                refuse_link(source)
+            os.link(sources[0], vectors)
+            os.link(sources[1], rows)
+            numbers: IntArray = np.load(rows)
+            if numbers.size == state.size and (numbers.size == 0 or int(numbers[-1]) <= last):
+                return numbers
+        vectors.unlink(missing_ok=True)
+        rows.unlink(missing_ok=True)
+    return _write_matrix(conn, collection, last, vectors, rows)
+
+
+def write_flat(conn: sqlite3.Connection, index_path: Path, collection: Any) -> tuple[AnnState, Path] | None:
+    """Write the collection's matrix and its row numbers as a flat snapshot (as of the caller's read snapshot),
+    synced under their final names; None when another process is building this collection's index."""
+    prefix = file_prefix(index_path, collection.id)
+    with build_lock(index_path, collection.id) as locked:
+        if not locked:
+            return None
+        started = time.perf_counter()
+        name = f"{prefix}g{collection.generation}{sqlite_flat.SUFFIX}"
+        final = index_path.with_name(name)
+        vectors_file, rows_file = companions(final)
+        pending = [index_path.with_name(f".{t.name}.{os.getpid()}.tmp") for t in (final, vectors_file, rows_file)]
+        try:
+            last = collection.next_row - 1
+            numbers = _write_matrix(conn, collection, last, pending[1], pending[2])
+            sqlite_flat.write_marker(pending[0])
+            for tmp in pending[1:]:
+                with open(tmp, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
+                os.replace(tmp, target)
+        finally:
+            for tmp in pending:
+                tmp.unlink(missing_ok=True)
+        seconds = time.perf_counter() - started
+        log.info("exact index of %s rows written to %s in %.1fs", f"{numbers.size:,}", final, seconds)
+        return AnnState(collection.generation, last, int(numbers.size), name, sqlite_flat.LABEL), final
 
 
 def _write_matrix(conn: sqlite3.Connection, collection: Any, last: int, vectors: Path, rows: Path) -> IntArray:

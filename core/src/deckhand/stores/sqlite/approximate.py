@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import deckhand.stores.sqlite.ann as sqlite_ann
+import deckhand.stores.sqlite.flat as sqlite_flat
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite.ann import AnnCache, AnnView
 from deckhand.stores.sqlite.matrix import IntArray
@@ -53,7 +54,22 @@ class ApproximateIndex:
         if state is None or state.generation < found.log_floor:
             # Never built, or so old that the deletion log no longer covers it: exact until the next ingest.
             return None
-        return self._cache.get(self.path, state, self.options)
+        return self._cache.get(self.path, state, self.options, found.spec.metric)
+
+    def note(self, conn: sqlite3.Connection, found: Collection | None, *, building: bool) -> str | None:
+        """What searches should say of the index now: that they are exact because the graph is not built yet
+        (``building``: this process is building it), or None."""
+        if found is None or self.options.search == "exact" or not self.options.wants_ann(found.size):
+            return None
+        state = sqlite_ann.read_state(conn, found.id)
+        if state is not None and state.precision != sqlite_flat.LABEL and state.generation >= found.log_floor:
+            return None
+        if building:
+            return f"searches are exact (every vector compared) while the search graph of {found.size:,} vectors builds"
+        return (
+            f"searches are exact (every vector compared) until the search graph of {found.size:,} vectors is built "
+            "(after an ingest reports; one interrupted is finished by the next `deckhand ingest`)"
+        )
 
     def _dead_rows(self, conn: sqlite3.Connection, found: Collection, view: AnnView) -> IntArray:
         """Sorted rows of the approximate index deleted since it was built (remembered per generation)."""
@@ -107,9 +123,21 @@ class ApproximateIndex:
         order, scores = top_k(vectors, np.sqrt(squares), squares, np.ones(rows.size, bool), query, metric, k, min_score)
         return [(score, int(rows[i]), vectors[i]) for i, score in zip(order.tolist(), scores.tolist(), strict=True)]
 
-    def maintain(self, read: ReadTransaction, write: WriteTransaction, threads: int | None = None) -> str | None:
+    def maintain(
+        self,
+        read: ReadTransaction,
+        write: WriteTransaction,
+        threads: int | None = None,
+        *,
+        background: Callable[[], None] | None = None,
+    ) -> str | None:
         """Bring the index up to date after writes (:meth:`SQLiteStore.maintain`): built in a ``read`` snapshot,
-        recorded in a ``write`` that leaves the records' version alone; returns what it did, or None."""
+        recorded in a ``write`` that leaves the records' version alone; returns what it did, or None.
+
+        With ``background``, a graph of ``ann_background_rows`` rows or more is not built here: when nothing
+        searchable is recorded, the matrix is written and recorded as a flat snapshot (searched exactly), then
+        ``background()`` is called to build the graph (calling this again without it) while the caller reports.
+        """
         with read() as (conn, found):
             if found is None:
                 return None
@@ -134,7 +162,18 @@ class ApproximateIndex:
                 size=found.size,
             ):
                 return None
-            if not self.options.wants_ann(found.size):
+            deferred = (
+                background is not None
+                and self.options.wants_ann(found.size)
+                and settings.ann_index == "hnsw"
+                and found.size >= settings.ann_background_rows
+            )
+            if deferred:
+                usable = state if state is not None and state.generation >= found.log_floor else None
+                built = sqlite_ann.write_flat(conn, self.path, found) if usable is None else None
+                if usable is None and built is None:
+                    return None  # another process is building it
+            elif not self.options.wants_ann(found.size):
                 built = None
             else:
                 usable = state if state is not None and state.generation >= found.log_floor else None
@@ -150,6 +189,25 @@ class ApproximateIndex:
                 )
                 if built is None:
                     return None  # another process is building it
+        if deferred:
+            if built is not None:
+                self._record(write, found, built)
+            assert background is not None
+            background()
+            return (
+                f"searchable now by exact search; the search graph of {found.size:,} vectors is building in the "
+                "background (an interrupted build is finished by the next `deckhand ingest`)"
+            )
+        self._record(write, found, built)
+        if built is None:
+            return "approximate index removed (exact search)"
+        return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
+
+    def _record(
+        self, write: WriteTransaction, found: Collection, built: tuple[sqlite_ann.AnnState, Path] | None
+    ) -> None:
+        """Record ``built`` (None: no index) unless the collection went away or a newer one was recorded meanwhile,
+        then delete the files no longer recorded."""
         with write() as (conn, current):
             recorded = sqlite_ann.read_state(conn, current.id)
             if built is None:
@@ -162,9 +220,6 @@ class ApproximateIndex:
                 keep = built[0].file
         sqlite_ann.remove_unrecorded(self.path, found.id, keep)
         self._cache.close()
-        if built is None:
-            return "approximate index removed (exact search)"
-        return f"approximate index: {built[0].size:,} vectors ({built[0].precision})"
 
 
 def _deleted_rows(conn: sqlite3.Connection, sql: str, params: tuple[int, ...]) -> IntArray:

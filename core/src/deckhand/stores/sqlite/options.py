@@ -67,6 +67,12 @@ class SQLiteOptions(BaseModel):
         description="HNSW: candidates the graph returns beyond k, rescored exactly in float32 "
         "(0: 24, or 390 for a b1 graph, whose Hamming order is coarser).",
     )
+    ann_background_rows: int = Field(
+        default=100_000,
+        ge=1,
+        description="HNSW: an ingest leaving this many records or more builds the graph after it reports; "
+        "searches are exact until it is recorded, and an interrupted build is finished by the next ingest.",
+    )
     ann_refresh_rows: int = Field(
         default=20_000,
         ge=1,

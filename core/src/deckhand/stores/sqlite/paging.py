@@ -90,6 +90,20 @@ class MatrixFile:
                 raise ValueError(f"{self.path.name} ended before row {position}")
         return out
 
+    def block(self, start: int, stop: int, buffer: FloatRows) -> FloatRows:
+        """Rows ``start`` to ``stop - 1`` read with one ``pread`` into ``buffer`` (at least that many rows; reused
+        by a scan, so a scan's resident set is one block whatever the matrix's size)."""
+        out = buffer[: stop - start]
+        size = (stop - start) * self._width
+        into = out.reshape(-1).view(np.uint8).data
+        at = 0
+        while at < size:
+            got = _READ_INTO(self._fd, into[at:size], self._offset + start * self._width + at)
+            if got <= 0:
+                raise ValueError(f"{self.path.name} ended before row {stop - 1}")
+            at += got
+        return out
+
     def _mapping(self) -> FloatRows:
         if self._mapped is None:
             buffer = map_random(self.path)

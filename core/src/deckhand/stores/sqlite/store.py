@@ -88,6 +88,8 @@ class SQLiteStore(OpenCollection):
         self._rows_where = reads.FilteredRows()
         #: The file passed ``verify_integrity`` on this connection (checked once per connection, not per ingest).
         self._verified = False
+        #: The thread building the graph after an ingest reported (:meth:`maintain`), if one was started.
+        self._builder: threading.Thread | None = None
 
     @classmethod
     def from_config(
@@ -303,9 +305,54 @@ class SQLiteStore(OpenCollection):
         Builds it when the collection reaches the threshold, updates it once enough rows
         changed since (``ann_refresh_rows``), removes it when the settings no longer want one.
         Returns what it did, for the ingest report, or None when nothing was needed.
+
+        A graph of ``ann_background_rows`` records or more is built in a thread, on a connection of its own,
+        after this returns (searches meanwhile are exact, through the flat snapshot it records first: see
+        :meth:`search_note`); the process waits for it before exiting, and a build that is killed leaves the
+        snapshot searchable and is finished by the next ``maintain()``.
         """
         with self._lock:
-            return self._ann.maintain(self._read, functools.partial(self._write, records=False), threads)
+            if self._builder is not None and self._builder.is_alive():
+                return None  # this process is building it now
+            write = functools.partial(self._write, records=False)
+            return self._ann.maintain(self._read, write, threads, background=functools.partial(self._build, threads))
+
+    def _build(self, threads: int | None) -> None:
+        """Start building the approximate index in a (non-daemon) thread with its own store object."""
+        worker = SQLiteStore(self.path, self.collection, self.options)
+        worker.open(self.spec)
+
+        def run() -> None:
+            try:
+                done = worker._ann.maintain(worker._read, functools.partial(worker._write, records=False), threads)
+                if done:
+                    log.info("%s", done)
+            except Exception as exc:  # a thread's error would go nowhere: say it, searches stay exact
+                log.warning(
+                    "building the search graph of %s failed (%s); searches stay exact until the next `deckhand ingest`",
+                    self.path,
+                    exc,
+                )
+            finally:
+                worker.close()
+
+        self._builder = threading.Thread(target=run, name="deckhand-graph-build")
+        self._builder.start()
+
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for a graph this store object is building; True when none is."""
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+            return not builder.is_alive()
+        return True
+
+    def search_note(self) -> str | None:
+        """What a front end should say of searches now: that they are exact because the search graph is not built
+        yet (being built, or left for the next ingest), or None."""
+        building = self._builder is not None and self._builder.is_alive()
+        with self._read() as (conn, found):
+            return self._ann.note(conn, found, building=building)
 
     def get(self, ids: Sequence[str]) -> list[Record]:
         with self._read() as (conn, found):
