@@ -10,7 +10,6 @@ from deckhand.testing.memory_conformance import MemoryBackendTests
 
 
 class TestInMemoryBackend(MemoryBackendTests):
-    persistent = False  # storage dies with the object: restart tests are skipped
     full_grid = True  # fast enough to store all 20,000 coordinates
 
     @pytest.fixture
