@@ -28,8 +28,8 @@ from deckhand.bases import (
 )
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.filters.conditions import Filter, Op, condition
-from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.executor import ExecutorBase, LocalExecutor
+from deckhand.ingest.loader_set import LoaderSet
 from deckhand.protocols import MemoryBackend, RecordLog, VectorStore
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.tantivy_keyword import TantivyIndex
