@@ -146,8 +146,14 @@ class _Base:
         manager.close()
 
     def _need_persistence(self, backend: MemoryBackend) -> None:
+        """Skip for a backend declaring ``persistent = False``; one declaring it must be reopened as another object."""
         if not getattr(backend, "persistent", True):  # MemoryBackendBase's declaration (True for a Protocol-only one)
             pytest.skip("backend storage does not outlive the object")
+        if self.reopen(backend) is backend:
+            pytest.fail(
+                f"{type(backend).__name__} declares persistent: override reopen() to return a new object over the "
+                "same storage (or declare persistent = False)"
+            )
 
     def _spec(self, backend: MemoryBackend) -> BackendSpec:
         spec = self.backend_spec(backend)
