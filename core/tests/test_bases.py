@@ -255,9 +255,11 @@ class PlainKeyword:
 
 
 class RecordReadingKeyword(PlainKeyword):
-    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself."""
+    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself
+    (declared: the methods alone do not make it read records)."""
 
     wants_vector = True
+    reads_records = True
 
     def __init__(self) -> None:
         self.calls: list[str] = []

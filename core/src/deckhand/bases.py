@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import (
@@ -320,196 +320,71 @@ class MemoryBackendBase(ABC):
         """Release what the backend holds (locks, handles); by default there is nothing to release."""
 
 
-# -- adapters for components written against the Protocols alone ---------------------------------
+# -- the adapter for components written against the Protocols alone ------------------------------
+
+B = TypeVar("B")
+_ABSENT = object()
 
 
-def _optional(component: object, name: str) -> Any:
-    """The optional member ``name`` of a component that does not subclass its base (None when absent)."""
-    return getattr(component, name, None)
+def _member(component: object, name: str) -> Any:
+    """``component``'s member ``name`` (:data:`_ABSENT` when it has none): the one place core asks a component
+    what it has, for a component written against its kind's Protocol alone."""
+    return getattr(component, name, _ABSENT)
 
 
-class _Streaming(Protocol):
-    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]: ...
+class _Adapted:
+    """A component that does not subclass its kind's base, seen through it: each member of the base the component
+    has is the component's own (forwarded), every other one the base's default."""
 
+    _base: ClassVar[type]
 
-class _AdaptedTokenizer(TokenizerBase):
-    def __init__(self, inner: Tokenizer) -> None:
+    def __init__(self, inner: object) -> None:
         self.inner = inner
-        self.streams = callable(_optional(inner, "iter_token_spans"))
 
-    def token_spans(self, text: str) -> list[tuple[int, int]]:
-        return self.inner.token_spans(text)
+    def __reduce__(self) -> tuple[Any, ...]:  # chunk worker processes receive loaders and chunkers pickled
+        return _adapt, (self._base, self.inner)
 
-    def count(self, text: str) -> int:
-        return self.inner.count(text)
 
-    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]:
-        if self.streams:
-            return iter(cast(_Streaming, self.inner).iter_token_spans(text))
-        return super().iter_token_spans(text)
+def _forward(name: str) -> property:
+    return property(lambda self: _member(self.inner, name))
+
+
+def _adapt(kind: Callable[..., B], component: object) -> B:
+    """``component`` seen through the base class ``kind``; the members it has are found once, here."""
+    base = cast(type, kind)
+    names = {n for k in base.__mro__[:-1] for n in (*vars(k), *vars(k).get("__annotations__", {})) if n[0] != "_"}
+    own = {name: _forward(name) for name in sorted(names) if _member(component, name) is not _ABSENT}
+    adapted = type(f"Adapted{base.__name__}", (_Adapted, base), {"_base": base, **own})
+    return cast(B, adapted(component))
 
 
 def as_tokenizer(tokenizer: Tokenizer) -> TokenizerBase:
     """``tokenizer`` with :class:`TokenizerBase`'s members (itself when it subclasses it)."""
-    return tokenizer if isinstance(tokenizer, TokenizerBase) else _AdaptedTokenizer(tokenizer)
-
-
-class _StreamingChunker(Protocol):
-    def iter_chunks(self, document: Document) -> Iterator[Chunk]: ...
-
-
-class _AdaptedChunker(ChunkerBase):
-    def __init__(self, inner: Chunker) -> None:
-        self.inner = inner
-        self.streams = callable(_optional(inner, "iter_chunks"))
-
-    def chunk(self, document: Document) -> list[Chunk]:
-        return self.inner.chunk(document)
-
-    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
-        if self.streams:
-            return iter(cast(_StreamingChunker, self.inner).iter_chunks(document))
-        return super().iter_chunks(document)
+    return tokenizer if isinstance(tokenizer, TokenizerBase) else _adapt(TokenizerBase, tokenizer)
 
 
 def as_chunker(chunker: Chunker) -> ChunkerBase:
     """``chunker`` with :class:`ChunkerBase`'s members (itself when it subclasses it)."""
-    return chunker if isinstance(chunker, ChunkerBase) else _AdaptedChunker(chunker)
-
-
-class _AdaptedLoader(LoaderBase):
-    def __init__(self, inner: Loader) -> None:
-        self.inner = inner
-        self.extensions = inner.extensions
-        self.priority = inner.priority
-        self.verbatim = bool(_optional(inner, "verbatim"))
-
-    def load(self, path: Path) -> str | LoadedText:
-        return self.inner.load(path)
+    return chunker if isinstance(chunker, ChunkerBase) else _adapt(ChunkerBase, chunker)
 
 
 def as_loader(loader: Loader) -> LoaderBase:
     """``loader`` with :class:`LoaderBase`'s members (itself when it subclasses it)."""
-    return loader if isinstance(loader, LoaderBase) else _AdaptedLoader(loader)
-
-
-class _Batches(Protocol):
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]: ...
-
-
-class _AdaptedEmbedder(EmbedderBase):
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-        self.max_tokens = inner.max_tokens
-        long_inputs = _optional(inner, "long_inputs")
-        self.long_inputs = str(long_inputs) if long_inputs else None
-        self.batches = callable(_optional(inner, "embed_batches"))
-        self.queries = _optional(inner, "embed_queries")
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        return self.inner.tokenizer
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        return self.inner.embed(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Vector:
-        return self.queries(texts) if callable(self.queries) else self.inner.embed(texts)
-
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
-        if self.batches:
-            yield from cast(_Batches, self.inner).embed_batches(texts)
-        else:
-            yield from super().embed_batches(texts)
-
-    @property
-    def tokens_used(self) -> int | None:
-        used = _optional(self.inner, "tokens_used")  # a counter: read each time
-        return used if isinstance(used, int) else None
+    return loader if isinstance(loader, LoaderBase) else _adapt(LoaderBase, loader)
 
 
 def as_embedder(embedder: Embedder) -> EmbedderBase:
     """``embedder`` with :class:`EmbedderBase`'s members (itself when it subclasses it)."""
-    return embedder if isinstance(embedder, EmbedderBase) else _AdaptedEmbedder(embedder)
-
-
-class _AdaptedProgress(ProgressBase):
-    def __init__(self, inner: Progress) -> None:
-        self.inner = inner
-        self._status = _optional(inner, "status")
-        self._note = _optional(inner, "note")
-
-    def stage(self, name: str, total: int) -> None:
-        self.inner.stage(name, total)
-
-    def advance(self, n: int = 1) -> None:
-        self.inner.advance(n)
-
-    def status(self, status: Any) -> None:
-        if callable(self._status):
-            self._status(status)
-
-    def note(self, text: str) -> None:
-        if callable(self._note):
-            self._note(text)
-        else:
-            super().note(text)
+    return embedder if isinstance(embedder, EmbedderBase) else _adapt(EmbedderBase, embedder)
 
 
 def as_progress(progress: Progress | None) -> ProgressBase:
     """``progress`` with :class:`ProgressBase`'s members (itself when it subclasses it; a silent one for None)."""
     if progress is None:
         return ProgressBase()
-    return progress if isinstance(progress, ProgressBase) else _AdaptedProgress(progress)
-
-
-class _AdaptedKeywordIndex(KeywordIndexBase):
-    """A keyword strategy written against :class:`~deckhand.protocols.KeywordIndex` alone: its optional members
-    (``search_filtered``, ``search_with_vector`` with ``wants_vector``, and ``index_records``/``sync``/``phrases``
-    of a strategy that reads records) are read once, here."""
-
-    def __init__(self, inner: KeywordIndex) -> None:
-        self.inner = inner
-        self._filtered = _optional(inner, "search_filtered")
-        self._with_vector = _optional(inner, "search_with_vector")
-        self.wants_vector = bool(_optional(inner, "wants_vector")) and callable(self._with_vector)
-        self._index_records = _optional(inner, "index_records")
-        self._sync = _optional(inner, "sync")
-        self._phrases = _optional(inner, "phrases")
-        self.reads_records = all(callable(m) for m in (self._index_records, self._sync, self._phrases))
-
-    def build(self, docs: Iterable[tuple[str, str]]) -> None:
-        self.inner.build(docs)
-
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        return self.inner.search(query, k)
-
-    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        return self._filtered(query, k, where) if callable(self._filtered) else None
-
-    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
-        if callable(self._with_vector):
-            return list(self._with_vector(query, vector, k))
-        return self.search(query, k)
-
-    def index_records(self, records: Sequence[Record]) -> None:
-        if not self.reads_records:
-            super().index_records(records)
-        self._index_records(records)
-
-    def sync(self, records: RecordLog) -> None:
-        if not self.reads_records:
-            super().sync(records)
-        self._sync(records)
-
-    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
-        if not self.reads_records:
-            return super().phrases(phrases, limit)
-        return list(self._phrases(phrases, limit))
+    return progress if isinstance(progress, ProgressBase) else _adapt(ProgressBase, progress)
 
 
 def as_keyword_index(keyword: KeywordIndex) -> KeywordIndexBase:
     """``keyword`` with :class:`KeywordIndexBase`'s members (itself when it subclasses it)."""
-    return keyword if isinstance(keyword, KeywordIndexBase) else _AdaptedKeywordIndex(keyword)
+    return keyword if isinstance(keyword, KeywordIndexBase) else _adapt(KeywordIndexBase, keyword)

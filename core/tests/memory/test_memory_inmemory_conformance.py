@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from deckhand.bases import MemoryBackendBase
 from deckhand.memory import InMemoryBackend
 from deckhand.plugins import get_registry
 from deckhand.protocols import MemoryBackend
@@ -20,7 +21,7 @@ class TestInMemoryBackend(MemoryBackendTests):
 def test_registered_through_the_hook() -> None:
     component = get_registry().resolve("memory_backend", "in-memory")
     assert component.name == "memory" and component.plugin == "deckhand.builtin"
-    assert isinstance(component.create(None), MemoryBackend)
+    assert isinstance(component.create(None), MemoryBackendBase)
 
 
 def test_rejects_unknown_options() -> None:
