@@ -98,18 +98,8 @@ class Chunker(Protocol):
 
 
 class StoreCapability(enum.StrEnum):
-    """What a vector store may support beyond the :class:`VectorStore` methods every store has:
-    the one way a store says so.
-
-    A store declares its capabilities in a ``capabilities`` class attribute (and registers them
-    with ``register.store(..., capabilities=...)``, which ``deckhand plugins`` shows). A capability
-    that promises methods is tied to the Protocol listing them
-    (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`); deckhand calls those methods only on a
-    store declaring it (:func:`deckhand.capabilities.has_capability`). The store conformance kit
-    (:mod:`deckhand.testing.store_conformance`) tests every declared one, fails a declared
-    capability whose methods are missing, and fails a store that implements one without
-    declaring it.
-    """
+    """What a vector store may support beyond the :class:`VectorStore` methods every store has, declared in
+    its ``capabilities`` class attribute (:class:`deckhand.bases.StoreBase`; :mod:`deckhand.capabilities`)."""
 
     #: Data outlives the process: another connection, in this process or another one,
     #: sees the collection, its records and its manifest (a server, or a file).
@@ -203,9 +193,7 @@ class VectorStore(Protocol):
     ``check_same_thread=False``, or one connection per thread). Writes to one collection
     come from one thread at a time within a process.
 
-    **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
-    supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
-    A store declaring :attr:`StoreCapability.FILTERS` also takes ``where=`` in :meth:`search`.
+    **Capabilities** are declared once (:class:`deckhand.bases.StoreBase`); ``sources=`` is not one.
 
     **Damaged storage.** A store that can tell its storage is damaged (a file with a bad page)
     raises :class:`deckhand.errors.IndexCorruptError` (a ``StoreError`` carrying the path) from
