@@ -60,6 +60,13 @@ PLUGINS_EXAMPLES = {
         "class TestHashingEmbedder": "test_kit_examples_pass_their_kits",
         "class TestLinesChunker": "test_kit_examples_pass_their_kits",
         "class NoteLoader": "test_loader_example",
+        "class TestOverlapReranker": "test_kind_examples_pass_their_kits",
+        "class LeadContext": "test_kind_examples_pass_their_kits",
+        "class TestLeadContext": "test_kind_examples_pass_their_kits",
+        "class FolderBackend": "test_kind_examples_pass_their_kits",
+        "class TestFolderBackend": "test_kind_examples_pass_their_kits",
+        "class LargestFirstExecutor": "test_kind_examples_pass_their_kits",
+        "class TestLargestFirst": "test_kind_examples_pass_their_kits",
         "class TestNoteLoader": "test_loader_example",
     },
     "yaml": {
@@ -76,7 +83,7 @@ PLUGINS_EXAMPLES = {
 }
 STORE_EXAMPLES = {
     "python": {
-        "class MyStore:": "test_capabilities_example",
+        "class MyStore(StoreBase):": "test_capabilities_example",
         "def deckhand_register": "test_store_kit_examples",
         "class TestMyStoreConformance": "test_store_kit_examples",
         "class TestMyStoreTools": "test_store_kit_examples",
@@ -443,8 +450,8 @@ def test_a_tool_missing_a_member_is_told_which(tmp_path: Path) -> None:
 
 def test_capabilities_example() -> None:
     namespace: dict[str, Any] = {}
-    exec(compile(block(STORE_MD, "python", "class MyStore:"), str(STORE_MD), "exec"), namespace)
-    assert store_capabilities(namespace["MyStore"]()) == {
+    exec(compile(block(STORE_MD, "python", "class MyStore(StoreBase):"), str(STORE_MD), "exec"), namespace)
+    assert store_capabilities(namespace["MyStore"]) == {
         StoreCapability.PERSISTENT,
         StoreCapability.CONCURRENT_PROCESSES,
     }
@@ -671,6 +678,60 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     embedder = component.create(None, options={"dimension": 128}, validate=True)
     assert (embedder.model_id, embedder.embed(["tide"]).shape) == ("hashing-v1-128", (1, 128))
     sys.modules.pop("docs_example_hashing", None)
+
+
+#: The page's reranker, context generator, memory backend and executor: (package, the block of its module, the
+#: block of its test, the kind, the name it registers, the kind's base class).
+KIND_EXAMPLES = (
+    ("deckhand_overlap", "class OverlapReranker", "class TestOverlapReranker", "reranker", "overlap", "RerankerBase"),
+    (
+        "deckhand_lead",
+        "class LeadContext",
+        "class TestLeadContext",
+        "context_generator",
+        "lead",
+        "ContextGeneratorBase",
+    ),
+    (
+        "deckhand_folder_memory",
+        "class FolderBackend",
+        "class TestFolderBackend",
+        "memory_backend",
+        "folder",
+        "MemoryBackendBase",
+    ),
+    (
+        "deckhand_largest",
+        "class LargestFirstExecutor",
+        "class TestLargestFirst",
+        "executor",
+        "largest-first",
+        "ExecutorBase",
+    ),
+)
+
+
+def test_kind_examples_pass_their_kits(tmp_path: Path) -> None:
+    """The page's reranker, context generator, memory backend and executor pass their kits with the page's glue (in
+    a pytest of their own), and each registers a component its factory builds as a subclass of the kind's base."""
+    import deckhand.api
+
+    (tmp_path / "tests").mkdir()
+    for package, module, test, *_ in KIND_EXAMPLES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(block(PLUGINS_MD, "python", module), encoding="utf-8")
+        (tmp_path / "tests" / f"test_{package}.py").write_text(block(PLUGINS_MD, "python", test), encoding="utf-8")
+    ran = _pytest(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)}, "tests")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "48 passed, 2 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: several processes (no backend_spec)
+
+    for package, _, _, kind, name, base in KIND_EXAMPLES:
+        registry = PluginRegistry(load_entry_points=False)
+        registry.register_plugin(_import(tmp_path / package / "__init__.py", f"docs_example_{package}"), package)
+        component = registry.resolve(kind, name)
+        built = component.create(options=None) if kind == "executor" else component.create(tmp_path, options=None)
+        assert isinstance(built, getattr(deckhand.api, base)), (kind, type(built))
+        sys.modules.pop(f"docs_example_{package}", None)
 
 
 def test_loader_example(tmp_path: Path) -> None:

@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 from deckhand.bases import (
     ChunkerBase,
+    ContextGeneratorBase,
     EmbedderBase,
     KeywordIndexBase,
     LoaderBase,
+    MemoryBackendBase,
     ProgressBase,
+    RerankerBase,
+    StoreBase,
     TokenizerBase,
     as_chunker,
     as_embedder,
@@ -24,8 +28,9 @@ from deckhand.bases import (
 )
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.ingest.executor import ExecutorBase, LocalExecutor
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.protocols import RecordLog
+from deckhand.protocols import MemoryBackend, RecordLog, VectorStore
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.tantivy_keyword import TantivyIndex
 from deckhand.types import Chunk, Document, Record, Vector
@@ -99,12 +104,68 @@ def test_a_base_subclass_is_used_as_it_is() -> None:
     class Mine(EmbedderBase):
         model_id, dimension, max_tokens = "mine", 2, 8
 
+        @property
+        def tokenizer(self) -> Words:
+            return Words()
+
         def embed(self, texts: Sequence[str]) -> Vector:
             return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
 
     mine = Mine()
     assert as_embedder(mine) is mine
     assert [i for i, _ in mine.embed_batches(["x", "y"])] == [[0, 1]]
+
+
+def _members(protocol: type) -> set[str]:
+    """The methods and properties a Protocol lists."""
+    return {
+        name
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    }
+
+
+@pytest.mark.parametrize(
+    ("base", "required"),
+    [
+        (LoaderBase, {"load"}),
+        (TokenizerBase, {"token_spans", "count"}),
+        (ChunkerBase, {"chunk"}),
+        (EmbedderBase, {"tokenizer", "embed"}),
+        (KeywordIndexBase, {"build", "search"}),
+        (StoreBase, _members(VectorStore) - {"capabilities"}),
+        (ContextGeneratorBase, {"contexts"}),
+        (RerankerBase, {"rerank"}),
+        (MemoryBackendBase, _members(MemoryBackend) - {"close"}),
+        (ExecutorBase, {"run"}),
+    ],
+)
+def test_each_kind_marks_its_required_members_abstract(base: type, required: set[str]) -> None:
+    """A subclass missing a required member fails when built, naming it; the optional ones have defaults."""
+    assert base.__abstractmethods__ == required
+    with pytest.raises(TypeError, match="abstract method"):
+        type("Incomplete", (base,), {})()
+
+
+def test_builtin_components_subclass_their_kinds_base(tmp_path: Path) -> None:
+    from deckhand.context.structural import StructuralContextGenerator
+    from deckhand.memory.inmemory import InMemoryBackend
+    from deckhand.retrieval.folder_rerank import FolderCrossEncoder
+    from deckhand.retrieval.llm_rerank import LLMReranker
+    from deckhand.stores.inmemory import InMemoryStore
+    from deckhand.stores.sqlite.store import SQLiteStore
+
+    for component, base in (
+        (InMemoryStore, StoreBase),
+        (SQLiteStore, StoreBase),
+        (StructuralContextGenerator, ContextGeneratorBase),
+        (LLMReranker, RerankerBase),
+        (FolderCrossEncoder, RerankerBase),
+        (InMemoryBackend, MemoryBackendBase),
+        (LocalExecutor, ExecutorBase),
+    ):
+        assert issubclass(component, base), component
+    assert InMemoryBackend.persistent is False and MemoryBackendBase.persistent is True
 
 
 class ListChunker:
@@ -194,9 +255,11 @@ class PlainKeyword:
 
 
 class RecordReadingKeyword(PlainKeyword):
-    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself."""
+    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself
+    (declared: the methods alone do not make it read records)."""
 
     wants_vector = True
+    reads_records = True
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -250,4 +313,4 @@ def test_builtin_keyword_strategies_subclass_the_base_and_declare_what_they_do()
     assert as_keyword_index(bm25) is bm25 and as_keyword_index(tantivy) is tantivy
     assert bm25.runs_beside and not bm25.reads_records and not bm25.wants_vector
     assert tantivy.runs_beside and tantivy.reads_records
-    assert KeywordIndexBase().search_filtered("q", 1, WHERE) is None
+    assert as_keyword_index(PlainKeyword()).search_filtered("q", 1, WHERE) is None

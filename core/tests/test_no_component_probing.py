@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: ``(module path under deckhand/, the call as ast.unparse writes it)``: why it is allowed.
 ALLOWED: dict[tuple[str, str], str] = {
     # the mechanism itself
-    ("bases.py", "getattr(component, name, None)"): "the adapters: the one reading of optional members",
+    ("bases.py", "getattr(component, name, _ABSENT)"): "the adapter: the one reading of optional members",
     ("protocols.py", "getattr(store, 'capabilities', frozenset())"): "reading what a store declares",
     ("tools/__init__.py", "isinstance(tool, Tool)"): "build_tool checks a new tool once",
     ("tools/__init__.py", "hasattr(tool, m)"): "its one-line error names what it lacks",
@@ -156,7 +156,7 @@ def test_allowlist_has_no_stale_entry() -> None:
 
 def test_the_scan_finds_a_probe() -> None:
     """The scan itself works: it sees the adapters' one reading of optional members."""
-    assert ("bases.py", "getattr(component, name, None)") in probes()
+    assert ("bases.py", "getattr(component, name, _ABSENT)") in probes()
 
 
 def test_the_scan_sees_every_kind_of_probe() -> None:
@@ -173,7 +173,9 @@ def test_the_scan_sees_every_kind_of_probe() -> None:
     assert seen("signature(tool.search)")
     assert seen("type(tool).format_results.__module__.startswith('deckhand.')")
     assert seen("isinstance(tool, SourceTool)") and seen("isinstance(tool, base.SourceTool)")
-    assert seen("isinstance(index, VectorStore)", "tools/x.py") and seen("getattr(tool, 'x', None)", "tools/x.py")
+    assert seen("isinstance(index, NativeKeywordSearch)", "tools/x.py") and seen(
+        "getattr(tool, 'x', None)", "tools/x.py"
+    )
     assert not seen("isinstance(tool, SourceTool)", "tools/x.py")
     assert not seen("getattr(self, field)") and not seen("isinstance(value, (str, int))")
     assert not seen("factory.__module__ = module")

@@ -19,10 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from deckhand.bases import (
     ChunkerBase,
+    ContextGeneratorBase,
     EmbedderBase,
     KeywordIndexBase,
     LoaderBase,
+    MemoryBackendBase,
     ProgressBase,
+    RerankerBase,
+    StoreBase,
     TokenizerBase,
     as_tokenizer,
 )
@@ -134,7 +138,7 @@ if TYPE_CHECKING:
     from deckhand.embedding.devices import choose_device
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
     from deckhand.ingest.discovery import SourceFile
-    from deckhand.ingest.executor import Executor, IngestJob
+    from deckhand.ingest.executor import Executor, ExecutorBase, IngestJob
     from deckhand.ingest.file_types import SCRIPT
     from deckhand.ingest.loader_set import current_loaders
     from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, notice
@@ -181,7 +185,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.embedding.devices": "choose_device",
     "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
     "deckhand.ingest.discovery": "SourceFile",
-    "deckhand.ingest.executor": "Executor IngestJob",
+    "deckhand.ingest.executor": "Executor ExecutorBase IngestJob",
     "deckhand.ingest.file_types": "SCRIPT",
     "deckhand.ingest.loader_set": "current_loaders",
     "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings notice",
@@ -245,6 +249,7 @@ __all__ = [
     "Condition",
     "ConfigError",
     "ContextGenerator",
+    "ContextGeneratorBase",
     "ContextGeneratorFactory",
     "Converted",
     "CoordinateValidationError",
@@ -259,6 +264,7 @@ __all__ = [
     "EmbedderFactory",
     "EmbeddingError",
     "Executor",
+    "ExecutorBase",
     "ExecutorFactory",
     "FileState",
     "FileWorker",
@@ -287,6 +293,7 @@ __all__ = [
     "LoaderSettings",
     "MalformedResponse",
     "MemoryBackend",
+    "MemoryBackendBase",
     "MemoryBackendFactory",
     "Metric",
     "ModelMismatchError",
@@ -310,6 +317,7 @@ __all__ = [
     "RemoteSettings",
     "RerankError",
     "Reranker",
+    "RerankerBase",
     "RerankerFactory",
     "RowArray",
     "ScanEntry",
@@ -326,6 +334,7 @@ __all__ = [
     "SourceValidationError",
     "StorageError",
     "StoreAuthenticationError",
+    "StoreBase",
     "StoreCapability",
     "StoreConnectionError",
     "StoreError",

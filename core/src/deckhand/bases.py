@@ -1,8 +1,10 @@
-"""Base classes for the components plugins write, with every optional member already there.
+"""Base classes for the components plugins write: each kind's contract, stated once.
 
-Each kind's Protocol (:mod:`deckhand.protocols`) lists what a component must have; its base class
-here adds the members deckhand treats as optional, with defaults that do the right thing
-(llm gives each kind a base class the same way):
+A base class marks what a component must have abstract (subclassing it, a missing one fails at
+construction, naming it), gives the members deckhand treats as optional defaults that do the right
+thing, and declares what the component can do as class attributes its kit checks (llm gives each
+kind a base class the same way). Each kind's Protocol (:mod:`deckhand.protocols`) is the same
+contract's required part, for type checking:
 
 * :class:`LoaderBase`: ``verbatim = False``;
 * :class:`TokenizerBase`: ``iter_token_spans`` yields ``token_spans``;
@@ -14,14 +16,19 @@ here adds the members deckhand treats as optional, with defaults that do the rig
 * :class:`KeywordIndexBase`: ``search_filtered`` is None (the engine checks the ranking against the
   records' metadata), ``search_with_vector`` is ``search`` (``wants_vector = False``), and two declared
   flags: ``reads_records`` (it indexes records and keeps itself current: ``index_records``, ``sync``,
-  ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search).
+  ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search);
+* :class:`StoreBase`: ``capabilities`` (:class:`~deckhand.protocols.StoreCapability`, empty by default);
+* :class:`ContextGeneratorBase`, :class:`RerankerBase`: their one method;
+* :class:`MemoryBackendBase`: ``persistent = True`` (its storage outlives the object), ``close`` does nothing.
 
-A plugin subclasses the base and overrides what it does better. Core never asks a component
-whether it has an optional member: where it receives one it calls ``as_<kind>(component)``, which
-returns the component itself when it subclasses the base, and otherwise an adapter that forwards
-to it. The adapters are the one place that reads the optional members of a component written
-against the Protocol alone (as the docs allowed before these bases existed), once, when it is
-adapted; ``core/tests/test_no_component_probing.py`` keeps every other module from probing.
+(An executor's base, :class:`deckhand.ingest.executor.ExecutorBase`, sits with the job it runs.)
+
+A plugin subclasses the base and overrides what it does better. A component written against the
+Protocol alone is still accepted: for the kinds with optional members, core calls
+``as_<kind>(component)`` where it receives one, which returns the component itself when it subclasses
+the base, and otherwise an adapter that forwards to it. The adapters are the one place that reads the
+optional members of such a component, once, when it is adapted (the other kinds have no optional member
+to read); ``core/tests/test_no_component_probing.py`` keeps every other module from probing.
 What must be visible as a choice (a store's filters, its side indexes) is a declared
 capability instead (:mod:`deckhand.capabilities`).
 """
@@ -29,20 +36,46 @@ capability instead (:mod:`deckhand.capabilities`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import Chunker, Embedder, KeywordIndex, Loader, Progress, RecordLog, Tokenizer
-from deckhand.types import Chunk, Document, LoadedText, Record, Vector
+from deckhand.protocols import (
+    Chunker,
+    Embedder,
+    KeywordIndex,
+    Loader,
+    Progress,
+    RecordLog,
+    StoreCapability,
+    Tokenizer,
+)
+from deckhand.types import (
+    Chunk,
+    CollectionSpec,
+    Document,
+    FileState,
+    LoadedText,
+    Record,
+    ScanEntry,
+    SearchHit,
+    SyncResult,
+    Vector,
+    VectorCoordinate,
+)
 
 __all__ = [
     "ChunkerBase",
+    "ContextGeneratorBase",
     "EmbedderBase",
     "KeywordIndexBase",
     "LoaderBase",
+    "MemoryBackendBase",
     "ProgressBase",
+    "RerankerBase",
+    "StoreBase",
     "TokenizerBase",
     "as_chunker",
     "as_embedder",
@@ -55,7 +88,7 @@ __all__ = [
 log = logging.getLogger("deckhand")
 
 
-class LoaderBase:
+class LoaderBase(ABC):
     """A :class:`~deckhand.protocols.Loader` whose text is converted unless it says ``verbatim = True``."""
 
     extensions: frozenset[str]
@@ -63,36 +96,36 @@ class LoaderBase:
     #: The text returned is the file's own (decoded, not converted): results then show line numbers.
     verbatim: bool = False
 
-    def load(self, path: Path) -> str | LoadedText:
-        raise NotImplementedError
+    @abstractmethod
+    def load(self, path: Path) -> str | LoadedText: ...
 
 
-class TokenizerBase:
+class TokenizerBase(ABC):
     """A :class:`~deckhand.protocols.Tokenizer` whose spans may also be read as a stream."""
 
-    def token_spans(self, text: str) -> list[tuple[int, int]]:
-        raise NotImplementedError
+    @abstractmethod
+    def token_spans(self, text: str) -> list[tuple[int, int]]: ...
 
-    def count(self, text: str) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def count(self, text: str) -> int: ...
 
     def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The spans of :meth:`token_spans`; override to compute them a window at a time (bounded memory)."""
         return iter(self.token_spans(text))
 
 
-class ChunkerBase:
+class ChunkerBase(ABC):
     """A :class:`~deckhand.protocols.Chunker` whose chunks may also be read one by one."""
 
-    def chunk(self, document: Document) -> list[Chunk]:
-        raise NotImplementedError
+    @abstractmethod
+    def chunk(self, document: Document) -> list[Chunk]: ...
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
         """The chunks of :meth:`chunk`; override to cut them lazily (the pipeline embeds while it cuts)."""
         return iter(self.chunk(document))
 
 
-class EmbedderBase:
+class EmbedderBase(ABC):
     """An :class:`~deckhand.protocols.Embedder` with the optional members a remote or caching embedder reports."""
 
     model_id: str
@@ -103,11 +136,11 @@ class EmbedderBase:
     long_inputs: str | None = None
 
     @property
-    def tokenizer(self) -> Tokenizer:
-        raise NotImplementedError
+    @abstractmethod
+    def tokenizer(self) -> Tokenizer: ...
 
-    def embed(self, texts: Sequence[str]) -> Vector:
-        raise NotImplementedError
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> Vector: ...
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
         """Search queries' vectors; by default :meth:`embed` (chunks and queries read alike)."""
@@ -145,7 +178,7 @@ class ProgressBase:
         log.info(text)
 
 
-class KeywordIndexBase:
+class KeywordIndexBase(ABC):
     """A :class:`~deckhand.protocols.KeywordIndex` with the optional members the query engine and the keeper use.
 
     ``build`` and ``search`` are the strategy's own; the rest have defaults a plain strategy keeps.
@@ -162,11 +195,11 @@ class KeywordIndexBase:
     #: strategy, which may share the store's connection, on the query's thread.
     runs_beside: bool = False
 
-    def build(self, docs: Iterable[tuple[str, str]]) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def build(self, docs: Iterable[tuple[str, str]]) -> None: ...
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        raise NotImplementedError
+    @abstractmethod
+    def search(self, query: str, k: int) -> list[tuple[str, float]]: ...
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
         """Best ``k`` of the records ``where`` allows, by the index itself; None (the default) when it cannot
@@ -191,196 +224,167 @@ class KeywordIndexBase:
         raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
 
 
-# -- adapters for components written against the Protocols alone ---------------------------------
+class StoreBase(ABC):
+    """A :class:`~deckhand.protocols.VectorStore`: every method but the capabilities' is required (the Protocol
+    says what each does). ``capabilities`` declares the :class:`~deckhand.protocols.StoreCapability` values
+    the store supports, once, as a class attribute (``register.store`` reads it for ``deckhand plugins``); a
+    capability that promises methods (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`) is called only on a
+    store declaring it, and the store kit fails one declared without its methods or implemented undeclared."""
+
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
+
+    @abstractmethod
+    def open(self, spec: CollectionSpec) -> CollectionSpec | None: ...
+
+    @abstractmethod
+    def drop(self) -> None: ...
+
+    @abstractmethod
+    def upsert(self, records: Sequence[Record]) -> None: ...
+
+    @abstractmethod
+    def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None: ...
+
+    @abstractmethod
+    def delete_source(self, source: str) -> None: ...
+
+    @abstractmethod
+    def search(
+        self,
+        vector: Vector,
+        k: int,
+        *,
+        min_score: float | None = None,
+        sources: Sequence[str] | None = None,
+        where: Filter | None = None,
+    ) -> list[SearchHit]: ...
+
+    @abstractmethod
+    def get(self, ids: Sequence[str]) -> list[Record]: ...
+
+    @abstractmethod
+    def count(self) -> int: ...
+
+    @abstractmethod
+    def manifest(self) -> dict[str, FileState]: ...
+
+    @abstractmethod
+    def set_file_state(self, state: FileState) -> None: ...
+
+    @abstractmethod
+    def iter_records(self, batch_size: int = 1000) -> Iterator[Record]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
 
 
-def _optional(component: object, name: str) -> Any:
-    """The optional member ``name`` of a component that does not subclass its base (None when absent)."""
-    return getattr(component, name, None)
+class ContextGeneratorBase(ABC):
+    """A :class:`~deckhand.protocols.ContextGenerator`: ``contexts`` is all it has, and all it must have."""
+
+    @abstractmethod
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]: ...
 
 
-class _Streaming(Protocol):
-    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]: ...
+class RerankerBase(ABC):
+    """A :class:`~deckhand.protocols.Reranker`: ``rerank`` is all it has, and all it must have."""
+
+    @abstractmethod
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]: ...
 
 
-class _AdaptedTokenizer(TokenizerBase):
-    def __init__(self, inner: Tokenizer) -> None:
+class MemoryBackendBase(ABC):
+    """A :class:`~deckhand.protocols.MemoryBackend` that declares whether its storage outlives the object."""
+
+    #: Where the decisions live, for messages (e.g. ``/repo/.vector-memory``).
+    location: str
+    #: What it stores outlives the object: another object (or process) over the same storage sees it. The memory
+    #: kit tests a restart only of a backend declaring it (``memory``, in a dict of the process, does not).
+    persistent: ClassVar[bool] = True
+
+    @abstractmethod
+    def locate(self, coordinate: VectorCoordinate) -> str: ...
+
+    @abstractmethod
+    def scan(self) -> Iterator[ScanEntry]: ...
+
+    @abstractmethod
+    def read(self, coordinate: VectorCoordinate) -> bytes | None: ...
+
+    @abstractmethod
+    def write(self, coordinate: VectorCoordinate, data: bytes, *, create_only: bool) -> bool: ...
+
+    @abstractmethod
+    def sync(self, message: str | None = None) -> SyncResult: ...
+
+    def close(self) -> None:  # noqa: B027 (optional: a default that does nothing)
+        """Release what the backend holds (locks, handles); by default there is nothing to release."""
+
+
+# -- the adapter for components written against the Protocols alone ------------------------------
+
+B = TypeVar("B")
+_ABSENT = object()
+
+
+def _member(component: object, name: str) -> Any:
+    """``component``'s member ``name`` (:data:`_ABSENT` when it has none): the one place core asks a component
+    what it has, for a component written against its kind's Protocol alone."""
+    return getattr(component, name, _ABSENT)
+
+
+class _Adapted:
+    """A component that does not subclass its kind's base, seen through it: each member of the base the component
+    has is the component's own (forwarded), every other one the base's default."""
+
+    _base: ClassVar[type]
+
+    def __init__(self, inner: object) -> None:
         self.inner = inner
-        self.streams = callable(_optional(inner, "iter_token_spans"))
 
-    def token_spans(self, text: str) -> list[tuple[int, int]]:
-        return self.inner.token_spans(text)
+    def __reduce__(self) -> tuple[Any, ...]:  # chunk worker processes receive loaders and chunkers pickled
+        return _adapt, (self._base, self.inner)
 
-    def count(self, text: str) -> int:
-        return self.inner.count(text)
 
-    def iter_token_spans(self, text: str) -> Iterator[tuple[int, int]]:
-        if self.streams:
-            return iter(cast(_Streaming, self.inner).iter_token_spans(text))
-        return super().iter_token_spans(text)
+def _forward(name: str) -> property:
+    return property(lambda self: _member(self.inner, name))
+
+
+def _adapt(kind: Callable[..., B], component: object) -> B:
+    """``component`` seen through the base class ``kind``; the members it has are found once, here."""
+    base = cast(type, kind)
+    names = {n for k in base.__mro__[:-1] for n in (*vars(k), *vars(k).get("__annotations__", {})) if n[0] != "_"}
+    own = {name: _forward(name) for name in sorted(names) if _member(component, name) is not _ABSENT}
+    adapted = type(f"Adapted{base.__name__}", (_Adapted, base), {"_base": base, **own})
+    return cast(B, adapted(component))
 
 
 def as_tokenizer(tokenizer: Tokenizer) -> TokenizerBase:
     """``tokenizer`` with :class:`TokenizerBase`'s members (itself when it subclasses it)."""
-    return tokenizer if isinstance(tokenizer, TokenizerBase) else _AdaptedTokenizer(tokenizer)
-
-
-class _StreamingChunker(Protocol):
-    def iter_chunks(self, document: Document) -> Iterator[Chunk]: ...
-
-
-class _AdaptedChunker(ChunkerBase):
-    def __init__(self, inner: Chunker) -> None:
-        self.inner = inner
-        self.streams = callable(_optional(inner, "iter_chunks"))
-
-    def chunk(self, document: Document) -> list[Chunk]:
-        return self.inner.chunk(document)
-
-    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
-        if self.streams:
-            return iter(cast(_StreamingChunker, self.inner).iter_chunks(document))
-        return super().iter_chunks(document)
+    return tokenizer if isinstance(tokenizer, TokenizerBase) else _adapt(TokenizerBase, tokenizer)
 
 
 def as_chunker(chunker: Chunker) -> ChunkerBase:
     """``chunker`` with :class:`ChunkerBase`'s members (itself when it subclasses it)."""
-    return chunker if isinstance(chunker, ChunkerBase) else _AdaptedChunker(chunker)
-
-
-class _AdaptedLoader(LoaderBase):
-    def __init__(self, inner: Loader) -> None:
-        self.inner = inner
-        self.extensions = inner.extensions
-        self.priority = inner.priority
-        self.verbatim = bool(_optional(inner, "verbatim"))
-
-    def load(self, path: Path) -> str | LoadedText:
-        return self.inner.load(path)
+    return chunker if isinstance(chunker, ChunkerBase) else _adapt(ChunkerBase, chunker)
 
 
 def as_loader(loader: Loader) -> LoaderBase:
     """``loader`` with :class:`LoaderBase`'s members (itself when it subclasses it)."""
-    return loader if isinstance(loader, LoaderBase) else _AdaptedLoader(loader)
-
-
-class _Batches(Protocol):
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]: ...
-
-
-class _AdaptedEmbedder(EmbedderBase):
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-        self.max_tokens = inner.max_tokens
-        long_inputs = _optional(inner, "long_inputs")
-        self.long_inputs = str(long_inputs) if long_inputs else None
-        self.batches = callable(_optional(inner, "embed_batches"))
-        self.queries = _optional(inner, "embed_queries")
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        return self.inner.tokenizer
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        return self.inner.embed(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Vector:
-        return self.queries(texts) if callable(self.queries) else self.inner.embed(texts)
-
-    def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
-        if self.batches:
-            yield from cast(_Batches, self.inner).embed_batches(texts)
-        else:
-            yield from super().embed_batches(texts)
-
-    @property
-    def tokens_used(self) -> int | None:
-        used = _optional(self.inner, "tokens_used")  # a counter: read each time
-        return used if isinstance(used, int) else None
+    return loader if isinstance(loader, LoaderBase) else _adapt(LoaderBase, loader)
 
 
 def as_embedder(embedder: Embedder) -> EmbedderBase:
     """``embedder`` with :class:`EmbedderBase`'s members (itself when it subclasses it)."""
-    return embedder if isinstance(embedder, EmbedderBase) else _AdaptedEmbedder(embedder)
-
-
-class _AdaptedProgress(ProgressBase):
-    def __init__(self, inner: Progress) -> None:
-        self.inner = inner
-        self._status = _optional(inner, "status")
-        self._note = _optional(inner, "note")
-
-    def stage(self, name: str, total: int) -> None:
-        self.inner.stage(name, total)
-
-    def advance(self, n: int = 1) -> None:
-        self.inner.advance(n)
-
-    def status(self, status: Any) -> None:
-        if callable(self._status):
-            self._status(status)
-
-    def note(self, text: str) -> None:
-        if callable(self._note):
-            self._note(text)
-        else:
-            super().note(text)
+    return embedder if isinstance(embedder, EmbedderBase) else _adapt(EmbedderBase, embedder)
 
 
 def as_progress(progress: Progress | None) -> ProgressBase:
     """``progress`` with :class:`ProgressBase`'s members (itself when it subclasses it; a silent one for None)."""
     if progress is None:
         return ProgressBase()
-    return progress if isinstance(progress, ProgressBase) else _AdaptedProgress(progress)
-
-
-class _AdaptedKeywordIndex(KeywordIndexBase):
-    """A keyword strategy written against :class:`~deckhand.protocols.KeywordIndex` alone: its optional members
-    (``search_filtered``, ``search_with_vector`` with ``wants_vector``, and ``index_records``/``sync``/``phrases``
-    of a strategy that reads records) are read once, here."""
-
-    def __init__(self, inner: KeywordIndex) -> None:
-        self.inner = inner
-        self._filtered = _optional(inner, "search_filtered")
-        self._with_vector = _optional(inner, "search_with_vector")
-        self.wants_vector = bool(_optional(inner, "wants_vector")) and callable(self._with_vector)
-        self._index_records = _optional(inner, "index_records")
-        self._sync = _optional(inner, "sync")
-        self._phrases = _optional(inner, "phrases")
-        self.reads_records = all(callable(m) for m in (self._index_records, self._sync, self._phrases))
-
-    def build(self, docs: Iterable[tuple[str, str]]) -> None:
-        self.inner.build(docs)
-
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        return self.inner.search(query, k)
-
-    def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        return self._filtered(query, k, where) if callable(self._filtered) else None
-
-    def search_with_vector(self, query: str, vector: Vector, k: int) -> list[tuple[str, float]]:
-        if callable(self._with_vector):
-            return list(self._with_vector(query, vector, k))
-        return self.search(query, k)
-
-    def index_records(self, records: Sequence[Record]) -> None:
-        if not self.reads_records:
-            super().index_records(records)
-        self._index_records(records)
-
-    def sync(self, records: RecordLog) -> None:
-        if not self.reads_records:
-            super().sync(records)
-        self._sync(records)
-
-    def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
-        if not self.reads_records:
-            return super().phrases(phrases, limit)
-        return list(self._phrases(phrases, limit))
+    return progress if isinstance(progress, ProgressBase) else _adapt(ProgressBase, progress)
 
 
 def as_keyword_index(keyword: KeywordIndex) -> KeywordIndexBase:
     """``keyword`` with :class:`KeywordIndexBase`'s members (itself when it subclasses it)."""
-    return keyword if isinstance(keyword, KeywordIndexBase) else _AdaptedKeywordIndex(keyword)
+    return keyword if isinstance(keyword, KeywordIndexBase) else _adapt(KeywordIndexBase, keyword)

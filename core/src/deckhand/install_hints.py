@@ -66,12 +66,6 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pip_install(distribution: str, extra: str | None = None) -> str:
-    """The command that installs ``distribution`` (with ``extra``) from an index, quoted for a shell."""
-    requirement = f"{distribution}[{extra}]" if extra else distribution
-    return f'pip install "{requirement}"'
-
-
 @dataclass(frozen=True)
 class Installation:
     """How deckhand is installed: the installer, and the repository checkout it came from (None: an index)."""

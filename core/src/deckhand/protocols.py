@@ -1,7 +1,8 @@
 """The interfaces plugins implement.
 
-Each hook in :mod:`deckhand.hookspecs` registers factories that build one of these. They
-are structural (``typing.Protocol``): a plugin needs no base class, only the methods.
+Each hook in :mod:`deckhand.hookspecs` registers factories that build one of these. Each kind's
+contract is its base class (:mod:`deckhand.bases`); its Protocol here is the required part, for type
+checking a component written without the base (still accepted).
 
 This is the ground floor: it imports only :mod:`deckhand.types`, :mod:`deckhand.errors` and the
 filter language (:mod:`deckhand.filters`), never the packages that implement or use the protocols
@@ -37,11 +38,10 @@ from deckhand.types import (
 )
 
 
-@runtime_checkable
 class Loader(Protocol):
     """Turns one file into text. Raises :class:`deckhand.errors.LoaderError` on failure.
 
-    Optional members, with their defaults: :class:`deckhand.bases.LoaderBase` (``verbatim``). ``load`` may return a
+    The contract is :class:`deckhand.bases.LoaderBase` (this Protocol: its required part). ``load`` may return a
     :class:`deckhand.types.LoadedText` instead of a string to attach metadata (title, author, ...) to the document:
     every chunk of the file carries it, and search filters can select on it (the builtin markdown loader attaches
     the front matter).
@@ -56,8 +56,7 @@ class Loader(Protocol):
 
 
 class Tokenizer(Protocol):
-    """Splits text into the embedder's tokens; chunkers count and cut with it (optional members, with their
-    defaults: :class:`deckhand.bases.TokenizerBase`)."""
+    """Splits text into the embedder's tokens; chunkers count and cut with it (``deckhand.bases.TokenizerBase``)."""
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character ``(start, end)`` of every token of ``text``, in order."""
@@ -66,9 +65,8 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
-@runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors (optional members: :class:`deckhand.bases.EmbedderBase`)."""
+    """Turns texts into unit-length float32 vectors (:class:`deckhand.bases.EmbedderBase`)."""
 
     #: Identifies the model (and its version) the vectors come from; recorded with the index.
     model_id: str
@@ -92,26 +90,16 @@ class Chunker(Protocol):
     ``document.text``) and, optionally, ``end_char`` (one past its last) in each
     :class:`~deckhand.types.Chunk`'s ``metadata``. For a file its loader returns verbatim
     (``Loader.verbatim``) the pipeline turns them into ``start_line``/``end_line``
-    (:mod:`deckhand.ingest.lines`); a chunk without ``start_char`` is shown without a line.
-    Optional members, with their defaults: :class:`deckhand.bases.ChunkerBase` (``iter_chunks``).
+    (:mod:`deckhand.ingest.lines`); a chunk without ``start_char`` is shown without a line
+    (:class:`deckhand.bases.ChunkerBase`).
     """
 
     def chunk(self, document: Document) -> list[Chunk]: ...
 
 
 class StoreCapability(enum.StrEnum):
-    """What a vector store may support beyond the :class:`VectorStore` methods every store has:
-    the one way a store says so.
-
-    A store declares its capabilities in a ``capabilities`` class attribute (and registers them
-    with ``register.store(..., capabilities=...)``, which ``deckhand plugins`` shows). A capability
-    that promises methods is tied to the Protocol listing them
-    (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`); deckhand calls those methods only on a
-    store declaring it (:func:`deckhand.capabilities.has_capability`). The store conformance kit
-    (:mod:`deckhand.testing.store_conformance`) tests every declared one, fails a declared
-    capability whose methods are missing, and fails a store that implements one without
-    declaring it.
-    """
+    """What a vector store may support beyond the :class:`VectorStore` methods every store has, declared in
+    its ``capabilities`` class attribute (:class:`deckhand.bases.StoreBase`; :mod:`deckhand.capabilities`)."""
 
     #: Data outlives the process: another connection, in this process or another one,
     #: sees the collection, its records and its manifest (a server, or a file).
@@ -173,7 +161,6 @@ def capability_set(values: Iterable[Any]) -> frozenset[StoreCapability]:
     return frozenset(out)
 
 
-@runtime_checkable
 class VectorStore(Protocol):
     """A collection of records plus the ingestion manifest that describes them.
 
@@ -206,9 +193,7 @@ class VectorStore(Protocol):
     ``check_same_thread=False``, or one connection per thread). Writes to one collection
     come from one thread at a time within a process.
 
-    **Capabilities.** ``capabilities`` lists the :class:`StoreCapability` values the store
-    supports (``frozenset()`` when none); searching with ``sources=`` is not optional.
-    A store declaring :attr:`StoreCapability.FILTERS` also takes ``where=`` in :meth:`search`.
+    **Capabilities** are declared once (:class:`deckhand.bases.StoreBase`); ``sources=`` is not one.
 
     **Damaged storage.** A store that can tell its storage is damaged (a file with a bad page)
     raises :class:`deckhand.errors.IndexCorruptError` (a ``StoreError`` carrying the path) from
@@ -321,7 +306,6 @@ class NativeHybridSearch(Protocol):
     ) -> list[SearchHit]: ...
 
 
-@runtime_checkable
 class SideIndexStorage(Protocol):
     """Capability :attr:`StoreCapability.SIDE_INDEXES`: keeping indexes derived from its records (the sqlite store).
 
@@ -342,7 +326,6 @@ class SideIndexStorage(Protocol):
         ...
 
 
-@runtime_checkable
 class SideIndexFiles(Protocol):
     """Capability :attr:`StoreCapability.SIDE_INDEX_FILES`, beside :class:`SideIndexStorage`: where a side index
     may be kept as a file of its own.
@@ -358,7 +341,6 @@ class SideIndexFiles(Protocol):
         ...
 
 
-@runtime_checkable
 class RecordLog(Protocol):
     """Capability :attr:`StoreCapability.RECORD_LOG`, beside :class:`SideIndexFiles`: which records changed since
     a version, so a side index file is brought up to date by applying them instead of being rebuilt from every
@@ -385,7 +367,6 @@ class RecordLog(Protocol):
         ...
 
 
-@runtime_checkable
 class IndexMaintenance(Protocol):
     """Capability :attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures brought up to date after writes.
 
@@ -401,7 +382,6 @@ class IndexMaintenance(Protocol):
     def search_note(self) -> str | None: ...
 
 
-@runtime_checkable
 class IntegrityCheck(Protocol):
     """Capability :attr:`StoreCapability.INTEGRITY_CHECK`: a store keeping a file checks all of it.
 
@@ -418,9 +398,7 @@ class IntegrityCheck(Protocol):
 
 
 class KeywordIndex(Protocol):
-    """A keyword (lexical) index over records' indexed text (optional members, with their defaults:
-    :class:`deckhand.bases.KeywordIndexBase`; core adapts a strategy once, ``as_keyword_index``, and never asks).
-    """
+    """A keyword (lexical) index over records' indexed text (:class:`deckhand.bases.KeywordIndexBase`)."""
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         """(Re)build from ``(record id, indexed text)`` pairs."""
@@ -452,7 +430,6 @@ class Reranker(Protocol):
         ...
 
 
-@runtime_checkable
 class MemoryBackend(Protocol):
     """Durable storage behind :class:`deckhand.memory.VectorMemoryManager`: one serialized decision per coordinate.
 
@@ -616,8 +593,8 @@ class FilteringTool(Tool, Protocol):
 
 
 class Progress(Protocol):
-    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it); optional members,
-    with their defaults: :class:`deckhand.bases.ProgressBase` (``status``, ``note``)."""
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it;
+    :class:`deckhand.bases.ProgressBase`)."""
 
     def stage(self, name: str, total: int) -> None: ...
 

@@ -1,5 +1,5 @@
-"""deckhand's own loaders, chunkers, embedder, keyword strategy, context generator, reranker and tool types pass
-the kits of :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
+"""deckhand's own loaders, chunkers, embedder, keyword strategy, context generator, reranker, executor and tool
+types pass the kits of :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import pytest
 from _chat_server import ChatServer, serve_chat
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.ingest.executor import Executor
 from deckhand.plugins import get_registry
 from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Loader, Reranker, Tool
 from deckhand.testing.kits import (
     ChunkerTests,
     ContextGeneratorTests,
     EmbedderTests,
+    ExecutorTests,
     KeywordStrategyTests,
     LoaderTests,
     RerankerTests,
@@ -133,6 +135,13 @@ def harbour(tmp_path: Path) -> Path:
     (docs / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day; check the almanac.\n", encoding="utf-8")
     (docs / "gear.md").write_text("# Gear\n\nRope, anchor and lantern are in the locker.\n", encoding="utf-8")
     return docs
+
+
+class TestLocalExecutor(ExecutorTests):
+    @pytest.fixture
+    def executor(self, minilm: Any) -> Executor:
+        executor: Executor = get_registry().resolve("executor", "local").create(options=None)
+        return executor
 
 
 class TestVectorstoreToolType(ToolTypeTests):

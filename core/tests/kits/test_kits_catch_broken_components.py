@@ -14,6 +14,7 @@ import jsonschema
 import numpy as np
 import pytest
 from deckhand.errors import LoaderError
+from deckhand.ingest.executor import ExecutorBase, IngestJob
 from deckhand.ingest.loaders import decode_text
 from deckhand.ingest.opening import read_source_bytes
 from deckhand.ingest.pipeline import IngestReport
@@ -25,6 +26,7 @@ from deckhand.testing.kits import (
     ContextGeneratorTests,
     EmbeddingShapeTests,
     EmbeddingStabilityTests,
+    ExecutorTests,
     KeywordRankingTests,
     KeywordRebuildTests,
     LoaderDeclarationTests,
@@ -36,6 +38,7 @@ from deckhand.testing.kits import (
     ToolListingTests,
 )
 from deckhand.testing.kits.chunker import SAMPLE, Budget
+from deckhand.testing.kits.executor import _Pair
 from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
 from deckhand.tool_entry import ToolConfigBase
@@ -325,6 +328,53 @@ def test_the_reranker_and_context_kits_catch_each_fault() -> None:
     assert "should score highest" in _fails(RerankerTests().test_the_answering_passage_scores_highest, Backwards())
     assert "1 contexts for 2 chunks" in _fails(ContextGeneratorTests().test_one_context_per_chunk, OneForAll())
     assert "1 contexts for 0 chunks" not in _fails(ContextGeneratorTests().test_no_chunk_gives_no_context, OneForAll())
+
+
+# -- executors ---------------------------------------------------------------------------------------
+
+
+class SkipsFinish(ExecutorBase):
+    """Plans and processes, but never finishes: a deleted file stays in the index."""
+
+    def run(self, job: IngestJob) -> IngestReport:
+        plan = job.ingestor.plan(job.source, force=job.force, shard=job.shard)
+        job.ingestor.process(plan)
+        return plan.report
+
+
+class ForcesEverything(ExecutorBase):
+    """Ingests every file on every run, changed or not."""
+
+    def run(self, job: IngestJob) -> IngestReport:
+        return job.ingestor.run(job.source, force=True, shard=job.shard)
+
+
+class WritesNothing(ExecutorBase):
+    """Plans and finishes, with no work between."""
+
+    def run(self, job: IngestJob) -> IngestReport:
+        plan = job.ingestor.plan(job.source, force=job.force, shard=job.shard)
+        job.ingestor.finish(plan)
+        return plan.report
+
+
+def test_the_executor_kit_catches_each_fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: Any) -> None:
+    """(The builtin ``local`` executor passes the kit: test_builtin_components_pass_the_kits.py.)"""
+    monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))
+    kit = ExecutorTests()
+    for n, (test, broken, message) in enumerate(
+        (
+            (kit.test_a_run_leaves_the_index_a_local_run_leaves, WritesNothing(), "local's"),
+            (kit.test_a_rerun_ingests_nothing, ForcesEverything(), "a rerun ingested ['notes/birds.txt'"),
+            (kit.test_an_edit_is_ingested_again_and_a_deletion_removed, SkipsFinish(), "report (['notes/gear.md'], []"),
+        )
+    ):
+        (tmp_path / str(n)).mkdir()
+        pair = _Pair(tmp_path / str(n))
+        try:
+            assert message in _fails(test, broken, pair)
+        finally:
+            pair.close()
 
 
 # -- tool types --------------------------------------------------------------------------------------

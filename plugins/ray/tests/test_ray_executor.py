@@ -26,6 +26,7 @@ from deckhand.ingest.executor import IngestJob
 from deckhand.ingest.unit import PipelineDescription
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
+from deckhand.testing.kits import ExecutorTests
 from deckhand.tools import build_tool
 from deckhand.tools.base import SourceTool
 from deckhand.types import IngestReport
@@ -306,3 +307,11 @@ def test_files_in_flight_stay_bounded(tmp_path: Path, ray_address: str, monkeypa
         tool.close()
     assert len(report.ingested) == many and not report.failed
     assert len(seen) == many and max(seen) == 4  # the bound is reached and never passed
+
+
+class TestRayExecutorKit(ExecutorTests):
+    """The executor kit: a Ray run leaves the index a local run leaves, reruns nothing, follows edits and deletions."""
+
+    @pytest.fixture
+    def executor(self, ray_address: str) -> RayExecutor:
+        return RayExecutor(RayOptions())

@@ -23,10 +23,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from deckhand.agents.calls import Arguments, CallError, Output
 from deckhand.agents.slots import Slot
@@ -413,20 +412,6 @@ def _text_ok_call(value: str, what: str) -> str:
         return _text_ok(value, what)
     except ValueError as exc:
         raise CallError(f"{DELETE}: {what}: {exc}") from None
-
-
-class AgentDocumentOut(BaseModel):
-    """One agent-added document as listed."""
-
-    id: str
-    uri: str
-    chunks: int
-    characters: int = Field(description="Bytes of its text (UTF-8).")
-    added: str = Field(description="ISO 8601, UTC.")
-
-
-def added_at(stamp: float) -> str:
-    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from deckhand.bases import ContextGeneratorBase
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
 from deckhand.paths import refuse_link
@@ -105,7 +106,7 @@ class ContextCache:
             self._db.close()
 
 
-class LLMContextGenerator(ChatCaller):
+class LLMContextGenerator(ChatCaller, ContextGeneratorBase):
     """Anthropic-style contextual retrieval through an OpenAI-compatible chat endpoint.
 
     Requests go through :class:`deckhand.remote.RemoteClient` (the async OpenAI SDK client, its one

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.bases import ContextGeneratorBase
 from deckhand.chunking.headings import Heading
 from deckhand.chunking.structure import chain_at, outline
 from deckhand.types import Chunk, Document
@@ -100,7 +101,7 @@ def lead_sentence(text: str, headings: Sequence[Heading]) -> str:
     return " ".join(words[:LEAD_WORDS]) + (" …" if len(words) > LEAD_WORDS else "")
 
 
-class StructuralContextGenerator:
+class StructuralContextGenerator(ContextGeneratorBase):
     """The offline default: each chunk's context is its document title and heading chain."""
 
     def __init__(self, options: StructuralContextOptions | None = None) -> None:

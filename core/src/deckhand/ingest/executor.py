@@ -15,6 +15,7 @@ global config, else ``local``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -60,7 +61,15 @@ class Executor(Protocol):
     def run(self, job: IngestJob) -> IngestReport: ...
 
 
-class LocalExecutor:
+class ExecutorBase(ABC):
+    """An :class:`Executor` (the kind's base class, in :mod:`deckhand.api`): ``run`` is all it has, and all it must
+    have. ``deckhand.testing.kits.ExecutorTests`` checks that its run ingests what ``local`` ingests."""
+
+    @abstractmethod
+    def run(self, job: IngestJob) -> IngestReport: ...
+
+
+class LocalExecutor(ExecutorBase):
     """The builtin ``local`` executor: the in-process pipeline (reader thread, chunk worker processes)."""
 
     def run(self, job: IngestJob) -> IngestReport:

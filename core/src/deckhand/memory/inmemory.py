@@ -8,18 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import MemoryBackendBase
 from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
 from deckhand.memory.coordinates import VectorCoordinate
 
 _ids = itertools.count(1)
 
 
-class InMemoryBackend:
+class InMemoryBackend(MemoryBackendBase):
     """Keeps serialized decisions in memory; nothing survives the process.
 
     ``sync()`` records nothing durable but reports (and forgets) what changed since the last
     sync, with the same message a git commit would carry.
     """
+
+    persistent = False
 
     @classmethod
     def from_options(cls, path: Path | None, options: None = None) -> InMemoryBackend:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from deckhand.bases import RerankerBase
 from deckhand.embedding.devices import onnx_providers
 from deckhand.embedding.minilm_onnx import MAX_TOKENS, open_session
 from deckhand.errors import RerankError
@@ -37,7 +38,7 @@ class FolderRerankerOptions(BaseModel):
     device: str | None = Field(default=None, pattern="^(cpu|cuda|auto)$", description="cpu, cuda or auto")
 
 
-class FolderCrossEncoder:
+class FolderCrossEncoder(RerankerBase):
     """Scores (query, passage) pairs with a cross-encoder folder (see the module docstring)."""
 
     def __init__(self, settings: FolderRerankerOptions, base_dir: Path | None = None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from deckhand.bases import RerankerBase
 from deckhand.errors import RerankError
 from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
 from deckhand.remote.client import RemoteCallError
@@ -61,7 +62,7 @@ class LLMRerankerOptions(ChatSettings):
     prompt: str = Field(default=DEFAULT_RERANK_PROMPT, description="Template with {query} and {passage}")
 
 
-class LLMReranker(ChatCaller):
+class LLMReranker(ChatCaller, RerankerBase):
     """Rates each passage's relevance to the query with a chat model; see the module docstring."""
 
     def __init__(self, options: LLMRerankerOptions) -> None:

@@ -9,8 +9,8 @@
   :meth:`~ServerStore._connect`; :meth:`~ServerStore.from_config` builds it from a ``database:`` block;
   :meth:`~ServerStore._record_vector` checks a record's vector before anything is written.
 
-Both are internals: the store protocol (:class:`deckhand.protocols.VectorStore`) and the factories
-registered with deckhand are unchanged by them, and a third-party store need not use them.
+Both subclass the store's contract, :class:`deckhand.bases.StoreBase`; a third-party store may subclass
+them (``ServerStore`` is in :mod:`deckhand.api`) or the base alone.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from deckhand.bases import StoreBase
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.scoring import degenerate_row
 from deckhand.types import CollectionSpec, Metric, Record, Vector
@@ -34,7 +35,7 @@ DEFAULT_INDEX_NAME = "deckhand_vectors"
 OptionsT = TypeVar("OptionsT")
 
 
-class OpenCollection:
+class OpenCollection(StoreBase):
     """The collection a store serves (:attr:`collection`) and the spec it was opened with (``_spec``)."""
 
     collection: str

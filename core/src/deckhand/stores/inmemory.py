@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from deckhand.bases import StoreBase
 from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
@@ -23,7 +24,7 @@ from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 _INITIAL_CAPACITY = 1024
 
 
-class InMemoryStore:
+class InMemoryStore(StoreBase):
     """A volatile collection: records, their vectors and the ingestion manifest.
 
     Each instance is its own collection: a second instance (another connection) starts

@@ -18,8 +18,10 @@ inherited tests)::
         def backend_spec(self, backend):          # lets the kit rebuild it in other processes
             return ("my-backend", {"path": str(backend.root)})
 
-Class attributes tune the kit: ``persistent = False`` for a backend whose storage dies with
-the object (restart tests are skipped), ``full_grid = True`` to store all 20,000
+The kit reads what the backend declares: one with ``persistent = False``
+(:class:`deckhand.api.MemoryBackendBase`; its storage dies with the object) skips the restart tests, and
+one declaring ``persistent`` fails them when a new object over its storage does not see what was stored.
+Class attributes tune the kit: ``full_grid = True`` to store all 20,000
 coordinates (fast backends), ``perf_decisions`` for the size of the timing test. Each
 scenario is also a mixin (``StorageTests``, ``ImmutabilityTests``, ...) to pick from.
 """
@@ -122,7 +124,6 @@ def _run_processes(spec: BackendSpec, jobs: list[tuple[str, list[tuple[int, int,
 
 
 class _Base:
-    persistent: ClassVar[bool] = True
     full_grid: ClassVar[bool] = False
     perf_decisions: ClassVar[int] = 300
 
@@ -144,9 +145,15 @@ class _Base:
         yield manager
         manager.close()
 
-    def _need_persistence(self) -> None:
-        if not self.persistent:
+    def _need_persistence(self, backend: MemoryBackend) -> None:
+        """Skip for a backend declaring ``persistent = False``; one declaring it must be reopened as another object."""
+        if not getattr(backend, "persistent", True):  # MemoryBackendBase's declaration (True for a Protocol-only one)
             pytest.skip("backend storage does not outlive the object")
+        if self.reopen(backend) is backend:
+            pytest.fail(
+                f"{type(backend).__name__} declares persistent: override reopen() to return a new object over the "
+                "same storage (or declare persistent = False)"
+            )
 
     def _spec(self, backend: MemoryBackend) -> BackendSpec:
         spec = self.backend_spec(backend)
@@ -203,7 +210,7 @@ class StorageTests(_Base):
         assert StoredDecision.from_bytes(data) == decision
 
     def test_restart_sees_stored_decisions(self, manager: VectorMemoryManager, backend: MemoryBackend) -> None:
-        self._need_persistence()
+        self._need_persistence(backend)
         stored = [manager.store(VectorCoordinate(x, 1, 2), f"note {x}") for x in range(1, 11)]
         fresh = _open(self.reopen(backend), "another-agent")
         assert [d.to_json() for d in fresh.query_range()] == [d.to_json() for d in stored]
@@ -413,7 +420,7 @@ class PersistenceTests(_Base):
         result = manager.sync("Store initial architecture decisions")
         assert sorted(result.changed) == [d.coordinate for d in stored]
         assert manager.pending == []
-        self._need_persistence()
+        self._need_persistence(backend)
         fresh = _open(self.reopen(backend), "restarted")
         assert fresh.load_from_git() == len(stored)
         assert [d.to_json() for d in fresh.query_range()] == [d.to_json() for d in stored]

@@ -19,6 +19,7 @@ from pathlib import Path
 from deckhand.api import (
     MEMORY_DIR,
     ConcurrencyError,
+    MemoryBackendBase,
     ScanEntry,
     StorageError,
     SyncResult,
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 SYNC_ATTEMPTS = 3
 
 
-class GitMemoryBackend:
+class GitMemoryBackend(MemoryBackendBase):
     """Stores each decision in ``<repo>/.vector-memory/x-NNN/y-Y-z-Z.json``; history is git's.
 
     Options: ``lock_timeout`` (seconds to wait for another process's sync or create lock,

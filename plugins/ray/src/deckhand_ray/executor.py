@@ -26,6 +26,7 @@ from typing import Any
 import ray
 from deckhand.api import (
     ConfigError,
+    ExecutorBase,
     IngestJob,
     IngestReport,
     Plan,
@@ -52,7 +53,7 @@ IN_FLIGHT_PER_CPU = 4
 NODE_ID_SHOWN = 8
 
 
-class RayExecutor:
+class RayExecutor(ExecutorBase):
     """Runs an :class:`IngestJob`'s work on Ray (see the module docstring)."""
 
     def __init__(self, options: RayOptions) -> None:

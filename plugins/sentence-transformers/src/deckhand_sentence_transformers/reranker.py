@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import ConfigError, RerankError
+from deckhand.api import ConfigError, RerankerBase, RerankError
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand_sentence_transformers.embedder import TORCH_HINT
@@ -58,7 +58,7 @@ def model_directory(model: str, base_dir: Path | None) -> Path:
     return path.resolve()
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(RerankerBase):
     """Scores passages with a local cross-encoder; the model loads on the first :meth:`rerank`."""
 
     def __init__(

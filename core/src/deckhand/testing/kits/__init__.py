@@ -14,7 +14,9 @@ collects the inherited tests::
 
 Pick single mixins (``LoaderSafetyTests``, ``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
 capability out. Every kit is fast: a few short texts, no model or server of its own (the tool type kit
-serves the tool over an in-memory MCP session).
+serves the tool over an in-memory MCP session; the executor kit ingests three short files with the default
+embedder). Stores and memory backends have kits of their own: :mod:`deckhand.testing.store_conformance`,
+:mod:`deckhand.testing.memory_conformance`.
 """
 
 from deckhand.testing.kits.chunker import (
@@ -30,6 +32,7 @@ from deckhand.testing.kits.embedder import (
     EmbeddingStabilityTests,
     TokenizerTests,
 )
+from deckhand.testing.kits.executor import ExecutorTests
 from deckhand.testing.kits.keyword import KeywordRankingTests, KeywordRebuildTests, KeywordStrategyTests
 from deckhand.testing.kits.loader import (
     LoaderDeclarationTests,
@@ -50,6 +53,7 @@ __all__ = [
     "EmbedderTests",
     "EmbeddingShapeTests",
     "EmbeddingStabilityTests",
+    "ExecutorTests",
     "KeywordRankingTests",
     "KeywordRebuildTests",
     "KeywordStrategyTests",

@@ -37,6 +37,8 @@ from deckhand.api import (
     Metric,
     Record,
     SearchHit,
+    StoreBase,
+    StoreCapability,
     StoreError,
     Vector,
     require_filters,
@@ -71,12 +73,12 @@ def storage_name(index_name: str, collection: str, suffix: str, rule: NameRule) 
     return name
 
 
-class BridgeStore:
+class BridgeStore(StoreBase):
     """Shared implementation; see the module docstring. Subclasses set the class attributes and hooks."""
 
     #: The provider name (``database.provider``) and the key of :data:`SCORE_RULES`.
     provider: ClassVar[str] = ""
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
     filter_style: ClassVar[FilterStyle] = FilterStyle.EQUALITIES
     #: False where the connector's "upsert" does not replace an existing key (Chroma: it calls add()).
     upsert_overwrites: ClassVar[bool] = True
