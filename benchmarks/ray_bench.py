@@ -17,11 +17,13 @@ counts a page shared by several processes once in all) and split between ours (`
 embedding actors, the workers that read and chunk, the watcher) and Ray's own servers and agents (``ray_own_*``:
 GCS, raylet, dashboard, monitors, agents). ``--orphans`` starts ``deckhand ingest --executor ray`` (a local Ray of
 its own), kills it with ``kill -9`` once a third of the files are written, and counts the processes it had started
-that are still running 1, 5, 10, 30 and 60 s later. Usage::
+that are still running 1, 5, 10, 30 and 60 s later. ``--order`` runs ``local``, ``ray-N`` and ``llamaindex-N`` in the
+order given (one Ray started first), each compared with the next local run (else the last one before). Usage::
 
     python benchmarks/ray_bench.py --chunks 2000 --files 200 --cpus 2
     python benchmarks/ray_bench.py --chunks 600 --files 60 --cpus 2 --actors 1 --own-ray
     python benchmarks/ray_bench.py --chunks 600 --files 60 --orphans
+    python benchmarks/ray_bench.py --chunks 600 --files 60 --cpus 2 --order ray-2 ray-1 local llamaindex-1
     nox -s bench-llamaindex -- --chunks 2000 --files 200 --cpus 2 --llamaindex 1 2
 """
 
@@ -295,6 +297,52 @@ def llamaindex(corpus: Path, workers: int, cpus: int) -> dict[str, Any]:
     }
 
 
+def in_order(work: Path, corpus: Path, order: list[str], cpus: int) -> list[dict[str, Any]]:
+    """Runs ``local``, ``ray-N`` and ``llamaindex-N`` in ``order`` (one Ray of ``cpus`` started first where a ``ray-N``
+    is among them), each with ``ratio_to_local``: its chunks/s over the next local run's, else the last one's before."""
+    import ray
+    from deckhand.ingest.executor import LocalExecutor
+    from deckhand_ray.executor import RayExecutor
+    from deckhand_ray.options import RayOptions
+
+    if any(name.startswith("ray-") for name in order):
+        ray.init(
+            address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+            logging_level=logging.WARNING, _node_ip_address="127.0.0.1",
+        )  # fmt: skip
+    runs: list[dict[str, Any]] = []
+    try:
+        for n, name in enumerate(order, 1):
+            kind, _, count = name.partition("-")
+            if kind == "llamaindex":
+                command = [sys.executable, __file__, "--llamaindex-run", str(corpus), "--llamaindex", count]
+                out = subprocess.run(
+                    [*command, "--cpus", str(cpus)], capture_output=True, text=True, check=True, timeout=3600
+                )
+                run = json.loads(out.stdout.strip().splitlines()[-1])
+            elif kind == "ray":
+                per_actor = min(1.0, (cpus - 1) / int(count))
+                options = RayOptions(embed_actors=int(count), cpus_per_actor=per_actor)
+                run = ingest(work, corpus, f"{n}-{name}", RayExecutor(options))
+            elif name == "local":
+                run = ingest(work, corpus, f"{n}-{name}", LocalExecutor())
+            else:
+                raise SystemExit(f"--order: {name!r} is not local, ray-N or llamaindex-N")
+            runs.append({"order": n, **run, "executor": name})
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    locals_ = [run for run in runs if run["executor"] == "local"]
+    for run in runs:
+        after = [r for r in locals_ if r["order"] > run["order"]]
+        before = [r for r in locals_ if r["order"] < run["order"]]
+        base = run if run["executor"] == "local" else (after[:1] or before[-1:] or [None])[0]
+        if base is not None:
+            run["ratio_to_local"] = round(run["chunks_per_s"] / base["chunks_per_s"], 2)
+            run["local_of"] = base["order"]
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=2000)
@@ -304,6 +352,7 @@ def main() -> None:
     parser.add_argument("--llamaindex", type=int, nargs="*", default=[], help="num_workers of each LlamaIndex run")
     parser.add_argument("--own-ray", action="store_true", help="each Ray run starts its own Ray (memory of all Ray)")
     parser.add_argument("--orphans", action="store_true", help="processes left after kill -9 of a Ray ingest")
+    parser.add_argument("--order", nargs="+", help="these runs in this order: local, ray-N, llamaindex-N")
     parser.add_argument("--llamaindex-run", type=Path, help=argparse.SUPPRESS)  # one run, in a fresh process
     parser.add_argument("--one-run", help=argparse.SUPPRESS)  # one --own-ray run, in a fresh process
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -327,6 +376,10 @@ def main() -> None:
         make_corpus(corpus, args.chunks, args.files)
         if args.orphans:
             print(json.dumps(orphans(work, corpus)), flush=True)
+            return
+        if args.order:
+            for run in in_order(work, corpus, args.order, args.cpus):
+                print(json.dumps(run), flush=True)
             return
         if args.own_ray:
             local = isolated(work, corpus, "local", 1, args.cpus)
