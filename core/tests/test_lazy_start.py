@@ -235,3 +235,34 @@ def test_side_indexes_are_kept_with_the_records_version(project: Path) -> None:
         (r.source, r.chunk_index, r.definitions, r.references) for r in expected
     ]
     loaded.close()
+
+
+TOKENIZER_ONLY = """
+import json, sys
+from deckhand.building.lazy_embedders import lazy_embedder
+from deckhand.chunking.token import TokenChunker
+from deckhand.plugins import get_registry
+from deckhand.types import Document
+
+text = " ".join(f"Buoy {i} marks the channel into the harbour at berth {i % 7}." for i in range(300))
+embedder = lazy_embedder(get_registry(), sys.argv[1] or None)
+chunks = TokenChunker(embedder.tokenizer, chunk_size=64, chunk_overlap=8).chunk(Document(source="a.md", text=text))
+out = {"loaded": embedder.loaded, "onnxruntime": "onnxruntime" in sys.modules, "chunks": len(chunks)}
+out["count"] = embedder.tokenizer.count(text)
+embedder.embed(["warm"])  # the model now: its tokenizer counts the same
+out["after"] = {"loaded": embedder.loaded, "count": embedder.tokenizer.count(text)}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("model", ["", "all-MiniLM-L6-v2"])
+def test_chunking_loads_the_tokenizer_not_the_model(model: str) -> None:
+    # A process that chunks but never embeds (a Ray ingest's driver) builds the chunker on the tokenizer alone.
+    env = {**os.environ, "DECKHAND_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", TOKENIZER_ONLY, model], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["loaded"] is False and out["onnxruntime"] is False and out["chunks"] > 5
+    assert out["after"] == {"loaded": True, "count": out["count"]}

@@ -44,6 +44,7 @@ def deckhand_register(register: Registrar) -> None:
         LEGACY_MODEL_ID,
         MAX_TOKENS,
         MiniLMOnnxEmbedder,
+        minilm_tokenizer,
     )
     from deckhand.ingest.executor import LOCAL, LocalExecutor
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
@@ -102,6 +103,7 @@ def deckhand_register(register: Registrar) -> None:
         model_id=None if gpu else DEFAULT_MODEL_ID,
         dimension=None if gpu else DIMENSION,
         max_tokens=None if gpu else MAX_TOKENS,
+        tokenizer=minilm_tokenizer,
     )
     register.embedder(
         LEGACY_MODEL_ID,
@@ -112,6 +114,7 @@ def deckhand_register(register: Registrar) -> None:
         model_id=LEGACY_MODEL_ID,
         dimension=DIMENSION,
         max_tokens=MAX_TOKENS,
+        tokenizer=minilm_tokenizer,
     )
 
     register.embedder(

@@ -197,6 +197,9 @@ class Component:
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
     #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
+    #: Embedders: ``tokenizer(model) -> Tokenizer``, the embedder's tokenizer without its model (a process that
+    #: only chunks, such as a Ray driver, then never loads the model); None: the model is loaded for it.
+    tokenizer: Callable[[str], Tokenizer] | None = None
     #: The plugins whose component of the same name this one wins over (set by the registry; an options
     #: error then names the plugin whose model rejected them).
     shadows: tuple[str, ...] = ()
@@ -353,6 +356,7 @@ class Registrar:
         model_id: str | None = None,
         dimension: int | None = None,
         max_tokens: int | None = None,
+        tokenizer: Callable[[str], Tokenizer] | None = None,
         description: str = "",
         aliases: Sequence[str] = (),
         priority: int = 0,
@@ -360,7 +364,8 @@ class Registrar:
         """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
 
         ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.building.lazy_embedders`).
+        without building the embedder (:mod:`deckhand.building.lazy_embedders`). ``tokenizer(model)``, given
+        the name the factory gets, builds the embedder's tokenizer without its model (for chunking alone).
         """
         given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
         if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):
@@ -372,6 +377,7 @@ class Registrar:
             factory,
             options=options,
             described=described,
+            tokenizer=tokenizer,
             description=description,
             aliases=aliases,
             priority=priority,

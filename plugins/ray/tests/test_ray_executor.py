@@ -18,7 +18,7 @@ import deckhand_ray.executor as executor_module
 import psutil
 import pytest
 from click.testing import CliRunner
-from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder_for
+from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder, lazy_embedder_for
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError, StoreConnectionError
@@ -94,6 +94,8 @@ def test_sqlite_equals_local(tmp_path: Path, corpus: Path, ray_address: str, mon
     files, chunks, embedded = _ingest(local, tmp_path / "home-local", monkeypatch)
     assert (files, embedded) == (FILES, chunks) and chunks > FILES  # some files have several chunks
     assert _ingest(distributed, tmp_path / "home-ray", monkeypatch, "--executor", "ray") == (files, chunks, chunks)
+    # The driver chunked (its chunker pickled for the read tasks) on the tokenizer alone: it never loaded the model.
+    assert lazy_embedder(get_registry(), None).loaded is False
     _same(local, distributed)
     again = _ingest(distributed, tmp_path / "home-ray", monkeypatch, "--executor", "ray")
     assert again == (0, 0, 0)  # decided by the manifest: nothing changed, Ray not even needed

@@ -11,18 +11,24 @@ import sys
 import textwrap
 import time
 
+import deckhand_ray.cluster as cluster
 import psutil
+import pytest
+from deckhand.api import ConfigError
+from deckhand_ray.cluster import LOCAL_OBJECT_STORE_MB, MB, connected
+from deckhand_ray.options import RayOptions
 
 #: A driver of a local Ray (no RAY_ADDRESS): says READY once Ray started, then waits to be killed.
 DRIVER = textwrap.dedent(
     """
     import subprocess, time
+    import ray
     from deckhand_ray.cluster import connected
     from deckhand_ray.options import RayOptions
 
     own = subprocess.Popen(["sleep", "600"])  # a child of the driver's own, not Ray's
     with connected(RayOptions(num_cpus=1)):
-        print("READY", own.pid, flush=True)
+        print("READY", own.pid, int(ray.cluster_resources()["object_store_memory"]), flush=True)
         time.sleep(600)
     """
 )
@@ -37,8 +43,9 @@ def test_a_killed_local_drivers_helpers_die_with_it() -> None:
     )
     try:
         assert driver.stdout is not None
-        ready, own = driver.stdout.readline().split()
+        ready, own, store = driver.stdout.readline().split()
         assert ready == "READY"
+        assert int(store) == LOCAL_OBJECT_STORE_MB * MB  # started lean: not Ray's 30 % of the machine's memory
         deadline = time.monotonic() + 60
         while True:  # the agents are up once Ray answers; wait until the raylet's children show
             helpers = [p for p in psutil.Process(driver.pid).children(recursive=True) if p.pid != int(own)]
@@ -58,3 +65,15 @@ def test_a_killed_local_drivers_helpers_die_with_it() -> None:
     for process in alive:  # not to leave them to the next test
         process.kill()
     assert left == [], f"still running {GONE_WITHIN_S:.0f}s after kill -9 of the driver: {left}"
+
+
+@pytest.mark.parametrize(("setting", "value"), [("num_cpus", 2), ("object_store_mb", 100)])
+def test_local_settings_beside_an_address_are_refused(
+    setting: str, value: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``num_cpus`` and ``object_store_mb`` set up the local Ray of a run; a cluster to join has its own."""
+    monkeypatch.setattr(cluster.ray, "is_initialized", lambda: False)
+    options = RayOptions.model_validate({"address": "127.0.0.1:1", setting: value})
+    refused = f"^executor ray: {setting} sets up a local Ray; the cluster at 127.0.0.1:1 has its own"
+    with pytest.raises(ConfigError, match=refused), connected(options):
+        pass

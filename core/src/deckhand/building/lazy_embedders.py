@@ -39,11 +39,20 @@ _lock = threading.Lock()
 class LazyEmbedder(EmbedderBase):
     """Stands for the embedder ``value`` selects: its description at once, the model on first ``embed``."""
 
-    def __init__(self, registry: PluginRegistry, value: EmbeddingModel, described: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        registry: PluginRegistry,
+        value: EmbeddingModel,
+        described: dict[str, Any] | None,
+        tokenizer: Callable[[], Tokenizer] | None = None,
+    ) -> None:
         self._registry = registry
         self._value = value
         self._inner: Embedder | None = None
         self._base: EmbedderBase | None = None  # the same, with the base class's members
+        #: Builds the model's tokenizer without the model (the registration's ``tokenizer=``), or None.
+        self._make_tokenizer = tokenizer
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         if described is None:
             inner = self.load()
@@ -71,6 +80,13 @@ class LazyEmbedder(EmbedderBase):
 
     @property
     def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer: without loading the model where the registration builds it alone (a process
+        that chunks but does not embed, such as a Ray driver, never loads the model), else the loaded model's."""
+        with self._lock:
+            if self._inner is None and self._make_tokenizer is not None:
+                if self._tokenizer is None:
+                    self._tokenizer = self._make_tokenizer()
+                return self._tokenizer
         return self.load().tokenizer
 
     def embed(self, texts: Sequence[str]) -> Vector:
@@ -103,7 +119,11 @@ def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedd
     direct = (name == component.name or name in component.aliases) and not options
     info = component.described
     described = {k: info[k] for k in DESCRIBED} if direct and all(k in info for k in DESCRIBED) else None
-    made = LazyEmbedder(registry, value, described)
+    # The tokenizer alone, for the name the factory gets; options may change it, so those load the model for it.
+    canonical = component.name if name in (component.name, *component.aliases) else name
+    make = component.tokenizer
+    tokenizer = None if make is None or options else (lambda: make(canonical))
+    made = LazyEmbedder(registry, value, described, tokenizer)
     with _lock:
         return _lazy.setdefault(key, made)
 

