@@ -245,7 +245,7 @@ def rss_run(pages_count: int, seed: int) -> None:
     """In a child process: write a scanned PDF of ``pages_count`` pages, load it with the PDF loader, print peak RSS."""
     sys.path.insert(0, str(Path(__file__).parents[1] / "plugins" / "ocr" / "tests"))
     from deckhand.ingest.loader_set import LoaderSet
-    from deckhand.ingest.loaders import LoaderSettings
+    from deckhand.ingest.loaders import LoaderSettings, reporting_parts
     from deckhand_ocr.pdf import PdfLoader
     from ocr_samples import PdfPage, pdf
 
@@ -258,12 +258,26 @@ def rss_run(pages_count: int, seed: int) -> None:
         size = path.stat().st_size
         before = peak_rss()
         clock = time.perf_counter()
-        loaded = LoaderSet([PdfLoader()], LoaderSettings(ocr="auto")).load_with_metadata(path)
+
+        def page_done(done: int, total: int, unit: str) -> None:  # the loader's per-page progress
+            if done % 25 == 0 or done in (1, total):
+                print(f"    page {done}/{total}: {time.perf_counter() - clock:.0f} s, RSS {rss():.0f} MB", flush=True)
+
+        with reporting_parts(page_done):
+            loaded = LoaderSet([PdfLoader()], LoaderSettings(ocr="auto")).load_with_metadata(path)
         seconds = time.perf_counter() - clock
     print(
         f"  {pages_count}-page scanned PDF ({size / 1e6:.1f} MB): {len(loaded.places)} pages read in {seconds:.0f} s "
         f"({pages_count / seconds:.2f} pages/s); peak RSS {peak_rss():.0f} MB (before loading: {before:.0f} MB)"
     )
+
+
+def rss() -> float:
+    """This process's resident memory now, in MB (``VmRSS``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def peak_rss() -> float:

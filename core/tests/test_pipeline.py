@@ -214,6 +214,42 @@ def test_a_loader_bug_skips_the_file_not_the_run(
     assert warnings_of(caplog_ingest) == ["failed docs/a.note: loader failed (KeyError: 'boom')"]
 
 
+def test_a_loader_reading_a_long_file_part_by_part_shows_each_part_in_the_status(tmp_path: Path, minilm: Any) -> None:
+    from deckhand.api import loading_progress
+    from deckhand.cli.progress import RichProgress
+
+    class Scans:
+        extensions = frozenset({".scan"})
+        priority = 0
+        verbatim = False
+
+        def load(self, path: Path) -> str:
+            for page in range(1, 4):
+                loading_progress(page, 3)
+            return GOOD
+
+    class Watching(RichProgress):
+        def __init__(self) -> None:
+            super().__init__("kb", enabled=False)
+            self.seen: list[str | None] = []
+
+        def status(self, status: Any) -> None:
+            self.seen.append(status.loading)
+            super().status(status)
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.scan").write_text("x")
+    ingestor = make_ingestor(minilm, open_memory_store(minilm), tmp_path)
+    ingestor.loaders.by_extension[".scan"] = Scans()
+    ingestor.progress = watching = Watching()
+    assert ingestor.run(docs).ingested == ["docs/long.scan"]
+    reading = [s for s in watching.seen if s]
+    assert reading == [f"docs/long.scan: page {n} of 3" for n in (1, 2, 3)]
+    assert watching.seen[-1] is None  # the file done: the status names no file being read
+    assert all("(" not in task.description for task in watching._bars.tasks)  # the bar's label: no file named
+
+
 # -- change detection -------------------------------------------------------------------
 
 

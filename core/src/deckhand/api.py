@@ -141,7 +141,7 @@ if TYPE_CHECKING:
     from deckhand.ingest.executor import Executor, ExecutorBase, IngestJob
     from deckhand.ingest.file_types import SCRIPT
     from deckhand.ingest.loader_set import current_loaders
-    from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, notice
+    from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, loading_progress, notice
     from deckhand.ingest.opening import confined_to, open_source_file, read_source_bytes
     from deckhand.ingest.pipeline import Plan
     from deckhand.ingest.unit import FileWorker, PipelineDescription
@@ -188,7 +188,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.ingest.executor": "Executor ExecutorBase IngestJob",
     "deckhand.ingest.file_types": "SCRIPT",
     "deckhand.ingest.loader_set": "current_loaders",
-    "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings notice",
+    "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings loading_progress notice",
     "deckhand.ingest.opening": "confined_to open_source_file read_source_bytes",
     "deckhand.ingest.pipeline": "Plan",
     "deckhand.ingest.unit": "FileWorker PipelineDescription",
@@ -382,6 +382,7 @@ __all__ = [
     "is_number",
     "load_agent_config",
     "loader_settings",
+    "loading_progress",
     "log_level",
     "notice",
     "open_source_file",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import zlib
 from dataclasses import dataclass
@@ -202,3 +203,82 @@ def mbox(messages: list[bytes]) -> bytes:
             out += (b">" if quoted else b"") + line + b"\n"
         out += b"\n"
     return bytes(out)
+
+
+def _filetime(when: datetime.datetime) -> int:
+    """``when`` as a Windows FILETIME: 100-nanosecond ticks since 1601-01-01 UTC."""
+    return int((when - datetime.datetime(1601, 1, 1, tzinfo=datetime.UTC)).total_seconds() * 10_000_000)
+
+
+def _properties(header: bytes, fixed: dict[int, bytes], streams: dict[int, bytes]) -> bytes:
+    """A ``__properties_version1.0`` stream ([MS-OXMSG] 2.4): ``header``, then 16 bytes per property: its tag,
+    flags (readable, writable) and its value (``fixed``: 8 bytes in place; ``streams``: their length)."""
+    import struct
+
+    out = bytearray(header)
+    for tag, value in fixed.items():
+        out += struct.pack("<II", tag, 6) + value.ljust(8, b"\x00")
+    for tag, data in streams.items():
+        out += struct.pack("<IIII", tag, 6, len(data) + (2 if tag & 0xFFFF == 0x001F else 0), 0)
+    return bytes(out)
+
+
+def outlook_msg(
+    subject: str,
+    body: str,
+    *,
+    sender_name: str = "Ann Lee",
+    sender: str = "ann@example.com",
+    to_name: str = "Bob Stone",
+    to: str = "bob@example.com",
+    date: datetime.datetime = datetime.datetime(2024, 12, 2, 10, 0, tzinfo=datetime.UTC),
+    attachments: list[tuple[str, bytes]] | None = None,
+) -> bytes:
+    """An Outlook ``.msg`` file ([MS-OXMSG]: MAPI properties as streams of an OLE compound file, written with
+    extract-msg's own ``OleWriter``), as Outlook saves a sent message: subject, sender, one To recipient, the
+    submit time, a plain text body and attachments by value (name, bytes)."""
+    import struct
+
+    from extract_msg import OleWriter
+
+    def text(value: str) -> bytes:
+        return value.encode("utf-16-le")
+
+    writer = OleWriter()
+    top = {
+        0x001A001F: text("IPM.Note"),
+        0x0037001F: text(subject),
+        0x0C1A001F: text(sender_name),
+        0x0C1F001F: text(sender),
+        0x5D01001F: text(sender),
+        0x0E04001F: text(to_name),
+        0x1000001F: text(body),
+    }
+    for tag, data in top.items():
+        writer.addEntry(f"__substg1.0_{tag:08X}", data)
+    stamp = struct.pack("<Q", _filetime(date))
+    named = attachments or []
+    counts = struct.pack("<8xIIII8x", 1, len(named), 1, len(named))
+    fixed = {0x00390040: stamp, 0x0E060040: stamp, 0x0E070003: struct.pack("<I", 1)}  # submit, delivery, read
+    writer.addEntry("__properties_version1.0", _properties(counts, fixed, top))
+    writer.addEntry("__nameid_version1.0", storage=True)
+    for stream in ("__substg1.0_00020102", "__substg1.0_00030102", "__substg1.0_00040102"):
+        writer.addEntry(f"__nameid_version1.0/{stream}", b"")
+    recipient = {0x3001001F: text(to_name), 0x3003001F: text(to), 0x39FE001F: text(to), 0x3002001F: text("SMTP")}
+    folder = "__recip_version1.0_#00000000"
+    writer.addEntry(folder, storage=True)
+    for tag, data in recipient.items():
+        writer.addEntry(f"{folder}/__substg1.0_{tag:08X}", data)
+    to_type = {0x0C150003: struct.pack("<I", 1), 0x30000003: struct.pack("<I", 0)}  # MAPI_TO, row id
+    writer.addEntry(f"{folder}/__properties_version1.0", _properties(b"\x00" * 8, to_type, recipient))
+    for index, (name, data) in enumerate(named):
+        folder = f"__attach_version1.0_#{index:08X}"
+        writer.addEntry(folder, storage=True)
+        streams = {0x3707001F: text(name), 0x3704001F: text(name[:12]), 0x3001001F: text(name), 0x37010102: data}
+        for tag, value in streams.items():
+            writer.addEntry(f"{folder}/__substg1.0_{tag:08X}", value)
+        by_value = {0x37050003: struct.pack("<I", 1), 0x0E210003: struct.pack("<I", index)}  # method, number
+        writer.addEntry(f"{folder}/__properties_version1.0", _properties(b"\x00" * 8, by_value, streams))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()

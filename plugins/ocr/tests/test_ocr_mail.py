@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from deckhand.agents.output import hit_of
@@ -16,9 +15,9 @@ from deckhand.errors import LoaderError
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import MarkItDownLoader, TextLoader
 from deckhand.tools import build_tool
-from deckhand_ocr.mail import MailLoader, messages, msg_fields
+from deckhand_ocr.mail import MailLoader, messages
 from deckhand_ocr.pdf import PdfLoader
-from ocr_samples import Counting, PdfPage, mail, mbox, pdf
+from ocr_samples import Counting, PdfPage, mail, mbox, outlook_msg, pdf
 
 REPORT = pdf([PdfPage(text=["Cover page of the annual report."]), PdfPage(text=["Revenue grew by twelve percent."])])
 
@@ -89,26 +88,23 @@ def test_a_file_that_is_no_mailbox_and_a_damaged_msg_fail_in_one_line(tmp_path: 
         assert str(raised.value).startswith(f"{path}: {expected}") and "\n" not in str(raised.value)
 
 
-def test_an_outlook_message_gives_the_same_fields_body_and_attachments() -> None:
-    attachment = SimpleNamespace(data=REPORT, longFilename="report.pdf", shortFilename="REPORT~1.PDF", name=None)
-    message = SimpleNamespace(
-        subject="Annual report",
-        sender="Ann Lee <ann@example.com>",
-        to="bob@example.com",
-        cc=None,
-        date=__import__("datetime").datetime(2024, 12, 2, 10, 0, tzinfo=__import__("datetime").UTC),
-        body="Hi Bob,\r\nthe report is attached.",
-        htmlBody=None,
-        attachments=[attachment, SimpleNamespace(data=None, longFilename="link.url", shortFilename=None, name=None)],
+def test_an_outlook_message_gives_its_fields_body_and_attachment_pages(tmp_path: Path) -> None:
+    path = tmp_path / "report.msg"
+    path.write_bytes(
+        outlook_msg("Annual report", "Hi Bob,\r\nthe report is attached.\r\n", attachments=[("report.pdf", REPORT)])
     )
-    found = msg_fields(message)
-    assert found.fields == {
+    loaded = loaders().load_with_metadata(path)
+    assert loaded.metadata == {
         "subject": "Annual report",
         "from": "Ann Lee <ann@example.com>",
-        "to": "bob@example.com",
+        "to": "Bob Stone <bob@example.com>",
         "date": "2024-12-02T10:00:00+00:00",
     }
-    assert found.body.startswith("Hi Bob") and [name for name, _ in found.attachments] == ["report.pdf"]
+    assert loaded.text.startswith("Subject: Annual report\nFrom: Ann Lee <ann@example.com>\nTo: Bob Stone")
+    assert "the report is attached." in loaded.text and "Attachments: report.pdf" in loaded.text
+    places = {loaded.text[start:].split("\n")[0]: fields for start, fields in loaded.places}
+    assert places["Cover page of the annual report."] == {"attachment": "report.pdf", "page": 1}
+    assert places["Revenue grew by twelve percent."] == {"attachment": "report.pdf", "page": 2}
 
 
 def test_a_searched_attachment_is_named_with_its_message_and_page_and_filters_select_the_subject(

@@ -3,6 +3,7 @@ by file and page in the CLI, over MCP and in --json; a corrupt image fails alone
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from deckhand.agents.output import hit_of
 from deckhand.cli.main import cli
+from deckhand.cli.progress import LineProgress
 from deckhand.cli.results_view import where
 from deckhand.config import load_agent_config
 from deckhand.tools import build_tool
@@ -108,3 +110,21 @@ def test_scans_are_recognised_in_the_chunk_worker_processes(tmp_path: Path, monk
     tool.close()
     cache = Path(os.environ["DECKHAND_HOME"]) / "cache" / "ocr.sqlite"
     assert cache.is_file()  # written by the worker process
+
+
+def test_a_long_scan_shows_its_progress_page_by_page(tmp_path: Path) -> None:
+    """The status lines name the scan being read and its page (``deckhand.api.loading_progress``)."""
+    project = tmp_path / "project"
+    (project / "scans").mkdir(parents=True)
+    pages = [PdfPage(image=page_image([f"Page {n} of the minutes"]), width=300, height=60) for n in range(1, 4)]
+    (project / "scans" / "minutes.pdf").write_bytes(pdf(pages))
+    (project / "agent.yaml").write_text(
+        "tools:\n  - name: search_scans\n    type: vectorstore\n    source: scans\n    loaders: [ocr]\n"
+    )
+    stream = io.StringIO()
+    tool = build_tool(load_agent_config(project / "agent.yaml").tools[0], base_dir=project)
+    tool.progress = LineProgress("search_scans", stream=stream, interval=0)
+    assert tool.initialize_sync().ingested == ["scans/minutes.pdf"]
+    tool.close()
+    shown = [line.split("reading ", 1)[1] for line in stream.getvalue().splitlines() if "reading " in line]
+    assert shown == [f"scans/minutes.pdf: page {n} of 3" for n in (1, 2, 3)]

@@ -52,6 +52,7 @@ class RichProgress:
         )
         self._label = printable(label)
         self._task: TaskID | None = None
+        self._stage = ""
 
     def __enter__(self) -> RichProgress:
         self._bars.start()
@@ -64,6 +65,14 @@ class RichProgress:
         if self._task is not None:
             self._bars.update(self._task, visible=False)
         self._task = self._bars.add_task(f"{self._label}: {name}", total=total)
+        self._stage = name
+
+    def status(self, status: Any) -> None:
+        """The bar's label names the long file being read and its page (``scan.pdf: page 12 of 300``)."""
+        if self._task is not None:
+            loading = getattr(status, "loading", None)
+            own = f"{self._label}: {self._stage}"
+            self._bars.update(self._task, description=f"{own} ({printable(loading)})" if loading else own)
 
     def advance(self, n: int = 1) -> None:
         if self._task is not None:
@@ -126,6 +135,8 @@ class LineProgress:
         eta = status.eta()
         if eta is not None and eta >= 1:
             line += f", about {_duration(eta)} left"
+        if status.loading:
+            line += f", reading {printable(status.loading)}"
         self._print(line)
 
     def note(self, message: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -120,6 +120,28 @@ def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
     else:
         log.debug("%s: decoded as %s", path, decoded.encoding)
     return decoded.text
+
+
+#: Told ``(done, total, unit)`` as the file being loaded is read part by part (the pipeline's reader sets it).
+_parts_read: ContextVar[Callable[[int, int, str], None] | None] = ContextVar("deckhand_parts_read", default=None)
+
+
+def loading_progress(done: int, total: int, unit: str = "pages") -> None:
+    """Report that ``done`` of the ``total`` parts (pages) of the file being loaded are read, so a long file
+    (a 300-page scan) shows its progress part by part; nothing happens outside an ingest."""
+    callback = _parts_read.get()
+    if callback is not None:
+        callback(done, total, unit)
+
+
+@contextmanager
+def reporting_parts(callback: Callable[[int, int, str], None] | None) -> Iterator[None]:
+    """Inside the block, :func:`loading_progress` calls ``callback`` (None: nobody is told)."""
+    token = _parts_read.set(callback)
+    try:
+        yield
+    finally:
+        _parts_read.reset(token)
 
 
 def notice(message: str) -> None:

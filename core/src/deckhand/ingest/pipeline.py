@@ -233,6 +233,11 @@ class Ingestor:
         for read in self.reader().read_ahead(todo, states, report):
             file = todo[read.index]
             state = states[file.display]
+            if read.parts is not None:
+                done, total, unit = read.parts
+                self._status.loading = f"{file.display}: {unit.removesuffix('s')} {done:,} of {total:,}"
+                self.report_status()
+                continue
             if read.chunks:
                 if current is None or current.file is not file:
                     current = Pending(file, state, [], complete=False)
@@ -260,6 +265,7 @@ class Ingestor:
     def file_done(self, size: int) -> None:
         """Count a file of ``size`` bytes as loaded (its chunks may still wait for vectors)."""
         self._loaded += size
+        self._status.loading = None
         self._status.files_done += 1
         self._status.bytes_done = self._loaded
         self.progress.advance()

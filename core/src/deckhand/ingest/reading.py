@@ -22,7 +22,7 @@ from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.file_types import empty_reason
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.ingest.loaders import MarkItDownLoader
+from deckhand.ingest.loaders import MarkItDownLoader, reporting_parts
 from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.ingest.workers import (
     IN_FLIGHT_BYTES,
@@ -63,6 +63,8 @@ class Read:
     skipped: str | None = None
     #: The file is now empty: its old chunks must go.
     emptied: bool = False
+    #: While the file loads: ``(done, total, unit)`` of its parts read (a long scan's pages).
+    parts: tuple[int, int, str] | None = None
 
 
 @dataclass
@@ -90,6 +92,8 @@ class Reader:
         self.prepare = prepare
         self.encoding = encoding
         self.root = root
+        #: Hands a :class:`Read` to the caller while a file loads (set by :meth:`read_ahead`).
+        self._hand_over: Callable[[Read], bool] | None = None
 
     def read_ahead(
         self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
@@ -133,6 +137,7 @@ class Reader:
                 if pool is not None:
                     pool.close()
 
+        self._hand_over = put
         thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
         thread.start()
         try:
@@ -214,7 +219,14 @@ class Reader:
         (the ``prepare`` step, when there is one, runs on each batch of chunks).
         The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
         clock = time.perf_counter()
-        loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file), root=self.root)
+        hand_over = self._hand_over
+
+        def told(done: int, total: int, unit: str) -> None:
+            if hand_over is not None:
+                hand_over(Read(index, parts=(done, total, unit)))
+
+        with reporting_parts(told if hand_over is not None else None):
+            loaded, failed, notices = load_text(self.loaders, file.path, self.encoding_of(file), root=self.root)
         seconds["convert"] += time.perf_counter() - clock
         if loaded is None:
             yield Read(index, failed=failed, done=True)

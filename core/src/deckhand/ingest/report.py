@@ -31,6 +31,8 @@ class IngestStatus:
     embed_seconds: float = 0.0
     #: Tokens a remote embedding service reported using in this run (None: it reports none).
     tokens: int | None = None
+    #: The long file being loaded and how far (``scan.pdf: page 12 of 300``), None between such files.
+    loading: str | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property

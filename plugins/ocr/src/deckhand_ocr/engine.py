@@ -26,6 +26,11 @@ log = logging.getLogger(__name__)
 #: the detector's time at 300 dpi, and 8-point text at 150 dpi is still found (docs/benchmarks.md).
 DETECT_SIDE = 1280
 
+#: Text lines recognised together. The recogniser's output is a score for each of its 18,710 characters at every
+#: step of the line (a page-wide line: 320 steps, 24 MB), for each line of the batch, padded to the widest; RapidOCR's
+#: six lines at a time made one page's peak memory hundreds of MB (docs/benchmarks.md).
+REC_BATCH = 1
+
 #: The model files of the rapidocr wheel (its ``models/`` folder): detector, recogniser, orientation classifier.
 DETECTOR = "PP-OCRv6_det_small.onnx"
 RECOGNISER = "PP-OCRv6_rec_small.onnx"
@@ -72,7 +77,8 @@ def engine_version() -> str:
     """What the cached results depend on: rapidocr's version and the model files used."""
     import rapidocr
 
-    return f"rapidocr {getattr(rapidocr, '__version__', '?')} {DETECTOR} {RECOGNISER} det {DETECT_SIDE} upright"
+    version = getattr(rapidocr, "__version__", "?")
+    return f"rapidocr {version} {DETECTOR} {RECOGNISER} det {DETECT_SIDE} rec batch {REC_BATCH} upright"
 
 
 class Engine:
@@ -154,6 +160,7 @@ def _make_engine() -> Any:
         "Det.limit_type": "max",
         "Det.limit_side_len": DETECT_SIDE,
         "Rec.model_path": str(folder / RECOGNISER),
+        "Rec.rec_batch_num": REC_BATCH,
         "Cls.model_path": str(folder / CLASSIFIER),
         "EngineConfig.onnxruntime.intra_op_num_threads": threads,
     }

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import LoadedText, LoaderError, loader_settings, notice, open_source_file
+from deckhand.api import LoadedText, LoaderError, loader_settings, loading_progress, notice, open_source_file
 
-from deckhand_ocr.cache import ocr_cache
+from deckhand_ocr.cache import OcrCache, ocr_cache
 from deckhand_ocr.engine import Engine
 from deckhand_ocr.limits import check_pixels
 from deckhand_ocr.pages import file_digest, paged, read_page
@@ -46,14 +46,18 @@ class ImageLoader:
         with fh:
             digest = file_digest(fh)
             cache = ocr_cache(settings.cache_dir)
-            return paged(
-                (number, read_page(self.engine, cache, digest, number - 1, render))
-                for number, render in frames(path, fh)
-            )
+            return paged(self.pages(path, fh, digest, cache))
+
+    def pages(self, path: Path, fh: Any, digest: bytes, cache: OcrCache | None) -> Iterator[tuple[int, str]]:
+        """``(page number, text)`` of each frame, the progress reported after each page of a multi-page TIFF."""
+        for number, count, render in frames(path, fh):
+            yield number, read_page(self.engine, cache, digest, number - 1, render)
+            if count > 1:
+                loading_progress(number, count)
 
 
-def frames(path: Path, fh: Any) -> Iterator[tuple[int, Any]]:
-    """``(page number, render)`` for each page of the image open in ``fh``: ``render()`` decodes that frame
+def frames(path: Path, fh: Any) -> Iterator[tuple[int, int, Any]]:
+    """``(page number, pages, render)`` for each page of the image open in ``fh``: ``render()`` decodes that frame
     (RGB), after its size was checked; any decoding error is a :class:`LoaderError` naming the file."""
     from PIL import Image
 
@@ -73,7 +77,7 @@ def frames(path: Path, fh: Any) -> Iterator[tuple[int, Any]]:
             except Exception as exc:
                 raise LoaderError(f"{path}: page {index + 1} could not be read ({type(exc).__name__}: {exc})") from exc
             check_pixels(path, image.width, image.height, "image" if count == 1 else f"page {index + 1}")
-            yield index + 1, lambda frame=image, number=index + 1: _decoded(path, frame, number)
+            yield index + 1, count, lambda frame=image, number=index + 1: _decoded(path, frame, number)
 
 
 def _decoded(path: Path, image: Any, number: int) -> Any:

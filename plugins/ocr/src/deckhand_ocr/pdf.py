@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import LoadedText, LoaderError, loader_settings, open_source_file
+from deckhand.api import LoadedText, LoaderError, loader_settings, loading_progress, open_source_file
 
 from deckhand_ocr.cache import ocr_cache
 from deckhand_ocr.engine import Engine
@@ -81,6 +81,7 @@ class PdfLoader:
                     yield index + 1, text if text.strip() or mode != "always" else layer
                 finally:
                     page.close()
+                    loading_progress(index + 1, count)
         except pdfium.PdfiumError as exc:
             raise LoaderError(f"{path}: a page could not be read ({exc})") from exc
         finally:
