@@ -70,7 +70,7 @@ class RichProgress:
     def status(self, status: Any) -> None:
         """The bar's label names the long file being read and its page (``scan.pdf: page 12 of 300``)."""
         if self._task is not None:
-            loading = getattr(status, "loading", None)
+            loading = status.loading
             own = f"{self._label}: {self._stage}"
             self._bars.update(self._task, description=f"{own} ({printable(loading)})" if loading else own)
 
