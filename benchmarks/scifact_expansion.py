@@ -52,7 +52,7 @@ def main() -> None:
     print(f"ingest/open {time.perf_counter() - clock:.1f}s", flush=True)
     ranked = rankings(tool, dataset.queries)
     store = tool.ready_store("x")
-    assert tool.engine.keyword is not None
+    assert tool.index.engine.keyword is not None
     records = sorted(store.iter_records(), key=lambda r: (r.source, r.chunk_index))
     ids = [r.id for r in records]
     matrix = np.array([r.vector for r in records], dtype=np.float32)
@@ -88,7 +88,7 @@ def main() -> None:
             order = np.argsort(-scores)[:DEPTH]
             swap[q] = {"semantic": [(ids[i], float(scores[i])) for i in order]}
         report(f"dense prf {m} {alpha}", swap)
-    keyword = tool.engine.keyword
+    keyword = tool.index.engine.keyword
     for m, count, repeat in KEYWORD:
         swap = {}
         for q, text in dataset.queries.items():

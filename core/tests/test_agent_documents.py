@@ -126,7 +126,7 @@ def test_a_rebuild_killed_after_its_drop_loses_no_agent_document(tmp_path: Path,
 
 def test_the_rebuild_journal_follows_no_link(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A link planted where the journal or its partial file goes is neither read through nor written through."""
-    from deckhand.tools.agent_documents import AgentDocument, load_pending, pending_path, save_pending
+    from deckhand.index.agent_documents import AgentDocument, load_pending, pending_path, save_pending
 
     outside = tmp_path / "outside.json"
     outside.write_text('[{"tool": "kb", "id": "x", "chunks": 1, "size": 1, "added": 0.0}]')

@@ -400,7 +400,7 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     tool = build_tool(config, base_dir=tmp_path)
     tool.initialize_sync()
     seen: list[str] = []
-    inner = tool._embedder.inner  # type: ignore[attr-defined]
+    inner = tool.index.embedder.inner  # type: ignore[attr-defined]
     original = inner.load().embed_queries
 
     def spy(texts: list[str]) -> np.ndarray:

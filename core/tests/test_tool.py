@@ -492,15 +492,15 @@ def test_chunks_are_embedded_with_their_title_and_headings_while_streamed(tmp_pa
     tool = make_tool(tmp_path, docs, chunk_size=16, chunk_overlap=0)
     report = tool.initialize_sync()
     assert report.chunks_written > 32  # more than one batch of the reader
-    assert tool._store is not None
+    assert tool.index.store is not None
     text = (docs / "manual.md").read_text(encoding="utf-8")
     headings = sorted((text.index(f"## {s}"), s) for s in ("Backups", "Restores", "Monitoring"))
-    for record in tool._store.iter_records():
+    for record in tool.index.store.iter_records():
         start, end = record.metadata["start_char"], record.metadata["end_char"]
         section = [name for at, name in headings if at <= start]
         assert record.metadata["context"] == " > ".join(["Operations Manual", *section[-1:]]), start
         assert record.content == text[start:end]  # results show the chunk alone
     plain = make_tool(tmp_path, docs, name="plain", chunk_size=16, chunk_overlap=0, contextual_embeddings=False)
     plain.initialize_sync()
-    assert plain._store is not None
-    assert all("context" not in r.metadata for r in plain._store.iter_records())
+    assert plain.index.store is not None
+    assert all("context" not in r.metadata for r in plain.index.store.iter_records())

@@ -70,6 +70,7 @@ from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_co
 from deckhand.errors import ConfigError, is_outage
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -349,10 +350,11 @@ class Toolbox(MemoryCalls, WriteCalls):
             tool = slot.tool
             try:
                 extra = _filter_argument(name, slot, args.filter)
-                results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if isinstance(tool, SourceTool):  # the tool's own text for the results it gave
-                    text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
+                if isinstance(tool, SourceTool):  # one pass: the results, their text, why there are none
+                    answer = tool.answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
+                    results, text = answer.results, answer.text
                 else:  # a tool type of its own: its search_text_sync is the text agents read
+                    results = list(tool.search_results_sync(args.query, args.top_k, **extra))
                     text = tool.search_text_sync(args.query, args.top_k, **extra)
                 changes = self._changes(name, slot)
             except CallError:

@@ -3,7 +3,7 @@
 Only a tool configured with ``writable: true`` takes them. ``deckhand_add`` stores a text (with
 a title and optional metadata fields) as a document of the tool, chunked, contextualised and
 embedded as the tool does its files, and searchable as soon as the call returns; the document
-lives apart from the source's files (:mod:`deckhand.tools.agent_documents`), so no ingest
+lives apart from the source's files (:mod:`deckhand.index.agent_documents`), so no ingest
 removes it. ``deckhand_delete`` removes a document an agent added and, only where the tool also
 sets ``writable_sources: true``, a source file's entry in the index (never the file).
 
@@ -32,6 +32,15 @@ from deckhand.agents.calls import Arguments, CallError, Output
 from deckhand.agents.slots import Slot
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import check_key, check_value
+from deckhand.index.agent_documents import (
+    ID_PATTERN,
+    RESERVED_KEYS,
+    AgentDocument,
+    agent_uri,
+    is_agent_source,
+    listed,
+    parse_agent_uri,
+)
 from deckhand.limits import (
     MAX_DOCUMENT_CHARS,
     MAX_DOCUMENT_ID_CHARS,
@@ -40,15 +49,6 @@ from deckhand.limits import (
     MAX_NAME_CHARS,
     MAX_TITLE_CHARS,
     MAX_URI_CHARS,
-)
-from deckhand.tools.agent_documents import (
-    ID_PATTERN,
-    RESERVED_KEYS,
-    AgentDocument,
-    agent_uri,
-    is_agent_source,
-    listed,
-    parse_agent_uri,
 )
 from deckhand.tools.base import SourceTool
 

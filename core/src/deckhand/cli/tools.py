@@ -29,6 +29,7 @@ from deckhand.printable import printable
 from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.base import IndexOpened, SourceTool
 from deckhand.tools.results import refuse_filter, takes_filter
 
@@ -215,11 +216,12 @@ def answer(
     if _own_format(tool):
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown
-    results = tool.search_results_sync(query, top_k, **extra)
-    if not results:  # the tool's own line: no result, or none above its threshold
-        shown.append(tool.search_text_sync(query, top_k, **extra))
+    assert isinstance(tool, SourceTool)  # _own_format: every other tool writes its own text
+    found = tool.answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its own line when empty
+    if not found.results:
+        shown.append(found.text)
         return shown
-    shown.append_text(results_text(results, query, full=full))
+    shown.append_text(results_text(found.results, query, full=full))
     return shown
 
 
