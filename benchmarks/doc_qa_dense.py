@@ -183,7 +183,7 @@ def run(
     out: dict[str, Any] = {}
     for tool in build_tools(load_agent_config(config_path), config_path):
         tool.initialize_sync(force_ingest=True)
-        store = tool.ready_store("warm up")
+        store = tool.index.ready("warm up")
         index = DenseIndex(tool, store)
         original = store.search
         keyword = tool.index.engine.keyword

@@ -158,7 +158,7 @@ def main() -> None:
 def filtered(tool: HierarchicalDocumentTool, qs: list[str]) -> None:
     """Hybrid queries with a metadata filter that 1 chunk in 25 passes, and one that every chunk passes: the
     in-process rankings are asked for everything and rechecked against the records (retrieval/filter_recheck)."""
-    store, settings = tool.ready_store("x"), tool.search_settings(10)
+    store, settings = tool.index.ready("x"), tool.search_settings(10)
     for label, where in (
         ("1 in 25 pass", Filter((condition("section_id", Op.EQ, ["1.1"]),))),
         ("all pass", Filter((condition("chunk_type", Op.EQ, ["content"]),))),

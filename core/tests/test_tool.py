@@ -209,17 +209,25 @@ def test_stored_files_and_a_page_of_one_files_chunks(tmp_path: Path, minilm: Any
         "name: a\ntools:\n  - type: hierarchical_document\n    name: acts\n    source: docs/\n"
     )
     tool = build_tool(load_agent_config(tmp_path / "agent.yaml").tools[0], base_dir=tmp_path)
-    assert tool.stored_files() == {} and tool.stored_chunks("docs/long.md", 0, 5) == []  # before initialisation
+    assert (
+        tool.index.stored_files() == {} and tool.index.stored_chunks("docs/long.md", 0, 5) == []
+    )  # before initialisation
     tool.initialize_sync()
-    files = tool.stored_files()
+    files = tool.index.stored_files()
     assert set(files) == {"docs/long.md", "docs/short.md"}
     total = files["docs/long.md"].chunk_count
     assert total > 20
-    page = tool.stored_chunks("docs/long.md", 10, 15)
+    page = tool.index.stored_chunks("docs/long.md", 10, 15)
     assert [r.chunk_index for r in page] == [10, 11, 12, 13, 14]
     assert all(r.source == "docs/long.md" for r in page) and "Part" in page[0].content
-    assert [r.chunk_index for r in tool.stored_chunks("docs/long.md", total - 2, total + 5)] == [total - 2, total - 1]
-    assert tool.stored_chunks("docs/../etc/passwd", 0, 3) == [] and tool.stored_chunks("docs/long.md", 5, 5) == []
+    assert [r.chunk_index for r in tool.index.stored_chunks("docs/long.md", total - 2, total + 5)] == [
+        total - 2,
+        total - 1,
+    ]
+    assert (
+        tool.index.stored_chunks("docs/../etc/passwd", 0, 3) == []
+        and tool.index.stored_chunks("docs/long.md", 5, 5) == []
+    )
     tool.close()
 
 

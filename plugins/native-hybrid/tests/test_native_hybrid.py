@@ -208,7 +208,7 @@ def test_tool_sends_the_query_vector_to_native_hybrid(tmp_path: Path, monkeypatc
     assert isinstance(store, HybridStore) and tool.keyword_strategy == "native"
     results = tool.search_results_sync("rails", 2, mode="keyword")
     assert results[0].content.endswith("Trains need rails.")
-    dimension = tool.embed_query("rails").size
+    dimension = tool.index.embed_query("rails").size
     assert store.hybrid_calls == [("rails", dimension, 100)] and store.keyword_calls == []
     tool.search_results_sync("wind for sailing", 2)  # hybrid mode: the same vector serves both modalities
     assert store.hybrid_calls[-1][0] == "wind for sailing"

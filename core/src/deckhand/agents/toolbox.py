@@ -488,7 +488,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         from deckhand.tools.base import SourceTool
 
         def stamp(tool: Any) -> Any:
-            return tool.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
+            return tool.index.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
 
         return self._read_held(name, timeout, stamp)
 
@@ -498,7 +498,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         from deckhand.tools.base import SourceTool
 
         return self._read_held(
-            name, timeout, lambda tool: tool.indexed_files() if isinstance(tool, SourceTool) else None
+            name, timeout, lambda tool: tool.index.indexed_files() if isinstance(tool, SourceTool) else None
         )
 
     def section_ids(self, name: str, timeout: float) -> list[str]:
@@ -506,7 +506,9 @@ class Toolbox(MemoryCalls, WriteCalls):
         read now (as :meth:`change_stamp`) or the tool has none."""
         from deckhand.tools.base import SourceTool
 
-        ids = self._read_held(name, timeout, lambda tool: tool.section_ids() if isinstance(tool, SourceTool) else [])
+        ids = self._read_held(
+            name, timeout, lambda tool: tool.index.section_ids() if isinstance(tool, SourceTool) else []
+        )
         return ids or []
 
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:

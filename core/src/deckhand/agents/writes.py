@@ -221,7 +221,7 @@ def entry_counts(tool: Any) -> tuple[int, int] | None:
     at 100,000 files that costs most of a second)."""
     if not is_writable(tool) or not tool.is_initialized:
         return None
-    entries = tool.index_entries()
+    entries = tool.index.entries()
     agents = sum(1 for source in entries if is_agent_source(source))
     return len(entries) - agents, agents
 
@@ -276,7 +276,7 @@ class WriteCalls:
         tool, slot = self._write_target(ADD, args.tool)
         doc_id = args.id or uuid.uuid4().hex[:16]
         with self._writing(args.tool, slot):
-            replaced = tool.agent_document(doc_id) is not None
+            replaced = tool.index.agent_document(doc_id) is not None
             try:
                 doc: AgentDocument = tool.add_document(doc_id, args.title, args.text, dict(args.metadata or {}))
             except Exception as exc:
@@ -311,7 +311,7 @@ class WriteCalls:
         source, kind = self._delete_target(args, tool)
         with self._writing(args.tool, slot):
             try:
-                removed = tool.remove_entry(source)
+                removed = tool.index.remove_entry(source)
             except Exception as exc:
                 raise CallError(f"{DELETE}: {args.tool}: {self.error_line(exc)}") from None
         if not removed:
@@ -340,7 +340,7 @@ class WriteCalls:
                 continue
             try:
                 with self._hold(name, slot, timeout=self.search_wait):
-                    docs = [tool.agent_document(d.id) for d in listed(name, tool.index_entries())]
+                    docs = [tool.index.agent_document(d.id) for d in listed(name, tool.index.entries())]
             except Exception as exc:  # a store that cannot answer lists nothing; the listing goes on
                 audit.debug("tool %s: agent documents not listed: %s", name, self.error_line(exc))
                 continue
@@ -360,7 +360,7 @@ class WriteCalls:
         if not slot.ready:
             raise CallError(f"uri: tool {name!r} is not ingested yet; search it first")
         with self._hold(name, slot, timeout=self.search_wait):
-            doc = self.tool(name).agent_document(doc_id)
+            doc = self.tool(name).index.agent_document(doc_id)
         if doc is None:
             raise CallError(f"uri: tool {name!r} holds no agent document {doc_id!r} (it may have been deleted)")
         return passage_of(doc, fragment, context=context, max_chars=max_chars, max_lines=max_lines)

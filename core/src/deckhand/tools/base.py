@@ -44,7 +44,7 @@ from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
 from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document, FileState, Record, Vector
+from deckhand.types import Chunk, Document
 
 __all__ = ["CHECK_CHUNKS", "IndexOpened", "SourceTool"]
 
@@ -204,26 +204,6 @@ class SourceTool:
             doc_id, title, text, metadata, chunker=self.build_chunker, prepare=self._prepare_step()
         )
 
-    def remove_entry(self, source: str) -> int:
-        """Remove stored source ``source`` (an agent document, or a file's entry: never the file) from the index;
-        the chunks it held (0: none was stored)."""
-        return self.index.remove_entry(source)
-
-    def index_entries(self) -> dict[str, FileState]:
-        """The stored sources (files and agent documents) and what the manifest says of each."""
-        return self.index.entries()
-
-    def agent_document(self, doc_id: str) -> AgentDocument | None:
-        """Agent document ``doc_id`` with its text; None when this tool holds none of that id."""
-        return self.index.agent_document(doc_id)
-
-        return Selection.of(
-            self.config.include,
-            self.config.exclude,
-            default_excludes=self.config.default_excludes,
-            gitignore=self.config.gitignore,
-        )
-
     def loader_settings(self) -> LoaderSettings:
         """What this tool's loaders read: its ``ocr:`` setting, and the embedding cache's directory for the work
         they may reuse (none with ``DECKHAND_NO_CACHE=1``)."""
@@ -369,33 +349,12 @@ class SourceTool:
         """Release the store; :meth:`initialize` opens it again."""
         self.index.close()
 
-    # -- what it holds (the index's) --------------------------------------------------------------
+    # -- queries ----------------------------------------------------------------------
     @property
     def document_count(self) -> int:
         """Number of stored chunks (0 before initialisation)."""
         return self.index.count()
 
-    def change_stamp(self) -> tuple[Any, ...] | None:
-        """A value that changes whenever the stored records do, whoever wrote them (:meth:`Index.change_stamp`)."""
-        return self.index.change_stamp()
-
-    def indexed_files(self) -> dict[Path | str, str]:
-        """Each file the index holds, by its absolute path, with its content hash (:meth:`Index.indexed_files`)."""
-        return self.index.indexed_files()
-
-    def stored_files(self) -> dict[str, FileState]:
-        """The store's manifest, one entry per stored source (:meth:`Index.stored_files`)."""
-        return self.index.stored_files()
-
-    def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
-        """Chunks ``start`` to ``stop - 1`` of stored ``source`` as they were cut (:meth:`Index.stored_chunks`)."""
-        return self.index.stored_chunks(source, start, stop)
-
-    def section_ids(self) -> list[str]:
-        """The section ids its chunks carry (``section_id``, what a ``metadata`` filter selects), sorted."""
-        return self.index.section_ids()
-
-    # -- queries ----------------------------------------------------------------------
     async def search(self, query: str) -> str:
         """Search and format the results as text (what the agent reads)."""
         return await asyncio.to_thread(self.search_text_sync, query)
@@ -462,11 +421,3 @@ class SourceTool:
         """How the ``query`` parameter is described where this tool understands more than natural language
         (None: the standard wording); only what the tool really supports."""
         return None
-
-    def ready_store(self, query: str) -> VectorStore:
-        """The store, once initialised and given a non-empty query; else a clear error."""
-        return self.index.ready(query)
-
-    def embed_query(self, query: str) -> Vector:
-        """``query``'s vector from the index's embedder (cached)."""
-        return self.index.embed_query(query)
