@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+import deckhand.index.agent_documents as agent_documents
 from deckhand.bases import ChunkerBase, as_chunker, as_embedder
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
@@ -32,7 +33,6 @@ from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
-from deckhand.index import agent_documents
 from deckhand.index.agent_documents import AgentDocument
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.pipeline import IngestReport
