@@ -157,8 +157,8 @@ class NotesLookupConfig(SourceToolConfig):
 
 class NotesLookupTool(SourceTool):
     def search_results_sync(self, query, top_k=None):
-        store = self.index.ready(query)
-        hits = store.search(self.index.embed_query(query), top_k or self.config.top_k)
+        store = self.ready_store(query)
+        hits = store.search(self.embed_query(query), top_k or self.config.top_k)
         return [
             SearchResult(
                 rank=i,

@@ -27,6 +27,7 @@ from deckhand.config.base import SourceToolConfig
 from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import ConfigError
+from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
 from deckhand.index.opened_index import CHECK_CHUNKS, Index, IndexOpened, LazyChunker
@@ -44,7 +45,7 @@ from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
 from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
-from deckhand.types import Chunk, Document
+from deckhand.types import Chunk, Document, Vector
 
 __all__ = ["CHECK_CHUNKS", "IndexOpened", "SourceTool"]
 
@@ -421,3 +422,15 @@ class SourceTool:
         """How the ``query`` parameter is described where this tool understands more than natural language
         (None: the standard wording); only what the tool really supports."""
         return None
+
+    def ready_store(self, query: str) -> VectorStore:
+        """The store, once initialised and given a non-empty query; else a clear error (for a plugin's own search)."""
+        return self.index.ready(query)
+
+    def filter_for(self, store: VectorStore, value: FilterInput) -> Filter | None:
+        """``value`` compiled and checked for the index's ``store`` (:meth:`Index.filter_for`), for a plugin."""
+        return self.index.filter_for(value)
+
+    def embed_query(self, query: str) -> Vector:
+        """``query``'s vector from the index's embedder, cached (for a plugin's own search)."""
+        return self.index.embed_query(query)
