@@ -120,7 +120,7 @@ def latency(root: Path, name: str, n_queries: int, passes: int) -> None:
     tool: Any = build_tool(next(t for t in config.tools if t.name == name), base_dir=root)
     tool.open_sync()
     asked = queries(n_queries)
-    vectors = [np.asarray(tool.embed_query(q), dtype=np.float32) for q in asked]
+    vectors = [np.asarray(tool.index.embed_query(q), dtype=np.float32) for q in asked]
     spent: dict[str, float] = defaultdict(float)
     _timed(GraphView, "candidates", spent, "graph")
     _timed(GraphView, "vectors", spent, "gather")
@@ -156,7 +156,7 @@ def latency(root: Path, name: str, n_queries: int, passes: int) -> None:
         f"  after {passes * n_queries} queries: VmRSS {status['VmRSS']} MB (RssAnon {status['RssAnon']}, "
         f"RssFile {status['RssFile']}), VmHWM {status['VmHWM']} MB"
     )
-    sqlite_store = tool.ready_store(asked[0])
+    sqlite_store = tool.index.ready(asked[0])
     view = sqlite_store._ann._cache._view  # the graph the searches above went through
     if isinstance(view, GraphView):
         raw = []

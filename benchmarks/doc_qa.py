@@ -206,7 +206,7 @@ def measure(
 
 def best_similarity(tool: Any, query: str) -> float:
     """The dense similarity of ``query``'s nearest chunk in ``tool``'s index (0 when the index is empty)."""
-    hits = tool.engine.dense(tool.ready_store(query), query, 1)
+    hits = tool.index.engine.dense(tool.index.ready(query), query, 1)
     return round(hits[0].score, 4) if hits else 0.0
 
 

@@ -70,7 +70,7 @@ class DenseIndex:
                     rows.append(own)
                     continue
                 if text not in cache:
-                    cache[text] = np.asarray(self.tool.engine.embed(text), dtype=np.float32)
+                    cache[text] = np.asarray(self.tool.index.engine.embed(text), dtype=np.float32)
                 rows.append(cache[text])
             self._fields = self._unit(np.array(rows))
         return self._fields
@@ -129,7 +129,7 @@ class DenseIndex:
                     piece = " ".join(words[start : start + size])
                     texts.append(f"{context}\n\n{piece}" if context else piece)
                     owner.append(i)
-            vectors = self.tool._embedder.embed(texts)
+            vectors = self.tool.index.embedder.embed(texts)
             self._windows[size] = (self._unit(np.asarray(vectors, dtype=np.float32)), np.array(owner))
         return self._windows[size]
 
@@ -183,10 +183,10 @@ def run(
     out: dict[str, Any] = {}
     for tool in build_tools(load_agent_config(config_path), config_path):
         tool.initialize_sync(force_ingest=True)
-        store = tool.ready_store("warm up")
+        store = tool.index.ready("warm up")
         index = DenseIndex(tool, store)
         original = store.search
-        keyword = tool.engine.keyword
+        keyword = tool.index.engine.keyword
         plain = keyword.search if keyword is not None else None
         for variant in variants:
             store.search = index.search(index.scorer("base" if variant.startswith("kprf") else variant))

@@ -52,7 +52,7 @@ def build(root: Path, files: int) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{i}.md").write_text(f"# Doc {i}\n\nThis is document number {i} about topic {i % 17}.\n")
     tool = tool_of(root, source)
-    store, embedder, _ = tool._open_store(False)
+    store, embedder, _ = tool.index.open(False)
     rng = np.random.default_rng(0)
     paths = sorted(source.rglob("*.md"))
     for start in range(0, len(paths), 2000):

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.ingest.pipeline import IngestReport
 from deckhand.protocols import VectorStore
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.stores.sqlite import SQLiteStore
@@ -91,10 +92,10 @@ def build_tool(
         type="hierarchical_document", name="bench", source=".", keyword_strategy=keyword
     )
     tool = HierarchicalDocumentTool(config, base_dir=where)
-    tool.provider = store_kind
-    tool._store, tool._embedder = store, RandomQueryEmbedder()
+    tool.index.provider = store_kind
+    tool.index.store, tool.index.embedder = store, RandomQueryEmbedder()
     clock, wall = time.process_time(), time.perf_counter()
-    tool.refresh_indexes(store)
+    tool.index.refresh(IngestReport(), changed=True)
     print(
         f"side indexes ({tool.keyword_strategy}, exact, definitions, references) from {size} stored chunks "
         f"({store_kind}): {time.process_time() - clock:.2f} s CPU, {time.perf_counter() - wall:.2f} s wall"
@@ -111,7 +112,7 @@ def build_tool(
             f"a new process's side indexes ({fresh.index_origin}): {time.process_time() - clock:.2f} s CPU, "
             f"{time.perf_counter() - wall:.2f} s wall"
         )
-    tool.is_initialized = True
+    tool.index.opened = True
     return tool
 
 
@@ -157,7 +158,7 @@ def main() -> None:
 def filtered(tool: HierarchicalDocumentTool, qs: list[str]) -> None:
     """Hybrid queries with a metadata filter that 1 chunk in 25 passes, and one that every chunk passes: the
     in-process rankings are asked for everything and rechecked against the records (retrieval/filter_recheck)."""
-    store, settings = tool.ready_store("x"), tool.search_settings(10)
+    store, settings = tool.index.ready("x"), tool.search_settings(10)
     for label, where in (
         ("1 in 25 pass", Filter((condition("section_id", Op.EQ, ["1.1"]),))),
         ("all pass", Filter((condition("chunk_type", Op.EQ, ["content"]),))),
@@ -165,7 +166,7 @@ def filtered(tool: HierarchicalDocumentTool, qs: list[str]) -> None:
         lat = []
         for q in qs:
             clock = time.process_time()
-            tool.engine.search(store, q, settings, where=where)
+            tool.index.engine.search(store, q, settings, where=where)
             lat.append((time.process_time() - clock) * 1000)
         print(f"hybrid, filter {label:<12} p50 {statistics.median(lat):7.2f} ms   p95 {pct(lat, 0.95):7.2f} ms CPU")
 

@@ -191,7 +191,7 @@ def write(root: Path, pool: list[str], chunks: list[Chunk]) -> dict[str, float]:
         (folder / f"n{f:06d}.md").write_text(f"# Note {f}\n\n{body}\n", encoding="utf-8")
     config = load_agent_config(root / "agent.yaml")
     tool: Any = build_tool(config.tools[0], base_dir=root)
-    store, embedder, _ = tool._open_store(False)
+    store, embedder, _ = tool.index.open(False)
     clock = time.perf_counter()
     vectors = np.asarray(embedder.embed(pool), dtype=np.float32)
     embedded = time.perf_counter() - clock
@@ -272,7 +272,7 @@ def measure(root: Path, chunks: list[Chunk], asked: list[tuple[int, str]], setti
             update = {"keyword_strategy": "bm25"}
         tool.config = type(base).model_validate({**base.model_dump(exclude_unset=True), **update})
         if (setting == "bm25") != (tool.keyword_strategy == "bm25"):
-            tool.refresh_indexes(tool._store, new_keyword=True)
+            tool.refresh_indexes(tool.index.store, new_keyword=True)
         cells: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         clock = time.perf_counter()
         for k, (i, ident) in enumerate(asked):

@@ -131,7 +131,7 @@ def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str,
     per_file = len(texts[0])
     config = load_agent_config(root / "agent.yaml")
     tool = build_tool(config.tools[0], base_dir=root)
-    store, embedder, _ = tool._open_store(False)
+    store, embedder, _ = tool.index.open(False)
     model = embedder.model_id
     files = discover(root / "docs", {".md"}, base=root).files
     rng = np.random.default_rng(0)

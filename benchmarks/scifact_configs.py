@@ -69,7 +69,7 @@ def main() -> None:
         bm25_changed = (config.bm25_k1, config.bm25_b) != (tool.config.bm25_k1, tool.config.bm25_b)
         tool.config = config
         if bm25_changed:
-            tool.refresh_indexes(tool.ready_store("x"), new_keyword=True)
+            tool.refresh_indexes(tool.index.ready("x"), new_keyword=True)
         modes = ["semantic", "keyword", "exact", "hybrid"] if position == 0 else ["hybrid"]
         for report in evaluate_tool(tool, dataset.queries, dataset.qrels, stems, modes):
             row = report.as_dict()

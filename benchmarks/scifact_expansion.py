@@ -51,8 +51,8 @@ def main() -> None:
     tool.initialize_sync()
     print(f"ingest/open {time.perf_counter() - clock:.1f}s", flush=True)
     ranked = rankings(tool, dataset.queries)
-    store = tool.ready_store("x")
-    assert tool.engine.keyword is not None
+    store = tool.index.ready("x")
+    assert tool.index.engine.keyword is not None
     records = sorted(store.iter_records(), key=lambda r: (r.source, r.chunk_index))
     ids = [r.id for r in records]
     matrix = np.array([r.vector for r in records], dtype=np.float32)
@@ -60,7 +60,7 @@ def main() -> None:
     source_of = {r.id: r.source for r in records}
     texts = {r.id: indexed_text(r) for r in records}
     vocabulary = Vocabulary(texts.values())
-    queries = {q: np.asarray(tool.embed_query(t), dtype=np.float32) for q, t in dataset.queries.items()}
+    queries = {q: np.asarray(tool.index.embed_query(t), dtype=np.float32) for q, t in dataset.queries.items()}
     tune, held = split(list(dataset.queries))
     halves = {"tune": tune, "held_out": held, "all": sorted(dataset.queries)}
     three = {"semantic": 1.0, "keyword": 1.0, "exact": 1.0}
@@ -88,7 +88,7 @@ def main() -> None:
             order = np.argsort(-scores)[:DEPTH]
             swap[q] = {"semantic": [(ids[i], float(scores[i])) for i in order]}
         report(f"dense prf {m} {alpha}", swap)
-    keyword = tool.engine.keyword
+    keyword = tool.index.engine.keyword
     for m, count, repeat in KEYWORD:
         swap = {}
         for q, text in dataset.queries.items():

@@ -47,15 +47,15 @@ def split(query_ids: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def rankings(tool: HierarchicalDocumentTool, queries: Mapping[str, str]) -> dict[str, Ranked]:
     """Each query's per-modality chunk rankings, as the tool's hybrid search computes them."""
-    store = tool.ready_store("x")
-    assert tool.engine.keyword is not None and tool.engine.exact is not None
+    store = tool.index.ready("x")
+    assert tool.index.engine.keyword is not None and tool.index.engine.exact is not None
     out: dict[str, Ranked] = {}
     for query_id, text in queries.items():
-        hits = store.search(tool.embed_query(text), DEPTH)
+        hits = store.search(tool.index.embed_query(text), DEPTH)
         out[query_id] = {
             "semantic": [(h.record.id, h.score) for h in hits],
-            "keyword": tool.engine.keyword.search(text, DEPTH),
-            "exact": tool.engine.exact.search(text, DEPTH),
+            "keyword": tool.index.engine.keyword.search(text, DEPTH),
+            "exact": tool.index.engine.exact.search(text, DEPTH),
         }
     return out
 
@@ -139,7 +139,7 @@ def main() -> None:
     clock = time.perf_counter()
     ranked = rankings(tool, dataset.queries)
     print(f"rankings {time.perf_counter() - clock:.1f}s")
-    store = tool.ready_store("x")
+    store = tool.index.ready("x")
     ids = {i for r in ranked.values() for hits in r.values() for i, _ in hits}
     source_of = {record.id: record.source for record in store.get(sorted(ids))}
     tune, held = split(list(dataset.queries))

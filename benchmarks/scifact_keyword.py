@@ -46,7 +46,7 @@ def main() -> None:
     clock = time.perf_counter()
     tool.initialize_sync()
     print(f"[ingest {time.perf_counter() - clock:.0f}s, {tool.document_count} chunks]", flush=True)
-    store = tool.ready_store("x")
+    store = tool.index.ready("x")
     for spec in args.strategies.split(","):
         strategy = _strategy(spec)
         tool.config = HierarchicalDocumentToolConfig.model_validate(

@@ -53,7 +53,7 @@ def main() -> None:
     checked: dict[str, dict[str, float]] = {}
     whole: dict[str, dict[str, float]] = {}
     for query_id, text in queries.items():
-        hits = tool.engine.dense(tool.ready_store(text), text, 1)
+        hits = tool.index.engine.dense(tool.index.ready(text), text, 1)
         best.append(hits[0].score if hits else 0.0)
         tool.config = checked_config
         shown = tool.search_results_sync(text, 10)

@@ -106,7 +106,7 @@ def fill(where: Path, size: int) -> SQLiteStore:
 def tool_over(where: Path) -> HierarchicalDocumentTool:
     config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="bench", source=".")
     tool = HierarchicalDocumentTool(config, base_dir=where)
-    tool.provider = "sqlite"
+    tool.index.provider = "sqlite"
     return tool
 
 
@@ -236,7 +236,7 @@ def lookups(where: Path, store: SQLiteStore, n: int) -> None:
     """Definitions and section look-ups through the side indexes a new process opens."""
     tool = tool_over(where)
     tool.refresh_indexes(store)
-    indexes = tool.keeper.indexes
+    indexes = tool.index.keeper.indexes
     assert indexes is not None
     size = store.count()
     rng = np.random.default_rng(7)

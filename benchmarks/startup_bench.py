@@ -128,7 +128,7 @@ def search_times(root: Path, name: str, n_queries: int, passes: int = 1) -> list
     tool.open_sync()
     asked = queries(n_queries)
     for q in asked:
-        tool.embed_query(q)
+        tool.index.embed_query(q)
     out = []
     for mode in ("semantic", "hybrid") * passes:
         times = []

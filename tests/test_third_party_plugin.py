@@ -343,7 +343,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
     tides.initialize_sync()
     lookup.initialize_sync()
     try:
-        assert tides.provider == "notes-memory" and tides._store.shelf == "tides"  # the store got its options
+        assert tides.provider == "notes-memory" and tides.index.store.shelf == "tides"  # the store got its options
         assert tides.keyword_strategy == "substring"
         assert tides.document_count == 3  # the lines chunker, one line per chunk
         keyword = tides.search_results_sync("north pier steps", 3, mode="keyword")

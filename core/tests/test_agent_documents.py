@@ -61,7 +61,7 @@ def test_a_rebuild_for_another_model_embeds_agent_documents_again(tmp_path: Path
     assert report.ingested == ["docs/ships.md"] or len(report.ingested) == 1
     store = shared.stores["kb"]
     assert store.spec.embedding_model == "flaky-rebuilt-v1"
-    kept = changed.agent_document("keepers")
+    kept = changed.index.agent_document("keepers")
     assert kept is not None and (kept.text, kept.title, kept.metadata) == (NOTE, "Keepers", {"team": "ops"})
     assert store.manifest()["deckhand-agent://kb/keepers"].model == "flaky-rebuilt-v1"
     assert flaky.calls == 3, "the probe, the file, then the agent document"
@@ -78,12 +78,12 @@ def test_a_write_keeps_a_complete_index_complete(tmp_path: Path, minilm: Any) ->
     tool = make_tool(tmp_path, docs, database=database)
     tool.initialize_sync()
     tool.add_document("keepers", "Keepers", NOTE, {})
-    tool.remove_entry("docs/ships.md")
+    tool.index.remove_entry("docs/ships.md")
     tool.close()
     again = make_tool(tmp_path, docs, database=database)
     assert isinstance(again.open_sync(), IndexOpened)
-    assert again.agent_document("keepers") is not None
-    assert set(again.index_entries()) == {"deckhand-agent://kb/keepers"}
+    assert again.index.agent_document("keepers") is not None
+    assert set(again.index.entries()) == {"deckhand-agent://kb/keepers"}
     again.close()
 
 
@@ -119,14 +119,14 @@ def test_a_rebuild_killed_after_its_drop_loses_no_agent_document(tmp_path: Path,
     dying.dies = False
     again = make_tool(tmp_path, docs, registry=registry, database={"provider": "shared"}, embedding_model="flaky")
     again.initialize_sync()
-    kept = again.agent_document("keepers")
+    kept = again.index.agent_document("keepers")
     assert kept is not None and (kept.text, kept.title, kept.metadata) == (NOTE, "Keepers", {"team": "ops"})
     assert not list((tmp_path / ".deckhand" / "rebuild-pending").glob("*.json")), "the journal is gone once written"
 
 
 def test_the_rebuild_journal_follows_no_link(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A link planted where the journal or its partial file goes is neither read through nor written through."""
-    from deckhand.tools.agent_documents import AgentDocument, load_pending, pending_path, save_pending
+    from deckhand.index.agent_documents import AgentDocument, load_pending, pending_path, save_pending
 
     outside = tmp_path / "outside.json"
     outside.write_text('[{"tool": "kb", "id": "x", "chunks": 1, "size": 1, "added": 0.0}]')

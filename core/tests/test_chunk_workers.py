@@ -228,7 +228,7 @@ def test_tools_ingest_the_same_records_with_workers(
             tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
         report = tool.initialize_sync()
         assert len(report.ingested) == 3
-        found.append(records_of(tool._store))
+        found.append(records_of(tool.index.store))
         tool.close()
     assert found[0] == found[1]
     if kind == "hierarchical_document":

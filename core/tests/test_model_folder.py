@@ -400,7 +400,7 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     tool = build_tool(config, base_dir=tmp_path)
     tool.initialize_sync()
     seen: list[str] = []
-    inner = tool._embedder.inner  # type: ignore[attr-defined]
+    inner = tool.index.embedder.inner  # type: ignore[attr-defined]
     original = inner.load().embed_queries
 
     def spy(texts: list[str]) -> np.ndarray:
@@ -411,7 +411,7 @@ def test_a_tool_reads_the_folder_model_from_agent_yaml(tmp_path: Path, folders: 
     results = tool.search_results_sync(QUERY)
     assert seen == [QUERY] and len(results) == len(PASSAGES)
     plain = embedder(folders["embedder"][0], precision="float")
-    queried = tool.embed_query(QUERY + " ")  # type: ignore[attr-defined]
+    queried = tool.index.embed_query(QUERY + " ")  # type: ignore[attr-defined]
     assert np.allclose(queried, plain.embed(["query: " + QUERY + " "])[0], atol=1e-5)
 
 

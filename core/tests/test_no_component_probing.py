@@ -57,7 +57,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/tools.py", "isinstance(report, IndexOpened)"): "what an opening found changed under the source",
     ("agents/status.py", "isinstance(tool, SourceTool)"): "a source shown relative to agent.yaml's folder",
     ("cli/tools.py", "type(tool).format_results.__module__"): "a tool formatting its own results",
-    ("agents/slots.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
     ("tools/results.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
 }
 
@@ -67,7 +66,17 @@ NOT_COMPONENTS = {"os", "mmap", "exc", "self"}
 #: ``isinstance(x, <lower-case name>)`` against these is no probe through a variable.
 BUILTIN_TYPES = {"bool", "bytes", "dict", "float", "frozenset", "int", "list", "object", "set", "str", "tuple", "type"}
 #: Where components are defined (their classes are what a front end must not check a component against).
-COMPONENT_MODULES = ("tools/", "stores/", "ingest/", "config/", "chunking/", "embedding/", "retrieval/", "context/")
+COMPONENT_MODULES = (
+    "tools/",
+    "index/",
+    "stores/",
+    "ingest/",
+    "config/",
+    "chunking/",
+    "embedding/",
+    "retrieval/",
+    "context/",
+)
 #: The front ends: what they are given is a component through its contract, never a concrete class.
 FRONT_ENDS = ("cli/", "mcp/", "agents/", "plugins/")
 #: Plugins that are front ends (they drive tools built by core), scanned like core's front ends.

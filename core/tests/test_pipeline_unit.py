@@ -62,7 +62,7 @@ def _ingest(config: Path, executor: Any) -> dict[str, tuple[str, str | None, tup
     try:
         report = tool.initialize_sync(executor=executor)
         assert report.ingested and not report.failed
-        store = tool.ready_store("records")
+        store = tool.index.ready("records")
         return {
             r.id: (r.content, r.metadata.get("context"), tuple(round(float(x), 5) for x in r.vector))  # type: ignore[misc]
             for r in store.iter_records()

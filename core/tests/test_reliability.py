@@ -100,7 +100,7 @@ def test_pinned_encoding_per_glob_wins_and_silences_the_warning(
     report = tool.initialize_sync()
     assert sorted(report.ingested) == ["docs/legacy/menu.txt", "docs/modern.md", "docs/polish.txt"]
     assert warnings_of(caplog_ingest) == []
-    text = contents(tool._store)
+    text = contents(tool.index.store)
     assert "Café crème" in text and "Dzień dobry" in text and "Grüße aus München" in text
     tool.close()
 
@@ -224,7 +224,7 @@ def test_bad_input_corpus_one_line_each_and_every_good_file_ingested(
     kinds = "4 symlink, 2 empty, 1 .svg, 1 over max_file_size; -v lists them"
     assert report.summary().startswith(f"{len(good)} ingested (")
     assert f", 8 skipped ({kinds}), 6 failed, 0 removed" in report.summary()
-    text = contents(tool._store)
+    text = contents(tool.index.store)
     for body in ("Quarterly tonnage grew by nine percent", "Ærøskøbing", "crème brûlée, déjà vu, naïve façade"):
         assert body in text
     assert "| 1 | Aurora |  |  |" in text and "| 2 | Borealis | 5400 | late |" in text  # ragged rows padded

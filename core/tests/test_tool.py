@@ -209,17 +209,25 @@ def test_stored_files_and_a_page_of_one_files_chunks(tmp_path: Path, minilm: Any
         "name: a\ntools:\n  - type: hierarchical_document\n    name: acts\n    source: docs/\n"
     )
     tool = build_tool(load_agent_config(tmp_path / "agent.yaml").tools[0], base_dir=tmp_path)
-    assert tool.stored_files() == {} and tool.stored_chunks("docs/long.md", 0, 5) == []  # before initialisation
+    assert (
+        tool.index.stored_files() == {} and tool.index.stored_chunks("docs/long.md", 0, 5) == []
+    )  # before initialisation
     tool.initialize_sync()
-    files = tool.stored_files()
+    files = tool.index.stored_files()
     assert set(files) == {"docs/long.md", "docs/short.md"}
     total = files["docs/long.md"].chunk_count
     assert total > 20
-    page = tool.stored_chunks("docs/long.md", 10, 15)
+    page = tool.index.stored_chunks("docs/long.md", 10, 15)
     assert [r.chunk_index for r in page] == [10, 11, 12, 13, 14]
     assert all(r.source == "docs/long.md" for r in page) and "Part" in page[0].content
-    assert [r.chunk_index for r in tool.stored_chunks("docs/long.md", total - 2, total + 5)] == [total - 2, total - 1]
-    assert tool.stored_chunks("docs/../etc/passwd", 0, 3) == [] and tool.stored_chunks("docs/long.md", 5, 5) == []
+    assert [r.chunk_index for r in tool.index.stored_chunks("docs/long.md", total - 2, total + 5)] == [
+        total - 2,
+        total - 1,
+    ]
+    assert (
+        tool.index.stored_chunks("docs/../etc/passwd", 0, 3) == []
+        and tool.index.stored_chunks("docs/long.md", 5, 5) == []
+    )
     tool.close()
 
 
@@ -492,15 +500,15 @@ def test_chunks_are_embedded_with_their_title_and_headings_while_streamed(tmp_pa
     tool = make_tool(tmp_path, docs, chunk_size=16, chunk_overlap=0)
     report = tool.initialize_sync()
     assert report.chunks_written > 32  # more than one batch of the reader
-    assert tool._store is not None
+    assert tool.index.store is not None
     text = (docs / "manual.md").read_text(encoding="utf-8")
     headings = sorted((text.index(f"## {s}"), s) for s in ("Backups", "Restores", "Monitoring"))
-    for record in tool._store.iter_records():
+    for record in tool.index.store.iter_records():
         start, end = record.metadata["start_char"], record.metadata["end_char"]
         section = [name for at, name in headings if at <= start]
         assert record.metadata["context"] == " > ".join(["Operations Manual", *section[-1:]]), start
         assert record.content == text[start:end]  # results show the chunk alone
     plain = make_tool(tmp_path, docs, name="plain", chunk_size=16, chunk_overlap=0, contextual_embeddings=False)
     plain.initialize_sync()
-    assert plain._store is not None
-    assert all("context" not in r.metadata for r in plain._store.iter_records())
+    assert plain.index.store is not None
+    assert all("context" not in r.metadata for r in plain.index.store.iter_records())

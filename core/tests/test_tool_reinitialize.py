@@ -52,13 +52,14 @@ def test_hierarchical_tool_second_initialize_reingests_nothing_unchanged(
     tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
     first = tool.initialize_sync()
     assert len(first.ingested) == 4 and tool.provider == "sqlite"
-    count, keyword = tool.document_count, tool.engine.keyword
+    count, keyword = tool.document_count, tool.index.engine.keyword
 
     with caplog.at_level(logging.INFO, logger="deckhand"):
         again = tool.initialize_sync()
     assert again.ingested == [] and len(again.unchanged) == 4 and again.texts_embedded == 0
     assert tool.document_count == count
-    assert tool.engine.keyword is keyword and not [r for r in caplog.records if "indexes rebuilt" in r.getMessage()]
+    rebuilt = [r for r in caplog.records if "indexes rebuilt" in r.getMessage()]
+    assert tool.index.engine.keyword is keyword and not rebuilt
     assert tool.search_results_sync("§ 2", 1)[0].section_id == "2"
 
     (source / "act0.md").write_text("# Act 0\n\n## 1 Scope\n\nRewritten: this act covers ferries.\n", encoding="utf-8")
@@ -95,7 +96,7 @@ def test_an_unreachable_store_during_a_reinitialize_keeps_the_index(
     (source / "reef.md").write_text("# Reefing\n\nTie in a reef when gusts exceed twenty knots.\n", encoding="utf-8")
     tool = VectorStoreTool(VectorStoreToolConfig(type="vectorstore", name="t", source=str(source)), base_dir=tmp_path)
     tool.initialize_sync()
-    store = tool._store
+    store = tool.index.store
     assert store is not None
 
     def unreachable(spec: object) -> None:
@@ -105,7 +106,7 @@ def test_an_unreachable_store_during_a_reinitialize_keeps_the_index(
     with pytest.raises(StoreConnectionError):
         tool.initialize_sync()
     monkeypatch.undo()  # the server is back
-    assert tool._store is store and tool.is_initialized
+    assert tool.index.store is store and tool.is_initialized
     assert tool.search_results_sync("reef", 1)[0].source.endswith("reef.md")
     assert tool.document_count == 1
 
@@ -115,4 +116,4 @@ def test_an_unreachable_store_during_a_reinitialize_keeps_the_index(
     monkeypatch.setattr(store, "open", incompatible)
     with pytest.raises(ValueError):
         tool.initialize_sync()
-    assert tool._store is None and not tool.is_initialized, "any other failure leaves no half-usable tool"
+    assert tool.index.store is None and not tool.is_initialized, "any other failure leaves no half-usable tool"

@@ -17,8 +17,8 @@ from deckhand.config.base import DatabaseConfig
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import check_key
 from deckhand.filters.spec import SearchFilter, parse_expressions
+from deckhand.index.agent_documents import RESERVED_KEYS, agent_uri, parse_agent_uri
 from deckhand.tool_entry import ToolConfigBase
-from deckhand.tools.agent_documents import RESERVED_KEYS, agent_uri, parse_agent_uri
 from deckhand.types import DERIVED_METADATA_KEYS, SearchResult
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st

@@ -73,7 +73,7 @@ class LoadedText:
 #: structure chunker's (heading chain, sections, definitions, references), the token chunker's and the ingest's
 #: (character offsets, lines, path, file type), the contextual step's, and a code chunker's (symbol, language,
 #: kind, signature). Fields an agent sends with a document may not take these names
-#: (:data:`deckhand.tools.agent_documents.RESERVED_KEYS`); tests check each chunker against this list.
+#: (:data:`deckhand.index.agent_documents.RESERVED_KEYS`); tests check each chunker against this list.
 DERIVED_METADATA_KEYS = frozenset(
     {
         # where in the file

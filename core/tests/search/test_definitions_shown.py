@@ -40,7 +40,7 @@ def test_definitions_come_from_the_results_library_rendered(tmp_path: Path, mini
     )
     tool = HierarchicalDocumentTool(config, base_dir=tmp_path)
     tool.initialize_sync()
-    assert tool.engine.definitions is not None and tool.engine.definitions.lookup("attribute") is not None
+    assert tool.index.engine.definitions is not None and tool.index.engine.definitions.lookup("attribute") is not None
     results = {r.source: r for r in tool.search_results_sync("default value of an attribute in a class", 10)}
     attrs_page = next(r for source, r in results.items() if source.endswith("attrs/docs/defaults.md"))
     shown = {d.term: d.definition for d in attrs_page.definitions}

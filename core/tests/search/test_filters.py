@@ -143,11 +143,11 @@ def test_an_index_from_before_filters_is_refused_until_force_ingest(
     (tmp_path / "agent.yaml").write_text("tools:\n  - {type: vectorstore, name: kb, source: docs}\n")
     tool = _tool(tmp_path, docs)
     tool.initialize_sync()
-    assert tool._store is not None
-    old = [r for r in tool._store.iter_records()]
+    assert tool.index.store is not None
+    old = [r for r in tool.index.store.iter_records()]
     for record in old:  # what a deckhand without filters wrote: no path, no file_type, no front matter
         record.metadata = {k: v for k, v in record.metadata.items() if k not in ("path", "file_type", "author")}
-    tool._store.upsert(old)
+    tool.index.store.upsert(old)
     tool.close()
     monkeypatch.chdir(tmp_path)
     run = CliRunner()

@@ -507,7 +507,7 @@ def test_an_index_built_with_the_old_default_opens_with_tantivy_and_keeps_its_ve
     assert isinstance(old, HierarchicalDocumentTool)
     old.initialize_sync()
     assert old.keyword_strategy == "bm25"
-    store = old.ready_store("x")
+    store = old.index.ready("x")
     vectors = {r.id: r.vector.tolist() for r in store.iter_records()}
     old.close()
     agent.write_text(tool_yaml)
@@ -518,5 +518,5 @@ def test_an_index_built_with_the_old_default_opens_with_tantivy_and_keeps_its_ve
     found = new.search_results_sync("tomatoes compost", 3, mode="keyword")
     assert found and found[0].source == "docs/guide.md"
     assert new.search_results_sync("§ 2.1")[0].section_id == "2.1"
-    assert {r.id: r.vector.tolist() for r in new.ready_store("x").iter_records()} == vectors
+    assert {r.id: r.vector.tolist() for r in new.index.ready("x").iter_records()} == vectors
     new.close()

@@ -105,8 +105,8 @@ def test_reinitialise_rebuilds_the_indexes(legal_corpus: Path) -> None:
 
 def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = _tool(legal_corpus, "    relative_cutoff: 0\n")  # every keyword match, however weak
-    assert tool._store is not None
-    record = next(r for r in tool._store.iter_records() if r.metadata.get("section_id") == "2.2")
+    assert tool.index.store is not None
+    record = next(r for r in tool.index.store.iter_records() if r.metadata.get("section_id") == "2.2")
     assert record.metadata["context"].startswith("Widget Safety Act > Part 2 Duties")
     assert "Part 2 Duties" in indexed_text(record) and record.content in indexed_text(record)
     # Only the heading chain reaches the keyword index: "duties" is not in 2.2's content.
@@ -116,8 +116,8 @@ def test_context_is_embedded_and_keyword_indexed(legal_corpus: Path, monkeypatch
     # (only a model change triggers re-ingestion; other settings need --force-ingest).
     monkeypatch.setenv("DECKHAND_HOME", str(legal_corpus / ".state-off"))
     off = _tool(legal_corpus, "    contextual_embeddings: false\n")
-    assert off._store is not None
-    assert all("context" not in r.metadata for r in off._store.iter_records())
+    assert off.index.store is not None
+    assert all("context" not in r.metadata for r in off.index.store.iter_records())
 
 
 def test_indexed_text_does_not_repeat_what_the_content_has() -> None:

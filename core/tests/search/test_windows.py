@@ -131,7 +131,7 @@ def test_a_tool_embeds_each_window_once_through_its_cache(legal_corpus: Path) ->
     tool = build_tool(load_agent_config(legal_corpus / "agent.yaml").tools[0], base_dir=legal_corpus)
     tool.initialize_sync()
     try:
-        embedder = tool._embedder
+        embedder = tool.index.embedder
         assert embedder is not None
         before = embedder.embedded_count
         first = tool.search_results_sync("How large is the fine for a breach?")

@@ -202,7 +202,7 @@ def test_a_file_too_large_to_parse_is_cut_by_the_token_chunker(
 def test_every_metadata_key_the_chunker_sets_is_reserved_from_agent_documents(minilm: Any, samples: Path) -> None:
     """An agent document's fields may not take a name the code chunker derives (``symbol``, ``language``, ...):
     deckhand's list of derived keys must hold every key this chunker sets (issue 40, case 3)."""
-    from deckhand.tools.agent_documents import RESERVED_KEYS
+    from deckhand.index.agent_documents import RESERVED_KEYS
     from deckhand.types import DERIVED_METADATA_KEYS
 
     keys = {key for name in sorted(EXPECTED) for chunk in chunks_of(minilm, samples / name) for key in chunk.metadata}

@@ -49,9 +49,9 @@ def test_a_question_about_a_function_finds_it_with_its_symbol_and_lines(
     assert "| Source: src/shapes.py | Symbol: shapes.circle_area (python, lines 8-11)\n# The area of a circle" in text
     go = tool.search_results_sync("add a job at the back of the queue", top_k=1)[0]
     assert (go.source, go.metadata["symbol"], go.metadata["language"]) == ("src/queue.go", "queue.Queue.Push", "go")
-    assert tool._store is not None
+    assert tool.index.store is not None
     contexts = {
-        r.metadata["symbol"]: r.metadata["context"] for r in tool._store.iter_records() if "symbol" in r.metadata
+        r.metadata["symbol"]: r.metadata["context"] for r in tool.index.store.iter_records() if "symbol" in r.metadata
     }
     # contextual embeddings: the file's path, the symbol path and the signature
     assert contexts["shapes.circle_area"] == (

@@ -157,8 +157,8 @@ def test_every_result_link_names_exactly_the_lines_of_its_chunk(tmp_path: Path, 
     tool = build_tool(load_agent_config(project / "agent.yaml").tools[0], base_dir=project)
     tool.initialize_sync()
     reader = SourceReader([("code_index", project / "src", tool)])
-    assert tool._store is not None
-    records = [r for r in tool._store.iter_records() if "symbol" in r.metadata]
+    assert tool.index.store is not None
+    records = [r for r in tool.index.store.iter_records() if "symbol" in r.metadata]
     assert len(records) > 20
     for record in records:
         start, end = record.metadata["start_line"], record.metadata["end_line"]

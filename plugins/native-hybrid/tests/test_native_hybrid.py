@@ -110,7 +110,7 @@ def test_tool_uses_the_store_full_text(tmp_path: Path, monkeypatch: pytest.Monke
     results = tool.search_results_sync("rails", 2, mode="keyword")
     assert results[0].content.endswith("Trains need rails.")
     assert results[0].modalities["keyword"].rank == 1
-    assert isinstance(tool._store, FullTextStore) and tool._store.keyword_calls[-1][0] == "rails"
+    assert isinstance(tool.index.store, FullTextStore) and tool.index.store.keyword_calls[-1][0] == "rails"
     hybrid = tool.search_results_sync("wind for sailing", 2)
     assert "keyword" in hybrid[0].modalities and "semantic" in hybrid[0].modalities
 
@@ -204,11 +204,11 @@ def test_tool_sends_the_query_vector_to_native_hybrid(tmp_path: Path, monkeypatc
     registry.register_plugin(FakeHybridPlugin(), "fake-hybrid")
     tool = HierarchicalDocumentTool(_config(project, "hybrid", "native"), base_dir=project, registry=registry)
     tool.initialize_sync()
-    store = tool._store
+    store = tool.index.store
     assert isinstance(store, HybridStore) and tool.keyword_strategy == "native"
     results = tool.search_results_sync("rails", 2, mode="keyword")
     assert results[0].content.endswith("Trains need rails.")
-    dimension = tool.embed_query("rails").size
+    dimension = tool.index.embed_query("rails").size
     assert store.hybrid_calls == [("rails", dimension, 100)] and store.keyword_calls == []
     tool.search_results_sync("wind for sailing", 2)  # hybrid mode: the same vector serves both modalities
     assert store.hybrid_calls[-1][0] == "wind for sailing"

@@ -61,6 +61,6 @@ def test_tool_ranks_keywords_with_the_store(
         assert [r.source.rsplit("/", 1)[-1] for r in only_b] == ["b.md"]
         assert tool.search_results_sync("rails", 5, mode="keyword", filter={"path": "a.md"})[0].source.endswith("a.md")
     finally:
-        if tool._store is not None:
-            tool._store.drop()
+        if tool.index.store is not None:
+            tool.index.store.drop()
         tool.close()

@@ -83,13 +83,13 @@ def test_a_long_document_is_read_a_page_at_a_time(tmp_path: Path) -> None:
     bench = Workbench.open(tmp_path / "agent.yaml")
     asked: list[tuple[int, int]] = []
     tool = bench.main.tool("acts")
-    read = tool.stored_chunks
+    read = tool.index.stored_chunks
 
     def counted(source: str, start: int, stop: int) -> list[Any]:
         asked.append((start, stop))
         return read(source, start, stop)
 
-    tool.stored_chunks = counted
+    tool.index.stored_chunks = counted
     with TestClient(create_app(bench), base_url=BASE) as client:
         page = client.get("/documents/view", params={"tool": "agent:acts", "source": "docs/long.md", "chunk": "45"})
         assert 'id="chunk-45"' in page.text

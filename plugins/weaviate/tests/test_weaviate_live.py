@@ -130,6 +130,6 @@ def test_hierarchical_tool_native_strategy_uses_weaviate_hybrid(
         assert calls == ["bowline cleat hitch"]
         assert results[0].source.endswith("knots.md")
     finally:
-        if tool._store is not None:
-            tool._store.drop()
+        if tool.index.store is not None:
+            tool.index.store.drop()
         tool.close()

@@ -52,8 +52,8 @@ from deckhand.agents.writes import (
     DeleteOutput,
     writable_tools,
 )
+from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET
-from deckhand.tools.agent_documents import is_agent_source
 from deckhand.tools.base import SourceTool
 from deckhand.tools.results import function_definition, tool_function
 

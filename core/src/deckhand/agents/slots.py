@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from deckhand.agents.calls import CallError
 from deckhand.agents.outages import Outage
 from deckhand.agents.progress import IngestProgress
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
-
-
-def accepts_filter(tool: Any) -> bool:
-    """Whether ``tool``'s ``search_results_sync`` takes a ``filter`` argument (True when it cannot be told)."""
-    try:
-        return "filter" in inspect.signature(tool.search_results_sync).parameters
-    except (TypeError, ValueError):
-        return True
+from deckhand.tools.results import takes_filter
 
 
 @dataclass
@@ -54,7 +45,7 @@ class Slot:
     @classmethod
     def serving(cls, tool: Tool, tracker: IngestProgress | None) -> Slot:
         """The slot of ``tool`` as the toolbox starts serving it."""
-        return cls(tool, tracker, takes_filter=accepts_filter(tool))
+        return cls(tool, tracker, takes_filter=takes_filter(tool))
 
 
 @contextmanager

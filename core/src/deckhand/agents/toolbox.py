@@ -70,6 +70,7 @@ from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_co
 from deckhand.errors import ConfigError, is_outage
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -349,10 +350,11 @@ class Toolbox(MemoryCalls, WriteCalls):
             tool = slot.tool
             try:
                 extra = _filter_argument(name, slot, args.filter)
-                results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if isinstance(tool, SourceTool):  # the tool's own text for the results it gave
-                    text = tool.format_results(results) if results else tool.search_text_sync(args.query, **extra)
+                if isinstance(tool, SourceTool):  # one pass: the results, their text, why there are none
+                    answer = tool.answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
+                    results, text = answer.results, answer.text
                 else:  # a tool type of its own: its search_text_sync is the text agents read
+                    results = list(tool.search_results_sync(args.query, args.top_k, **extra))
                     text = tool.search_text_sync(args.query, args.top_k, **extra)
                 changes = self._changes(name, slot)
             except CallError:
@@ -470,7 +472,7 @@ class Toolbox(MemoryCalls, WriteCalls):
             slot.count = int(slot.tool.document_count)
             slot.entries = entry_counts(slot.tool)
             tool = slot.tool
-            slot.search_note = tool.search_note if isinstance(tool, SourceTool) else None
+            slot.search_note = tool.index.search_note() if isinstance(tool, SourceTool) else None
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)
@@ -488,7 +490,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         from deckhand.tools.base import SourceTool
 
         def stamp(tool: Any) -> Any:
-            return tool.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
+            return tool.index.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
 
         return self._read_held(name, timeout, stamp)
 
@@ -498,7 +500,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         from deckhand.tools.base import SourceTool
 
         return self._read_held(
-            name, timeout, lambda tool: tool.indexed_files() if isinstance(tool, SourceTool) else None
+            name, timeout, lambda tool: tool.index.indexed_files() if isinstance(tool, SourceTool) else None
         )
 
     def section_ids(self, name: str, timeout: float) -> list[str]:
@@ -506,7 +508,9 @@ class Toolbox(MemoryCalls, WriteCalls):
         read now (as :meth:`change_stamp`) or the tool has none."""
         from deckhand.tools.base import SourceTool
 
-        ids = self._read_held(name, timeout, lambda tool: tool.section_ids() if isinstance(tool, SourceTool) else [])
+        ids = self._read_held(
+            name, timeout, lambda tool: tool.index.section_ids() if isinstance(tool, SourceTool) else []
+        )
         return ids or []
 
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:

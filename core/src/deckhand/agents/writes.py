@@ -3,7 +3,7 @@
 Only a tool configured with ``writable: true`` takes them. ``deckhand_add`` stores a text (with
 a title and optional metadata fields) as a document of the tool, chunked, contextualised and
 embedded as the tool does its files, and searchable as soon as the call returns; the document
-lives apart from the source's files (:mod:`deckhand.tools.agent_documents`), so no ingest
+lives apart from the source's files (:mod:`deckhand.index.agent_documents`), so no ingest
 removes it. ``deckhand_delete`` removes a document an agent added and, only where the tool also
 sets ``writable_sources: true``, a source file's entry in the index (never the file).
 
@@ -31,6 +31,15 @@ from deckhand.agents.calls import Arguments, CallError, Output
 from deckhand.agents.slots import Slot
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import check_key, check_value
+from deckhand.index.agent_documents import (
+    ID_PATTERN,
+    RESERVED_KEYS,
+    AgentDocument,
+    agent_uri,
+    is_agent_source,
+    listed,
+    parse_agent_uri,
+)
 from deckhand.limits import (
     MAX_DOCUMENT_CHARS,
     MAX_DOCUMENT_ID_CHARS,
@@ -39,15 +48,6 @@ from deckhand.limits import (
     MAX_NAME_CHARS,
     MAX_TITLE_CHARS,
     MAX_URI_CHARS,
-)
-from deckhand.tools.agent_documents import (
-    ID_PATTERN,
-    RESERVED_KEYS,
-    AgentDocument,
-    agent_uri,
-    is_agent_source,
-    listed,
-    parse_agent_uri,
 )
 from deckhand.tools.base import SourceTool
 
@@ -220,7 +220,7 @@ def entry_counts(tool: Any) -> tuple[int, int] | None:
     at 100,000 files that costs most of a second)."""
     if not is_writable(tool) or not tool.is_initialized:
         return None
-    entries = tool.index_entries()
+    entries = tool.index.entries()
     agents = sum(1 for source in entries if is_agent_source(source))
     return len(entries) - agents, agents
 
@@ -275,7 +275,7 @@ class WriteCalls:
         tool, slot = self._write_target(ADD, args.tool)
         doc_id = args.id or uuid.uuid4().hex[:16]
         with self._writing(args.tool, slot):
-            replaced = tool.agent_document(doc_id) is not None
+            replaced = tool.index.agent_document(doc_id) is not None
             try:
                 doc: AgentDocument = tool.add_document(doc_id, args.title, args.text, dict(args.metadata or {}))
             except Exception as exc:
@@ -310,7 +310,7 @@ class WriteCalls:
         source, kind = self._delete_target(args, tool)
         with self._writing(args.tool, slot):
             try:
-                removed = tool.remove_entry(source)
+                removed = tool.index.remove_entry(source)
             except Exception as exc:
                 raise CallError(f"{DELETE}: {args.tool}: {self.error_line(exc)}") from None
         if not removed:
@@ -339,7 +339,7 @@ class WriteCalls:
                 continue
             try:
                 with self._hold(name, slot, timeout=self.search_wait):
-                    docs = [tool.agent_document(d.id) for d in listed(name, tool.index_entries())]
+                    docs = [tool.index.agent_document(d.id) for d in listed(name, tool.index.entries())]
             except Exception as exc:  # a store that cannot answer lists nothing; the listing goes on
                 audit.debug("tool %s: agent documents not listed: %s", name, self.error_line(exc))
                 continue
@@ -359,7 +359,7 @@ class WriteCalls:
         if not slot.ready:
             raise CallError(f"uri: tool {name!r} is not ingested yet; search it first")
         with self._hold(name, slot, timeout=self.search_wait):
-            doc = self.tool(name).agent_document(doc_id)
+            doc = self.tool(name).index.agent_document(doc_id)
         if doc is None:
             raise CallError(f"uri: tool {name!r} holds no agent document {doc_id!r} (it may have been deleted)")
         return passage_of(doc, fragment, context=context, max_chars=max_chars, max_lines=max_lines)

@@ -29,6 +29,7 @@ from deckhand.printable import printable
 from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.base import IndexOpened, SourceTool
 from deckhand.tools.results import refuse_filter, takes_filter
 
@@ -124,7 +125,7 @@ def initialize_tools(
             store = f" [{tool.provider}]" if tool.provider else ""
             # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
-            note = tool.search_note if isinstance(tool, SourceTool) else None
+            note = tool.index.search_note() if isinstance(tool, SourceTool) else None
             if note:  # the graph builds after the report (this process waits for it before exiting)
                 click.echo(f"{printable(tool.config.name)}: {note}", err=True)
     return any_failed
@@ -215,17 +216,18 @@ def answer(
     stale = stale_changes(tool)
     if stale is not None:
         shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
-    note = tool.search_note if isinstance(tool, SourceTool) else None
+    note = tool.index.search_note() if isinstance(tool, SourceTool) else None
     if note:
         shown.append(f"Note: {note}\n\n", style="bold")
     if _own_format(tool):
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown
-    results = tool.search_results_sync(query, top_k, **extra)
-    if not results:  # the tool's own line: no result, or none above its threshold
-        shown.append(tool.search_text_sync(query, top_k, **extra))
+    assert isinstance(tool, SourceTool)  # _own_format: every other tool writes its own text
+    found = tool.answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its own line when empty
+    if not found.results:
+        shown.append(found.text)
         return shown
-    shown.append_text(results_text(results, query, full=full))
+    shown.append_text(results_text(found.results, query, full=full))
     return shown
 
 

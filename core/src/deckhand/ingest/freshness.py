@@ -23,7 +23,7 @@ from deckhand.types import FileState
 
 #: Most changed paths a check keeps (the counts are always complete).
 MAX_NAMED = 20
-#: The agent documents' source prefix: never files of the source (see :mod:`deckhand.tools.agent_documents`).
+#: The agent documents' source prefix: never files of the source (see :mod:`deckhand.index.agent_documents`).
 _AGENT = "deckhand-agent://"
 
 

@@ -54,7 +54,7 @@ __all__ = [
 
 log = logging.getLogger("deckhand.ingest")
 
-#: The source names of documents an agent added (:mod:`deckhand.tools.agent_documents`, which the tools layer
+#: The source names of documents an agent added (:mod:`deckhand.index.agent_documents`, which the tools layer
 #: holds above this one): an ingest leaves them alone.
 AGENT_SOURCE_PREFIX = "deckhand-agent://"
 

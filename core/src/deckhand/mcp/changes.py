@@ -40,10 +40,10 @@ from urllib.parse import unquote, urlsplit
 from deckhand.agents.calls import CallError
 from deckhand.agents.reading import SourceReader
 from deckhand.agents.toolbox import Toolbox
+from deckhand.index.agent_documents import is_agent_source, parse_agent_uri
 from deckhand.limits import MAX_URI_CHARS
 from deckhand.mcp import sdk
 from deckhand.mcp.server import in_daemon_thread
-from deckhand.tools.agent_documents import is_agent_source, parse_agent_uri
 
 log = logging.getLogger("deckhand.mcp")
 

@@ -20,9 +20,9 @@ from deckhand.agents.calls import CallError
 from deckhand.agents.paging import budget_chars
 from deckhand.agents.reading import SourceReader, file_uri, mime_type
 from deckhand.agents.writes import WriteCalls
+from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_URI_CHARS
 from deckhand.mcp import sdk
-from deckhand.tools.agent_documents import is_agent_source
 
 #: Most lines ``resources/read`` returns for one URI (a line range or a whole file).
 READ_LINES = 5000

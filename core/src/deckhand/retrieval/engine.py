@@ -56,7 +56,6 @@ from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
 from deckhand.retrieval.shaping import diversify, relative_cutoff
 from deckhand.retrieval.side_indexes import SideIndexes, location_of
-from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
 
 log = logging.getLogger("deckhand")
@@ -153,6 +152,24 @@ class Hit:
         """The score a result shows: the reranker's when there is one, clamped to [0, 1], 6 decimals."""
         value = self.score if self.rerank_score is None else self.rerank_score
         return round(min(max(value, 0.0), 1.0), 6)
+
+
+@dataclass
+class Ranking:
+    """One pass of :meth:`QueryEngine.ranking`: its hits and what it saw on the way, which is what explains an
+    empty answer without searching again."""
+
+    hits: list[Hit]
+    #: Candidates the pass ranked (every modality's, after the filter).
+    candidates: int = 0
+    #: Candidates the score threshold (``min_score``) dropped that nothing else would have.
+    under_threshold: int = 0
+    #: The best dense similarity (None: the dense search did not run or found nothing).
+    best: float | None = None
+    #: Whether the query was found to be about nothing in the source (:func:`_off_topic`).
+    off_topic: bool = False
+    #: Whether the dense search ran.
+    dense: bool = True
 
 
 def _below_floor(entry: Fused, floor: float | None) -> bool:
@@ -271,8 +288,8 @@ class QueryEngine:
         where: Filter | None = None,
         provider: str | None = None,
     ) -> list[SearchHit]:
-        """The store's ``depth`` nearest records to ``query``'s vector that pass ``where``."""
-        return filtering.search(store, self.embed(query), depth, min_score=min_score, where=where, provider=provider)
+        """The store's ``depth`` nearest records to ``query``'s vector that pass ``where`` (checked by its giver)."""
+        return _nearest(store, self.embed(query), depth, min_score, where)
 
     def search(
         self,
@@ -283,9 +300,22 @@ class QueryEngine:
         where: Filter | None = None,
         provider: str | None = None,
     ) -> list[Hit]:
-        """The ``settings.top_k`` best records for ``query`` that pass ``where``, best first.
+        """The ``settings.top_k`` best records for ``query`` that pass ``where``, best first (:meth:`ranking`'s)."""
+        return self.ranking(store, query, settings, where=where, provider=provider).hits
 
-        ``provider`` (the store's name) is only for error messages.
+    def ranking(
+        self,
+        store: VectorStore,
+        query: str,
+        settings: SearchSettings,
+        *,
+        where: Filter | None = None,
+        provider: str | None = None,
+    ) -> Ranking:
+        """The ``settings.top_k`` best records for ``query`` that pass ``where``, best first, with what the pass saw.
+
+        ``where`` was compiled and checked by whoever gives it (``Index.filter_for``); ``provider`` (the store's
+        name) is only for error messages.
         """
         if not settings.fused:
             return self._single(store, query, settings, where, provider)
@@ -293,13 +323,19 @@ class QueryEngine:
         # the section a section-reference query ("§ 4.2") names, found once for the whole query
         section = self.exact.section_of_query(query) if self.exact is not None else []
         anchors = self.anchors(query, settings)
-        fused, records = self.rank(
+        fused, records, best = self.rank(
             store, query, settings, max(k, settings.candidates), where, provider, section, anchors
         )
+        seen = Ranking([], candidates=len(fused), best=best, dense=SEMANTIC in settings.weights)
         if not anchors and _off_topic(query, fused, records, settings):
-            return []
+            seen.off_topic = True
+            return seen
         threshold, floor = settings.min_score, settings.semantic_floor
-        fused = [f for f in fused if (threshold is None or f.score >= threshold) and not _below_floor(f, floor)]
+        fused = [f for f in fused if not _below_floor(f, floor)]
+        if threshold is not None:
+            # what an unthresholded search would have kept (``min_score=0`` still drops negative scores)
+            seen.under_threshold = sum(1 for f in fused if 0.0 <= f.score < threshold)
+            fused = [f for f in fused if f.score >= threshold]
         pinned = set(section) | (set(anchors.held) if anchors.first else set())
         # A pinned section's chunks stay first and in order: each counts as a source of its own.
         sources = self._sources([f.id for f in fused if f.id not in records]) if settings.per_source else {}
@@ -316,7 +352,7 @@ class QueryEngine:
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
-        return [
+        seen.hits = [
             Hit(
                 record=records[f.id],
                 score=f.score,
@@ -326,20 +362,27 @@ class QueryEngine:
             )
             for f, score in ranked
         ]
+        return seen
 
     def _single(
         self, store: VectorStore, query: str, settings: SearchSettings, where: Filter | None, provider: str | None
-    ) -> list[Hit]:
-        """Single mode: the store's nearest records, reranked when there is a reranker."""
+    ) -> Ranking:
+        """Single mode: the store's nearest records, reranked when there is a reranker. The store is asked without
+        ``min_score`` and the threshold applied here, so the pass knows what it dropped."""
         k = settings.top_k
         depth = self.rerank_depth(k, settings.rerank_top_n)
         if settings.per_source:
             depth = max(depth, k * DIVERSITY_DEPTH)
-        hits = self.dense(store, query, depth, min_score=settings.min_score, where=where, provider=provider)
+        found = self.dense(store, query, depth, where=where, provider=provider)
+        threshold = settings.min_score
+        hits = [hit for hit in found if threshold is None or hit.score >= threshold]
+        seen = Ranking([], candidates=len(found), under_threshold=len(found) - len(hits))
+        seen.best = found[0].score if found else None
         floor = settings.relevance_floor
         off_topic = hits and floor is not None and hits[0].score < floor
         if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
-            return []
+            seen.off_topic = True
+            return seen
         hits = self._windowed(query, hits, settings)
         hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
         ranked = self.reranked(
@@ -349,7 +392,8 @@ class QueryEngine:
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
-        return [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+        seen.hits = [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+        return seen
 
     def _windowed(self, query: str, hits: list[SearchHit], settings: SearchSettings) -> list[SearchHit]:
         """``hits`` with their best candidates scored again by their best window (``settings.windows``)."""
@@ -406,11 +450,11 @@ class QueryEngine:
         provider: str | None = None,
         section: Sequence[str] | None = None,
         anchors: Anchors | None = None,
-    ) -> tuple[list[Fused], dict[str, Record]]:
+    ) -> tuple[list[Fused], dict[str, Record], float | None]:
         """Every modality's best ``depth``, fused, the pinned section first, then the anchored chunks when they
         rank first; and the records already read. ``section``: the record ids of the section the query names
         (:meth:`ExactIndex.section_of_query`), ``anchors`` the chunks its identifiers and phrases anchor
-        (:meth:`anchors`); both found here when not given."""
+        (:meth:`anchors`); both found here when not given. Last, the dense search's best similarity (None: none)."""
         assert self.keyword is not None and self.exact is not None
         weights = dict(settings.weights)
         ranked: dict[str, list[tuple[str, float]]] = {}
@@ -421,6 +465,7 @@ class QueryEngine:
         hybrid = where is None and KEYWORD in weights and keyword.wants_vector
         vector = self.embed(query) if SEMANTIC in weights or hybrid else None
         passes = FilterRecheck(store, where, records)
+        best: float | None = None
         # A strategy that runs beside (the builtin BM25 or tantivy) searches on a worker thread during the dense
         # search: both spend their time in code that lets go of the GIL (numpy or tantivy, usearch), so on a
         # million chunks a hybrid query takes about the longer of the two instead of their sum. Any other (a
@@ -430,7 +475,8 @@ class QueryEngine:
             beside = _worker().submit(keyword.search, query, depth)
         if SEMANTIC in weights:
             assert vector is not None
-            hits = filtering.search(store, vector, depth, where=where, provider=provider)
+            hits = _nearest(store, vector, depth, None, where)
+            best = hits[0].score if hits else None
             hits = self._windowed(query, hits, settings)
             ranked[SEMANTIC] = [(h.record.id, h.score) for h in hits]
             records.update((h.record.id, h.record) for h in hits)
@@ -466,7 +512,7 @@ class QueryEngine:
                 entry.score = 1.0
             taken = set(pinned)
             fused = head + [f for f in fused if f.id not in taken]
-        return fused, records
+        return fused, records, best
 
     # -- annotation -------------------------------------------------------------------
     def annotate(self, record: Record, definitions_per_result: int = DEFINITIONS_PER_RESULT) -> Annotations:
@@ -497,6 +543,15 @@ class QueryEngine:
             else:
                 out.append(ResolvedReference(section_id=ref, resolved=False))
         return out
+
+
+def _nearest(
+    store: VectorStore, vector: Vector, k: int, min_score: float | None, where: Filter | None
+) -> list[SearchHit]:
+    """``store.search``, given ``where`` only when there is a filter (which its giver checked the store applies)."""
+    if not where:
+        return store.search(vector, k, min_score=min_score)
+    return store.search(vector, k, min_score=min_score, where=where)
 
 
 def _worker() -> ThreadPoolExecutor:

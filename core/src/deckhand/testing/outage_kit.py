@@ -177,7 +177,7 @@ def check_kill_mid_ingest_heals(
     box.healing.retry_first, box.healing.retry_max = 0.1, 0.5
     try:
         box.ingest(TOOL)
-        store = box.tool(TOOL)._store
+        store = box.tool(TOOL).index.store
         written: list[str] = []
         original = store.replace_source
 

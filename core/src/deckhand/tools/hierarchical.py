@@ -18,10 +18,8 @@ it then runs the modalities of ``search_mode`` and fuses them (:mod:`deckhand.re
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
@@ -36,13 +34,12 @@ from deckhand.config.hierarchical import (
 )
 from deckhand.config.options import runtime_errors
 from deckhand.filters.spec import FilterInput
-from deckhand.ingest.pipeline import IngestReport, Progress
 from deckhand.paths import state_dir
-from deckhand.plugins import Component, PluginRegistry
+from deckhand.plugins import Component
 from deckhand.protocols import KeywordIndex, StoreCapability, VectorStore
 from deckhand.retrieval.engine import Hit, SearchSettings
-from deckhand.retrieval.keeper import IndexKeeper
-from deckhand.tools.contextual import ContextualChunks
+from deckhand.retrieval.keeper import KeywordFactory
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.hierarchical_results import (
     DefinitionRef,
     HierarchicalSearchResult,
@@ -50,6 +47,7 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
+from deckhand.tools.ranked_tool import RankedTool
 from deckhand.tools.results import SearchResult
 
 log = logging.getLogger("deckhand")
@@ -57,62 +55,34 @@ log = logging.getLogger("deckhand")
 T = TypeVar("T")
 
 
-class HierarchicalDocumentTool(ContextualChunks):
+class HierarchicalDocumentTool(RankedTool):
     """Hybrid (dense + keyword + exact) search over structured documents, as an agent tool."""
 
     config: HierarchicalDocumentToolConfig
 
-    def __init__(
-        self,
-        config: HierarchicalDocumentToolConfig,
-        *,
-        base_dir: str | Path | None = None,
-        registry: PluginRegistry | None = None,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(config, base_dir=base_dir, registry=registry, progress=progress)
-        #: Keeps the side indexes the query engine reads current with the store's records.
-        self.keeper = IndexKeeper(self._keyword_index, name=config.name)
-        self._indexes_stale = True
-
     @property
     def keyword_strategy(self) -> str | None:
         """The keyword strategy in use after initialisation (``tantivy``, ``bm25``, ``native``, a plugin's)."""
-        return self.keeper.keyword_strategy
+        return self.index.keeper.keyword_strategy if self.index.keeper is not None else None
 
     @property
     def index_seconds(self) -> float:
         """Seconds the last update of the side indexes took."""
-        return self.keeper.seconds
+        return self.index.keeper.seconds if self.index.keeper is not None else 0.0
 
     @property
     def index_origin(self) -> str | None:
         """How the side indexes were last brought up to date: ``loaded``, ``updated`` (in place) or ``rebuilt``."""
-        return self.keeper.origin
+        return self.index.keeper.origin if self.index.keeper is not None else None
 
-    # -- lifecycle ------------------------------------------------------------------
-    def after_ingest(self, store: VectorStore, report: IngestReport, *, changed: bool) -> None:
-        """Bring the side indexes up to date when the stored records may have changed, and build the query
-        engine over them."""
-        if changed or self._indexes_stale or self.keeper.store is not store or self.keeper.indexes is None:
-            self._indexes_stale = True
-            self.refresh_indexes(store)
-            self._indexes_stale = False
-            report.wall_seconds += self.index_seconds
-        self.engine = dataclasses.replace(self.engine, indexes=self.keeper.indexes)
-        report.seconds["index"] = self.index_seconds
-
-    def section_ids(self) -> list[str]:
-        """The section ids of the indexed documents (numbered headings, code symbols), sorted."""
-        indexes = self.engine.indexes
-        return indexes.resolver.section_ids() if indexes is not None else []
+    def keyword_factory(self) -> KeywordFactory:
+        """The side indexes are kept by the index's keeper, with the configured keyword strategy."""
+        return self._keyword_index
 
     def refresh_indexes(self, store: VectorStore, *, new_keyword: bool = False) -> None:
-        """Bring the side indexes up to date with ``store``'s records and build the query engine over them;
-        ``new_keyword`` builds the configured keyword strategy anew first (after the configuration changed)."""
-        if new_keyword:
-            self.keeper = IndexKeeper(self._keyword_index, name=self.config.name)
-        self.engine = dataclasses.replace(self.engine, indexes=self.keeper.refresh(store))
+        """Bring the side indexes up to date with ``store``'s records; ``new_keyword`` builds the configured
+        keyword strategy anew first (after the configuration changed)."""
+        self.index.rebuild_side_indexes(store, self._keyword_index if new_keyword else None)
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
@@ -145,13 +115,13 @@ class HierarchicalDocumentTool(ContextualChunks):
             with runtime_errors(self.config.name):
                 component, options = self.config.keyword_component(registry, BM25)
         cache = None
-        if self.provider != IN_MEMORY:
-            cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.provider}.npz"
+        if self.index.provider != IN_MEMORY:
+            cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.index.provider}.npz"
         index: KeywordIndex = component.create(store, cache, options=options)
         return index, component.name
 
     # -- queries ----------------------------------------------------------------------
-    def search_settings(
+    def search_settings(  # type: ignore[override]
         self, top_k: int | None = None, *, mode: SearchMode | str | None = None, min_score: float | None = None
     ) -> SearchSettings:
         """The query engine's settings for one query, from the configuration and the query's overrides."""
@@ -183,7 +153,7 @@ class HierarchicalDocumentTool(ContextualChunks):
         mode: SearchMode | str | None = None,
         min_score: float | None = None,
         filter: FilterInput = None,
-    ) -> list[HierarchicalSearchResult]:
+    ) -> list[SearchResult]:
         """The ``top_k`` best chunks for ``query`` in ``mode`` (default: the configured mode).
 
         ``min_score`` overrides the configured threshold (0 disables it). ``filter`` holds in
@@ -191,36 +161,16 @@ class HierarchicalDocumentTool(ContextualChunks):
         and the in-process keyword and exact rankings keep only records whose metadata pass it,
         so every fused result satisfies it (see :mod:`deckhand.retrieval.engine`).
         """
-        store = self.ready_store(query)
-        fresh = self.keeper.current(store)
-        if fresh is not None:
-            self.engine = dataclasses.replace(self.engine, indexes=fresh)
-        where = self.filter_for(store, filter)
-        settings = self.search_settings(top_k, mode=mode, min_score=min_score)
-        hits = self.engine.search(store, query, settings, where=where, provider=self.provider)
-        return [_result(rank, hit) for rank, hit in enumerate(hits, start=1)]
+        given = SearchMode(mode).value if mode is not None else None
+        return self.answer(query, SearchOptions(top_k, filter, given, min_score)).results
 
     def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 
-    def off_topic(self, query: str, filter: FilterInput = None) -> str | None:
-        """As the base tool's, except that a query holding an identifier or quoted phrase that the index holds
-        verbatim and rarely is never off-topic, whatever its dense similarity (issue 47; the engine decides the
-        same way)."""
-        exact = self.engine.exact
-        if exact is not None and exact.anchors(query):
-            return None
-        return super().off_topic(query, filter)
-
-    def no_results(self, query: str, *, filter: FilterInput = None) -> str:
-        off_topic = self.off_topic(query, filter)
-        if off_topic is not None:
-            return off_topic
-        threshold = self.config.min_score
-        if threshold is not None and self.search_results_sync(query, 1, min_score=0.0, filter=filter):
-            return f"No results above score threshold {threshold}"
-        return super().no_results(query, filter=filter)
+    def result_of(self, rank: int, hit: Hit) -> HierarchicalSearchResult:
+        """One result; with a reranker score, that is its score and its ``rerank`` modality."""
+        return _result(rank, hit)
 
     def default_description(self) -> str:
         return (

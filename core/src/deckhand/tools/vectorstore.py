@@ -4,24 +4,28 @@ Implements the contract's ``VectorStoreTool``: ``initialize(force_ingest)`` inge
 source incrementally into the configured store (falling back to in-memory when its
 server is unreachable) and ``search(query)`` answers in the contract's text format. The
 life cycle is :class:`deckhand.tools.base.SourceTool`'s; queries are answered by the tool's query
-engine (:class:`deckhand.retrieval.engine.QueryEngine`) in single mode, the dense search alone.
+engine (:class:`deckhand.retrieval.engine.QueryEngine`) in single mode, the dense search alone
+(:class:`deckhand.tools.ranked_tool.RankedTool`): the ``top_k`` nearest chunks above ``min_similarity_score``
+that pass the filter (applied by the store); with a reranker, the best ``rerank_top_n`` reordered by it (its
+score becomes the result's).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from deckhand.config.vectorstore import VectorStoreToolConfig
-from deckhand.filters.spec import FilterInput
 from deckhand.retrieval.engine import SearchSettings
-from deckhand.tools.contextual import ContextualChunks
-from deckhand.tools.results import SearchResult
+from deckhand.tools.ranked_tool import RankedTool
 
 
-class VectorStoreTool(ContextualChunks):
+class VectorStoreTool(RankedTool):
     """Semantic search over one source, as an agent tool."""
 
     config: VectorStoreToolConfig
+    threshold_name = "similarity"
 
-    def search_settings(self, top_k: int | None = None) -> SearchSettings:
+    def search_settings(self, top_k: int | None = None, **overrides: Any) -> SearchSettings:
         """The query engine's settings (single mode: dense search alone) for one query."""
         shape = self.config.result_shape()
         return SearchSettings(
@@ -35,40 +39,8 @@ class VectorStoreTool(ContextualChunks):
             windows=self.config.passage_windows,
         )
 
-    def search_results_sync(
-        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
-    ) -> list[SearchResult]:
-        """The ``top_k`` nearest chunks (default: the configured ``top_k``) above ``min_similarity_score``
-        that pass ``filter`` (applied by the store, see :meth:`SourceTool.search_results_sync`); with a
-        reranker, the best ``rerank_top_n`` reordered by it (its score becomes the result's)."""
-        store = self.ready_store(query)
-        where = self.filter_for(store, filter)
-        hits = self.engine.search(store, query, self.search_settings(top_k), where=where, provider=self.provider)
-        return [
-            SearchResult(
-                rank=i,
-                score=hit.result_score,
-                source=hit.record.source,
-                chunk_index=hit.record.chunk_index,
-                content=hit.record.content,
-                metadata=hit.record.metadata,
-            )
-            for i, hit in enumerate(hits, start=1)
-        ]
-
-    def no_results(self, query: str, *, filter: FilterInput = None) -> str:
-        off_topic = self.off_topic(query, filter)
-        if off_topic is not None:
-            return off_topic
-        threshold = self.similarity_floor()
-        if threshold is not None and self._unthresholded_has_results(query, filter):
-            return f"No results above similarity threshold {round(threshold, 3):g}"
-        return super().no_results(query, filter=filter)
+    def shown(self, settings: SearchSettings) -> str:
+        return f"{round(settings.min_score or 0.0, 3):g}"
 
     def default_description(self) -> str:
         return f"Semantic search over {self.config.source}"
-
-    def _unthresholded_has_results(self, query: str, filter: FilterInput) -> bool:
-        store = self.ready_store(query)
-        where = self.filter_for(store, filter)
-        return bool(self.engine.dense(store, query, 1, where=where, provider=self.provider))

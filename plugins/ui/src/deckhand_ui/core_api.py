@@ -23,6 +23,7 @@ from deckhand.mcp.sdk import transport_security
 from deckhand.mcp.transports import DEFAULT_HOST, MAX_BODY, TOKEN_ENV, BearerAuth, HttpAddress, bearer_token, bind
 from deckhand.memory.decisions import StoredDecision
 from deckhand.redaction import redact, register_secret
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.base import SourceTool
 from deckhand.tools.results import takes_filter
 from deckhand.types import FileState, Record, SearchResult, VectorCoordinate
@@ -48,6 +49,7 @@ __all__ = [
     "Record",
     "RetrievalTestCase",
     "SearchArguments",
+    "SearchOptions",
     "SearchResult",
     "SourceTool",
     "StoredDecision",

@@ -153,7 +153,7 @@ def document_page(bench: Workbench, params: Any) -> dict[str, Any]:
             pages = max(math.ceil(state.chunk_count / CHUNKS_PER_PAGE), 1)
             page = _page(params.get("page"), pages) if marked is None else min(marked // CHUNKS_PER_PAGE + 1, pages)
             start = (page - 1) * CHUNKS_PER_PAGE
-            records = tool.stored_chunks(source, start, min(start + CHUNKS_PER_PAGE, state.chunk_count))
+            records = tool.index.stored_chunks(source, start, min(start + CHUNKS_PER_PAGE, state.chunk_count))
     except CallError as exc:
         context["problem"] = str(exc)
         return context

@@ -11,6 +11,7 @@ from deckhand_ui.core_api import (
     MAX_QUERY_CHARS,
     CallError,
     SearchArguments,
+    SearchOptions,
     SearchResult,
     SourceTool,
     parse_expressions,
@@ -138,9 +139,13 @@ def ask(bench: Workbench, side: str, query: str, top_k: int | None, where: Any) 
             if extra and not takes_filter(tool):
                 raise CallError(f"{name}: this tool's search takes no filter; search without one")
             try:
-                results = tool.search_results_sync(args.query, args.top_k, **extra)
-                if not results and isinstance(tool, SourceTool):
-                    column.explanation = box.redact(tool.no_results(args.query, **extra))
+                if isinstance(tool, SourceTool):  # one pass: the results, or why there are none
+                    answer = tool.answer(args.query, SearchOptions(args.top_k, args.filter))
+                    results = answer.results
+                    if not results:
+                        column.explanation = box.redact(answer.text)
+                else:
+                    results = list(tool.search_results_sync(args.query, args.top_k, **extra))
             except Exception as exc:
                 raise CallError(f"{name}: {box.error_line(exc)}") from None
         words = terms(args.query)

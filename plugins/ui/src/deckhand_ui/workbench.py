@@ -70,12 +70,12 @@ class SortedFiles:
         self._lock = threading.Lock()
 
     def of(self, side: str, tool: Any) -> tuple[list[str], dict[str, Any]]:
-        stamp = tool.change_stamp()
+        stamp = tool.index.change_stamp()
         with self._lock:
             kept = self._kept.get(side)
         if kept is not None and stamp is not None and kept[0] == stamp:
             return kept[1], kept[2]
-        manifest = tool.stored_files()
+        manifest = tool.index.stored_files()
         names = sorted(manifest)
         with self._lock:
             self._kept[side] = (stamp, names, manifest)
