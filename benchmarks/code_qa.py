@@ -17,7 +17,8 @@ comes from the expected file, at symbol level when a result from that file shows
 lines contain the definition's first line (``def``/``class``, after decorators) or lie inside the definition
 (a part of a long function). The definition's lines come from parsing the file (tree-sitter), the same for
 both chunkers. hit@5: the share answered within the first 5 results; MRR within 10. Also printed: the lines
-of code an agent reads in the first 5 results (how much it reads to find the answer).
+of code an agent reads in the first 5 results (how much it reads to find the answer), and the lines of the
+text the tool gives an agent for them (``format_results``: head lines, code, definitions, references).
 
 ``--whole``: every function, method and class of both repositories whose text fits the chunk size (512 tokens
 of the default embedder) must lie inside one chunk of the ``code`` chunker; the figures count them.
@@ -165,6 +166,7 @@ def measure(
     misses: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     seconds: dict[str, float] = {}
     lines_read: dict[str, list[int]] = {t: [] for t in tools}
+    lines_printed: dict[str, list[int]] = {t: [] for t in tools}
     for repo in REPOSITORIES:
         root = source_of(work, repo)
         asked = [q for q in questions if q["repo"] == repo.name]
@@ -196,6 +198,7 @@ def measure(
                 results = tool.search_results_sync(q["question"], DEPTH)
                 shown = [span for r in results[:HIT_AT] if (span := lines_of(r)) is not None]
                 lines_read[name].append(sum(b - a + 1 for a, b in shown))
+                lines_printed[name].append(len(tool.format_results(results[:HIT_AT]).splitlines()))
                 in_file = [r for r in results if Path(r.source).as_posix().endswith("/" + q["file"])]
                 file_rank = min((r.rank for r in in_file), default=None)
                 symbol_rank = min(
@@ -218,6 +221,7 @@ def measure(
         "misses": misses,
         "ingest_s": seconds,
         "lines_in_top5": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_read.items()},
+        "printed_top5": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_printed.items()},
     }
 
 
@@ -374,6 +378,7 @@ def main() -> None:
                 f"| {y['hit@5']:.3f} | {f['mrr']:.3f} | {y['mrr']:.3f} |"
             )
     print(f"lines of code in the first 5 results, per question: {results['lines_in_top5']}")
+    print(f"lines of the agent's text for the first 5 results, per question: {results['printed_top5']}")
     print(f"ingest seconds: {results['ingest_s']}")
     if args.misses:
         for tool, missed in results["misses"].items():

@@ -37,7 +37,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from deckhand.bases import KeywordIndexBase
@@ -46,6 +46,7 @@ from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import Reranker, VectorStore
 from deckhand.retrieval import windows
+from deckhand.retrieval.declarations import after_implementations
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -78,6 +79,7 @@ DEFINITIONS_PER_RESULT = 5
 DIVERSITY_DEPTH = 4
 
 T = TypeVar("T")
+E = TypeVar("E", Fused, SearchHit)
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,13 @@ def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
     return entry[0].score if entry[1] is None else entry[1]
 
 
+def _scored(entry: tuple[E, float | None], score: float) -> tuple[E, float | None]:
+    """A ranked entry showing ``score`` instead (the reranker's score when it gave one)."""
+    if entry[1] is not None:
+        return entry[0], score
+    return replace(entry[0], score=score), None
+
+
 @dataclass(frozen=True)
 class QueryEngine:
     """The query path of one tool over its side indexes, as they were when the engine was built.
@@ -310,6 +319,7 @@ class QueryEngine:
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
         ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records, pinned)
+        ranked = after_implementations(ranked, lambda e: records[e[0].id].metadata, _shown_score, _scored)
         ranked = diversify(
             ranked, lambda e: e[0].id if e[0].id in pinned else records[e[0].id].source, settings.per_source
         )[:k]
@@ -345,6 +355,7 @@ class QueryEngine:
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
         )
+        ranked = after_implementations(ranked, lambda e: e[0].record.metadata, _shown_score, _scored)
         ranked = diversify(ranked, lambda entry: entry[0].record.source, settings.per_source)[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
