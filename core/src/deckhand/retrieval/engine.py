@@ -46,7 +46,7 @@ from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import Reranker, VectorStore
 from deckhand.retrieval import windows
-from deckhand.retrieval.declarations import after_implementations
+from deckhand.retrieval.declaration_order import after_implementations
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck

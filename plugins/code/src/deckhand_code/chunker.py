@@ -210,7 +210,7 @@ class _Cutter:
             if piece.signature:
                 metadata["signature"] = piece.signature
             declaration = STUB if stub else _declaration(parts)
-            if declaration:  # search ranks it after what implements it (deckhand.retrieval.declarations)
+            if declaration:  # search ranks it after what implements it (deckhand.retrieval.declaration_order)
                 metadata["declaration"] = declaration
             firsts = [p for p in parts if p.symbol in definitions and p.symbol not in defined]
             if firsts:  # its first chunk defines it
