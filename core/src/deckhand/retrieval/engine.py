@@ -55,7 +55,7 @@ from deckhand.retrieval.phrase_match import NO_ANCHORS, Anchors, ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
-from deckhand.retrieval.shaping import diversify, relative_cutoff
+from deckhand.retrieval.shaping import diversify, relative_cutoff, unit_of
 from deckhand.retrieval.side_indexes import SideIndexes, location_of
 from deckhand.stores import filtering
 from deckhand.types import Record, SearchHit, Vector
@@ -321,7 +321,7 @@ class QueryEngine:
         ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records, pinned)
         ranked = after_implementations(ranked, lambda e: records[e[0].id].metadata, _shown_score, _scored)
         ranked = diversify(
-            ranked, lambda e: e[0].id if e[0].id in pinned else records[e[0].id].source, settings.per_source
+            ranked, lambda e: e[0].id if e[0].id in pinned else unit_of(records[e[0].id]), settings.per_source
         )[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
@@ -351,12 +351,12 @@ class QueryEngine:
         if off_topic and not words_covered(query_terms(query), (hit.record.content for hit in hits)):
             return []
         hits = self._windowed(query, hits, settings)
-        hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
+        hits = diversify(hits, lambda hit: unit_of(hit.record), settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
         )
         ranked = after_implementations(ranked, lambda e: e[0].record.metadata, _shown_score, _scored)
-        ranked = diversify(ranked, lambda entry: entry[0].record.source, settings.per_source)[:k]
+        ranked = diversify(ranked, lambda entry: unit_of(entry[0].record), settings.per_source)[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
@@ -378,10 +378,11 @@ class QueryEngine:
 
     @staticmethod
     def _source_of(record_id: str, records: Mapping[str, Record], sources: Mapping[str, str]) -> str:
-        """The source of a candidate: from its record when read, else as :meth:`_sources` found it."""
+        """The source of a candidate (:func:`~deckhand.retrieval.shaping.unit_of`) when its record is read, else its
+        file as :meth:`_sources` found it."""
         record = records.get(record_id)
         if record is not None:
-            return record.source
+            return unit_of(record)
         return sources.get(record_id) or record_id.rsplit("_chunk_", 1)[0]
 
     def _rerank_after_pinned(
