@@ -12,12 +12,15 @@ by reading the code ("where is ...", "how does ... handle ...", an error message
 file and the symbol that answer it; odd ids are ``tune``, even ids ``held_out``, fixed before any search.
 
 Quality: four tools per repository, ``vectorstore`` and ``hierarchical_document``, each with ``chunker: code``
-and ``chunker: token`` (defaults otherwise, ``top_k: 10``). A question is answered at file level when a result
-comes from the expected file, at symbol level when a result from that file shows the expected definition: its
-lines contain the definition's first line (``def``/``class``, after decorators) or lie inside the definition
-(a part of a long function). The definition's lines come from parsing the file (tree-sitter), the same for
+and ``chunker: token`` (defaults otherwise; each question asks for 10 results). A question is answered at file
+level when a result comes from the expected file, at symbol level when a result from that file shows the expected
+definition: its lines contain the definition's first line (``def``/``class``, after decorators) or lie inside the
+definition (a part of a long function). The definition's lines come from parsing the file (tree-sitter), the same for
 both chunkers. hit@5: the share answered within the first 5 results; MRR within 10. Also printed: the lines
-of code an agent reads in the first 5 results (how much it reads to find the answer).
+of code an agent reads in the first 5 results (how much it reads to find the answer), and the lines of the
+text the tool gives an agent for them (``format_results``: head lines, code, definitions, references), and the
+lines of the text of one call with the tool's own ``top_k`` (5 for ``vectorstore``, 10 for the hierarchical
+tool unless ``--hier top_k=N``), what an agent reads per question.
 
 ``--whole``: every function, method and class of both repositories whose text fits the chunk size (512 tokens
 of the default embedder) must lie inside one chunk of the ``code`` chunker; the figures count them.
@@ -165,6 +168,8 @@ def measure(
     misses: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     seconds: dict[str, float] = {}
     lines_read: dict[str, list[int]] = {t: [] for t in tools}
+    lines_printed: dict[str, list[int]] = {t: [] for t in tools}
+    lines_answer: dict[str, list[int]] = {t: [] for t in tools}
     for repo in REPOSITORIES:
         root = source_of(work, repo)
         asked = [q for q in questions if q["repo"] == repo.name]
@@ -179,7 +184,7 @@ def measure(
         config = {
             "name": f"code-qa-{repo.name}",
             "tools": [
-                {"type": TOOLS[t][0], "name": t, "source": str(root), "chunker": TOOLS[t][1], "top_k": DEPTH}
+                {"type": TOOLS[t][0], "name": t, "source": str(root), "chunker": TOOLS[t][1]}
                 | (hier or {} if t.startswith("hier") else {})
                 for t in tools
             ],
@@ -196,6 +201,9 @@ def measure(
                 results = tool.search_results_sync(q["question"], DEPTH)
                 shown = [span for r in results[:HIT_AT] if (span := lines_of(r)) is not None]
                 lines_read[name].append(sum(b - a + 1 for a, b in shown))
+                lines_printed[name].append(len(tool.format_results(results[:HIT_AT]).splitlines()))
+                answer = tool.search_results_sync(q["question"])  # one call as an agent makes it: the tool's top_k
+                lines_answer[name].append(len(tool.format_results(answer).splitlines()))
                 in_file = [r for r in results if Path(r.source).as_posix().endswith("/" + q["file"])]
                 file_rank = min((r.rank for r in in_file), default=None)
                 symbol_rank = min(
@@ -218,6 +226,8 @@ def measure(
         "misses": misses,
         "ingest_s": seconds,
         "lines_in_top5": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_read.items()},
+        "printed_top5": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_printed.items()},
+        "printed_answer": {t: round(sum(v) / max(len(v), 1), 1) for t, v in lines_answer.items()},
     }
 
 
@@ -374,6 +384,8 @@ def main() -> None:
                 f"| {y['hit@5']:.3f} | {f['mrr']:.3f} | {y['mrr']:.3f} |"
             )
     print(f"lines of code in the first 5 results, per question: {results['lines_in_top5']}")
+    print(f"lines of the agent's text for the first 5 results, per question: {results['printed_top5']}")
+    print(f"lines of the agent's text of one call (the tool's top_k), per question: {results['printed_answer']}")
     print(f"ingest seconds: {results['ingest_s']}")
     if args.misses:
         for tool, missed in results["misses"].items():

@@ -15,7 +15,12 @@ from deckhand.cli.main import cli
 from deckhand.cli.results_view import Output, results_text, where
 from deckhand.cli.snippets import ELLIPSIS, Segment, code_snippet, highlighted, snippet
 from deckhand.ingest.lines import with_start_lines
-from deckhand.tools.hierarchical_results import DefinitionRef, HierarchicalSearchResult, SectionRef
+from deckhand.tools.hierarchical_results import (
+    DefinitionRef,
+    HierarchicalSearchResult,
+    SectionRef,
+    format_hierarchical_results,
+)
 from deckhand.tools.results import SearchResult
 from deckhand.types import Chunk
 from rich.console import Console
@@ -270,3 +275,39 @@ def test_the_documented_example_commands_print_what_docs_cli_md_shows(
         done = run(*shlex.split(command)[1:])
         assert done.exit_code == 0, (command, done.output)
         assert SCORE.sub("Score: _", done.stdout) == SCORE.sub("Score: _", output), command
+
+
+def test_a_code_result_lists_a_name_it_uses_once() -> None:
+    """A code result's ``References:`` already says where a name it calls is and its signature: ``Definitions:``
+    does not list the same name again, in the agent's text or the CLI's (issue 43: fewer lines for the same)."""
+    found = HierarchicalSearchResult(
+        rank=1,
+        score=0.9,
+        source="src/pkg/report.py",
+        chunk_index=0,
+        content="def describe(radius):\n    return area_of(radius) + shapes.Circle(radius).area()",
+        metadata={"symbol": "report.describe", "language": "python", "start_line": 9, "end_line": 10},
+        definitions=[
+            DefinitionRef(term="shapes.Circle", definition="class Circle:", source="src/pkg/shapes.py"),
+            DefinitionRef(term="circle_area", definition="def circle_area(radius):", source="src/pkg/shapes.py"),
+            DefinitionRef(term="radius_of", definition="def radius_of(shape):", source="src/pkg/shapes.py"),
+        ],
+        references=[
+            SectionRef(section_id="pkg.shapes.Circle", location="shapes.Circle > class Circle:"),
+            SectionRef(section_id="shapes.circle_area", location="shapes.circle_area > def circle_area(radius):"),
+            SectionRef(section_id="shapes.missing", resolved=False),
+        ],
+    )
+    expected_extras = [
+        "Definitions:",
+        '  - "radius_of": def radius_of(shape):',  # no reference names it
+        "References:",
+        "  - pkg.shapes.Circle: shapes.Circle > class Circle:",
+        "  - shapes.circle_area: shapes.circle_area > def circle_area(radius):",
+        "  - shapes.missing: not found in the indexed documents",
+    ]
+    agent = format_hierarchical_results([found]).splitlines()
+    assert len(agent) == 3 + 2 + len(expected_extras)
+    assert agent[-len(expected_extras) :] == expected_extras
+    cli_lines = results_text([found], "describe").plain.splitlines()
+    assert cli_lines[-len(expected_extras) :] == expected_extras

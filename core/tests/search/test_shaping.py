@@ -6,7 +6,7 @@ import numpy as np
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.engine import QueryEngine, SearchSettings
 from deckhand.retrieval.keeper import IndexKeeper
-from deckhand.retrieval.shaping import diversify, relative_cutoff
+from deckhand.retrieval.shaping import diversify, relative_cutoff, unit_of
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.types import CollectionSpec, Record, Vector
 
@@ -79,3 +79,31 @@ def test_hybrid_mode_limits_results_per_source() -> None:
     capped = engine.search(store, "harbour buoys", SearchSettings(top_k=3, weights=weights, per_source=1))
     assert [h.record.source for h in capped][:2] == ["manual.md", "short.md"]
     assert len({h.record.id for h in capped}) == 3
+
+
+def test_each_definition_of_source_code_counts_as_a_source_of_its_own() -> None:
+    """Source code (chunks naming a ``symbol`` and ``language``): one file holds many definitions, so the cap counts
+    definitions, not files; a long function's parts are still one (issue 43: focused found 0.68 of code answers)."""
+    store = InMemoryStore("code")
+    store.open(CollectionSpec("code", 3, "test"))
+
+    def code(i: int, symbol: str, y: float) -> Record:
+        meta = {"symbol": symbol, "language": "python"}
+        return Record(f"shapes.py_chunk_{i}", "shapes.py", i, f"def {symbol}", _vector(1, y, 0), meta)
+
+    store.upsert(
+        [
+            code(0, "shapes.area", 0.0),
+            code(1, "shapes.area", 0.05),  # the second part of the same long function
+            code(2, "shapes.perimeter", 0.1),
+            Record("notes.md_chunk_0", "notes.md", 0, "shapes", _vector(1, 0.4, 0)),
+        ]
+    )
+    hits = _engine().search(store, "area", SearchSettings(top_k=4, fused=False, per_source=1))
+    assert [h.record.id for h in hits] == [
+        "shapes.py_chunk_0",
+        "shapes.py_chunk_2",  # another definition of the same file: not held back
+        "notes.md_chunk_0",
+        "shapes.py_chunk_1",  # a second part of shapes.area: behind the others
+    ]
+    assert unit_of(hits[0].record) == "shapes.py#shapes.area" and unit_of(hits[2].record) == "notes.md"

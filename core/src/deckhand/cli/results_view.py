@@ -20,6 +20,7 @@ from deckhand.cli.snippets import ELLIPSIS, QueryTerms, Segment, code_snippet, h
 from deckhand.ingest.lines import START_LINE
 from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.printable import printable, printable_block
+from deckhand.tools.hierarchical_results import listed_definitions
 from deckhand.tools.results import SearchResult, symbol_note
 
 HIT = "bold yellow"
@@ -96,7 +97,7 @@ def _append(out: Text, segments: list[Segment], *, block: bool) -> None:
 def _extras(result: SearchResult) -> list[str]:
     """The definitions and resolved references of a ``hierarchical_document`` result, as agents see them."""
     lines: list[str] = []
-    definitions, references = result.definitions, result.references
+    definitions, references = listed_definitions(result), result.references
     if definitions:
         lines.append("Definitions:")
         lines += [f'  - "{printable(d.term)}": {printable(d.definition)}' for d in definitions]

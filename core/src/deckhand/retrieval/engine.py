@@ -37,7 +37,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from deckhand.bases import KeywordIndexBase
@@ -46,6 +46,7 @@ from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import Reranker, VectorStore
 from deckhand.retrieval import windows
+from deckhand.retrieval.declaration_order import after_implementations
 from deckhand.retrieval.definition_choice import chosen_definitions
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.filter_recheck import FilterRecheck
@@ -54,7 +55,7 @@ from deckhand.retrieval.phrase_match import NO_ANCHORS, Anchors, ExactIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.retrieval.relevance import query_terms, words_covered
 from deckhand.retrieval.rerank import passage_text, rerank
-from deckhand.retrieval.shaping import diversify, relative_cutoff
+from deckhand.retrieval.shaping import diversify, relative_cutoff, unit_of
 from deckhand.retrieval.side_indexes import SideIndexes, location_of
 from deckhand.types import Record, SearchHit, Vector
 
@@ -77,6 +78,7 @@ DEFINITIONS_PER_RESULT = 5
 DIVERSITY_DEPTH = 4
 
 T = TypeVar("T")
+E = TypeVar("E", Fused, SearchHit)
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,13 @@ def _shown_score(entry: tuple[Fused | SearchHit, float | None]) -> float:
     return entry[0].score if entry[1] is None else entry[1]
 
 
+def _scored(entry: tuple[E, float | None], score: float) -> tuple[E, float | None]:
+    """A ranked entry showing ``score`` instead (the reranker's score when it gave one)."""
+    if entry[1] is not None:
+        return entry[0], score
+    return replace(entry[0], score=score), None
+
+
 @dataclass(frozen=True)
 class QueryEngine:
     """The query path of one tool over its side indexes, as they were when the engine was built.
@@ -346,8 +355,9 @@ class QueryEngine:
         missing = [f.id for f in fused if f.id not in records]
         records.update({r.id: r for r in store.get(missing)})
         ranked = self._rerank_after_pinned(query, [f for f in fused if f.id in records], records, pinned)
+        ranked = after_implementations(ranked, lambda e: records[e[0].id].metadata, _shown_score, _scored)
         ranked = diversify(
-            ranked, lambda e: e[0].id if e[0].id in pinned else records[e[0].id].source, settings.per_source
+            ranked, lambda e: e[0].id if e[0].id in pinned else unit_of(records[e[0].id]), settings.per_source
         )[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
@@ -384,11 +394,12 @@ class QueryEngine:
             seen.off_topic = True
             return seen
         hits = self._windowed(query, hits, settings)
-        hits = diversify(hits, lambda hit: hit.record.source, settings.per_source)
+        hits = diversify(hits, lambda hit: unit_of(hit.record), settings.per_source)
         ranked = self.reranked(
             query, hits[: self.rerank_depth(k, settings.rerank_top_n)], lambda hit: hit.record.content
         )
-        ranked = diversify(ranked, lambda entry: entry[0].record.source, settings.per_source)[:k]
+        ranked = after_implementations(ranked, lambda e: e[0].record.metadata, _shown_score, _scored)
+        ranked = diversify(ranked, lambda entry: unit_of(entry[0].record), settings.per_source)[:k]
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
@@ -411,10 +422,11 @@ class QueryEngine:
 
     @staticmethod
     def _source_of(record_id: str, records: Mapping[str, Record], sources: Mapping[str, str]) -> str:
-        """The source of a candidate: from its record when read, else as :meth:`_sources` found it."""
+        """The source of a candidate (:func:`~deckhand.retrieval.shaping.unit_of`) when its record is read, else its
+        file as :meth:`_sources` found it."""
         record = records.get(record_id)
         if record is not None:
-            return record.source
+            return unit_of(record)
         return sources.get(record_id) or record_id.rsplit("_chunk_", 1)[0]
 
     def _rerank_after_pinned(

@@ -7,6 +7,9 @@ query engine applies them alike to fused candidates and to a store's dense hits.
   it. Items over the cap are moved behind the others, not dropped, so a search over one or
   two files still fills ``top_k``; a long page can no longer fill every slot and push a short
   page that answers the question out of view.
+* :func:`unit_of`: what counts as one source there: a file, except that each definition of source code (a
+  chunk naming its ``symbol`` and ``language``) is one of its own, since one file holds many definitions and
+  a question asks about one of them (a long function's parts are one definition).
 * :func:`relative_cutoff`: drops items scoring below a fraction of the best item's score, the
   unrelated chunks an absolute threshold cannot catch because the scale of scores varies by
   query.
@@ -17,7 +20,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from deckhand.types import Record
+
 T = TypeVar("T")
+
+
+def unit_of(record: Record) -> str:
+    """The source :func:`diversify` counts ``record`` under: its file, or its file and symbol for source code."""
+    meta = record.metadata
+    symbol = meta.get("symbol")
+    if isinstance(symbol, str) and symbol and isinstance(meta.get("language"), str):
+        return f"{record.source}#{symbol}"
+    return record.source
 
 
 def diversify(items: Sequence[T], source: Callable[[T], str], per_source: int | None) -> list[T]:

@@ -21,6 +21,7 @@ __all__ = [
     "ModalityHit",
     "SectionRef",
     "format_hierarchical_results",
+    "listed_definitions",
 ]
 
 
@@ -41,6 +42,13 @@ class HierarchicalSearchResult(SearchResult):
     modalities: dict[str, ModalityHit] = Field(default_factory=dict)
 
 
+def listed_definitions(result: SearchResult) -> list[DefinitionRef]:
+    """The definitions a result's text lists: those no resolved reference of it already names (code calls what it
+    uses: ``References:`` says where ``shapes.Circle`` is and its signature, so ``Definitions:`` need not again)."""
+    named = [r.section_id for r in result.references if r.resolved]
+    return [d for d in result.definitions if not any(n == d.term or n.endswith("." + d.term) for n in named)]
+
+
 def format_hierarchical_results(results: Sequence[SearchResult]) -> str:
     """The text agents read: a count line, then one block per result."""
     blocks = [f"Found {len(results)} result(s):"]
@@ -53,9 +61,10 @@ def format_hierarchical_results(results: Sequence[SearchResult]) -> str:
         if r.section_id:
             head += f" | Section: {printable(r.section_label or r.section_id)}"
         lines = [head, r.content]
-        if r.definitions:
+        definitions = listed_definitions(r)
+        if definitions:
             lines.append("Definitions:")
-            lines += [f'  - "{d.term}": {d.definition}' for d in r.definitions]
+            lines += [f'  - "{d.term}": {d.definition}' for d in definitions]
         if r.references:
             lines.append("References:")
             for ref in r.references:

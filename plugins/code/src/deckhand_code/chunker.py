@@ -37,7 +37,15 @@ from tree_sitter import Node
 
 from deckhand_code.languages import LanguageSpec, language_of, parser_for
 from deckhand_code.symbols import FileSymbols, defined_term, package_of, symbol_ids
-from deckhand_code.syntax import Definition, body_statements, definition_at, signature_of
+from deckhand_code.syntax import (
+    STUB,
+    Definition,
+    body_statements,
+    declaration_of,
+    definition_at,
+    is_stub_file,
+    signature_of,
+)
 
 log = logging.getLogger("deckhand.chunking.code")
 
@@ -82,6 +90,8 @@ class Piece:
     signature: str = ""
     #: The small pieces joined into this one (none for a piece of its own).
     parts: tuple[Piece, ...] = ()
+    #: What it only declares (``overload``, ``abstract``: see :func:`~deckhand_code.syntax.declaration_of`), or "".
+    declaration: str = ""
 
 
 #: Characters between two of :class:`Offsets`' checkpoints.
@@ -177,6 +187,7 @@ class _Cutter:
         symbols = FileSymbols(self.spec, self.tree.root_node, self.document.source, definitions, self.offsets.char)
         defined: set[str] = set()
         package = package_of(self.document.source)
+        stub = is_stub_file(self.document.source)
         index = 0
         for piece in pieces:
             content = self.text[piece.start : piece.end].strip()
@@ -198,6 +209,9 @@ class _Cutter:
             }
             if piece.signature:
                 metadata["signature"] = piece.signature
+            declaration = STUB if stub else _declaration(parts)
+            if declaration:  # search ranks it after what implements it (deckhand.retrieval.declaration_order)
+                metadata["declaration"] = declaration
             firsts = [p for p in parts if p.symbol in definitions and p.symbol not in defined]
             if firsts:  # its first chunk defines it
                 defined.update(p.symbol for p in firsts)
@@ -287,15 +301,19 @@ class _Cutter:
             yield from self.blocks(loose, scope, signature)
             loose = []
             start = self.start(attached[0]) if attached else self.start(node)
-            yield from self.definition(definition, start, self.end(node), scope, owner)
+            declaration = declaration_of(node, definition, self.document.source, self.spec.name) or ""
+            yield from self.definition(definition, start, self.end(node), scope, owner, declaration)
         loose += [self.span(c) for c in comments]
         yield from self.blocks(loose, scope, signature)
 
     def span(self, node: Node) -> tuple[int, int, int, int]:
         return self.start(node), self.end(node), node.start_point.row, node.end_point.row
 
-    def definition(self, definition: Definition, start: int, end: int, scope: list[str], owner: str) -> Iterator[Piece]:
-        """One definition's pieces: itself when it fits, else its members or its statements."""
+    def definition(
+        self, definition: Definition, start: int, end: int, scope: list[str], owner: str, declaration: str = ""
+    ) -> Iterator[Piece]:
+        """One definition's pieces: itself when it fits, else its members or its statements; ``declaration``: what
+        it only declares (an ``@overload`` signature), which every piece of it carries."""
         path = [*scope, definition.name]
         symbol = ".".join(path)
         kind = "method" if definition.kind == "function" and owner in CLASSES else definition.kind
@@ -303,18 +321,20 @@ class _Cutter:
         body_start = self.start(body) if body is not None else None
         signature = signature_of(definition, self.text, self.start(definition.node), body_start)
         if self.fits(start, end):
-            yield Piece(start, end, symbol, kind, signature)
+            yield Piece(start, end, symbol, kind, signature, declaration=declaration)
             return
         members = body_statements(body, self.spec) if body is not None else []
         if not members:
-            yield from self.windows(start, end, symbol, kind, signature)
+            pieces = self.windows(start, end, symbol, kind, signature)
+            yield from (replace(p, declaration=declaration) for p in pieces)
             return
         first = self.start(members[0])
         header = (start, first, definition.node.start_point.row, members[0].start_point.row - 1)
         if kind in self.spec.containers and len(path) <= MAX_NESTING:
             yield from self.pieces(members, path, [header], signature, kind)  # a closing brace alone is no chunk
             return
-        yield from self.statements(members, header, symbol, kind, signature)
+        parts = self.statements(members, header, symbol, kind, signature)
+        yield from (replace(p, declaration=declaration) for p in parts)
 
     def statements(
         self, members: Sequence[Node], header: tuple[int, int, int, int], symbol: str, kind: str, signature: str
@@ -405,6 +425,12 @@ def _join(run: list[Piece], module: str) -> Piece:
         kind = MODULE if symbol == module else MEMBERS
     signatures = {p.signature for p in run}
     return Piece(run[0].start, run[-1].end, symbol, kind, signatures.pop() if len(signatures) == 1 else "", tuple(run))
+
+
+def _declaration(parts: Sequence[Piece]) -> str:
+    """What a chunk of ``parts`` only declares: theirs when every part only declares the same way, else ""."""
+    kinds = {p.declaration for p in parts}
+    return kinds.pop() if len(kinds) == 1 else ""
 
 
 def _leading(comments: list[Node], node: Node) -> list[Node]:

@@ -119,3 +119,51 @@ def signature_of(definition: Definition, source: str, start: int, body_start: in
     head = source[start:body_start] if whole else source[start:].split("\n", 1)[0]
     flat = " ".join(head.split()).rstrip("{ ").rstrip()
     return flat if len(flat) <= SIGNATURE_CHARS else flat[: SIGNATURE_CHARS - 1] + "…"
+
+
+#: What a chunk that only declares its symbol is (its ``declaration`` metadata): an ``@overload`` signature, a
+#: definition in a stub file (``.pyi``, ``.d.ts``), an ``@abstractmethod`` with no body of its own.
+OVERLOAD, STUB, ABSTRACT = "overload", "stub", "abstract"
+#: Files that only declare what other files implement.
+_STUB_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")
+#: Statements of a body that does nothing (Python): ``...``, ``pass``, a docstring, ``raise NotImplementedError``.
+_EMPTY_STATEMENTS = frozenset({"pass_statement", "expression_statement", "raise_statement", "comment"})
+
+
+def declaration_of(node: Node, definition: Definition, source: str, language: str) -> str | None:
+    """What ``definition`` (found at ``node``, its wrapper if any) only declares, else None: ``stub`` in a stub
+    file, ``overload`` for a Python ``@overload`` signature, ``abstract`` for an ``@abstractmethod`` whose body
+    does nothing. Such a chunk names what an implementation elsewhere (the next ``def``, a ``.py`` file, a
+    subclass) does; search ranks it after that implementation."""
+    if is_stub_file(source):
+        return STUB
+    if language != "python":
+        return None
+    decorators = [text_of(c).lstrip("@").split("(", 1)[0].strip() for c in node.named_children if c.type == "decorator"]
+    names = {d.rsplit(".", 1)[-1] for d in decorators}
+    if "overload" in names:
+        return OVERLOAD
+    if "abstractmethod" in names and _does_nothing(definition.body):
+        return ABSTRACT
+    return None
+
+
+def is_stub_file(source: str) -> bool:
+    """Whether ``source`` is a stub file (``.pyi``, ``.d.ts``): every chunk of it only declares."""
+    return source.lower().endswith(_STUB_SUFFIXES)
+
+
+def _does_nothing(body: Node | None) -> bool:
+    """Whether a Python body holds only a docstring, ``...``, ``pass`` or ``raise NotImplementedError``."""
+    if body is None:
+        return True
+    for statement in body.named_children:
+        if statement.type not in _EMPTY_STATEMENTS:
+            return False
+        if statement.type == "raise_statement" and "NotImplementedError" not in text_of(statement):
+            return False
+        if statement.type == "expression_statement":
+            inner = statement.named_children[0] if statement.named_children else None
+            if inner is None or inner.type not in ("string", "ellipsis", "concatenated_string"):
+                return False
+    return True
