@@ -14,7 +14,7 @@ within the top 10, 0 when missed). It also prints what an agent would read: resu
 question, distinct files among them, and results shown for off-topic queries (noise); the share of
 off-topic queries that get any result (junk) beside the share of real questions that get none (silent,
 every question here has an answer); the best dense similarity of each query (``--json``: ``best``, to
-calibrate the off-topic level, :data:`deckhand.scoring.OFF_TOPIC_COSINE`); and the definitions the
+calibrate the off-topic level, :data:`deckhand.similarity.OFF_TOPIC_COSINE`); and the definitions the
 results carry: how many, how many still hold markup, and (``--together``: every collection in one
 source, each in its own folder) how many come from another collection's files.
 

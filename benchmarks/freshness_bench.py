@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.stores.sqlite import writes
+from deckhand.stores.sqlite import record_writes as writes
 from deckhand.stores.tool_store import mark_complete
-from deckhand.tools.base import CHECK_CHUNKS
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.source_tool import CHECK_CHUNKS
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import FileState, Record
 
 MODEL = "bench/random-8"

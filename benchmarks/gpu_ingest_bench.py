@@ -72,7 +72,7 @@ def pure_embedding(model: str, texts: list[str]) -> dict[str, Any]:
 
 def end_to_end(model: str, source: Path) -> dict[str, Any]:
     from deckhand.config.models import VectorStoreToolConfig
-    from deckhand.tools.vectorstore import VectorStoreTool
+    from deckhand.tools.vectorstore_tool import VectorStoreTool
 
     config = VectorStoreToolConfig(type="vectorstore", name="gpu_bench", source=str(source), embedding_model=model)
     tool = VectorStoreTool(config, base_dir=source.parent)

@@ -33,7 +33,7 @@ from deckhand.protocols import VectorStore
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, Record
 from synthetic_corpus import chunks, queries
 

@@ -177,7 +177,7 @@ def write(root: Path, pool: list[str], chunks: list[Chunk]) -> dict[str, float]:
     from deckhand.config.loading import load_agent_config
     from deckhand.ingest.discovery import discover
     from deckhand.tools import build_tool
-    from deckhand.tools.base import mark_complete
+    from deckhand.tools.source_tool import mark_complete
     from deckhand.types import FileState, Record
 
     (root / "agent.yaml").write_text(AGENT, encoding="utf-8")

@@ -53,7 +53,7 @@ def peak_rss_mib() -> float:
 
 def _tool(source: Path, name: str) -> Any:
     from deckhand.config.models import VectorStoreToolConfig
-    from deckhand.tools.vectorstore import VectorStoreTool
+    from deckhand.tools.vectorstore_tool import VectorStoreTool
 
     config = VectorStoreToolConfig(type="vectorstore", name=name, source=str(source))
     return VectorStoreTool(config, base_dir=source.parent)

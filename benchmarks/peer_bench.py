@@ -96,7 +96,7 @@ class Deckhand:
         os.environ["DECKHAND_HOME"] = tempfile.mkdtemp(prefix="peer-bench-deckhand-")
         os.environ["DECKHAND_NO_CACHE"] = "1"  # no embedding cache: every text is embedded
         from deckhand.config.models import VectorStoreToolConfig
-        from deckhand.tools.vectorstore import VectorStoreTool
+        from deckhand.tools.vectorstore_tool import VectorStoreTool
 
         # The peers return their top 10 whatever the scores: so does deckhand here (no floor, no cutoff).
         config = VectorStoreToolConfig(

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from deckhand.stores.sqlite.paging import MatrixFile
+from deckhand.stores.sqlite.page_cache import MatrixFile
 from dense_options import clustered
 
 K = 10

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 
 
 def main() -> None:

@@ -72,7 +72,7 @@ def main() -> None:
         raise SystemExit("set DECKHAND_INFINITY and DECKHAND_INFINITY_MODEL (or --infinity, --model-dir)")
 
     from deckhand.building.embedders import load_embedder
-    from deckhand.config.options import parse_choice
+    from deckhand.config.component_choices import parse_choice
     from deckhand.plugins import PluginRegistry
 
     texts = chunks(args.chunks)

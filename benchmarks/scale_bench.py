@@ -125,7 +125,7 @@ def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str,
     from deckhand.config.loading import load_agent_config
     from deckhand.ingest.discovery import discover
     from deckhand.tools import build_tool
-    from deckhand.tools.base import mark_complete
+    from deckhand.tools.source_tool import mark_complete
     from deckhand.types import FileState, Record
 
     per_file = len(texts[0])

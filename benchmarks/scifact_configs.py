@@ -22,7 +22,7 @@ import bench_datasets
 from deckhand.cli.eval import evaluate_tool, write_corpus
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.evaluation.beir import load_beir
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
 #: (label, overrides): ingestion overrides in "ingest", the rest applied at query time.
 CONFIGURATIONS: list[tuple[str, dict[str, Any]]] = [

@@ -28,7 +28,7 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.evaluation.beir import evaluate, load_beir
 from deckhand.retrieval.fusion import score_fusion
 from deckhand.retrieval.side_indexes import indexed_text
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from prf import Vocabulary, rocchio
 from scifact_fusion import DEPTH, documents, rankings, split
 

@@ -29,7 +29,7 @@ from deckhand.evaluation.beir import evaluate, load_beir
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.fusion import Fused, reciprocal_rank_fusion, score_fusion
 from deckhand.retrieval.side_indexes import indexed_text
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
 SPLIT_SEED = 20261123
 DEPTH = 100

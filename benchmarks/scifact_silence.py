@@ -31,7 +31,7 @@ def main() -> None:
     from deckhand.cli.eval import WHOLE_RANKING, write_corpus
     from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
     from deckhand.evaluation.beir import evaluate, load_beir
-    from deckhand.tools.hierarchical import HierarchicalDocumentTool
+    from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--beir", type=Path, default=None, help="SciFact's directory (default: see bench_datasets)")

@@ -35,7 +35,7 @@ import numpy as np
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, Record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

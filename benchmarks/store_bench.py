@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from deckhand.protocols import VectorStore
-from deckhand.scoring import exact_scores
+from deckhand.similarity import exact_scores
 from deckhand.types import Algorithm, CollectionSpec, Metric, Record, record_id
 
 StoreFactory = Callable[[str], VectorStore]

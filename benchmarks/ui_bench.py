@@ -110,8 +110,8 @@ def rendered(port: int, paths: list[str]) -> list[float] | None:
 
 def baseline(root: Path, asked: list[str]) -> list[float]:
     """Milliseconds of ``Toolbox.search`` for each query (the first, untimed, opens the index)."""
-    from deckhand.agents.calls import SearchArguments
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.call_models import SearchArguments
+    from deckhand.calls.toolbox import Toolbox
 
     box = Toolbox.from_config(root / "agent.yaml")
     try:

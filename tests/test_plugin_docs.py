@@ -32,7 +32,7 @@ import yaml
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config import load_agent_config
-from deckhand.config.base import SourceToolConfig, ToolConfigBase
+from deckhand.config.tool_fields import SourceToolConfig, ToolConfigBase
 from deckhand.errors import ConfigError, FilterError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry, reset_registry
@@ -261,7 +261,7 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
 
 def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
     """The page's PatternLookupTool: MCP's tools/list shows its query as it describes it, and a call answers."""
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.mcp.server import DeckhandMcpServer
     from deckhand.testing.mcp_client import call, memory_session
 
@@ -413,7 +413,7 @@ def test_tool_members_are_listed() -> None:
 
 
 def test_a_tool_missing_a_member_is_told_which(tmp_path: Path) -> None:
-    from deckhand.tools.base import SourceTool
+    from deckhand.tools.source_tool import SourceTool
 
     class NoOpen:
         def __init__(self, config: Any, **_: Any) -> None:

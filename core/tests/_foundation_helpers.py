@@ -15,7 +15,7 @@ from deckhand.ingest.pipeline import Ingestor, LoaderSet
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.registration import Registrar
 from deckhand.stores.inmemory import InMemoryStore
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import CollectionSpec
 from pydantic import BaseModel, ConfigDict, Field
 

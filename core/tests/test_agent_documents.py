@@ -17,8 +17,8 @@ NOTE = "Lighthouse keepers log every passing tanker in the harbor book at dusk."
 
 
 def _add(config: Path, text: str = NOTE, doc_id: str = "keepers") -> None:
-    from deckhand.agents.toolbox import Toolbox
-    from deckhand.agents.writes import AddArguments
+    from deckhand.calls.toolbox import Toolbox
+    from deckhand.calls.write_calls import AddArguments
 
     box = Toolbox.from_config(config)
     try:
@@ -69,7 +69,7 @@ def test_a_rebuild_for_another_model_embeds_agent_documents_again(tmp_path: Path
 
 def test_a_write_keeps_a_complete_index_complete(tmp_path: Path, minilm: Any) -> None:
     """The next process opens the index without walking the source (a write is no interrupted ingest)."""
-    from deckhand.tools.base import IndexOpened
+    from deckhand.tools.source_tool import IndexOpened
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -149,7 +149,7 @@ def test_each_kind_marks_its_required_members_abstract(base: type, required: set
 
 def test_builtin_components_subclass_their_kinds_base(tmp_path: Path) -> None:
     from deckhand.context.structural import StructuralContextGenerator
-    from deckhand.memory.inmemory import InMemoryBackend
+    from deckhand.memory.dict_backend import InMemoryBackend
     from deckhand.retrieval.folder_rerank import FolderCrossEncoder
     from deckhand.retrieval.llm_rerank import LLMReranker
     from deckhand.stores.inmemory import InMemoryStore

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from _foundation_helpers import contents, make_ingestor, open_memory_store
-from deckhand.ingest.changes import changed_states
+from deckhand.ingest.change_detection import changed_states
 from deckhand.ingest.discovery import SourceFile
 from deckhand.types import IngestReport
 

@@ -18,8 +18,8 @@ from deckhand.errors import ConfigError
 from deckhand.ingest import reading, workers
 from deckhand.ingest.pipeline import Ingestor, IngestReport, LoaderSet
 from deckhand.plugins import get_registry
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import Chunk, Document
 
 CHUNK_LOG = "deckhand.test.chunker"

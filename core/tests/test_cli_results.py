@@ -21,7 +21,7 @@ from deckhand.tools.hierarchical_results import (
     SectionRef,
     format_hierarchical_results,
 )
-from deckhand.tools.results import SearchResult
+from deckhand.tools.tool_io import SearchResult
 from deckhand.types import Chunk
 from rich.console import Console
 

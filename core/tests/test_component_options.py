@@ -14,9 +14,9 @@ from _foundation_helpers import AcmeStorePlugin
 from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config import load_agent_config
-from deckhand.config.base import ToolConfigBase
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.schema import agent_schema
+from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import ConfigError
 from deckhand.hookspecs import hookimpl

@@ -176,7 +176,7 @@ def test_the_direction_check_sees_an_upward_import() -> None:
     index, _ = _layers(_contract("layers"))
     assert index["tools"] < index["protocols"] and index["ingest"] < index["config"]
     assert index["retrieval"] < index["stores"] and index["stores"] < index["config"] < index["protocols"]
-    assert _top("deckhand.tools.results") == "tools" and _top("deckhand") is None
+    assert _top("deckhand.tools.tool_io") == "tools" and _top("deckhand") is None
 
 
 def test_core_never_imports_a_plugin() -> None:

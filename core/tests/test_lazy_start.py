@@ -17,9 +17,9 @@ from deckhand.config.models import VectorStoreToolConfig
 from deckhand.retrieval.tantivy_keyword import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.tool_store import COMPLETE_MARK
-from deckhand.tools.base import IndexOpened
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.source_tool import IndexOpened
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import CollectionSpec
 
 DECKHAND = str(Path(sys.executable).parent / "deckhand")
@@ -175,7 +175,7 @@ import json, sys
 from pathlib import Path
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.building import embedders as factory
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
 calls = []
 original = factory.load_embedder

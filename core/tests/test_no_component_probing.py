@@ -5,7 +5,7 @@ The test reads every module under ``core/src/deckhand`` (except the kits in ``de
 whose job is to check components for what they must have) and of the front-end plugins, and lists
 each probe: ``getattr`` and ``hasattr``; ``isinstance`` against a runtime-checkable Protocol of
 :mod:`deckhand.protocols` or through a variable (``isinstance(store, protocol)``); ``inspect.signature``;
-reading ``__module__``; and, in the front ends (the CLI, the MCP server, the agents' toolbox, the Ray
+reading ``__module__``; and, in the front ends (the CLI, the MCP server, the toolbox, the Ray
 plugin), ``isinstance`` against a class core's component modules define (``SourceTool``). Each must be
 in :data:`ALLOWED` with its reason; a new one fails, and so does an allowed one that is gone (the list
 stays short and true).
@@ -44,20 +44,20 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "inspect.signature(StreamableHTTPSessionManager.__init__)"): "the MCP SDK's options (1.x, 2.x)",
     # NOT YET REMOVED (issue 41): the tool type has no base class with defaults for what the front ends ask of
     # a tool that ingests a source; until it has, they check SourceTool, its config and its settings.
-    ("agents/catalog.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting shown as the default",
+    ("calls/catalog.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting shown as the default",
     ("cli/retrieval_cases.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting, for the report",
-    ("agents/catalog.py", "isinstance(tool, SourceTool)"): "a tool's directory (else the working directory)",
-    ("agents/reading.py", "isinstance(tool, SourceTool)"): "the registry a tool resolves its loaders in",
-    ("agents/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files, section ids, search note",
-    ("agents/writes.py", "isinstance(tool, SourceTool)"): "writes go to a tool that ingests a source",
-    ("agents/writes.py", "isinstance(self.tool(name), SourceTool)"): "the same, by name",
+    ("calls/catalog.py", "isinstance(tool, SourceTool)"): "a tool's directory (else the working directory)",
+    ("calls/source_reading.py", "isinstance(tool, SourceTool)"): "the registry a tool resolves its loaders in",
+    ("calls/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files, section ids, search note",
+    ("calls/write_calls.py", "isinstance(tool, SourceTool)"): "writes go to a tool that ingests a source",
+    ("calls/write_calls.py", "isinstance(self.tool(name), SourceTool)"): "the same, by name",
     ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",
     ("cli/tools.py", "isinstance(executor, LocalExecutor)"): "an executor other than local needs a source tool",
     ("cli/tools.py", "isinstance(tool, SourceTool)"): "shards, executors and the result text",
     ("cli/tools.py", "isinstance(report, IndexOpened)"): "what an opening found changed under the source",
-    ("agents/status.py", "isinstance(tool, SourceTool)"): "a source shown relative to agent.yaml's folder",
+    ("calls/status.py", "isinstance(tool, SourceTool)"): "a source shown relative to agent.yaml's folder",
     ("cli/tools.py", "type(tool).format_results.__module__"): "a tool formatting its own results",
-    ("tools/results.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
+    ("tools/tool_io.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
 }
 
 #: ``getattr(<name>, ...)``/``hasattr`` on these are no components: platform flags, exception details, and an
@@ -78,7 +78,7 @@ COMPONENT_MODULES = (
     "context/",
 )
 #: The front ends: what they are given is a component through its contract, never a concrete class.
-FRONT_ENDS = ("cli/", "mcp/", "agents/", "plugins/")
+FRONT_ENDS = ("cli/", "mcp/", "calls/", "plugins/")
 #: Plugins that are front ends (they drive tools built by core), scanned like core's front ends.
 FRONT_END_PLUGINS = ("ray",)
 
@@ -173,7 +173,7 @@ def test_the_scan_sees_every_kind_of_probe() -> None:
     attribute, a plain type, or a concrete class where components are built."""
     protocols, concrete = _runtime_protocols(), {"SourceTool"}
 
-    def seen(code: str, where: str = "agents/x.py") -> bool:
+    def seen(code: str, where: str = "calls/x.py") -> bool:
         return any(_probe(node, where, protocols, concrete) for node in ast.walk(ast.parse(code)))
 
     assert seen("isinstance(store, protocol)")

@@ -14,7 +14,7 @@ from deckhand.ingest.executor import IngestJob, LocalExecutor
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.ingest.workers import convert, ensure_worker, log_level, pickled_components
 from deckhand.tools import build_tool, build_worker
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 from deckhand.types import Chunk, Document, IngestReport
 
 

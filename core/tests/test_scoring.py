@@ -1,10 +1,10 @@
-"""Scores: the in-memory store equals the exact reference of deckhand.scoring for every metric."""
+"""Scores: the in-memory store equals the exact reference of deckhand.similarity for every metric."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from deckhand.scoring import exact_scores, raw_to_score
+from deckhand.similarity import exact_scores, raw_to_score
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.types import CollectionSpec, FileState, Metric, Record
 

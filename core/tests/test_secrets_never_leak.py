@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner, Result
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.redaction import SECRETS, redact

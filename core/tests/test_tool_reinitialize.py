@@ -1,5 +1,5 @@
 """Initialising a tool twice in one process reuses its store: unchanged files are not reprocessed,
-whatever the tool type (the life cycle is :class:`deckhand.tools.base.SourceTool`'s)."""
+whatever the tool type (the life cycle is :class:`deckhand.tools.source_tool.SourceTool`'s)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.protocols import Tool
 from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.source_tool import SourceTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 
 
 def test_second_initialize_keeps_the_in_memory_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.agents.calls import ResultOut
-from deckhand.agents.writes import AddArguments, DeleteArguments
-from deckhand.config.base import DatabaseConfig
+from deckhand.calls.call_models import ResultOut
+from deckhand.calls.write_calls import AddArguments, DeleteArguments
+from deckhand.config.tool_fields import DatabaseConfig
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import check_key
 from deckhand.filters.spec import SearchFilter, parse_expressions
@@ -69,8 +69,8 @@ def test_document_ids_are_matched_whole(value: str) -> None:
 
 def test_a_delete_by_an_id_with_a_final_newline_is_refused() -> None:
     """``deckhand_delete``'s id goes through the same full match (checked where the call is answered)."""
-    from deckhand.agents.calls import CallError
-    from deckhand.agents.writes import WriteCalls
+    from deckhand.calls.call_models import CallError
+    from deckhand.calls.write_calls import WriteCalls
 
     refused = DeleteArguments(tool="docs", id="abc\n")
     with pytest.raises(CallError, match="not a document id"):

@@ -103,7 +103,7 @@ from deckhand.registration import (
     StoreFactory,
     ToolFactory,
 )
-from deckhand.scoring import degenerate_row, raw_to_score
+from deckhand.similarity import degenerate_row, raw_to_score
 from deckhand.tool_entry import ToolConfigBase
 from deckhand.types import (
     Algorithm,
@@ -128,13 +128,13 @@ from deckhand.types import (
 )
 
 if TYPE_CHECKING:
-    from deckhand.agents.catalog import Operation, operations
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.catalog import Operation, operations
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.chunking.budget import char_cap, char_cuts
     from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
-    from deckhand.config.base import DatabaseConfig, SourceToolConfig
+    from deckhand.config.component_choices import Choice, choice_field
     from deckhand.config.loading import load_agent_config
-    from deckhand.config.options import Choice, choice_field
+    from deckhand.config.tool_fields import DatabaseConfig, SourceToolConfig
     from deckhand.embedding.devices import choose_device
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
     from deckhand.ingest.discovery import SourceFile
@@ -149,7 +149,7 @@ if TYPE_CHECKING:
     from deckhand.memory.backend import sync_message
     from deckhand.memory.coordinates import MEMORY_DIR
     from deckhand.memory.decisions import decision_problem
-    from deckhand.memory.errors import (
+    from deckhand.memory.memory_errors import (
         ConcurrencyError,
         CoordinateValidationError,
         CorruptDecisionsError,
@@ -162,26 +162,26 @@ if TYPE_CHECKING:
     from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
     from deckhand.remote.settings import RemoteSettings
     from deckhand.retrieval.phrase_match import IDENTIFIER
-    from deckhand.stores.base import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
     from deckhand.stores.filtering import keyword_search as filtered_keyword_search
     from deckhand.stores.filtering import require_filters
     from deckhand.stores.filtering import search as filtered_search
     from deckhand.stores.inmemory import InMemoryStore
+    from deckhand.stores.scaffolding import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
     from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
     from deckhand.tools import build_tool, build_worker
-    from deckhand.tools.base import SourceTool
-    from deckhand.tools.results import function_definition
+    from deckhand.tools.source_tool import SourceTool
+    from deckhand.tools.tool_io import function_definition
 
 #: The names above the ground floor, imported on first use: module -> its names (``name=attribute`` for a name
 #: given to another module's attribute).
 _LAZY_MODULES: dict[str, str] = {
-    "deckhand.agents.catalog": "Operation operations",
-    "deckhand.agents.toolbox": "Toolbox",
+    "deckhand.calls.catalog": "Operation operations",
+    "deckhand.calls.toolbox": "Toolbox",
     "deckhand.chunking.budget": "char_cap char_cuts",
     "deckhand.chunking.token": "TokenChunker TokenChunkerOptions",
-    "deckhand.config.base": "DatabaseConfig SourceToolConfig",
+    "deckhand.config.tool_fields": "DatabaseConfig SourceToolConfig",
     "deckhand.config.loading": "load_agent_config",
-    "deckhand.config.options": "Choice choice_field",
+    "deckhand.config.component_choices": "Choice choice_field",
     "deckhand.embedding.devices": "choose_device",
     "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
     "deckhand.ingest.discovery": "SourceFile",
@@ -196,19 +196,19 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.memory.backend": "sync_message",
     "deckhand.memory.coordinates": "MEMORY_DIR",
     "deckhand.memory.decisions": "decision_problem",
-    "deckhand.memory.errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError ImmutableLayerError "
-    "QueryError StorageError VectorMemoryError",
+    "deckhand.memory.memory_errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError "
+    "ImmutableLayerError QueryError StorageError VectorMemoryError",
     "deckhand.plugins": "PluginRegistry get_registry",
     "deckhand.remote.client": "MalformedResponse RemoteCallError RemoteClient",
     "deckhand.remote.settings": "RemoteSettings",
     "deckhand.retrieval.phrase_match": "IDENTIFIER",
-    "deckhand.stores.base": "CHANGED_MODEL_HINT QUERY_MODEL_HINT ServerStore",
+    "deckhand.stores.scaffolding": "CHANGED_MODEL_HINT QUERY_MODEL_HINT ServerStore",
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
     "deckhand.stores.inmemory": "InMemoryStore",
     "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
     "deckhand.tools": "build_tool build_worker",
-    "deckhand.tools.base": "SourceTool",
-    "deckhand.tools.results": "function_definition",
+    "deckhand.tools.source_tool": "SourceTool",
+    "deckhand.tools.tool_io": "function_definition",
 }
 #: Each lazy name -> ``(module, attribute)``.
 _LAZY: dict[str, tuple[str, str]] = {

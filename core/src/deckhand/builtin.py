@@ -133,7 +133,7 @@ def deckhand_register(register: Registrar) -> None:
 
     register.memory_backend(
         "memory",
-        _deferred("deckhand.memory.inmemory", "InMemoryBackend.from_options"),
+        _deferred("deckhand.memory.dict_backend", "InMemoryBackend.from_options"),
         description="decisions kept in this process only (tests, ephemeral agents); nothing persists",
         aliases=("in-memory", "inmemory"),
     )
@@ -171,13 +171,13 @@ def deckhand_register(register: Registrar) -> None:
 
     register.tool(
         "vectorstore",
-        _deferred("deckhand.tools.vectorstore", "VectorStoreTool"),
+        _deferred("deckhand.tools.vectorstore_tool", "VectorStoreTool"),
         description="semantic search over a file or directory",
         options=VectorStoreToolConfig,
     )
     register.tool(
         "hierarchical_document",
-        _deferred("deckhand.tools.hierarchical", "HierarchicalDocumentTool"),
+        _deferred("deckhand.tools.hierarchical_tool", "HierarchicalDocumentTool"),
         description="hybrid search (dense + keyword + exact) over structured documents",
         options=HierarchicalDocumentToolConfig,
     )

@@ -106,7 +106,7 @@ class FilterError(DeckhandError, ValueError):
         super().__init__(printable_line(message))
 
 
-# -- the vector memory's exceptions, exactly the contract's hierarchy (re-exported by deckhand.memory.errors)
+# -- the vector memory's exceptions, exactly the contract's hierarchy (re-exported by deckhand.memory.memory_errors)
 # Validation errors are ValueError as well, because they are bad input.
 
 

@@ -244,7 +244,7 @@ class VectorStore(Protocol):
         sources: Sequence[str] | None = None,
         where: Filter | None = None,
     ) -> list[SearchHit]:
-        """The ``k`` nearest records, best first, scored as :mod:`deckhand.scoring` says.
+        """The ``k`` nearest records, best first, scored as :mod:`deckhand.similarity` says.
 
         ``sources`` keeps only records of those sources (``[]`` keeps none). ``where`` keeps only
         records satisfying it (see :mod:`deckhand.filters.conditions`) in a store that declares
@@ -561,12 +561,12 @@ class Tool(Protocol):
         Schema object (``{"type": "object", "properties": {...}, "required": ["query", ...]}``)
         describing the arguments of :meth:`search_results`: ``query`` (required), and ``filter``
         and ``top_k`` where the tool takes them: deckhand passes a search nothing else.
-        :func:`deckhand.tools.results.function_definition` builds the standard one. The MCP
+        :func:`deckhand.tools.tool_io.function_definition` builds the standard one. The MCP
         server and the Semantic Kernel plugin derive each search's input schema from
         ``parameters``, so a tool may describe its own arguments (a query that is a regular
         expression). OpenAI's wrapped form ``{"type": "function", "function": {...}}`` is
         accepted and unwrapped; anything else is a :class:`deckhand.errors.PluginError` naming
-        the tool (:func:`deckhand.tools.results.tool_function` checks it).
+        the tool (:func:`deckhand.tools.tool_io.tool_function` checks it).
         """
         ...
 
@@ -579,7 +579,7 @@ class FilteringTool(Tool, Protocol):
     """A :class:`Tool` whose searches take ``filter``: only chunks that pass it
     (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions;
     see ``docs/filters.md``). Every builtin tool type is one; deckhand gives a filter only to a tool whose
-    ``search_results_sync`` has a ``filter`` parameter (:func:`deckhand.tools.results.takes_filter`)."""
+    ``search_results_sync`` has a ``filter`` parameter (:func:`deckhand.tools.tool_io.takes_filter`)."""
 
     def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str: ...
 

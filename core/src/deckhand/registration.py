@@ -227,7 +227,7 @@ class Component:
 
     def instance(self, options: Mapping[str, Any] | None, *, validate: bool = False) -> BaseModel | None:
         """The options model instance for ``options``: keyword values already validated by the
-        model (:func:`deckhand.config.options.validate_options`), or with ``validate`` a raw mapping
+        model (:func:`deckhand.config.component_choices.validate_options`), or with ``validate`` a raw mapping
         (bad ones: a one-line :class:`ConfigError` for a store's ``database.options``, else a
         ``TypeError``). ``None`` when the component has no options model."""
         values = dict(options or {})
@@ -532,7 +532,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A tool type: ``name`` is the ``type:`` value of a ``tools:`` entry. ``options`` is the config
-        model of the whole entry, a subclass of :class:`deckhand.config.base.ToolConfigBase` (or
+        model of the whole entry, a subclass of :class:`deckhand.config.tool_fields.ToolConfigBase` (or
         ``SourceToolConfig``) whose ``type`` field is ``Literal["<name>"]``."""
         self._register(
             "tool", name, factory, options=options, description=description, aliases=aliases, priority=priority

@@ -1,7 +1,7 @@
 """What every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed registrar can name it.
 
 :class:`ToolConfigBase` is the base of every tool type's config model (``register.tool(..., options=...)``);
-:mod:`deckhand.config.base` builds the ``database:`` block and the fields of tools that ingest a source on it.
+:mod:`deckhand.config.tool_fields` builds the ``database:`` block and the fields of tools that ingest a source on it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deckhand.limits import MAX_RESULT_BUDGET, MIN_RESULT_BUDGET
 
 if TYPE_CHECKING:
-    from deckhand.config.base import SourceToolConfig
+    from deckhand.config.tool_fields import SourceToolConfig
 
 #: What a tool name may hold: the name agents call it by.
 NAME_PATTERN = r"^[A-Za-z0-9_]+$"

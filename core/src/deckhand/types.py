@@ -30,7 +30,7 @@ RowArray = npt.NDArray[np.int64]
 
 
 class Metric(enum.StrEnum):
-    """Distance metrics every store supports; scores are defined in :mod:`deckhand.scoring`."""
+    """Distance metrics every store supports; scores are defined in :mod:`deckhand.similarity`."""
 
     COSINE = "COSINE"
     L2 = "L2"
@@ -86,8 +86,8 @@ DERIVED_METADATA_KEYS = frozenset(
         "page",
         "end_page",  # a chunk running onto the next page (loaders' places)
         "attachment",  # the part of a mail a chunk comes from (the ocr plugin's mail loader)
-        "cut",  # a result cut to fit the answer's budget (deckhand.agents.output)
-        "uri",  # a result's (deckhand.agents.calls.ResultOut), made from the path and lines
+        "cut",  # a result cut to fit the answer's budget (deckhand.calls.output)
+        "uri",  # a result's (deckhand.calls.call_models.ResultOut), made from the path and lines
         # the structure chunker (deckhand.chunking.structure)
         "title",
         "parent_chain",

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 from deckhand.ingest.pipeline import IngestReport
-from deckhand.tools.results import SearchResult, format_results
+from deckhand.tools.tool_io import SearchResult, format_results
 
 
 @dataclass

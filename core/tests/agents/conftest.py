@@ -15,7 +15,7 @@ def make_tool(tmp_path: Path) -> Callable[..., FakeTool]:
     """``make_tool(name, tracker=True)``: a fake tool over its own directory under tmp_path."""
 
     def make(name: str = "docs", tracker: bool = True, files: int = 3) -> FakeTool:
-        from deckhand.agents.toolbox import IngestProgress
+        from deckhand.calls.toolbox import IngestProgress
 
         source = tmp_path / name
         source.mkdir(exist_ok=True)
@@ -27,7 +27,7 @@ def make_tool(tmp_path: Path) -> Callable[..., FakeTool]:
 @pytest.fixture
 def open_toolbox(minilm: object) -> Iterator[Callable[[Path], Any]]:
     """``open_toolbox(agent_yaml)``: a real :class:`Toolbox` over that config (the session's MiniLM), closed after."""
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
 
     opened: list[Toolbox] = []
 

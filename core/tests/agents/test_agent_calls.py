@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from deckhand.agents.calls import (
+from deckhand.calls.call_models import (
     CallError,
     DecisionOutput,
     IngestArguments,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 
 
 def _project(tmp_path: Path) -> Path:
@@ -73,6 +73,6 @@ def test_a_source_inside_agent_yamls_folder_is_listed_relative_to_it(
 
 
 def _args(query: str) -> Any:
-    from deckhand.agents.calls import SearchArguments
+    from deckhand.calls.call_models import SearchArguments
 
     return SearchArguments(query=query)

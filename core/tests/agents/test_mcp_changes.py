@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from _agent_fakes import box_of, in_thread
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.sdk import SDK_MAJOR
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import READ_TIMEOUT, HttpServerProcess, call, deckhand_command, memory_session, wire
@@ -289,7 +289,7 @@ async def test_tool_changed_announces_at_once_from_any_thread_to_subscribers_onl
 
 @pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
 async def test_subscriptions_are_confined_and_bounded(fake_box: tuple[Any, Toolbox], tmp_path: Path) -> None:
-    from deckhand.mcp import changes
+    from deckhand.mcp import notifications as changes
 
     tool, box = fake_box
     app = DeckhandMcpServer(box, changes_interval=0)
@@ -416,7 +416,7 @@ def test_any_subscription_uri_is_taken_only_inside_a_source_or_refused_in_one_li
 def test_the_help_says_the_default_interval() -> None:
     from click.testing import CliRunner
     from deckhand.cli.main import cli
-    from deckhand.mcp.changes import POLL_INTERVAL
+    from deckhand.mcp.notifications import POLL_INTERVAL
 
     shown = " ".join(CliRunner().invoke(cli, ["mcp", "--help"]).output.split())
     assert "--changes-interval SECONDS" in shown and f"Default: {POLL_INTERVAL:g}." in shown

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import call, memory_session
 

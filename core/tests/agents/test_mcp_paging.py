@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 from _wire import http_server
-from deckhand.agents.calls import CallError, ResultOut, SearchArguments, SearchOutput
-from deckhand.agents.paging import CURSOR_TTL, CUT_MARKER, make_cursor, open_cursor, page
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import CallError, ResultOut, SearchArguments, SearchOutput
+from deckhand.calls.result_pages import CURSOR_TTL, CUT_MARKER, make_cursor, open_cursor, page
+from deckhand.calls.toolbox import Toolbox
 from deckhand.limits import MAX_CURSOR_CHARS
 from deckhand.mcp.resources import NEXT_URI
 from deckhand.mcp.server import DeckhandMcpServer

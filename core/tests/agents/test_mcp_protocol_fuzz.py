@@ -162,7 +162,7 @@ def stdio(agent: Path) -> Iterator[StdioWire]:
 
 @pytest.fixture(scope="module")
 def http(agent: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpWire]:
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.mcp.server import DeckhandMcpServer
     from deckhand.mcp.transports import http_app
 

@@ -17,9 +17,9 @@ from typing import Any
 import jsonschema
 import pytest
 from _agent_fakes import box_of
-from deckhand.agents.calls import CallError
-from deckhand.agents.reading import SourceReader, file_uri
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import CallError
+from deckhand.calls.source_reading import SourceReader, file_uri
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import call, memory_session, read_resource, wire
 
@@ -296,8 +296,8 @@ def test_links_are_absent_where_there_is_no_file(make_tool: Any) -> None:
 
 def test_a_hit_from_an_index_without_end_lines_links_to_its_content_lines(tree: Path, box: Toolbox) -> None:
     """Indexes made before end lines were stored: the range is the start line plus the chunk's own lines."""
-    from deckhand.agents.calls import ResultOut, SearchOutput
-    from deckhand.agents.catalog import with_links
+    from deckhand.calls.call_models import ResultOut, SearchOutput
+    from deckhand.calls.catalog import with_links
 
     hit = ResultOut(
         rank=1, score=0.5, source="docs/keys.md", chunk_index=0, content="# Security\n\nIntro\n", start_line=1

@@ -149,7 +149,7 @@ def test_subscriptions_are_bounded_for_every_session_together(make_tool: Any) ->
     """Each session's limit times the sessions remembered is not a bound: the URIs and characters held for every
     session together are, and a refusal is one line naming the limit."""
     import pytest
-    from deckhand.mcp import changes
+    from deckhand.mcp import notifications as changes
 
     box = box_of(make_tool("docs"))
     hub = DeckhandMcpServer(box).changes

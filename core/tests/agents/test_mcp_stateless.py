@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from _agent_fakes import box_of
 from _wire import INITIALIZE, INITIALIZED, RawHttp, http_server
-from deckhand.agents.calls import CallError, SearchArguments
-from deckhand.agents.paging import make_cursor, open_cursor, use_cursor_secret
+from deckhand.calls.call_models import CallError, SearchArguments
+from deckhand.calls.result_pages import make_cursor, open_cursor, use_cursor_secret
 from deckhand.errors import ConfigError
 from deckhand.mcp.sdk import SDK_MAJOR
 from deckhand.mcp.server import DeckhandMcpServer

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from deckhand.agents.paging import CUT_MARKER
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.result_pages import CUT_MARKER
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import call, memory_session
 from mcp import ClientSession

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import call, memory_session, read_resource, wire
 from hypothesis import HealthCheck, given, settings
@@ -238,8 +238,8 @@ async def test_writes_are_rate_limited_and_audited_without_their_text(
 
 
 def test_a_token_bucket_refills_at_its_rate() -> None:
-    from deckhand.agents.calls import CallError
-    from deckhand.agents.writes import WriteState
+    from deckhand.calls.call_models import CallError
+    from deckhand.calls.write_calls import WriteState
 
     now = [100.0]
     state = WriteState(clock=lambda: now[0])
@@ -332,7 +332,7 @@ def test_writes_as_openai_function_definitions(box: Toolbox) -> None:
     import json
 
     import jsonschema
-    from deckhand.agents.catalog import operations
+    from deckhand.calls.catalog import operations
 
     ops = {op.name: op for op in operations(box)}
     definitions = {d["function"]["name"]: d for d in (op.function_definition() for op in ops.values())}
@@ -374,7 +374,7 @@ async def test_add_search_delete_over_http_sessions(box: Toolbox) -> None:
 
 def test_a_write_calls_the_change_listeners(box: Toolbox) -> None:
     """Where a front end announces that a tool changed (change notifications hook in here)."""
-    from deckhand.agents.writes import AddArguments, DeleteArguments
+    from deckhand.calls.write_calls import AddArguments, DeleteArguments
 
     changed: list[str] = []
     box.writes.listeners.append(changed.append)

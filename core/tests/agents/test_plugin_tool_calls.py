@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from _agent_fakes import FakeTool, box_of
-from deckhand.agents.calls import TOP_K_CEILING, CallError, top_k_limit
-from deckhand.agents.catalog import operations
+from deckhand.calls.call_models import TOP_K_CEILING, CallError, top_k_limit
+from deckhand.calls.catalog import operations
 from pydantic import BaseModel, Field
 
 

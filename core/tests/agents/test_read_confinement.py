@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from _agent_fakes import FakeTool, box_of
 from _foundation_helpers import contents, make_ingestor, open_memory_store
-from deckhand.agents.calls import CallError
-from deckhand.agents.reading import SourceReader, file_uri
+from deckhand.calls.call_models import CallError
+from deckhand.calls.source_reading import SourceReader, file_uri
 from deckhand.ingest.opening import TooLarge, confined_to, read_source_bytes
 from deckhand.limits import MAX_READ_BYTES
 from deckhand.mcp.resources import RESOURCE_NOT_FOUND

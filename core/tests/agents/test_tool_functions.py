@@ -13,11 +13,11 @@ from typing import Any
 import jsonschema
 import pytest
 from _agent_fakes import FakeTool, box_of
-from deckhand.agents.catalog import operations
+from deckhand.calls.catalog import operations
 from deckhand.errors import PluginError
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.testing.mcp_client import call, memory_session
-from deckhand.tools.results import function_definition, tool_function
+from deckhand.tools.tool_io import function_definition, tool_function
 
 REGEX_QUERY = {"type": "string", "format": "regex", "description": "A regular expression matched against lines"}
 

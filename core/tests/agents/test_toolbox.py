@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from _agent_fakes import box_of, in_thread
-from deckhand.agents.calls import CallError, IngestArguments, SearchArguments
+from deckhand.calls.call_models import CallError, IngestArguments, SearchArguments
 from deckhand.errors import ConfigError
 
 QUERY = SearchArguments(query="rotate keys")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from _agent_fakes import box_of, in_thread
-from deckhand.agents.calls import CallError, IngestArguments, SearchArguments
-from deckhand.agents.toolbox import STATUS_WAIT
+from deckhand.calls.call_models import CallError, IngestArguments, SearchArguments
+from deckhand.calls.toolbox import STATUS_WAIT
 from deckhand.errors import StoreConnectionError
 
 QUERY = SearchArguments(query="rotate keys")

@@ -38,11 +38,11 @@ from deckhand.testing.kits import (
     ToolListingTests,
 )
 from deckhand.testing.kits.chunker import SAMPLE, Budget
-from deckhand.testing.kits.executor import _Pair
+from deckhand.testing.kits.executor_kit import _Pair
 from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
 from deckhand.tool_entry import ToolConfigBase
-from deckhand.tools.results import SearchResult, function_definition
+from deckhand.tools.tool_io import SearchResult, function_definition
 from deckhand.types import Chunk, Document, LoadedText
 
 Failure = (AssertionError, pytest.fail.Exception)

@@ -9,7 +9,7 @@ from deckhand.config.loading import load_agent_config, load_global_config
 from deckhand.config.models import MemoryConfig
 from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.memory import InMemoryBackend
-from deckhand.memory.settings import open_memory, resolve_memory_config
+from deckhand.memory.memory_config import open_memory, resolve_memory_config
 
 
 def _write(path: Path, text: str) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
 GLOSSARY = """# Glossary
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from deckhand.agents.calls import SearchArguments
+from deckhand.calls.call_models import SearchArguments
 from deckhand.errors import FilterError
 from deckhand.filters import SearchFilter, parse_expressions
 from deckhand.testing.filter_strategies import examples

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from deckhand.agents.calls import SearchArguments
+from deckhand.calls.call_models import SearchArguments
 from deckhand.cli.main import cli
 from deckhand.errors import FilterError
 from deckhand.filters import Op, SearchFilter, condition, parse_expressions

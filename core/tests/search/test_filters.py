@@ -17,7 +17,7 @@ from deckhand.ingest.front_matter import FrontMatterError, front_matter
 from deckhand.protocols import StoreCapability
 from deckhand.stores import filtering
 from deckhand.stores.inmemory import InMemoryStore
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import CollectionSpec, Record
 
 

@@ -20,7 +20,7 @@ from deckhand.retrieval.phrase_match import InMemoryTexts, identifier_shaped
 from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions, ident_terms
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, FileState, Record, Vector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

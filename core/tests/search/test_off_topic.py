@@ -10,9 +10,9 @@ import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.retrieval.relevance import query_terms, words_covered
-from deckhand.scoring import OFF_TOPIC_COSINE, off_topic_below
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.similarity import OFF_TOPIC_COSINE, off_topic_below
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import Metric
 
 DEPLOY = """# Deploying the service

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.agents.calls import SearchArguments
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import SearchArguments
+from deckhand.calls.toolbox import Toolbox
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.index import opened_index
 from deckhand.stores import filtering
-from deckhand.tools import base
+from deckhand.tools import source_tool as base
 from deckhand.tools.answers import Empty, SearchOptions
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 
 DOCS = {
     "deploy.md": "# Deploying\n\n## Workers\n\nRun one worker per CPU core behind a reverse proxy; author Ann.\n",

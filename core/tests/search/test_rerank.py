@@ -19,8 +19,8 @@ from deckhand.plugins import PluginRegistry
 from deckhand.retrieval.llm_rerank import LLMReranker, LLMRerankerOptions
 from deckhand.retrieval.rerank import rerank
 from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+from deckhand.tools.source_tool import SourceTool
 
 # Random-looking: deckhand masks every 4-character piece of a key in all output (a key spelling
 # "rerank" would mask that word in the messages this file reads).

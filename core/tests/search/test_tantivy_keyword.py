@@ -27,7 +27,7 @@ from deckhand.retrieval.tantivy_keyword import SIDE_INDEX, TantivyIndex, Tantivy
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.testing import filter_strategies as fs
 from deckhand.tools import build_tool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import CollectionSpec, FileState, Record
 from hypothesis import given
 from hypothesis import strategies as st

@@ -19,7 +19,7 @@ from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
 from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.tools import build_tool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import Record
 
 

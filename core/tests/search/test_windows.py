@@ -18,7 +18,7 @@ from deckhand.retrieval.keeper import IndexKeeper
 from deckhand.retrieval.windows import WINDOW_DEPTH, rescored, window_texts
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools import build_tool
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import CollectionSpec, Record, SearchHit, Vector
 from pydantic import ValidationError
 

@@ -123,8 +123,8 @@ def test_two_ingest_processes_at_once_store_every_chunk_once(project: Path) -> N
 def test_search_and_list_tools_say_searches_are_exact_until_the_graph_is_built(
     project: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deckhand.agents.calls import SearchArguments
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.call_models import SearchArguments
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.cli.tools import build_tools
     from deckhand.config.loading import load_agent_config
     from deckhand.stores.sqlite import ann as sqlite_ann

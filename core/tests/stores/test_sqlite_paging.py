@@ -1,4 +1,4 @@
-"""How a search process reads the float32 matrix beside the graph (``stores/sqlite/paging.py``): rows by
+"""How a search process reads the float32 matrix beside the graph (``stores/sqlite/page_cache.py``): rows by
 ``pread`` (nothing of it mapped by an unfiltered search), and a new matrix cached page by page, so a fault on
 its mapping does not map a 2 MB folio (Linux 6.18 maps whole folios; issue 30)."""
 
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from deckhand.stores.sqlite import SQLiteStore, paging
+from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite import ann as sqlite_ann
+from deckhand.stores.sqlite import page_cache as paging
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.paging import PREAD_ROWS, MatrixFile, recache_in_pages
+from deckhand.stores.sqlite.page_cache import PREAD_ROWS, MatrixFile, recache_in_pages
 from deckhand.types import CollectionSpec, FileState, Record
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")

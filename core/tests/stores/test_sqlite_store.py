@@ -36,7 +36,7 @@ WRITER = r"""
 import os, sys, time
 import numpy as np
 from deckhand.stores.sqlite import file as sqlite_file
-from deckhand.stores.sqlite import writes as sqlite_writes
+from deckhand.stores.sqlite import record_writes as sqlite_writes
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 

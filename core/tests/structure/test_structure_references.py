@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from deckhand.chunking.references import find_references, parent_ids
+from deckhand.chunking.reference_finding import find_references, parent_ids
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Chunk, Record
 

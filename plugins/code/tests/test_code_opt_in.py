@@ -74,7 +74,7 @@ def test_a_loader_no_plugin_provides_is_a_located_error(tmp_path: Path) -> None:
 def test_watch_follows_each_tools_own_loaders(tmp_path: Path) -> None:
     """``deckhand mcp --watch`` re-ingests on a ``.py`` change for the tool that reads ``.py`` files, and the
     documentation tool's changes stay its own (the extensions are those of the watched tools' loaders)."""
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.mcp.watch import _extensions
 
     _docs(tmp_path)

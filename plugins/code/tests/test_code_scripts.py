@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.reading import SourceReader, file_uri
+from deckhand.calls.source_reading import SourceReader, file_uri
 from deckhand.config import load_agent_config
 from deckhand.tools import build_tool
 

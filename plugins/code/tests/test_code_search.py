@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.output import hit_of
+from deckhand.calls.output import hit_of
 from deckhand.config import load_agent_config
 from deckhand.tools import build_tool
 

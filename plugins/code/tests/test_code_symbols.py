@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.output import hit_of
-from deckhand.agents.reading import SourceReader, file_uri
+from deckhand.calls.output import hit_of
+from deckhand.calls.source_reading import SourceReader, file_uri
 from deckhand.config import load_agent_config
 from deckhand.tools import build_tool
 from deckhand.types import Document

@@ -16,7 +16,7 @@ from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.registration import Registrar
 from deckhand.stores.inmemory import InMemoryStore
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.types import SearchHit, Vector
 from deckhand_native_hybrid import NativeKeywordIndex, UnsupportedStoreError
 from pydantic import ValidationError

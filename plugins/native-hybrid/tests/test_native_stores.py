@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
 PROVIDERS = [
     pytest.param("redis", "deckhand_redis", "redis_url", marks=pytest.mark.redis, id="redis"),

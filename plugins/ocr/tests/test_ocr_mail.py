@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from deckhand.agents.output import hit_of
+from deckhand.calls.output import hit_of
 from deckhand.cli.results_view import where
 from deckhand.config import load_agent_config
 from deckhand.errors import LoaderError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from deckhand.agents.output import hit_of
+from deckhand.calls.output import hit_of
 from deckhand.cli.main import cli
 from deckhand.cli.progress import LineProgress
 from deckhand.cli.results_view import where

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from _embedding_server import SECRET, EmbeddingServer
 from deckhand.building.lazy_embedders import lazy_embedder
+from deckhand.config.component_choices import ComponentChoice
 from deckhand.config.loading import load_agent_config
-from deckhand.config.options import ComponentChoice
 from deckhand.plugins import PluginRegistry
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "embedders.md"

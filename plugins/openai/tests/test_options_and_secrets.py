@@ -72,7 +72,7 @@ def test_dimensions_declares_the_length_of_other_models_without_sending_it(serve
 
 
 def _choice(name: str, options: dict[str, object]) -> object:
-    from deckhand.config.options import ComponentChoice
+    from deckhand.config.component_choices import ComponentChoice
 
     return ComponentChoice(name=name, options=options)
 

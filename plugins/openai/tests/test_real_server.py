@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from deckhand.building.embedders import load_embedder
 from deckhand.building.lazy_embedders import lazy_embedder
 from deckhand.cli.main import cli
-from deckhand.config.options import parse_choice
+from deckhand.config.component_choices import parse_choice
 from deckhand.plugins import PluginRegistry
 
 pytestmark = pytest.mark.embedding_server

@@ -264,7 +264,7 @@ def test_progress_and_summary_report_tokens(tmp_path: Path, openai_env: Embeddin
 
 
 def _choice(options: dict[str, object]) -> object:
-    from deckhand.config.options import parse_choice
+    from deckhand.config.component_choices import parse_choice
 
     return parse_choice(options)
 

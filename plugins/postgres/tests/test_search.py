@@ -13,7 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 from deckhand.errors import StoreError
-from deckhand.scoring import exact_scores
+from deckhand.similarity import exact_scores
 from deckhand.testing.store_conformance import make_records, make_vectors
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, record_id
 from deckhand_postgres import PostgresOptions, PostgresStore

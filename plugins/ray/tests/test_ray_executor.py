@@ -28,7 +28,7 @@ from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import open_collection
 from deckhand.testing.kits import ExecutorTests
 from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 from deckhand.types import IngestReport
 from deckhand_ray.executor import RayExecutor, embedding_threads
 from deckhand_ray.options import RayOptions

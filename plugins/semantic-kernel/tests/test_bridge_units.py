@@ -21,7 +21,7 @@ from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.install_hints import Installation
 from deckhand.install_hints import install_command as install_requirements
 from deckhand.plugins import PluginRegistry
-from deckhand.scoring import exact_scores
+from deckhand.similarity import exact_scores
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, record_id
 from deckhand_semantic_kernel.stores import register as registration
 from deckhand_semantic_kernel.stores.bridge import NameRule, storage_name

@@ -18,9 +18,9 @@ pytest.importorskip(
     "semantic_kernel", reason="semantic-kernel is not installed: nox -s \"tests(package='semantic-kernel')\""
 )
 
-from deckhand.agents.calls import CallError
-from deckhand.agents.catalog import operations
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import CallError
+from deckhand.calls.catalog import operations
+from deckhand.calls.toolbox import Toolbox
 from deckhand_semantic_kernel import deckhand_plugin, plugin_from_toolbox
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import (

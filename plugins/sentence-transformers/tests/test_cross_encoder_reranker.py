@@ -14,7 +14,7 @@ from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.tools import build_tool
-from deckhand.tools.hierarchical import HierarchicalDocumentTool
+from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand_sentence_transformers.reranker import CrossEncoderOptions, CrossEncoderReranker, build_cross_encoder
 
 needs_torch = pytest.mark.skipif(

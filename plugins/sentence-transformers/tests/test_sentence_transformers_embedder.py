@@ -24,7 +24,7 @@ from deckhand.config.models import VectorStoreToolConfig
 from deckhand.embedding.minilm_onnx import MiniLMOnnxEmbedder
 from deckhand.errors import EmbeddingError
 from deckhand.plugins import PluginRegistry
-from deckhand.tools.vectorstore import VectorStoreTool
+from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import Document
 from deckhand_sentence_transformers.embedder import SentenceTransformerEmbedder, resolve_model_dir
 

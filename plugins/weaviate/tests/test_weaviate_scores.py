@@ -1,11 +1,11 @@
 """Weaviate's distances become deckhand's shared scores, for every metric, so ``min_similarity_score``
-means here what it means in every other store (deckhand.scoring's NumPy reference decides)."""
+means here what it means in every other store (deckhand.similarity's NumPy reference decides)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from deckhand.scoring import exact_scores
+from deckhand.similarity import exact_scores
 from deckhand.types import Metric
 from deckhand_weaviate.queries import DISTANCES, bm25_score, distance_scores, distance_to_raw, hybrid_score
 from weaviate.classes.config import VectorDistances

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from deckhand.config.options import embedder_options, resolve_embedder
+from deckhand.config.component_choices import embedder_options, resolve_embedder
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, open_cache
 from deckhand.errors import ConfigError
 from deckhand.paths import cache_disabled, state_dir
@@ -23,7 +23,7 @@ from deckhand.plugins import Component, PluginRegistry
 from deckhand.protocols import Embedder
 
 if TYPE_CHECKING:
-    from deckhand.config.options import ComponentChoice
+    from deckhand.config.component_choices import ComponentChoice
 
 DEFAULT_EMBEDDER = "minilm"
 #: Model ids an unset ``embedding_model:`` produced in earlier versions, each also the name of the

@@ -35,7 +35,7 @@ from deckhand.chunking.blocks import Block, split_blocks
 from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
-from deckhand.chunking.references import find_references
+from deckhand.chunking.reference_finding import find_references
 from deckhand.protocols import Tokenizer
 from deckhand.types import Chunk, Document
 

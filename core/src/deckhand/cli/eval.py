@@ -235,7 +235,7 @@ def eval_cmd() -> click.Command:
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
         from deckhand.tools import build_tool
-        from deckhand.tools.hierarchical import HierarchicalDocumentTool
+        from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
         with errors():

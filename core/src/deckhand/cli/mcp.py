@@ -105,8 +105,8 @@ def mcp(
     memory_* tools store and recall decisions. Ingestion runs in the background: the server
     answers at once, and a search waits for its tool's first ingest. See docs/mcp.md for client setup.
     """
-    from deckhand.agents.toolbox import Toolbox
-    from deckhand.mcp.main import serve
+    from deckhand.calls.toolbox import Toolbox
+    from deckhand.mcp.serving import serve
     from deckhand.mcp.transports import CURSOR_KEY_ENV, TOKEN_ENV, HttpAddress, bearer_token, cursor_secret
 
     group = ctx.obj or {}

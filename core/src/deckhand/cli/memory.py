@@ -44,7 +44,7 @@ def _handles_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from deckhand.memory.errors import CoordinateValidationError, QueryError, VectorMemoryError
+        from deckhand.memory.memory_errors import CoordinateValidationError, QueryError, VectorMemoryError
 
         codes = common
         ctx = click.get_current_context()
@@ -64,7 +64,7 @@ def _handles_errors(func: F) -> F:
 
 def _manager(ctx: click.Context) -> Any:
     """The memory manager for this invocation, opened once."""
-    from deckhand.memory.settings import open_memory, resolve_memory_config
+    from deckhand.memory.memory_config import open_memory, resolve_memory_config
 
     state = ctx.find_object(dict)
     assert state is not None
@@ -391,7 +391,7 @@ def sync_cmd(ctx: click.Context, message: str | None, as_json: bool) -> None:
 @_handles_errors
 def load_cmd(ctx: click.Context, as_json: bool) -> None:
     """Rebuild the index from storage and report what loaded (exit 4 if some files are unreadable)."""
-    from deckhand.memory.errors import CorruptDecisionsError
+    from deckhand.memory.memory_errors import CorruptDecisionsError
 
     manager = _manager(ctx)
     errors: list[str] = []

@@ -19,8 +19,8 @@ from deckhand.building.lazy_embedders import lazy_embedder
 from deckhand.cli.common import config_option, config_path_of, errors
 from deckhand.cli.progress import LineProgress
 from deckhand.cli.tools import check_tool_names, load_config
-from deckhand.config.base import SourceToolConfig
 from deckhand.config.models import AgentConfig
+from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.errors import ConfigError
 from deckhand.plugins import get_registry
 from deckhand.printable import printable

@@ -5,7 +5,7 @@ the section id when the tool knows them) and the passage that matches the query 
 (:mod:`deckhand.cli.snippets`; of source code, its best lines as they are written) with the
 query's terms marked; ``--full`` shows the whole chunk instead. On a terminal this is drawn with
 rich (bold head, marked terms in colour); into a pipe or a file it is the same text without a
-single escape code. Agents get the contract's text from the tool itself (:func:`deckhand.tools.results.format_results`).
+single escape code. Agents get the contract's text from the tool itself (:func:`deckhand.tools.tool_io.format_results`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from deckhand.ingest.lines import START_LINE
 from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.printable import printable, printable_block
 from deckhand.tools.hierarchical_results import listed_definitions
-from deckhand.tools.results import SearchResult, symbol_note
+from deckhand.tools.tool_io import SearchResult, symbol_note
 
 HIT = "bold yellow"
 HEAD = "bold"

@@ -30,8 +30,8 @@ from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import build_tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.base import IndexOpened, SourceTool
-from deckhand.tools.results import refuse_filter, takes_filter
+from deckhand.tools.source_tool import IndexOpened, SourceTool
+from deckhand.tools.tool_io import refuse_filter, takes_filter
 
 log = logging.getLogger("deckhand")
 

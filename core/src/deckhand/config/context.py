@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from deckhand.config.base import StrictModel
-from deckhand.config.options import options_follow, registry_of, resolve_component, validate_options
+from deckhand.config.component_choices import options_follow, registry_of, resolve_component, validate_options
+from deckhand.config.tool_fields import StrictModel
 from deckhand.plugins import Component, PluginRegistry
 
 

@@ -1,6 +1,6 @@
 """``type: hierarchical_document``: structure-aware hybrid search (dense + keyword + exact).
 
-Every field here is used by :class:`deckhand.tools.hierarchical.HierarchicalDocumentTool`;
+Every field here is used by :class:`deckhand.tools.hierarchical_tool.HierarchicalDocumentTool`;
 see docs/hierarchical-document.md for the reference.
 """
 
@@ -11,9 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig
-from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
-from deckhand.config.options import (
+from deckhand.config.component_choices import (
     Choice,
     ComponentChoice,
     choice_field,
@@ -21,7 +19,9 @@ from deckhand.config.options import (
     raise_errors,
     resolve_choice,
 )
+from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
 from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_field, similarity_floor_field
+from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.plugins import Component, PluginRegistry
 
 #: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that

@@ -10,9 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from deckhand.config.base import DEFAULT_EXECUTOR, DEFAULT_STORE
-from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
-from deckhand.config.options import (
+from deckhand.config.component_choices import (
     INVALID,
     NOT_FOUND,
     REGISTRY_KEY,
@@ -21,6 +19,8 @@ from deckhand.config.options import (
     fields_at,
     unknown_message,
 )
+from deckhand.config.models import NAME_PATTERN, AgentConfig, DatabaseConfig, GlobalConfig
+from deckhand.config.tool_fields import DEFAULT_EXECUTOR, DEFAULT_STORE
 from deckhand.errors import ConfigError
 from deckhand.plugins import PluginRegistry
 from deckhand.redaction import redact, register_config_secrets

@@ -20,17 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from deckhand.config.base import (
-    IN_MEMORY,
-    NAME_PATTERN,
-    DatabaseConfig,
-    SourceToolConfig,
-    StrictModel,
-    ToolConfigBase,
-    check_embedder_options,
-)
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.config.options import (
+from deckhand.config.component_choices import (
     UNKNOWN_FIELD,
     Choice,
     ComponentChoice,
@@ -42,6 +32,16 @@ from deckhand.config.options import (
     registry_of,
     relocate,
     resolve_choice,
+)
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.tool_fields import (
+    IN_MEMORY,
+    NAME_PATTERN,
+    DatabaseConfig,
+    SourceToolConfig,
+    StrictModel,
+    ToolConfigBase,
+    check_embedder_options,
 )
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import PluginError
@@ -131,7 +131,7 @@ def validate_tool_entry(value: Any, info: ValidationInfo) -> ToolConfigBase:
     if model is None or not issubclass(model, ToolConfigBase):
         raise PluginError(
             f"plugin {component.plugin!r} registers tool {kind!r} with a config model that does not subclass "
-            "deckhand.config.base.ToolConfigBase"
+            "deckhand.config.tool_fields.ToolConfigBase"
         )
     try:
         return model.model_validate(value, context=info.context)

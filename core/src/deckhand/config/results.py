@@ -60,7 +60,7 @@ def per_source_field() -> Any:
 
 
 def similarity_floor_field(applies: str) -> Any:
-    """``min_similarity_score``: ``applies`` says to which results (see :func:`deckhand.scoring.unrelated_below`)."""
+    """``min_similarity_score``: ``applies`` says to which results (see :func:`deckhand.similarity.unrelated_below`)."""
     return Field(
         default=None,
         ge=0.0,

@@ -16,9 +16,9 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import models_json_schema
 
-from deckhand.config.base import ToolConfigBase
+from deckhand.config.component_choices import ALSO_KEYWORD, COMPONENT_KEYWORD, FREE_NAME_KEYWORD, OPTIONS_KEYWORD
 from deckhand.config.models import AgentConfig, GlobalConfig
-from deckhand.config.options import ALSO_KEYWORD, COMPONENT_KEYWORD, FREE_NAME_KEYWORD, OPTIONS_KEYWORD
+from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
 #: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords: ``$defs``,

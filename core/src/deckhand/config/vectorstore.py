@@ -6,9 +6,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from deckhand.config.base import SourceToolConfig
+from deckhand.config.component_choices import Choice, choice_field
 from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
-from deckhand.config.options import Choice, choice_field
+from deckhand.config.tool_fields import SourceToolConfig
 
 
 class VectorStoreToolConfig(SourceToolConfig):

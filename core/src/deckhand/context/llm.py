@@ -25,7 +25,7 @@ from deckhand.bases import ContextGeneratorBase
 from deckhand.context.structural import structural_context
 from deckhand.errors import ConfigError
 from deckhand.paths import refuse_link
-from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand.remote.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
 from deckhand.remote.client import RemoteCallError, retry_after_seconds
 from deckhand.types import Chunk, Document
 

@@ -24,7 +24,7 @@ from deckhand.errors import EmbeddingError
 from deckhand.paths import refuse_link
 from deckhand.printable import printable
 from deckhand.protocols import Embedder, Tokenizer
-from deckhand.scoring import degenerate_row
+from deckhand.similarity import degenerate_row
 from deckhand.types import Vector
 
 log = logging.getLogger("deckhand")

@@ -5,7 +5,7 @@ integrity, model compatibility, a rebuild's drop), keeps reading an index an ear
 agent documents a rebuild drops in a journal and writes them again, keeps its side indexes current
 (:class:`~deckhand.retrieval.keeper.IndexKeeper`) and the query engine over them, compiles and checks filters, and
 answers queries (:meth:`Index.search`). It knows nothing of a source or of formatting: the tool does
-(:mod:`deckhand.tools.base`).
+(:mod:`deckhand.tools.source_tool`).
 """
 
 from __future__ import annotations

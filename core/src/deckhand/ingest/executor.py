@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
-from deckhand.config.base import DEFAULT_EXECUTOR
-from deckhand.config.options import NOT_FOUND, ComponentChoice, resolve_choice
+from deckhand.config.component_choices import NOT_FOUND, ComponentChoice, resolve_choice
+from deckhand.config.tool_fields import DEFAULT_EXECUTOR
 from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.ingest.pipeline import Ingestor
 from deckhand.ingest.sharding import Shard

@@ -1,6 +1,6 @@
 """Whether an index is behind its source: which files were added, edited or deleted since the last ingest.
 
-The check is the unchanged path of an ingest (:func:`deckhand.ingest.changes.changed_states`) without
+The check is the unchanged path of an ingest (:func:`deckhand.ingest.change_detection.changed_states`) without
 its hashing: walk the source as an ingest would (:func:`deckhand.ingest.discovery.discover`, the tool's
 ``include:``/``exclude:`` and ``.gitignore``), ``stat`` each file and compare its size and mtime with
 the index's manifest. A file the index does not hold counts as new when it appeared (its ctime or mtime)

@@ -7,7 +7,7 @@ the previous chunks searchable. Texts are embedded through :class:`CachedEmbedde
 so unchanged chunks are never embedded twice.
 
 :class:`Ingestor` wires the steps together; each lives in its own module:
-:mod:`~deckhand.ingest.changes` (which files changed), :mod:`~deckhand.ingest.reading`
+:mod:`~deckhand.ingest.change_detection` (which files changed), :mod:`~deckhand.ingest.reading`
 (loading and chunking ahead, on a thread and worker processes), :mod:`~deckhand.ingest.batching`
 (embedding groups), :mod:`~deckhand.ingest.eta` (the time estimate) and
 :mod:`~deckhand.ingest.report` (progress and the run's report).
@@ -26,7 +26,7 @@ from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
 from deckhand.ingest.batching import EMBED_GROUP, EmbedQueue, Pending
-from deckhand.ingest.changes import changed_states, file_sha256
+from deckhand.ingest.change_detection import changed_states, file_sha256
 from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO

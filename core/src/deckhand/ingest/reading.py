@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deckhand.bases import as_chunker
+from deckhand.encoding import encoding_for
 from deckhand.ingest.discovery import SourceFile
-from deckhand.ingest.encoding import encoding_for
 from deckhand.ingest.file_types import empty_reason
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.loader_set import LoaderSet

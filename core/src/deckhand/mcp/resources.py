@@ -3,7 +3,7 @@
 A search result's content carries, after the text, one ``resource_link`` per hit that has a
 file (``file:///srv/docs/keys.md#L12-L30``: the chunk's lines). ``resources/read`` of such a
 URI returns those lines (``#L`` range omitted: the whole file, up to the read limit); the
-resolution and its limits are :class:`deckhand.agents.reading.SourceReader`'s: only files a
+resolution and its limits are :class:`deckhand.calls.source_reading.SourceReader`'s: only files a
 served tool indexes. ``resources/templates/list`` gives one template per tool's source;
 ``resources/list`` names the documents agents added (``deckhand_add``; ``deckhand-agent://tool/id``,
 read the same way); files are reached through hits and templates, not listed.
@@ -16,10 +16,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from deckhand.agents.calls import CallError
-from deckhand.agents.paging import budget_chars
-from deckhand.agents.reading import SourceReader, file_uri, mime_type
-from deckhand.agents.writes import WriteCalls
+from deckhand.calls.call_models import CallError
+from deckhand.calls.result_pages import budget_chars
+from deckhand.calls.source_reading import SourceReader, file_uri, mime_type
+from deckhand.calls.write_calls import WriteCalls
 from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_URI_CHARS
 from deckhand.mcp import sdk

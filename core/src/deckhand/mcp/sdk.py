@@ -45,7 +45,7 @@ class Subscriber(Protocol):
 
 
 class ChangeHub(Protocol):
-    """Who hears of changes (:class:`deckhand.mcp.changes.Changes`): the sessions and their subscriptions."""
+    """Who hears of changes (:class:`deckhand.mcp.notifications.Changes`): the sessions and their subscriptions."""
 
     listen: ListenStreams
 

@@ -1,6 +1,6 @@
-"""The MCP server: every call of a :class:`~deckhand.agents.toolbox.Toolbox` as an MCP tool.
+"""The MCP server: every call of a :class:`~deckhand.calls.toolbox.Toolbox` as an MCP tool.
 
-Each operation of :func:`deckhand.agents.catalog.operations` becomes one MCP tool with its
+Each operation of :func:`deckhand.calls.catalog.operations` becomes one MCP tool with its
 input and output schemas and behaviour hints. A call's arguments are checked against the limits
 of :mod:`deckhand.limits` first; then the call, and the masking of its answer, run in their own
 daemon thread (the tools are blocking), so the event loop keeps answering ``ping``,
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from deckhand import __version__
-from deckhand.agents.calls import CallError
-from deckhand.agents.catalog import Operation, operations
-from deckhand.agents.reading import SourceReader
-from deckhand.agents.toolbox import Toolbox
-from deckhand.agents.writes import writable_tools
+from deckhand.calls.call_models import CallError
+from deckhand.calls.catalog import Operation, operations
+from deckhand.calls.source_reading import SourceReader
+from deckhand.calls.toolbox import Toolbox
+from deckhand.calls.write_calls import writable_tools
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
 from deckhand.mcp.prompts import Prompts
@@ -56,10 +56,10 @@ class DeckhandMcpServer:
     ) -> None:
         """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none;
         ``changes_interval`` the seconds between two looks for changes made by other processes
-        (:mod:`deckhand.mcp.changes`; None: its default, 0: none). ``stateless`` (``--stateless``): no
+        (:mod:`deckhand.mcp.notifications`; None: its default, 0: none). ``stateless`` (``--stateless``): no
         2025 session outlives its request, so ``resources/subscribe`` is neither offered nor accepted
         (a 2026-07-28 client's ``subscriptions/listen`` still is)."""
-        from deckhand.mcp.changes import POLL_INTERVAL, Changes
+        from deckhand.mcp.notifications import POLL_INTERVAL, Changes
 
         self.toolbox = toolbox
         self.operations: dict[str, Operation] = {op.name: op for op in operations(toolbox, result_budget)}

@@ -106,7 +106,7 @@ def cursor_secret(environ: dict[str, str] | None = None) -> str | None:
     """The secret search cursors are signed with: :data:`CURSOR_KEY_ENV`, else the bearer token, else None.
 
     Replicas behind one load balancer share it, so a cursor one gave continues on another
-    (:func:`deckhand.agents.paging.use_cursor_secret`); None keeps a random key of this process.
+    (:func:`deckhand.calls.result_pages.use_cursor_secret`); None keeps a random key of this process.
     """
     env = os.environ if environ is None else environ
     secret = env.get(CURSOR_KEY_ENV, "").strip()

@@ -17,8 +17,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.calls import CallError
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import CallError
+from deckhand.calls.toolbox import Toolbox
 from deckhand.ingest.file_types import SCRIPT, file_type
 from deckhand.ingest.gitignore import GitIgnore
 from deckhand.ingest.selection import EVERYTHING, Selection
@@ -35,7 +35,7 @@ MAX_BATCH_MS = 5000
 def _extensions(toolbox: Toolbox, names: Iterable[str]) -> set[str]:
     """The extensions some watched tool reads: each tool's own loaders (deckhand's and the plugin loaders it opted
     in to: a ``.py`` change matters to a tool with ``chunker: code``, not to a documentation tool)."""
-    from deckhand.agents.reading import tool_loaders
+    from deckhand.calls.source_reading import tool_loaders
 
     return {extension for name in names for extension in tool_loaders(toolbox.tool(name)).by_extension}
 

@@ -7,7 +7,9 @@
 from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
 from deckhand.memory.coordinates import VectorCoordinate, parse_coordinate
 from deckhand.memory.decisions import StoredDecision
-from deckhand.memory.errors import (
+from deckhand.memory.dict_backend import InMemoryBackend
+from deckhand.memory.manager import MAX_CONTENT_BYTES, MemoryHit, VectorMemoryManager
+from deckhand.memory.memory_errors import (
     ConcurrencyError,
     CoordinateValidationError,
     CorruptDecisionsError,
@@ -16,8 +18,6 @@ from deckhand.memory.errors import (
     StorageError,
     VectorMemoryError,
 )
-from deckhand.memory.inmemory import InMemoryBackend
-from deckhand.memory.manager import MAX_CONTENT_BYTES, MemoryHit, VectorMemoryManager
 
 __all__ = [
     "MAX_CONTENT_BYTES",

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 from deckhand.memory.backend import SyncResult
 from deckhand.memory.coordinates import X_MAX, X_MIN, Y_VALUES, Z_VALUES, VectorCoordinate, check_int
 from deckhand.memory.decisions import StoredDecision, decision_problem
-from deckhand.memory.errors import (
+from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
+from deckhand.memory.memory_errors import (
     CoordinateValidationError,
     CorruptDecisionsError,
     ImmutableLayerError,
     QueryError,
     StorageError,
 )
-from deckhand.memory.index import ContentIndex, CoordinateIndex, Key
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:

@@ -102,7 +102,7 @@ class SemanticIndex:
         """
         import numpy as np
 
-        from deckhand.scoring import cosine_to_score
+        from deckhand.similarity import cosine_to_score
 
         self._embed_missing()
         q = np.asarray(self.embedder().embed([query])[0], dtype=np.float32)

@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field
 
 from deckhand.bases import RerankerBase
 from deckhand.errors import RerankError
-from deckhand.remote.chat import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand.remote.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
 from deckhand.remote.client import RemoteCallError
 
 log = logging.getLogger("deckhand")

@@ -1,7 +1,7 @@
 """Resolution of cross-references ("see Section 5") to the chunks of the section they name.
 
 Built from the ``section_ids`` / ``section_id`` metadata of stored records; the references
-themselves are found at chunking time by :func:`deckhand.chunking.references.find_references`.
+themselves are found at chunking time by :func:`deckhand.chunking.reference_finding.find_references`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.chunking.references import find_references, parent_ids
+from deckhand.chunking.reference_finding import find_references, parent_ids
 from deckhand.types import Record
 
 

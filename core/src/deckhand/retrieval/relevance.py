@@ -1,7 +1,7 @@
 """Whether a query is about anything in the source at all (issue 31): an off-topic question gets no result.
 
 An answer is relevant when its best dense similarity reaches the embedding model's off-topic level
-(:func:`deckhand.scoring.off_topic_below`), or when a chunk the dense search found above the model's noise
+(:func:`deckhand.similarity.off_topic_below`), or when a chunk the dense search found above the model's noise
 level holds more than half of the query's terms (stemmed, stopwords left out). The second rule keeps a short
 question whose words a chunk uses but whose meaning the model places low ("Who answers vulnerability
 reports?" against a chunk covering three sections scores 0.18), while an off-topic question that shares a

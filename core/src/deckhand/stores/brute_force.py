@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from deckhand.scoring import raw_to_score
+from deckhand.similarity import raw_to_score
 from deckhand.types import Metric, Vector
 
 IntArray = npt.NDArray[np.int64]
@@ -31,7 +31,7 @@ def top_k(
     """Rows of ``matrix`` (among those ``mask`` allows) nearest ``query``, best first, and their scores.
 
     ``norms`` and ``squares`` are each row's Euclidean norm and squared norm, kept by the
-    caller so that COSINE and L2 cost no more than IP. Scores follow :mod:`deckhand.scoring`.
+    caller so that COSINE and L2 cost no more than IP. Scores follow :mod:`deckhand.similarity`.
     """
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     n = matrix.shape[0]

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deckhand.capabilities import index_maintenance
-from deckhand.config.base import SourceToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
+from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities

@@ -26,9 +26,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from deckhand.capabilities import integrity_check, side_index_storage
+from deckhand.config.component_choices import runtime_errors
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
-from deckhand.config.options import runtime_errors
 from deckhand.errors import (
     ConfigError,
     IndexCorruptError,

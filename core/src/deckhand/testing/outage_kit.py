@@ -89,7 +89,7 @@ def _assert_outage_line(text: str) -> None:
 
 def _assert_ingest_is_an_outage(box: Any, otherwise: str) -> None:
     """Ingesting the tool fails with the one-line outage error (``otherwise``: what it means if it does not fail)."""
-    from deckhand.agents.calls import CallError
+    from deckhand.calls.call_models import CallError
 
     try:
         box.ingest(TOOL)
@@ -169,8 +169,8 @@ def check_kill_mid_ingest_heals(
     root: Path, database: Mapping[str, Any], stop: Callable[[], None], start: Callable[[], None]
 ) -> None:
     """The server dies after the first of two changed files is written; the toolbox finishes the ingest later."""
-    from deckhand.agents.calls import SearchArguments
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.call_models import SearchArguments
+    from deckhand.calls.toolbox import Toolbox
 
     config = write_agent(root, database)
     box = Toolbox.from_config(config, memory=False)
@@ -263,8 +263,8 @@ def check_frozen_server_fails_fast(
     ingesting", and an ingest fails within the deadline too. Once the server goes on, searches answer
     from the kept index.
     """
-    from deckhand.agents.calls import CallError, SearchArguments
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.call_models import CallError, SearchArguments
+    from deckhand.calls.toolbox import Toolbox
 
     config = write_agent(root, database)
     box = Toolbox.from_config(config, memory=False)

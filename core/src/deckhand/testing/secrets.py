@@ -71,7 +71,7 @@ def refused_store_outputs(agent: Path, tool: str, query: str) -> tuple[str, str]
 
     from click.testing import CliRunner
 
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.cli.main import cli
     from deckhand.mcp.server import DeckhandMcpServer
 

@@ -2,7 +2,7 @@
 
 Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
 ``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; tools that ingest a
-source share :class:`deckhand.tools.base.SourceTool`.
+source share :class:`deckhand.tools.source_tool.SourceTool`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from deckhand.config.base import ToolConfigBase
+from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.errors import ConfigError, PluginError
 from deckhand.ingest.unit import FileWorker, PipelineDescription, context_step
 from deckhand.plugins import PluginRegistry, get_registry
@@ -62,8 +62,8 @@ def build_worker(
     the shared embedding cache, the model loaded on first use), its context step, and with ``writes`` its
     collection, opened for writing (never the in-memory fallback)."""
     from deckhand.building.lazy_embedders import lazy_embedder_for
-    from deckhand.config.base import DatabaseConfig
-    from deckhand.config.options import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
+    from deckhand.config.component_choices import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
+    from deckhand.config.tool_fields import DatabaseConfig
     from deckhand.stores.tool_store import fallback_policy, open_collection
 
     registry = registry or get_registry()

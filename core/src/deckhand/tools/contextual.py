@@ -1,7 +1,7 @@
 """Contextual embeddings for a source tool: the context step between chunking and embedding.
 
 A tool whose configuration has ``contextual_embeddings`` mixes :class:`ContextualChunks` in
-before :class:`deckhand.tools.base.SourceTool`: before an ingest it builds the configured
+before :class:`deckhand.tools.source_tool.SourceTool`: before an ingest it builds the configured
 context generator (``structural``: the file's path, title and heading chain; ``llm``: a chat
 model's summary), and its ``prepare`` step embeds each chunk with its context prepended,
 keeping the context in the record's metadata (``context``) so keyword indexes can be rebuilt
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from deckhand.config.component_choices import runtime_errors
 from deckhand.config.context import ContextualEmbeddingsConfig
-from deckhand.config.options import runtime_errors
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.ingest.unit import ComponentSpec, context_step
 from deckhand.protocols import ContextGenerator
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 from deckhand.types import Chunk, Document
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from deckhand.printable import printable
-from deckhand.tools.results import SearchResult, symbol_note
+from deckhand.tools.tool_io import SearchResult, symbol_note
 from deckhand.types import DefinitionRef, SectionRef
 
 __all__ = [

@@ -14,10 +14,10 @@ from typing import Any
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
 from deckhand.retrieval.engine import Hit, Ranking, SearchSettings
-from deckhand.scoring import off_topic_below, unrelated_below
+from deckhand.similarity import off_topic_below, unrelated_below
 from deckhand.tools.answers import Answer, Empty, SearchOptions
-from deckhand.tools.base import NO_OPTIONS
 from deckhand.tools.contextual import ContextualChunks
+from deckhand.tools.source_tool import NO_OPTIONS
 from deckhand.types import SearchResult
 
 
@@ -54,7 +54,7 @@ class RankedTool(ContextualChunks):
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> list[SearchResult]:
         """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter`` (see
-        :meth:`deckhand.tools.base.SourceTool.search_results_sync`): :meth:`answer`'s."""
+        :meth:`deckhand.tools.source_tool.SourceTool.search_results_sync`): :meth:`answer`'s."""
         return self.answer(query, SearchOptions(top_k, filter)).results
 
     def result_of(self, rank: int, hit: Hit) -> SearchResult:
@@ -97,7 +97,7 @@ class RankedTool(ContextualChunks):
 
     def similarity_floor(self) -> float | None:
         """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
-        whose noise level was measured (:data:`deckhand.scoring.UNRELATED_COSINE`), the similarity under which
+        whose noise level was measured (:data:`deckhand.similarity.UNRELATED_COSINE`), the similarity under which
         its results are noise; else none (``results: ranked``, the contract)."""
         shape = self.config.result_shape()
         if shape.min_similarity is not None:
@@ -110,7 +110,7 @@ class RankedTool(ContextualChunks):
     def relevance_floor(self) -> float | None:
         """The similarity a query's best match needs for the query to get any result: with ``results: focused``, no
         ``min_similarity_score`` set (which then rules alone) and an embedding model whose off-topic level was
-        measured (:data:`deckhand.scoring.OFF_TOPIC_COSINE`), that level; else none (``results: ranked``)."""
+        measured (:data:`deckhand.similarity.OFF_TOPIC_COSINE`), that level; else none (``results: ranked``)."""
         shape = self.config.result_shape()
         embedder = self.index.embedder
         if shape.min_similarity is not None or not shape.noise_floor or embedder is None:

@@ -6,7 +6,7 @@ generated ``tsvector`` column with a GIN index for native keyword search. The co
 spec and the ingestion manifest live in two shared tables of the same database, so a
 source's chunks and its manifest entry change in one transaction.
 
-Distances become deckhand scores (:mod:`deckhand.scoring`): ``<=>`` is ``1 - cos``,
+Distances become deckhand scores (:mod:`deckhand.similarity`): ``<=>`` is ``1 - cos``,
 ``<->`` the L2 distance and ``<#>`` the *negative* inner product.
 """
 
@@ -573,7 +573,7 @@ def _float(value: Any) -> float:
 
 
 def _raw(metric: Metric, distance: np.ndarray) -> np.ndarray:
-    """pgvector distance -> the metric's raw value in :mod:`deckhand.scoring` terms."""
+    """pgvector distance -> the metric's raw value in :mod:`deckhand.similarity` terms."""
     if metric is Metric.COSINE:
         cos = 1.0 - distance
         return np.where(np.isnan(cos), 0.0, cos)  # zero vectors: pgvector gives NaN, the reference 0

@@ -9,7 +9,7 @@ second process sees the same index without re-embedding.
 
 Redis reports distances: COSINE ``1 - cos``, IP ``1 - a·b``, L2 the *squared* Euclidean
 distance. They are converted to the raw metric values and scored with
-:func:`deckhand.scoring.raw_to_score`, like every other store.
+:func:`deckhand.similarity.raw_to_score`, like every other store.
 
 ``replace_source`` is one ``MULTI``/``EXEC`` transaction (optimistic ``WATCH`` on the
 source's key set): the old records, the new ones and the manifest entry change together

@@ -1,13 +1,13 @@
 """Turn a deckhand agent config into a Semantic Kernel plugin.
 
-Every call of :func:`deckhand.agents.catalog.operations` becomes a kernel function: one search
+Every call of :func:`deckhand.calls.catalog.operations` becomes a kernel function: one search
 per retrieval tool (named after the tool, described by its ``description``), the ``memory_*``
 calls when a memory is configured, and ``deckhand_list_tools`` / ``deckhand_ingest``. Each
 parameter is ``Annotated`` with its description and its exact JSON Schema, so the function
 definition Semantic Kernel sends to a model is the same one MCP clients see.
 
 A function returns the text an agent reads (the contract's result format for searches). Bad
-arguments and failures raise :class:`deckhand.agents.calls.CallError` with one line; Semantic
+arguments and failures raise :class:`deckhand.calls.call_models.CallError` with one line; Semantic
 Kernel hands that line to the model when it called the function.
 """
 

@@ -6,9 +6,9 @@ deckhand (a single public API module) is a change to this file alone.
 
 from __future__ import annotations
 
-from deckhand.agents.calls import CallError, SearchArguments
-from deckhand.agents.toolbox import Toolbox
-from deckhand.agents.writes import AddArguments, DeleteArguments, is_writable
+from deckhand.calls.call_models import CallError, SearchArguments
+from deckhand.calls.toolbox import Toolbox
+from deckhand.calls.write_calls import AddArguments, DeleteArguments, is_writable
 from deckhand.cli.common import EXIT_CONFIG, config_option, config_path_of, errors, fail
 from deckhand.cli.eval import corpus_stems
 from deckhand.cli.retrieval_cases import CaseRun, ToolScore, run_cases
@@ -24,8 +24,8 @@ from deckhand.mcp.transports import DEFAULT_HOST, MAX_BODY, TOKEN_ENV, BearerAut
 from deckhand.memory.decisions import StoredDecision
 from deckhand.redaction import redact, register_secret
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.base import SourceTool
-from deckhand.tools.results import takes_filter
+from deckhand.tools.source_tool import SourceTool
+from deckhand.tools.tool_io import takes_filter
 from deckhand.types import FileState, Record, SearchResult, VectorCoordinate
 
 __all__ = [

@@ -9,7 +9,7 @@ replaced (see :mod:`deckhand_weaviate.store`), the ``sources`` a search is limit
 further condition from the caller (the slot for deckhand's query filters, which arrive with the
 filters capability; nothing passes one yet).
 
-Scores (:mod:`deckhand.scoring`): Weaviate's ``cosine`` distance is ``1 - cos``, its ``dot``
+Scores (:mod:`deckhand.similarity`): Weaviate's ``cosine`` distance is ``1 - cos``, its ``dot``
 distance the *negative* inner product and ``l2-squared`` the squared Euclidean distance; each is
 turned back into the metric's raw value and scored like every other store. BM25 scores are
 unbounded and become ``s / (1 + s)``; hybrid scores (relative-score fusion: in [0, 1]; ranked

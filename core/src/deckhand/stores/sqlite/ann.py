@@ -6,7 +6,7 @@ usearch HNSW graph of its vectors (int8 by default for cosine) in a file next to
 ``<index>.sqlite.c<collection>.g<generation>.usearch``, which a search process memory-maps
 (``view``): opening costs nothing and only the pages a query touches are read. Beside it, the same
 vectors as a float32 matrix (``….vectors.npy``, with their row numbers in ``….rows.npy``), read a
-few rows at a time (:mod:`deckhand.stores.sqlite.paging`): the graph's candidates are rescored from it,
+few rows at a time (:mod:`deckhand.stores.sqlite.page_cache`): the graph's candidates are rescored from it,
 and a selective filter ranks its few rows from it exactly rather than through the graph.
 
 The graph is a snapshot of the records at one generation, recorded in the ``ann_indexes``
@@ -39,12 +39,12 @@ import numpy as np
 import numpy.typing as npt
 
 import deckhand.stores.sqlite.flat as sqlite_flat
-import deckhand.stores.sqlite.ivf as sqlite_ivf
+import deckhand.stores.sqlite.ivf_files as sqlite_ivf
 from deckhand.paths import is_link, open_no_link, refuse_link
 from deckhand.stores.sqlite.flat import FlatView
-from deckhand.stores.sqlite.ivf import IvfView
+from deckhand.stores.sqlite.ivf_files import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.paging import MatrixFile, recache_in_pages
+from deckhand.stores.sqlite.page_cache import MatrixFile, recache_in_pages
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -137,7 +137,7 @@ def companions(graph: Path) -> tuple[Path, Path]:
 
 class GraphView:
     """A recorded graph, memory-mapped read-only, and its float32 matrix read by rows
-    (:class:`~deckhand.stores.sqlite.paging.MatrixFile`: an unfiltered search maps none of it)."""
+    (:class:`~deckhand.stores.sqlite.page_cache.MatrixFile`: an unfiltered search maps none of it)."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index, ScalarKind

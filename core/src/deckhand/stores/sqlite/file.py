@@ -24,7 +24,7 @@ from deckhand.errors import IndexCorruptError, IndexFileError, IndexLockedError,
 from deckhand.paths import is_link, open_no_link, read_no_link, state_dir
 
 if TYPE_CHECKING:
-    from deckhand.config.base import DatabaseConfig
+    from deckhand.config.tool_fields import DatabaseConfig
 
 #: Bumped when the layout changes; a file with a higher version is refused (rebuild with --force-ingest).
 SCHEMA_VERSION = 1

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deckhand.stores.brute_force import top_k
-from deckhand.stores.sqlite.paging import MatrixFile
+from deckhand.stores.sqlite.page_cache import MatrixFile
 from deckhand.types import Metric
 
 IntArray = npt.NDArray[np.int64]

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import deckhand.stores.sqlite.ivf as sqlite_ivf
+import deckhand.stores.sqlite.ivf_files as sqlite_ivf
 from deckhand.errors import ConfigError
 from deckhand.protocols import StoreCapability
 from deckhand.types import Metric

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from deckhand.filters.conditions import Filter
-from deckhand.stores.sqlite.filters import where_sql
 from deckhand.stores.sqlite.matrix import IntArray
+from deckhand.stores.sqlite.record_writes import BATCH
 from deckhand.stores.sqlite.rows import Collection, record_of
-from deckhand.stores.sqlite.writes import BATCH
+from deckhand.stores.sqlite.where_clauses import where_sql
 from deckhand.types import FileState, Record
 
 #: Filters whose allowed rows are remembered (per generation of the records).

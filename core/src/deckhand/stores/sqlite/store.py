@@ -18,7 +18,7 @@ approximate (HNSW or IVF) index kept beside the file (:mod:`deckhand.stores.sqli
 :mod:`deckhand.stores.sqlite.approximate`): memory-mapped, with only the rows written since it was
 built held in memory, and candidates rescored exactly.
 
-A filtered search (``where=``, :mod:`deckhand.stores.sqlite.filters`) first selects the rows the
+A filtered search (``where=``, :mod:`deckhand.stores.sqlite.where_clauses`) first selects the rows the
 filter allows with one SQL query over the records' JSON metadata (remembered per generation), then
 ranks only those.
 
@@ -46,13 +46,13 @@ import deckhand.stores.sqlite.ann as sqlite_ann
 import deckhand.stores.sqlite.matrix as sqlite_matrix
 import deckhand.stores.sqlite.reads as reads
 import deckhand.stores.sqlite.record_log as record_log
-import deckhand.stores.sqlite.side_indexes as side_indexes
+import deckhand.stores.sqlite.record_writes as writes
+import deckhand.stores.sqlite.side_index_files as side_indexes
 import deckhand.stores.sqlite.transactions as transactions
-import deckhand.stores.sqlite.writes as writes
 from deckhand.errors import DimensionMismatchError, IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
-from deckhand.stores.base import OpenCollection
+from deckhand.stores.scaffolding import OpenCollection
 from deckhand.stores.sqlite.approximate import ApproximateIndex
 from deckhand.stores.sqlite.file import connect, index_path, set_aside, stamp, translated, verify
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
@@ -61,7 +61,7 @@ from deckhand.stores.sqlite.rows import Collection, next_row, record_of
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
 if TYPE_CHECKING:
-    from deckhand.config.base import DatabaseConfig
+    from deckhand.config.tool_fields import DatabaseConfig
 
 log = logging.getLogger("deckhand")
 

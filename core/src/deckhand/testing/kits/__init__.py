@@ -32,7 +32,7 @@ from deckhand.testing.kits.embedder import (
     EmbeddingStabilityTests,
     TokenizerTests,
 )
-from deckhand.testing.kits.executor import ExecutorTests
+from deckhand.testing.kits.executor_kit import ExecutorTests
 from deckhand.testing.kits.keyword import KeywordRankingTests, KeywordRebuildTests, KeywordStrategyTests
 from deckhand.testing.kits.loader import (
     LoaderDeclarationTests,

@@ -40,7 +40,7 @@ class ToolTypeKit:
 
 
 async def _serve(tool: Tool, query: str) -> dict[str, Any]:
-    from deckhand.agents.toolbox import Toolbox
+    from deckhand.calls.toolbox import Toolbox
     from deckhand.mcp.server import DeckhandMcpServer
     from deckhand.testing.mcp_client import call, memory_session
 

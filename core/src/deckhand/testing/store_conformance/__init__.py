@@ -34,7 +34,7 @@ with ``register.store(..., capabilities=...)`` must register what its class decl
 Checks that need another process run ``python -m deckhand.testing.store_process``, which
 resolves the store through the plugin registry, as ``deckhand`` does.
 
-Scores are checked against :func:`deckhand.scoring.exact_scores`, the NumPy reference the
+Scores are checked against :func:`deckhand.similarity.exact_scores`, the NumPy reference the
 in-memory store also follows, so a score means the same thing whichever store answers.
 Vectors are seeded random (clustered, so approximate indexes face realistic data).
 
@@ -42,14 +42,22 @@ The kit is composed of one mixin per capability, the way Haystack's ``DocumentSt
 is: :class:`CollectionLifecycleTests`, :class:`WriteTests`, :class:`SearchTests`,
 :class:`FilterTests`, :class:`PersistenceTests`, :class:`KeywordSearchTests`,
 :class:`DeclarationTests`, :class:`ConcurrencyTests` and :class:`NamingTests`, each in a module of
-this package over the shared :class:`~deckhand.testing.store_conformance.base.StoreKit`.
+this package over the shared :class:`~deckhand.testing.store_conformance.store_fixtures.StoreKit`.
 :class:`StoreConformanceTests` is all of them; a plugin that wants to run one part on its own
 (while developing, say) subclasses that mixin instead.
 """
 
 from __future__ import annotations
 
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.concurrency import ConcurrencyTests
+from deckhand.testing.store_conformance.declarations import DeclarationTests
+from deckhand.testing.store_conformance.filters import FILTER_METADATA, FILTER_PATHS, FilterTests, filter_cases
+from deckhand.testing.store_conformance.lifecycle import CollectionLifecycleTests
+from deckhand.testing.store_conformance.naming import NamingTests
+from deckhand.testing.store_conformance.native_keyword import KeywordSearchTests
+from deckhand.testing.store_conformance.persistence import PersistenceTests
+from deckhand.testing.store_conformance.search import SearchTests
+from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     PROCESS_TIMEOUT,
     SCORE_TOLERANCE,
@@ -60,14 +68,6 @@ from deckhand.testing.store_conformance.base import (
     make_records,
     make_vectors,
 )
-from deckhand.testing.store_conformance.concurrency import ConcurrencyTests
-from deckhand.testing.store_conformance.declarations import DeclarationTests
-from deckhand.testing.store_conformance.filters import FILTER_METADATA, FILTER_PATHS, FilterTests, filter_cases
-from deckhand.testing.store_conformance.keyword import KeywordSearchTests
-from deckhand.testing.store_conformance.lifecycle import CollectionLifecycleTests
-from deckhand.testing.store_conformance.naming import NamingTests
-from deckhand.testing.store_conformance.persistence import PersistenceTests
-from deckhand.testing.store_conformance.search import SearchTests
 from deckhand.testing.store_conformance.writes import WriteTests
 from deckhand.types import record_id
 

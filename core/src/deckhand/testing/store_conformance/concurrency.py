@@ -13,7 +13,7 @@ import numpy as np
 
 from deckhand.config.models import DatabaseConfig
 from deckhand.protocols import StoreCapability, VectorStore
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     PROCESS_TIMEOUT,
     StoreFactory,
     StoreKit,

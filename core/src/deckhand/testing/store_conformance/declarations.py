@@ -16,7 +16,7 @@ from deckhand.hookspecs import PROJECT
 from deckhand.plugins import get_registry
 from deckhand.protocols import StoreCapability, store_capabilities
 from deckhand.stores.tool_store import create_store
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     StoreFactory,
     StoreKit,
     file_state,

@@ -12,9 +12,9 @@ import pytest
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore
-from deckhand.scoring import exact_scores
+from deckhand.similarity import exact_scores
 from deckhand.stores import filtering
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     SCORE_TOLERANCE,
     StoreKit,

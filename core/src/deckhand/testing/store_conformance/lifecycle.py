@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from deckhand.protocols import StoreCapability, VectorStore
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     StoreFactory,
     StoreKit,
     file_state,

@@ -11,7 +11,7 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.plugins import get_registry
 from deckhand.stores.tool_store import create_store
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     StoreFactory,
     StoreKit,
     file_state,

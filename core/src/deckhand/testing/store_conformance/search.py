@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 
 from deckhand.protocols import VectorStore
-from deckhand.scoring import exact_scores
-from deckhand.testing.store_conformance.base import (
+from deckhand.similarity import exact_scores
+from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     SCORE_TOLERANCE,
     StoreKit,

@@ -9,7 +9,7 @@ import pytest
 
 from deckhand.errors import DimensionMismatchError
 from deckhand.protocols import VectorStore
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     STRANGE_SOURCES,
     StoreKit,

@@ -27,14 +27,16 @@ without re-embedding, refuse an index built with another model until ``--force-i
 rebuilds it, and survive ``kill -9`` in the middle of an ingest (the previous index stays
 searchable, the next run completes the work).
 
-The kit is two mixins over a shared :class:`~deckhand.testing.tool_conformance.base.ToolKit`:
+The kit is two mixins over a shared :class:`~deckhand.testing.tool_conformance.tool_fixtures.ToolKit`:
 :class:`EveryStoreToolTests` and :class:`PersistentToolTests`; :class:`ToolConformanceTests`
 is both.
 """
 
 from __future__ import annotations
 
-from deckhand.testing.tool_conformance.base import (
+from deckhand.testing.tool_conformance.every_store import EveryStoreToolTests
+from deckhand.testing.tool_conformance.persistent import PersistentToolTests
+from deckhand.testing.tool_conformance.tool_fixtures import (
     PROCESS_TIMEOUT,
     REWRITTEN,
     TOOL_NAME,
@@ -49,8 +51,6 @@ from deckhand.testing.tool_conformance.base import (
     tool_config,
     write_corpus,
 )
-from deckhand.testing.tool_conformance.every_store import EveryStoreToolTests
-from deckhand.testing.tool_conformance.persistent import PersistentToolTests
 
 __all__ = [
     "PROCESS_TIMEOUT",

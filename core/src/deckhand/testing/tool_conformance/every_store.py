@@ -13,7 +13,7 @@ import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import FilterError
 from deckhand.protocols import StoreCapability
-from deckhand.testing.tool_conformance.base import (
+from deckhand.testing.tool_conformance.tool_fixtures import (
     TOPICS,
     StoreView,
     ToolKit,

@@ -14,7 +14,7 @@ from deckhand.building.embedders import load_embedder
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ModelMismatchError
 from deckhand.plugins import get_registry
-from deckhand.testing.tool_conformance.base import (
+from deckhand.testing.tool_conformance.tool_fixtures import (
     REWRITTEN,
     TOPICS,
     StoreView,

@@ -6,7 +6,7 @@ others (Qdrant's cosine, Pinecone), a rescaled value on the search services (Azu
 MongoDB Atlas). :data:`SCORE_RULES` says, for every connector and metric, which Semantic Kernel
 distance function the collection is created with and how that connector's number converts to
 the metric's raw value (cosine similarity, inner product or Euclidean distance), which
-:func:`deckhand.scoring.raw_to_score` then maps to the shared [0, 1] score.
+:func:`deckhand.similarity.raw_to_score` then maps to the shared [0, 1] score.
 
 The table has no Semantic Kernel import (distance functions are named by their string
 values) so it is unit-tested on its own, entry by entry. Rules for Chroma and Qdrant are
@@ -137,6 +137,6 @@ def score_rule(connector: str, metric: Metric) -> ScoreRule:
 
 
 def to_score(connector: str, metric: Metric, value: float) -> float:
-    """A connector's search score as deckhand's similarity in [0, 1] (:mod:`deckhand.scoring`)."""
+    """A connector's search score as deckhand's similarity in [0, 1] (:mod:`deckhand.similarity`)."""
     raw = score_rule(connector, metric).to_raw(float(value))
     return float(raw_to_score(metric, np.asarray([raw], dtype=np.float64))[0])

@@ -27,12 +27,12 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from deckhand.agents.calls import CallError
+from deckhand.calls.call_models import CallError
 from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -171,7 +171,7 @@ class SourceReader:
 
     @classmethod
     def of(cls, toolbox: Any) -> SourceReader:
-        """The reader over every tool of a :class:`~deckhand.agents.toolbox.Toolbox`."""
+        """The reader over every tool of a :class:`~deckhand.calls.toolbox.Toolbox`."""
         return cls([(name, toolbox.source(name), toolbox.tool(name)) for name in toolbox.tool_names])
 
     def root(self, tool: str) -> Path | None:
@@ -393,6 +393,6 @@ def tool_loaders(tool: Any) -> Any:
     """The loaders ``tool`` reads its files with: deckhand's own and the plugin loaders it opted in to."""
     from deckhand.ingest.pipeline import LoaderSet
     from deckhand.plugins import get_registry
-    from deckhand.tools.base import SourceTool
+    from deckhand.tools.source_tool import SourceTool
 
     return tool.loader_set() if isinstance(tool, SourceTool) else LoaderSet.from_registry(get_registry())

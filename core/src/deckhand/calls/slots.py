@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from deckhand.agents.calls import CallError
-from deckhand.agents.outages import Outage
-from deckhand.agents.progress import IngestProgress
+from deckhand.calls.call_models import CallError
+from deckhand.calls.outages import Outage
+from deckhand.calls.progress_listener import IngestProgress
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
-from deckhand.tools.results import takes_filter
+from deckhand.tools.tool_io import takes_filter
 
 
 @dataclass

@@ -16,7 +16,7 @@ policy every front end shares:
   file, reused for :data:`CHANGES_TTL` seconds, none past 50,000 chunks) and, when some changed, starts its
   text and its ``note`` with how many and how to refresh (``stale`` in the structured answer).
 * **Errors are one line**, secrets masked (:mod:`deckhand.redaction` plus every value the
-  config files took from ``${VARS}``), raised as :class:`~deckhand.agents.calls.CallError`.
+  config files took from ``${VARS}``), raised as :class:`~deckhand.calls.call_models.CallError`.
 * **Outages heal by themselves.** A store server that cannot be reached (a call or an ingest
   fails with a connection error) is an *outage*, not a failure: the tool keeps its store and
   its last index, the listing says since when the store is unreachable, and a background
@@ -25,11 +25,11 @@ policy every front end shares:
   that is down when the toolbox starts is never replaced by the in-memory store (unless the
   database sets ``allow_fallback: true``), so the tool comes back to it.
 
-The parts live beside it: :mod:`~deckhand.agents.slots` (a tool and its lock),
-:mod:`~deckhand.agents.outages` (recording and healing outages), :mod:`~deckhand.agents.memory_calls`
-(the six memory calls), :mod:`~deckhand.agents.status` (the listing), :mod:`~deckhand.agents.output`
-(results as hits), :mod:`~deckhand.agents.redacting` (one-line errors without secrets) and
-:mod:`~deckhand.agents.progress` (following an ingest).
+The parts live beside it: :mod:`~deckhand.calls.slots` (a tool and its lock),
+:mod:`~deckhand.calls.outages` (recording and healing outages), :mod:`~deckhand.calls.memory_calls`
+(the six memory calls), :mod:`~deckhand.calls.status` (the listing), :mod:`~deckhand.calls.output`
+(results as hits), :mod:`~deckhand.calls.redacting` (one-line errors without secrets) and
+:mod:`~deckhand.calls.progress_listener` (following an ingest).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from deckhand.agents.calls import (
+from deckhand.calls.call_models import (
     CallError,
     IngestArguments,
     IngestOutput,
@@ -53,25 +53,25 @@ from deckhand.agents.calls import (
     SearchOutput,
     ToolListOutput,
 )
-from deckhand.agents.memory_calls import (
+from deckhand.calls.memory_calls import (
     MEMORY_CALLS,
     MEMORY_CONTENT_TOP_K,
     MEMORY_SEMANTIC_TOP_K,
     MemoryCalls,
     open_configured_memory,
 )
-from deckhand.agents.outages import RETRY_FIRST, RETRY_MAX, OutageHealing
-from deckhand.agents.output import hit_of, stale_line, stale_of
-from deckhand.agents.progress import IngestProgress, ProgressListener
-from deckhand.agents.redacting import Redactor, config_secrets
-from deckhand.agents.slots import Slot, hold
-from deckhand.agents.status import listing_text, tool_status
-from deckhand.agents.writes import WRITE_CALLS, WriteCalls, WriteState, entry_counts
+from deckhand.calls.outages import RETRY_FIRST, RETRY_MAX, OutageHealing
+from deckhand.calls.output import hit_of, stale_line, stale_of
+from deckhand.calls.progress_listener import IngestProgress, ProgressListener
+from deckhand.calls.redacting import Redactor, config_secrets
+from deckhand.calls.slots import Slot, hold
+from deckhand.calls.status import listing_text, tool_status
+from deckhand.calls.write_calls import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
@@ -91,7 +91,7 @@ __all__ = [
     "Toolbox",
 ]
 
-log = logging.getLogger("deckhand.agents")
+log = logging.getLogger("deckhand.calls")
 
 T = TypeVar("T")
 
@@ -149,7 +149,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         self.allow_fallback = allow_fallback
         #: Records the stores' outages and retries them in the background.
         self.healing = OutageHealing(self._slots, self._closing, self.ingest, retry)
-        #: The write calls' rate buckets and change listeners (:mod:`deckhand.agents.writes`).
+        #: The write calls' rate buckets and change listeners (:mod:`deckhand.calls.write_calls`).
         self.writes = WriteState()
 
     # -- construction --------------------------------------------------------------------
@@ -401,7 +401,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         reads more than the calls give (``deckhand ui``: each modality's rank, a file's chunks as cut).
 
         Waits at most ``timeout`` seconds (default: :attr:`search_wait`) for an ingest of the tool; a tool that
-        cannot answer is a one-line :class:`~deckhand.agents.calls.CallError`.
+        cannot answer is a one-line :class:`~deckhand.calls.call_models.CallError`.
         """
         slot = self._slot(name)
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
@@ -487,7 +487,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         None when it cannot be read now: the tool is not ready, a call holds it for more than
         ``timeout`` seconds, its store is unreachable or failed. Read while holding the tool, like a search.
         """
-        from deckhand.tools.base import SourceTool
+        from deckhand.tools.source_tool import SourceTool
 
         def stamp(tool: Any) -> Any:
             return tool.index.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
@@ -497,7 +497,7 @@ class Toolbox(MemoryCalls, WriteCalls):
     def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
         """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
         they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
-        from deckhand.tools.base import SourceTool
+        from deckhand.tools.source_tool import SourceTool
 
         return self._read_held(
             name, timeout, lambda tool: tool.index.indexed_files() if isinstance(tool, SourceTool) else None
@@ -506,7 +506,7 @@ class Toolbox(MemoryCalls, WriteCalls):
     def section_ids(self, name: str, timeout: float) -> list[str]:
         """The section ids tool ``name``'s chunks carry (``SourceTool.section_ids``); none when they cannot be
         read now (as :meth:`change_stamp`) or the tool has none."""
-        from deckhand.tools.base import SourceTool
+        from deckhand.tools.source_tool import SourceTool
 
         ids = self._read_held(
             name, timeout, lambda tool: tool.index.section_ids() if isinstance(tool, SourceTool) else []

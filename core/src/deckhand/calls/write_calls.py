@@ -27,8 +27,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from deckhand.agents.calls import Arguments, CallError, Output
-from deckhand.agents.slots import Slot
+from deckhand.calls.call_models import Arguments, CallError, Output
+from deckhand.calls.slots import Slot
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import check_key, check_value
 from deckhand.index.agent_documents import (
@@ -49,7 +49,7 @@ from deckhand.limits import (
     MAX_TITLE_CHARS,
     MAX_URI_CHARS,
 )
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 
 audit = logging.getLogger("deckhand.audit")
 audit.setLevel(logging.INFO)  # audit lines are written at the default log level too
@@ -230,7 +230,7 @@ def is_writable(tool: Any) -> bool:
 
 
 class WriteCalls:
-    """``deckhand_add`` and ``deckhand_delete`` of a :class:`~deckhand.agents.toolbox.Toolbox` (a mixin)."""
+    """``deckhand_add`` and ``deckhand_delete`` of a :class:`~deckhand.calls.toolbox.Toolbox` (a mixin)."""
 
     writes: WriteState
     search_wait: float
@@ -432,7 +432,7 @@ class AgentPassage:
 
 def passage_of(doc: AgentDocument, fragment: str, *, context: int, max_chars: int, max_lines: int) -> AgentPassage:
     """The lines of ``doc`` a ``#L`` ``fragment`` names (all without one), ``context`` more on each side."""
-    from deckhand.agents.reading import line_range, lines_within
+    from deckhand.calls.source_reading import line_range, lines_within
 
     lines = (doc.text or "").splitlines(keepends=True)
     total = len(lines)

@@ -205,7 +205,7 @@ class ReferenceOut(BaseModel):
 
 class ResultOut(BaseModel):
     """One search result as MCP clients receive it: a :class:`deckhand.types.SearchResult` with its line
-    numbers and code symbol lifted out of ``metadata`` and a ``uri`` to read it by (``agents.output.hit_of``)."""
+    numbers and code symbol lifted out of ``metadata`` and a ``uri`` to read it by (``calls.output.hit_of``)."""
 
     rank: int
     score: float = Field(description="Similarity in [0, 1], higher is better.")

@@ -2,7 +2,7 @@
 
 The transport starts at once, so a client's ``initialize`` and ``tools/list`` are answered
 while the tools are still being ingested (one after the other, in a background thread). A
-search that arrives meanwhile waits for its tool (see :mod:`deckhand.agents.toolbox`).
+search that arrives meanwhile waits for its tool (see :mod:`deckhand.calls.toolbox`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from deckhand.agents.paging import use_cursor_secret
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.result_pages import use_cursor_secret
+from deckhand.calls.toolbox import Toolbox
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS
 from deckhand.mcp.transports import HttpAddress, serve_http, serve_stdio
@@ -41,7 +41,7 @@ def serve(
     ``stateless`` serves HTTP clients of the 2025 revisions without sessions (2026-07-28 clients never
     have one); ``cursor_secret``, shared by replicas, makes their search cursors valid on each other;
     ``changes_interval`` is the seconds between two looks for changes other processes made (see
-    :mod:`deckhand.mcp.changes`). The toolbox is closed on the way out.
+    :mod:`deckhand.mcp.notifications`). The toolbox is closed on the way out.
     """
     say = echo or (lambda line: None)
     use_cursor_secret(cursor_secret)

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from deckhand.agents.calls import MemoryStatus, ToolStatus
-from deckhand.agents.slots import Slot
-from deckhand.agents.writes import is_writable
+from deckhand.calls.call_models import MemoryStatus, ToolStatus
+from deckhand.calls.slots import Slot
+from deckhand.calls.write_calls import is_writable
 from deckhand.ingest.discovery import display_path
-from deckhand.tools.base import SourceTool
-from deckhand.tools.results import tool_function
+from deckhand.tools.source_tool import SourceTool
+from deckhand.tools.tool_io import tool_function
 
 
 def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatus:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deckhand.agents.calls import DefinitionOut, ReferenceOut, ResultOut, StaleOut
+from deckhand.calls.call_models import DefinitionOut, ReferenceOut, ResultOut, StaleOut
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.places import ATTACHMENT, END_PAGE, PAGE
 from deckhand.types import SearchResult

@@ -1,6 +1,6 @@
 """The ``hierarchical_document`` tool: structure-aware hybrid search over documents.
 
-The life cycle is :class:`deckhand.tools.base.SourceTool`'s: ingestion runs the pipeline
+The life cycle is :class:`deckhand.tools.source_tool.SourceTool`'s: ingestion runs the pipeline
 (:class:`deckhand.ingest.pipeline.Ingestor`) with the configured chunker (default
 ``structure``) and the context step of :mod:`deckhand.tools.contextual` (contextual embeddings).
 
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
-from deckhand.config.base import IN_MEMORY
+from deckhand.config.component_choices import runtime_errors
 from deckhand.config.hierarchical import (
     AUTO,
     BM25,
@@ -32,7 +32,7 @@ from deckhand.config.hierarchical import (
     HierarchicalDocumentToolConfig,
     SearchMode,
 )
-from deckhand.config.options import runtime_errors
+from deckhand.config.tool_fields import IN_MEMORY
 from deckhand.filters.spec import FilterInput
 from deckhand.paths import state_dir
 from deckhand.plugins import Component
@@ -48,7 +48,7 @@ from deckhand.tools.hierarchical_results import (
     format_hierarchical_results,
 )
 from deckhand.tools.ranked_tool import RankedTool
-from deckhand.tools.results import SearchResult
+from deckhand.tools.tool_io import SearchResult
 
 log = logging.getLogger("deckhand")
 

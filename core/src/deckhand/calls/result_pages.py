@@ -28,11 +28,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from deckhand.agents.calls import CallError, ResultOut, SearchArguments, SearchOutput
-from deckhand.agents.output import stale_line
+from deckhand.calls.call_models import CallError, ResultOut, SearchArguments, SearchOutput
+from deckhand.calls.output import stale_line
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_CURSOR_CHARS
 from deckhand.tools.hierarchical_results import format_hierarchical_results
-from deckhand.tools.results import format_results
+from deckhand.tools.tool_io import format_results
 from deckhand.types import DefinitionRef, SearchResult, SectionRef
 
 #: Characters per token of the estimate (a conservative average for English text and code).
@@ -217,7 +217,7 @@ def _page_text(shown: list[ResultOut], before: int, cursor: str | None) -> str:
 
 def _result(hit: ResultOut) -> SearchResult:
     """``hit`` as the result the text formats read: its line range, symbol and language go back into metadata
-    (where :meth:`~deckhand.agents.output.hit_of` lifted them from), so a later page reads as the first."""
+    (where :meth:`~deckhand.calls.output.hit_of` lifted them from), so a later page reads as the first."""
     lifted = {"start_line": hit.start_line, "end_line": hit.end_line, "symbol": hit.symbol, "language": hit.language}
     return SearchResult(
         rank=hit.rank,

@@ -1,4 +1,4 @@
-"""The list of calls a :class:`~deckhand.agents.toolbox.Toolbox` offers, with their schemas.
+"""The list of calls a :class:`~deckhand.calls.toolbox.Toolbox` offers, with their schemas.
 
 Front ends (the MCP server, the Semantic Kernel plugin) turn each :class:`Operation` into
 their own kind of function: same name, description, input schema and behaviour everywhere.
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deckhand.agents.background import start_reingest
-from deckhand.agents.calls import (
+from deckhand.calls.background import start_reingest
+from deckhand.calls.call_models import (
     Arguments,
     CallError,
     DecisionOutput,
@@ -39,10 +39,10 @@ from deckhand.agents.calls import (
     search_arguments,
     top_k_limit,
 )
-from deckhand.agents.paging import budget_chars, budget_of, open_cursor, page
-from deckhand.agents.reading import MAX_CHARS, MAX_LINES, Passage, SourceReader, file_uri
-from deckhand.agents.toolbox import ProgressListener, Toolbox
-from deckhand.agents.writes import (
+from deckhand.calls.result_pages import budget_chars, budget_of, open_cursor, page
+from deckhand.calls.source_reading import MAX_CHARS, MAX_LINES, Passage, SourceReader, file_uri
+from deckhand.calls.toolbox import ProgressListener, Toolbox
+from deckhand.calls.write_calls import (
     ADD,
     DELETE,
     AddArguments,
@@ -54,8 +54,8 @@ from deckhand.agents.writes import (
 )
 from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET
-from deckhand.tools.base import SourceTool
-from deckhand.tools.results import function_definition, tool_function
+from deckhand.tools.source_tool import SourceTool
+from deckhand.tools.tool_io import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
 Outcome = tuple[str, Output]
@@ -101,7 +101,7 @@ class Operation:
 def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     """The search call's input schema, derived from the tool's own ``parameters`` (its function definition).
 
-    A property the tool describes in deckhand's standard words (:func:`deckhand.tools.results.function_definition`)
+    A property the tool describes in deckhand's standard words (:func:`deckhand.tools.tool_io.function_definition`)
     is shown in this call's fuller wording; one it describes itself (a query that is a regular expression) is
     shown as the tool wrote it. ``top_k`` is always offered; ``filter`` only when the tool lists it.
     """
@@ -129,7 +129,7 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
 def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Operation]:
     """Every call ``toolbox`` answers, searches first.
 
-    Each answer fits its tool's result budget, else ``result_budget`` tokens (:mod:`deckhand.agents.paging`).
+    Each answer fits its tool's result budget, else ``result_budget`` tokens (:mod:`deckhand.calls.result_pages`).
     """
     ops: list[Operation] = []
     reader = SourceReader.of(toolbox)

@@ -3,7 +3,7 @@
 Implements the contract's ``VectorStoreTool``: ``initialize(force_ingest)`` ingests the
 source incrementally into the configured store (falling back to in-memory when its
 server is unreachable) and ``search(query)`` answers in the contract's text format. The
-life cycle is :class:`deckhand.tools.base.SourceTool`'s; queries are answered by the tool's query
+life cycle is :class:`deckhand.tools.source_tool.SourceTool`'s; queries are answered by the tool's query
 engine (:class:`deckhand.retrieval.engine.QueryEngine`) in single mode, the dense search alone
 (:class:`deckhand.tools.ranked_tool.RankedTool`): the ``top_k`` nearest chunks above ``min_similarity_score``
 that pass the filter (applied by the store); with a reranker, the best ``rerank_top_n`` reordered by it (its

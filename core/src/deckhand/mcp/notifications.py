@@ -3,7 +3,7 @@
 A tool's index changes through ``--watch``, ``deckhand_ingest``, a write of an agent, and also
 through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica over the same
 store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
-(:meth:`deckhand.agents.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
+(:meth:`deckhand.calls.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
 a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
 (a subscription, a listen stream), and right after an ingest or a write of this process. A stamp
 that differs from the last one read is a change, announced as
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from deckhand.agents.calls import CallError
-from deckhand.agents.reading import SourceReader
-from deckhand.agents.toolbox import Toolbox
+from deckhand.calls.call_models import CallError
+from deckhand.calls.source_reading import SourceReader
+from deckhand.calls.toolbox import Toolbox
 from deckhand.index.agent_documents import is_agent_source, parse_agent_uri
 from deckhand.limits import MAX_URI_CHARS
 from deckhand.mcp import sdk

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deckhand.agents.calls import (
+from deckhand.calls.call_models import (
     CallError,
     DecisionOutput,
     DecisionsOutput,
@@ -19,12 +19,12 @@ from deckhand.agents.calls import (
     MemorySearchSemanticArguments,
     MemoryStoreArguments,
 )
-from deckhand.agents.calls import Decision as DecisionOut
+from deckhand.calls.call_models import Decision as DecisionOut
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
 
-log = logging.getLogger("deckhand.agents")
+log = logging.getLogger("deckhand.calls")
 
 #: Names the front ends use for the memory calls; a tool cannot take them.
 MEMORY_CALLS = (
@@ -41,7 +41,7 @@ MEMORY_SEMANTIC_TOP_K = 5
 
 
 class MemoryCalls:
-    """The :class:`~deckhand.agents.toolbox.Toolbox`'s memory calls: each answers its text and its structured output."""
+    """The :class:`~deckhand.calls.toolbox.Toolbox`'s memory calls: each answers its text and its structured output."""
 
     memory: VectorMemoryManager | None
 
@@ -151,7 +151,7 @@ def listing_text(decisions: Sequence[DecisionOut], total: int) -> str:
 
 
 def open_configured_memory(config_path: Path, base_dir: Path) -> VectorMemoryManager | None:
-    from deckhand.memory.settings import open_memory, resolve_memory_config
+    from deckhand.memory.memory_config import open_memory, resolve_memory_config
 
     resolved = resolve_memory_config(config_path, cwd=base_dir)
     if not resolved.sources:

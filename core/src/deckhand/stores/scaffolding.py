@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from deckhand.bases import StoreBase
 from deckhand.errors import DimensionMismatchError, StoreError
-from deckhand.scoring import degenerate_row
+from deckhand.similarity import degenerate_row
 from deckhand.types import CollectionSpec, Metric, Record, Vector
 
 #: What a write of vectors of the wrong size most likely means, and the fix.

@@ -13,9 +13,9 @@ import logging
 import threading
 from typing import Any
 
-from deckhand.agents.calls import CallError, IngestArguments, IngestOutput
+from deckhand.calls.call_models import CallError, IngestArguments, IngestOutput
 
-log = logging.getLogger("deckhand.agents")
+log = logging.getLogger("deckhand.calls")
 
 
 def start_reingest(toolbox: Any, args: IngestArguments) -> tuple[str, IngestOutput]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-log = logging.getLogger("deckhand.agents")
+log = logging.getLogger("deckhand.calls")
 
 #: Receives ingest progress: a number that only grows, and a message such as "docs: embedding 12/40".
 ProgressListener = Callable[[float, str], None]

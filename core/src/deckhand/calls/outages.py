@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from deckhand.agents.calls import CallError
+from deckhand.calls.call_models import CallError
 
 if TYPE_CHECKING:
-    from deckhand.agents.slots import Slot
+    from deckhand.calls.slots import Slot
 
-log = logging.getLogger("deckhand.agents")
+log = logging.getLogger("deckhand.calls")
 
 #: Seconds before the first retry after a store became unreachable; each failed retry doubles the delay...
 RETRY_FIRST = 1.0
@@ -49,7 +49,7 @@ class Outage:
 
 
 class OutageHealing:
-    """Records the outages of a :class:`~deckhand.agents.toolbox.Toolbox`'s stores and retries them.
+    """Records the outages of a :class:`~deckhand.calls.toolbox.Toolbox`'s stores and retries them.
 
     It shares the toolbox's ``slots`` and ``closing`` event and retries by calling ``ingest(name)``
     (the toolbox's incremental ingest); its own state is the healer thread and the retry delays.

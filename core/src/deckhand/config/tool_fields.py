@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ByteSize, Field, ValidationInfo, field_validator, model_validator
 
-from deckhand.config.options import (
+from deckhand.config.component_choices import (
     NOT_FOUND,
     Choice,
     ComponentChoice,
@@ -189,7 +189,7 @@ def named_loaders(registry: PluginRegistry, name: str, where: tuple[str | int, .
 class SourceToolConfig(ToolConfigBase):
     """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
 
-    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.options.choice_field`),
+    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.component_choices.choice_field`),
     name the tool-level settings the chunker may also take in :attr:`chunker_shorthands`, and put
     their own cross-field rules in :meth:`check` (run before the registered components are checked).
     """

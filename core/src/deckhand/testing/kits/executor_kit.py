@@ -17,7 +17,7 @@ import pytest
 from deckhand.config.loading import load_agent_config
 from deckhand.ingest.executor import Executor, LocalExecutor
 from deckhand.tools import build_tool
-from deckhand.tools.base import SourceTool
+from deckhand.tools.source_tool import SourceTool
 from deckhand.types import IngestReport
 
 FILES = {

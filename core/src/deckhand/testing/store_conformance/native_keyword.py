@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore
-from deckhand.testing.store_conformance.base import (
+from deckhand.testing.store_conformance.store_fixtures import (
     StoreKit,
     _require,
     file_state,

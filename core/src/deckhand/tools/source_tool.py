@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deckhand.config.base import SourceToolConfig
-from deckhand.config.options import runtime_errors
+from deckhand.config.component_choices import runtime_errors
+from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import ConfigError
 from deckhand.filters.conditions import Filter
@@ -44,7 +44,7 @@ from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
 from deckhand.tools.answers import Answer, Empty, SearchOptions
-from deckhand.tools.results import SearchResult, format_results, function_definition, refuse_filter, takes_filter
+from deckhand.tools.tool_io import SearchResult, format_results, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Vector
 
 __all__ = ["CHECK_CHUNKS", "IndexOpened", "SourceTool"]
@@ -145,7 +145,7 @@ class SourceTool:
 
     def loader_set(self) -> LoaderSet:
         """The loaders this tool reads its files with: deckhand's own and the plugin loaders it opted in to
-        (:meth:`deckhand.config.base.SourceToolConfig.loader_components`)."""
+        (:meth:`deckhand.config.tool_fields.SourceToolConfig.loader_components`)."""
         return LoaderSet.from_registry(
             self.registry, self.config.loader_components(self.registry), self.loader_settings()
         )
