@@ -10,8 +10,9 @@ from typing import ClassVar
 import pytest
 from click.testing import CliRunner
 from deckhand.cli.main import cli
+from deckhand.config.tool_fields import DEFAULT_EXECUTOR
 from deckhand.hookspecs import hookimpl
-from deckhand.ingest.executor import IngestJob, LocalExecutor
+from deckhand.ingest.executor import LOCAL, IngestJob, LocalExecutor
 from deckhand.plugins import get_registry
 from deckhand.registration import Registrar
 from deckhand.types import IngestReport
@@ -69,6 +70,13 @@ def test_local_is_builtin_and_listed() -> None:
     assert component.builtin and isinstance(component.create(options={}), LocalExecutor)
     listing = CliRunner().invoke(cli, ["plugins"])
     assert "executor" in listing.output and " local " in listing.output
+
+
+def test_the_ingest_layer_names_the_default_agent_yaml_configures() -> None:
+    """``ingest.executor`` takes no agent.yaml model (import-linter's plain-settings contract), so it spells
+    ``local`` itself: the same name config's default choice resolves to."""
+    assert LOCAL == DEFAULT_EXECUTOR
+    assert get_registry().resolve("executor", LOCAL).builtin
 
 
 def test_flag_picks_a_plugin_executor_with_its_address(tmp_path: Path, counting: None, minilm: object) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from deckhand.building.executors import build_executor
 from deckhand.cli.common import EXIT_PARTIAL, config_option, config_path_of, errors, fallback_option, force_option
 from deckhand.cli.progress import LineProgress, RichProgress, progress_for
 from deckhand.cli.results_view import Output, results_text
@@ -21,7 +22,7 @@ from deckhand.config.loading import load_agent_config, resolve_executor
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
-from deckhand.ingest.executor import Executor, LocalExecutor, build_executor
+from deckhand.ingest.executor import Executor, LocalExecutor
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry

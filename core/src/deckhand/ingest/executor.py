@@ -10,7 +10,7 @@ embedded by a :class:`~deckhand.ingest.unit.FileWorker` built from the job's
 nothing by that worker or handed back to the one writer, :meth:`Ingestor.write`.
 
 ``deckhand ingest --executor NAME[:ADDRESS]`` picks one, else ``executor:`` in agent.yaml, else in the
-global config, else ``local``.
+global config, else ``local``; :func:`deckhand.building.executors.build_executor` builds the one chosen.
 """
 
 from __future__ import annotations
@@ -18,23 +18,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from pydantic import ValidationError
-
-from deckhand.config.component_choices import NOT_FOUND, ComponentChoice, resolve_choice
-from deckhand.config.tool_fields import DEFAULT_EXECUTOR
-from deckhand.errors import ComponentNotFoundError, ConfigError
 from deckhand.ingest.pipeline import Ingestor
 from deckhand.ingest.sharding import Shard
 from deckhand.ingest.unit import PipelineDescription
 from deckhand.types import IngestReport
 
-if TYPE_CHECKING:
-    from deckhand.plugins import PluginRegistry
-
-#: The executor used when none is configured (the in-process pipeline).
-LOCAL = DEFAULT_EXECUTOR
+#: The executor used when none is configured (the in-process pipeline); agent.yaml's default names it
+#: (:data:`deckhand.config.tool_fields.DEFAULT_EXECUTOR`, the same string).
+LOCAL = "local"
 
 
 @dataclass
@@ -79,18 +72,3 @@ class LocalExecutor(ExecutorBase):
     def from_options(cls, options: None) -> LocalExecutor:
         """The registered factory (``local`` takes no options)."""
         return cls()
-
-
-def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> Executor:
-    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin`` (where
-    the choice came from) and, for an executor that is not installed, the command that installs it."""
-    try:
-        component, options = resolve_choice(registry, "executor", choice, ("executor",))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == NOT_FOUND:
-            raise ComponentNotFoundError(f"{origin}: {first['msg']}") from None
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
-    executor: Executor = component.create(options=options)
-    return executor
