@@ -1,7 +1,7 @@
 """The hook plugins implement: :func:`deckhand_register`, which calls one typed method of the
 :class:`~deckhand.registration.Registrar` it receives per component (an example: :mod:`deckhand.registration`).
 
-One hook with a typed method per kind (tox 4's design) rather than nine typed hooks: a plugin
+One hook with a typed method per kind (tox 4's design) rather than a typed hook per kind: a plugin
 providing several kinds writes one function, a new kind or a new keyword is a new method or
 parameter (mypy checks every call against it, and an unknown keyword fails at load naming the
 plugin), and each factory is typed by a Protocol of :mod:`deckhand.registration`. Components

@@ -130,8 +130,8 @@ class StoreCapability(enum.StrEnum):
     #: The store brings derived search structures up to date in bulk after writes (the sqlite store's
     #: HNSW graph): :class:`IndexMaintenance`; ingestion calls ``maintain()`` at the end of a run.
     INDEX_MAINTENANCE = "index_maintenance"
-    #: The store can check its whole file for damage: :class:`IntegrityCheck`; an ingest (and
-    #: ``--force-ingest``) calls ``verify_integrity()`` before opening the collection.
+    #: The store can check its whole file for damage: :class:`IntegrityCheck`; deckhand calls
+    #: ``verify_integrity()`` before an ingest (``--force-ingest`` included) opens the collection, never on a search.
     INTEGRITY_CHECK = "integrity_check"
 
 
@@ -200,7 +200,8 @@ class VectorStore(Protocol):
     :meth:`open` or any later call, with a one-line message; deckhand then stops, unless the
     run has ``--force-ingest``: it calls :meth:`drop`, which must set the damaged storage aside
     (rename it, never fail on the damage), then :meth:`open` again and ingests everything.
-    A whole check before each ingest is the capability :attr:`StoreCapability.INTEGRITY_CHECK`.
+    A whole check, asked for before an ingest opens the collection (the store may skip what it already
+    checked), is the capability :attr:`StoreCapability.INTEGRITY_CHECK`.
     """
 
     @property
@@ -388,7 +389,8 @@ class IntegrityCheck(Protocol):
     ``verify_integrity()`` reads the whole collection and raises
     :class:`deckhand.errors.IndexCorruptError` (naming the file and what is wrong) when it is
     damaged; it returns nothing otherwise. It may skip storage that only the store's own checked
-    connections changed since its last passing check (the sqlite store stamps its file). deckhand
+    connections changed since its last passing check (the sqlite store stamps its file, and checks once per
+    connection: later ingests through it, as ``--watch`` makes, skip the check). deckhand
     calls it before an ingest opens the collection: without ``--force-ingest`` the error stops the
     run and the file stays as it is; with it, deckhand calls ``drop()``, which sets the damaged file
     aside (renamed beside it, never deleted), and builds the collection anew.

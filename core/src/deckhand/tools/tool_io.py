@@ -54,7 +54,8 @@ def function_definition(
 
 
 def takes_filter(tool: Any) -> bool:
-    """Whether ``tool``'s ``search_results_sync`` accepts ``filter=`` (a plugin's search may predate filters)."""
+    """Whether ``tool``'s ``search_results_sync`` accepts ``filter=``: a plugin's tool type may be a plain
+    :class:`~deckhand.protocols.Tool`, whose search takes none (a :class:`~deckhand.protocols.FilteringTool`'s does)."""
     try:
         parameters = inspect.signature(tool.search_results_sync).parameters
     except (TypeError, ValueError):
