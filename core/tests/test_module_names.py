@@ -1,7 +1,7 @@
 """No two modules of core share a basename (``__init__.py`` excepted): a module's name says what it holds.
 
 Two ``base.py`` or a ``paging.py`` in two packages with different meanings make a traceback, a grep or an
-import ambiguous; a new module takes a name of its own (scripts/rename_modules.py renamed the old repeats).
+import ambiguous; a new module takes a name of its own (issue 42 renamed the repeats there were).
 """
 
 from __future__ import annotations
