@@ -50,14 +50,16 @@ class RandomQueryEmbedder:
         self.inner = self
         self._rng = np.random.default_rng(3)
 
+    def tokenizer(self) -> object:
+        raise NotImplementedError("no tokenizer: queries only, no chunks to count")
+
     def embed(self, texts: list[str]) -> np.ndarray:
         v = self._rng.standard_normal((len(texts), DIM)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def build_tool(
-    size: int, store_kind: str = "in-memory", keyword: str = "auto", where: Path | None = None
-) -> HierarchicalDocumentTool:
+def fill_store(size: int, store_kind: str = "in-memory", where: Path | None = None) -> VectorStore:
+    """A store holding ``size`` synthetic chunks (50 a document, a heading chain, section id and reference each)."""
     texts = chunks(size)
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((size, DIM)).astype(np.float32)
@@ -88,6 +90,13 @@ def build_tool(
             }
             records.append(Record(f"{source}_chunk_{i - start}", source, i - start, texts[i], vectors[i], meta))
         store.upsert(records)
+    return store
+
+
+def build_tool(
+    size: int, store_kind: str = "in-memory", keyword: str = "auto", where: Path | None = None
+) -> HierarchicalDocumentTool:
+    store = fill_store(size, store_kind, where)
     config = HierarchicalDocumentToolConfig(
         type="hierarchical_document", name="bench", source=".", keyword_strategy=keyword
     )
@@ -105,7 +114,7 @@ def build_tool(
         again = SQLiteStore(where / "index.sqlite", "bench", SQLiteOptions(search="exact"))
         again.open(CollectionSpec("bench", DIM, "random"))
         fresh = HierarchicalDocumentTool(config, base_dir=where)
-        fresh.provider = store_kind
+        fresh.index.provider = store_kind
         clock, wall = time.process_time(), time.perf_counter()
         fresh.refresh_indexes(again)
         print(

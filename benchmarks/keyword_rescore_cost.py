@@ -3,15 +3,20 @@ claims on the index ``scifact_keyword.py`` (or ``deckhand eval --beir``) left in
 k1 and b against the defaults, alternating, in one process.
 
     flock /tmp/deckhand-bench.lock uv run python benchmarks/keyword_rescore_cost.py [--beir PATH] [--k 100] [--rounds 3]
+        [--before FILE]
 
 Prints each setting's CPU milliseconds per query (``time.process_time``, which other load inflates less than
-wall time) at p50 and p95, and their ratio.
+wall time) at p50 and p95, and their ratios to tantivy's own. ``--before FILE``: also the strategy's module as it
+was at another commit (``git show 90924cc:core/src/deckhand/retrieval/tantivy_keyword.py > FILE``), its defaults.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,7 @@ def main() -> None:
     parser.add_argument("--beir", type=Path, default=None)
     parser.add_argument("--k", type=int, default=100, help="hits asked for (the engine asks for 100)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", type=Path, default=None, help="the strategy's module file as it was before")
     args = parser.parse_args()
     dataset = load_beir(scifact(args.beir))
     queries = [text for query_id, text in dataset.queries.items() if query_id in dataset.qrels]
@@ -42,6 +48,14 @@ def main() -> None:
         "tantivy's own (k1 1.2, b 0.75)": TantivyIndex.from_options(store, None, TantivyOptions(k1=1.2, b=0.75)),
         "default (k1 0.9, b 0.4, rescored)": TantivyIndex.from_options(store, None, TantivyOptions()),
     }
+    if args.before is not None:
+        spec = importlib.util.spec_from_file_location("tantivy_keyword_before", args.before)
+        assert spec is not None and spec.loader is not None
+        before = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = before
+        spec.loader.exec_module(before)
+        place = Path(tempfile.mkdtemp(prefix="keyword-rescore-before-"))  # on disk, as the others are
+        indexes["before (its defaults)"] = before.TantivyIndex(before.TantivyOptions(), lambda: place)
     for index in indexes.values():
         index.sync(store)
     times: dict[str, list[float]] = {name: [] for name in indexes}
@@ -55,8 +69,10 @@ def main() -> None:
         spent.sort()
         p95 = spent[int(len(spent) * 0.95)]
         print(f"{name}: p50 {statistics.median(spent):.2f} ms CPU, p95 {p95:.2f} ms CPU ({len(spent)} searches)")
-    base, new = (statistics.median(v) for v in times.values())
-    print(f"ratio (default / own) at p50: {new / base:.2f}; {tool.document_count} chunks")
+    base, *others = (statistics.median(v) for v in times.values())
+    for name, other in zip(list(times)[1:], others, strict=True):
+        print(f"ratio ({name} / tantivy's own) at p50: {other / base:.2f}")
+    print(f"{tool.document_count} chunks")
 
 
 if __name__ == "__main__":
