@@ -143,6 +143,28 @@ def test_rescoring_gives_tantivy_the_builtin_bm25s_k1_and_b() -> None:
     assert ranked.index("short") < ranked.index("long")
 
 
+def test_the_collection_statistics_are_read_once_per_reload() -> None:
+    """The rescoring's N and average length (an aggregate over every document) are read once per reload of the
+    searcher, not at every search: the cache was keyed on the searcher object, and ``index.searcher()`` gives a new
+    one each call. A rebuild reads them again, so the scores are a fresh index's."""
+    docs = [(f"d{i}", text) for i, text in enumerate(_DOC_TEXTS)]
+    index = TantivyIndex()
+    index.build(docs)
+    index.search(QUERIES[1], 3)
+    first = index._statistics
+    index.search(QUERIES[0], 3)
+    assert first is not None and index._statistics is first
+    more = [*docs, ("long", "connection pool " + " ".join(f"filler{i}" for i in range(60)))]
+    index.build(more)
+    got = dict(index.search(QUERIES[1], len(more)))
+    assert index._statistics is not first
+    fresh = TantivyIndex()
+    fresh.build(more)
+    want = dict(fresh.search(QUERIES[1], len(more)))
+    assert set(got) == set(want)
+    np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-6)
+
+
 def test_fields_stemming_dotted_numbers_and_boosts() -> None:
     records = [
         Record("a", "docs/rigging.md", 0, "Inspect the anchors before sailing.", UNIT, {"parent_chain": ["Winches"]}),

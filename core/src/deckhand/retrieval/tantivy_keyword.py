@@ -248,9 +248,12 @@ class TantivyIndex(KeywordIndexBase):
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: By searcher: the documents tantivy's BM25 counts (deleted ones until a merge, as its idf does) and the
+        #: Reloads of the searcher so far (``index.searcher()`` gives a new object each call, so the searcher's
+        #: contents are told apart by this count, raised after each reload).
+        self._generation = 0
+        #: By generation: the documents tantivy's BM25 counts (deleted ones until a merge, as its idf does) and the
         #: average ``length`` of the live ones (the rescoring's N and avgdl).
-        self._statistics: tuple[object, int, float] | None = None
+        self._statistics: tuple[int, int, float] | None = None
         #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
         self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
 
@@ -313,14 +316,14 @@ class TantivyIndex(KeywordIndexBase):
             index = self._open()
             deadline = time.monotonic() + _LOCK_WAIT_S
             while True:
-                index.reload()
+                self._reload(index)
                 done = self._apply(index, records)
                 if done or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
             if not done:
                 log.warning("keyword index %s is being written by another process; searching it as it is", self._path)
-            index.reload()
+            self._reload(index)
 
     def _apply(self, index: tantivy.Index, records: RecordLog) -> bool:
         """One attempt of :meth:`sync`; False when another writer holds the index."""
@@ -357,7 +360,12 @@ class TantivyIndex(KeywordIndexBase):
     def _rewrite(self, index: tantivy.Index, docs: Iterable[_Row]) -> None:
         """Replace every document by ``docs`` in one commit."""
         self._write(_writer(index, full=True), docs, deleted=None, position=None)
+        self._reload(index)
+
+    def _reload(self, index: tantivy.Index) -> None:
+        """Reload the searcher and count it (the collection statistics of the one before no longer hold)."""
         index.reload()
+        self._generation += 1
 
     def _write(
         self,
@@ -450,28 +458,29 @@ class TantivyIndex(KeywordIndexBase):
         index, built = self._index, self._query(query)
         if index is None or built is None or k <= 0:
             return []
-        searcher = index.searcher()
+        generation, searcher = self._generation, index.searcher()
         total = max(searcher.num_docs, 1)
         read = min(total, k * self._overread())
-        hits = self._rescored(searcher, query, searcher.search(built, read, count=False).hits)[:k]
+        hits = self._rescored(searcher, generation, query, searcher.search(built, read, count=False).hits)[:k]
         return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
 
     def _overread(self) -> int:
         """Hits read per one wanted: more when they are scored again with other k1 and b."""
         return 1 if (self.options.k1, self.options.b) == (_TANTIVY_K1, _TANTIVY_B) else _RESCORE_OVERREAD
 
-    def _collection_statistics(self, searcher: tantivy.Searcher) -> tuple[int, float]:
+    def _collection_statistics(self, searcher: tantivy.Searcher, generation: int) -> tuple[int, float]:
         """The number of documents tantivy's idf counts (deleted ones too until their segment is merged: the
-        documents holding ``every``'s one term) and the average ``length`` of the live ones (kept per searcher)."""
+        documents holding ``every``'s one term) and the average ``length`` of the live ones (kept per reload:
+        ``generation`` is the count read before ``searcher`` was taken, so a reload in between only recomputes)."""
         import tantivy
 
-        if self._statistics is None or self._statistics[0] is not searcher:
+        if self._statistics is None or self._statistics[0] != generation:
             found = searcher.aggregate(tantivy.Query.all_query(), {"avgdl": {"avg": {"field": "length"}}})
             counted = max(int(searcher.doc_freq("every", "1")), searcher.num_docs, 1)
-            self._statistics = searcher, counted, float(found["avgdl"]["value"] or 0.0)
+            self._statistics = generation, counted, float(found["avgdl"]["value"] or 0.0)
         return self._statistics[1], self._statistics[2]
 
-    def _rescored(self, searcher: tantivy.Searcher, query: str, hits: list[_Hit]) -> list[_Hit]:
+    def _rescored(self, searcher: tantivy.Searcher, generation: int, query: str, hits: list[_Hit]) -> list[_Hit]:
         """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (see
         the module's text): each query term is asked once more, as a term query on the hits alone."""
         import tantivy
@@ -482,7 +491,7 @@ class TantivyIndex(KeywordIndexBase):
         everything = len(hits) >= searcher.num_docs
         where = {(a.segment_ord, a.doc): i for i, (_, a) in enumerate(hits)}
         lengths = searcher.fast_field_values("length", [address for _, address in hits])
-        total, avgdl = self._collection_statistics(searcher)
+        total, avgdl = self._collection_statistics(searcher, generation)
         avgdl = max(avgdl, 1e-9)
         scores = [score for score, _ in hits]
         if not everything:
@@ -519,7 +528,7 @@ class TantivyIndex(KeywordIndexBase):
         if index is None or schema is None or built is None or k <= 0:
             return []
         allowed = np.asarray(self._rows_matching(where), dtype=np.int64)
-        searcher = index.searcher()
+        generation, searcher = self._generation, index.searcher()
         total = max(searcher.num_docs, 1)
         if allowed.size == 0:
             return []
@@ -527,7 +536,7 @@ class TantivyIndex(KeywordIndexBase):
             rows = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "row", allowed.tolist()), 0.0)
             narrowed = tantivy.Query.boolean_query([(tantivy.Occur.Must, built), (tantivy.Occur.Must, rows)])
             read = min(total, k * self._overread())
-            hits = self._rescored(searcher, query, searcher.search(narrowed, read, count=False).hits)[:k]
+            hits = self._rescored(searcher, generation, query, searcher.search(narrowed, read, count=False).hits)[:k]
             return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
         limit = min(total, int(k * _OVERREAD * total / allowed.size) + 1)
         while True:
@@ -536,7 +545,7 @@ class TantivyIndex(KeywordIndexBase):
             at = np.searchsorted(allowed, found).clip(0, allowed.size - 1)
             passing = [hit for hit, ok in zip(hits, allowed[at] == found, strict=True) if ok][:k]
             if len(passing) >= k or len(hits) < limit or limit >= total:
-                passing = self._rescored(searcher, query, passing)
+                passing = self._rescored(searcher, generation, query, passing)
                 return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in passing]
             limit = min(total, limit * 4)
 
