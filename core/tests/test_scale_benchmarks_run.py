@@ -108,3 +108,19 @@ def test_quantised_graph_bench_chooses_on_one_half_and_reports_the_other(tmp_pat
     rows = re.findall(r"^\| (i8 \(today\)|i8|b1) \| (\d+) \| (\d+) \| [\d.]+ \| \d+ \| ([\d.]+) \|", out, re.M)
     assert ("i8 (today)", "512", "34") in [row[:3] for row in rows]  # today's default, measured on the report half
     assert all(0.0 <= float(r[3]) <= 1.0 for r in rows)
+
+
+@pytest.mark.slow
+def test_keyword_before_after_reports_builds_searches_and_the_tools_ratios(tmp_path: Path) -> None:
+    """Issue 43's cost command (docs/benchmarks.md, "The keyword default against BM25"), at 300 chunks, with the
+    strategy's own module as "before" (an export of another commit's in the docs)."""
+    module = BENCHMARKS.parent / "core" / "src" / "deckhand" / "retrieval" / "tantivy_keyword.py"
+    out = _run(
+        tmp_path,
+        "keyword_before_after.py",
+        *("--before", str(module), "--sizes", "300", "--hybrid-size", "300"),
+        *("--queries", "5", "--rounds", "1", "--builds", "1"),
+    )
+    assert re.search(r"build CPU ratio after / before: [\d.]+", out)
+    assert re.search(r"search CPU ratio after / before: p50 [\d.]+, p95 [\d.]+", out)
+    assert len(re.findall(r"pass \d ratios after / before: hybrid p95 [\d.]+ \(p50 [\d.]+\), keyword p95", out)) == 2
