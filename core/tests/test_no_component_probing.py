@@ -44,8 +44,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "inspect.signature(StreamableHTTPSessionManager.__init__)"): "the MCP SDK's options (1.x, 2.x)",
     # NOT YET REMOVED (issue 41): the tool type has no base class with defaults for what the front ends ask of
     # a tool that ingests a source; until it has, they check SourceTool, its config and its settings.
-    ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",
-    ("cli/tools.py", "isinstance(executor, LocalExecutor)"): "an executor other than local needs a source tool",
     ("cli/tools.py", "isinstance(report, IndexOpened)"): "what an opening found changed under the source",
     ("cli/tools.py", "type(held).format_results.__module__"): "a tool formatting its own results",
     ("tools/tool_io.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",

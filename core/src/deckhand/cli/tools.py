@@ -22,7 +22,7 @@ from deckhand.config.loading import load_agent_config, resolve_executor
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
-from deckhand.ingest.executor import Executor, LocalExecutor
+from deckhand.ingest.executor import LOCAL, Executor
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry
@@ -104,7 +104,7 @@ def initialize_tools(
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) cannot ingest a shard; leave out --shard"
             )
-        if executor is not None and not isinstance(executor, LocalExecutor) and not as_tool(tool).ingests_in_units:
+        if executor is not None and not as_tool(tool).ingests_in_units:
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) ingests in this process only; "
                 "use --executor local or --tool to leave it out"
@@ -183,7 +183,8 @@ def ingest_cmd() -> click.Command:
             config = load_config(config_path)
             # The global config is looked up from the agent's directory, as its database is.
             choice, origin = resolve_executor(executor_name, config.executor, config_path, config_path.resolve().parent)
-            executor = build_executor(get_registry(), choice, origin)
+            built = build_executor(get_registry(), choice, origin)  # its options checked, even local's
+            executor = None if choice.name == LOCAL else built  # None: in this process, as every tool ingests
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
             tools = build_tools(config, config_path, tool_names, displays.get)
             with closing(tools):
