@@ -41,7 +41,7 @@ def test_a_plain_tool_gets_the_defaults_of_a_tool_with_no_index() -> None:
     assert isinstance(tool, ToolBase)
     assert tool.index is None and tool.base_dir is None and not tool.ingests_in_units and not tool.writable
     assert tool.top_k == 4  # its configuration's setting
-    assert tool.source_changes() is None and tool.open_ingested() is None
+    assert tool.source_changes() is None and tool.open_ingested() is None and tool.opened_changes() is None
     assert ".md" in tool.loader_set().extensions  # every registered loader
 
 

@@ -23,7 +23,6 @@ from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
 from deckhand.ingest.executor import LOCAL, Executor
-from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
@@ -31,7 +30,6 @@ from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
 from deckhand.tools import as_tool, build_tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.source_tool import IndexOpened
 from deckhand.tools.tool_io import refuse_filter, takes_filter
 
 log = logging.getLogger("deckhand")
@@ -215,7 +213,7 @@ def answer(
     some tools take (``filter``), passed only when given."""
     extra = extra or {}
     shown = Text()
-    stale = stale_changes(tool)
+    stale = as_tool(tool).opened_changes()
     if stale is not None:
         shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
     note = search_note(tool)
@@ -238,15 +236,6 @@ def search_note(tool: Tool) -> str | None:
     return index.search_note() if index is not None else None
 
 
-def stale_changes(tool: Tool) -> SourceChanges | None:
-    """What changed under ``tool``'s source since its last ingest, as its opening found (None: nothing changed,
-    not checked, or the index was ingested in this process)."""
-    report = tool.last_report
-    if isinstance(report, IndexOpened) and report.changes is not None and report.changes.total:
-        return report.changes
-    return None
-
-
 def refresh_hint(tool: Tool) -> str:
     """How a person brings ``tool``'s index up to date."""
     return f"run `deckhand ingest --tool {tool.config.name}`, or search with --refresh"
@@ -256,7 +245,7 @@ def stale_json(tools: list[Tool]) -> dict[str, Any]:
     """``search --json``'s ``stale-sources`` entry: each tool whose source changed since its last ingest."""
     out: dict[str, Any] = {}
     for tool in tools:
-        changes = stale_changes(tool)
+        changes = as_tool(tool).opened_changes()
         if changes is not None:
             out[tool.config.name] = {
                 "added": changes.added,

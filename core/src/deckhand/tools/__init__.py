@@ -75,6 +75,11 @@ class ToolBase:
         """What changed under the source since the last ingest (None: not known)."""
         return None
 
+    def opened_changes(self) -> SourceChanges | None:
+        """What changed under the source since the last ingest, as opening the index found (None: nothing changed,
+        not checked, or the index was ingested in this process)."""
+        return None
+
     def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         raise NotImplementedError
 

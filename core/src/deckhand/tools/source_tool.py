@@ -270,6 +270,12 @@ class SourceTool(ToolBase):
             report.seconds["check"] = time.perf_counter() - clock
         return report
 
+    def opened_changes(self) -> SourceChanges | None:
+        """What :meth:`check_opened` found changed under the source (None: nothing, or not only opened)."""
+        report = self.last_report
+        changes = report.changes if isinstance(report, IndexOpened) else None
+        return changes if changes is not None and changes.total else None
+
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
         component, options = self._chunker_component(embedder)
