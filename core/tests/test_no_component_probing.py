@@ -42,8 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "getattr(key, 'exit_stack', None)"): "the MCP SDK's connection (2.x): when its session ends",
     ("mcp/sdk.py", "getattr(key, '_exit_stack', None)"): "the MCP SDK's session (1.x): when it ends",
     ("mcp/sdk.py", "inspect.signature(StreamableHTTPSessionManager.__init__)"): "the MCP SDK's options (1.x, 2.x)",
-    # NOT YET REMOVED (issue 41): whether a tool writes its own result text, and whether its search takes a filter
-    ("cli/tools.py", "type(held).format_results.__module__"): "a tool formatting its own results",
+    # NOT YET REMOVED (issue 41): whether a tool's search takes a filter
     ("tools/tool_io.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
 }
 

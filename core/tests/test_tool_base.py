@@ -64,3 +64,18 @@ def test_a_source_tool_is_its_own_base(tmp_path: Path) -> None:
     assert as_tool(tool) is tool
     assert tool.index is not None and tool.base_dir == tmp_path.resolve() and tool.ingests_in_units
     assert tool.top_k == 7 and not tool.writable
+
+
+def test_a_tool_that_formats_its_own_results_is_shown_in_its_own_text() -> None:
+    """The CLI shows a tool's own text where it chose how its results read, and draws them otherwise."""
+    from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+    from deckhand.tools.source_tool import SourceTool
+    from deckhand.tools.vectorstore_tool import VectorStoreTool
+
+    class Notes(VectorStoreTool):
+        def format_results(self, results: Any) -> str:
+            return "notes"
+
+    assert as_tool(PlainTool()).own_text  # type: ignore[arg-type]
+    assert not SourceTool.own_text and not VectorStoreTool.own_text and not HierarchicalDocumentTool.own_text
+    assert Notes.own_text

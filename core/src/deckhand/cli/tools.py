@@ -219,7 +219,7 @@ def answer(
     note = search_note(tool)
     if note:
         shown.append(f"Note: {note}\n\n", style="bold")
-    if _own_format(tool):
+    if as_tool(tool).own_text:
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown
     found = as_tool(tool).answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its line when empty
@@ -255,13 +255,6 @@ def stale_json(tools: list[Tool]) -> dict[str, Any]:
                 "refresh": refresh_hint(tool),
             }
     return out
-
-
-def _own_format(tool: Tool) -> bool:
-    """Whether ``tool`` writes its own result text: any tool that holds no index (its ``search_text_sync`` is the
-    text agents read), or one overriding ``format_results`` outside deckhand."""
-    held = as_tool(tool)
-    return held.index is None or not type(held).format_results.__module__.startswith("deckhand.")
 
 
 def search_cmd() -> click.Command:

@@ -1,9 +1,9 @@
 """Agent tools built from configuration (``type:`` in agent.yaml).
 
 Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
-``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; :class:`ToolBase` gives what front ends
-ask of a tool beyond it defaults (:func:`as_tool` sees a tool written against the Protocol alone through it), and
-tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
+``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; :class:`ToolBase` answers what front ends
+ask of a tool beyond that, with defaults (:func:`as_tool` sees a tool written against the Protocol alone through
+it), and tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ class ToolBase:
     base_dir: Path | None = None
     #: Whether ``initialize_sync`` takes ``shard=`` and ``executor=`` (its work runs as units an executor runs).
     ingests_in_units: ClassVar[bool] = False
+    #: Whether the tool's answer text is its own presentation, shown as it is (a tool type of its own, or one that
+    #: overrides ``format_results``); False: a front end may draw its results its own way.
+    own_text: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "format_results" in vars(cls) and "own_text" not in vars(cls):
+            cls.own_text = True  # a subclass's own formatting, unless it says people may see its results drawn
 
     @property
     def top_k(self) -> int | None:

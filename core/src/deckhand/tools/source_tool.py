@@ -65,6 +65,7 @@ class SourceTool(ToolBase):
     base_dir: Path
     index: Index
     ingests_in_units = True
+    own_text = False
 
     def __init__(
         self,
