@@ -42,21 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("mcp/sdk.py", "getattr(key, 'exit_stack', None)"): "the MCP SDK's connection (2.x): when its session ends",
     ("mcp/sdk.py", "getattr(key, '_exit_stack', None)"): "the MCP SDK's session (1.x): when it ends",
     ("mcp/sdk.py", "inspect.signature(StreamableHTTPSessionManager.__init__)"): "the MCP SDK's options (1.x, 2.x)",
-    # NOT YET REMOVED (issue 41): the tool type has no base class with defaults for what the front ends ask of
-    # a tool that ingests a source; until it has, they check SourceTool, its config and its settings.
-    ("calls/catalog.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting shown as the default",
-    ("cli/retrieval_cases.py", "getattr(tool.config, 'top_k', None)"): "a top_k setting, for the report",
-    ("calls/catalog.py", "isinstance(tool, SourceTool)"): "a tool's directory (else the working directory)",
-    ("calls/source_reading.py", "isinstance(tool, SourceTool)"): "the registry a tool resolves its loaders in",
-    ("calls/toolbox.py", "isinstance(tool, SourceTool)"): "the text, change stamp, files, section ids, search note",
-    ("calls/write_calls.py", "isinstance(tool, SourceTool)"): "writes go to a tool that ingests a source",
-    ("calls/write_calls.py", "isinstance(self.tool(name), SourceTool)"): "the same, by name",
-    ("cli/eval.py", "isinstance(tool, HierarchicalDocumentTool)"): "the keyword strategy and index time reported",
-    ("cli/tools.py", "isinstance(executor, LocalExecutor)"): "an executor other than local needs a source tool",
-    ("cli/tools.py", "isinstance(tool, SourceTool)"): "shards, executors and the result text",
-    ("cli/tools.py", "isinstance(report, IndexOpened)"): "what an opening found changed under the source",
-    ("calls/status.py", "isinstance(tool, SourceTool)"): "a source shown relative to agent.yaml's folder",
-    ("cli/tools.py", "type(tool).format_results.__module__"): "a tool formatting its own results",
+    # NOT YET REMOVED (issue 41): whether a tool's search takes a filter
     ("tools/tool_io.py", "inspect.signature(tool.search_results_sync)"): "whether a tool's search takes filter",
 }
 

@@ -42,8 +42,10 @@ class FakeTool:
         self.fail_with: BaseException | None = None
         self.search_error: BaseException | None = None
         self.count_error: BaseException | None = None
-        self.answer = threading.Event()  # cleared: searches and counts wait for it (a store that does not answer)
-        self.answer.set()
+        self.store_answers = (
+            threading.Event()
+        )  # cleared: searches and counts wait for it (a store that does not answer)
+        self.store_answers.set()
         self.searching = threading.Event()
         self.ingests = 0
         self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
@@ -72,7 +74,7 @@ class FakeTool:
 
     def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
         self.searching.set()
-        assert self.answer.wait(30), "test never let the store answer"
+        assert self.store_answers.wait(30), "test never let the store answer"
         if self.search_error is not None:
             raise self.search_error
         if not self.is_initialized:
@@ -91,7 +93,7 @@ class FakeTool:
 
     @property
     def document_count(self) -> int:
-        assert self.answer.wait(30), "test never let the store answer"
+        assert self.store_answers.wait(30), "test never let the store answer"
         if self.count_error is not None:
             raise self.count_error
         return self.files if self.is_initialized else 0

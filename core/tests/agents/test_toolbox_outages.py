@@ -124,14 +124,14 @@ def test_the_listing_never_waits_on_a_store_that_does_not_answer(make_tool: Any)
     tool = make_tool()
     box = box_of(tool, retry=FAST)
     box.ingest("docs")
-    tool.answer.clear()  # the server froze: counts and searches get no answer
+    tool.store_answers.clear()  # the server froze: counts and searches get no answer
     for _ in range(3):  # and a listing does not pile up behind the one before
         began = time.monotonic()
         text, listing = box.list_tools()
         assert time.monotonic() - began < STATUS_WAIT + 0.5, "the listing waited on the store"
         assert listing.tools[0].document_count == 3, "the count read last"
         assert listing.tools[0].state == "ready", text
-    tool.answer.set()
+    tool.store_answers.set()
     _until(lambda: box.list_tools()[1].tools[0].document_count == 3)
     box.close()
 
@@ -140,14 +140,14 @@ def test_a_search_waiting_behind_one_the_store_did_not_answer_says_unreachable(m
     tool = make_tool()
     box = box_of(tool, retry=(30.0, 30.0))
     box.ingest("docs")
-    tool.answer.clear()
+    tool.store_answers.clear()
     tool.search_error = StoreConnectionError(DOWN.replace("opening collection 'docs'", "searching 'docs'"))
     first, first_out = in_thread(lambda: box.search("docs", QUERY))
     assert tool.searching.wait(5)
     second, second_out = in_thread(lambda: box.search("docs", QUERY))
     time.sleep(0.2)
     tool.searching.clear()
-    tool.answer.set()  # the deadline ends the first search
+    tool.store_answers.set()  # the deadline ends the first search
     first.join(5)
     second.join(5)
     assert not tool.searching.is_set(), "the second search asked the store again"
@@ -161,7 +161,7 @@ def test_a_search_that_cannot_take_the_tool_from_a_search_says_busy_not_ingestin
     tool = make_tool()
     box = box_of(tool, search_wait=0.2)
     box.ingest("docs")
-    tool.answer.clear()
+    tool.store_answers.clear()
     first, _ = in_thread(lambda: box.search("docs", QUERY))
     assert tool.searching.wait(5)
     with pytest.raises(CallError) as info:
@@ -169,5 +169,5 @@ def test_a_search_that_cannot_take_the_tool_from_a_search_says_busy_not_ingestin
     assert str(info.value) == (
         "docs: busy: another call of this tool did not finish within 0.2s; try again in a moment"
     )
-    tool.answer.set()
+    tool.store_answers.set()
     first.join(5)

@@ -32,7 +32,7 @@ from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
-from deckhand.tools.source_tool import SourceTool
+from deckhand.tools import as_tool
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -119,7 +119,7 @@ class _Source:
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
     #: The directory results' paths are relative to (agent.yaml's); None for a tool type of a plugin's own
-    #: (not built on ``SourceTool``), whose results show paths their own way.
+    #: with no folder of its own, whose results show paths their own way.
     base: Path | None = None
 
     def shown(self, relative: Path | None = None) -> str:
@@ -164,7 +164,7 @@ class SourceReader:
                     self._extensions[name],
                     encoding,
                     None if limit is None else int(limit),
-                    tool.base_dir if isinstance(tool, SourceTool) else None,
+                    as_tool(tool).base_dir,
                 )
             )
         return found
@@ -391,8 +391,4 @@ def _line_of(offsets: list[int], char: int) -> int:
 
 def tool_loaders(tool: Any) -> Any:
     """The loaders ``tool`` reads its files with: deckhand's own and the plugin loaders it opted in to."""
-    from deckhand.ingest.pipeline import LoaderSet
-    from deckhand.plugins import get_registry
-    from deckhand.tools.source_tool import SourceTool
-
-    return tool.loader_set() if isinstance(tool, SourceTool) else LoaderSet.from_registry(get_registry())
+    return as_tool(tool).loader_set()

@@ -10,12 +10,13 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from deckhand.calls.call_models import MemoryStatus, ToolStatus
 from deckhand.calls.slots import Slot
 from deckhand.calls.write_calls import is_writable
 from deckhand.ingest.discovery import display_path
-from deckhand.tools.source_tool import SourceTool
+from deckhand.tools import as_tool
 from deckhand.tools.tool_io import tool_function
 
 
@@ -58,11 +59,12 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
     )
 
 
-def _shown(tool: object, source: Path) -> str:
+def _shown(tool: Any, source: Path) -> str:
     """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
-    type of a plugin's own, not built on ``SourceTool``: absolute)."""
+    type with no folder of its own: absolute)."""
     path = Path(os.path.abspath(source))
-    return display_path(path, tool.base_dir) if isinstance(tool, SourceTool) else path.as_posix()
+    base = as_tool(tool).base_dir
+    return display_path(path, base) if base is not None else path.as_posix()
 
 
 def listing_text(statuses: Sequence[ToolStatus], memory: MemoryStatus | None) -> str:

@@ -70,8 +70,8 @@ from deckhand.calls.write_calls import WRITE_CALLS, WriteCalls, WriteState, entr
 from deckhand.errors import ConfigError, is_outage
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.protocols import Tool
+from deckhand.tools import as_tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.source_tool import SourceTool
 
 if TYPE_CHECKING:
     from deckhand.memory.manager import VectorMemoryManager
@@ -285,9 +285,9 @@ class Toolbox(MemoryCalls, WriteCalls):
                 # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
                 with fallback_policy(self.allow_fallback, default=False):
                     tool = slot.tool
-                    if isinstance(tool, SourceTool) and not tool.is_initialized and not force:
+                    if as_tool(tool).index is not None and not tool.is_initialized and not force:
                         # The index as the last ingest left it, first: the listing counts what it holds meanwhile.
-                        tool.open_ingested()
+                        as_tool(tool).open_ingested()
                         self._count(name, slot)
                     report = tool.initialize_sync(force)
             except Exception as exc:
@@ -350,12 +350,9 @@ class Toolbox(MemoryCalls, WriteCalls):
             tool = slot.tool
             try:
                 extra = _filter_argument(name, slot, args.filter)
-                if isinstance(tool, SourceTool):  # one pass: the results, their text, why there are none
-                    answer = tool.answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
-                    results, text = answer.results, answer.text
-                else:  # a tool type of its own: its search_text_sync is the text agents read
-                    results = list(tool.search_results_sync(args.query, args.top_k, **extra))
-                    text = tool.search_text_sync(args.query, args.top_k, **extra)
+                # One pass: the results, their text, why there are none (a tool type of its own: its own text).
+                answer = as_tool(tool).answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
+                results, text = answer.results, answer.text
                 changes = self._changes(name, slot)
             except CallError:
                 raise
@@ -382,9 +379,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
         tool of another kind, or a source too large to check on every search), read at most every
         :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
-        tool = slot.tool
-        if not isinstance(tool, SourceTool):
-            return None
+        tool = as_tool(slot.tool)
         now = time.monotonic()
         if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:
             try:
@@ -471,8 +466,8 @@ class Toolbox(MemoryCalls, WriteCalls):
         try:
             slot.count = int(slot.tool.document_count)
             slot.entries = entry_counts(slot.tool)
-            tool = slot.tool
-            slot.search_note = tool.index.search_note() if isinstance(tool, SourceTool) else None
+            index = as_tool(slot.tool).index
+            slot.search_note = index.search_note() if index is not None else None
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
             log.debug("tool %s: document_count failed: %s", name, line)
@@ -487,31 +482,22 @@ class Toolbox(MemoryCalls, WriteCalls):
         None when it cannot be read now: the tool is not ready, a call holds it for more than
         ``timeout`` seconds, its store is unreachable or failed. Read while holding the tool, like a search.
         """
-        from deckhand.tools.source_tool import SourceTool
 
         def stamp(tool: Any) -> Any:
-            return tool.index.change_stamp() if isinstance(tool, SourceTool) else ("count", int(tool.document_count))
+            index = as_tool(tool).index
+            return index.change_stamp() if index is not None else ("count", int(tool.document_count))
 
         return self._read_held(name, timeout, stamp)
 
     def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
         """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
         they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
-        from deckhand.tools.source_tool import SourceTool
-
-        return self._read_held(
-            name, timeout, lambda tool: tool.index.indexed_files() if isinstance(tool, SourceTool) else None
-        )
+        return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.indexed_files()))
 
     def section_ids(self, name: str, timeout: float) -> list[str]:
         """The section ids tool ``name``'s chunks carry (``SourceTool.section_ids``); none when they cannot be
         read now (as :meth:`change_stamp`) or the tool has none."""
-        from deckhand.tools.source_tool import SourceTool
-
-        ids = self._read_held(
-            name, timeout, lambda tool: tool.index.section_ids() if isinstance(tool, SourceTool) else []
-        )
-        return ids or []
+        return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.section_ids())) or []
 
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:
         slot = self._slot(name)
@@ -592,6 +578,12 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     def _known(self) -> str:
         return ", ".join(self._slots) or "none"
+
+
+def _index_of(tool: Any, read: Callable[[Any], T]) -> T | None:
+    """``read`` of ``tool``'s index (None: a tool that holds none)."""
+    index = as_tool(tool).index
+    return read(index) if index is not None else None
 
 
 def _filter_argument(name: str, slot: Slot, where: Any) -> dict[str, Any]:

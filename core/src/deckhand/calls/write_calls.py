@@ -49,7 +49,7 @@ from deckhand.limits import (
     MAX_TITLE_CHARS,
     MAX_URI_CHARS,
 )
-from deckhand.tools.source_tool import SourceTool
+from deckhand.tools import as_tool
 
 audit = logging.getLogger("deckhand.audit")
 audit.setLevel(logging.INFO)  # audit lines are written at the default log level too
@@ -226,7 +226,7 @@ def entry_counts(tool: Any) -> tuple[int, int] | None:
 
 
 def is_writable(tool: Any) -> bool:
-    return isinstance(tool, SourceTool) and tool.config.writable
+    return as_tool(tool).writable
 
 
 class WriteCalls:
@@ -334,12 +334,12 @@ class WriteCalls:
         found: list[AgentDocument] = []
         for name in self.tool_names:
             slot = self._slot(name)
-            tool = slot.tool
-            if not isinstance(tool, SourceTool) or not slot.ready:
+            index = as_tool(slot.tool).index
+            if index is None or not slot.ready:
                 continue
             try:
                 with self._hold(name, slot, timeout=self.search_wait):
-                    docs = [tool.index.agent_document(d.id) for d in listed(name, tool.index.entries())]
+                    docs = [index.agent_document(d.id) for d in listed(name, index.entries())]
             except Exception as exc:  # a store that cannot answer lists nothing; the listing goes on
                 audit.debug("tool %s: agent documents not listed: %s", name, self.error_line(exc))
                 continue
@@ -353,7 +353,7 @@ class WriteCalls:
             name, doc_id = parse_agent_uri(base)
         except ValueError as exc:
             raise CallError(f"uri: {exc}") from None
-        if name not in self.tool_names or not isinstance(self.tool(name), SourceTool):
+        if name not in self.tool_names or as_tool(self.tool(name)).index is None:
             raise CallError(f"uri: no tool named {name!r} holds agent documents")
         slot = self._slot(name)
         if not slot.ready:

@@ -234,8 +234,7 @@ def eval_cmd() -> click.Command:
         from deckhand.cli.progress import progress_for
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
-        from deckhand.tools import build_tool
-        from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+        from deckhand.tools import as_tool, build_tool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
         with errors():
@@ -256,7 +255,9 @@ def eval_cmd() -> click.Command:
             else:
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
-            strategy = tool.keyword_strategy if isinstance(tool, HierarchicalDocumentTool) else None
+            index = as_tool(tool).index
+            keeper = index.keeper if index is not None else None  # the side indexes of a hybrid tool
+            strategy = keeper.keyword_strategy if keeper is not None else None
             if not quiet:
                 keyword = f", keyword {strategy}" if strategy else ""
                 click.echo(f"{config.name} [{tool.provider}{keyword}]: {report.summary()}", err=True)
@@ -270,7 +271,7 @@ def eval_cmd() -> click.Command:
             "queries": len(queries),
             "ingest_seconds": round(ingest_seconds, 1),
             "tool_type": config.type,
-            "index_seconds": round(tool.index_seconds if isinstance(tool, HierarchicalDocumentTool) else 0.0, 2),
+            "index_seconds": round(keeper.seconds if keeper is not None else 0.0, 2),
             "keyword_strategy": strategy,
             "modes": [r.as_dict() for r in reports],
         }

@@ -14,6 +14,7 @@ from typing import Any
 
 from deckhand.config.models import RetrievalTestCase
 from deckhand.protocols import Tool
+from deckhand.tools import as_tool
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def run_cases(cases: list[RetrievalTestCase], tools: list[Tool]) -> list[ToolSco
         for index, case in enumerate(cases):
             if case.tool is not None and case.tool != name:
                 continue
-            k = case.top_k or getattr(tool.config, "top_k", None)
+            k = case.top_k or as_tool(tool).top_k
             ks.add(k)
             results = tool.search_results_sync(case.query, case.top_k)
             ranks = [r.rank for r in results if any(matches(r.source, e) for e in case.expected_sources)]

@@ -22,16 +22,14 @@ from deckhand.config.loading import load_agent_config, resolve_executor
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
-from deckhand.ingest.executor import Executor, LocalExecutor
-from deckhand.ingest.freshness import SourceChanges
+from deckhand.ingest.executor import LOCAL, Executor
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
 from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
-from deckhand.tools import build_tool
+from deckhand.tools import as_tool, build_tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.source_tool import IndexOpened, SourceTool
 from deckhand.tools.tool_io import refuse_filter, takes_filter
 
 log = logging.getLogger("deckhand")
@@ -100,11 +98,11 @@ def initialize_tools(
     every tool that ingests a source (None: ``local``). True if any file failed."""
     any_failed = False
     for tool in tools:
-        if shard is not None and not isinstance(tool, SourceTool):
+        if shard is not None and not as_tool(tool).ingests_in_units:
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) cannot ingest a shard; leave out --shard"
             )
-        if executor is not None and not isinstance(executor, LocalExecutor) and not isinstance(tool, SourceTool):
+        if executor is not None and not as_tool(tool).ingests_in_units:
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) ingests in this process only; "
                 "use --executor local or --tool to leave it out"
@@ -112,7 +110,7 @@ def initialize_tools(
     for tool in tools:
         progress = (displays or {}).get(tool.config.name)
         sharded: dict[str, Any] = {"shard": shard} if shard is not None else {}
-        if executor is not None and isinstance(tool, SourceTool):
+        if executor is not None and as_tool(tool).ingests_in_units:
             sharded["executor"] = executor
         if not refresh and not force:
             report = tool.open_sync()  # (and what changed since the last ingest: a walk and a stat per file)
@@ -126,7 +124,7 @@ def initialize_tools(
             store = f" [{tool.provider}]" if tool.provider else ""
             # Each skipped or failed file already had its one warning line from the pipeline's log.
             click.echo(f"{printable(tool.config.name)}{store}: {report.summary()}", err=True)
-            note = tool.index.search_note() if isinstance(tool, SourceTool) else None
+            note = search_note(tool)
             if note:  # the graph builds after the report (this process waits for it before exiting)
                 click.echo(f"{printable(tool.config.name)}: {note}", err=True)
     return any_failed
@@ -183,7 +181,8 @@ def ingest_cmd() -> click.Command:
             config = load_config(config_path)
             # The global config is looked up from the agent's directory, as its database is.
             choice, origin = resolve_executor(executor_name, config.executor, config_path, config_path.resolve().parent)
-            executor = build_executor(get_registry(), choice, origin)
+            built = build_executor(get_registry(), choice, origin)  # its options checked, even local's
+            executor = None if choice.name == LOCAL else built  # None: in this process, as every tool ingests
             displays: dict[str, Display | None] = {t.name: progress_for(t.name, quiet=quiet) for t in config.tools}
             tools = build_tools(config, config_path, tool_names, displays.get)
             with closing(tools):
@@ -214,17 +213,16 @@ def answer(
     some tools take (``filter``), passed only when given."""
     extra = extra or {}
     shown = Text()
-    stale = stale_changes(tool)
+    stale = as_tool(tool).opened_changes()
     if stale is not None:
         shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
-    note = tool.index.search_note() if isinstance(tool, SourceTool) else None
+    note = search_note(tool)
     if note:
         shown.append(f"Note: {note}\n\n", style="bold")
-    if _own_format(tool):
+    if as_tool(tool).own_text:
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown
-    assert isinstance(tool, SourceTool)  # _own_format: every other tool writes its own text
-    found = tool.answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its own line when empty
+    found = as_tool(tool).answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its line when empty
     if not found.results:
         shown.append(found.text)
         return shown
@@ -232,13 +230,10 @@ def answer(
     return shown
 
 
-def stale_changes(tool: Tool) -> SourceChanges | None:
-    """What changed under ``tool``'s source since its last ingest, as its opening found (None: nothing changed,
-    not checked, or the index was ingested in this process)."""
-    report = tool.last_report
-    if isinstance(report, IndexOpened) and report.changes is not None and report.changes.total:
-        return report.changes
-    return None
+def search_note(tool: Tool) -> str | None:
+    """What a person should know of ``tool``'s index before its results (None: nothing, or no index)."""
+    index = as_tool(tool).index
+    return index.search_note() if index is not None else None
 
 
 def refresh_hint(tool: Tool) -> str:
@@ -250,7 +245,7 @@ def stale_json(tools: list[Tool]) -> dict[str, Any]:
     """``search --json``'s ``stale-sources`` entry: each tool whose source changed since its last ingest."""
     out: dict[str, Any] = {}
     for tool in tools:
-        changes = stale_changes(tool)
+        changes = as_tool(tool).opened_changes()
         if changes is not None:
             out[tool.config.name] = {
                 "added": changes.added,
@@ -260,14 +255,6 @@ def stale_json(tools: list[Tool]) -> dict[str, Any]:
                 "refresh": refresh_hint(tool),
             }
     return out
-
-
-def _own_format(tool: Tool) -> bool:
-    """Whether ``tool`` writes its own result text: any tool not built on :class:`SourceTool` (its
-    ``search_text_sync`` is the text agents read), or one overriding ``format_results`` outside deckhand."""
-    if not isinstance(tool, SourceTool):
-        return True
-    return not type(tool).format_results.__module__.startswith("deckhand.")
 
 
 def search_cmd() -> click.Command:

@@ -1,28 +1,116 @@
 """Agent tools built from configuration (``type:`` in agent.yaml).
 
 Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
-``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; tools that ingest a
-source share :class:`deckhand.tools.source_tool.SourceTool`.
+``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; :class:`ToolBase` answers what front ends
+ask of a tool beyond that, with defaults (:func:`as_tool` sees a tool written against the Protocol alone through
+it), and tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
+from deckhand.bases import _adapt
 from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.errors import ConfigError, PluginError
 from deckhand.ingest.unit import FileWorker, PipelineDescription, context_step
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Tool
 from deckhand.registration import ToolFactory
+from deckhand.tools.answers import Answer, Empty, SearchOptions
+from deckhand.tools.tool_io import format_results
+from deckhand.types import SearchResult
 
 if TYPE_CHECKING:
+    from deckhand.filters.spec import FilterInput
+    from deckhand.index.opened_index import Index
+    from deckhand.ingest.freshness import SourceChanges
+    from deckhand.ingest.pipeline import LoaderSet
     from deckhand.protocols import Progress
 
-__all__ = ["Tool", "ToolFactory", "build_tool", "build_worker"]
+#: A query with nothing asked beside its text.
+NO_OPTIONS = SearchOptions()
+
+__all__ = ["Tool", "ToolBase", "ToolFactory", "as_tool", "build_tool", "build_worker"]
+
+
+class ToolBase:
+    """What front ends ask of a tool beyond :class:`~deckhand.protocols.Tool`, with the defaults of a tool that
+    holds no index and ingests no source (:class:`~deckhand.tools.source_tool.SourceTool` overrides them)."""
+
+    config: ToolConfigBase
+    #: The opened collection the tool answers from (None: it holds none).
+    index: Index | None = None
+    #: The folder the tool's relative paths are taken from (None: it has none).
+    base_dir: Path | None = None
+    #: Whether ``initialize_sync`` takes ``shard=`` and ``executor=`` (its work runs as units an executor runs).
+    ingests_in_units: ClassVar[bool] = False
+    #: Whether the tool's answer text is its own presentation, shown as it is (a tool type of its own, or one that
+    #: overrides ``format_results``); False: a front end may draw its results its own way.
+    own_text: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "format_results" in vars(cls) and "own_text" not in vars(cls):
+            cls.own_text = True  # a subclass's own formatting, unless it says people may see its results drawn
+
+    @property
+    def top_k(self) -> int | None:
+        """The configured result count (None: the tool's configuration sets none)."""
+        value = vars(self.config).get("top_k")
+        return value if isinstance(value, int) else None
+
+    @property
+    def writable(self) -> bool:
+        """Whether agents may add documents to the tool (``writable: true``)."""
+        return False
+
+    def loader_set(self) -> LoaderSet:
+        """The loaders the tool reads files with (default: every registered one)."""
+        from deckhand.ingest.pipeline import LoaderSet
+
+        return LoaderSet.from_registry(get_registry())
+
+    def open_ingested(self) -> object:
+        """Open what a complete ingestion left, reading no source (default: nothing to open)."""
+        return None
+
+    def source_changes(self) -> SourceChanges | None:
+        """What changed under the source since the last ingest (None: not known)."""
+        return None
+
+    def opened_changes(self) -> SourceChanges | None:
+        """What changed under the source since the last ingest, as opening the index found (None: nothing changed,
+        not checked, or the index was ingested in this process)."""
+        return None
+
+    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+        raise NotImplementedError
+
+    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+        raise NotImplementedError
+
+    def format_results(self, results: Sequence[SearchResult]) -> str:
+        """The text agents read for ``results``: the contract's result text."""
+        return format_results(list(results))
+
+    def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
+        """The results for ``query`` and the text agents read for them: by default the tool's own search text (a
+        tool written against the Protocol alone chose how its answer reads)."""
+        extra: dict[str, FilterInput] = {} if options.filter is None else {"filter": options.filter}
+        results = list(self.search_results_sync(query, options.top_k, **extra))
+        text = self.search_text_sync(query, options.top_k, **extra)
+        empty = None if results else Empty.FILTERED_OUT if extra else Empty.NOTHING
+        return Answer(results, text, empty=empty)
+
+
+def as_tool(tool: Tool) -> ToolBase:
+    """``tool`` with :class:`ToolBase`'s members (itself when it subclasses it)."""
+    return tool if isinstance(tool, ToolBase) else _adapt(ToolBase, tool)
 
 
 def build_tool(

@@ -59,6 +59,7 @@ class HierarchicalDocumentTool(RankedTool):
     """Hybrid (dense + keyword + exact) search over structured documents, as an agent tool."""
 
     config: HierarchicalDocumentToolConfig
+    own_text = False  # its format_results is the text agents read; people see the results drawn
 
     @property
     def keyword_strategy(self) -> str | None:

@@ -15,9 +15,9 @@ from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
 from deckhand.retrieval.engine import Hit, Ranking, SearchSettings
 from deckhand.similarity import off_topic_below, unrelated_below
+from deckhand.tools import NO_OPTIONS
 from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.contextual import ContextualChunks
-from deckhand.tools.source_tool import NO_OPTIONS
 from deckhand.types import SearchResult
 
 

@@ -43,17 +43,17 @@ from deckhand.plugins import Component, PluginRegistry, get_registry
 from deckhand.protocols import Chunker, Reranker, VectorStore
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
+from deckhand.tools import NO_OPTIONS, ToolBase
 from deckhand.tools.answers import Answer, Empty, SearchOptions
-from deckhand.tools.tool_io import SearchResult, format_results, function_definition, refuse_filter, takes_filter
+from deckhand.tools.tool_io import SearchResult, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Vector
 
 __all__ = ["CHECK_CHUNKS", "IndexOpened", "SourceTool"]
 
 log = logging.getLogger("deckhand")
-NO_OPTIONS = SearchOptions()
 
 
-class SourceTool:
+class SourceTool(ToolBase):
     """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``).
 
     A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
@@ -62,6 +62,10 @@ class SourceTool:
     """
 
     config: SourceToolConfig
+    base_dir: Path
+    index: Index
+    ingests_in_units = True
+    own_text = False
 
     def __init__(
         self,
@@ -91,6 +95,11 @@ class SourceTool:
     def keyword_factory(self) -> KeywordFactory | None:
         """What builds the keyword index of the side indexes hybrid queries read (None: none are kept)."""
         return None
+
+    @property
+    def writable(self) -> bool:
+        """Whether agents may add documents to the tool (``writable: true``)."""
+        return self.config.writable
 
     @property
     def is_initialized(self) -> bool:
@@ -262,6 +271,12 @@ class SourceTool:
             report.seconds["check"] = time.perf_counter() - clock
         return report
 
+    def opened_changes(self) -> SourceChanges | None:
+        """What :meth:`check_opened` found changed under the source (None: nothing, or not only opened)."""
+        report = self.last_report
+        changes = report.changes if isinstance(report, IndexOpened) else None
+        return changes if changes is not None and changes.total else None
+
     def build_chunker(self, embedder: CachedEmbedder) -> Chunker:
         """The configured chunker (``chunker:``) on ``embedder``'s tokenizer (this loads the model)."""
         component, options = self._chunker_component(embedder)
@@ -395,10 +410,6 @@ class SourceTool:
         expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``.
         """
         raise NotImplementedError
-
-    def format_results(self, results: Sequence[SearchResult]) -> str:
-        """The text agents read for ``results`` (what :meth:`search` returns)."""
-        return format_results(list(results))
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
         """What :meth:`search` says when nothing was found."""

@@ -23,8 +23,8 @@ from deckhand.mcp.sdk import transport_security
 from deckhand.mcp.transports import DEFAULT_HOST, MAX_BODY, TOKEN_ENV, BearerAuth, HttpAddress, bearer_token, bind
 from deckhand.memory.decisions import StoredDecision
 from deckhand.redaction import redact, register_secret
+from deckhand.tools import as_tool
 from deckhand.tools.answers import SearchOptions
-from deckhand.tools.source_tool import SourceTool
 from deckhand.tools.tool_io import takes_filter
 from deckhand.types import FileState, Record, SearchResult, VectorCoordinate
 
@@ -51,11 +51,11 @@ __all__ = [
     "SearchArguments",
     "SearchOptions",
     "SearchResult",
-    "SourceTool",
     "StoredDecision",
     "ToolScore",
     "Toolbox",
     "VectorCoordinate",
+    "as_tool",
     "bearer_token",
     "bind",
     "config_option",

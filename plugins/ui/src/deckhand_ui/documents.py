@@ -17,7 +17,7 @@ from deckhand_ui.core_api import (
     CallError,
     DeleteArguments,
     Record,
-    SourceTool,
+    as_tool,
     is_writable,
 )
 from deckhand_ui.search import place_of
@@ -85,7 +85,7 @@ def files_page(bench: Workbench, params: Any) -> dict[str, Any]:
     try:
         box, name = _source_tool(bench, side)
         with box.using(name) as tool:
-            if not isinstance(tool, SourceTool):
+            if as_tool(tool).index is None:
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             every, manifest = bench.files.of(side, tool)
             context["writable"] = is_writable(tool)
@@ -145,7 +145,7 @@ def document_page(bench: Workbench, params: Any) -> dict[str, Any]:
     try:
         box, name = _source_tool(bench, side)
         with box.using(name) as tool:
-            if not isinstance(tool, SourceTool):
+            if as_tool(tool).index is None:
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             state = bench.files.of(side, tool)[1].get(source)  # the kept manifest: no read of every file's row
             if state is None:

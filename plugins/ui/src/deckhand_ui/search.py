@@ -13,7 +13,7 @@ from deckhand_ui.core_api import (
     SearchArguments,
     SearchOptions,
     SearchResult,
-    SourceTool,
+    as_tool,
     parse_expressions,
     takes_filter,
 )
@@ -134,18 +134,14 @@ def ask(bench: Workbench, side: str, query: str, top_k: int | None, where: Any) 
     try:
         box, name = bench.side(side)
         args = SearchArguments.model_validate({"query": query, "top_k": top_k, "filter": where})
-        extra = {"filter": args.filter} if args.filter is not None else {}
         with box.using(name) as tool:
-            if extra and not takes_filter(tool):
+            if args.filter is not None and not takes_filter(tool):
                 raise CallError(f"{name}: this tool's search takes no filter; search without one")
             try:
-                if isinstance(tool, SourceTool):  # one pass: the results, or why there are none
-                    answer = tool.answer(args.query, SearchOptions(args.top_k, args.filter))
-                    results = answer.results
-                    if not results:
-                        column.explanation = box.redact(answer.text)
-                else:
-                    results = list(tool.search_results_sync(args.query, args.top_k, **extra))
+                answer = as_tool(tool).answer(args.query, SearchOptions(args.top_k, args.filter))  # or why none
+                results = answer.results
+                if not results:
+                    column.explanation = box.redact(answer.text)
             except Exception as exc:
                 raise CallError(f"{name}: {box.error_line(exc)}") from None
         words = terms(args.query)

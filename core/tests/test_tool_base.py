@@ -1,0 +1,81 @@
+""":class:`deckhand.tools.ToolBase`: what front ends ask of any tool, answered by a tool built on ``SourceTool``
+and, through :func:`deckhand.tools.as_tool`, by the defaults for a tool written against the Protocol alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deckhand.tools import ToolBase, as_tool
+from deckhand.tools.answers import Empty, SearchOptions
+from deckhand.types import SearchResult
+
+
+@dataclass
+class PlainConfig:
+    name: str = "plain"
+    type: str = "plain"
+    top_k: int = 4
+
+
+class PlainTool:
+    """A plugin's tool type of its own: it writes its own answer text and holds no index."""
+
+    def __init__(self) -> None:
+        self.config = PlainConfig()
+        self.searched: list[tuple[str, int | None, Any]] = []
+
+    def search_results_sync(self, query: str, top_k: int | None = None, **extra: Any) -> list[SearchResult]:
+        self.searched.append((query, top_k, extra.get("filter")))
+        if query == "nothing":
+            return []
+        return [SearchResult(rank=1, score=0.5, source="plain.txt", chunk_index=0, content=query)]
+
+    def search_text_sync(self, query: str, top_k: int | None = None, **extra: Any) -> str:
+        return f"plain says: {query}"
+
+
+def test_a_plain_tool_gets_the_defaults_of_a_tool_with_no_index() -> None:
+    tool = as_tool(PlainTool())  # type: ignore[arg-type]
+    assert isinstance(tool, ToolBase)
+    assert tool.index is None and tool.base_dir is None and not tool.ingests_in_units and not tool.writable
+    assert tool.top_k == 4  # its configuration's setting
+    assert tool.source_changes() is None and tool.open_ingested() is None and tool.opened_changes() is None
+    assert ".md" in tool.loader_set().extensions  # every registered loader
+
+
+def test_a_plain_tool_answers_in_its_own_text() -> None:
+    plain = PlainTool()
+    found = as_tool(plain).answer("anchors", SearchOptions(top_k=2))  # type: ignore[arg-type]
+    assert [r.content for r in found.results] == ["anchors"] and found.empty is None
+    assert found.text == "plain says: anchors"
+    empty = as_tool(plain).answer("nothing", SearchOptions(filter={"path": "*.md"}))  # type: ignore[arg-type]
+    assert empty.results == [] and empty.empty is Empty.FILTERED_OUT and empty.text == "plain says: nothing"
+    assert plain.searched == [("anchors", 2, None), ("nothing", None, {"path": "*.md"})]
+
+
+def test_a_source_tool_is_its_own_base(tmp_path: Path) -> None:
+    from deckhand.config.models import VectorStoreToolConfig
+    from deckhand.tools.vectorstore_tool import VectorStoreTool
+
+    config = VectorStoreToolConfig(type="vectorstore", name="docs", source="docs", top_k=7)
+    tool = VectorStoreTool(config, base_dir=tmp_path)
+    assert as_tool(tool) is tool
+    assert tool.index is not None and tool.base_dir == tmp_path.resolve() and tool.ingests_in_units
+    assert tool.top_k == 7 and not tool.writable
+
+
+def test_a_tool_that_formats_its_own_results_is_shown_in_its_own_text() -> None:
+    """The CLI shows a tool's own text where it chose how its results read, and draws them otherwise."""
+    from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
+    from deckhand.tools.source_tool import SourceTool
+    from deckhand.tools.vectorstore_tool import VectorStoreTool
+
+    class Notes(VectorStoreTool):
+        def format_results(self, results: Any) -> str:
+            return "notes"
+
+    assert as_tool(PlainTool()).own_text  # type: ignore[arg-type]
+    assert not SourceTool.own_text and not VectorStoreTool.own_text and not HierarchicalDocumentTool.own_text
+    assert Notes.own_text
