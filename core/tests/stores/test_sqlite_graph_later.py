@@ -150,3 +150,20 @@ def test_rows_written_after_the_flat_snapshot_are_searched_too(tmp_path: Path, m
     _same_answers(store, exact, _clustered(10, seed=3))
     assert exact.search(vectors[450], 1)[0].record.id == store.search(vectors[450], 1)[0].record.id
     assert all(h.record.source != "doc2.md" for h in store.search(vectors[45], 10))
+
+
+def test_the_flat_marker_is_never_written_or_read_through_a_link(tmp_path: Path) -> None:
+    """A link where the flat snapshot's marker goes is refused, and the file it points at is left as it was."""
+    from deckhand.stores.sqlite import flat as sqlite_flat
+
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(sqlite_flat.MAGIC)
+    marker = tmp_path / "index.sqlite.c1g1.flat"
+    marker.symlink_to(outside)
+    with pytest.raises(OSError):
+        sqlite_flat.write_marker(marker)
+    assert outside.read_bytes() == sqlite_flat.MAGIC
+    assert not sqlite_flat.readable(marker)  # it names a real marker, but through a link
+    real = tmp_path / "real.flat"
+    sqlite_flat.write_marker(real)
+    assert sqlite_flat.readable(real)

@@ -41,10 +41,10 @@ import numpy.typing as npt
 import deckhand.stores.sqlite.flat as sqlite_flat
 import deckhand.stores.sqlite.ivf_files as sqlite_ivf
 from deckhand.paths import is_link, open_no_link, refuse_link
-from deckhand.stores.sqlite.flat import FlatView
+from deckhand.stores.sqlite.flat import FlatView, RowMatrix
 from deckhand.stores.sqlite.ivf_files import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.page_cache import MatrixFile, recache_in_pages
+from deckhand.stores.sqlite.page_cache import recache_in_pages
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -135,22 +135,17 @@ def companions(graph: Path) -> tuple[Path, Path]:
     return graph.with_name(f"{stem}.vectors.npy"), graph.with_name(f"{stem}.rows.npy")
 
 
-class GraphView:
+class GraphView(RowMatrix):
     """A recorded graph, memory-mapped read-only, and its float32 matrix read by rows
     (:class:`~deckhand.stores.sqlite.page_cache.MatrixFile`: an unfiltered search maps none of it)."""
 
     def __init__(self, path: Path, state: AnnState, settings: SQLiteOptions) -> None:
         from usearch.index import Index, ScalarKind
 
-        self.path, self.state = path, state
         meta = Index.metadata(str(path))
         if not meta:
             raise OSError(f"{path.name} is not a usearch index")
-        vectors_file, rows_file = companions(path)
-        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
-        self.matrix = MatrixFile(vectors_file)
-        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
-            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+        super().__init__(path, state, *companions(path))
         #: A graph over sign bits (``b1``) is searched with the query's sign bits.
         self.binary = meta["kind_scalar"] == ScalarKind.B1
         # searches only: without the key → slot table, mapping a million-node graph takes half the time
@@ -172,14 +167,6 @@ class GraphView:
             return np.zeros(0, dtype=np.int64)
         matches = self.index.search(encode(query, binary=self.binary), count)
         return np.asarray(matches.keys, dtype=np.int64)
-
-    def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
-        """Those of ``rows`` (sorted) the snapshot holds, and their stored float32 vectors."""
-        positions = np.searchsorted(self.rows, rows)
-        inside = positions < self.rows.shape[0]
-        positions, rows = positions[inside], rows[inside]
-        held = self.rows[positions] == rows
-        return rows[held], self.matrix.take(positions[held])
 
 
 #: An opened snapshot: the store asks it for candidates and their float32 vectors.

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deckhand.paths import open_no_link
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.sqlite.page_cache import MatrixFile
 from deckhand.types import Metric
@@ -32,33 +33,50 @@ _BLOCK = 16_384
 
 
 def write_marker(path: Path) -> None:
-    """Write (and sync) the marker file that names a flat snapshot."""
-    with open(path, "wb") as handle:
+    """Write (and sync) the marker file that names a flat snapshot (never through a link)."""
+    with open(open_no_link(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as handle:
         handle.write(MAGIC)
         handle.flush()
         os.fsync(handle.fileno())
 
 
 def readable(path: Path) -> bool:
-    """Whether ``path`` is a flat snapshot's marker."""
+    """Whether ``path`` is a flat snapshot's marker (a link is not)."""
     try:
-        with open(path, "rb") as handle:
+        with open(open_no_link(path, os.O_RDONLY), "rb") as handle:
             return handle.read(len(MAGIC) + 1) == MAGIC
     except OSError:
         return False
 
 
-class FlatView:
+class RowMatrix:
+    """A recorded snapshot's row numbers (sorted) and their float32 matrix, read by rows; what a graph and a flat
+    snapshot share."""
+
+    def __init__(self, path: Path, state: Any, vectors_file: Path, rows_file: Path) -> None:
+        self.path, self.state = path, state
+        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
+        self.matrix = MatrixFile(vectors_file)
+        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
+            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+
+    def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
+        """Those of ``rows`` (sorted) the snapshot holds, and their stored float32 vectors."""
+        positions = np.searchsorted(self.rows, rows)
+        inside = positions < self.rows.shape[0]
+        positions, rows = positions[inside], rows[inside]
+        held = self.rows[positions] == rows
+        return rows[held], self.matrix.take(positions[held])
+
+
+class FlatView(RowMatrix):
     """A recorded flat snapshot: every row of its matrix scanned exactly per query, a block at a time."""
 
     def __init__(self, path: Path, state: Any, vectors_file: Path, rows_file: Path, metric: Metric) -> None:
         if not readable(path):
             raise OSError(f"{path.name} is not a flat index")
-        self.path, self.state, self.metric = path, state, metric
-        self.rows: IntArray = np.load(rows_file, mmap_mode="r")
-        self.matrix = MatrixFile(vectors_file)
-        if self.matrix.shape[0] != self.rows.shape[0] or self.rows.shape[0] != state.size:
-            raise ValueError(f"{vectors_file.name} does not match {path.name}")
+        super().__init__(path, state, vectors_file, rows_file)
+        self.metric = metric
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of the ``count`` nearest vectors, best first (exact)."""
@@ -80,11 +98,3 @@ class FlatView:
         positions, keys = np.concatenate(best_rows), np.concatenate(best_keys)
         top = np.argsort(-keys, kind="stable")[:count]
         return np.asarray(self.rows[positions[top]], dtype=np.int64)
-
-    def vectors(self, rows: IntArray) -> tuple[IntArray, npt.NDArray[np.float32]]:
-        """Those of ``rows`` (sorted) the snapshot holds, and their stored float32 vectors."""
-        positions = np.searchsorted(self.rows, rows)
-        inside = positions < self.rows.shape[0]
-        positions, rows = positions[inside], rows[inside]
-        held = self.rows[positions] == rows
-        return rows[held], self.matrix.take(positions[held])
