@@ -5,6 +5,7 @@ prefers and wherever in its chunk the token stands, on the in-memory store (BM25
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,19 @@ def test_an_identifier_is_indexed_whole_and_by_its_parts_the_same_way_everywhere
 def test_prose_is_not_taken_for_identifiers() -> None:
     assert not any(identifier_shaped(w) for w in ["retry", "Where", "HTTP", "URLs", "4.2", "2024", "e", "built-in"])
     assert identifier_words("Where is the service? It retries, then stops.") == []
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["a" * 1_000_000 + "-", "a" * 1_000_000 + "É", "a-" * 500_000, "aB" * 500_000, "x." * 500_000 + "!"],
+    ids=["run-then-connector", "run-then-non-ascii-capital", "connectors", "camel", "dotted"],
+)
+def test_a_megabyte_token_is_analysed_in_linear_time(token: str) -> None:
+    """The identifier patterns start only where a run of letters starts: tried again inside a long run that
+    cannot match, they were quadratic (a 40,000-letter token took 32 s; this megabyte would take hours)."""
+    started = time.perf_counter()
+    identifier_words(token)
+    assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize("strategy", ["bm25", "tantivy"])

@@ -54,10 +54,12 @@ def words(text: str) -> list[str]:
 #: Characters that join the parts of a compound identifier (a dot only joins: the split keeps dotted words).
 CONNECTORS = "._-/@:+"
 #: A compound identifier: letters and digits joined by connectors (``parse_args``, ``ERR-4521``, a UUID,
-#: ``bob@example.com``, ``https://example.com/a``), or a ticket number (``#1234``).
-COMPOUND = re.compile(r"#\d+(?![^\W_])|[^\W_]+(?:[._\-/@:+]+[^\W_]+)+")
+#: ``bob@example.com``, ``https://example.com/a``), or a ticket number (``#1234``). Both patterns start only where
+#: a run of letters and digits starts (the look-behind): the same matches, but a search tried again inside a long
+#: run that cannot match made them quadratic (a 20,000-letter token ending in ``-`` took 6 s).
+COMPOUND = re.compile(r"#\d+(?![^\W_])|(?<![^\W_])[^\W_]+(?:[._\-/@:+]+[^\W_]+)+")
 #: A word with a case change inside: ``getValue``, ``ParseArgs``, ``HTTPTransport``.
-CAMEL = re.compile(r"[^\W_]*(?:[a-z0-9][A-Z]|[A-Z]{2}[a-z])[^\W_]*")
+CAMEL = re.compile(r"(?<![^\W_])[^\W_]*(?:[a-z0-9][A-Z]|[A-Z]{2}[a-z])[^\W_]*")
 #: The parts of a CamelCase word: ``HTTPTransport`` → ``HTTP``, ``Transport``.
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
