@@ -15,7 +15,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +27,7 @@ from deckhand.embedding.minilm_onnx import (
     TOKEN_BUDGET,
     MiniLMOnnxEmbedder,
     WordPieceTokenizer,
+    graph_key,
     open_session,
 )
 from deckhand.errors import EmbeddingError
@@ -98,16 +98,7 @@ class FolderEmbedder(MiniLMOnnxEmbedder):
             per_token=self.precision == "int8",
             gelu=config.gelu,
         )
-        stat = weights_path.stat()
-        identity = f"{weights_path}:{stat.st_size}:{stat.st_mtime_ns}"
-        key = graph_cache.cache_key(
-            [
-                Path(minilm_graph.__file__).read_bytes(),
-                Path(model_folder.__file__).read_bytes(),
-                identity,
-                repr({**graph.__dict__, "quantize": sorted(graph.quantize)}),
-            ]
-        )
+        key = graph_key(weights_path, graph, minilm_graph, model_folder)
 
         def build() -> bytes:
             tensors, _ = model_folder.read_safetensors(weights_path)
@@ -116,12 +107,11 @@ class FolderEmbedder(MiniLMOnnxEmbedder):
             )
             return minilm_graph.build_model(weights, graph, name=f"{folder.name}-fused")
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1 if self._per_text else self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
         self._session = open_session(
-            lambda: graph_cache.cached_graph("bert", key, build), options, providers, f"{folder} on {self.device}"
+            lambda: graph_cache.cached_graph("bert", key, build),
+            1 if self._per_text else self.threads,
+            providers,
+            f"{folder} on {self.device}",
         )
         # The id recorded with the vectors: the folder's name and what changes its vectors.
         recipe = "|".join(

@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -232,25 +233,36 @@ def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | byt
     """The fused graph for ``options``: a file in the per-user graph cache, else built (~0.6 s) and cached."""
     from deckhand.embedding import minilm_graph, onnx_proto
 
-    stat = weights_path.stat()
-    key = graph_cache.cache_key(
-        [
-            Path(minilm_graph.__file__).read_bytes(),
-            Path(onnx_proto.__file__).read_bytes(),
-            f"{weights_path.name}:{stat.st_size}:{stat.st_mtime_ns}",
-            repr({**options.__dict__, "quantize": sorted(options.quantize)}),
-        ]
-    )
+    key = graph_key(weights_path, options, minilm_graph, onnx_proto, identity=weights_path.name)
     return graph_cache.cached_graph(
         "minilm", key, lambda: minilm_graph.build_model(minilm_graph.read_weights(weights_path.read_bytes()), options)
     )
 
 
-def open_session(make: Callable[[], Path | bytes], options: Any, providers: list[Any], what: str) -> Any:
-    """An onnxruntime session on the graph ``make`` gives (a cached file is dropped and rebuilt once when it
-    fails to load); an :class:`EmbeddingError` naming ``what`` when it cannot be loaded."""
+def graph_key(
+    weights_path: Path, options: minilm_graph.GraphOptions, *builders: ModuleType, identity: str | None = None
+) -> str:
+    """The graph cache's key: the ``builders``' source, the weights file (``identity``, default its path, with
+    its size and time) and the graph options."""
+    stat = weights_path.stat()
+    return graph_cache.cache_key(
+        [
+            *(Path(str(module.__file__)).read_bytes() for module in builders),
+            f"{identity or weights_path}:{stat.st_size}:{stat.st_mtime_ns}",
+            repr({**options.__dict__, "quantize": sorted(options.quantize)}),
+        ]
+    )
+
+
+def open_session(make: Callable[[], Path | bytes], threads: int, providers: list[Any], what: str) -> Any:
+    """An onnxruntime session on ``threads`` threads on the graph ``make`` gives (a cached file is dropped and
+    rebuilt once when it fails to load); an :class:`EmbeddingError` naming ``what`` when it cannot be loaded."""
     import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
     compiled = make()
     try:
         try:
@@ -325,12 +337,11 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             masked=not self._per_text,
             per_token=self.precision == "int8",
         )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1 if self._per_text else self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
         self._session = open_session(
-            lambda: _graph(weights_path, graph), options, providers, f"the MiniLM model on {self.device}"
+            lambda: _graph(weights_path, graph),
+            1 if self._per_text else self.threads,
+            providers,
+            f"the MiniLM model on {self.device}",
         )
         self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
         self._pool_executor: ThreadPoolExecutor | None = None
