@@ -20,7 +20,7 @@ import socket
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -250,19 +250,8 @@ class BearerAuth:
             delay = self._refused(client)
             if delay > 0:
                 await self._sleep(delay)
-            body = json.dumps({"error": "missing or invalid bearer token"}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="deckhand"'),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            challenge = [(b"www-authenticate", b'Bearer realm="deckhand"')]
+            await _send_json(send, 401, {"error": "missing or invalid bearer token"}, challenge)
             return
         if self._failures and scope["type"] == "http":
             self._failures.pop(client, None)
@@ -351,9 +340,14 @@ class Utf8Bodies:
 
 
 async def _json_error(send: Any, status: int, code: int, message: str, ident: str | int | None = None) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await _send_json(send, status, {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+
+
+async def _send_json(send: Any, status: int, payload: Any, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    """Answer an HTTP request with ``payload`` as JSON (and ``headers``)."""
+    body = json.dumps(payload).encode()
+    fields = [(b"content-type", b"application/json"), *headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": body})
 
 
