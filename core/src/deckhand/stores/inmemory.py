@@ -14,17 +14,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from deckhand.bases import StoreBase
-from deckhand.errors import DimensionMismatchError, StoreError
+from deckhand.errors import DimensionMismatchError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.brute_force import top_k
+from deckhand.stores.scaffolding import OpenCollection
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 
 _INITIAL_CAPACITY = 1024
 
 
-class InMemoryStore(StoreBase):
+class InMemoryStore(OpenCollection):
     """A volatile collection: records, their vectors and the ingestion manifest.
 
     Each instance is its own collection: a second instance (another connection) starts
@@ -75,12 +75,6 @@ class InMemoryStore(StoreBase):
 
     def close(self) -> None:
         """Nothing to release; the data stays until the object is garbage collected."""
-
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError("collection is not open: call open() first")
-        return self._spec
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
@@ -188,11 +182,7 @@ class InMemoryStore(StoreBase):
     ) -> list[SearchHit]:
         with self._lock:
             n = self._size
-            query = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if query.size != self.spec.dimension:
-                raise DimensionMismatchError(
-                    f"query has {query.size} dimensions; collection {self.collection!r} stores {self.spec.dimension}"
-                )
+            query = self._query_vector(vector)
             if n == 0 or k <= 0:
                 return []
             mask = self._alive[:n].copy()
