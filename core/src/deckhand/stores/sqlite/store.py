@@ -49,7 +49,7 @@ import deckhand.stores.sqlite.record_log as record_log
 import deckhand.stores.sqlite.record_writes as writes
 import deckhand.stores.sqlite.side_index_files as side_indexes
 import deckhand.stores.sqlite.transactions as transactions
-from deckhand.errors import DimensionMismatchError, IndexCorruptError
+from deckhand.errors import IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.scaffolding import OpenCollection
@@ -270,15 +270,11 @@ class SQLiteStore(OpenCollection):
         sources: Sequence[str] | None = None,
         where: Filter | None = None,
     ) -> list[SearchHit]:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._read() as (conn, found):
             view = self._ann.view(conn, found)
             matrix = self._refresh(conn, found, view.state.last_row if view is not None else 0)
             spec = self.spec
-            if query.size != spec.dimension:
-                raise DimensionMismatchError(
-                    f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
-                )
+            query = self._query_vector(vector)
             if matrix is None or found is None or k <= 0:
                 return []
             allowed: IntArray | None = None
