@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from deckhand.errors import DimensionMismatchError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.brute_force import top_k
@@ -79,7 +78,7 @@ class InMemoryStore(OpenCollection):
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
         with self._lock:
-            vectors = self._check(records)
+            vectors = self._vectors(records)
             for record, vector in zip(records, vectors, strict=True):
                 row = self._row_of.get(record.id)
                 if row is not None:
@@ -88,7 +87,7 @@ class InMemoryStore(OpenCollection):
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
         with self._lock:
-            vectors = self._check(records)  # validate everything before touching anything
+            vectors = self._vectors(records)  # validate everything before touching anything
             for row in list(self._rows_by_source.get(source, ())):
                 self._kill(row)
             for record, vector in zip(records, vectors, strict=True):
@@ -108,24 +107,6 @@ class InMemoryStore(OpenCollection):
     def set_file_state(self, state: FileState) -> None:
         with self._lock:
             self._manifest[state.source] = state
-
-    def _check(self, records: Sequence[Record]) -> Vector:
-        dim = self.spec.dimension
-        if not records:
-            return np.zeros((0, dim), dtype=np.float32)
-        try:
-            vectors = np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
-        except ValueError:
-            bad = next(r for r in records if np.asarray(r.vector).size != dim)
-            raise DimensionMismatchError(
-                f"record {bad.id!r} has a {np.asarray(bad.vector).size}-dimensional vector; collection "
-                f"{self.collection!r} stores {dim} dimensions"
-            ) from None
-        if vectors.shape[1] != dim:
-            raise DimensionMismatchError(
-                f"vectors have {vectors.shape[1]} dimensions; collection {self.collection!r} stores {dim}"
-            )
-        return vectors
 
     def _append(self, record: Record, vector: Vector) -> None:
         if self._size == self._matrix.shape[0]:
