@@ -20,7 +20,7 @@ import socket
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +29,7 @@ from deckhand.errors import ConfigError
 from deckhand.mcp import sdk
 from deckhand.mcp.jsonrpc_errors import too_deep
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper, send_json
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -251,7 +251,7 @@ class BearerAuth:
             if delay > 0:
                 await self._sleep(delay)
             challenge = [(b"www-authenticate", b'Bearer realm="deckhand"')]
-            await _send_json(send, 401, {"error": "missing or invalid bearer token"}, challenge)
+            await send_json(send, 401, {"error": "missing or invalid bearer token"}, challenge)
             return
         if self._failures and scope["type"] == "http":
             self._failures.pop(client, None)
@@ -340,15 +340,7 @@ class Utf8Bodies:
 
 
 async def _json_error(send: Any, status: int, code: int, message: str, ident: str | int | None = None) -> None:
-    await _send_json(send, status, {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
-
-
-async def _send_json(send: Any, status: int, payload: Any, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    """Answer an HTTP request with ``payload`` as JSON (and ``headers``)."""
-    body = json.dumps(payload).encode()
-    fields = [(b"content-type", b"application/json"), *headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": fields})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
 def http_app(
