@@ -166,10 +166,10 @@ def global_config_paths(cwd: Path | None = None, home: Path | None = None) -> li
 
 def load_global_config(cwd: Path | None = None, home: Path | None = None) -> tuple[GlobalConfig, Path | None]:
     """The first existing global config file and its parsed content (empty if none exists)."""
-    return next(_global_configs(cwd, home), (GlobalConfig(), None))
+    return next(global_configs(cwd, home), (GlobalConfig(), None))
 
 
-def _global_configs(cwd: Path | None, home: Path | None) -> Iterator[tuple[GlobalConfig, Path]]:
+def global_configs(cwd: Path | None, home: Path | None) -> Iterator[tuple[GlobalConfig, Path]]:
     """Each existing global config file, parsed, in precedence order."""
     for path in global_config_paths(cwd, home):
         if path.is_file():
@@ -190,7 +190,7 @@ def resolve_database(
     """
     if tool_database is not None:
         return tool_database, "tool configuration"
-    for config, path in _global_configs(cwd, home):
+    for config, path in global_configs(cwd, home):
         if config.vectorstore is not None:
             return config.vectorstore, str(path)
     return DatabaseConfig(provider=DEFAULT_STORE), f"default ({DEFAULT_STORE}, in the state directory)"
@@ -216,7 +216,7 @@ def resolve_executor(
         return ComponentChoice(name=name, options={"address": address} if sep else {}), "--executor"
     if configured is not None:
         return configured, str(agent_file)
-    for config, path in _global_configs(cwd, home):
+    for config, path in global_configs(cwd, home):
         if config.executor is not None:
             return config.executor, str(path)
     return ComponentChoice(name=DEFAULT_EXECUTOR), "default (local)"
