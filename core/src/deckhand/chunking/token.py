@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from deckhand.bases import ChunkerBase, as_tokenizer
 from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.protocols import Tokenizer
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
 
-class TokenChunkerOptions(BaseModel):
+class TokenChunkerOptions(StrictModel):
     """Options of the ``token`` chunker (``chunker: {name: token, ...}``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks.")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.embedding.devices import onnx_providers
 from deckhand.embedding.minilm_onnx import (
@@ -28,15 +28,14 @@ from deckhand.embedding.minilm_onnx import (
     graph_key,
 )
 from deckhand.errors import EmbeddingError
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Vector
 
 NAME = "bert"
 
 
-class FolderEmbedderOptions(BaseModel):
+class FolderEmbedderOptions(StrictModel):
     """Settings of the ``bert`` embedder (a model folder)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(
         default="", description="The model folder (config.json, tokenizer, model.safetensors); or write bert:<folder>"

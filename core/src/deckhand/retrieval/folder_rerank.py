@@ -16,20 +16,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import RerankerBase
 from deckhand.embedding.devices import onnx_providers
 from deckhand.embedding.minilm_onnx import MAX_TOKENS, graph_key, open_session
 from deckhand.errors import RerankError
+from deckhand.tool_entry import StrictModel
 
 NAME = "bert-cross-encoder"
 
 
-class FolderRerankerOptions(BaseModel):
+class FolderRerankerOptions(StrictModel):
     """Settings of the ``bert-cross-encoder`` reranker."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1, description="Cross-encoder model folder, relative to agent.yaml's directory")
     max_length: int | None = Field(default=None, ge=16, le=MAX_TOKENS, description="Tokens per pair (default 512)")
