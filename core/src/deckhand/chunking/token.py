@@ -62,7 +62,7 @@ class TokenChunker(ChunkerBase):
         can (``iter_token_spans``), so memory does not grow with the document, and the pipeline can
         embed the first chunks of a huge file while the rest are still being cut."""
         text = document.text
-        spans = self._spans(text)
+        spans = self._stream.iter_token_spans(text)
         window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]
         if not window:
             return
@@ -85,6 +85,3 @@ class TokenChunker(ChunkerBase):
             del window[:step]
             window.append(following)
             window.extend(span for _, span in zip(range(self.chunk_size - len(window)), spans, strict=False))
-
-    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
-        return self._stream.iter_token_spans(text)
