@@ -78,7 +78,7 @@ class InMemoryStore(OpenCollection):
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
         with self._lock:
-            vectors = self._vectors(records)
+            vectors = self._checked_vectors(records)
             for record, vector in zip(records, vectors, strict=True):
                 row = self._row_of.get(record.id)
                 if row is not None:
@@ -87,7 +87,7 @@ class InMemoryStore(OpenCollection):
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
         with self._lock:
-            vectors = self._vectors(records)  # validate everything before touching anything
+            vectors = self._checked_vectors(records)  # validate everything before touching anything
             for row in list(self._rows_by_source.get(source, ())):
                 self._kill(row)
             for record, vector in zip(records, vectors, strict=True):

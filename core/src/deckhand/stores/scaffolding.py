@@ -2,7 +2,7 @@
 
 * :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
   raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` and
-  :meth:`~OpenCollection._vectors` check a query's and records' sizes against it.
+  :meth:`~OpenCollection._checked_vectors` check a query's and records' sizes against it.
 * :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
   server store takes (``url, collection, *, index_name, options``); a store names its options model
   (:meth:`~ServerStore._default_options`, :meth:`~ServerStore._parse_options`) and connects in
@@ -59,7 +59,7 @@ class OpenCollection(StoreBase):
             )
         return query
 
-    def _vectors(self, records: Sequence[Record]) -> Vector:
+    def _checked_vectors(self, records: Sequence[Record]) -> Vector:
         """The records' vectors as one float32 matrix, after checking each has the collection's dimension."""
         dim = self.spec.dimension
         for record in records:

@@ -15,8 +15,8 @@ BATCH = 500
 
 
 def insert(conn: sqlite3.Connection, found: Collection, records: Sequence[Record], vectors: Vector) -> None:
-    """Add ``records`` (with ``vectors``, checked by :meth:`~deckhand.stores.scaffolding.OpenCollection._vectors`)
-    under the collection's next rows."""
+    """Add ``records`` under the collection's next rows, with ``vectors`` (checked by
+    :meth:`~deckhand.stores.scaffolding.OpenCollection._checked_vectors`)."""
     if not records:
         return
     first = next_row(conn, found)

@@ -200,13 +200,13 @@ class SQLiteStore(OpenCollection):
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
-        vectors = self._vectors(records)
+        vectors = self._checked_vectors(records)
         with self._write() as (conn, found):
             writes.delete_ids(conn, found, [r.id for r in records])
             writes.insert(conn, found, records, vectors)
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
-        vectors = self._vectors(records)  # validate everything before touching anything
+        vectors = self._checked_vectors(records)  # validate everything before touching anything
         with self._write() as (conn, found):
             writes.delete_source(conn, found, source)
             writes.delete_ids(conn, found, [r.id for r in records])
