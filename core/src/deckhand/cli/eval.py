@@ -10,6 +10,7 @@ of its best chunk. Figures are BEIR's
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -249,10 +250,7 @@ def eval_cmd() -> click.Command:
             chosen = _modes(modes, TOOL_TYPES[config.type], config.type)
             progress = progress_for(config.name, quiet=quiet)
             tool = build_tool(config, base_dir=Path.cwd(), progress=progress)
-            if progress is not None:
-                with progress:
-                    report = tool.initialize_sync(force_ingest=force_ingest)
-            else:
+            with progress or contextlib.nullcontext():
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
             index = as_tool(tool).index

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import click
 
@@ -19,6 +20,7 @@ from deckhand.cli.common import (
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_USAGE,
+    config_option,
     configure_logging,
     quiet_option,
     verbose_option,
@@ -40,16 +42,9 @@ COMMAND_MODULES = [
 @click.version_option(__version__, prog_name="deckhand")
 @verbose_option
 @quiet_option
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Agent configuration file (default: ./agent.yaml).",
-)
+@config_option
 @click.pass_context
-def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) -> None:
+def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: Path | None) -> None:
     """deckhand: retrieval tools and long-term memory for AI agents.
 
     `deckhand mcp` serves them to MCP clients (Claude, VS Code, Cursor, ...).
@@ -62,13 +57,7 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, config_path: str | None) 
 
 def _attach() -> None:
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # that command group is not part of this build
-            raise
-        module.register(cli)
+        importlib.import_module(name).register(cli)
     from deckhand.cli.plugin_commands import attach
 
     attach(cli)

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,18 +45,17 @@ def _handles_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from deckhand.memory.memory_errors import CoordinateValidationError, QueryError, VectorMemoryError
 
-        codes = common
         ctx = click.get_current_context()
         try:
             return func(*args, **kwargs)
         except (ConfigError, ComponentNotFoundError) as exc:
-            _fail(ctx, str(exc), codes.EXIT_CONFIG)
+            _fail(ctx, str(exc), common.EXIT_CONFIG)
         except (CoordinateValidationError, QueryError) as exc:
-            _fail(ctx, str(exc), codes.EXIT_USAGE)
+            _fail(ctx, str(exc), common.EXIT_USAGE)
         except VectorMemoryError as exc:
-            _fail(ctx, str(exc), codes.EXIT_ERROR)
+            _fail(ctx, str(exc), common.EXIT_ERROR)
         except ValueError as exc:
-            _fail(ctx, str(exc), codes.EXIT_USAGE)
+            _fail(ctx, str(exc), common.EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
 
@@ -133,29 +131,22 @@ def _range(name: str, text: str | None) -> tuple[int, int] | None:
     """``"3"`` → (3, 3), ``"1-10"`` or ``"1..10"`` → (1, 10)."""
     if text is None:
         return None
-    parts = text.replace("..", "-").split("-")
     try:
-        values = [int(p) for p in parts]
+        values = [int(p) for p in text.replace("..", "-").split("-")]
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a number or a range such as 1-10", param_hint=name) from None
-    if len(values) == 1:
-        return (values[0], values[0])
-    if len(values) == 2:
-        return (values[0], values[1])
-    raise click.BadParameter(f"{text!r} is not a number or a range such as 1-10", param_hint=name)
+        values = []
+    if len(values) not in (1, 2):
+        raise click.BadParameter(f"{text!r} is not a number or a range such as 1-10", param_hint=name)
+    return (values[0], values[-1])
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-coordinate_arguments = [
-    click.argument("x", type=int),
-    click.argument("y", type=int),
-    click.argument("z", type=int),
-]
 
 
 def _with_coordinate(func: F) -> F:
-    for decorator in reversed(coordinate_arguments):
-        func = decorator(func)
+    """The arguments X Y Z."""
+    for name in ("z", "y", "x"):
+        func = click.argument(name, type=int)(func)
     return func
 
 
@@ -411,7 +402,3 @@ def load_cmd(ctx: click.Context, as_json: bool) -> None:
 def register(cli: click.Group) -> None:
     """Attach ``deckhand memory`` to the main command group."""
     cli.add_command(memory)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(memory())

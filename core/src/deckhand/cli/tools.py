@@ -114,11 +114,9 @@ def initialize_tools(
             sharded["executor"] = executor
         if not refresh and not force:
             report = tool.open_sync()  # (and what changed since the last ingest: a walk and a stat per file)
-        elif progress is not None:
-            with progress:
-                report = tool.initialize_sync(force_ingest=force, **sharded)
         else:
-            report = tool.initialize_sync(force_ingest=force, **sharded)
+            with progress or contextlib.nullcontext():
+                report = tool.initialize_sync(force_ingest=force, **sharded)
         any_failed |= bool(report.failed)
         if not quiet:
             store = f" [{tool.provider}]" if tool.provider else ""

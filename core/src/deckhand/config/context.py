@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 
 from deckhand.config.component_choices import options_follow, registry_of, resolve_component, validate_options
 from deckhand.config.tool_fields import StrictModel
 from deckhand.plugins import Component, PluginRegistry
-
-
-def contextual_shorthand(data: Any) -> Any:
-    """``contextual_embeddings: true|false`` is short for ``{enabled: true|false}`` (a tool config's
-    before-validator calls this)."""
-    if isinstance(data, dict) and isinstance(data.get("contextual_embeddings"), bool):
-        data = {**data, "contextual_embeddings": {"enabled": data["contextual_embeddings"]}}
-    return data
 
 
 class ContextualEmbeddingsConfig(StrictModel):
@@ -46,3 +38,12 @@ class ContextualEmbeddingsConfig(StrictModel):
         """The context generator and the keyword options its factory gets (besides ``base_dir``)."""
         component = resolve_component(registry, "context_generator", self.generator, ("generator",))
         return component, validate_options(component, self.options, ("options",), context=context)
+
+
+def _enabled_shorthand(value: Any) -> Any:
+    """``contextual_embeddings: true|false`` is short for ``{enabled: true|false}``."""
+    return {"enabled": value} if isinstance(value, bool) else value
+
+
+#: A source tool's ``contextual_embeddings`` field: the settings, or a bare ``true``/``false``.
+ContextualEmbeddings = Annotated[ContextualEmbeddingsConfig, BeforeValidator(_enabled_shorthand)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from deckhand.config.component_choices import (
     Choice,
@@ -19,7 +19,7 @@ from deckhand.config.component_choices import (
     raise_errors,
     resolve_choice,
 )
-from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
+from deckhand.config.context import ContextualEmbeddings, ContextualEmbeddingsConfig
 from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_field, similarity_floor_field
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.plugins import Component, PluginRegistry
@@ -85,13 +85,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     min_similarity_score: float | None = similarity_floor_field("Hybrid modes: a result only dense search found needs")
 
     results: ResultsMode = results_field(FOCUSED)
-    contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _contextual_shorthand(cls, data: Any) -> Any:
-        return contextual_shorthand(data)
-
+    contextual_embeddings: ContextualEmbeddings = Field(default_factory=ContextualEmbeddingsConfig)
     keyword_strategy: Choice = choice_field(
         "keyword_strategy",
         AUTO,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -165,11 +166,14 @@ def global_config_paths(cwd: Path | None = None, home: Path | None = None) -> li
 
 def load_global_config(cwd: Path | None = None, home: Path | None = None) -> tuple[GlobalConfig, Path | None]:
     """The first existing global config file and its parsed content (empty if none exists)."""
+    return next(global_configs(cwd, home), (GlobalConfig(), None))
+
+
+def global_configs(cwd: Path | None, home: Path | None) -> Iterator[tuple[GlobalConfig, Path]]:
+    """Each existing global config file, parsed, in precedence order."""
     for path in global_config_paths(cwd, home):
         if path.is_file():
-            data = interpolate(read_yaml(path), path)
-            return validate(GlobalConfig, data, path), path
-    return GlobalConfig(), None
+            yield validate(GlobalConfig, interpolate(read_yaml(path), path), path), path
 
 
 def resolve_database(
@@ -186,11 +190,9 @@ def resolve_database(
     """
     if tool_database is not None:
         return tool_database, "tool configuration"
-    for path in global_config_paths(cwd, home):
-        if path.is_file():
-            config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
-            if config.vectorstore is not None:
-                return config.vectorstore, str(path)
+    for config, path in global_configs(cwd, home):
+        if config.vectorstore is not None:
+            return config.vectorstore, str(path)
     return DatabaseConfig(provider=DEFAULT_STORE), f"default ({DEFAULT_STORE}, in the state directory)"
 
 
@@ -214,9 +216,7 @@ def resolve_executor(
         return ComponentChoice(name=name, options={"address": address} if sep else {}), "--executor"
     if configured is not None:
         return configured, str(agent_file)
-    for path in global_config_paths(cwd, home):
-        if path.is_file():
-            config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
-            if config.executor is not None:
-                return config.executor, str(path)
+    for config, path in global_configs(cwd, home):
+        if config.executor is not None:
+            return config.executor, str(path)
     return ComponentChoice(name=DEFAULT_EXECUTOR), "default (local)"

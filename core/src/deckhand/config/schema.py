@@ -151,11 +151,8 @@ def _options_by_selector(
     """``options`` (and, for stores, ``connection_string``) follow the component ``selector`` names."""
     rules = []
     for component in registry.list(selector["kind"]):  # type: ignore[arg-type]
-        then: dict[str, Any] = {}
-        if component.options is not None:
-            then.setdefault("properties", {})[selector["field"]] = {"$ref": ref_of[component.options]}
-        else:
-            then.setdefault("properties", {})[selector["field"]] = {"type": "object", "maxProperties": 0}
+        options = {"$ref": ref_of[component.options]} if component.options else {"type": "object", "maxProperties": 0}
+        then: dict[str, Any] = {"properties": {selector["field"]: options}}
         if component.url_schemes:
             pattern = "^(" + "|".join(s.replace(".", r"\.").replace("+", r"\+") for s in component.url_schemes) + ")"
             then["properties"]["connection_string"] = {"type": "string", "pattern": pattern}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from deckhand.config.component_choices import Choice, choice_field
-from deckhand.config.context import ContextualEmbeddingsConfig, contextual_shorthand
+from deckhand.config.context import ContextualEmbeddings, ContextualEmbeddingsConfig
 from deckhand.config.tool_fields import SourceToolConfig
 
 
@@ -23,12 +23,7 @@ class VectorStoreToolConfig(SourceToolConfig):
     chunker: Choice = choice_field(
         "chunker", "token", "Chunker plugin: a name, or {name: NAME, ...options}; default token."
     )
-    contextual_embeddings: ContextualEmbeddingsConfig = Field(default_factory=ContextualEmbeddingsConfig)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _contextual_shorthand(cls, data: Any) -> Any:
-        return contextual_shorthand(data)
+    contextual_embeddings: ContextualEmbeddings = Field(default_factory=ContextualEmbeddingsConfig)
 
     def check_chunker_settings(self, takes: set[str]) -> None:
         if {"chunk_size", "chunk_overlap"} <= takes and self.chunk_overlap >= self.chunk_size:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import ContextGeneratorBase
 from deckhand.context.structural import structural_context
@@ -52,7 +52,6 @@ class LLMContextSettings(ChatSettings):
     """Settings of the ``llm`` context generator: an OpenAI-compatible chat-completions endpoint (or Azure
     OpenAI) as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     placeholders = ("document", "chunk")
 
     model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")

@@ -14,18 +14,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import ContextGeneratorBase
 from deckhand.chunking.headings import Heading
 from deckhand.chunking.structure import chain_at, outline
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
 
-class StructuralContextOptions(BaseModel):
+class StructuralContextOptions(StrictModel):
     """Options of the ``structural`` generator (``contextual_embeddings.options``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: bool = Field(default=False, description="Start each context with the file's path (e.g. docs/cli/run.md).")
     lead: bool = Field(

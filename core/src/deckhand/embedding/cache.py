@@ -159,10 +159,7 @@ class CachedEmbedder(EmbedderBase):
         known = self.cache.get_many(self.model_id, list(set(hashes))) if self.cache else {}
         # a vector of another length was cached under this model id before its dimension setting changed
         known = {h: v for h, v in known.items() if v.shape[0] == self.dimension}
-        missing: dict[bytes, str] = {}
-        for h, t in zip(hashes, texts, strict=True):
-            if h not in known and h not in missing:
-                missing[h] = t
+        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in known}  # (one text per hash)
         if missing:
             known.update(self._embed_missing(list(missing.keys()), list(missing.values())))
         return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)

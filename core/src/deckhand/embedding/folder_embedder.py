@@ -13,33 +13,29 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.embedding.devices import onnx_providers
 from deckhand.embedding.minilm_onnx import (
-    GPU_TOKEN_BUDGET,
     MAX_TOKENS,
     PRECISIONS,
-    TOKEN_BUDGET,
     MiniLMOnnxEmbedder,
     WordPieceTokenizer,
-    open_session,
+    graph_key,
 )
 from deckhand.errors import EmbeddingError
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Vector
 
 NAME = "bert"
 
 
-class FolderEmbedderOptions(BaseModel):
+class FolderEmbedderOptions(StrictModel):
     """Settings of the ``bert`` embedder (a model folder)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(
         default="", description="The model folder (config.json, tokenizer, model.safetensors); or write bert:<folder>"
@@ -90,39 +86,19 @@ class FolderEmbedder(MiniLMOnnxEmbedder):
         self.pool = False
         self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
         self._tokenizer = WordPieceTokenizer(model_folder.read_tokenizer(folder, config.do_lower_case))
-        self._per_text = self.device == "cpu"
-        graph = minilm_graph.GraphOptions(
-            quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
-            attention="mha" if self._per_text else "fused",
-            masked=not self._per_text,
-            per_token=self.precision == "int8",
-            gelu=config.gelu,
-        )
-        stat = weights_path.stat()
-        identity = f"{weights_path}:{stat.st_size}:{stat.st_mtime_ns}"
-        key = graph_cache.cache_key(
-            [
-                Path(minilm_graph.__file__).read_bytes(),
-                Path(model_folder.__file__).read_bytes(),
-                identity,
-                repr({**graph.__dict__, "quantize": sorted(graph.quantize)}),
-            ]
-        )
 
-        def build() -> bytes:
-            tensors, _ = model_folder.read_safetensors(weights_path)
-            weights = model_folder.bert_weights(
-                tensors, config, int8=self.precision == "int8", token_types=False, where=weights_path
-            )
-            return minilm_graph.build_model(weights, graph, name=f"{folder.name}-fused")
+        def graph_file(graph: minilm_graph.GraphOptions) -> Path | bytes:
+            def build() -> bytes:
+                tensors, _ = model_folder.read_safetensors(weights_path)
+                weights = model_folder.bert_weights(
+                    tensors, config, int8=self.precision == "int8", token_types=False, where=weights_path
+                )
+                return minilm_graph.build_model(weights, graph, name=f"{folder.name}-fused")
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1 if self._per_text else self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session = open_session(
-            lambda: graph_cache.cached_graph("bert", key, build), options, providers, f"{folder} on {self.device}"
-        )
+            key = graph_key(weights_path, graph, minilm_graph, model_folder)
+            return graph_cache.cached_graph("bert", key, build)
+
+        self._open(providers, graph_file, f"{folder} on {self.device}", gelu=config.gelu)
         # The id recorded with the vectors: the folder's name and what changes its vectors.
         recipe = "|".join(
             [
@@ -136,9 +112,6 @@ class FolderEmbedder(MiniLMOnnxEmbedder):
         self.model_id = (
             f"{folder.name}-{self.pooling}-{self.precision}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
         )
-        self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
-        self._pool_executor = None
-        self._lock = threading.Lock()
 
     def _pool_rows(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         if self.pooling == "cls":

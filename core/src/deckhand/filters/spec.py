@@ -249,14 +249,10 @@ def _file_type(raw: str) -> str:
 
 
 def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
-    out = []
     given = spec.model_dump(exclude_none=True, by_alias=False)
     if not given:
         raise FilterError(f"metadata.{key}: no operator given; use eq, in, ne, lt, lte, gt, gte, glob or exists")
-    for name, value in given.items():
-        op = Op.EQ if name == "in_" else Op(name)
-        out.append(condition(key, op, _listed(value)))
-    return out
+    return [condition(key, Op.EQ if name == "in_" else Op(name), _listed(value)) for name, value in given.items()]
 
 
 def filter_validation_line(exc: ValidationError) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
@@ -61,12 +62,12 @@ def refusal(line: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError) as exc:
         return _error(None, PARSE_ERROR, f"Parse error: not JSON ({exc or 'nested too deeply'})")
     ident = _id_of(value)
-    surrogate = _lone_surrogate(value)
+    surrogate = lone_surrogate(value)
     if surrogate is not None:
         return _error(
             ident,
             PARSE_ERROR,
-            f"Parse error: a string holds the lone UTF-16 surrogate \\u{surrogate:04x}; send a valid pair or the "
+            f"Parse error: a string holds the lone UTF-16 surrogate \\u{surrogate[1]:04x}; send a valid pair or the "
             "character itself",
         )
     if isinstance(value, list):
@@ -145,28 +146,27 @@ def _id_of(value: Any) -> str | int | None:
     ident = value.get("id")
     if isinstance(ident, bool) or not isinstance(ident, (str, int)):
         return None
-    if isinstance(ident, str) and _lone_surrogate(ident) is not None:
+    if isinstance(ident, str) and lone_surrogate(ident) is not None:
         return None
     return ident
 
 
-def _lone_surrogate(value: Any, depth: int = 0) -> int | None:
-    """The code point of the first unpaired surrogate in any string (keys included) of ``value``."""
-    if depth > 200:
-        return None
+def lone_surrogate(value: Any, path: str = "", depth: int = 0) -> tuple[str, int] | None:
+    """The first string (or key) of ``value`` holding an unpaired UTF-16 surrogate: where it is (``a.b[2]``;
+    ``argument`` for the whole value, ``argument name`` for a top-level key) and the surrogate's code point."""
     if isinstance(value, str):
-        for ch in value:
-            if 0xD800 <= ord(ch) <= 0xDFFF:
-                return ord(ch)
-        return None
-    items: list[Any] = []
-    if isinstance(value, dict):
-        items = [*value.keys(), *value.values()]
-    elif isinstance(value, list):
-        items = value
-    for item in items:
-        found = _lone_surrogate(item, depth + 1)
-        if found is not None:
+        return next(((path or "argument", ord(c)) for c in value if 0xD800 <= ord(c) <= 0xDFFF), None)
+    children: Iterable[tuple[Any, str]] = ()
+    if isinstance(value, dict) and depth < MAX_MESSAGE_DEPTH:
+        children = (
+            pair
+            for key, item in value.items()
+            for pair in ((key, path or "argument name"), (item, f"{path}.{key}" if path else str(key)))
+        )
+    elif isinstance(value, list) and depth < MAX_MESSAGE_DEPTH:
+        children = ((item, f"{path}[{i}]") for i, item in enumerate(value))
+    for child, where in children:
+        if (found := lone_surrogate(child, where, depth + 1)) is not None:
             return found
     return None
 

@@ -18,8 +18,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 from deckhand.calls.call_models import CallError
 from deckhand.calls.result_pages import budget_chars
-from deckhand.calls.source_reading import SourceReader, file_uri, mime_type
-from deckhand.calls.write_calls import WriteCalls
+from deckhand.calls.source_reading import Passage, SourceReader, file_uri, mime_type
+from deckhand.calls.write_calls import AgentPassage, WriteCalls
 from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET, MAX_URI_CHARS
 from deckhand.mcp import sdk
@@ -118,24 +118,17 @@ class Resources:
         The text fits the result budget, cut at a line boundary; a cut read's content carries, in
         ``_meta["deckhand/nextUri"]``, the URI of the rest (the next line to the range's end).
         """
-        if self.agent is not None and is_agent_source(uri):
-            return self._read_agent(uri)
+        passage: Passage | AgentPassage
         try:
-            passage = self.reader.read(uri, max_lines=READ_LINES, max_chars=self.max_chars)
+            if self.agent is not None and is_agent_source(uri):
+                passage = self.agent.read_agent(uri, max_chars=self.max_chars, max_lines=READ_LINES)
+                mime = "text/markdown"
+            else:
+                passage = self.reader.read(uri, max_lines=READ_LINES, max_chars=self.max_chars)
+                mime = passage.mime_type
         except CallError as exc:
             raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
-        content: dict[str, Any] = {"uri": uri, "mimeType": passage.mime_type, "text": passage.text}
-        if passage.next_uri is not None:
-            content["_meta"] = {NEXT_URI: passage.next_uri}
-        return {"contents": [content]}
-
-    def _read_agent(self, uri: str) -> dict[str, Any]:
-        assert self.agent is not None
-        try:
-            passage = self.agent.read_agent(uri, max_chars=self.max_chars, max_lines=READ_LINES)
-        except CallError as exc:
-            raise sdk.resource_error(RESOURCE_NOT_FOUND, str(exc)) from None
-        content: dict[str, Any] = {"uri": uri, "mimeType": "text/markdown", "text": passage.text}
+        content: dict[str, Any] = {"uri": uri, "mimeType": mime, "text": passage.text}
         if passage.next_uri is not None:
             content["_meta"] = {NEXT_URI: passage.next_uri}
         return {"contents": [content]}
@@ -146,15 +139,9 @@ class Resources:
         Only files the reader would serve are offered (never outside the source, no hidden or unindexed
         files), sorted, at most :data:`MAX_COMPLETIONS`; the wire form's ``completion`` object.
         """
-        values: list[str] = []
-        more = False
-        if len(prefix) > MAX_URI_CHARS or len(template) > MAX_URI_CHARS or "\0" in prefix:
-            return {"values": values, "hasMore": more}
-        tool = next((t["name"] for t in self.templates() if t["uriTemplate"] == template), None)
-        root = self.reader.root(tool) if tool is not None and argument == "path" else None
-        if root is not None:
-            values, more = self._paths(tool or "", root, prefix)
-        return {"values": values, "hasMore": more}
+        found = len(template) <= MAX_URI_CHARS and argument == "path"
+        tool = next((t["name"] for t in self.templates() if t["uriTemplate"] == template), None) if found else None
+        return self.complete_path(tool, prefix) if tool is not None else {"values": [], "hasMore": False}
 
     def complete_path(self, tool: str, prefix: str) -> dict[str, Any]:
         """The ``completion`` object of files ``tool`` serves whose path under its source starts with ``prefix``."""

@@ -27,6 +27,7 @@ from deckhand.calls.toolbox import Toolbox
 from deckhand.calls.write_calls import writable_tools
 from deckhand.limits import LimitExceeded, check_shape
 from deckhand.mcp import sdk
+from deckhand.mcp.jsonrpc_errors import lone_surrogate
 from deckhand.mcp.prompts import Prompts
 from deckhand.mcp.resources import Resources, link_items
 from deckhand.redaction import redact
@@ -132,9 +133,9 @@ class DeckhandMcpServer:
             check_shape(arguments, "arguments")
         except LimitExceeded as exc:
             return _error(f"{name}: {exc}")
-        where = _lone_surrogate(arguments)
-        if where is not None:  # valid JSON, but no text a tool can encode (the SDK 1.x lets it through)
-            return _error(f"{name}: {where}: holds a lone UTF-16 surrogate; send valid text")
+        surrogate = lone_surrogate(arguments)
+        if surrogate is not None:  # valid JSON, but no text a tool can encode (the SDK 1.x lets it through)
+            return _error(f"{name}: {surrogate[0]}: holds a lone UTF-16 surrogate; send valid text")
         progress = _Progress(report) if op.reports_progress else None
         try:
             text, data = await in_daemon_thread(op.call, arguments, progress.listener if progress else None)
@@ -185,25 +186,6 @@ class DeckhandMcpServer:
                 "deckhand_delete removes one an agent added."
             )
         return " ".join(parts)
-
-
-def _lone_surrogate(value: Any, path: str = "") -> str | None:
-    """The argument path of the first string (or key) holding an unpaired surrogate, or None."""
-    if isinstance(value, str):
-        return (path or "argument") if any(0xD800 <= ord(c) <= 0xDFFF for c in value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _lone_surrogate(key, path or "argument name") or _lone_surrogate(
-                item, f"{path}.{key}" if path else str(key)
-            )
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _lone_surrogate(item, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,25 +199,14 @@ class SessionKeeper:
 
 async def _busy(send: Any, limit: int) -> None:
     """HTTP 503 with a JSON-RPC error: every session is in use."""
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {
-                "code": -32000,
-                "message": f"too many sessions: all {limit} are busy; retry in a moment or raise --max-sessions",
-            },
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", b"1"),
-            ],
-        }
-    )
+    message = f"too many sessions: all {limit} are busy; retry in a moment or raise --max-sessions"
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+    await send_json(send, 503, error, [(b"retry-after", b"1")])
+
+
+async def send_json(send: Any, status: int, payload: Any, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    """Answer an HTTP request with ``payload`` as JSON (and ``headers``)."""
+    body = json.dumps(payload).encode()
+    fields = [(b"content-type", b"application/json"), *headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": fields})
     await send({"type": "http.response.body", "body": body})

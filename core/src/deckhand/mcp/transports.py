@@ -29,7 +29,7 @@ from deckhand.errors import ConfigError
 from deckhand.mcp import sdk
 from deckhand.mcp.jsonrpc_errors import too_deep
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper
+from deckhand.mcp.sessions import IDLE_TIMEOUT, MAX_SESSIONS, SessionKeeper, send_json
 
 log = logging.getLogger("deckhand.mcp")
 
@@ -250,19 +250,8 @@ class BearerAuth:
             delay = self._refused(client)
             if delay > 0:
                 await self._sleep(delay)
-            body = json.dumps({"error": "missing or invalid bearer token"}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="deckhand"'),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            challenge = [(b"www-authenticate", b'Bearer realm="deckhand"')]
+            await send_json(send, 401, {"error": "missing or invalid bearer token"}, challenge)
             return
         if self._failures and scope["type"] == "http":
             self._failures.pop(client, None)
@@ -351,10 +340,7 @@ class Utf8Bodies:
 
 
 async def _json_error(send: Any, status: int, code: int, message: str, ident: str | int | None = None) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
 def http_app(

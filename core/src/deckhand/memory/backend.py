@@ -9,6 +9,7 @@ coordinate; the manager does validation, immutability, indexing and queries.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 
 from deckhand.types import ScanEntry, SyncResult, VectorCoordinate
@@ -18,19 +19,10 @@ __all__ = ["ScanEntry", "SyncResult", "describe_ranges", "sync_message"]
 
 def _runs(values: Iterable[int]) -> str:
     """``[1, 2, 3, 5, 7, 8]`` → ``"1-3,5,7-8"``."""
-    ordered = sorted(set(values))
     parts: list[str] = []
-    start = prev = None
-    for v in ordered:
-        if start is None:
-            start = prev = v
-        elif prev is not None and v == prev + 1:
-            prev = v
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    for _, group in itertools.groupby(enumerate(sorted(set(values))), lambda item: item[1] - item[0]):
+        run = [value for _, value in group]  # consecutive values: their offset from the position is constant
+        parts.append(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}")
     return ",".join(parts)
 
 

@@ -181,13 +181,4 @@ class ContentIndex:
             for key in self.matching(term):
                 counts[key] = counts.get(key, 0) + 1
         needed = len(terms) if match_all else 1
-        by_count: dict[int, list[Key]] = {}
-        for key, n in counts.items():
-            if n >= needed:
-                by_count.setdefault(n, []).append(key)
-        hits: list[tuple[Key, int]] = []
-        for n in sorted(by_count, reverse=True):
-            keys = by_count[n]
-            keys.sort()
-            hits.extend(zip(keys, [n] * len(keys), strict=True))
-        return hits
+        return sorted(((key, n) for key, n in counts.items() if n >= needed), key=lambda hit: (-hit[1], hit[0]))

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deckhand.config.loading import global_config_paths, interpolate, load_agent_config, read_yaml, validate
-from deckhand.config.models import GlobalConfig, MemoryConfig
+from deckhand.config.loading import global_configs, load_agent_config
+from deckhand.config.models import MemoryConfig
 from deckhand.memory.manager import VectorMemoryManager
 
 #: Agent id used when neither the configuration nor the caller names one.
@@ -50,11 +50,9 @@ def resolve_memory_config(
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     layers: list[tuple[dict[str, Any], str]] = []
-    for path in reversed(global_config_paths(cwd, home)):
-        if path.is_file():
-            config = validate(GlobalConfig, interpolate(read_yaml(path), path), path)
-            if config.memory is not None:
-                layers.append((_layer(config.memory, path.resolve().parent.parent), str(path)))
+    for config, path in reversed(list(global_configs(cwd, home))):
+        if config.memory is not None:
+            layers.append((_layer(config.memory, path.resolve().parent.parent), str(path)))
     agent_name = None
     if agent_file is not None:
         agent_path = Path(agent_file)

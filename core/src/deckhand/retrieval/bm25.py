@@ -32,10 +32,11 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import KeywordIndexBase
 from deckhand.retrieval.analysis import Analyzer, identifier_words, words
+from deckhand.tool_entry import StrictModel
 
 log = logging.getLogger("deckhand.search")
 
@@ -48,10 +49,8 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
 
 
-class BM25Options(BaseModel):
+class BM25Options(StrictModel):
     """Options of the ``bm25`` keyword strategy (``keyword_strategy: {name: bm25, ...}``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     k1: float = Field(default=0.9, ge=0.0, le=10.0, description="Term-frequency saturation.")
     b: float = Field(default=0.4, ge=0.0, le=1.0, description="Length normalisation.")

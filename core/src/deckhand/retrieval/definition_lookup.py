@@ -65,32 +65,12 @@ class DefinitionIndex:
             self._pattern = None
             self._starts = None
 
-    def to_state(self) -> list[list[object]]:
-        """Every entry as JSON-able rows ``[key, term, definition, source, section id, record id]``."""
-        with self._lock:
-            return [
-                [key, d.term, d.definition, d.source, d.section_id, d.record_id]
-                for key, entries in self._by_term.items()
-                for d in entries
-            ]
-
     @classmethod
     def over(cls, table: Mapping[str, list[Definition]]) -> DefinitionIndex:
-        """An index answering from ``table`` (key → entries, in :meth:`to_state` order; a side index
+        """An index answering from ``table`` (:func:`term_key` → entries, first added first; a side index
         file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
         index = cls()
         index._by_term = typing.cast(dict[str, list[Definition]], table)
-        return index
-
-    @classmethod
-    def from_state(cls, rows: list[list[object]]) -> DefinitionIndex:
-        """The index :meth:`to_state` described, entries in the same order."""
-        index = cls()
-        for key, term, text, source, section_id, record_id in rows:
-            entry = Definition(
-                str(term), str(text), str(source), None if section_id is None else str(section_id), str(record_id)
-            )
-            index._by_term.setdefault(str(key), []).append(entry)
         return index
 
     def lookup(self, term: str, allow: Callable[[Definition], bool] | None = None) -> Definition | None:

@@ -16,20 +16,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import RerankerBase
 from deckhand.embedding.devices import onnx_providers
-from deckhand.embedding.minilm_onnx import MAX_TOKENS, open_session
+from deckhand.embedding.minilm_onnx import MAX_TOKENS, graph_key, open_session
 from deckhand.errors import RerankError
+from deckhand.tool_entry import StrictModel
 
 NAME = "bert-cross-encoder"
 
 
-class FolderRerankerOptions(BaseModel):
+class FolderRerankerOptions(StrictModel):
     """Settings of the ``bert-cross-encoder`` reranker."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1, description="Cross-encoder model folder, relative to agent.yaml's directory")
     max_length: int | None = Field(default=None, ge=16, le=MAX_TOKENS, description="Tokens per pair (default 512)")
@@ -68,26 +67,15 @@ class FolderCrossEncoder(RerankerBase):
         graph = minilm_graph.GraphOptions(
             quantize=frozenset(minilm_graph.ROLES) if int8 else frozenset(), per_token=int8, gelu=config.gelu
         )
-        stat = weights_path.stat()
-        key = graph_cache.cache_key(
-            [
-                Path(minilm_graph.__file__).read_bytes(),
-                Path(model_folder.__file__).read_bytes(),
-                f"{weights_path}:{stat.st_size}:{stat.st_mtime_ns}:pairs",
-                repr({**graph.__dict__, "quantize": sorted(graph.quantize)}),
-            ]
-        )
+        key = graph_key(weights_path, graph, minilm_graph, model_folder, identity=f"{weights_path}:pairs")
 
         def build() -> bytes:
             weights = model_folder.bert_weights(tensors, config, int8=int8, token_types=True, where=weights_path)
             return minilm_graph.build_model(weights, graph, name=f"{folder.name}-pairs")
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
+        threads = int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
         self._session = open_session(
-            lambda: graph_cache.cached_graph("bert-pairs", key, build), options, providers, f"{folder}"
+            lambda: graph_cache.cached_graph("bert-pairs", key, build), threads, providers, f"{folder}"
         )
         self._lock = threading.Lock()
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from deckhand.bases import RerankerBase
 from deckhand.errors import RerankError
@@ -45,7 +45,6 @@ class LLMRerankerOptions(ChatSettings):
     """Settings of the ``llm`` reranker (``reranker: {name: llm, base_url: ..., model: ...}``): the endpoint
     as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     placeholders = ("query", "passage")
 
     model: str = Field(min_length=1, description="Chat model name sent to the endpoint (Azure: the deployment)")

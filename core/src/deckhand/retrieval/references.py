@@ -82,31 +82,13 @@ class ReferenceResolver:
                 if not self._by_id[ident]:
                     del self._by_id[ident]
 
-    def to_state(self) -> dict[str, dict[str, list[tuple[int, str]]]]:
-        """The section table as JSON-able data (see :meth:`from_state`)."""
-        with self._lock:
-            return {
-                ident: {src: list(entries) for src, entries in by_source.items()}
-                for ident, by_source in self._by_id.items()
-            }
-
     @classmethod
     def over(cls, table: KeptSections) -> ReferenceResolver:
-        """A resolver answering from ``table`` (section id → source → entries, as :meth:`to_state`; the keyword
+        """A resolver answering from ``table`` (section id → source → [(chunk index, record id)]; the keyword
         index's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
         resolver = cls()
         resolver._by_id = typing.cast(dict[str, dict[str, list[tuple[int, str]]]], table)
         resolver._first_chunk = table.first_chunk
-        return resolver
-
-    @classmethod
-    def from_state(cls, state: dict[str, dict[str, list[list[object]]]]) -> ReferenceResolver:
-        """The resolver :meth:`to_state` described."""
-        resolver = cls()
-        resolver._by_id = {
-            ident: {src: [(int(str(i)), str(rid)) for i, rid in entries] for src, entries in by_source.items()}
-            for ident, by_source in state.items()
-        }
         return resolver
 
     def section_ids(self) -> list[str]:

@@ -14,17 +14,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from deckhand.bases import StoreBase
-from deckhand.errors import DimensionMismatchError, StoreError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.brute_force import top_k
+from deckhand.stores.scaffolding import OpenCollection
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector
 
 _INITIAL_CAPACITY = 1024
 
 
-class InMemoryStore(StoreBase):
+class InMemoryStore(OpenCollection):
     """A volatile collection: records, their vectors and the ingestion manifest.
 
     Each instance is its own collection: a second instance (another connection) starts
@@ -76,16 +75,10 @@ class InMemoryStore(StoreBase):
     def close(self) -> None:
         """Nothing to release; the data stays until the object is garbage collected."""
 
-    @property
-    def spec(self) -> CollectionSpec:
-        if self._spec is None:
-            raise StoreError("collection is not open: call open() first")
-        return self._spec
-
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
         with self._lock:
-            vectors = self._check(records)
+            vectors = self._checked_vectors(records)
             for record, vector in zip(records, vectors, strict=True):
                 row = self._row_of.get(record.id)
                 if row is not None:
@@ -94,7 +87,7 @@ class InMemoryStore(StoreBase):
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
         with self._lock:
-            vectors = self._check(records)  # validate everything before touching anything
+            vectors = self._checked_vectors(records)  # validate everything before touching anything
             for row in list(self._rows_by_source.get(source, ())):
                 self._kill(row)
             for record, vector in zip(records, vectors, strict=True):
@@ -114,24 +107,6 @@ class InMemoryStore(StoreBase):
     def set_file_state(self, state: FileState) -> None:
         with self._lock:
             self._manifest[state.source] = state
-
-    def _check(self, records: Sequence[Record]) -> Vector:
-        dim = self.spec.dimension
-        if not records:
-            return np.zeros((0, dim), dtype=np.float32)
-        try:
-            vectors = np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
-        except ValueError:
-            bad = next(r for r in records if np.asarray(r.vector).size != dim)
-            raise DimensionMismatchError(
-                f"record {bad.id!r} has a {np.asarray(bad.vector).size}-dimensional vector; collection "
-                f"{self.collection!r} stores {dim} dimensions"
-            ) from None
-        if vectors.shape[1] != dim:
-            raise DimensionMismatchError(
-                f"vectors have {vectors.shape[1]} dimensions; collection {self.collection!r} stores {dim}"
-            )
-        return vectors
 
     def _append(self, record: Record, vector: Vector) -> None:
         if self._size == self._matrix.shape[0]:
@@ -188,11 +163,7 @@ class InMemoryStore(StoreBase):
     ) -> list[SearchHit]:
         with self._lock:
             n = self._size
-            query = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if query.size != self.spec.dimension:
-                raise DimensionMismatchError(
-                    f"query has {query.size} dimensions; collection {self.collection!r} stores {self.spec.dimension}"
-                )
+            query = self._query_vector(vector)
             if n == 0 or k <= 0:
                 return []
             mask = self._alive[:n].copy()

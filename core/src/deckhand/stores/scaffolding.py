@@ -1,8 +1,8 @@
 """Scaffolding shared by deckhand's stores, so that each store's module holds only what its database needs.
 
 * :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
-  raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` checks a
-  query's size against it.
+  raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` and
+  :meth:`~OpenCollection._checked_vectors` check a query's and records' sizes against it.
 * :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
   server store takes (``url, collection, *, index_name, options``); a store names its options model
   (:meth:`~ServerStore._default_options`, :meth:`~ServerStore._parse_options`) and connects in
@@ -15,6 +15,7 @@ them (``ServerStore`` is in :mod:`deckhand.api`) or the base alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
@@ -57,6 +58,19 @@ class OpenCollection(StoreBase):
                 f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}{hint}"
             )
         return query
+
+    def _checked_vectors(self, records: Sequence[Record]) -> Vector:
+        """The records' vectors as one float32 matrix, after checking each has the collection's dimension."""
+        dim = self.spec.dimension
+        for record in records:
+            size = np.asarray(record.vector).size
+            if size != dim:
+                raise DimensionMismatchError(
+                    f"record {record.id!r} has a {size}-dimensional vector; collection {self.collection!r} stores {dim}"
+                )
+        if not records:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
 
 
 class ServerStore(OpenCollection, Generic[OptionsT]):

@@ -8,6 +8,7 @@ store plugin need not write its own. The store kit's other processes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -17,17 +18,7 @@ from deckhand.types import Algorithm, CollectionSpec, FileState, Metric
 
 def file_state_to_json(state: FileState) -> str:
     """``state`` as a JSON object (text kept as written: ``ensure_ascii=False``)."""
-    return json.dumps(
-        {
-            "source": state.source,
-            "mtime": state.mtime,
-            "size": state.size,
-            "sha256": state.sha256,
-            "model": state.model,
-            "chunk_count": state.chunk_count,
-        },
-        ensure_ascii=False,
-    )
+    return json.dumps(dataclasses.asdict(state), ensure_ascii=False)
 
 
 def file_state_from_json(raw: str) -> FileState:
@@ -40,13 +31,7 @@ def file_state_from_json(raw: str) -> FileState:
 
 def spec_to_dict(spec: CollectionSpec) -> dict[str, Any]:
     """``spec``'s fields, enums as their values."""
-    return {
-        "name": spec.name,
-        "dimension": spec.dimension,
-        "embedding_model": spec.embedding_model,
-        "metric": spec.metric.value,
-        "algorithm": spec.algorithm.value,
-    }
+    return {**dataclasses.asdict(spec), "metric": spec.metric.value, "algorithm": spec.algorithm.value}
 
 
 def spec_from_json(raw: str) -> CollectionSpec:

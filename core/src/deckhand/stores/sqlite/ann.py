@@ -179,11 +179,9 @@ def open_view(path: Path, state: AnnState, settings: SQLiteOptions, metric: Metr
     for part in (path, *companions(path)):
         refuse_link(part)
     if state.precision == sqlite_ivf.LABEL:
-        vectors_file, rows_file = companions(path)
-        return IvfView(path, state, vectors_file, rows_file, settings.ann_probes)
+        return IvfView(path, state, *companions(path), settings.ann_probes)
     if state.precision == sqlite_flat.LABEL:
-        vectors_file, rows_file = companions(path)
-        return FlatView(path, state, vectors_file, rows_file, metric)
+        return FlatView(path, state, *companions(path), metric)
     return GraphView(path, state, settings)
 
 
@@ -280,66 +278,60 @@ def build(
     with build_lock(index_path, collection.id) as locked:
         if not locked:
             return None
-        return _build(conn, index_path, collection, settings, state, deleted_since, threads)
+        prefix = file_prefix(index_path, collection.id)
+        for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
+            leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
+        started = time.perf_counter()
+        ivf = settings.ann_index == "ivf"
+        graph, after = (None, 0) if ivf else _start_graph(index_path, collection, settings, state, deleted_since)
+        name = f"{prefix}g{collection.generation}{sqlite_ivf.SUFFIX if ivf else '.usearch'}"
+        final = index_path.with_name(name)
+        with _published(final) as pending:
+            # The matrix first (the snapshot's rows, in row order), then the graph from it.
+            last = max(collection.next_row - 1, after)
+            numbers = _matrix(conn, index_path, collection, None if ivf else state, last, pending[1], pending[2])
+            size = int(numbers.size)
+            if ivf:
+                sqlite_ivf.organise(
+                    pending[1],
+                    pending[2],
+                    pending[0],
+                    numbers,
+                    collection.spec.metric,
+                    settings.ann_lists,
+                    collection.generation,
+                )
+            else:
+                _graph(graph, pending, numbers, after, collection, threads)
+                size = len(graph) if graph is not None else 0
+        if not ivf:  # searches gather rows of the matrix at random: cache it page by page
+            recache_in_pages(companions(final)[0])
+        log.info(
+            "approximate index (%s) of %s rows written to %s in %.1fs",
+            settings.label,
+            f"{size:,}",
+            final,
+            time.perf_counter() - started,
+        )
+        return AnnState(collection.generation, last, size, name, settings.label), final
 
 
-def _build(
-    conn: sqlite3.Connection,
-    index_path: Path,
-    collection: Any,
-    settings: SQLiteOptions,
-    state: AnnState | None,
-    deleted_since: IntArray,
-    threads: int,
-) -> tuple[AnnState, Path]:
-    """:func:`build` with the build lock held."""
-    prefix = file_prefix(index_path, collection.id)
-    for leftover in index_path.parent.glob(f".{prefix}*.tmp"):
-        leftover.unlink(missing_ok=True)  # a builder killed midway (we hold the lock: it is gone)
-    started = time.perf_counter()
-    ivf = settings.ann_index == "ivf"
-    graph, after = (None, 0) if ivf else _start_graph(index_path, collection, settings, state, deleted_since)
-    name = f"{prefix}g{collection.generation}{sqlite_ivf.SUFFIX if ivf else '.usearch'}"
-    final = index_path.with_name(name)
-    vectors_file, rows_file = companions(final)
-    pending = [index_path.with_name(f".{target.name}.{os.getpid()}.tmp") for target in (final, vectors_file, rows_file)]
+@contextlib.contextmanager
+def _published(final: Path) -> Iterator[list[Path]]:
+    """Temporary files for ``final`` and its companions, to write in the body: then synced and renamed into place,
+    the companions first (a file under its final name always has its matrix beside it); removed if the body fails."""
+    targets = (final, *companions(final))
+    pending = [final.with_name(f".{target.name}.{os.getpid()}.tmp") for target in targets]
     try:
-        # The matrix first (the snapshot's rows, in row order), then the graph from it.
-        last = max(collection.next_row - 1, after)
-        numbers = _matrix(conn, index_path, collection, None if ivf else state, last, pending[1], pending[2])
-        size = int(numbers.size)
-        if ivf:
-            sqlite_ivf.organise(
-                pending[1],
-                pending[2],
-                pending[0],
-                numbers,
-                collection.spec.metric,
-                settings.ann_lists,
-                collection.generation,
-            )
-        else:
-            _graph(graph, pending, numbers, after, collection, threads)
-            size = len(graph) if graph is not None else 0
+        yield pending
         for tmp in pending:
             with open(tmp, "rb+") as handle:
                 os.fsync(handle.fileno())
-        # The companions first: a graph file under its final name always has its matrix beside it.
-        for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
+        for tmp, target in zip(pending[::-1], targets[::-1], strict=True):
             os.replace(tmp, target)
-        if not ivf:  # searches gather rows of the matrix at random: cache it page by page
-            recache_in_pages(vectors_file)
     finally:
         for tmp in pending:
             tmp.unlink(missing_ok=True)
-    log.info(
-        "approximate index (%s) of %s rows written to %s in %.1fs",
-        settings.label,
-        f"{size:,}",
-        final,
-        time.perf_counter() - started,
-    )
-    return AnnState(collection.generation, last, size, name, settings.label), final
 
 
 def _start_graph(
@@ -419,20 +411,10 @@ def write_flat(conn: sqlite3.Connection, index_path: Path, collection: Any) -> t
         started = time.perf_counter()
         name = f"{prefix}g{collection.generation}{sqlite_flat.SUFFIX}"
         final = index_path.with_name(name)
-        vectors_file, rows_file = companions(final)
-        pending = [index_path.with_name(f".{t.name}.{os.getpid()}.tmp") for t in (final, vectors_file, rows_file)]
-        try:
+        with _published(final) as pending:
             last = collection.next_row - 1
             numbers = _write_matrix(conn, collection, last, pending[1], pending[2])
             sqlite_flat.write_marker(pending[0])
-            for tmp in pending[1:]:
-                with open(tmp, "rb+") as handle:
-                    os.fsync(handle.fileno())
-            for tmp, target in zip(pending[::-1], (rows_file, vectors_file, final), strict=True):
-                os.replace(tmp, target)
-        finally:
-            for tmp in pending:
-                tmp.unlink(missing_ok=True)
         seconds = time.perf_counter() - started
         log.info("exact index of %s rows written to %s in %.1fs", f"{numbers.size:,}", final, seconds)
         return AnnState(collection.generation, last, int(numbers.size), name, sqlite_flat.LABEL), final

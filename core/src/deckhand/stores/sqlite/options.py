@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 import deckhand.stores.sqlite.ivf_files as sqlite_ivf
 from deckhand.errors import ConfigError
 from deckhand.protocols import StoreCapability
+from deckhand.tool_entry import StrictModel
 from deckhand.types import Metric
 
 #: What the sqlite store supports beyond every store's methods (its class and its registration declare it).
@@ -32,10 +33,8 @@ SQLITE_CAPABILITIES: frozenset[StoreCapability] = frozenset(
 SHORTLIST = {"i8": 24, "b1": 390}
 
 
-class SQLiteOptions(BaseModel):
+class SQLiteOptions(StrictModel):
     """``database.options`` of the sqlite store: how vectors are searched."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     search: Literal["auto", "exact", "ann"] = Field(
         default="auto",

@@ -7,32 +7,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-import numpy as np
-
-from deckhand.errors import DimensionMismatchError
 from deckhand.stores.sqlite.rows import Collection, dump_metadata, next_row
-from deckhand.types import CollectionSpec, FileState, Record, Vector
+from deckhand.types import FileState, Record, Vector
 
 #: Ids per ``IN (...)`` query, well under SQLite's bound-parameter limit.
 BATCH = 500
 
 
-def checked(spec: CollectionSpec, collection: str, records: Sequence[Record]) -> Vector:
-    """The records' vectors as one float32 matrix, after checking each has the dimension of ``collection``."""
-    dim = spec.dimension
-    if not records:
-        return np.zeros((0, dim), dtype=np.float32)
-    for record in records:
-        size = np.asarray(record.vector).size
-        if size != dim:
-            raise DimensionMismatchError(
-                f"record {record.id!r} has a {size}-dimensional vector; collection {collection!r} stores {dim}"
-            )
-    return np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in records])
-
-
 def insert(conn: sqlite3.Connection, found: Collection, records: Sequence[Record], vectors: Vector) -> None:
-    """Add ``records`` (with ``vectors``, from :func:`checked`) under the collection's next rows."""
+    """Add ``records`` under the collection's next rows, with ``vectors`` (checked by
+    :meth:`~deckhand.stores.scaffolding.OpenCollection._checked_vectors`)."""
     if not records:
         return
     first = next_row(conn, found)

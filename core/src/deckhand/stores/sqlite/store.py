@@ -49,7 +49,7 @@ import deckhand.stores.sqlite.record_log as record_log
 import deckhand.stores.sqlite.record_writes as writes
 import deckhand.stores.sqlite.side_index_files as side_indexes
 import deckhand.stores.sqlite.transactions as transactions
-from deckhand.errors import DimensionMismatchError, IndexCorruptError
+from deckhand.errors import IndexCorruptError
 from deckhand.filters.conditions import Filter
 from deckhand.protocols import StoreCapability
 from deckhand.stores.scaffolding import OpenCollection
@@ -200,13 +200,13 @@ class SQLiteStore(OpenCollection):
 
     # -- writes -----------------------------------------------------------------------
     def upsert(self, records: Sequence[Record]) -> None:
-        vectors = writes.checked(self.spec, self.collection, records)
+        vectors = self._checked_vectors(records)
         with self._write() as (conn, found):
             writes.delete_ids(conn, found, [r.id for r in records])
             writes.insert(conn, found, records, vectors)
 
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
-        vectors = writes.checked(self.spec, self.collection, records)  # validate everything before touching anything
+        vectors = self._checked_vectors(records)  # validate everything before touching anything
         with self._write() as (conn, found):
             writes.delete_source(conn, found, source)
             writes.delete_ids(conn, found, [r.id for r in records])
@@ -270,15 +270,11 @@ class SQLiteStore(OpenCollection):
         sources: Sequence[str] | None = None,
         where: Filter | None = None,
     ) -> list[SearchHit]:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._read() as (conn, found):
             view = self._ann.view(conn, found)
             matrix = self._refresh(conn, found, view.state.last_row if view is not None else 0)
             spec = self.spec
-            if query.size != spec.dimension:
-                raise DimensionMismatchError(
-                    f"query has {query.size} dimensions; collection {self.collection!r} stores {spec.dimension}"
-                )
+            query = self._query_vector(vector)
             if matrix is None or found is None or k <= 0:
                 return []
             allowed: IntArray | None = None
