@@ -167,3 +167,26 @@ def test_the_flat_marker_is_never_written_or_read_through_a_link(tmp_path: Path)
     real = tmp_path / "real.flat"
     sqlite_flat.write_marker(real)
     assert sqlite_flat.readable(real)
+
+
+def test_a_snapshots_temporary_files_are_never_written_through_a_link(tmp_path: Path) -> None:
+    """A link planted where a graph or flat snapshot's temporary file goes is removed before anything is written
+    there, so the file it points at is left as it was; the snapshot is published under its own names."""
+    import os
+
+    import numpy as np
+    from deckhand.stores.sqlite import ann
+
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep me")
+    final = tmp_path / "index.sqlite.c1g1.usearch"
+    targets = (final, *ann.companions(final))
+    for target in targets:
+        (tmp_path / f".{target.name}.{os.getpid()}.tmp").symlink_to(outside)
+    with ann._published(final) as pending:
+        for tmp in pending:
+            with open(tmp, "wb") as handle:  # as the writers (numpy, usearch) do: a plain open follows a link
+                np.save(handle, np.arange(3))
+    assert outside.read_bytes() == b"keep me"
+    assert all(t.is_file() and not t.is_symlink() for t in targets)
+    assert not list(tmp_path.glob(".*.tmp"))

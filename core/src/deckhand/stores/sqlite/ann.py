@@ -323,10 +323,15 @@ def _published(final: Path) -> Iterator[list[Path]]:
     targets = (final, *companions(final))
     pending = [final.with_name(f".{target.name}.{os.getpid()}.tmp") for target in targets]
     try:
+        for tmp in pending:  # the writers (numpy, usearch) follow links: none may stand where they write
+            tmp.unlink(missing_ok=True)
         yield pending
         for tmp in pending:
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
+            fd = open_no_link(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         for tmp, target in zip(pending[::-1], targets[::-1], strict=True):
             os.replace(tmp, target)
     finally:
