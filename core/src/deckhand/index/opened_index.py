@@ -2,10 +2,10 @@
 
 The index opens (or re-opens) its collection for an embedding model (:func:`deckhand.stores.tool_store.open_collection`:
 integrity, model compatibility, a rebuild's drop), keeps reading an index an earlier default model built, keeps the
-agent documents a rebuild drops in a journal and writes them again, keeps its side indexes current
+agent documents a rebuild drops in a journal and writes them again, ingests its tool's source as an executor's job
+(:meth:`Index.ingest`, with the components of :mod:`deckhand.index.components`), keeps its side indexes current
 (:class:`~deckhand.retrieval.keeper.IndexKeeper`) and the query engine over them, compiles and checks filters, and
-answers queries (:meth:`Index.search`). It knows nothing of a source or of formatting: the tool does
-(:mod:`deckhand.tools.source_tool`).
+answers queries (:meth:`Index.search`). It knows nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, r
 
 log = logging.getLogger("deckhand")
 
-#: Most chunks of an index whose source a search checks for changes (``SourceTool.source_changes``): decided on one
+#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`): decided on one
 #: count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
 CHECK_CHUNKS = 50_000
 
@@ -109,9 +109,9 @@ class Index:
     def __init__(
         self,
         config: SourceToolConfig,
-        *,
         registry: PluginRegistry,
         base_dir: Path,
+        *,
         keyword: KeywordFactory | None = None,
         owner: str = "Index",
     ) -> None:
@@ -255,6 +255,11 @@ class Index:
         the store opens, ``prepare`` then says the tool's step between chunking and embedding, which ``context``
         names for other executors' workers. The agent documents a rebuild dropped are written again, the ingest
         marked complete, and the index then answers queries."""
+        if shard is not None and force:
+            raise ConfigError(
+                "--shard and --force-ingest do not go together (each shard would drop the others' work): "
+                "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
+            )
         started = time.time()
         store, embedder, reused = self.open(force, verify=True, before=before)
         chunker, step = lazy_chunker(self.config, self.registry, embedder), prepare()
@@ -352,6 +357,22 @@ class Index:
         self.opened = False
 
     # -- what it holds ---------------------------------------------------------------------------
+    def changes(self, files: Callable[[], SourceFiles], max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
+        """Which of the source's ``files`` were added, edited or deleted since the last ingest (no file is read: a walk
+        and one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
+        number): past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
+        """
+        store = self.store
+        if store is None or (max_chunks is not None and store.count() > max_chunks):
+            return None  # decided on one count, before the manifest is read
+        return files().changes(store)
+
+    def opened_changes(self) -> SourceChanges | None:
+        """What opening the index found changed under the source (None: nothing, or not only opened)."""
+        report = self.last_report
+        changes = report.changes if isinstance(report, IndexOpened) else None
+        return changes if changes is not None and changes.total else None
+
     def count(self) -> int:
         """Number of stored chunks (0 before it is opened)."""
         return self.store.count() if self.store is not None else 0

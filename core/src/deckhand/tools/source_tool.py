@@ -1,23 +1,15 @@
-"""The life cycle every tool that ingests a source shares: :class:`SourceTool`.
-
-A tool is its configuration, an :class:`~deckhand.index.Index` (the opened collection: opening, rebuilds, ingestion
-into it, queries) and the presentation of what it answers. ``initialize`` ingests what changed under the source;
-``open`` is the lazy start of a process that only searches (the source is not walked unless it was never
-completely ingested). Subclasses add how a query is answered (:meth:`SourceTool.search_results_sync`; the builtin
-tools through :class:`deckhand.tools.ranked_tool.RankedTool`).
-"""
+"""Every tool that ingests a source: :class:`SourceTool`, its configuration, an :class:`~deckhand.index.Index` (the
+opened collection: opening, rebuilds, ingestion into it, queries) and the presentation of what it answers."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.embedding.cache import CachedEmbedder
-from deckhand.errors import ConfigError
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
@@ -37,18 +29,14 @@ from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.tool_io import SearchResult, function_definition, refuse_filter, takes_filter
 from deckhand.types import Chunk, Document, Vector
 
-__all__ = ["CHECK_CHUNKS", "IndexOpened", "SourceTool"]
-
-log = logging.getLogger("deckhand")
+__all__ = ["SourceTool"]
 
 
 class SourceTool(ToolBase):
-    """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``).
-
-    A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
+    """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``): a
+    subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
     between chunking and embedding), :meth:`keyword_factory` (side indexes), :meth:`format_results`,
-    :meth:`no_results` and :meth:`default_description`.
-    """
+    :meth:`no_results` and :meth:`default_description` (the builtin tools: :class:`~.ranked_tool.RankedTool`)."""
 
     config: SourceToolConfig
     base_dir: Path
@@ -68,14 +56,9 @@ class SourceTool(ToolBase):
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
         self.registry = registry or get_registry()
         self.progress = progress
+        keyword = self.keyword_factory()
         #: The opened collection this tool answers from.
-        self.index = Index(
-            config,
-            registry=self.registry,
-            base_dir=self.base_dir,
-            keyword=self.keyword_factory(),
-            owner=type(self).__name__,
-        )
+        self.index = Index(config, self.registry, self.base_dir, keyword=keyword, owner=type(self).__name__)
 
     def keyword_factory(self) -> KeywordFactory | None:
         """What builds the keyword index of the side indexes hybrid queries read (None: none are kept)."""
@@ -99,19 +82,14 @@ class SourceTool(ToolBase):
     async def initialize(
         self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
     ) -> IngestReport:
-        """Open the store and ingest the source (only what changed unless ``force_ingest``; only ``shard``'s files),
-        the work run by ``executor`` (default: ``local``, in this process)."""
+        """Ingest what changed under the source (see :meth:`initialize_sync`)."""
         return await asyncio.to_thread(self.initialize_sync, force_ingest, shard=shard, executor=executor)
 
     def initialize_sync(
         self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
     ) -> IngestReport:
-        """Blocking form of :meth:`initialize` for scripts and the CLI (:meth:`Index.ingest`)."""
-        if shard is not None and force_ingest:
-            raise ConfigError(
-                "--shard and --force-ingest do not go together (each shard would drop the others' work): "
-                "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
-            )
+        """Open the index and ingest the source: only what changed unless ``force_ingest``, only ``shard``'s files,
+        the work run by ``executor`` (default: ``local``, in this process); see :meth:`Index.ingest`."""
         return self.index.ingest(
             self.source_files(),
             force=force_ingest,
@@ -132,13 +110,9 @@ class SourceTool(ToolBase):
         return await asyncio.to_thread(self.open_sync)
 
     def open_sync(self) -> IngestReport:
-        """Open the index for searching; ingest the source only if it was never completely ingested.
-
-        A collection whose last write was not the end of a complete ingestion (new, or an ingestion killed
-        midway, as far as the store can tell) is ingested by :meth:`initialize`; otherwise no file under the
-        source is read and the model is not loaded, and the report (an :class:`IndexOpened`) says which files
-        changed since the last ingest (:meth:`source_changes`; :meth:`initialize` ingests them).
-        """
+        """Open the index for searching (:meth:`Index.open_ingested`: no file read, no model loaded), its report saying
+        which files changed since the last ingest (:meth:`source_changes`); ingest the source (:meth:`initialize`)
+        only if it was never completely ingested (new, or an ingestion killed midway, as far as the store can tell)."""
         opened = self.open_ingested()
         return opened.check(self.source_changes) if opened is not None else self.initialize_sync()
 
@@ -158,7 +132,6 @@ class SourceTool(ToolBase):
         """When the ingest the index's records come from started (None: not known)."""
         return self.index.last_ingest_time
 
-    # -- documents an agent adds (deckhand_add; see deckhand.index.agent_documents) --------------------------
     def add_document(self, doc_id: str, title: str, text: str, metadata: dict[str, Any]) -> AgentDocument:
         """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
         return self.index.write_document(doc_id, title, text, metadata, prepare=self._prepare_step())
@@ -168,20 +141,12 @@ class SourceTool(ToolBase):
         return source_files(self.config, self.registry, self.base_dir)
 
     def source_changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
-        """Which files of the source were added, edited or deleted since the last ingest
-        (:meth:`SourceFiles.changes`). None before initialisation, and when the index holds more than
-        ``max_chunks`` chunks (None: any number): past that the check costs a search too much (see docs/cli.md),
-        and ``deckhand ingest`` is the check."""
-        store = self.index.store
-        if store is None or (max_chunks is not None and store.count() > max_chunks):
-            return None  # decided on one count, before the manifest is read
-        return self.source_files().changes(store)
+        """Which files of the source were added, edited or deleted since the last ingest (:meth:`Index.changes`)."""
+        return self.index.changes(self.source_files, max_chunks)
 
     def opened_changes(self) -> SourceChanges | None:
-        """What opening the index found changed under the source (None: nothing, or not only opened)."""
-        report = self.last_report
-        changes = report.changes if isinstance(report, IndexOpened) else None
-        return changes if changes is not None and changes.total else None
+        """What opening the index found changed under the source (:meth:`Index.opened_changes`)."""
+        return self.index.opened_changes()
 
     def before_ingest(self, embedder: CachedEmbedder) -> None:
         """Called before the store is opened (e.g. to build a context generator)."""
@@ -191,8 +156,7 @@ class SourceTool(ToolBase):
         return chunks
 
     def pipeline_description(self) -> PipelineDescription:
-        """What a worker of any executor builds this tool's embedding and writing from
-        (:meth:`Index.pipeline_description`)."""
+        """What a worker of any executor builds this tool's embedding and writing from (see :class:`Index`)."""
         return self.index.pipeline_description(self.context_spec(), self._prepare_step() is not None)
 
     def context_spec(self) -> ComponentSpec | None:
@@ -230,8 +194,7 @@ class SourceTool(ToolBase):
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
         """The results for ``query`` and the text agents read for them (or why there are none): what every front
-        end asks. Here from :meth:`search_results_sync` and :meth:`no_results`; the builtin tools answer in one
-        pass (:class:`deckhand.tools.ranked_tool.RankedTool`)."""
+        end asks. Here from :meth:`search_results_sync`, :meth:`format_results` and :meth:`no_results`."""
         extra: dict[str, Any] = {}
         if options.filter is not None:
             if not takes_filter(self):  # a subclass's search may take no filter
@@ -246,12 +209,9 @@ class SourceTool(ToolBase):
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
-        """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter``.
-
-        ``filter`` is a :class:`deckhand.filters.SearchFilter`, the same as a mapping
-        (``{"path": "guides/*", "metadata": {"year": {"gte": 2020}}}``), or ``--filter``
-        expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``.
-        """
+        """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter``: a
+        :class:`deckhand.filters.SearchFilter`, the same as a mapping (``{"path": "guides/*", "metadata": {"year":
+        {"gte": 2020}}}``), or ``--filter`` expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``."""
         raise NotImplementedError
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
