@@ -1,11 +1,12 @@
 """An opened collection with everything a query reads bound once: :class:`Index`.
 
-The index opens (or re-opens) its collection for an embedding model (:func:`deckhand.stores.tool_store.open_collection`:
-integrity, model compatibility, a rebuild's drop), keeps reading an index an earlier default model built, keeps the
-agent documents a rebuild drops in a journal and writes them again, ingests its tool's source as an executor's job
-(:meth:`Index.ingest`, with the components of :mod:`deckhand.index.components`), keeps its side indexes current
-(:class:`~deckhand.retrieval.keeper.IndexKeeper`) and the query engine over them, compiles and checks filters, and
-answers queries (:meth:`Index.search`). It knows nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
+The index opens (or re-opens) its collection for an embedding model
+(:func:`deckhand.index.store_opening.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
+reading an index an earlier default model built, keeps the agent documents a rebuild drops in a journal and writes
+them again, ingests its tool's source as an executor's job (:meth:`Index.ingest`, with the components of
+:mod:`deckhand.index.components`), keeps its side indexes current (:class:`~deckhand.retrieval.keeper.IndexKeeper`)
+and the query engine over them, compiles and checks filters, and answers queries (:meth:`Index.search`). It knows
+nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
 from deckhand.index.components import build_reranker, lazy_chunker
+from deckhand.index.store_opening import open_collection
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.pipeline import IngestReport, Progress
@@ -50,7 +52,7 @@ from deckhand.protocols import Chunker, VectorStore
 from deckhand.retrieval.engine import QueryEngine, Ranking, SearchSettings
 from deckhand.retrieval.keeper import IndexKeeper, KeywordFactory
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete, open_collection
+from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
 from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, record_id
 
 log = logging.getLogger("deckhand")
