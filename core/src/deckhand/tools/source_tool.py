@@ -33,8 +33,9 @@ __all__ = ["SourceTool"]
 
 
 class SourceTool(ToolBase):
-    """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``): a
-    subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
+    """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``).
+
+    A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
     between chunking and embedding), :meth:`keyword_factory` (side indexes), :meth:`format_results`,
     :meth:`no_results` and :meth:`default_description` (the builtin tools: :class:`~.ranked_tool.RankedTool`)."""
 
@@ -56,9 +57,9 @@ class SourceTool(ToolBase):
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
         self.registry = registry or get_registry()
         self.progress = progress
-        keyword = self.keyword_factory()
-        #: The opened collection this tool answers from.
-        self.index = Index(config, self.registry, self.base_dir, keyword=keyword, owner=type(self).__name__)
+        self.index = Index(
+            config, self.registry, self.base_dir, keyword=self.keyword_factory(), owner=type(self).__name__
+        )
 
     def keyword_factory(self) -> KeywordFactory | None:
         """What builds the keyword index of the side indexes hybrid queries read (None: none are kept)."""
@@ -117,8 +118,7 @@ class SourceTool(ToolBase):
         return opened.check(self.source_changes) if opened is not None else self.initialize_sync()
 
     def open_ingested(self) -> IndexOpened | None:
-        """Open the index for searching when a complete ingestion made it, reading nothing under the source
-        (:meth:`Index.open_ingested`)."""
+        """Open the index for searching when a complete ingestion made it (:meth:`Index.open_ingested`)."""
         source_path(self.config, self.base_dir)  # it must exist
         return self.index.open_ingested(self.before_ingest)
 
