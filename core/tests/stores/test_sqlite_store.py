@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, IndexCorruptError, StoreError
-from deckhand.index.store_opening import open_store
+from deckhand.index.components import open_store
 from deckhand.plugins import get_registry
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite import transactions as sqlite_transactions

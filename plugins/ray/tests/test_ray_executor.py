@@ -22,7 +22,7 @@ from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder, la
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError, StoreConnectionError
-from deckhand.index.store_opening import open_collection
+from deckhand.index.components import open_collection
 from deckhand.ingest.executor import IngestJob
 from deckhand.ingest.unit import PipelineDescription
 from deckhand.plugins import get_registry

@@ -5,7 +5,7 @@ the tool of the same name (or ``--to-tool``) in ``--to NEW.yaml``, which names t
 ``database:``. Both configurations must index the same files from the same directory: the
 manifest is copied as it is, so ``deckhand -c NEW.yaml ingest`` afterwards finds nothing to do.
 The copy itself is :func:`deckhand.stores.migration.migrate`, between the ends
-:func:`deckhand.index.store_opening.migration_end` reads from the two configurations.
+:func:`deckhand.index.components.migration_end` reads from the two configurations.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from deckhand.cli.tools import check_tool_names, load_config
 from deckhand.config.models import AgentConfig
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.errors import ConfigError
-from deckhand.index.store_opening import migration_end
+from deckhand.index.components import migration_end
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
 from deckhand.stores.migration import DEFAULT_BATCH, MigrationReport, MigrationStatus, migrate

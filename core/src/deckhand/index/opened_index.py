@@ -1,7 +1,7 @@
 """An opened collection with everything a query reads bound once: :class:`Index`.
 
 The index opens (or re-opens) its collection for an embedding model
-(:func:`deckhand.index.store_opening.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
+(:func:`deckhand.index.components.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
 reading an index an earlier default model built, keeps the agent documents a rebuild drops in a journal and writes
 them again, ingests its tool's source as an executor's job (:meth:`Index.ingest`, with the components of
 :mod:`deckhand.index.components`), keeps its side indexes current (:class:`~deckhand.retrieval.keeper.IndexKeeper`)
@@ -38,13 +38,11 @@ from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMisma
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
-from deckhand.index.components import build_reranker, lazy_chunker
-from deckhand.index.store_opening import open_collection
+from deckhand.index.components import build_reranker, lazy_chunker, loader_set, open_collection, selection, source_path
 from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
-from deckhand.ingest.freshness import SourceChanges
-from deckhand.ingest.pipeline import IngestReport, Progress
+from deckhand.ingest.freshness import SourceChanges, source_changes
+from deckhand.ingest.pipeline import Ingestor, IngestReport, Progress
 from deckhand.ingest.sharding import Shard
-from deckhand.ingest.source_files import SourceFiles
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.paths import state_dir
 from deckhand.plugins import PluginRegistry
@@ -249,24 +247,35 @@ class Index:
             self.adopt(store, embedder, report, changed=reused is None)
         return report
 
-    def ingest(self, files: SourceFiles, *, force: bool, shard: Shard | None, executor: Executor | None,
-               progress: Progress | None, before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
+    def ingest(self, *, force: bool, shard: Shard | None, executor: Executor | None, progress: Progress | None,
+               before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
                context: ComponentSpec | None) -> IngestReport:  # fmt: skip
-        """Open the index (its file's integrity checked) and ingest ``files`` (only what changed unless ``force``;
-        only ``shard``'s files), run by ``executor`` (default: ``local``). ``before`` is given the embedder before
-        the store opens, ``prepare`` then says the tool's step between chunking and embedding, which ``context``
-        names for other executors' workers. The agent documents a rebuild dropped are written again, the ingest
-        marked complete, and the index then answers queries."""
+        """Open the index (its file's integrity checked) and ingest its tool's source (only what changed unless
+        ``force``; only ``shard``'s files), run by ``executor`` (default: ``local``). ``before`` is given the embedder
+        before the store opens, ``prepare`` then says the tool's step between chunking and embedding, which
+        ``context`` names for other executors' workers. The agent documents a rebuild dropped are written again, the
+        ingest marked complete, and the index then answers queries."""
         if shard is not None and force:
             raise ConfigError(
                 "--shard and --force-ingest do not go together (each shard would drop the others' work): "
                 "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
             )
-        started = time.time()
+        config, source, started = self.config, source_path(self.config, self.base_dir), time.time()
         store, embedder, reused = self.open(force, verify=True, before=before)
-        chunker, step = lazy_chunker(self.config, self.registry, embedder), prepare()
-        ingestor = files.ingestor(store, embedder, chunker, progress=progress, prepare=step)
-        job = IngestJob(ingestor, files.path, force, shard, self.pipeline_description(context, step is not None))
+        chunker, step = lazy_chunker(config, self.registry, embedder), prepare()
+        ingestor = Ingestor(
+            store=store,
+            embedder=embedder,
+            chunker=chunker,
+            loaders=loader_set(config, self.registry, self.base_dir),
+            base_dir=self.base_dir,
+            progress=progress,
+            prepare=step,
+            encoding=config.encoding,
+            max_file_size=config.max_file_size,
+            selection=selection(config),
+        )
+        job = IngestJob(ingestor, source, force, shard, self.pipeline_description(context, step is not None))
         with self.closing_on_error(store, reused):
             report = (executor or LocalExecutor()).run(job)
             self.restore_kept(store, embedder, chunker, step)
@@ -359,15 +368,23 @@ class Index:
         self.opened = False
 
     # -- what it holds ---------------------------------------------------------------------------
-    def changes(self, files: Callable[[], SourceFiles], max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
-        """Which of the source's ``files`` were added, edited or deleted since the last ingest (no file is read: a walk
-        and one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
+    def changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
+        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk and
+        one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
         number): past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
         """
-        store = self.store
+        store, config = self.store, self.config
         if store is None or (max_chunks is not None and store.count() > max_chunks):
             return None  # decided on one count, before the manifest is read
-        return files().changes(store)
+        return source_changes(
+            source_path(config, self.base_dir),
+            loader_set(config, self.registry, self.base_dir).extensions,
+            store.manifest(),
+            base=self.base_dir,
+            selection=selection(config),
+            max_file_size=config.max_file_size,
+            ingested_at=ingest_started(store),
+        )
 
     def opened_changes(self) -> SourceChanges | None:
         """What opening the index found changed under the source (None: nothing, or not only opened)."""

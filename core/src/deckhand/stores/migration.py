@@ -47,7 +47,7 @@ DEFAULT_BATCH = 1000
 
 @dataclass(frozen=True)
 class MigrationEnd:
-    """One end of a migration, as plain settings (:func:`deckhand.index.store_opening.migration_end` reads them
+    """One end of a migration, as plain settings (:func:`deckhand.index.components.migration_end` reads them
     from a tool's entry of an agent configuration): tool ``name``'s index of the files under ``source``, in the
     store ``build`` builds (not opened) for ``provider`` with its resolved database's settings."""
 

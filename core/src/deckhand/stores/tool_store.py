@@ -1,5 +1,5 @@
 """What opening a tool's collection in a store takes, in plain settings (the ``database:`` block is resolved and
-checked above, in :mod:`deckhand.index.store_opening`): building a store through its factory (:func:`create_store`),
+checked above, in :mod:`deckhand.index.components`): building a store through its factory (:func:`create_store`),
 the unreachable-server fallback policy, the integrity check, the compatibility check against the settings the
 index was built with, and the mark of a complete ingestion.
 

@@ -13,13 +13,12 @@ from deckhand.embedding.cache import CachedEmbedder
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
-from deckhand.index.components import loader_set, source_files, source_path
+from deckhand.index.components import loader_set, source_path
 from deckhand.index.opened_index import CHECK_CHUNKS, Index, IndexOpened
 from deckhand.ingest.executor import Executor
 from deckhand.ingest.freshness import SourceChanges
 from deckhand.ingest.pipeline import IngestReport, LoaderSet, Progress
 from deckhand.ingest.sharding import Shard
-from deckhand.ingest.source_files import SourceFiles
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import VectorStore
@@ -92,7 +91,6 @@ class SourceTool(ToolBase):
         """Open the index and ingest the source: only what changed unless ``force_ingest``, only ``shard``'s files,
         the work run by ``executor`` (default: ``local``, in this process); see :meth:`Index.ingest`."""
         return self.index.ingest(
-            self.source_files(),
             force=force_ingest,
             shard=shard,
             executor=executor,
@@ -136,13 +134,9 @@ class SourceTool(ToolBase):
         """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
         return self.index.write_document(doc_id, title, text, metadata, prepare=self._prepare_step())
 
-    def source_files(self) -> SourceFiles:
-        """The files of the source this tool ingests, and how it reads them (the source must exist)."""
-        return source_files(self.config, self.registry, self.base_dir)
-
     def source_changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
         """Which files of the source were added, edited or deleted since the last ingest (:meth:`Index.changes`)."""
-        return self.index.changes(self.source_files, max_chunks)
+        return self.index.changes(max_chunks)
 
     def opened_changes(self) -> SourceChanges | None:
         """What opening the index found changed under the source (:meth:`Index.opened_changes`)."""
