@@ -1,12 +1,6 @@
-"""What an index is built with from its tool's configuration, each bad setting a one-line
-:class:`~deckhand.errors.ConfigError` naming the tool: its store, from the ``database:`` block (resolved: tool >
-project > user > the default sqlite store; the store plugin and options checked; built through
-:func:`deckhand.stores.tool_store.create_store`; opened with the unreachable-server fallback and checked against the
-settings the index was built with: :func:`open_collection`), the source's files and the loaders that read them, the
-chunker that cuts them (on the embedder's tokenizer, so built only when a file is chunked: :class:`LazyChunker`) and
-the reranker that reorders what it answers. ``deckhand migrate``'s two ends are described from the same
-configuration (:func:`migration_end`): the stores take plain settings.
-"""
+"""What an index is built with from its tool's configuration (a bad setting: a one-line error naming the tool): its
+store from the ``database:`` block (:func:`open_collection`; ``deckhand migrate``'s ends: :func:`migration_end`), the
+source's files and loaders, the chunker (built on the first file: :class:`LazyChunker`) and the reranker."""
 
 from __future__ import annotations
 

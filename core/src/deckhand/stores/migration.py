@@ -130,15 +130,11 @@ class _Side:
     store: VectorStore
     end: MigrationEnd
 
-    @property
-    def provider(self) -> str:
-        return self.end.provider
-
     def where(self) -> str:
         """The store as messages name it: the provider, and its redacted URL or file when it has one."""
         path = _file_of(self.store)
         location = str(path) if path is not None else redact_url(self.end.connection_string)
-        return f"{self.provider} ({location})" if location else self.provider
+        return f"{self.end.provider} ({location})" if location else self.end.provider
 
 
 def migrate(
@@ -172,10 +168,10 @@ def migrate(
         )
     if StoreCapability.PERSISTENT not in store_capabilities(dst.store):
         raise ConfigError(
-            f"tool {target.name!r} of {target.label}: the {dst.provider} store keeps nothing after the command "
+            f"tool {target.name!r} of {target.label}: the {target.provider} store keeps nothing after the command "
             "ends; migrate to a persistent store (sqlite, postgres, redis, weaviate, ...)"
         )
-    report = MigrationReport(source.name, target.name, src.provider, dst.provider)
+    report = MigrationReport(source.name, target.name, source.provider, target.provider)
     with _closing(src.store), _closing(dst.store):
         built = _open_source(src, source)
         spec = _spec(target)
@@ -230,7 +226,7 @@ def _check_same_files(source: MigrationEnd, target: MigrationEnd) -> None:
 
 def _same_collection(src: _Side, source: MigrationEnd, dst: _Side, target: MigrationEnd) -> bool:
     """Whether both ends name one collection: the same file (stores keeping one) or the same server settings."""
-    if source.name != target.name or src.provider != dst.provider:
+    if source.name != target.name or source.provider != target.provider:
         return False
     if source.index_name != target.index_name:
         return False
