@@ -117,7 +117,6 @@ class Index:
     ) -> None:
         self.config, self.owner, self.registry, self.base_dir = config, owner, registry, base_dir
         self.name = name = config.name
-        self.configured, self.model = config.database, config.embedding_model
         self.store: VectorStore | None = None
         self.embedder: CachedEmbedder | None = None
         self.provider: str | None = None
@@ -153,7 +152,7 @@ class Index:
         each embedder before the collection is opened with it."""
         if force_ingest:
             self._former_default = None  # a rebuild is made with the configured (or current default) model
-        model = self.model or self._former_default
+        model = self.config.embedding_model or self._former_default
         embedder = lazy_embedder_for(self.registry, model, self.base_dir)
         before(embedder)
         reused = self.store
@@ -162,7 +161,7 @@ class Index:
             return open_collection(
                 self.registry,
                 self.name,
-                self.configured,
+                self.config.database,
                 embedder,
                 base_dir=self.base_dir,
                 force_ingest=force_ingest,
@@ -292,7 +291,7 @@ class Index:
                 f"tool {self.name!r} ({self.owner}) runs its own prepare step, which another "
                 "executor's workers cannot build from its configuration; ingest it with --executor local"
             )
-        model = self.model
+        model = self.config.embedding_model
         return PipelineDescription(
             tool=self.name,
             base_dir=str(self.base_dir),

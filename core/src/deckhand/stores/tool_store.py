@@ -1,7 +1,5 @@
-"""What opening a tool's collection in a store takes, in plain settings (the ``database:`` block is resolved and
-checked above, in :mod:`deckhand.index.components`): building a store through its factory (:func:`create_store`),
-the unreachable-server fallback policy, the integrity check, the compatibility check against the settings the
-index was built with, and the mark of a complete ingestion.
+"""Opening a tool's collection in plain settings (:mod:`deckhand.index.components` reads its ``database:`` block):
+the store's factory, the fallback policy, the integrity and compatibility checks, the mark of a complete ingestion.
 
 Rebuilds: an index built with other settings is dropped only with ``--force-ingest``, and only after the
 caller's ``before_rebuild`` check passed (a tool embeds one probe text: :mod:`deckhand.embedding.probe`), so a
