@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 from deckhand.config.models import VectorStoreToolConfig
+from deckhand.index.opened_index import CHECK_CHUNKS
 from deckhand.stores.sqlite import record_writes as writes
 from deckhand.stores.tool_store import mark_complete
-from deckhand.tools.source_tool import CHECK_CHUNKS
 from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import FileState, Record
 

@@ -176,8 +176,8 @@ def write(root: Path, pool: list[str], chunks: list[Chunk]) -> dict[str, float]:
     """The source (ten chunks a file) and the tool's index, as a complete ingest leaves them."""
     from deckhand.config.loading import load_agent_config
     from deckhand.ingest.discovery import discover
+    from deckhand.stores.tool_store import mark_complete
     from deckhand.tools import build_tool
-    from deckhand.tools.source_tool import mark_complete
     from deckhand.types import FileState, Record
 
     (root / "agent.yaml").write_text(AGENT, encoding="utf-8")

@@ -124,8 +124,8 @@ def write_index(root: Path, tool_kind: str, texts: list[list[str]]) -> dict[str,
     """Records and manifest as a complete ingest leaves them, through the tool's own store."""
     from deckhand.config.loading import load_agent_config
     from deckhand.ingest.discovery import discover
+    from deckhand.stores.tool_store import mark_complete
     from deckhand.tools import build_tool
-    from deckhand.tools.source_tool import mark_complete
     from deckhand.types import FileState, Record
 
     per_file = len(texts[0])

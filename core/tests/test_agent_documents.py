@@ -69,7 +69,7 @@ def test_a_rebuild_for_another_model_embeds_agent_documents_again(tmp_path: Path
 
 def test_a_write_keeps_a_complete_index_complete(tmp_path: Path, minilm: Any) -> None:
     """The next process opens the index without walking the source (a write is no interrupted ingest)."""
-    from deckhand.tools.source_tool import IndexOpened
+    from deckhand.index import IndexOpened
 
     docs = tmp_path / "docs"
     docs.mkdir()

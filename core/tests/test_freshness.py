@@ -78,7 +78,7 @@ def test_an_unchanged_source_and_agent_documents_are_no_change(tmp_path: Path) -
 def test_a_tool_opened_as_it_was_says_what_changed_since(tmp_path: Path, minilm: object) -> None:
     """``open_sync`` (what a process that only searches does) reports the changes; past ``max_chunks`` none."""
     from deckhand.config.models import VectorStoreToolConfig
-    from deckhand.tools.source_tool import IndexOpened
+    from deckhand.index import IndexOpened
     from deckhand.tools.vectorstore_tool import VectorStoreTool
 
     docs = tmp_path / "docs"

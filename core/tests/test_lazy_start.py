@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
+from deckhand.index import IndexOpened
 from deckhand.retrieval.tantivy_keyword import SIDE_INDEX
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.tool_store import COMPLETE_MARK
 from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
-from deckhand.tools.source_tool import IndexOpened
 from deckhand.tools.vectorstore_tool import VectorStoreTool
 from deckhand.types import CollectionSpec
 

@@ -154,10 +154,26 @@ class Record:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A store's answer: the record and its similarity score in [0, 1]."""
+    """A store's answer: the record and its similarity score in [0, 1].
+
+    Also each hit of the query engine's ranking (:class:`deckhand.retrieval.engine.Ranking`), with how it was ranked;
+    a tool makes its edge result (:class:`SearchResult`) of it."""
 
     record: Record
+    #: The store's similarity, or the fused score (hybrid).
     score: float
+    #: The reranker's score when a reranker reordered the results.
+    rerank_score: float | None = None
+    #: What each modality said (hybrid: a :class:`deckhand.retrieval.fusion.Fused`), and what the result carries
+    #: beside its text (hybrid: :class:`deckhand.retrieval.engine.Annotations`).
+    fused: Any = None
+    annotations: Any = None
+
+    @property
+    def result_score(self) -> float:
+        """The score a result shows: the reranker's when there is one, clamped to [0, 1], 6 decimals."""
+        value = self.score if self.rerank_score is None else self.rerank_score
+        return round(min(max(value, 0.0), 1.0), 6)
 
 
 @dataclass(frozen=True)

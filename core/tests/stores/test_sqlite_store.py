@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ConfigError, IndexCorruptError, StoreError
+from deckhand.index.components import open_store
 from deckhand.plugins import get_registry
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite import transactions as sqlite_transactions
 from deckhand.stores.sqlite.file import index_path
-from deckhand.stores.tool_store import open_store
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges
 from pydantic import ValidationError
 

@@ -22,10 +22,10 @@ from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder, la
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError, StoreConnectionError
+from deckhand.index.components import open_collection
 from deckhand.ingest.executor import IngestJob
 from deckhand.ingest.unit import PipelineDescription
 from deckhand.plugins import get_registry
-from deckhand.stores.tool_store import open_collection
 from deckhand.testing.kits import ExecutorTests
 from deckhand.tools import build_tool
 from deckhand.tools.source_tool import SourceTool

@@ -4,7 +4,8 @@ The source is the tool as ``-c/--config`` (default ``./agent.yaml``) configures 
 the tool of the same name (or ``--to-tool``) in ``--to NEW.yaml``, which names the new
 ``database:``. Both configurations must index the same files from the same directory: the
 manifest is copied as it is, so ``deckhand -c NEW.yaml ingest`` afterwards finds nothing to do.
-The copy itself is :func:`deckhand.stores.migration.migrate`.
+The copy itself is :func:`deckhand.stores.migration.migrate`, between the ends
+:func:`deckhand.index.components.migration_end` reads from the two configurations.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from deckhand.cli.tools import check_tool_names, load_config
 from deckhand.config.models import AgentConfig
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.errors import ConfigError
+from deckhand.index.components import migration_end
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
-from deckhand.stores.migration import DEFAULT_BATCH, MigrationEnd, MigrationReport, MigrationStatus, migrate
+from deckhand.stores.migration import DEFAULT_BATCH, MigrationReport, MigrationStatus, migrate
 
 
 def _source_tools(config: AgentConfig, config_path: Path, names: tuple[str, ...]) -> list[SourceToolConfig]:
@@ -120,16 +122,20 @@ def migrate_cmd() -> click.Command:
             for tool in tools:
                 target = _target_tool(new, to_path, to_tool or tool.name)
                 report = migrate(
-                    MigrationEnd(
+                    migration_end(
+                        registry,
                         tool,
                         config_path.resolve().parent,
                         str(config_path),
                         lazy_embedder(registry, tool.embedding_model),
                     ),
-                    MigrationEnd(
-                        target, to_path.resolve().parent, str(to_path), lazy_embedder(registry, target.embedding_model)
+                    migration_end(
+                        registry,
+                        target,
+                        to_path.resolve().parent,
+                        str(to_path),
+                        lazy_embedder(registry, target.embedding_model),
                     ),
-                    registry=registry,
                     batch_size=batch_size,
                     replace=replace,
                     progress=None if quiet else _Lines(tool.name),

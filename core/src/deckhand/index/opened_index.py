@@ -1,11 +1,12 @@
 """An opened collection with everything a query reads bound once: :class:`Index`.
 
-The index opens (or re-opens) its collection for an embedding model (:func:`deckhand.stores.tool_store.open_collection`:
-integrity, model compatibility, a rebuild's drop), keeps reading an index an earlier default model built, keeps the
-agent documents a rebuild drops in a journal and writes them again, keeps its side indexes current
-(:class:`~deckhand.retrieval.keeper.IndexKeeper`) and the query engine over them, compiles and checks filters, and
-answers queries (:meth:`Index.search`). It knows nothing of a source or of formatting: the tool does
-(:mod:`deckhand.tools.source_tool`).
+The index opens (or re-opens) its collection for an embedding model
+(:func:`deckhand.index.components.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
+reading an index an earlier default model built, keeps the agent documents a rebuild drops in a journal and writes
+them again, ingests its tool's source as an executor's job (:meth:`Index.ingest`, with the components of
+:mod:`deckhand.index.components`), keeps its side indexes current (:class:`~deckhand.retrieval.keeper.IndexKeeper`)
+and the query engine over them, compiles and checks filters, and answers queries (:meth:`Index.search`). It knows
+nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,33 +23,39 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 import deckhand.index.agent_documents as agent_documents
-from deckhand.bases import ChunkerBase, as_chunker, as_embedder
+from deckhand.bases import as_embedder
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.capabilities import index_maintenance, side_index_storage
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
+from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.embedding.probe import probe
 from deckhand.errors import ConfigError, EmbeddingError, FilterError, ModelMismatchError, is_outage
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
-from deckhand.ingest.freshness import SourceChanges
-from deckhand.ingest.pipeline import IngestReport
+from deckhand.index.components import build_reranker, lazy_chunker, loader_set, open_collection, selection, source_path
+from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.freshness import SourceChanges, source_changes
+from deckhand.ingest.pipeline import Ingestor, IngestReport, Progress
+from deckhand.ingest.sharding import Shard
+from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.paths import state_dir
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Chunker, Reranker, VectorStore
+from deckhand.protocols import Chunker, VectorStore
 from deckhand.retrieval.engine import QueryEngine, Ranking, SearchSettings
 from deckhand.retrieval.keeper import IndexKeeper, KeywordFactory
 from deckhand.stores import filtering
-from deckhand.stores.tool_store import is_complete, mark_complete, open_collection
+from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
 from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, record_id
 
 log = logging.getLogger("deckhand")
 
-#: Most chunks of an index whose source a search checks for changes (``SourceTool.source_changes``): decided on one
+#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`): decided on one
 #: count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
 CHECK_CHUNKS = 50_000
 
@@ -60,11 +68,11 @@ Prepare = Callable[[Document, list[Chunk]], list[Chunk]] | None
 
 @dataclass
 class IndexOpened(IngestReport):
-    """What ``SourceTool.open_sync`` reports when it only opened the index (the source was not checked),
-    and, once ``SourceTool.check_opened`` ran, what changed under the source since the last ingest."""
+    """What :meth:`Index.open_ingested` reports (the source was not checked), and, once :meth:`check` ran, what
+    changed under the source since the last ingest."""
 
     chunks: int = 0
-    #: Whether the source was checked for changes (``SourceTool.check_opened``), and what it found.
+    #: Whether the source was checked for changes (:meth:`check`), and what it found.
     checked: bool = False
     changes: SourceChanges | None = None
 
@@ -80,33 +88,18 @@ class IndexOpened(IngestReport):
             said = "not checked for changes: --refresh checks"
         return f"index opened ({self.chunks} chunks; {said}) in {self.total_seconds:.2f}s"
 
-
-class LazyChunker(ChunkerBase):
-    """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
-
-    def __init__(self, build: Callable[[], Chunker]) -> None:
-        self._build = build
-        self._chunker: ChunkerBase | None = None
-
-    def _built(self) -> ChunkerBase:
-        if self._chunker is None:
-            self._chunker = as_chunker(self._build())
-        return self._chunker
-
-    def chunk(self, document: Document) -> list[Chunk]:
-        return self._built().chunk(document)
-
-    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
-        """The chunks one by one when the chunker can stream them (bounded memory on huge files)."""
-        return self._built().iter_chunks(document)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled (for chunk worker processes) as the built chunker: the builder is a closure."""
-        return {"_build": None, "_chunker": self._built()}
+    def check(self, changes: Callable[[], SourceChanges | None]) -> IndexOpened:
+        """This report with what ``changes`` finds changed under the source since the last ingest (once)."""
+        if not self.checked:
+            clock = time.perf_counter()
+            self.changes, self.checked = changes(), True
+            self.seconds["check"] = time.perf_counter() - clock
+        return self
 
 
 class Index:
-    """Tool ``name``'s collection (``database``, embedded with ``model``; None: the default), opened by :meth:`open`.
+    """The collection of the tool ``config`` describes (its ``database:``, embedded with its ``embedding_model:``,
+    cut by its ``chunker:``, reordered by its ``reranker:``), opened by :meth:`open`, filled by :meth:`ingest`.
 
     Public once opened: :attr:`store`, :attr:`embedder`, :attr:`engine` (the query engine over the side indexes),
     :attr:`keeper` (with a ``keyword`` factory: the side indexes hybrid queries read), :attr:`provider`,
@@ -115,17 +108,15 @@ class Index:
 
     def __init__(
         self,
-        name: str,
-        database: DatabaseConfig | None,
-        model: Any,
-        *,
+        config: SourceToolConfig,
         registry: PluginRegistry,
         base_dir: Path,
+        *,
         keyword: KeywordFactory | None = None,
         owner: str = "Index",
     ) -> None:
-        self.name, self.configured, self.model, self.owner = name, database, model, owner
-        self.registry, self.base_dir = registry, base_dir
+        self.config, self.owner, self.registry, self.base_dir = config, owner, registry, base_dir
+        self.name = name = config.name
         self.store: VectorStore | None = None
         self.embedder: CachedEmbedder | None = None
         self.provider: str | None = None
@@ -148,6 +139,9 @@ class Index:
         self._kept: list[AgentDocument] = []
         #: The chunker agent documents are cut with (built on first write, again after a rebuild).
         self.write_chunker: Chunker | None = None
+        #: What the last ingest or open reported, and when the ingest the records come from started.
+        self.last_report: IngestReport | None = None
+        self.last_ingest_time: float | None = None
 
     # -- opening ----------------------------------------------------------------------------
     def open(
@@ -158,7 +152,7 @@ class Index:
         each embedder before the collection is opened with it."""
         if force_ingest:
             self._former_default = None  # a rebuild is made with the configured (or current default) model
-        model = self.model or self._former_default
+        model = self.config.embedding_model or self._former_default
         embedder = lazy_embedder_for(self.registry, model, self.base_dir)
         before(embedder)
         reused = self.store
@@ -167,7 +161,7 @@ class Index:
             return open_collection(
                 self.registry,
                 self.name,
-                self.configured,
+                self.config.database,
                 embedder,
                 base_dir=self.base_dir,
                 force_ingest=force_ingest,
@@ -219,19 +213,92 @@ class Index:
                 self.store = None
             raise
 
-    def adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool,
-              reranker: Reranker | None, reranker_name: str) -> None:  # fmt: skip
-        """Answer queries from ``store`` with ``embedder`` and ``reranker``; side indexes brought up to date."""
+    def adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
+        """Answer queries from ``store`` with ``embedder`` and the configured reranker (built once); side indexes
+        brought up to date; ``report`` recorded."""
+        reranker = self.engine.reranker
         self.engine = QueryEngine(
             self.embed_query,
             name=self.name,
-            reranker=reranker,
-            reranker_name=reranker_name,
+            reranker=reranker if reranker is not None else build_reranker(self.config, self.registry, self.base_dir),
+            reranker_name=self.config.reranker.name if self.config.reranker else "?",
             embed_passages=self.embed_passages,
         )
         self.store, self.embedder = store, embedder
         self.refresh(report, changed=changed)
         self.opened = True
+        self.last_report = report
+        # An index opened as it was: when the ingest that made it started (None where the store cannot say).
+        self.last_ingest_time = ingest_started(store) if isinstance(report, IndexOpened) else time.time()
+
+    def open_ingested(self, before: Callable[[CachedEmbedder], None]) -> IndexOpened | None:
+        """Open the index for searching when a complete ingestion made it; None when it holds nothing or an
+        unfinished ingestion's records (the store is kept for :meth:`ingest`, :meth:`count` counts it meanwhile)."""
+        clock = time.perf_counter()
+        store, embedder, reused = self.open(False, before=before)
+        with self.closing_on_error(store, reused):
+            chunks = store.count()
+            if not chunks or not is_complete(store):
+                self.store, self.embedder = store, embedder
+                return None
+            report = IndexOpened(chunks=chunks)
+            report.seconds["open"] = time.perf_counter() - clock
+            self.adopt(store, embedder, report, changed=reused is None)
+        return report
+
+    def ingest(self, *, force: bool, shard: Shard | None, executor: Executor | None, progress: Progress | None,
+               before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
+               context: ComponentSpec | None) -> IngestReport:  # fmt: skip
+        """Open the index (its file's integrity checked) and ingest its tool's source (only what changed unless
+        ``force``; only ``shard``'s files), run by ``executor`` (default: ``local``). ``before`` is given the embedder
+        before the store opens, ``prepare`` then says the tool's step between chunking and embedding, which
+        ``context`` names for other executors' workers. The agent documents a rebuild dropped are written again, the
+        ingest marked complete, and the index then answers queries."""
+        if shard is not None and force:
+            raise ConfigError(
+                "--shard and --force-ingest do not go together (each shard would drop the others' work): "
+                "rebuild with one `deckhand ingest --force-ingest`, or drop the index first, then run the shards"
+            )
+        config, source, started = self.config, source_path(self.config, self.base_dir), time.time()
+        store, embedder, reused = self.open(force, verify=True, before=before)
+        chunker, step = lazy_chunker(config, self.registry, embedder), prepare()
+        ingestor = Ingestor(
+            store=store,
+            embedder=embedder,
+            chunker=chunker,
+            loaders=loader_set(config, self.registry, self.base_dir),
+            base_dir=self.base_dir,
+            progress=progress,
+            prepare=step,
+            encoding=config.encoding,
+            max_file_size=config.max_file_size,
+            selection=selection(config),
+        )
+        job = IngestJob(ingestor, source, force, shard, self.pipeline_description(context, step is not None))
+        with self.closing_on_error(store, reused):
+            report = (executor or LocalExecutor()).run(job)
+            self.restore_kept(store, embedder, chunker, step)
+            mark_complete(store, started if shard is None else None)  # a shard cannot say when the others ran
+            self.adopt(store, embedder, report, changed=reused is None or bool(report.ingested or report.removed))
+        return report
+
+    def pipeline_description(self, context: ComponentSpec | None, prepares: bool) -> PipelineDescription:
+        """What a worker of any executor builds this index's embedding and writing from (after the store was
+        opened: the database is the one resolved here), with the tool's context step ``context``; a tool that
+        ``prepares`` chunks with a step no description names would have it skipped by those workers: refused."""
+        if context is None and prepares:
+            raise ConfigError(
+                f"tool {self.name!r} ({self.owner}) runs its own prepare step, which another "
+                "executor's workers cannot build from its configuration; ingest it with --executor local"
+            )
+        model = self.config.embedding_model
+        return PipelineDescription(
+            tool=self.name,
+            base_dir=str(self.base_dir),
+            embedder=model.model_dump(mode="json") if isinstance(model, BaseModel) else model,
+            context=context,
+            database=self.database.model_dump(mode="json", exclude_unset=True),
+        )
 
     def refresh(self, report: IngestReport, *, changed: bool) -> None:
         """Bring the side indexes up to date when the stored records may have changed (``changed``), and build
@@ -300,6 +367,30 @@ class Index:
         self.opened = False
 
     # -- what it holds ---------------------------------------------------------------------------
+    def changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
+        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk and
+        one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
+        number): past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
+        """
+        store, config = self.store, self.config
+        if store is None or (max_chunks is not None and store.count() > max_chunks):
+            return None  # decided on one count, before the manifest is read
+        return source_changes(
+            source_path(config, self.base_dir),
+            loader_set(config, self.registry, self.base_dir).extensions,
+            store.manifest(),
+            base=self.base_dir,
+            selection=selection(config),
+            max_file_size=config.max_file_size,
+            ingested_at=ingest_started(store),
+        )
+
+    def opened_changes(self) -> SourceChanges | None:
+        """What opening the index found changed under the source (None: nothing, or not only opened)."""
+        report = self.last_report
+        changes = report.changes if isinstance(report, IndexOpened) else None
+        return changes if changes is not None and changes.total else None
+
     def count(self) -> int:
         """Number of stored chunks (0 before it is opened)."""
         return self.store.count() if self.store is not None else 0
@@ -359,13 +450,14 @@ class Index:
         return path if path.is_absolute() else self.base_dir / path
 
     # -- documents an agent adds (deckhand_add; see deckhand.index.agent_documents) -----------------------
-    def write_document(self, doc_id: str, title: str, text: str, metadata: dict[str, Any], *,
-                       chunker: Callable[[CachedEmbedder], Chunker], prepare: Prepare) -> AgentDocument:  # fmt: skip
-        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once; ``chunker``
-        builds the chunker that cuts it (once)."""
+    def write_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, Any], *, prepare: Prepare
+    ) -> AgentDocument:
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once, cut by the
+        configured chunker and ``prepare``d by the tool's step."""
         store, embedder = self._writable()
         if self.write_chunker is None:
-            self.write_chunker = chunker(embedder)
+            self.write_chunker = lazy_chunker(self.config, self.registry, embedder)
         with self._kept_complete(store):
             doc = agent_documents.write_document(
                 tool=self.name,
@@ -396,8 +488,6 @@ class Index:
     @contextmanager
     def _kept_complete(self, store: VectorStore) -> Iterator[None]:
         """A write leaves a complete index complete: the next process need not walk the source."""
-        from deckhand.stores.tool_store import ingest_started
-
         complete, started = is_complete(store), ingest_started(store)
         yield
         if complete:

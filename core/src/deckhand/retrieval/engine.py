@@ -137,31 +137,11 @@ class Annotations:
 
 
 @dataclass
-class Hit:
-    """One result of :meth:`QueryEngine.search`, best first."""
-
-    record: Record
-    #: The fused score (hybrid), or the store's similarity (single mode).
-    score: float
-    #: The reranker's score when a reranker reordered the results.
-    rerank_score: float | None = None
-    #: What each modality said (hybrid only).
-    fused: Fused | None = None
-    annotations: Annotations | None = None
-
-    @property
-    def result_score(self) -> float:
-        """The score a result shows: the reranker's when there is one, clamped to [0, 1], 6 decimals."""
-        value = self.score if self.rerank_score is None else self.rerank_score
-        return round(min(max(value, 0.0), 1.0), 6)
-
-
-@dataclass
 class Ranking:
     """One pass of :meth:`QueryEngine.ranking`: its hits and what it saw on the way, which is what explains an
     empty answer without searching again."""
 
-    hits: list[Hit]
+    hits: list[SearchHit]
     #: Candidates the pass ranked (every modality's, after the filter).
     candidates: int = 0
     #: Candidates the score threshold (``min_score``) dropped that nothing else would have.
@@ -308,7 +288,7 @@ class QueryEngine:
         *,
         where: Filter | None = None,
         provider: str | None = None,
-    ) -> list[Hit]:
+    ) -> list[SearchHit]:
         """The ``settings.top_k`` best records for ``query`` that pass ``where``, best first (:meth:`ranking`'s)."""
         return self.ranking(store, query, settings, where=where, provider=provider).hits
 
@@ -363,13 +343,7 @@ class QueryEngine:
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
         seen.hits = [
-            Hit(
-                record=records[f.id],
-                score=f.score,
-                rerank_score=score,
-                fused=f,
-                annotations=self.annotate(records[f.id], settings.definitions_per_result),
-            )
+            SearchHit(records[f.id], f.score, score, f, self.annotate(records[f.id], settings.definitions_per_result))
             for f, score in ranked
         ]
         return seen
@@ -403,7 +377,7 @@ class QueryEngine:
         ranked = relative_cutoff(
             ranked, lambda entry: entry[0].score if entry[1] is None else entry[1], settings.relative_cutoff
         )
-        seen.hits = [Hit(record=hit.record, score=hit.score, rerank_score=score) for hit, score in ranked]
+        seen.hits = [SearchHit(hit.record, hit.score, rerank_score=score) for hit, score in ranked]
         return seen
 
     def _windowed(self, query: str, hits: list[SearchHit], settings: SearchSettings) -> list[SearchHit]:

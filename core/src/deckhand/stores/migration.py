@@ -32,16 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deckhand.capabilities import index_maintenance
-from deckhand.config.loading import resolve_database
-from deckhand.config.models import DatabaseConfig
-from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.plugins import PluginRegistry
 from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities
 from deckhand.redaction import redact_url
 from deckhand.stores.sqlite import SQLiteStore
-from deckhand.stores.tool_store import create_store, ingest_started, is_complete, mark_complete, store_component
-from deckhand.types import CollectionSpec, FileState, Record, record_id
+from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
+from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, record_id
 
 log = logging.getLogger("deckhand")
 
@@ -51,15 +47,25 @@ DEFAULT_BATCH = 1000
 
 @dataclass(frozen=True)
 class MigrationEnd:
-    """One end of a migration: a tool's entry of an agent configuration and the directory it is relative to."""
+    """One end of a migration, as plain settings (:func:`deckhand.index.components.migration_end` reads them
+    from a tool's entry of an agent configuration): tool ``name``'s index of the files under ``source``, in the
+    store ``build`` builds (not opened) for ``provider`` with its resolved database's settings."""
 
-    tool: SourceToolConfig
+    name: str
+    #: The tool's source, absolute; and the directory its configuration is in (file names are relative to it).
+    source: Path
     base_dir: Path
     #: Where the tool is configured, for messages (the configuration file).
     label: str
     #: The tool's embedder, only described (model id and dimension; the caller passes a lazy one, see
     #: :func:`deckhand.building.lazy_embedders.lazy_embedder`): the collection is created for it, never embedded with.
     embedder: Embedder
+    provider: str
+    build: Callable[[], VectorStore]
+    metric: Metric
+    algorithm: Algorithm
+    index_name: str | None = None
+    connection_string: str | None = None
 
 
 @dataclass
@@ -119,29 +125,27 @@ class MigrationReport:
 
 @dataclass
 class _Side:
-    """A store built for one end (not yet opened) and what describes it in messages."""
+    """A store built for one end (not yet opened)."""
 
     store: VectorStore
-    database: DatabaseConfig
-    provider: str
+    end: MigrationEnd
 
     def where(self) -> str:
         """The store as messages name it: the provider, and its redacted URL or file when it has one."""
         path = _file_of(self.store)
-        location = str(path) if path is not None else redact_url(self.database.connection_string)
-        return f"{self.provider} ({location})" if location else self.provider
+        location = str(path) if path is not None else redact_url(self.end.connection_string)
+        return f"{self.end.provider} ({location})" if location else self.end.provider
 
 
 def migrate(
     source: MigrationEnd,
     target: MigrationEnd,
     *,
-    registry: PluginRegistry,
     batch_size: int = DEFAULT_BATCH,
     replace: bool = False,
     progress: Callable[[MigrationStatus], None] | None = None,
 ) -> MigrationReport:
-    """Copy ``source.tool``'s index into ``target.tool``'s store: each file's records (with their vectors) and its
+    """Copy ``source``'s index into ``target``'s store: each file's records (with their vectors) and its
     manifest entry in one ``replace_source``; files the target already holds as the source does are skipped.
 
     Refused with one line (:class:`ConfigError`, :class:`ModelMismatchError`,
@@ -155,26 +159,26 @@ def migrate(
         raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
     _check_same_files(source, target)
     clock = time.perf_counter()
-    src = _build(registry, source)
-    dst = _build(registry, target)
+    src = _build(source)
+    dst = _build(target)
     if _same_collection(src, source, dst, target):
         raise ConfigError(
-            f"tool {source.tool.name!r} of {source.label} and tool {target.tool.name!r} of {target.label} use the "
+            f"tool {source.name!r} of {source.label} and tool {target.name!r} of {target.label} use the "
             f"same collection in {dst.where()}: nothing to migrate; point the target tool's database: at another store"
         )
     if StoreCapability.PERSISTENT not in store_capabilities(dst.store):
         raise ConfigError(
-            f"tool {target.tool.name!r} of {target.label}: the {dst.provider} store keeps nothing after the command "
+            f"tool {target.name!r} of {target.label}: the {target.provider} store keeps nothing after the command "
             "ends; migrate to a persistent store (sqlite, postgres, redis, weaviate, ...)"
         )
-    report = MigrationReport(source.tool.name, target.tool.name, src.provider, dst.provider)
+    report = MigrationReport(source.name, target.name, source.provider, target.provider)
     with _closing(src.store), _closing(dst.store):
-        built = _open_source(src, source, registry)
-        spec = _spec(target, dst.database)
+        built = _open_source(src, source)
+        spec = _spec(target)
         if (built.embedding_model, built.dimension) != (spec.embedding_model, spec.dimension):
             raise ModelMismatchError(
-                f"cannot migrate tool {source.tool.name!r}: its index holds vectors of embedding model "
-                f"{built.embedding_model!r} ({built.dimension} dims) but tool {target.tool.name!r} of {target.label} "
+                f"cannot migrate tool {source.name!r}: its index holds vectors of embedding model "
+                f"{built.embedding_model!r} ({built.dimension} dims) but tool {target.name!r} of {target.label} "
                 f"embeds with {spec.embedding_model!r} ({spec.dimension} dims); give it the same embedding_model "
                 "(or ingest into the new store with `deckhand ingest`, which embeds again)"
             )
@@ -194,7 +198,7 @@ def migrate(
         expected = src.store.count()
         if report.target_count != expected:
             raise StoreError(
-                f"tool {target.tool.name!r}: the target holds {report.target_count:,} records after the copy but the "
+                f"tool {target.name!r}: the target holds {report.target_count:,} records after the copy but the "
                 f"source {expected:,} (was the source ingested into meanwhile?); run `deckhand migrate` again"
             )
     report.seconds = time.perf_counter() - clock
@@ -212,29 +216,24 @@ def _check_same_files(source: MigrationEnd, target: MigrationEnd) -> None:
             f"{target.label} is in {target.base_dir} but {source.label} in {source.base_dir}: an index names its "
             "files relative to its configuration's directory; put the new configuration beside the old one"
         )
-    old, new = _source_of(source), _source_of(target)
+    old, new = source.source, target.source
     if old != new:
         raise ConfigError(
-            f"tool {target.tool.name!r} of {target.label} indexes {new} but tool {source.tool.name!r} of "
+            f"tool {target.name!r} of {target.label} indexes {new} but tool {source.name!r} of "
             f"{source.label} indexes {old}: the index describes those files; give both the same source:"
         )
 
 
-def _source_of(end: MigrationEnd) -> Path:
-    path = Path(end.tool.source).expanduser()
-    return (path if path.is_absolute() else end.base_dir / path).resolve()
-
-
 def _same_collection(src: _Side, source: MigrationEnd, dst: _Side, target: MigrationEnd) -> bool:
     """Whether both ends name one collection: the same file (stores keeping one) or the same server settings."""
-    if source.tool.name != target.tool.name or src.provider != dst.provider:
+    if source.name != target.name or source.provider != target.provider:
         return False
-    if src.database.index_name != dst.database.index_name:
+    if source.index_name != target.index_name:
         return False
     paths = _file_of(src.store), _file_of(dst.store)
     if paths[0] is not None and paths[1] is not None:
         return Path(paths[0]).resolve() == Path(paths[1]).resolve()
-    return src.database.connection_string == dst.database.connection_string
+    return source.connection_string == target.connection_string
 
 
 def _check_target_holds_only(
@@ -250,7 +249,7 @@ def _check_target_holds_only(
     if foreign or extra > allowed:
         what = f"{len(foreign):,} files the source does not have (e.g. {foreign[0]})" if foreign else "other records"
         raise ConfigError(
-            f"tool {target.tool.name!r} of {target.label}: the target collection in {dst.where()} already holds "
+            f"tool {target.name!r} of {target.label}: the target collection in {dst.where()} already holds "
             f"{what}; pass --replace to drop it first"
         )
 
@@ -263,39 +262,36 @@ def _file_of(store: VectorStore) -> Path | None:
     return store.path if isinstance(store, SQLiteStore) else None
 
 
-def _build(registry: PluginRegistry, end: MigrationEnd) -> _Side:
-    """``end``'s store built (not opened) from its ``database:`` (tool > project > user > default sqlite)."""
-    database, _ = resolve_database(end.tool.database, cwd=end.base_dir)
-    component = store_component(registry, database, end.tool.name, f" of {end.label}")
-    where = f"{component.name} ({redact_url(database.connection_string)})" if database.connection_string else ""
-    with _reaching(end, where or component.name):  # a server store may connect when it is built
-        store = create_store(component, database, end.tool.name, base_dir=end.base_dir)
-    return _Side(store, database, component.name)
+def _build(end: MigrationEnd) -> _Side:
+    """``end``'s store built (not opened)."""
+    where = f"{end.provider} ({redact_url(end.connection_string)})" if end.connection_string else end.provider
+    with _reaching(end, where):  # a server store may connect when it is built
+        return _Side(end.build(), end)
 
 
-def _spec(end: MigrationEnd, database: DatabaseConfig) -> CollectionSpec:
+def _spec(end: MigrationEnd) -> CollectionSpec:
     """The collection ``end``'s tool opens: its embedder described (model id, dimension; the model is not
     loaded where the registration describes it) and its database's metric and algorithm."""
     embedder = end.embedder
     return CollectionSpec(
-        name=end.tool.name,
+        name=end.name,
         dimension=embedder.dimension,
         embedding_model=embedder.model_id,
-        metric=database.distance_metric,
-        algorithm=database.vector_algorithm,
+        metric=end.metric,
+        algorithm=end.algorithm,
     )
 
 
-def _open_source(src: _Side, source: MigrationEnd, registry: PluginRegistry) -> CollectionSpec:
+def _open_source(src: _Side, source: MigrationEnd) -> CollectionSpec:
     """Open the source collection; the spec it was built with (it may differ from what the config says now)."""
     nothing = ConfigError(
-        f"tool {source.tool.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
+        f"tool {source.name!r} of {source.label} has no index in {src.where()}: nothing to migrate "
         "(`deckhand ingest` builds it)"
     )
     path = _file_of(src.store)
     if path is not None and not Path(path).exists():
         raise nothing  # a store keeping a file: checked without creating it
-    previous = _open(src, source, _spec(source, src.database))
+    previous = _open(src, source, _spec(source))
     if previous is None:
         with contextlib.suppress(Exception):  # opening created it: leave the store as it was
             src.store.drop()
@@ -329,7 +325,7 @@ def _open_target(dst: _Side, target: MigrationEnd, spec: CollectionSpec, *, repl
     ]
     if changed:
         raise ModelMismatchError(
-            f"tool {target.tool.name!r} of {target.label}: the target collection in {dst.where()} was created with "
+            f"tool {target.name!r} of {target.label}: the target collection in {dst.where()} was created with "
             f"{'; '.join(changed)}; pass --replace to drop it first"
         )
     return False
@@ -348,12 +344,12 @@ def _reaching(end: MigrationEnd, where: str) -> Iterator[None]:
     try:
         yield
     except StoreAuthenticationError as exc:
-        raise StoreAuthenticationError(f"tool {end.tool.name!r} of {end.label}: {redact_url(str(exc))}") from None
+        raise StoreAuthenticationError(f"tool {end.name!r} of {end.label}: {redact_url(str(exc))}") from None
     except (ConnectionError, TimeoutError) as exc:
         detail = redact_url(str(exc))
         said = where.partition(" (")[2].rstrip(")")  # the URL, when the driver's message names it already
         reach = "" if said and said in detail else f"cannot reach {where}: "
-        raise StoreConnectionError(f"tool {end.tool.name!r} of {end.label}: {reach}{detail}") from None
+        raise StoreConnectionError(f"tool {end.name!r} of {end.label}: {reach}{detail}") from None
 
 
 @contextlib.contextmanager

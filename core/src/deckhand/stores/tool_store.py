@@ -1,5 +1,5 @@
-"""The store a tool works with: opening its collection in the configured store, the unreachable-server fallback, and the
-compatibility check against the settings the index was built with.
+"""Opening a tool's collection in plain settings (:mod:`deckhand.index.components` reads its ``database:`` block):
+the store's factory, the fallback policy, the integrity and compatibility checks, the mark of a complete ingestion.
 
 Rebuilds: an index built with other settings is dropped only with ``--force-ingest``, and only after the
 caller's ``before_rebuild`` check passed (a tool embeds one probe text: :mod:`deckhand.embedding.probe`), so a
@@ -22,35 +22,24 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import Any
 
 from deckhand.capabilities import integrity_check, side_index_storage
-from deckhand.config.component_choices import runtime_errors
-from deckhand.config.loading import resolve_database
-from deckhand.config.models import IN_MEMORY, DatabaseConfig
-from deckhand.errors import (
-    ConfigError,
-    IndexCorruptError,
-    ModelMismatchError,
-    StoreAuthenticationError,
-    StoreConnectionError,
-)
-from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import Embedder, VectorStore
-from deckhand.redaction import redact_url
+from deckhand.errors import ConfigError, IndexCorruptError, ModelMismatchError
+from deckhand.plugins import Component
+from deckhand.protocols import VectorStore
 from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
 
 
-def create_store(component: Component, config: DatabaseConfig, collection: str, *, base_dir: Path) -> VectorStore:
+def create_store(component: Component, config: Any, collection: str, *, base_dir: Path) -> VectorStore:
     """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
 
     The factory is called as ``factory(config, collection, options, base_dir=base_dir)``
-    (:class:`deckhand.registration.StoreFactory`): ``options`` is ``database.options`` as an
-    instance of the store's options model, and ``base_dir`` the agent config's directory, against
-    which a store keeping files resolves relative paths (its default files go under
+    (:class:`deckhand.registration.StoreFactory`): ``config`` is the resolved ``database:`` block, ``options``
+    is ``database.options`` as an instance of the store's options model, and ``base_dir`` the agent config's
+    directory, against which a store keeping files resolves relative paths (its default files go under
     :func:`deckhand.paths.state_dir` ``(base_dir)``).
     """
     store: VectorStore = component.create(
@@ -66,15 +55,19 @@ class FallbackPolicy:
     allow: bool | None = None
     default: bool = True
 
-    def allows(self, database: DatabaseConfig) -> bool:
+    def allows(self, configured: bool | None) -> bool:
+        """Whether to fall back, given the database's ``allow_fallback`` (``configured``; None: not set)."""
         if self.allow is not None:
             return self.allow
-        if database.allow_fallback is not None:
-            return database.allow_fallback
-        return self.default
+        return configured if configured is not None else self.default
 
 
 _policy: ContextVar[FallbackPolicy | None] = ContextVar("deckhand_fallback_policy", default=None)
+
+
+def fallback_allowed(configured: bool | None) -> bool:
+    """Whether a store opened now falls back to in-memory, its database saying ``configured`` (see above)."""
+    return (_policy.get() or FallbackPolicy()).allows(configured)
 
 
 @contextmanager
@@ -87,70 +80,9 @@ def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[Non
         _policy.reset(token)
 
 
-def store_component(registry: PluginRegistry, config: DatabaseConfig, tool: str, where: str = "") -> Component:
-    """The store plugin ``config`` names, its ``options:`` checked against it: a one-line error naming tool
-    ``tool`` (``where``: which end of a migration, for instance) and the field otherwise."""
-    component = registry.resolve("store", config.provider)
-    with runtime_errors(tool):
-        try:
-            config.check_for(component, where=("database",))
-        except ValueError as exc:
-            if isinstance(exc, ValidationError):
-                raise
-            raise ConfigError(f"tool {tool!r}{where}: database: {exc}") from None
-    return component
-
-
-def open_store(
-    registry: PluginRegistry,
-    database: DatabaseConfig | None,
-    collection: str,
-    spec: CollectionSpec,
-    *,
-    cwd: Path | None = None,
-    force: bool = False,
-    verify: bool = False,
-) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
-    """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
-
-    Returns the store, the spec the collection had before (None if new), and the database
-    configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
-    error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
-    ``verify`` (an ingest) checks the whole file first where the store can (``verify_integrity``).
-    """
-    config, origin = resolve_database(database, cwd=cwd)
-    log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
-    # Checked at load against the registry then in use; again against the tool's own.
-    component = store_component(registry, config, collection)
-    base_dir = cwd or Path.cwd()
-    try:
-        store = create_store(component, config, collection, base_dir=base_dir)
-        previous = _open(store, spec, force, verify=verify)
-        return store, previous, config
-    except StoreAuthenticationError as exc:  # a configuration error: never a reason to fall back
-        raise StoreAuthenticationError(f"tool {collection}: {exc}") from None
-    except (ConnectionError, TimeoutError) as exc:  # StoreConnectionError, or a plugin's raw socket error
-        if config.provider == IN_MEMORY:
-            raise
-        where = f" at {redact_url(config.connection_string)}" if config.connection_string else ""
-        if not (_policy.get() or FallbackPolicy()).allows(config):
-            raise StoreConnectionError(
-                f"tool {collection}: {redact_url(str(exc))}; to use the in-memory store for this run instead, "
-                "pass --allow-fallback (or set database.allow_fallback: true)"
-            ) from None
-        log.warning(
-            "tool %s: cannot reach %s%s (%s); falling back to the in-memory store for this run",
-            collection,
-            config.provider,
-            where,
-            redact_url(str(exc)),
-        )
-        fallback = DatabaseConfig(provider=IN_MEMORY)
-        store = create_store(registry.resolve("store", IN_MEMORY), fallback, collection, base_dir=base_dir)
-        return store, store.open(spec), fallback
-
-
-def _open(store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
+def open_checked(
+    store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False
+) -> CollectionSpec | None:
     """``store.open(spec)``; with ``force`` or ``verify``, a store with the ``integrity_check`` capability is checked
     first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
     ingest never writes into (and reports success on) a damaged index."""
@@ -216,49 +148,6 @@ def check_collection(
     log.info("tool %s: the index settings changed; rebuilding the index", name)
     store.drop()
     store.open(spec)
-
-
-def open_collection(
-    registry: PluginRegistry,
-    name: str,
-    database: DatabaseConfig | None,
-    embedder: Embedder,
-    *,
-    base_dir: Path,
-    force_ingest: bool,
-    store: VectorStore | None = None,
-    verify: bool = False,
-    before_rebuild: Callable[[VectorStore], None] | None = None,
-) -> tuple[VectorStore, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
-
-    The database is resolved first (tool > project > user > the default sqlite store) so the collection is
-    created with the metric and algorithm of whichever configuration applies; an index built
-    with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
-    ``store`` is the collection's store from an earlier initialisation in this process: it is
-    opened again rather than replaced, so what it holds (all of it, for the in-memory store)
-    is kept and unchanged files are not ingested again. ``verify`` (set by an ingest, which is about to
-    write) checks the index file's integrity first (see :func:`open_store`). ``before_rebuild`` (a tool embeds
-    one probe text) is called before an index is dropped for a rebuild; when it raises, nothing is dropped.
-    """
-    config, origin = resolve_database(database, cwd=base_dir)
-    log.debug("tool %s: database %s from %s", name, config.provider, origin)
-    spec = CollectionSpec(
-        name=name,
-        dimension=embedder.dimension,
-        embedding_model=embedder.model_id,
-        metric=config.distance_metric,
-        algorithm=config.vector_algorithm,
-    )
-    if store is not None:
-        previous, used = _open(store, spec, force_ingest, verify=verify), config
-    else:
-        store, previous, used = open_store(
-            registry, config, name, spec, cwd=base_dir, force=force_ingest, verify=verify
-        )
-    if previous is not None:
-        check_collection(name, store, previous, spec, force_ingest, before_rebuild)
-    return store, used
 
 
 #: Side index (see ``SQLiteStore.save_side_index``) marking the records version a complete ingestion ended at.

@@ -152,7 +152,8 @@ def build_worker(
     from deckhand.building.lazy_embedders import lazy_embedder_for
     from deckhand.config.component_choices import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
     from deckhand.config.tool_fields import DatabaseConfig
-    from deckhand.stores.tool_store import fallback_policy, open_collection
+    from deckhand.index.components import open_collection
+    from deckhand.stores.tool_store import fallback_policy
 
     registry = registry or get_registry()
     base_dir = Path(description.base_dir)

@@ -37,7 +37,7 @@ from deckhand.filters.spec import FilterInput
 from deckhand.paths import state_dir
 from deckhand.plugins import Component
 from deckhand.protocols import KeywordIndex, StoreCapability, VectorStore
-from deckhand.retrieval.engine import Hit, SearchSettings
+from deckhand.retrieval.engine import SearchSettings
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.tools.answers import SearchOptions
 from deckhand.tools.hierarchical_results import (
@@ -49,6 +49,7 @@ from deckhand.tools.hierarchical_results import (
 )
 from deckhand.tools.ranked_tool import RankedTool
 from deckhand.tools.tool_io import SearchResult
+from deckhand.types import SearchHit
 
 log = logging.getLogger("deckhand")
 
@@ -169,7 +170,7 @@ class HierarchicalDocumentTool(RankedTool):
         """The text agents read for ``results`` (what :meth:`search` returns)."""
         return format_hierarchical_results(list(results))
 
-    def result_of(self, rank: int, hit: Hit) -> HierarchicalSearchResult:
+    def result_of(self, rank: int, hit: SearchHit) -> HierarchicalSearchResult:
         """One result; with a reranker score, that is its score and its ``rerank`` modality."""
         return _result(rank, hit)
 
@@ -199,7 +200,7 @@ def _supports(store: VectorStore, component: Component) -> bool:
     return not _missing(store, component)
 
 
-def _result(rank: int, hit: Hit) -> HierarchicalSearchResult:
+def _result(rank: int, hit: SearchHit) -> HierarchicalSearchResult:
     """One result; with a reranker score, that is its score and its ``rerank`` modality."""
     record, fused, notes = hit.record, hit.fused, hit.annotations
     assert fused is not None and notes is not None

@@ -13,12 +13,12 @@ from typing import Any
 
 from deckhand.filters.conditions import Filter
 from deckhand.filters.spec import FilterInput
-from deckhand.retrieval.engine import Hit, Ranking, SearchSettings
+from deckhand.retrieval.engine import Ranking, SearchSettings
 from deckhand.similarity import off_topic_below, unrelated_below
 from deckhand.tools import NO_OPTIONS
 from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.contextual import ContextualChunks
-from deckhand.types import SearchResult
+from deckhand.types import SearchHit, SearchResult
 
 
 class RankedTool(ContextualChunks):
@@ -57,7 +57,7 @@ class RankedTool(ContextualChunks):
         :meth:`deckhand.tools.source_tool.SourceTool.search_results_sync`): :meth:`answer`'s."""
         return self.answer(query, SearchOptions(top_k, filter)).results
 
-    def result_of(self, rank: int, hit: Hit) -> SearchResult:
+    def result_of(self, rank: int, hit: SearchHit) -> SearchResult:
         """The result ``hit`` makes at ``rank``."""
         record = hit.record
         return SearchResult(
