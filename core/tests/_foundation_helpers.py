@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ class FakeEmbedder:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             for word in text.lower().split():
-                out[i, hash(word) % self.dimension] += 1.0
+                out[i, zlib.crc32(word.encode()) % self.dimension] += 1.0  # hash() differs per process
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
