@@ -234,14 +234,20 @@ def latency_here(root: Path, name: str, n_queries: int, chunks: int) -> None:
     for mode, times in search_times(root, name, n_queries, passes=2):
         p50, p95 = np.percentile(times, [50, 95])
         print(f"{mode} search, top 10, {n_queries} queries: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
-    print(f"peak RSS of that (warm) process after {4 * n_queries} searches: {peak_rss_mb():.0f} MB", flush=True)
+    status = memory_mb()
+    print(
+        f"peak RSS of that (warm) process after {4 * n_queries} searches: {status['VmHWM']:.0f} MB "
+        f"(now RssAnon {status['RssAnon']:.0f} MB, RssFile {status['RssFile']:.0f} MB)",
+        flush=True,
+    )
     recall(root, name, n_queries, chunks)
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident set (``VmHWM``), MB."""
-    lines = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM")]
-    return int(lines[0].split()[1]) / 1024
+def memory_mb() -> dict[str, float]:
+    """This process's peak resident set (``VmHWM``) and its resident anonymous and file-backed memory, MB."""
+    fields = {"VmHWM", "RssAnon", "RssFile"}
+    pairs = (line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return {key: int(value.split()[0]) / 1024 for key, value in pairs if key in fields}
 
 
 def recall(root: Path, name: str, n_queries: int, chunks: int) -> None:
