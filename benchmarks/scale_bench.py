@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from startup_bench import search_times
-from synthetic_corpus import chunks
+from synthetic_corpus import chunks, queries
 
 AGENT = """name: scale
 tools:
@@ -218,12 +218,66 @@ def exact_while_building(root: Path, store: object, centres: np.ndarray, tool_ki
         )
 
 
-def latency(root: Path, name: str, n_queries: int) -> None:
-    """Semantic and hybrid p50 / p95 (ms) of ``n_queries`` searches in one process, query vectors computed first;
-    two passes, the first warming the page cache (``startup_bench.search_times``)."""
+def latency(root: Path, name: str, n_queries: int, chunks: int) -> None:
+    """Semantic and hybrid p50 / p95 (ms) of ``n_queries`` searches in a new process, query vectors computed first;
+    two passes, the first warming the page cache (``startup_bench.search_times``); that process's peak RSS after
+    them (a warm searcher's); then recall@10 of the store's search against exact search (:func:`recall`)."""
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import scale_bench as s; "
+    code += f"s.latency_here(s.Path({str(root)!r}), {name!r}, {n_queries}, {chunks})"
+    done = subprocess.run([sys.executable, "-c", code], text=True)
+    if done.returncode != 0:
+        raise SystemExit("the in-process latency run failed (its error is above)")
+
+
+def latency_here(root: Path, name: str, n_queries: int, chunks: int) -> None:
+    """:func:`latency`'s work, in the process it runs in."""
     for mode, times in search_times(root, name, n_queries, passes=2):
         p50, p95 = np.percentile(times, [50, 95])
         print(f"{mode} search, top 10, {n_queries} queries: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
+    status = memory_mb()
+    print(
+        f"peak RSS of that (warm) process after {4 * n_queries} searches: {status['VmHWM']:.0f} MB "
+        f"(now RssAnon {status['RssAnon']:.0f} MB, RssFile {status['RssFile']:.0f} MB)",
+        flush=True,
+    )
+    recall(root, name, n_queries, chunks)
+
+
+def memory_mb() -> dict[str, float]:
+    """This process's peak resident set (``VmHWM``) and its resident anonymous and file-backed memory, MB."""
+    fields = {"VmHWM", "RssAnon", "RssFile"}
+    pairs = (line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return {key: int(value.split()[0]) / 1024 for key, value in pairs if key in fields}
+
+
+def recall(root: Path, name: str, n_queries: int, chunks: int) -> None:
+    """Recall@10 of the tool's store (graph and rescoring, as searches use it) against an exact scan of the same
+    file (``search: exact``), for the timed queries' vectors and for ``n_queries`` vectors drawn as the stored ones
+    are (a cluster centre plus noise: :func:`write_index`'s ``chunks // 100`` centres)."""
+    from deckhand.config.loading import load_agent_config
+    from deckhand.stores.sqlite import SQLiteStore
+    from deckhand.tools import build_tool
+
+    config = load_agent_config(root / "agent.yaml")
+    tool: typing.Any = build_tool(next(t for t in config.tools if t.name == name), base_dir=root)
+    tool.open_sync()
+    own = typing.cast(SQLiteStore, tool.index.store)
+    exact = SQLiteStore(own.path, own.collection, own.options.model_copy(update={"search": "exact"}))
+    exact.open(own.spec)
+    asked = np.asarray([tool.index.embed_query(q) for q in queries(n_queries)], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((max(8, chunks // 100), asked.shape[1])).astype(np.float32)
+    drawn = centres[np.random.default_rng(2).integers(0, len(centres), n_queries)]
+    drawn = drawn + 0.5 * np.random.default_rng(3).standard_normal(drawn.shape).astype(np.float32)
+    drawn /= np.linalg.norm(drawn, axis=1, keepdims=True)
+    for label, vectors in (("the timed queries' vectors", asked), ("vectors drawn as the stored ones", drawn)):
+        found = 0
+        for vector in vectors:
+            want = {hit.record.id for hit in exact.search(vector, 10)}
+            found += len(want & {hit.record.id for hit in own.search(vector, 10)})
+        print(f"recall@10 against exact search, {len(vectors)} {label}: {found / (10 * len(vectors)):.3f}", flush=True)
+    exact.close()
+    tool.close()
 
 
 def cli(root: Path, *args: str) -> tuple[float, str, float]:
@@ -290,7 +344,7 @@ def main() -> None:
         flush=True,
     )
     if args.tool == "hierarchical":
-        latency(root, name, args.queries)
+        latency(root, name, args.queries, files * args.per_file)
     unchanged, _, _ = cli(root, "ingest")
     print(f"deckhand ingest, nothing changed: {unchanged:.2f} s", flush=True)
     changed = root / "docs" / "d0000" / "f0000007.md"

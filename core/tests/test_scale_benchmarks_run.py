@@ -35,6 +35,10 @@ def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Pa
     assert "side indexes built and kept in" in out
     assert re.search(r"start-up -?\d+\.\d+ s above --version \(medians of 1\); search peak RSS \d+ MB", out)
     assert len(re.findall(r"(semantic|hybrid) search, top 10, 5 queries: p50 [\d.]+ ms, p95 [\d.]+ ms", out)) == 4
+    # issue 46: a warm searcher's peak RSS, and recall@10 of the store's search against an exact scan of it
+    warm = r"peak RSS of that \(warm\) process after 20 searches: \d+ MB \(now RssAnon \d+ MB, RssFile \d+ MB\)"
+    assert re.search(warm, out)
+    assert len(re.findall(r"recall@10 against exact search, 5 [^:]+: (0|1)\.\d{3}", out)) == 2
     assert re.search(r"deckhand ingest, nothing changed: [\d.]+ s", out)
     assert "above embedding; the next search" in out and out.rstrip().splitlines()[-3].endswith("new text: True")
     # issue 30: the split of a dense query's time and a search's memory, on the same work folder
