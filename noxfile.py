@@ -30,6 +30,10 @@ nox.options.sessions = [
     "lint", "typecheck", "tests", "tests-mcp1", "tests-remote-embedder", "tests-ray", "e2e", "install",
 ]  # fmt: skip
 nox.options.error_on_missing_interpreters = True
+# uv installs without compiling bytecode, and where PYTHONDONTWRITEBYTECODE=1 (this workplace's machines, CI's too)
+# every process then compiles each library and deckhand module it imports from source: pytest, each ``deckhand``
+# subprocess, each forked import (half a process's start-up CPU). Written once, the bytecode is read by every process.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
