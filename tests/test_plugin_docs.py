@@ -68,6 +68,7 @@ PLUGINS_EXAMPLES = {
         "class TestFolderBackend": "test_kind_examples_pass_their_kits",
         "class LargestFirstExecutor": "test_kind_examples_pass_their_kits",
         "class TestLargestFirst": "test_kind_examples_pass_their_kits",
+        "class TestNotesLookup": "test_kind_examples_pass_their_kits",
         "class TestNoteLoader": "test_loader_example",
     },
     "yaml": {
@@ -684,8 +685,8 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     sys.modules.pop("docs_example_hashing", None)
 
 
-#: The page's reranker, context generator, memory backend and executor: (package, the block of its module, the
-#: block of its test, the kind, the name it registers, the kind's base class).
+#: The page's reranker, context generator, memory backend, executor and tool type: (package, the block of its
+#: module, the block of its test, the kind, the name it registers, the kind's base class).
 KIND_EXAMPLES = (
     ("deckhand_overlap", "class OverlapReranker", "class TestOverlapReranker", "reranker", "overlap", "RerankerBase"),
     (
@@ -712,12 +713,21 @@ KIND_EXAMPLES = (
         "largest-first",
         "ExecutorBase",
     ),
+    (
+        "deckhand_notes_lookup",
+        "class NotesLookupTool",
+        "class TestNotesLookup",
+        "tool",
+        "notes_lookup",
+        "ToolBase",
+    ),
 )
 
 
 def test_kind_examples_pass_their_kits(tmp_path: Path) -> None:
-    """The page's reranker, context generator, memory backend and executor pass their kits with the page's glue (in
-    a pytest of their own), and each registers a component its factory builds as a subclass of the kind's base."""
+    """The page's reranker, context generator, memory backend, executor and tool type pass their kits with the
+    page's glue (in a pytest of their own), and each registers a component its factory builds as a subclass of the
+    kind's base (the tool type's factory is its class)."""
     import deckhand.api
 
     (tmp_path / "tests").mkdir()
@@ -727,14 +737,17 @@ def test_kind_examples_pass_their_kits(tmp_path: Path) -> None:
         (tmp_path / "tests" / f"test_{package}.py").write_text(block(PLUGINS_MD, "python", test), encoding="utf-8")
     ran = _pytest(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)}, "tests")
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "48 passed, 2 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: several processes (no backend_spec)
+    assert "58 passed, 2 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: several processes (no backend_spec)
 
     for package, _, _, kind, name, base in KIND_EXAMPLES:
         registry = PluginRegistry(load_entry_points=False)
         registry.register_plugin(_import(tmp_path / package / "__init__.py", f"docs_example_{package}"), package)
         component = registry.resolve(kind, name)
-        built = component.create(options=None) if kind == "executor" else component.create(tmp_path, options=None)
-        assert isinstance(built, getattr(deckhand.api, base)), (kind, type(built))
+        if kind == "tool":
+            assert issubclass(component.factory, getattr(deckhand.api, base)), (kind, component.factory)
+        else:
+            built = component.create(options=None) if kind == "executor" else component.create(tmp_path, options=None)
+            assert isinstance(built, getattr(deckhand.api, base)), (kind, type(built))
         sys.modules.pop(f"docs_example_{package}", None)
 
 

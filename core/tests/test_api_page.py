@@ -28,8 +28,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Types", ("deckhand.types",)),
     ("Errors", ("deckhand.errors", "deckhand.memory.memory_errors")),
     ("Filters", ("deckhand.filters",)),
-    ("Tool types and their configuration",
-     ("deckhand.tool_entry", "deckhand.config", "deckhand.tools.source_tool", "deckhand.tools.tool_io")),
+    ("Tool types and their configuration", ("deckhand.tool_entry", "deckhand.config", "deckhand.tools")),
     ("Loaders, chunkers and embedders",
      ("deckhand.ingest.loaders", "deckhand.ingest.opening", "deckhand.ingest.file_types", "deckhand.chunking",
       "deckhand.embedding", "deckhand.retrieval")),
@@ -38,9 +37,11 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
       "deckhand.printable")),
     ("Memory backends", ("deckhand.memory",)),
     ("Remote services", ("deckhand.remote",)),
-    ("Executors: an ingest's stages run elsewhere", ("deckhand.ingest", "deckhand.tools")),
+    ("Executors: an ingest's stages run elsewhere", ("deckhand.ingest",)),
     ("Agent front ends", ("deckhand.calls",)),
 ]  # fmt: skip
+#: Names listed in another section than their module's.
+PLACED = {"build_worker": "Executors: an ingest's stages run elsewhere"}
 
 
 def _modules() -> dict[str, str]:
@@ -98,7 +99,7 @@ def page() -> str:
     for name in sorted(deckhand.api.__all__, key=str.lower):
         value = getattr(deckhand.api, name)
         module = modules[name]
-        title = next(t for t, prefixes in SECTIONS if any(module.startswith(p) for p in prefixes))
+        title = PLACED.get(name) or next(t for t, prefixes in SECTIONS if any(module.startswith(p) for p in prefixes))
         grouped[title].append(f"| `{name}` | {_kind(value)} | {_summary(name, value)} |")
     lines = [
         "# The public API: `deckhand.api`",

@@ -168,7 +168,8 @@ if TYPE_CHECKING:
     from deckhand.stores.inmemory import InMemoryStore
     from deckhand.stores.scaffolding import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
     from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
-    from deckhand.tools import build_tool, build_worker
+    from deckhand.tools import ToolBase, as_tool, build_tool, build_worker
+    from deckhand.tools.answers import Answer, Empty, SearchOptions
     from deckhand.tools.source_tool import SourceTool
     from deckhand.tools.tool_io import function_definition
 
@@ -206,7 +207,8 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
     "deckhand.stores.inmemory": "InMemoryStore",
     "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
-    "deckhand.tools": "build_tool build_worker",
+    "deckhand.tools": "ToolBase as_tool build_tool build_worker",
+    "deckhand.tools.answers": "Answer Empty SearchOptions",
     "deckhand.tools.source_tool": "SourceTool",
     "deckhand.tools.tool_io": "function_definition",
 }
@@ -238,6 +240,7 @@ __all__ = [
     "QUERY_MODEL_HINT",
     "SCRIPT",
     "Algorithm",
+    "Answer",
     "Choice",
     "Chunk",
     "Chunker",
@@ -263,6 +266,7 @@ __all__ = [
     "EmbedderBase",
     "EmbedderFactory",
     "EmbeddingError",
+    "Empty",
     "Executor",
     "ExecutorBase",
     "ExecutorFactory",
@@ -323,6 +327,7 @@ __all__ = [
     "ScanEntry",
     "SearchFilter",
     "SearchHit",
+    "SearchOptions",
     "SearchResult",
     "ServerStore",
     "SideIndexFiles",
@@ -345,6 +350,7 @@ __all__ = [
     "Tokenizer",
     "TokenizerBase",
     "Tool",
+    "ToolBase",
     "ToolConfigBase",
     "ToolFactory",
     "Toolbox",
@@ -354,6 +360,7 @@ __all__ = [
     "VectorStore",
     "WordPieceTokenizer",
     "as_tokenizer",
+    "as_tool",
     "build_tool",
     "build_worker",
     "char_cap",
