@@ -33,12 +33,13 @@ from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config import load_agent_config
 from deckhand.config.tool_fields import SourceToolConfig, ToolConfigBase
-from deckhand.errors import ConfigError, FilterError, PluginError
+from deckhand.errors import ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry, reset_registry
 from deckhand.protocols import StoreCapability, store_capabilities
 from deckhand.registration import Registrar
 from deckhand.tools import build_tool, tool_members
+from deckhand.tools.tool_io import function_definition
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS_MD = ROOT / "docs" / "plugins.md"
@@ -67,6 +68,7 @@ PLUGINS_EXAMPLES = {
         "class TestFolderBackend": "test_kind_examples_pass_their_kits",
         "class LargestFirstExecutor": "test_kind_examples_pass_their_kits",
         "class TestLargestFirst": "test_kind_examples_pass_their_kits",
+        "class TestNotesLookup": "test_kind_examples_pass_their_kits",
         "class TestNoteLoader": "test_loader_example",
     },
     "yaml": {
@@ -215,20 +217,27 @@ def test_plugin_examples_search_and_filter(project: tuple[Path, ModuleType]) -> 
 
 
 def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -> None:
-    """The page's tool before it took ``filter``: ``--filter`` is refused in one line, not a TypeError."""
+    """The page's tool before it took ``filter`` is refused where its class is defined; one that lists no filter in
+    its function definition is never given one: ``--filter`` is refused in one line, not a TypeError."""
     root, module = project
+
+    with pytest.raises(TypeError, match=r"OldLookupTool\.search_results_sync must take filter"):
+
+        class OldLookupTool(module.NotesLookupTool):  # type: ignore[name-defined,misc]
+            def search_results_sync(self, query: str, top_k: int | None = None) -> Any:
+                return super().search_results_sync(query, top_k)
 
     class OldLookupConfig(module.NotesLookupConfig):  # type: ignore[name-defined,misc]
         type: Literal["old_lookup"]  # type: ignore[assignment]
 
-    class OldLookupTool(module.NotesLookupTool):  # type: ignore[name-defined,misc]
-        def search_results_sync(self, query: str, top_k: int | None = None) -> Any:
-            return super().search_results_sync(query, top_k)
+    class UnfilteredTool(module.NotesLookupTool):  # type: ignore[name-defined,misc]
+        def function_definition(self) -> dict[str, Any]:
+            return function_definition(self.config.name, "Lookup without filters", takes_filter=False)
 
     class OldPlugin:
         @hookimpl
         def deckhand_register(self, register: Registrar) -> None:
-            register.tool("old_lookup", OldLookupTool, options=OldLookupConfig)
+            register.tool("old_lookup", UnfilteredTool, options=OldLookupConfig)
 
     get_registry().register_plugin(OldPlugin(), "old-example")
     agent = root / "old.yaml"
@@ -236,8 +245,8 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
     args = ["-q", "search", "--config", str(agent), "tide", "--filter", "harbour=south"]
     result = CliRunner().invoke(cli, args)
     expected = (
-        "tool 'old': tool type 'old_lookup' takes no filter (OldLookupTool.search_results_sync has no filter "
-        "parameter); search without a filter"
+        "tool 'old': tool type 'old_lookup' takes no filter (UnfilteredTool.function_definition() lists none); "
+        "search without a filter"
     )
     assert result.exit_code == 3 and result.output.strip().endswith(expected), result.output
     assert "Traceback" not in result.output
@@ -253,10 +262,6 @@ def test_a_search_without_filter_is_one_line(project: tuple[Path, ModuleType]) -
     assert "Gulls nest on the south breakwater." in mixed.output
     named = CliRunner().invoke(cli, ["-q", "search", "--config", str(both), "tide", "--tool", "old", "--filter", "a=b"])
     assert named.exit_code == 3 and named.output.strip().endswith(expected), named.output
-    tool = build_tool(load_agent_config(agent).tools[0], base_dir=root)
-    assert "filter" not in tool.function_definition()["parameters"]["properties"]
-    with pytest.raises(FilterError, match=re.escape(expected)):
-        tool.search_text_sync("tide", filter=["harbour=south"])
 
 
 def test_own_parameters_reach_mcp(project: tuple[Path, ModuleType]) -> None:
@@ -680,8 +685,8 @@ def test_kit_examples_pass_their_kits(tmp_path: Path) -> None:
     sys.modules.pop("docs_example_hashing", None)
 
 
-#: The page's reranker, context generator, memory backend and executor: (package, the block of its module, the
-#: block of its test, the kind, the name it registers, the kind's base class).
+#: The page's reranker, context generator, memory backend, executor and tool type: (package, the block of its
+#: module, the block of its test, the kind, the name it registers, the kind's base class).
 KIND_EXAMPLES = (
     ("deckhand_overlap", "class OverlapReranker", "class TestOverlapReranker", "reranker", "overlap", "RerankerBase"),
     (
@@ -708,12 +713,21 @@ KIND_EXAMPLES = (
         "largest-first",
         "ExecutorBase",
     ),
+    (
+        "deckhand_notes_lookup",
+        "class NotesLookupTool",
+        "class TestNotesLookup",
+        "tool",
+        "notes_lookup",
+        "ToolBase",
+    ),
 )
 
 
 def test_kind_examples_pass_their_kits(tmp_path: Path) -> None:
-    """The page's reranker, context generator, memory backend and executor pass their kits with the page's glue (in
-    a pytest of their own), and each registers a component its factory builds as a subclass of the kind's base."""
+    """The page's reranker, context generator, memory backend, executor and tool type pass their kits with the
+    page's glue (in a pytest of their own), and each registers a component its factory builds as a subclass of the
+    kind's base (the tool type's factory is its class)."""
     import deckhand.api
 
     (tmp_path / "tests").mkdir()
@@ -723,14 +737,17 @@ def test_kind_examples_pass_their_kits(tmp_path: Path) -> None:
         (tmp_path / "tests" / f"test_{package}.py").write_text(block(PLUGINS_MD, "python", test), encoding="utf-8")
     ran = _pytest(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)}, "tests")
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
-    assert "48 passed, 2 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: several processes (no backend_spec)
+    assert "58 passed, 2 skipped" in ran.stdout, ran.stdout[-500:]  # skipped: several processes (no backend_spec)
 
     for package, _, _, kind, name, base in KIND_EXAMPLES:
         registry = PluginRegistry(load_entry_points=False)
         registry.register_plugin(_import(tmp_path / package / "__init__.py", f"docs_example_{package}"), package)
         component = registry.resolve(kind, name)
-        built = component.create(options=None) if kind == "executor" else component.create(tmp_path, options=None)
-        assert isinstance(built, getattr(deckhand.api, base)), (kind, type(built))
+        if kind == "tool":
+            assert issubclass(component.factory, getattr(deckhand.api, base)), (kind, component.factory)
+        else:
+            built = component.create(options=None) if kind == "executor" else component.create(tmp_path, options=None)
+            assert isinstance(built, getattr(deckhand.api, base)), (kind, type(built))
         sys.modules.pop(f"docs_example_{package}", None)
 
 

@@ -70,6 +70,8 @@ from deckhand.api import (
 
     choice_field,
 
+    filtered_search,
+
     hookimpl,
 
 )
@@ -156,9 +158,10 @@ class NotesLookupConfig(SourceToolConfig):
 
 
 class NotesLookupTool(SourceTool):
-    def search_results_sync(self, query, top_k=None):
+    def search_results_sync(self, query, top_k=None, *, filter=None):
         store = self.ready_store(query)
-        hits = store.search(self.embed_query(query), top_k or self.config.top_k)
+        where = self.filter_for(store, filter)
+        hits = filtered_search(store, self.embed_query(query), top_k or self.config.top_k, where=where)
         return [
             SearchResult(
                 rank=i,

@@ -28,8 +28,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Types", ("deckhand.types",)),
     ("Errors", ("deckhand.errors", "deckhand.memory.memory_errors")),
     ("Filters", ("deckhand.filters",)),
-    ("Tool types and their configuration",
-     ("deckhand.tool_entry", "deckhand.config", "deckhand.tools.source_tool", "deckhand.tools.tool_io")),
+    ("Tool types and their configuration", ("deckhand.tool_entry", "deckhand.config", "deckhand.tools")),
     ("Loaders, chunkers and embedders",
      ("deckhand.ingest.loaders", "deckhand.ingest.opening", "deckhand.ingest.file_types", "deckhand.chunking",
       "deckhand.embedding", "deckhand.retrieval")),
@@ -38,9 +37,15 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
       "deckhand.printable")),
     ("Memory backends", ("deckhand.memory",)),
     ("Remote services", ("deckhand.remote",)),
-    ("Executors: an ingest's stages run elsewhere", ("deckhand.ingest", "deckhand.tools")),
-    ("Agent front ends", ("deckhand.calls",)),
+    ("Executors: an ingest's stages run elsewhere", ("deckhand.ingest",)),
+    ("Front ends: the agent calls, commands, HTTP and evaluation",
+     ("deckhand.calls", "deckhand.cli", "deckhand.mcp", "deckhand.limits", "deckhand.evaluation")),
 ]  # fmt: skip
+#: Names listed in another section than their module's.
+PLACED = {
+    "build_worker": "Executors: an ingest's stages run elsewhere",
+    "RetrievalTestCase": "Front ends: the agent calls, commands, HTTP and evaluation",
+}
 
 
 def _modules() -> dict[str, str]:
@@ -70,16 +75,29 @@ NOTES: dict[str, str] = {
     "QUERY_MODEL_HINT": "what a server store appends to a dimension error about a query's vector",
     "MASK": "what secrets are replaced with in messages",
     "MEMORY_DIR": "the directory name decisions live under in a repository (`.vector-memory`)",
+    "FILTER_SYNTAX": "the `--filter` expression syntax, in one line a command's help can show",
+    "MAX_FILTER_CHARS": "the most characters of one filter, its keys and values together",
+    "AddArguments": "the arguments of the `deckhand_add` call (a document for a writable tool), validated",
+    "DeleteArguments": "the arguments of the `deckhand_delete` call (what to remove from a writable tool), validated",
+    "EXIT_CONFIG": "the exit code of a command stopped by a configuration error (3)",
+    "config_option": "the `--config PATH` option of a `deckhand` command (`config_path_of` reads it)",
+    "MAX_NAME_CHARS": "the longest tool or document name a call accepts, in characters",
+    "MAX_QUERY_CHARS": "the longest query a call accepts, in characters",
+    "MAX_URI_CHARS": "the longest resource URI a call accepts, in characters",
+    "DEFAULT_HOST": "the address an HTTP front end binds by default (loopback)",
+    "MAX_BODY": "the largest HTTP request body an HTTP front end reads, in bytes",
+    "TOKEN_ENV": "the environment variable holding the bearer token HTTP requests must carry",
 }
 
 
 def _summary(name: str, value: Any) -> str:
-    if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
+    if name in NOTES:  # a value, or a function made by a library (a click option) without a docstring of ours
+        summary = NOTES[name]
+    elif inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
         summary = (inspect.getdoc(value) or "").split("\n\n")[0].replace("\n", " ").strip()
         assert summary, f"deckhand.api.{name} has no docstring"
     else:
-        assert name in NOTES, f"deckhand.api.{name} is no class or function: describe it in NOTES ({__file__})"
-        summary = NOTES[name]
+        raise AssertionError(f"deckhand.api.{name} is no class or function: describe it in NOTES ({__file__})")
     return summary.replace("|", "\\|")
 
 
@@ -98,7 +116,7 @@ def page() -> str:
     for name in sorted(deckhand.api.__all__, key=str.lower):
         value = getattr(deckhand.api, name)
         module = modules[name]
-        title = next(t for t, prefixes in SECTIONS if any(module.startswith(p) for p in prefixes))
+        title = PLACED.get(name) or next(t for t, prefixes in SECTIONS if any(module.startswith(p) for p in prefixes))
         grouped[title].append(f"| `{name}` | {_kind(value)} | {_summary(name, value)} |")
     lines = [
         "# The public API: `deckhand.api`",

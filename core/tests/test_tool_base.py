@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deckhand.tools import ToolBase, as_tool
 from deckhand.tools.answers import Empty, SearchOptions
 from deckhand.types import SearchResult
@@ -79,3 +80,45 @@ def test_a_tool_that_formats_its_own_results_is_shown_in_its_own_text() -> None:
     assert as_tool(PlainTool()).own_text  # type: ignore[arg-type]
     assert not SourceTool.own_text and not VectorStoreTool.own_text and not HierarchicalDocumentTool.own_text
     assert Notes.own_text
+
+
+def test_a_subclass_whose_search_takes_no_filter_is_refused_where_it_is_defined() -> None:
+    """The base's searches take ``filter``; a subclass's own must too (one line naming the class and the fix)."""
+    from deckhand.tools.source_tool import SourceTool
+
+    with pytest.raises(TypeError) as refused:
+
+        class OldLookup(SourceTool):
+            def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+                return []
+
+    message = str(refused.value)
+    assert "OldLookup.search_results_sync must take filter" in message and "*, filter: FilterInput = None" in message
+    assert "\n" not in message
+
+    class Keywords(ToolBase):  # a filter taken by name, or among **kwargs, is taken
+        def search_results_sync(self, query: str, top_k: int | None = None, **extra: Any) -> list[SearchResult]:
+            return []
+
+        def search_text_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> str:
+            return ""
+
+    assert issubclass(Keywords, ToolBase)
+
+
+def test_whether_a_tool_is_given_filters_is_what_its_function_definition_lists() -> None:
+    from deckhand.errors import FilterError
+    from deckhand.tools.tool_io import function_definition, refuse_filter, takes_filter
+
+    class Lister(PlainTool):
+        filters = True
+
+        def function_definition(self) -> dict[str, Any]:
+            return function_definition(self.config.name, "Plain search", takes_filter=self.filters)
+
+    lister = Lister()
+    assert takes_filter(lister)
+    lister.filters = False
+    assert not takes_filter(lister)
+    refused = refuse_filter(lister)
+    assert isinstance(refused, FilterError) and "Lister.function_definition() lists none" in str(refused)

@@ -4,7 +4,9 @@ Everything a plugin needs is named here: the hook and the registrar, each kind's
 class, and the Protocol it implements), the types and errors, the filter language, the configuration
 models a tool type or a store receives, and the few helpers plugins legitimately share (reading a
 source file safely, the token chunker to extend, a store's JSON and scores, secret redaction, the
-OpenAI-compatible client, running an ingest's stages elsewhere). Every other module of deckhand is
+OpenAI-compatible client, running an ingest's stages elsewhere), and what a front end (a plugin's ``deckhand``
+command, ``deckhand ui``) shares with the CLI and the MCP server: the agent calls, the command options, HTTP
+security and the retrieval cases. Every other module of deckhand is
 internal and may move between releases; an import-linter contract keeps first-party plugins to this
 one. ``docs/api.md`` lists this surface (``tests/test_api_page.py`` regenerates it).
 
@@ -61,7 +63,8 @@ from deckhand.filters.conditions import (
     glob_to_like,
     is_number,
 )
-from deckhand.filters.spec import FilterInput, SearchFilter
+from deckhand.filters.spec import SYNTAX as FILTER_SYNTAX
+from deckhand.filters.spec import FilterInput, SearchFilter, parse_expressions
 from deckhand.hookspecs import hookimpl
 from deckhand.install_hints import Installation, extras_of, install_command
 from deckhand.paths import state_dir
@@ -88,7 +91,7 @@ from deckhand.protocols import (
     VectorStore,
     store_capabilities,
 )
-from deckhand.redaction import MASK, redact_secrets, redact_url
+from deckhand.redaction import MASK, redact, redact_secrets, redact_url, register_secret
 from deckhand.registration import (
     ChunkerFactory,
     ContextGeneratorFactory,
@@ -128,15 +131,24 @@ from deckhand.types import (
 )
 
 if TYPE_CHECKING:
+    from deckhand.calls.call_models import CallError, SearchArguments
     from deckhand.calls.catalog import Operation, operations
     from deckhand.calls.toolbox import Toolbox
+    from deckhand.calls.write_calls import AddArguments, DeleteArguments
     from deckhand.chunking.budget import char_cap, char_cuts
     from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
+    from deckhand.cli.common import EXIT_CONFIG, config_option, config_path_of
+    from deckhand.cli.common import errors as command_errors
+    from deckhand.cli.common import fail as command_fail
+    from deckhand.cli.eval import corpus_stems
+    from deckhand.cli.retrieval_cases import CaseRun, ToolScore, run_cases
     from deckhand.config.component_choices import Choice, choice_field
     from deckhand.config.loading import load_agent_config
+    from deckhand.config.models import RetrievalTestCase
     from deckhand.config.tool_fields import DatabaseConfig, SourceToolConfig
     from deckhand.embedding.devices import choose_device
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
+    from deckhand.evaluation.beir import load_beir
     from deckhand.ingest.discovery import SourceFile
     from deckhand.ingest.executor import Executor, ExecutorBase, IngestJob
     from deckhand.ingest.file_types import SCRIPT
@@ -146,9 +158,13 @@ if TYPE_CHECKING:
     from deckhand.ingest.pipeline import Plan
     from deckhand.ingest.unit import FileWorker, PipelineDescription
     from deckhand.ingest.workers import Converted, convert, ensure_worker, log_level, pickled_components, replay
+    from deckhand.limits import MAX_FILTER_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_URI_CHARS
+    from deckhand.mcp.sdk import transport_security
+    from deckhand.mcp.transports import DEFAULT_HOST, MAX_BODY, TOKEN_ENV, BearerAuth, HttpAddress, bearer_token
+    from deckhand.mcp.transports import bind as bind_http
     from deckhand.memory.backend import sync_message
     from deckhand.memory.coordinates import MEMORY_DIR
-    from deckhand.memory.decisions import decision_problem
+    from deckhand.memory.decisions import StoredDecision, decision_problem
     from deckhand.memory.memory_errors import (
         ConcurrencyError,
         CoordinateValidationError,
@@ -168,22 +184,30 @@ if TYPE_CHECKING:
     from deckhand.stores.inmemory import InMemoryStore
     from deckhand.stores.scaffolding import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
     from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
-    from deckhand.tools import build_tool, build_worker
+    from deckhand.tools import ToolBase, as_tool, build_tool, build_worker
+    from deckhand.tools.answers import Answer, Empty, SearchOptions
     from deckhand.tools.source_tool import SourceTool
-    from deckhand.tools.tool_io import function_definition
+    from deckhand.tools.tool_io import function_definition, takes_filter
 
 #: The names above the ground floor, imported on first use: module -> its names (``name=attribute`` for a name
 #: given to another module's attribute).
 _LAZY_MODULES: dict[str, str] = {
+    "deckhand.calls.call_models": "CallError SearchArguments",
     "deckhand.calls.catalog": "Operation operations",
+    "deckhand.calls.write_calls": "AddArguments DeleteArguments",
     "deckhand.calls.toolbox": "Toolbox",
     "deckhand.chunking.budget": "char_cap char_cuts",
     "deckhand.chunking.token": "TokenChunker TokenChunkerOptions",
+    "deckhand.cli.common": "EXIT_CONFIG config_option config_path_of command_errors=errors command_fail=fail",
+    "deckhand.cli.eval": "corpus_stems",
+    "deckhand.cli.retrieval_cases": "CaseRun ToolScore run_cases",
+    "deckhand.config.models": "RetrievalTestCase",
     "deckhand.config.tool_fields": "DatabaseConfig SourceToolConfig",
     "deckhand.config.loading": "load_agent_config",
     "deckhand.config.component_choices": "Choice choice_field",
     "deckhand.embedding.devices": "choose_device",
     "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
+    "deckhand.evaluation.beir": "load_beir",
     "deckhand.ingest.discovery": "SourceFile",
     "deckhand.ingest.executor": "Executor ExecutorBase IngestJob",
     "deckhand.ingest.file_types": "SCRIPT",
@@ -193,9 +217,12 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.ingest.pipeline": "Plan",
     "deckhand.ingest.unit": "FileWorker PipelineDescription",
     "deckhand.ingest.workers": "Converted convert ensure_worker log_level pickled_components replay",
+    "deckhand.limits": "MAX_FILTER_CHARS MAX_NAME_CHARS MAX_QUERY_CHARS MAX_URI_CHARS",
+    "deckhand.mcp.sdk": "transport_security",
+    "deckhand.mcp.transports": "DEFAULT_HOST MAX_BODY TOKEN_ENV BearerAuth HttpAddress bearer_token bind_http=bind",
     "deckhand.memory.backend": "sync_message",
     "deckhand.memory.coordinates": "MEMORY_DIR",
-    "deckhand.memory.decisions": "decision_problem",
+    "deckhand.memory.decisions": "StoredDecision decision_problem",
     "deckhand.memory.memory_errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError "
     "ImmutableLayerError QueryError StorageError VectorMemoryError",
     "deckhand.plugins": "PluginRegistry get_registry",
@@ -206,9 +233,10 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
     "deckhand.stores.inmemory": "InMemoryStore",
     "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
-    "deckhand.tools": "build_tool build_worker",
+    "deckhand.tools": "ToolBase as_tool build_tool build_worker",
+    "deckhand.tools.answers": "Answer Empty SearchOptions",
     "deckhand.tools.source_tool": "SourceTool",
-    "deckhand.tools.tool_io": "function_definition",
+    "deckhand.tools.tool_io": "function_definition takes_filter",
 }
 #: Each lazy name -> ``(module, attribute)``.
 _LAZY: dict[str, tuple[str, str]] = {
@@ -231,13 +259,27 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CHANGED_MODEL_HINT",
     "COMPARISONS",
+    "DEFAULT_HOST",
+    "EXIT_CONFIG",
+    "FILTER_SYNTAX",
     "IDENTIFIER",
     "KEY_PATTERN",
     "MASK",
+    "MAX_BODY",
+    "MAX_FILTER_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_URI_CHARS",
     "MEMORY_DIR",
     "QUERY_MODEL_HINT",
     "SCRIPT",
+    "TOKEN_ENV",
+    "AddArguments",
     "Algorithm",
+    "Answer",
+    "BearerAuth",
+    "CallError",
+    "CaseRun",
     "Choice",
     "Chunk",
     "Chunker",
@@ -256,6 +298,7 @@ __all__ = [
     "CorruptDecisionsError",
     "DatabaseConfig",
     "DeckhandError",
+    "DeleteArguments",
     "DimensionMismatchError",
     "Document",
     "Embedder",
@@ -263,6 +306,7 @@ __all__ = [
     "EmbedderBase",
     "EmbedderFactory",
     "EmbeddingError",
+    "Empty",
     "Executor",
     "ExecutorBase",
     "ExecutorFactory",
@@ -271,6 +315,7 @@ __all__ = [
     "Filter",
     "FilterError",
     "FilterInput",
+    "HttpAddress",
     "ImmutableLayerError",
     "InMemoryStore",
     "IndexCorruptError",
@@ -319,10 +364,13 @@ __all__ = [
     "Reranker",
     "RerankerBase",
     "RerankerFactory",
+    "RetrievalTestCase",
     "RowArray",
     "ScanEntry",
+    "SearchArguments",
     "SearchFilter",
     "SearchHit",
+    "SearchOptions",
     "SearchResult",
     "ServerStore",
     "SideIndexFiles",
@@ -339,14 +387,17 @@ __all__ = [
     "StoreConnectionError",
     "StoreError",
     "StoreFactory",
+    "StoredDecision",
     "SyncResult",
     "TokenChunker",
     "TokenChunkerOptions",
     "Tokenizer",
     "TokenizerBase",
     "Tool",
+    "ToolBase",
     "ToolConfigBase",
     "ToolFactory",
+    "ToolScore",
     "Toolbox",
     "Vector",
     "VectorCoordinate",
@@ -354,6 +405,9 @@ __all__ = [
     "VectorStore",
     "WordPieceTokenizer",
     "as_tokenizer",
+    "as_tool",
+    "bearer_token",
+    "bind_http",
     "build_tool",
     "build_worker",
     "char_cap",
@@ -361,8 +415,13 @@ __all__ = [
     "check_key",
     "choice_field",
     "choose_device",
+    "command_errors",
+    "command_fail",
+    "config_option",
+    "config_path_of",
     "confined_to",
     "convert",
+    "corpus_stems",
     "current_loaders",
     "decision_problem",
     "decode_text",
@@ -381,24 +440,31 @@ __all__ = [
     "install_command",
     "is_number",
     "load_agent_config",
+    "load_beir",
     "loader_settings",
     "loading_progress",
     "log_level",
     "notice",
     "open_source_file",
     "operations",
+    "parse_expressions",
     "pickled_components",
     "printable",
     "raw_to_score",
     "read_source_bytes",
     "record_id",
+    "redact",
     "redact_secrets",
     "redact_url",
+    "register_secret",
     "replay",
     "require_filters",
+    "run_cases",
     "spec_from_json",
     "spec_to_dict",
     "state_dir",
     "store_capabilities",
     "sync_message",
+    "takes_filter",
+    "transport_security",
 ]

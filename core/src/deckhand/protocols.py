@@ -547,8 +547,8 @@ class Tool(Protocol):
     async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
         """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON).
 
-        A tool type whose searches filter adds a keyword ``filter`` to the three search methods
-        (:class:`FilteringTool`); one without it is never given a filter (deckhand reads the signature).
+        A tool type's three searches take a keyword ``filter`` (:class:`FilteringTool`); it is given one only when
+        its :meth:`function_definition` lists ``filter`` (:func:`deckhand.tools.tool_io.takes_filter`).
         """
         ...
 
@@ -580,8 +580,8 @@ class Tool(Protocol):
 class FilteringTool(Tool, Protocol):
     """A :class:`Tool` whose searches take ``filter``: only chunks that pass it
     (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions;
-    see ``docs/filters.md``). Every builtin tool type is one; deckhand gives a filter only to a tool whose
-    ``search_results_sync`` has a ``filter`` parameter (:func:`deckhand.tools.tool_io.takes_filter`)."""
+    see ``docs/filters.md``). Every builtin tool type is one, and so is every subclass of
+    :class:`deckhand.tools.ToolBase` (it checks them where they are defined)."""
 
     def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str: ...
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from deckhand.calls.toolbox import Toolbox
 from deckhand.ingest.pipeline import IngestReport
-from deckhand.tools.tool_io import SearchResult, format_results
+from deckhand.tools.tool_io import SearchResult, format_results, function_definition
 
 
 @dataclass
@@ -88,8 +88,8 @@ class FakeTool:
         results = self.search_results_sync(query, top_k)
         return format_results(results) if results else f"No relevant results found for query: {query}"
 
-    def function_definition(self) -> dict[str, Any]:
-        return {"name": self.config.name, "description": self.config.description, "parameters": {}}
+    def function_definition(self) -> dict[str, Any]:  # its search applies no filter, so its definition lists none
+        return function_definition(self.config.name, self.config.description, takes_filter=False)
 
     @property
     def document_count(self) -> int:

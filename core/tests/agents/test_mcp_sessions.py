@@ -171,3 +171,14 @@ def test_subscriptions_are_bounded_for_every_session_together(make_tool: Any) ->
         patch.setattr(changes, "MAX_HELD_CHARS", hub.held[2] + len(uris[3]) - 1)
         with pytest.raises(Exception, match="characters for every session together"):
             hub.subscribe("a", subscriber, uris[3])
+
+
+def test_the_sdks_own_session_limits_are_off() -> None:
+    """deckhand bounds sessions itself: where the installed SDK has limits of its own (1.30 and 2.x), they are off."""
+    from mcp.server import streamable_http_manager
+
+    manager = sdk.session_manager(object(), sdk.transport_security(None))
+    for name in ("session_idle_timeout", "max_sessions"):
+        if hasattr(streamable_http_manager, f"DEFAULT_{name.upper()}"):
+            assert vars(manager)[name] is None, name
+    assert sdk.SDK_MAJOR < 2 or vars(manager)["max_sessions"] is None  # 2.x has them

@@ -9,6 +9,7 @@ import pytest
 from _agent_fakes import box_of, in_thread
 from deckhand.calls.call_models import CallError, IngestArguments, SearchArguments
 from deckhand.errors import ConfigError
+from deckhand.tools.tool_io import function_definition
 
 QUERY = SearchArguments(query="rotate keys")
 
@@ -162,7 +163,7 @@ def test_tools_for_maps_changed_paths_to_tools(make_tool: Any) -> None:
 
 
 def test_a_filter_goes_only_to_a_tool_whose_search_takes_one(make_tool: Any) -> None:
-    """Whether a tool's search takes ``filter`` is read once, when the toolbox starts serving it."""
+    """Whether a tool takes ``filter`` is read once from its function definition, when the toolbox starts serving it."""
     plain, filtered = make_tool("plain"), make_tool("filtered")
     seen: list[Any] = []
 
@@ -172,6 +173,7 @@ def test_a_filter_goes_only_to_a_tool_whose_search_takes_one(make_tool: Any) -> 
 
     filtered.search_results_sync = search_with_filter
     filtered.search_text_sync = lambda query, top_k=None, filter=None: f"No relevant results found for query: {query}"
+    filtered.function_definition = lambda: function_definition("filtered", "Search with a filter")
     box = box_of(plain, filtered)
     where = SearchArguments(query="rotate keys", filter={"path": "docs/**"})
     with pytest.raises(CallError) as refused:

@@ -22,7 +22,7 @@ from deckhand.testing.kits import (
     KeywordStrategyTests,
     LoaderTests,
     RerankerTests,
-    ToolTypeTests,
+    ToolTests,
 )
 from deckhand.tools import build_tool
 
@@ -144,14 +144,14 @@ class TestLocalExecutor(ExecutorTests):
         return executor
 
 
-class TestVectorstoreToolType(ToolTypeTests):
+class TestVectorstoreToolType(ToolTests):
     @pytest.fixture
     def tool(self, harbour: Path, minilm: Any) -> Tool:
         config = VectorStoreToolConfig(type="vectorstore", name="harbour", source=str(harbour))
         return build_tool(config, base_dir=harbour.parent)
 
 
-class TestHierarchicalToolType(ToolTypeTests):
+class TestHierarchicalToolType(ToolTests):
     @pytest.fixture
     def tool(self, harbour: Path, minilm: Any) -> Tool:
         config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="harbour", source=str(harbour))

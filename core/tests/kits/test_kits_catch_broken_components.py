@@ -8,16 +8,19 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 import numpy as np
 import pytest
 from deckhand.errors import LoaderError
+from deckhand.hookspecs import hookimpl
 from deckhand.ingest.executor import ExecutorBase, IngestJob
 from deckhand.ingest.loaders import decode_text
 from deckhand.ingest.opening import read_source_bytes
 from deckhand.ingest.pipeline import IngestReport
+from deckhand.plugins import PluginRegistry
+from deckhand.registration import Registrar
 from deckhand.testing.kits import (
     ChunkBudgetTests,
     ChunkCoverageTests,
@@ -34,7 +37,10 @@ from deckhand.testing.kits import (
     LoaderSafetyTests,
     RerankerTests,
     TokenizerTests,
+    ToolAnswerTests,
+    ToolBuildTests,
     ToolCallTests,
+    ToolDeclarationTests,
     ToolListingTests,
 )
 from deckhand.testing.kits.chunker import SAMPLE, Budget
@@ -42,6 +48,8 @@ from deckhand.testing.kits.executor_kit import _Pair
 from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
 from deckhand.tool_entry import ToolConfigBase
+from deckhand.tools import ToolBase, as_tool
+from deckhand.tools.answers import SearchOptions
 from deckhand.tools.tool_io import SearchResult, function_definition
 from deckhand.types import Chunk, Document, LoadedText
 
@@ -384,7 +392,7 @@ class LookupConfig(ToolConfigBase):
     """The validated ``tools:`` entry the tool was built from (a tool's ``config`` is a ToolConfigBase)."""
 
     name: str = "lookup"
-    type: str = "lookup"
+    type: Literal["lookup"] = "lookup"
     description: str = "Look a word up in the harbour notes"
     source: str = "."
     top_k: int = 3
@@ -397,21 +405,38 @@ class Lookup:
     is_initialized, last_ingest_time, last_report, document_count = True, 0.0, None, 2
     lines = ("High tide comes twice a day.", "Rope and anchor.")
 
+    provider = None
+
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
         return IngestReport()
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    def open_sync(self) -> IngestReport:
+        return IngestReport()
+
+    async def open(self) -> IngestReport:
+        return IngestReport()
+
+    async def search(self, query: str) -> str:
+        return self.search_text_sync(query)
+
+    async def search_results(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
+        return self.search_results_sync(query, top_k)
+
+    def search_results_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
         found = [line for line in self.lines if query.lower() in line.lower()]
         return [
             SearchResult(rank=i + 1, score=1.0, source="notes.md", chunk_index=i, content=line)
             for i, line in enumerate(found[: top_k or self.config.top_k])
         ]
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> str:
         return "\n".join(r.content for r in self.search_results_sync(query, top_k)) or f"nothing for {query}"
 
-    def function_definition(self) -> dict[str, Any]:
-        return function_definition(self.config.name, self.config.description)
+    def function_definition(self) -> dict[str, Any]:  # it applies no filter, so it lists none
+        return function_definition(self.config.name, self.config.description, takes_filter=False)
 
     def close(self) -> None:
         pass
@@ -425,8 +450,70 @@ class BadSchema(Lookup):
 
 
 class Crashes(Lookup):
-    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+    def search_results_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
         raise RuntimeError("index file vanished")
+
+
+class Unattributed(Lookup):
+    """Its results name no source."""
+
+    def search_results_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
+        return [r.model_copy(update={"source": " "}) for r in super().search_results_sync(query, top_k)]
+
+
+class Mute(Lookup):
+    """Its empty answer says nothing."""
+
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> str:
+        return "\n".join(r.content for r in self.search_results_sync(query, top_k))
+
+
+class BasedLookup(Lookup, ToolBase):
+    """The sound tool on the base class."""
+
+
+class Anonymous(BasedLookup):
+    """Its formatted results leave out where each came from."""
+
+    def format_results(self, results: Sequence[SearchResult]) -> str:
+        return "\n".join(r.content for r in results)
+
+
+class Overclaims(BasedLookup):
+    """Declares it ingests in units (shard, executor) though its initialize_sync takes neither."""
+
+    ingests_in_units = True
+
+
+class Impostor(Lookup):
+    """Not what its configured type builds."""
+
+
+def _registry(kind: type[Lookup] = Lookup) -> PluginRegistry:
+    """A registry whose tool type ``lookup`` builds a ``kind``."""
+
+    class LookupPlugin:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.tool("lookup", lambda config, **_: kind(), options=LookupConfig)
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(LookupPlugin(), "lookup-plugin")
+    return registry
+
+
+NOTHING = ("zebra", SearchOptions())
+
+
+def _kit_passes(tool: Any) -> None:
+    """Every test of the tool kit that runs in this process, run on ``tool``."""
+    answered = as_tool(tool).answer("tide")
+    ToolBuildTests().test_built_from_its_config(tool, _registry(type(tool)))
+    ToolAnswerTests().test_answers_with_source_attributed_results(answered, "tide")
+    ToolAnswerTests().test_top_k_bounds_the_answer(tool, "tide")
+    ToolAnswerTests().test_formats_its_results_naming_each_source(tool, answered)
+    ToolAnswerTests().test_an_empty_answer_explains_itself(tool, NOTHING)
+    ToolDeclarationTests().test_declares_what_it_can_do(tool, answered)
 
 
 def _served(tool: Any) -> dict[str, Any]:
@@ -445,6 +532,29 @@ def test_the_tool_type_kit_catches_each_fault() -> None:
     with pytest.raises(jsonschema.SchemaError):
         ToolListingTests().test_the_function_definition_is_valid(BadSchema())
     assert "the call failed: " in _fails(ToolCallTests().test_a_call_answers, _served(Crashes()))
+
+
+def test_the_tool_kit_passes_a_sound_tool_on_the_protocol_or_the_base() -> None:
+    _kit_passes(Lookup())
+    _kit_passes(BasedLookup())
+
+
+def test_the_tool_kit_catches_each_broken_tool() -> None:
+    def answered(tool: Any) -> Any:
+        return as_tool(tool).answer("tide")
+
+    test = ToolAnswerTests()
+    source = _fails(test.test_answers_with_source_attributed_results, answered(Unattributed()), "tide")
+    assert "every result must name its source" in source
+    assert "must say why" not in _fails(test.test_an_empty_answer_explains_itself, Mute(), NOTHING)
+    assert "one line saying why" in _fails(test.test_an_empty_answer_explains_itself, Mute(), NOTHING)
+    unnamed = _fails(test.test_formats_its_results_naming_each_source, Anonymous(), answered(Anonymous()))
+    assert "do not name ['notes.md']" in unnamed
+    declared = _fails(ToolDeclarationTests().test_declares_what_it_can_do, Overclaims(), answered(Overclaims()))
+    assert "initialize_sync must take shard, executor" in declared
+    assert "builds a Lookup" in _fails(ToolBuildTests().test_built_from_its_config, Impostor(), _registry())
+    no_filter = _fails(test.test_an_empty_answer_explains_itself, Lookup(), ("tide", SearchOptions(filter={"a": 1})))
+    assert "override the unanswerable fixture" in no_filter
 
 
 # -- loaders ----------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.index import opened_index
 from deckhand.stores import filtering
-from deckhand.tools import source_tool as base
 from deckhand.tools.answers import Empty, SearchOptions
 from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.tools.vectorstore_tool import VectorStoreTool
@@ -111,7 +110,7 @@ def test_a_filtered_call_compiles_and_checks_its_filter_once(
     nobody = SearchOptions(filter={"metadata": {"author": "Nobody"}})
     tool.answer("workers", nobody)  # the first filtered call checks the index holds the filter fields, once
     counts = _counting(tool)
-    for module, name in ((opened_index, "compile_filter"), (filtering, "require_filters"), (base, "takes_filter")):
+    for module, name in ((opened_index, "compile_filter"), (filtering, "require_filters")):
         _counted(module, name, counts, name, monkeypatch)
     answer = tool.answer("how many workers per CPU core?", nobody)
     assert (answer.empty, answer.results) == (Empty.FILTERED_OUT, [])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from deckhand.config import load_agent_config
 from deckhand.protocols import Tool
-from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, LoaderTests, ToolTypeTests
+from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, LoaderTests, ToolTests
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker
 from deckhand_code.loader import CodeLoader
@@ -44,7 +44,7 @@ class TestCodeChunkerKit(ChunkerTests):
         return Document(source="src/shapes.py", text=(SAMPLES / "shapes.py").read_text(), title="shapes.py")
 
 
-class TestCodeToolKit(ToolTypeTests):
+class TestCodeToolKit(ToolTests):
     @pytest.fixture
     def tool(self, tmp_path: Path) -> Tool:
         from deckhand.tools import build_tool

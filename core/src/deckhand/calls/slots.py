@@ -35,7 +35,7 @@ class Slot:
     counting: threading.Event | None = None  # set when the chunk count being read in the background is in
     #: How searches answer now, read with the count (the store's search note: exact while its graph builds).
     search_note: str | None = None
-    #: Whether the tool's search takes a ``filter`` argument (read once, from its signature, when it is served).
+    #: Whether the tool is given filters (read once, from its function definition, when it is served).
     takes_filter: bool = True
     #: What the last check of the source for changes found (None: not checked, or too large to) and when
     #: (``time.monotonic()``; an ingest forgets it).

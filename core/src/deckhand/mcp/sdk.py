@@ -63,6 +63,12 @@ class ResourceSource(Protocol):
     def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]: ...
 
 
+def _sdk_member(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj``'s member ``name`` (``default`` where the installed SDK's object has none): the one place deckhand
+    reads what one SDK line has and the other lacks (the probe guard allows this reading, and no other, here)."""
+    return getattr(obj, name, default)
+
+
 def resource_error(code: int, message: str) -> Exception:
     """The SDK's exception that answers a request with a JSON-RPC error ``code`` and ``message``."""
     if SDK_MAJOR >= 2:
@@ -152,7 +158,7 @@ def _subscriber(changes: ChangeHub, session: Any) -> tuple[object, Subscriber]:
     (The one other place deckhand reaches into the SDK is :func:`forget_session`.)
     """
     changes.attach()
-    return getattr(session, "_connection", session), _SessionSubscriber(session)
+    return _sdk_member(session, "_connection", session), _SessionSubscriber(session)
 
 
 class ListenStreams:
@@ -234,7 +240,7 @@ def _build_v1(
 
     async def on_call(tool_name: str, arguments: dict[str, Any]) -> Any:
         ctx = server.request_context
-        token = getattr(ctx.meta, "progressToken", None) if ctx.meta is not None else None
+        token = _sdk_member(ctx.meta, "progressToken") if ctx.meta is not None else None
 
         async def report(progress: float, total: float | None, message: str | None) -> None:
             if token is not None:
@@ -396,14 +402,14 @@ def _completion(
     if ref.type == "ref/resource":
         return resources.complete(str(ref.uri), argument, value)
     if ref.type == "ref/prompt" and prompts is not None:
-        given = getattr(context, "arguments", None) if context is not None else None
+        given = _sdk_member(context, "arguments") if context is not None else None
         return prompts.complete(str(ref.name), argument, value, dict(given or {}))
     return {"values": [], "hasMore": False}
 
 
 def validate_message(line: str) -> None:
     """Raise (a pydantic ``ValidationError``) unless the SDK's stdio transport accepts ``line`` as a message."""
-    adapter = getattr(mcp_types, "jsonrpc_message_adapter", None)  # 2.x
+    adapter = _sdk_member(mcp_types, "jsonrpc_message_adapter")  # 2.x
     if adapter is not None:
         adapter.validate_json(line, by_name=False)
     else:  # 1.x
@@ -419,16 +425,13 @@ def session_manager(app: Any, security: Any, *, stateless: bool = False) -> Any:
     deckhand bounds itself, the same way on both lines: :mod:`deckhand.mcp.sessions`), or without
     (every POST answered on its own, so any replica can take any request).
     """
-    import inspect
-
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server import streamable_http_manager as manager
 
     options: dict[str, Any] = {"app": app, "security_settings": security, "stateless": stateless}
-    accepted = inspect.signature(StreamableHTTPSessionManager.__init__).parameters
-    for name in ("session_idle_timeout", "max_sessions"):
-        if name in accepted:
+    for name in ("session_idle_timeout", "max_sessions"):  # options of 1.30 and 2.x, each with its DEFAULT_
+        if _sdk_member(manager, f"DEFAULT_{name.upper()}") is not None:
             options[name] = None
-    return StreamableHTTPSessionManager(**options)
+    return manager.StreamableHTTPSessionManager(**options)
 
 
 def _handshake_versions() -> frozenset[str]:
@@ -458,7 +461,7 @@ def forget_session(manager: Any, session_id: str) -> None:
     (2.x removes it); this is the one place deckhand reaches into the manager, and a no-op where the
     table is gone.
     """
-    instances = getattr(manager, "_server_instances", None)
+    instances = _sdk_member(manager, "_server_instances")
     if isinstance(instances, dict):
         instances.pop(session_id, None)
 
@@ -468,7 +471,7 @@ def on_close(key: object, callback: Callable[[], None]) -> bool:
     client's ``DELETE``, an idle or evicted session, a dropped stdio pipe): 2.x unwinds its connection's
     ``exit_stack`` then, 1.x its session's (``_exit_stack``, in ``__aexit__``). False where neither is found (a
     closed session is then forgotten when a notification to it fails)."""
-    stack = getattr(key, "exit_stack", None) or getattr(key, "_exit_stack", None)
+    stack = _sdk_member(key, "exit_stack") or _sdk_member(key, "_exit_stack")
     if not isinstance(stack, contextlib.AsyncExitStack):
         return False
     stack.callback(callback)
@@ -477,7 +480,7 @@ def on_close(key: object, callback: Callable[[], None]) -> bool:
 
 def live_sessions(manager: Any) -> int | None:
     """Sessions the manager holds (None where it does not say): for tests and diagnostics."""
-    instances = getattr(manager, "_server_instances", None)
+    instances = _sdk_member(manager, "_server_instances")
     return len(instances) if isinstance(instances, dict) else None
 
 

@@ -8,8 +8,10 @@ it), and tools that ingest a source share :class:`deckhand.tools.source_tool.Sou
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
@@ -54,9 +56,18 @@ class ToolBase:
     own_text: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own searches take ``filter`` as the base's do (checked once, here: deckhand never asks)."""
         super().__init_subclass__(**kwargs)
         if "format_results" in vars(cls) and "own_text" not in vars(cls):
             cls.own_text = True  # a subclass's own formatting, unless it says people may see its results drawn
+        for name in ("search_results_sync", "search_text_sync"):
+            method = vars(cls).get(name)
+            if isinstance(method, FunctionType) and not _takes_filter_keyword(method):
+                raise TypeError(
+                    f"{cls.__qualname__}.{name} must take filter like {ToolBase.__name__}'s: add "
+                    "`*, filter: FilterInput = None` (deckhand.api.FilterInput; leave filter out of "
+                    "function_definition() if the tool applies none)"
+                )
 
     @property
     def top_k(self) -> int | None:
@@ -88,10 +99,12 @@ class ToolBase:
         not checked, or the index was ingested in this process)."""
         return None
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         raise NotImplementedError
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
         raise NotImplementedError
 
     def format_results(self, results: Sequence[SearchResult]) -> str:
@@ -106,6 +119,12 @@ class ToolBase:
         text = self.search_text_sync(query, options.top_k, **extra)
         empty = None if results else Empty.FILTERED_OUT if extra else Empty.NOTHING
         return Answer(results, text, empty=empty)
+
+
+def _takes_filter_keyword(method: FunctionType) -> bool:
+    """Whether ``method`` (a tool class's own search, as it is defined) accepts ``filter=``."""
+    parameters = inspect.signature(method).parameters.values()
+    return any(p.name == "filter" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def as_tool(tool: Tool) -> ToolBase:
@@ -139,7 +158,7 @@ def build_tool(
 
 def tool_members() -> list[str]:
     """The methods and attributes :class:`deckhand.protocols.Tool` requires, in the order it declares them."""
-    names = [*getattr(Tool, "__annotations__", {}), *vars(Tool)]
+    names = [*inspect.get_annotations(Tool), *vars(Tool)]
     return list(dict.fromkeys(n for n in names if not n.startswith("_")))
 
 

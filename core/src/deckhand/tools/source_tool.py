@@ -25,7 +25,7 @@ from deckhand.protocols import VectorStore
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.tools import NO_OPTIONS, ToolBase
 from deckhand.tools.answers import Answer, Empty, SearchOptions
-from deckhand.tools.tool_io import SearchResult, function_definition, refuse_filter, takes_filter
+from deckhand.tools.tool_io import SearchResult, function_definition
 from deckhand.types import Chunk, Document, Vector
 
 __all__ = ["SourceTool"]
@@ -188,17 +188,13 @@ class SourceTool(ToolBase):
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
         """The results for ``query`` and the text agents read for them (or why there are none): what every front
-        end asks. Here from :meth:`search_results_sync`, :meth:`format_results` and :meth:`no_results`."""
-        extra: dict[str, Any] = {}
-        if options.filter is not None:
-            if not takes_filter(self):  # a subclass's search may take no filter
-                raise refuse_filter(self)
-            extra["filter"] = options.filter
-        results = list(self.search_results_sync(query, options.top_k, **extra))
+        end asks. Here from :meth:`search_results_sync` and :meth:`no_results`; the builtin tools answer in one
+        pass (:class:`deckhand.tools.ranked_tool.RankedTool`)."""
+        results = list(self.search_results_sync(query, options.top_k, filter=options.filter))
         if results:
             return Answer(results, self.format_results(results))
         empty = Empty.FILTERED_OUT if compile_filter(options.filter) is not None else Empty.NOTHING
-        return Answer(results, self.no_results(query, **extra), empty=empty)
+        return Answer(results, self.no_results(query, filter=options.filter), empty=empty)
 
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
@@ -220,11 +216,9 @@ class SourceTool(ToolBase):
 
     def function_definition(self) -> dict[str, Any]:
         """The function definition agents are given for this tool: ``{"name", "description", "parameters"}``
-        (``filter`` among the parameters only when :meth:`search_results_sync` takes one)."""
+        (``query`` described by :meth:`query_description`)."""
         description = self.config.description or self.default_description()
-        return function_definition(
-            self.config.name, description, takes_filter=takes_filter(self), query=self.query_description()
-        )
+        return function_definition(self.config.name, description, query=self.query_description())
 
     def query_description(self) -> str | None:
         """How the ``query`` parameter is described where this tool understands more than natural language

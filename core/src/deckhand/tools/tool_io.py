@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,21 +53,17 @@ def function_definition(
 
 
 def takes_filter(tool: Any) -> bool:
-    """Whether ``tool``'s ``search_results_sync`` accepts ``filter=``: a plugin's tool type may be a plain
-    :class:`~deckhand.protocols.Tool`, whose search takes none (a :class:`~deckhand.protocols.FilteringTool`'s does)."""
-    try:
-        parameters = inspect.signature(tool.search_results_sync).parameters
-    except (TypeError, ValueError):
-        return True  # cannot tell (a builtin or C method): let the call say
-    return "filter" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    """Whether ``tool`` is given filters: its function definition lists ``filter`` (every tool's search accepts
+    the keyword, :class:`deckhand.tools.ToolBase` checks its subclasses; a tool says here whether it applies one)."""
+    return "filter" in tool_function(tool)["parameters"]["properties"]
 
 
 def refuse_filter(tool: Any) -> FilterError:
-    """The one-line error for a filtered search of a tool whose search takes no filter."""
+    """The one-line error for a filtered search of a tool that takes no filter."""
     config = tool.config
     return FilterError(
         f"tool {config.name!r}: tool type {config.type!r} takes no filter "
-        f"({type(tool).__name__}.search_results_sync has no filter parameter); search without a filter"
+        f"({type(tool).__name__}.function_definition() lists none); search without a filter"
     )
 
 

@@ -18,7 +18,6 @@ from deckhand_ui.core_api import (
     DeleteArguments,
     Record,
     as_tool,
-    is_writable,
 )
 from deckhand_ui.search import place_of
 from deckhand_ui.workbench import Workbench
@@ -88,7 +87,7 @@ def files_page(bench: Workbench, params: Any) -> dict[str, Any]:
             if as_tool(tool).index is None:
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             every, manifest = bench.files.of(side, tool)
-            context["writable"] = is_writable(tool)
+            context["writable"] = as_tool(tool).writable
     except CallError as exc:
         context["problem"] = str(exc)
         return context

@@ -13,7 +13,7 @@ collects the inherited tests::
             return LinesChunker(max_lines=4)
 
 Pick single mixins (``LoaderSafetyTests``, ``ChunkNumberingTests``, ``EmbeddingShapeTests``, ...) to leave a
-capability out. Every kit is fast: a few short texts, no model or server of its own (the tool type kit
+capability out. Every kit is fast: a few short texts, no model or server of its own (the tool kit
 serves the tool over an in-memory MCP session; the executor kit ingests three short files with the default
 embedder). Stores and memory backends have kits of their own: :mod:`deckhand.testing.store_conformance`,
 :mod:`deckhand.testing.memory_conformance`.
@@ -41,7 +41,14 @@ from deckhand.testing.kits.loader import (
     LoaderTests,
 )
 from deckhand.testing.kits.scoring import ContextGeneratorTests, RerankerTests
-from deckhand.testing.kits.tool_type import ToolCallTests, ToolListingTests, ToolTypeTests
+from deckhand.testing.kits.tool_type import (
+    ToolAnswerTests,
+    ToolBuildTests,
+    ToolCallTests,
+    ToolDeclarationTests,
+    ToolListingTests,
+    ToolTests,
+)
 
 __all__ = [
     "ChunkBudgetTests",
@@ -63,7 +70,10 @@ __all__ = [
     "LoaderTests",
     "RerankerTests",
     "TokenizerTests",
+    "ToolAnswerTests",
+    "ToolBuildTests",
     "ToolCallTests",
+    "ToolDeclarationTests",
     "ToolListingTests",
-    "ToolTypeTests",
+    "ToolTests",
 ]

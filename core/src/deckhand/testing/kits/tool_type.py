@@ -1,15 +1,23 @@
-"""The tool type kit: a tool of a plugin's type is listed over MCP with a valid input schema, answers a
-call, and reports a bad call as one line (checked in this process, over an in-memory MCP session)."""
+"""The tool type kit: a tool of a plugin's type builds from its configuration, answers a query with results
+that name their source through the one ``answer()`` call, formats them, says why an answer is empty, declares
+what it can do as class attributes, and over MCP is listed with a valid input schema, answers a call and
+reports a bad call as one line (checked in this process, over an in-memory MCP session)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import jsonschema
 import pytest
 
+from deckhand.config.component_choices import REGISTRY_KEY
+from deckhand.plugins import PluginRegistry, get_registry
 from deckhand.protocols import Tool
+from deckhand.tools import as_tool, build_tool
+from deckhand.tools.answers import Answer, SearchOptions
+from deckhand.tools.tool_io import takes_filter
 
 #: Arguments each bad call passes, and the argument its one-line error must name.
 BAD_CALLS: tuple[tuple[dict[str, Any], str], ...] = (
@@ -31,6 +39,23 @@ class ToolTypeKit:
     def query(self) -> str:
         """Override: a query your tool's source answers."""
         return "tide"
+
+    @pytest.fixture
+    def unanswerable(self) -> tuple[str, SearchOptions]:
+        """Override: a query and options your tool finds nothing for (default: a filter no file passes; a tool
+        that takes no filter returns a query its source holds nothing about)."""
+        return "tide", SearchOptions(filter={"path": "no-such-folder/**"})
+
+    @pytest.fixture
+    def registry(self) -> PluginRegistry:
+        """Override: the registry your tool type is registered in (default: the process's, plugins installed)."""
+        return get_registry()
+
+    @pytest.fixture
+    def answered(self, tool: Tool, query: str) -> Answer:
+        """The tool's one answer to ``query`` (after an initialisation)."""
+        tool.initialize_sync()
+        return as_tool(tool).answer(query)
 
     @pytest.fixture
     def served(self, tool: Tool, query: str) -> dict[str, Any]:
@@ -90,5 +115,79 @@ class ToolCallTests(ToolTypeKit):
             assert argument in text, f"{arguments}: the error does not name {argument!r}: {text!r}"
 
 
-class ToolTypeTests(ToolListingTests, ToolCallTests):
-    """Every tool type mixin."""
+class ToolBuildTests(ToolTypeKit):
+    """The tool's configuration is its agent.yaml entry: it validates again from its own dump, and the registry
+    builds a tool of the same class from it."""
+
+    def test_built_from_its_config(self, tool: Tool, registry: PluginRegistry) -> None:
+        config = tool.config
+        entry = config.model_dump(mode="json")
+        again = type(config).model_validate(entry, context={REGISTRY_KEY: registry})
+        assert again == config, f"{type(config).__name__} does not validate its own dump {entry} to the same entry"
+        built = build_tool(again, base_dir=as_tool(tool).base_dir, registry=registry)
+        try:
+            assert type(built) is type(tool), f"type {config.type!r} builds a {type(built).__name__}"
+            assert built.config.name == config.name
+        finally:
+            built.close()
+
+
+class ToolAnswerTests(ToolTypeKit):
+    """One ``answer()`` gives ranked results that each name their source, and the text agents read for them."""
+
+    def test_answers_with_source_attributed_results(self, answered: Answer, query: str) -> None:
+        results = answered.results
+        assert results, f"no result for {query!r} (return a query your source answers from the query fixture)"
+        assert answered.empty is None, f"an answer with results says it is empty ({answered.empty})"
+        assert [r.rank for r in results] == list(range(1, len(results) + 1)), "ranks must be 1, 2, ... in order"
+        assert all(r.source.strip() for r in results), "every result must name its source"
+        assert all(r.content.strip() for r in results), "every result must hold text"
+        scores = [r.score for r in results]
+        assert scores == sorted(scores, reverse=True), f"results are not best first: {scores}"
+        assert answered.text.strip(), "the answer has no text for agents"
+
+    def test_top_k_bounds_the_answer(self, tool: Tool, query: str) -> None:
+        tool.initialize_sync()
+        assert len(as_tool(tool).answer(query, SearchOptions(top_k=1)).results) <= 1, "top_k=1 gave more results"
+
+    def test_formats_its_results_naming_each_source(self, tool: Tool, answered: Answer) -> None:
+        text = as_tool(tool).format_results(answered.results)
+        assert isinstance(text, str) and text.strip(), "format_results returned no text"
+        unnamed = [r.source for r in answered.results if r.source not in text]
+        assert not unnamed, f"the formatted results do not name {unnamed}"
+
+    def test_an_empty_answer_explains_itself(self, tool: Tool, unanswerable: tuple[str, SearchOptions]) -> None:
+        query, options = unanswerable
+        if options.filter is not None and not takes_filter(tool):
+            pytest.fail(f"{type(tool).__name__} takes no filter: override the unanswerable fixture (a query only)")
+        tool.initialize_sync()
+        empty = as_tool(tool).answer(query, options)
+        assert empty.results == [], f"{query!r} with {options} found {len(empty.results)} result(s)"
+        assert empty.empty is not None, "an empty answer must say why (Answer.empty)"
+        text = empty.text.strip()
+        assert text and "\n" not in text, f"an empty answer must be one line saying why: {empty.text!r}"
+
+
+class ToolDeclarationTests(ToolTypeKit):
+    """What the tool can do is declared once, as class attributes of :class:`deckhand.tools.ToolBase` (a tool
+    written against the Protocol alone gets their defaults), and holds."""
+
+    def test_declares_what_it_can_do(self, tool: Tool, answered: Answer) -> None:
+        seen = as_tool(tool)
+        for name in ("ingests_in_units", "own_text"):
+            assert isinstance(getattr(type(seen), name), bool), f"{name} must be a bool class attribute"
+        assert isinstance(seen.writable, bool), "writable must be a bool"
+        configured = vars(tool.config).get("writable")
+        assert configured is None or seen.writable == configured, "writable must be what the configuration says"
+        if seen.ingests_in_units:
+            taken = inspect.signature(tool.initialize_sync).parameters
+            assert {"shard", "executor"} <= set(taken), "ingests_in_units: initialize_sync must take shard, executor"
+        if not seen.own_text:  # a front end may draw the results itself: the text is their formatting, nothing more
+            assert answered.text == seen.format_results(answered.results), (
+                "own_text is False (a front end may draw the results its own way), but the answer's text is not "
+                "format_results(results): declare own_text = True"
+            )
+
+
+class ToolTests(ToolBuildTests, ToolAnswerTests, ToolDeclarationTests, ToolListingTests, ToolCallTests):
+    """Every tool type mixin: subclass it and return a tool of your type from the ``tool`` fixture."""
