@@ -526,8 +526,10 @@ class TantivyIndex(KeywordIndexBase):
             x = np.minimum(theirs_score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-9)
             tf = np.maximum(1.0, np.rint(theirs[at] * x / (1.0 - x)))
             scores[at] += count * (idf * (k1 + 1.0) * tf / (tf + ours[at]) - theirs_score)
-        order = sorted(range(len(hits)), key=lambda i: (-scores[i], keys[i]))
-        return [(float(scores[i]), addresses[i]) for i in order]
+        segments, docs = np.array(keys, dtype=np.int64).T
+        order = np.lexsort((docs, segments, -scores))  # best first, then tantivy's own order (as :func:`_best`)
+        final = scores.tolist()
+        return [(final[i], addresses[i]) for i in order.tolist()]
 
     def _among(self, searcher: tantivy.Searcher, hits: list[_Hit]) -> tantivy.Query:
         """A filter matching ``hits`` alone: their store rows (a fast field), else their ids (stored), each a term
