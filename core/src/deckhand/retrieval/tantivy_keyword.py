@@ -23,7 +23,9 @@ gives its frequency tf in each hit (an integer, so the one-byte code in which ta
 does not blur it), ``length`` (a fast field) the hit's exact number of terms, and the average of ``length`` over
 the live documents avgdl, from which the score with ``k1`` and ``b`` follows as the builtin computes it (with
 tantivy's idf, whose N, read from ``every``'s one term, counts a deleted document until its segment is merged). Twice
-as many hits are read as are wanted, tantivy ranking them.
+as many hits are read as are wanted, tantivy ranking them. Each query term is searched once more: on the hits alone
+(a disjunction of their rows, a fast field, else of their stored ids) or, for a term in at most four documents per
+hit, on the whole index (cheaper than the filter); the arithmetic runs in NumPy, one array per term.
 
 Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
 after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
@@ -98,6 +100,9 @@ _TANTIVY_K1 = 1.2
 _TANTIVY_B = 0.75
 #: Hits read per one wanted when their scores are computed again with other k1 and b (tantivy ranks them).
 _RESCORE_OVERREAD = 2
+#: A query term found in at most this many documents per hit is read from the whole index when rescoring (cheaper
+#: than a filter of the hits, which costs about what reading this many documents a hit does).
+_UNRESTRICTED = 4
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
 #: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
 _TERMS_TOKENIZER = "deckhand_terms"
@@ -482,40 +487,65 @@ class TantivyIndex(KeywordIndexBase):
 
     def _rescored(self, searcher: tantivy.Searcher, generation: int, query: str, hits: list[_Hit]) -> list[_Hit]:
         """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (see
-        the module's text): each query term is asked once more, as a term query on the hits alone."""
+        the module's text): each query term is asked once more, as a term query on the hits alone (on the whole
+        index when it is rarer than :data:`_UNRESTRICTED` times the hits: reading all of it costs less)."""
         import tantivy
 
         k1, b, schema = self.options.k1, self.options.b, self._schema
         if (k1, b) == (_TANTIVY_K1, _TANTIVY_B) or not hits or schema is None:
             return hits
-        everything = len(hits) >= searcher.num_docs
-        where = {(a.segment_ord, a.doc): i for i, (_, a) in enumerate(hits)}
-        lengths = searcher.fast_field_values("length", [address for _, address in hits])
+        addresses = [address for _, address in hits]
+        keys = [(a.segment_ord, a.doc) for a in addresses]
+        where = {key: i for i, key in enumerate(keys)}
         total, avgdl = self._collection_statistics(searcher, generation)
         avgdl = max(avgdl, 1e-9)
-        scores = [score for score, _ in hits]
-        if not everything:
-            ids = [str(searcher.doc(address).get_first("id")) for _, address in hits]
-            among = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "id", ids), 0.0)
+        # per hit: tantivy's k1 times its length normalisation, and ours (the exact length, tantivy's avgdl)
+        lengths = np.array([float(n or 0) for n in searcher.fast_field_values("length", addresses)])
+        theirs = _TANTIVY_K1 * (1.0 - _TANTIVY_B + _TANTIVY_B * lengths / avgdl)
+        ours = k1 * (1.0 - b + b * lengths / avgdl)
+        scores = np.array([score for score, _ in hits], dtype=np.float64)
+        everything, among = len(hits) >= searcher.num_docs, None
         for term, count in Counter(t for t in _ANALYZER.query_terms(query) if len(t) <= _LONGEST).items():
             df = int(searcher.doc_freq("body", term))
             idf = math.log1p((total - df + 0.5) / (df + 0.5)) if df else 0.0
             if idf <= 0:
                 continue
             q = tantivy.Query.term_query(schema, "body", term)
-            if not everything:
+            if not everything and df > _UNRESTRICTED * len(hits):
+                if among is None:
+                    among = self._among(searcher, hits)
                 q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, among)])
-            for score, address in searcher.search(q, min(len(hits), df), count=False).hits:
-                i = where.get((address.segment_ord, address.doc))
-                if i is None:
-                    continue
-                length = float(lengths[i] or 0)
-                x = min(score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-9)
-                norm = 1.0 - _TANTIVY_B + _TANTIVY_B * length / avgdl  # tantivy's, with the exact length
-                tf = max(1.0, round(_TANTIVY_K1 * norm * x / (1.0 - x)))
-                ours = idf * (k1 + 1.0) * tf / (tf + k1 * (1.0 - b + b * length / avgdl))
-                scores[i] += count * (ours - score)
-        return sorted(((score, address) for score, (_, address) in zip(scores, hits, strict=True)), key=_best)
+                limit = min(len(hits), df)
+            else:
+                limit = df
+            found = searcher.search(q, limit, count=False).hits
+            at = np.array([where.get((a.segment_ord, a.doc), -1) for _, a in found], dtype=np.int64)
+            theirs_score = np.array([score for score, _ in found], dtype=np.float64)[at >= 0]
+            at = at[at >= 0]
+            # tantivy's score solved for the term's frequency (an integer), then the score with k1 and b
+            x = np.minimum(theirs_score / ((_TANTIVY_K1 + 1.0) * idf), 1.0 - 1e-9)
+            tf = np.maximum(1.0, np.rint(theirs[at] * x / (1.0 - x)))
+            scores[at] += count * (idf * (k1 + 1.0) * tf / (tf + ours[at]) - theirs_score)
+        segments, docs = np.array(keys, dtype=np.int64).T
+        order = np.lexsort((docs, segments, -scores))  # best first, then tantivy's own order (as :func:`_best`)
+        final = scores.tolist()
+        return [(final[i], addresses[i]) for i in order.tolist()]
+
+    def _among(self, searcher: tantivy.Searcher, hits: list[_Hit]) -> tantivy.Query:
+        """A filter matching ``hits`` alone: their store rows (a fast field), else their ids (stored), each a term
+        query of one disjunction (tantivy's ``term_set_query`` costs twice as much and more on a larger index)."""
+        import tantivy
+
+        assert self._schema is not None
+        addresses = [address for _, address in hits]
+        rows = searcher.fast_field_values("row", addresses)
+        values: list[int] | list[str]
+        if all(row is not None for row in rows):
+            field, values = "row", [int(row) for row in rows if row is not None]
+        else:
+            field, values = "id", [str(searcher.doc(address).get_first("id")) for address in addresses]
+        clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v)) for v in values]
+        return tantivy.Query.const_score_query(tantivy.Query.boolean_query(clauses), 0.0)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
         """Best ``k`` of the records ``where`` allows, as :meth:`search` ranks them; None for an index in memory
