@@ -235,6 +235,56 @@ def test_tools_ingest_the_same_records_with_workers(
         assert all(dict(meta).get("context") for _, _, meta, _ in found[1])
 
 
+class PagedScans:
+    """A loader of ``.scan`` files that reports each of a file's pages as it reads it, and where it ran."""
+
+    extensions = frozenset({".scan"})
+    priority = 0
+    verbatim = False
+
+    def load(self, path: Path) -> str:
+        from deckhand.api import loading_progress
+
+        for page in range(1, 4):
+            loading_progress(page, 3)
+        return f"Read in process {os.getpid()}: the keeper logs ships by the lighthouse."
+
+
+def test_a_long_file_read_in_a_worker_shows_each_page_in_the_status(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deckhand.cli.progress import RichProgress
+
+    class Watching(RichProgress):
+        def __init__(self) -> None:
+            super().__init__("kb", enabled=False)
+            self.seen: list[str | None] = []
+
+        def status(self, status: Any) -> None:
+            self.seen.append(status.loading)
+            super().status(status)
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.scan", "b.md", "c.scan"):
+        (docs / name).write_text("x")
+    embedder = FakeEmbedder(minilm.tokenizer)
+    store = open_memory_store(embedder)
+    loaders = LoaderSet.from_registry(get_registry())
+    loaders.by_extension[".scan"] = PagedScans()  # type: ignore[assignment]
+    chunker = TokenChunker(minilm.tokenizer, chunk_size=32, chunk_overlap=4)
+    ingestor = Ingestor(store=store, embedder=embedder, chunker=chunker, loaders=loaders, base_dir=tmp_path)
+    ingestor.progress = watching = Watching()
+    monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    assert ingestor.run(docs).ingested == ["docs/a.scan", "docs/b.md", "docs/c.scan"]
+    read_in = {r.content.split(":")[0] for r in store.iter_records() if r.content.startswith("Read in process")}
+    assert read_in and f"Read in process {os.getpid()}" not in read_in  # the scans were read in the worker
+    reading = [s for s in watching.seen if s]
+    assert reading == [f"docs/{name}: page {n} of 3" for name in ("a.scan", "c.scan") for n in (1, 2, 3)]
+    assert watching.seen[-1] is None
+    assert not multiprocessing.active_children()
+
+
 def test_worker_count_uses_workers_only_where_they_pay(monkeypatch: pytest.MonkeyPatch) -> None:
     big = workers.AUTO_MIN_BYTES
     assert workers.worker_count(10 * big, cores=2) == 0  # CI's two cores: the reader thread

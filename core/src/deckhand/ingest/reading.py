@@ -181,11 +181,28 @@ class Reader:
                 following += 1
             index, future, size = pending.popleft()
             in_flight -= size
-            converted = pool.result(future) if future is not None else None
+            converted = pool.result(future, self.parts_told(todo, index, pending)) if future is not None else None
             if converted is None:
                 yield from self.read(index, todo[index], seconds)
             else:
                 yield from self.converted(index, todo[index], converted, seconds)
+
+    def parts_told(
+        self, todo: Sequence[SourceFile], index: int, pending: deque[tuple[int, Future[Converted] | None, int]]
+    ) -> Callable[[str, int, int, str], None] | None:
+        """What hands over the parts a worker reads of file ``index`` or of a file still ``pending`` (a long
+        scan's pages), as :meth:`read` does on this thread; a late word on a file already handed over is dropped."""
+        hand_over = self._hand_over
+        if hand_over is None:
+            return None
+
+        def told(source: str, done: int, total: int, unit: str) -> None:
+            for number in (index, *(p[0] for p in pending if p[1] is not None)):
+                if todo[number].display == source:
+                    hand_over(Read(number, parts=(done, total, unit)))
+                    return
+
+        return told
 
     def converted(
         self, index: int, file: SourceFile, converted: Converted, seconds: dict[str, float]

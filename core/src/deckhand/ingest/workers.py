@@ -20,8 +20,9 @@ import logging
 import multiprocessing
 import os
 import pickle
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
-from deckhand.ingest.loaders import decoding
+from deckhand.ingest.loaders import decoding, reporting_parts
 from deckhand.ingest.opening import confined_to
 from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.printable import printable
@@ -215,16 +216,24 @@ class _Worker:
     records: _Records
 
 
+#: What a worker tells the reader thread while a file loads: ``(source, done, total, unit)`` of its parts read
+#: (:func:`deckhand.ingest.loaders.loading_progress`); None wakes the reader when a file is done.
+PartsMessage = tuple[str, int, int, str] | None
+
 _worker: _Worker | None = None
+#: Where this worker process sends the parts it reads of a file (set by a :class:`ChunkPool`).
+_parts_queue: Any = None
 #: Why this worker process has no loaders and chunker (set when unpickling them failed).
 _unavailable = ""
 #: The SHA-256 of the payload this process was last set up with (:func:`ensure_worker`).
 _payload_digest = b""
 
 
-def _start_worker(payload: bytes, level: int) -> None:
-    """Pool initializer: unpickle the loaders and chunker once, collect log records from ``level`` up."""
-    global _worker, _unavailable
+def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
+    """Pool initializer: unpickle the loaders and chunker once, collect log records from ``level`` up, and send
+    the parts read of a long file to ``parts`` (a queue of :data:`PartsMessage`, when given)."""
+    global _worker, _unavailable, _parts_queue
+    _parts_queue = parts
     records = _Records()
     root = logging.getLogger()
     root.handlers[:] = [records]
@@ -265,7 +274,13 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
         raise WorkerUnavailable(_unavailable or "not started by a ChunkPool")
     _worker.records.records = []
     clock = time.perf_counter()
-    loaded, failed, notices = load_text(_worker.loaders, path, encoding, root=root)
+    parts = _parts_queue
+
+    def told(done: int, total: int, unit: str) -> None:
+        parts.put((source, done, total, unit))
+
+    with reporting_parts(told if parts is not None else None):
+        loaded, failed, notices = load_text(_worker.loaders, path, encoding, root=root)
     converted = Converted(failed=failed, notices=notices, logged=_worker.records.records)
     converted.convert_seconds = time.perf_counter() - clock
     if loaded is None:
@@ -286,8 +301,10 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
 class ChunkPool:
     """Worker processes that :func:`convert` files; :meth:`start` says None when the work cannot be sent."""
 
-    def __init__(self, executor: ProcessPoolExecutor, workers: int, keep_text: bool) -> None:
+    def __init__(self, executor: ProcessPoolExecutor, workers: int, keep_text: bool, parts: Any = None) -> None:
         self._executor = executor
+        #: The queue of :data:`PartsMessage` the workers send while they load a long file.
+        self._parts = parts
         self.workers = workers
         self.keep_text = keep_text
         #: The workers stopped or cannot work: the files not handed over go back to the reader thread.
@@ -302,14 +319,14 @@ class ChunkPool:
             log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
             return None
         level = log_level()
+        context = multiprocessing.get_context("spawn")
+        # written straight to the pipe, so a file's parts reach the reader before the file's result does
+        parts = context.SimpleQueue()
         executor = ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(payload, level),
+            workers, mp_context=context, initializer=_start_worker, initargs=(payload, level, parts)
         )
         log.debug("chunking in %d worker process(es)", workers)
-        return cls(executor, workers, keep_text)
+        return cls(executor, workers, keep_text, parts)
 
     @property
     def max_files(self) -> int:
@@ -319,11 +336,23 @@ class ChunkPool:
     def submit(self, path: Path, source: str, encoding: str, root: Path | None) -> Future[Converted]:
         return self._executor.submit(convert, path, source, encoding, self.keep_text, root)
 
-    def result(self, future: Future[Converted]) -> Converted | None:
-        """What ``future`` made, or None when the pool broke (the caller reads that file itself).
+    def result(
+        self, future: Future[Converted], told: Callable[[str, int, int, str], None] | None = None
+    ) -> Converted | None:
+        """What ``future`` made, or None when the pool broke (the caller reads that file itself). While it
+        waits, ``told(source, done, total, unit)`` hears the parts the workers read of the files they load.
 
         A chunker's own exception is raised here, as it would be on the reader thread.
         """
+        if told is not None and self._parts is not None:
+            parts = self._parts
+            future.add_done_callback(lambda _: parts.put(None))  # wakes the wait below
+            while True:
+                message: PartsMessage = parts.get()
+                if message is not None:
+                    told(*message)
+                elif future.done():
+                    break
         try:
             return future.result()
         except WorkerUnavailable as exc:
@@ -336,8 +365,32 @@ class ChunkPool:
         return None
 
     def close(self) -> None:
-        """Drop the files not started, wait for those being chunked (one each at most), end the workers."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Drop the files not started, wait for those being chunked (one each at most), end the workers.
+
+        The parts they still report are read and dropped meanwhile: a worker writing to a full pipe would
+        never end."""
+        if self._parts is None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            return
+        parts = self._parts
+        drain = threading.Thread(target=_drain, args=(parts,), name="deckhand-parts-drain", daemon=True)
+        drain.start()
+        try:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            parts.put(_DRAINED)
+            drain.join()
+            parts.close()
+
+
+#: Ends :func:`_drain` (put when the workers have ended).
+_DRAINED = ("", -1, -1, "")
+
+
+def _drain(parts: Any) -> None:
+    """Read and drop ``parts``' messages until :data:`_DRAINED`."""
+    while parts.get() != _DRAINED:
+        pass
 
 
 def replay(records: list[logging.LogRecord]) -> None:
