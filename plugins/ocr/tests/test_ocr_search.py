@@ -112,8 +112,13 @@ def test_scans_are_recognised_in_the_chunk_worker_processes(tmp_path: Path, monk
     assert cache.is_file()  # written by the worker process
 
 
-def test_a_long_scan_shows_its_progress_page_by_page(tmp_path: Path) -> None:
-    """The status lines name the scan being read and its page (``deckhand.api.loading_progress``)."""
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_a_long_scan_shows_its_progress_page_by_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    """The status lines name the scan being read and its page (``deckhand.api.loading_progress``), read in the
+    ingesting process or in a chunk worker process (``DECKHAND_CHUNK_WORKERS=1``)."""
+    monkeypatch.setenv("DECKHAND_CHUNK_WORKERS", workers)
     project = tmp_path / "project"
     (project / "scans").mkdir(parents=True)
     pages = [PdfPage(image=page_image([f"Page {n} of the minutes"]), width=300, height=60) for n in range(1, 4)]
