@@ -14,7 +14,7 @@ Both folders' text is the same: the abstracts folded to Latin-1 (a PDF's Helveti
 
 Run it alone, SciFact where ``benchmarks/bench_datasets.py`` finds it::
 
-    flock /tmp/deckhand-bench.lock python benchmarks/ocr_retrieval_bench.py [--queries 25] [--distractors 2]
+    flock /tmp/deckhand-bench.lock python benchmarks/ocr_retrieval_bench.py [--queries 30] [--distractors 1]
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def ranks(tool: object, claims: dict[str, str], relevant: dict[str, set[str]]) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--beir", help="SciFact's folder (else $DECKHAND_SCIFACT, else beside the repository)")
-    parser.add_argument("--queries", type=int, default=25, help="claims asked (drawn from the test split)")
-    parser.add_argument("--distractors", type=int, default=2, help="BM25's nearest non-relevant abstracts per claim")
+    parser.add_argument("--queries", type=int, default=30, help="claims asked (drawn from the test split)")
+    parser.add_argument("--distractors", type=int, default=1, help="BM25's nearest non-relevant abstracts per claim")
     parser.add_argument("--dpi", type=int, default=150, help="the scans' resolution")
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--workdir", help="where the folders and the index go (default: a temporary folder)")
