@@ -225,14 +225,30 @@ def tesseract_reader(folder: Path) -> Callable[[Page], str] | None:
 
 def measure(readers: dict[str, Callable[[Page], str]], corpus: list[Page]) -> dict[str, dict[str, tuple[float, float]]]:
     """Engine → class of page → (mean CER, pages per second). The engines take turns page by page, so a change
-    in the machine's load (other processes) weighs on both alike."""
+    in the machine's load (other processes) weighs on both alike; the pages per second over all pages and the
+    spread of the per-page time ratio are printed (they say whether the speed ratio has settled)."""
     rows: dict[str, dict[str, list[tuple[float, float]]]] = {name: {} for name in readers}
+    times: dict[str, list[float]] = {name: [] for name in readers}
     for page in corpus:
         for name, read in readers.items():
             clock = time.perf_counter()
             found = read(page)
             seconds = time.perf_counter() - clock
+            times[name].append(seconds)
             rows[name].setdefault(page.kind, []).append((cer(page.text, found), seconds))
+    names = list(readers)
+    print("  pages per second over all pages: " + ", ".join(f"{n} {len(corpus) / sum(times[n]):.3f}" for n in names))
+    if len(names) == 2:
+        ours, theirs = times[names[0]], times[names[1]]
+        ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))  # > 1: deckhand the faster on that page
+        half = len(corpus) // 2
+        print(
+            f"  {names[0]} against {names[1]}: {sum(theirs) / sum(ours):.2f} times its pages per second over all "
+            f"{len(corpus)} pages ({sum(theirs[:half]) / sum(ours[:half]):.2f} over the first "
+            f"half, {sum(theirs[half:]) / sum(ours[half:]):.2f} over the second); per page: median "
+            f"{ratios[len(ratios) // 2]:.2f}, from {ratios[0]:.2f} to {ratios[-1]:.2f}",
+            flush=True,
+        )
     return {
         name: {
             kind: (sum(c for c, _ in got) / len(got), len(got) / sum(s for _, s in got)) for kind, got in kinds.items()
@@ -260,8 +276,12 @@ def rss_run(pages_count: int, seed: int) -> None:
         clock = time.perf_counter()
 
         def page_done(done: int, total: int, unit: str) -> None:  # the loader's per-page progress
-            if done % 25 == 0 or done in (1, total):
-                print(f"    page {done}/{total}: {time.perf_counter() - clock:.0f} s, RSS {rss():.0f} MB", flush=True)
+            if done % 10 == 0 or done in (1, total):
+                seconds = time.perf_counter() - clock
+                print(
+                    f"    page {done}/{total}: {seconds:.0f} s, RSS {rss():.0f} MB, peak {peak_rss():.0f} MB",
+                    flush=True,
+                )
 
         with reporting_parts(page_done):
             loaded = LoaderSet([PdfLoader()], LoaderSettings(ocr="auto")).load_with_metadata(path)
