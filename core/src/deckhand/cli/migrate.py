@@ -26,7 +26,7 @@ from deckhand.errors import ConfigError
 from deckhand.index.components import migration_end
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
-from deckhand.stores.migration import DEFAULT_BATCH, MigrationReport, MigrationStatus, migrate
+from deckhand.stores.migration import DEFAULT_BATCH, MigrationEnd, MigrationReport, MigrationStatus, migrate
 
 
 def _source_tools(config: AgentConfig, config_path: Path, names: tuple[str, ...]) -> list[SourceToolConfig]:
@@ -119,23 +119,17 @@ def migrate_cmd() -> click.Command:
             if to_tool is not None and len(tools) != 1:
                 raise ConfigError("--to-tool names the target of one tool: give one --tool with it")
             registry = get_registry()
+
+            def end(tool: SourceToolConfig, path: Path) -> MigrationEnd:
+                """One end of the migration: ``tool`` of the agent.yaml at ``path``."""
+                embedder = lazy_embedder(registry, tool.embedding_model)
+                return migration_end(registry, tool, path.resolve().parent, str(path), embedder)
+
             for tool in tools:
                 target = _target_tool(new, to_path, to_tool or tool.name)
                 report = migrate(
-                    migration_end(
-                        registry,
-                        tool,
-                        config_path.resolve().parent,
-                        str(config_path),
-                        lazy_embedder(registry, tool.embedding_model),
-                    ),
-                    migration_end(
-                        registry,
-                        target,
-                        to_path.resolve().parent,
-                        str(to_path),
-                        lazy_embedder(registry, target.embedding_model),
-                    ),
+                    end(tool, config_path),
+                    end(target, to_path),
                     batch_size=batch_size,
                     replace=replace,
                     progress=None if quiet else _Lines(tool.name),
