@@ -82,7 +82,8 @@ def reference_rescored(index: TantivyIndex, searcher: Any, generation: int, quer
             tf = max(1.0, round(tk._TANTIVY_K1 * norm * x / (1.0 - x)))
             ours = idf * (k1 + 1.0) * tf / (tf + k1 * (1.0 - b + b * length / avgdl))
             scores[i] += count * (ours - score)
-    return sorted(((score, address) for score, (_, address) in zip(scores, hits, strict=True)), key=tk._best)
+    rescored = [(score, address) for score, (_, address) in zip(scores, hits, strict=True)]
+    return sorted(rescored, key=lambda hit: (-hit[0], hit[1].segment_ord, hit[1].doc))  # best, then tantivy's order
 
 
 def _plain(hits: list[Any]) -> list[tuple[float, int, int]]:

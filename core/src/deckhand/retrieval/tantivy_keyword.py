@@ -208,11 +208,6 @@ def terms_text(text: str) -> str:
     return " ".join(_ANALYZER.terms(text))
 
 
-def _best(hit: _Hit) -> tuple[float, int, int]:
-    """Sort key of hits: best score first, then tantivy's own order (segment, document)."""
-    return -hit[0], hit[1].segment_ord, hit[1].doc
-
-
 def heading_text(record: Record) -> str:
     """The ``heading`` field: the heading chain (a document's title is its first heading), for the extra weight
     ``heading_boost`` gives a heading match on top of its match in ``body``."""
@@ -527,7 +522,7 @@ class TantivyIndex(KeywordIndexBase):
             tf = np.maximum(1.0, np.rint(theirs[at] * x / (1.0 - x)))
             scores[at] += count * (idf * (k1 + 1.0) * tf / (tf + ours[at]) - theirs_score)
         segments, docs = np.array(keys, dtype=np.int64).T
-        order = np.lexsort((docs, segments, -scores))  # best first, then tantivy's own order (as :func:`_best`)
+        order = np.lexsort((docs, segments, -scores))  # best first, then tantivy's own order (segment, document)
         final = scores.tolist()
         return [(final[i], addresses[i]) for i in order.tolist()]
 
