@@ -33,6 +33,8 @@ tools:
     description: structured search
     source: docs/
 """
+#: The longest one deckhand command may take (a first ingest of the default 300 files takes about 25 s).
+_DEADLINE_S = 900
 RUN = "import sys; from deckhand.cli.main import main; sys.argv[0] = 'deckhand'; main()"
 
 
@@ -55,7 +57,9 @@ def timed(tree: Path, project: Path, *args: str) -> float:
     """Seconds one ``deckhand ARGS`` process takes with ``tree`` first on the import path."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", RUN, *args], cwd=project, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, *args], cwd=project, env=env, capture_output=True, text=True, timeout=_DEADLINE_S
+    )
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):  # 1: nothing found is an answer too
         sys.exit(f"{tree}: deckhand {' '.join(args)} exited {done.returncode}\n{done.stderr[-2000:]}")
