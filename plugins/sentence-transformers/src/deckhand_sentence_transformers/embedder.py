@@ -1,4 +1,4 @@
-"""A deckhand :class:`~deckhand.protocols.Embedder` backed by a local sentence-transformers model (CPU or GPU).
+"""A deckhand :class:`~deckhand.api.EmbedderBase` backed by a local sentence-transformers model (CPU or GPU).
 
 ``embedding_model:`` values it serves:
 

@@ -15,14 +15,15 @@ from typing import Any, ClassVar, cast
 
 import pytest
 
+from deckhand.bases import EmbedderBase, StoreBase, TokenizerBase
 from deckhand.building.embedders import load_embedder
+from deckhand.capabilities import StoreCapability, store_capabilities
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities
 from deckhand.registration import Registrar
 from deckhand.stores.tool_store import create_store
 from deckhand.testing.tool_process import config_class_path
@@ -101,7 +102,7 @@ class _RenamedEmbedder:
     model_id = "renamed-minilm-v2"
 
     @property
-    def _inner(self) -> Embedder:
+    def _inner(self) -> EmbedderBase:
         return load_embedder(get_registry(), None)
 
     @property
@@ -113,17 +114,17 @@ class _RenamedEmbedder:
         return self._inner.max_tokens
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> TokenizerBase:
         return self._inner.tokenizer
 
     def embed(self, texts: Sequence[str]) -> Vector:
         return self._inner.embed(texts)
 
 
-def _renamed_embedder(model: str | None, options: None) -> Embedder:
-    # Its dimension and max_tokens are read-only properties, which the Embedder protocol's plain
-    # attributes do not admit statically; at run time it is an Embedder.
-    return cast(Embedder, _RenamedEmbedder())
+def _renamed_embedder(model: str | None, options: None) -> EmbedderBase:
+    # Its dimension and max_tokens are read-only properties, which the EmbedderBase protocol's plain
+    # attributes do not admit statically; at run time it is an EmbedderBase.
+    return cast(EmbedderBase, _RenamedEmbedder())
 
 
 class RenamedEmbedderPlugin:
@@ -150,7 +151,7 @@ class StoreView:
 
     def __init__(self, database: DatabaseConfig, base_dir: Path, collection: str = TOOL_NAME) -> None:
         component = get_registry().resolve("store", database.provider)
-        self.store: VectorStore = create_store(component, database, collection, base_dir=base_dir)
+        self.store: StoreBase = create_store(component, database, collection, base_dir=base_dir)
         embedder = load_embedder(get_registry(), None)
         spec = CollectionSpec(
             collection, embedder.dimension, embedder.model_id, database.distance_metric, database.vector_algorithm
