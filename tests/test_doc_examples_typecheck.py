@@ -41,23 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from deckhand.api import (
-
-    IngestReport,
-
-    PluginRegistry,
-
-    Progress,
-
-    Registrar,
-
-    SearchResult,
-
-    ToolConfigBase,
-
-    hookimpl,
-
-)
+from deckhand.api import IngestReport, PluginRegistry, ProgressBase, Registrar, SearchResult, ToolConfigBase, hookimpl
 
 
 class GrepConfig(ToolConfigBase):
@@ -66,7 +50,7 @@ class GrepConfig(ToolConfigBase):
 
 class GrepTool:
     def __init__(
-        self, config: GrepConfig, *, base_dir: Path | None, registry: PluginRegistry | None, progress: Progress | None
+        self, config: GrepConfig, *, base_dir: Path | None, registry: PluginRegistry | None, progress: ProgressBase | None
     ) -> None:
         self.config = config
         self.provider: str | None = None

@@ -36,7 +36,7 @@ from deckhand.config.tool_fields import SourceToolConfig, ToolConfigBase
 from deckhand.errors import ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry, reset_registry
-from deckhand.protocols import StoreCapability, store_capabilities
+from deckhand.api import StoreCapability, store_capabilities
 from deckhand.registration import Registrar
 from deckhand.tools import build_tool, tool_members
 from deckhand.tools.tool_io import function_definition
@@ -410,7 +410,7 @@ def test_source_tool_config_fields_are_listed() -> None:
 
 
 def test_tool_members_are_listed() -> None:
-    """plugins.md's table of Tool members names every member of deckhand.protocols.Tool, and no other."""
+    """plugins.md's table of Tool members names every member of deckhand.tools.ToolBase, and no other."""
     text = PLUGINS_MD.read_text(encoding="utf-8")
     table = text[text.index("| member | what it does |") :].split("\n\n")[0]
     named = {m for cell in re.findall(r"^\| ([^|]+) \|", table, re.M) for m in re.findall(r"`(\w+)", cell)}
@@ -446,7 +446,7 @@ def test_a_tool_missing_a_member_is_told_which(tmp_path: Path) -> None:
         build_tool(config, base_dir=tmp_path, registry=registry)
     assert str(err.value) == (
         "plugin 'grep': tool type 'grep' built a NoOpen, which lacks open, open_sync "
-        "(members of deckhand.protocols.Tool)"
+        "(members of deckhand.tools.ToolBase)"
     )
 
 

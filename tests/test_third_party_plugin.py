@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deckhand.api import ConfigError, Tool, build_tool, get_registry, load_agent_config
+from deckhand.api import ConfigError, ToolBase, build_tool, get_registry, load_agent_config
 from deckhand.install_hints import install_hint
 from deckhand.plugins import reset_registry
 
@@ -342,7 +342,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
     config = load_agent_config(_notes_project(tmp_path))
     tides, lookup = (build_tool(t, base_dir=tmp_path) for t in config.tools)
-    assert isinstance(tides, Tool) and isinstance(lookup, Tool) and type(lookup).__name__ == "NotesLookupTool"
+    assert isinstance(tides, ToolBase) and isinstance(lookup, ToolBase) and type(lookup).__name__ == "NotesLookupTool"
     tides.initialize_sync()
     lookup.initialize_sync()
     try:

@@ -14,7 +14,7 @@ from deckhand.capabilities import (
     side_index_files,
     side_index_storage,
 )
-from deckhand.protocols import IntegrityCheck, StoreCapability
+from deckhand.api import IntegrityCheck, StoreCapability
 from deckhand.testing.store_conformance.declarations import missing_methods, undeclared_capabilities
 
 

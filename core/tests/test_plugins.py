@@ -13,7 +13,7 @@ from deckhand import install_hints
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import StoreCapability
+from deckhand.api import StoreCapability
 from deckhand.registration import Registrar
 from pydantic import BaseModel
 

@@ -17,7 +17,7 @@ from deckhand.memory import (
 )
 from deckhand.memory.backend import describe_ranges, sync_message
 from deckhand.memory.index import ContentIndex
-from deckhand.protocols import Tokenizer
+from deckhand.api import TokenizerBase
 from deckhand.types import Vector
 
 
@@ -127,7 +127,7 @@ class KeywordEmbedder:
         self.calls: list[int] = []
 
     @property
-    def tokenizer(self) -> Tokenizer:  # pragma: no cover - unused
+    def tokenizer(self) -> TokenizerBase:  # pragma: no cover - unused
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> Vector:

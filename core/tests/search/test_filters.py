@@ -14,7 +14,7 @@ from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import FilterError
 from deckhand.filters import Filter, Op, SearchFilter, condition, parse_expressions
 from deckhand.ingest.front_matter import FrontMatterError, front_matter
-from deckhand.protocols import StoreCapability
+from deckhand.api import StoreCapability
 from deckhand.stores import filtering
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.vectorstore_tool import VectorStoreTool

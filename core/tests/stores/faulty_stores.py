@@ -26,9 +26,9 @@ from deckhand.api import (
     Record,
     Registrar,
     SearchHit,
+    StoreBase,
     StoreCapability,
     Vector,
-    VectorStore,
     hookimpl,
     state_dir,
     store_capabilities,
@@ -304,8 +304,8 @@ FILE_STORES = {JsonFileStore.connect, UndeclaredJsonFileStore.connect}
 def _typed(factory: Any) -> Any:
     """``factory(config, collection[, base_dir=])`` as the typed store factory (its options are none)."""
 
-    def build(config: Any, collection: str, options: None, /, *, base_dir: Path) -> VectorStore:
-        store: VectorStore = (
+    def build(config: Any, collection: str, options: None, /, *, base_dir: Path) -> StoreBase:
+        store: StoreBase = (
             factory(config, collection, base_dir=base_dir) if factory in FILE_STORES else factory(config, collection)
         )
         return store

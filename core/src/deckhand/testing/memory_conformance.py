@@ -131,6 +131,12 @@ class _Base:
     def backend(self) -> MemoryBackendBase:
         raise NotImplementedError("override the `backend` fixture to return a fresh, empty backend")
 
+    def test_subclasses_its_base(self, backend: MemoryBackendBase) -> None:
+        """The base class is the contract: core refuses a backend that does not subclass it."""
+        assert isinstance(backend, MemoryBackendBase), (
+            f"{type(backend).__name__} does not subclass deckhand.api.MemoryBackendBase: subclass it"
+        )
+
     def reopen(self, backend: MemoryBackendBase) -> MemoryBackendBase:
         """A new backend object over the same storage (what a restarted process would open)."""
         return backend
@@ -147,7 +153,7 @@ class _Base:
 
     def _need_persistence(self, backend: MemoryBackendBase) -> None:
         """Skip for a backend declaring ``persistent = False``; one declaring it must be reopened as another object."""
-        if not getattr(backend, "persistent", True):  # MemoryBackendBase's declaration (True for a Protocol-only one)
+        if not backend.persistent:  # MemoryBackendBase's declaration
             pytest.skip("backend storage does not outlive the object")
         if self.reopen(backend) is backend:
             pytest.fail(

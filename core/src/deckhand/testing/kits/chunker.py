@@ -35,6 +35,12 @@ class ChunkerKit:
         """Override: the chunker under test, built as its factory would build it."""
         pytest.fail(f"{type(self).__name__}: override the chunker fixture to return your chunker")
 
+    def test_subclasses_its_base(self, chunker: ChunkerBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(chunker, ChunkerBase), (
+            f"{type(chunker).__name__} does not subclass deckhand.api.ChunkerBase: subclass it"
+        )
+
     @pytest.fixture
     def document(self) -> Document:
         """Override to cut a document of your chunker's own kind (code, CSV, ...)."""

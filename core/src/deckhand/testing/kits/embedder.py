@@ -26,6 +26,12 @@ class EmbedderKit:
         """Override: the embedder under test (reuse one instance: loading a model once per session keeps it fast)."""
         pytest.fail(f"{type(self).__name__}: override the embedder fixture to return your embedder")
 
+    def test_subclasses_its_base(self, embedder: EmbedderBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(embedder, EmbedderBase), (
+            f"{type(embedder).__name__} does not subclass deckhand.api.EmbedderBase: subclass it"
+        )
+
 
 class EmbeddingShapeTests(EmbedderKit):
     """``embed`` returns ``(len(texts), dimension)`` float32 rows of unit length; its description is complete."""

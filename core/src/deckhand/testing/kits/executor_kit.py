@@ -73,6 +73,12 @@ class ExecutorTests:
         """Override: the executor under test."""
         pytest.fail(f"{type(self).__name__}: override the executor fixture to return your executor")
 
+    def test_subclasses_its_base(self, executor: ExecutorBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(executor, ExecutorBase), (
+            f"{type(executor).__name__} does not subclass deckhand.api.ExecutorBase: subclass it"
+        )
+
     @pytest.fixture
     def pair(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[_Pair]:
         monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "home"))

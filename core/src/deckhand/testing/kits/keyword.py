@@ -23,6 +23,12 @@ class KeywordKit:
         """Override: an empty index of your strategy (``factory(store, cache_path, options)``)."""
         pytest.fail(f"{type(self).__name__}: override the keyword_index fixture to return your index")
 
+    def test_subclasses_its_base(self, keyword_index: KeywordIndexBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(keyword_index, KeywordIndexBase), (
+            f"{type(keyword_index).__name__} does not subclass deckhand.api.KeywordIndexBase: subclass it"
+        )
+
     @pytest.fixture
     def built(self, keyword_index: KeywordIndexBase) -> KeywordIndexBase:
         keyword_index.build(DOCS)

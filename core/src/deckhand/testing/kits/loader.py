@@ -36,6 +36,12 @@ class LoaderKit:
         """Override: the loader under test, built as its factory would build it."""
         pytest.fail(f"{type(self).__name__}: override the loader fixture to return your loader")
 
+    def test_subclasses_its_base(self, loader: LoaderBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(loader, LoaderBase), (
+            f"{type(loader).__name__} does not subclass deckhand.api.LoaderBase: subclass it"
+        )
+
     @pytest.fixture
     def sample(self, tmp_path: Path) -> Path:
         """Override: write a file your loader reads under ``tmp_path`` and return its path."""

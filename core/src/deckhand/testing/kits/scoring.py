@@ -35,6 +35,12 @@ class RerankerTests:
         """Override: the reranker under test (a model-backed one may point at a local stand-in)."""
         pytest.fail(f"{type(self).__name__}: override the reranker fixture to return your reranker")
 
+    def test_subclasses_its_base(self, reranker: RerankerBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(reranker, RerankerBase), (
+            f"{type(reranker).__name__} does not subclass deckhand.api.RerankerBase: subclass it"
+        )
+
     def test_one_score_in_range_per_passage(self, reranker: RerankerBase) -> None:
         scores = reranker.rerank(QUERY, list(PASSAGES))
         assert len(scores) == len(PASSAGES), f"{len(scores)} scores for {len(PASSAGES)} passages"
@@ -58,6 +64,12 @@ class ContextGeneratorTests:
     def context_generator(self) -> ContextGeneratorBase:
         """Override: the context generator under test."""
         pytest.fail(f"{type(self).__name__}: override the context_generator fixture to return your generator")
+
+    def test_subclasses_its_base(self, context_generator: ContextGeneratorBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(context_generator, ContextGeneratorBase), (
+            f"{type(context_generator).__name__} does not subclass deckhand.api.ContextGeneratorBase: subclass it"
+        )
 
     def test_one_context_per_chunk(self, context_generator: ContextGeneratorBase) -> None:
         contexts = asyncio.run(context_generator.contexts(DOCUMENT, list(CHUNKS)))

@@ -34,6 +34,10 @@ class ToolTypeKit:
         """Override: a tool of your type over a small source (built, ingested or not: the first call ingests)."""
         pytest.fail(f"{type(self).__name__}: override the tool fixture to return a tool of your type")
 
+    def test_subclasses_its_base(self, tool: ToolBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(tool, ToolBase), f"{type(tool).__name__} does not subclass deckhand.api.ToolBase: subclass it"
+
     @pytest.fixture
     def query(self) -> str:
         """Override: a query your tool's source answers."""
