@@ -25,9 +25,9 @@ from deckhand.capabilities import RecordLog
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.errors import PluginError
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.hookspecs import hookimpl
 from deckhand.ingest.executor import ExecutorBase, LocalExecutor
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry
 from deckhand.registration import BASES, Kind, Registrar
 from deckhand.retrieval.bm25 import BM25Index
@@ -97,8 +97,6 @@ def test_an_embedder_keeps_its_optional_members(tmp_path: Path) -> None:
     cached.embed(["a", "bb", "c"])
     assert inner.calls == [1, 1, 1]  # part by part, as embed_batches hands them over
     assert cached.embedded_count == 3 and cached.tokens_used == 7 and cached.long_inputs == "split and averaged"
-
-
 
 
 @pytest.mark.parametrize(

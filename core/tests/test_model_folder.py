@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from deckhand.api import EmbedderBase, RerankerBase
 from deckhand.embedding import model_folder
 from deckhand.embedding.folder_embedder import FolderEmbedder, FolderEmbedderOptions
 from deckhand.errors import ConfigError
 from deckhand.plugins import get_registry
-from deckhand.api import EmbedderBase, RerankerBase
 from deckhand.retrieval.folder_rerank import FolderCrossEncoder, FolderRerankerOptions
 from deckhand.testing.kits import EmbedderTests, RerankerTests
 from deckhand.testing.kits.embedder import TEXTS

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from deckhand import install_hints
+from deckhand.api import StoreCapability
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.api import StoreCapability
 from deckhand.registration import Registrar
 from pydantic import BaseModel
 

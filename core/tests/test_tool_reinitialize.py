@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
+from deckhand.api import ToolBase
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.api import ToolBase
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.tools.source_tool import SourceTool

@@ -9,10 +9,6 @@ from typing import Any
 
 import pytest
 from _chat_server import ChatServer, serve_chat
-from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
-from deckhand.config.vectorstore import VectorStoreToolConfig
-from deckhand.ingest.executor import ExecutorBase
-from deckhand.plugins import get_registry
 from deckhand.api import (
     ChunkerBase,
     ContextGeneratorBase,
@@ -22,6 +18,10 @@ from deckhand.api import (
     RerankerBase,
     ToolBase,
 )
+from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
+from deckhand.config.vectorstore import VectorStoreToolConfig
+from deckhand.ingest.executor import ExecutorBase
+from deckhand.plugins import get_registry
 from deckhand.testing.kits import (
     ChunkerTests,
     ContextGeneratorTests,
@@ -118,7 +118,9 @@ class TestBM25(KeywordStrategyTests):
 class TestStructuralContext(ContextGeneratorTests):
     @pytest.fixture
     def context_generator(self) -> ContextGeneratorBase:
-        generator: ContextGeneratorBase = get_registry().resolve("context_generator", "structural").create(None, options={})
+        generator: ContextGeneratorBase = (
+            get_registry().resolve("context_generator", "structural").create(None, options={})
+        )
         return generator
 
 

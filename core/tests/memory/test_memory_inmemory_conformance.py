@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from deckhand.api import MemoryBackendBase
 from deckhand.bases import MemoryBackendBase
 from deckhand.memory import InMemoryBackend
 from deckhand.plugins import get_registry
-from deckhand.api import MemoryBackendBase
 from deckhand.testing.memory_conformance import MemoryBackendTests, _open
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
+from deckhand.api import TokenizerBase
 from deckhand.memory import (
     CorruptDecisionsError,
     ImmutableLayerError,
@@ -17,7 +18,6 @@ from deckhand.memory import (
 )
 from deckhand.memory.backend import describe_ranges, sync_message
 from deckhand.memory.index import ContentIndex
-from deckhand.api import TokenizerBase
 from deckhand.types import Vector
 
 

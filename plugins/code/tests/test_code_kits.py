@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.config import load_agent_config
 from deckhand.api import ToolBase
+from deckhand.config import load_agent_config
 from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, LoaderTests, ToolTests
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker

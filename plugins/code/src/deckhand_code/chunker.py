@@ -25,6 +25,7 @@ from typing import Any
 
 from deckhand.api import (
     Chunk,
+    ChunkerBase,
     Document,
     TokenChunker,
     TokenChunkerOptions,
@@ -128,7 +129,7 @@ def module_name(source: str) -> str:
     return stem or source
 
 
-class CodeChunker:
+class CodeChunker(ChunkerBase):
     """Cuts source code at its syntax (see the module docstring)."""
 
     @classmethod

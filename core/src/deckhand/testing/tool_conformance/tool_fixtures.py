@@ -11,7 +11,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import pytest
 
@@ -92,7 +92,7 @@ def tool_config(
     raise ValueError(f"the tool kit knows no tool type {tool_type!r} (known: {', '.join(TOOL_TYPES)})")
 
 
-class _RenamedEmbedder:
+class _RenamedEmbedder(EmbedderBase):
     """The default embedder under another model id: what changing ``embedding_model`` looks like to an index.
 
     The default embedder is looked up on first use, not when this one is built: embedder
@@ -106,11 +106,11 @@ class _RenamedEmbedder:
         return load_embedder(get_registry(), None)
 
     @property
-    def dimension(self) -> int:
+    def dimension(self) -> int:  # type: ignore[override]  # EmbedderBase's attribute, the default embedder's
         return self._inner.dimension
 
     @property
-    def max_tokens(self) -> int:
+    def max_tokens(self) -> int:  # type: ignore[override]  # likewise
         return self._inner.max_tokens
 
     @property
@@ -122,9 +122,7 @@ class _RenamedEmbedder:
 
 
 def _renamed_embedder(model: str | None, options: None) -> EmbedderBase:
-    # Its dimension and max_tokens are read-only properties, which the EmbedderBase protocol's plain
-    # attributes do not admit statically; at run time it is an EmbedderBase.
-    return cast(EmbedderBase, _RenamedEmbedder())
+    return _RenamedEmbedder()
 
 
 class RenamedEmbedderPlugin:
