@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from deckhand.api import MemoryBackendBase
 from deckhand.bases import MemoryBackendBase
 from deckhand.memory import InMemoryBackend
 from deckhand.plugins import get_registry
