@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from deckhand.api import StoreBase
+from deckhand.api import EmbedderBase, StoreBase
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.ingest.pipeline import IngestReport
@@ -40,7 +40,7 @@ from synthetic_corpus import chunks, queries
 DIM = 384
 
 
-class RandomQueryEmbedder:
+class RandomQueryEmbedder(EmbedderBase):
     """Stands in for the model at query time: a fixed random unit vector per query."""
 
     #: Not a known model: no similarity floor applies (results are not cut, so both modes do the same work).

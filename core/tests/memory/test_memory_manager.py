@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 from deckhand.api import TokenizerBase
+from deckhand.bases import EmbedderBase
 from deckhand.memory import (
     CorruptDecisionsError,
     ImmutableLayerError,
@@ -115,7 +116,7 @@ def test_sync_message_helpers() -> None:
     assert "5 decisions" in text and "x 1-3,7,9" in text
 
 
-class KeywordEmbedder:
+class KeywordEmbedder(EmbedderBase):
     """A deterministic stand-in embedder: one dimension per topic word."""
 
     model_id = "keyword-test"

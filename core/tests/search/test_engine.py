@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from deckhand.bases import KeywordIndexBase
+from deckhand.bases import KeywordIndexBase, RerankerBase
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.retrieval import keeper as keeper_module
 from deckhand.retrieval.bm25 import BM25Index
@@ -172,7 +172,7 @@ def test_filter_recheck_reads_each_id_once_and_keeps_the_order() -> None:
     assert FilterRecheck(store, None, {}).first([("x", 1.0)], 1) == [("x", 1.0)]
 
 
-class _Reranker:
+class _Reranker(RerankerBase):
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         return [1.0 / (1 + i) for i in range(len(passages))]
 
