@@ -36,6 +36,7 @@ from synthetic_corpus import chunks as synthetic_chunks
 
 class StandInEmbedder(EmbedderBase):
     """``rate`` texts/s in steps of ``step`` s: ``gil_share`` of each in Python, the rest waiting (GIL released)."""
+
     tokenizer: Any = None  # set per instance (EmbedderBase's member)
 
     model_id = "stand-in"

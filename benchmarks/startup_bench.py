@@ -48,6 +48,7 @@ tools:
 
 class RandomVectors(EmbedderBase):
     """Random unit vectors under the default model's id, with the real tokenizer (see ``--random-vectors``)."""
+
     tokenizer: Any = None  # set per instance (EmbedderBase's member)
 
     def __init__(self) -> None:

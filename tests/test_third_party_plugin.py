@@ -55,29 +55,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.api import (
-
     Choice,
-
     Chunk,
-
+    ChunkerBase,
     InMemoryStore,
-
+    KeywordIndexBase,
+    LoaderBase,
     SearchResult,
-
     SourceTool,
-
     SourceToolConfig,
-
     choice_field,
-
     filtered_search,
-
     hookimpl,
-
 )
 
 
-class NoteLoader:
+class NoteLoader(LoaderBase):
     extensions = frozenset({".note"})
     priority = 0
 
@@ -108,7 +101,7 @@ class LinesOptions(BaseModel):
     lines_per_chunk: int = Field(default=1, ge=1, le=50, description="Non-empty lines per chunk.")
 
 
-class LinesChunker:
+class LinesChunker(ChunkerBase):
     def __init__(self, lines_per_chunk: int) -> None:
         self.lines_per_chunk = lines_per_chunk
 
@@ -129,7 +122,7 @@ class SubstringOptions(BaseModel):
     min_length: int = Field(default=3, ge=1, description="Shorter query words are ignored.")
 
 
-class SubstringIndex:
+class SubstringIndex(KeywordIndexBase):
     \"\"\"Scores a record by how many times the query's words occur in its text.\"\"\"
 
     def __init__(self, min_length: int) -> None:
