@@ -56,11 +56,9 @@ class IndexKeeper:
         self.origin: str | None = None
 
     def _bind(self, store: StoreBase) -> KeywordIndexBase:
-        """The keyword index for ``store``, built by the factory unless already built for it (adapted once to
-        :class:`~deckhand.bases.KeywordIndexBase`: a strategy written against the Protocol alone works too)."""
+        """The keyword index for ``store``, built by the factory unless already built for it."""
         if self.keyword is None or self.store is not store:
-            built, self.keyword_strategy = self.keyword_index(store)
-            self.keyword = built
+            self.keyword, self.keyword_strategy = self.keyword_index(store)
             self.store = store
         return self.keyword
 

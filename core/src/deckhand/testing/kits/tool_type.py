@@ -172,21 +172,20 @@ class ToolAnswerTests(ToolTypeKit):
 
 
 class ToolDeclarationTests(ToolTypeKit):
-    """What the tool can do is declared once, as class attributes of :class:`deckhand.tools.ToolBase` (a tool
-    written against the Protocol alone gets their defaults), and holds."""
+    """What the tool can do is declared once, as class attributes of :class:`deckhand.tools.ToolBase`, and
+    holds."""
 
     def test_declares_what_it_can_do(self, tool: ToolBase, answered: Answer) -> None:
-        seen = tool
         for name in ("ingests_in_units", "own_text"):
-            assert isinstance(getattr(type(seen), name), bool), f"{name} must be a bool class attribute"
-        assert isinstance(seen.writable, bool), "writable must be a bool"
+            assert isinstance(getattr(type(tool), name), bool), f"{name} must be a bool class attribute"
+        assert isinstance(tool.writable, bool), "writable must be a bool"
         configured = vars(tool.config).get("writable")
-        assert configured is None or seen.writable == configured, "writable must be what the configuration says"
-        if seen.ingests_in_units:
+        assert configured is None or tool.writable == configured, "writable must be what the configuration says"
+        if tool.ingests_in_units:
             taken = inspect.signature(tool.initialize_sync).parameters
             assert {"shard", "executor"} <= set(taken), "ingests_in_units: initialize_sync must take shard, executor"
-        if not seen.own_text:  # a front end may draw the results itself: the text is their formatting, nothing more
-            assert answered.text == seen.format_results(answered.results), (
+        if not tool.own_text:  # a front end may draw the results itself: the text is their formatting, nothing more
+            assert answered.text == tool.format_results(answered.results), (
                 "own_text is False (a front end may draw the results its own way), but the answer's text is not "
                 "format_results(results): declare own_text = True"
             )
