@@ -28,6 +28,7 @@ from deckhand.ingest.executor import ExecutorBase, IngestJob
 from deckhand.ingest.loaders import decode_text
 from deckhand.ingest.opening import read_source_bytes
 from deckhand.ingest.pipeline import IngestReport
+from deckhand.memory import InMemoryBackend
 from deckhand.plugins import PluginRegistry
 from deckhand.registration import Registrar
 from deckhand.testing.kits import (
@@ -56,6 +57,7 @@ from deckhand.testing.kits.chunker import SAMPLE, Budget
 from deckhand.testing.kits.executor_kit import _Pair
 from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
+from deckhand.testing.memory_conformance import MemoryBackendTests
 from deckhand.tool_entry import ToolConfigBase
 from deckhand.tools import ToolBase
 from deckhand.tools.answers import SearchOptions
@@ -681,6 +683,7 @@ class Structural:
         (LoaderDeclarationTests(), Notes(), "LoaderBase"),
         (ToolBuildTests(), Lookup(), "ToolBase"),
         (ExecutorTests(), SkipsFinish(), "ExecutorBase"),
+        (MemoryBackendTests(), InMemoryBackend(), "MemoryBackendBase"),
     ],
 )
 def test_each_kit_fails_a_component_that_does_not_subclass_its_base(kit: Any, sound: Any, base: str) -> None:
