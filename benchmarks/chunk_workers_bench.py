@@ -27,14 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from deckhand.api import EmbedderBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_corpus import chunks as synthetic_chunks
 
 
-class StandInEmbedder:
+class StandInEmbedder(EmbedderBase):
     """``rate`` texts/s in steps of ``step`` s: ``gil_share`` of each in Python, the rest waiting (GIL released)."""
+
+    tokenizer: Any = None  # set per instance (EmbedderBase's member)
 
     model_id = "stand-in"
     dimension = 32

@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from deckhand.api import EmbedderBase, StoreBase
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.ingest.pipeline import IngestReport
-from deckhand.protocols import VectorStore
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.sqlite.options import SQLiteOptions
@@ -40,7 +40,7 @@ from synthetic_corpus import chunks, queries
 DIM = 384
 
 
-class RandomQueryEmbedder:
+class RandomQueryEmbedder(EmbedderBase):
     """Stands in for the model at query time: a fixed random unit vector per query."""
 
     #: Not a known model: no similarity floor applies (results are not cut, so both modes do the same work).
@@ -58,13 +58,13 @@ class RandomQueryEmbedder:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def fill_store(size: int, store_kind: str = "in-memory", where: Path | None = None) -> VectorStore:
+def fill_store(size: int, store_kind: str = "in-memory", where: Path | None = None) -> StoreBase:
     """A store holding ``size`` synthetic chunks (50 a document, a heading chain, section id and reference each)."""
     texts = chunks(size)
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((size, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store: VectorStore
+    store: StoreBase
     if store_kind == "sqlite":
         assert where is not None
         store = SQLiteStore(where / "index.sqlite", "bench", SQLiteOptions(search="exact"))

@@ -45,16 +45,18 @@ CHILD = textwrap.dedent(
     """
     import sys, zlib
     import numpy as np
+    from deckhand.api import EmbedderBase
     from deckhand.hookspecs import hookimpl
     from deckhand.plugins import get_registry
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
     from importlib import resources
     from pathlib import Path
 
-    class HashEmbedder:
+    class HashEmbedder(EmbedderBase):
         model_id = "bench-hash-384"
         dimension = 384
         max_tokens = 512
+        tokenizer = None  # set per instance
 
         def __init__(self):
             path = resources.files("deckhand.embedding") / "data" / "minilm-tokenizer.json"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from deckhand.api import EmbedderBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_corpus import chunks, queries
@@ -45,8 +46,10 @@ tools:
 """
 
 
-class RandomVectors:
+class RandomVectors(EmbedderBase):
     """Random unit vectors under the default model's id, with the real tokenizer (see ``--random-vectors``)."""
+
+    tokenizer: Any = None  # set per instance (EmbedderBase's member)
 
     def __init__(self) -> None:
         from importlib import resources

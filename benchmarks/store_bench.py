@@ -9,7 +9,7 @@ Servers are started by the test launchers (``deckhand.testing.*_server``) unless
 
 Adding a store is one entry in :data:`STORES`: a function that receives an ExitStack
 (for servers it starts) and the index algorithm, and returns ``factory(collection) ->
-VectorStore`` giving a new connection per call.
+StoreBase`` giving a new connection per call.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
-from deckhand.protocols import VectorStore
+from deckhand.api import StoreBase
 from deckhand.similarity import exact_scores
 from deckhand.types import Algorithm, CollectionSpec, Metric, Record, record_id
 
-StoreFactory = Callable[[str], VectorStore]
+StoreFactory = Callable[[str], StoreBase]
 StoreSetup = Callable[[ExitStack, Algorithm], StoreFactory]
 
 
@@ -177,7 +177,7 @@ def run(name: str, setup: StoreSetup, size: int, args: argparse.Namespace) -> Re
         per_client = max(1, args.concurrent_queries // args.clients)
         barrier = threading.Barrier(args.clients + 1)
 
-        def worker(client: VectorStore, offset: int) -> None:
+        def worker(client: StoreBase, offset: int) -> None:
             barrier.wait()
             for i in range(per_client):
                 client.search(queries[(offset + i) % len(queries)], args.k)

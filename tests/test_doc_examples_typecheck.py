@@ -35,28 +35,24 @@ def _mypy(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *files], cwd=folder, capture_output=True, text=True, timeout=300)
 
 
-#: A tool type of its own whose searches take no ``filter`` (the docs allow it): its class is a ToolFactory.
+#: A tool type of its own on ``ToolBase`` that applies no ``filter`` (it lists none; the docs allow it): its class is a
+#: ToolFactory.
 NO_FILTER_TOOL = """
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from deckhand.api import (
-
+    FilterInput,
     IngestReport,
-
     PluginRegistry,
-
-    Progress,
-
+    ProgressBase,
     Registrar,
-
     SearchResult,
-
+    ToolBase,
     ToolConfigBase,
-
+    function_definition,
     hookimpl,
-
 )
 
 
@@ -64,16 +60,18 @@ class GrepConfig(ToolConfigBase):
     type: Literal["grep"]
 
 
-class GrepTool:
+class GrepTool(ToolBase):
+    provider, is_initialized, last_ingest_time, last_report, document_count = None, False, None, None, 0
+
     def __init__(
-        self, config: GrepConfig, *, base_dir: Path | None, registry: PluginRegistry | None, progress: Progress | None
+        self,
+        config: GrepConfig,
+        *,
+        base_dir: Path | None,
+        registry: PluginRegistry | None,
+        progress: ProgressBase | None,
     ) -> None:
         self.config = config
-        self.provider: str | None = None
-        self.is_initialized = False
-        self.last_ingest_time: float | None = None
-        self.last_report: IngestReport | None = None
-        self.document_count = 0
 
     async def initialize(self, force_ingest: bool = False) -> IngestReport:
         return IngestReport()
@@ -90,17 +88,21 @@ class GrepTool:
     async def search(self, query: str) -> str:
         return self.search_text_sync(query)
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
         return "No relevant results found for query: " + query
 
-    async def search_results(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         return self.search_results_sync(query, top_k)
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> Sequence[SearchResult]:
+    def search_results_sync(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
         return []
 
     def function_definition(self) -> dict[str, Any]:
-        return {"name": self.config.name, "description": "grep", "parameters": {}}
+        return function_definition(self.config.name, "grep", takes_filter=False)
 
     def close(self) -> None:
         pass

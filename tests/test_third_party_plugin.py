@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deckhand.api import ConfigError, Tool, build_tool, get_registry, load_agent_config
+from deckhand.api import ConfigError, ToolBase, build_tool, get_registry, load_agent_config
 from deckhand.install_hints import install_hint
 from deckhand.plugins import reset_registry
 
@@ -55,29 +55,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.api import (
-
     Choice,
-
     Chunk,
-
+    ChunkerBase,
     InMemoryStore,
-
+    KeywordIndexBase,
+    LoaderBase,
     SearchResult,
-
     SourceTool,
-
     SourceToolConfig,
-
     choice_field,
-
     filtered_search,
-
     hookimpl,
-
 )
 
 
-class NoteLoader:
+class NoteLoader(LoaderBase):
     extensions = frozenset({".note"})
     priority = 0
 
@@ -108,7 +101,7 @@ class LinesOptions(BaseModel):
     lines_per_chunk: int = Field(default=1, ge=1, le=50, description="Non-empty lines per chunk.")
 
 
-class LinesChunker:
+class LinesChunker(ChunkerBase):
     def __init__(self, lines_per_chunk: int) -> None:
         self.lines_per_chunk = lines_per_chunk
 
@@ -129,7 +122,7 @@ class SubstringOptions(BaseModel):
     min_length: int = Field(default=3, ge=1, description="Shorter query words are ignored.")
 
 
-class SubstringIndex:
+class SubstringIndex(KeywordIndexBase):
     \"\"\"Scores a record by how many times the query's words occur in its text.\"\"\"
 
     def __init__(self, min_length: int) -> None:
@@ -342,7 +335,7 @@ def test_third_party_store_chunker_strategy_and_tool_type_are_selected(
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / "state"))
     config = load_agent_config(_notes_project(tmp_path))
     tides, lookup = (build_tool(t, base_dir=tmp_path) for t in config.tools)
-    assert isinstance(tides, Tool) and isinstance(lookup, Tool) and type(lookup).__name__ == "NotesLookupTool"
+    assert isinstance(tides, ToolBase) and isinstance(lookup, ToolBase) and type(lookup).__name__ == "NotesLookupTool"
     tides.initialize_sync()
     lookup.initialize_sync()
     try:

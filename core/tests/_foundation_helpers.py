@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from deckhand.bases import EmbedderBase
 from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import VectorStoreToolConfig
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
@@ -56,7 +57,7 @@ def make_tool(
     return VectorStoreTool(config, base_dir=base, registry=registry)
 
 
-class FakeEmbedder:
+class FakeEmbedder(EmbedderBase):
     """Deterministic hashed bag-of-words vectors with the MiniLM tokenizer: another model id."""
 
     def __init__(self, tokenizer: Any, model_id: str = "fake-embedder-v2", dimension: int = 32) -> None:

@@ -23,8 +23,7 @@ REGENERATE = "python core/tests/test_api_page.py"
 #: The page's sections: the internal modules whose names each gathers (the first prefix that matches wins).
 SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Registering components", ("deckhand.hookspecs", "deckhand.registration", "deckhand.plugins")),
-    ("Contracts: each kind's base class and Protocol",
-     ("deckhand.bases", "deckhand.protocols", "deckhand.capabilities")),
+    ("Contracts: each kind's base class, and a store's capabilities", ("deckhand.bases", "deckhand.capabilities")),
     ("Types", ("deckhand.types",)),
     ("Errors", ("deckhand.errors", "deckhand.memory.memory_errors")),
     ("Filters", ("deckhand.filters",)),

@@ -1,5 +1,6 @@
-"""The base classes' defaults, and the adapters for components written against the Protocols alone:
-core calls the optional members without asking for them, and a component that has them keeps using them."""
+"""The base classes: each kind's one contract. Their defaults (core calls the optional members without asking
+for them, and a component that overrides them keeps using its own), and the one-line refusal of a component
+that does not subclass its kind's base."""
 
 from __future__ import annotations
 
@@ -19,25 +20,23 @@ from deckhand.bases import (
     RerankerBase,
     StoreBase,
     TokenizerBase,
-    as_chunker,
-    as_embedder,
-    as_keyword_index,
-    as_loader,
-    as_progress,
-    as_tokenizer,
 )
+from deckhand.capabilities import RecordLog
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
+from deckhand.errors import PluginError
 from deckhand.filters.conditions import Filter, Op, condition
+from deckhand.hookspecs import hookimpl
 from deckhand.ingest.executor import ExecutorBase, LocalExecutor
 from deckhand.ingest.loader_set import LoaderSet
-from deckhand.protocols import MemoryBackend, RecordLog, VectorStore
+from deckhand.plugins import PluginRegistry
+from deckhand.registration import BASES, Kind, Registrar
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.tantivy_keyword import TantivyIndex
 from deckhand.types import Chunk, Document, Record, Vector
 
 
-class Words:
-    """A structural tokenizer: whitespace-separated words."""
+class Words(TokenizerBase):
+    """A tokenizer: whitespace-separated words."""
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         spans, start = [], None
@@ -53,8 +52,8 @@ class Words:
         return len(self.token_spans(text))
 
 
-class PlainEmbedder:
-    """A structural embedder with only the required members."""
+class PlainEmbedder(EmbedderBase):
+    """An embedder with only the required members."""
 
     model_id = "plain"
     dimension = 2
@@ -73,7 +72,7 @@ class PlainEmbedder:
 
 
 class BatchingEmbedder(PlainEmbedder):
-    """A structural embedder with the optional members (as the OpenAI plugin's)."""
+    """An embedder with the optional members (as the OpenAI plugin's)."""
 
     long_inputs = "split and averaged"
     tokens_used = 7
@@ -84,45 +83,20 @@ class BatchingEmbedder(PlainEmbedder):
 
 
 def test_a_plain_embedder_gets_the_defaults() -> None:
-    adapted = as_embedder(PlainEmbedder())
+    adapted = PlainEmbedder()
     assert adapted.long_inputs is None and adapted.tokens_used is None and adapted.embedded_count is None
     parts = list(adapted.embed_batches(["a", "bb", "c"]))
     assert [indices for indices, _ in parts] == [[0, 1, 2]]
 
 
-def test_a_structural_embedder_keeps_its_optional_members(tmp_path: Path) -> None:
+def test_an_embedder_keeps_its_optional_members(tmp_path: Path) -> None:
     inner = BatchingEmbedder()
-    adapted = as_embedder(inner)
+    adapted = inner
     assert adapted.long_inputs == "split and averaged" and adapted.tokens_used == 7
     cached = CachedEmbedder(inner, EmbeddingCache(tmp_path / "c.sqlite"))
     cached.embed(["a", "bb", "c"])
     assert inner.calls == [1, 1, 1]  # part by part, as embed_batches hands them over
     assert cached.embedded_count == 3 and cached.tokens_used == 7 and cached.long_inputs == "split and averaged"
-
-
-def test_a_base_subclass_is_used_as_it_is() -> None:
-    class Mine(EmbedderBase):
-        model_id, dimension, max_tokens = "mine", 2, 8
-
-        @property
-        def tokenizer(self) -> Words:
-            return Words()
-
-        def embed(self, texts: Sequence[str]) -> Vector:
-            return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
-
-    mine = Mine()
-    assert as_embedder(mine) is mine
-    assert [i for i, _ in mine.embed_batches(["x", "y"])] == [[0, 1]]
-
-
-def _members(protocol: type) -> set[str]:
-    """The methods and properties a Protocol lists."""
-    return {
-        name
-        for name, value in vars(protocol).items()
-        if not name.startswith("_") and (callable(value) or isinstance(value, property))
-    }
 
 
 @pytest.mark.parametrize(
@@ -133,10 +107,14 @@ def _members(protocol: type) -> set[str]:
         (ChunkerBase, {"chunk"}),
         (EmbedderBase, {"tokenizer", "embed"}),
         (KeywordIndexBase, {"build", "search"}),
-        (StoreBase, _members(VectorStore) - {"capabilities"}),
+        (
+            StoreBase,
+            {"open", "drop", "upsert", "replace_source", "delete_source", "search", "get", "count", "manifest"}
+            | {"set_file_state", "iter_records", "close"},
+        ),
         (ContextGeneratorBase, {"contexts"}),
         (RerankerBase, {"rerank"}),
-        (MemoryBackendBase, _members(MemoryBackend) - {"close"}),
+        (MemoryBackendBase, {"locate", "scan", "read", "write", "sync"}),
         (ExecutorBase, {"run"}),
     ],
 )
@@ -168,7 +146,7 @@ def test_builtin_components_subclass_their_kinds_base(tmp_path: Path) -> None:
     assert InMemoryBackend.persistent is False and MemoryBackendBase.persistent is True
 
 
-class ListChunker:
+class ListChunker(ChunkerBase):
     def chunk(self, document: Document) -> list[Chunk]:
         return [Chunk(source=document.source, index=i, content=w) for i, w in enumerate(document.text.split())]
 
@@ -184,24 +162,16 @@ class StreamingChunker(ListChunker):
 
 def test_chunkers_stream_by_default_and_keep_their_own_stream() -> None:
     document = Document(source="a.txt", text="one two three")
-    assert [c.content for c in as_chunker(ListChunker()).iter_chunks(document)] == ["one", "two", "three"]
+    assert [c.content for c in ListChunker().iter_chunks(document)] == ["one", "two", "three"]
     streaming = StreamingChunker()
-    assert len(list(as_chunker(streaming).iter_chunks(document))) == 3 and streaming.streamed
-
-    class Based(ChunkerBase):
-        def chunk(self, document: Document) -> list[Chunk]:
-            return ListChunker().chunk(document)
-
-    based = Based()
-    assert as_chunker(based) is based and len(list(based.iter_chunks(document))) == 3
+    assert len(list(streaming.iter_chunks(document))) == 3 and streaming.streamed
 
 
 def test_tokenizers_stream_by_default() -> None:
-    assert list(as_tokenizer(Words()).iter_token_spans("a bc")) == [(0, 1), (2, 4)]
-    assert isinstance(as_tokenizer(Words()), TokenizerBase)
+    assert list(Words().iter_token_spans("a bc")) == [(0, 1), (2, 4)]
 
 
-class PlainLoader:
+class PlainLoader(LoaderBase):
     extensions = frozenset({".txt"})
     priority = 0
 
@@ -218,13 +188,13 @@ def test_loaders_are_converted_unless_they_say_verbatim() -> None:
     loaders = LoaderSet([PlainLoader(), VerbatimLoader()])
     assert not loaders.verbatim(Path("a.txt")) and loaders.verbatim(Path("a.md"))
     assert not loaders.verbatim(Path("a.pdf"))
-    assert isinstance(as_loader(PlainLoader()), LoaderBase) and not as_loader(PlainLoader()).verbatim
+    assert not PlainLoader().verbatim
 
 
 def test_progress_notes_and_status_are_optional() -> None:
     seen: list[str] = []
 
-    class Plain:
+    class Plain(ProgressBase):
         def stage(self, name: str, total: int) -> None:
             seen.append(f"stage {name}")
 
@@ -235,17 +205,16 @@ def test_progress_notes_and_status_are_optional() -> None:
         def note(self, text: str) -> None:
             seen.append(f"note {text}")
 
-    plain = as_progress(Plain())
+    plain = Plain()
     plain.stage("files", 1)
     plain.status(object())  # ignored
     plain.note("long run")  # logged
-    as_progress(Noting()).note("long run")
+    Noting().note("long run")
     assert seen == ["stage files", "note long run"]
-    assert isinstance(as_progress(None), ProgressBase)
 
 
-class PlainKeyword:
-    """A keyword strategy written against the KeywordIndex Protocol alone: ``build`` and ``search``."""
+class PlainKeyword(KeywordIndexBase):
+    """A keyword strategy with its required members alone: ``build`` and ``search``."""
 
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
         self.docs = list(docs)
@@ -255,8 +224,8 @@ class PlainKeyword:
 
 
 class RecordReadingKeyword(PlainKeyword):
-    """Structural too, with the optional members: a filter of its own, the vector, and the records read itself
-    (declared: the methods alone do not make it read records)."""
+    """With the optional members: a filter of its own, the vector, and the records read itself (declared: the
+    methods alone do not make it read records)."""
 
     wants_vector = True
     reads_records = True
@@ -287,7 +256,7 @@ WHERE = Filter((condition("year", Op.GTE, [2001]),))
 
 
 def test_a_plain_keyword_strategy_gets_the_defaults() -> None:
-    adapted = as_keyword_index(PlainKeyword())
+    adapted = PlainKeyword()
     assert not adapted.wants_vector and not adapted.reads_records and not adapted.runs_beside
     adapted.build([("a", "harbour buoys"), ("b", "tide")])
     assert adapted.search("harbour", 5) == [("a", 1.0)]
@@ -297,9 +266,9 @@ def test_a_plain_keyword_strategy_gets_the_defaults() -> None:
         adapted.index_records([])
 
 
-def test_a_structural_keyword_strategy_keeps_its_optional_members() -> None:
+def test_a_keyword_strategy_keeps_its_optional_members() -> None:
     inner = RecordReadingKeyword()
-    adapted = as_keyword_index(inner)
+    adapted = inner
     assert adapted.wants_vector and adapted.reads_records and not adapted.runs_beside
     assert adapted.search_filtered("q", 3, WHERE) == [("f", 1.0)]
     assert adapted.search_with_vector("q", np.ones(3, dtype=np.float32), 3) == [("v", 1.0)]
@@ -310,7 +279,40 @@ def test_a_structural_keyword_strategy_keeps_its_optional_members() -> None:
 
 def test_builtin_keyword_strategies_subclass_the_base_and_declare_what_they_do() -> None:
     bm25, tantivy = BM25Index(), TantivyIndex()
-    assert as_keyword_index(bm25) is bm25 and as_keyword_index(tantivy) is tantivy
+    assert isinstance(bm25, KeywordIndexBase) and isinstance(tantivy, KeywordIndexBase)
     assert bm25.runs_beside and not bm25.reads_records and not bm25.wants_vector
     assert tantivy.runs_beside and tantivy.reads_records
-    assert as_keyword_index(PlainKeyword()).search_filtered("q", 1, WHERE) is None
+
+
+class Structural:
+    """A component written against its kind's members alone, subclassing no base: what a plugin written from
+    an earlier version of the docs builds."""
+
+    extensions = frozenset({".txt"})
+    priority = 0
+
+    def load(self, path: Path) -> str:
+        return "text"
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return []
+
+
+@pytest.mark.parametrize("kind", sorted(BASES))
+def test_a_component_that_does_not_subclass_its_base_is_refused_in_one_line(kind: Kind) -> None:
+    class Plugin:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            getattr(register, kind)("plain", lambda *args, **kwargs: Structural())
+
+    registry = PluginRegistry(load_entry_points=False)
+    registry.register_plugin(Plugin(), "old-plugin")
+    component = registry.find(kind, "plain")
+    assert component is not None
+    base = BASES[kind].__name__
+    with pytest.raises(PluginError) as err:
+        component.create()
+    assert str(err.value) == (
+        f"plugin 'old-plugin': {component.label()} built a Structural, which does not subclass "
+        f"deckhand.api.{base}: subclass deckhand.api.{base}"
+    )

@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 from typing import ClassVar
 
+from deckhand.api import IntegrityCheck, StoreCapability
 from deckhand.capabilities import (
     CAPABILITY_PROTOCOLS,
     has_capability,
@@ -14,7 +15,6 @@ from deckhand.capabilities import (
     side_index_files,
     side_index_storage,
 )
-from deckhand.protocols import IntegrityCheck, StoreCapability
 from deckhand.testing.store_conformance.declarations import missing_methods, undeclared_capabilities
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _foundation_helpers import FakeEmbedder, open_memory_store
+from deckhand.bases import ChunkerBase
 from deckhand.chunking.token import TokenChunker
 from deckhand.config.models import HierarchicalDocumentToolConfig, VectorStoreToolConfig
 from deckhand.errors import ConfigError
@@ -175,7 +176,7 @@ def test_a_chunker_that_does_not_pickle_stays_on_the_reader_thread(
     docs = corpus(tmp_path)
     threads: set[str] = set()
 
-    class Local:  # a local class: pickle cannot name it
+    class Local(ChunkerBase):  # a local class: pickle cannot name it
         def chunk(self, document: Document) -> list[Chunk]:
             threads.add(threading.current_thread().name)
             return [Chunk(document.source, 0, document.text[:50])]

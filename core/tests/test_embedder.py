@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from deckhand.bases import EmbedderBase
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, text_hash
 from deckhand.errors import EmbeddingError
 
@@ -40,7 +41,9 @@ def test_long_input_is_truncated_not_an_error(minilm: Any) -> None:
     assert minilm.embed([long_text]).shape == (1, 384)
 
 
-class CountingEmbedder:
+class CountingEmbedder(EmbedderBase):
+    tokenizer: Any = None  # set per instance (EmbedderBase's member)
+
     def __init__(self, inner: Any, model_id: str | None = None) -> None:
         self.inner = inner
         self.model_id = model_id or inner.model_id
@@ -78,7 +81,7 @@ def test_cache_is_keyed_by_model(tmp_path: Path, minilm: Any) -> None:
     assert set(cache.get_many("other-model", [text_hash("alpha")])) == {text_hash("alpha")}
 
 
-class _Degenerate:
+class _Degenerate(EmbedderBase):
     """An embedder whose vector for the last text of each call is ``bad`` in every component."""
 
     model_id = "broken-model"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from deckhand.cli.main import cli
 from deckhand.config.tool_fields import DEFAULT_EXECUTOR
 from deckhand.hookspecs import hookimpl
-from deckhand.ingest.executor import LOCAL, IngestJob, LocalExecutor
+from deckhand.ingest.executor import LOCAL, ExecutorBase, IngestJob, LocalExecutor
 from deckhand.plugins import get_registry
 from deckhand.registration import Registrar
 from deckhand.types import IngestReport
@@ -26,7 +26,7 @@ class CountingOptions(BaseModel):
     label: str = "counting"
 
 
-class CountingExecutor:
+class CountingExecutor(ExecutorBase):
     """Runs the local pipeline and records each job it was given (and the options it was built with)."""
 
     jobs: ClassVar[list[tuple[str, IngestJob]]] = []

@@ -172,10 +172,10 @@ def test_imports_go_down_the_layers() -> None:
 
 
 def test_the_direction_check_sees_an_upward_import() -> None:
-    """The check above would fail on the reaches this contract removed (protocols -> tools, config -> ingest)."""
+    """The check above would fail on the reaches this contract removed (bases -> tools, config -> ingest)."""
     index, _ = _layers(_contract("layers"))
-    assert index["tools"] < index["protocols"] and index["ingest"] < index["config"]
-    assert index["retrieval"] < index["stores"] and index["stores"] < index["config"] < index["protocols"]
+    assert index["tools"] < index["bases"] and index["ingest"] < index["config"]
+    assert index["retrieval"] < index["stores"] and index["stores"] < index["config"] < index["bases"]
     assert _top("deckhand.tools.tool_io") == "tools" and _top("deckhand") is None
 
 

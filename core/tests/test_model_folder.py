@@ -11,15 +11,16 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from deckhand.api import EmbedderBase, RerankerBase
 from deckhand.embedding import model_folder
 from deckhand.embedding.folder_embedder import FolderEmbedder, FolderEmbedderOptions
 from deckhand.errors import ConfigError
 from deckhand.plugins import get_registry
-from deckhand.protocols import Embedder, Reranker
 from deckhand.retrieval.folder_rerank import FolderCrossEncoder, FolderRerankerOptions
 from deckhand.testing.kits import EmbedderTests, RerankerTests
 from deckhand.testing.kits.embedder import TEXTS
@@ -251,13 +252,13 @@ def test_the_cross_encoder_equals_numpy_bert(folders: dict) -> None:
 
 class TestFolderEmbedderKit(EmbedderTests):
     @pytest.fixture
-    def embedder(self, folders: dict) -> Embedder:
+    def embedder(self, folders: dict) -> EmbedderBase:
         return get_registry().resolve("embedder", "bert").create(f"bert:{folders['embedder'][0]}", options={})
 
 
 class TestFolderEmbedderFloatKit(EmbedderTests):
     @pytest.fixture
-    def embedder(self, folders: dict) -> Embedder:
+    def embedder(self, folders: dict) -> EmbedderBase:
         return embedder(folders["cls"][0], precision="float")
 
 
@@ -286,7 +287,7 @@ def trained_reranker(folders: dict, tmp_path_factory: pytest.TempPathFactory) ->
 
 class TestFolderRerankerKit(RerankerTests):
     @pytest.fixture
-    def reranker(self, trained_reranker: Path) -> Reranker:
+    def reranker(self, trained_reranker: Path) -> RerankerBase:
         folder = trained_reranker
         options = {"model": folder.name}  # relative to the agent's folder
         return (
@@ -476,22 +477,22 @@ def test_the_docs_snippets_load_and_search(name: str, tmp_path: Path, folders: d
     assert results and "High tide" in results[0].content
 
 
-def test_queries_reach_an_embedder_that_does_not_subclass_the_base() -> None:
-    """``as_embedder`` forwards ``embed_queries`` where a plugin's embedder has it, else uses ``embed``."""
-    from deckhand.bases import as_embedder
+def test_queries_reach_a_plugin_embedder_s_own_embed_queries() -> None:
+    """A plugin's ``embed_queries`` is used where it has one, else the base's, which is ``embed``."""
 
-    class Plain:
-        model_id, dimension, max_tokens, tokenizer = "plain", 1, 8, None
+    class Plain(EmbedderBase):
+        model_id, dimension, max_tokens = "plain", 1, 8
+        tokenizer = None  # type: ignore[assignment]
 
-        def embed(self, texts: list[str]) -> np.ndarray:
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
             return np.ones((len(texts), 1), np.float32)
 
     class Prefixed(Plain):
-        def embed_queries(self, texts: list[str]) -> np.ndarray:
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
             return -self.embed(texts)
 
-    assert as_embedder(Plain()).embed_queries(["q"])[0, 0] == 1.0  # type: ignore[arg-type]
-    assert as_embedder(Prefixed()).embed_queries(["q"])[0, 0] == -1.0  # type: ignore[arg-type]
+    assert Plain().embed_queries(["q"])[0, 0] == 1.0
+    assert Prefixed().embed_queries(["q"])[0, 0] == -1.0
 
 
 def test_half_precision_weights_are_read(tmp_path: Path, folders: dict) -> None:

@@ -4,7 +4,7 @@
 The test reads every module under ``core/src/deckhand`` (except the kits in ``deckhand.testing``,
 whose job is to check components for what they must have) and of the front-end plugins, and lists
 each probe: ``getattr`` and ``hasattr``; ``isinstance`` against a runtime-checkable Protocol of
-:mod:`deckhand.protocols` or through a variable (``isinstance(store, protocol)``); ``inspect.signature``;
+:mod:`deckhand.capabilities` or through a variable (``isinstance(store, protocol)``); ``inspect.signature``;
 reading ``__module__``; and, in the front ends (the CLI, the MCP server, the toolbox, the Ray
 plugin), ``isinstance`` against a class core's component modules define (``SourceTool``). Each must be
 in :data:`ALLOWED` with its reason; a new one fails, and so does an allowed one that is gone (the list
@@ -18,7 +18,7 @@ import inspect
 from pathlib import Path
 
 import deckhand
-import deckhand.protocols
+import deckhand.capabilities
 
 SOURCE = Path(deckhand.__file__).parent
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,10 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: ``(module path under deckhand/, the call as ast.unparse writes it)``: why it is allowed.
 ALLOWED: dict[tuple[str, str], str] = {
     # the mechanism itself
-    ("bases.py", "getattr(component, name, _ABSENT)"): "the adapter: the one reading of optional members",
-    ("protocols.py", "getattr(store, 'capabilities', frozenset())"): "reading what a store declares",
-    ("tools/__init__.py", "isinstance(tool, Tool)"): "build_tool checks a new tool once",
-    ("tools/__init__.py", "hasattr(tool, m)"): "its one-line error names what it lacks",
+    ("registration.py", "isinstance(built, base)"): "a new component subclasses its kind's base, checked once",
+    ("capabilities.py", "getattr(store, 'capabilities', frozenset())"): "reading what a store declares",
     ("tools/__init__.py", "inspect.signature(method)"): "a tool class's own search, checked once where it is defined",
     # not components: libraries
     ("encoding.py", "getattr(info, '_is_text_encoding', True)"): "a codecs.CodecInfo flag",
@@ -63,7 +61,7 @@ FRONT_END_PLUGINS = ("ray",)
 def _runtime_protocols() -> set[str]:
     return {
         name
-        for name, value in vars(deckhand.protocols).items()
+        for name, value in vars(deckhand.capabilities).items()
         if inspect.isclass(value) and getattr(value, "_is_runtime_protocol", False)
     }
 
@@ -141,8 +139,8 @@ def test_allowlist_has_no_stale_entry() -> None:
 
 
 def test_the_scan_finds_a_probe() -> None:
-    """The scan itself works: it sees the adapters' one reading of optional members."""
-    assert ("bases.py", "getattr(component, name, _ABSENT)") in probes()
+    """The scan itself works: it sees the one check that a new component subclasses its kind's base."""
+    assert ("registration.py", "isinstance(built, base)") in probes()
 
 
 def test_the_scan_sees_every_kind_of_probe() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from _foundation_helpers import contents, make_ingestor, make_pdf, open_memory_store, skipped_of, warnings_of
+from deckhand.bases import LoaderBase
 from deckhand.errors import SourceValidationError, StoreError
 from deckhand.types import FileState, Record
 
@@ -196,7 +197,7 @@ def test_a_pdf_without_a_text_layer_is_skipped_saying_how_to_read_it(tmp_path: P
 def test_a_loader_bug_skips_the_file_not_the_run(
     tmp_path: Path, minilm: Any, caplog_ingest: pytest.LogCaptureFixture
 ) -> None:
-    class Broken:
+    class Broken(LoaderBase):
         extensions = frozenset({".note"})
         priority = 0
 
@@ -218,7 +219,7 @@ def test_a_loader_reading_a_long_file_part_by_part_shows_each_part_in_the_status
     from deckhand.api import loading_progress
     from deckhand.cli.progress import RichProgress
 
-    class Scans:
+    class Scans(LoaderBase):
         extensions = frozenset({".scan"})
         priority = 0
         verbatim = False

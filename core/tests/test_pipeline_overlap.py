@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from _foundation_helpers import FakeEmbedder, open_memory_store
+from deckhand.bases import ChunkerBase
 from deckhand.chunking.token import TokenChunker
 from deckhand.ingest import batching
 from deckhand.ingest.pipeline import Ingestor, LoaderSet
@@ -29,7 +30,7 @@ class GatedEmbedder(FakeEmbedder):
         return super().embed(texts)
 
 
-class RecordingChunker:
+class RecordingChunker(ChunkerBase):
     def __init__(self, tokenizer: Any, last: str, last_chunked: threading.Event) -> None:
         self.inner = TokenChunker(tokenizer, chunk_size=64, chunk_overlap=0)
         self.last, self.last_chunked = last, last_chunked
@@ -78,7 +79,7 @@ def test_a_reader_failure_stops_the_run_and_surfaces(tmp_path: Path, minilm: Any
     for i in range(4):
         (docs / f"f{i}.md").write_text(f"file {i}")
 
-    class Broken:
+    class Broken(ChunkerBase):
         def chunk(self, document: Document) -> list[Chunk]:
             raise RuntimeError("chunker bug")
 

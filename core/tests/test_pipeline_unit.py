@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from deckhand.config.loading import load_agent_config
 from deckhand.errors import ConfigError
-from deckhand.ingest.executor import IngestJob, LocalExecutor
+from deckhand.ingest.executor import ExecutorBase, IngestJob, LocalExecutor
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.ingest.workers import convert, ensure_worker, log_level, pickled_components
 from deckhand.tools import build_tool, build_worker
@@ -18,7 +18,7 @@ from deckhand.tools.source_tool import SourceTool
 from deckhand.types import Chunk, Document, IngestReport
 
 
-class UnitExecutor:
+class UnitExecutor(ExecutorBase):
     """Runs each planned file as a unit of work: converted, then embedded by a worker built from the job's
     description sent through JSON (as another process receives it); the driver is the one writer."""
 

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 from deckhand import install_hints
+from deckhand.api import StoreCapability
+from deckhand.bases import ChunkerBase, LoaderBase
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
+from deckhand.stores.inmemory import InMemoryStore
 from pydantic import BaseModel
 
 
@@ -172,7 +174,7 @@ def test_missing_component_names_the_install_command(
 
 
 def test_plugin_loader_overrides_builtin_by_priority(tmp_path: Path) -> None:
-    class Shout:
+    class Shout(LoaderBase):
         extensions = frozenset({".md"})
         priority = 10
 
@@ -405,11 +407,15 @@ def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
 
     def store_factory(config: Any, collection: str, options: StoreOptions, /, *, base_dir: Path) -> Any:
         seen.append((collection, options, base_dir))
-        return object()
+        return InMemoryStore(collection)
+
+    class NoChunks(ChunkerBase):
+        def chunk(self, document: Any) -> list[Any]:
+            return []
 
     def chunker_factory(tokenizer: Any, options: Opts, /) -> Any:
         seen.append(options)
-        return object()
+        return NoChunks()
 
     class Typed:
         @hookimpl

@@ -31,6 +31,7 @@ import yaml
 from _encoding_corpus import LEGACY, PARAGRAPHS, SHORT, UNICODE_FORMS
 from _foundation_helpers import FakeEmbedder, contents, make_pdf, make_tool, open_memory_store, skipped_of, warnings_of
 from click.testing import CliRunner
+from deckhand.bases import ProgressBase
 from deckhand.chunking.token import TokenChunker
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
@@ -398,7 +399,7 @@ class _SlowEmbedder(FakeEmbedder):
         return super().embed(texts)
 
 
-class _Notes:
+class _Notes(ProgressBase):
     def __init__(self) -> None:
         self.notes: list[str] = []
         self.statuses: list[IngestStatus] = []

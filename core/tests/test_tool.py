@@ -25,6 +25,7 @@ from deckhand.hookspecs import hookimpl
 from deckhand.install_hints import install_command
 from deckhand.plugins import PluginRegistry
 from deckhand.registration import Registrar
+from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools import build_tool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -242,15 +243,15 @@ class FlakyStore:
         def factory(config: Any, collection: str, options: None, *, base_dir: Path) -> Any:
             raise StoreConnectionError(f"connection refused by {config.connection_string}")
 
-        class RawSocketStore:
+        class RawSocketStore(InMemoryStore):
             def __init__(self, config: Any, collection: str, options: None, *, base_dir: Path) -> None:
-                pass
+                super().__init__(collection)
 
             def open(self, spec: Any) -> None:
                 raise ConnectionRefusedError(111, "Connection refused")
 
         register.store("flaky", factory)
-        register.store("raw-socket", RawSocketStore)  # not a full VectorStore
+        register.store("raw-socket", RawSocketStore)  # its server refuses every connection
 
 
 def test_a_raw_connection_error_also_falls_back(

@@ -1,5 +1,5 @@
 """:class:`deckhand.tools.ToolBase`: what front ends ask of any tool, answered by a tool built on ``SourceTool``
-and, through :func:`deckhand.tools.as_tool`, by the defaults for a tool written against the Protocol alone."""
+and by the base's defaults for a tool type of a plugin's own."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deckhand.tools import ToolBase, as_tool
+from deckhand.tools import ToolBase
 from deckhand.tools.answers import Empty, SearchOptions
-from deckhand.types import SearchResult
+from deckhand.types import IngestReport, SearchResult
 
 
 @dataclass
@@ -20,12 +20,38 @@ class PlainConfig:
     top_k: int = 4
 
 
-class PlainTool:
+class PlainTool(ToolBase):
     """A plugin's tool type of its own: it writes its own answer text and holds no index."""
 
+    provider, is_initialized, last_ingest_time, last_report, document_count = None, True, None, None, 1
+
     def __init__(self) -> None:
-        self.config = PlainConfig()
+        self.config = PlainConfig()  # type: ignore[assignment]
         self.searched: list[tuple[str, int | None, Any]] = []
+
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        return IngestReport()
+
+    async def open(self) -> IngestReport:
+        return IngestReport()
+
+    def open_sync(self) -> IngestReport:
+        return IngestReport()
+
+    async def search(self, query: str) -> str:
+        return self.search_text_sync(query)
+
+    async def search_results(self, query: str, top_k: int | None = None, **extra: Any) -> list[SearchResult]:
+        return self.search_results_sync(query, top_k, **extra)
+
+    def function_definition(self) -> dict[str, Any]:
+        return {"name": "plain", "description": "Plain search", "parameters": {"type": "object"}}
+
+    def close(self) -> None:
+        pass
 
     def search_results_sync(self, query: str, top_k: int | None = None, **extra: Any) -> list[SearchResult]:
         self.searched.append((query, top_k, extra.get("filter")))
@@ -38,8 +64,7 @@ class PlainTool:
 
 
 def test_a_plain_tool_gets_the_defaults_of_a_tool_with_no_index() -> None:
-    tool = as_tool(PlainTool())  # type: ignore[arg-type]
-    assert isinstance(tool, ToolBase)
+    tool = PlainTool()
     assert tool.index is None and tool.base_dir is None and not tool.ingests_in_units and not tool.writable
     assert tool.top_k == 4  # its configuration's setting
     assert tool.source_changes() is None and tool.open_ingested() is None and tool.opened_changes() is None
@@ -48,10 +73,10 @@ def test_a_plain_tool_gets_the_defaults_of_a_tool_with_no_index() -> None:
 
 def test_a_plain_tool_answers_in_its_own_text() -> None:
     plain = PlainTool()
-    found = as_tool(plain).answer("anchors", SearchOptions(top_k=2))  # type: ignore[arg-type]
+    found = plain.answer("anchors", SearchOptions(top_k=2))
     assert [r.content for r in found.results] == ["anchors"] and found.empty is None
     assert found.text == "plain says: anchors"
-    empty = as_tool(plain).answer("nothing", SearchOptions(filter={"path": "*.md"}))  # type: ignore[arg-type]
+    empty = plain.answer("nothing", SearchOptions(filter={"path": "*.md"}))
     assert empty.results == [] and empty.empty is Empty.FILTERED_OUT and empty.text == "plain says: nothing"
     assert plain.searched == [("anchors", 2, None), ("nothing", None, {"path": "*.md"})]
 
@@ -62,7 +87,6 @@ def test_a_source_tool_is_its_own_base(tmp_path: Path) -> None:
 
     config = VectorStoreToolConfig(type="vectorstore", name="docs", source="docs", top_k=7)
     tool = VectorStoreTool(config, base_dir=tmp_path)
-    assert as_tool(tool) is tool
     assert tool.index is not None and tool.base_dir == tmp_path.resolve() and tool.ingests_in_units
     assert tool.top_k == 7 and not tool.writable
 
@@ -77,7 +101,7 @@ def test_a_tool_that_formats_its_own_results_is_shown_in_its_own_text() -> None:
         def format_results(self, results: Any) -> str:
             return "notes"
 
-    assert as_tool(PlainTool()).own_text  # type: ignore[arg-type]
+    assert PlainTool().own_text
     assert not SourceTool.own_text and not VectorStoreTool.own_text and not HierarchicalDocumentTool.own_text
     assert Notes.own_text
 

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
+from deckhand.api import ToolBase
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.models import VectorStoreToolConfig
-from deckhand.protocols import Tool
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.tools.source_tool import SourceTool
@@ -79,7 +79,7 @@ def test_builtin_tools_are_tools(tool_type: type) -> None:
         if tool_type is VectorStoreTool
         else HierarchicalDocumentToolConfig(type="hierarchical_document", **config)
     )
-    assert isinstance(tool, tool_type) and isinstance(tool, Tool)
+    assert isinstance(tool, tool_type) and isinstance(tool, ToolBase)
     with pytest.raises(RuntimeError, match=f"{tool_type.__name__} must be initialized before search"):
         tool.search_results_sync("q")
 

@@ -1,7 +1,7 @@
 """deckhand's public API: the one module plugins import (the kits of :mod:`deckhand.testing` aside).
 
 Everything a plugin needs is named here: the hook and the registrar, each kind's contract (its base
-class, and the Protocol it implements), the types and errors, the filter language, the configuration
+class: a component of the kind subclasses it), the types and errors, the filter language, the configuration
 models a tool type or a store receives, and the few helpers plugins legitimately share (reading a
 source file safely, the token chunker to extend, a store's JSON and scores, secret redaction, the
 OpenAI-compatible client, running an ingest's stages elsewhere), and what a front end (a plugin's ``deckhand``
@@ -30,9 +30,19 @@ from deckhand.bases import (
     RerankerBase,
     StoreBase,
     TokenizerBase,
-    as_tokenizer,
 )
-from deckhand.capabilities import has_capability
+from deckhand.capabilities import (
+    IndexMaintenance,
+    IntegrityCheck,
+    NativeHybridSearch,
+    NativeKeywordSearch,
+    RecordLog,
+    SideIndexFiles,
+    SideIndexStorage,
+    StoreCapability,
+    has_capability,
+    store_capabilities,
+)
 from deckhand.errors import (
     ComponentNotFoundError,
     ConfigError,
@@ -69,28 +79,6 @@ from deckhand.hookspecs import hookimpl
 from deckhand.install_hints import Installation, extras_of, install_command
 from deckhand.paths import state_dir
 from deckhand.printable import printable
-from deckhand.protocols import (
-    Chunker,
-    ContextGenerator,
-    Embedder,
-    IndexMaintenance,
-    IntegrityCheck,
-    KeywordIndex,
-    Loader,
-    MemoryBackend,
-    NativeHybridSearch,
-    NativeKeywordSearch,
-    Progress,
-    RecordLog,
-    Reranker,
-    SideIndexFiles,
-    SideIndexStorage,
-    StoreCapability,
-    Tokenizer,
-    Tool,
-    VectorStore,
-    store_capabilities,
-)
 from deckhand.redaction import MASK, redact, redact_secrets, redact_url, register_secret
 from deckhand.registration import (
     ChunkerFactory,
@@ -150,7 +138,7 @@ if TYPE_CHECKING:
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
     from deckhand.evaluation.beir import load_beir
     from deckhand.ingest.discovery import SourceFile
-    from deckhand.ingest.executor import Executor, ExecutorBase, IngestJob
+    from deckhand.ingest.executor import ExecutorBase, IngestJob
     from deckhand.ingest.file_types import SCRIPT
     from deckhand.ingest.loader_set import current_loaders
     from deckhand.ingest.loaders import LoaderSettings, decode_text, loader_settings, loading_progress, notice
@@ -184,7 +172,7 @@ if TYPE_CHECKING:
     from deckhand.stores.inmemory import InMemoryStore
     from deckhand.stores.scaffolding import CHANGED_MODEL_HINT, QUERY_MODEL_HINT, ServerStore
     from deckhand.stores.serialization import file_state_from_json, file_state_to_json, spec_from_json, spec_to_dict
-    from deckhand.tools import ToolBase, as_tool, build_tool, build_worker
+    from deckhand.tools import ToolBase, build_tool, build_worker
     from deckhand.tools.answers import Answer, Empty, SearchOptions
     from deckhand.tools.source_tool import SourceTool
     from deckhand.tools.tool_io import function_definition, takes_filter
@@ -209,7 +197,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
     "deckhand.evaluation.beir": "load_beir",
     "deckhand.ingest.discovery": "SourceFile",
-    "deckhand.ingest.executor": "Executor ExecutorBase IngestJob",
+    "deckhand.ingest.executor": "ExecutorBase IngestJob",
     "deckhand.ingest.file_types": "SCRIPT",
     "deckhand.ingest.loader_set": "current_loaders",
     "deckhand.ingest.loaders": "LoaderSettings decode_text loader_settings loading_progress notice",
@@ -233,7 +221,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
     "deckhand.stores.inmemory": "InMemoryStore",
     "deckhand.stores.serialization": "file_state_from_json file_state_to_json spec_from_json spec_to_dict",
-    "deckhand.tools": "ToolBase as_tool build_tool build_worker",
+    "deckhand.tools": "ToolBase build_tool build_worker",
     "deckhand.tools.answers": "Answer Empty SearchOptions",
     "deckhand.tools.source_tool": "SourceTool",
     "deckhand.tools.tool_io": "function_definition takes_filter",
@@ -282,7 +270,6 @@ __all__ = [
     "CaseRun",
     "Choice",
     "Chunk",
-    "Chunker",
     "ChunkerBase",
     "ChunkerFactory",
     "CollectionSpec",
@@ -290,7 +277,6 @@ __all__ = [
     "ConcurrencyError",
     "Condition",
     "ConfigError",
-    "ContextGenerator",
     "ContextGeneratorBase",
     "ContextGeneratorFactory",
     "Converted",
@@ -301,13 +287,11 @@ __all__ = [
     "DeleteArguments",
     "DimensionMismatchError",
     "Document",
-    "Embedder",
     "EmbedderAuthenticationError",
     "EmbedderBase",
     "EmbedderFactory",
     "EmbeddingError",
     "Empty",
-    "Executor",
     "ExecutorBase",
     "ExecutorFactory",
     "FileState",
@@ -326,18 +310,15 @@ __all__ = [
     "IngestReport",
     "Installation",
     "IntegrityCheck",
-    "KeywordIndex",
     "KeywordIndexBase",
     "KeywordStrategyFactory",
     "Kind",
     "LoadedText",
-    "Loader",
     "LoaderBase",
     "LoaderError",
     "LoaderFactory",
     "LoaderSettings",
     "MalformedResponse",
-    "MemoryBackend",
     "MemoryBackendBase",
     "MemoryBackendFactory",
     "Metric",
@@ -350,7 +331,6 @@ __all__ = [
     "Plan",
     "PluginError",
     "PluginRegistry",
-    "Progress",
     "ProgressBase",
     "QueryError",
     "Record",
@@ -361,7 +341,6 @@ __all__ = [
     "RemoteClient",
     "RemoteSettings",
     "RerankError",
-    "Reranker",
     "RerankerBase",
     "RerankerFactory",
     "RetrievalTestCase",
@@ -391,9 +370,7 @@ __all__ = [
     "SyncResult",
     "TokenChunker",
     "TokenChunkerOptions",
-    "Tokenizer",
     "TokenizerBase",
-    "Tool",
     "ToolBase",
     "ToolConfigBase",
     "ToolFactory",
@@ -402,10 +379,7 @@ __all__ = [
     "Vector",
     "VectorCoordinate",
     "VectorMemoryError",
-    "VectorStore",
     "WordPieceTokenizer",
-    "as_tokenizer",
-    "as_tool",
     "bearer_token",
     "bind_http",
     "build_tool",

@@ -3,8 +3,8 @@
 A base class marks what a component must have abstract (subclassing it, a missing one fails at
 construction, naming it), gives the members deckhand treats as optional defaults that do the right
 thing, and declares what the component can do as class attributes its kit checks (llm gives each
-kind a base class the same way). Each kind's Protocol (:mod:`deckhand.protocols`) is the same
-contract's required part, for type checking:
+kind a base class the same way), and the only one: a component of a kind subclasses its base (core refuses one
+that does not, with a line naming it and its plugin). The optional members' defaults:
 
 * :class:`LoaderBase`: ``verbatim = False``;
 * :class:`TokenizerBase`: ``iter_token_spans`` yields ``token_spans``;
@@ -17,41 +17,28 @@ contract's required part, for type checking:
   records' metadata), ``search_with_vector`` is ``search`` (``wants_vector = False``), and two declared
   flags: ``reads_records`` (it indexes records and keeps itself current: ``index_records``, ``sync``,
   ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search);
-* :class:`StoreBase`: ``capabilities`` (:class:`~deckhand.protocols.StoreCapability`, empty by default);
+* :class:`StoreBase`: ``capabilities`` (:class:`~deckhand.capabilities.StoreCapability`, empty by default);
 * :class:`ContextGeneratorBase`, :class:`RerankerBase`: their one method;
 * :class:`MemoryBackendBase`: ``persistent = True`` (its storage outlives the object), ``close`` does nothing.
 
-(An executor's base, :class:`deckhand.ingest.executor.ExecutorBase`, sits with the job it runs.)
+(An executor's base, :class:`deckhand.ingest.executor.ExecutorBase`, sits with the job it runs, and a tool type's,
+:class:`deckhand.tools.ToolBase`, with the tools.)
 
-A plugin subclasses the base and overrides what it does better. A component written against the
-Protocol alone is still accepted: for the kinds with optional members, core calls
-``as_<kind>(component)`` where it receives one, which returns the component itself when it subclasses
-the base, and otherwise an adapter that forwards to it. The adapters are the one place that reads the
-optional members of such a component, once, when it is adapted (the other kinds have no optional member
-to read); ``core/tests/test_no_component_probing.py`` keeps every other module from probing.
-What must be visible as a choice (a store's filters, its side indexes) is a declared
-capability instead (:mod:`deckhand.capabilities`).
+A plugin subclasses the base and overrides what it does better; ``core/tests/test_no_component_probing.py`` keeps
+core from probing a component for members. What must be visible as a choice (a store's filters, its side indexes)
+is a declared capability instead (:mod:`deckhand.capabilities`).
 """
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar
 
+from deckhand.capabilities import RecordLog, StoreCapability
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import (
-    Chunker,
-    Embedder,
-    KeywordIndex,
-    Loader,
-    Progress,
-    RecordLog,
-    StoreCapability,
-    Tokenizer,
-)
 from deckhand.types import (
     Chunk,
     CollectionSpec,
@@ -77,21 +64,23 @@ __all__ = [
     "RerankerBase",
     "StoreBase",
     "TokenizerBase",
-    "as_chunker",
-    "as_embedder",
-    "as_keyword_index",
-    "as_loader",
-    "as_progress",
-    "as_tokenizer",
 ]
 
 log = logging.getLogger("deckhand")
 
 
 class LoaderBase(ABC):
-    """A :class:`~deckhand.protocols.Loader` whose text is converted unless it says ``verbatim = True``."""
+    """A loader: turns one file into text, and raises :class:`deckhand.errors.LoaderError` on failure.
 
+    ``load`` may return a :class:`deckhand.types.LoadedText` instead of a string to attach metadata (title,
+    author, ...) to the document: every chunk of the file carries it, and search filters can select on it (the
+    builtin markdown loader attaches the front matter). Its text is taken as converted unless it says
+    ``verbatim = True``.
+    """
+
+    #: Lower-case extensions with the dot, e.g. ``{".txt", ".md"}``.
     extensions: frozenset[str]
+    #: Among loaders claiming the same extension, the highest priority wins.
     priority: int = 0
     #: The text returned is the file's own (decoded, not converted): results then show line numbers.
     verbatim: bool = False
@@ -101,10 +90,12 @@ class LoaderBase(ABC):
 
 
 class TokenizerBase(ABC):
-    """A :class:`~deckhand.protocols.Tokenizer` whose spans may also be read as a stream."""
+    """A tokenizer: splits text into the embedder's tokens (chunkers count and cut with it); its spans may also be
+    read as a stream."""
 
     @abstractmethod
-    def token_spans(self, text: str) -> list[tuple[int, int]]: ...
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character ``(start, end)`` of every token of ``text``, in order."""
 
     @abstractmethod
     def count(self, text: str) -> int: ...
@@ -115,7 +106,15 @@ class TokenizerBase(ABC):
 
 
 class ChunkerBase(ABC):
-    """A :class:`~deckhand.protocols.Chunker` whose chunks may also be read one by one."""
+    """A chunker: splits a document into chunks, numbered from 0 in document order, which may also be read one by one.
+
+    **Positions.** Results show where a chunk is (``docs/guide.md:42``) only if the chunker says
+    where it starts: put ``start_char`` (the offset of the chunk's first character in
+    ``document.text``) and, optionally, ``end_char`` (one past its last) in each
+    :class:`~deckhand.types.Chunk`'s ``metadata``. For a file its loader returns verbatim
+    (``LoaderBase.verbatim``) the pipeline turns them into ``start_line``/``end_line``
+    (:mod:`deckhand.ingest.lines`); a chunk without ``start_char`` is shown without a line.
+    """
 
     @abstractmethod
     def chunk(self, document: Document) -> list[Chunk]: ...
@@ -126,10 +125,13 @@ class ChunkerBase(ABC):
 
 
 class EmbedderBase(ABC):
-    """An :class:`~deckhand.protocols.Embedder` with the optional members a remote or caching embedder reports."""
+    """An embedder: turns texts into unit-length float32 vectors, with the optional members a remote or caching
+    embedder reports."""
 
+    #: Identifies the model (and its version) the vectors come from; recorded with the index.
     model_id: str
     dimension: int
+    #: Inputs longer than this many tokens are truncated by the model.
     max_tokens: int
     #: What the model does with an input over ``max_tokens`` (e.g. "truncated to 8191 tokens"), when it
     #: says; the ingestion then names the files that had such inputs.
@@ -137,10 +139,11 @@ class EmbedderBase(ABC):
 
     @property
     @abstractmethod
-    def tokenizer(self) -> Tokenizer: ...
+    def tokenizer(self) -> TokenizerBase: ...
 
     @abstractmethod
-    def embed(self, texts: Sequence[str]) -> Vector: ...
+    def embed(self, texts: Sequence[str]) -> Vector:
+        """Embed ``texts`` into a ``(len(texts), dimension)`` float32 array."""
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
         """Search queries' vectors; by default :meth:`embed` (chunks and queries read alike)."""
@@ -162,7 +165,8 @@ class EmbedderBase(ABC):
 
 
 class ProgressBase:
-    """A :class:`~deckhand.protocols.Progress` that shows stages; ``status`` and ``note`` are optional."""
+    """What the pipeline reports while it runs (the CLI draws progress bars or lines from it): stages; ``status`` and
+    ``note`` are optional. Every method does nothing by default: ``ProgressBase()`` follows nothing."""
 
     def stage(self, name: str, total: int) -> None:
         pass
@@ -179,7 +183,8 @@ class ProgressBase:
 
 
 class KeywordIndexBase(ABC):
-    """A :class:`~deckhand.protocols.KeywordIndex` with the optional members the query engine and the keeper use.
+    """A keyword (lexical) index over records' indexed text, with the optional members the query engine and the
+    keeper use.
 
     ``build`` and ``search`` are the strategy's own; the rest have defaults a plain strategy keeps.
     """
@@ -196,10 +201,12 @@ class KeywordIndexBase(ABC):
     runs_beside: bool = False
 
     @abstractmethod
-    def build(self, docs: Iterable[tuple[str, str]]) -> None: ...
+    def build(self, docs: Iterable[tuple[str, str]]) -> None:
+        """(Re)build from ``(record id, indexed text)`` pairs."""
 
     @abstractmethod
-    def search(self, query: str, k: int) -> list[tuple[str, float]]: ...
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` ``(record id, score)`` pairs, best first."""
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
         """Best ``k`` of the records ``where`` allows, by the index itself; None (the default) when it cannot
@@ -225,28 +232,81 @@ class KeywordIndexBase(ABC):
 
 
 class StoreBase(ABC):
-    """A :class:`~deckhand.protocols.VectorStore`: every method but the capabilities' is required (the Protocol
-    says what each does). ``capabilities`` declares the :class:`~deckhand.protocols.StoreCapability` values
-    the store supports, once, as a class attribute (``register.store`` reads it for ``deckhand plugins``); a
-    capability that promises methods (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`) is called only on a
-    store declaring it, and the store kit fails one declared without its methods or implemented undeclared."""
+    """A vector store: a collection of records plus the ingestion manifest that describes them; every method but
+    the capabilities' is required.
+
+    Every store keeps the manifest (one :class:`FileState` per source) in the same
+    database as the vectors, and replaces a source's chunks all-or-nothing.
+
+    **Building.** The factory registered with ``register.store`` is called as
+    ``factory(config, collection, options, base_dir=base_dir)``
+    (:class:`deckhand.registration.StoreFactory`): ``config`` is the tool's ``database:`` block
+    (:class:`deckhand.config.models.DatabaseConfig`), ``collection`` the tool's name,
+    ``options`` the validated ``database.options`` (the registered model's instance) and
+    ``base_dir`` the agent config's directory: a file-based store resolves every relative path
+    of its options against it (as ``source:`` is), never against the current directory, and
+    keeps its default files under :func:`deckhand.paths.state_dir` ``(base_dir)``
+    (``$DECKHAND_HOME`` when set, else ``<agent.yaml's directory>/.deckhand``).
+    :func:`deckhand.stores.tool_store.create_store` is the one place that calls factories.
+
+    **Names.** ``collection`` (the tool name) names one collection: its records, its
+    manifest and the spec it was created with. ``config.index_name`` is a namespace
+    around collections (a key prefix, a table-name prefix, a file name): two tools with
+    the same name but different ``index_name`` values never see each other's data, and
+    :meth:`drop` removes only its own collection.
+
+    **Threads.** A store is built in one thread and called from others: the tools run
+    ``initialize()`` and ``search()`` through :func:`asyncio.to_thread`, so ``open()``,
+    the writes and every search may each run in a different worker thread, and an
+    application (an MCP server) may search from several threads at once, also while
+    another thread writes. Every method must work from any thread and concurrently with
+    the others (a lock where the driver needs one; a SQLite connection opened with
+    ``check_same_thread=False``, or one connection per thread). Writes to one collection
+    come from one thread at a time within a process.
+
+    **Capabilities.** ``capabilities`` declares the :class:`~deckhand.capabilities.StoreCapability` values the
+    store supports, once, as a class attribute (``register.store(capabilities=...)`` says the same for
+    ``deckhand plugins``); a capability that promises methods
+    (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`) is called only on a store declaring it, and the store kit
+    fails one declared without its methods or implemented undeclared. ``sources=`` is not one.
+
+    **Damaged storage.** A store that can tell its storage is damaged (a file with a bad page)
+    raises :class:`deckhand.errors.IndexCorruptError` (a ``StoreError`` carrying the path) from
+    :meth:`open` or any later call, with a one-line message; deckhand then stops, unless the
+    run has ``--force-ingest``: it calls :meth:`drop`, which must set the damaged storage aside
+    (rename it, never fail on the damage), then :meth:`open` again and ingests everything.
+    A whole check, asked for before an ingest opens the collection (the store may skip what it already
+    checked), is the capability :attr:`StoreCapability.INTEGRITY_CHECK`.
+    """
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset()
 
     @abstractmethod
-    def open(self, spec: CollectionSpec) -> CollectionSpec | None: ...
+    def open(self, spec: CollectionSpec) -> CollectionSpec | None:
+        """Create the collection if missing; return the spec it was created with before, if any.
+
+        With a persistent store a second connection (or process) that opens an existing
+        collection gets the spec it was created with, whatever ``spec`` it passes.
+        """
 
     @abstractmethod
-    def drop(self) -> None: ...
+    def drop(self) -> None:
+        """Delete the collection, its records and its manifest."""
 
     @abstractmethod
-    def upsert(self, records: Sequence[Record]) -> None: ...
+    def upsert(self, records: Sequence[Record]) -> None:
+        """Insert or overwrite records by id."""
 
     @abstractmethod
-    def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None: ...
+    def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
+        """Atomically swap all records of ``source`` for ``records`` and record ``state``.
+
+        On failure the previous records and manifest entry stay searchable.
+        """
 
     @abstractmethod
-    def delete_source(self, source: str) -> None: ...
+    def delete_source(self, source: str) -> None:
+        """Remove every record of ``source`` and its manifest entry."""
 
     @abstractmethod
     def search(
@@ -257,43 +317,71 @@ class StoreBase(ABC):
         min_score: float | None = None,
         sources: Sequence[str] | None = None,
         where: Filter | None = None,
-    ) -> list[SearchHit]: ...
+    ) -> list[SearchHit]:
+        """The ``k`` nearest records, best first, scored as :mod:`deckhand.similarity` says.
+
+        ``sources`` keeps only records of those sources (``[]`` keeps none). ``where`` keeps only
+        records satisfying it (see :mod:`deckhand.filters.conditions`) in a store that declares
+        :attr:`StoreCapability.FILTERS`; deckhand passes none to a store that does not, which
+        should refuse one with :class:`deckhand.errors.FilterError` rather than ignore it. A persistent
+        store answers from the current data: writes made through another connection or
+        process since this one last read are visible (no stale in-memory copy).
+        """
 
     @abstractmethod
-    def get(self, ids: Sequence[str]) -> list[Record]: ...
+    def get(self, ids: Sequence[str]) -> list[Record]:
+        """Records by id, in the order asked; unknown ids are left out."""
 
     @abstractmethod
     def count(self) -> int: ...
 
     @abstractmethod
-    def manifest(self) -> dict[str, FileState]: ...
+    def manifest(self) -> dict[str, FileState]:
+        """The ingestion manifest, keyed by source path."""
 
     @abstractmethod
-    def set_file_state(self, state: FileState) -> None: ...
+    def set_file_state(self, state: FileState) -> None:
+        """Update one manifest entry without touching records (touched but unchanged file)."""
 
     @abstractmethod
-    def iter_records(self, batch_size: int = 1000) -> Iterator[Record]: ...
+    def iter_records(self, batch_size: int = 1000) -> Iterator[Record]:
+        """Every record, for rebuilding side indexes (keyword, definitions) at start-up."""
 
     @abstractmethod
     def close(self) -> None: ...
 
 
 class ContextGeneratorBase(ABC):
-    """A :class:`~deckhand.protocols.ContextGenerator`: ``contexts`` is all it has, and all it must have."""
+    """A context generator: writes the context prepended to a chunk before embedding (contextual retrieval).
+    ``contexts`` is all it has, and all it must have."""
 
     @abstractmethod
-    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]: ...
+    async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
+        """One context string per chunk, in order."""
 
 
 class RerankerBase(ABC):
-    """A :class:`~deckhand.protocols.Reranker`: ``rerank`` is all it has, and all it must have."""
+    """A reranker: scores a query's candidate passages again, after fusion, to reorder the best of them.
+
+    Built by the factories registered with ``register.reranker``; ``rerank`` is all it has, and all it must have. It
+    returns one relevance score in ``[0, 1]`` per passage, in order (higher is more relevant), or raises
+    :class:`deckhand.errors.RerankError` with a one-line reason (the tool then keeps the fused order).
+    """
 
     @abstractmethod
-    def rerank(self, query: str, passages: Sequence[str]) -> list[float]: ...
+    def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """One score in ``[0, 1]`` per passage, in the passages' order."""
 
 
 class MemoryBackendBase(ABC):
-    """A :class:`~deckhand.protocols.MemoryBackend` that declares whether its storage outlives the object."""
+    """Durable storage behind :class:`deckhand.memory.VectorMemoryManager`: one serialized decision per coordinate,
+    declaring whether its storage outlives the object.
+
+    The manager validates input, enforces the immutable layer, keeps the indexes and answers
+    queries; a backend only stores bytes, safely under concurrency. Backends are built by the
+    factories registered with ``register.memory_backend``; ``deckhand.testing.memory_conformance``
+    checks one against the contract.
+    """
 
     #: Where the decisions live, for messages (e.g. ``/repo/.vector-memory``).
     location: str
@@ -302,89 +390,38 @@ class MemoryBackendBase(ABC):
     persistent: ClassVar[bool] = True
 
     @abstractmethod
-    def locate(self, coordinate: VectorCoordinate) -> str: ...
+    def locate(self, coordinate: VectorCoordinate) -> str:
+        """Where the decision at ``coordinate`` lives (a file path), for error messages."""
 
     @abstractmethod
-    def scan(self) -> Iterator[ScanEntry]: ...
+    def scan(self) -> Iterator[ScanEntry]:
+        """Every stored item, readable or not; unreadable ones carry an ``error`` instead of data.
+
+        Used to (re)build the manager's index at start-up and by ``load_from_git()``; items
+        being written at the time (temporary files) are not reported.
+        """
 
     @abstractmethod
-    def read(self, coordinate: VectorCoordinate) -> bytes | None: ...
+    def read(self, coordinate: VectorCoordinate) -> bytes | None:
+        """The decision at ``coordinate``, or ``None`` if there is none; ``StorageError`` if unreadable."""
 
     @abstractmethod
-    def write(self, coordinate: VectorCoordinate, data: bytes, *, create_only: bool) -> bool: ...
+    def write(self, coordinate: VectorCoordinate, data: bytes, *, create_only: bool) -> bool:
+        """Store ``data`` at ``coordinate`` atomically: a reader sees the old or the new bytes, never a mix.
+
+        With ``create_only`` the write happens only if nothing is stored there yet, decided
+        atomically across every process sharing the storage; it returns ``False`` (and writes
+        nothing) when the coordinate was taken. Otherwise it replaces and returns ``True``.
+        Raises ``StorageError`` on failure and ``ConcurrencyError`` when a lock times out.
+        """
 
     @abstractmethod
-    def sync(self, message: str | None = None) -> SyncResult: ...
+    def sync(self, message: str | None = None) -> SyncResult:
+        """Make stored decisions durable in the backend's history (a git commit for git-memory).
+
+        Having nothing to record is not an error (``SyncResult.commit`` is ``None``). Backends
+        with history write the message :func:`deckhand.memory.backend.sync_message` builds.
+        """
 
     def close(self) -> None:  # noqa: B027 (optional: a default that does nothing)
         """Release what the backend holds (locks, handles); by default there is nothing to release."""
-
-
-# -- the adapter for components written against the Protocols alone ------------------------------
-
-B = TypeVar("B")
-_ABSENT = object()
-
-
-def _member(component: object, name: str) -> Any:
-    """``component``'s member ``name`` (:data:`_ABSENT` when it has none): the one place core asks a component
-    what it has, for a component written against its kind's Protocol alone."""
-    return getattr(component, name, _ABSENT)
-
-
-class _Adapted:
-    """A component that does not subclass its kind's base, seen through it: each member of the base the component
-    has is the component's own (forwarded), every other one the base's default."""
-
-    _base: ClassVar[type]
-
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-
-    def __reduce__(self) -> tuple[Any, ...]:  # chunk worker processes receive loaders and chunkers pickled
-        return _adapt, (self._base, self.inner)
-
-
-def _forward(name: str) -> property:
-    return property(lambda self: _member(self.inner, name))
-
-
-def _adapt(kind: Callable[..., B], component: object) -> B:
-    """``component`` seen through the base class ``kind``; the members it has are found once, here."""
-    base = cast(type, kind)
-    names = {n for k in base.__mro__[:-1] for n in (*vars(k), *vars(k).get("__annotations__", {})) if n[0] != "_"}
-    own = {name: _forward(name) for name in sorted(names) if _member(component, name) is not _ABSENT}
-    adapted = type(f"Adapted{base.__name__}", (_Adapted, base), {"_base": base, **own})
-    return cast(B, adapted(component))
-
-
-def as_tokenizer(tokenizer: Tokenizer) -> TokenizerBase:
-    """``tokenizer`` with :class:`TokenizerBase`'s members (itself when it subclasses it)."""
-    return tokenizer if isinstance(tokenizer, TokenizerBase) else _adapt(TokenizerBase, tokenizer)
-
-
-def as_chunker(chunker: Chunker) -> ChunkerBase:
-    """``chunker`` with :class:`ChunkerBase`'s members (itself when it subclasses it)."""
-    return chunker if isinstance(chunker, ChunkerBase) else _adapt(ChunkerBase, chunker)
-
-
-def as_loader(loader: Loader) -> LoaderBase:
-    """``loader`` with :class:`LoaderBase`'s members (itself when it subclasses it)."""
-    return loader if isinstance(loader, LoaderBase) else _adapt(LoaderBase, loader)
-
-
-def as_embedder(embedder: Embedder) -> EmbedderBase:
-    """``embedder`` with :class:`EmbedderBase`'s members (itself when it subclasses it)."""
-    return embedder if isinstance(embedder, EmbedderBase) else _adapt(EmbedderBase, embedder)
-
-
-def as_progress(progress: Progress | None) -> ProgressBase:
-    """``progress`` with :class:`ProgressBase`'s members (itself when it subclasses it; a silent one for None)."""
-    if progress is None:
-        return ProgressBase()
-    return progress if isinstance(progress, ProgressBase) else _adapt(ProgressBase, progress)
-
-
-def as_keyword_index(keyword: KeywordIndex) -> KeywordIndexBase:
-    """``keyword`` with :class:`KeywordIndexBase`'s members (itself when it subclasses it)."""
-    return keyword if isinstance(keyword, KeywordIndexBase) else _adapt(KeywordIndexBase, keyword)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pkgutil
 from typing import Any
 
+from deckhand.capabilities import StoreCapability
 from deckhand.hookspecs import hookimpl
-from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
 
 

@@ -18,7 +18,11 @@ argument, the instance of the options model the component registered (validated 
 An unknown keyword is a ``TypeError`` at the call, which the registry reports as a
 :class:`deckhand.errors.PluginError` naming the plugin.
 
-This module is on the ground floor: it imports the protocols and plain types only (the
+A component of a kind subclasses the kind's base class (:data:`BASES`, all in :mod:`deckhand.api`):
+:meth:`Component.create` refuses one that does not, with a :class:`deckhand.errors.PluginError` naming it, its
+plugin and the base to subclass.
+
+This module is on the ground floor: it imports the base classes and plain types only (the
 configuration models are named for typing alone).
 """
 
@@ -31,28 +35,27 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from deckhand.errors import ConfigError, PluginError
-from deckhand.protocols import (
-    Chunker,
-    ContextGenerator,
-    Embedder,
-    KeywordIndex,
-    Loader,
-    MemoryBackend,
-    Progress,
-    Reranker,
-    StoreCapability,
-    Tokenizer,
-    Tool,
-    VectorStore,
-    capability_set,
+from deckhand.bases import (
+    ChunkerBase,
+    ContextGeneratorBase,
+    EmbedderBase,
+    KeywordIndexBase,
+    LoaderBase,
+    MemoryBackendBase,
+    ProgressBase,
+    RerankerBase,
+    StoreBase,
+    TokenizerBase,
 )
+from deckhand.capabilities import StoreCapability, capability_set
+from deckhand.errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
     from deckhand.config.models import DatabaseConfig
-    from deckhand.ingest.executor import Executor
+    from deckhand.ingest.executor import ExecutorBase
     from deckhand.plugins import PluginRegistry
     from deckhand.tool_entry import ToolConfigBase
+    from deckhand.tools import ToolBase
 
 Kind = Literal[
     "loader",
@@ -70,6 +73,19 @@ Kind = Literal[
 #: The name under which deckhand's own components are registered.
 BUILTIN = "deckhand.builtin"
 
+#: The base class each kind's components subclass (a tool type's, :class:`deckhand.tools.ToolBase`, and an
+#: executor's, :class:`deckhand.ingest.executor.ExecutorBase`, sit above this module: their builders check them).
+BASES: dict[Kind, type] = {
+    "loader": LoaderBase,
+    "chunker": ChunkerBase,
+    "embedder": EmbedderBase,
+    "store": StoreBase,
+    "keyword_strategy": KeywordIndexBase,
+    "context_generator": ContextGeneratorBase,
+    "reranker": RerankerBase,
+    "memory_backend": MemoryBackendBase,
+}
+
 #: The options model instance a factory receives (``None`` for a component without options).
 O_contra = TypeVar("O_contra", contravariant=True)
 ToolConfigT = TypeVar("ToolConfigT", bound="ToolConfigBase", contravariant=True)
@@ -79,26 +95,26 @@ ToolConfigT = TypeVar("ToolConfigT", bound="ToolConfigBase", contravariant=True)
 
 
 class LoaderFactory(Protocol):
-    """``factory() -> Loader``; the loader's own ``extensions`` and ``priority`` say which files it takes."""
+    """``factory() -> LoaderBase``; the loader's own ``extensions`` and ``priority`` say which files it takes."""
 
-    def __call__(self) -> Loader: ...
+    def __call__(self) -> LoaderBase: ...
 
 
 class ChunkerFactory(Protocol[O_contra]):
-    """``factory(tokenizer, options) -> Chunker``: the embedder's tokenizer and the chunker's options."""
+    """``factory(tokenizer, options) -> ChunkerBase``: the embedder's tokenizer and the chunker's options."""
 
-    def __call__(self, tokenizer: Tokenizer, options: O_contra, /) -> Chunker: ...
+    def __call__(self, tokenizer: TokenizerBase, options: O_contra, /) -> ChunkerBase: ...
 
 
 class EmbedderFactory(Protocol[O_contra]):
-    """``factory(model, options) -> Embedder``: ``model`` is the name configured (a registered name or
+    """``factory(model, options) -> EmbedderBase``: ``model`` is the name configured (a registered name or
     alias, or the whole ``<embedder>:<model>`` value; ``None`` for the default)."""
 
-    def __call__(self, model: str | None, options: O_contra, /) -> Embedder: ...
+    def __call__(self, model: str | None, options: O_contra, /) -> EmbedderBase: ...
 
 
 class StoreFactory(Protocol[O_contra]):
-    """``factory(config, collection, options, *, base_dir) -> VectorStore``.
+    """``factory(config, collection, options, *, base_dir) -> StoreBase``.
 
     ``config`` is the tool's ``database:`` block, ``collection`` the tool's name, ``options`` the
     validated ``database.options`` and ``base_dir`` the agent config's directory, against which a
@@ -108,41 +124,40 @@ class StoreFactory(Protocol[O_contra]):
 
     def __call__(
         self, config: DatabaseConfig, collection: str, options: O_contra, /, *, base_dir: Path
-    ) -> VectorStore: ...
+    ) -> StoreBase: ...
 
 
 class KeywordStrategyFactory(Protocol[O_contra]):
-    """``factory(store, cache_path, options) -> KeywordIndex``; ``cache_path`` is a file under the state
+    """``factory(store, cache_path, options) -> KeywordIndexBase``; ``cache_path`` is a file under the state
     directory where the strategy may keep what it built (``None`` when the store keeps nothing)."""
 
-    def __call__(self, store: VectorStore, cache_path: Path | None, options: O_contra, /) -> KeywordIndex: ...
+    def __call__(self, store: StoreBase, cache_path: Path | None, options: O_contra, /) -> KeywordIndexBase: ...
 
 
 class ContextGeneratorFactory(Protocol[O_contra]):
-    """``factory(base_dir, options) -> ContextGenerator``; ``base_dir`` is the agent's directory."""
+    """``factory(base_dir, options) -> ContextGeneratorBase``; ``base_dir`` is the agent's directory."""
 
-    def __call__(self, base_dir: Path | None, options: O_contra, /) -> ContextGenerator: ...
+    def __call__(self, base_dir: Path | None, options: O_contra, /) -> ContextGeneratorBase: ...
 
 
 class RerankerFactory(Protocol[O_contra]):
-    """``factory(base_dir, options) -> Reranker``; it should only check its settings (load models lazily)."""
+    """``factory(base_dir, options) -> RerankerBase``; it should only check its settings (load models lazily)."""
 
-    def __call__(self, base_dir: Path | None, options: O_contra, /) -> Reranker: ...
+    def __call__(self, base_dir: Path | None, options: O_contra, /) -> RerankerBase: ...
 
 
 class MemoryBackendFactory(Protocol[O_contra]):
-    """``factory(path, options) -> MemoryBackend``; ``path`` is ``memory.path`` (``None`` when not set)."""
+    """``factory(path, options) -> MemoryBackendBase``; ``path`` is ``memory.path`` (``None`` when not set)."""
 
-    def __call__(self, path: Path | None, options: O_contra, /) -> MemoryBackend: ...
+    def __call__(self, path: Path | None, options: O_contra, /) -> MemoryBackendBase: ...
 
 
 class ToolFactory(Protocol[ToolConfigT]):
-    """``factory(config, *, base_dir, registry, progress) -> Tool`` (usually the tool class).
+    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class).
 
     ``config`` is the validated ``tools:`` entry (the registered config model), ``base_dir`` the
     agent's directory, ``registry`` the plugin registry the tool resolves its components in, and
-    ``progress`` who follows the ingestion (:class:`deckhand.protocols.Progress`: ``stage(name, total)``
-    and ``advance(n)``, optionally ``status(IngestStatus)`` and ``note(text)``), or ``None``.
+    ``progress`` who follows the ingestion (a :class:`deckhand.bases.ProgressBase`), or ``None``.
     """
 
     def __call__(
@@ -152,15 +167,15 @@ class ToolFactory(Protocol[ToolConfigT]):
         *,
         base_dir: Path | None,
         registry: PluginRegistry | None,
-        progress: Progress | None,
-    ) -> Tool: ...
+        progress: ProgressBase | None,
+    ) -> ToolBase: ...
 
 
 class ExecutorFactory(Protocol[O_contra]):
-    """``factory(options) -> Executor``: where an ingest's work runs (:mod:`deckhand.ingest.executor`); it
+    """``factory(options) -> ExecutorBase``: where an ingest's work runs (:mod:`deckhand.ingest.executor`); it
     should only check its settings (connect to a cluster when it runs)."""
 
-    def __call__(self, options: O_contra, /) -> Executor: ...
+    def __call__(self, options: O_contra, /) -> ExecutorBase: ...
 
 
 #: Kinds whose factory receives an options argument (a loader takes none; a tool's options are its config).
@@ -197,9 +212,9 @@ class Component:
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
     #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
-    #: Embedders: ``tokenizer(model) -> Tokenizer``, the embedder's tokenizer without its model (a process that
+    #: Embedders: ``tokenizer(model) -> TokenizerBase``, the embedder's tokenizer without its model (a process that
     #: only chunks, such as a Ray driver, then never loads the model); None: the model is loaded for it.
-    tokenizer: Callable[[str], Tokenizer] | None = None
+    tokenizer: Callable[[str], TokenizerBase] | None = None
     #: The plugins whose component of the same name this one wins over (set by the registry; an options
     #: error then names the plugin whose model rejected them).
     shadows: tuple[str, ...] = ()
@@ -257,10 +272,24 @@ class Component:
         """Build the component: the kind's leading arguments (as the kind's factory Protocol lists
         them), its options (validated keyword values; a raw mapping with ``validate``) and the
         kind's keyword arguments (a store's ``base_dir``, a tool's ``base_dir``/``registry``/``progress``).
+        A component that does not subclass its kind's base (:data:`BASES`) is a :class:`PluginError`.
         """
         if self.kind in WITH_OPTIONS:
-            return self.factory(*args, self.instance(options, validate=validate), **kwargs)
-        return self.factory(*args, **kwargs)
+            built = self.factory(*args, self.instance(options, validate=validate), **kwargs)
+        else:
+            built = self.factory(*args, **kwargs)
+        base = BASES.get(self.kind)
+        return built if base is None else self.subclassing(built, base)
+
+    def subclassing(self, built: Any, base: type) -> Any:
+        """``built`` (what the factory returned), if it subclasses ``base``; else a one-line :class:`PluginError`
+        naming the component, its plugin and the fix."""
+        if not isinstance(built, base):
+            raise PluginError(
+                f"plugin {self.plugin!r}: {self.label()} built a {type(built).__name__}, which does not subclass "
+                f"deckhand.api.{base.__name__}: subclass deckhand.api.{base.__name__}"
+            )
+        return built
 
 
 # -- the registrar --------------------------------------------------------------------------------
@@ -356,7 +385,7 @@ class Registrar:
         model_id: str | None = None,
         dimension: int | None = None,
         max_tokens: int | None = None,
-        tokenizer: Callable[[str], Tokenizer] | None = None,
+        tokenizer: Callable[[str], TokenizerBase] | None = None,
         description: str = "",
         aliases: Sequence[str] = (),
         priority: int = 0,
@@ -474,7 +503,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A reranker: ``reranker:`` on a tool selects it. After fusion the tool's best ``rerank_top_n``
-        candidates are passed to :meth:`deckhand.protocols.Reranker.rerank` and reordered by its
+        candidates are passed to :meth:`deckhand.bases.RerankerBase.rerank` and reordered by its
         scores. The factory runs when the tool opens its index, so it should only check its settings
         (a missing key is a :class:`deckhand.errors.ConfigError`) and load any model on the first query.
         """
@@ -493,7 +522,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A memory backend: ``memory.backend`` selects it; ``memory.options`` are validated by
-        ``options`` (a ``TypeError`` when they do not fit). See :class:`deckhand.protocols.MemoryBackend`."""
+        ``options`` (a ``TypeError`` when they do not fit). See :class:`deckhand.bases.MemoryBackendBase`."""
         self._register(
             "memory_backend",
             name,

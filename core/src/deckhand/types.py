@@ -1,6 +1,6 @@
 """Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends.
 
-These are the types :mod:`deckhand.protocols` mentions, so the ground floor (protocols, types,
+These are the types the base classes (:mod:`deckhand.bases`) mention, so the ground floor (types,
 errors, the filter language) imports nothing above it (see docs/architecture.md, "Layers").
 Pydantic models live at the edges (configuration, tool I/O); inside the pipeline these small
 dataclasses are cheaper and easier to reason about. The one model here, :class:`SearchResult`,
@@ -25,7 +25,7 @@ from deckhand.errors import CoordinateValidationError
 from deckhand.printable import printable
 
 Vector = npt.NDArray[np.float32]
-#: Store row numbers (:class:`deckhand.protocols.RecordLog`).
+#: Store row numbers (:class:`deckhand.capabilities.RecordLog`).
 RowArray = npt.NDArray[np.int64]
 
 
@@ -178,7 +178,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class RecordChanges:
-    """What changed in a collection since a records version (:class:`deckhand.protocols.RecordLog`).
+    """What changed in a collection since a records version (:class:`deckhand.capabilities.RecordLog`).
 
     ``deleted``: store rows (at most ``since_row``) removed since; ``added``: the rows written
     after ``since_row`` that are still there, each with its record (vector left empty); ``version``
@@ -420,7 +420,7 @@ class VectorCoordinate:
 
 @dataclass(frozen=True)
 class ScanEntry:
-    """One stored item found by :meth:`deckhand.protocols.MemoryBackend.scan`.
+    """One stored item found by :meth:`deckhand.bases.MemoryBackendBase.scan`.
 
     ``data`` is the serialized decision, or ``None`` with ``error`` saying why the item could
     not be read (unreadable file, a name that is not a coordinate). ``location`` names the
@@ -435,7 +435,7 @@ class ScanEntry:
 
 @dataclass(frozen=True)
 class SyncResult:
-    """What :meth:`deckhand.protocols.MemoryBackend.sync` did.
+    """What :meth:`deckhand.bases.MemoryBackendBase.sync` did.
 
     ``commit`` is the new commit's id, or ``None`` when there was nothing to commit (not an
     error) or the backend has no history (in-memory). ``changed`` lists the coordinates the

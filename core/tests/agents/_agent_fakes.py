@@ -11,6 +11,7 @@ from typing import Any
 
 from deckhand.calls.toolbox import Toolbox
 from deckhand.ingest.pipeline import IngestReport
+from deckhand.tools import ToolBase
 from deckhand.tools.tool_io import SearchResult, format_results, function_definition
 
 
@@ -29,11 +30,16 @@ class FakeConfig:
         return self.settings
 
 
-class FakeTool:
-    """Implements the tool API the toolbox uses; ``initialize_sync`` blocks until ``release`` is set."""
+class FakeTool(ToolBase):
+    """A tool type of its own, as the toolbox uses it; ``initialize_sync`` blocks until ``release`` is set."""
+
+    is_initialized = False
+    last_ingest_time: float | None = None
+    provider: str | None = None  # the store in use (none here)
+    last_report: IngestReport | None = None
 
     def __init__(self, name: str, source: Path, progress: Any = None, files: int = 3) -> None:
-        self.config = FakeConfig(name, str(source))
+        self.config = FakeConfig(name, str(source))  # type: ignore[assignment]
         self.progress = progress
         self.files = files
         self.release = threading.Event()
@@ -49,10 +55,6 @@ class FakeTool:
         self.searching = threading.Event()
         self.ingests = 0
         self.attempts: list[float] = []  # time.monotonic() of every initialize_sync
-        self.is_initialized = False
-        self.last_ingest_time: float | None = None
-        self.provider: str | None = None  # a Tool member: the store in use (none here)
-        self.last_report: IngestReport | None = None
         self.closed = False
 
     def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
@@ -72,7 +74,22 @@ class FakeTool:
         self.last_report = IngestReport(ingested=[f"f{i}.md" for i in range(self.files)], chunks_written=self.files)
         return self.last_report
 
-    def search_results_sync(self, query: str, top_k: int | None = None) -> list[SearchResult]:
+    async def initialize(self, force_ingest: bool = False) -> IngestReport:
+        return self.initialize_sync(force_ingest)
+
+    def open_sync(self) -> IngestReport:
+        return self.last_report or self.initialize_sync()
+
+    async def open(self) -> IngestReport:
+        return self.open_sync()
+
+    async def search(self, query: str) -> str:
+        return self.search_text_sync(query)
+
+    async def search_results(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
+        return self.search_results_sync(query, top_k)
+
+    def search_results_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> list[SearchResult]:
         self.searching.set()
         assert self.store_answers.wait(30), "test never let the store answer"
         if self.search_error is not None:
@@ -83,7 +100,7 @@ class FakeTool:
             SearchResult(rank=1, score=0.9, source="f0.md", chunk_index=0, content=f"{query} (ingest {self.ingests})")
         ][: top_k or self.config.top_k]
 
-    def search_text_sync(self, query: str, top_k: int | None = None) -> str:
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: Any = None) -> str:
         """The text agents read (the toolbox shows it for a tool not built on SourceTool)."""
         results = self.search_results_sync(query, top_k)
         return format_results(results) if results else f"No relevant results found for query: {query}"

@@ -9,11 +9,19 @@ from typing import Any
 
 import pytest
 from _chat_server import ChatServer, serve_chat
+from deckhand.api import (
+    ChunkerBase,
+    ContextGeneratorBase,
+    EmbedderBase,
+    KeywordIndexBase,
+    LoaderBase,
+    RerankerBase,
+    ToolBase,
+)
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
-from deckhand.ingest.executor import Executor
+from deckhand.ingest.executor import ExecutorBase
 from deckhand.plugins import get_registry
-from deckhand.protocols import Chunker, ContextGenerator, Embedder, KeywordIndex, Loader, Reranker, Tool
 from deckhand.testing.kits import (
     ChunkerTests,
     ContextGeneratorTests,
@@ -31,8 +39,8 @@ KEY_ENV = "DECKHAND_TEST_KIT_RERANK_KEY"
 
 class TestTextLoader(LoaderTests):
     @pytest.fixture
-    def loader(self) -> Loader:
-        loader: Loader = get_registry().resolve("loader", "text").create()
+    def loader(self) -> LoaderBase:
+        loader: LoaderBase = get_registry().resolve("loader", "text").create()
         return loader
 
     @pytest.fixture
@@ -48,8 +56,8 @@ class TestTextLoader(LoaderTests):
 
 class TestTableLoader(LoaderTests):
     @pytest.fixture
-    def loader(self) -> Loader:
-        loader: Loader = get_registry().resolve("loader", "table").create()
+    def loader(self) -> LoaderBase:
+        loader: LoaderBase = get_registry().resolve("loader", "table").create()
         return loader
 
     @pytest.fixture
@@ -65,8 +73,8 @@ class TestTableLoader(LoaderTests):
 
 class TestMarkItDownLoader(LoaderTests):
     @pytest.fixture
-    def loader(self) -> Loader:
-        loader: Loader = get_registry().resolve("loader", "markitdown").create()
+    def loader(self) -> LoaderBase:
+        loader: LoaderBase = get_registry().resolve("loader", "markitdown").create()
         return loader
 
     @pytest.fixture
@@ -82,35 +90,37 @@ class TestMarkItDownLoader(LoaderTests):
 
 class TestTokenChunker(ChunkerTests):
     @pytest.fixture
-    def chunker(self, minilm: Any) -> Chunker:
-        chunker: Chunker = get_registry().resolve("chunker", "token").create(minilm.tokenizer, options={})
+    def chunker(self, minilm: Any) -> ChunkerBase:
+        chunker: ChunkerBase = get_registry().resolve("chunker", "token").create(minilm.tokenizer, options={})
         return chunker
 
 
 class TestStructureChunker(ChunkerTests):
     @pytest.fixture
-    def chunker(self, minilm: Any) -> Chunker:
-        chunker: Chunker = get_registry().resolve("chunker", "structure").create(minilm.tokenizer, options={})
+    def chunker(self, minilm: Any) -> ChunkerBase:
+        chunker: ChunkerBase = get_registry().resolve("chunker", "structure").create(minilm.tokenizer, options={})
         return chunker
 
 
 class TestMiniLM(EmbedderTests):
     @pytest.fixture
-    def embedder(self, minilm: Embedder) -> Embedder:
+    def embedder(self, minilm: EmbedderBase) -> EmbedderBase:
         return minilm
 
 
 class TestBM25(KeywordStrategyTests):
     @pytest.fixture
-    def keyword_index(self) -> KeywordIndex:
-        index: KeywordIndex = get_registry().resolve("keyword_strategy", "bm25").create(None, None, options={})
+    def keyword_index(self) -> KeywordIndexBase:
+        index: KeywordIndexBase = get_registry().resolve("keyword_strategy", "bm25").create(None, None, options={})
         return index
 
 
 class TestStructuralContext(ContextGeneratorTests):
     @pytest.fixture
-    def context_generator(self) -> ContextGenerator:
-        generator: ContextGenerator = get_registry().resolve("context_generator", "structural").create(None, options={})
+    def context_generator(self) -> ContextGeneratorBase:
+        generator: ContextGeneratorBase = (
+            get_registry().resolve("context_generator", "structural").create(None, options={})
+        )
         return generator
 
 
@@ -121,7 +131,7 @@ def _grade(prompt: str) -> str:
 
 class TestLLMReranker(RerankerTests):
     @pytest.fixture
-    def reranker(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reranker]:
+    def reranker(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[RerankerBase]:
         monkeypatch.setenv(KEY_ENV, "sk-kit-test")
         with serve_chat(ChatServer(reply=_grade)) as server:
             options = {"base_url": server.url, "model": "judge", "api_key_env": KEY_ENV}
@@ -139,20 +149,20 @@ def harbour(tmp_path: Path) -> Path:
 
 class TestLocalExecutor(ExecutorTests):
     @pytest.fixture
-    def executor(self, minilm: Any) -> Executor:
-        executor: Executor = get_registry().resolve("executor", "local").create(options=None)
+    def executor(self, minilm: Any) -> ExecutorBase:
+        executor: ExecutorBase = get_registry().resolve("executor", "local").create(options=None)
         return executor
 
 
 class TestVectorstoreToolType(ToolTests):
     @pytest.fixture
-    def tool(self, harbour: Path, minilm: Any) -> Tool:
+    def tool(self, harbour: Path, minilm: Any) -> ToolBase:
         config = VectorStoreToolConfig(type="vectorstore", name="harbour", source=str(harbour))
         return build_tool(config, base_dir=harbour.parent)
 
 
 class TestHierarchicalToolType(ToolTests):
     @pytest.fixture
-    def tool(self, harbour: Path, minilm: Any) -> Tool:
+    def tool(self, harbour: Path, minilm: Any) -> ToolBase:
         config = HierarchicalDocumentToolConfig(type="hierarchical_document", name="harbour", source=str(harbour))
         return build_tool(config, base_dir=harbour.parent)

@@ -13,12 +13,22 @@ from typing import Any, Literal
 import jsonschema
 import numpy as np
 import pytest
+from deckhand.bases import (
+    ChunkerBase,
+    ContextGeneratorBase,
+    EmbedderBase,
+    KeywordIndexBase,
+    LoaderBase,
+    RerankerBase,
+    TokenizerBase,
+)
 from deckhand.errors import LoaderError
 from deckhand.hookspecs import hookimpl
 from deckhand.ingest.executor import ExecutorBase, IngestJob
 from deckhand.ingest.loaders import decode_text
 from deckhand.ingest.opening import read_source_bytes
 from deckhand.ingest.pipeline import IngestReport
+from deckhand.memory import InMemoryBackend
 from deckhand.plugins import PluginRegistry
 from deckhand.registration import Registrar
 from deckhand.testing.kits import (
@@ -47,8 +57,9 @@ from deckhand.testing.kits.chunker import SAMPLE, Budget
 from deckhand.testing.kits.executor_kit import _Pair
 from deckhand.testing.kits.loader import load
 from deckhand.testing.kits.tool_type import _serve
+from deckhand.testing.memory_conformance import MemoryBackendTests
 from deckhand.tool_entry import ToolConfigBase
-from deckhand.tools import ToolBase, as_tool
+from deckhand.tools import ToolBase
 from deckhand.tools.answers import SearchOptions
 from deckhand.tools.tool_io import SearchResult, function_definition
 from deckhand.types import Chunk, Document, LoadedText
@@ -65,7 +76,7 @@ def _fails(test: Callable[..., None], *args: Any) -> str:
 # -- chunkers ---------------------------------------------------------------------------------------
 
 
-class Paragraphs:
+class Paragraphs(ChunkerBase):
     """A sound chunker: one chunk per paragraph, with its position."""
 
     def chunk(self, document: Document) -> list[Chunk]:
@@ -160,7 +171,7 @@ def test_the_budget_kit_catches_storms_and_giants() -> None:
 # -- embedders --------------------------------------------------------------------------------------
 
 
-class Words:
+class Words(TokenizerBase):
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         spans, start = [], 0
         for word in text.split():
@@ -173,7 +184,7 @@ class Words:
         return len(self.token_spans(text))
 
 
-class Hashing:
+class Hashing(EmbedderBase):
     """A sound embedder: hashed bag of words, normalised."""
 
     model_id, dimension, max_tokens = "hashing-v1", 16, 256
@@ -235,7 +246,7 @@ def test_the_embedder_kit_catches_each_fault() -> None:
 # -- keyword strategies ------------------------------------------------------------------------------
 
 
-class Overlap:
+class Overlap(KeywordIndexBase):
     """A sound keyword index: counts the query's words in each record."""
 
     def __init__(self) -> None:
@@ -292,7 +303,7 @@ def test_the_keyword_kit_catches_each_fault() -> None:
 # -- rerankers and context generators -----------------------------------------------------------------
 
 
-class TideReranker:
+class TideReranker(RerankerBase):
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         return [0.9 if "tide" in p else 0.1 for p in passages]
 
@@ -312,7 +323,7 @@ class Backwards(TideReranker):
         return [1 - s for s in super().rerank(query, passages)]
 
 
-class Titles:
+class Titles(ContextGeneratorBase):
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:
         return [document.title for _ in chunks]
 
@@ -398,7 +409,7 @@ class LookupConfig(ToolConfigBase):
     top_k: int = 3
 
 
-class Lookup:
+class Lookup(ToolBase):
     """A sound tool of a plugin's type: the lines holding the query's word."""
 
     config = LookupConfig()
@@ -468,18 +479,14 @@ class Mute(Lookup):
         return "\n".join(r.content for r in self.search_results_sync(query, top_k))
 
 
-class BasedLookup(Lookup, ToolBase):
-    """The sound tool on the base class."""
-
-
-class Anonymous(BasedLookup):
+class Anonymous(Lookup):
     """Its formatted results leave out where each came from."""
 
     def format_results(self, results: Sequence[SearchResult]) -> str:
         return "\n".join(r.content for r in results)
 
 
-class Overclaims(BasedLookup):
+class Overclaims(Lookup):
     """Declares it ingests in units (shard, executor) though its initialize_sync takes neither."""
 
     ingests_in_units = True
@@ -507,7 +514,8 @@ NOTHING = ("zebra", SearchOptions())
 
 def _kit_passes(tool: Any) -> None:
     """Every test of the tool kit that runs in this process, run on ``tool``."""
-    answered = as_tool(tool).answer("tide")
+    answered = tool.answer("tide")
+    ToolBuildTests().test_subclasses_its_base(tool)
     ToolBuildTests().test_built_from_its_config(tool, _registry(type(tool)))
     ToolAnswerTests().test_answers_with_source_attributed_results(answered, "tide")
     ToolAnswerTests().test_top_k_bounds_the_answer(tool, "tide")
@@ -534,14 +542,13 @@ def test_the_tool_type_kit_catches_each_fault() -> None:
     assert "the call failed: " in _fails(ToolCallTests().test_a_call_answers, _served(Crashes()))
 
 
-def test_the_tool_kit_passes_a_sound_tool_on_the_protocol_or_the_base() -> None:
+def test_the_tool_kit_passes_a_sound_tool() -> None:
     _kit_passes(Lookup())
-    _kit_passes(BasedLookup())
 
 
 def test_the_tool_kit_catches_each_broken_tool() -> None:
     def answered(tool: Any) -> Any:
-        return as_tool(tool).answer("tide")
+        return tool.answer("tide")
 
     test = ToolAnswerTests()
     source = _fails(test.test_answers_with_source_attributed_results, answered(Unattributed()), "tide")
@@ -560,7 +567,7 @@ def test_the_tool_kit_catches_each_broken_tool() -> None:
 # -- loaders ----------------------------------------------------------------------------------------
 
 
-class Notes:
+class Notes(LoaderBase):
     """A sound loader: ``.note`` files read through deckhand's confined reader, ``%`` comment lines dropped."""
 
     extensions = frozenset({".note"})
@@ -655,4 +662,32 @@ def test_the_loader_kit_catches_each_fault(tmp_path: Path) -> None:
     )
     assert "is not in the sample's text" in _fails(
         reading.test_the_sample_gives_its_text, load(Notes(), sample), "draft"
+    )
+
+
+# -- every kind: the base class is the contract ------------------------------------------------------
+
+
+class Structural:
+    """A component written against its kind's members alone (as an earlier version of the docs allowed)."""
+
+
+@pytest.mark.parametrize(
+    ("kit", "sound", "base"),
+    [
+        (ChunkNumberingTests(), Paragraphs(), "ChunkerBase"),
+        (EmbeddingShapeTests(), Hashing(), "EmbedderBase"),
+        (KeywordRankingTests(), Overlap(), "KeywordIndexBase"),
+        (RerankerTests(), TideReranker(), "RerankerBase"),
+        (ContextGeneratorTests(), Titles(), "ContextGeneratorBase"),
+        (LoaderDeclarationTests(), Notes(), "LoaderBase"),
+        (ToolBuildTests(), Lookup(), "ToolBase"),
+        (ExecutorTests(), SkipsFinish(), "ExecutorBase"),
+        (MemoryBackendTests(), InMemoryBackend(), "MemoryBackendBase"),
+    ],
+)
+def test_each_kit_fails_a_component_that_does_not_subclass_its_base(kit: Any, sound: Any, base: str) -> None:
+    kit.test_subclasses_its_base(sound)
+    assert f"Structural does not subclass deckhand.api.{base}: subclass it" in _fails(
+        kit.test_subclasses_its_base, Structural()
     )

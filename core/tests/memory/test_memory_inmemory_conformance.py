@@ -6,7 +6,6 @@ import pytest
 from deckhand.bases import MemoryBackendBase
 from deckhand.memory import InMemoryBackend
 from deckhand.plugins import get_registry
-from deckhand.protocols import MemoryBackend
 from deckhand.testing.memory_conformance import MemoryBackendTests, _open
 
 
@@ -14,7 +13,7 @@ class TestInMemoryBackend(MemoryBackendTests):
     full_grid = True  # fast enough to store all 20,000 coordinates
 
     @pytest.fixture
-    def backend(self) -> MemoryBackend:
+    def backend(self) -> MemoryBackendBase:
         return InMemoryBackend()
 
 

@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
+from deckhand.api import TokenizerBase
+from deckhand.bases import EmbedderBase
 from deckhand.memory import (
     CorruptDecisionsError,
     ImmutableLayerError,
@@ -17,7 +19,6 @@ from deckhand.memory import (
 )
 from deckhand.memory.backend import describe_ranges, sync_message
 from deckhand.memory.index import ContentIndex
-from deckhand.protocols import Tokenizer
 from deckhand.types import Vector
 
 
@@ -115,7 +116,7 @@ def test_sync_message_helpers() -> None:
     assert "5 decisions" in text and "x 1-3,7,9" in text
 
 
-class KeywordEmbedder:
+class KeywordEmbedder(EmbedderBase):
     """A deterministic stand-in embedder: one dimension per topic word."""
 
     model_id = "keyword-test"
@@ -127,7 +128,7 @@ class KeywordEmbedder:
         self.calls: list[int] = []
 
     @property
-    def tokenizer(self) -> Tokenizer:  # pragma: no cover - unused
+    def tokenizer(self) -> TokenizerBase:  # pragma: no cover - unused
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> Vector:

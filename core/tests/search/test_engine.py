@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from deckhand.bases import KeywordIndexBase, RerankerBase
 from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.retrieval import keeper as keeper_module
 from deckhand.retrieval.bm25 import BM25Index
@@ -95,8 +96,8 @@ def test_hybrid_filter_holds_in_the_in_process_modalities() -> None:
     assert [h.record.id for h in hits] == ["b"]
 
 
-class _PluginKeyword:
-    """A plugin's keyword strategy written against the KeywordIndex Protocol alone (no base class)."""
+class _PluginKeyword(KeywordIndexBase):
+    """A plugin's keyword strategy with its required members alone."""
 
     def __init__(self) -> None:
         self.ids: list[str] = []
@@ -129,9 +130,9 @@ def _plugin_engine(store: InMemoryStore, strategy: _PluginKeyword) -> QueryEngin
     return QueryEngine(lambda q: _vector(1, 0.1, 0), name="t", indexes=keeper.refresh(store))
 
 
-def test_a_protocol_only_strategy_is_adapted_once_and_keeps_its_optional_members() -> None:
-    """The keeper adapts a plugin's strategy (deckhand.bases.as_keyword_index): its own filter and vector search
-    are used; without them the engine rechecks the ranking and calls ``search`` on the query's thread."""
+def test_a_plugin_strategy_keeps_its_optional_members() -> None:
+    """A plugin's strategy's own filter and vector search are used; without them (the base's defaults) the engine
+    rechecks the ranking and calls ``search`` on the query's thread."""
     store = _store()
     where = Filter((condition("year", Op.GTE, [2001]),))
     keyword_only = SearchSettings(top_k=3, weights={"keyword": 1.0})
@@ -171,7 +172,7 @@ def test_filter_recheck_reads_each_id_once_and_keeps_the_order() -> None:
     assert FilterRecheck(store, None, {}).first([("x", 1.0)], 1) == [("x", 1.0)]
 
 
-class _Reranker:
+class _Reranker(RerankerBase):
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
         return [1.0 / (1 + i) for i in range(len(passages))]
 

@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from deckhand.api import StoreCapability
 from deckhand.cli.main import cli
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.errors import FilterError
 from deckhand.filters import Filter, Op, SearchFilter, condition, parse_expressions
 from deckhand.ingest.front_matter import FrontMatterError, front_matter
-from deckhand.protocols import StoreCapability
 from deckhand.stores import filtering
 from deckhand.stores.inmemory import InMemoryStore
 from deckhand.tools.vectorstore_tool import VectorStoreTool

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from deckhand.protocols import KeywordIndex, VectorStore
+from deckhand.api import KeywordIndexBase, StoreBase
 from deckhand.retrieval import side_indexes, tantivy_keyword
 from deckhand.retrieval.bm25 import BM25Index
 from deckhand.retrieval.engine import QueryEngine
@@ -56,7 +56,7 @@ def _store(path: Path) -> SQLiteStore:
     return store
 
 
-def _tantivy(store: VectorStore) -> tuple[KeywordIndex, str]:
+def _tantivy(store: StoreBase) -> tuple[KeywordIndexBase, str]:
     return TantivyIndex.from_options(store, None, TantivyOptions()), "tantivy"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from _chat_server import ChatServer, serve_chat
 from click.testing import CliRunner
+from deckhand.bases import RerankerBase
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.config.schema import agent_schema
@@ -114,7 +115,7 @@ def test_missing_api_key_is_one_clear_error_when_the_tool_opens(
 
 
 def test_rerank_checks_what_a_reranker_returns() -> None:
-    class Fixed:
+    class Fixed(RerankerBase):
         def __init__(self, scores: list[float]) -> None:
             self.scores = scores
 

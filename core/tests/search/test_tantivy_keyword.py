@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from deckhand.bases import KeywordIndexBase
 from deckhand.config.loading import load_agent_config
 from deckhand.filters.conditions import Filter, condition
 from deckhand.retrieval import tantivy_keyword
@@ -469,7 +470,7 @@ def test_dropping_the_collection_removes_its_keyword_index(tmp_path: Path) -> No
     assert not path.exists()
 
 
-class _Substring:
+class _Substring(KeywordIndexBase):
     """A plugin-like keyword strategy that neither persists (no blob) nor keeps itself."""
 
     def __init__(self) -> None:

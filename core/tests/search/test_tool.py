@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from deckhand.api import StoreCapability
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import get_registry
-from deckhand.protocols import StoreCapability
 from deckhand.registration import Registrar
 from deckhand.retrieval.side_indexes import indexed_text
 from deckhand.tools import build_tool

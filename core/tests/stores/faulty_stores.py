@@ -26,9 +26,9 @@ from deckhand.api import (
     Record,
     Registrar,
     SearchHit,
+    StoreBase,
     StoreCapability,
     Vector,
-    VectorStore,
     hookimpl,
     state_dir,
     store_capabilities,
@@ -120,7 +120,16 @@ class NoNamespaceStore(ModuleDictStore):
         return _SHARED.setdefault(("no-namespace", collection), cls(collection))
 
 
-class StaleReaderStore:
+def _shared(name: str) -> Any:
+    """A method of :class:`StaleReaderStore` that is the shared store's own."""
+
+    def method(self: StaleReaderStore, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._shared, name)(*args, **kwargs)
+
+    return method
+
+
+class StaleReaderStore(StoreBase):
     """Shares a collection between connections, but each connection searches the vectors it loaded first."""
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.PERSISTENT})
@@ -140,8 +149,9 @@ class StaleReaderStore:
             self._loaded.upsert(list(self._shared.iter_records()))
         return self._loaded.search(vector, k, **options)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shared, name)
+    open, drop, upsert, get, count, close = map(_shared, ("open", "drop", "upsert", "get", "count", "close"))
+    replace_source, delete_source = _shared("replace_source"), _shared("delete_source")
+    manifest, set_file_state, iter_records = map(_shared, ("manifest", "set_file_state", "iter_records"))
 
 
 class ThreadBoundStore(InMemoryStore):
@@ -178,7 +188,7 @@ class CwdStore(InMemoryStore):
         return super().open(spec)
 
 
-class JsonFileStore:
+class JsonFileStore(StoreBase):
     """A whole collection in one JSON file under the state directory, rewritten on every write.
 
     It persists and is read afresh on every call, so it passes the persistence checks; it
@@ -304,8 +314,8 @@ FILE_STORES = {JsonFileStore.connect, UndeclaredJsonFileStore.connect}
 def _typed(factory: Any) -> Any:
     """``factory(config, collection[, base_dir=])`` as the typed store factory (its options are none)."""
 
-    def build(config: Any, collection: str, options: None, /, *, base_dir: Path) -> VectorStore:
-        store: VectorStore = (
+    def build(config: Any, collection: str, options: None, /, *, base_dir: Path) -> StoreBase:
+        store: StoreBase = (
             factory(config, collection, base_dir=base_dir) if factory in FILE_STORES else factory(config, collection)
         )
         return store

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from deckhand.bases import EmbedderBase
 from deckhand.cli.main import EXIT_ERROR, cli
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache
 from deckhand.stores.sqlite import file as sqlite_file
@@ -63,7 +64,7 @@ def _full(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA max_page_count={pages}")
 
 
-class _Embedder:
+class _Embedder(EmbedderBase):
     model_id, dimension, max_tokens = "fake", 8, 128
     tokenizer: Any = None
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deckhand.api import ToolBase
 from deckhand.config import load_agent_config
-from deckhand.protocols import Tool
 from deckhand.testing.kits import ChunkBudgetTests, ChunkerTests, LoaderTests, ToolTests
 from deckhand.types import Document
 from deckhand_code.chunker import CodeChunker
@@ -46,7 +46,7 @@ class TestCodeChunkerKit(ChunkerTests):
 
 class TestCodeToolKit(ToolTests):
     @pytest.fixture
-    def tool(self, tmp_path: Path) -> Tool:
+    def tool(self, tmp_path: Path) -> ToolBase:
         from deckhand.tools import build_tool
 
         project = make_repo(tmp_path, SAMPLES)

@@ -18,6 +18,7 @@ import deckhand_ray.executor as executor_module
 import psutil
 import pytest
 from click.testing import CliRunner
+from deckhand.bases import ProgressBase
 from deckhand.building.lazy_embedders import forget_embedders, lazy_embedder, lazy_embedder_for
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
@@ -119,7 +120,7 @@ def test_server_stores_equal_local(
     _same(local, distributed)
 
 
-class _KillOnce:
+class _KillOnce(ProgressBase):
     """A progress display that SIGKILLs one embedding actor's process when ``after`` files are done."""
 
     def __init__(self, after: int) -> None:

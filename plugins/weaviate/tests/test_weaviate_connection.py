@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from deckhand.api import NativeHybridSearch, NativeKeywordSearch, StoreCapability, store_capabilities
 from deckhand.cli.main import cli
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import StoreAuthenticationError, StoreConnectionError, StoreError
 from deckhand.install_hints import install_command, install_hint
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import NativeHybridSearch, NativeKeywordSearch, StoreCapability, store_capabilities
 from deckhand.stores.tool_store import create_store
 from deckhand_weaviate.connection import FIX, Redactor, connection_error
 from deckhand_weaviate.options import WeaviateOptions

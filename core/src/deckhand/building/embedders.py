@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from deckhand.bases import EmbedderBase
 from deckhand.config.component_choices import embedder_options, resolve_embedder
 from deckhand.embedding.cache import CachedEmbedder, EmbeddingCache, open_cache
 from deckhand.errors import ConfigError
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import Embedder
 
 if TYPE_CHECKING:
     from deckhand.config.component_choices import ComponentChoice
@@ -34,7 +34,7 @@ FORMER_DEFAULTS = ("all-MiniLM-L6-v2-onnx-int8",)
 #: What ``embedding_model:`` holds once validated: a name, a name with options, or nothing (the default).
 EmbeddingModel: TypeAlias = "str | ComponentChoice | None"
 
-_embedders: dict[tuple[Callable[..., Any], str, str], Embedder] = {}
+_embedders: dict[tuple[Callable[..., Any], str, str], EmbedderBase] = {}
 _caches: dict[Path, EmbeddingCache] = {}
 _lock = threading.Lock()
 
@@ -51,7 +51,7 @@ def options_key(options: Mapping[str, Any]) -> str:
     return json.dumps(options, sort_keys=True, default=str)
 
 
-def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> Embedder:
+def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> EmbedderBase:
     """The embedder ``value`` selects (default MiniLM), built once per process and set of options, and shared."""
     name, options = split_model(value)
     component = resolve_embedder(registry, name)

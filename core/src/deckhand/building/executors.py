@@ -1,5 +1,6 @@
 """The executor an ``executor:`` choice names (``--executor``, agent.yaml, the global config), built with its
-validated options: the ingest layer takes the built :class:`~deckhand.ingest.executor.Executor`, never the choice."""
+validated options: the ingest layer takes the built :class:`~deckhand.ingest.executor.ExecutorBase`, never the
+choice."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from pydantic import ValidationError
 
 from deckhand.config.component_choices import NOT_FOUND, ComponentChoice, resolve_choice
 from deckhand.errors import ComponentNotFoundError, ConfigError
-from deckhand.ingest.executor import Executor
+from deckhand.ingest.executor import ExecutorBase
 from deckhand.plugins import PluginRegistry
 
 
-def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> Executor:
+def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> ExecutorBase:
     """The executor ``choice`` names, built with its validated options; one-line errors name ``origin`` (where
     the choice came from) and, for an executor that is not installed, the command that installs it."""
     try:
@@ -22,5 +23,5 @@ def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: st
             raise ComponentNotFoundError(f"{origin}: {first['msg']}") from None
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
-    executor: Executor = component.create(options=options)
+    executor: ExecutorBase = component.subclassing(component.create(options=options), ExecutorBase)
     return executor

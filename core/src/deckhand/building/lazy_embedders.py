@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from deckhand.bases import EmbedderBase, as_embedder
+from deckhand.bases import EmbedderBase, TokenizerBase
 from deckhand.building.embedders import (
     EmbeddingModel,
     embedding_cache,
@@ -26,7 +26,6 @@ from deckhand.building.embedders import (
 )
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Embedder, Tokenizer
 from deckhand.types import Vector
 
 #: Registration info keys that describe a model without loading it.
@@ -44,15 +43,14 @@ class LazyEmbedder(EmbedderBase):
         registry: PluginRegistry,
         value: EmbeddingModel,
         described: dict[str, Any] | None,
-        tokenizer: Callable[[], Tokenizer] | None = None,
+        tokenizer: Callable[[], TokenizerBase] | None = None,
     ) -> None:
         self._registry = registry
         self._value = value
-        self._inner: Embedder | None = None
-        self._base: EmbedderBase | None = None  # the same, with the base class's members
+        self._inner: EmbedderBase | None = None
         #: Builds the model's tokenizer without the model (the registration's ``tokenizer=``), or None.
         self._make_tokenizer = tokenizer
-        self._tokenizer: Tokenizer | None = None
+        self._tokenizer: TokenizerBase | None = None
         self._lock = threading.Lock()
         if described is None:
             inner = self.load()
@@ -60,26 +58,22 @@ class LazyEmbedder(EmbedderBase):
         self.model_id: str = str(described["model_id"])
         self.dimension: int = int(described["dimension"])
         self.max_tokens: int = int(described["max_tokens"])
-        self.long_inputs = described.get("long_inputs") or (self._base.long_inputs if self._base else None)
+        self.long_inputs = described.get("long_inputs") or (self._inner.long_inputs if self._inner else None)
 
     @property
     def loaded(self) -> bool:
         """Whether the model was loaded (by this object)."""
         return self._inner is not None
 
-    def load(self) -> Embedder:
+    def load(self) -> EmbedderBase:
         """The real embedder (loaded once per process, shared with :func:`load_embedder`)."""
-        return self._loaded()[0]
-
-    def _loaded(self) -> tuple[Embedder, EmbedderBase]:
         with self._lock:
-            if self._inner is None or self._base is None:
+            if self._inner is None:
                 self._inner = load_embedder(self._registry, self._value)
-                self._base = as_embedder(self._inner)
-            return self._inner, self._base
+            return self._inner
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> TokenizerBase:
         """The model's tokenizer: without loading the model where the registration builds it alone (a process
         that chunks but does not embed, such as a Ray driver, never loads the model), else the loaded model's."""
         with self._lock:
@@ -94,16 +88,16 @@ class LazyEmbedder(EmbedderBase):
 
     def embed_queries(self, texts: Sequence[str]) -> Vector:
         """Queries' vectors: the model's ``embed_queries`` (its ``embed`` unless it reads queries differently)."""
-        return self._loaded()[1].embed_queries(texts)
+        return self.load().embed_queries(texts)
 
     def embed_batches(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Vector]]:
         """The model's ``embed_batches`` (vectors as they are made, where it makes them so)."""
-        yield from self._loaded()[1].embed_batches(texts)
+        yield from self.load().embed_batches(texts)
 
     @property
     def tokens_used(self) -> int | None:
         """Tokens a remote service reported using (None until loaded, or for a local model)."""
-        return self._base.tokens_used if self._base is not None else None
+        return self._inner.tokens_used if self._inner is not None else None
 
 
 def lazy_embedder(registry: PluginRegistry, value: EmbeddingModel) -> LazyEmbedder:

@@ -54,7 +54,6 @@ from deckhand.calls.write_calls import (
 )
 from deckhand.index.agent_documents import is_agent_source
 from deckhand.limits import DEFAULT_RESULT_BUDGET
-from deckhand.tools import as_tool
 from deckhand.tools.tool_io import function_definition, tool_function
 
 #: What a call returns: the text an agent reads and the same answer as structured data.
@@ -116,7 +115,7 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
         elif name == "cursor":
             properties[name] = ours
         elif name == "top_k":
-            default = as_tool(tool).top_k
+            default = tool.top_k
             if default is not None:
                 ours["default"] = default
                 ours["description"] = f"How many results to return (1-{limit}); default {default}."
@@ -165,7 +164,7 @@ def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Opera
 
 def with_links(reader: SourceReader, tool: Any, found: SearchOutput) -> SearchOutput:
     """``found`` with each hit's ``uri`` (its file and lines) where the reader would serve it."""
-    base = as_tool(tool).base_dir or Path.cwd()
+    base = tool.base_dir or Path.cwd()
     for hit in found.results:
         if is_agent_source(hit.source):  # a document an agent added: its own URI, read like a file's
             lines = f"#L{hit.start_line}-L{hit.end_line or hit.start_line}" if hit.start_line is not None else ""

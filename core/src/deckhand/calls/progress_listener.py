@@ -1,9 +1,11 @@
-"""Following an ingest from a front end: the pipeline's ``Progress`` that tells a listener."""
+"""Following an ingest from a front end: the pipeline's progress that tells a listener."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+
+from deckhand.bases import ProgressBase
 
 log = logging.getLogger("deckhand.calls")
 
@@ -11,8 +13,8 @@ log = logging.getLogger("deckhand.calls")
 ProgressListener = Callable[[float, str], None]
 
 
-class IngestProgress:
-    """The ingest pipeline's ``Progress``: remembers where an ingest is and tells a listener."""
+class IngestProgress(ProgressBase):
+    """The ingest pipeline's progress: remembers where an ingest is and tells a listener."""
 
     def __init__(self, label: str) -> None:
         self.label = label

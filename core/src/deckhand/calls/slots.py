@@ -12,7 +12,7 @@ from deckhand.calls.call_models import CallError
 from deckhand.calls.outages import Outage
 from deckhand.calls.progress_listener import IngestProgress
 from deckhand.ingest.freshness import SourceChanges
-from deckhand.protocols import Tool
+from deckhand.tools import ToolBase
 from deckhand.tools.tool_io import takes_filter
 
 
@@ -20,7 +20,7 @@ from deckhand.tools.tool_io import takes_filter
 class Slot:
     """One tool and what the toolbox knows about it."""
 
-    tool: Tool
+    tool: ToolBase
     tracker: IngestProgress | None
     cond: threading.Condition = field(default_factory=threading.Condition)
     busy: bool = False  # a search or an ingest holds the tool
@@ -43,7 +43,7 @@ class Slot:
     changes_at: float | None = None
 
     @classmethod
-    def serving(cls, tool: Tool, tracker: IngestProgress | None) -> Slot:
+    def serving(cls, tool: ToolBase, tracker: IngestProgress | None) -> Slot:
         """The slot of ``tool`` as the toolbox starts serving it."""
         return cls(tool, tracker, takes_filter=takes_filter(tool))
 

@@ -32,7 +32,6 @@ from deckhand.ingest.discovery import display_path
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.report import format_size
 from deckhand.limits import MAX_READ_BYTES, MAX_URI_CHARS
-from deckhand.tools import as_tool
 
 #: Most lines one read returns (a longer range or section is cut; the answer says where it stops).
 MAX_LINES = 400
@@ -164,7 +163,7 @@ class SourceReader:
                     self._extensions[name],
                     encoding,
                     None if limit is None else int(limit),
-                    as_tool(tool).base_dir,
+                    tool.base_dir,
                 )
             )
         return found
@@ -391,4 +390,4 @@ def _line_of(offsets: list[int], char: int) -> int:
 
 def tool_loaders(tool: Any) -> Any:
     """The loaders ``tool`` reads its files with: deckhand's own and the plugin loaders it opted in to."""
-    return as_tool(tool).loader_set()
+    return tool.loader_set()

@@ -16,7 +16,6 @@ from deckhand.calls.call_models import MemoryStatus, ToolStatus
 from deckhand.calls.slots import Slot
 from deckhand.calls.write_calls import is_writable
 from deckhand.ingest.discovery import display_path
-from deckhand.tools import as_tool
 from deckhand.tools.tool_io import tool_function
 
 
@@ -63,7 +62,7 @@ def _shown(tool: Any, source: Path) -> str:
     """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
     type with no folder of its own: absolute)."""
     path = Path(os.path.abspath(source))
-    base = as_tool(tool).base_dir
+    base = tool.base_dir
     return display_path(path, base) if base is not None else path.as_posix()
 
 

@@ -69,8 +69,7 @@ from deckhand.calls.status import listing_text, tool_status
 from deckhand.calls.write_calls import WRITE_CALLS, WriteCalls, WriteState, entry_counts
 from deckhand.errors import ConfigError, is_outage
 from deckhand.ingest.freshness import SourceChanges
-from deckhand.protocols import Tool
-from deckhand.tools import as_tool
+from deckhand.tools import ToolBase
 from deckhand.tools.answers import SearchOptions
 
 if TYPE_CHECKING:
@@ -112,7 +111,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     def __init__(
         self,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolBase],
         memory: VectorMemoryManager | None = None,
         *,
         search_wait: float = SEARCH_WAIT,
@@ -285,9 +284,9 @@ class Toolbox(MemoryCalls, WriteCalls):
                 # A long-lived toolbox waits for its server to come back rather than serve an in-memory copy for good.
                 with fallback_policy(self.allow_fallback, default=False):
                     tool = slot.tool
-                    if as_tool(tool).index is not None and not tool.is_initialized and not force:
+                    if tool.index is not None and not tool.is_initialized and not force:
                         # The index as the last ingest left it, first: the listing counts what it holds meanwhile.
-                        as_tool(tool).open_ingested()
+                        tool.open_ingested()
                         self._count(name, slot)
                     report = tool.initialize_sync(force)
             except Exception as exc:
@@ -351,7 +350,7 @@ class Toolbox(MemoryCalls, WriteCalls):
             try:
                 extra = _filter_argument(name, slot, args.filter)
                 # One pass: the results, their text, why there are none (a tool type of its own: its own text).
-                answer = as_tool(tool).answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
+                answer = tool.answer(args.query, SearchOptions(args.top_k, extra.get("filter")))
                 results, text = answer.results, answer.text
                 changes = self._changes(name, slot)
             except CallError:
@@ -379,7 +378,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
         tool of another kind, or a source too large to check on every search), read at most every
         :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
-        tool = as_tool(slot.tool)
+        tool = slot.tool
         now = time.monotonic()
         if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:
             try:
@@ -466,7 +465,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         try:
             slot.count = int(slot.tool.document_count)
             slot.entries = entry_counts(slot.tool)
-            index = as_tool(slot.tool).index
+            index = slot.tool.index
             slot.search_note = index.search_note() if index is not None else None
         except Exception as exc:  # the store may be gone; the listing must still answer
             line = self.error_line(exc)
@@ -484,7 +483,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         """
 
         def stamp(tool: Any) -> Any:
-            index = as_tool(tool).index
+            index = tool.index
             return index.change_stamp() if index is not None else ("count", int(tool.document_count))
 
         return self._read_held(name, timeout, stamp)
@@ -582,7 +581,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
 def _index_of(tool: Any, read: Callable[[Any], T]) -> T | None:
     """``read`` of ``tool``'s index (None: a tool that holds none)."""
-    index = as_tool(tool).index
+    index = tool.index
     return read(index) if index is not None else None
 
 

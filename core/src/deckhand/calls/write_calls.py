@@ -49,7 +49,6 @@ from deckhand.limits import (
     MAX_TITLE_CHARS,
     MAX_URI_CHARS,
 )
-from deckhand.tools import as_tool
 
 audit = logging.getLogger("deckhand.audit")
 audit.setLevel(logging.INFO)  # audit lines are written at the default log level too
@@ -226,7 +225,7 @@ def entry_counts(tool: Any) -> tuple[int, int] | None:
 
 
 def is_writable(tool: Any) -> bool:
-    return as_tool(tool).writable
+    return tool.writable
 
 
 class WriteCalls:
@@ -334,7 +333,7 @@ class WriteCalls:
         found: list[AgentDocument] = []
         for name in self.tool_names:
             slot = self._slot(name)
-            index = as_tool(slot.tool).index
+            index = slot.tool.index
             if index is None or not slot.ready:
                 continue
             try:
@@ -353,7 +352,7 @@ class WriteCalls:
             name, doc_id = parse_agent_uri(base)
         except ValueError as exc:
             raise CallError(f"uri: {exc}") from None
-        if name not in self.tool_names or as_tool(self.tool(name)).index is None:
+        if name not in self.tool_names or self.tool(name).index is None:
             raise CallError(f"uri: no tool named {name!r} holds agent documents")
         slot = self._slot(name)
         if not slot.ready:

@@ -29,14 +29,13 @@ from typing import Any
 
 from pydantic import AliasChoices, Field, model_validator
 
-from deckhand.bases import ChunkerBase, as_tokenizer
+from deckhand.bases import ChunkerBase, TokenizerBase
 from deckhand.chunking import rst
 from deckhand.chunking.blocks import Block, split_blocks
 from deckhand.chunking.budget import char_cap, char_cuts
 from deckhand.chunking.definitions import extract_definitions, is_definitions_heading
 from deckhand.chunking.headings import Heading, Line, code_lines, front_matter_end, parse_headings, split_lines
 from deckhand.chunking.reference_finding import find_references
-from deckhand.protocols import Tokenizer
 from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
@@ -162,11 +161,11 @@ class StructureChunker(ChunkerBase):
     """Chunks markdown or reStructuredText along its heading structure; see the module docstring."""
 
     @classmethod
-    def from_options(cls, tokenizer: Tokenizer, options: StructureChunkerOptions) -> StructureChunker:
+    def from_options(cls, tokenizer: TokenizerBase, options: StructureChunkerOptions) -> StructureChunker:
         """The ``structure`` chunker's registered factory (:class:`deckhand.registration.ChunkerFactory`)."""
         return cls(tokenizer, max_chunk_tokens=options.max_chunk_tokens, chunk_overlap=options.chunk_overlap)
 
-    def __init__(self, tokenizer: Tokenizer, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
+    def __init__(self, tokenizer: TokenizerBase, max_chunk_tokens: int = 800, chunk_overlap: int = 0) -> None:
         if max_chunk_tokens < 16:
             raise ValueError(f"max_chunk_tokens must be at least 16 (got {max_chunk_tokens})")
         if not 0 <= chunk_overlap < max_chunk_tokens:
@@ -174,7 +173,7 @@ class StructureChunker(ChunkerBase):
                 f"chunk_overlap must be in [0, max_chunk_tokens) (got {chunk_overlap} with {max_chunk_tokens})"
             )
         self.tokenizer = tokenizer
-        self._stream = as_tokenizer(tokenizer)
+        self._stream = tokenizer
         self.max_chunk_tokens = max_chunk_tokens
         self.max_chars = char_cap(max_chunk_tokens)
         self.chunk_overlap = chunk_overlap

@@ -6,9 +6,8 @@ from collections.abc import Iterator
 
 from pydantic import Field, model_validator
 
-from deckhand.bases import ChunkerBase, as_tokenizer
+from deckhand.bases import ChunkerBase, TokenizerBase
 from deckhand.chunking.budget import char_cap, char_cuts
-from deckhand.protocols import Tokenizer
 from deckhand.tool_entry import StrictModel
 from deckhand.types import Chunk, Document
 
@@ -37,11 +36,11 @@ class TokenChunker(ChunkerBase):
     """
 
     @classmethod
-    def from_options(cls, tokenizer: Tokenizer, options: TokenChunkerOptions) -> TokenChunker:
+    def from_options(cls, tokenizer: TokenizerBase, options: TokenChunkerOptions) -> TokenChunker:
         """The ``token`` chunker's registered factory (:class:`deckhand.registration.ChunkerFactory`)."""
         return cls(tokenizer, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap)
 
-    def __init__(self, tokenizer: Tokenizer, chunk_size: int = 512, chunk_overlap: int = 50) -> None:
+    def __init__(self, tokenizer: TokenizerBase, chunk_size: int = 512, chunk_overlap: int = 50) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1 (got {chunk_size})")
         if not 0 <= chunk_overlap < chunk_size:
@@ -49,7 +48,7 @@ class TokenChunker(ChunkerBase):
                 f"chunk_overlap must be in [0, chunk_size) (got {chunk_overlap} with chunk_size {chunk_size})"
             )
         self.tokenizer = tokenizer
-        self._stream = as_tokenizer(tokenizer)
+        self._stream = tokenizer
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.max_chars = char_cap(chunk_size)

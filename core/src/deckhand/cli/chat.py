@@ -32,7 +32,7 @@ from deckhand.cli.tools import (
 )
 from deckhand.paths import is_link, state_dir
 from deckhand.printable import printable
-from deckhand.protocols import Tool
+from deckhand.tools import ToolBase
 
 #: The history file, under the state directory (``$DECKHAND_HOME`` or ``.deckhand/`` beside agent.yaml).
 HISTORY_FILE = "chat_history"
@@ -92,14 +92,14 @@ class History:
 class Session:
     """What the session answers each line with, and what the commands change."""
 
-    tools: list[Tool]
+    tools: list[ToolBase]
     out: Output
     history: History
     #: Opens (or ingests) the tools picked that are not ready yet.
-    ready: Callable[[list[Tool]], None]
+    ready: Callable[[list[ToolBase]], None]
     top_k: int | None = None
     full: bool = False
-    picked: list[Tool] = field(default_factory=list)
+    picked: list[ToolBase] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.picked:
@@ -198,7 +198,7 @@ def chat(
         tools = build_tools(config, config_path)
         quiet = ctx.obj.get("quiet", False)
 
-        def ready(chosen: list[Tool]) -> None:  # a tool is opened (or ingested) when first picked
+        def ready(chosen: list[ToolBase]) -> None:  # a tool is opened (or ingested) when first picked
             initialize_tools([t for t in chosen if not t.is_initialized], force_ingest, quiet, refresh=refresh)
 
         picked = [t for t in tools if t.config.name in tool_names] if tool_names else list(tools)

@@ -235,7 +235,7 @@ def eval_cmd() -> click.Command:
         from deckhand.cli.progress import progress_for
         from deckhand.evaluation.beir import load_beir
         from deckhand.paths import state_dir
-        from deckhand.tools import as_tool, build_tool
+        from deckhand.tools import build_tool
 
         quiet = (ctx.obj or {}).get("quiet", False) or as_json
         with errors():
@@ -253,7 +253,7 @@ def eval_cmd() -> click.Command:
             with progress or contextlib.nullcontext():
                 report = tool.initialize_sync(force_ingest=force_ingest)
             ingest_seconds = time.perf_counter() - clock
-            index = as_tool(tool).index
+            index = tool.index
             keeper = index.keeper if index is not None else None  # the side indexes of a hybrid tool
             strategy = keeper.keyword_strategy if keeper is not None else None
             if not quiet:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from deckhand.bases import ProgressBase
 from deckhand.printable import printable
 
 #: Seconds between two status lines without a terminal (``DECKHAND_PROGRESS_INTERVAL`` overrides it).
@@ -32,8 +33,8 @@ def progress_for(label: str, *, quiet: bool = False) -> RichProgress | LineProgr
     return None if quiet else LineProgress(label)
 
 
-class RichProgress:
-    """Implements the pipeline's ``Progress`` protocol with one bar per stage."""
+class RichProgress(ProgressBase):
+    """The pipeline's progress with one bar per stage."""
 
     def __init__(self, label: str, enabled: bool = True, *, quiet: bool = False) -> None:
         console = Console(stderr=True)
@@ -83,8 +84,8 @@ class RichProgress:
             self._bars.console.print(f"{self._label}: {printable(message)}", markup=False, highlight=False)
 
 
-class LineProgress:
-    """The pipeline's ``Progress`` as plain lines: one per stage, a status line at most every ``interval`` s."""
+class LineProgress(ProgressBase):
+    """The pipeline's progress as plain lines: one per stage, a status line at most every ``interval`` s."""
 
     def __init__(self, label: str, *, stream: TextIO | None = None, interval: float | None = None) -> None:
         self._label = printable(label)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deckhand.config.models import RetrievalTestCase
-from deckhand.protocols import Tool
-from deckhand.tools import as_tool
+from deckhand.tools import ToolBase
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def matches(source: str, expected: str) -> bool:
     return source == expected or source.endswith("/" + expected.lstrip("./"))
 
 
-def run_cases(cases: list[RetrievalTestCase], tools: list[Tool]) -> list[ToolScore]:
+def run_cases(cases: list[RetrievalTestCase], tools: list[ToolBase]) -> list[ToolScore]:
     """Ask each case of every tool it applies to (its ``tool:``, else all of ``tools``)."""
     scores = []
     for tool in tools:
@@ -90,7 +89,7 @@ def run_cases(cases: list[RetrievalTestCase], tools: list[Tool]) -> list[ToolSco
         for index, case in enumerate(cases):
             if case.tool is not None and case.tool != name:
                 continue
-            k = case.top_k or as_tool(tool).top_k
+            k = case.top_k or tool.top_k
             ks.add(k)
             results = tool.search_results_sync(case.query, case.top_k)
             ranks = [r.rank for r in results if any(matches(r.source, e) for e in case.expected_sources)]

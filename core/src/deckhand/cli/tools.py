@@ -22,13 +22,12 @@ from deckhand.config.loading import load_agent_config, resolve_executor
 from deckhand.config.models import AgentConfig
 from deckhand.errors import ConfigError
 from deckhand.filters.spec import SYNTAX, parse_expressions
-from deckhand.ingest.executor import LOCAL, Executor
+from deckhand.ingest.executor import LOCAL, ExecutorBase
 from deckhand.ingest.sharding import Shard
 from deckhand.plugins import get_registry
 from deckhand.printable import printable
-from deckhand.protocols import Tool
 from deckhand.stores.tool_store import fallback_policy
-from deckhand.tools import as_tool, build_tool
+from deckhand.tools import ToolBase, build_tool
 from deckhand.tools.answers import SearchOptions
 from deckhand.tools.tool_io import refuse_filter, takes_filter
 
@@ -55,7 +54,7 @@ def build_tools(
     config_path: Path,
     names: tuple[str, ...] | None = None,
     progress: Callable[[str], Any] | None = None,
-) -> list[Tool]:
+) -> list[ToolBase]:
     """The configured tools (only ``names`` if given; an unknown name is an error listing the known ones)."""
     base_dir = config_path.resolve().parent
     check_tool_names(config, config_path, names or ())
@@ -66,7 +65,7 @@ def build_tools(
 
 
 @contextlib.contextmanager
-def closing(tools: list[Tool]) -> Iterator[None]:
+def closing(tools: list[ToolBase]) -> Iterator[None]:
     """Close every tool's store when the command is done with them: the default store's last connection then
     folds its write-ahead log into the index file and records the file as checked (the next ingest need not
     read it whole), instead of leaving that to the interpreter's exit."""
@@ -82,14 +81,14 @@ Display = RichProgress | LineProgress
 
 
 def initialize_tools(
-    tools: list[Tool],
+    tools: list[ToolBase],
     force: bool,
     quiet: bool,
     displays: dict[str, Display | None] | None = None,
     *,
     refresh: bool = True,
     shard: Shard | None = None,
-    executor: Executor | None = None,
+    executor: ExecutorBase | None = None,
 ) -> bool:
     """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
 
@@ -98,11 +97,11 @@ def initialize_tools(
     every tool that ingests a source (None: ``local``). True if any file failed."""
     any_failed = False
     for tool in tools:
-        if shard is not None and not as_tool(tool).ingests_in_units:
+        if shard is not None and not tool.ingests_in_units:
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) cannot ingest a shard; leave out --shard"
             )
-        if executor is not None and not as_tool(tool).ingests_in_units:
+        if executor is not None and not tool.ingests_in_units:
             raise ConfigError(
                 f"tool {tool.config.name!r} ({type(tool).__name__}) ingests in this process only; "
                 "use --executor local or --tool to leave it out"
@@ -110,7 +109,7 @@ def initialize_tools(
     for tool in tools:
         progress = (displays or {}).get(tool.config.name)
         sharded: dict[str, Any] = {"shard": shard} if shard is not None else {}
-        if executor is not None and as_tool(tool).ingests_in_units:
+        if executor is not None and tool.ingests_in_units:
             sharded["executor"] = executor
         if not refresh and not force:
             report = tool.open_sync()  # (and what changed since the last ingest: a walk and a stat per file)
@@ -202,7 +201,7 @@ full_option = click.option("--full", is_flag=True, help="Show each result's whol
 
 
 def answer(
-    tool: Tool, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
+    tool: ToolBase, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
 ) -> Text:
     """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
 
@@ -211,16 +210,16 @@ def answer(
     some tools take (``filter``), passed only when given."""
     extra = extra or {}
     shown = Text()
-    stale = as_tool(tool).opened_changes()
+    stale = tool.opened_changes()
     if stale is not None:
         shown.append(f"Note: {stale.describe()}; {NOT_YET}: {refresh_hint(tool)}\n\n", style="bold")
     note = search_note(tool)
     if note:
         shown.append(f"Note: {note}\n\n", style="bold")
-    if as_tool(tool).own_text:
+    if tool.own_text:
         shown.append(tool.search_text_sync(query, top_k, **extra))
         return shown
-    found = as_tool(tool).answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its line when empty
+    found = tool.answer(query, SearchOptions(top_k, extra.get("filter")))  # one pass, its line when empty
     if not found.results:
         shown.append(found.text)
         return shown
@@ -228,22 +227,22 @@ def answer(
     return shown
 
 
-def search_note(tool: Tool) -> str | None:
+def search_note(tool: ToolBase) -> str | None:
     """What a person should know of ``tool``'s index before its results (None: nothing, or no index)."""
-    index = as_tool(tool).index
+    index = tool.index
     return index.search_note() if index is not None else None
 
 
-def refresh_hint(tool: Tool) -> str:
+def refresh_hint(tool: ToolBase) -> str:
     """How a person brings ``tool``'s index up to date."""
     return f"run `deckhand ingest --tool {tool.config.name}`, or search with --refresh"
 
 
-def stale_json(tools: list[Tool]) -> dict[str, Any]:
+def stale_json(tools: list[ToolBase]) -> dict[str, Any]:
     """``search --json``'s ``stale-sources`` entry: each tool whose source changed since its last ingest."""
     out: dict[str, Any] = {}
     for tool in tools:
-        changes = as_tool(tool).opened_changes()
+        changes = tool.opened_changes()
         if changes is not None:
             out[tool.config.name] = {
                 "added": changes.added,
@@ -320,7 +319,7 @@ def search_cmd() -> click.Command:
     return search
 
 
-def _filterable(tools: list[Tool], *, explicit: bool) -> list[Tool]:
+def _filterable(tools: list[ToolBase], *, explicit: bool) -> list[ToolBase]:
     """The tools a filtered search asks: all of them when named with --tool (one that takes no filter
     is a one-line error before any ingestion), else those that take a filter, saying which were left out."""
     refused = [t for t in tools if not takes_filter(t)]

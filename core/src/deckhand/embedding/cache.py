@@ -19,11 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from deckhand.bases import EmbedderBase, as_embedder
+from deckhand.bases import EmbedderBase, TokenizerBase
 from deckhand.errors import EmbeddingError
 from deckhand.paths import refuse_link
 from deckhand.printable import printable
-from deckhand.protocols import Embedder, Tokenizer
 from deckhand.similarity import degenerate_row
 from deckhand.types import Vector
 
@@ -130,8 +129,8 @@ class CachedEmbedder(EmbedderBase):
     fails halfway keeps what was embedded, and the next run does not ask for it again.
     """
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache | None) -> None:
-        self.inner = as_embedder(inner)
+    def __init__(self, inner: EmbedderBase, cache: EmbeddingCache | None) -> None:
+        self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
         self.dimension = inner.dimension
@@ -140,7 +139,7 @@ class CachedEmbedder(EmbedderBase):
         self._embedded = 0
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> TokenizerBase:
         return self.inner.tokenizer
 
     @property

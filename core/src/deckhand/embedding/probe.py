@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from deckhand.bases import EmbedderBase
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.errors import ConfigError, EmbedderAuthenticationError, EmbeddingError
-from deckhand.protocols import Embedder
 
 #: The text the probe embeds.
 PROBE_TEXT = "deckhand embedding probe"
@@ -21,7 +21,7 @@ PROBE_TEXT = "deckhand embedding probe"
 KEPT = "the index was not rebuilt (it is kept as it was and still answers searches)"
 
 
-def probe(embedder: Embedder, tool: str) -> None:
+def probe(embedder: EmbedderBase, tool: str) -> None:
     """Embed :data:`PROBE_TEXT` with ``embedder``'s model and check the answer is one finite vector of
     ``embedder.dimension`` values; raises one line naming tool ``tool`` otherwise (a refused key and a
     wrong vector length exit 3, as configuration errors; an unreachable server is an :class:`EmbeddingError`)."""

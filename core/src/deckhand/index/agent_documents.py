@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import ChunkerBase, EmbedderBase, StoreBase
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
 from deckhand.ingest.opening import confined_to, read_source_bytes
 from deckhand.ingest.pipeline import AGENT_SOURCE_PREFIX
-from deckhand.protocols import Chunker, Embedder, VectorStore
 from deckhand.types import DERIVED_METADATA_KEYS, Chunk, Document, FileState, Record, SearchResult, record_id
 
 log = logging.getLogger("deckhand")
@@ -99,9 +99,9 @@ def parse_agent_uri(uri: str) -> tuple[str, str]:
 def write_document(
     *,
     tool: str,
-    store: VectorStore,
-    embedder: Embedder,
-    chunker: Chunker,
+    store: StoreBase,
+    embedder: EmbedderBase,
+    chunker: ChunkerBase,
     prepare: Prepare | None,
     doc_id: str,
     title: str,
@@ -163,7 +163,7 @@ def listed(tool: str, manifest: Mapping[str, FileState]) -> list[AgentDocument]:
     return found
 
 
-def read_document(tool: str, store: VectorStore, doc_id: str) -> AgentDocument | None:
+def read_document(tool: str, store: StoreBase, doc_id: str) -> AgentDocument | None:
     """Tool ``tool``'s document ``doc_id`` with its title, text and metadata; None when there is none."""
     source = agent_uri(tool, doc_id)
     state = store.manifest().get(source)
@@ -188,7 +188,7 @@ def read_document(tool: str, store: VectorStore, doc_id: str) -> AgentDocument |
     )
 
 
-def kept_documents(tool: str, store: VectorStore) -> list[AgentDocument]:
+def kept_documents(tool: str, store: StoreBase) -> list[AgentDocument]:
     """Every agent document of ``store`` with its text: what a rebuild must write again after its drop."""
     out = []
     for listed_doc in listed(tool, store.manifest()):

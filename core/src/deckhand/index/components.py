@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deckhand.bases import ChunkerBase, as_chunker
+from deckhand.bases import ChunkerBase, EmbedderBase, RerankerBase, StoreBase
 from deckhand.config.component_choices import runtime_errors
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import IN_MEMORY, DatabaseConfig
@@ -23,7 +23,6 @@ from deckhand.ingest.pipeline import LoaderSet
 from deckhand.ingest.selection import Selection
 from deckhand.paths import cache_disabled, state_dir
 from deckhand.plugins import Component, PluginRegistry
-from deckhand.protocols import Chunker, Embedder, Reranker, VectorStore
 from deckhand.redaction import redact_url
 from deckhand.stores import tool_store
 from deckhand.stores.migration import MigrationEnd
@@ -56,7 +55,7 @@ def open_store(
     cwd: Path | None = None,
     force: bool = False,
     verify: bool = False,
-) -> tuple[VectorStore, CollectionSpec | None, DatabaseConfig]:
+) -> tuple[StoreBase, CollectionSpec | None, DatabaseConfig]:
     """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
 
     Returns the store, the spec the collection had before (None if new), and the database
@@ -100,14 +99,14 @@ def open_collection(
     registry: PluginRegistry,
     name: str,
     database: DatabaseConfig | None,
-    embedder: Embedder,
+    embedder: EmbedderBase,
     *,
     base_dir: Path,
     force_ingest: bool,
-    store: VectorStore | None = None,
+    store: StoreBase | None = None,
     verify: bool = False,
-    before_rebuild: Callable[[VectorStore], None] | None = None,
-) -> tuple[VectorStore, DatabaseConfig]:
+    before_rebuild: Callable[[StoreBase], None] | None = None,
+) -> tuple[StoreBase, DatabaseConfig]:
     """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
 
     The database is resolved first (tool > project > user > the default sqlite store) so the collection is
@@ -140,7 +139,7 @@ def open_collection(
 
 
 def migration_end(
-    registry: PluginRegistry, tool: SourceToolConfig, base_dir: Path, label: str, embedder: Embedder
+    registry: PluginRegistry, tool: SourceToolConfig, base_dir: Path, label: str, embedder: EmbedderBase
 ) -> MigrationEnd:
     """One end of ``deckhand migrate``: ``tool`` of the configuration ``label`` (in ``base_dir``), its store built
     (not opened) from its resolved ``database:``, the store plugin and options checked now."""
@@ -165,13 +164,13 @@ def migration_end(
 class LazyChunker(ChunkerBase):
     """Builds the configured chunker (and so loads the model's tokenizer) on the first document."""
 
-    def __init__(self, build: Callable[[], Chunker]) -> None:
+    def __init__(self, build: Callable[[], ChunkerBase]) -> None:
         self._build = build
         self._chunker: ChunkerBase | None = None
 
     def _built(self) -> ChunkerBase:
         if self._chunker is None:
-            self._chunker = as_chunker(self._build())
+            self._chunker = self._build()
         return self._chunker
 
     def chunk(self, document: Document) -> list[Chunk]:
@@ -205,14 +204,14 @@ def lazy_chunker(config: SourceToolConfig, registry: PluginRegistry, embedder: C
     return LazyChunker(lambda: component.create(embedder.tokenizer, options=options))
 
 
-def build_reranker(config: SourceToolConfig, registry: PluginRegistry, base_dir: Path) -> Reranker | None:
+def build_reranker(config: SourceToolConfig, registry: PluginRegistry, base_dir: Path) -> RerankerBase | None:
     """The configured reranker (``reranker:``), or None."""
     with runtime_errors(config.name):
         found = config.reranker_component(registry)
     if found is None:
         return None
     component, options = found
-    reranker: Reranker = component.create(base_dir, options=options)
+    reranker: RerankerBase = component.create(base_dir, options=options)
     return reranker
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel
 
 import deckhand.index.agent_documents as agent_documents
-from deckhand.bases import as_embedder
+from deckhand.bases import ChunkerBase, StoreBase
 from deckhand.building.embedders import FORMER_DEFAULTS
 from deckhand.building.lazy_embedders import lazy_embedder_for
 from deckhand.capabilities import index_maintenance, side_index_storage
@@ -39,14 +39,13 @@ from deckhand.filters.conditions import Filter, Op, condition
 from deckhand.filters.spec import PATH_KEY, FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
 from deckhand.index.components import build_reranker, lazy_chunker, loader_set, open_collection, selection, source_path
-from deckhand.ingest.executor import Executor, IngestJob, LocalExecutor
+from deckhand.ingest.executor import ExecutorBase, IngestJob, LocalExecutor
 from deckhand.ingest.freshness import SourceChanges, source_changes
-from deckhand.ingest.pipeline import Ingestor, IngestReport, Progress
+from deckhand.ingest.pipeline import Ingestor, IngestReport, ProgressBase
 from deckhand.ingest.sharding import Shard
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.paths import state_dir
 from deckhand.plugins import PluginRegistry
-from deckhand.protocols import Chunker, VectorStore
 from deckhand.retrieval.engine import QueryEngine, Ranking, SearchSettings
 from deckhand.retrieval.keeper import IndexKeeper, KeywordFactory
 from deckhand.stores import filtering
@@ -117,7 +116,7 @@ class Index:
     ) -> None:
         self.config, self.owner, self.registry, self.base_dir = config, owner, registry, base_dir
         self.name = name = config.name
-        self.store: VectorStore | None = None
+        self.store: StoreBase | None = None
         self.embedder: CachedEmbedder | None = None
         self.provider: str | None = None
         #: The database configuration the store was opened with (after precedence and any fallback).
@@ -134,11 +133,11 @@ class Index:
         self._former_default: str | None = None
         self._query_vectors: OrderedDict[str, Vector] = OrderedDict()
         #: The store whose records all carry the filter fields (checked once per store; see ``filter_for``).
-        self._filters_checked: VectorStore | None = None
+        self._filters_checked: StoreBase | None = None
         #: Agent documents read before a rebuild dropped the index, written again once it is rebuilt.
         self._kept: list[AgentDocument] = []
         #: The chunker agent documents are cut with (built on first write, again after a rebuild).
-        self.write_chunker: Chunker | None = None
+        self.write_chunker: ChunkerBase | None = None
         #: What the last ingest or open reported, and when the ingest the records come from started.
         self.last_report: IngestReport | None = None
         self.last_ingest_time: float | None = None
@@ -146,7 +145,7 @@ class Index:
     # -- opening ----------------------------------------------------------------------------
     def open(
         self, force_ingest: bool, *, verify: bool = False, before: Callable[[CachedEmbedder], None] = lambda e: None
-    ) -> tuple[VectorStore, CachedEmbedder, VectorStore | None]:
+    ) -> tuple[StoreBase, CachedEmbedder, StoreBase | None]:
         """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
         ``verify`` (an ingest) checks the index file's integrity first where the store can; ``before`` is given
         each embedder before the collection is opened with it."""
@@ -157,7 +156,7 @@ class Index:
         before(embedder)
         reused = self.store
 
-        def opened(embedder: CachedEmbedder) -> tuple[VectorStore, Any]:
+        def opened(embedder: CachedEmbedder) -> tuple[StoreBase, Any]:
             return open_collection(
                 self.registry,
                 self.name,
@@ -203,7 +202,7 @@ class Index:
         return store, embedder, reused
 
     @contextmanager
-    def closing_on_error(self, store: VectorStore, reused: VectorStore | None) -> Iterator[None]:
+    def closing_on_error(self, store: StoreBase, reused: StoreBase | None) -> Iterator[None]:
         """On failure, close ``store`` if this opening opened it (a reused one stays for the next try)."""
         try:
             yield
@@ -213,7 +212,7 @@ class Index:
                 self.store = None
             raise
 
-    def adopt(self, store: VectorStore, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
+    def adopt(self, store: StoreBase, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
         """Answer queries from ``store`` with ``embedder`` and the configured reranker (built once); side indexes
         brought up to date; ``report`` recorded."""
         reranker = self.engine.reranker
@@ -246,7 +245,7 @@ class Index:
             self.adopt(store, embedder, report, changed=reused is None)
         return report
 
-    def ingest(self, *, force: bool, shard: Shard | None, executor: Executor | None, progress: Progress | None,
+    def ingest(self, *, force: bool, shard: Shard | None, executor: ExecutorBase | None, progress: ProgressBase | None,
                before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
                context: ComponentSpec | None) -> IngestReport:  # fmt: skip
         """Open the index (its file's integrity checked) and ingest its tool's source (only what changed unless
@@ -315,7 +314,7 @@ class Index:
         self.engine = dataclasses.replace(self.engine, indexes=keeper.indexes)
         report.seconds["index"] = keeper.seconds
 
-    def rebuild_side_indexes(self, store: VectorStore, keyword: KeywordFactory | None = None) -> None:
+    def rebuild_side_indexes(self, store: StoreBase, keyword: KeywordFactory | None = None) -> None:
         """Bring the side indexes up to date with ``store``'s records, with a keeper built anew on ``keyword`` when
         given (after the configuration changed), and build the query engine over them."""
         if keyword is not None:
@@ -323,7 +322,7 @@ class Index:
         if self.keeper is not None:
             self.engine = dataclasses.replace(self.engine, indexes=self.keeper.refresh(store))
 
-    def _before_rebuild(self, embedder: CachedEmbedder, store: VectorStore) -> None:
+    def _before_rebuild(self, embedder: CachedEmbedder, store: StoreBase) -> None:
         """Before a rebuild drops the index: check the new model embeds, keep the agent documents' texts."""
         probe(embedder, self.name)
         pending = self._pending_path()
@@ -338,7 +337,7 @@ class Index:
     def _pending_path(self) -> Path:
         return agent_documents.pending_path(state_dir(self.base_dir), self.name)
 
-    def restore_kept(self, store: VectorStore, embedder: CachedEmbedder, chunker: Chunker, prepare: Prepare) -> None:
+    def restore_kept(self, store: StoreBase, embedder: CachedEmbedder, chunker: ChunkerBase, prepare: Prepare) -> None:
         """Write the agent documents a rebuild dropped again, embedded with the new model."""
         pending = self._pending_path()
         kept, self._kept = self._kept or agent_documents.load_pending(pending), []
@@ -486,7 +485,7 @@ class Index:
         return state.chunk_count
 
     @contextmanager
-    def _kept_complete(self, store: VectorStore) -> Iterator[None]:
+    def _kept_complete(self, store: StoreBase) -> Iterator[None]:
         """A write leaves a complete index complete: the next process need not walk the source."""
         complete, started = is_complete(store), ingest_started(store)
         yield
@@ -503,13 +502,13 @@ class Index:
         store, _ = self._writable()
         return agent_documents.read_document(self.name, store, doc_id)
 
-    def _writable(self) -> tuple[VectorStore, CachedEmbedder]:
+    def _writable(self) -> tuple[StoreBase, CachedEmbedder]:
         if not self.opened or self.store is None or self.embedder is None:
             raise RuntimeError(f"{self.owner} must be initialized before documents are added or removed")
         return self.store, self.embedder
 
     # -- queries -------------------------------------------------------------------------------------
-    def ready(self, query: str) -> VectorStore:
+    def ready(self, query: str) -> StoreBase:
         """The store, once opened and given a non-empty query; else a clear error."""
         if not self.opened or self.store is None:
             raise RuntimeError(f"{self.owner} must be initialized before search")
@@ -574,7 +573,7 @@ class Index:
             raise RuntimeError(f"{self.owner} must be initialized before search")
         try:
             # A model may read queries differently from passages (e5's "query: " prefix).
-            vector = as_embedder(self.embedder.inner).embed_queries([query])[0]
+            vector = self.embedder.inner.embed_queries([query])[0]
         except ConfigError:
             raise  # a refused key: a configuration error (exit 3), not a failed embedding
         except Exception as exc:

@@ -14,11 +14,10 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from deckhand.bases import as_embedder, as_progress
+from deckhand.bases import EmbedderBase, ProgressBase
 from deckhand.ingest.discovery import SourceFile
-from deckhand.ingest.report import IngestStatus, Progress
+from deckhand.ingest.report import IngestStatus
 from deckhand.printable import printable
-from deckhand.protocols import Embedder
 from deckhand.types import Chunk, FileState, IngestReport, Vector
 
 log = logging.getLogger("deckhand.ingest")
@@ -54,9 +53,9 @@ class Pending:
 class EmbedQueue:
     """The files whose chunks wait for vectors, in reading order, and the embedder that gives them."""
 
-    def __init__(self, embedder: Embedder, progress: Progress, status: IngestStatus) -> None:
-        self.embedder = as_embedder(embedder)
-        self.progress = as_progress(progress)
+    def __init__(self, embedder: EmbedderBase, progress: ProgressBase, status: IngestStatus) -> None:
+        self.embedder = embedder
+        self.progress = progress
         self.status = status
         self.files: deque[Pending] = deque()
         self._long_warned: set[str] = set()

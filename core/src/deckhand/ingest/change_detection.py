@@ -7,10 +7,10 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from deckhand.bases import EmbedderBase, StoreBase
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.opening import open_source_file
 from deckhand.ingest.report import format_size
-from deckhand.protocols import Embedder, VectorStore
 from deckhand.types import FileState, IngestReport
 
 
@@ -27,8 +27,8 @@ def changed_states(
     manifest: Mapping[str, FileState],
     *,
     force: bool,
-    store: VectorStore,
-    embedder: Embedder,
+    store: StoreBase,
+    embedder: EmbedderBase,
     max_file_size: int | None,
     report: IngestReport,
 ) -> dict[str, FileState]:
@@ -72,8 +72,8 @@ def _changed_state(
     stat: os.stat_result,
     *,
     force: bool,
-    store: VectorStore,
-    embedder: Embedder,
+    store: StoreBase,
+    embedder: EmbedderBase,
     max_file_size: int | None,
     report: IngestReport,
 ) -> FileState | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from deckhand.ingest.pipeline import Ingestor
 from deckhand.ingest.sharding import Shard
@@ -47,16 +46,11 @@ class IngestJob:
     pipeline: PipelineDescription
 
 
-class Executor(Protocol):
-    """Runs the work of an :class:`IngestJob` between :meth:`Ingestor.plan` and :meth:`Ingestor.finish`,
-    and returns the run's report (the same summary and exit codes whichever executor ran it)."""
-
-    def run(self, job: IngestJob) -> IngestReport: ...
-
-
 class ExecutorBase(ABC):
-    """An :class:`Executor` (the kind's base class, in :mod:`deckhand.api`): ``run`` is all it has, and all it must
-    have. ``deckhand.testing.kits.ExecutorTests`` checks that its run ingests what ``local`` ingests."""
+    """An executor (the kind's base class, in :mod:`deckhand.api`): runs the work of an :class:`IngestJob` between
+    :meth:`Ingestor.plan` and :meth:`Ingestor.finish`, and returns the run's report (the same summary and exit codes
+    whichever executor ran it). ``run`` is all it has, and all it must have.
+    ``deckhand.testing.kits.ExecutorTests`` checks that its run ingests what ``local`` ingests."""
 
     @abstractmethod
     def run(self, job: IngestJob) -> IngestReport: ...

@@ -7,10 +7,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deckhand.bases import LoaderBase, as_loader
+from deckhand.bases import LoaderBase
 from deckhand.ingest.file_types import file_type
 from deckhand.ingest.loaders import LoaderSettings, loading_with
-from deckhand.protocols import Loader
 from deckhand.registration import BUILTIN
 from deckhand.types import LoadedText
 
@@ -29,10 +28,10 @@ class LoaderSet:
     :func:`deckhand.ingest.loaders.loader_settings` while this set loads a file.
     """
 
-    def __init__(self, loaders: Iterable[Loader], settings: LoaderSettings | None = None) -> None:
+    def __init__(self, loaders: Iterable[LoaderBase], settings: LoaderSettings | None = None) -> None:
         self.by_extension: dict[str, LoaderBase] = {}
         self.settings = settings or LoaderSettings()
-        for loader in map(as_loader, loaders):
+        for loader in loaders:
             for ext in loader.extensions:
                 current = self.by_extension.get(ext)
                 if current is None or loader.priority >= current.priority:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from deckhand.bases import as_progress
+from deckhand.bases import ChunkerBase, EmbedderBase, ProgressBase, StoreBase
 from deckhand.capabilities import index_maintenance
 from deckhand.errors import IndexFileError, SourceValidationError, StoreConnectionError, StoreError
 from deckhand.ingest import eta
@@ -31,11 +31,10 @@ from deckhand.ingest.discovery import SourceFile, discover
 from deckhand.ingest.loader_set import LoaderSet
 from deckhand.ingest.loaders import AUTO
 from deckhand.ingest.reading import Reader
-from deckhand.ingest.report import IngestStatus, NoProgress, Progress, format_size
+from deckhand.ingest.report import IngestStatus, NoProgress, format_size
 from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.ingest.sharding import Shard
 from deckhand.printable import printable
-from deckhand.protocols import Chunker, Embedder, VectorStore
 from deckhand.types import Chunk, Document, FileState, IngestReport, Record, Skipped
 
 __all__ = [
@@ -45,7 +44,6 @@ __all__ = [
     "Ingestor",
     "LoaderSet",
     "Plan",
-    "Progress",
     "file_sha256",
     "format_size",
     "records_of",
@@ -89,7 +87,7 @@ def records_of(pending: Pending) -> list[Record]:
 
 
 def embed_file(
-    embedder: Embedder, file: SourceFile, state: FileState, chunks: list[Chunk], report: IngestReport
+    embedder: EmbedderBase, file: SourceFile, state: FileState, chunks: list[Chunk], report: IngestReport
 ) -> list[Record]:
     """The records of one file's ``chunks``, embedded on their own (an executor's worker elsewhere); what the
     embedder reports is added to ``report``."""
@@ -101,7 +99,7 @@ def embed_file(
     return records_of(pending)
 
 
-def write_file(store: VectorStore, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
+def write_file(store: StoreBase, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
     """Replace file ``display``'s records and manifest entry in one all-or-nothing store call.
 
     A store error fails that file alone (its previous chunks are kept); an unreachable server or an
@@ -130,12 +128,12 @@ class Ingestor:
     def __init__(
         self,
         *,
-        store: VectorStore,
-        embedder: Embedder,
-        chunker: Chunker,
+        store: StoreBase,
+        embedder: EmbedderBase,
+        chunker: ChunkerBase,
         loaders: LoaderSet,
         base_dir: Path | None = None,
-        progress: Progress | None = None,
+        progress: ProgressBase | None = None,
         prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None = None,
         encoding: str | Mapping[str, str] = AUTO,
         max_file_size: int | None = DEFAULT_MAX_FILE_SIZE,
@@ -146,7 +144,7 @@ class Ingestor:
         self.chunker = chunker
         self.loaders = loaders
         self.base_dir = base_dir
-        self.progress = as_progress(progress)
+        self.progress = progress or ProgressBase()
         #: Optional step between chunking and embedding (e.g. adding context to ``embed_text``).
         self.prepare = prepare
         #: The tool's ``encoding:`` setting: ``auto``, a codec, or glob pattern → codec.

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deckhand.bases import as_chunker
+from deckhand.bases import ChunkerBase
 from deckhand.encoding import encoding_for
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.file_types import empty_reason
@@ -37,7 +37,6 @@ from deckhand.ingest.workers import (
     worker_count,
 )
 from deckhand.printable import printable
-from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, FileState, IngestReport
 
 log = logging.getLogger("deckhand.ingest")
@@ -82,13 +81,13 @@ class Reader:
         self,
         *,
         loaders: LoaderSet,
-        chunker: Chunker,
+        chunker: ChunkerBase,
         prepare: Callable[[Document, list[Chunk]], list[Chunk]] | None,
         encoding: str | Mapping[str, str],
         root: Path | None,
     ) -> None:
         self.loaders = loaders
-        self.chunker = as_chunker(chunker)
+        self.chunker = chunker
         self.prepare = prepare
         self.encoding = encoding
         self.root = root

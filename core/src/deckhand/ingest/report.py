@@ -7,15 +7,14 @@ import time
 from dataclasses import dataclass, field
 
 from deckhand.bases import ProgressBase
-from deckhand.protocols import Progress
 
-__all__ = ["IngestStatus", "NoProgress", "Progress", "format_size"]
+__all__ = ["IngestStatus", "NoProgress", "format_size"]
 
 log = logging.getLogger("deckhand.ingest")
 
 
 class NoProgress(ProgressBase):
-    """The :class:`Progress` of a run nobody watches (its notes are logged)."""
+    """The progress of a run nobody watches (its notes are logged)."""
 
 
 @dataclass

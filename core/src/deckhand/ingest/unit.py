@@ -18,11 +18,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from deckhand.bases import ContextGeneratorBase, EmbedderBase, StoreBase
 from deckhand.errors import ConfigError, EmbeddingError
 from deckhand.ingest.discovery import SourceFile
 from deckhand.ingest.pipeline import embed_file, write_file
 from deckhand.ingest.workers import Converted
-from deckhand.protocols import ContextGenerator, Embedder, VectorStore
 from deckhand.types import Chunk, Document, FileState, IngestReport, Record
 
 T = TypeVar("T")
@@ -103,7 +103,7 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def context_step(generator: ContextGenerator, name: str) -> Prepare:
+def context_step(generator: ContextGeneratorBase, name: str) -> Prepare:
     """The step that prepends each chunk's context (from ``generator``, named ``name`` in errors) to what is
     embedded, keeping the context in the chunk's metadata (``context``)."""
 
@@ -136,11 +136,11 @@ def context_step(generator: ContextGenerator, name: str) -> Prepare:
 class FileWorker:
     """Embeds and (when it writes) stores converted files: the unit of work every executor runs."""
 
-    embedder: Embedder
+    embedder: EmbedderBase
     #: The context step, or None.
     prepare: Prepare | None
     #: The collection this worker writes, or None when its records go back to the one writer.
-    store: VectorStore | None
+    store: StoreBase | None
 
     def embed(
         self, file: SourceFile, state: FileState, converted: Converted, report: IngestReport

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from deckhand.bases import ChunkerBase
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
@@ -35,7 +36,6 @@ from deckhand.ingest.loaders import decoding
 from deckhand.ingest.opening import confined_to
 from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.printable import printable
-from deckhand.protocols import Chunker
 from deckhand.types import Chunk, Document, LoadedText
 
 log = logging.getLogger("deckhand.ingest")
@@ -154,7 +154,7 @@ def document_of(source: str, text: str, path: Path, fields: Mapping[str, object]
 
 
 def cut(
-    chunker: Chunker,
+    chunker: ChunkerBase,
     loaders: Loads,
     document: Document,
     path: Path,
@@ -211,7 +211,7 @@ class WorkerUnavailable(Exception):
 @dataclass
 class _Worker:
     loaders: Loads
-    chunker: Chunker
+    chunker: ChunkerBase
     records: _Records
 
 
@@ -248,7 +248,7 @@ def ensure_worker(payload: bytes, level: int) -> None:
         _payload_digest = digest
 
 
-def pickled_components(loaders: Loads, chunker: Chunker) -> bytes:
+def pickled_components(loaders: Loads, chunker: ChunkerBase) -> bytes:
     """The loaders and chunker as worker processes receive them (a ``PicklingError`` or other error when
     one of them cannot go: a lambda, a local class, a live connection)."""
     return pickle.dumps((loaders, chunker))
@@ -294,7 +294,7 @@ class ChunkPool:
         self.broken = False
 
     @classmethod
-    def start(cls, workers: int, loaders: Loads, chunker: Chunker, *, keep_text: bool) -> ChunkPool | None:
+    def start(cls, workers: int, loaders: Loads, chunker: ChunkerBase, *, keep_text: bool) -> ChunkPool | None:
         """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle."""
         try:
             payload = pickled_components(loaders, chunker)

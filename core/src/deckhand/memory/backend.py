@@ -3,7 +3,7 @@
 :class:`ScanEntry` and :class:`SyncResult` are defined in :mod:`deckhand.types` (the backend contract
 names them) and re-exported here.
 
-A backend (see :class:`deckhand.protocols.MemoryBackend`) stores one serialized decision per
+A backend (see :class:`deckhand.bases.MemoryBackendBase`) stores one serialized decision per
 coordinate; the manager does validation, immutability, indexing and queries.
 """
 

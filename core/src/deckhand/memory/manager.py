@@ -34,9 +34,9 @@ from deckhand.memory.memory_errors import (
 from deckhand.memory.semantic import SemanticIndex
 
 if TYPE_CHECKING:
+    from deckhand.bases import EmbedderBase, MemoryBackendBase
     from deckhand.building.embedders import EmbeddingModel
     from deckhand.embedding.cache import EmbeddingCache
-    from deckhand.protocols import Embedder, MemoryBackend
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +62,9 @@ class VectorMemoryManager:
         repo_path: Path | str | None = None,
         agent_id: str = "",
         *,
-        backend: str | MemoryBackend = DEFAULT_BACKEND,
+        backend: str | MemoryBackendBase = DEFAULT_BACKEND,
         backend_options: Mapping[str, Any] | None = None,
-        embedder: Embedder | None = None,
+        embedder: EmbedderBase | None = None,
         embedding_model: EmbeddingModel = None,
         embedding_cache: Path | str | object | None = _DEFAULT,
     ) -> None:
@@ -85,7 +85,7 @@ class VectorMemoryManager:
             from deckhand.plugins import get_registry
 
             component = get_registry().resolve("memory_backend", backend)
-            self.backend: MemoryBackend = component.create(self.repo_path, options=backend_options, validate=True)
+            self.backend: MemoryBackendBase = component.create(self.repo_path, options=backend_options, validate=True)
             self.backend_name = component.name
         else:
             if backend_options:
@@ -346,7 +346,7 @@ class VectorMemoryManager:
             f" at {self.backend.locate(coord)}; store at a new coordinate or on a mutable layer (z in 2-4)"
         )
 
-    def _build_embedder(self) -> Embedder:
+    def _build_embedder(self) -> EmbedderBase:
         if self._embedder is not None:
             return self._embedder
         from deckhand.building.embedders import load_embedder

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is imported on first use: a CLI call that never searches by meaning stays quick
-    from deckhand.protocols import Embedder
+    from deckhand.bases import EmbedderBase
     from deckhand.types import Vector
 
 Key = tuple[int, int, int]
@@ -21,9 +21,9 @@ Key = tuple[int, int, int]
 class SemanticIndex:
     """Unit vectors of the decisions' content; exact cosine search with NumPy."""
 
-    def __init__(self, embedder_factory: Callable[[], Embedder]) -> None:
+    def __init__(self, embedder_factory: Callable[[], EmbedderBase]) -> None:
         self._factory = embedder_factory
-        self._embedder: Embedder | None = None
+        self._embedder: EmbedderBase | None = None
         self._text: dict[Key, str] = {}
         self._vector: dict[Key, Vector] = {}
         self._matrix: Vector | None = None
@@ -55,7 +55,7 @@ class SemanticIndex:
             self._vector.clear()
             self._matrix = None
 
-    def embedder(self) -> Embedder:
+    def embedder(self) -> EmbedderBase:
         """The embedder, built on first use (loading a model takes a while)."""
         with self._load_lock:
             if self._embedder is None:

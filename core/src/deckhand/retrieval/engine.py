@@ -40,11 +40,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from deckhand.bases import KeywordIndexBase
+from deckhand.bases import KeywordIndexBase, RerankerBase, StoreBase
 from deckhand.chunking.definitions import Definition
 from deckhand.errors import EmbeddingError, RerankError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import Reranker, VectorStore
 from deckhand.retrieval import windows
 from deckhand.retrieval.declaration_order import after_implementations
 from deckhand.retrieval.definition_choice import chosen_definitions
@@ -222,7 +221,7 @@ class QueryEngine:
     embed: Callable[[str], Vector]
     name: str = ""
     indexes: SideIndexes | None = None
-    reranker: Reranker | None = None
+    reranker: RerankerBase | None = None
     reranker_name: str = "?"
     #: The vectors of many passages (the tool's cached embedder): what ``SearchSettings.windows`` embeds.
     embed_passages: Callable[[Sequence[str]], Vector] | None = None
@@ -269,7 +268,7 @@ class QueryEngine:
     # -- queries ----------------------------------------------------------------------
     def dense(
         self,
-        store: VectorStore,
+        store: StoreBase,
         query: str,
         depth: int,
         *,
@@ -282,7 +281,7 @@ class QueryEngine:
 
     def search(
         self,
-        store: VectorStore,
+        store: StoreBase,
         query: str,
         settings: SearchSettings,
         *,
@@ -294,7 +293,7 @@ class QueryEngine:
 
     def ranking(
         self,
-        store: VectorStore,
+        store: StoreBase,
         query: str,
         settings: SearchSettings,
         *,
@@ -349,7 +348,7 @@ class QueryEngine:
         return seen
 
     def _single(
-        self, store: VectorStore, query: str, settings: SearchSettings, where: Filter | None, provider: str | None
+        self, store: StoreBase, query: str, settings: SearchSettings, where: Filter | None, provider: str | None
     ) -> Ranking:
         """Single mode: the store's nearest records, reranked when there is a reranker. The store is asked without
         ``min_score`` and the threshold applied here, so the pass knows what it dropped."""
@@ -428,7 +427,7 @@ class QueryEngine:
 
     def rank(
         self,
-        store: VectorStore,
+        store: StoreBase,
         query: str,
         settings: SearchSettings,
         depth: int,
@@ -532,7 +531,7 @@ class QueryEngine:
 
 
 def _nearest(
-    store: VectorStore, vector: Vector, k: int, min_score: float | None, where: Filter | None
+    store: StoreBase, vector: Vector, k: int, min_score: float | None, where: Filter | None
 ) -> list[SearchHit]:
     """``store.search``, given ``where`` only when there is a filter (which its giver checked the store applies)."""
     if not where:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from deckhand.bases import StoreBase
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import VectorStore
 from deckhand.types import Record
 
 #: Records whose metadata is read at once when filtering an in-process ranking.
@@ -24,7 +24,7 @@ class FilterRecheck:
     that passes is not read again.
     """
 
-    def __init__(self, store: VectorStore, where: Filter | None, records: dict[str, Record]) -> None:
+    def __init__(self, store: StoreBase, where: Filter | None, records: dict[str, Record]) -> None:
         self.store = store
         self.where = where
         self.records = records

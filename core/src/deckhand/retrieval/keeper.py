@@ -19,9 +19,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from deckhand.bases import KeywordIndexBase, as_keyword_index
-from deckhand.capabilities import record_log, side_index_files, side_index_storage
-from deckhand.protocols import KeywordIndex, SideIndexStorage, VectorStore
+from deckhand.bases import KeywordIndexBase, StoreBase
+from deckhand.capabilities import SideIndexStorage, record_log, side_index_files, side_index_storage
 from deckhand.retrieval import side_indexes, tantivy_lookups
 from deckhand.retrieval.side_indexes import SideIndexes
 from deckhand.retrieval.tantivy_keyword import TantivyIndex
@@ -29,7 +28,7 @@ from deckhand.retrieval.tantivy_keyword import TantivyIndex
 log = logging.getLogger("deckhand")
 
 #: Builds the keyword index for a store: ``(index, strategy name)``.
-KeywordFactory = Callable[[VectorStore], tuple[KeywordIndex, str]]
+KeywordFactory = Callable[[StoreBase], tuple[KeywordIndexBase, str]]
 #: Seconds between two looks at a store's manifest for another process's ingest (stores without a records version).
 FRESHNESS_INTERVAL = 2.0
 
@@ -44,7 +43,7 @@ class IndexKeeper:
         #: it was built for.
         self.keyword: KeywordIndexBase | None = None
         self.keyword_strategy: str | None = None
-        self.store: VectorStore | None = None
+        self.store: StoreBase | None = None
         #: The side indexes kept now (None before the first refresh).
         self.indexes: SideIndexes | None = None
         #: Records version the side indexes were built from (stores that keep side indexes).
@@ -56,16 +55,14 @@ class IndexKeeper:
         self.seconds = 0.0
         self.origin: str | None = None
 
-    def _bind(self, store: VectorStore) -> KeywordIndexBase:
-        """The keyword index for ``store``, built by the factory unless already built for it (adapted once to
-        :class:`~deckhand.bases.KeywordIndexBase`: a strategy written against the Protocol alone works too)."""
+    def _bind(self, store: StoreBase) -> KeywordIndexBase:
+        """The keyword index for ``store``, built by the factory unless already built for it."""
         if self.keyword is None or self.store is not store:
-            built, self.keyword_strategy = self.keyword_index(store)
-            self.keyword = as_keyword_index(built)
+            self.keyword, self.keyword_strategy = self.keyword_index(store)
             self.store = store
         return self.keyword
 
-    def refresh(self, store: VectorStore) -> SideIndexes:
+    def refresh(self, store: StoreBase) -> SideIndexes:
         """The side indexes for ``store``'s current records: opened, updated in place or rebuilt."""
         keyword = self._bind(store)
         side = side_index_storage(store)
@@ -79,7 +76,7 @@ class IndexKeeper:
         assert self.indexes is not None
         return self.indexes
 
-    def current(self, store: VectorStore) -> SideIndexes | None:
+    def current(self, store: StoreBase) -> SideIndexes | None:
         """New side indexes when another process (or store object) changed the records since, else None.
 
         A store that keeps a records version answers at once; for any other, the manifest (one read of
@@ -99,7 +96,7 @@ class IndexKeeper:
         log.info("tool %s: the index changed in another process; bringing the side indexes up to date", self.name)
         return self.refresh(store)
 
-    def _kept(self, store: VectorStore, side: SideIndexStorage, keyword: TantivyIndex) -> SideIndexes:
+    def _kept(self, store: StoreBase, side: SideIndexStorage, keyword: TantivyIndex) -> SideIndexes:
         """The side indexes of a tantivy index kept beside the store: brought up to the store's log position (a
         first build, the changes since applied in place, or a repair after a kill) and answering every look-up."""
         clock = time.perf_counter()
@@ -115,9 +112,9 @@ class IndexKeeper:
         _remove_old_file(side)
         return self.indexes
 
-    def _rebuild(self, store: VectorStore) -> SideIndexes:
+    def _rebuild(self, store: StoreBase) -> SideIndexes:
         """Every side index rebuilt in memory from the stored records (from a store with a
-        :class:`~deckhand.protocols.RecordLog`, read without their vectors)."""
+        :class:`~deckhand.capabilities.RecordLog`, read without their vectors)."""
         clock = time.perf_counter()
         log_ = record_log(store)
         records = [record for _, record in log_.iter_rows()] if log_ is not None else list(store.iter_records())
@@ -147,6 +144,6 @@ def _remove_old_file(side: SideIndexStorage) -> None:
         log.info("removed %s: an earlier version's side index file (the keyword index holds the look-ups now)", path)
 
 
-def _fingerprint(store: VectorStore) -> int:
+def _fingerprint(store: StoreBase) -> int:
     """A fingerprint of ``store``'s manifest: changes whenever an ingest (of any process) writes or removes a file."""
     return hash(frozenset(store.manifest().items()))

@@ -10,13 +10,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from deckhand.bases import RerankerBase
 from deckhand.errors import RerankError
-from deckhand.protocols import Reranker
 
 T = TypeVar("T")
 
 
-def rerank(reranker: Reranker, query: str, candidates: Sequence[T], text: Callable[[T], str]) -> list[tuple[T, float]]:
+def rerank(
+    reranker: RerankerBase, query: str, candidates: Sequence[T], text: Callable[[T], str]
+) -> list[tuple[T, float]]:
     """``candidates`` with their reranker scores, best first; raises :class:`RerankError` when the
     reranker fails or answers with the wrong number of scores or a score outside ``[0, 1]``."""
     if not candidates:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhand.bases import KeywordIndexBase
+from deckhand.capabilities import RecordLog
 from deckhand.chunking.headings import normalise_section_id
-from deckhand.protocols import RecordLog
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex
 from deckhand.retrieval.references import ReferenceResolver

@@ -27,15 +27,15 @@ as many hits are read as are wanted, tantivy ranking them. Each query term is se
 (a disjunction of their rows, a fast field, else of their stored ids) or, for a term in at most four documents per
 hit, on the whole index (cheaper than the filter); the arithmetic runs in NumPy, one array per term.
 
-Where it lives: beside the sqlite store's file (:class:`deckhand.protocols.SideIndexFiles`, a directory named
+Where it lives: beside the sqlite store's file (:class:`deckhand.capabilities.SideIndexFiles`, a directory named
 after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
 from the records like the builtin ``bm25`` one.
 
-Kept current from the store's record log (:class:`deckhand.protocols.RecordLog`), never rebuilt on each change:
+Kept current from the store's record log (:class:`deckhand.capabilities.RecordLog`), never rebuilt on each change:
 after each commit the store's log position it reached (records version, highest row) is written to
 ``position.json`` in the index's directory (renamed into place; tantivy-py 0.27 has no commit payload), so
 every document counted in BM25's statistics is a record's and they are exact. :meth:`TantivyIndex.sync` reads
-it, asks the store what changed since (:meth:`~deckhand.protocols.RecordLog.changes_since`), deletes the
+it, asks the store what changed since (:meth:`~deckhand.capabilities.RecordLog.changes_since`), deletes the
 removed rows, adds the new ones (each after deleting its row, so applying the same changes twice is harmless)
 and commits; a store whose log no longer reaches back, an index written with other settings, one without a
 position or an unreadable one is rebuilt from every record. A process killed anywhere between the store's
@@ -44,7 +44,7 @@ sync (any process's next open, or its next query after the records version chang
 A sync also reloads the searcher, so a process open during another's ingest sees the new documents.
 
 A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
-(:meth:`~deckhand.protocols.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
+(:meth:`~deckhand.capabilities.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
 allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
 ``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``, a phrase that is one
 compound identifier (``ERR-4521``, ``#1234``) a term query for its whole on ``body``. The definition,
@@ -75,10 +75,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from deckhand.bases import KeywordIndexBase
-from deckhand.capabilities import record_log, side_index_files
+from deckhand.capabilities import RecordLog, record_log, side_index_files
 from deckhand.filters.conditions import Filter
 from deckhand.paths import read_no_link
-from deckhand.protocols import RecordLog
 from deckhand.retrieval.analysis import Analyzer, compound_whole, identifier_wholes, identifier_words
 from deckhand.retrieval.definition_lookup import definitions_of, term_key
 from deckhand.retrieval.references import section_ids_of

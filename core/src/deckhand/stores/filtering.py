@@ -1,6 +1,6 @@
 """Handing a filter to a store: only to one that declares it can apply it.
 
-A store that does not declare :attr:`~deckhand.protocols.StoreCapability.FILTERS` is never
+A store that does not declare :attr:`~deckhand.capabilities.StoreCapability.FILTERS` is never
 given ``where=``: :func:`require_filters` raises :class:`~deckhand.errors.FilterError` instead,
 so a filter is never silently ignored (such a store's own ``search`` calls it on a ``where``).
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from deckhand.bases import StoreBase
+from deckhand.capabilities import StoreCapability, store_capabilities
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import StoreCapability, VectorStore, store_capabilities
 from deckhand.types import SearchHit, Vector
 
 #: Stores shipped with deckhand and its plugins that apply filters, for messages.
@@ -35,7 +36,7 @@ def require_filters(store: object, provider: str | None = None) -> None:
 
 
 def search(
-    store: VectorStore,
+    store: StoreBase,
     vector: Vector,
     k: int,
     *,

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from deckhand.capabilities import StoreCapability
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import StoreCapability
 from deckhand.stores.brute_force import top_k
 from deckhand.stores.scaffolding import OpenCollection
 from deckhand.types import CollectionSpec, FileState, Record, SearchHit, Vector

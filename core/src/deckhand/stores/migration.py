@@ -2,7 +2,7 @@
 
 An index is records (a chunk's text, metadata and vector) plus the ingestion manifest (one
 :class:`~deckhand.types.FileState` per file). Both are copied through the
-:class:`~deckhand.protocols.VectorStore` methods every store has, so any store can be the
+:class:`~deckhand.bases.StoreBase` methods every store has, so any store can be the
 source and any persistent store the target; the embedder is only *described* (its model id
 and dimension, to create the target collection and check it matches), never called.
 
@@ -14,7 +14,7 @@ what is missing: a file whose manifest entry in the target already equals the so
 skipped (the store wrote its records with it). Records are read by id in batches (the ids of a
 file's chunks are ``record_id(source, 0 .. chunk_count - 1)``); a file whose records do not
 all come back that way, and records no manifest entry describes, are found in one pass over
-:meth:`~deckhand.protocols.VectorStore.iter_records`.
+:meth:`~deckhand.bases.StoreBase.iter_records`.
 
 **Derived data.** Side indexes (keyword, definitions) are not copied: the target tool builds
 them from the records the first time it opens the index, as after any ingest by another
@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deckhand.capabilities import index_maintenance
+from deckhand.bases import EmbedderBase, StoreBase
+from deckhand.capabilities import StoreCapability, index_maintenance, store_capabilities
 from deckhand.errors import ConfigError, ModelMismatchError, StoreAuthenticationError, StoreConnectionError, StoreError
-from deckhand.protocols import Embedder, StoreCapability, VectorStore, store_capabilities
 from deckhand.redaction import redact_url
 from deckhand.stores.sqlite import SQLiteStore
 from deckhand.stores.tool_store import ingest_started, is_complete, mark_complete
@@ -59,9 +59,9 @@ class MigrationEnd:
     label: str
     #: The tool's embedder, only described (model id and dimension; the caller passes a lazy one, see
     #: :func:`deckhand.building.lazy_embedders.lazy_embedder`): the collection is created for it, never embedded with.
-    embedder: Embedder
+    embedder: EmbedderBase
     provider: str
-    build: Callable[[], VectorStore]
+    build: Callable[[], StoreBase]
     metric: Metric
     algorithm: Algorithm
     index_name: str | None = None
@@ -127,7 +127,7 @@ class MigrationReport:
 class _Side:
     """A store built for one end (not yet opened)."""
 
-    store: VectorStore
+    store: StoreBase
     end: MigrationEnd
 
     def where(self) -> str:
@@ -257,7 +257,7 @@ def _check_target_holds_only(
 # -- opening ----------------------------------------------------------------------------------
 
 
-def _file_of(store: VectorStore) -> Path | None:
+def _file_of(store: StoreBase) -> Path | None:
     """The file a store keeps its collection in (the sqlite store's), for messages and the same-index check."""
     return store.path if isinstance(store, SQLiteStore) else None
 
@@ -353,7 +353,7 @@ def _reaching(end: MigrationEnd, where: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _closing(store: VectorStore) -> Iterator[None]:
+def _closing(store: StoreBase) -> Iterator[None]:
     try:
         yield
     finally:
@@ -365,8 +365,8 @@ def _closing(store: VectorStore) -> Iterator[None]:
 
 
 def _copy(
-    src: VectorStore,
-    dst: VectorStore,
+    src: StoreBase,
+    dst: StoreBase,
     manifest: dict[str, FileState],
     batch_size: int,
     report: MigrationReport,
@@ -420,7 +420,7 @@ def _groups(todo: list[str], manifest: dict[str, FileState], batch_size: int) ->
         yield group
 
 
-def _write(dst: VectorStore, source: str, records: list[Record], state: FileState, report: MigrationReport) -> None:
+def _write(dst: StoreBase, source: str, records: list[Record], state: FileState, report: MigrationReport) -> None:
     """One file into the target: its records and manifest entry together (all or nothing)."""
     records.sort(key=lambda r: r.chunk_index)
     if records:
@@ -433,8 +433,8 @@ def _write(dst: VectorStore, source: str, records: list[Record], state: FileStat
 
 
 def _copy_by_scan(
-    src: VectorStore,
-    dst: VectorStore,
+    src: StoreBase,
+    dst: StoreBase,
     manifest: dict[str, FileState],
     leftover: set[str],
     batch_size: int,

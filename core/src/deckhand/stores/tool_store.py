@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import StoreBase
 from deckhand.capabilities import integrity_check, side_index_storage
 from deckhand.errors import ConfigError, IndexCorruptError, ModelMismatchError
 from deckhand.plugins import Component
-from deckhand.protocols import VectorStore
 from deckhand.types import CollectionSpec
 
 log = logging.getLogger("deckhand")
 
 
-def create_store(component: Component, config: Any, collection: str, *, base_dir: Path) -> VectorStore:
+def create_store(component: Component, config: Any, collection: str, *, base_dir: Path) -> StoreBase:
     """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
 
     The factory is called as ``factory(config, collection, options, base_dir=base_dir)``
@@ -42,7 +42,7 @@ def create_store(component: Component, config: Any, collection: str, *, base_dir
     directory, against which a store keeping files resolves relative paths (its default files go under
     :func:`deckhand.paths.state_dir` ``(base_dir)``).
     """
-    store: VectorStore = component.create(
+    store: StoreBase = component.create(
         config, collection, options=dict(config.options or {}), validate=True, base_dir=base_dir
     )
     return store
@@ -80,9 +80,7 @@ def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[Non
         _policy.reset(token)
 
 
-def open_checked(
-    store: VectorStore, spec: CollectionSpec, force: bool, *, verify: bool = False
-) -> CollectionSpec | None:
+def open_checked(store: StoreBase, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
     """``store.open(spec)``; with ``force`` or ``verify``, a store with the ``integrity_check`` capability is checked
     first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
     ingest never writes into (and reports success on) a damaged index."""
@@ -101,11 +99,11 @@ def open_checked(
 
 def check_collection(
     name: str,
-    store: VectorStore,
+    store: StoreBase,
     previous: CollectionSpec,
     spec: CollectionSpec,
     force: bool,
-    before_rebuild: Callable[[VectorStore], None] | None = None,
+    before_rebuild: Callable[[StoreBase], None] | None = None,
 ) -> None:
     """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
     algorithm (shared by every tool type). ``before_rebuild(store)`` is called before anything is dropped: when
@@ -154,7 +152,7 @@ def check_collection(
 COMPLETE_MARK = "ingest/complete"
 
 
-def mark_complete(store: VectorStore, started: float | None = None) -> None:
+def mark_complete(store: StoreBase, started: float | None = None) -> None:
     """Record that the store's records are those of a complete ingestion (stores with side indexes), and when
     it started (``started``, seconds since the epoch; None: unknown); an ingest and ``deckhand migrate`` mark
     it, so a later open need not walk the source."""
@@ -164,7 +162,7 @@ def mark_complete(store: VectorStore, started: float | None = None) -> None:
         side.save_side_index(COMPLETE_MARK, side.records_version(), data)
 
 
-def ingest_started(store: VectorStore) -> float | None:
+def ingest_started(store: StoreBase) -> float | None:
     """When the complete ingestion the store's records come from started (:func:`mark_complete`); None when the
     store cannot say (no side indexes, an ingestion that did not finish, or one marked before this was kept)."""
     side = side_index_storage(store)
@@ -175,7 +173,7 @@ def ingest_started(store: VectorStore) -> float | None:
     return started
 
 
-def is_complete(store: VectorStore) -> bool:
+def is_complete(store: StoreBase) -> bool:
     """Whether the last write to ``store`` ended a complete ingestion (True where the store cannot say)."""
     side = side_index_storage(store)
     return side is None or side.load_side_index(COMPLETE_MARK) is not None

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from deckhand.bases import MemoryBackendBase
 from deckhand.memory import (
     MAX_CONTENT_BYTES,
     ConcurrencyError,
@@ -50,7 +51,6 @@ from deckhand.memory import (
     VectorMemoryError,
     VectorMemoryManager,
 )
-from deckhand.protocols import MemoryBackend
 
 BackendSpec = tuple[str, dict[str, Any]]
 AGENT = "conformance-agent"
@@ -74,7 +74,7 @@ WORDS = (
 )
 
 
-def build_backend(spec: BackendSpec) -> MemoryBackend:
+def build_backend(spec: BackendSpec) -> MemoryBackendBase:
     """Build a backend from ``(registry name or "module:callable", keyword arguments)``."""
     target, kwargs = spec
     if ":" not in target:
@@ -83,15 +83,15 @@ def build_backend(spec: BackendSpec) -> MemoryBackend:
         options = dict(kwargs)
         path = options.pop("path", None)
         component = get_registry().resolve("memory_backend", target)
-        built: MemoryBackend = component.create(path, options=options, validate=True)
+        built: MemoryBackendBase = component.create(path, options=options, validate=True)
         return built
     module, _, attr = target.partition(":")
     factory = getattr(importlib.import_module(module), attr)
-    backend: MemoryBackend = factory(**kwargs)
+    backend: MemoryBackendBase = factory(**kwargs)
     return backend
 
 
-def _open(backend: MemoryBackend, agent_id: str = AGENT) -> VectorMemoryManager:
+def _open(backend: MemoryBackendBase, agent_id: str = AGENT) -> VectorMemoryManager:
     return VectorMemoryManager(None, agent_id, backend=backend, embedding_cache=None)
 
 
@@ -128,26 +128,32 @@ class _Base:
     perf_decisions: ClassVar[int] = 300
 
     @pytest.fixture
-    def backend(self) -> MemoryBackend:
+    def backend(self) -> MemoryBackendBase:
         raise NotImplementedError("override the `backend` fixture to return a fresh, empty backend")
 
-    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+    def test_subclasses_its_base(self, backend: MemoryBackendBase) -> None:
+        """The base class is the contract: core refuses a backend that does not subclass it."""
+        assert isinstance(backend, MemoryBackendBase), (
+            f"{type(backend).__name__} does not subclass deckhand.api.MemoryBackendBase: subclass it"
+        )
+
+    def reopen(self, backend: MemoryBackendBase) -> MemoryBackendBase:
         """A new backend object over the same storage (what a restarted process would open)."""
         return backend
 
-    def backend_spec(self, backend: MemoryBackend) -> BackendSpec | None:
+    def backend_spec(self, backend: MemoryBackendBase) -> BackendSpec | None:
         """How another process builds this backend; ``None`` skips the multi-process tests."""
         return None
 
     @pytest.fixture
-    def manager(self, backend: MemoryBackend) -> Iterator[VectorMemoryManager]:
+    def manager(self, backend: MemoryBackendBase) -> Iterator[VectorMemoryManager]:
         manager = _open(backend)
         yield manager
         manager.close()
 
-    def _need_persistence(self, backend: MemoryBackend) -> None:
+    def _need_persistence(self, backend: MemoryBackendBase) -> None:
         """Skip for a backend declaring ``persistent = False``; one declaring it must be reopened as another object."""
-        if not getattr(backend, "persistent", True):  # MemoryBackendBase's declaration (True for a Protocol-only one)
+        if not backend.persistent:  # MemoryBackendBase's declaration
             pytest.skip("backend storage does not outlive the object")
         if self.reopen(backend) is backend:
             pytest.fail(
@@ -155,7 +161,7 @@ class _Base:
                 "same storage (or declare persistent = False)"
             )
 
-    def _spec(self, backend: MemoryBackend) -> BackendSpec:
+    def _spec(self, backend: MemoryBackendBase) -> BackendSpec:
         spec = self.backend_spec(backend)
         if spec is None:
             pytest.skip("backend_spec() not provided: storage not shared across processes")
@@ -202,14 +208,14 @@ class StorageTests(_Base):
         assert manager.get(VectorCoordinate(3, 3, 3)).content == text  # type: ignore[union-attr]
         assert manager.get(VectorCoordinate(3, 3, 4)).content == biggest  # type: ignore[union-attr]
 
-    def test_backend_holds_the_contract_json(self, manager: VectorMemoryManager, backend: MemoryBackend) -> None:
+    def test_backend_holds_the_contract_json(self, manager: VectorMemoryManager, backend: MemoryBackendBase) -> None:
         coord = VectorCoordinate(12, 4, 2)
         decision = manager.store(coord, "Retry with exponential backoff", {"issue_id": "t12"})
         data = backend.read(coord)
         assert data is not None
         assert StoredDecision.from_bytes(data) == decision
 
-    def test_restart_sees_stored_decisions(self, manager: VectorMemoryManager, backend: MemoryBackend) -> None:
+    def test_restart_sees_stored_decisions(self, manager: VectorMemoryManager, backend: MemoryBackendBase) -> None:
         self._need_persistence(backend)
         stored = [manager.store(VectorCoordinate(x, 1, 2), f"note {x}") for x in range(1, 11)]
         fresh = _open(self.reopen(backend), "another-agent")
@@ -237,7 +243,7 @@ class ImmutabilityTests(_Base):
             assert manager.get(coord).content == "Implementation v2"  # type: ignore[union-attr]
         assert [d.content for d in manager.search_content(["v1"])] == []
 
-    def test_immutability_holds_for_a_manager_that_has_not_seen_the_decision(self, backend: MemoryBackend) -> None:
+    def test_immutability_holds_for_a_manager_that_has_not_seen_the_decision(self, backend: MemoryBackendBase) -> None:
         first, second = _open(backend, "agent-a"), _open(self.reopen(backend), "agent-b")
         coord = VectorCoordinate(9, 1, 1)
         first.store(coord, "agent a was first")
@@ -272,7 +278,7 @@ class ConcurrencyTests(_Base):
         assert not errors
         assert len(manager.query_range()) == 200
 
-    def test_threads_race_on_the_same_immutable_coordinate(self, backend: MemoryBackend) -> None:
+    def test_threads_race_on_the_same_immutable_coordinate(self, backend: MemoryBackendBase) -> None:
         managers = [_open(self.reopen(backend), f"agent-{i}") for i in range(4)]
         coords = [VectorCoordinate(x, 3, 1) for x in range(1, 21)]
         start = threading.Barrier(len(managers))
@@ -299,7 +305,7 @@ class ConcurrencyTests(_Base):
             assert len(wins[c]) == 1, f"{c} had winners {wins[c]}"
             assert fresh.get(c).agent_id == wins[c][0]  # type: ignore[union-attr]
 
-    def test_processes_store_different_coordinates(self, backend: MemoryBackend) -> None:
+    def test_processes_store_different_coordinates(self, backend: MemoryBackendBase) -> None:
         spec = self._spec(backend)
         jobs = [(f"proc-{p}", [(x, 1 + p, 1 + (x % 4)) for x in range(1 + p * 30, 31 + p * 30)]) for p in range(4)]
         outcomes = _run_processes(spec, jobs)
@@ -311,7 +317,7 @@ class ConcurrencyTests(_Base):
                 assert got is not None and got.agent_id == agent and got.content == f"{agent} decided {c}"
         assert len(fresh.query_range()) == 120
 
-    def test_processes_race_on_the_same_immutable_coordinates(self, backend: MemoryBackend) -> None:
+    def test_processes_race_on_the_same_immutable_coordinates(self, backend: MemoryBackendBase) -> None:
         spec = self._spec(backend)
         coords = [(x, 2, 1) for x in range(1, 31)]
         outcomes = _run_processes(spec, [("racer-a", coords), ("racer-b", coords)])
@@ -415,7 +421,7 @@ class QueryTests(_Base):
 class PersistenceTests(_Base):
     """Scenario 5: store → sync → restart → load → every decision present."""
 
-    def test_store_sync_restart_load(self, manager: VectorMemoryManager, backend: MemoryBackend) -> None:
+    def test_store_sync_restart_load(self, manager: VectorMemoryManager, backend: MemoryBackendBase) -> None:
         stored = _dataset(manager, n=60)
         result = manager.sync("Store initial architecture decisions")
         assert sorted(result.changed) == [d.coordinate for d in stored]
@@ -437,7 +443,9 @@ class PersistenceTests(_Base):
         result = manager.sync()
         assert "3 decisions" in result.message and "x 1-3" in result.message
 
-    def test_load_rebuilds_after_external_change(self, manager: VectorMemoryManager, backend: MemoryBackend) -> None:
+    def test_load_rebuilds_after_external_change(
+        self, manager: VectorMemoryManager, backend: MemoryBackendBase
+    ) -> None:
         other = _open(self.reopen(backend), "other-agent")
         other.store(VectorCoordinate(8, 1, 2), "written by another agent")
         assert manager.load_from_git() == 1
@@ -505,7 +513,7 @@ class ErrorHandlingTests(_Base):
         with pytest.raises(CoordinateValidationError):
             manager.query_partial_order(xt, yt, zf)
 
-    def test_agent_id_required(self, backend: MemoryBackend) -> None:
+    def test_agent_id_required(self, backend: MemoryBackendBase) -> None:
         with pytest.raises(ValueError, match="agent_id"):
             VectorMemoryManager(None, "", backend=backend)
 

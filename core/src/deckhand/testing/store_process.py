@@ -63,9 +63,9 @@ def state_to_json(state: FileState) -> list[Any]:
 
 
 def _run(job: dict[str, Any]) -> None:
+    from deckhand.capabilities import store_capabilities
     from deckhand.config.models import DatabaseConfig
     from deckhand.plugins import get_registry
-    from deckhand.protocols import store_capabilities
     from deckhand.stores.tool_store import create_store
 
     config = DatabaseConfig.model_validate(job["database"])

@@ -1,14 +1,14 @@
 """Agent tools built from configuration (``type:`` in agent.yaml).
 
 Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
-``tools:`` entry names. Every tool is a :class:`deckhand.protocols.Tool`; :class:`ToolBase` answers what front ends
-ask of a tool beyond that, with defaults (:func:`as_tool` sees a tool written against the Protocol alone through
-it), and tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
+``tools:`` entry names. Every tool subclasses :class:`ToolBase`, the contract (what front ends ask of a tool beyond
+its searches has defaults there), and tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
 """
 
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from types import FunctionType
@@ -16,34 +16,45 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
-from deckhand.bases import _adapt
 from deckhand.config.tool_fields import ToolConfigBase
-from deckhand.errors import ConfigError, PluginError
+from deckhand.errors import ConfigError
 from deckhand.ingest.unit import FileWorker, PipelineDescription, context_step
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import Tool
 from deckhand.registration import ToolFactory
 from deckhand.tools.answers import Answer, Empty, SearchOptions
 from deckhand.tools.tool_io import format_results
-from deckhand.types import SearchResult
+from deckhand.types import IngestReport, SearchResult
 
 if TYPE_CHECKING:
+    from deckhand.bases import ProgressBase
     from deckhand.filters.spec import FilterInput
     from deckhand.index.opened_index import Index
     from deckhand.ingest.freshness import SourceChanges
     from deckhand.ingest.pipeline import LoaderSet
-    from deckhand.protocols import Progress
 
 #: A query with nothing asked beside its text.
 NO_OPTIONS = SearchOptions()
 
-__all__ = ["Tool", "ToolBase", "ToolFactory", "as_tool", "build_tool", "build_worker"]
+__all__ = ["ToolBase", "ToolFactory", "build_tool", "build_worker"]
 
 
-class ToolBase:
-    """What front ends ask of a tool beyond :class:`~deckhand.protocols.Tool`, with the defaults of a tool that
-    holds no index and ingests no source (:class:`~deckhand.tools.source_tool.SourceTool` overrides them)."""
+class ToolBase(ABC):
+    """An agent tool, as the CLI, the MCP server and Python programs use it: the contract of a tool type.
 
+    Built by :func:`deckhand.tools.build_tool` from a validated ``tools:`` entry. The life cycle
+    is ``initialize`` (ingest what changed; again later to pick up changes, ``force_ingest`` to
+    redo everything), any number of searches, then ``close``. Every blocking method has an
+    ``async`` twin that runs it in a worker thread, so the tool (and the store under it) is
+    called from one thread at a time, but not always the same one. Its searches take ``filter``: only chunks that
+    pass it (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions; see
+    ``docs/filters.md``); it is given one only when :meth:`function_definition` lists ``filter``
+    (:func:`deckhand.tools.tool_io.takes_filter`).
+
+    What front ends ask beyond that has the defaults of a tool that holds no index and ingests no source
+    (:class:`~deckhand.tools.source_tool.SourceTool` overrides them).
+    """
+
+    #: The validated ``tools:`` entry the tool was built from.
     config: ToolConfigBase
     #: The opened collection the tool answers from (None: it holds none).
     index: Index | None = None
@@ -99,21 +110,91 @@ class ToolBase:
         not checked, or the index was ingested in this process)."""
         return None
 
+    @property
+    @abstractmethod
+    def provider(self) -> str | None:
+        """The store in use after initialisation (``None`` for a tool without one)."""
+
+    @property
+    @abstractmethod
+    def is_initialized(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def last_ingest_time(self) -> float | None:
+        """``time.time()`` of the last successful initialisation."""
+
+    @property
+    @abstractmethod
+    def last_report(self) -> IngestReport | None:
+        """What the last initialisation ingested, skipped and removed."""
+
+    @property
+    @abstractmethod
+    def document_count(self) -> int:
+        """Searchable items (chunks) held; 0 before initialisation."""
+
+    @abstractmethod
+    async def initialize(self, force_ingest: bool = False) -> IngestReport: ...
+
+    @abstractmethod
+    def initialize_sync(self, force_ingest: bool = False) -> IngestReport:
+        """Blocking form of :meth:`initialize`."""
+
+    @abstractmethod
+    async def open(self) -> IngestReport:
+        """Get ready to search without checking the source for changes (``initialize`` if never ingested)."""
+
+    @abstractmethod
+    def open_sync(self) -> IngestReport:
+        """Blocking form of :meth:`open`."""
+
+    @abstractmethod
+    async def search(self, query: str) -> str:
+        """The answer agents read: formatted results, or a line saying why there are none."""
+
+    @abstractmethod
+    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
+        """Blocking form of :meth:`search`, with an optional result count and filter."""
+
+    @abstractmethod
+    async def search_results(
+        self, query: str, top_k: int | None = None, *, filter: FilterInput = None
+    ) -> Sequence[SearchResult]:
+        """Ranked results for programs (pydantic models, ``model_dump()`` gives JSON)."""
+
+    @abstractmethod
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
-        raise NotImplementedError
+        """Blocking form of :meth:`search_results`."""
 
-    def search_text_sync(self, query: str, top_k: int | None = None, *, filter: FilterInput = None) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def function_definition(self) -> dict[str, Any]:
+        """The function agents are given for the tool, as ``{"name", "description", "parameters"}``.
+
+        Exactly: ``name`` is ``config.name``; ``description`` is text; ``parameters`` is a JSON
+        Schema object (``{"type": "object", "properties": {...}, "required": ["query", ...]}``)
+        describing the arguments of :meth:`search_results`: ``query`` (required), and ``filter``
+        and ``top_k`` where the tool takes them: deckhand passes a search nothing else.
+        :func:`deckhand.tools.tool_io.function_definition` builds the standard one. The MCP
+        server and the Semantic Kernel plugin derive each search's input schema from
+        ``parameters``, so a tool may describe its own arguments (a query that is a regular
+        expression). OpenAI's wrapped form ``{"type": "function", "function": {...}}`` is
+        accepted and unwrapped; anything else is a :class:`deckhand.errors.PluginError` naming
+        the tool (:func:`deckhand.tools.tool_io.tool_function` checks it).
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store and anything else held; :meth:`initialize` opens them again."""
 
     def format_results(self, results: Sequence[SearchResult]) -> str:
         """The text agents read for ``results``: the contract's result text."""
         return format_results(list(results))
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
-        """The results for ``query`` and the text agents read for them: by default the tool's own search text (a
-        tool written against the Protocol alone chose how its answer reads)."""
+        """The results for ``query`` and the text agents read for them: by default the tool's own search text."""
         extra: dict[str, FilterInput] = {} if options.filter is None else {"filter": options.filter}
         results = list(self.search_results_sync(query, options.top_k, **extra))
         text = self.search_text_sync(query, options.top_k, **extra)
@@ -127,18 +208,13 @@ def _takes_filter_keyword(method: FunctionType) -> bool:
     return any(p.name == "filter" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
-def as_tool(tool: Tool) -> ToolBase:
-    """``tool`` with :class:`ToolBase`'s members (itself when it subclasses it)."""
-    return tool if isinstance(tool, ToolBase) else _adapt(ToolBase, tool)
-
-
 def build_tool(
     config: Any,
     *,
     base_dir: str | Path | None = None,
     registry: PluginRegistry | None = None,
-    progress: Progress | None = None,
-) -> Tool:
+    progress: ProgressBase | None = None,
+) -> ToolBase:
     """The tool a validated ``tools:`` entry describes, built by the plugin that registered its ``type``."""
     registry = registry or get_registry()
     kind = config.type if isinstance(config, ToolConfigBase) else None
@@ -146,20 +222,10 @@ def build_tool(
     if component is None:
         available = ", ".join(c.name for c in registry.list("tool")) or "none"
         raise ConfigError(f"unsupported tool type {kind!r} (available: {available})")
-    tool = component.create(config, base_dir=base_dir, registry=registry, progress=progress)
-    if not isinstance(tool, Tool):
-        missing = ", ".join(m for m in tool_members() if not hasattr(tool, m))
-        raise PluginError(
-            f"plugin {component.plugin!r}: tool type {kind!r} built a {type(tool).__name__}, "
-            f"which lacks {missing} (members of deckhand.protocols.Tool)"
-        )
+    tool: ToolBase = component.subclassing(
+        component.create(config, base_dir=base_dir, registry=registry, progress=progress), ToolBase
+    )
     return tool
-
-
-def tool_members() -> list[str]:
-    """The methods and attributes :class:`deckhand.protocols.Tool` requires, in the order it declares them."""
-    names = [*inspect.get_annotations(Tool), *vars(Tool)]
-    return list(dict.fromkeys(n for n in names if not n.startswith("_")))
 
 
 def build_worker(

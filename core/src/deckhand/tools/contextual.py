@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from deckhand.bases import ContextGeneratorBase
 from deckhand.config.component_choices import runtime_errors
 from deckhand.config.context import ContextualEmbeddingsConfig
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.ingest.unit import ComponentSpec, context_step
-from deckhand.protocols import ContextGenerator
 from deckhand.tools.source_tool import SourceTool
 from deckhand.types import Chunk, Document
 
@@ -24,7 +24,7 @@ from deckhand.types import Chunk, Document
 class ContextualChunks(SourceTool):
     """The context step of a tool configured with ``contextual_embeddings`` (see the module docstring)."""
 
-    _context: ContextGenerator | None = None
+    _context: ContextGeneratorBase | None = None
 
     def contextual_config(self) -> ContextualEmbeddingsConfig:
         """The tool's ``contextual_embeddings`` settings."""

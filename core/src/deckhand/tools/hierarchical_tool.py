@@ -22,7 +22,8 @@ import logging
 from collections.abc import Sequence
 from typing import TypeVar
 
-from deckhand.capabilities import CAPABILITY_PROTOCOLS, has_capability
+from deckhand.bases import KeywordIndexBase, StoreBase
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, StoreCapability, has_capability
 from deckhand.config.component_choices import runtime_errors
 from deckhand.config.hierarchical import (
     AUTO,
@@ -36,7 +37,6 @@ from deckhand.config.tool_fields import IN_MEMORY
 from deckhand.filters.spec import FilterInput
 from deckhand.paths import state_dir
 from deckhand.plugins import Component
-from deckhand.protocols import KeywordIndex, StoreCapability, VectorStore
 from deckhand.retrieval.engine import SearchSettings
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.tools.answers import SearchOptions
@@ -81,13 +81,13 @@ class HierarchicalDocumentTool(RankedTool):
         """The side indexes are kept by the index's keeper, with the configured keyword strategy."""
         return self._keyword_index
 
-    def refresh_indexes(self, store: VectorStore, *, new_keyword: bool = False) -> None:
+    def refresh_indexes(self, store: StoreBase, *, new_keyword: bool = False) -> None:
         """Bring the side indexes up to date with ``store``'s records; ``new_keyword`` builds the configured
         keyword strategy anew first (after the configuration changed)."""
         self.index.rebuild_side_indexes(store, self._keyword_index if new_keyword else None)
 
     # -- side indexes -------------------------------------------------------------------
-    def _keyword_index(self, store: VectorStore) -> tuple[KeywordIndex, str]:
+    def _keyword_index(self, store: StoreBase) -> tuple[KeywordIndexBase, str]:
         """The configured keyword strategy on ``store``.
 
         ``auto`` is ``native`` when that strategy is installed and ``store`` implements what it
@@ -119,7 +119,7 @@ class HierarchicalDocumentTool(RankedTool):
         cache = None
         if self.index.provider != IN_MEMORY:
             cache = state_dir(self.base_dir) / "keyword" / f"{self.config.name}-{self.index.provider}.npz"
-        index: KeywordIndex = component.create(store, cache, options=options)
+        index: KeywordIndexBase = component.create(store, cache, options=options)
         return index, component.name
 
     # -- queries ----------------------------------------------------------------------
@@ -184,7 +184,7 @@ class HierarchicalDocumentTool(RankedTool):
         return "Natural language search query, or a section id such as '§ 4.2' (its section comes first)"
 
 
-def _missing(store: VectorStore, component: Component) -> list[str]:
+def _missing(store: StoreBase, component: Component) -> list[str]:
     """What ``store`` lacks of the capabilities ``component`` requires."""
     return [_named(c) for c in sorted(component.requires) if not has_capability(store, c)]
 
@@ -195,7 +195,7 @@ def _named(capability: StoreCapability) -> str:
     return protocol.__name__ if protocol is not None else capability.value
 
 
-def _supports(store: VectorStore, component: Component) -> bool:
+def _supports(store: StoreBase, component: Component) -> bool:
     """Whether ``store`` has every capability ``component`` requires."""
     return not _missing(store, component)
 

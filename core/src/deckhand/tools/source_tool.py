@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from deckhand.bases import StoreBase
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.embedding.cache import CachedEmbedder
 from deckhand.filters.conditions import Filter
@@ -15,13 +16,12 @@ from deckhand.filters.spec import FilterInput, compile_filter
 from deckhand.index.agent_documents import AgentDocument
 from deckhand.index.components import loader_set, source_path
 from deckhand.index.opened_index import CHECK_CHUNKS, Index, IndexOpened
-from deckhand.ingest.executor import Executor
+from deckhand.ingest.executor import ExecutorBase
 from deckhand.ingest.freshness import SourceChanges
-from deckhand.ingest.pipeline import IngestReport, LoaderSet, Progress
+from deckhand.ingest.pipeline import IngestReport, LoaderSet, ProgressBase
 from deckhand.ingest.sharding import Shard
 from deckhand.ingest.unit import ComponentSpec, PipelineDescription
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import VectorStore
 from deckhand.retrieval.keeper import KeywordFactory
 from deckhand.tools import NO_OPTIONS, ToolBase
 from deckhand.tools.answers import Answer, Empty, SearchOptions
@@ -32,7 +32,7 @@ __all__ = ["SourceTool"]
 
 
 class SourceTool(ToolBase):
-    """Base of tools that ingest a source into an index and answer queries from it (a ``protocols.Tool``).
+    """Base of tools that ingest a source into an index and answer queries from it (a ``ToolBase``).
 
     A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
     between chunking and embedding), :meth:`keyword_factory` (side indexes), :meth:`format_results`,
@@ -50,7 +50,7 @@ class SourceTool(ToolBase):
         *,
         base_dir: str | Path | None = None,
         registry: PluginRegistry | None = None,
-        progress: Progress | None = None,
+        progress: ProgressBase | None = None,
     ) -> None:
         self.config = config
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
@@ -80,13 +80,13 @@ class SourceTool(ToolBase):
         return self.index.provider
 
     async def initialize(
-        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
+        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: ExecutorBase | None = None
     ) -> IngestReport:
         """Ingest what changed under the source (see :meth:`initialize_sync`)."""
         return await asyncio.to_thread(self.initialize_sync, force_ingest, shard=shard, executor=executor)
 
     def initialize_sync(
-        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: Executor | None = None
+        self, force_ingest: bool = False, *, shard: Shard | None = None, executor: ExecutorBase | None = None
     ) -> IngestReport:
         """Open the index and ingest the source: only what changed unless ``force_ingest``, only ``shard``'s files,
         the work run by ``executor`` (default: ``local``, in this process); see :meth:`Index.ingest`."""
@@ -225,11 +225,11 @@ class SourceTool(ToolBase):
         (None: the standard wording); only what the tool really supports."""
         return None
 
-    def ready_store(self, query: str) -> VectorStore:
+    def ready_store(self, query: str) -> StoreBase:
         """The store, once initialised and given a non-empty query; else a clear error (for a plugin's own search)."""
         return self.index.ready(query)
 
-    def filter_for(self, store: VectorStore, value: FilterInput) -> Filter | None:
+    def filter_for(self, store: StoreBase, value: FilterInput) -> Filter | None:
         """``value`` compiled and checked for the index's ``store`` (:meth:`Index.filter_for`), for a plugin."""
         return self.index.filter_for(value)
 

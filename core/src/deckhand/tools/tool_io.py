@@ -37,7 +37,7 @@ def function_definition(
     name: str, description: str, *, takes_filter: bool = True, query: str | None = None
 ) -> dict[str, Any]:
     """The function definition of a search tool (the contract's tool-call JSON), in the unwrapped form
-    ``{"name", "description", "parameters"}`` that :meth:`deckhand.protocols.Tool.function_definition` returns.
+    ``{"name", "description", "parameters"}`` that :meth:`deckhand.tools.ToolBase.function_definition` returns.
 
     ``filter`` is optional (left out with ``takes_filter=False``, for a search that takes none); ``query``
     describes the query where a tool understands more than natural language (section ids).

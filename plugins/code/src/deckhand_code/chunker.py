@@ -25,11 +25,11 @@ from typing import Any
 
 from deckhand.api import (
     Chunk,
+    ChunkerBase,
     Document,
     TokenChunker,
     TokenChunkerOptions,
-    Tokenizer,
-    as_tokenizer,
+    TokenizerBase,
     char_cap,
     char_cuts,
 )
@@ -129,15 +129,15 @@ def module_name(source: str) -> str:
     return stem or source
 
 
-class CodeChunker:
+class CodeChunker(ChunkerBase):
     """Cuts source code at its syntax (see the module docstring)."""
 
     @classmethod
-    def from_options(cls, tokenizer: Tokenizer, options: CodeChunkerOptions) -> CodeChunker:
+    def from_options(cls, tokenizer: TokenizerBase, options: CodeChunkerOptions) -> CodeChunker:
         """The ``code`` chunker's registered factory (:class:`deckhand.registration.ChunkerFactory`)."""
         return cls(tokenizer, chunk_size=options.chunk_size, chunk_overlap=options.chunk_overlap)
 
-    def __init__(self, tokenizer: Tokenizer, chunk_size: int = 512, chunk_overlap: int | None = None) -> None:
+    def __init__(self, tokenizer: TokenizerBase, chunk_size: int = 512, chunk_overlap: int | None = None) -> None:
         """``chunk_overlap``: the token chunker's, for other files (default 50, less for small sizes)."""
         self.tokenizer = tokenizer
         self.chunk_size = chunk_size
@@ -163,7 +163,7 @@ class _Cutter:
         # The file is tokenized once, as a stream into two arrays (16 bytes a token, where a list of
         # span tuples costs over 100); the tokens of a stretch of it are those between its offsets.
         self.token_starts, self.token_ends = array("q"), array("q")
-        for a, b in as_tokenizer(chunker.tokenizer).iter_token_spans(document.text):
+        for a, b in chunker.tokenizer.iter_token_spans(document.text):
             self.token_starts.append(a)
             self.token_ends.append(b)
         self.budget = chunker.chunk_size

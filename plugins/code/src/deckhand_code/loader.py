@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deckhand.api import SCRIPT, LoaderError, decode_text, read_source_bytes
+from deckhand.api import SCRIPT, LoaderBase, LoaderError, decode_text, read_source_bytes
 
 from deckhand_code.languages import EXTENSIONS
 
 
-class CodeLoader:
+class CodeLoader(LoaderBase):
     """Reads the source files of the languages the ``code`` chunker parses (``.py``, ``.ts``, ``.go``, ...) and
     scripts without an extension (``#!/usr/bin/env python3``, ``#!/bin/bash``: :data:`SCRIPT`).
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deckhand.api import Registrar, StoreCapability, VectorStore, hookimpl
+from deckhand.api import Registrar, StoreBase, StoreCapability, hookimpl
 
 from deckhand_native_hybrid.strategy import NativeKeywordIndex
 
 
-def _native(store: VectorStore, cache_path: Path | None, options: None) -> NativeKeywordIndex:
+def _native(store: StoreBase, cache_path: Path | None, options: None) -> NativeKeywordIndex:
     """The store keeps its own full-text index, so ``cache_path`` is not used; no options."""
     return NativeKeywordIndex(store)
 

@@ -1,10 +1,10 @@
-"""A :class:`deckhand.protocols.KeywordIndex` backed by a store's ``keyword_search``.
+"""A :class:`deckhand.api.KeywordIndexBase` backed by a store's ``keyword_search``.
 
 Stores opt in by declaring ``StoreCapability.KEYWORD_SEARCH`` (the methods of
-:class:`deckhand.protocols.NativeKeywordSearch`): the Redis
+:class:`deckhand.api.NativeKeywordSearch`): the Redis
 store ranks with RediSearch's BM25 scorer, the PostgreSQL store with tsvector and
 ``ts_rank_cd``, the Weaviate store with its BM25. A store that also declares
-``StoreCapability.HYBRID_SEARCH`` (:class:`deckhand.protocols.NativeHybridSearch`, Weaviate's
+``StoreCapability.HYBRID_SEARCH`` (:class:`deckhand.api.NativeHybridSearch`, Weaviate's
 ``query.hybrid``) gets the query's
 vector too: the keyword ranking is then the database's own fusion of BM25 and the vector
 search, with the ``alpha`` and fusion type of the store's options.

@@ -12,7 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import LoadedText, LoaderError, loader_settings, loading_progress, notice, open_source_file
+from deckhand.api import (
+    LoadedText,
+    LoaderBase,
+    LoaderError,
+    loader_settings,
+    loading_progress,
+    notice,
+    open_source_file,
+)
 
 from deckhand_ocr.cache import OcrCache, ocr_cache
 from deckhand_ocr.engine import Engine
@@ -24,7 +32,7 @@ IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", 
 PAGED_FORMATS = frozenset({"TIFF"})
 
 
-class ImageLoader:
+class ImageLoader(LoaderBase):
     """Reads the text in images (scans, photographed pages, screenshots) with RapidOCR."""
 
     extensions = IMAGE_EXTENSIONS

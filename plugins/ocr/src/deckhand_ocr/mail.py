@@ -22,7 +22,7 @@ from email.parser import BytesParser
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from deckhand.api import LoadedText, LoaderError, notice, open_source_file, read_source_bytes
+from deckhand.api import LoadedText, LoaderBase, LoaderError, notice, open_source_file, read_source_bytes
 
 from deckhand_ocr.parts import Part, read_part, safe_name
 
@@ -179,7 +179,7 @@ def parse(data: bytes) -> Message:
     return BytesParser(policy=email.policy.compat32).parsebytes(data)
 
 
-class MailLoader:
+class MailLoader(LoaderBase):
     """Reads ``.eml``, ``.mbox`` and ``.msg`` files: headers as metadata, body as text, attachments by their loaders."""
 
     extensions = frozenset({".eml", ".mbox", ".msg"})

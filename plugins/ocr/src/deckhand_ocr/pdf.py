@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import LoadedText, LoaderError, loader_settings, loading_progress, open_source_file
+from deckhand.api import LoadedText, LoaderBase, LoaderError, loader_settings, loading_progress, open_source_file
 
 from deckhand_ocr.cache import ocr_cache
 from deckhand_ocr.engine import Engine
@@ -31,7 +31,7 @@ IMAGE_COVER = 0.5
 SHORT_TEXT_CHARS = 200
 
 
-class PdfLoader:
+class PdfLoader(LoaderBase):
     """Reads PDFs with pypdfium2, recognising the pages that have no text layer (RapidOCR)."""
 
     extensions = frozenset({".pdf"})

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from deckhand.api import (
     EmbedderAuthenticationError,
+    EmbedderBase,
     EmbeddingError,
     MalformedResponse,
     RemoteCallError,
@@ -75,7 +76,7 @@ class _Batch:
     tokens: int = 0
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(EmbedderBase):
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, TEI ...).
 
     ``provider`` and ``model`` make the model id recorded with the index (with ``@<dimensions>`` when
@@ -127,7 +128,7 @@ class RemoteEmbedder:
         return proxy_tokenizer()
 
     @property
-    def dimension(self) -> int:
+    def dimension(self) -> int:  # type: ignore[override]  # EmbedderBase's attribute, known here on first use
         """The vector length: from the options or the model, else asked of the service once."""
         with self._lock:
             if self._dimension is None:

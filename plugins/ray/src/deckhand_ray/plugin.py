@@ -9,10 +9,10 @@ from deckhand.api import Registrar, hookimpl
 from deckhand_ray.options import RayOptions
 
 if TYPE_CHECKING:
-    from deckhand.api import Executor
+    from deckhand.api import ExecutorBase
 
 
-def _ray(options: RayOptions) -> Executor:
+def _ray(options: RayOptions) -> ExecutorBase:
     """Imports Ray only when an ingest uses it (``deckhand plugins`` and every other command stay fast)."""
     from deckhand_ray.executor import RayExecutor
 

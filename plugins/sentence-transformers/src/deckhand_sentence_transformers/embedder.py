@@ -1,4 +1,4 @@
-"""A deckhand :class:`~deckhand.protocols.Embedder` backed by a local sentence-transformers model (CPU or GPU).
+"""A deckhand :class:`~deckhand.api.EmbedderBase` backed by a local sentence-transformers model (CPU or GPU).
 
 ``embedding_model:`` values it serves:
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from deckhand.api import EmbeddingError, Vector, choose_device, install_command
+from deckhand.api import EmbedderBase, EmbeddingError, TokenizerBase, Vector, choose_device, install_command
 
 from deckhand_sentence_transformers.devices import TORCH_GPU_HINT, gpu_memory, placement, torch_devices
 
@@ -103,7 +103,7 @@ def resolve_model_dir(model: str | None) -> tuple[Path, str]:
     return found, f"{PREFIX}{target}"
 
 
-class HFTokenizer:
+class HFTokenizer(TokenizerBase):
     """The model's Hugging Face fast tokenizer, without special tokens, truncation or padding."""
 
     def __init__(self, hf_tokenizer: Any) -> None:
@@ -129,7 +129,7 @@ class HFTokenizer:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(EmbedderBase):
     """A local sentence-transformers model: unit-length float32 vectors, loaded with no network.
 
     ``device``: ``auto`` (default: ``$DECKHAND_DEVICE``, else a GPU when torch sees one),

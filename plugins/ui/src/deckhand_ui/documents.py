@@ -17,7 +17,6 @@ from deckhand_ui.core_api import (
     CallError,
     DeleteArguments,
     Record,
-    as_tool,
 )
 from deckhand_ui.search import place_of
 from deckhand_ui.workbench import Workbench
@@ -84,10 +83,10 @@ def files_page(bench: Workbench, params: Any) -> dict[str, Any]:
     try:
         box, name = _source_tool(bench, side)
         with box.using(name) as tool:
-            if as_tool(tool).index is None:
+            if tool.index is None:
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             every, manifest = bench.files.of(side, tool)
-            context["writable"] = as_tool(tool).writable
+            context["writable"] = tool.writable
     except CallError as exc:
         context["problem"] = str(exc)
         return context
@@ -144,7 +143,7 @@ def document_page(bench: Workbench, params: Any) -> dict[str, Any]:
     try:
         box, name = _source_tool(bench, side)
         with box.using(name) as tool:
-            if as_tool(tool).index is None:
+            if tool.index is None:
                 raise CallError(f"{name}: this tool type keeps no files to browse")
             state = bench.files.of(side, tool)[1].get(source)  # the kept manifest: no read of every file's row
             if state is None:

@@ -13,7 +13,6 @@ from deckhand_ui.core_api import (
     SearchArguments,
     SearchOptions,
     SearchResult,
-    as_tool,
     parse_expressions,
     takes_filter,
 )
@@ -138,7 +137,7 @@ def ask(bench: Workbench, side: str, query: str, top_k: int | None, where: Any) 
             if args.filter is not None and not takes_filter(tool):
                 raise CallError(f"{name}: this tool's search takes no filter; search without one")
             try:
-                answer = as_tool(tool).answer(args.query, SearchOptions(args.top_k, args.filter))  # or why none
+                answer = tool.answer(args.query, SearchOptions(args.top_k, args.filter))  # or why none
                 results = answer.results
                 if not results:
                     column.explanation = box.redact(answer.text)

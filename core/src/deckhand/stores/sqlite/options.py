@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 import deckhand.stores.sqlite.ivf_files as sqlite_ivf
+from deckhand.capabilities import StoreCapability
 from deckhand.errors import ConfigError
-from deckhand.protocols import StoreCapability
 from deckhand.tool_entry import StrictModel
 from deckhand.types import Metric
 

@@ -1,4 +1,4 @@
-"""The sqlite store's record log (:class:`deckhand.protocols.RecordLog`): which records changed since a
+"""The sqlite store's record log (:class:`deckhand.capabilities.RecordLog`): which records changed since a
 version, read inside the caller's transaction, so a side index file follows the records by applying the
 changes instead of rebuilding.
 

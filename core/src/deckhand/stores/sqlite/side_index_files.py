@@ -1,4 +1,4 @@
-"""The sqlite store's side indexes (:class:`deckhand.protocols.SideIndexStorage`, ``SideIndexFiles``): indexes
+"""The sqlite store's side indexes (:class:`deckhand.capabilities.SideIndexStorage`, ``SideIndexFiles``): indexes
 derived from the records, e.g. keyword postings, kept in the ``side_indexes`` table under the records' version
 they were built from, or in files beside the database named after the collection's id."""
 

@@ -49,9 +49,9 @@ import deckhand.stores.sqlite.record_log as record_log
 import deckhand.stores.sqlite.record_writes as writes
 import deckhand.stores.sqlite.side_index_files as side_indexes
 import deckhand.stores.sqlite.transactions as transactions
+from deckhand.capabilities import StoreCapability
 from deckhand.errors import IndexCorruptError
 from deckhand.filters.conditions import Filter
-from deckhand.protocols import StoreCapability
 from deckhand.stores.scaffolding import OpenCollection
 from deckhand.stores.sqlite.approximate import ApproximateIndex
 from deckhand.stores.sqlite.file import connect, index_path, set_aside, stamp, translated, verify

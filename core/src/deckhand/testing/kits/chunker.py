@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from deckhand.bases import as_tokenizer
+from deckhand.bases import ChunkerBase, TokenizerBase
 from deckhand.chunking.budget import char_cap
-from deckhand.protocols import Chunker, Tokenizer
 from deckhand.types import Chunk, Document
 
 #: A short document with headings, paragraphs and a list: what chunkers are asked to cut.
@@ -32,9 +31,15 @@ class ChunkerKit:
     """What the chunker mixins share: the fixture a plugin overrides and the chunks of :data:`SAMPLE`."""
 
     @pytest.fixture
-    def chunker(self) -> Chunker:
+    def chunker(self) -> ChunkerBase:
         """Override: the chunker under test, built as its factory would build it."""
         pytest.fail(f"{type(self).__name__}: override the chunker fixture to return your chunker")
+
+    def test_subclasses_its_base(self, chunker: ChunkerBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(chunker, ChunkerBase), (
+            f"{type(chunker).__name__} does not subclass deckhand.api.ChunkerBase: subclass it"
+        )
 
     @pytest.fixture
     def document(self) -> Document:
@@ -42,7 +47,7 @@ class ChunkerKit:
         return SAMPLE
 
     @pytest.fixture
-    def chunks(self, chunker: Chunker, document: Document) -> list[Chunk]:
+    def chunks(self, chunker: ChunkerBase, document: Document) -> list[Chunk]:
         return chunker.chunk(document)
 
 
@@ -56,14 +61,14 @@ class ChunkNumberingTests(ChunkerKit):
         assert all(c.content.strip() for c in chunks), "a chunk without content"
 
     def test_the_same_document_gives_the_same_chunks(
-        self, chunker: Chunker, chunks: list[Chunk], document: Document
+        self, chunker: ChunkerBase, chunks: list[Chunk], document: Document
     ) -> None:
         again = chunker.chunk(document)
         assert [(c.content, c.embed_text, c.metadata) for c in again] == [
             (c.content, c.embed_text, c.metadata) for c in chunks
         ], "chunking is not deterministic: an unchanged file would be re-embedded on every ingest"
 
-    def test_a_blank_document_gives_no_chunk(self, chunker: Chunker, document: Document) -> None:
+    def test_a_blank_document_gives_no_chunk(self, chunker: ChunkerBase, document: Document) -> None:
         blank = Document(source=document.source, text="  \n\n ", title=document.title)
         assert [c for c in chunker.chunk(blank) if c.content.strip()] == []
 
@@ -170,7 +175,7 @@ class Budget:
     """What a chunker holds its chunks to: ``tokens`` of ``tokenizer`` (and :func:`char_cap` characters)."""
 
     tokens: int
-    tokenizer: Tokenizer
+    tokenizer: TokenizerBase
 
     @property
     def chars(self) -> int:
@@ -178,7 +183,7 @@ class Budget:
 
     def count(self, text: str) -> int:
         """Tokens of ``text``, read as a stream (a long one is not encoded whole)."""
-        return sum(1 for _ in as_tokenizer(self.tokenizer).iter_token_spans(text))
+        return sum(1 for _ in self.tokenizer.iter_token_spans(text))
 
 
 class ChunkBudgetTests(ChunkerKit):
@@ -188,7 +193,7 @@ class ChunkBudgetTests(ChunkerKit):
     ``MEMORY_PER_CHUNK`` per chunk) at the peak."""
 
     @pytest.fixture
-    def budget(self, chunker: Chunker) -> Budget:
+    def budget(self, chunker: ChunkerBase) -> Budget:
         """Override when the chunker does not keep its budget as ``chunk_size``/``max_chunk_tokens`` and
         ``tokenizer``."""
         tokens = getattr(chunker, "chunk_size", None) or getattr(chunker, "max_chunk_tokens", None)
@@ -198,7 +203,7 @@ class ChunkBudgetTests(ChunkerKit):
         return Budget(tokens, tokenizer)
 
     @pytest.mark.parametrize("shape", sorted(SHAPES))
-    def test_the_budget_holds_on_the_worst_shapes(self, chunker: Chunker, budget: Budget, shape: str) -> None:
+    def test_the_budget_holds_on_the_worst_shapes(self, chunker: ChunkerBase, budget: Budget, shape: str) -> None:
         source, make = SHAPES[shape]
         text = make(1)
         tracemalloc.start()

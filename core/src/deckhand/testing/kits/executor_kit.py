@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from deckhand.config.loading import load_agent_config
-from deckhand.ingest.executor import Executor, LocalExecutor
+from deckhand.ingest.executor import ExecutorBase, LocalExecutor
 from deckhand.tools import build_tool
 from deckhand.tools.source_tool import SourceTool
 from deckhand.types import IngestReport
@@ -38,7 +38,7 @@ class _Pair:
             (self.source / name).write_text(text, encoding="utf-8")
         self.tools: dict[str, SourceTool] = {}
 
-    def run(self, index: str, executor: Executor) -> IngestReport:
+    def run(self, index: str, executor: ExecutorBase) -> IngestReport:
         if index not in self.tools:
             agent = self.root / f"{index}.yaml"
             agent.write_text(
@@ -69,9 +69,15 @@ class ExecutorTests:
     """Subclass it and return your executor from the ``executor`` fixture (built as its factory builds it)."""
 
     @pytest.fixture
-    def executor(self) -> Executor:
+    def executor(self) -> ExecutorBase:
         """Override: the executor under test."""
         pytest.fail(f"{type(self).__name__}: override the executor fixture to return your executor")
+
+    def test_subclasses_its_base(self, executor: ExecutorBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(executor, ExecutorBase), (
+            f"{type(executor).__name__} does not subclass deckhand.api.ExecutorBase: subclass it"
+        )
 
     @pytest.fixture
     def pair(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[_Pair]:
@@ -80,7 +86,7 @@ class ExecutorTests:
         yield pair
         pair.close()
 
-    def test_a_run_leaves_the_index_a_local_run_leaves(self, executor: Executor, pair: _Pair) -> None:
+    def test_a_run_leaves_the_index_a_local_run_leaves(self, executor: ExecutorBase, pair: _Pair) -> None:
         mine, local = pair.run("mine", executor), pair.run("local", LocalExecutor())
         assert _changed(mine) == _changed(local), f"report {_changed(mine)}, local's {_changed(local)}"
         assert not mine.failed, f"files failed: {mine.failed}"
@@ -88,13 +94,13 @@ class ExecutorTests:
         assert found and found[0].source == "notes/tides.md", f"a search after the run found {found}"
         assert pair.records("mine") == pair.records("local"), "the stored records differ from a local run's"
 
-    def test_a_rerun_ingests_nothing(self, executor: Executor, pair: _Pair) -> None:
+    def test_a_rerun_ingests_nothing(self, executor: ExecutorBase, pair: _Pair) -> None:
         pair.run("mine", executor)
         again = pair.run("mine", executor)
         assert again.ingested == [] and again.chunks_written == 0, f"a rerun ingested {again.ingested}"
         assert sorted(again.unchanged) == sorted(f"notes/{name}" for name in FILES)
 
-    def test_an_edit_is_ingested_again_and_a_deletion_removed(self, executor: Executor, pair: _Pair) -> None:
+    def test_an_edit_is_ingested_again_and_a_deletion_removed(self, executor: ExecutorBase, pair: _Pair) -> None:
         pair.run("mine", executor)
         pair.run("local", LocalExecutor())
         (pair.source / "gear.md").write_text("# Gear\n\nOars and a bailer are kept in the boathouse.\n")

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from deckhand.bases import ContextGeneratorBase, RerankerBase
 from deckhand.errors import RerankError
-from deckhand.protocols import ContextGenerator, Reranker
 from deckhand.types import Chunk, Document
 
 QUERY = "when is high tide?"
@@ -31,20 +31,26 @@ class RerankerTests:
     """One score in ``[0, 1]`` per passage, in order; the passage that answers the query scores highest."""
 
     @pytest.fixture
-    def reranker(self) -> Reranker:
+    def reranker(self) -> RerankerBase:
         """Override: the reranker under test (a model-backed one may point at a local stand-in)."""
         pytest.fail(f"{type(self).__name__}: override the reranker fixture to return your reranker")
 
-    def test_one_score_in_range_per_passage(self, reranker: Reranker) -> None:
+    def test_subclasses_its_base(self, reranker: RerankerBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(reranker, RerankerBase), (
+            f"{type(reranker).__name__} does not subclass deckhand.api.RerankerBase: subclass it"
+        )
+
+    def test_one_score_in_range_per_passage(self, reranker: RerankerBase) -> None:
         scores = reranker.rerank(QUERY, list(PASSAGES))
         assert len(scores) == len(PASSAGES), f"{len(scores)} scores for {len(PASSAGES)} passages"
         assert all(isinstance(s, float | int) and 0.0 <= s <= 1.0 for s in scores), f"scores outside [0, 1]: {scores}"
 
-    def test_the_answering_passage_scores_highest(self, reranker: Reranker) -> None:
+    def test_the_answering_passage_scores_highest(self, reranker: RerankerBase) -> None:
         scores = reranker.rerank(QUERY, list(PASSAGES))
         assert scores[0] > max(scores[1:]), f"the passage about high tide should score highest, got {scores}"
 
-    def test_no_passage_gives_no_score(self, reranker: Reranker) -> None:
+    def test_no_passage_gives_no_score(self, reranker: RerankerBase) -> None:
         try:
             assert list(reranker.rerank(QUERY, [])) == []
         except RerankError as exc:  # allowed: one line saying why
@@ -55,14 +61,20 @@ class ContextGeneratorTests:
     """One context string per chunk, in the chunks' order; none for no chunk."""
 
     @pytest.fixture
-    def context_generator(self) -> ContextGenerator:
+    def context_generator(self) -> ContextGeneratorBase:
         """Override: the context generator under test."""
         pytest.fail(f"{type(self).__name__}: override the context_generator fixture to return your generator")
 
-    def test_one_context_per_chunk(self, context_generator: ContextGenerator) -> None:
+    def test_subclasses_its_base(self, context_generator: ContextGeneratorBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(context_generator, ContextGeneratorBase), (
+            f"{type(context_generator).__name__} does not subclass deckhand.api.ContextGeneratorBase: subclass it"
+        )
+
+    def test_one_context_per_chunk(self, context_generator: ContextGeneratorBase) -> None:
         contexts = asyncio.run(context_generator.contexts(DOCUMENT, list(CHUNKS)))
         assert len(contexts) == len(CHUNKS), f"{len(contexts)} contexts for {len(CHUNKS)} chunks"
         assert all(isinstance(c, str) for c in contexts), f"contexts must be strings: {contexts!r}"
 
-    def test_no_chunk_gives_no_context(self, context_generator: ContextGenerator) -> None:
+    def test_no_chunk_gives_no_context(self, context_generator: ContextGeneratorBase) -> None:
         assert asyncio.run(context_generator.contexts(DOCUMENT, [])) == []

@@ -14,8 +14,7 @@ import pytest
 
 from deckhand.config.component_choices import REGISTRY_KEY
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import Tool
-from deckhand.tools import as_tool, build_tool
+from deckhand.tools import ToolBase, build_tool
 from deckhand.tools.answers import Answer, SearchOptions
 from deckhand.tools.tool_io import takes_filter
 
@@ -31,9 +30,13 @@ class ToolTypeKit:
     """What the tool type mixins share: the fixtures a plugin overrides, and one MCP session's answers."""
 
     @pytest.fixture
-    def tool(self) -> Tool:
+    def tool(self) -> ToolBase:
         """Override: a tool of your type over a small source (built, ingested or not: the first call ingests)."""
         pytest.fail(f"{type(self).__name__}: override the tool fixture to return a tool of your type")
+
+    def test_subclasses_its_base(self, tool: ToolBase) -> None:
+        """The base class is the contract: core refuses a component that does not subclass it."""
+        assert isinstance(tool, ToolBase), f"{type(tool).__name__} does not subclass deckhand.api.ToolBase: subclass it"
 
     @pytest.fixture
     def query(self) -> str:
@@ -52,19 +55,19 @@ class ToolTypeKit:
         return get_registry()
 
     @pytest.fixture
-    def answered(self, tool: Tool, query: str) -> Answer:
+    def answered(self, tool: ToolBase, query: str) -> Answer:
         """The tool's one answer to ``query`` (after an initialisation)."""
         tool.initialize_sync()
-        return as_tool(tool).answer(query)
+        return tool.answer(query)
 
     @pytest.fixture
-    def served(self, tool: Tool, query: str) -> dict[str, Any]:
+    def served(self, tool: ToolBase, query: str) -> dict[str, Any]:
         """What one MCP session over the tool saw: ``listed`` (its tools/list entry), ``answer`` to ``query``
         and ``bad`` (the answers to :data:`BAD_CALLS`)."""
         return asyncio.run(_serve(tool, query))
 
 
-async def _serve(tool: Tool, query: str) -> dict[str, Any]:
+async def _serve(tool: ToolBase, query: str) -> dict[str, Any]:
     from deckhand.calls.toolbox import Toolbox
     from deckhand.mcp.server import DeckhandMcpServer
     from deckhand.testing.mcp_client import call, memory_session
@@ -84,7 +87,7 @@ async def _serve(tool: Tool, query: str) -> dict[str, Any]:
 class ToolListingTests(ToolTypeKit):
     """``tools/list`` shows the tool under its name with its description and a valid JSON Schema taking ``query``."""
 
-    def test_listed_with_a_valid_schema(self, served: dict[str, Any], tool: Tool) -> None:
+    def test_listed_with_a_valid_schema(self, served: dict[str, Any], tool: ToolBase) -> None:
         listed = served["listed"]
         assert listed is not None, f"tools/list has no tool {tool.config.name!r}"
         assert listed["description"], "the tool is listed without a description"
@@ -93,7 +96,7 @@ class ToolListingTests(ToolTypeKit):
         assert schema.get("type") == "object" and "query" in schema.get("properties", {}), schema
         assert "query" in schema.get("required", []), "query must be required"
 
-    def test_the_function_definition_is_valid(self, tool: Tool) -> None:
+    def test_the_function_definition_is_valid(self, tool: ToolBase) -> None:
         definition = tool.function_definition()
         parameters = definition.get("parameters") or definition.get("function", {}).get("parameters") or {}
         jsonschema.Draft202012Validator.check_schema(parameters)
@@ -119,12 +122,12 @@ class ToolBuildTests(ToolTypeKit):
     """The tool's configuration is its agent.yaml entry: it validates again from its own dump, and the registry
     builds a tool of the same class from it."""
 
-    def test_built_from_its_config(self, tool: Tool, registry: PluginRegistry) -> None:
+    def test_built_from_its_config(self, tool: ToolBase, registry: PluginRegistry) -> None:
         config = tool.config
         entry = config.model_dump(mode="json")
         again = type(config).model_validate(entry, context={REGISTRY_KEY: registry})
         assert again == config, f"{type(config).__name__} does not validate its own dump {entry} to the same entry"
-        built = build_tool(again, base_dir=as_tool(tool).base_dir, registry=registry)
+        built = build_tool(again, base_dir=tool.base_dir, registry=registry)
         try:
             assert type(built) is type(tool), f"type {config.type!r} builds a {type(built).__name__}"
             assert built.config.name == config.name
@@ -146,22 +149,22 @@ class ToolAnswerTests(ToolTypeKit):
         assert scores == sorted(scores, reverse=True), f"results are not best first: {scores}"
         assert answered.text.strip(), "the answer has no text for agents"
 
-    def test_top_k_bounds_the_answer(self, tool: Tool, query: str) -> None:
+    def test_top_k_bounds_the_answer(self, tool: ToolBase, query: str) -> None:
         tool.initialize_sync()
-        assert len(as_tool(tool).answer(query, SearchOptions(top_k=1)).results) <= 1, "top_k=1 gave more results"
+        assert len(tool.answer(query, SearchOptions(top_k=1)).results) <= 1, "top_k=1 gave more results"
 
-    def test_formats_its_results_naming_each_source(self, tool: Tool, answered: Answer) -> None:
-        text = as_tool(tool).format_results(answered.results)
+    def test_formats_its_results_naming_each_source(self, tool: ToolBase, answered: Answer) -> None:
+        text = tool.format_results(answered.results)
         assert isinstance(text, str) and text.strip(), "format_results returned no text"
         unnamed = [r.source for r in answered.results if r.source not in text]
         assert not unnamed, f"the formatted results do not name {unnamed}"
 
-    def test_an_empty_answer_explains_itself(self, tool: Tool, unanswerable: tuple[str, SearchOptions]) -> None:
+    def test_an_empty_answer_explains_itself(self, tool: ToolBase, unanswerable: tuple[str, SearchOptions]) -> None:
         query, options = unanswerable
         if options.filter is not None and not takes_filter(tool):
             pytest.fail(f"{type(tool).__name__} takes no filter: override the unanswerable fixture (a query only)")
         tool.initialize_sync()
-        empty = as_tool(tool).answer(query, options)
+        empty = tool.answer(query, options)
         assert empty.results == [], f"{query!r} with {options} found {len(empty.results)} result(s)"
         assert empty.empty is not None, "an empty answer must say why (Answer.empty)"
         text = empty.text.strip()
@@ -169,21 +172,20 @@ class ToolAnswerTests(ToolTypeKit):
 
 
 class ToolDeclarationTests(ToolTypeKit):
-    """What the tool can do is declared once, as class attributes of :class:`deckhand.tools.ToolBase` (a tool
-    written against the Protocol alone gets their defaults), and holds."""
+    """What the tool can do is declared once, as class attributes of :class:`deckhand.tools.ToolBase`, and
+    holds."""
 
-    def test_declares_what_it_can_do(self, tool: Tool, answered: Answer) -> None:
-        seen = as_tool(tool)
+    def test_declares_what_it_can_do(self, tool: ToolBase, answered: Answer) -> None:
         for name in ("ingests_in_units", "own_text"):
-            assert isinstance(getattr(type(seen), name), bool), f"{name} must be a bool class attribute"
-        assert isinstance(seen.writable, bool), "writable must be a bool"
+            assert isinstance(getattr(type(tool), name), bool), f"{name} must be a bool class attribute"
+        assert isinstance(tool.writable, bool), "writable must be a bool"
         configured = vars(tool.config).get("writable")
-        assert configured is None or seen.writable == configured, "writable must be what the configuration says"
-        if seen.ingests_in_units:
+        assert configured is None or tool.writable == configured, "writable must be what the configuration says"
+        if tool.ingests_in_units:
             taken = inspect.signature(tool.initialize_sync).parameters
             assert {"shard", "executor"} <= set(taken), "ingests_in_units: initialize_sync must take shard, executor"
-        if not seen.own_text:  # a front end may draw the results itself: the text is their formatting, nothing more
-            assert answered.text == seen.format_results(answered.results), (
+        if not tool.own_text:  # a front end may draw the results itself: the text is their formatting, nothing more
+            assert answered.text == tool.format_results(answered.results), (
                 "own_text is False (a front end may draw the results its own way), but the answer's text is not "
                 "format_results(results): declare own_text = True"
             )

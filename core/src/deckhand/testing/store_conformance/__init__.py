@@ -1,4 +1,4 @@
-"""A pytest conformance suite every :class:`~deckhand.protocols.VectorStore` plugin runs.
+"""A pytest conformance suite every :class:`~deckhand.bases.StoreBase` plugin runs.
 
 A plugin subclasses :class:`StoreConformanceTests` in one of its test modules, names the
 registered store (``provider``) and the entry point that registers it, and gives the
@@ -26,7 +26,7 @@ is a *new connection*; the kit opens every collection itself, uses a fresh colle
 name per test and drops it afterwards.
 
 What the kit expects of a store depends on the capabilities the store class declares
-(``capabilities``, see :class:`deckhand.protocols.StoreCapability`): a declared capability
+(``capabilities``, see :class:`deckhand.capabilities.StoreCapability`): a declared capability
 that does not work, or whose methods are missing, fails, and a store that implements a
 capability's methods (``keyword_search``, ``verify_integrity``, ...) or keeps its data
 across processes without declaring it fails too, so the declaration can be trusted; a store registered
@@ -125,5 +125,5 @@ class StoreConformanceTests(
     * ``min_recall`` -- recall@10 required of approximate indexes.
 
     What the store supports is not set here: it is read from the store class's
-    ``capabilities`` (:class:`deckhand.protocols.StoreCapability`).
+    ``capabilities`` (:class:`deckhand.capabilities.StoreCapability`).
     """

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from deckhand.bases import StoreBase
+from deckhand.capabilities import StoreCapability
 from deckhand.config.models import DatabaseConfig
-from deckhand.protocols import StoreCapability, VectorStore
 from deckhand.testing.store_conformance.store_fixtures import (
     PROCESS_TIMEOUT,
     StoreFactory,
@@ -102,7 +103,7 @@ class ConcurrencyTests(StoreKit):
         collection: str,
         database: DatabaseConfig,
         base_dir: Path,
-        connect: Callable[[], VectorStore],
+        connect: Callable[[], StoreBase],
         capabilities: frozenset[StoreCapability],
     ) -> None:
         """Two processes open a new collection and write at once, also the same source: nothing lost or mixed."""

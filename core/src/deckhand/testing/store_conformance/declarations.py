@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deckhand.capabilities import CAPABILITY_PROTOCOLS
+from deckhand.capabilities import CAPABILITY_PROTOCOLS, StoreCapability, store_capabilities
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import ComponentNotFoundError
 from deckhand.hookspecs import PROJECT
 from deckhand.plugins import get_registry
-from deckhand.protocols import StoreCapability, store_capabilities
 from deckhand.stores.tool_store import create_store
 from deckhand.testing.store_conformance.store_fixtures import (
     StoreFactory,
@@ -63,7 +62,7 @@ class DeclarationTests(StoreKit):
             assert declared is not None, (
                 f"{cls.__name__} declares no capabilities: add a class attribute such as "
                 "capabilities = frozenset({StoreCapability.PERSISTENT}) (frozenset() when it supports none; "
-                "see deckhand.protocols.StoreCapability)"
+                "see deckhand.capabilities.StoreCapability)"
             )
             assert isinstance(declared, (frozenset, set)), (
                 f"{cls.__name__}.capabilities must be a frozenset of StoreCapability values, "

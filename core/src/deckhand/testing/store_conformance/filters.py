@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from deckhand.bases import StoreBase
+from deckhand.capabilities import NativeKeywordSearch, StoreCapability
 from deckhand.errors import FilterError
 from deckhand.filters.conditions import Filter, Op, condition
-from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore
 from deckhand.similarity import exact_scores
 from deckhand.stores import filtering
 from deckhand.testing.store_conformance.store_fixtures import (
@@ -113,7 +114,7 @@ class FilterTests(StoreKit):
     """Metadata filters (``StoreCapability.FILTERS``): every operator against the reference evaluation."""
 
     # -- capability: filters ----------------------------------------------------------------
-    def _filter_corpus(self, store: VectorStore, rng: np.random.Generator) -> tuple[list[Record], Vector]:
+    def _filter_corpus(self, store: StoreBase, rng: np.random.Generator) -> tuple[list[Record], Vector]:
         """Records of every metadata shape a filter meets, written through ``replace_source``."""
         records: list[Record] = []
         per_source = 12
@@ -147,7 +148,7 @@ class FilterTests(StoreKit):
 
     def test_filters(
         self,
-        store: VectorStore,
+        store: StoreBase,
         algorithm: Algorithm,
         rng: np.random.Generator,
         capabilities: frozenset[StoreCapability],
@@ -163,7 +164,7 @@ class FilterTests(StoreKit):
 
     def test_filters_rank_and_combine(
         self,
-        store: VectorStore,
+        store: StoreBase,
         algorithm: Algorithm,
         rng: np.random.Generator,
         capabilities: frozenset[StoreCapability],
@@ -206,7 +207,7 @@ class FilterTests(StoreKit):
             assert kw.keyword_search("chunk", 100, where=Filter((condition("author", Op.EQ, ["nobody"]),))) == []
 
     def test_filters_agree_with_the_reference(
-        self, connect: Callable[[], VectorStore], collection: str, capabilities: frozenset[StoreCapability]
+        self, connect: Callable[[], StoreBase], collection: str, capabilities: frozenset[StoreCapability]
     ) -> None:
         """Property: on random metadata (awkward text, equal-as-float numbers, lists, objects, None) every
         random filter returns exactly the records :meth:`Filter.matches` accepts.
@@ -252,7 +253,7 @@ class FilterTests(StoreKit):
         check()
 
     def test_filters_refused_when_undeclared(
-        self, store: VectorStore, rng: np.random.Generator, capabilities: frozenset[StoreCapability]
+        self, store: StoreBase, rng: np.random.Generator, capabilities: frozenset[StoreCapability]
     ) -> None:
         if StoreCapability.FILTERS in capabilities:
             pytest.skip("the store declares 'filters': test_filters checks them")

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from deckhand.protocols import StoreCapability, VectorStore
+from deckhand.bases import StoreBase
+from deckhand.capabilities import StoreCapability
 from deckhand.testing.store_conformance.store_fixtures import (
     StoreFactory,
     StoreKit,
@@ -23,7 +24,7 @@ class CollectionLifecycleTests(StoreKit):
 
     # -- collection lifecycle ---------------------------------------------------------------
     def test_open_returns_none_then_previous_spec(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
+        self, connect: Callable[[], StoreBase], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
         store = connect()
         assert store.open(spec) is None, "open() of a new collection must return None"
@@ -32,7 +33,7 @@ class CollectionLifecycleTests(StoreKit):
             assert connect().open(spec) == spec, "a second connection must see the collection's spec"
 
     def test_open_reports_previous_spec_when_model_changed(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
+        self, connect: Callable[[], StoreBase], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
         store = connect()
         store.open(spec)
@@ -41,7 +42,7 @@ class CollectionLifecycleTests(StoreKit):
         assert again.open(changed) == spec, "open() must report the original spec so the tool can detect a model change"
 
     def test_drop_removes_records_and_manifest(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, rng: np.random.Generator
+        self, connect: Callable[[], StoreBase], spec: CollectionSpec, rng: np.random.Generator
     ) -> None:
         store = connect()
         store.open(spec)
@@ -53,7 +54,7 @@ class CollectionLifecycleTests(StoreKit):
         assert store.count() == 0
         assert store.manifest() == {}
 
-    def test_empty_collection(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_empty_collection(self, store: StoreBase, rng: np.random.Generator) -> None:
         assert store.count() == 0
         assert store.search(make_vectors(rng, 1, self.dimension)[0], 5) == []
         assert store.get(["missing_chunk_0"]) == []
@@ -63,7 +64,7 @@ class CollectionLifecycleTests(StoreKit):
         assert store.count() == 0
 
     def test_collections_are_isolated(
-        self, store_factory: StoreFactory, store: VectorStore, spec: CollectionSpec, rng: np.random.Generator
+        self, store_factory: StoreFactory, store: StoreBase, spec: CollectionSpec, rng: np.random.Generator
     ) -> None:
         store.upsert(make_records(make_vectors(rng, 4, self.dimension), "a.md"))
         other_name = f"{spec.name}_other"

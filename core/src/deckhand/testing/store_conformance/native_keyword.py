@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from deckhand.protocols import NativeKeywordSearch, StoreCapability, VectorStore
+from deckhand.bases import StoreBase
+from deckhand.capabilities import NativeKeywordSearch, StoreCapability
 from deckhand.testing.store_conformance.store_fixtures import (
     StoreKit,
     _require,
@@ -20,7 +21,7 @@ class KeywordSearchTests(StoreKit):
 
     # -- capability: native keyword search --------------------------------------------------
     def test_native_keyword_search(
-        self, store: VectorStore, rng: np.random.Generator, capabilities: frozenset[StoreCapability]
+        self, store: StoreBase, rng: np.random.Generator, capabilities: frozenset[StoreCapability]
     ) -> None:
         _require(capabilities, StoreCapability.KEYWORD_SEARCH)
         assert isinstance(store, NativeKeywordSearch), (

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from deckhand.bases import StoreBase
+from deckhand.capabilities import StoreCapability
 from deckhand.config.models import DatabaseConfig
-from deckhand.protocols import StoreCapability, VectorStore
 from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     StoreKit,
@@ -26,7 +27,7 @@ class PersistenceTests(StoreKit):
     """The manifest, other connections, and (``StoreCapability.PERSISTENT``) other processes."""
 
     # -- persistence and manifest -----------------------------------------------------------
-    def test_manifest_round_trip(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_manifest_round_trip(self, store: StoreBase, rng: np.random.Generator) -> None:
         states = {}
         for n, source in enumerate(AWKWARD_SOURCES, start=1):
             state = file_state(source, chunks=n, model="sentence-transformers/all-MiniLM-L6-v2@int8")
@@ -39,7 +40,7 @@ class PersistenceTests(StoreKit):
 
     def test_data_visible_from_second_connection(
         self,
-        connect: Callable[[], VectorStore],
+        connect: Callable[[], StoreBase],
         spec: CollectionSpec,
         rng: np.random.Generator,
         capabilities: frozenset[StoreCapability],
@@ -60,7 +61,7 @@ class PersistenceTests(StoreKit):
         assert self._ids(hits) == [records[4].id]
 
     def test_manifest_visible_from_second_connection(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
+        self, connect: Callable[[], StoreBase], spec: CollectionSpec, capabilities: frozenset[StoreCapability]
     ) -> None:
         _require(capabilities, StoreCapability.PERSISTENT)
         writer = connect()
@@ -75,7 +76,7 @@ class PersistenceTests(StoreKit):
     # -- capability: persistence, seen from another process ----------------------------------
     def test_persistence_from_another_process(
         self,
-        connect: Callable[[], VectorStore],
+        connect: Callable[[], StoreBase],
         collection: str,
         database: DatabaseConfig,
         base_dir: Path,
@@ -123,7 +124,7 @@ class PersistenceTests(StoreKit):
 
     def test_reader_sees_later_writes(
         self,
-        connect: Callable[[], VectorStore],
+        connect: Callable[[], StoreBase],
         collection: str,
         database: DatabaseConfig,
         base_dir: Path,

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from deckhand.protocols import VectorStore
+from deckhand.bases import StoreBase
 from deckhand.similarity import exact_scores
 from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
@@ -27,7 +27,7 @@ class SearchTests(StoreKit):
     # -- search -----------------------------------------------------------------------------
     def test_search_matches_exact_reference(
         self,
-        connect: Callable[[], VectorStore],
+        connect: Callable[[], StoreBase],
         spec: CollectionSpec,
         metric: Metric,
         algorithm: Algorithm,
@@ -65,7 +65,7 @@ class SearchTests(StoreKit):
         assert recall >= self.min_recall, f"{metric.value}/{algorithm.value}: recall@{k} {recall:.3f}"
 
     def test_score_meaning(
-        self, connect: Callable[[], VectorStore], spec: CollectionSpec, metric: Metric, rng: np.random.Generator
+        self, connect: Callable[[], StoreBase], spec: CollectionSpec, metric: Metric, rng: np.random.Generator
     ) -> None:
         store = connect()
         store.open(replace(spec, metric=metric))
@@ -83,14 +83,14 @@ class SearchTests(StoreKit):
             f"{metric.value}: opposite vector scored {hits[1].score}, expected {expected_far}"
         )
 
-    def test_k_larger_than_collection(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_k_larger_than_collection(self, store: StoreBase, rng: np.random.Generator) -> None:
         store.upsert(make_records(make_vectors(rng, 3, self.dimension), "a.md"))
         hits = store.search(make_vectors(rng, 1, self.dimension)[0], 50)
         assert len(hits) == 3
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
     def test_min_score_filter(
-        self, store: VectorStore, spec: CollectionSpec, algorithm: Algorithm, rng: np.random.Generator
+        self, store: StoreBase, spec: CollectionSpec, algorithm: Algorithm, rng: np.random.Generator
     ) -> None:
         vectors = make_vectors(rng, 300, self.dimension)
         store.upsert(make_records(vectors, "a.md"))
@@ -105,7 +105,7 @@ class SearchTests(StoreKit):
             assert expected <= set(self._ids(hits)), "hits above min_score are missing"
         assert store.search(query, 10, min_score=1.01) == [], "no score exceeds 1, so min_score 1.01 keeps nothing"
 
-    def test_sources_filter(self, store: VectorStore, algorithm: Algorithm, rng: np.random.Generator) -> None:
+    def test_sources_filter(self, store: StoreBase, algorithm: Algorithm, rng: np.random.Generator) -> None:
         per_source = 60
         all_vectors = []
         for source in AWKWARD_SOURCES:

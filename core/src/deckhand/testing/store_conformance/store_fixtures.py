@@ -14,16 +14,17 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from deckhand.bases import StoreBase
+from deckhand.capabilities import StoreCapability, store_capabilities
 from deckhand.config.models import DatabaseConfig
 from deckhand.paths import ENV_HOME
 from deckhand.plugins import get_registry
-from deckhand.protocols import StoreCapability, VectorStore, store_capabilities
 from deckhand.stores.serialization import spec_from_dict, spec_to_dict
 from deckhand.stores.tool_store import create_store
 from deckhand.types import Algorithm, CollectionSpec, FileState, Metric, Record, Vector, record_id
 
 #: Builds a new connection to the named collection (not yet opened).
-StoreFactory = Callable[[str], VectorStore]
+StoreFactory = Callable[[str], StoreBase]
 
 #: Seconds a store process may take (start-up included).
 PROCESS_TIMEOUT = 120.0
@@ -146,7 +147,7 @@ class StoreKit:
 
     @pytest.fixture
     def store_factory(self, database: DatabaseConfig, base_dir: Path) -> StoreFactory:
-        """``factory(collection) -> VectorStore``, a new connection per call, through the registered factory.
+        """``factory(collection) -> StoreBase``, a new connection per call, through the registered factory.
 
         Override only to pass what a ``database:`` block cannot express; the registered
         factory is checked on its own by ``test_registered_factory_and_entry_point``.
@@ -179,11 +180,11 @@ class StoreKit:
         return CollectionSpec(collection, self.dimension, self.embedding_model, Metric.COSINE, algorithm)
 
     @pytest.fixture
-    def connect(self, store_factory: StoreFactory, collection: str) -> Iterator[Callable[[], VectorStore]]:
+    def connect(self, store_factory: StoreFactory, collection: str) -> Iterator[Callable[[], StoreBase]]:
         """Opens new connections to the test's collection and closes them all afterwards."""
-        opened: list[VectorStore] = []
+        opened: list[StoreBase] = []
 
-        def _connect() -> VectorStore:
+        def _connect() -> StoreBase:
             store = store_factory(collection)
             opened.append(store)
             return store
@@ -193,7 +194,7 @@ class StoreKit:
             store.close()
 
     @pytest.fixture
-    def store(self, connect: Callable[[], VectorStore], spec: CollectionSpec) -> VectorStore:
+    def store(self, connect: Callable[[], StoreBase], spec: CollectionSpec) -> StoreBase:
         """An opened collection with the default spec (COSINE)."""
         store = connect()
         store.open(spec)
@@ -207,7 +208,7 @@ class StoreKit:
     def _exact(self, algorithm: Algorithm) -> bool:
         return algorithm in self.exact_algorithms
 
-    def _second(self, connect: Callable[[], VectorStore], spec: CollectionSpec) -> VectorStore:
+    def _second(self, connect: Callable[[], StoreBase], spec: CollectionSpec) -> StoreBase:
         other = connect()
         previous = other.open(spec)
         assert previous == spec, f"a second connection's open() returned {previous!r}, expected {spec!r}"

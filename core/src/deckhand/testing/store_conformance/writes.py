@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from deckhand.bases import StoreBase
 from deckhand.errors import DimensionMismatchError
-from deckhand.protocols import VectorStore
 from deckhand.testing.store_conformance.store_fixtures import (
     AWKWARD_SOURCES,
     STRANGE_SOURCES,
@@ -24,7 +24,7 @@ class WriteTests(StoreKit):
     """Upserts, replacing and deleting a source's records, manifest entries, dimensions, awkward names and content."""
 
     # -- writes -----------------------------------------------------------------------------
-    def test_upsert_and_get(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_upsert_and_get(self, store: StoreBase, rng: np.random.Generator) -> None:
         vectors = make_vectors(rng, 5, self.dimension)
         records = make_records(vectors, "docs/guide.md")
         store.upsert(records)
@@ -39,7 +39,7 @@ class WriteTests(StoreKit):
             assert record.metadata == expected.metadata
             np.testing.assert_allclose(np.asarray(record.vector, dtype=np.float32), expected.vector, atol=1e-6)
 
-    def test_reupsert_is_idempotent_and_overwrites(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_reupsert_is_idempotent_and_overwrites(self, store: StoreBase, rng: np.random.Generator) -> None:
         records = make_records(make_vectors(rng, 6, self.dimension), "a.md")
         store.upsert(records)
         store.upsert(records)
@@ -53,7 +53,7 @@ class WriteTests(StoreKit):
         hits = store.search(changed.vector, 1)
         assert self._ids(hits) == [changed.id], "search must use the overwritten vector"
 
-    def test_replace_source_swaps_records_and_manifest(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_replace_source_swaps_records_and_manifest(self, store: StoreBase, rng: np.random.Generator) -> None:
         store.replace_source(
             "a.md", make_records(make_vectors(rng, 5, self.dimension), "a.md"), file_state("a.md", chunks=5)
         )
@@ -71,7 +71,7 @@ class WriteTests(StoreKit):
         hits = store.search(new[1].vector, 1, sources=["a.md"])
         assert self._ids(hits) == [new[1].id]
 
-    def test_replace_source_is_all_or_nothing(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_replace_source_is_all_or_nothing(self, store: StoreBase, rng: np.random.Generator) -> None:
         old = make_records(make_vectors(rng, 4, self.dimension), "a.md")
         old_state = file_state("a.md", chunks=4)
         store.replace_source("a.md", old, old_state)
@@ -85,7 +85,7 @@ class WriteTests(StoreKit):
         hits = store.search(old[2].vector, 1, sources=["a.md"])
         assert self._ids(hits) == [old[2].id], "old records must stay searchable"
 
-    def test_replace_source_with_no_records(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_replace_source_with_no_records(self, store: StoreBase, rng: np.random.Generator) -> None:
         store.replace_source(
             "a.md", make_records(make_vectors(rng, 3, self.dimension), "a.md"), file_state("a.md", chunks=3)
         )
@@ -94,7 +94,7 @@ class WriteTests(StoreKit):
         assert store.count() == 0
         assert store.manifest() == {"a.md": empty}
 
-    def test_delete_source(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_delete_source(self, store: StoreBase, rng: np.random.Generator) -> None:
         for source in AWKWARD_SOURCES:
             records = make_records(make_vectors(rng, 3, self.dimension), source)
             store.replace_source(source, records, file_state(source, chunks=3))
@@ -107,7 +107,7 @@ class WriteTests(StoreKit):
         hits = store.search(make_vectors(rng, 1, self.dimension)[0], 10)
         assert gone not in {hit.record.source for hit in hits}
 
-    def test_set_file_state_leaves_records_alone(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_set_file_state_leaves_records_alone(self, store: StoreBase, rng: np.random.Generator) -> None:
         store.replace_source(
             "a.md", make_records(make_vectors(rng, 2, self.dimension), "a.md"), file_state("a.md", chunks=2)
         )
@@ -116,18 +116,18 @@ class WriteTests(StoreKit):
         assert store.manifest()["a.md"] == touched
         assert store.count() == 2
 
-    def test_dimension_mismatch_on_upsert(self, store: VectorStore) -> None:
+    def test_dimension_mismatch_on_upsert(self, store: StoreBase) -> None:
         wrong = Record("x_chunk_0", "x", 0, "text", np.ones(self.dimension - 1, dtype=np.float32))
         with pytest.raises(DimensionMismatchError, match=str(self.dimension)):
             store.upsert([wrong])
         assert store.count() == 0
 
-    def test_dimension_mismatch_on_query(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_dimension_mismatch_on_query(self, store: StoreBase, rng: np.random.Generator) -> None:
         store.upsert(make_records(make_vectors(rng, 2, self.dimension), "a.md"))
         with pytest.raises(DimensionMismatchError, match=str(self.dimension)):
             store.search(np.ones(self.dimension + 1, dtype=np.float32), 3)
 
-    def test_any_file_name_is_a_source_of_its_own(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_any_file_name_is_a_source_of_its_own(self, store: StoreBase, rng: np.random.Generator) -> None:
         """Every name a file system allows (and deckhand ingests) is a distinct source through replace, manifest,
         the ``sources`` filter and delete: control characters, backslashes, names that look like options or
         query syntax, case and Unicode-normalisation twins, and a 255-byte name."""
@@ -149,7 +149,7 @@ class WriteTests(StoreKit):
         assert store.count() == 2 * len(kept)
 
     # -- content ----------------------------------------------------------------------------
-    def test_unicode_and_long_content(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_unicode_and_long_content(self, store: StoreBase, rng: np.random.Generator) -> None:
         texts = [
             "Ünïcødé — naïve café, 日本語のテキスト, العربية, emoji 🚢⚓️, math ∑∫√",
             "quotes ' \" ` and backslashes \\ \\n and braces {} [] @field:tag | - * % $",
@@ -165,7 +165,7 @@ class WriteTests(StoreKit):
         hit = store.search(vectors[0], 1, sources=[source])
         assert hit and hit[0].record.content == texts[0] and hit[0].record.source == source
 
-    def test_large_batch(self, store: VectorStore, rng: np.random.Generator) -> None:
+    def test_large_batch(self, store: StoreBase, rng: np.random.Generator) -> None:
         n = self.large_batch
         vectors = make_vectors(rng, n, self.dimension)
         half = n // 2

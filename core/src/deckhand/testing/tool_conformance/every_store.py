@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from deckhand.capabilities import StoreCapability
 from deckhand.config.models import DatabaseConfig
 from deckhand.errors import FilterError
-from deckhand.protocols import StoreCapability
 from deckhand.testing.tool_conformance.tool_fixtures import (
     TOPICS,
     StoreView,

@@ -11,18 +11,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import pytest
 
+from deckhand.bases import EmbedderBase, StoreBase, TokenizerBase
 from deckhand.building.embedders import load_embedder
+from deckhand.capabilities import StoreCapability, store_capabilities
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
 from deckhand.config.loading import resolve_database
 from deckhand.config.models import DatabaseConfig
 from deckhand.config.vectorstore import VectorStoreToolConfig
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.protocols import Embedder, StoreCapability, Tokenizer, VectorStore, store_capabilities
 from deckhand.registration import Registrar
 from deckhand.stores.tool_store import create_store
 from deckhand.testing.tool_process import config_class_path
@@ -91,7 +92,7 @@ def tool_config(
     raise ValueError(f"the tool kit knows no tool type {tool_type!r} (known: {', '.join(TOOL_TYPES)})")
 
 
-class _RenamedEmbedder:
+class _RenamedEmbedder(EmbedderBase):
     """The default embedder under another model id: what changing ``embedding_model`` looks like to an index.
 
     The default embedder is looked up on first use, not when this one is built: embedder
@@ -101,29 +102,27 @@ class _RenamedEmbedder:
     model_id = "renamed-minilm-v2"
 
     @property
-    def _inner(self) -> Embedder:
+    def _inner(self) -> EmbedderBase:
         return load_embedder(get_registry(), None)
 
     @property
-    def dimension(self) -> int:
+    def dimension(self) -> int:  # type: ignore[override]  # EmbedderBase's attribute, the default embedder's
         return self._inner.dimension
 
     @property
-    def max_tokens(self) -> int:
+    def max_tokens(self) -> int:  # type: ignore[override]  # likewise
         return self._inner.max_tokens
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> TokenizerBase:
         return self._inner.tokenizer
 
     def embed(self, texts: Sequence[str]) -> Vector:
         return self._inner.embed(texts)
 
 
-def _renamed_embedder(model: str | None, options: None) -> Embedder:
-    # Its dimension and max_tokens are read-only properties, which the Embedder protocol's plain
-    # attributes do not admit statically; at run time it is an Embedder.
-    return cast(Embedder, _RenamedEmbedder())
+def _renamed_embedder(model: str | None, options: None) -> EmbedderBase:
+    return _RenamedEmbedder()
 
 
 class RenamedEmbedderPlugin:
@@ -150,7 +149,7 @@ class StoreView:
 
     def __init__(self, database: DatabaseConfig, base_dir: Path, collection: str = TOOL_NAME) -> None:
         component = get_registry().resolve("store", database.provider)
-        self.store: VectorStore = create_store(component, database, collection, base_dir=base_dir)
+        self.store: StoreBase = create_store(component, database, collection, base_dir=base_dir)
         embedder = load_embedder(get_registry(), None)
         spec = CollectionSpec(
             collection, embedder.dimension, embedder.model_id, database.distance_metric, database.vector_algorithm

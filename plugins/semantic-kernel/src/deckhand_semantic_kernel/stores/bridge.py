@@ -1,4 +1,4 @@
-"""A deckhand :class:`~deckhand.protocols.VectorStore` over a Semantic Kernel vector store collection.
+"""A deckhand :class:`~deckhand.api.StoreBase` over a Semantic Kernel vector store collection.
 
 Each bridged provider (:mod:`deckhand_semantic_kernel.stores.connectors`) subclasses
 :class:`BridgeStore` and says how to reach its database (``_session``), which SK collection class

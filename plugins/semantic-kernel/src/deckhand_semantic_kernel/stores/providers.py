@@ -37,7 +37,7 @@ class Provider:
     url_schemes: tuple[str, ...] = ()
     #: Whether the store kit runs against it in CI (an engine that runs here with no server).
     live: bool = False
-    #: What its store declares (:class:`deckhand.protocols.StoreCapability`), registered for ``deckhand plugins``.
+    #: What its store declares (:class:`deckhand.api.StoreCapability`), registered for ``deckhand plugins``.
     capabilities: frozenset[StoreCapability] = frozenset({StoreCapability.PERSISTENT})
 
 
