@@ -77,3 +77,16 @@ def test_a_page_cached_at_one_detector_size_is_read_again_at_another(
     load(again)
     assert again.pages == 0  # the same size: from the cache
     assert normal(load(other)) == "memo: the meeting moved to friday" and other.pages == 1
+
+
+def test_the_engines_onnxruntime_threads_sleep_between_operators_unless_asked_to_spin() -> None:
+    def spinning(engine: Engine) -> list[str]:
+        ocr = engine._engine()
+        sessions = (ocr._load_det_model().session.session, ocr._load_rec_model().session.session)
+        return [s.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") for s in sessions]
+
+    assert spinning(Engine()) == ["0", "0"]
+    assert spinning(pickle.loads(pickle.dumps(Engine()))) == ["0", "0"]
+    with pytest.raises(RuntimeError):  # RapidOCR's own sessions: the entry is not set (onnxruntime spins)
+        spinning(Engine(spinning=True))
+    assert pickle.loads(pickle.dumps(Engine(spinning=True))).spinning

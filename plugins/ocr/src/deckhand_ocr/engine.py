@@ -104,10 +104,13 @@ def engine_version(side: int | None = None) -> str:
 
 class Engine:
     """RapidOCR, made on first use (its models loaded once per process), detecting text at ``side`` pixels
-    (default: :func:`detect_side`, read when the engine is first used)."""
+    (default: :func:`detect_side`, read when the engine is first used). Its onnxruntime threads wait for work
+    asleep unless ``spinning`` (RapidOCR's sessions as they are: their threads spin between operators, a little
+    faster on an idle machine, much slower beside other work: an embedder, other processes)."""
 
-    def __init__(self, side: int | None = None) -> None:
+    def __init__(self, side: int | None = None, *, spinning: bool = False) -> None:
         self._side = side
+        self.spinning = spinning
         self._ocr: Any = None
         self._lock = threading.Lock()
 
@@ -123,15 +126,18 @@ class Engine:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for chunk worker processes) without the loaded models: a worker loads its own."""
-        return {"side": self._side}
+        return {"side": self._side, "spinning": self.spinning}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state.get("side"))  # type: ignore[misc]
+        self.__init__(state.get("side"), spinning=state.get("spinning", False))  # type: ignore[misc]
 
     def _engine(self) -> Any:
         with self._lock:
             if self._ocr is None:
-                self._ocr = _make_engine(self.side)
+                ocr = _make_engine(self.side)
+                if not self.spinning:
+                    _sleeping_threads(ocr)
+                self._ocr = ocr
             return self._ocr
 
     def recognise(self, image: Any) -> Recognised:
@@ -184,7 +190,6 @@ def _make_engine(side: int) -> Any:
             f"rapidocr's models are not in {folder} ({', '.join(missing)} missing); "
             "reinstall rapidocr>=3.10 (its wheel carries them), nothing is downloaded"
         )
-    threads = 1 if multiprocessing.parent_process() is not None else -1
     params = {
         "Global.log_level": "error",
         "Global.text_score": 0.0,  # every line kept: the layout applies deckhand's own threshold
@@ -195,7 +200,37 @@ def _make_engine(side: int) -> Any:
         "Rec.model_path": str(folder / RECOGNISER),
         "Rec.rec_batch_num": REC_BATCH,
         "Cls.model_path": str(folder / CLASSIFIER),
-        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "EngineConfig.onnxruntime.intra_op_num_threads": _threads(),
     }
     logging.getLogger("RapidOCR").setLevel(logging.ERROR)
     return RapidOCR(params=params)
+
+
+def _threads() -> int:
+    """onnxruntime's threads for one model: one in a chunk worker process (the workers share the cores), else
+    -1 (one a core)."""
+    return 1 if multiprocessing.parent_process() is not None else -1
+
+
+def _sleeping_threads(ocr: Any) -> None:
+    """Open ``ocr``'s detector and recogniser again with threads that sleep between operators
+    (``session.intra_op.allow_spinning`` 0), in place of RapidOCR's, which spin: on two cores shared with other
+    work a page took 1.4 times as long with them (docs/benchmarks.md, issue 44). RapidOCR's settings take no
+    session options; a rapidocr whose models are held otherwise keeps its own sessions (one debug line)."""
+    import onnxruntime
+
+    folder = models_dir()
+    for model, name in ((ocr._load_det_model(), DETECTOR), (ocr._load_rec_model(), RECOGNISER)):
+        holder: Any = getattr(model, "session", None)
+        session = getattr(holder, "session", None)
+        if not isinstance(session, onnxruntime.InferenceSession):
+            log.debug("rapidocr's %s session is not where this plugin looks; its threads spin", name)
+            return
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 4
+        options.enable_cpu_mem_arena = False  # as RapidOCR's configuration has it: memory freed after each page
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if _threads() > 0:
+            options.intra_op_num_threads = _threads()
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        holder.session = onnxruntime.InferenceSession(str(folder / name), options, providers=session.get_providers())
