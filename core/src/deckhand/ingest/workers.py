@@ -329,7 +329,14 @@ class _PartsReader:
         self._thread.start()
 
     def _run(self) -> None:
-        while (message := self.queue.get()) != self.END:
+        while True:
+            try:
+                message = self.queue.get()
+            except Exception:  # a worker killed while it wrote: the pool is broken, nothing more comes
+                log.debug("the workers' parts read can no longer be read", exc_info=True)
+                return
+            if message == self.END:
+                return
             try:
                 self._told(*message)
             except Exception:  # a progress display's error must not stop the reading of the queue
