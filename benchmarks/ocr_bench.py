@@ -2,10 +2,12 @@
 
 Every page is rendered here from text the script knows: several fonts (DejaVu Sans, Serif, Sans Mono) and sizes
 (10 and 12 point), at 300 and 150 dpi, rotated by up to 3 degrees, with noise and JPEG artefacts, in two columns,
-and as a table. Each engine reads every page; the character error rate (edit distance over the reference's
-length, whitespace collapsed, reading order included: a two-column page read across the columns is wrong) and
-the pages per second are printed per class of page, both engines in the same run on the same pages, taking
-turns page by page. The page
+as a table, and in small print (8 point at 150 dpi). Each engine reads every page; the character error rate
+(edit distance over the reference's length, whitespace collapsed, reading order included: a two-column page
+read across the columns is wrong) and the pages per second are printed per class of page, the engines in the
+same run on the same pages, taking turns page by page, with the CPU seconds each spent a page and the load
+average before and after. tesseract is run twice: as installed, and with ``OMP_THREAD_LIMIT=1`` (as installed
+it starts four OpenMP threads, which on two cores spin more than they work; see docs/benchmarks.md). The page
 texts come from ``--seed`` (2: the held-out set the reported figures use; nothing was tuned on it).
 
 Then ``--rss-pages N`` pages of a scanned PDF are ingested by the PDF loader in a child process, whose peak RSS
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import random
 import resource
 import shutil
@@ -55,6 +58,7 @@ class Page:
     image: Image.Image
     text: str
     dpi: int
+    path: Path | None = None  # the page as a PNG file, for tesseract
 
 
 def sentence(rng: random.Random, words: int) -> str:
@@ -150,6 +154,7 @@ def degraded(image: Image.Image, rng: random.Random) -> Image.Image:
 
 def pages(seed: int, per_class: int) -> list[Page]:
     rng = random.Random(seed)
+    small = random.Random(f"{seed} small print")  # its own, so the other classes' texts stay as they were
     out: list[Page] = []
     for index in range(per_class):
         face, points = FACES[index % len(FACES)], (10, 12)[index % 2]
@@ -166,6 +171,8 @@ def pages(seed: int, per_class: int) -> list[Page]:
         out.append(Page("two columns 200 dpi", image, text, 200))
         image, text = table_page(rng, 200)
         out.append(Page("table 200 dpi", image, text, 200))
+        image, text = plain_page(small, 150, FACES[(index + 1) % len(FACES)], 8)
+        out.append(Page("small print 8 pt 150 dpi", image, text, 150))
     return out
 
 
@@ -191,11 +198,13 @@ def cer(reference: str, found: str) -> float:
     return distance(ref, normal(found)) / max(len(ref), 1)
 
 
-def deckhand_reader() -> Callable[[Page], str]:
+def deckhand_reader(side: int | None = None, spinning: bool = False) -> Callable[[Page], str]:
+    """deckhand's engine and layout, detecting at ``side`` pixels (the engine's default when None), its
+    onnxruntime threads spinning or not (:class:`deckhand_ocr.engine.Engine`)."""
     from deckhand_ocr.engine import Engine
     from deckhand_ocr.layout import page_text
 
-    engine = Engine()
+    engine = Engine(side, spinning=spinning)
     engine.recognise(Image.new("RGB", (200, 60), "white"))  # load the models before timing
 
     def read(page: Page) -> str:
@@ -204,51 +213,84 @@ def deckhand_reader() -> Callable[[Page], str]:
     return read
 
 
-def tesseract_reader(folder: Path) -> Callable[[Page], str] | None:
+def tesseract_reader(folder: Path, threads: int | None = None) -> Callable[[Page], str] | None:
+    """tesseract on the page's PNG (written before any timing), one process per page; ``threads`` sets
+    ``OMP_THREAD_LIMIT`` (tesseract's own advice where several pages are read at once), None leaves it as
+    installed."""
     binary = shutil.which("tesseract")
     if binary is None:
         return None
+    environment = dict(os.environ)
+    environment.pop("OMP_THREAD_LIMIT", None)
+    if threads is not None:
+        environment["OMP_THREAD_LIMIT"] = str(threads)
 
     def read(page: Page) -> str:
-        path = folder / "page.png"
-        page.image.save(path)
+        path = page.path
+        if path is None:
+            path = page.path = folder / f"page-{id(page)}.png"
+            page.image.save(path)
         done = subprocess.run(
             [binary, str(path), "stdout", "-l", "eng", "--psm", "3", "--dpi", str(page.dpi)],
             capture_output=True,
             text=True,
             check=True,
+            env=environment,
         )
         return done.stdout
 
     return read
 
 
+def cpu_seconds() -> float:
+    """CPU time (user and system) of this process's threads and its finished children so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def load() -> str:
+    """The machine's load averages (1, 5 and 15 minutes), as ``uptime`` prints them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def measure(readers: dict[str, Callable[[Page], str]], corpus: list[Page]) -> dict[str, dict[str, tuple[float, float]]]:
     """Engine → class of page → (mean CER, pages per second). The engines take turns page by page, so a change
-    in the machine's load (other processes) weighs on both alike; the pages per second over all pages and the
-    spread of the per-page time ratio are printed (they say whether the speed ratio has settled)."""
+    in the machine's load (other processes) weighs on all alike; the pages per second and CPU seconds a page over
+    all pages, and each deckhand reader's time ratio to each other reader (overall, by half, per page: whether
+    it has settled), are printed."""
     rows: dict[str, dict[str, list[tuple[float, float]]]] = {name: {} for name in readers}
     times: dict[str, list[float]] = {name: [] for name in readers}
+    cpu: dict[str, float] = dict.fromkeys(readers, 0.0)
+    scored: dict[tuple[str, str], float] = {}  # the same text read twice (two tesseract settings) is scored once
+    print(f"  load average before: {load()}", flush=True)
     for page in corpus:
         for name, read in readers.items():
-            clock = time.perf_counter()
+            used, clock = cpu_seconds(), time.perf_counter()
             found = read(page)
             seconds = time.perf_counter() - clock
+            cpu[name] += cpu_seconds() - used
             times[name].append(seconds)
-            rows[name].setdefault(page.kind, []).append((cer(page.text, found), seconds))
-    names = list(readers)
-    print("  pages per second over all pages: " + ", ".join(f"{n} {len(corpus) / sum(times[n]):.3f}" for n in names))
-    if len(names) == 2:
-        ours, theirs = times[names[0]], times[names[1]]
-        ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))  # > 1: deckhand the faster on that page
-        half = len(corpus) // 2
+            if (page.text, found) not in scored:
+                scored[page.text, found] = cer(page.text, found)
+            rows[name].setdefault(page.kind, []).append((scored[page.text, found], seconds))
+    print(f"  load average after: {load()}")
+    for name in readers:
         print(
-            f"  {names[0]} against {names[1]}: {sum(theirs) / sum(ours):.2f} times its pages per second over all "
-            f"{len(corpus)} pages ({sum(theirs[:half]) / sum(ours[:half]):.2f} over the first "
-            f"half, {sum(theirs[half:]) / sum(ours[half:]):.2f} over the second); per page: median "
-            f"{ratios[len(ratios) // 2]:.2f}, from {ratios[0]:.2f} to {ratios[-1]:.2f}",
-            flush=True,
+            f"  {name}: {len(corpus) / sum(times[name]):.3f} pages/s, {cpu[name] / len(corpus):.2f} CPU s a page "
+            f"(user and system, all threads)"
         )
+    half = len(corpus) // 2
+    for ours in (name for name in readers if name.startswith("deckhand")):
+        for theirs in (name for name in readers if name != ours):
+            mine, other = times[ours], times[theirs]
+            ratios = sorted(t / o for o, t in zip(mine, other, strict=True))  # > 1: ours the faster on that page
+            print(
+                f"  {ours} against {theirs}: {sum(other) / sum(mine):.2f} times its pages per second over all "
+                f"{len(corpus)} pages ({sum(other[:half]) / sum(mine[:half]):.2f} over the first half, "
+                f"{sum(other[half:]) / sum(mine[half:]):.2f} over the second); per page: median "
+                f"{ratios[len(ratios) // 2]:.2f}, from {ratios[0]:.2f} to {ratios[-1]:.2f}",
+                flush=True,
+            )
     return {
         name: {
             kind: (sum(c for c, _ in got) / len(got), len(got) / sum(s for _, s in got)) for kind, got in kinds.items()
@@ -314,6 +356,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2, help="2: the held-out page texts (1 was for trying things)")
     parser.add_argument("--rss-pages", type=int, default=0, help="also ingest a scanned PDF of this many pages")
     parser.add_argument("--rss-child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="also time deckhand as it was before issue 44's speed-up (detector at 1,280 pixels, spinning threads)",
+    )
     args = parser.parse_args()
     if args.rss_child:
         rss_run(args.rss_child, args.seed)
@@ -327,13 +374,19 @@ def main() -> None:
     corpus = pages(args.seed, args.pages_per_class)
     print(f"{len(corpus)} generated pages, seed {args.seed}", flush=True)
     readers = {"deckhand (RapidOCR)": deckhand_reader()}
+    if args.before:
+        readers["deckhand before (1,280 px, spinning)"] = deckhand_reader(1280, spinning=True)
     with tempfile.TemporaryDirectory() as folder:
+        for number, page in enumerate(corpus):  # tesseract reads files: written before anything is timed
+            page.path = Path(folder) / f"page-{number}.png"
+            page.image.save(page.path)
         tesseract = tesseract_reader(Path(folder))
         if tesseract is None:
             print("  tesseract: not installed (apt-get install tesseract-ocr tesseract-ocr-eng); not measured")
         else:
             version = subprocess.run(["tesseract", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
             readers[version] = tesseract
+            readers[f"{version}, OMP_THREAD_LIMIT=1"] = tesseract_reader(Path(folder), threads=1)  # type: ignore[assignment]
         results = measure(readers, corpus)
     kinds = list(dict.fromkeys(page.kind for page in corpus))
     names = list(results)

@@ -6,6 +6,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,108 @@ def test_tools_ingest_the_same_records_with_workers(
     assert found[0] == found[1]
     if kind == "hierarchical_document":
         assert all(dict(meta).get("context") for _, _, meta, _ in found[1])
+
+
+class PagedScans:
+    """A loader of ``.scan`` files that reports each of its ``pages`` as it reads it (then, so the word on the
+    last page reaches the status line first, waits a moment), writes ``<name>.done`` beside the folder, and says
+    where it ran."""
+
+    extensions = frozenset({".scan"})
+    priority = 0
+    verbatim = False
+
+    def __init__(self, pages: int = 3) -> None:
+        self.pages = pages
+
+    def load(self, path: Path) -> str:
+        from deckhand.api import loading_progress
+
+        for page in range(1, self.pages + 1):
+            loading_progress(page, self.pages)
+        time.sleep(0.5)
+        (path.parent.parent / f"{path.name}.done").write_text("done")
+        return f"Read in process {os.getpid()}: the keeper logs ships by the lighthouse."
+
+
+class WaitingForScans:
+    """A loader of ``.big`` files (read on the reader thread) that waits up to a minute for every ``.scan``
+    file of its folder to be read (by a worker) and says whether they were."""
+
+    extensions = frozenset({".big"})
+    priority = 0
+    verbatim = False
+
+    def load(self, path: Path) -> str:
+        scans = sorted(path.parent.glob("*.scan"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all((path.parent.parent / f"{scan.name}.done").exists() for scan in scans):
+                return "The scans were read while this file loaded."
+            time.sleep(0.05)
+        return "The scans were not read while this file loaded."
+
+
+def ingest_scans(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...], scans: PagedScans
+) -> tuple[Ingestor, Any]:
+    """An ingestor over ``docs/`` holding ``names`` (the ``.scan`` files read by ``scans``), with one worker."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in names:
+        (docs / name).write_text("x" * (1000 if name.endswith(".big") else 1))
+    embedder = FakeEmbedder(minilm.tokenizer)
+    store = open_memory_store(embedder)
+    loaders = LoaderSet.from_registry(get_registry())
+    loaders.by_extension[".scan"] = scans  # type: ignore[assignment]
+    loaders.by_extension[".big"] = WaitingForScans()  # type: ignore[assignment]
+    chunker = TokenChunker(minilm.tokenizer, chunk_size=32, chunk_overlap=4)
+    ingestor = Ingestor(store=store, embedder=embedder, chunker=chunker, loaders=loaders, base_dir=tmp_path)
+    monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    monkeypatch.setattr(reading, "LARGE_FILE", 100)  # a .big file is read on the reader thread
+    return ingestor, store
+
+
+def test_a_long_file_read_in_a_worker_shows_its_pages_in_the_status(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deckhand.cli.progress import RichProgress
+
+    class Watching(RichProgress):
+        def __init__(self) -> None:
+            super().__init__("kb", enabled=False)
+            self.seen: list[str | None] = []
+
+        def status(self, status: Any) -> None:
+            self.seen.append(status.loading)
+            super().status(status)
+
+    ingestor, store = ingest_scans(tmp_path, minilm, monkeypatch, ("a.scan", "b.md", "c.scan"), PagedScans())
+    ingestor.progress = watching = Watching()
+    assert ingestor.run(tmp_path / "docs").ingested == ["docs/a.scan", "docs/b.md", "docs/c.scan"]
+    read_in = {r.content.split(":")[0] for r in store.iter_records() if r.content.startswith("Read in process")}
+    assert read_in and f"Read in process {os.getpid()}" not in read_in  # the scans were read in the worker
+    reading_ = [s for s in watching.seen if s]
+    # at most one word a file each PARTS_INTERVAL, and its last page: pages 1 and 3, in order, none after its file
+    assert reading_ == [f"docs/{name}: page {n} of 3" for name in ("a.scan", "c.scan") for n in (1, 3)]
+    assert watching.seen[-1] is None
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_reading_a_long_scan_never_waits_on_its_progress_unheard(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader thread reads a large file itself while the worker reads a 100,000-page scan (no progress
+    display: ``--quiet``, MCP, the Python API): the worker's word on its pages must not fill a pipe nobody
+    reads, or it stops until the reader thread is free again (here: never, the large file waits for it)."""
+    ingestor, store = ingest_scans(tmp_path, minilm, monkeypatch, ("a.big", "b.scan"), PagedScans(100_000))
+    clock = time.monotonic()
+    assert ingestor.run(tmp_path / "docs").ingested == ["docs/a.big", "docs/b.scan"]
+    texts = {r.content for r in store.iter_records()}
+    assert "The scans were read while this file loaded." in texts
+    assert time.monotonic() - clock < 50
+    assert not multiprocessing.active_children()
 
 
 def test_worker_count_uses_workers_only_where_they_pay(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,8 +156,8 @@ def png_header_only(width: int, height: int) -> bytes:
 class Counting(Engine):
     """The real engine, counting the pages it recognises."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, side: int | None = None) -> None:
+        super().__init__(side)
         self.pages = 0
 
     def recognise(self, image: Any) -> Any:

@@ -6,6 +6,7 @@ the caller, so the next files are converted and chunked while the current ones a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -93,6 +94,11 @@ class Reader:
         self.root = root
         #: Hands a :class:`Read` to the caller while a file loads (set by :meth:`read_ahead`).
         self._hand_over: Callable[[Read], bool] | None = None
+        #: Hands a :class:`Read` over unless the caller is behind (then drops it); set by :meth:`read_ahead`.
+        self._offer: Callable[[Read], None] | None = None
+        #: The files in worker processes not yet handed over, by source: what their parts read are told of.
+        self._in_workers: dict[str, int] = {}
+        self._in_workers_lock = threading.Lock()
 
     def read_ahead(
         self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
@@ -119,11 +125,17 @@ class Reader:
                     continue
             return False
 
+        def offer(item: Read) -> None:
+            with contextlib.suppress(queue.Full):  # the embedder is behind: this word is dropped, the next comes
+                ahead.put_nowait(item)
+
         def reader() -> None:
             pool: ChunkPool | None = None
             try:
                 if workers:
-                    pool = ChunkPool.start(workers, self.loaders, self.chunker, keep_text=self.prepare is not None)
+                    pool = ChunkPool.start(
+                        workers, self.loaders, self.chunker, keep_text=self.prepare is not None, told=self.parts_told
+                    )
                 reads = self.reads(todo, seconds) if pool is None else self.pooled(pool, todo, states, seconds)
                 for read in reads:
                     if not put(read):
@@ -133,10 +145,12 @@ class Reader:
             else:
                 put(_ReaderEnd(seconds))
             finally:
+                with self._in_workers_lock:  # nothing more is told once the reading has ended
+                    self._in_workers.clear()
                 if pool is not None:
                     pool.close()
 
-        self._hand_over = put
+        self._hand_over, self._offer = put, offer
         thread = threading.Thread(target=reader, name="deckhand-ingest-reader", daemon=True)
         thread.start()
         try:
@@ -177,14 +191,27 @@ class Reader:
                 future = pool.submit(file.path, file.display, self.encoding_of(file), self.root) if submitted else None
                 pending.append((following, future, size if submitted else 0))
                 in_flight += size if submitted else 0
+                if submitted:
+                    with self._in_workers_lock:
+                        self._in_workers[file.display] = following
                 following += 1
             index, future, size = pending.popleft()
             in_flight -= size
             converted = pool.result(future) if future is not None else None
+            with self._in_workers_lock:  # no word on its parts after this: the file is handed over below
+                self._in_workers.pop(todo[index].display, None)
             if converted is None:
                 yield from self.read(index, todo[index], seconds)
             else:
                 yield from self.converted(index, todo[index], converted, seconds)
+
+    def parts_told(self, source: str, done: int, total: int, unit: str) -> None:
+        """A worker read part ``done`` of ``total`` of ``source`` (on the pool's own thread): handed over as
+        :meth:`read` does for a file on this thread, unless the caller is behind or the file is handed over."""
+        with self._in_workers_lock:
+            index = self._in_workers.get(source)
+            if index is not None and self._offer is not None:
+                self._offer(Read(index, parts=(done, total, unit)))
 
     def converted(
         self, index: int, file: SourceFile, converted: Converted, seconds: dict[str, float]

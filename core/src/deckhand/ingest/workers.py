@@ -20,8 +20,9 @@ import logging
 import multiprocessing
 import os
 import pickle
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from deckhand.bases import ChunkerBase
 from deckhand.errors import ConfigError, LoaderError
 from deckhand.filters.spec import PATH_KEY, TYPE_KEY
 from deckhand.ingest.lines import with_start_lines
-from deckhand.ingest.loaders import decoding
+from deckhand.ingest.loaders import decoding, reporting_parts
 from deckhand.ingest.opening import confined_to
 from deckhand.ingest.places import chunk_parts, with_places
 from deckhand.printable import printable
@@ -215,16 +216,28 @@ class _Worker:
     records: _Records
 
 
+#: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``
+#: (:func:`deckhand.ingest.loaders.loading_progress`).
+PartsTold = Callable[[str, int, int, str], None]
+#: A worker tells of a file's parts at most this often (seconds), and of its last part always: a 10,000-page
+#: file sends a message or two a second, not one a page.
+PARTS_INTERVAL = 0.5
+
 _worker: _Worker | None = None
+#: Where this worker process sends the parts it reads of a file (a queue a :class:`ChunkPool` that listens hands
+#: it; None: nobody listens, nothing is sent).
+_parts_queue: Any = None
 #: Why this worker process has no loaders and chunker (set when unpickling them failed).
 _unavailable = ""
 #: The SHA-256 of the payload this process was last set up with (:func:`ensure_worker`).
 _payload_digest = b""
 
 
-def _start_worker(payload: bytes, level: int) -> None:
-    """Pool initializer: unpickle the loaders and chunker once, collect log records from ``level`` up."""
-    global _worker, _unavailable
+def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
+    """Pool initializer: unpickle the loaders and chunker once, collect log records from ``level`` up, and send
+    the parts read of a long file to ``parts`` (a queue, when the pool listens)."""
+    global _worker, _unavailable, _parts_queue
+    _parts_queue = parts
     records = _Records()
     root = logging.getLogger()
     root.handlers[:] = [records]
@@ -265,7 +278,8 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
         raise WorkerUnavailable(_unavailable or "not started by a ChunkPool")
     _worker.records.records = []
     clock = time.perf_counter()
-    loaded, failed, notices = load_text(_worker.loaders, path, encoding, root=root)
+    with reporting_parts(_parts_sender(_parts_queue, source)):
+        loaded, failed, notices = load_text(_worker.loaders, path, encoding, root=root)
     converted = Converted(failed=failed, notices=notices, logged=_worker.records.records)
     converted.convert_seconds = time.perf_counter() - clock
     if loaded is None:
@@ -283,33 +297,94 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
     return converted
 
 
+def _parts_sender(parts: Any, source: str) -> Callable[[int, int, str], None] | None:
+    """What sends ``source``'s parts read to ``parts`` (None without a queue): at most one each
+    :data:`PARTS_INTERVAL`, and the last part."""
+    if parts is None:
+        return None
+    sent = -PARTS_INTERVAL
+
+    def told(done: int, total: int, unit: str) -> None:
+        nonlocal sent
+        now = time.monotonic()
+        if now - sent >= PARTS_INTERVAL or done >= total:
+            sent = now
+            parts.put((source, done, total, unit))
+
+    return told
+
+
+class _PartsReader:
+    """A thread of this process that reads what the workers tell of the parts they read, from the pool's start
+    to its end, and hands each to ``told``: a worker never waits on a full pipe, whatever the reader thread
+    is doing (reading a large file itself, waiting for the embedder)."""
+
+    #: Put by :meth:`close` once the workers have ended.
+    END = ("", -1, -1, "")
+
+    def __init__(self, queue: Any, told: PartsTold) -> None:
+        self.queue = queue
+        self._told = told
+        self._thread = threading.Thread(target=self._run, name="deckhand-worker-parts", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                message = self.queue.get()
+            except Exception:  # a worker killed while it wrote: the pool is broken, nothing more comes
+                log.debug("the workers' parts read can no longer be read", exc_info=True)
+                return
+            if message == self.END:
+                return
+            try:
+                self._told(*message)
+            except Exception:  # a progress display's error must not stop the reading of the queue
+                log.debug("a worker's parts read could not be shown", exc_info=True)
+
+    def close(self) -> None:
+        """After the workers have ended: read what is left, stop, close the queue."""
+        self.queue.put(self.END)
+        self._thread.join()
+        self.queue.close()
+
+
 class ChunkPool:
     """Worker processes that :func:`convert` files; :meth:`start` says None when the work cannot be sent."""
 
-    def __init__(self, executor: ProcessPoolExecutor, workers: int, keep_text: bool) -> None:
+    def __init__(
+        self, executor: ProcessPoolExecutor, workers: int, keep_text: bool, parts: _PartsReader | None = None
+    ) -> None:
         self._executor = executor
+        self._parts = parts
         self.workers = workers
         self.keep_text = keep_text
         #: The workers stopped or cannot work: the files not handed over go back to the reader thread.
         self.broken = False
 
     @classmethod
-    def start(cls, workers: int, loaders: Loads, chunker: ChunkerBase, *, keep_text: bool) -> ChunkPool | None:
-        """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle."""
+    def start(
+        cls, workers: int, loaders: Loads, chunker: ChunkerBase, *, keep_text: bool, told: PartsTold | None = None
+    ) -> ChunkPool | None:
+        """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle.
+        ``told(source, done, total, unit)`` hears, on a thread of its own, the parts the workers read of a long
+        file (a scan's pages); without it the workers send none."""
         try:
             payload = pickled_components(loaders, chunker)
         except Exception as exc:  # a lambda, a local class, a live connection: chunk on the reader thread
             log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
             return None
         level = log_level()
+        context = multiprocessing.get_context("spawn")
+        parts = _PartsReader(context.SimpleQueue(), told) if told is not None else None
         executor = ProcessPoolExecutor(
             workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_start_worker,
-            initargs=(payload, level),
+            initargs=(payload, level, parts.queue if parts is not None else None),
         )
         log.debug("chunking in %d worker process(es)", workers)
-        return cls(executor, workers, keep_text)
+        return cls(executor, workers, keep_text, parts)
 
     @property
     def max_files(self) -> int:
@@ -336,8 +411,13 @@ class ChunkPool:
         return None
 
     def close(self) -> None:
-        """Drop the files not started, wait for those being chunked (one each at most), end the workers."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Drop the files not started, wait for those being chunked (one each at most), end the workers (their
+        parts read meanwhile), then stop reading their parts."""
+        try:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if self._parts is not None:
+                self._parts.close()
 
 
 def replay(records: list[logging.LogRecord]) -> None:

@@ -16,17 +16,18 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from deckhand_ocr.engine import Recognised, TextLine, engine_version
+from deckhand_ocr.engine import Recognised, TextLine
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "ocr.sqlite"
 
 
-def page_key(file_digest: bytes, page: int) -> bytes:
-    """The key of page ``page`` (0-based) of the file whose bytes hash to ``file_digest``."""
+def page_key(file_digest: bytes, page: int, version: str) -> bytes:
+    """The key of page ``page`` (0-based) of the file whose bytes hash to ``file_digest``, read by the engine
+    of ``version`` (:attr:`deckhand_ocr.engine.Engine.version`)."""
     digest = hashlib.sha256()
-    for part in (engine_version().encode(), file_digest, str(page).encode()):
+    for part in (version.encode(), file_digest, str(page).encode()):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     return digest.digest()

@@ -12,19 +12,25 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import os
 import statistics
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deckhand.api import LoaderError
+from deckhand.api import ConfigError, LoaderError
 
 log = logging.getLogger(__name__)
 
-#: Text is detected on the page scaled so that its longest side is at most this many pixels: a quarter of
-#: the detector's time at 300 dpi, and 8-point text at 150 dpi is still found (docs/benchmarks.md).
-DETECT_SIDE = 1280
+#: Text is detected on the page scaled so that its longest side is at most this many pixels (the lines are then
+#: cut from the page at up to 2,000 pixels and read at full size): 8-point text at 150 dpi is still found, and
+#: the detector takes about a third of its time at 1,280 pixels (docs/benchmarks.md, issue 44).
+DETECT_SIDE = 800
+#: The environment variable that sets another detector size (small print on a large scan: a larger one, slower).
+DETECT_SIDE_ENV = "DECKHAND_OCR_DETECT_SIDE"
+#: The sizes it may take.
+DETECT_SIDE_RANGE = (320, 4000)
 
 #: Text lines recognised together. The recogniser's output is a score for each of its 18,710 characters at every
 #: step of the line (a page-wide line: 320 steps, 24 MB), for each line of the batch, padded to the widest; RapidOCR's
@@ -73,32 +79,65 @@ def models_dir() -> Path:
     return Path(rapidocr.__file__).parent / "models"
 
 
-def engine_version() -> str:
-    """What the cached results depend on: rapidocr's version and the model files used."""
+def detect_side() -> int:
+    """The detector's size: ``$DECKHAND_OCR_DETECT_SIDE`` (pixels, 320 to 4000) when set, else :data:`DETECT_SIDE`."""
+    raw = os.environ.get(DETECT_SIDE_ENV, "").strip()
+    if not raw:
+        return DETECT_SIDE
+    low, high = DETECT_SIDE_RANGE
+    if not (raw.isdigit() and low <= int(raw) <= high):
+        raise ConfigError(
+            f"{DETECT_SIDE_ENV}={raw!r} is not a detector size; set it to a number of pixels from {low} to {high} "
+            f"(default {DETECT_SIDE}), or unset it"
+        )
+    return int(raw)
+
+
+def engine_version(side: int | None = None) -> str:
+    """What the cached results depend on: rapidocr's version, the model files and the detector's size used."""
     import rapidocr
 
     version = getattr(rapidocr, "__version__", "?")
-    return f"rapidocr {version} {DETECTOR} {RECOGNISER} det {DETECT_SIDE} rec batch {REC_BATCH} upright"
+    side = detect_side() if side is None else side
+    return f"rapidocr {version} {DETECTOR} {RECOGNISER} det {side} rec batch {REC_BATCH} upright"
 
 
 class Engine:
-    """RapidOCR, made on first use (its models loaded once per process)."""
+    """RapidOCR, made on first use (its models loaded once per process), detecting text at ``side`` pixels
+    (default: :func:`detect_side`, read when the engine is first used). Its onnxruntime threads wait for work
+    asleep unless ``spinning`` (RapidOCR's sessions as they are: their threads spin between operators, a little
+    faster on an idle machine, much slower beside other work: an embedder, other processes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, side: int | None = None, *, spinning: bool = False) -> None:
+        self._side = side
+        self.spinning = spinning
         self._ocr: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def side(self) -> int:
+        """The detector's size, in pixels of the page's longest side."""
+        return detect_side() if self._side is None else self._side
+
+    @property
+    def version(self) -> str:
+        """The cache's key for what this engine reads (:func:`engine_version` at its detector size)."""
+        return engine_version(self.side)
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (for chunk worker processes) without the loaded models: a worker loads its own."""
-        return {}
+        return {"side": self._side, "spinning": self.spinning}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(state.get("side"), spinning=state.get("spinning", False))  # type: ignore[misc]
 
     def _engine(self) -> Any:
         with self._lock:
             if self._ocr is None:
-                self._ocr = _make_engine()
+                ocr = _make_engine(self.side)
+                if not self.spinning:
+                    _sleeping_threads(ocr)
+                self._ocr = ocr
             return self._ocr
 
     def recognise(self, image: Any) -> Recognised:
@@ -138,7 +177,7 @@ def upright(found: list[tuple[str, float, list[tuple[float, float]]]]) -> list[T
     return lines
 
 
-def _make_engine() -> Any:
+def _make_engine(side: int) -> Any:
     """A RapidOCR on the bundled models; one thread in a chunk worker process (the workers share the cores)."""
     try:
         from rapidocr import RapidOCR
@@ -151,18 +190,47 @@ def _make_engine() -> Any:
             f"rapidocr's models are not in {folder} ({', '.join(missing)} missing); "
             "reinstall rapidocr>=3.10 (its wheel carries them), nothing is downloaded"
         )
-    threads = 1 if multiprocessing.parent_process() is not None else -1
     params = {
         "Global.log_level": "error",
         "Global.text_score": 0.0,  # every line kept: the layout applies deckhand's own threshold
         "Global.use_cls": False,  # pages are upright; the classifier costs time and flips short lines
         "Det.model_path": str(folder / DETECTOR),
         "Det.limit_type": "max",
-        "Det.limit_side_len": DETECT_SIDE,
+        "Det.limit_side_len": side,
         "Rec.model_path": str(folder / RECOGNISER),
         "Rec.rec_batch_num": REC_BATCH,
         "Cls.model_path": str(folder / CLASSIFIER),
-        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "EngineConfig.onnxruntime.intra_op_num_threads": _threads(),
     }
     logging.getLogger("RapidOCR").setLevel(logging.ERROR)
     return RapidOCR(params=params)
+
+
+def _threads() -> int:
+    """onnxruntime's threads for one model: one in a chunk worker process (the workers share the cores), else
+    -1 (one a core)."""
+    return 1 if multiprocessing.parent_process() is not None else -1
+
+
+def _sleeping_threads(ocr: Any) -> None:
+    """Open ``ocr``'s detector and recogniser again with threads that sleep between operators
+    (``session.intra_op.allow_spinning`` 0), in place of RapidOCR's, which spin: on two cores shared with other
+    work a page took 1.4 times as long with them (docs/benchmarks.md, issue 44). RapidOCR's settings take no
+    session options; a rapidocr whose models are held otherwise keeps its own sessions (one debug line)."""
+    import onnxruntime
+
+    folder = models_dir()
+    for model, name in ((ocr._load_det_model(), DETECTOR), (ocr._load_rec_model(), RECOGNISER)):
+        holder: Any = getattr(model, "session", None)
+        session = getattr(holder, "session", None)
+        if not isinstance(session, onnxruntime.InferenceSession):
+            log.debug("rapidocr's %s session is not where this plugin looks; its threads spin", name)
+            return
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 4
+        options.enable_cpu_mem_arena = False  # as RapidOCR's configuration has it: memory freed after each page
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if _threads() > 0:
+            options.intra_op_num_threads = _threads()
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        holder.session = onnxruntime.InferenceSession(str(folder / name), options, providers=session.get_providers())

@@ -50,7 +50,7 @@ def file_digest(fh: BinaryIO) -> bytes:
 def read_page(engine: Engine, cache: OcrCache | None, digest: bytes, index: int, render: Callable[[], Any]) -> str:
     """The text of page ``index`` (0-based) of the file hashing to ``digest``: from the cache, else rendered
     (``render()``: a PIL image) and recognised, and kept in the cache."""
-    key = page_key(digest, index)
+    key = page_key(digest, index, engine.version)
     found: Recognised | None = cache.get(key) if cache is not None else None
     if found is None:
         image = render()
