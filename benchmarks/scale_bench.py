@@ -24,7 +24,9 @@ Then, each in a new process:
    own share (load and embed that file, in a fresh process) is timed apart.
 
     uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--ann-index ivf]
-        [--ann-precision b1] [--workdir DIR]
+        [--ann-precision b1] [--workdir DIR] [--search-only]
+
+``--search-only`` measures steps 1 and 2 again on the index an earlier run left in ``--workdir``.
 """
 
 from __future__ import annotations
@@ -321,7 +323,14 @@ def main() -> None:
         "--ann-precision", choices=("i8", "b1", "f16", "f32"), help="the sqlite store's ann_precision (default: i8)"
     )
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="with --workdir holding a built index: steps 1 and 2 only (start-up, peak RSS, latency), nothing written",
+    )
     args = parser.parse_args()
+    if args.search_only and not (args.workdir and (args.workdir / "agent.yaml").is_file()):
+        parser.error("--search-only needs --workdir of an earlier run (its agent.yaml and index)")
     root = args.workdir or Path(tempfile.mkdtemp(prefix="deckhand-scale-"))
     os.environ["DECKHAND_HOME"] = str(root / "state")
     files = args.chunks // args.per_file
@@ -345,6 +354,9 @@ def main() -> None:
     )
     if args.tool == "hierarchical":
         latency(root, name, args.queries, files * args.per_file)
+    if args.search_only:
+        print(f"load average at end: {os.getloadavg()[0]:.1f}", flush=True)
+        return
     unchanged, _, _ = cli(root, "ingest")
     print(f"deckhand ingest, nothing changed: {unchanged:.2f} s", flush=True)
     changed = root / "docs" / "d0000" / "f0000007.md"

@@ -47,6 +47,23 @@ def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Pa
     assert re.search(r"whole query \(search_results_sync\) +[\d.]+ +[\d.]+ +[\d.]+", split)
     assert re.search(r"after 10 queries: VmRSS \d+ MB", split)
 
+    # --search-only: steps 1 and 2 again on the same index, nothing written (the full run's last step wrote a file)
+    def written() -> list[tuple[Path, int]]:  # the source and the index's records (not the query cache)
+        files = [*(tmp_path / "work" / "docs").rglob("*.md"), *(tmp_path / "work").rglob("*vectors.sqlite")]
+        return sorted((p, p.stat().st_mtime_ns) for p in files)
+
+    before = written()
+    again = _run(
+        tmp_path,
+        "scale_bench.py",
+        *("--chunks", "100", "--per-file", "10", "--tool", "hierarchical", "--repeats", "1", "--queries", "5"),
+        *("--workdir", str(tmp_path / "work"), "--search-only"),
+    )
+    assert re.search(r"start-up -?\d+\.\d+ s above --version \(medians of 1\); search peak RSS \d+ MB", again)
+    assert len(re.findall(r"(semantic|hybrid) search, top 10, 5 queries", again)) == 4 and re.search(warm, again)
+    assert "deckhand ingest" not in again and "source written" not in again
+    assert written() == before
+
 
 def test_index_check_bench_reports_full_and_stamped_checks(tmp_path: Path) -> None:
     out = _run(tmp_path, "index_check_bench.py", "--chunks", "500", "--dir", str(tmp_path))

@@ -44,7 +44,7 @@ from deckhand.paths import is_link, open_no_link, refuse_link
 from deckhand.stores.sqlite.flat import FlatView, RowMatrix
 from deckhand.stores.sqlite.ivf_files import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.page_cache import recache_in_pages
+from deckhand.stores.sqlite.page_cache import mappings_of, recache_in_pages, release_mapping
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -157,8 +157,12 @@ class GraphView(RowMatrix):
             enable_key_lookups=False,
         )
         # Mapped by usearch with the kernel's read-ahead: opening it reads every node's header (at a million
-        # rows ~260 MB of the ~660 MB file, resident from then on), which read-ahead makes a sequential read.
+        # rows ~270 MB of the ~660 MB file), which read-ahead makes a sequential read. Those pages are then
+        # unmapped (a query maps back the few thousand nodes it visits) and the mapping advised for random
+        # access, so the int8 vectors a query reads from disk enter the cache page by page (issue 46).
+        before = mappings_of(path)
         self.index.view(str(path))
+        release_mapping(mappings_of(path) - before)
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of (about) the ``count`` nearest vectors, best first."""
@@ -304,7 +308,8 @@ def build(
             else:
                 _graph(graph, pending, numbers, after, collection, threads)
                 size = len(graph) if graph is not None else 0
-        if not ivf:  # searches gather rows of the matrix at random: cache it page by page
+        if not ivf:  # searches read the graph's vectors and gather the matrix's rows at random: cache both page by
+            recache_in_pages(final)  # page, so a fault maps a page and its neighbours, not a 2 MB folio
             recache_in_pages(companions(final)[0])
         log.info(
             "approximate index (%s) of %s rows written to %s in %.1fs",

@@ -7,15 +7,22 @@ folios of up to 2 MB. Rescoring ~124 scattered rows through a mapping then count
 one-query process's resident set, and a filter's exact ranking of 10,000 rows 431 MB. Rows read with
 ``pread`` count nothing; and a matrix cached page by page (:func:`recache_in_pages`, after the build) maps
 a page and its fault-around neighbours (64 KB) per fault: 77 MB for the same 10,000 rows.
+
+The graph file itself is mapped by usearch, whose opening reads every node's header (at a million nodes the
+~270 MB of neighbour lists, all of them resident from then on, where a query needs a few thousand):
+:func:`release_mapping` unmaps what the opening touched and advises the mapping for random access.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import mmap
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -129,6 +136,49 @@ def _seek_and_read(fd: int, into: memoryview, offset: int) -> int:  # pragma: no
 
 #: Read into a buffer from a file at an offset; the bytes read (fewer at the file's end).
 _READ_INTO: Callable[[int, memoryview, int], int] = _preadv if hasattr(os, "preadv") else _seek_and_read
+
+
+def mappings_of(path: Path) -> set[tuple[int, int]]:
+    """Address ranges (start, end) of this process's mappings of ``path``, from ``/proc/self/maps`` (Linux;
+    elsewhere, or on any error, none)."""
+    if not sys.platform.startswith("linux"):
+        return set()
+    wanted = os.path.realpath(path)
+    found = set()
+    with contextlib.suppress(OSError), open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        for line in maps:
+            fields = line.rstrip("\n").split(maxsplit=5)
+            if len(fields) == 6 and fields[5] == wanted:
+                start, end = fields[0].split("-")
+                found.add((int(start, 16), int(end, 16)))
+    return found
+
+
+def release_mapping(ranges: Iterable[tuple[int, int]]) -> None:
+    """Advise these read-only file mappings for random access (no read-ahead: a page read from disk enters the
+    cache alone) and unmap their resident pages (they stay in the page cache; a later access maps them again).
+
+    Only for a mapping the caller owns and keeps mapped meanwhile, never written: on a writable or anonymous
+    mapping ``MADV_DONTNEED`` discards data. Where ``madvise`` is missing, or on any error, nothing happens.
+    """
+    advise = _madvise()
+    if advise is None:
+        return
+    for start, end in ranges:
+        for advice in (mmap.MADV_RANDOM, mmap.MADV_DONTNEED):
+            advise(start, end - start, advice)
+
+
+def _madvise() -> Callable[[int, int, int], int] | None:
+    if not (sys.platform.startswith("linux") and hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap, "MADV_RANDOM")):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return cast(Callable[[int, int, int], int], function)
 
 
 def recache_in_pages(path: Path) -> None:
