@@ -4,6 +4,7 @@ itself once the server answers. Fake tools whose ingest and search the test make
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from _agent_fakes import box_of, in_thread
 from deckhand.calls.call_models import CallError, IngestArguments, SearchArguments
+from deckhand.calls.outages import OutageHealing
+from deckhand.calls.slots import Slot
 from deckhand.calls.toolbox import STATUS_WAIT
 from deckhand.errors import StoreConnectionError
 
@@ -171,3 +174,21 @@ def test_a_search_that_cannot_take_the_tool_from_a_search_says_busy_not_ingestin
     )
     tool.store_answers.set()
     first.join(5)
+
+
+def test_a_retry_that_heals_after_the_toolbox_closed_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """A healer retry still running when its toolbox closes ends without a warning in whatever runs next."""
+    closing = threading.Event()
+    slot = Slot(tool=None, tracker=None)  # type: ignore[arg-type]
+    healing = OutageHealing({"docs": slot}, closing, lambda name: None)
+    closing.set()  # no healer thread: it is not started once the toolbox is closing
+    healing.store_down("docs", slot, "connection refused")
+    with caplog.at_level("WARNING", logger="deckhand.calls"):
+        healing.store_up("docs", slot, healed=True)
+    assert slot.outage is None
+    assert "reachable again" not in caplog.text
+    open_box = OutageHealing({"docs": slot}, threading.Event(), lambda name: None, retry=(60.0, 60.0))
+    open_box.store_down("docs", slot, "connection refused")
+    with caplog.at_level("WARNING", logger="deckhand.calls"):
+        open_box.store_up("docs", slot, healed=True)  # an open toolbox still says so
+    assert "reachable again" in caplog.text

@@ -100,7 +100,7 @@ class OutageHealing:
         """The store answered (``healed``: and an ingest brought the index up to date): the outage is over."""
         with slot.cond:
             outage, slot.outage = slot.outage, None
-        if outage is not None and healed:
+        if outage is not None and healed and not self._closing.is_set():  # a closed toolbox's retry says nothing
             log.warning(
                 "tool %s: the store is reachable again after %.0fs; the index is up to date",
                 name,
