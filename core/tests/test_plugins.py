@@ -513,6 +513,20 @@ def test_deckhand_plugins_shows_capabilities(fresh_registry: None) -> None:
     text = CliRunner().invoke(cli, ["plugins"]).output
     assert "capabilities: concurrent_processes, filters, index_maintenance" in text
 
+    class PlainFunction:  # its class is known only once it builds one: the listing says so
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("built", lambda config, collection, options, /, *, base_dir: InMemoryStore())
+
+    get_registry().register_plugin(PlainFunction(), "plain")
+    provided = {
+        (p["kind"], p["name"]): p
+        for e in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)
+        for p in e["provides"]
+    }
+    assert provided[("store", "built")]["capabilities"] is None
+    assert "capabilities: declared by the store it builds" in CliRunner().invoke(cli, ["plugins"]).output
+
 
 def _lines_plugin() -> types.ModuleType:
     module = types.ModuleType("acme_lines")
