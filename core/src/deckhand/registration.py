@@ -29,7 +29,9 @@ configuration models are named for typing alone).
 
 from __future__ import annotations
 
+import inspect
 import pkgutil
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -323,6 +325,10 @@ def checked_url_schemes(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: The target (``"module:attribute"``) of each factory :func:`deferred` made.
+_DEFERRED: weakref.WeakKeyDictionary[Callable[..., Any], str] = weakref.WeakKeyDictionary()
+
+
 def deferred(target: str) -> Callable[..., Any]:
     """The factory ``"module:attribute"`` (``Class.method`` allowed), imported on its first call: registering it
     imports nothing, and what its class declares is still read from it (:func:`built_class`)."""
@@ -334,7 +340,7 @@ def deferred(target: str) -> Callable[..., Any]:
     factory.__name__ = attribute.rsplit(".", 1)[-1]
     factory.__qualname__ = attribute
     factory.__module__ = module
-    factory.deferred_target = target  # type: ignore[attr-defined]
+    _DEFERRED[factory] = target
     return factory
 
 
@@ -342,14 +348,15 @@ def built_class(factory: Callable[..., Any]) -> type | None:
     """The class ``factory`` builds, known without calling it: the factory itself when it is a class, the class
     of a classmethod (``MyStore.from_config``), or either of those behind :func:`deferred` (imported here); None
     for a plain function."""
-    deferred = getattr(factory, "deferred_target", None)
-    if isinstance(deferred, str):
+    target = _DEFERRED.get(factory)
+    if target is not None:
         try:
-            factory = pkgutil.resolve_name(deferred)
+            factory = pkgutil.resolve_name(target)
         except (ImportError, AttributeError, ValueError):
             return None  # building it reports why
-    owner = getattr(factory, "__self__", factory)
-    return owner if isinstance(owner, type) else None
+    if isinstance(factory, type):
+        return factory
+    return factory.__self__ if inspect.ismethod(factory) and isinstance(factory.__self__, type) else None
 
 
 class Registrar:
