@@ -329,7 +329,7 @@ def test_register_signature_compiles() -> None:
         for node in ast.walk(ast.parse(compile(code, str(PLUGINS_MD), "exec", ast.PyCF_ONLY_AST)))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     ]
-    assert [c.func.attr for c in calls] == ["store", "keyword_strategy", "embedder"]  # type: ignore[attr-defined]
+    assert [c.func.attr for c in calls] == ["store", "embedder"]  # type: ignore[attr-defined]
     for call in calls:
         method = call.func.attr  # type: ignore[attr-defined]
         parameters = inspect.signature(getattr(Registrar, method)).parameters
@@ -475,19 +475,18 @@ class MyStoreOptions(BaseModel):
 """
 
 #: deckhand_mystore.store for the page's plugin module: built the way the page's factory calls it, and
-#: persistent as the page's CAPABILITIES say (the records live in a file of the builtin sqlite store, of
-#: which it offers only the StoreBase methods, so it declares exactly ``persistent``).
+#: persistent (the records live in a file of the builtin sqlite store, of which it offers only the StoreBase
+#: methods, so it declares exactly ``persistent``, once, on the class).
 MYSTORE = """
-from deckhand.api import StoreBase
+from deckhand.api import StoreBase, StoreCapability
 from deckhand.paths import state_dir
 from deckhand.stores.sqlite import SQLiteStore
 
 from deckhand_mystore.options import MyStoreOptions
-from deckhand_mystore.plugin import CAPABILITIES
 
 
 class MyStore(StoreBase):
-    capabilities = CAPABILITIES
+    capabilities = frozenset({StoreCapability.PERSISTENT})
 
     def __init__(self, config, collection, options, *, base_dir):
         assert isinstance(options, MyStoreOptions), options

@@ -179,7 +179,6 @@ def deckhand_register(register):
         description="third-party test store",
         options=NotesStoreOptions,
         url_schemes=("notes://",),
-        capabilities=NotesStore.capabilities,
     )
     register.chunker("lines", lines_chunker, description="groups of non-empty lines", options=LinesOptions)
     register.keyword_strategy(

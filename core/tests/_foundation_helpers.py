@@ -100,7 +100,6 @@ class SharedStores:
             "shared",
             self.factory,
             description="test double: persistent in-memory collections",
-            capabilities=InMemoryStore.capabilities,
         )
 
 

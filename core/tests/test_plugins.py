@@ -6,17 +6,18 @@ import logging
 import tomllib
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from deckhand import install_hints
 from deckhand.api import StoreCapability
-from deckhand.bases import ChunkerBase, LoaderBase
+from deckhand.bases import ChunkerBase, KeywordIndexBase, LoaderBase
 from deckhand.errors import ComponentNotFoundError, ConfigError, PluginError
 from deckhand.hookspecs import hookimpl
 from deckhand.plugins import PluginRegistry, get_registry
-from deckhand.registration import Registrar
+from deckhand.registration import Registrar, deferred
 from deckhand.stores.inmemory import InMemoryStore
+from deckhand.stores.sqlite import SQLiteStore
 from pydantic import BaseModel
 
 
@@ -342,12 +343,6 @@ def test_same_priority_third_parties_by_name_whatever_the_load_order(caplog: pyt
         ("tool", {"options": None}, "without options=: a tool type needs its config model"),
         ("tool", {"options": Opts}, 'its config model Opts needs type: Literal["x"]'),
         ("store", {"url_schemes": "redis://"}, "with url_schemes='redis://'; give a tuple such as"),
-        (
-            "store",
-            {"capabilities": {"persistant"}},
-            "with capabilities={'persistant'}: 'persistant' is no StoreCapability",
-        ),
-        ("keyword_strategy", {"requires": "keyword_search"}, "with requires='keyword_search'; give a set of"),
         ("embedder", {"model_id": "m"}, "give model_id=, dimension= and max_tokens= together"),
     ],
 )
@@ -377,6 +372,61 @@ def test_an_unknown_keyword_fails_at_load_naming_the_plugin() -> None:
         registry.check()
     assert str(err.value).startswith("plugin 'typo-store' failed to register its components: TypeError: ")
     assert "url_scheme" in str(err.value)
+
+
+def test_capabilities_given_to_register_store_break_that_plugin_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store declares its capabilities once, on its class: a plugin still passing ``capabilities=`` gets Python's
+    TypeError, reported as one line naming it and the way out while every other plugin keeps working."""
+    old = types.ModuleType("old")
+
+    @hookimpl
+    def deckhand_register(register: Registrar) -> None:
+        register.store(  # type: ignore[call-arg]
+            "old-store", InMemoryStore.from_config, capabilities={StoreCapability.FILTERS}
+        )
+
+    old.deckhand_register = deckhand_register  # type: ignore[attr-defined]
+    _fake_entry_points(monkeypatch, old=old, lines=_lines_plugin())
+    registry = PluginRegistry()
+    (line,) = registry.broken
+    assert line.startswith("plugin 'old' failed to register its components: TypeError: ")
+    assert "unexpected keyword argument 'capabilities'" in line and "DECKHAND_PLUGINS=lines" in line
+    assert "\n" not in line and registry.broken_plugins == ["old"]
+    assert registry.find("store", "old-store") is None
+    assert registry.resolve("chunker", "lines").plugin == "lines" and registry.find("store", "sqlite") is not None
+
+
+def test_what_a_component_can_do_is_read_from_its_class() -> None:
+    """``capabilities`` and ``requires`` come from the class the factory builds (the class, its classmethod, or
+    either behind ``deferred``); a plain function's are the built store's own (None) or none."""
+
+    class Needs(KeywordIndexBase):
+        requires: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.KEYWORD_SEARCH})
+
+        def build(self, docs: Any) -> None: ...
+
+        def search(self, query: str, k: int) -> list[tuple[str, float]]:
+            return []
+
+    class Declared:
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("by-class", InMemoryStore)
+            register.store("by-method", InMemoryStore.from_config)
+            register.store("by-deferred", deferred("deckhand.stores.sqlite:SQLiteStore.from_config"))
+            register.store("by-function", lambda config, collection, options, /, *, base_dir: InMemoryStore())
+            register.keyword_strategy("needs", Needs)
+            register.keyword_strategy("plain", lambda store, cache_path, options: Needs())
+
+    registry = _bare_registry()
+    registry.register_plugin(Declared(), "declared")
+    for name in ("by-class", "by-method"):
+        assert registry.resolve("store", name).capabilities == InMemoryStore.capabilities
+    assert registry.resolve("store", "by-deferred").capabilities == SQLiteStore.capabilities
+    assert registry.resolve("store", "by-function").capabilities is None
+    assert registry.resolve("keyword_strategy", "needs").requires == {StoreCapability.KEYWORD_SEARCH}
+    assert registry.resolve("keyword_strategy", "plain").requires == frozenset()
+    assert registry.resolve("store", "by-method").info == {"capabilities": ["filters"]}
 
 
 def test_a_loader_has_no_registration_priority() -> None:
@@ -420,13 +470,13 @@ def test_new_style_factories_get_the_options_instance(tmp_path: Path) -> None:
     class Typed:
         @hookimpl
         def deckhand_register(self, register: Registrar) -> None:
-            register.store("typed", store_factory, options=StoreOptions, capabilities={StoreCapability.PERSISTENT})
+            register.store("typed", store_factory, options=StoreOptions)
             register.chunker("typed", chunker_factory, options=Opts)
 
     registry = _bare_registry()
     registry.register_plugin(Typed(), "typed")
     store = registry.resolve("store", "typed")
-    assert store.capabilities == {StoreCapability.PERSISTENT}
+    assert store.capabilities is None  # a plain function: the store it builds declares them
     config = DatabaseConfig.model_validate(
         {"provider": "typed", "options": {"size": 5}}, context={"registry": registry}
     )
@@ -462,6 +512,20 @@ def test_deckhand_plugins_shows_capabilities(fresh_registry: None) -> None:
     assert provided[("store", "in-memory")]["capabilities"] == ["filters"]
     text = CliRunner().invoke(cli, ["plugins"]).output
     assert "capabilities: concurrent_processes, filters, index_maintenance" in text
+
+    class PlainFunction:  # its class is known only once it builds one: the listing says so
+        @hookimpl
+        def deckhand_register(self, register: Registrar) -> None:
+            register.store("built", lambda config, collection, options, /, *, base_dir: InMemoryStore())
+
+    get_registry().register_plugin(PlainFunction(), "plain")
+    provided = {
+        (p["kind"], p["name"]): p
+        for e in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)
+        for p in e["provides"]
+    }
+    assert provided[("store", "built")]["capabilities"] is None
+    assert "capabilities: declared by the store it builds" in CliRunner().invoke(cli, ["plugins"]).output
 
 
 def _lines_plugin() -> types.ModuleType:

@@ -93,6 +93,7 @@ from deckhand.registration import (
     RerankerFactory,
     StoreFactory,
     ToolFactory,
+    deferred,
 )
 from deckhand.similarity import degenerate_row, raw_to_score
 from deckhand.tool_entry import ToolConfigBase
@@ -399,6 +400,7 @@ __all__ = [
     "current_loaders",
     "decision_problem",
     "decode_text",
+    "deferred",
     "degenerate_row",
     "ensure_worker",
     "extras_of",

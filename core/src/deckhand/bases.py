@@ -16,7 +16,8 @@ that does not, with a line naming it and its plugin). The optional members' defa
 * :class:`KeywordIndexBase`: ``search_filtered`` is None (the engine checks the ranking against the
   records' metadata), ``search_with_vector`` is ``search`` (``wants_vector = False``), and two declared
   flags: ``reads_records`` (it indexes records and keeps itself current: ``index_records``, ``sync``,
-  ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search);
+  ``phrases``) and ``runs_beside`` (its searches may run on a worker thread beside the dense search), and
+  ``requires``, the store capabilities it needs (empty by default);
 * :class:`StoreBase`: ``capabilities`` (:class:`~deckhand.capabilities.StoreCapability`, empty by default);
 * :class:`ContextGeneratorBase`, :class:`RerankerBase`: their one method;
 * :class:`MemoryBackendBase`: ``persistent = True`` (its storage outlives the object), ``close`` does nothing.
@@ -199,6 +200,10 @@ class KeywordIndexBase(ABC):
     #: store, spending their time outside the GIL (``bm25``: numpy; ``tantivy``). False keeps a plugin's
     #: strategy, which may share the store's connection, on the query's thread.
     runs_beside: bool = False
+    #: The store capabilities it needs (``{StoreCapability.KEYWORD_SEARCH}``), declared once here: on a store
+    #: without them the tool logs one warning and uses ``bm25``; read before building from the class the
+    #: registered factory builds (the class or its classmethod).
+    requires: ClassVar[frozenset[StoreCapability]] = frozenset()
 
     @abstractmethod
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
@@ -265,8 +270,8 @@ class StoreBase(ABC):
     come from one thread at a time within a process.
 
     **Capabilities.** ``capabilities`` declares the :class:`~deckhand.capabilities.StoreCapability` values the
-    store supports, once, as a class attribute (``register.store(capabilities=...)`` says the same for
-    ``deckhand plugins``); a capability that promises methods
+    store supports, once, as a class attribute (``deckhand plugins`` reads it from the class the registered
+    factory builds); a capability that promises methods
     (:data:`deckhand.capabilities.CAPABILITY_PROTOCOLS`) is called only on a store declaring it, and the store kit
     fails one declared without its methods or implemented undeclared. ``sources=`` is not one.
 

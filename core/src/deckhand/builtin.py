@@ -3,29 +3,13 @@
 Each factory is the implementation's own (``TokenChunker.from_options``, ``BM25Index.from_options``,
 ...), typed by the Protocols of :mod:`deckhand.registration`. Registering loads no model: the
 modules imported here are those that define the options models anyway; the stores, the tools
-and the memory backend are imported when first built (:func:`_deferred`).
+and the memory backend are imported when first built (:func:`deckhand.registration.deferred`).
 """
 
 from __future__ import annotations
 
-import pkgutil
-from typing import Any
-
-from deckhand.capabilities import StoreCapability
 from deckhand.hookspecs import hookimpl
-from deckhand.registration import Registrar
-
-
-def _deferred(module: str, attribute: str) -> Any:
-    """The factory ``module:attribute`` (``Class.method`` allowed), imported on its first call."""
-
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        return pkgutil.resolve_name(f"{module}:{attribute}")(*args, **kwargs)
-
-    factory.__name__ = attribute.rsplit(".", 1)[-1]
-    factory.__qualname__ = attribute
-    factory.__module__ = module
-    return factory
+from deckhand.registration import Registrar, deferred
 
 
 @hookimpl
@@ -52,7 +36,7 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.retrieval.folder_rerank import FolderRerankerOptions
     from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
     from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
-    from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
+    from deckhand.stores.sqlite.options import SQLiteOptions
 
     register.loader("text", TextLoader, description="plain text and markdown, encoding detected")
     register.loader("table", TableLoader, description="CSV as a markdown table, JSON as a code block")
@@ -119,40 +103,38 @@ def deckhand_register(register: Registrar) -> None:
 
     register.embedder(
         "bert",
-        _deferred("deckhand.embedding.folder_embedder", "FolderEmbedder.from_options"),
+        deferred("deckhand.embedding.folder_embedder:FolderEmbedder.from_options"),
         description="a BERT-family model from a local folder (config.json, vocab, model.safetensors: bge, e5, "
         "MiniLM) on the default's fused graph; 'bert:/path/to/folder'",
         options=FolderEmbedderOptions,
     )
     register.reranker(
         "bert-cross-encoder",
-        _deferred("deckhand.retrieval.folder_rerank", "FolderCrossEncoder.from_options"),
+        deferred("deckhand.retrieval.folder_rerank:FolderCrossEncoder.from_options"),
         description="a BERT cross-encoder from a local folder (model.safetensors) on onnxruntime, offline",
         options=FolderRerankerOptions,
     )
 
     register.memory_backend(
         "memory",
-        _deferred("deckhand.memory.dict_backend", "InMemoryBackend.from_options"),
+        deferred("deckhand.memory.dict_backend:InMemoryBackend.from_options"),
         description="decisions kept in this process only (tests, ephemeral agents); nothing persists",
         aliases=("in-memory", "inmemory"),
     )
 
     register.store(
         "in-memory",
-        _deferred("deckhand.stores.inmemory", "InMemoryStore.from_config"),
+        deferred("deckhand.stores.inmemory:InMemoryStore.from_config"),
         description="exact NumPy search in this process; nothing persists",
         aliases=("inmemory", "memory"),
-        capabilities={StoreCapability.FILTERS},
     )
     register.store(
         "sqlite",
-        _deferred("deckhand.stores.sqlite", "SQLiteStore.from_config"),
+        deferred("deckhand.stores.sqlite:SQLiteStore.from_config"),
         description="one SQLite file under .deckhand/index, persistent; exact NumPy search, HNSW past 50k records"
         " (default)",
         aliases=("sqlite3",),
         options=SQLiteOptions,
-        capabilities=SQLITE_CAPABILITIES,
     )
 
     register.keyword_strategy(
@@ -171,13 +153,13 @@ def deckhand_register(register: Registrar) -> None:
 
     register.tool(
         "vectorstore",
-        _deferred("deckhand.tools.vectorstore_tool", "VectorStoreTool"),
+        deferred("deckhand.tools.vectorstore_tool:VectorStoreTool"),
         description="semantic search over a file or directory",
         options=VectorStoreToolConfig,
     )
     register.tool(
         "hierarchical_document",
-        _deferred("deckhand.tools.hierarchical_tool", "HierarchicalDocumentTool"),
+        deferred("deckhand.tools.hierarchical_tool:HierarchicalDocumentTool"),
         description="hybrid search (dense + keyword + exact) over structured documents",
         options=HierarchicalDocumentToolConfig,
     )

@@ -1,10 +1,10 @@
 """The one way a store declares an optional capability, and how deckhand asks about it.
 
 A store (:class:`deckhand.bases.StoreBase`) lists :class:`StoreCapability` values in its ``capabilities``
-class attribute (and in ``register.store(..., capabilities=...)``, which ``deckhand plugins``
-shows). A capability that promises methods is tied to the Protocol listing them
-(:data:`CAPABILITY_PROTOCOLS`); core code asks :func:`has_capability`, never ``getattr`` or
-``hasattr``, and keyword strategies ``requires=`` capabilities. A capability is declared, or
+class attribute, declared once there (``deckhand plugins`` reads it from the class). A capability that
+promises methods is tied to the Protocol listing them (:data:`CAPABILITY_PROTOCOLS`); core code asks
+:func:`has_capability`, never ``getattr`` or ``hasattr``, and a keyword strategy's class lists the
+capabilities it needs in its ``requires`` attribute. A capability is declared, or
 deckhand does not rely on it; the store conformance kit fails a store declaring one whose methods
 are missing, or implementing one it does not declare.
 

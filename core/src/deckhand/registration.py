@@ -7,8 +7,7 @@ typed method)::
 
     @hookimpl
     def deckhand_register(register: Registrar) -> None:
-        register.store("redis", build_redis, options=RedisOptions, url_schemes=("redis://",),
-                       capabilities={StoreCapability.PERSISTENT, StoreCapability.KEYWORD_SEARCH})
+        register.store("redis", RedisStore.from_config, options=RedisOptions, url_schemes=("redis://",))
         register.chunker("lines", lines_chunker, options=LinesOptions)
 
 Each method's factory is typed by a Protocol below, so mypy checks a plugin's factory against
@@ -20,7 +19,9 @@ An unknown keyword is a ``TypeError`` at the call, which the registry reports as
 
 A component of a kind subclasses the kind's base class (:data:`BASES`, all in :mod:`deckhand.api`):
 :meth:`Component.create` refuses one that does not, with a :class:`deckhand.errors.PluginError` naming it, its
-plugin and the base to subclass.
+plugin and the base to subclass. What a component can do is declared once, on that class (a store's
+``capabilities``, a keyword strategy's ``requires``); the registry reads it from the class the factory
+builds (:func:`built_class`) and is never told it a second time.
 
 This module is on the ground floor: it imports the base classes and plain types only (the
 configuration models are named for typing alone).
@@ -28,7 +29,10 @@ configuration models are named for typing alone).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import inspect
+import pkgutil
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -47,7 +51,7 @@ from deckhand.bases import (
     StoreBase,
     TokenizerBase,
 )
-from deckhand.capabilities import StoreCapability, capability_set
+from deckhand.capabilities import StoreCapability
 from deckhand.errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
@@ -205,10 +209,6 @@ class Component:
     priority: int = 0
     #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
     url_schemes: tuple[str, ...] = ()
-    #: Stores: the capabilities the store declares (its objects' ``capabilities`` say the same).
-    capabilities: frozenset[StoreCapability] = frozenset()
-    #: Keyword strategies: the store capabilities the strategy needs (else the tool uses ``bm25``).
-    requires: frozenset[StoreCapability] = frozenset()
     #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
     #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
     described: Mapping[str, Any] = field(default_factory=dict)
@@ -225,8 +225,31 @@ class Component:
         return self.plugin == BUILTIN
 
     @property
+    def declares(self) -> type | None:
+        """The class the factory builds, when the factory says so before building (:func:`built_class`) and it
+        subclasses the kind's base; None for a plain function."""
+        cls = built_class(self.factory)
+        base = BASES.get(self.kind)
+        return cls if cls is not None and base is not None and issubclass(cls, base) else None
+
+    @property
+    def capabilities(self) -> frozenset[StoreCapability] | None:
+        """Stores: the capabilities the store class declares (``StoreBase.capabilities``); None when the factory
+        is a plain function (the store it builds declares them)."""
+        cls = self.declares
+        return frozenset(cls.capabilities) if cls is not None and issubclass(cls, StoreBase) else None
+
+    @property
+    def requires(self) -> frozenset[StoreCapability]:
+        """Keyword strategies: the store capabilities the strategy class declares it needs
+        (``KeywordIndexBase.requires``; else the tool uses ``bm25``); empty when the factory is a plain function."""
+        cls = self.declares
+        return frozenset(cls.requires) if cls is not None and issubclass(cls, KeywordIndexBase) else frozenset()
+
+    @property
     def info(self) -> dict[str, Any]:
-        """What the registration declared beyond name, factory, options and priority (for display)."""
+        """What the registration declared beyond name, factory, options and priority, and what its class
+        declares (for display)."""
         out: dict[str, Any] = dict(self.described)
         if self.url_schemes:
             out["url_schemes"] = self.url_schemes
@@ -302,13 +325,38 @@ def checked_url_schemes(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _capabilities(value: Iterable[Any], keyword: str, where: str) -> frozenset[StoreCapability]:
-    if isinstance(value, str):
-        raise PluginError(f"{where} with {keyword}={value!r}; give a set of StoreCapability values")
-    try:
-        return capability_set(value)
-    except ValueError as exc:
-        raise PluginError(f"{where} with {keyword}={value!r}: {exc}") from None
+#: The target (``"module:attribute"``) of each factory :func:`deferred` made.
+_DEFERRED: weakref.WeakKeyDictionary[Callable[..., Any], str] = weakref.WeakKeyDictionary()
+
+
+def deferred(target: str) -> Callable[..., Any]:
+    """The factory ``"module:attribute"`` (``Class.method`` allowed), imported on its first call: registering it
+    imports nothing, and what its class declares is still read from it (:func:`built_class`)."""
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        return pkgutil.resolve_name(target)(*args, **kwargs)
+
+    module, _, attribute = target.partition(":")
+    factory.__name__ = attribute.rsplit(".", 1)[-1]
+    factory.__qualname__ = attribute
+    factory.__module__ = module
+    _DEFERRED[factory] = target
+    return factory
+
+
+def built_class(factory: Callable[..., Any]) -> type | None:
+    """The class ``factory`` builds, known without calling it: the factory itself when it is a class, the class
+    of a classmethod (``MyStore.from_config``), or either of those behind :func:`deferred` (imported here); None
+    for a plain function."""
+    target = _DEFERRED.get(factory)
+    if target is not None:
+        try:
+            factory = pkgutil.resolve_name(target)
+        except (ImportError, AttributeError, ValueError):
+            return None  # building it reports why
+    if isinstance(factory, type):
+        return factory
+    return factory.__self__ if inspect.ismethod(factory) and isinstance(factory.__self__, type) else None
 
 
 class Registrar:
@@ -419,7 +467,6 @@ class Registrar:
         *,
         options: type[BaseModel] | None = None,
         url_schemes: Sequence[str] = (),
-        capabilities: Collection[StoreCapability] = frozenset(),
         description: str = "",
         aliases: Sequence[str] = (),
         priority: int = 0,
@@ -428,9 +475,8 @@ class Registrar:
 
         ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it
         starts with one of them (without, any connection string, or none, is accepted).
-        ``capabilities`` are the :class:`StoreCapability` values its stores declare (shown by
-        ``deckhand plugins``; the store objects' ``capabilities`` attribute must say the same,
-        which the store kit checks).
+        The store's capabilities are its class's ``capabilities`` attribute, read from the class ``factory``
+        builds (the class itself or its classmethod; :func:`built_class`) for ``deckhand plugins``.
         """
         self._register(
             "store",
@@ -438,7 +484,6 @@ class Registrar:
             factory,
             options=options,
             url_schemes=checked_url_schemes(url_schemes, self._where("store", name)),
-            capabilities=_capabilities(capabilities, "capabilities", self._where("store", name)),
             description=description,
             aliases=aliases,
             priority=priority,
@@ -450,22 +495,21 @@ class Registrar:
         factory: KeywordStrategyFactory[Any],
         *,
         options: type[BaseModel] | None = None,
-        requires: Collection[StoreCapability] = frozenset(),
         description: str = "",
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
         """A keyword strategy: ``keyword_strategy:`` on a ``hierarchical_document`` tool selects it.
 
-        ``requires`` lists the store capabilities it needs (e.g. ``{StoreCapability.KEYWORD_SEARCH}``);
-        on a store without them the tool logs one warning and uses ``bm25``.
+        The store capabilities it needs are its class's ``requires`` attribute (``KeywordIndexBase.requires``),
+        read from the class ``factory`` builds (the class or its classmethod; :func:`built_class`) before it is
+        built; on a store without them the tool logs one warning and uses ``bm25``.
         """
         self._register(
             "keyword_strategy",
             name,
             factory,
             options=options,
-            requires=_capabilities(requires, "requires", self._where("keyword_strategy", name)),
             description=description,
             aliases=aliases,
             priority=priority,

@@ -6,12 +6,12 @@ import itertools
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from deckhand.api import StoreCapability
+from deckhand.api import KeywordIndexBase, StoreCapability
 from deckhand.cli.main import cli
 from deckhand.config.loading import load_agent_config
 from deckhand.hookspecs import hookimpl
@@ -134,17 +134,25 @@ def test_indexed_text_does_not_repeat_what_the_content_has() -> None:
     assert indexed_text(record) == "Zoo > Title\n# Title\n\nBody about cats."
 
 
-class _FullTextOnly:
-    """A keyword strategy that needs the store's own full-text search (as ``native`` does)."""
+class _NeedsFullText(KeywordIndexBase):
+    """A keyword strategy that needs the store's own full-text search (as ``native`` does), declared on the class."""
 
+    requires: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.KEYWORD_SEARCH})
+
+    @classmethod
+    def from_options(cls, store: Any, cache_path: Any, options: None) -> _NeedsFullText:
+        raise AssertionError("never built on a store without keyword_search")
+
+    def build(self, docs: Any) -> None: ...
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        return []
+
+
+class _FullTextOnly:
     @hookimpl
     def deckhand_register(self, register: Registrar) -> None:
-        def factory(store: Any, cache_path: Any, options: None) -> Any:
-            raise AssertionError("never built on a store without keyword_search")
-
-        register.keyword_strategy(
-            "fulltext", factory, description="needs keyword_search", requires={StoreCapability.KEYWORD_SEARCH}
-        )
+        register.keyword_strategy("fulltext", _NeedsFullText.from_options, description="needs keyword_search")
 
 
 def test_a_strategy_the_store_cannot_serve_warns_and_uses_bm25(

@@ -31,7 +31,6 @@ from deckhand.api import (
     Vector,
     hookimpl,
     state_dir,
-    store_capabilities,
 )
 
 
@@ -330,5 +329,4 @@ def deckhand_register(register: Registrar) -> None:
             name,
             _typed(factory),
             description="a store with a deliberate fault (deckhand's kit tests)",
-            capabilities=store_capabilities(factory.__self__),
         )

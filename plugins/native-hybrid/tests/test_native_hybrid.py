@@ -56,7 +56,6 @@ class FakeStorePlugin:
             "fulltext",
             FullTextStore.from_config,
             description="test store with keyword_search",
-            capabilities=FullTextStore.capabilities,
         )
 
 
@@ -181,7 +180,6 @@ class FakeHybridPlugin:
             "hybrid",
             HybridStore.from_config,
             description="test store with hybrid_search",
-            capabilities=HybridStore.capabilities,
         )
 
 

@@ -177,7 +177,8 @@ def test_every_provider_is_registered_below_native_plugins() -> None:
         assert component.options is registration.OPTIONS[provider.name]
         # Every bridged store is given the agent's directory (chromadb and qdrant keep files under it).
         assert "base_dir" in inspect.signature(component.factory).parameters
-        assert component.capabilities == provider.capabilities
+        # A plain function building one of several classes: `deckhand plugins` says its store declares them.
+        assert component.capabilities is None
 
 
 def test_a_native_plugin_wins_the_name() -> None:

@@ -428,7 +428,8 @@ def plugins_cmd() -> click.Command:
                             + (f" ({comp.description})" if comp.description else "")
                         )
                     if comp.kind == "store":
-                        provided["capabilities"] = sorted(c.value for c in comp.capabilities)
+                        caps = comp.capabilities
+                        provided["capabilities"] = sorted(c.value for c in caps) if caps is not None else None
                     if comp.requires:
                         provided["requires"] = sorted(c.value for c in comp.requires)
                     entry["provides"].append(provided)
@@ -456,6 +457,8 @@ def plugins_cmd() -> click.Command:
                 for key in ("capabilities", "requires"):
                     if p.get(key):
                         click.echo(f"  {'':<17} {'':<{width}} {key}: {', '.join(p[key])}")
+                    elif key in p and p[key] is None:
+                        click.echo(f"  {'':<17} {'':<{width}} {key}: declared by the store it builds")
         for heading, lines in troubles.items():
             if lines:
                 click.secho(heading, bold=True)

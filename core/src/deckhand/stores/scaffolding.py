@@ -16,6 +16,7 @@ them (``ServerStore`` is in :mod:`deckhand.api`) or the base alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
@@ -100,9 +101,12 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     url_example: ClassVar[str] = ""
 
     @classmethod
-    def from_config(cls, config: Any, collection: str = "default", options: OptionsT | None = None) -> Self:
-        """The registered factory's store: the tool's ``database:`` block, the collection name and the
-        validated ``database.options`` (parsed from ``config.options`` when a caller passes none)."""
+    def from_config(
+        cls, config: Any, collection: str = "default", options: OptionsT | None = None, *, base_dir: Path | None = None
+    ) -> Self:
+        """The registered factory (:class:`deckhand.registration.StoreFactory`): the tool's ``database:`` block, the
+        collection name and the validated ``database.options`` (parsed from ``config.options`` when a caller passes
+        none); a server store keeps no files, so ``base_dir`` is not used."""
         if not config.connection_string:
             raise StoreError(
                 f"database.connection_string is required for provider {cls.provider!r} (e.g. {cls.url_example})"

@@ -18,7 +18,8 @@ context or heading chain that deckhand's ``bm25`` strategy also indexes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from deckhand.api import (
     DeckhandError,
@@ -39,6 +40,14 @@ class UnsupportedStoreError(DeckhandError, TypeError):
 class NativeKeywordIndex(KeywordIndexBase):
     """Keyword search delegated to the store (a :class:`~deckhand.bases.KeywordIndexBase` that filters its
     searches and, on a store with native hybrid search, uses the query's vector)."""
+
+    requires: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.KEYWORD_SEARCH})
+
+    @classmethod
+    def from_options(cls, store: Any, cache_path: Path | None, options: None) -> NativeKeywordIndex:
+        """The registered factory: the store keeps its own full-text index, so ``cache_path`` is not used; no
+        options."""
+        return cls(store)
 
     def __init__(self, store: Any) -> None:
         if not has_capability(store, StoreCapability.KEYWORD_SEARCH):

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from deckhand.api import ConfigError, StoreCapability
+from deckhand.api import ConfigError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-#: What the postgres store supports beyond every store's methods (its class and its registration declare it).
-CAPABILITIES: frozenset[StoreCapability] = frozenset(
-    {
-        StoreCapability.PERSISTENT,
-        StoreCapability.KEYWORD_SEARCH,
-        StoreCapability.CONCURRENT_PROCESSES,
-        StoreCapability.FILTERS,
-    }
-)
 
 
 class PostgresOptions(BaseModel):

@@ -47,7 +47,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deckhand_postgres.deadline import Deadline, deadline
 from deckhand_postgres.filters import where_sql
-from deckhand_postgres.options import CAPABILITIES, PostgresOptions
+from deckhand_postgres.options import PostgresOptions
 from deckhand_postgres.redact import redact_url, scrub
 from deckhand_postgres.schema import DISTANCE_OP, HNSW_MAX_DIMENSION, TableNames, data_ddl, hnsw_ddl, meta_ddl
 
@@ -68,7 +68,15 @@ class PostgresStore(ServerStore[PostgresOptions]):
     that answers nothing fails the call then, as an outage.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
+    #: What it supports beyond every store's methods, declared once (deckhand plugins reads it from here).
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.KEYWORD_SEARCH,
+            StoreCapability.CONCURRENT_PROCESSES,
+            StoreCapability.FILTERS,
+        }
+    )
 
     provider = "postgres"
     url_example = "postgresql://host/db"

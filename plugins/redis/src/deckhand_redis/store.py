@@ -69,7 +69,7 @@ from deckhand_redis import filters
 from deckhand_redis.filters import KEYS_FIELD
 from deckhand_redis.hints import START_HINT
 from deckhand_redis.layout import Layout, escape_query_term
-from deckhand_redis.options import CAPABILITIES, RedisOptions
+from deckhand_redis.options import RedisOptions
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,15 @@ class RedisStore(ServerStore[RedisOptions]):
     redis-py's client keeps a thread-safe connection pool, so one store serves every thread.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
+    #: What it supports beyond every store's methods, declared once (deckhand plugins reads it from here).
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.KEYWORD_SEARCH,
+            StoreCapability.CONCURRENT_PROCESSES,
+            StoreCapability.FILTERS,
+        }
+    )
 
     provider = "redis"
     url_example = "redis://localhost:6379"

@@ -9,21 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from deckhand.api import ConfigError, StoreCapability
+from deckhand.api import ConfigError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 #: ``hybrid_fusion`` values, as deckhand spells them (the client's HybridFusion members are derived from them).
 FUSIONS = ("relative_score", "ranked")
-
-
-#: What the weaviate store supports beyond every store's methods (its class and its registration declare it).
-CAPABILITIES: frozenset[StoreCapability] = frozenset(
-    {
-        StoreCapability.PERSISTENT,
-        StoreCapability.KEYWORD_SEARCH,
-        StoreCapability.HYBRID_SEARCH,
-    }
-)
 
 
 class WeaviateOptions(BaseModel):

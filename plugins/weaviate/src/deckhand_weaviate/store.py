@@ -62,7 +62,7 @@ from weaviate.collections.classes.filters import _Filters
 from deckhand_weaviate import queries
 from deckhand_weaviate.connection import client_errors, connect
 from deckhand_weaviate.layout import SPEC_UUID, Layout, digest, entry_uuid, record_uuid, upsert_generation
-from deckhand_weaviate.options import CAPABILITIES, WeaviateOptions
+from deckhand_weaviate.options import WeaviateOptions
 from deckhand_weaviate.schema import meta_collection, records_collection
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,14 @@ class WeaviateStore(ServerStore[WeaviateOptions]):
     :class:`~deckhand.errors.StoreConnectionError` naming the URL (secrets masked) and the fix.
     """
 
-    capabilities: ClassVar[frozenset[StoreCapability]] = CAPABILITIES
+    #: What it supports beyond every store's methods, declared once (deckhand plugins reads it from here).
+    capabilities: ClassVar[frozenset[StoreCapability]] = frozenset(
+        {
+            StoreCapability.PERSISTENT,
+            StoreCapability.KEYWORD_SEARCH,
+            StoreCapability.HYBRID_SEARCH,
+        }
+    )
 
     provider = "weaviate"
     url_example = "http://localhost:8080"

@@ -29,8 +29,8 @@ What the kit expects of a store depends on the capabilities the store class decl
 (``capabilities``, see :class:`deckhand.capabilities.StoreCapability`): a declared capability
 that does not work, or whose methods are missing, fails, and a store that implements a
 capability's methods (``keyword_search``, ``verify_integrity``, ...) or keeps its data
-across processes without declaring it fails too, so the declaration can be trusted; a store registered
-with ``register.store(..., capabilities=...)`` must register what its class declares.
+across processes without declaring it fails too, so the declaration can be trusted (it is the only one:
+``register.store`` takes none, ``deckhand plugins`` reads the class's).
 Checks that need another process run ``python -m deckhand.testing.store_process``, which
 resolves the store through the plugin registry, as ``deckhand`` does.
 

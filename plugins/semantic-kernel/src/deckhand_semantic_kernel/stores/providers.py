@@ -13,7 +13,7 @@ import importlib.util
 import re
 from dataclasses import dataclass
 
-from deckhand.api import ComponentNotFoundError, Installation, StoreCapability, extras_of
+from deckhand.api import ComponentNotFoundError, Installation, extras_of
 from deckhand.api import install_command as install_requirements
 
 #: This plugin's distribution: the install hints name its extras.
@@ -37,8 +37,6 @@ class Provider:
     url_schemes: tuple[str, ...] = ()
     #: Whether the store kit runs against it in CI (an engine that runs here with no server).
     live: bool = False
-    #: What its store declares (:class:`deckhand.api.StoreCapability`), registered for ``deckhand plugins``.
-    capabilities: frozenset[StoreCapability] = frozenset({StoreCapability.PERSISTENT})
 
 
 PROVIDERS: tuple[Provider, ...] = (
@@ -81,7 +79,6 @@ PROVIDERS: tuple[Provider, ...] = (
         "faiss",
         ("faiss",),
         "FAISS exact index in this process via Semantic Kernel (not persistent)",
-        capabilities=frozenset(),
     ),
 )
 

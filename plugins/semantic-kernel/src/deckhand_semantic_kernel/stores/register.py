@@ -86,5 +86,4 @@ def deckhand_register(register: Registrar) -> None:
             options=OPTIONS[provider.name],
             priority=PRIORITY,
             url_schemes=provider.url_schemes,
-            capabilities=provider.capabilities,
         )
