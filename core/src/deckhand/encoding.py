@@ -1,27 +1,5 @@
-"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32 without a mark, then legacy code pages.
-
-UTF-8 is decided by validity alone (legacy text is practically never valid UTF-8). For the
-legacy code pages every candidate is decoded and the one whose text reads most like a
-real language wins; charset detectors that stop at the first "coherent enough" guess
-confuse code pages that share most letters (French in cp1252 read as cp1250 keeps its
-é but turns è into č). The plausibility of a decoding is judged by what goes wrong in
-wrong decodings:
-
-* control, unassigned or private-use characters; rare symbols (¤ ¦ ¨), and symbols inside
-  words (``s½ur`` for ``sœur``);
-* letters of two scripts in one word (``cфtй``), and capitals after small letters
-  (KOI8-R read as cp1251 swaps the case of every letter);
-* accented Latin (or Cyrillic) letters that no single language uses together (the
-  ``č`` and ``è`` of one "French" text);
-* CJK characters outside the character set of the text's own language (kana make a text
-  Japanese, so its kanji must exist in JIS X 0208), rare characters and half-width kana,
-  and spaces between ideographs.
-
-The best score wins, ties going to the more common encoding (cp1252 first). When another
-encoding gives a different text that scores nearly as well (short texts, a few accented
-letters), the choice is reported as uncertain so the caller can warn and the user can pin
-the encoding.
-"""
+"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32 without a mark, then legacy code pages, each
+candidate decoded and scored for plausibility (an uncertain choice is reported so the caller can warn)."""
 
 from __future__ import annotations
 
@@ -99,11 +77,8 @@ def canonical_encoding(name: str) -> str:
 
 
 def encoding_for(setting: str | Mapping[str, str], relative: str) -> str:
-    """The encoding a tool's ``encoding:`` setting gives the file at ``relative`` (posix, relative to the source).
-
-    A mapping is searched in order; a pattern matches the relative path (``*`` also crosses
-    ``/``) or, when it has no ``/``, the file name. No match means ``auto``.
-    """
+    """The encoding a tool's ``encoding:`` setting gives the file at ``relative``: a mapping's patterns match the
+    relative path (``*`` crosses ``/``) or, without ``/``, the file name; no match means ``auto``."""
     if isinstance(setting, str):
         return setting
     name = relative.rsplit("/", 1)[-1]

@@ -1,11 +1,4 @@
-"""The size and depth limits on what an LLM sends deckhand, in one place (listed in ``docs/security.md``).
-
-Tool arguments come from a model and are untrusted. Each call's arguments are checked against
-these limits before any work (:func:`check_shape`, then each field's own bound), so one call
-cannot hold the server with a megabyte of query, a filter nested thousands of lists deep or a
-glob no store can compile; the refusal is one line naming the argument and the limit. The
-limits are far above what a real call needs.
-"""
+"""The size and depth limits on the untrusted arguments an LLM sends deckhand, in one place (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -38,12 +31,8 @@ class LimitExceeded(ValueError):
 
 
 def check_shape(value: Any, where: str, *, max_chars: int = MAX_ARGUMENTS_CHARS) -> None:
-    """:class:`LimitExceeded` when ``value`` (JSON-like) nests deeper than :data:`MAX_DEPTH`, holds a list
-    or object of more than :data:`MAX_ITEMS` entries, or more than ``max_chars`` characters of strings
-    and keys in all. The message names ``where``, or the top-level entry of ``value`` that went over.
-
-    Iterative and stopping at the first excess, so a hostile value costs at most the limits themselves.
-    """
+    """:class:`LimitExceeded` naming ``where`` when ``value`` nests deeper than :data:`MAX_DEPTH`, holds more than
+    :data:`MAX_ITEMS` entries or more than ``max_chars`` characters; iterative, stopping at the first excess."""
     chars = 0
     pending: list[tuple[Any, int, str]] = [(value, 0, where)]
     while pending:

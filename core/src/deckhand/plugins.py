@@ -1,29 +1,5 @@
-"""Plugin discovery and the component registry.
-
-Entry points in the ``deckhand`` group are loaded at first use. ``DECKHAND_PLUGINS``
-(a comma-separated list of entry-point names, or empty for none) restricts which load;
-builtin components always load. Hook implementations that match no hook spec fail
-loudly, as tox does with ``check_pending``.
-
-Components are collected from the ``deckhand_register`` hook (the typed
-:class:`~deckhand.registration.Registrar`); an unknown keyword is a :class:`PluginError` naming
-the plugin.
-
-When two plugins register the same name for the same kind, one wins by a fixed rule
-(:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
-deckhand's builtin, then the plugin whose name sorts first; one warning names them all, and
-``plugin:component`` (``chunker: acme:lines``) picks a plugin's own. When two plugins ship the
-same module, neither's components resolve unqualified (one line names both distributions and how
-to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` lists both kinds of
-trouble for ``deckhand plugins``.
-
-A broken plugin stays local: one that fails to import, whose hooks are invalid, or whose
-registration fails (a name registered twice, a bad options model, an unknown keyword) is left out
-whole, with one warning line naming it (distribution and entry point) and the way out
-(``DECKHAND_PLUGINS``); :attr:`PluginRegistry.broken` lists those lines for ``deckhand plugins``,
-selecting one of its components is that line as the error, and every other component works.
-:meth:`PluginRegistry.check` raises the first as a :class:`PluginError` (a plugin's own tests).
-"""
+"""Plugin discovery (entry points of the ``deckhand`` group, filtered by ``DECKHAND_PLUGINS``) and the component
+registry: name conflicts, broken plugins left out with one warning (docs/plugins.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Making text safe to print: control characters escaped, so a file name cannot break a line.
-
-A file may be called ``a\\nb.txt``; printed as is, it splits a warning or a result's
-``Source:`` line in two and can forge a line of output. Everything deckhand prints about
-a file goes through :func:`printable` (the CLI's log handler also escapes whole messages).
-"""
+"""Making text safe to print: control characters escaped, so a file name such as ``a\\nb.txt`` cannot break or forge a
+line of output."""
 
 from __future__ import annotations
 

@@ -1,31 +1,6 @@
-"""Typed registration: the :class:`Registrar` plugins call, the factory each kind registers, and
-the :class:`Component` a registration becomes.
-
-A plugin implements one hook, :func:`deckhand.hookspecs.deckhand_register`, and calls one typed
-method of the registrar per component (as tox 4 registers each environment type through a
-typed method)::
-
-    @hookimpl
-    def deckhand_register(register: Registrar) -> None:
-        register.store("redis", RedisStore.from_config, options=RedisOptions, url_schemes=("redis://",))
-        register.chunker("lines", lines_chunker, options=LinesOptions)
-
-Each method's factory is typed by a Protocol below, so mypy checks a plugin's factory against
-what deckhand will call it with. A factory of a kind that takes options receives them as one
-argument, the instance of the options model the component registered (validated when
-``agent.yaml`` was loaded), or ``None`` when it registered none (it then takes no options).
-An unknown keyword is a ``TypeError`` at the call, which the registry reports as a
-:class:`deckhand.errors.PluginError` naming the plugin.
-
-A component of a kind subclasses the kind's base class (:data:`BASES`, all in :mod:`deckhand.api`):
-:meth:`Component.create` refuses one that does not, with a :class:`deckhand.errors.PluginError` naming it, its
-plugin and the base to subclass. What a component can do is declared once, on that class (a store's
-``capabilities``, a keyword strategy's ``requires``); the registry reads it from the class the factory
-builds (:func:`built_class`) and is never told it a second time.
-
-This module is on the ground floor: it imports the base classes and plain types only (the
-configuration models are named for typing alone).
-"""
+"""Typed registration: the :class:`Registrar` plugins call from ``deckhand_register``, the factory Protocol of each
+kind, and the :class:`Component` a registration becomes (see docs/plugins.md). Ground floor: imports base classes and
+plain types only."""
 
 from __future__ import annotations
 
@@ -118,13 +93,8 @@ class EmbedderFactory(Protocol[O_contra]):
 
 
 class StoreFactory(Protocol[O_contra]):
-    """``factory(config, collection, options, *, base_dir) -> StoreBase``.
-
-    ``config`` is the tool's ``database:`` block, ``collection`` the tool's name, ``options`` the
-    validated ``database.options`` and ``base_dir`` the agent config's directory, against which a
-    store keeping files resolves relative paths (its default files go under
-    :func:`deckhand.paths.state_dir` ``(base_dir)``); a server store ignores it.
-    """
+    """``factory(config, collection, options, *, base_dir) -> StoreBase``: the tool's ``database:`` block, its name, the
+    validated ``database.options`` and the agent directory, against which a file store resolves relative paths."""
 
     def __call__(
         self, config: DatabaseConfig, collection: str, options: O_contra, /, *, base_dir: Path
@@ -157,12 +127,8 @@ class MemoryBackendFactory(Protocol[O_contra]):
 
 
 class ToolFactory(Protocol[ToolConfigT]):
-    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class).
-
-    ``config`` is the validated ``tools:`` entry (the registered config model), ``base_dir`` the
-    agent's directory, ``registry`` the plugin registry the tool resolves its components in, and
-    ``progress`` who follows the ingestion (a :class:`deckhand.bases.ProgressBase`), or ``None``.
-    """
+    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class), given the validated
+    ``tools:`` entry."""
 
     def __call__(
         self,
@@ -192,10 +158,7 @@ WITH_OPTIONS: frozenset[Kind] = frozenset(
 
 @dataclass(frozen=True)
 class Component:
-    """One registered component: what it is, who provides it and how to build it.
-
-    Build it with :meth:`create`, which passes the factory its options model's instance.
-    """
+    """One registered component: what it is, who provides it and how to build it (:meth:`create`)."""
 
     kind: Kind
     name: str
@@ -264,10 +227,8 @@ class Component:
         return f"{self.kind.replace('_', ' ')} {self.name!r}"
 
     def instance(self, options: Mapping[str, Any] | None, *, validate: bool = False) -> BaseModel | None:
-        """The options model instance for ``options``: keyword values already validated by the
-        model (:func:`deckhand.config.component_choices.validate_options`), or with ``validate`` a raw mapping
-        (bad ones: a one-line :class:`ConfigError` for a store's ``database.options``, else a
-        ``TypeError``). ``None`` when the component has no options model."""
+        """The options model instance for ``options`` (already validated, or validated here with ``validate``); ``None``
+        when the component has no options model."""
         values = dict(options or {})
         if self.options is None:
             if values:
@@ -292,11 +253,8 @@ class Component:
     def create(
         self, *args: Any, options: Mapping[str, Any] | None = None, validate: bool = False, **kwargs: Any
     ) -> Any:
-        """Build the component: the kind's leading arguments (as the kind's factory Protocol lists
-        them), its options (validated keyword values; a raw mapping with ``validate``) and the
-        kind's keyword arguments (a store's ``base_dir``, a tool's ``base_dir``/``registry``/``progress``).
-        A component that does not subclass its kind's base (:data:`BASES`) is a :class:`PluginError`.
-        """
+        """Build the component from the kind's leading arguments, its options and keyword arguments; a component not
+        subclassing its kind's base (:data:`BASES`) is a :class:`PluginError`."""
         if self.kind in WITH_OPTIONS:
             built = self.factory(*args, self.instance(options, validate=validate), **kwargs)
         else:
@@ -362,16 +320,8 @@ def built_class(factory: Callable[..., Any]) -> type | None:
 class Registrar:
     """What :func:`deckhand.hookspecs.deckhand_register` receives: one typed method per kind.
 
-    Every method takes ``name`` (what configuration selects the component by), the factory,
-    and keyword-only: ``description`` (one line for ``deckhand plugins``), ``aliases`` (other
-    names for it) and ``priority`` (which component wins when two plugins register one name:
-    higher first, then a third-party plugin over deckhand's builtin, then the plugin name that
-    sorts first; deckhand logs one warning naming them). ``options`` is the pydantic model of the
-    settings configuration may give the component: deckhand validates them with it when
-    ``agent.yaml`` is loaded (errors name the file and the field), ``deckhand schema`` includes it,
-    and the factory receives the validated instance. Components are built lazily: registering is
-    cheap and loads no model or connection.
-    """
+    Every method takes ``name``, the factory, and keyword-only ``description``, ``aliases``, ``priority`` (higher wins
+    when two plugins register one name) and ``options`` (the pydantic model validating the component's settings)."""
 
     def __init__(self, plugin: str, add: Callable[[Component], None]) -> None:
         self._plugin = plugin
@@ -399,10 +349,8 @@ class Registrar:
         description: str = "",
         aliases: Sequence[str] = (),
     ) -> None:
-        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it takes
-        (among the loaders of a tool claiming one extension, the highest priority wins: ``priority`` means that
-        alone for a loader, so this method takes no ``priority=``). A tool uses it only when it opted in: its
-        type or chunker comes from this plugin, or its ``loaders:`` names it."""
+        """A file loader; its ``extensions`` and ``priority`` attributes say which files it takes. A tool uses it only
+        when it opted in (its type or chunker comes from this plugin, or its ``loaders:`` names it)."""
         self._register("loader", name, factory, description=description, aliases=aliases)
 
     def chunker(
@@ -415,11 +363,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A chunker: ``chunker:`` on a tool selects it, by name or ``{name: NAME, option: value, ...}``.
-
-        A tool's own size settings (``chunk_size``, ``chunk_overlap``, ``max_chunk_tokens``) are
-        passed on when written in ``agent.yaml`` and ``options`` declares a field of that name.
-        """
+        """A chunker, selected by ``chunker:`` on a tool; the tool's size settings are passed on where ``options`` has a
+        field of that name."""
         self._register(
             "chunker", name, factory, options=options, description=description, aliases=aliases, priority=priority
         )
@@ -438,12 +383,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
-
-        ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.building.lazy_embedders`). ``tokenizer(model)``, given
-        the name the factory gets, builds the embedder's tokenizer without its model (for chunking alone).
-        """
+        """An embedder serving the model names in ``aliases``; ``model_id``, ``dimension`` and ``max_tokens`` (all or
+        none) describe it without building it, and ``tokenizer(model)`` builds its tokenizer alone."""
         given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
         if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):
             raise PluginError(f"{self._where('embedder', name)}: give model_id=, dimension= and max_tokens= together")
@@ -471,13 +412,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A vector store; ``name`` is the ``database.provider`` value that selects it.
-
-        ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it
-        starts with one of them (without, any connection string, or none, is accepted).
-        The store's capabilities are its class's ``capabilities`` attribute, read from the class ``factory``
-        builds (the class itself or its classmethod; :func:`built_class`) for ``deckhand plugins``.
-        """
+        """A vector store selected by ``database.provider``; ``url_schemes`` makes ``connection_string`` required and
+        checks its scheme. Capabilities are read from the built class's ``capabilities`` attribute."""
         self._register(
             "store",
             name,
@@ -499,12 +435,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A keyword strategy: ``keyword_strategy:`` on a ``hierarchical_document`` tool selects it.
-
-        The store capabilities it needs are its class's ``requires`` attribute (``KeywordIndexBase.requires``),
-        read from the class ``factory`` builds (the class or its classmethod; :func:`built_class`) before it is
-        built; on a store without them the tool logs one warning and uses ``bm25``.
-        """
+        """A keyword strategy selected by ``keyword_strategy:``; on a store lacking its class's ``requires``
+        capabilities the tool warns once and uses ``bm25``."""
         self._register(
             "keyword_strategy",
             name,
@@ -546,11 +478,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A reranker: ``reranker:`` on a tool selects it. After fusion the tool's best ``rerank_top_n``
-        candidates are passed to :meth:`deckhand.bases.RerankerBase.rerank` and reordered by its
-        scores. The factory runs when the tool opens its index, so it should only check its settings
-        (a missing key is a :class:`deckhand.errors.ConfigError`) and load any model on the first query.
-        """
+        """A reranker selected by ``reranker:``; its factory runs when the tool opens its index, so it should only check
+        settings and load any model on the first query."""
         self._register(
             "reranker", name, factory, options=options, description=description, aliases=aliases, priority=priority
         )

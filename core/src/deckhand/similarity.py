@@ -1,15 +1,5 @@
-"""One definition of a similarity score in [0, 1] per metric, shared by every store.
-
-* COSINE: the cosine similarity, negatives reported as 0: ``clip(cos, 0, 1)``.
-* IP: the inner product clipped the same way: ``clip(a·b, 0, 1)`` (equal to COSINE for
-  the unit-length vectors deckhand's embedders produce).
-* L2: ``1 / (1 + d)`` with ``d`` the Euclidean distance: 1 for identical vectors,
-  falling towards 0 as they move apart.
-
-Ranking always uses the raw value (cosine, inner product or distance), so clipping
-never reorders results; it only makes ``min_similarity_score`` mean the same thing in
-every store.
-"""
+"""One definition of a similarity score in [0, 1] per metric, shared by every store (docs/writing-a-store-plugin.md);
+ranking uses the raw value, so clipping never reorders results."""
 
 from __future__ import annotations
 
@@ -43,11 +33,7 @@ def raw_to_score(metric: Metric, raw: FloatArray) -> FloatArray:
 
 
 def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Exact reference: raw values and scores of ``query`` against every row of ``matrix``.
-
-    Returns ``(order_key, scores)`` where a larger ``order_key`` ranks first. This is the
-    NumPy reference the conformance kit compares every store against.
-    """
+    """Exact NumPy reference the conformance kit compares stores against: ``(order_key, scores)``, larger key first."""
     matrix = np.asarray(matrix, dtype=np.float32)
     query = np.asarray(query, dtype=np.float32)
     if metric is Metric.COSINE:
@@ -69,12 +55,8 @@ MAX_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 
 def degenerate_row(vectors: npt.ArrayLike, *, zero: bool = True) -> tuple[int, str] | None:
-    """The first row of ``vectors`` that no similarity can be computed from, and why; None when all are usable.
-
-    A row is degenerate when it holds NaN or infinite components, when its norm exceeds
-    :data:`MAX_NORM` (float32 dot products with it overflow), or, with ``zero``, when it is all
-    zeros (its cosine with anything is undefined: every chunk would score 0).
-    """
+    """The first row of ``vectors`` no similarity can be computed from (NaN, infinite, norm over :data:`MAX_NORM`, or
+    with ``zero`` all zeros), and why; None when all are usable."""
     rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
     finite = np.isfinite(rows)
     clean = np.where(finite, rows, 0.0)

@@ -1,8 +1,5 @@
-"""What every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed registrar can name it.
-
-:class:`ToolConfigBase` is the base of every tool type's config model (``register.tool(..., options=...)``);
-:mod:`deckhand.config.tool_fields` builds the ``database:`` block and the fields of tools that ingest a source on it.
-"""
+""":class:`ToolConfigBase`, what every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed
+registrar can name it."""
 
 from __future__ import annotations
 
@@ -26,11 +23,7 @@ class StrictModel(BaseModel):
 
 
 class ToolConfigBase(StrictModel):
-    """What every ``tools:`` entry has; a tool type's config model subclasses it.
-
-    A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
-    ``register.tool`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
-    """
+    """What every ``tools:`` entry has; a tool type's config model subclasses it with ``type: Literal["<name>"]``."""
 
     type: str = Field(description="Tool type: a name registered with register.tool.")
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
