@@ -1,11 +1,5 @@
-"""The arguments and results of every call an agent can make, as pydantic models.
-
-Arguments are validated strictly (no unknown keys, no ``"5"`` for an integer) and a
-failure becomes :class:`CallError` with one line naming the argument, what is allowed and
-what was given. Coordinates are deliberately not range-checked here: the memory manager
-checks them and its messages are the contract's. The JSON Schemas agents see are derived
-from these models by :func:`json_schema` (flat: no ``$ref``, no titles, no ``null`` unions).
-"""
+"""The arguments and results of every call an agent can make, as pydantic models validated strictly; a failure is a
+one-line :class:`CallError`. Coordinates are range-checked by the memory manager, whose messages are the contract's."""
 
 from __future__ import annotations
 
@@ -383,11 +377,8 @@ class ReadOutput(Output):
 
 
 def parse_arguments(model: type[Arguments], arguments: dict[str, Any] | None, call: str) -> Arguments:
-    """``arguments`` validated as ``model``; :class:`CallError` with one line when they are not.
-
-    Their size and depth are checked first (:mod:`deckhand.limits`), so a hostile value costs no more
-    than the limits before it is refused.
-    """
+    """``arguments`` validated as ``model`` (size and depth checked first); :class:`CallError` with one line when they
+    are not."""
     try:
         check_shape(arguments or {}, "arguments")
     except LimitExceeded as exc:

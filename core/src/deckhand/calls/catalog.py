@@ -1,10 +1,5 @@
-"""The list of calls a :class:`~deckhand.calls.toolbox.Toolbox` offers, with their schemas.
-
-Front ends (the MCP server, the Semantic Kernel plugin) turn each :class:`Operation` into
-their own kind of function: same name, description, input schema and behaviour everywhere.
-There is one search per retrieval tool (named after the tool), the memory calls when a
-memory is configured, and two housekeeping calls.
-"""
+"""The calls a :class:`~deckhand.calls.toolbox.Toolbox` offers, with their schemas: one search per retrieval tool, the
+memory calls when memory is configured, and housekeeping; front ends turn each :class:`Operation` into a function."""
 
 from __future__ import annotations
 
@@ -98,12 +93,8 @@ class Operation:
 
 
 def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
-    """The search call's input schema, derived from the tool's own ``parameters`` (its function definition).
-
-    A property the tool describes in deckhand's standard words (:func:`deckhand.tools.tool_io.function_definition`)
-    is shown in this call's fuller wording; one it describes itself (a query that is a regular expression) is
-    shown as the tool wrote it. ``top_k`` is always offered; ``filter`` only when the tool lists it.
-    """
+    """The search call's input schema from the tool's own ``parameters``: deckhand's standard properties in this call's
+    fuller wording, the tool's own as written; ``top_k`` always, ``filter`` when listed."""
     limit = top_k_limit(type(tool.config))
     schema = json_schema(search_arguments(limit))
     standard = function_definition("", "")["parameters"]["properties"]
@@ -126,10 +117,8 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Operation]:
-    """Every call ``toolbox`` answers, searches first.
-
-    Each answer fits its tool's result budget, else ``result_budget`` tokens (:mod:`deckhand.calls.result_pages`).
-    """
+    """Every call ``toolbox`` answers, searches first, each answer fitting its tool's result budget or
+    ``result_budget``."""
     ops: list[Operation] = []
     reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:

@@ -1,7 +1,4 @@
-"""What ``deckhand_list_tools`` says: each tool's state, source, item count and last ingest; the memory.
-
-A tool's count is of what it searches (chunks for deckhand's tool types, files for a grep tool
-type): the text says "searchable items", which is true of every tool type."""
+"""What ``deckhand_list_tools`` says: each tool's state, source, searchable item count and last ingest; the memory."""
 
 from __future__ import annotations
 
