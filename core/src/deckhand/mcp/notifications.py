@@ -1,29 +1,5 @@
-"""Change notifications: subscribed clients hear when what a tool holds changes, whoever changed it.
-
-A tool's index changes through ``--watch``, ``deckhand_ingest``, a write of an agent, and also
-through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica over the same
-store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
-(:meth:`deckhand.calls.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
-a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
-(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp
-that differs from the last one read is a change, announced as
-
-* to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
-  to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
-  document whose index entry changed, or the source's own directory URI: any change of the
-  tool), and ``notifications/resources/list_changed`` (the agent documents listed, and the files
-  the tool serves, so what its resource template and completions reach, may differ); a session
-  that subscribed to nothing is told nothing (a client that did not ask may not expect it);
-* to 2026-07-28 clients: the same two events on their ``subscriptions/listen`` streams, as each
-  stream's filter asks.
-
-Each read has a deadline (:data:`STAMP_WAIT` to take a busy tool, :data:`STAMP_DEADLINE` for the
-store to answer); a read that misses it is skipped, never retried in a loop, and a tool whose
-read is still outstanding is not read again until it returns.
-
-:func:`Changes.tool_changed` is the entry point for code that changed a tool itself (a write):
-it announces at once, from any thread.
-"""
+"""Change notifications: subscribed clients hear when what a tool holds changes, whoever changed it (docs/mcp.md). Each
+tool's change stamp is polled every :data:`POLL_INTERVAL` seconds while someone listens, within deadlines."""
 
 from __future__ import annotations
 
@@ -109,11 +85,8 @@ class Changes:
 
     # -- the entry points ----------------------------------------------------------------------
     def tool_changed(self, name: str) -> None:
-        """Tell every client listening that what tool ``name`` holds changed; from any thread, returns at once.
-
-        For code that changed the tool itself (``deckhand_add``, ``deckhand_delete``): the announcement
-        goes out now, and the next stamp read does not announce the same change again.
-        """
+        """Tell every listening client that tool ``name`` changed, from any thread, at once; the next poll does not
+        repeat it."""
         self._soon(self._changed, name)
 
     def check_soon(self, name: str) -> None:

@@ -1,12 +1,5 @@
-"""MCP prompts: ``deckhand_search``, a search a person starts from the client (a slash command in most).
-
-MCP completes the arguments of prompts and resource templates only (``completion/complete`` has no
-reference to a tool), so the arguments that name things are offered here, completed as they are
-typed: ``tool`` (the search tools), ``path`` (a file or folder under that tool's source, the
-files ``resources/read`` would serve) and ``section`` (a section id the tool's chunks carry: a
-numbered heading, a code symbol). ``prompts/get`` returns one user message asking the model to
-call the tool with exactly those arguments (``path`` and ``section`` become the search's ``filter``).
-"""
+"""MCP prompts: ``deckhand_search``, a search a person starts from the client, whose ``tool``, ``path`` and ``section``
+arguments are completed as typed (MCP completes prompt and template arguments only, never a tool's)."""
 
 from __future__ import annotations
 

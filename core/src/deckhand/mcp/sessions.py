@@ -1,22 +1,6 @@
-"""HTTP sessions of ``deckhand mcp --http``: at most :data:`MAX_SESSIONS`, none idle past :data:`IDLE_TIMEOUT`.
-
-Every streamable-HTTP client that sends ``initialize`` gets a session, and each session holds a
-server task and its streams until the client ends it with ``DELETE``. Clients that just go away
-(crashed, killed, a script that never says goodbye) would leave their sessions behind for the life
-of the process: 1,122 abandoned sessions cost 34 MB that were never given back. The
-:class:`SessionKeeper` sits in front of the SDK's session manager and
-
-* closes a session nobody used for ``idle_timeout`` seconds (a request in flight or an open
-  ``GET`` stream counts as use);
-* before opening a session beyond ``max_sessions``, closes the least recently used idle one; when
-  every session is busy, the new client gets HTTP 503 with a JSON-RPC error instead.
-
-A session is closed the way a client closes it, with a ``DELETE`` handed to the manager, so the
-same code works on the SDK's 1.x and 2.x lines (see :func:`deckhand.mcp.sdk.forget_session`).
-A client whose session was closed gets 404 on its next request and, as the MCP specification
-asks of clients, starts a new one. Requests of the 2026-07-28 revision (SDK 2.x) carry no session:
-they pass straight through, never counted, never making room.
-"""
+"""HTTP sessions of ``deckhand mcp --http``: at most :data:`MAX_SESSIONS` (least recently used idle one closed first,
+else HTTP 503), none idle past :data:`IDLE_TIMEOUT`, because clients that just go away would leak them (1,122 abandoned
+sessions held 34 MB). Sessionless 2026-07-28 requests pass straight through."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""``deckhand mcp --watch``: re-ingest a tool when files under its source change.
-
-Uses ``watchfiles`` (native notifications: inotify, FSEvents, ReadDirectoryChangesW). Changes
-are debounced: a batch is handled once no file changed for :data:`QUIET_MS` (and at the latest
-after :data:`MAX_BATCH_MS` of continuous changes), so saving ten files re-ingests once. Only
-files ingestion would read count (supported extensions, no hidden files or directories, what the
-tool's ``include:``/``exclude:`` take: a change under ``node_modules/`` re-ingests nothing). The
-re-ingest is the tools' ordinary incremental one: changed and new files are ingested, deleted
-ones removed, the rest only checked. Searches arriving meanwhile wait for it.
-"""
+"""``deckhand mcp --watch``: re-ingest a tool incrementally when files it would ingest change under its source
+(``watchfiles``), debounced by :data:`QUIET_MS` (at most :data:`MAX_BATCH_MS`)."""
 
 from __future__ import annotations
 
