@@ -1,11 +1,5 @@
-"""The one embedder factory tools and the vector memory share.
-
-An ``embedding_model:`` value names a registered embedder (or one of its aliases), or
-``<embedder>:<model>`` for an embedder that serves many models, or is a mapping
-``{name: <embedder>, option: value, ...}`` whose options the embedder's options model validates
-(the factory gets them as keyword arguments). The model is loaded once per process and set of
-options; the on-disk cache lives in the state directory (:mod:`deckhand.paths`).
-"""
+"""The one embedder factory tools and the vector memory share: an ``embedding_model:`` value (a name,
+``<embedder>:<model>`` or a mapping with options) built once per process and set of options."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""In-memory indexes over the stored decisions: by coordinate (ordered) and by word (inverted).
-
-Coordinates are kept in a sorted list, so range and partial-order queries cost a binary
-search plus the size of the answer. The inverted index maps each lower-cased token (text between whitespace) to
-the coordinates whose content contains it; each run of word characters of a search term is
-looked up in the vocabulary (a few thousand tokens, searched in C through one joined string),
-never against every decision, and only the few candidates are checked for the exact term.
-"""
+"""In-memory indexes over the stored decisions: coordinates in a sorted list (range queries by binary search), and an
+inverted index of lower-cased words whose candidates are checked for the exact term."""
 
 from __future__ import annotations
 

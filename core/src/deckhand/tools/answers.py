@@ -1,9 +1,5 @@
-"""One query's answer, computed in one pass: :class:`Answer`, asked for with :class:`SearchOptions`.
-
-``SourceTool.answer`` fills it from one :class:`~deckhand.retrieval.engine.Ranking`: the results, the text agents
-read, and when there are no results why (off-topic, under the threshold, filtered out) from the candidates that
-same pass ranked, so an empty answer costs no second search.
-"""
+"""One query's answer, computed in one pass (:class:`Answer`, asked for with :class:`SearchOptions`): the results, their
+text, and why there are none, with no second search."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Contextual embeddings for a source tool: the context step between chunking and embedding.
-
-A tool whose configuration has ``contextual_embeddings`` mixes :class:`ContextualChunks` in
-before :class:`deckhand.tools.source_tool.SourceTool`: before an ingest it builds the configured
-context generator (``structural``: the file's path, title and heading chain; ``llm``: a chat
-model's summary), and its ``prepare`` step embeds each chunk with its context prepended,
-keeping the context in the record's metadata (``context``) so keyword indexes can be rebuilt
-from the store alone. Results show the chunk's own text, never the context.
-"""
+"""Contextual embeddings for a source tool: each chunk embedded with its generated context prepended, the context kept
+in the record's ``context`` metadata so keyword indexes can be rebuilt; results show the chunk alone."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Result models and text format of the ``hierarchical_document`` tool.
-
-Programs get :class:`HierarchicalSearchResult` (pydantic, JSON-ready); agents get the
-plan's text format from :func:`format_hierarchical_results`: score, source, location
-(``A > B > C``), section id, content, relevant definitions and resolved references.
-"""
+"""Result models (:class:`HierarchicalSearchResult`) and the agents' text format of the ``hierarchical_document``
+tool."""
 
 from __future__ import annotations
 

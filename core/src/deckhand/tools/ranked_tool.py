@@ -1,11 +1,5 @@
-"""A source tool whose queries go through its index's query engine: :class:`RankedTool`.
-
-:meth:`RankedTool.answer` is the one query call: the filter compiled and checked once (``Index.filter_for``), one
-pass of the engine (:meth:`deckhand.index.Index.search`), the results made from its hits, and, when there are none,
-why (:class:`~deckhand.tools.answers.Empty`) from what that pass saw: its best dense similarity against the
-model's off-topic level, the candidates the score threshold dropped, the filter. No second search is run, except
-one dense look-up when the query's mode ran no dense search at all and an off-topic level applies.
-"""
+""":class:`RankedTool`, a source tool whose queries go through its index's query engine in one pass; why an answer is
+empty comes from what that pass saw (at most one extra dense look-up for the off-topic level)."""
 
 from __future__ import annotations
 

@@ -32,11 +32,8 @@ __all__ = ["SourceTool"]
 
 
 class SourceTool(ToolBase):
-    """Base of tools that ingest a source into an index and answer queries from it (a ``ToolBase``).
-
-    A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
-    between chunking and embedding), :meth:`keyword_factory` (side indexes), :meth:`format_results`,
-    :meth:`no_results` and :meth:`default_description` (the builtin tools: :class:`~.ranked_tool.RankedTool`)."""
+    """Base of tools that ingest a source into an index and answer queries from it; a subclass implements
+    :meth:`search_results_sync` (or :meth:`answer`) and may override the other steps."""
 
     config: SourceToolConfig
     base_dir: Path
