@@ -1,12 +1,5 @@
-"""Components named in configuration, and their options checked against the models plugins declare.
-
-A component is selected by name (``chunker: token``) or by a mapping with its options
-(``chunker: {name: token, chunk_size: 256}``): a :class:`ComponentChoice`. When configuration
-is validated, the registry (``context={"registry": ...}`` of pydantic's ``model_validate``,
-else the process-wide one) says which components exist and which options each accepts; every
-problem is a pydantic error located at the field that caused it, so ``agent.yaml`` errors read
-``file: tools[0].chunker.chunk_sise: unknown option (did you mean 'chunk_size'? ...)``.
-"""
+"""Components named in configuration (``chunker: token`` or ``{name: token, chunk_size: 256}``) and their options,
+checked against the models plugins declare; every problem is a pydantic error located at its field."""
 
 from __future__ import annotations
 
@@ -275,11 +268,8 @@ def validate_options(
     extra_keys: tuple[str, ...] = (),
     context: Any = None,
 ) -> dict[str, Any]:
-    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments.
-
-    Errors are located under ``loc``; ``extra_keys`` are other keys valid at that place (the
-    ``name`` of a flat choice mapping) that error messages list as allowed.
-    """
+    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments. ``extra_keys`` are
+    other keys valid at ``loc`` that messages list as allowed."""
     model = component.options
     if model is None:
         if options:
@@ -345,13 +335,8 @@ def resolve_choice(
     context: Any = None,
     refuse_unused: bool = False,
 ) -> tuple[Component, dict[str, Any]]:
-    """The component ``choice`` names and the keyword options its factory gets, validated.
-
-    ``shorthands`` are tool-level settings passed on when the user wrote them and the component's
-    options model declares a field of that name; writing one in both places is an error. With
-    ``refuse_unused``, a written one the component does not declare is an error too (else it
-    would be dropped without a word).
-    """
+    """The component ``choice`` names and its validated keyword options; ``shorthands`` are tool-level settings passed
+    on where the options model declares them (with ``refuse_unused``, an undeclared written one is an error)."""
     component = resolve_component(registry, kind, choice.name, loc)
     options = dict(choice.options)
     declared = accepted_keys(component.options) if component.options is not None else set()
@@ -391,11 +376,8 @@ def resolve_choice(
 
 
 def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
-    """The embedder component for an ``embedding_model:`` value.
-
-    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
-    embedder registered as ``<embedder>``, whose factory receives the whole value.
-    """
+    """The embedder component for an ``embedding_model:`` value; ``<embedder>:<model>`` selects ``<embedder>``, whose
+    factory receives the whole value."""
     try:
         return registry.resolve("embedder", name)
     except ComponentNotFoundError:
@@ -412,8 +394,6 @@ def embedder_options(
     loc: tuple[Any, ...] = ("embedding_model",),
     context: Any = None,
 ) -> dict[str, Any]:
-    """The factory's keyword arguments: ``options`` validated with the embedder's options model.
-
-    Raises the located pydantic error (configuration validation reports it with the file).
-    """
+    """The factory's keyword arguments: ``options`` validated with the embedder's options model (a located pydantic
+    error)."""
     return validate_options(component, options, loc, extra_keys=("name",), context=context)

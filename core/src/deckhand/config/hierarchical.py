@@ -1,8 +1,5 @@
-"""``type: hierarchical_document``: structure-aware hybrid search (dense + keyword + exact).
-
-Every field here is used by :class:`deckhand.tools.hierarchical_tool.HierarchicalDocumentTool`;
-see docs/hierarchical-document.md for the reference.
-"""
+"""``type: hierarchical_document``: structure-aware hybrid search (dense + keyword + exact); the reference is
+docs/hierarchical-document.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Pydantic models of ``agent.yaml`` and the global ``config.yaml``.
-
-Unknown keys are rejected (a typo must not be silently ignored). Each ``tools:`` entry is
-validated by the config model its ``type`` registered (``register.tool``), looked up in the
-plugin registry of the validation context (else the process-wide one).
-"""
+"""Pydantic models of ``agent.yaml`` and the global ``config.yaml``; unknown keys are rejected, and each ``tools:``
+entry is validated by the config model its ``type`` registered."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``).
-
-The static models cannot know which plugins are installed, so the schema is assembled from
-the registry: ``tools`` items are the registered tool types' config models (a union on
-``type``); fields naming a component (``chunker:``, ``keyword_strategy:``) list the installed
-ones and, for each, the options its model declares; ``database.options`` and
-``contextual_embeddings.options`` follow the selected store or generator (``if``/``then``).
-Editors that read JSON Schema (the YAML language server) complete and check all of it.
-"""
+"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``), assembled from
+the registry: tool types, component choices and their options."""
 
 from __future__ import annotations
 

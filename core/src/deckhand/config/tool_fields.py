@@ -64,12 +64,8 @@ DEFAULT_EXECUTOR = "local"
 
 
 class DatabaseConfig(StrictModel):
-    """Where a tool stores its vectors (the contract's ``database:`` block).
-
-    When the store plugin named by ``provider`` is installed, ``options`` are checked with the
-    options model it registered and ``connection_string`` against the URL schemes it declared;
-    a provider no installed plugin provides is reported when a tool opens its store.
-    """
+    """Where a tool stores its vectors (the contract's ``database:`` block); ``options`` are checked with the options
+    model the ``provider``'s plugin registered."""
 
     model_config = options_follow("store", by="provider")
 
@@ -97,13 +93,8 @@ class DatabaseConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _top_level_options(cls, data: Any, info: ValidationInfo) -> Any:
-        """Keys the store's options model declares may also be written at the top of ``database:``.
-
-        The original platform's ``database:`` blocks put provider settings there
-        (``persist_directory: ./data``, ``api_key: ${KEY}``); they move into ``options``, so such
-        a block validates unchanged. Any other unknown key is still an error; a key given in both
-        places is one too.
-        """
+        """Keys the store's options model declares may also be written at the top of ``database:`` (the original
+        platform's form); they move into ``options``, and a key given in both places is an error."""
         if not isinstance(data, dict) or not isinstance(data.get("provider"), str):
             return data
         store = _store(data["provider"].strip().lower(), registry_of(info))
@@ -187,12 +178,8 @@ def named_loaders(registry: PluginRegistry, name: str, where: tuple[str | int, .
 
 
 class SourceToolConfig(ToolConfigBase):
-    """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
-
-    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.component_choices.choice_field`),
-    name the tool-level settings the chunker may also take in :attr:`chunker_shorthands`, and put
-    their own cross-field rules in :meth:`check` (run before the registered components are checked).
-    """
+    """Fields every tool that ingests a source shares: its source, embedder, chunker and database; subclasses put their
+    cross-field rules in :meth:`check`."""
 
     #: Tool-level field → chunker option it doubles as (when the chunker declares that option).
     chunker_shorthands: ClassVar[dict[str, str]] = {}
