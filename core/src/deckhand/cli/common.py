@@ -1,8 +1,5 @@
-"""What every command shares: exit codes, the common options, and turning errors into one line.
-
-Command modules import this, never :mod:`deckhand.cli.main` (which imports them), so any of
-them can be imported on its own.
-"""
+"""What every command shares: exit codes, the common options, and turning errors into one line. Command modules import
+this, never :mod:`deckhand.cli.main` (which imports them)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""``deckhand eval --beir DIR``: retrieval quality of a search tool on a BEIR dataset.
-
-Each BEIR document becomes one markdown file (title as its heading, then the text) under
-a work directory, and the tool ingests that directory exactly as it would a user's
-documents: same chunker, context generator, embedder and indexes. Every query then runs
-once per search mode (a ``vectorstore`` tool has one: semantic); a document's rank is that
-of its best chunk. Figures are BEIR's
-(nDCG@10, Recall@10, Recall@100, via :mod:`deckhand.evaluation.beir`).
-"""
+"""``deckhand eval --beir DIR``: retrieval quality (BEIR's nDCG@10, Recall@10, Recall@100) of a search tool that ingests
+a BEIR dataset as markdown files, once per search mode; a document ranks as its best chunk."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell.
-
-Every command takes ``--json`` for machine-readable output. The memory is chosen like the
-agent's: ``--agent-config agent.yaml``'s ``memory:`` section (or that of ``deckhand -c agent.yaml``)
-over the global config files, with ``--repo``/``--backend``/``--agent-id`` overriding both.
-"""
+"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell; the memory is chosen
+as the agent's, with ``--repo``/``--backend``/``--agent-id`` overriding."""
 
 from __future__ import annotations
 

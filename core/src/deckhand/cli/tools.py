@@ -90,11 +90,8 @@ def initialize_tools(
     shard: Shard | None = None,
     executor: ExecutorBase | None = None,
 ) -> bool:
-    """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
-
-    Without ``refresh`` (and ``force``) a tool already ingested is only opened: its source is
-    not walked (``deckhand search`` / ``chat`` without ``--refresh``). ``executor`` runs the work of
-    every tool that ingests a source (None: ``local``). True if any file failed."""
+    """Ingest every tool, printing one summary line each; without ``refresh`` (and ``force``) an ingested tool is only
+    opened. True if any file failed."""
     any_failed = False
     for tool in tools:
         if shard is not None and not tool.ingests_in_units:
@@ -203,11 +200,8 @@ full_option = click.option("--full", is_flag=True, help="Show each result's whol
 def answer(
     tool: ToolBase, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
 ) -> Text:
-    """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
-
-    A tool type that writes its own result text (a plugin overriding ``format_results``) is
-    shown in that text: it chose how its results read. ``extra`` holds search arguments only
-    some tools take (``filter``), passed only when given."""
+    """What a person sees for ``query`` on ``tool``: the results or why none; a tool writing its own result text is
+    shown in it. ``extra`` holds arguments only some tools take, passed only when given."""
     extra = extra or {}
     shown = Text()
     stale = tool.opened_changes()
