@@ -57,8 +57,7 @@ class LoaderBase(ABC):
 
 
 class TokenizerBase(ABC):
-    """A tokenizer: splits text into the embedder's tokens (chunkers count and cut with it); its spans may also be
-    read as a stream."""
+    """A tokenizer: splits text into the embedder's tokens; its spans may also be read as a stream."""
 
     @abstractmethod
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -85,8 +84,7 @@ class ChunkerBase(ABC):
 
 
 class EmbedderBase(ABC):
-    """An embedder: turns texts into unit-length float32 vectors, with the optional members a remote or caching
-    embedder reports."""
+    """An embedder: turns texts into unit-length float32 vectors, with optional members to report."""
 
     #: Identifies the model (and its version) the vectors come from; recorded with the index.
     model_id: str
@@ -143,8 +141,7 @@ class ProgressBase:
 
 
 class KeywordIndexBase(ABC):
-    """A keyword (lexical) index over records' indexed text: ``build`` and ``search`` are the strategy's own, the rest
-    have defaults a plain strategy keeps."""
+    """A keyword (lexical) index over records' indexed text; only ``build`` and ``search`` are required."""
 
     #: It reads records' fields itself and keeps itself current (``tantivy``): the keeper then gives it the
     #: records (:meth:`index_records`) or the store's record log (:meth:`sync`) instead of ``(id, text)``
@@ -187,8 +184,7 @@ class KeywordIndexBase(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
 
     def phrases(self, phrases: Sequence[str], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, order, record id)`` of records holding ``phrases`` word for word (only called when
-        :attr:`reads_records`)."""
+        """``(phrases found, order, record id)`` of records holding ``phrases`` word for word."""
         raise NotImplementedError(f"{type(self).__name__} does not read records (reads_records is False)")
 
 
@@ -212,8 +208,7 @@ class StoreBase(ABC):
 
     @abstractmethod
     def replace_source(self, source: str, records: Sequence[Record], state: FileState) -> None:
-        """Atomically swap all records of ``source`` for ``records`` and record ``state``; on failure the previous ones
-        stay."""
+        """Atomically swap all records of ``source`` for ``records`` and record ``state``."""
 
     @abstractmethod
     def delete_source(self, source: str) -> None:
@@ -267,8 +262,7 @@ class ContextGeneratorBase(ABC):
 
 
 class RerankerBase(ABC):
-    """A reranker: one relevance score in ``[0, 1]`` per passage, in order, or :class:`deckhand.errors.RerankError` (the
-    tool then keeps the fused order)."""
+    """A reranker: one relevance score in ``[0, 1]`` per passage, or :class:`deckhand.errors.RerankError`."""
 
     @abstractmethod
     def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
@@ -291,8 +285,7 @@ class MemoryBackendBase(ABC):
 
     @abstractmethod
     def scan(self) -> Iterator[ScanEntry]:
-        """Every stored item, readable or not (unreadable ones carry an ``error``); items being written are not
-        reported."""
+        """Every stored item, readable or not (unreadable ones carry an ``error``)."""
 
     @abstractmethod
     def read(self, coordinate: VectorCoordinate) -> bytes | None:
@@ -305,8 +298,7 @@ class MemoryBackendBase(ABC):
 
     @abstractmethod
     def sync(self, message: str | None = None) -> SyncResult:
-        """Make stored decisions durable in the backend's history (a git commit for git-memory); nothing to record is no
-        error."""
+        """Make stored decisions durable in the backend's history (a git commit for git-memory)."""
 
     def close(self) -> None:  # noqa: B027 (optional: a default that does nothing)
         """Release what the backend holds (locks, handles); by default there is nothing to release."""

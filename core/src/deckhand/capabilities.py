@@ -34,8 +34,7 @@ __all__ = [
 
 
 class StoreCapability(enum.StrEnum):
-    """What a vector store may support beyond the methods of :class:`deckhand.bases.StoreBase`, declared in its
-    ``capabilities`` class attribute."""
+    """What a vector store may support beyond :class:`deckhand.bases.StoreBase`, in its ``capabilities``."""
 
     #: Data outlives the process: another connection, in this process or another one,
     #: sees the collection, its records and its manifest (a server, or a file).
@@ -72,8 +71,7 @@ class StoreCapability(enum.StrEnum):
 
 
 def store_capabilities(store: object) -> frozenset[StoreCapability]:
-    """The capabilities ``store`` declares; a :class:`ValueError` naming the class for a value that is no
-    :class:`StoreCapability`."""
+    """The capabilities ``store`` declares; :class:`ValueError` for a value that is no capability."""
     declared: Iterable[str] = getattr(store, "capabilities", frozenset())
     try:
         return capability_set(declared)
@@ -82,8 +80,7 @@ def store_capabilities(store: object) -> frozenset[StoreCapability]:
 
 
 def capability_set(values: Iterable[Any]) -> frozenset[StoreCapability]:
-    """``values`` as :class:`StoreCapability` members; :class:`ValueError` names the first unknown one
-    and the known values."""
+    """``values`` as :class:`StoreCapability` members; :class:`ValueError` names an unknown one."""
     out: set[StoreCapability] = set()
     for value in values:
         try:
@@ -103,8 +100,7 @@ class NativeKeywordSearch(Protocol):
 
 @runtime_checkable
 class NativeHybridSearch(Protocol):
-    """:attr:`StoreCapability.HYBRID_SEARCH`: the database fuses its keyword ranking with a vector search in one
-    request; hits scored in [0, 1], best first."""
+    """:attr:`StoreCapability.HYBRID_SEARCH`: the database fuses keyword and vector search in one request."""
 
     def hybrid_search(
         self, query: str, vector: Vector, k: int, *, sources: Sequence[str] | None = None
@@ -129,8 +125,7 @@ class SideIndexStorage(Protocol):
 
 
 class SideIndexFiles(Protocol):
-    """:attr:`StoreCapability.SIDE_INDEX_FILES`: where a side index may be kept as a file of its own (deleted with the
-    collection)."""
+    """:attr:`StoreCapability.SIDE_INDEX_FILES`: where a side index may be kept as a file of its own."""
 
     def side_index_path(self, name: str) -> Path | None:
         """The file for the side index ``name`` of the open collection (None: keep it as a blob)."""
@@ -138,8 +133,7 @@ class SideIndexFiles(Protocol):
 
 
 class RecordLog(Protocol):
-    """:attr:`StoreCapability.RECORD_LOG`: which records changed since a version, so a side index file is updated
-    instead of rebuilt. Rows are never reused."""
+    """:attr:`StoreCapability.RECORD_LOG`: which records changed since a version (rows never reused)."""
 
     def log_position(self) -> tuple[int, int]:
         """``(records version, highest row)`` now, read in one snapshot."""

@@ -47,8 +47,7 @@ class StoreConnectionError(StoreError, ConnectionError):
 
 
 class StoreAuthenticationError(StoreError, ConfigError):
-    """The store's server refused the credentials or permissions: a configuration error, never a reason to fall back to
-    in-memory."""
+    """The store's server refused the credentials: a configuration error, never a reason to fall back."""
 
 
 class IndexFileError(StoreError):
@@ -85,8 +84,7 @@ class SourceValidationError(DeckhandError, ValueError):
 
 
 class FilterError(DeckhandError, ValueError):
-    """A search filter is invalid or cannot be applied; one line naming the field and the fix, control characters
-    escaped."""
+    """A search filter is invalid or cannot be applied; one line naming the field and the fix."""
 
     def __init__(self, message: str) -> None:
         from deckhand.printable import printable_line
@@ -134,6 +132,5 @@ class CorruptDecisionsError(StorageError):
 
 
 def is_outage(exc: BaseException) -> bool:
-    """Whether ``exc`` says a store's server is unreachable right now (an outage that may heal); refused credentials are
-    not."""
+    """Whether ``exc`` says a store's server is unreachable right now (an outage that may heal)."""
     return isinstance(exc, (ConnectionError, TimeoutError)) and not isinstance(exc, StoreAuthenticationError)

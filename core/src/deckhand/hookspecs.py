@@ -18,5 +18,4 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def deckhand_register(register: Registrar) -> None:
-    """Register the plugin's components through ``register.<kind>(...)`` (see
-    :class:`deckhand.registration.Registrar`)."""
+    """Register the plugin's components through ``register.<kind>(...)`` (:class:`~deckhand.registration.Registrar`)."""

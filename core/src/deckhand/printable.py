@@ -1,5 +1,4 @@
-"""Making text safe to print: control characters escaped, so a file name such as ``a\\nb.txt`` cannot break or forge a
-line of output."""
+"""Making text safe to print: control characters escaped, so a file name cannot break a line of output."""
 
 from __future__ import annotations
 

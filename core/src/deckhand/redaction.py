@@ -32,8 +32,7 @@ _QUERY_SECRET = re.compile(
 
 
 def redact_url(text: str | None) -> str:
-    """``text`` with registered secrets and passwords in URLs replaced by ``***``; user, host and path stay. ``None``
-    gives ``""``."""
+    """``text`` with registered secrets and URL passwords replaced by ``***``; ``None`` gives ``""``."""
     if not text:
         return ""
     text = SECRETS.redact(text)  # every registered secret first, however the URL around it is spelled
@@ -48,8 +47,7 @@ def _redact_text(text: str) -> str:
 
 
 def _mask_url_passwords(text: str) -> str:
-    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time (each scan is
-    bounded by the next ``://``)."""
+    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time."""
     out: list[str] = []
     copied = 0  # text[:copied] is in out
     at = text.find("://")
@@ -152,8 +150,7 @@ def secret_forms(secret: str) -> set[str]:
 
 
 class SecretRegistry:
-    """Secrets masked in any text, with every piece of :data:`MIN_PIECE` characters or more; case-insensitive,
-    thread-safe."""
+    """Secrets masked in any text, with every piece of :data:`MIN_PIECE` characters or more; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -280,8 +277,7 @@ def secret_parts(field: str, template: str, values: dict[str, str]) -> list[str]
 
 
 def credential_spans(url: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each credential in ``url`` (password, secret query values, ``password=`` keywords), found
-    without parsing it."""
+    """``(start, end)`` of each credential in ``url``, found without parsing it (it may be malformed)."""
     spans: list[tuple[int, int]] = []
     scheme = url.find("://")
     if scheme >= 0:
@@ -317,8 +313,7 @@ _install_lock = threading.Lock()
 
 
 def install_log_redaction() -> None:
-    """Mask registered secrets in every log record of every logger, through the log-record factory so later handlers are
-    covered too. Idempotent."""
+    """Mask registered secrets in every log record of every logger, before any handler. Idempotent."""
     global _installed
     with _install_lock:
         if _installed:

@@ -127,8 +127,7 @@ class MemoryBackendFactory(Protocol[O_contra]):
 
 
 class ToolFactory(Protocol[ToolConfigT]):
-    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class), given the validated
-    ``tools:`` entry."""
+    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class)."""
 
     def __call__(
         self,
@@ -211,8 +210,7 @@ class Component:
 
     @property
     def info(self) -> dict[str, Any]:
-        """What the registration declared beyond name, factory, options and priority, and what its class
-        declares (for display)."""
+        """What the registration declared beyond name, factory, options and priority (for display)."""
         out: dict[str, Any] = dict(self.described)
         if self.url_schemes:
             out["url_schemes"] = self.url_schemes
@@ -363,8 +361,7 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A chunker, selected by ``chunker:`` on a tool; the tool's size settings are passed on where ``options`` has a
-        field of that name."""
+        """A chunker, selected by ``chunker:``; size settings pass on where ``options`` has that field."""
         self._register(
             "chunker", name, factory, options=options, description=description, aliases=aliases, priority=priority
         )

@@ -1,5 +1,4 @@
-""":class:`ToolConfigBase`, what every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed
-registrar can name it."""
+""":class:`ToolConfigBase`, what every ``tools:`` entry has, on the ground floor for the registrar."""
 
 from __future__ import annotations
 
@@ -37,6 +36,5 @@ class ToolConfigBase(StrictModel):
     )
 
     def source_config(self) -> SourceToolConfig | None:
-        """This entry when its tool ingests a source (a ``SourceToolConfig``: its source, database, encoding...);
-        None for a tool type without one."""
+        """This entry when its tool ingests a source (a ``SourceToolConfig``), else None."""
         return None

@@ -160,8 +160,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class RecordChanges:
-    """What changed in a collection since a records version: rows ``deleted``, rows ``added`` (vectors empty) and where
-    the collection stands now."""
+    """What changed in a collection since a records version (:class:`deckhand.capabilities.RecordLog`)."""
 
     version: int
     last_row: int
@@ -215,8 +214,7 @@ class SectionRef(BaseModel):
 
 
 class SearchResult(BaseModel):
-    """One ranked result, the model every tool returns and every front end reads; the place fields are filled only by
-    tools that know a document's structure."""
+    """One ranked result: the one model every tool returns and every front end reads."""
 
     rank: int = Field(ge=1)
     score: float = Field(ge=0.0, le=1.0)
@@ -368,8 +366,7 @@ class VectorCoordinate:
 
     @staticmethod
     def from_path(path: PurePath | str) -> VectorCoordinate:
-        """Parse a coordinate from a decision file path (absolute, repository-relative or ``x-005/y-2-z-1.json``);
-        ``ValueError`` for any other path."""
+        """Parse a coordinate from a decision file path; ``ValueError`` for any other path."""
         match = _COORDINATE_PATH.search(str(path))
         if not match:
             raise ValueError(f"Invalid coordinate path: {path} (expected .../x-NNN/y-Y-z-Z.json)")
@@ -387,8 +384,7 @@ class VectorCoordinate:
 
 @dataclass(frozen=True)
 class ScanEntry:
-    """One stored item found by ``scan``: the serialized decision, or ``None`` with ``error`` saying why it was
-    unreadable."""
+    """One stored item found by ``scan``: the decision's bytes, or ``None`` with an ``error``."""
 
     location: str
     coordinate: VectorCoordinate | None

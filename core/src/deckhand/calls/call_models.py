@@ -377,8 +377,7 @@ class ReadOutput(Output):
 
 
 def parse_arguments(model: type[Arguments], arguments: dict[str, Any] | None, call: str) -> Arguments:
-    """``arguments`` validated as ``model`` (size and depth checked first); :class:`CallError` with one line when they
-    are not."""
+    """``arguments`` validated as ``model`` (size and depth first); a one-line :class:`CallError` if not."""
     try:
         check_shape(arguments or {}, "arguments")
     except LimitExceeded as exc:

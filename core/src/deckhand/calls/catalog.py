@@ -117,8 +117,7 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Operation]:
-    """Every call ``toolbox`` answers, searches first, each answer fitting its tool's result budget or
-    ``result_budget``."""
+    """Every call ``toolbox`` answers, searches first, each answer within its result budget."""
     ops: list[Operation] = []
     reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:

@@ -43,8 +43,7 @@ class Outage:
 
 
 class OutageHealing:
-    """Records the outages of a :class:`~deckhand.calls.toolbox.Toolbox`'s stores and retries them through its
-    ``ingest``."""
+    """Records the outages of a :class:`~deckhand.calls.toolbox.Toolbox`'s stores and retries them."""
 
     def __init__(
         self,

@@ -142,8 +142,7 @@ def _cut(hit: ResultOut, room: int) -> ResultOut:
 def page(
     tool: str, args: SearchArguments, text: str, found: SearchOutput, tokens: int, given: set[bytes]
 ) -> tuple[str, SearchOutput]:
-    """The page of ``found`` fitting ``tokens`` after the results ``given``, and its cursor; ``text`` is kept as is when
-    everything fits on a first page."""
+    """The page of ``found`` fitting ``tokens`` after the results ``given``, and its cursor."""
     fresh = [hit for hit in found.results if _hit_key(hit) not in given]
     # After an ingest some given results may be gone from the ranking: never more than top_k in all.
     fresh = fresh[: max(0, len(found.results) - len(given))]

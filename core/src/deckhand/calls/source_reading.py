@@ -289,8 +289,7 @@ class SourceReader:
 
 
 def _read_limit(source: _Source, place: Place) -> int:
-    """The most bytes read of ``place``'s file; :class:`CallError` when it is larger (checked again on the opened
-    file)."""
+    """The most bytes read of ``place``'s file; :class:`CallError` when it is larger (checked again once opened)."""
     limit = MAX_READ_BYTES if source.max_file_size is None else min(source.max_file_size, MAX_READ_BYTES)
     try:
         size = place.path.lstat().st_size

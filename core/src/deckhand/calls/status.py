@@ -56,8 +56,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
 
 
 def _shown(tool: Any, source: Path) -> str:
-    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
-    type with no folder of its own: absolute)."""
+    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute."""
     path = Path(os.path.abspath(source))
     base = tool.base_dir
     return display_path(path, base) if base is not None else path.as_posix()

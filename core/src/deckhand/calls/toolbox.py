@@ -200,8 +200,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     # -- ingestion -----------------------------------------------------------------------------
     def start_ingest(self, on_done: Callable[[str, Any, str | None], None] | None = None) -> None:
-        """Ingest every tool, one after the other, in a daemon thread, calling ``on_done(name, report, error)`` after
-        each."""
+        """Ingest every tool in turn in a daemon thread, calling ``on_done(name, report, error)`` after each."""
         names = list(self._slots)
         for name in names:
             slot = self._slots[name]
@@ -228,8 +227,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         self._background.start()
 
     def ingest(self, name: str, force: bool = False, listener: ProgressListener | None = None) -> Any:
-        """Ingest tool ``name`` now (incrementally unless ``force``), after any search or ingest of it; its
-        ``IngestReport``."""
+        """Ingest tool ``name`` now (incrementally unless ``force``), after any search or ingest of it."""
         from deckhand.stores.tool_store import fallback_policy
 
         slot = self._slot(name)
@@ -385,8 +383,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return listing_text(statuses, memory), ToolListOutput(tools=statuses, memory=memory)
 
     def _refresh_count(self, name: str, slot: Slot) -> threading.Event:
-        """Read tool ``name``'s chunk count in a daemon thread (never of an unreachable store); the event is set once it
-        is in."""
+        """Read tool ``name``'s chunk count in a daemon thread; the event is set once it is in."""
         with slot.cond:
             if slot.counting is not None:
                 return slot.counting  # still waiting on the store: no second reader piles up behind it
@@ -422,8 +419,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return slot.count
 
     def change_stamp(self, name: str, timeout: float) -> Any:
-        """A value that changes when what tool ``name`` holds changes, whoever wrote it; None when it cannot be read
-        within ``timeout`` seconds."""
+        """A value that changes when what tool ``name`` holds changes; None when unreadable within ``timeout``."""
 
         def stamp(tool: Any) -> Any:
             index = tool.index

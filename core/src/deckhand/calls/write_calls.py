@@ -258,8 +258,7 @@ class WriteCalls:
         self._count(name, slot)
 
     def add_document(self, args: AddArguments) -> tuple[str, AddOutput]:
-        """Store ``args.text`` as a document of ``args.tool``, embedded as its files are but kept apart from them (no
-        ingest removes it)."""
+        """Store ``args.text`` as a document of ``args.tool``, apart from its files (no ingest removes it)."""
         tool, slot = self._write_target(ADD, args.tool)
         doc_id = args.id or uuid.uuid4().hex[:16]
         with self._writing(args.tool, slot):

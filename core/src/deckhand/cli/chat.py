@@ -1,5 +1,4 @@
-"""``deckhand chat``: an interactive session over the agent's tools (no LLM involved), with readline editing and a
-history kept under the state directory."""
+"""``deckhand chat``: an interactive session over the agent's tools (no LLM involved)."""
 
 from __future__ import annotations
 

@@ -57,8 +57,7 @@ fallback_option = click.option(
 
 
 def fail(message: str, code: int) -> None:
-    """Print ``error: message`` on stderr (secrets masked, control characters escaped, line breaks kept) and
-    exit with ``code``."""
+    """Print ``error: message`` on stderr (secrets masked, controls escaped) and exit with ``code``."""
     shown = "\n".join(printable(line) for line in redact(message).split("\n"))
     click.echo(f"error: {shown}", err=True)
     sys.exit(code)

@@ -20,8 +20,7 @@ DEFAULT_INTERVAL = 5.0
 
 
 def progress_for(label: str, *, quiet: bool = False) -> RichProgress | LineProgress | None:
-    """The progress display for a tool: bars on a terminal, lines without one (none with ``--quiet``, except the
-    transient bars, which leave nothing behind)."""
+    """The progress display for a tool: bars on a terminal, lines elsewhere, none with ``--quiet``."""
     if Console(stderr=True).is_terminal:
         return RichProgress(label, quiet=quiet)
     return None if quiet else LineProgress(label)

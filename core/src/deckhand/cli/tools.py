@@ -90,8 +90,7 @@ def initialize_tools(
     shard: Shard | None = None,
     executor: ExecutorBase | None = None,
 ) -> bool:
-    """Ingest every tool, printing one summary line each; without ``refresh`` (and ``force``) an ingested tool is only
-    opened. True if any file failed."""
+    """Ingest (or, without ``refresh``, just open) every tool with one summary line each; True if any file failed."""
     any_failed = False
     for tool in tools:
         if shard is not None and not tool.ingests_in_units:

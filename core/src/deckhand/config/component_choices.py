@@ -376,8 +376,7 @@ def resolve_choice(
 
 
 def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
-    """The embedder component for an ``embedding_model:`` value; ``<embedder>:<model>`` selects ``<embedder>``, whose
-    factory receives the whole value."""
+    """The embedder component for an ``embedding_model:`` value (``<embedder>:<model>`` selects ``<embedder>``)."""
     try:
         return registry.resolve("embedder", name)
     except ComponentNotFoundError:
@@ -394,6 +393,5 @@ def embedder_options(
     loc: tuple[Any, ...] = ("embedding_model",),
     context: Any = None,
 ) -> dict[str, Any]:
-    """The factory's keyword arguments: ``options`` validated with the embedder's options model (a located pydantic
-    error)."""
+    """The factory's keyword arguments: ``options`` validated with the embedder's options model."""
     return validate_options(component, options, loc, extra_keys=("name",), context=context)

@@ -1,5 +1,4 @@
-"""``type: hierarchical_document``: structure-aware hybrid search (dense + keyword + exact); the reference is
-docs/hierarchical-document.md."""
+"""``type: hierarchical_document``: structure-aware hybrid search (docs/hierarchical-document.md)."""
 
 from __future__ import annotations
 

@@ -132,8 +132,7 @@ def validate(model: type[M], data: dict[str, Any], file: Path, registry: PluginR
 
 
 def load_agent_config(path: str | Path, registry: PluginRegistry | None = None) -> AgentConfig:
-    """Load and validate an ``agent.yaml`` against ``registry`` (default: the process-wide one); relative sources are
-    resolved against its directory."""
+    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory."""
     file = Path(path)
     data = interpolate(read_yaml(file), file)
     base = file.resolve().parent

@@ -178,8 +178,7 @@ def named_loaders(registry: PluginRegistry, name: str, where: tuple[str | int, .
 
 
 class SourceToolConfig(ToolConfigBase):
-    """Fields every tool that ingests a source shares: its source, embedder, chunker and database; subclasses put their
-    cross-field rules in :meth:`check`."""
+    """Fields every tool that ingests a source shares: its source, embedder, chunker and database."""
 
     #: Tool-level field → chunker option it doubles as (when the chunker declares that option).
     chunker_shorthands: ClassVar[dict[str, str]] = {}

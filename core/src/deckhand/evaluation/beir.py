@@ -125,8 +125,7 @@ def evaluate(
     *,
     ignore_identical_ids: bool = True,
 ) -> dict[str, float]:
-    """Mean ``ndcg@k`` and ``recall@k`` over judged queries with results (``results``: query id → {document id:
-    score})."""
+    """Mean ``ndcg@k`` and ``recall@k`` over judged queries with results, as BEIR reports them."""
     totals = {f"{metric}@{k}": 0.0 for metric in ("ndcg", "recall") for k in k_values}
     evaluated = 0
     deepest = max(k_values)
@@ -155,8 +154,7 @@ def top_k_cosine(
     *,
     batch_size: int = 256,
 ) -> dict[str, dict[str, float]]:
-    """Exact cosine search (vectors normalised here): each query's ``k`` best documents, plus one so that dropping an
-    identical id still leaves ``k``."""
+    """Exact cosine search: each query's ``k`` best documents (plus one, for a dropped identical id)."""
     if len(query_ids) != len(query_vectors) or len(doc_ids) != len(doc_vectors):
         raise ValueError("ids and vectors differ in length")
     docs = doc_vectors / np.maximum(np.linalg.norm(doc_vectors, axis=1, keepdims=True), 1e-12)

@@ -241,8 +241,7 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
 
 
 def filter_validation_line(exc: ValidationError) -> str:
-    """One line for the most telling problem (a metadata operator's own error beats the union's), caller's text
-    escaped."""
+    """One line for the most telling problem (an operator's own error beats the union's), escaped."""
     return printable_line(_validation_line(exc))
 
 

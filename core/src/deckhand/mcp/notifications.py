@@ -85,8 +85,7 @@ class Changes:
 
     # -- the entry points ----------------------------------------------------------------------
     def tool_changed(self, name: str) -> None:
-        """Tell every listening client that tool ``name`` changed, from any thread, at once; the next poll does not
-        repeat it."""
+        """Tell every listening client that tool ``name`` changed, at once, from any thread."""
         self._soon(self._changed, name)
 
     def check_soon(self, name: str) -> None:
@@ -94,8 +93,7 @@ class Changes:
         self._soon(self._check, name)
 
     async def run(self) -> None:
-        """Read every tool's stamp every :attr:`interval` seconds while a client listens, until cancelled (nothing
-        when the interval is 0)."""
+        """Read every tool's stamp every :attr:`interval` seconds while a client listens (never when 0)."""
         self.attach()
         if self.interval <= 0:
             return

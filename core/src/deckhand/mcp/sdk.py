@@ -136,8 +136,7 @@ class _SessionSubscriber:
 
 
 def _subscriber(changes: ChangeHub, session: Any) -> tuple[object, Subscriber]:
-    """The key of a 2025-era session and how to tell it of changes; on 2.x the session object is per request, so the key
-    is the connection under it."""
+    """The key of a 2025-era session (on 2.x its connection) and how to tell it of changes."""
     changes.attach()
     return _sdk_member(session, "_connection", session), _SessionSubscriber(session)
 
@@ -374,8 +373,7 @@ def _build_v2(
 def _completion(
     resources: ResourceSource, prompts: PromptSource | None, ref: Any, argument: str, value: str, context: Any
 ) -> dict[str, Any]:
-    """The ``completion`` wire object for a reference: a resource template's, or a prompt's (with the
-    arguments already given, ``context.arguments``)."""
+    """The ``completion`` wire object for a resource template's or a prompt's reference."""
     if ref.type == "ref/resource":
         return resources.complete(str(ref.uri), argument, value)
     if ref.type == "ref/prompt" and prompts is not None:
@@ -425,16 +423,14 @@ def sessionless(protocol_version: str | None) -> bool:
 
 
 def forget_session(manager: Any, session_id: str) -> None:
-    """Drop a closed session from the manager's table: 1.x keeps its transport for the life of the process. A no-op
-    where the table is gone."""
+    """Drop a closed session from the manager's table, where 1.x would keep its transport for good."""
     instances = _sdk_member(manager, "_server_instances")
     if isinstance(instances, dict):
         instances.pop(session_id, None)
 
 
 def on_close(key: object, callback: Callable[[], None]) -> bool:
-    """Call ``callback`` when the 2025-era session ``key`` ends, however it ends; False where its exit stack is not
-    found."""
+    """Call ``callback`` when the 2025-era session ``key`` ends, however; False if its exit stack is not found."""
     stack = _sdk_member(key, "exit_stack") or _sdk_member(key, "_exit_stack")
     if not isinstance(stack, contextlib.AsyncExitStack):
         return False

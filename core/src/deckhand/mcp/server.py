@@ -95,8 +95,7 @@ class DeckhandMcpServer:
         ]
 
     async def call(self, name: str, arguments: dict[str, Any], report: sdk.Reporter) -> dict[str, Any]:
-        """Answer one ``tools/call``; never raises. Every string of the answer is redacted, in a thread too (answers may
-        be long)."""
+        """Answer one ``tools/call``, every string redacted (in a thread too); never raises."""
         result = await self._call(name, arguments, report)
         return await in_daemon_thread(self._redacted, result)
 

@@ -1,5 +1,4 @@
-"""Start the MCP server: the transport at once (so ``initialize`` is answered while tools ingest in the background), and
-the watcher when asked."""
+"""Start the MCP server: the transport at once (tools ingest in the background), and the watcher when asked."""
 
 from __future__ import annotations
 

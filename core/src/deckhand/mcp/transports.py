@@ -1,5 +1,4 @@
-"""How the MCP server is reached: stdio (default) or streamable HTTP, which off loopback requires a bearer token in
-:data:`TOKEN_ENV` (docs/security.md)."""
+"""How the MCP server is reached: stdio (default) or streamable HTTP (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -98,8 +97,7 @@ def bearer_token(address: HttpAddress, environ: dict[str, str] | None = None) ->
 
 
 def cursor_secret(environ: dict[str, str] | None = None) -> str | None:
-    """The secret search cursors are signed with: :data:`CURSOR_KEY_ENV`, else the bearer token, else None (a random key
-    of this process)."""
+    """The cursor-signing secret: :data:`CURSOR_KEY_ENV`, else the bearer token, else None (a per-process key)."""
     env = os.environ if environ is None else environ
     secret = env.get(CURSOR_KEY_ENV, "").strip()
     if secret and len(secret) < TOKEN_MIN_LENGTH:
@@ -273,8 +271,7 @@ MAX_BODY = 4 * 1024 * 1024
 
 
 class Utf8Bodies:
-    """ASGI middleware: a POST body that is not UTF-8 JSON (or too large) gets a JSON-RPC error, not the 500 SDK 1.x
-    gives."""
+    """ASGI middleware: a POST body that is not UTF-8 JSON gets a JSON-RPC error, not SDK 1.x's 500."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -350,8 +347,7 @@ def http_app_and_keeper(
     idle_timeout: float = IDLE_TIMEOUT,
     stateless: bool = False,
 ) -> tuple[Any, SessionKeeper]:
-    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions (none when
-    ``stateless``)."""
+    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions."""
     import anyio
     from starlette.applications import Starlette
     from starlette.routing import Route

@@ -58,8 +58,7 @@ class _SourceFilter:
         return SCRIPT in self.extensions and not path.suffix and not path.exists()
 
     def taken(self, path: Path, root: Path, selection: Selection | None = None) -> bool:
-        """Whether ``path`` is a file ingestion would read under directory ``root`` (by ``selection``, else by
-        any of the selections of ``root``'s tools)."""
+        """Whether ``path`` is a file ingestion would read under directory ``root``."""
         if root not in path.parents:
             return False
         relative = path.relative_to(root)

@@ -1,5 +1,4 @@
-"""Plain data exchanged between the memory manager and its backends (re-exported from :mod:`deckhand.types`), and the
-commit-message rule."""
+"""Plain data exchanged between the memory manager and its backends, and the commit-message rule."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def sync_message(
     *,
     list_limit: int = 50,
 ) -> str:
-    """The commit message of a sync, the same for every backend: the caller's subject (if any), then the count and
-    ranges."""
+    """The commit message of a sync: the caller's subject (if any), then the count and ranges."""
     total = len(changed) + len(deleted)
     summary = f"vector memory: {total} decision{'s' if total != 1 else ''} at {describe_ranges([*changed, *deleted])}"
     lines = [custom.strip(), "", summary] if custom and custom.strip() else [summary]

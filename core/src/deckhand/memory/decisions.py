@@ -81,8 +81,7 @@ class StoredDecision:
 
 
 def decision_problem(coordinate: VectorCoordinate, data: bytes) -> str | None:
-    """Why ``data`` is not a valid decision file for ``coordinate`` (one line), or None; such a file is neither loaded
-    nor committed."""
+    """Why ``data`` is not a valid decision file for ``coordinate`` (one line), or None."""
     try:
         decision = StoredDecision.from_bytes(data)
     except (ValueError, KeyError, TypeError) as exc:

@@ -16,8 +16,7 @@ _ids = itertools.count(1)
 
 
 class InMemoryBackend(MemoryBackendBase):
-    """Keeps serialized decisions in memory, nothing surviving the process; ``sync()`` reports (and forgets) what
-    changed."""
+    """Keeps serialized decisions in memory only; ``sync()`` reports (and forgets) what changed."""
 
     persistent = False
 

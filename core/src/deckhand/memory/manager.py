@@ -164,8 +164,7 @@ class VectorMemoryManager:
     def query_partial_order(
         self, x_threshold: int, y_threshold: int, z_filter: int | None = None
     ) -> list[StoredDecision]:
-        """Decisions before ``(x_threshold, y_threshold)``, ``x < x_t or (x == x_t and y < y_t)``, in (x, y, z) order:
-        the rollback set."""
+        """Decisions before ``(x_threshold, y_threshold)`` in (x, y, z) order: the rollback set."""
         check_int("x_threshold", x_threshold, X_MIN, X_MAX + 1)
         check_int("y_threshold", y_threshold, Y_VALUES[0], Y_VALUES[-1] + 1)
         if z_filter is not None:
@@ -174,8 +173,7 @@ class VectorMemoryManager:
             return self._index.before(x_threshold, y_threshold, z_filter)
 
     def search_content(self, search_terms: Sequence[str], match_all: bool = False) -> list[StoredDecision]:
-        """Decisions whose content contains the terms (case-insensitive), most matching terms first; with ``match_all``
-        every term must occur."""
+        """Decisions containing the terms (case-insensitive; all with ``match_all``), most matching first."""
         return [d for d, _ in self.search_content_ranked(search_terms, match_all)]
 
     def search_content_ranked(
@@ -189,8 +187,7 @@ class VectorMemoryManager:
             return [(d, n) for key, n in hits if (d := get(key)) is not None]
 
     def search_semantic(self, query: str, k: int = 5) -> list[MemoryHit]:
-        """The ``k`` decisions closest in meaning to ``query``, best first (beyond the contract); embeddings are cached
-        on disk."""
+        """The ``k`` decisions closest in meaning to ``query``, best first (beyond the contract)."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError(f"query must be a non-empty string, got {query!r}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:

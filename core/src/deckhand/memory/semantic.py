@@ -1,5 +1,4 @@
-"""Ranking decisions by meaning: an embedding per decision, built lazily on the first semantic search and kept
-current."""
+"""Ranking decisions by meaning: an embedding per decision, built on the first search and kept current."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ class SemanticIndex:
             return self._embedder
 
     def _embed_missing(self) -> None:
-        """Embed every decision without a vector, without holding the lock meanwhile (one rewritten meanwhile is
-        embedded at the next search)."""
+        """Embed every decision without a vector, not holding the lock meanwhile."""
         embedder = self.embedder()
         with self._lock:
             pending = {k: t for k, t in self._text.items() if k not in self._vector}

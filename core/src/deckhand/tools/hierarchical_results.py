@@ -1,5 +1,4 @@
-"""Result models (:class:`HierarchicalSearchResult`) and the agents' text format of the ``hierarchical_document``
-tool."""
+"""Result models and the agents' text format of the ``hierarchical_document`` tool."""
 
 from __future__ import annotations
 

@@ -28,8 +28,7 @@ class RankedTool(ContextualChunks):
         raise NotImplementedError
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
-        """The results for ``query`` with ``options``, the text agents read, and why it is empty when it is, from
-        one pass of the engine."""
+        """The results for ``query``, their text, and why there are none, from one pass of the engine."""
         index = self.index
         index.ready(query)
         where = index.filter_for(options.filter)

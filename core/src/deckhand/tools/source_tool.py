@@ -151,8 +151,7 @@ class SourceTool(ToolBase):
         return self.index.pipeline_description(self.context_spec(), self._prepare_step() is not None)
 
     def context_spec(self) -> ComponentSpec | None:
-        """The context generator of this tool's step between chunking and embedding, by name and settings
-        (None: no such step)."""
+        """The context generator of this tool's step before embedding (None: no such step)."""
         return None
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:

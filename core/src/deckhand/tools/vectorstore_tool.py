@@ -1,5 +1,4 @@
-"""The ``vectorstore`` tool: semantic search over a file or a directory, the contract's ``VectorStoreTool``: the dense
-search alone, optionally reranked."""
+"""The ``vectorstore`` tool: semantic search over a file or a directory, optionally reranked."""
 
 from __future__ import annotations
 
