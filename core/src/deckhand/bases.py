@@ -91,8 +91,7 @@ class EmbedderBase(ABC):
     dimension: int
     #: Inputs longer than this many tokens are truncated by the model.
     max_tokens: int
-    #: What the model does with an input over ``max_tokens`` (e.g. "truncated to 8191 tokens"), when it
-    #: says; the ingestion then names the files that had such inputs.
+    #: What the model does with an input over ``max_tokens`` (e.g. "truncated to 8191 tokens"), when it says.
     long_inputs: str | None = None
 
     @property
@@ -143,19 +142,14 @@ class ProgressBase:
 class KeywordIndexBase(ABC):
     """A keyword (lexical) index over records' indexed text; only ``build`` and ``search`` are required."""
 
-    #: It reads records' fields itself and keeps itself current (``tantivy``): the keeper then gives it the
-    #: records (:meth:`index_records`) or the store's record log (:meth:`sync`) instead of ``(id, text)``
-    #: pairs, and the exact modality asks it for quoted phrases (:meth:`phrases`).
+    #: It reads records' fields itself and keeps itself current (``tantivy``): the keeper gives it records or the
+    #: store's record log (:meth:`index_records`, :meth:`sync`), and the exact modality asks it for :meth:`phrases`.
     reads_records: bool = False
     #: :meth:`search_with_vector` uses the query's vector (else the engine calls ``search`` and embeds nothing extra).
     wants_vector: bool = False
-    #: Its searches may run on a worker thread beside the dense search: thread-safe, sharing nothing with the
-    #: store, spending their time outside the GIL (``bm25``: numpy; ``tantivy``). False keeps a plugin's
-    #: strategy, which may share the store's connection, on the query's thread.
+    #: Its searches may run on a worker thread beside the dense search (thread-safe, sharing nothing with the store).
     runs_beside: bool = False
-    #: The store capabilities it needs (``{StoreCapability.KEYWORD_SEARCH}``), declared once here: on a store
-    #: without them the tool logs one warning and uses ``bm25``; read before building from the class the
-    #: registered factory builds (the class or its classmethod).
+    #: The store capabilities it needs (``{StoreCapability.KEYWORD_SEARCH}``); without them the tool uses ``bm25``.
     requires: ClassVar[frozenset[StoreCapability]] = frozenset()
 
     @abstractmethod
@@ -275,8 +269,7 @@ class MemoryBackendBase(ABC):
 
     #: Where the decisions live, for messages (e.g. ``/repo/.vector-memory``).
     location: str
-    #: What it stores outlives the object: another object (or process) over the same storage sees it. The memory
-    #: kit tests a restart only of a backend declaring it (``memory``, in a dict of the process, does not).
+    #: What it stores outlives the object (the memory kit tests a restart only of a backend declaring it).
     persistent: ClassVar[bool] = True
 
     @abstractmethod

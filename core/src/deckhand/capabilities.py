@@ -36,37 +36,25 @@ __all__ = [
 class StoreCapability(enum.StrEnum):
     """What a vector store may support beyond :class:`deckhand.bases.StoreBase`, in its ``capabilities``."""
 
-    #: Data outlives the process: another connection, in this process or another one,
-    #: sees the collection, its records and its manifest (a server, or a file).
+    #: Data outlives the process: another connection sees the collection, its records and its manifest.
     PERSISTENT = "persistent"
     #: The database ranks text itself: the store implements :class:`NativeKeywordSearch`.
     KEYWORD_SEARCH = "keyword_search"
-    #: Several processes may write the same collection at once (two ``deckhand ingest``
-    #: runs): no chunk is lost or duplicated, each ``replace_source`` stays all-or-nothing.
-    #: Without it, deckhand must keep to one writing process per collection.
+    #: Several processes may write the same collection at once (else: one writing process per collection).
     CONCURRENT_PROCESSES = "concurrent_processes"
-    #: ``search`` (and ``keyword_search``, where the store has it) take ``where=``, a
-    #: :class:`deckhand.filters.Filter`, and return only records that satisfy it, translated
-    #: into the database's own query language. A store without it is never given a filter
-    #: (deckhand raises :class:`deckhand.errors.FilterError` instead of ignoring one).
+    #: ``search`` (and ``keyword_search``) take ``where=``, a :class:`deckhand.filters.Filter` (else never given one).
     FILTERS = "filters"
-    #: The database fuses its own keyword ranking with a vector search: :class:`NativeHybridSearch`
-    #: (with :attr:`KEYWORD_SEARCH`).
+    #: The database fuses its own keyword ranking with a vector search: :class:`NativeHybridSearch`.
     HYBRID_SEARCH = "hybrid_search"
-    #: The store keeps indexes derived from its records (keyword, definitions) beside them, tied to
-    #: the records' version: :class:`SideIndexStorage`.
+    #: Indexes derived from the records, tied to the records' version: :class:`SideIndexStorage`.
     SIDE_INDEXES = "side_indexes"
-    #: Beside :attr:`SIDE_INDEXES`: the store names a file beside its storage for each side index
-    #: (:class:`SideIndexFiles`); the hierarchical tool keeps its indexes there and opens them.
+    #: A file beside the storage for each side index: :class:`SideIndexFiles`.
     SIDE_INDEX_FILES = "side_index_files"
-    #: Beside :attr:`SIDE_INDEX_FILES`: the store says which records changed since a version
-    #: (:class:`RecordLog`), so a side index file (and a ``tantivy`` keyword index) is updated in place.
+    #: Which records changed since a version, to update side index files in place: :class:`RecordLog`.
     RECORD_LOG = "record_log"
-    #: The store brings derived search structures up to date in bulk after writes (the sqlite store's
-    #: HNSW graph): :class:`IndexMaintenance`; ingestion calls ``maintain()`` at the end of a run.
+    #: Derived search structures (an HNSW graph) updated in bulk after an ingest: :class:`IndexMaintenance`.
     INDEX_MAINTENANCE = "index_maintenance"
-    #: The store can check its whole file for damage: :class:`IntegrityCheck`; deckhand calls
-    #: ``verify_integrity()`` before an ingest (``--force-ingest`` included) opens the collection, never on a search.
+    #: A whole-file damage check before an ingest opens the collection: :class:`IntegrityCheck`.
     INTEGRITY_CHECK = "integrity_check"
 
 
@@ -169,8 +157,7 @@ class IntegrityCheck(Protocol):
     def verify_integrity(self) -> None: ...
 
 
-#: The Protocol whose methods each capability promises (``None``: a promise about behaviour only,
-#: tested by the kits: persistence, concurrent writers, ``where=`` filters).
+#: The Protocol whose methods each capability promises (``None``: a promise about behaviour the kits test).
 CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.PERSISTENT: None,
     StoreCapability.CONCURRENT_PROCESSES: None,

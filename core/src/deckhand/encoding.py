@@ -44,8 +44,8 @@ LEGACY_ENCODINGS: tuple[str, ...] = (
 
 #: How much of a file is judged: lines holding non-ASCII bytes, up to this many bytes.
 SAMPLE_BYTES = 32_768
-#: A decision is certain when the runner-up (a different text) has at least this many more
-#: penalty points, and at least this share of the judged characters more.
+#: A decision is certain when the runner-up (a different text) has this many more penalty points, and this share
+#: of the judged characters more.
 CERTAIN_MARGIN = 2.0
 CERTAIN_SHARE = 0.04
 

@@ -6,8 +6,7 @@ from typing import Any
 
 #: Most characters of a search query (a question is a few hundred; embedders read 256-512 tokens).
 MAX_QUERY_CHARS = 8_000
-#: Most characters of all the strings and keys of one call's arguments together (a memory decision
-#: is at most 100 KB).
+#: Most characters of all the strings and keys of one call's arguments (a memory decision is at most 100 KB).
 MAX_ARGUMENTS_CHARS = 256_000
 #: Deepest nesting of objects and lists in one call's arguments (a filter needs 4).
 MAX_DEPTH = 32
@@ -21,8 +20,7 @@ MAX_GLOB_CHARS = 512
 MAX_URI_CHARS = 4_096
 #: Most characters of a short name argument (a tool's name).
 MAX_NAME_CHARS = 256
-#: Most bytes one ``resources/read`` or ``deckhand_read`` loads from a file (also never more than the
-#: tool's ``max_file_size``): a larger file is refused in one line; search it instead.
+#: Most bytes one ``resources/read`` or ``deckhand_read`` loads from a file (also at most ``max_file_size``).
 MAX_READ_BYTES = 32_000_000
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-#: C0 and C1 controls, DEL, the bidirectional overrides that reorder what a terminal shows, and lone
-#: surrogates (a file name that is not valid UTF-8 reaches Python with its bad bytes as U+DC80-U+DCFF,
-#: which no UTF-8 stream, JSON answer or database accepts).
+#: C0 and C1 controls, DEL, the bidirectional overrides, and lone surrogates (undecodable bytes of a file name).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: The same, less the line breaks and tabs a multi-line text (a chunk shown whole) keeps.

@@ -16,9 +16,8 @@ SECRET_PARAMS = frozenset(
     {"password", "passwd", "pass", "pwd", "secret", "token", "access_token", "api_key", "apikey", "sslpassword"}
 )
 
-# scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text:
-# found by :func:`_mask_url_passwords`, a scan in linear time (the regular expression
-# ``[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:[^@\s]+(?=@)`` it replaces took quadratic time on a long word).
+# scheme://user:password@host -> scheme://user:***@host, found by :func:`_mask_url_passwords` in linear time
+# (the regular expression it replaces took quadratic time on a long word).
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SCHEME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _USER_END = re.compile(r"[:/@\s]")

@@ -52,8 +52,7 @@ Kind = Literal[
 #: The name under which deckhand's own components are registered.
 BUILTIN = "deckhand.builtin"
 
-#: The base class each kind's components subclass (a tool type's, :class:`deckhand.tools.ToolBase`, and an
-#: executor's, :class:`deckhand.ingest.executor.ExecutorBase`, sit above this module: their builders check them).
+#: The base class each kind's components subclass (tools' and executors' are checked by their builders).
 BASES: dict[Kind, type] = {
     "loader": LoaderBase,
     "chunker": ChunkerBase,
@@ -171,14 +170,11 @@ class Component:
     priority: int = 0
     #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
     url_schemes: tuple[str, ...] = ()
-    #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
-    #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
+    #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without building it.
     described: Mapping[str, Any] = field(default_factory=dict)
-    #: Embedders: ``tokenizer(model) -> TokenizerBase``, the embedder's tokenizer without its model (a process that
-    #: only chunks, such as a Ray driver, then never loads the model); None: the model is loaded for it.
+    #: Embedders: ``tokenizer(model)``, the embedder's tokenizer without its model (None: the model is loaded for it).
     tokenizer: Callable[[str], TokenizerBase] | None = None
-    #: The plugins whose component of the same name this one wins over (set by the registry; an options
-    #: error then names the plugin whose model rejected them).
+    #: The plugins whose component of the same name this one wins over (set by the registry).
     shadows: tuple[str, ...] = ()
 
     @property
@@ -333,11 +329,19 @@ class Registrar:
     def _where(self, kind: Kind, name: str) -> str:
         return f"plugin {self._plugin!r} registers {kind.replace('_', ' ')} {name!r}"
 
-    def _register(self, kind: Kind, name: str, factory: Callable[..., Any], **fields: Any) -> None:
-        aliases = fields.pop("aliases", ())
-        if isinstance(aliases, str):
-            aliases = (aliases,)
-        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), **fields))
+    def _register(
+        self,
+        kind: Kind,
+        name: str,
+        factory: Callable[..., Any],
+        options: type[BaseModel] | None,
+        description: str,
+        aliases: Sequence[str],
+        priority: int = 0,
+        **fields: Any,
+    ) -> None:
+        aliases = (aliases,) if isinstance(aliases, str) else tuple(aliases)
+        self._add(Component(kind, name, factory, self._plugin, description, aliases, options, priority, **fields))
 
     def loader(
         self,
@@ -349,7 +353,7 @@ class Registrar:
     ) -> None:
         """A file loader; its ``extensions`` and ``priority`` attributes say which files it takes. A tool uses it only
         when it opted in (its type or chunker comes from this plugin, or its ``loaders:`` names it)."""
-        self._register("loader", name, factory, description=description, aliases=aliases)
+        self._register("loader", name, factory, None, description, aliases)
 
     def chunker(
         self,
@@ -362,9 +366,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A chunker, selected by ``chunker:``; size settings pass on where ``options`` has that field."""
-        self._register(
-            "chunker", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        self._register("chunker", name, factory, options, description, aliases, priority)
 
     def embedder(
         self,
@@ -387,15 +389,7 @@ class Registrar:
             raise PluginError(f"{self._where('embedder', name)}: give model_id=, dimension= and max_tokens= together")
         described = given if model_id is not None else {}
         self._register(
-            "embedder",
-            name,
-            factory,
-            options=options,
-            described=described,
-            tokenizer=tokenizer,
-            description=description,
-            aliases=aliases,
-            priority=priority,
+            "embedder", name, factory, options, description, aliases, priority, described=described, tokenizer=tokenizer
         )
 
     def store(
@@ -415,11 +409,11 @@ class Registrar:
             "store",
             name,
             factory,
-            options=options,
+            options,
+            description,
+            aliases,
+            priority,
             url_schemes=checked_url_schemes(url_schemes, self._where("store", name)),
-            description=description,
-            aliases=aliases,
-            priority=priority,
         )
 
     def keyword_strategy(
@@ -434,15 +428,7 @@ class Registrar:
     ) -> None:
         """A keyword strategy selected by ``keyword_strategy:``; on a store lacking its class's ``requires``
         capabilities the tool warns once and uses ``bm25``."""
-        self._register(
-            "keyword_strategy",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        self._register("keyword_strategy", name, factory, options, description, aliases, priority)
 
     def context_generator(
         self,
@@ -455,15 +441,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A context generator: ``contextual_embeddings.generator`` selects it, ``.options`` are its options."""
-        self._register(
-            "context_generator",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        self._register("context_generator", name, factory, options, description, aliases, priority)
 
     def reranker(
         self,
@@ -477,9 +455,7 @@ class Registrar:
     ) -> None:
         """A reranker selected by ``reranker:``; its factory runs when the tool opens its index, so it should only check
         settings and load any model on the first query."""
-        self._register(
-            "reranker", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        self._register("reranker", name, factory, options, description, aliases, priority)
 
     def memory_backend(
         self,
@@ -493,15 +469,7 @@ class Registrar:
     ) -> None:
         """A memory backend: ``memory.backend`` selects it; ``memory.options`` are validated by
         ``options`` (a ``TypeError`` when they do not fit). See :class:`deckhand.bases.MemoryBackendBase`."""
-        self._register(
-            "memory_backend",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        self._register("memory_backend", name, factory, options, description, aliases, priority)
 
     def executor(
         self,
@@ -513,12 +481,9 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """An executor: where ``deckhand ingest``'s work runs. ``--executor NAME[:ADDRESS]``, or ``executor:``
-        in agent.yaml or the global config (``NAME`` or ``{name: NAME, option: value, ...}``) selects it;
-        ``:ADDRESS`` on the command line is the ``address`` option. See :mod:`deckhand.ingest.executor`."""
-        self._register(
-            "executor", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """An executor, where ``deckhand ingest``'s work runs, selected by ``--executor NAME[:ADDRESS]`` (``address``
+        option) or ``executor:``."""
+        self._register("executor", name, factory, options, description, aliases, priority)
 
     def tool(
         self,
@@ -530,9 +495,6 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A tool type: ``name`` is the ``type:`` value of a ``tools:`` entry. ``options`` is the config
-        model of the whole entry, a subclass of :class:`deckhand.config.tool_fields.ToolConfigBase` (or
-        ``SourceToolConfig``) whose ``type`` field is ``Literal["<name>"]``."""
-        self._register(
-            "tool", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """A tool type selected by ``type:``; ``options`` is the entry's config model, a :class:`ToolConfigBase`
+        subclass whose ``type`` is ``Literal["<name>"]``."""
+        self._register("tool", name, factory, options, description, aliases, priority)

@@ -49,8 +49,7 @@ def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple
     return -dist, l2_to_score(dist)
 
 
-#: The largest vector norm deckhand accepts: the dot product of any two such vectors stays within float32's
-#: range (Cauchy-Schwarz), so no score overflows; real embeddings have norms near 1.
+#: The largest vector norm accepted: the dot product of two such vectors stays within float32's range.
 MAX_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 
@@ -73,12 +72,8 @@ def degenerate_row(vectors: npt.ArrayLike, *, zero: bool = True) -> tuple[int, s
     return i, f"a norm of {norms[i]:.3g}, above {MAX_NORM:.3g} (its dot products overflow float32)"
 
 
-#: Cosine similarity under which a chunk is almost never related to a query, per embedding model
-#: (by model-id prefix). Measured for the default model (docs/benchmarks.md, issue 23): on the doc_qa
-#: collections of ``benchmarks/`` the best chunk of every one of 96 real questions scored 0.31 or
-#: more and the best chunk of 7 of 12 off-topic queries under 0.15; but a question about one section
-#: of a 512-token chunk that covers three ("Who answers vulnerability reports?" on the README's
-#: examples) scores 0.16 against its right chunk, so the floor sits under that.
+#: Cosine similarity under which a chunk is almost never related to a query, per model-id prefix; measured for the
+#: default model under the 0.16 of a right but broad chunk (docs/benchmarks.md, issue 23).
 UNRELATED_COSINE = {"all-MiniLM-L6-v2": 0.15}
 
 
@@ -95,10 +90,8 @@ def _in_units(cosine: float, metric: Metric) -> float:
     return cosine
 
 
-#: Cosine similarity under which a query's *best* match is about nothing in the source, per embedding model (by
-#: model-id prefix): an answer whose nearest chunk is less similar than this is left out whole (issue 31).
-#: Measured for the default model on benchmarks/doc_qa and SciFact (docs/benchmarks.md, "Off-topic questions and the
-#: definitions results carry"): real questions 0.306 or more, off-topic queries 0.258 or less.
+#: Cosine similarity under which a query's best match is about nothing in the source, per model-id prefix (issue 31;
+#: measured in docs/benchmarks.md: real questions 0.306 or more, off-topic queries 0.258 or less).
 OFF_TOPIC_COSINE = {"all-MiniLM-L6-v2": 0.28}
 
 

@@ -58,11 +58,8 @@ class LoadedText:
     places: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
-#: The chunk metadata keys deckhand derives itself, which results show as where a chunk comes from: the
-#: structure chunker's (heading chain, sections, definitions, references), the token chunker's and the ingest's
-#: (character offsets, lines, path, file type), the contextual step's, and a code chunker's (symbol, language,
-#: kind, signature). Fields an agent sends with a document may not take these names
-#: (:data:`deckhand.index.agent_documents.RESERVED_KEYS`); tests check each chunker against this list.
+#: The chunk metadata keys deckhand derives itself (chunkers', the ingest's, the contextual step's), which results
+#: show; agents' document fields may not take these names, and tests check each chunker against this list.
 DERIVED_METADATA_KEYS = frozenset(
     {
         # where in the file
@@ -146,8 +143,7 @@ class SearchHit:
     score: float
     #: The reranker's score when a reranker reordered the results.
     rerank_score: float | None = None
-    #: What each modality said (hybrid: a :class:`deckhand.retrieval.fusion.Fused`), and what the result carries
-    #: beside its text (hybrid: :class:`deckhand.retrieval.engine.Annotations`).
+    #: What each modality said, and what the result carries beside its text (hybrid: fusion and annotations).
     fused: Any = None
     annotations: Any = None
 
@@ -268,8 +264,7 @@ class IngestReport:
     #: Tokens a remote embedding service reported using (None for a local model).
     tokens_used: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
-    #: (files are converted and chunked while earlier ones are embedded).
+    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap.
     wall_seconds: float = 0.0
 
     @property

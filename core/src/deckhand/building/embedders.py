@@ -20,9 +20,8 @@ if TYPE_CHECKING:
     from deckhand.config.component_choices import ComponentChoice
 
 DEFAULT_EMBEDDER = "minilm"
-#: Model ids an unset ``embedding_model:`` produced in earlier versions, each also the name of the
-#: embedder that still makes its vectors: a tool without ``embedding_model:`` whose index was built
-#: with one keeps reading it with that model until ``--force-ingest`` rebuilds it with the default.
+#: Model ids an unset ``embedding_model:`` produced in earlier versions (each also its embedder's name): an index
+#: built with one keeps being read with it until ``--force-ingest``.
 FORMER_DEFAULTS = ("all-MiniLM-L6-v2-onnx-int8",)
 
 #: What ``embedding_model:`` holds once validated: a name, a name with options, or nothing (the default).
@@ -49,9 +48,8 @@ def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> EmbedderBa
     """The embedder ``value`` selects (default MiniLM), built once per process and set of options, and shared."""
     name, options = split_model(value)
     component = resolve_embedder(registry, name)
-    # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
-    # created after reset_registry() may reuse a freed id and get another plugin's embedder.
-    # Aliases of one component share its model ("default", "minilm" and unset are one).
+    # Keyed by the factory (kept alive by the key), not id(registry): a registry made after reset_registry() may reuse
+    # a freed id. Aliases of one component share its model.
     canonical = component.name if name in (component.name, *component.aliases) else name
     key = (component.factory, canonical, options_key(options))
     with _lock:

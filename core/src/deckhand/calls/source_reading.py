@@ -102,8 +102,7 @@ class _Source:
     encoding: Any
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
-    #: The directory results' paths are relative to (agent.yaml's); None for a tool type of a plugin's own
-    #: with no folder of its own, whose results show paths their own way.
+    #: The directory results' paths are relative to (agent.yaml's); None: the tool shows paths its own way.
     base: Path | None = None
 
     def shown(self, relative: Path | None = None) -> str:

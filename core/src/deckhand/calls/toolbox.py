@@ -68,8 +68,7 @@ T = TypeVar("T")
 SEARCH_WAIT = 60.0
 #: Seconds a search reuses its tool's last check of the source for changed files (``SourceTool.source_changes``).
 CHANGES_TTL = 2.0
-#: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts: a store that has not
-#: answered by then (a frozen server waits out its deadline) is listed with the count read last.
+#: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts (else: the count read last).
 STATUS_WAIT = 0.5
 #: Names the front ends use for their own calls; a tool cannot take them.
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")

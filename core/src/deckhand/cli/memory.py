@@ -76,8 +76,7 @@ def _manager(ctx: click.Context) -> Any:
         if overrides:
             config = config.model_copy(update=overrides)
             config = type(config).model_validate(config.model_dump())
-        # The manager logs each unreadable file while loading; the command reports them itself, once:
-        # as warnings, or as its result for ``memory load``.
+        # The manager logs each unreadable file while loading; the command reports them itself, once.
         with _muted(logging.getLogger("deckhand.memory.manager")):
             manager = open_memory(config, agent_id=opts["agent_id"] or resolved.agent_id)
         ctx.call_on_close(manager.close)

@@ -32,9 +32,7 @@ REGISTRY_KEY = "registry"
 UNKNOWN_FIELD = "deckhand_unknown_field"
 INVALID = "deckhand_invalid"
 NOT_FOUND = "deckhand_not_found"
-#: JSON Schema keywords the static models leave for :mod:`deckhand.config.schema` to fill in from the
-#: registry: a field naming a component of a kind (and other names it accepts), and a model whose
-#: options field follows the component another field names.
+#: JSON Schema keywords the static models leave for :mod:`deckhand.config.schema` to fill in from the registry.
 COMPONENT_KEYWORD = "x-deckhand-component"
 ALSO_KEYWORD = "x-deckhand-also"
 OPTIONS_KEYWORD = "x-deckhand-options"

@@ -20,10 +20,8 @@ from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_f
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.plugins import Component, PluginRegistry
 
-#: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that
-#: strategy is installed and the store meets what it requires, else ``tantivy`` on a store that keeps
-#: side indexes (the sqlite store), else ``bm25`` (the in-memory store: it rebuilds at every start,
-#: where bm25 builds in half tantivy's time; docs/benchmarks.md).
+#: ``keyword_strategy: auto``: ``native`` where installed and supported, else ``tantivy`` on a store keeping side
+#: indexes, else ``bm25`` (which builds in half tantivy's time, for stores rebuilding at every start).
 AUTO = "auto"
 #: The in-process strategy every other one falls back to.
 BM25 = "bm25"

@@ -14,8 +14,7 @@ from deckhand.config.models import AgentConfig, GlobalConfig
 from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
-#: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords: ``$defs``,
-#: ``prefixItems``); stated so that editors and validators need not guess.
+#: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords).
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: Kinds whose components may declare options that appear in configuration.
 OPTION_KINDS: tuple[Kind, ...] = (

@@ -44,8 +44,7 @@ _TYPE = re.compile(r"[a-z0-9][a-z0-9_+-]{0,15}")
 
 StrictScalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
-# Agents get flat JSON Schemas (no anyOf; see deckhand.schemas): each field shows its main form,
-# while validation also takes the shorthand (one string for a list, a bare value for {"eq": value}).
+# Agents get flat JSON Schemas (no anyOf): each field shows its main form; validation also takes the shorthand.
 _STRINGS = WithJsonSchema({"type": "array", "items": {"type": "string"}})
 _ANY_VALUE = WithJsonSchema({"description": "A string, number or boolean, or a list of them (any of them)."})
 _NUMBER = WithJsonSchema({"type": "number"})

@@ -35,8 +35,7 @@ SEND_DEADLINE = 5.0
 MAX_SUBSCRIPTIONS = 1000
 #: Most 2025-era sessions with subscriptions remembered (the least recently subscribed is forgotten first).
 MAX_SESSIONS = 1024
-#: Most URIs, and characters of them, held for every session together: what one session may not exceed alone
-#: bounds the server only with the sessions counted too (1,024 x 1,000 x 4 KB would be 4 GB).
+#: Most URIs, and characters of them, held for all sessions together (1,024 x 1,000 x 4 KB would be 4 GB).
 MAX_HELD_URIS = 20_000
 MAX_HELD_CHARS = 2_000_000
 #: JSON-RPC error of a subscription refused (the spec's "resource not found").

@@ -67,8 +67,7 @@ class SessionKeeper:
             return
         headers = dict(scope.get("headers") or [])
         if self._sessionless(headers):
-            # A self-contained request (2026-07-28): it opens no session, so it neither needs room nor
-            # may close another client's idle session to make some.
+            # A self-contained request (2026-07-28) opens no session: it neither needs room nor may evict an idle one.
             await self.manager.handle_request(scope, receive, send)
             return
         sid = headers.get(_SESSION_HEADER, b"").decode("latin-1") or None

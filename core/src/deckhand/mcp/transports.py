@@ -123,8 +123,7 @@ def claimed_stdio() -> Iterator[tuple[Any, Any]]:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    # surrogateescape: bytes that are not UTF-8 reach the line check (see jsonrpc_errors) instead of
-    # silently becoming U+FFFD inside a request.
+    # surrogateescape: bytes that are not UTF-8 reach the line check (jsonrpc_errors) instead of becoming U+FFFD.
     reader = io.TextIOWrapper(open(protocol_in, "rb"), encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     writer = io.TextIOWrapper(open(protocol_out, "wb"), encoding="utf-8", newline="\n")  # noqa: SIM115
     try:
@@ -199,12 +198,10 @@ async def serve_stdio(app: DeckhandMcpServer) -> None:
 
 #: Seconds between two warnings of refused bearer tokens (the refusals between are counted in the next one).
 AUTH_LOG_INTERVAL = 60.0
-#: A client's second wrong token in a row waits this long before its 401, each next one twice as long, up to
-#: :data:`AUTH_MAX_DELAY` (on the event loop's clock: other requests go on meanwhile).
+#: A client's second wrong token in a row waits this long before its 401, each next one twice as long.
 AUTH_DELAY = 0.05
 AUTH_MAX_DELAY = 2.0
-#: Clients whose wrong tokens in a row are remembered (the least recently refused is forgotten first), and the
-#: seconds after which a client's last refusal is forgotten.
+#: Clients whose wrong tokens in a row are remembered (least recently refused forgotten first), and for how long.
 AUTH_CLIENTS = 1024
 AUTH_FORGET_AFTER = 600.0
 

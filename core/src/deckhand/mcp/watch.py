@@ -105,8 +105,7 @@ async def watch_sources(
     for name, source in sources.items():
         by_source.setdefault(source, []).append(selections[name])
     keep = _SourceFilter(sources.values(), _extensions(toolbox, sources), by_source)
-    # Directory sources are watched recursively; a file source through its directory, not recursively
-    # (editors save by replacing the file, which a watch on the file itself would lose).
+    # A file source is watched through its directory: editors save by replacing the file, which a file watch would lose.
     recursive = sorted({str(p) for p in sources.values() if p.is_dir()})
     flat = sorted({str(p.parent) for p in sources.values() if not p.is_dir()} - set(recursive))
     lock = asyncio.Lock()

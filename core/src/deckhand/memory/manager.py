@@ -92,8 +92,7 @@ class VectorMemoryManager:
         self._semantic = SemanticIndex(self._build_embedder)
         #: The embedding cache this manager opened for its own embedder (closed by :meth:`close`).
         self._opened_cache: EmbeddingCache | None = None
-        # The embedding index is filled on the first semantic search, then kept current; the
-        # word index is built while loading (its build would otherwise land on the first search).
+        # The embedding index is filled on the first semantic search; the word index is built while loading.
         self._semantic_ready = False
         self._corrupt: dict[Key, StorageError] = {}
         self._pending: set[Key] = set()

@@ -48,8 +48,7 @@ class ToolBase(ABC):
     base_dir: Path | None = None
     #: Whether ``initialize_sync`` takes ``shard=`` and ``executor=`` (its work runs as units an executor runs).
     ingests_in_units: ClassVar[bool] = False
-    #: Whether the tool's answer text is its own presentation, shown as it is (a tool type of its own, or one that
-    #: overrides ``format_results``); False: a front end may draw its results its own way.
+    #: Whether the tool's answer text is its own presentation, shown as is (False: a front end may draw its results).
     own_text: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -32,8 +32,7 @@ class HierarchicalSearchResult(SearchResult):
 
     parent_chain: list[str] = Field(default_factory=list)
     chunk_type: str | None = None
-    #: Per modality (semantic, keyword, exact; rerank when a reranker reordered the results): rank and
-    #: score; absent when it did not return the chunk.
+    #: Rank and score per modality (semantic, keyword, exact, rerank); absent where it did not return the chunk.
     modalities: dict[str, ModalityHit] = Field(default_factory=dict)
 
 
