@@ -235,9 +235,8 @@ class PluginRegistry:
         return sorted(self.components[kind].values(), key=lambda c: c.name)
 
     def find(self, kind: Kind, name: str) -> Component | None:
-        """The component called ``name`` (or aliased so), or ``None``; ``plugin:name`` picks the one
-        that plugin registers, whichever wins unqualified. A component of a plugin whose module another
-        plugin also ships is found only qualified (:meth:`resolve` says why)."""
+        """The component called ``name`` (or aliased so), or ``None``; ``plugin:name`` picks that plugin's. A component
+        whose module another plugin also ships is found only qualified (:meth:`resolve` says why)."""
         qualified = self._qualified(kind, name)
         if qualified is not None:
             return qualified

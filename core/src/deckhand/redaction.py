@@ -46,7 +46,8 @@ def _redact_text(text: str) -> str:
 
 
 def _mask_url_passwords(text: str) -> str:
-    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time."""
+    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time: every scan
+    is bounded by the next ``://``."""
     out: list[str] = []
     copied = 0  # text[:copied] is in out
     at = text.find("://")
@@ -114,7 +115,7 @@ def redact_secrets(text: str, url: str | None) -> str:
 
 # -- by value: the process-wide registry ----------------------------------------------------------
 
-#: The shortest piece of a secret that is masked wherever it appears.
+#: The shortest piece of a secret masked wherever it appears (a shorter one would mask ordinary words).
 MIN_PIECE = 4
 
 #: Configuration field names (any part of the field's path) whose ``${VAR}`` values are secrets.

@@ -1,6 +1,5 @@
-"""Typed registration: the :class:`Registrar` plugins call from ``deckhand_register``, the factory Protocol of each
-kind, and the :class:`Component` a registration becomes (see docs/plugins.md). Ground floor: imports base classes and
-plain types only."""
+"""Typed registration: the :class:`Registrar` plugins call from ``deckhand_register``, each kind's factory Protocol and
+the :class:`Component` a registration becomes (docs/plugins.md). Imports base classes and plain types only."""
 
 from __future__ import annotations
 
@@ -297,9 +296,8 @@ def deferred(target: str) -> Callable[..., Any]:
 
 
 def built_class(factory: Callable[..., Any]) -> type | None:
-    """The class ``factory`` builds, known without calling it: the factory itself when it is a class, the class
-    of a classmethod (``MyStore.from_config``), or either of those behind :func:`deferred` (imported here); None
-    for a plain function."""
+    """The class ``factory`` builds, known without calling it (the class itself, a classmethod's class, or either behind
+    :func:`deferred`); None for a plain function."""
     target = _DEFERRED.get(factory)
     if target is not None:
         try:

@@ -1,6 +1,5 @@
-"""The executor an ``executor:`` choice names (``--executor``, agent.yaml, the global config), built with its
-validated options: the ingest layer takes the built :class:`~deckhand.ingest.executor.ExecutorBase`, never the
-choice."""
+"""The executor an ``executor:`` choice names, built with its validated options: the ingest layer takes the built
+:class:`~deckhand.ingest.executor.ExecutorBase`, never the choice."""
 
 from __future__ import annotations
 

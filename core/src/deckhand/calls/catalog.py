@@ -75,9 +75,8 @@ class Operation:
     reports_progress: bool = False
 
     def function_definition(self) -> dict[str, Any]:
-        """This call as an OpenAI-style tool (``{"type": "function", "function": {name, description,
-        parameters}}``), for programs that hand deckhand's calls, writes included, to a model themselves;
-        answer the model's call with :meth:`call` (its arguments, parsed from JSON)."""
+        """This call as an OpenAI-style tool (``{"type": "function", "function": {...}}``) for programs that hand
+        deckhand's calls to a model themselves; answer the model's call with :meth:`call`."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},

@@ -1,6 +1,5 @@
-"""Reading the files behind search hits through their ``file://`` URIs (``#L12-L30``), widened by context lines or to
-the enclosing section; only files a served tool ingests, by ingestion's own rules, opened without following links
-(docs/security.md)."""
+"""Reading the files behind search hits through their ``file://`` URIs (``#L12-L30``): only files a served tool ingests,
+opened without following links (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""An agent config's tools and memory, answering calls from any number of threads for every front end (docs/mcp.md): one
-search or ingest at a time per tool (a search waits up to :data:`SEARCH_WAIT` for an ingest), lazy or background
-ingestion, stale-index notes, one-line errors without secrets, and outages healed in the background."""
+"""An agent config's tools and memory, answering every front end's calls from any number of threads: one search or
+ingest at a time per tool, one-line errors without secrets, outages healed in the background (docs/mcp.md)."""
 
 from __future__ import annotations
 
@@ -329,9 +328,8 @@ class Toolbox(MemoryCalls, WriteCalls):
         return text, found
 
     def _changes(self, name: str, slot: Slot) -> SourceChanges | None:
-        """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
-        tool of another kind, or a source too large to check on every search), read at most every
-        :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
+        """What changed under tool ``name``'s source since its last ingest (None: not checkable), read at most every
+        :data:`CHANGES_TTL` seconds; called while the tool is held."""
         tool = slot.tool
         now = time.monotonic()
         if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:

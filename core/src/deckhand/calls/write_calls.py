@@ -1,6 +1,5 @@
-"""The writes an agent may make to a ``writable: true`` tool, off by default: ``deckhand_add`` and ``deckhand_delete``.
-Each is bounded, rate-limited per tool (``writes_per_minute``) and audited on ``deckhand.audit`` without its text
-(docs/mcp.md)."""
+"""The writes an agent may make to a ``writable: true`` tool: ``deckhand_add`` and ``deckhand_delete``, each bounded,
+rate-limited (``writes_per_minute``) and audited on ``deckhand.audit`` without its text (docs/mcp.md)."""
 
 from __future__ import annotations
 

@@ -66,9 +66,8 @@ def build_tools(
 
 @contextlib.contextmanager
 def closing(tools: list[ToolBase]) -> Iterator[None]:
-    """Close every tool's store when the command is done with them: the default store's last connection then
-    folds its write-ahead log into the index file and records the file as checked (the next ingest need not
-    read it whole), instead of leaving that to the interpreter's exit."""
+    """Close every tool's store when the command is done: the default store's last connection then folds its write-ahead
+    log into the index file and records it as checked, rather than leaving that to the interpreter's exit."""
     try:
         yield
     finally:

@@ -172,8 +172,7 @@ def resolve_database(
     tool_database: DatabaseConfig | None, cwd: Path | None = None, home: Path | None = None
 ) -> tuple[DatabaseConfig, str]:
     """The database a tool uses and where that choice came from: the tool's ``database``, else the global config files
-    in order, else the persistent sqlite store (the contract's default is in-memory; deckhand persists so a new process
-    does not re-ingest)."""
+    in order, else the persistent sqlite store (deckhand persists by default so a new process does not re-ingest)."""
     if tool_database is not None:
         return tool_database, "tool configuration"
     for config, path in global_configs(cwd, home):

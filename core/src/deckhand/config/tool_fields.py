@@ -305,9 +305,8 @@ class SourceToolConfig(ToolConfigBase):
         return self
 
     def check_chunker_settings(self, takes: set[str]) -> None:
-        """Rules between the tool-level chunker settings (:attr:`chunker_shorthands`), run only with the
-        options the configured chunker declares (``takes``: e.g. an overlap check only for a chunker
-        that takes ``chunk_overlap``); raise ValueError with a message naming them."""
+        """Rules between the tool-level chunker settings, run only with the options the configured chunker declares
+        (``takes``); raise ValueError with a message naming them."""
 
     def check_components(self, registry: PluginRegistry, context: Any) -> None:
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
@@ -321,9 +320,8 @@ class SourceToolConfig(ToolConfigBase):
             named_loaders(registry, name, ("loaders", i))
 
     def loader_components(self, registry: PluginRegistry) -> list[Component]:
-        """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
-        type and its chunker come from, and those ``loaders:`` names (a loader, ``plugin:loader``, or a plugin: all of
-        its loaders). Installing a plugin changes no other tool."""
+        """The plugin loaders this tool opted in to: those of the plugins its type and chunker come from, and those
+        ``loaders:`` names. Installing a plugin changes no other tool."""
         plugins: set[str] = set()
         for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
             component = registry.find(kind, name)  # type: ignore[arg-type]

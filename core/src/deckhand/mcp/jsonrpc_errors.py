@@ -66,9 +66,8 @@ def refusal(line: str) -> dict[str, Any] | None:
 
 
 def too_deep(text: str) -> dict[str, Any] | None:
-    """The error for a message nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: not that deep), answered with
-    its ``id`` when the top level names one (a string or an integer), so the client can match it. One pass over
-    the text, never parsing what is too deep to parse."""
+    """The error for a message nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: not that deep), with its top-level
+    ``id`` when it has one, found in one pass without parsing."""
     if text.count("{") + text.count("[") <= MAX_MESSAGE_DEPTH:
         return None  # cannot be that deep: nothing to scan
     depth = deepest = 0

@@ -51,9 +51,8 @@ class _Session:
 
 
 def canonical(uri: str) -> str:
-    """``uri`` as a subscription is kept and announced: without its fragment (a ``#L12-L30`` range names part of
-    the same resource, and the spec lets an update name the resource holding what was subscribed to), and a
-    ``file://localhost/`` URI as ``file:///``."""
+    """``uri`` as a subscription is kept and announced: without its fragment (an update may name the resource holding
+    what was subscribed to), and ``file://localhost/`` as ``file:///``."""
     uri = uri.partition("#")[0]
     if uri[:17].lower() == "file://localhost/":
         uri = "file:///" + uri[17:]
@@ -285,9 +284,8 @@ class Changes:
         return any(s.uris for s in self._sessions.values()) or bool(self.listen.resource_uris())
 
     def _where(self, uri: str) -> tuple[str, Path | str, bool] | None:
-        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (an agent document: its
-        URI without a ``#L`` range), and whether the URI names the source itself (any change of the tool); None
-        outside every source."""
+        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (or agent document's URI), and
+        whether the URI names the source itself; None outside every source."""
         if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or "\0" in uri:
             return None
         if is_agent_source(uri):

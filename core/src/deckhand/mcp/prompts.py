@@ -91,9 +91,8 @@ class Prompts:
         }
 
     def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]:
-        """``completion/complete`` of a prompt argument: ``tool`` from the search tools, ``path`` from the files
-        and ``section`` from the section ids of the tool named in ``context`` (or the only one); nothing for
-        anything else."""
+        """``completion/complete`` of a prompt argument: ``tool``, ``path`` or ``section`` (of the tool named in
+        ``context``, or the only one); nothing for anything else."""
         none: dict[str, Any] = {"values": [], "hasMore": False}
         if prompt != SEARCH or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
             return none

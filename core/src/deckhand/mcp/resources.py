@@ -1,6 +1,5 @@
-"""MCP resources: the files behind search hits, as ``resource_link`` items, ``resources/read`` and one template per
-tool's source; ``resources/list`` names the documents agents added. Resolution is
-:class:`~deckhand.calls.source_reading.SourceReader`'s."""
+"""MCP resources: the files behind search hits (``resource_link`` items, ``resources/read``, a template per tool's
+source) and the documents agents added (``resources/list``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""HTTP sessions of ``deckhand mcp --http``: at most :data:`MAX_SESSIONS` (least recently used idle one closed first,
-else HTTP 503), none idle past :data:`IDLE_TIMEOUT`, because clients that just go away would leak them (1,122 abandoned
-sessions held 34 MB). Sessionless 2026-07-28 requests pass straight through."""
+"""HTTP sessions of ``deckhand mcp --http``: at most :data:`MAX_SESSIONS`, none idle past :data:`IDLE_TIMEOUT`, because
+clients that just go away would leak them (1,122 abandoned sessions held 34 MB). Sessionless requests pass through."""
 
 from __future__ import annotations
 

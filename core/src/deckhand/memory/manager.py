@@ -60,7 +60,7 @@ class VectorMemoryManager:
         embedding_cache: Path | str | object | None = _DEFAULT,
     ) -> None:
         """Open the memory at ``repo_path`` with the named backend (or a backend object); unreadable decisions are
-        logged and listed in :attr:`load_errors`. ``embedding_cache`` is the SQLite file for :meth:`search_semantic`'s
+        logged and listed in :attr:`load_errors`. ``embedding_cache``: the SQLite file of semantic search's
         embeddings."""
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise ValueError(f"agent_id must be a non-empty string identifying the agent, got {agent_id!r}")

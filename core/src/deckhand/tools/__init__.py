@@ -156,9 +156,8 @@ class ToolBase(ABC):
 
     @abstractmethod
     def function_definition(self) -> dict[str, Any]:
-        """The function agents are given for the tool, ``{"name", "description", "parameters"}``, whose JSON Schema
-        ``parameters`` describe ``query`` and, where taken, ``filter`` and ``top_k``
-        (:func:`deckhand.tools.tool_io.tool_function` checks it)."""
+        """The function agents are given for the tool, ``{"name", "description", "parameters"}``, the JSON Schema
+        ``parameters`` describing ``query`` and, where taken, ``filter`` and ``top_k``."""
 
     @abstractmethod
     def close(self) -> None:
@@ -206,9 +205,9 @@ def build_tool(
 def build_worker(
     description: PipelineDescription, *, writes: bool, registry: PluginRegistry | None = None
 ) -> FileWorker:
-    """The unit of work of an executor's worker, built from ``description`` alone (no tool): its embedder (behind
-    the shared embedding cache, the model loaded on first use), its context step, and with ``writes`` its
-    collection, opened for writing (never the in-memory fallback)."""
+    """The unit of work of an executor's worker, built from ``description`` alone: its embedder (the model loaded on
+    first use), its context step and, with ``writes``, its collection opened for writing (never the in-memory
+    fallback)."""
     from deckhand.building.lazy_embedders import lazy_embedder_for
     from deckhand.config.component_choices import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
     from deckhand.config.tool_fields import DatabaseConfig

@@ -73,9 +73,8 @@ class HierarchicalDocumentTool(RankedTool):
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: StoreBase) -> tuple[KeywordIndexBase, str]:
-        """The configured keyword strategy on ``store``: ``auto`` is ``native`` where installed and supported, else
-        ``tantivy`` where the store keeps side indexes, else ``bm25``; an unsupported named one warns and gets
-        ``bm25``."""
+        """The configured keyword strategy on ``store``: ``auto`` is ``native`` where supported, else ``tantivy`` where
+        the store keeps side indexes, else ``bm25``; an unsupported named one warns and gets ``bm25``."""
         wanted = self.config.keyword_strategy.name
         registry = self.registry
         if wanted == AUTO:

@@ -17,8 +17,7 @@ from deckhand.types import SearchHit, SearchResult
 
 class RankedTool(ContextualChunks):
     """A tool that answers from its index's query engine: a subclass maps its configuration to
-    :class:`~deckhand.retrieval.engine.SearchSettings` (:meth:`search_settings`) and may shape its results
-    (:meth:`result_of`)."""
+    :class:`~deckhand.retrieval.engine.SearchSettings` and may shape its results (:meth:`result_of`)."""
 
     #: What the score threshold is called in the line saying that every candidate was under it.
     threshold_name = "score"
@@ -89,9 +88,8 @@ class RankedTool(ContextualChunks):
         return str(settings.min_score)
 
     def similarity_floor(self) -> float | None:
-        """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
-        whose noise level was measured (:data:`deckhand.similarity.UNRELATED_COSINE`), the similarity under which
-        its results are noise; else none (``results: ranked``, the contract)."""
+        """``min_similarity_score`` when set (0: none); else, with ``results: focused``, the similarity under which the
+        embedding model's results are noise, where measured (:data:`deckhand.similarity.UNRELATED_COSINE`)."""
         shape = self.config.result_shape()
         if shape.min_similarity is not None:
             return shape.min_similarity or None
@@ -101,9 +99,9 @@ class RankedTool(ContextualChunks):
         return unrelated_below(embedder.model_id, self.index.metric)
 
     def relevance_floor(self) -> float | None:
-        """The similarity a query's best match needs for the query to get any result: with ``results: focused``, no
-        ``min_similarity_score`` set (which then rules alone) and an embedding model whose off-topic level was
-        measured (:data:`deckhand.similarity.OFF_TOPIC_COSINE`), that level; else none (``results: ranked``)."""
+        """The similarity a query's best match needs for any result: with ``results: focused`` and no
+        ``min_similarity_score``, the model's measured off-topic level (:data:`deckhand.similarity.OFF_TOPIC_COSINE`);
+        else none."""
         shape = self.config.result_shape()
         embedder = self.index.embedder
         if shape.min_similarity is not None or not shape.noise_floor or embedder is None:

@@ -106,9 +106,8 @@ class SourceTool(ToolBase):
         return await asyncio.to_thread(self.open_sync)
 
     def open_sync(self) -> IngestReport:
-        """Open the index for searching (:meth:`Index.open_ingested`: no file read, no model loaded), its report saying
-        which files changed since the last ingest (:meth:`source_changes`); ingest the source (:meth:`initialize`)
-        only if it was never completely ingested (new, or an ingestion killed midway, as far as the store can tell)."""
+        """Open the index for searching (no file read, no model loaded), its report saying which files changed since the
+        last ingest; ingest the source only if it was never completely ingested."""
         opened = self.open_ingested()
         return opened.check(self.source_changes) if opened is not None else self.initialize_sync()
 
@@ -183,9 +182,8 @@ class SourceTool(ToolBase):
         return await asyncio.to_thread(lambda: self.answer(query, SearchOptions(top_k, filter)).results)
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
-        """The results for ``query`` and the text agents read for them (or why there are none): what every front
-        end asks. Here from :meth:`search_results_sync` and :meth:`no_results`; the builtin tools answer in one
-        pass (:class:`deckhand.tools.ranked_tool.RankedTool`)."""
+        """The results for ``query``, the text agents read for them, or why there are none: what every front end asks
+        (the builtin tools answer in one pass: :class:`deckhand.tools.ranked_tool.RankedTool`)."""
         results = list(self.search_results_sync(query, options.top_k, filter=options.filter))
         if results:
             return Answer(results, self.format_results(results))
@@ -196,8 +194,8 @@ class SourceTool(ToolBase):
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
         """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter``: a
-        :class:`deckhand.filters.SearchFilter`, the same as a mapping (``{"path": "guides/*", "metadata": {"year":
-        {"gte": 2020}}}``), or ``--filter`` expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``."""
+        :class:`deckhand.filters.SearchFilter`, a mapping of the same shape or ``--filter`` expressions
+        (docs/filters.md)."""
         raise NotImplementedError
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:

@@ -64,9 +64,8 @@ def refuse_filter(tool: Any) -> FilterError:
 
 
 def tool_function(tool: Any) -> dict[str, Any]:
-    """``tool.function_definition()`` checked and unwrapped (OpenAI's wrapped and flat forms accepted; empty
-    ``parameters`` mean the standard ones); anything deckhand could not present faithfully is a :class:`PluginError`
-    naming the tool."""
+    """``tool.function_definition()`` checked and unwrapped (OpenAI's wrapped and flat forms accepted); anything
+    deckhand could not present faithfully is a :class:`PluginError` naming the tool."""
     config = tool.config
     name = config.name
     where = f"tool {name!r} (type {config.type!r}, {type(tool).__name__}).function_definition()"
