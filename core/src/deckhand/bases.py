@@ -247,8 +247,7 @@ class StoreBase(ABC):
 
 
 class ContextGeneratorBase(ABC):
-    """A context generator: writes the context prepended to a chunk before embedding (contextual retrieval).
-    ``contexts`` is all it has, and all it must have."""
+    """A context generator: writes the context prepended to a chunk before embedding (``contexts``)."""
 
     @abstractmethod
     async def contexts(self, document: Document, chunks: Sequence[Chunk]) -> list[str]:

@@ -1,5 +1,4 @@
-"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32 without a mark, then legacy code pages, each
-candidate decoded and scored for plausibility (an uncertain choice is reported so the caller can warn)."""
+"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32, then the most plausible legacy code page."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ class NotTextError(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoding decision: the text, the encoding and, when another encoding gives a different text
-    nearly as plausible (the choice is uncertain), that encoding."""
+    """A decoding decision: the text, the encoding, and a nearly as plausible other encoding if any."""
 
     text: str
     encoding: str
@@ -97,7 +95,7 @@ def decode_as(data: bytes, encoding: str) -> str:
 
 
 def detect(data: bytes) -> Decoded:
-    """Decode ``data`` as described in the module docstring. Raises :class:`NotTextError` for binary data."""
+    """Decode ``data`` by BOM, UTF-8, UTF-16/32, then legacy code pages. :class:`NotTextError` for binary data."""
     for bom, encoding in BOMS:
         if data.startswith(bom):
             try:
@@ -153,7 +151,7 @@ def _wide(data: bytes, head: bytes) -> Decoded:
 
 
 def _legacy(data: bytes) -> Decoded:
-    """The most plausible legacy decoding (see the module docstring)."""
+    """The most plausible legacy decoding (scored by :func:`plausibility`)."""
     sample = _sample(data)
     ranked: list[tuple[float, int, str, str]] = []  # penalty, preference, encoding, sample text
     judged = 0
@@ -253,8 +251,7 @@ _LATIN, _GREEK, _CYRILLIC, _HAN, _KANA, _HANGUL, _OTHER = range(7)
 
 
 def plausibility(text: str) -> tuple[float, int]:
-    """Penalty points of ``text`` read as a natural-language text, and how many characters were judged
-    (the non-ASCII ones). Lower is more plausible; see the module docstring."""
+    """Penalty points of ``text`` as natural-language text (lower is more plausible), and the characters judged."""
     penalty = 0.0
     judged = 0
     latin: Counter[str] = Counter()

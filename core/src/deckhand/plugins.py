@@ -1,5 +1,4 @@
-"""Plugin discovery (entry points of the ``deckhand`` group, filtered by ``DECKHAND_PLUGINS``) and the component
-registry: name conflicts, broken plugins left out with one warning (docs/plugins.md)."""
+"""Plugin discovery (``deckhand`` entry points, ``DECKHAND_PLUGINS``) and the component registry (docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -152,8 +151,7 @@ class PluginRegistry:
         self._components = None
 
     def _register_checked(self, module: object, name: str) -> None:
-        """Register ``module``; a hook implementation that matches no spec (a typo such as
-        ``register_storez``) or has the wrong arguments is a :class:`PluginError` naming the plugin."""
+        """Register ``module``; a hook implementation matching no spec is a :class:`PluginError` naming the plugin."""
         try:
             self.pm.register(module, name=name)
             self.pm.check_pending()

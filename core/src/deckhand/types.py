@@ -1,5 +1,4 @@
-"""Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends: the ground floor's
-dataclasses, plus :class:`SearchResult`, the tools' output model."""
+"""Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends (the ground floor)."""
 
 from __future__ import annotations
 

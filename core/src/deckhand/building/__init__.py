@@ -1,2 +1,1 @@
-"""Components built from agent.yaml's choices (embedders, executors). The stages below take the built components and
-plain settings, never agent.yaml's models (a contract in pyproject.toml)."""
+"""Components built from agent.yaml's choices; the stages below never see agent.yaml's models."""

@@ -1,5 +1,4 @@
-"""The executor an ``executor:`` choice names, built with its validated options: the ingest layer takes the built
-:class:`~deckhand.ingest.executor.ExecutorBase`, never the choice."""
+"""The executor an ``executor:`` choice names, built with its validated options for the ingest layer."""
 
 from __future__ import annotations
 

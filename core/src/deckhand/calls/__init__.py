@@ -1,2 +1,1 @@
-"""What an agent can call, independent of the protocol that carries the call: the :class:`Toolbox` answering calls and
-the catalog of them that the MCP server and the Semantic Kernel plugin expose."""
+"""What an agent can call, whatever protocol carries the call: the :class:`Toolbox` and the catalog of its calls."""

@@ -1,5 +1,4 @@
-"""``deckhand_ingest`` with ``wait: false``: the re-ingest runs in a daemon thread, the call answers at once, and
-``deckhand_list_tools`` reports the outcome."""
+"""``deckhand_ingest`` with ``wait: false``: the re-ingest runs in a daemon thread and the call answers at once."""
 
 from __future__ import annotations
 

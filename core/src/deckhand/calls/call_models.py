@@ -413,8 +413,7 @@ def validation_line(exc: ValidationError, model: type[BaseModel]) -> str:
 
 
 def top_k_limit(config_model: type) -> int:
-    """The largest ``top_k`` a tool config model allows (its field's ``le``), at most :data:`TOP_K_CEILING`;
-    :data:`TOP_K_MAX` when it is no pydantic model or has no such field or bound."""
+    """The largest ``top_k`` a tool config model allows (its field's ``le``, capped), else :data:`TOP_K_MAX`."""
     fields = config_model.model_fields if issubclass(config_model, BaseModel) else {}
     field = fields.get("top_k")
     bounds = [m.le for m in field.metadata if isinstance(m, annotated_types.Le)] if field is not None else []

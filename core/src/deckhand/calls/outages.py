@@ -61,8 +61,7 @@ class OutageHealing:
         self._heal_lock = threading.Lock()
 
     def store_down(self, name: str, slot: Slot, line: str, *, attempt: bool = True) -> str:
-        """Record that tool ``name``'s store is unreachable; the outage in words. ``attempt``: a retry failed, so the
-        next is scheduled after a doubled delay."""
+        """Record that tool ``name``'s store is unreachable; the outage in words (``attempt``: a retry failed)."""
         now = time.monotonic()
         with slot.cond:
             outage = slot.outage

@@ -1,5 +1,4 @@
-"""Result budgets and cursors: a search answer cut to the client's budget at a result boundary, with a signed, expiring
-cursor to the next page that never repeats a result (docs/mcp.md)."""
+"""Result budgets and cursors: an answer cut to the client's budget, with a signed cursor to the next page."""
 
 from __future__ import annotations
 
@@ -111,8 +110,7 @@ def _cost(hit: ResultOut) -> int:
 
 
 def _reserve(tool: str, args: SearchArguments, results: int, found: SearchOutput) -> int:
-    """Characters of an answer besides its hits: the envelope, the query, a cursor and the note on how to use it,
-    and what is said of a stale index (text and structured)."""
+    """Characters of an answer besides its hits: envelope, query, cursor and note, and any stale-index text."""
     cursor = (24 + 16 + _DIGEST * results) * 4 // 3 + 4
     stale = len(found.stale.model_dump_json()) + 3 * len(found.note or "") if found.stale is not None else 0
     # the cursor three times: next_cursor, the text's last line and the note's

@@ -1,5 +1,4 @@
-"""Reading the files behind search hits through their ``file://`` URIs (``#L12-L30``): only files a served tool ingests,
-opened without following links (docs/security.md)."""
+"""Reading the files behind search hits through their ``file://`` URIs: only files a served tool ingests."""
 
 from __future__ import annotations
 
@@ -240,8 +239,7 @@ class SourceReader:
         max_lines: int = MAX_LINES,
         max_chars: int = MAX_CHARS,
     ) -> Passage:
-        """The lines ``uri`` names, ``context`` more on each side, or the whole section that holds them, cut at a line
-        boundary to ``max_lines`` and ``max_chars``."""
+        """The lines ``uri`` names, widened by ``context`` or to their section, cut to ``max_lines``/``max_chars``."""
         place = self.resolve(uri)
         lines = self._lines(place)
         total = len(lines)

@@ -127,8 +127,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         extra_secrets: Sequence[str] = (),
         allow_fallback: bool | None = None,
     ) -> Toolbox:
-        """Build the tools of ``config_path`` (nothing ingested yet) and open its memory if a ``memory:`` section is
-        configured; ``ConfigError`` (one line) for a bad config."""
+        """Build the tools of ``config_path`` (nothing ingested yet) and open its memory if one is configured."""
         from deckhand.config.loading import global_config_paths, load_agent_config
         from deckhand.tools import build_tool
 
@@ -328,8 +327,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return text, found
 
     def _changes(self, name: str, slot: Slot) -> SourceChanges | None:
-        """What changed under tool ``name``'s source since its last ingest (None: not checkable), read at most every
-        :data:`CHANGES_TTL` seconds; called while the tool is held."""
+        """What changed under tool ``name``'s source since its last ingest (None: not checkable), cached a while."""
         tool = slot.tool
         now = time.monotonic()
         if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:
@@ -343,8 +341,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     @contextmanager
     def using(self, name: str, timeout: float | None = None) -> Iterator[Any]:
-        """Tool ``name``, held as a search holds it (ingested first if need be), for a front end that reads more than
-        the calls give; waits at most ``timeout`` seconds for an ingest."""
+        """Tool ``name``, held as a search holds it (ingested first if need be), for front ends reading more."""
         slot = self._slot(name)
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)
@@ -363,8 +360,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     # -- housekeeping ------------------------------------------------------------------------------------------
     def list_tools(self) -> tuple[str, ToolListOutput]:
-        """Every tool with its source, state, chunk count and last ingest, and the memory; never waits on a store longer
-        than :data:`STATUS_WAIT` (a slow one shows the count read last)."""
+        """Every tool with its source, state, chunk count and last ingest, and the memory; never blocks on a store."""
         until = time.monotonic() + STATUS_WAIT
         counting = [self._refresh_count(name, slot) for name, slot in self._slots.items()]
         for done in counting:
@@ -425,13 +421,11 @@ class Toolbox(MemoryCalls, WriteCalls):
         return self._read_held(name, timeout, stamp)
 
     def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
-        """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
-        they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
+        """The files tool ``name`` holds with their content hashes; None when they cannot be read now."""
         return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.indexed_files()))
 
     def section_ids(self, name: str, timeout: float) -> list[str]:
-        """The section ids tool ``name``'s chunks carry (``SourceTool.section_ids``); none when they cannot be
-        read now (as :meth:`change_stamp`) or the tool has none."""
+        """The section ids tool ``name``'s chunks carry; none when they cannot be read now."""
         return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.section_ids())) or []
 
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:

@@ -202,8 +202,7 @@ def writable_tools(toolbox: Any) -> list[str]:
 
 
 def entry_counts(tool: Any) -> tuple[int, int] | None:
-    """``(files, agent documents)`` in a writable tool's index; None for other tools (their manifest is not read:
-    at 100,000 files that costs most of a second)."""
+    """``(files, agent documents)`` in a writable tool's index; None for other tools (not worth reading)."""
     if not is_writable(tool) or not tool.is_initialized:
         return None
     entries = tool.index.entries()

@@ -1,5 +1,4 @@
-"""What every command shares: exit codes, the common options, and turning errors into one line. Command modules import
-this, never :mod:`deckhand.cli.main` (which imports them)."""
+"""What every command shares: exit codes, the common options, and turning errors into one line."""
 
 from __future__ import annotations
 

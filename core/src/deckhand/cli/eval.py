@@ -1,5 +1,4 @@
-"""``deckhand eval --beir DIR``: retrieval quality (BEIR's nDCG@10, Recall@10, Recall@100) of a search tool that ingests
-a BEIR dataset as markdown files, once per search mode; a document ranks as its best chunk."""
+"""``deckhand eval --beir DIR``: a search tool's retrieval quality on a BEIR dataset, once per search mode."""
 
 from __future__ import annotations
 

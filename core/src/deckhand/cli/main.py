@@ -1,5 +1,4 @@
-"""Entry point of the ``deckhand`` command: the group and its shared options; command modules are attached through
-:data:`COMMAND_MODULES` and plugins' commands through :mod:`deckhand.cli.plugin_commands`."""
+"""Entry point of the ``deckhand`` command: the group, its shared options, and its commands attached."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell; the memory is chosen
-as the agent's, with ``--repo``/``--backend``/``--agent-id`` overriding."""
+"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``deckhand migrate``: copy a tool's index (vectors, chunks, manifest) into the store another configuration names,
-embedding nothing; both configurations must index the same files."""
+"""``deckhand migrate``: copy a tool's index into the store another configuration names, embedding nothing."""
 
 from __future__ import annotations
 

@@ -77,8 +77,7 @@ def missing_command(name: str, extra: str, summary: str) -> click.Command:
 
 
 def attach(cli: click.Group) -> None:
-    """Add every installed plugin's command to ``cli`` (never replacing one of deckhand's own), and a
-    placeholder for each of :data:`KNOWN` whose plugin is absent."""
+    """Add every installed plugin's command to ``cli``, and a placeholder for each absent one of :data:`KNOWN`."""
     for entry_point in importlib.metadata.entry_points(group=GROUP):
         if entry_point.name not in cli.commands:
             cli.add_command(PluginCommand(entry_point))

@@ -1,5 +1,4 @@
-"""Ingestion progress on stderr: rich bars on a terminal, else plain lines (one per stage, at most one status line every
-few seconds) so a log stays readable."""
+"""Ingestion progress on stderr: rich bars on a terminal, else a few plain lines so a log stays readable."""
 
 from __future__ import annotations
 

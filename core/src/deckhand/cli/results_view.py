@@ -1,5 +1,4 @@
-"""How ``deckhand search`` and ``deckhand chat`` show results to a person: a head line and the best-matching passage
-with the query's terms marked, drawn with rich on a terminal and as plain text elsewhere."""
+"""How ``deckhand search`` and ``deckhand chat`` show results to a person, on a terminal or in plain text."""
 
 from __future__ import annotations
 
@@ -103,8 +102,7 @@ def _extras(result: SearchResult) -> list[str]:
 
 
 class Output:
-    """Where the CLI prints results: rich on a terminal, plain text elsewhere; the console is made on first use, so it
-    writes to the ``sys.stdout`` of that moment."""
+    """Where the CLI prints results: rich on a terminal, plain text elsewhere (the console made on first use)."""
 
     def __init__(self, console: Console | None = None) -> None:
         self._console = console

@@ -1,5 +1,4 @@
-"""Scoring the retrieval test cases of agent.yaml (``deckhand test``): hit@k, MRR and the missed cases per tool, and
-overall (a case is found when any tool asked found it, at the best rank)."""
+"""Scoring the retrieval test cases of agent.yaml (``deckhand test``): hit@k, MRR and missed cases per tool."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The passage of a result a person reads first: the window of a chunk with the most query terms, matched through the
-keyword index's analysis (so "rotating keys" marks "rotate" and "key")."""
+"""The passage of a result a person reads first: the window of a chunk with the most query terms."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def snippet(text: str, query: str | QueryTerms, width: int = SNIPPET_CHARS) -> l
 
 
 def code_snippet(text: str, query: str | QueryTerms, lines: int = CODE_LINES) -> list[Segment]:
-    """The best ``lines`` consecutive lines of source code ``text`` for ``query``, chosen as :func:`snippet` chooses,
-    layout kept; a line of ``…`` marks lines left out."""
+    """The best ``lines`` consecutive lines of source code ``text`` for ``query``, layout kept, cuts marked."""
     terms = query if isinstance(query, QueryTerms) else QueryTerms(query)
     rows = text.strip("\n").split("\n")
     first = 0

@@ -198,8 +198,8 @@ full_option = click.option("--full", is_flag=True, help="Show each result's whol
 def answer(
     tool: ToolBase, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
 ) -> Text:
-    """What a person sees for ``query`` on ``tool``: the results or why none; a tool writing its own result text is
-    shown in it. ``extra`` holds arguments only some tools take, passed only when given."""
+    """What a person sees for ``query`` on ``tool``: the results or why none (``extra``: arguments passed when
+    given)."""
     extra = extra or {}
     shown = Text()
     stale = tool.opened_changes()

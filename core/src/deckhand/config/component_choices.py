@@ -103,8 +103,7 @@ def choice_field(kind: Kind, default: str, description: str, also: tuple[str, ..
 
 
 def parse_model_choice(value: Any) -> Any:
-    """An ``embedding_model:`` value: a string as written (a name, or ``<embedder>:<model>``), or a flat
-    ``{name: NAME, ...options}`` mapping → :class:`ComponentChoice`."""
+    """An ``embedding_model:`` value, a name or a flat ``{name: NAME, ...options}`` → :class:`ComponentChoice`."""
     if value is None or isinstance(value, str | ComponentChoice):
         return value.strip() if isinstance(value, str) else value
     if not isinstance(value, Mapping):
@@ -266,8 +265,7 @@ def validate_options(
     extra_keys: tuple[str, ...] = (),
     context: Any = None,
 ) -> dict[str, Any]:
-    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments. ``extra_keys`` are
-    other keys valid at ``loc`` that messages list as allowed."""
+    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments."""
     model = component.options
     if model is None:
         if options:

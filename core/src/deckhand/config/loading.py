@@ -188,8 +188,7 @@ def resolve_executor(
     cwd: Path | None = None,
     home: Path | None = None,
 ) -> tuple[ComponentChoice, str]:
-    """The executor an ingest uses and where that choice came from: ``--executor NAME[:ADDRESS]``, else ``agent_file``'s
-    ``executor:``, else the global config files', else ``local``."""
+    """The executor an ingest uses and where that choice came from (flag, agent file, global config, ``local``)."""
     if flag is not None:
         name, sep, address = flag.strip().partition(":")
         if not name:

@@ -1,5 +1,4 @@
-"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``), assembled from
-the registry: tool types, component choices and their options."""
+"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``)."""
 
 from __future__ import annotations
 

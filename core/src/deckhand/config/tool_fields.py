@@ -1,5 +1,4 @@
-"""The configuration pieces every tool type builds on: strict models, the ``database:`` block, the
-fields every tool entry has and those shared by tools that ingest a source."""
+"""The configuration pieces every tool type builds on: strict models, ``database:`` and the shared fields."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ DEFAULT_EXECUTOR = "local"
 
 
 class DatabaseConfig(StrictModel):
-    """Where a tool stores its vectors (the contract's ``database:`` block); ``options`` are checked with the options
-    model the ``provider``'s plugin registered."""
+    """Where a tool stores its vectors (the contract's ``database:`` block), checked with the provider's model."""
 
     model_config = options_follow("store", by="provider")
 
@@ -305,8 +303,7 @@ class SourceToolConfig(ToolConfigBase):
         return self
 
     def check_chunker_settings(self, takes: set[str]) -> None:
-        """Rules between the tool-level chunker settings, run only with the options the configured chunker declares
-        (``takes``); raise ValueError with a message naming them."""
+        """Rules between the tool-level chunker settings the configured chunker takes; ValueError naming them."""
 
     def check_components(self, registry: PluginRegistry, context: Any) -> None:
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
@@ -320,8 +317,7 @@ class SourceToolConfig(ToolConfigBase):
             named_loaders(registry, name, ("loaders", i))
 
     def loader_components(self, registry: PluginRegistry) -> list[Component]:
-        """The plugin loaders this tool opted in to: those of the plugins its type and chunker come from, and those
-        ``loaders:`` names. Installing a plugin changes no other tool."""
+        """The plugin loaders this tool opted in to (through its type, its chunker or ``loaders:``)."""
         plugins: set[str] = set()
         for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
             component = registry.find(kind, name)  # type: ignore[arg-type]
@@ -334,8 +330,7 @@ class SourceToolConfig(ToolConfigBase):
         return [c for c in chosen.values() if not c.builtin]
 
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
-        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is
-        resolved when the tool opens, as a missing store is)."""
+        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name)."""
         return check_embedder_options(self.embedding_model, registry, context)
 
     @model_validator(mode="after")

@@ -1,5 +1,4 @@
-"""Search filters by path glob, file type and metadata, the same on every store: :mod:`.spec` holds what people write,
-:mod:`.conditions` what stores receive (docs/filters.md)."""
+"""Search filters by path glob, file type and metadata, the same on every store (docs/filters.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The filter stores receive: a conjunction of conditions on top-level record metadata keys. :meth:`Filter.matches` is
-the reference meaning every store must agree with (docs/writing-a-store-plugin.md)."""
+"""The filter stores receive: a conjunction of conditions on metadata keys, with its reference meaning."""
 
 from __future__ import annotations
 

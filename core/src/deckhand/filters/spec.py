@@ -1,5 +1,4 @@
-"""The filter people and agents write (:class:`SearchFilter`) and its ``--filter`` expression form, compiled into the
-:class:`~deckhand.filters.conditions.Filter` stores apply (docs/filters.md)."""
+"""The filter people and agents write (:class:`SearchFilter`) and its ``--filter`` expression form."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def canonical(uri: str) -> str:
 
 
 class Changes:
-    """Who listens to which changes, and telling them: one per server (see the module docstring)."""
+    """Who listens to which changes, and telling them: one per server (docs/mcp.md)."""
 
     def __init__(
         self, toolbox: Toolbox, reader: SourceReader, *, interval: float = POLL_INTERVAL, sessions: bool = True
@@ -206,8 +206,7 @@ class Changes:
             loop.call_soon_threadsafe(start)
 
     async def _read(self, name: str, read: Callable[[str, float], Any]) -> tuple[bool, Any]:
-        """``(done, value)`` of ``read(name, STAMP_WAIT)`` in a thread; not done while an earlier read of the
-        tool is still out, or past :data:`STAMP_DEADLINE`."""
+        """``(done, value)`` of ``read(name, STAMP_WAIT)`` in a thread, bounded by :data:`STAMP_DEADLINE`."""
         if name in self._reading:
             return False, None
         self._reading.add(name)

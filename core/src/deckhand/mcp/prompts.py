@@ -23,8 +23,7 @@ class Prompts:
     def __init__(
         self, searchable: list[str], resources: Resources, sections: Callable[[str], list[str]] | None = None
     ) -> None:
-        """``searchable``: the tools a query can be sent to (``path`` completes under their sources);
-        ``sections(tool)``: the section ids that tool's chunks carry (``section`` completes from them)."""
+        """The search tools a query can be sent to, and ``sections(tool)``: the section ids its chunks carry."""
         self.searchable = searchable
         self.resources = resources
         self.sections = sections or (lambda tool: [])
@@ -91,8 +90,7 @@ class Prompts:
         }
 
     def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]:
-        """``completion/complete`` of a prompt argument: ``tool``, ``path`` or ``section`` (of the tool named in
-        ``context``, or the only one); nothing for anything else."""
+        """``completion/complete`` of a prompt argument: ``tool``, ``path`` or ``section``; nothing for others."""
         none: dict[str, Any] = {"values": [], "hasMore": False}
         if prompt != SEARCH or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
             return none

@@ -1,5 +1,4 @@
-"""MCP resources: the files behind search hits (``resource_link`` items, ``resources/read``, a template per tool's
-source) and the documents agents added (``resources/list``)."""
+"""MCP resources: the files behind search hits, and the documents agents added (``resources/list``)."""
 
 from __future__ import annotations
 
@@ -123,8 +122,7 @@ class Resources:
         return {"contents": [content]}
 
     def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]:
-        """``completion/complete`` for a template's ``path``: the files the reader would serve under its source starting
-        with ``prefix``, sorted, at most :data:`MAX_COMPLETIONS`."""
+        """``completion/complete`` for a template's ``path``: servable files under its source matching ``prefix``."""
         found = len(template) <= MAX_URI_CHARS and argument == "path"
         tool = next((t["name"] for t in self.templates() if t["uriTemplate"] == template), None) if found else None
         return self.complete_path(tool, prefix) if tool is not None else {"values": [], "hasMore": False}

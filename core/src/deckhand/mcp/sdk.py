@@ -1,5 +1,4 @@
-"""The parts of the ``mcp`` SDK (``>=1.26,<3``) that differ between its 1.x and 2.x lines, in one place: everything here
-builds SDK objects from camelCase dictionaries, which both lines validate."""
+"""The parts of the ``mcp`` SDK that differ between its 1.x and 2.x lines (both validate camelCase dicts)."""
 
 from __future__ import annotations
 
@@ -417,8 +416,7 @@ _HANDSHAKE_VERSIONS = _handshake_versions()
 
 
 def sessionless(protocol_version: str | None) -> bool:
-    """Whether a request of ``protocol_version`` is served without a session: on 2.x any revision ``initialize`` does
-    not negotiate (2026-07-28 and later); never on 1.x."""
+    """Whether a request of ``protocol_version`` is served without a session (2.x, 2026-07-28 and later)."""
     return SDK_MAJOR >= 2 and protocol_version is not None and protocol_version not in _HANDSHAKE_VERSIONS
 
 

@@ -1,5 +1,4 @@
-"""The MCP server: every call of a :class:`~deckhand.calls.toolbox.Toolbox` as an MCP tool, run in its own daemon thread
-so the event loop keeps serving; every failure is an ``isError`` result of one line."""
+"""The MCP server: every call of a :class:`~deckhand.calls.toolbox.Toolbox` as an MCP tool."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``deckhand mcp --watch``: re-ingest a tool incrementally when files it would ingest change under its source
-(``watchfiles``), debounced by :data:`QUIET_MS` (at most :data:`MAX_BATCH_MS`)."""
+"""``deckhand mcp --watch``: re-ingest a tool when files it would ingest change (debounced, ``watchfiles``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""In-memory indexes over the stored decisions: coordinates in a sorted list (range queries by binary search), and an
-inverted index of lower-cased words whose candidates are checked for the exact term."""
+"""In-memory indexes over the stored decisions: by coordinate (sorted) and by word (inverted)."""
 
 from __future__ import annotations
 

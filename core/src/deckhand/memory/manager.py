@@ -203,8 +203,7 @@ class VectorMemoryManager:
     # ------------------------------------------------------------------ persistence
 
     def sync(self, message: str | None = None) -> SyncResult:
-        """Commit every pending change of the memory (and nothing else) to the backend's history; a decision file that
-        does not parse is left out and listed in ``skipped``."""
+        """Commit every pending change of the memory to the backend's history (unparseable files left out)."""
         if message is not None and not isinstance(message, str):
             raise TypeError(f"message must be a string, got {type(message).__name__}")
         with self._lock:
@@ -215,8 +214,7 @@ class VectorMemoryManager:
         return result
 
     def load_from_git(self) -> int:
-        """Rebuild the indexes from storage and return the number loaded; ``CorruptDecisionsError`` afterwards if some
-        could not be read (all others are loaded)."""
+        """Rebuild the indexes from storage; the number loaded (``CorruptDecisionsError`` after, if some failed)."""
         with self._lock:
             self._index.clear()
             self._content.clear()

@@ -1,5 +1,4 @@
-"""The vector memory's exceptions, exactly the contract's hierarchy: defined in :mod:`deckhand.errors` (where the
-backend contract can name them) and re-exported here."""
+"""The vector memory's exceptions, the contract's hierarchy (defined in :mod:`deckhand.errors`)."""
 
 from __future__ import annotations
 

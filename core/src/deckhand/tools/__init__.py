@@ -1,5 +1,4 @@
-"""Agent tools built from configuration (``type:`` in agent.yaml): :func:`build_tool` and :class:`ToolBase`, the
-contract every tool type (a plugin) subclasses."""
+"""Agent tools built from configuration (``type:``): :func:`build_tool` and :class:`ToolBase`, their contract."""
 
 from __future__ import annotations
 
@@ -91,8 +90,7 @@ class ToolBase(ABC):
         return None
 
     def opened_changes(self) -> SourceChanges | None:
-        """What changed under the source since the last ingest, as opening the index found (None: nothing changed,
-        not checked, or the index was ingested in this process)."""
+        """What changed under the source since the last ingest, as opening the index found (None: nothing known)."""
         return None
 
     @property

@@ -1,5 +1,4 @@
-"""One query's answer, computed in one pass (:class:`Answer`, asked for with :class:`SearchOptions`): the results, their
-text, and why there are none, with no second search."""
+"""One query's answer computed in one pass: results, their text, and why there are none."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Contextual embeddings for a source tool: each chunk embedded with its generated context prepended, the context kept
-in the record's ``context`` metadata so keyword indexes can be rebuilt; results show the chunk alone."""
+"""Contextual embeddings: each chunk embedded with its generated context (kept in ``context`` metadata) prepended."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The ``hierarchical_document`` tool: structure-aware hybrid search over documents (docs/hierarchical-document.md),
-wiring the configuration to the query engine and the side indexes its keeper keeps current."""
+"""The ``hierarchical_document`` tool: structure-aware hybrid search over documents (docs/hierarchical-document.md)."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ class HierarchicalDocumentTool(RankedTool):
         return self._keyword_index
 
     def refresh_indexes(self, store: StoreBase, *, new_keyword: bool = False) -> None:
-        """Bring the side indexes up to date with ``store``'s records; ``new_keyword`` builds the configured
-        keyword strategy anew first (after the configuration changed)."""
+        """Bring the side indexes up to date with ``store``; ``new_keyword`` rebuilds the keyword strategy first."""
         self.index.rebuild_side_indexes(store, self._keyword_index if new_keyword else None)
 
     # -- side indexes -------------------------------------------------------------------

@@ -1,5 +1,4 @@
-""":class:`RankedTool`, a source tool whose queries go through its index's query engine in one pass; why an answer is
-empty comes from what that pass saw (at most one extra dense look-up for the off-topic level)."""
+""":class:`RankedTool`, a source tool whose queries go through its index's query engine in one pass."""
 
 from __future__ import annotations
 

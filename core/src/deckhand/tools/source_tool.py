@@ -1,5 +1,4 @@
-"""Every tool that ingests a source: :class:`SourceTool`, its configuration, an :class:`~deckhand.index.Index` (the
-opened collection: opening, rebuilds, ingestion into it, queries) and the presentation of what it answers."""
+"""Every tool that ingests a source: :class:`SourceTool`, over an :class:`~deckhand.index.Index`."""
 
 from __future__ import annotations
 
@@ -209,14 +208,12 @@ class SourceTool(ToolBase):
         return f"Search {self.config.source}"
 
     def function_definition(self) -> dict[str, Any]:
-        """The function definition agents are given for this tool: ``{"name", "description", "parameters"}``
-        (``query`` described by :meth:`query_description`)."""
+        """The function definition agents are given for this tool (``query`` described by :meth:`query_description`)."""
         description = self.config.description or self.default_description()
         return function_definition(self.config.name, description, query=self.query_description())
 
     def query_description(self) -> str | None:
-        """How the ``query`` parameter is described where this tool understands more than natural language
-        (None: the standard wording); only what the tool really supports."""
+        """How ``query`` is described where the tool understands more than natural language (None: standard)."""
         return None
 
     def ready_store(self, query: str) -> StoreBase:
