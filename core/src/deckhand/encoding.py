@@ -182,8 +182,7 @@ def _legacy(data: bytes) -> Decoded:
 
 
 def _sample(data: bytes) -> bytes:
-    """Lines that hold non-ASCII bytes, up to :data:`SAMPLE_BYTES` (a newline byte never occurs
-    inside a character of the legacy encodings, so lines cut nothing)."""
+    """Lines holding non-ASCII bytes, up to :data:`SAMPLE_BYTES` (no legacy character contains a newline byte)."""
     if len(data) <= SAMPLE_BYTES:
         return data
     parts: list[bytes] = []

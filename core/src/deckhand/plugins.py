@@ -87,8 +87,7 @@ class PluginRegistry:
                 self._leave_out(ep.name, str(exc))
 
     def _leave_out(self, plugin: str, reason: str) -> None:
-        """Record that ``plugin`` is left out because of ``reason`` (its line is logged once the components
-        are collected, when every broken plugin is known and the way out can name the others)."""
+        """Record that ``plugin`` is left out because of ``reason`` (logged once every broken plugin is known)."""
         self._broken[plugin] = " ".join(reason.split())  # one line, whatever the error's own layout
 
     def broken_line(self, plugin: str) -> str:
@@ -122,8 +121,7 @@ class PluginRegistry:
             raise PluginError(reason)
 
     def _share_module(self, first: str, second: str, module: str) -> None:
-        """Record that plugins ``first`` (loaded) and ``second`` ship the same module: their components
-        then resolve only by a qualified name, with one line naming both distributions otherwise."""
+        """Record that plugins ``first`` and ``second`` ship the same module: theirs resolve only qualified."""
         dist_first, dist_second = self._dists[first][0], self._dists[second][0]
         message = (
             f"plugins {first!r} ({dist_first}) and {second!r} ({dist_second}) ship the same module {module}: "
@@ -244,8 +242,7 @@ class PluginRegistry:
         return component
 
     def _qualified(self, kind: Kind, name: str) -> Component | None:
-        """``plugin:component`` → that plugin's component, or ``None`` when ``name`` is not so qualified
-        (an embedder's ``<embedder>:<model>`` names no plugin, or no component of it)."""
+        """``plugin:component`` → that plugin's component, or ``None`` when ``name`` is not so qualified."""
         plugin, sep, rest = name.partition(":")
         if not (sep and plugin and rest):
             return None

@@ -11,8 +11,7 @@ from deckhand.plugins import PluginRegistry
 
 
 def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> ExecutorBase:
-    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin`` (where
-    the choice came from) and, for an executor that is not installed, the command that installs it."""
+    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin``."""
     try:
         component, options = resolve_choice(registry, "executor", choice, ("executor",))
     except ValidationError as exc:

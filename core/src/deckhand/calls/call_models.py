@@ -48,8 +48,7 @@ def _top_k(description: str, default: int | None = None, limit: int = TOP_K_MAX)
 
 
 class SearchArguments(Arguments):
-    """A search of one retrieval tool, optionally filtered (``docs/filters.md``); ``top_k`` up to
-    :data:`TOP_K_MAX` (a tool type allowing more gets :func:`search_arguments` of its limit)."""
+    """A search of one retrieval tool, optionally filtered; ``top_k`` up to :data:`TOP_K_MAX` or the tool's limit."""
 
     query: str = Field(description="What to look for, in natural language.", max_length=MAX_QUERY_CHARS)
     top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")

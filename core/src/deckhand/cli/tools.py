@@ -312,8 +312,7 @@ def search_cmd() -> click.Command:
 
 
 def _filterable(tools: list[ToolBase], *, explicit: bool) -> list[ToolBase]:
-    """The tools a filtered search asks: all of them when named with --tool (one that takes no filter
-    is a one-line error before any ingestion), else those that take a filter, saying which were left out."""
+    """The tools a filtered search asks: those named with --tool (each must take a filter), else all that take one."""
     refused = [t for t in tools if not takes_filter(t)]
     if refused and (explicit or len(refused) == len(tools)):
         raise refuse_filter(refused[0])

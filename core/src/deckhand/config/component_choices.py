@@ -228,8 +228,8 @@ def relocate(
 
 @contextlib.contextmanager
 def runtime_errors(tool: str) -> Iterator[None]:
-    """Outside validation (a tool resolving its components against its own registry), report a
-    missing component as :class:`ComponentNotFoundError` and bad options as one-line :class:`ConfigError`."""
+    """Outside validation, a missing component as :class:`ComponentNotFoundError`, bad options as
+    :class:`ConfigError`."""
     try:
         yield
     except ValidationError as exc:
@@ -291,8 +291,7 @@ def validate_options(
 
 
 def contested(component: Component, details: list[InitErrorDetails]) -> list[InitErrorDetails]:
-    """``details`` (errors of ``component``'s options), each saying which plugin's model rejected them when
-    other plugins register the same name (its options may have been written for one of those)."""
+    """``details`` of ``component``'s options, naming the plugin whose model rejected them where names are shared."""
     if not component.shadows:
         return details
     others = " and ".join(repr(p) for p in component.shadows)

@@ -124,8 +124,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     def keyword_component(
         self, registry: PluginRegistry, name: str | None = None, *, context: Any = None
     ) -> tuple[Component, dict[str, Any]]:
-        """Keyword strategy ``name`` (default: the configured one, which must not be ``auto``) and the
-        keyword options its factory gets; the configured options apply only to the configured strategy."""
+        """Keyword strategy ``name`` (default: the configured one) and the keyword options its factory gets."""
         configured = self.keyword_strategy
         choice = configured if name in (None, configured.name) else ComponentChoice(name=str(name))
         return resolve_choice(

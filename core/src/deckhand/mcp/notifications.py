@@ -106,8 +106,7 @@ class Changes:
         return self._subscribed_uris() or self.listen.open > 0
 
     def _listener_came(self) -> None:
-        """A subscription or a listen stream: the first since nobody listened reads the stamps afresh now (a
-        change made while nobody listened is no news to it), so a change right after it is told apart."""
+        """A subscription or listen stream; the first since nobody listened reads the stamps afresh now."""
         if self._listening:
             return
         self._listening = True

@@ -24,8 +24,7 @@ MAX_BATCH_MS = 5000
 
 
 def _extensions(toolbox: Toolbox, names: Iterable[str]) -> set[str]:
-    """The extensions some watched tool reads: each tool's own loaders (deckhand's and the plugin loaders it opted
-    in to: a ``.py`` change matters to a tool with ``chunker: code``, not to a documentation tool)."""
+    """The extensions some watched tool reads, through its own loaders (deckhand's and those it opted in to)."""
     from deckhand.calls.source_reading import tool_loaders
 
     return {extension for name in names for extension in tool_loaders(toolbox.tool(name)).by_extension}

@@ -24,8 +24,7 @@ class Empty(StrEnum):
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What one query asks beside its text: the result count (None: the configured one), a filter, and for a
-    hybrid tool the search mode and score threshold (None: the configured ones; ``min_score`` 0 disables it)."""
+    """What one query asks beside its text: result count, filter, and a hybrid tool's mode and score threshold."""
 
     top_k: int | None = None
     filter: FilterInput = None

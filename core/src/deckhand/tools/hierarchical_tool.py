@@ -135,8 +135,8 @@ class HierarchicalDocumentTool(RankedTool):
         min_score: float | None = None,
         filter: FilterInput = None,
     ) -> list[SearchResult]:
-        """The ``top_k`` best chunks for ``query`` in ``mode`` (default: the configured one); ``min_score`` overrides
-        the threshold (0 disables it) and ``filter`` holds in every modality."""
+        """The ``top_k`` best chunks for ``query`` in ``mode`` (default: configured); ``min_score`` 0 disables the
+        threshold."""
         given = SearchMode(mode).value if mode is not None else None
         return self.answer(query, SearchOptions(top_k, filter, given, min_score)).results
 

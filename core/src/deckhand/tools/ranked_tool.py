@@ -44,8 +44,7 @@ class RankedTool(ContextualChunks):
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> list[SearchResult]:
-        """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter`` (see
-        :meth:`deckhand.tools.source_tool.SourceTool.search_results_sync`): :meth:`answer`'s."""
+        """The ``top_k`` best results for ``query`` that pass ``filter``: :meth:`answer`'s."""
         return self.answer(query, SearchOptions(top_k, filter)).results
 
     def result_of(self, rank: int, hit: SearchHit) -> SearchResult:

@@ -84,8 +84,8 @@ class SourceTool(ToolBase):
     def initialize_sync(
         self, force_ingest: bool = False, *, shard: Shard | None = None, executor: ExecutorBase | None = None
     ) -> IngestReport:
-        """Open the index and ingest the source: only what changed unless ``force_ingest``, only ``shard``'s files,
-        the work run by ``executor`` (default: ``local``, in this process); see :meth:`Index.ingest`."""
+        """Open the index and ingest the source (only what changed unless ``force_ingest``); see
+        :meth:`Index.ingest`."""
         return self.index.ingest(
             force=force_ingest,
             shard=shard,

@@ -49,8 +49,7 @@ def function_definition(
 
 
 def takes_filter(tool: Any) -> bool:
-    """Whether ``tool`` is given filters: its function definition lists ``filter`` (every tool's search accepts
-    the keyword, :class:`deckhand.tools.ToolBase` checks its subclasses; a tool says here whether it applies one)."""
+    """Whether ``tool`` is given filters: whether its function definition lists ``filter``."""
     return "filter" in tool_function(tool)["parameters"]["properties"]
 
 
@@ -113,8 +112,7 @@ def tool_function(tool: Any) -> dict[str, Any]:
 
 
 def format_results(results: list[SearchResult]) -> str:
-    """The contract's result text: a count line, then one block per result (a chunk of source code also
-    names its symbol, language and lines: ``| Symbol: shapes.Circle.area (python, lines 19-21)``)."""
+    """The contract's result text: a count line, then one block per result (code also names its symbol and lines)."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
         blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}{symbol_note(r)}\n{r.content}")
