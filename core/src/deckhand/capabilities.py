@@ -1,15 +1,5 @@
-"""The one way a store declares an optional capability, and how deckhand asks about it.
-
-A store (:class:`deckhand.bases.StoreBase`) lists :class:`StoreCapability` values in its ``capabilities``
-class attribute, declared once there (``deckhand plugins`` reads it from the class). A capability that
-promises methods is tied to the Protocol listing them (:data:`CAPABILITY_PROTOCOLS`); core code asks
-:func:`has_capability`, never ``getattr`` or ``hasattr``, and a keyword strategy's class lists the
-capabilities it needs in its ``requires`` attribute. A capability is declared, or
-deckhand does not rely on it; the store conformance kit fails a store declaring one whose methods
-are missing, or implementing one it does not declare.
-
-It imports only the types and the filter language: the base classes (:mod:`deckhand.bases`) sit above it.
-"""
+"""The one way a store declares an optional capability (:class:`StoreCapability`, tied to the Protocol of its methods),
+and :func:`has_capability`, which core asks instead of ``getattr``/``hasattr``."""
 
 from __future__ import annotations
 
@@ -44,49 +34,32 @@ __all__ = [
 
 
 class StoreCapability(enum.StrEnum):
-    """What a vector store may support beyond the methods of :class:`deckhand.bases.StoreBase`, declared in its
-    ``capabilities`` class attribute."""
+    """What a vector store may support beyond :class:`deckhand.bases.StoreBase`, in its ``capabilities``."""
 
-    #: Data outlives the process: another connection, in this process or another one,
-    #: sees the collection, its records and its manifest (a server, or a file).
+    #: Data outlives the process: another connection sees the collection, its records and its manifest.
     PERSISTENT = "persistent"
     #: The database ranks text itself: the store implements :class:`NativeKeywordSearch`.
     KEYWORD_SEARCH = "keyword_search"
-    #: Several processes may write the same collection at once (two ``deckhand ingest``
-    #: runs): no chunk is lost or duplicated, each ``replace_source`` stays all-or-nothing.
-    #: Without it, deckhand must keep to one writing process per collection.
+    #: Several processes may write the same collection at once (else: one writing process per collection).
     CONCURRENT_PROCESSES = "concurrent_processes"
-    #: ``search`` (and ``keyword_search``, where the store has it) take ``where=``, a
-    #: :class:`deckhand.filters.Filter`, and return only records that satisfy it, translated
-    #: into the database's own query language. A store without it is never given a filter
-    #: (deckhand raises :class:`deckhand.errors.FilterError` instead of ignoring one).
+    #: ``search`` (and ``keyword_search``) take ``where=``, a :class:`deckhand.filters.Filter` (else never given one).
     FILTERS = "filters"
-    #: The database fuses its own keyword ranking with a vector search: :class:`NativeHybridSearch`
-    #: (with :attr:`KEYWORD_SEARCH`).
+    #: The database fuses its own keyword ranking with a vector search: :class:`NativeHybridSearch`.
     HYBRID_SEARCH = "hybrid_search"
-    #: The store keeps indexes derived from its records (keyword, definitions) beside them, tied to
-    #: the records' version: :class:`SideIndexStorage`.
+    #: Indexes derived from the records, tied to the records' version: :class:`SideIndexStorage`.
     SIDE_INDEXES = "side_indexes"
-    #: Beside :attr:`SIDE_INDEXES`: the store names a file beside its storage for each side index
-    #: (:class:`SideIndexFiles`); the hierarchical tool keeps its indexes there and opens them.
+    #: A file beside the storage for each side index: :class:`SideIndexFiles`.
     SIDE_INDEX_FILES = "side_index_files"
-    #: Beside :attr:`SIDE_INDEX_FILES`: the store says which records changed since a version
-    #: (:class:`RecordLog`), so a side index file (and a ``tantivy`` keyword index) is updated in place.
+    #: Which records changed since a version, to update side index files in place: :class:`RecordLog`.
     RECORD_LOG = "record_log"
-    #: The store brings derived search structures up to date in bulk after writes (the sqlite store's
-    #: HNSW graph): :class:`IndexMaintenance`; ingestion calls ``maintain()`` at the end of a run.
+    #: Derived search structures (an HNSW graph) updated in bulk after an ingest: :class:`IndexMaintenance`.
     INDEX_MAINTENANCE = "index_maintenance"
-    #: The store can check its whole file for damage: :class:`IntegrityCheck`; deckhand calls
-    #: ``verify_integrity()`` before an ingest (``--force-ingest`` included) opens the collection, never on a search.
+    #: A whole-file damage check before an ingest opens the collection: :class:`IntegrityCheck`.
     INTEGRITY_CHECK = "integrity_check"
 
 
 def store_capabilities(store: object) -> frozenset[StoreCapability]:
-    """The capabilities ``store`` declares (none when it declares nothing).
-
-    Raises :class:`ValueError` naming the store class for a value that is no
-    :class:`StoreCapability` (a typo such as ``"persistant"``).
-    """
+    """The capabilities ``store`` declares; :class:`ValueError` for a value that is no capability."""
     declared: Iterable[str] = getattr(store, "capabilities", frozenset())
     try:
         return capability_set(declared)
@@ -95,8 +68,7 @@ def store_capabilities(store: object) -> frozenset[StoreCapability]:
 
 
 def capability_set(values: Iterable[Any]) -> frozenset[StoreCapability]:
-    """``values`` as :class:`StoreCapability` members; :class:`ValueError` names the first unknown one
-    and the known values."""
+    """``values`` as :class:`StoreCapability` members; :class:`ValueError` names an unknown one."""
     out: set[StoreCapability] = set()
     for value in values:
         try:
@@ -109,28 +81,14 @@ def capability_set(values: Iterable[Any]) -> frozenset[StoreCapability]:
 
 @runtime_checkable
 class NativeKeywordSearch(Protocol):
-    """Capability a store opts into when its database ranks text itself (BM25, ts_rank).
-
-    A store implementing it declares :attr:`StoreCapability.KEYWORD_SEARCH`; hits are
-    scored in [0, 1], best first, and query-language characters are searched as text. A store
-    that also declares :attr:`StoreCapability.FILTERS` takes ``where=`` here too.
-    """
+    """:attr:`StoreCapability.KEYWORD_SEARCH`: the database ranks text itself; hits scored in [0, 1], best first."""
 
     def keyword_search(self, query: str, k: int, *, sources: Sequence[str] | None = None) -> list[SearchHit]: ...
 
 
 @runtime_checkable
 class NativeHybridSearch(Protocol):
-    """Capability :attr:`StoreCapability.HYBRID_SEARCH`: the database fuses keyword ranking with a vector search.
-
-    ``hybrid_search`` ranks by the query's text (the database's full-text scoring) and by
-    ``vector`` (the query embedded by the tool's embedder) in one request, fused as the store's
-    configuration says (Weaviate's ``query.hybrid``: ``alpha`` and the fusion type); hits are
-    scored in [0, 1], best first. A store implementing it also implements
-    :class:`NativeKeywordSearch`; with ``keyword_strategy: native`` the ``hierarchical_document``
-    tool then takes its keyword modality from this method; a store without it simply gets plain
-    keyword search.
-    """
+    """:attr:`StoreCapability.HYBRID_SEARCH`: the database fuses keyword and vector search in one request."""
 
     def hybrid_search(
         self, query: str, vector: Vector, k: int, *, sources: Sequence[str] | None = None
@@ -138,11 +96,8 @@ class NativeHybridSearch(Protocol):
 
 
 class SideIndexStorage(Protocol):
-    """Capability :attr:`StoreCapability.SIDE_INDEXES`: keeping indexes derived from its records (the sqlite store).
-
-    Each saved index carries the records version it was built from; a load returns it only
-    while the records are still at that version, so a stale index is never used.
-    """
+    """:attr:`StoreCapability.SIDE_INDEXES`: keeping indexes derived from the records, each returned only while the
+    records are still at the version it was built from."""
 
     def records_version(self) -> int:
         """The version of the collection's records: changes with every write that adds or removes one."""
@@ -158,14 +113,7 @@ class SideIndexStorage(Protocol):
 
 
 class SideIndexFiles(Protocol):
-    """Capability :attr:`StoreCapability.SIDE_INDEX_FILES`, beside :class:`SideIndexStorage`: where a side index
-    may be kept as a file of its own.
-
-    The sqlite store names a file next to its database for the collection; the query engine
-    writes the hierarchical tool's indexes there (:mod:`deckhand.retrieval.tantivy_lookups`),
-    renamed into place and tagged with the records version, and a new process opens it
-    instead of loading a blob. The store deletes the collection's files when it drops it.
-    """
+    """:attr:`StoreCapability.SIDE_INDEX_FILES`: where a side index may be kept as a file of its own."""
 
     def side_index_path(self, name: str) -> Path | None:
         """The file for the side index ``name`` of the open collection (None: keep it as a blob)."""
@@ -173,12 +121,7 @@ class SideIndexFiles(Protocol):
 
 
 class RecordLog(Protocol):
-    """Capability :attr:`StoreCapability.RECORD_LOG`, beside :class:`SideIndexFiles`: which records changed since
-    a version, so a side index file is brought up to date by applying them instead of being rebuilt from every
-    record.
-
-    Rows are the store's own numbers for records, never reused: a record rewritten gets a new row.
-    """
+    """:attr:`StoreCapability.RECORD_LOG`: which records changed since a version (rows never reused)."""
 
     def log_position(self) -> tuple[int, int]:
         """``(records version, highest row)`` now, read in one snapshot."""
@@ -199,14 +142,8 @@ class RecordLog(Protocol):
 
 
 class IndexMaintenance(Protocol):
-    """Capability :attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures brought up to date after writes.
-
-    The sqlite store's approximate (HNSW) index is one: writes go to the records at once (and
-    searches see them), while the graph is updated in bulk at the end of an ingest run rather
-    than per file. ``maintain`` returns a short description of what it did, or None. ``search_note``
-    says how searches answer while a structure is not built yet (the sqlite store's: exact until its
-    graph, built after the ingest reports, is recorded), or None; front ends show it beside results.
-    """
+    """:attr:`StoreCapability.INDEX_MAINTENANCE`: derived search structures (an HNSW graph) brought up to date in bulk
+    after an ingest; ``search_note`` says how searches answer meanwhile."""
 
     def maintain(self) -> str | None: ...
 
@@ -214,23 +151,13 @@ class IndexMaintenance(Protocol):
 
 
 class IntegrityCheck(Protocol):
-    """Capability :attr:`StoreCapability.INTEGRITY_CHECK`: a store keeping a file checks all of it.
-
-    ``verify_integrity()`` reads the whole collection and raises
-    :class:`deckhand.errors.IndexCorruptError` (naming the file and what is wrong) when it is
-    damaged; it returns nothing otherwise. It may skip storage that only the store's own checked
-    connections changed since its last passing check (the sqlite store stamps its file, and checks once per
-    connection: later ingests through it, as ``--watch`` makes, skip the check). deckhand
-    calls it before an ingest opens the collection: without ``--force-ingest`` the error stops the
-    run and the file stays as it is; with it, deckhand calls ``drop()``, which sets the damaged file
-    aside (renamed beside it, never deleted), and builds the collection anew.
-    """
+    """:attr:`StoreCapability.INTEGRITY_CHECK`: ``verify_integrity()`` reads the whole collection and raises
+    :class:`deckhand.errors.IndexCorruptError` when it is damaged; called before an ingest opens the collection."""
 
     def verify_integrity(self) -> None: ...
 
 
-#: The Protocol whose methods each capability promises (``None``: a promise about behaviour only,
-#: tested by the kits: persistence, concurrent writers, ``where=`` filters).
+#: The Protocol whose methods each capability promises (``None``: a promise about behaviour the kits test).
 CAPABILITY_PROTOCOLS: dict[StoreCapability, type | None] = {
     StoreCapability.PERSISTENT: None,
     StoreCapability.CONCURRENT_PROCESSES: None,

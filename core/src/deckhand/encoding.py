@@ -1,27 +1,4 @@
-"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32 without a mark, then legacy code pages.
-
-UTF-8 is decided by validity alone (legacy text is practically never valid UTF-8). For the
-legacy code pages every candidate is decoded and the one whose text reads most like a
-real language wins; charset detectors that stop at the first "coherent enough" guess
-confuse code pages that share most letters (French in cp1252 read as cp1250 keeps its
-é but turns è into č). The plausibility of a decoding is judged by what goes wrong in
-wrong decodings:
-
-* control, unassigned or private-use characters; rare symbols (¤ ¦ ¨), and symbols inside
-  words (``s½ur`` for ``sœur``);
-* letters of two scripts in one word (``cфtй``), and capitals after small letters
-  (KOI8-R read as cp1251 swaps the case of every letter);
-* accented Latin (or Cyrillic) letters that no single language uses together (the
-  ``č`` and ``è`` of one "French" text);
-* CJK characters outside the character set of the text's own language (kana make a text
-  Japanese, so its kanji must exist in JIS X 0208), rare characters and half-width kana,
-  and spaces between ideographs.
-
-The best score wins, ties going to the more common encoding (cp1252 first). When another
-encoding gives a different text that scores nearly as well (short texts, a few accented
-letters), the choice is reported as uncertain so the caller can warn and the user can pin
-the encoding.
-"""
+"""Which encoding a text file is in: byte-order marks, UTF-8, UTF-16/32, then the most plausible legacy code page."""
 
 from __future__ import annotations
 
@@ -66,8 +43,8 @@ LEGACY_ENCODINGS: tuple[str, ...] = (
 
 #: How much of a file is judged: lines holding non-ASCII bytes, up to this many bytes.
 SAMPLE_BYTES = 32_768
-#: A decision is certain when the runner-up (a different text) has at least this many more
-#: penalty points, and at least this share of the judged characters more.
+#: A decision is certain when the runner-up (a different text) has this many more penalty points, and this share
+#: of the judged characters more.
 CERTAIN_MARGIN = 2.0
 CERTAIN_SHARE = 0.04
 
@@ -78,8 +55,7 @@ class NotTextError(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoding decision: the text, the encoding and, when another encoding gives a different text
-    nearly as plausible (the choice is uncertain), that encoding."""
+    """A decoding decision: the text, the encoding, and a nearly as plausible other encoding if any."""
 
     text: str
     encoding: str
@@ -99,11 +75,8 @@ def canonical_encoding(name: str) -> str:
 
 
 def encoding_for(setting: str | Mapping[str, str], relative: str) -> str:
-    """The encoding a tool's ``encoding:`` setting gives the file at ``relative`` (posix, relative to the source).
-
-    A mapping is searched in order; a pattern matches the relative path (``*`` also crosses
-    ``/``) or, when it has no ``/``, the file name. No match means ``auto``.
-    """
+    """The encoding a tool's ``encoding:`` setting gives the file at ``relative``: a mapping's patterns match the
+    relative path (``*`` crosses ``/``) or, without ``/``, the file name; no match means ``auto``."""
     if isinstance(setting, str):
         return setting
     name = relative.rsplit("/", 1)[-1]
@@ -122,7 +95,7 @@ def decode_as(data: bytes, encoding: str) -> str:
 
 
 def detect(data: bytes) -> Decoded:
-    """Decode ``data`` as described in the module docstring. Raises :class:`NotTextError` for binary data."""
+    """Decode ``data`` by BOM, UTF-8, UTF-16/32, then legacy code pages. :class:`NotTextError` for binary data."""
     for bom, encoding in BOMS:
         if data.startswith(bom):
             try:
@@ -178,7 +151,7 @@ def _wide(data: bytes, head: bytes) -> Decoded:
 
 
 def _legacy(data: bytes) -> Decoded:
-    """The most plausible legacy decoding (see the module docstring)."""
+    """The most plausible legacy decoding (scored by :func:`plausibility`)."""
     sample = _sample(data)
     ranked: list[tuple[float, int, str, str]] = []  # penalty, preference, encoding, sample text
     judged = 0
@@ -209,8 +182,7 @@ def _legacy(data: bytes) -> Decoded:
 
 
 def _sample(data: bytes) -> bytes:
-    """Lines that hold non-ASCII bytes, up to :data:`SAMPLE_BYTES` (a newline byte never occurs
-    inside a character of the legacy encodings, so lines cut nothing)."""
+    """Lines holding non-ASCII bytes, up to :data:`SAMPLE_BYTES` (no legacy character contains a newline byte)."""
     if len(data) <= SAMPLE_BYTES:
         return data
     parts: list[bytes] = []
@@ -278,8 +250,7 @@ _LATIN, _GREEK, _CYRILLIC, _HAN, _KANA, _HANGUL, _OTHER = range(7)
 
 
 def plausibility(text: str) -> tuple[float, int]:
-    """Penalty points of ``text`` read as a natural-language text, and how many characters were judged
-    (the non-ASCII ones). Lower is more plausible; see the module docstring."""
+    """Penalty points of ``text`` as natural-language text (lower is more plausible), and the characters judged."""
     penalty = 0.0
     judged = 0
     latin: Counter[str] = Counter()

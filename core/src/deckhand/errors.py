@@ -30,11 +30,8 @@ class EmbeddingError(DeckhandError, RuntimeError):
 
 
 class EmbedderAuthenticationError(EmbeddingError, ConfigError):
-    """A remote embedding service refused the key or token (HTTP 401/403).
-
-    A configuration error, never retried and never a reason to fall back: the ``deckhand`` command exits 3.
-    The message names the embedder, the endpoint and where the key came from, never the key.
-    """
+    """A remote embedding service refused the key or token (HTTP 401/403): a configuration error, never retried nor a
+    reason to fall back. The message never holds the key."""
 
 
 class RerankError(DeckhandError):
@@ -50,18 +47,11 @@ class StoreConnectionError(StoreError, ConnectionError):
 
 
 class StoreAuthenticationError(StoreError, ConfigError):
-    """The store's server refused the credentials or the permissions (wrong password, missing grant).
-
-    A configuration error, never a reason to fall back to in-memory: the ``deckhand`` command exits 3.
-    """
+    """The store's server refused the credentials: a configuration error, never a reason to fall back."""
 
 
 class IndexFileError(StoreError):
-    """A store's index file cannot be used (corrupt, truncated, unwritable or from a newer deckhand).
-
-    ``path`` names the file. When the file is damaged, ``--force-ingest`` (``initialize(force_ingest=True)``)
-    sets it aside and rebuilds the index from the sources.
-    """
+    """A store's index file (``path``) cannot be used: corrupt, truncated, unwritable or from a newer deckhand."""
 
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
@@ -94,11 +84,7 @@ class SourceValidationError(DeckhandError, ValueError):
 
 
 class FilterError(DeckhandError, ValueError):
-    """A search filter is invalid, or cannot be applied by the store or index it is given to.
-
-    The message is one line naming the filter field and the fix: control characters a caller's
-    key or value brought in (a newline, an escape sequence, a lone surrogate) are shown escaped.
-    """
+    """A search filter is invalid or cannot be applied; one line naming the field and the fix."""
 
     def __init__(self, message: str) -> None:
         from deckhand.printable import printable_line
@@ -135,11 +121,7 @@ class QueryError(VectorMemoryError, ValueError):
 
 
 class CorruptDecisionsError(StorageError):
-    """Some stored decisions could not be read; every other decision was loaded.
-
-    Raised by ``load_from_git()`` after the index has been rebuilt from the readable files,
-    so a caller that catches it can go on working with them.
-    """
+    """Some stored decisions could not be read; raised by ``load_from_git()`` after every readable one was loaded."""
 
     def __init__(self, errors: Sequence[StorageError], loaded: int) -> None:
         self.errors = list(errors)
@@ -150,9 +132,5 @@ class CorruptDecisionsError(StorageError):
 
 
 def is_outage(exc: BaseException) -> bool:
-    """Whether ``exc`` says a store's server is unreachable right now (an outage that may heal by itself).
-
-    Connection failures and timeouts are; a refused password (:class:`StoreAuthenticationError`)
-    and every other error are not: retrying them cannot help.
-    """
+    """Whether ``exc`` says a store's server is unreachable right now (an outage that may heal)."""
     return isinstance(exc, (ConnectionError, TimeoutError)) and not isinstance(exc, StoreAuthenticationError)

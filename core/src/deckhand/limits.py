@@ -1,11 +1,4 @@
-"""The size and depth limits on what an LLM sends deckhand, in one place (listed in ``docs/security.md``).
-
-Tool arguments come from a model and are untrusted. Each call's arguments are checked against
-these limits before any work (:func:`check_shape`, then each field's own bound), so one call
-cannot hold the server with a megabyte of query, a filter nested thousands of lists deep or a
-glob no store can compile; the refusal is one line naming the argument and the limit. The
-limits are far above what a real call needs.
-"""
+"""The size and depth limits on the untrusted arguments an LLM sends deckhand, in one place (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -13,8 +6,7 @@ from typing import Any
 
 #: Most characters of a search query (a question is a few hundred; embedders read 256-512 tokens).
 MAX_QUERY_CHARS = 8_000
-#: Most characters of all the strings and keys of one call's arguments together (a memory decision
-#: is at most 100 KB).
+#: Most characters of all the strings and keys of one call's arguments (a memory decision is at most 100 KB).
 MAX_ARGUMENTS_CHARS = 256_000
 #: Deepest nesting of objects and lists in one call's arguments (a filter needs 4).
 MAX_DEPTH = 32
@@ -28,8 +20,7 @@ MAX_GLOB_CHARS = 512
 MAX_URI_CHARS = 4_096
 #: Most characters of a short name argument (a tool's name).
 MAX_NAME_CHARS = 256
-#: Most bytes one ``resources/read`` or ``deckhand_read`` loads from a file (also never more than the
-#: tool's ``max_file_size``): a larger file is refused in one line; search it instead.
+#: Most bytes one ``resources/read`` or ``deckhand_read`` loads from a file (also at most ``max_file_size``).
 MAX_READ_BYTES = 32_000_000
 
 
@@ -38,12 +29,8 @@ class LimitExceeded(ValueError):
 
 
 def check_shape(value: Any, where: str, *, max_chars: int = MAX_ARGUMENTS_CHARS) -> None:
-    """:class:`LimitExceeded` when ``value`` (JSON-like) nests deeper than :data:`MAX_DEPTH`, holds a list
-    or object of more than :data:`MAX_ITEMS` entries, or more than ``max_chars`` characters of strings
-    and keys in all. The message names ``where``, or the top-level entry of ``value`` that went over.
-
-    Iterative and stopping at the first excess, so a hostile value costs at most the limits themselves.
-    """
+    """:class:`LimitExceeded` naming ``where`` when ``value`` nests deeper than :data:`MAX_DEPTH`, holds more than
+    :data:`MAX_ITEMS` entries or more than ``max_chars`` characters; iterative, stopping at the first excess."""
     chars = 0
     pending: list[tuple[Any, int, str]] = [(value, 0, where)]
     while pending:

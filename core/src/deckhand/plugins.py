@@ -1,29 +1,4 @@
-"""Plugin discovery and the component registry.
-
-Entry points in the ``deckhand`` group are loaded at first use. ``DECKHAND_PLUGINS``
-(a comma-separated list of entry-point names, or empty for none) restricts which load;
-builtin components always load. Hook implementations that match no hook spec fail
-loudly, as tox does with ``check_pending``.
-
-Components are collected from the ``deckhand_register`` hook (the typed
-:class:`~deckhand.registration.Registrar`); an unknown keyword is a :class:`PluginError` naming
-the plugin.
-
-When two plugins register the same name for the same kind, one wins by a fixed rule
-(:func:`_precedence`): the higher ``priority=`` first, then a third-party plugin over
-deckhand's builtin, then the plugin whose name sorts first; one warning names them all, and
-``plugin:component`` (``chunker: acme:lines``) picks a plugin's own. When two plugins ship the
-same module, neither's components resolve unqualified (one line names both distributions and how
-to choose); everything else keeps working. :attr:`PluginRegistry.conflicts` lists both kinds of
-trouble for ``deckhand plugins``.
-
-A broken plugin stays local: one that fails to import, whose hooks are invalid, or whose
-registration fails (a name registered twice, a bad options model, an unknown keyword) is left out
-whole, with one warning line naming it (distribution and entry point) and the way out
-(``DECKHAND_PLUGINS``); :attr:`PluginRegistry.broken` lists those lines for ``deckhand plugins``,
-selecting one of its components is that line as the error, and every other component works.
-:meth:`PluginRegistry.check` raises the first as a :class:`PluginError` (a plugin's own tests).
-"""
+"""Plugin discovery (``deckhand`` entry points, ``DECKHAND_PLUGINS``) and the component registry (docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -112,8 +87,7 @@ class PluginRegistry:
                 self._leave_out(ep.name, str(exc))
 
     def _leave_out(self, plugin: str, reason: str) -> None:
-        """Record that ``plugin`` is left out because of ``reason`` (its line is logged once the components
-        are collected, when every broken plugin is known and the way out can name the others)."""
+        """Record that ``plugin`` is left out because of ``reason`` (logged once every broken plugin is known)."""
         self._broken[plugin] = " ".join(reason.split())  # one line, whatever the error's own layout
 
     def broken_line(self, plugin: str) -> str:
@@ -147,8 +121,7 @@ class PluginRegistry:
             raise PluginError(reason)
 
     def _share_module(self, first: str, second: str, module: str) -> None:
-        """Record that plugins ``first`` (loaded) and ``second`` ship the same module: their components
-        then resolve only by a qualified name, with one line naming both distributions otherwise."""
+        """Record that plugins ``first`` and ``second`` ship the same module: theirs resolve only qualified."""
         dist_first, dist_second = self._dists[first][0], self._dists[second][0]
         message = (
             f"plugins {first!r} ({dist_first}) and {second!r} ({dist_second}) ship the same module {module}: "
@@ -176,8 +149,7 @@ class PluginRegistry:
         self._components = None
 
     def _register_checked(self, module: object, name: str) -> None:
-        """Register ``module``; a hook implementation that matches no spec (a typo such as
-        ``register_storez``) or has the wrong arguments is a :class:`PluginError` naming the plugin."""
+        """Register ``module``; a hook implementation matching no spec is a :class:`PluginError` naming the plugin."""
         try:
             self.pm.register(module, name=name)
             self.pm.check_pending()
@@ -259,9 +231,8 @@ class PluginRegistry:
         return sorted(self.components[kind].values(), key=lambda c: c.name)
 
     def find(self, kind: Kind, name: str) -> Component | None:
-        """The component called ``name`` (or aliased so), or ``None``; ``plugin:name`` picks the one
-        that plugin registers, whichever wins unqualified. A component of a plugin whose module another
-        plugin also ships is found only qualified (:meth:`resolve` says why)."""
+        """The component called ``name`` (or aliased so), or ``None``; ``plugin:name`` picks that plugin's. A component
+        whose module another plugin also ships is found only qualified (:meth:`resolve` says why)."""
         qualified = self._qualified(kind, name)
         if qualified is not None:
             return qualified
@@ -271,8 +242,7 @@ class PluginRegistry:
         return component
 
     def _qualified(self, kind: Kind, name: str) -> Component | None:
-        """``plugin:component`` → that plugin's component, or ``None`` when ``name`` is not so qualified
-        (an embedder's ``<embedder>:<model>`` names no plugin, or no component of it)."""
+        """``plugin:component`` → that plugin's component, or ``None`` when ``name`` is not so qualified."""
         plugin, sep, rest = name.partition(":")
         if not (sep and plugin and rest):
             return None

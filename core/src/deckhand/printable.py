@@ -1,17 +1,10 @@
-"""Making text safe to print: control characters escaped, so a file name cannot break a line.
-
-A file may be called ``a\\nb.txt``; printed as is, it splits a warning or a result's
-``Source:`` line in two and can forge a line of output. Everything deckhand prints about
-a file goes through :func:`printable` (the CLI's log handler also escapes whole messages).
-"""
+"""Making text safe to print: control characters escaped, so a file name cannot break a line of output."""
 
 from __future__ import annotations
 
 import re
 
-#: C0 and C1 controls, DEL, the bidirectional overrides that reorder what a terminal shows, and lone
-#: surrogates (a file name that is not valid UTF-8 reaches Python with its bad bytes as U+DC80-U+DCFF,
-#: which no UTF-8 stream, JSON answer or database accepts).
+#: C0 and C1 controls, DEL, the bidirectional overrides, and lone surrogates (undecodable bytes of a file name).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 #: The same, less the line breaks and tabs a multi-line text (a chunk shown whole) keeps.

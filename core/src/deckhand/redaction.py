@@ -1,21 +1,5 @@
-"""Keep secrets out of logs, error messages, tool results and every other output.
-
-Two layers:
-
-* **By value** (:data:`SECRETS`, :func:`register_secret`, :func:`redact`): every secret deckhand
-  is given -- each ``${VAR}`` substituted into a secret-bearing configuration field
-  (:func:`secret_parts`), each API key read through ``api_key_env``, the MCP bearer token -- is
-  registered once for the whole process. :func:`redact` masks it, and every piece of it of
-  :data:`MIN_PIECE` characters or more, in any text, whatever that text is: a driver's error
-  that cut a malformed URL at the wrong ``@``, the percent-encoded form a URL parser printed, a
-  traceback. Registering a secret also installs :func:`install_log_redaction`, so every log
-  record of every logger is masked before any handler sees it.
-* **By shape** (:func:`redact_url`): passwords in URLs (``scheme://user:pw@``, ``?password=``)
-  are masked even when nobody registered them (a URL typed into a command line).
-
-A secret shorter than :data:`MIN_PIECE` characters cannot be masked by value without masking
-ordinary words; only its URL position hides it (``docs/security.md``).
-"""
+"""Keep secrets out of every output: masking registered secret values anywhere (:func:`redact`, also in every log
+record) and passwords in URLs by shape (:func:`redact_url`). See docs/security.md."""
 
 from __future__ import annotations
 
@@ -32,9 +16,8 @@ SECRET_PARAMS = frozenset(
     {"password", "passwd", "pass", "pwd", "secret", "token", "access_token", "api_key", "apikey", "sslpassword"}
 )
 
-# scheme://user:password@host  →  scheme://user:***@host (also a bare :password@), inside any text:
-# found by :func:`_mask_url_passwords`, a scan in linear time (the regular expression
-# ``[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:[^@\s]+(?=@)`` it replaces took quadratic time on a long word).
+# scheme://user:password@host -> scheme://user:***@host, found by :func:`_mask_url_passwords` in linear time
+# (the regular expression it replaces took quadratic time on a long word).
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _SCHEME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _USER_END = re.compile(r"[:/@\s]")
@@ -48,13 +31,7 @@ _QUERY_SECRET = re.compile(
 
 
 def redact_url(text: str | None) -> str:
-    """``text`` with registered secrets (:data:`SECRETS`) and passwords in URLs (``scheme://user:pw@``,
-    ``?password=``) replaced by ``***``.
-
-    A single URL is parsed (so a password containing ``@`` is masked whole); longer text
-    is scanned for URLs. User name, host, port, path and other parameters stay, so the
-    message still says which server was meant. ``None`` gives ``""``.
-    """
+    """``text`` with registered secrets and URL passwords replaced by ``***``; ``None`` gives ``""``."""
     if not text:
         return ""
     text = SECRETS.redact(text)  # every registered secret first, however the URL around it is spelled
@@ -69,13 +46,8 @@ def _redact_text(text: str) -> str:
 
 
 def _mask_url_passwords(text: str) -> str:
-    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time.
-
-    The matches are the regular expression's above, leftmost first and not overlapping. Linear because
-    every scan is bounded by the next ``://``: a scheme is walked back only to the previous ``:`` or
-    ``/``, a user name ends at the next ``:``, and the end of a password (the next ``@`` or space) is
-    looked up once for all the ``://`` before it.
-    """
+    """``text`` with the password of each ``scheme://user:password@`` replaced by ``***``, in linear time: every scan
+    is bounded by the next ``://``."""
     out: list[str] = []
     copied = 0  # text[:copied] is in out
     at = text.find("://")
@@ -143,7 +115,7 @@ def redact_secrets(text: str, url: str | None) -> str:
 
 # -- by value: the process-wide registry ----------------------------------------------------------
 
-#: The shortest piece of a secret that is masked wherever it appears.
+#: The shortest piece of a secret masked wherever it appears (a shorter one would mask ordinary words).
 MIN_PIECE = 4
 
 #: Configuration field names (any part of the field's path) whose ``${VAR}`` values are secrets.
@@ -178,11 +150,7 @@ def secret_forms(secret: str) -> set[str]:
 
 
 class SecretRegistry:
-    """Secrets masked in any text, with every piece of :data:`MIN_PIECE` characters or more.
-
-    Matching is case-insensitive (a parser may lower-case a host) and covers the forms of
-    :func:`secret_forms`. Thread-safe: registering swaps in new immutable sets.
-    """
+    """Secrets masked in any text, with every piece of :data:`MIN_PIECE` characters or more; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -282,14 +250,8 @@ def is_secret_field(field: str) -> bool:
 
 
 def secret_parts(field: str, template: str, values: dict[str, str]) -> list[str]:
-    """The values among ``values`` (``${NAME}`` -> value, as substituted into ``template``) that are secrets.
-
-    In a URL field (``connection_string``, ``*_url``, ...) a variable is a secret where it stands
-    in the credentials: the user-info before the last ``@``, a secret query parameter, a
-    ``password=`` keyword; a variable that is the whole URL gives its credentials as secrets.
-    Anywhere else in a secret-bearing field (``api_key``, ``headers``, ``token``) the whole
-    value is one. Other fields (``source``, ``name``) carry none.
-    """
+    """The values among ``values`` (as substituted into ``template``) that are secrets: the credentials in a URL field,
+    the whole value in a secret-bearing field, none elsewhere."""
     if not values or not is_secret_field(field):
         return []
     last = re.split(r"[.\[\]]+", field.rstrip("]"))[-1] if field else ""
@@ -315,11 +277,7 @@ def secret_parts(field: str, template: str, values: dict[str, str]) -> list[str]
 
 
 def credential_spans(url: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each credential in ``url``, found without parsing it (it may be malformed).
-
-    The password (or a token-like user name) before the last ``@`` of the authority, the values
-    of secret query parameters, and ``password=...`` keywords (libpq's ``key=value`` form).
-    """
+    """``(start, end)`` of each credential in ``url``, found without parsing it (it may be malformed)."""
     spans: list[tuple[int, int]] = []
     scheme = url.find("://")
     if scheme >= 0:
@@ -355,12 +313,7 @@ _install_lock = threading.Lock()
 
 
 def install_log_redaction() -> None:
-    """Mask registered secrets in every log record of every logger, before any handler formats it.
-
-    Done through the log-record factory (so handlers added later, a test's or uvicorn's, are
-    covered too): a record's message, its arguments, its formatted exception and its stack are
-    masked when it is created. Idempotent.
-    """
+    """Mask registered secrets in every log record of every logger, before any handler. Idempotent."""
     global _installed
     with _install_lock:
         if _installed:

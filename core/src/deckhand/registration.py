@@ -1,31 +1,5 @@
-"""Typed registration: the :class:`Registrar` plugins call, the factory each kind registers, and
-the :class:`Component` a registration becomes.
-
-A plugin implements one hook, :func:`deckhand.hookspecs.deckhand_register`, and calls one typed
-method of the registrar per component (as tox 4 registers each environment type through a
-typed method)::
-
-    @hookimpl
-    def deckhand_register(register: Registrar) -> None:
-        register.store("redis", RedisStore.from_config, options=RedisOptions, url_schemes=("redis://",))
-        register.chunker("lines", lines_chunker, options=LinesOptions)
-
-Each method's factory is typed by a Protocol below, so mypy checks a plugin's factory against
-what deckhand will call it with. A factory of a kind that takes options receives them as one
-argument, the instance of the options model the component registered (validated when
-``agent.yaml`` was loaded), or ``None`` when it registered none (it then takes no options).
-An unknown keyword is a ``TypeError`` at the call, which the registry reports as a
-:class:`deckhand.errors.PluginError` naming the plugin.
-
-A component of a kind subclasses the kind's base class (:data:`BASES`, all in :mod:`deckhand.api`):
-:meth:`Component.create` refuses one that does not, with a :class:`deckhand.errors.PluginError` naming it, its
-plugin and the base to subclass. What a component can do is declared once, on that class (a store's
-``capabilities``, a keyword strategy's ``requires``); the registry reads it from the class the factory
-builds (:func:`built_class`) and is never told it a second time.
-
-This module is on the ground floor: it imports the base classes and plain types only (the
-configuration models are named for typing alone).
-"""
+"""Typed registration: the :class:`Registrar` plugins call from ``deckhand_register``, each kind's factory Protocol and
+the :class:`Component` a registration becomes (docs/plugins.md). Imports base classes and plain types only."""
 
 from __future__ import annotations
 
@@ -77,8 +51,7 @@ Kind = Literal[
 #: The name under which deckhand's own components are registered.
 BUILTIN = "deckhand.builtin"
 
-#: The base class each kind's components subclass (a tool type's, :class:`deckhand.tools.ToolBase`, and an
-#: executor's, :class:`deckhand.ingest.executor.ExecutorBase`, sit above this module: their builders check them).
+#: The base class each kind's components subclass (tools' and executors' are checked by their builders).
 BASES: dict[Kind, type] = {
     "loader": LoaderBase,
     "chunker": ChunkerBase,
@@ -118,13 +91,8 @@ class EmbedderFactory(Protocol[O_contra]):
 
 
 class StoreFactory(Protocol[O_contra]):
-    """``factory(config, collection, options, *, base_dir) -> StoreBase``.
-
-    ``config`` is the tool's ``database:`` block, ``collection`` the tool's name, ``options`` the
-    validated ``database.options`` and ``base_dir`` the agent config's directory, against which a
-    store keeping files resolves relative paths (its default files go under
-    :func:`deckhand.paths.state_dir` ``(base_dir)``); a server store ignores it.
-    """
+    """``factory(config, collection, options, *, base_dir) -> StoreBase``: the tool's ``database:`` block, its name, the
+    validated ``database.options`` and the agent directory, against which a file store resolves relative paths."""
 
     def __call__(
         self, config: DatabaseConfig, collection: str, options: O_contra, /, *, base_dir: Path
@@ -157,12 +125,7 @@ class MemoryBackendFactory(Protocol[O_contra]):
 
 
 class ToolFactory(Protocol[ToolConfigT]):
-    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class).
-
-    ``config`` is the validated ``tools:`` entry (the registered config model), ``base_dir`` the
-    agent's directory, ``registry`` the plugin registry the tool resolves its components in, and
-    ``progress`` who follows the ingestion (a :class:`deckhand.bases.ProgressBase`), or ``None``.
-    """
+    """``factory(config, *, base_dir, registry, progress) -> ToolBase`` (usually the tool class)."""
 
     def __call__(
         self,
@@ -192,10 +155,7 @@ WITH_OPTIONS: frozenset[Kind] = frozenset(
 
 @dataclass(frozen=True)
 class Component:
-    """One registered component: what it is, who provides it and how to build it.
-
-    Build it with :meth:`create`, which passes the factory its options model's instance.
-    """
+    """One registered component: what it is, who provides it and how to build it (:meth:`create`)."""
 
     kind: Kind
     name: str
@@ -209,14 +169,11 @@ class Component:
     priority: int = 0
     #: Stores: the URL schemes ``connection_string`` may use (empty: any, or none).
     url_schemes: tuple[str, ...] = ()
-    #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without
-    #: building the embedder (see :mod:`deckhand.building.lazy_embedders`); empty when not described.
+    #: Embedders: ``model_id``, ``dimension`` and ``max_tokens`` of the plain name, known without building it.
     described: Mapping[str, Any] = field(default_factory=dict)
-    #: Embedders: ``tokenizer(model) -> TokenizerBase``, the embedder's tokenizer without its model (a process that
-    #: only chunks, such as a Ray driver, then never loads the model); None: the model is loaded for it.
+    #: Embedders: ``tokenizer(model)``, the embedder's tokenizer without its model (None: the model is loaded for it).
     tokenizer: Callable[[str], TokenizerBase] | None = None
-    #: The plugins whose component of the same name this one wins over (set by the registry; an options
-    #: error then names the plugin whose model rejected them).
+    #: The plugins whose component of the same name this one wins over (set by the registry).
     shadows: tuple[str, ...] = ()
 
     @property
@@ -248,8 +205,7 @@ class Component:
 
     @property
     def info(self) -> dict[str, Any]:
-        """What the registration declared beyond name, factory, options and priority, and what its class
-        declares (for display)."""
+        """What the registration declared beyond name, factory, options and priority (for display)."""
         out: dict[str, Any] = dict(self.described)
         if self.url_schemes:
             out["url_schemes"] = self.url_schemes
@@ -264,10 +220,8 @@ class Component:
         return f"{self.kind.replace('_', ' ')} {self.name!r}"
 
     def instance(self, options: Mapping[str, Any] | None, *, validate: bool = False) -> BaseModel | None:
-        """The options model instance for ``options``: keyword values already validated by the
-        model (:func:`deckhand.config.component_choices.validate_options`), or with ``validate`` a raw mapping
-        (bad ones: a one-line :class:`ConfigError` for a store's ``database.options``, else a
-        ``TypeError``). ``None`` when the component has no options model."""
+        """The options model instance for ``options`` (already validated, or validated here with ``validate``); ``None``
+        when the component has no options model."""
         values = dict(options or {})
         if self.options is None:
             if values:
@@ -292,11 +246,8 @@ class Component:
     def create(
         self, *args: Any, options: Mapping[str, Any] | None = None, validate: bool = False, **kwargs: Any
     ) -> Any:
-        """Build the component: the kind's leading arguments (as the kind's factory Protocol lists
-        them), its options (validated keyword values; a raw mapping with ``validate``) and the
-        kind's keyword arguments (a store's ``base_dir``, a tool's ``base_dir``/``registry``/``progress``).
-        A component that does not subclass its kind's base (:data:`BASES`) is a :class:`PluginError`.
-        """
+        """Build the component from the kind's leading arguments, its options and keyword arguments; a component not
+        subclassing its kind's base (:data:`BASES`) is a :class:`PluginError`."""
         if self.kind in WITH_OPTIONS:
             built = self.factory(*args, self.instance(options, validate=validate), **kwargs)
         else:
@@ -345,9 +296,8 @@ def deferred(target: str) -> Callable[..., Any]:
 
 
 def built_class(factory: Callable[..., Any]) -> type | None:
-    """The class ``factory`` builds, known without calling it: the factory itself when it is a class, the class
-    of a classmethod (``MyStore.from_config``), or either of those behind :func:`deferred` (imported here); None
-    for a plain function."""
+    """The class ``factory`` builds, known without calling it (the class itself, a classmethod's class, or either behind
+    :func:`deferred`); None for a plain function."""
     target = _DEFERRED.get(factory)
     if target is not None:
         try:
@@ -362,16 +312,8 @@ def built_class(factory: Callable[..., Any]) -> type | None:
 class Registrar:
     """What :func:`deckhand.hookspecs.deckhand_register` receives: one typed method per kind.
 
-    Every method takes ``name`` (what configuration selects the component by), the factory,
-    and keyword-only: ``description`` (one line for ``deckhand plugins``), ``aliases`` (other
-    names for it) and ``priority`` (which component wins when two plugins register one name:
-    higher first, then a third-party plugin over deckhand's builtin, then the plugin name that
-    sorts first; deckhand logs one warning naming them). ``options`` is the pydantic model of the
-    settings configuration may give the component: deckhand validates them with it when
-    ``agent.yaml`` is loaded (errors name the file and the field), ``deckhand schema`` includes it,
-    and the factory receives the validated instance. Components are built lazily: registering is
-    cheap and loads no model or connection.
-    """
+    Every method takes ``name``, the factory, and keyword-only ``description``, ``aliases``, ``priority`` (higher wins
+    when two plugins register one name) and ``options`` (the pydantic model validating the component's settings)."""
 
     def __init__(self, plugin: str, add: Callable[[Component], None]) -> None:
         self._plugin = plugin
@@ -385,11 +327,19 @@ class Registrar:
     def _where(self, kind: Kind, name: str) -> str:
         return f"plugin {self._plugin!r} registers {kind.replace('_', ' ')} {name!r}"
 
-    def _register(self, kind: Kind, name: str, factory: Callable[..., Any], **fields: Any) -> None:
-        aliases = fields.pop("aliases", ())
-        if isinstance(aliases, str):
-            aliases = (aliases,)
-        self._add(Component(kind, name, factory, self._plugin, aliases=tuple(aliases), **fields))
+    def _register(
+        self,
+        kind: Kind,
+        name: str,
+        factory: Callable[..., Any],
+        options: type[BaseModel] | None,
+        description: str,
+        aliases: Sequence[str],
+        priority: int = 0,
+        **fields: Any,
+    ) -> None:
+        aliases = (aliases,) if isinstance(aliases, str) else tuple(aliases)
+        self._add(Component(kind, name, factory, self._plugin, description, aliases, options, priority, **fields))
 
     def loader(
         self,
@@ -399,11 +349,9 @@ class Registrar:
         description: str = "",
         aliases: Sequence[str] = (),
     ) -> None:
-        """A file loader. The loader's ``extensions`` and ``priority`` attributes say which files it takes
-        (among the loaders of a tool claiming one extension, the highest priority wins: ``priority`` means that
-        alone for a loader, so this method takes no ``priority=``). A tool uses it only when it opted in: its
-        type or chunker comes from this plugin, or its ``loaders:`` names it."""
-        self._register("loader", name, factory, description=description, aliases=aliases)
+        """A file loader; its ``extensions`` and ``priority`` attributes say which files it takes. A tool uses it only
+        when it opted in (its type or chunker comes from this plugin, or its ``loaders:`` names it)."""
+        self._register("loader", name, factory, None, description, aliases)
 
     def chunker(
         self,
@@ -415,14 +363,8 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A chunker: ``chunker:`` on a tool selects it, by name or ``{name: NAME, option: value, ...}``.
-
-        A tool's own size settings (``chunk_size``, ``chunk_overlap``, ``max_chunk_tokens``) are
-        passed on when written in ``agent.yaml`` and ``options`` declares a field of that name.
-        """
-        self._register(
-            "chunker", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """A chunker, selected by ``chunker:``; size settings pass on where ``options`` has that field."""
+        self._register("chunker", name, factory, options, description, aliases, priority)
 
     def embedder(
         self,
@@ -438,26 +380,14 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """An embedder: ``aliases`` lists the model names (``embedding_model:`` values) it serves.
-
-        ``model_id``, ``dimension`` and ``max_tokens`` (all three or none) describe the plain name
-        without building the embedder (:mod:`deckhand.building.lazy_embedders`). ``tokenizer(model)``, given
-        the name the factory gets, builds the embedder's tokenizer without its model (for chunking alone).
-        """
+        """An embedder serving the model names in ``aliases``; ``model_id``, ``dimension`` and ``max_tokens`` (all or
+        none) describe it without building it, and ``tokenizer(model)`` builds its tokenizer alone."""
         given = {"model_id": model_id, "dimension": dimension, "max_tokens": max_tokens}
         if any(v is not None for v in given.values()) and not all(v is not None for v in given.values()):
             raise PluginError(f"{self._where('embedder', name)}: give model_id=, dimension= and max_tokens= together")
         described = given if model_id is not None else {}
         self._register(
-            "embedder",
-            name,
-            factory,
-            options=options,
-            described=described,
-            tokenizer=tokenizer,
-            description=description,
-            aliases=aliases,
-            priority=priority,
+            "embedder", name, factory, options, description, aliases, priority, described=described, tokenizer=tokenizer
         )
 
     def store(
@@ -471,22 +401,17 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A vector store; ``name`` is the ``database.provider`` value that selects it.
-
-        ``url_schemes=("redis://", ...)`` makes ``connection_string`` required and checks it
-        starts with one of them (without, any connection string, or none, is accepted).
-        The store's capabilities are its class's ``capabilities`` attribute, read from the class ``factory``
-        builds (the class itself or its classmethod; :func:`built_class`) for ``deckhand plugins``.
-        """
+        """A vector store selected by ``database.provider``; ``url_schemes`` makes ``connection_string`` required and
+        checks its scheme. Capabilities are read from the built class's ``capabilities`` attribute."""
         self._register(
             "store",
             name,
             factory,
-            options=options,
+            options,
+            description,
+            aliases,
+            priority,
             url_schemes=checked_url_schemes(url_schemes, self._where("store", name)),
-            description=description,
-            aliases=aliases,
-            priority=priority,
         )
 
     def keyword_strategy(
@@ -499,21 +424,9 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A keyword strategy: ``keyword_strategy:`` on a ``hierarchical_document`` tool selects it.
-
-        The store capabilities it needs are its class's ``requires`` attribute (``KeywordIndexBase.requires``),
-        read from the class ``factory`` builds (the class or its classmethod; :func:`built_class`) before it is
-        built; on a store without them the tool logs one warning and uses ``bm25``.
-        """
-        self._register(
-            "keyword_strategy",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        """A keyword strategy selected by ``keyword_strategy:``; on a store lacking its class's ``requires``
+        capabilities the tool warns once and uses ``bm25``."""
+        self._register("keyword_strategy", name, factory, options, description, aliases, priority)
 
     def context_generator(
         self,
@@ -526,15 +439,7 @@ class Registrar:
         priority: int = 0,
     ) -> None:
         """A context generator: ``contextual_embeddings.generator`` selects it, ``.options`` are its options."""
-        self._register(
-            "context_generator",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        self._register("context_generator", name, factory, options, description, aliases, priority)
 
     def reranker(
         self,
@@ -546,14 +451,9 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A reranker: ``reranker:`` on a tool selects it. After fusion the tool's best ``rerank_top_n``
-        candidates are passed to :meth:`deckhand.bases.RerankerBase.rerank` and reordered by its
-        scores. The factory runs when the tool opens its index, so it should only check its settings
-        (a missing key is a :class:`deckhand.errors.ConfigError`) and load any model on the first query.
-        """
-        self._register(
-            "reranker", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """A reranker selected by ``reranker:``; its factory runs when the tool opens its index, so it should only check
+        settings and load any model on the first query."""
+        self._register("reranker", name, factory, options, description, aliases, priority)
 
     def memory_backend(
         self,
@@ -567,15 +467,7 @@ class Registrar:
     ) -> None:
         """A memory backend: ``memory.backend`` selects it; ``memory.options`` are validated by
         ``options`` (a ``TypeError`` when they do not fit). See :class:`deckhand.bases.MemoryBackendBase`."""
-        self._register(
-            "memory_backend",
-            name,
-            factory,
-            options=options,
-            description=description,
-            aliases=aliases,
-            priority=priority,
-        )
+        self._register("memory_backend", name, factory, options, description, aliases, priority)
 
     def executor(
         self,
@@ -587,12 +479,9 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """An executor: where ``deckhand ingest``'s work runs. ``--executor NAME[:ADDRESS]``, or ``executor:``
-        in agent.yaml or the global config (``NAME`` or ``{name: NAME, option: value, ...}``) selects it;
-        ``:ADDRESS`` on the command line is the ``address`` option. See :mod:`deckhand.ingest.executor`."""
-        self._register(
-            "executor", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """An executor, where ``deckhand ingest``'s work runs, selected by ``--executor NAME[:ADDRESS]`` (``address``
+        option) or ``executor:``."""
+        self._register("executor", name, factory, options, description, aliases, priority)
 
     def tool(
         self,
@@ -604,9 +493,6 @@ class Registrar:
         aliases: Sequence[str] = (),
         priority: int = 0,
     ) -> None:
-        """A tool type: ``name`` is the ``type:`` value of a ``tools:`` entry. ``options`` is the config
-        model of the whole entry, a subclass of :class:`deckhand.config.tool_fields.ToolConfigBase` (or
-        ``SourceToolConfig``) whose ``type`` field is ``Literal["<name>"]``."""
-        self._register(
-            "tool", name, factory, options=options, description=description, aliases=aliases, priority=priority
-        )
+        """A tool type selected by ``type:``; ``options`` is the entry's config model, a :class:`ToolConfigBase`
+        subclass whose ``type`` is ``Literal["<name>"]``."""
+        self._register("tool", name, factory, options, description, aliases, priority)

@@ -1,8 +1,4 @@
-"""JSON Schemas of pydantic models as agents read them: flat, no ``$ref``, no titles, no ``null`` unions.
-
-Used for the MCP tools' input schemas (:mod:`deckhand.calls.call_models`) and the search filter in the
-OpenAI-style function definitions (:mod:`deckhand.tools.tool_io`).
-"""
+"""JSON Schemas of pydantic models as agents read them: flat, no ``$ref``, no titles, no ``null`` unions."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""One definition of a similarity score in [0, 1] per metric, shared by every store.
-
-* COSINE: the cosine similarity, negatives reported as 0: ``clip(cos, 0, 1)``.
-* IP: the inner product clipped the same way: ``clip(a·b, 0, 1)`` (equal to COSINE for
-  the unit-length vectors deckhand's embedders produce).
-* L2: ``1 / (1 + d)`` with ``d`` the Euclidean distance: 1 for identical vectors,
-  falling towards 0 as they move apart.
-
-Ranking always uses the raw value (cosine, inner product or distance), so clipping
-never reorders results; it only makes ``min_similarity_score`` mean the same thing in
-every store.
-"""
+"""One definition of a similarity score in [0, 1] per metric, shared by every store (docs/writing-a-store-plugin.md);
+ranking uses the raw value, so clipping never reorders results."""
 
 from __future__ import annotations
 
@@ -43,11 +33,7 @@ def raw_to_score(metric: Metric, raw: FloatArray) -> FloatArray:
 
 
 def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Exact reference: raw values and scores of ``query`` against every row of ``matrix``.
-
-    Returns ``(order_key, scores)`` where a larger ``order_key`` ranks first. This is the
-    NumPy reference the conformance kit compares every store against.
-    """
+    """Exact NumPy reference the conformance kit compares stores against: ``(order_key, scores)``, larger key first."""
     matrix = np.asarray(matrix, dtype=np.float32)
     query = np.asarray(query, dtype=np.float32)
     if metric is Metric.COSINE:
@@ -63,18 +49,13 @@ def exact_scores(metric: Metric, matrix: FloatArray, query: FloatArray) -> tuple
     return -dist, l2_to_score(dist)
 
 
-#: The largest vector norm deckhand accepts: the dot product of any two such vectors stays within float32's
-#: range (Cauchy-Schwarz), so no score overflows; real embeddings have norms near 1.
+#: The largest vector norm accepted: the dot product of two such vectors stays within float32's range.
 MAX_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 
 def degenerate_row(vectors: npt.ArrayLike, *, zero: bool = True) -> tuple[int, str] | None:
-    """The first row of ``vectors`` that no similarity can be computed from, and why; None when all are usable.
-
-    A row is degenerate when it holds NaN or infinite components, when its norm exceeds
-    :data:`MAX_NORM` (float32 dot products with it overflow), or, with ``zero``, when it is all
-    zeros (its cosine with anything is undefined: every chunk would score 0).
-    """
+    """The first row of ``vectors`` no similarity can be computed from (NaN, infinite, norm over :data:`MAX_NORM`, or
+    with ``zero`` all zeros), and why; None when all are usable."""
     rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
     finite = np.isfinite(rows)
     clean = np.where(finite, rows, 0.0)
@@ -91,12 +72,8 @@ def degenerate_row(vectors: npt.ArrayLike, *, zero: bool = True) -> tuple[int, s
     return i, f"a norm of {norms[i]:.3g}, above {MAX_NORM:.3g} (its dot products overflow float32)"
 
 
-#: Cosine similarity under which a chunk is almost never related to a query, per embedding model
-#: (by model-id prefix). Measured for the default model (docs/benchmarks.md, issue 23): on the doc_qa
-#: collections of ``benchmarks/`` the best chunk of every one of 96 real questions scored 0.31 or
-#: more and the best chunk of 7 of 12 off-topic queries under 0.15; but a question about one section
-#: of a 512-token chunk that covers three ("Who answers vulnerability reports?" on the README's
-#: examples) scores 0.16 against its right chunk, so the floor sits under that.
+#: Cosine similarity under which a chunk is almost never related to a query, per model-id prefix; measured for the
+#: default model under the 0.16 of a right but broad chunk (docs/benchmarks.md, issue 23).
 UNRELATED_COSINE = {"all-MiniLM-L6-v2": 0.15}
 
 
@@ -113,10 +90,8 @@ def _in_units(cosine: float, metric: Metric) -> float:
     return cosine
 
 
-#: Cosine similarity under which a query's *best* match is about nothing in the source, per embedding model (by
-#: model-id prefix): an answer whose nearest chunk is less similar than this is left out whole (issue 31).
-#: Measured for the default model on benchmarks/doc_qa and SciFact (docs/benchmarks.md, "Off-topic questions and the
-#: definitions results carry"): real questions 0.306 or more, off-topic queries 0.258 or less.
+#: Cosine similarity under which a query's best match is about nothing in the source, per model-id prefix (issue 31;
+#: measured in docs/benchmarks.md: real questions 0.306 or more, off-topic queries 0.258 or less).
 OFF_TOPIC_COSINE = {"all-MiniLM-L6-v2": 0.28}
 
 

@@ -1,8 +1,4 @@
-"""What every ``tools:`` entry of agent.yaml has, on the ground floor so that the typed registrar can name it.
-
-:class:`ToolConfigBase` is the base of every tool type's config model (``register.tool(..., options=...)``);
-:mod:`deckhand.config.tool_fields` builds the ``database:`` block and the fields of tools that ingest a source on it.
-"""
+""":class:`ToolConfigBase`, what every ``tools:`` entry has, on the ground floor for the registrar."""
 
 from __future__ import annotations
 
@@ -26,11 +22,7 @@ class StrictModel(BaseModel):
 
 
 class ToolConfigBase(StrictModel):
-    """What every ``tools:`` entry has; a tool type's config model subclasses it.
-
-    A subclass sets ``type: Literal["<its type name>"]`` and registers itself with
-    ``register.tool`` (``options=``); ``agent.yaml`` entries are validated by their ``type``.
-    """
+    """What every ``tools:`` entry has; a tool type's config model subclasses it with ``type: Literal["<name>"]``."""
 
     type: str = Field(description="Tool type: a name registered with register.tool.")
     name: str = Field(pattern=NAME_PATTERN, description="Tool name the agent calls (letters, digits, _).")
@@ -44,6 +36,5 @@ class ToolConfigBase(StrictModel):
     )
 
     def source_config(self) -> SourceToolConfig | None:
-        """This entry when its tool ingests a source (a ``SourceToolConfig``: its source, database, encoding...);
-        None for a tool type without one."""
+        """This entry when its tool ingests a source (a ``SourceToolConfig``), else None."""
         return None

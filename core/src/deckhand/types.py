@@ -1,11 +1,4 @@
-"""Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends.
-
-These are the types the base classes (:mod:`deckhand.bases`) mention, so the ground floor (types,
-errors, the filter language) imports nothing above it (see docs/architecture.md, "Layers").
-Pydantic models live at the edges (configuration, tool I/O); inside the pipeline these small
-dataclasses are cheaper and easier to reason about. The one model here, :class:`SearchResult`,
-is the tools' output for programs (``model_dump()`` gives JSON).
-"""
+"""Plain data passed between loaders, chunkers, embedders, stores, tools and memory backends (the ground floor)."""
 
 from __future__ import annotations
 
@@ -56,24 +49,16 @@ class Document:
 
 @dataclass(frozen=True)
 class LoadedText:
-    """What a loader may return instead of a string: the text and the document's metadata.
-
-    ``metadata`` (JSON-like: strings, numbers, booleans, lists, objects) is copied into every
-    chunk of the file, where search filters can select on it. ``places`` says where parts of the
-    text begin and what locates them (``(offset, {"page": 3})``, in order): each chunk also carries
-    the fields of the place its first character is in (:mod:`deckhand.ingest.places`).
-    """
+    """What a loader may return instead of a string: the text, metadata copied into every chunk, and ``places``
+    (``(offset, {"page": 3})``, in order) giving each chunk the fields of the place it starts in."""
 
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     places: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
 
-#: The chunk metadata keys deckhand derives itself, which results show as where a chunk comes from: the
-#: structure chunker's (heading chain, sections, definitions, references), the token chunker's and the ingest's
-#: (character offsets, lines, path, file type), the contextual step's, and a code chunker's (symbol, language,
-#: kind, signature). Fields an agent sends with a document may not take these names
-#: (:data:`deckhand.index.agent_documents.RESERVED_KEYS`); tests check each chunker against this list.
+#: The chunk metadata keys deckhand derives itself (chunkers', the ingest's, the contextual step's), which results
+#: show; agents' document fields may not take these names, and tests check each chunker against this list.
 DERIVED_METADATA_KEYS = frozenset(
     {
         # where in the file
@@ -113,11 +98,7 @@ DERIVED_METADATA_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of a document to embed.
-
-    ``embed_text`` is what is embedded and keyword-indexed (it may carry context such as
-    the heading chain); ``content`` is what results show.
-    """
+    """A piece of a document: ``embed_text`` is embedded and keyword-indexed, ``content`` is what results show."""
 
     source: str
     index: int
@@ -154,18 +135,14 @@ class Record:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A store's answer: the record and its similarity score in [0, 1].
-
-    Also each hit of the query engine's ranking (:class:`deckhand.retrieval.engine.Ranking`), with how it was ranked;
-    a tool makes its edge result (:class:`SearchResult`) of it."""
+    """A store's answer, or a hit of the query engine's ranking: the record and its similarity score in [0, 1]."""
 
     record: Record
     #: The store's similarity, or the fused score (hybrid).
     score: float
     #: The reranker's score when a reranker reordered the results.
     rerank_score: float | None = None
-    #: What each modality said (hybrid: a :class:`deckhand.retrieval.fusion.Fused`), and what the result carries
-    #: beside its text (hybrid: :class:`deckhand.retrieval.engine.Annotations`).
+    #: What each modality said, and what the result carries beside its text (hybrid: fusion and annotations).
     fused: Any = None
     annotations: Any = None
 
@@ -178,12 +155,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class RecordChanges:
-    """What changed in a collection since a records version (:class:`deckhand.capabilities.RecordLog`).
-
-    ``deleted``: store rows (at most ``since_row``) removed since; ``added``: the rows written
-    after ``since_row`` that are still there, each with its record (vector left empty); ``version``
-    and ``last_row``: where the collection stands now (the next :meth:`changes_since` starts there).
-    """
+    """What changed in a collection since a records version (:class:`deckhand.capabilities.RecordLog`)."""
 
     version: int
     last_row: int
@@ -237,12 +209,7 @@ class SectionRef(BaseModel):
 
 
 class SearchResult(BaseModel):
-    """One ranked result: the one model every tool returns and the CLI, the MCP server, the Semantic
-    Kernel plugin and programs read (the agent gets the tool's formatted string).
-
-    The place fields are filled by tools that know a document's structure (``hierarchical_document``)
-    and left empty by the others, so a reader never asks which kind of result it holds.
-    """
+    """One ranked result: the one model every tool returns and every front end reads."""
 
     rank: int = Field(ge=1)
     score: float = Field(ge=0.0, le=1.0)
@@ -296,8 +263,7 @@ class IngestReport:
     #: Tokens a remote embedding service reported using (None for a local model).
     tokens_used: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap
-    #: (files are converted and chunked while earlier ones are embedded).
+    #: Wall-clock time of the run; less than the sum of :attr:`seconds`, whose stages overlap.
     wall_seconds: float = 0.0
 
     @property
@@ -373,11 +339,7 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
 
 @dataclass(frozen=True, order=True)
 class VectorCoordinate:
-    """A point of the memory space: issue number x, cycle stage y, memory layer z.
-
-    Invalid values raise :class:`~deckhand.errors.CoordinateValidationError`. Frozen and ordered,
-    so coordinates are dict keys and sort lexicographically by (x, y, z).
-    """
+    """A point of the memory space: issue number x, cycle stage y, memory layer z; frozen and ordered by (x, y, z)."""
 
     x: int  # Issue number (1-1000)
     y: int  # Cycle stage (1-5)
@@ -398,11 +360,7 @@ class VectorCoordinate:
 
     @staticmethod
     def from_path(path: PurePath | str) -> VectorCoordinate:
-        """Parse a coordinate from a decision file path (absolute, repository-relative or ``x-005/y-2-z-1.json``).
-
-        Raises ``ValueError`` for a path that is not a decision file, and
-        :class:`CoordinateValidationError` (a ``ValueError``) for one whose numbers are out of range.
-        """
+        """Parse a coordinate from a decision file path; ``ValueError`` for any other path."""
         match = _COORDINATE_PATH.search(str(path))
         if not match:
             raise ValueError(f"Invalid coordinate path: {path} (expected .../x-NNN/y-Y-z-Z.json)")
@@ -420,12 +378,7 @@ class VectorCoordinate:
 
 @dataclass(frozen=True)
 class ScanEntry:
-    """One stored item found by :meth:`deckhand.bases.MemoryBackendBase.scan`.
-
-    ``data`` is the serialized decision, or ``None`` with ``error`` saying why the item could
-    not be read (unreadable file, a name that is not a coordinate). ``location`` names the
-    item for messages (a file path for file backends).
-    """
+    """One stored item found by ``scan``: the decision's bytes, or ``None`` with an ``error``."""
 
     location: str
     coordinate: VectorCoordinate | None
@@ -435,14 +388,8 @@ class ScanEntry:
 
 @dataclass(frozen=True)
 class SyncResult:
-    """What :meth:`deckhand.bases.MemoryBackendBase.sync` did.
-
-    ``commit`` is the new commit's id, or ``None`` when there was nothing to commit (not an
-    error) or the backend has no history (in-memory). ``changed`` lists the coordinates the
-    commit added or modified, ``deleted`` those it removed. ``skipped`` names the decision files
-    left out because they do not parse (``"<location>: <reason>"``, one line each; see
-    :func:`deckhand.memory.decisions.decision_problem`): they stay as they are, uncommitted.
-    """
+    """What ``sync`` did: the new commit (``None`` when nothing to commit or no history), the coordinates ``changed``
+    and ``deleted``, and the unparseable decision files ``skipped``."""
 
     commit: str | None
     message: str

@@ -1,11 +1,5 @@
-"""The one embedder factory tools and the vector memory share.
-
-An ``embedding_model:`` value names a registered embedder (or one of its aliases), or
-``<embedder>:<model>`` for an embedder that serves many models, or is a mapping
-``{name: <embedder>, option: value, ...}`` whose options the embedder's options model validates
-(the factory gets them as keyword arguments). The model is loaded once per process and set of
-options; the on-disk cache lives in the state directory (:mod:`deckhand.paths`).
-"""
+"""The one embedder factory tools and the vector memory share: an ``embedding_model:`` value (a name,
+``<embedder>:<model>`` or a mapping with options) built once per process and set of options."""
 
 from __future__ import annotations
 
@@ -26,9 +20,8 @@ if TYPE_CHECKING:
     from deckhand.config.component_choices import ComponentChoice
 
 DEFAULT_EMBEDDER = "minilm"
-#: Model ids an unset ``embedding_model:`` produced in earlier versions, each also the name of the
-#: embedder that still makes its vectors: a tool without ``embedding_model:`` whose index was built
-#: with one keeps reading it with that model until ``--force-ingest`` rebuilds it with the default.
+#: Model ids an unset ``embedding_model:`` produced in earlier versions (each also its embedder's name): an index
+#: built with one keeps being read with it until ``--force-ingest``.
 FORMER_DEFAULTS = ("all-MiniLM-L6-v2-onnx-int8",)
 
 #: What ``embedding_model:`` holds once validated: a name, a name with options, or nothing (the default).
@@ -55,9 +48,8 @@ def load_embedder(registry: PluginRegistry, value: EmbeddingModel) -> EmbedderBa
     """The embedder ``value`` selects (default MiniLM), built once per process and set of options, and shared."""
     name, options = split_model(value)
     component = resolve_embedder(registry, name)
-    # Keyed by the factory itself (kept alive by the key), not id(registry): a registry
-    # created after reset_registry() may reuse a freed id and get another plugin's embedder.
-    # Aliases of one component share its model ("default", "minilm" and unset are one).
+    # Keyed by the factory (kept alive by the key), not id(registry): a registry made after reset_registry() may reuse
+    # a freed id. Aliases of one component share its model.
     canonical = component.name if name in (component.name, *component.aliases) else name
     key = (component.factory, canonical, options_key(options))
     with _lock:

@@ -1,6 +1,4 @@
-"""The executor an ``executor:`` choice names (``--executor``, agent.yaml, the global config), built with its
-validated options: the ingest layer takes the built :class:`~deckhand.ingest.executor.ExecutorBase`, never the
-choice."""
+"""The executor an ``executor:`` choice names, built with its validated options for the ingest layer."""
 
 from __future__ import annotations
 
@@ -13,8 +11,7 @@ from deckhand.plugins import PluginRegistry
 
 
 def build_executor(registry: PluginRegistry, choice: ComponentChoice, origin: str) -> ExecutorBase:
-    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin`` (where
-    the choice came from) and, for an executor that is not installed, the command that installs it."""
+    """The executor ``choice`` names, built with its validated options; one-line errors name ``origin``."""
     try:
         component, options = resolve_choice(registry, "executor", choice, ("executor",))
     except ValidationError as exc:

@@ -1,12 +1,5 @@
-"""An embedder that loads its model on first use, so a process that never embeds never loads it.
-
-A tool needs the model's id and dimension at start-up (to open its collection and check it
-was built with the same model) but the model itself only to embed: while ingesting, and for
-a semantic query. An embedder registered with ``model_id=``, ``dimension=`` and
-``max_tokens=`` in its registration info (the builtin ``minilm`` is) is described without
-being loaded; keyword-only and exact searches, and a search that only opens an ingested
-index, then never load it. Other embedders are loaded as soon as they are described.
-"""
+"""An embedder that loads its model on first use, described meanwhile by its registered ``model_id``, ``dimension`` and
+``max_tokens``, so a process that never embeds (keyword or exact search, opening an index) never loads it."""
 
 from __future__ import annotations
 

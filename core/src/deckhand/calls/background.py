@@ -1,11 +1,4 @@
-"""``deckhand_ingest`` with ``wait: false``: the re-ingest runs in a daemon thread and the call answers at once.
-
-A client need not hold a request open (nor an MCP connection's request timeout) for a long
-ingest: it starts one, goes on searching (a search of that tool waits for the ingest, as
-always), and reads the outcome from ``deckhand_list_tools`` (state, last ingest, error).
-The toolbox already runs one ingest or search at a time per tool, so a second start of the
-same tool queues behind the first.
-"""
+"""``deckhand_ingest`` with ``wait: false``: the re-ingest runs in a daemon thread and the call answers at once."""
 
 from __future__ import annotations
 

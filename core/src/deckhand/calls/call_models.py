@@ -1,11 +1,5 @@
-"""The arguments and results of every call an agent can make, as pydantic models.
-
-Arguments are validated strictly (no unknown keys, no ``"5"`` for an integer) and a
-failure becomes :class:`CallError` with one line naming the argument, what is allowed and
-what was given. Coordinates are deliberately not range-checked here: the memory manager
-checks them and its messages are the contract's. The JSON Schemas agents see are derived
-from these models by :func:`json_schema` (flat: no ``$ref``, no titles, no ``null`` unions).
-"""
+"""The arguments and results of every call an agent can make, as pydantic models validated strictly; a failure is a
+one-line :class:`CallError`. Coordinates are range-checked by the memory manager, whose messages are the contract's."""
 
 from __future__ import annotations
 
@@ -54,8 +48,7 @@ def _top_k(description: str, default: int | None = None, limit: int = TOP_K_MAX)
 
 
 class SearchArguments(Arguments):
-    """A search of one retrieval tool, optionally filtered (``docs/filters.md``); ``top_k`` up to
-    :data:`TOP_K_MAX` (a tool type allowing more gets :func:`search_arguments` of its limit)."""
+    """A search of one retrieval tool, optionally filtered; ``top_k`` up to :data:`TOP_K_MAX` or the tool's limit."""
 
     query: str = Field(description="What to look for, in natural language.", max_length=MAX_QUERY_CHARS)
     top_k: int | None = _top_k("How many results to return (1-100); default: the tool's top_k.")
@@ -383,11 +376,7 @@ class ReadOutput(Output):
 
 
 def parse_arguments(model: type[Arguments], arguments: dict[str, Any] | None, call: str) -> Arguments:
-    """``arguments`` validated as ``model``; :class:`CallError` with one line when they are not.
-
-    Their size and depth are checked first (:mod:`deckhand.limits`), so a hostile value costs no more
-    than the limits before it is refused.
-    """
+    """``arguments`` validated as ``model`` (size and depth first); a one-line :class:`CallError` if not."""
     try:
         check_shape(arguments or {}, "arguments")
     except LimitExceeded as exc:
@@ -423,8 +412,7 @@ def validation_line(exc: ValidationError, model: type[BaseModel]) -> str:
 
 
 def top_k_limit(config_model: type) -> int:
-    """The largest ``top_k`` a tool config model allows (its field's ``le``), at most :data:`TOP_K_CEILING`;
-    :data:`TOP_K_MAX` when it is no pydantic model or has no such field or bound."""
+    """The largest ``top_k`` a tool config model allows (its field's ``le``, capped), else :data:`TOP_K_MAX`."""
     fields = config_model.model_fields if issubclass(config_model, BaseModel) else {}
     field = fields.get("top_k")
     bounds = [m.le for m in field.metadata if isinstance(m, annotated_types.Le)] if field is not None else []

@@ -1,10 +1,5 @@
-"""The list of calls a :class:`~deckhand.calls.toolbox.Toolbox` offers, with their schemas.
-
-Front ends (the MCP server, the Semantic Kernel plugin) turn each :class:`Operation` into
-their own kind of function: same name, description, input schema and behaviour everywhere.
-There is one search per retrieval tool (named after the tool), the memory calls when a
-memory is configured, and two housekeeping calls.
-"""
+"""The calls a :class:`~deckhand.calls.toolbox.Toolbox` offers, with their schemas: one search per retrieval tool, the
+memory calls when memory is configured, and housekeeping; front ends turn each :class:`Operation` into a function."""
 
 from __future__ import annotations
 
@@ -80,9 +75,8 @@ class Operation:
     reports_progress: bool = False
 
     def function_definition(self) -> dict[str, Any]:
-        """This call as an OpenAI-style tool (``{"type": "function", "function": {name, description,
-        parameters}}``), for programs that hand deckhand's calls, writes included, to a model themselves;
-        answer the model's call with :meth:`call` (its arguments, parsed from JSON)."""
+        """This call as an OpenAI-style tool (``{"type": "function", "function": {...}}``) for programs that hand
+        deckhand's calls to a model themselves; answer the model's call with :meth:`call`."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
@@ -98,12 +92,8 @@ class Operation:
 
 
 def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
-    """The search call's input schema, derived from the tool's own ``parameters`` (its function definition).
-
-    A property the tool describes in deckhand's standard words (:func:`deckhand.tools.tool_io.function_definition`)
-    is shown in this call's fuller wording; one it describes itself (a query that is a regular expression) is
-    shown as the tool wrote it. ``top_k`` is always offered; ``filter`` only when the tool lists it.
-    """
+    """The search call's input schema from the tool's own ``parameters``: deckhand's standard properties in this call's
+    fuller wording, the tool's own as written; ``top_k`` always, ``filter`` when listed."""
     limit = top_k_limit(type(tool.config))
     schema = json_schema(search_arguments(limit))
     standard = function_definition("", "")["parameters"]["properties"]
@@ -126,10 +116,7 @@ def _search_schema(tool: Any, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def operations(toolbox: Toolbox, result_budget: int | None = None) -> list[Operation]:
-    """Every call ``toolbox`` answers, searches first.
-
-    Each answer fits its tool's result budget, else ``result_budget`` tokens (:mod:`deckhand.calls.result_pages`).
-    """
+    """Every call ``toolbox`` answers, searches first, each answer within its result budget."""
     ops: list[Operation] = []
     reader = SourceReader.of(toolbox)
     for name in toolbox.tool_names:

@@ -1,11 +1,5 @@
-"""Outages heal by themselves: an unreachable store server is retried in the background.
-
-A store server that cannot be reached (a call or an ingest fails with a connection error) is an
-*outage*, not a failure: the tool keeps its store and its last index, the listing says since when
-the store is unreachable, and a background thread retries with a doubling delay
-(:data:`RETRY_FIRST` up to :data:`RETRY_MAX`) until an incremental re-ingest succeeds, which also
-picks up what changed meanwhile.
-"""
+"""Outages heal by themselves: an unreachable store keeps its last index and is retried in the background with a
+doubling delay (:data:`RETRY_FIRST` up to :data:`RETRY_MAX`) until an incremental re-ingest succeeds."""
 
 from __future__ import annotations
 
@@ -49,11 +43,7 @@ class Outage:
 
 
 class OutageHealing:
-    """Records the outages of a :class:`~deckhand.calls.toolbox.Toolbox`'s stores and retries them.
-
-    It shares the toolbox's ``slots`` and ``closing`` event and retries by calling ``ingest(name)``
-    (the toolbox's incremental ingest); its own state is the healer thread and the retry delays.
-    """
+    """Records the outages of a :class:`~deckhand.calls.toolbox.Toolbox`'s stores and retries them."""
 
     def __init__(
         self,
@@ -71,11 +61,7 @@ class OutageHealing:
         self._heal_lock = threading.Lock()
 
     def store_down(self, name: str, slot: Slot, line: str, *, attempt: bool = True) -> str:
-        """Record that tool ``name``'s store is unreachable; the outage in words.
-
-        ``attempt``: an ingest (a retry) failed, so the next one is scheduled after a doubled delay;
-        otherwise (a search or a count failed) only a new outage schedules its first retry.
-        """
+        """Record that tool ``name``'s store is unreachable; the outage in words (``attempt``: a retry failed)."""
         now = time.monotonic()
         with slot.cond:
             outage = slot.outage

@@ -1,21 +1,4 @@
-"""Result budgets and cursors: a search answer that fits the client's budget, and a way to page on.
-
-MCP clients cut a tool result at about 25k tokens, so a search's answer is kept under a budget
-(:data:`DEFAULT_RESULT_BUDGET` tokens, estimated as characters / 4; ``result_budget:`` per tool,
-``deckhand mcp --result-budget`` per server). What does not fit is cut at a result boundary (a single
-result larger than the budget is cut with a marker) and the answer carries ``next_cursor``.
-
-A cursor is opaque to the agent: it binds the search (tool, query, top_k, filter) and names the
-results already given by a short digest of ``(source, chunk_index, content)``. The next page re-runs
-the same search and leaves those out, so no result is ever given twice; when nothing was ingested
-between two pages the pages together are exactly the unbudgeted answer. After an ingest the next page
-is taken from the index as it is now (a new match may appear, a removed one is gone). Cursors are
-signed (HMAC-SHA256), expire after :data:`CURSOR_TTL` seconds and are at most
-:data:`~deckhand.limits.MAX_CURSOR_CHARS` characters; a forged, stale or foreign one is refused in one line.
-The signing key is per process unless :func:`use_cursor_secret` derives it from a secret that replicas
-share (``deckhand mcp`` does, from ``DECKHAND_CURSOR_KEY`` or the bearer token): then a cursor given by one
-replica continues on any other.
-"""
+"""Result budgets and cursors: an answer cut to the client's budget, with a signed cursor to the next page."""
 
 from __future__ import annotations
 
@@ -127,8 +110,7 @@ def _cost(hit: ResultOut) -> int:
 
 
 def _reserve(tool: str, args: SearchArguments, results: int, found: SearchOutput) -> int:
-    """Characters of an answer besides its hits: the envelope, the query, a cursor and the note on how to use it,
-    and what is said of a stale index (text and structured)."""
+    """Characters of an answer besides its hits: envelope, query, cursor and note, and any stale-index text."""
     cursor = (24 + 16 + _DIGEST * results) * 4 // 3 + 4
     stale = len(found.stale.model_dump_json()) + 3 * len(found.note or "") if found.stale is not None else 0
     # the cursor three times: next_cursor, the text's last line and the note's
@@ -158,10 +140,7 @@ def _cut(hit: ResultOut, room: int) -> ResultOut:
 def page(
     tool: str, args: SearchArguments, text: str, found: SearchOutput, tokens: int, given: set[bytes]
 ) -> tuple[str, SearchOutput]:
-    """The page of ``found`` that fits ``tokens`` after the results ``given`` (:func:`open_cursor`), and its cursor.
-
-    ``text`` is the tool's own text for all of ``found``: kept as is when everything fits on a first page.
-    """
+    """The page of ``found`` fitting ``tokens`` after the results ``given``, and its cursor."""
     fresh = [hit for hit in found.results if _hit_key(hit) not in given]
     # After an ingest some given results may be gone from the ranking: never more than top_k in all.
     fresh = fresh[: max(0, len(found.results) - len(given))]

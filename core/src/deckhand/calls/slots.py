@@ -37,8 +37,7 @@ class Slot:
     search_note: str | None = None
     #: Whether the tool is given filters (read once, from its function definition, when it is served).
     takes_filter: bool = True
-    #: What the last check of the source for changes found (None: not checked, or too large to) and when
-    #: (``time.monotonic()``; an ingest forgets it).
+    #: What the last check of the source for changes found (None: not checked) and when (``time.monotonic()``).
     changes: SourceChanges | None = None
     changes_at: float | None = None
 

@@ -1,21 +1,4 @@
-"""Links from search hits back to the files, and reading them: only what a served tool indexes.
-
-Every hit of a file-backed chunk carries a ``file://`` URI of the file with its line range,
-``file:///srv/docs/keys.md#L12-L30`` (GitHub's fragment form; lines are 1-based and
-inclusive), so an agent or a client can open the place or read around it without a new
-search. :class:`SourceReader` resolves such a URI and reads the lines, widened on request by
-context lines or to the whole section (markdown or RST headings) that holds them.
-
-A URI is served only when it names a file one of the toolbox's tools ingests, by the rules
-ingestion itself follows (:mod:`deckhand.ingest.discovery`): under the tool's source, no
-hidden file or directory on the way, no symbolic link below the source, a supported file
-type, at most the tool's ``max_file_size`` and :data:`~deckhand.limits.MAX_READ_BYTES`. Anything
-else — another scheme, a host other than ``localhost`` (RFC 8089: this machine), ``..`` or ``.``
-segments (also percent-encoded), a NUL, a link pointing elsewhere, a name the file system cannot
-hold — is refused with one line that names no file outside. The file is opened from the source
-down without following links (:mod:`deckhand.ingest.opening`), so a link swapped in after the
-checks is refused too.
-"""
+"""Reading the files behind search hits through their ``file://`` URIs: only files a served tool ingests."""
 
 from __future__ import annotations
 
@@ -117,8 +100,7 @@ class _Source:
     encoding: Any
     #: The tool's ``max_file_size`` (None: no limit): a larger file is not indexed, so not read.
     max_file_size: int | None
-    #: The directory results' paths are relative to (agent.yaml's); None for a tool type of a plugin's own
-    #: with no folder of its own, whose results show paths their own way.
+    #: The directory results' paths are relative to (agent.yaml's); None: the tool shows paths its own way.
     base: Path | None = None
 
     def shown(self, relative: Path | None = None) -> str:
@@ -257,11 +239,7 @@ class SourceReader:
         max_lines: int = MAX_LINES,
         max_chars: int = MAX_CHARS,
     ) -> Passage:
-        """The lines ``uri`` names, ``context`` more on each side, or the whole section that holds them.
-
-        At most ``max_lines`` lines and ``max_chars`` characters, cut at a line boundary (``truncated``); a
-        single longer line is cut to ``max_chars``.
-        """
+        """The lines ``uri`` names, widened by ``context`` or to their section, cut to ``max_lines``/``max_chars``."""
         place = self.resolve(uri)
         lines = self._lines(place)
         total = len(lines)
@@ -307,11 +285,7 @@ class SourceReader:
 
 
 def _read_limit(source: _Source, place: Place) -> int:
-    """The most bytes read of ``place``'s file; :class:`CallError` (one line) when the file is larger.
-
-    Checked here on the path for the message, and again on the opened file (a file swapped or grown
-    meanwhile is refused by the loader).
-    """
+    """The most bytes read of ``place``'s file; :class:`CallError` when it is larger (checked again once opened)."""
     limit = MAX_READ_BYTES if source.max_file_size is None else min(source.max_file_size, MAX_READ_BYTES)
     try:
         size = place.path.lstat().st_size

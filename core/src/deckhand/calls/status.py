@@ -1,7 +1,4 @@
-"""What ``deckhand_list_tools`` says: each tool's state, source, item count and last ingest; the memory.
-
-A tool's count is of what it searches (chunks for deckhand's tool types, files for a grep tool
-type): the text says "searchable items", which is true of every tool type."""
+"""What ``deckhand_list_tools`` says: each tool's state, source, searchable item count and last ingest; the memory."""
 
 from __future__ import annotations
 
@@ -59,8 +56,7 @@ def tool_status(name: str, slot: Slot, *, count: int, source: Path) -> ToolStatu
 
 
 def _shown(tool: Any, source: Path) -> str:
-    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute (a tool
-    type with no folder of its own: absolute)."""
+    """The source as results show files: relative to agent.yaml's folder when inside it, else absolute."""
     path = Path(os.path.abspath(source))
     base = tool.base_dir
     return display_path(path, base) if base is not None else path.as_posix()

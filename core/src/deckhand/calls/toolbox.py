@@ -1,36 +1,5 @@
-"""An agent config's tools and memory, answering calls from any number of threads.
-
-The MCP server and the Semantic Kernel plugin both drive a :class:`Toolbox`. It owns the
-policy every front end shares:
-
-* **One thing at a time per tool.** A search and an ingest of the same tool never overlap
-  (the stores and indexes are not built for concurrent writers and readers), so a search
-  that arrives while its tool ingests *waits* for the ingest to finish, at most
-  :data:`SEARCH_WAIT` seconds, and then answers from the fresh index; past that it fails
-  with a one-line "still ingesting (stage n/N)" error. Different tools work in parallel.
-* **Lazy or background ingestion.** :meth:`Toolbox.start_ingest` ingests every tool in a
-  background thread (the server answers ``initialize`` meanwhile); a tool nobody ingested
-  yet is ingested by its first search.
-* **An answer says when the index is behind its source.** A search checks the tool's source for files
-  added, edited or deleted since its last ingest (``SourceTool.source_changes``: a walk and a ``stat`` per
-  file, reused for :data:`CHANGES_TTL` seconds, none past 50,000 chunks) and, when some changed, starts its
-  text and its ``note`` with how many and how to refresh (``stale`` in the structured answer).
-* **Errors are one line**, secrets masked (:mod:`deckhand.redaction` plus every value the
-  config files took from ``${VARS}``), raised as :class:`~deckhand.calls.call_models.CallError`.
-* **Outages heal by themselves.** A store server that cannot be reached (a call or an ingest
-  fails with a connection error) is an *outage*, not a failure: the tool keeps its store and
-  its last index, the listing says since when the store is unreachable, and a background
-  thread retries with a doubling delay (:data:`RETRY_FIRST` up to :data:`RETRY_MAX`) until
-  an incremental re-ingest succeeds, which also picks up what changed meanwhile. A server
-  that is down when the toolbox starts is never replaced by the in-memory store (unless the
-  database sets ``allow_fallback: true``), so the tool comes back to it.
-
-The parts live beside it: :mod:`~deckhand.calls.slots` (a tool and its lock),
-:mod:`~deckhand.calls.outages` (recording and healing outages), :mod:`~deckhand.calls.memory_calls`
-(the six memory calls), :mod:`~deckhand.calls.status` (the listing), :mod:`~deckhand.calls.output`
-(results as hits), :mod:`~deckhand.calls.redacting` (one-line errors without secrets) and
-:mod:`~deckhand.calls.progress_listener` (following an ingest).
-"""
+"""An agent config's tools and memory, answering every front end's calls from any number of threads: one search or
+ingest at a time per tool, one-line errors without secrets, outages healed in the background (docs/mcp.md)."""
 
 from __future__ import annotations
 
@@ -98,8 +67,7 @@ T = TypeVar("T")
 SEARCH_WAIT = 60.0
 #: Seconds a search reuses its tool's last check of the source for changed files (``SourceTool.source_changes``).
 CHANGES_TTL = 2.0
-#: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts: a store that has not
-#: answered by then (a frozen server waits out its deadline) is listed with the count read last.
+#: Seconds ``deckhand_list_tools`` waits, all tools together, for fresh chunk counts (else: the count read last).
 STATUS_WAIT = 0.5
 #: Names the front ends use for their own calls; a tool cannot take them.
 HOUSEKEEPING_CALLS = ("deckhand_list_tools", "deckhand_ingest", "deckhand_read")
@@ -123,13 +91,9 @@ class Toolbox(MemoryCalls, WriteCalls):
     ) -> None:
         """Serve ``tools`` (built, not necessarily ingested) and ``memory``.
 
-        ``progress`` maps a tool name to the :class:`IngestProgress` it was built with
-        (``build_tool(..., progress=...)``), so its ingests can be followed; ``secrets`` are masked
-        in every error; ``source_of`` tells where a tool's source is (default: its config's);
-        ``retry`` is the first and the longest delay between two retries of an unreachable store;
-        ``allow_fallback`` lets an unreachable store be replaced by the in-memory one for the rest of
-        the run (None: as the database's ``allow_fallback`` says, else no).
-        """
+        ``progress`` maps a tool name to its :class:`IngestProgress`; ``secrets`` are masked in every error; ``retry``
+        is the first and longest delay between retries of an unreachable store; ``allow_fallback`` None follows the
+        database config."""
         names = [t.config.name for t in tools]
         for name in names:
             if name in RESERVED_NAMES:
@@ -163,12 +127,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         extra_secrets: Sequence[str] = (),
         allow_fallback: bool | None = None,
     ) -> Toolbox:
-        """Build the tools of ``config_path`` (nothing is ingested yet) and open its memory if configured.
-
-        Memory is offered when agent.yaml or a global config file has a ``memory:`` section; its
-        ``path`` defaults to agent.yaml's directory. Raises ``ConfigError`` (one line) for a bad
-        config, and the memory backend's error if it cannot open.
-        """
+        """Build the tools of ``config_path`` (nothing ingested yet) and open its memory if one is configured."""
         from deckhand.config.loading import global_config_paths, load_agent_config
         from deckhand.tools import build_tool
 
@@ -238,11 +197,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     # -- ingestion -----------------------------------------------------------------------------
     def start_ingest(self, on_done: Callable[[str, Any, str | None], None] | None = None) -> None:
-        """Ingest every tool, one after the other, in a background (daemon) thread.
-
-        ``on_done(name, report, error)`` is called after each tool. Searches arriving meanwhile wait
-        for their tool (see the module docstring).
-        """
+        """Ingest every tool in turn in a daemon thread, calling ``on_done(name, report, error)`` after each."""
         names = list(self._slots)
         for name in names:
             slot = self._slots[name]
@@ -269,10 +224,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         self._background.start()
 
     def ingest(self, name: str, force: bool = False, listener: ProgressListener | None = None) -> Any:
-        """Ingest tool ``name`` now (incrementally unless ``force``); its ``IngestReport``.
-
-        Waits for a search or another ingest of the same tool to finish first.
-        """
+        """Ingest tool ``name`` now (incrementally unless ``force``), after any search or ingest of it."""
         from deckhand.stores.tool_store import fallback_policy
 
         slot = self._slot(name)
@@ -375,9 +327,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return text, found
 
     def _changes(self, name: str, slot: Slot) -> SourceChanges | None:
-        """What changed under tool ``name``'s source since its last ingest (``SourceTool.source_changes``; None: a
-        tool of another kind, or a source too large to check on every search), read at most every
-        :data:`CHANGES_TTL` seconds. Called while the tool is held: no ingest runs meanwhile."""
+        """What changed under tool ``name``'s source since its last ingest (None: not checkable), cached a while."""
         tool = slot.tool
         now = time.monotonic()
         if slot.changes_at is None or now - slot.changes_at > CHANGES_TTL:
@@ -391,12 +341,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     @contextmanager
     def using(self, name: str, timeout: float | None = None) -> Iterator[Any]:
-        """Tool ``name``, held as a search holds it (ingested first when nobody has yet), for a front end that
-        reads more than the calls give (``deckhand ui``: each modality's rank, a file's chunks as cut).
-
-        Waits at most ``timeout`` seconds (default: :attr:`search_wait`) for an ingest of the tool; a tool that
-        cannot answer is a one-line :class:`~deckhand.calls.call_models.CallError`.
-        """
+        """Tool ``name``, held as a search holds it (ingested first if need be), for front ends reading more."""
         slot = self._slot(name)
         if not slot.ready and not slot.queued and not slot.busy and slot.error is None:
             self.ingest(name)
@@ -415,12 +360,7 @@ class Toolbox(MemoryCalls, WriteCalls):
 
     # -- housekeeping ------------------------------------------------------------------------------------------
     def list_tools(self) -> tuple[str, ToolListOutput]:
-        """Every tool with its source, state, chunk count and last ingest; the memory if any.
-
-        It never waits on a store: the counts are read in the background, for at most
-        :data:`STATUS_WAIT` seconds, and a store that is unreachable, or has not answered by then,
-        is listed with the count read last.
-        """
+        """Every tool with its source, state, chunk count and last ingest, and the memory; never blocks on a store."""
         until = time.monotonic() + STATUS_WAIT
         counting = [self._refresh_count(name, slot) for name, slot in self._slots.items()]
         for done in counting:
@@ -436,10 +376,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return listing_text(statuses, memory), ToolListOutput(tools=statuses, memory=memory)
 
     def _refresh_count(self, name: str, slot: Slot) -> threading.Event:
-        """Read tool ``name``'s chunk count in a daemon thread (one at a time); set once it is in.
-
-        An unreachable store is not asked (the retries find out when it is back).
-        """
+        """Read tool ``name``'s chunk count in a daemon thread; the event is set once it is in."""
         with slot.cond:
             if slot.counting is not None:
                 return slot.counting  # still waiting on the store: no second reader piles up behind it
@@ -475,12 +412,7 @@ class Toolbox(MemoryCalls, WriteCalls):
         return slot.count
 
     def change_stamp(self, name: str, timeout: float) -> Any:
-        """A value that changes when what tool ``name`` holds changes, whoever wrote it (see
-        ``SourceTool.change_stamp``; a tool of another kind: its chunk count).
-
-        None when it cannot be read now: the tool is not ready, a call holds it for more than
-        ``timeout`` seconds, its store is unreachable or failed. Read while holding the tool, like a search.
-        """
+        """A value that changes when what tool ``name`` holds changes; None when unreadable within ``timeout``."""
 
         def stamp(tool: Any) -> Any:
             index = tool.index
@@ -489,13 +421,11 @@ class Toolbox(MemoryCalls, WriteCalls):
         return self._read_held(name, timeout, stamp)
 
     def indexed_files(self, name: str, timeout: float) -> dict[Path | str, str] | None:
-        """The files tool ``name`` holds with their content hashes (``SourceTool.indexed_files``); None when
-        they cannot be read now (as :meth:`change_stamp`) or the tool cannot list them."""
+        """The files tool ``name`` holds with their content hashes; None when they cannot be read now."""
         return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.indexed_files()))
 
     def section_ids(self, name: str, timeout: float) -> list[str]:
-        """The section ids tool ``name``'s chunks carry (``SourceTool.section_ids``); none when they cannot be
-        read now (as :meth:`change_stamp`) or the tool has none."""
+        """The section ids tool ``name``'s chunks carry; none when they cannot be read now."""
         return self._read_held(name, timeout, lambda tool: _index_of(tool, lambda index: index.section_ids())) or []
 
     def _read_held(self, name: str, timeout: float, read: Callable[[Any], T]) -> T | None:

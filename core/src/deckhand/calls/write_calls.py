@@ -1,18 +1,5 @@
-"""The writes an agent may make, off by default: ``deckhand_add`` and ``deckhand_delete``.
-
-Only a tool configured with ``writable: true`` takes them. ``deckhand_add`` stores a text (with
-a title and optional metadata fields) as a document of the tool, chunked, contextualised and
-embedded as the tool does its files, and searchable as soon as the call returns; the document
-lives apart from the source's files (:mod:`deckhand.index.agent_documents`), so no ingest
-removes it. ``deckhand_delete`` removes a document an agent added and, only where the tool also
-sets ``writable_sources: true``, a source file's entry in the index (never the file).
-
-Each write is bounded (the sizes of :mod:`deckhand.limits`), rate-limited per tool and per
-server process (a token bucket of ``writes_per_minute``), and audited: one log line on the
-``deckhand.audit`` logger names the tool, the action, the document and its size, never its text
-or metadata. A write that changes a tool calls the toolbox's change listeners
-(:attr:`WriteState.listeners`: ``listener(tool)``), where a front end announces the change.
-"""
+"""The writes an agent may make to a ``writable: true`` tool: ``deckhand_add`` and ``deckhand_delete``, each bounded,
+rate-limited (``writes_per_minute``) and audited on ``deckhand.audit`` without its text (docs/mcp.md)."""
 
 from __future__ import annotations
 
@@ -215,8 +202,7 @@ def writable_tools(toolbox: Any) -> list[str]:
 
 
 def entry_counts(tool: Any) -> tuple[int, int] | None:
-    """``(files, agent documents)`` in a writable tool's index; None for other tools (their manifest is not read:
-    at 100,000 files that costs most of a second)."""
+    """``(files, agent documents)`` in a writable tool's index; None for other tools (not worth reading)."""
     if not is_writable(tool) or not tool.is_initialized:
         return None
     entries = tool.index.entries()
@@ -270,7 +256,7 @@ class WriteCalls:
         self._count(name, slot)
 
     def add_document(self, args: AddArguments) -> tuple[str, AddOutput]:
-        """Store ``args.text`` as a document of ``args.tool`` (see the module docstring)."""
+        """Store ``args.text`` as a document of ``args.tool``, apart from its files (no ingest removes it)."""
         tool, slot = self._write_target(ADD, args.tool)
         doc_id = args.id or uuid.uuid4().hex[:16]
         with self._writing(args.tool, slot):

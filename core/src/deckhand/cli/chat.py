@@ -1,12 +1,4 @@
-"""``deckhand chat``: an interactive session over the agent's tools (no LLM involved).
-
-Each line typed is a query, answered by every tool (or the one picked with ``--tool`` or
-``:tool NAME``) the way ``deckhand search`` answers it. A few words are commands:
-``quit``/``exit`` (or an empty line, or Ctrl-D, or Ctrl-C) end the session, with exit code 0;
-``:help`` lists the commands. On a terminal, line editing and the history (up arrow) come
-from readline, and the history is kept in ``chat_history`` under the state directory for
-the next session; reading from a pipe, the session's lines are remembered in memory only.
-"""
+"""``deckhand chat``: an interactive session over the agent's tools (no LLM involved)."""
 
 from __future__ import annotations
 

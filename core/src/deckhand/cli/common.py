@@ -1,8 +1,4 @@
-"""What every command shares: exit codes, the common options, and turning errors into one line.
-
-Command modules import this, never :mod:`deckhand.cli.main` (which imports them), so any of
-them can be imported on its own.
-"""
+"""What every command shares: exit codes, the common options, and turning errors into one line."""
 
 from __future__ import annotations
 
@@ -60,8 +56,7 @@ fallback_option = click.option(
 
 
 def fail(message: str, code: int) -> None:
-    """Print ``error: message`` on stderr (secrets masked, control characters escaped, line breaks kept) and
-    exit with ``code``."""
+    """Print ``error: message`` on stderr (secrets masked, controls escaped) and exit with ``code``."""
     shown = "\n".join(printable(line) for line in redact(message).split("\n"))
     click.echo(f"error: {shown}", err=True)
     sys.exit(code)

@@ -1,12 +1,4 @@
-"""``deckhand eval --beir DIR``: retrieval quality of a search tool on a BEIR dataset.
-
-Each BEIR document becomes one markdown file (title as its heading, then the text) under
-a work directory, and the tool ingests that directory exactly as it would a user's
-documents: same chunker, context generator, embedder and indexes. Every query then runs
-once per search mode (a ``vectorstore`` tool has one: semantic); a document's rank is that
-of its best chunk. Figures are BEIR's
-(nDCG@10, Recall@10, Recall@100, via :mod:`deckhand.evaluation.beir`).
-"""
+"""``deckhand eval --beir DIR``: a search tool's retrieval quality on a BEIR dataset, once per search mode."""
 
 from __future__ import annotations
 
@@ -128,9 +120,8 @@ def evaluate_tool(
 
 
 def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, name: str, tool_type: str) -> Any:
-    """The tool to measure: ``--tool`` of ``--config`` (or its only search tool), else ``tool_type``'s defaults;
-    its source is the written corpus. The whole ranking is scored, so the cutoffs that only shorten what an
-    agent is shown are off (:data:`WHOLE_RANKING`), as ``min_score`` is."""
+    """The tool to measure (``--tool`` of ``--config``, else ``tool_type``'s defaults) over the written corpus, with the
+    cutoffs that only shorten what an agent is shown off (:data:`WHOLE_RANKING`): the whole ranking is scored."""
     if config_path is None:
         if tool_name:
             raise ConfigError("--tool needs --config (the agent.yaml that defines the tool)")
@@ -156,9 +147,8 @@ def _tool_config(config_path: Path | None, tool_name: str | None, source: Path, 
 
 
 def _collection_name(slug: str, config: Any) -> str:
-    """``beir_<dataset>`` for the default hierarchical tool, else with the tool type and a digest of its
-    settings: each configuration measured gets an index of its own (an index is not re-chunked when
-    chunking settings change), while the embedding cache stays shared."""
+    """``beir_<dataset>``, with the tool type and a digest of its settings unless it is the default hierarchical tool:
+    each configuration measured gets an index of its own (an index is not re-chunked when settings change)."""
     settings = config.model_dump_json(exclude={"name", "source", "description"})
     default = _tool_config(None, None, Path(config.source), config.name, "hierarchical_document")
     if config.type == "hierarchical_document" and settings == default.model_dump_json(

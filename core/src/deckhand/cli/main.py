@@ -1,9 +1,4 @@
-"""Entry point of the ``deckhand`` command: the group and its shared options.
-
-Command groups live in their own modules (``deckhand.cli.<name>``) and are attached by
-:data:`COMMAND_MODULES`, each module exposing ``register(cli: click.Group)``; plugins add
-commands through the ``deckhand.commands`` entry points (:mod:`deckhand.cli.plugin_commands`).
-"""
+"""Entry point of the ``deckhand`` command: the group, its shared options, and its commands attached."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell.
-
-Every command takes ``--json`` for machine-readable output. The memory is chosen like the
-agent's: ``--agent-config agent.yaml``'s ``memory:`` section (or that of ``deckhand -c agent.yaml``)
-over the global config files, with ``--repo``/``--backend``/``--agent-id`` overriding both.
-"""
+"""``deckhand memory``: store, read, query, search and sync the agent's vector memory from a shell."""
 
 from __future__ import annotations
 
@@ -80,8 +75,7 @@ def _manager(ctx: click.Context) -> Any:
         if overrides:
             config = config.model_copy(update=overrides)
             config = type(config).model_validate(config.model_dump())
-        # The manager logs each unreadable file while loading; the command reports them itself, once:
-        # as warnings, or as its result for ``memory load``.
+        # The manager logs each unreadable file while loading; the command reports them itself, once.
         with _muted(logging.getLogger("deckhand.memory.manager")):
             manager = open_memory(config, agent_id=opts["agent_id"] or resolved.agent_id)
         ctx.call_on_close(manager.close)

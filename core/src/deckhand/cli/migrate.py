@@ -1,12 +1,4 @@
-"""``deckhand migrate``: copy a tool's index into the store another configuration names, embedding nothing.
-
-The source is the tool as ``-c/--config`` (default ``./agent.yaml``) configures it; the target is
-the tool of the same name (or ``--to-tool``) in ``--to NEW.yaml``, which names the new
-``database:``. Both configurations must index the same files from the same directory: the
-manifest is copied as it is, so ``deckhand -c NEW.yaml ingest`` afterwards finds nothing to do.
-The copy itself is :func:`deckhand.stores.migration.migrate`, between the ends
-:func:`deckhand.index.components.migration_end` reads from the two configurations.
-"""
+"""``deckhand migrate``: copy a tool's index into the store another configuration names, embedding nothing."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Commands plugins add to ``deckhand``: the ``deckhand.commands`` entry-point group.
-
-A plugin distribution declares ``[project.entry-points."deckhand.commands"] NAME = "module:command"``
-where ``command`` is a :class:`click.Command`; ``deckhand NAME`` then runs it. Only the entry points'
-metadata is read at start-up: a plugin's module is imported when its command runs (or ``--help``
-lists it), so an installed plugin costs ``deckhand`` nothing until used.
-
-The commands deckhand's own plugins provide (:data:`KNOWN`) are listed even when their plugin is
-not installed: running one says which extra brings it (:mod:`deckhand.install_hints`).
-"""
+"""Commands plugins add to ``deckhand`` through the ``deckhand.commands`` entry points, imported only when run (or
+listed by ``--help``); deckhand's own plugins' commands (:data:`KNOWN`) are listed even when not installed."""
 
 from __future__ import annotations
 
@@ -85,8 +77,7 @@ def missing_command(name: str, extra: str, summary: str) -> click.Command:
 
 
 def attach(cli: click.Group) -> None:
-    """Add every installed plugin's command to ``cli`` (never replacing one of deckhand's own), and a
-    placeholder for each of :data:`KNOWN` whose plugin is absent."""
+    """Add every installed plugin's command to ``cli``, and a placeholder for each absent one of :data:`KNOWN`."""
     for entry_point in importlib.metadata.entry_points(group=GROUP):
         if entry_point.name not in cli.commands:
             cli.add_command(PluginCommand(entry_point))

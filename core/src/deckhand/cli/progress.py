@@ -1,9 +1,4 @@
-"""Ingestion progress on stderr: rich bars on a terminal, plain lines elsewhere (CI, a pipe, a server's log).
-
-Without a terminal a bar cannot redraw, so :class:`LineProgress` prints one line when a
-stage starts and at most one status line every few seconds (files done / total, chunks
-embedded, rate, time left), never more: a log stays readable.
-"""
+"""Ingestion progress on stderr: rich bars on a terminal, else a few plain lines so a log stays readable."""
 
 from __future__ import annotations
 
@@ -24,10 +19,7 @@ DEFAULT_INTERVAL = 5.0
 
 
 def progress_for(label: str, *, quiet: bool = False) -> RichProgress | LineProgress | None:
-    """The progress display for a tool: bars on a terminal, lines without one (none with ``--quiet``).
-
-    The bars are transient (they leave nothing behind), so ``--quiet`` keeps them on a terminal:
-    quiet means no lines left on stderr but errors, not a silent wait."""
+    """The progress display for a tool: bars on a terminal, lines elsewhere, none with ``--quiet``."""
     if Console(stderr=True).is_terminal:
         return RichProgress(label, quiet=quiet)
     return None if quiet else LineProgress(label)

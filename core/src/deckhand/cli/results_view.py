@@ -1,12 +1,4 @@
-"""How ``deckhand search`` and ``deckhand chat`` show results to a person.
-
-Each result is a head line (rank, score, where it is: ``path:line``, the heading chain and
-the section id when the tool knows them) and the passage that matches the query best
-(:mod:`deckhand.cli.snippets`; of source code, its best lines as they are written) with the
-query's terms marked; ``--full`` shows the whole chunk instead. On a terminal this is drawn with
-rich (bold head, marked terms in colour); into a pipe or a file it is the same text without a
-single escape code. Agents get the contract's text from the tool itself (:func:`deckhand.tools.tool_io.format_results`).
-"""
+"""How ``deckhand search`` and ``deckhand chat`` show results to a person, on a terminal or in plain text."""
 
 from __future__ import annotations
 
@@ -110,11 +102,7 @@ def _extras(result: SearchResult) -> list[str]:
 
 
 class Output:
-    """Where the CLI prints results: rich on a terminal, plain text (no escape codes) anywhere else.
-
-    The console is made when first used, so it writes to the ``sys.stdout`` of that moment
-    (a test runner's capture, a pipe) and asks that stream whether it is a terminal.
-    """
+    """Where the CLI prints results: rich on a terminal, plain text elsewhere (the console made on first use)."""
 
     def __init__(self, console: Console | None = None) -> None:
         self._console = console

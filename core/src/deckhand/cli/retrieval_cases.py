@@ -1,11 +1,4 @@
-"""Scoring the retrieval test cases of agent.yaml (``deckhand test``), per tool and overall.
-
-A case is a query and the sources that count as found. Each tool asked (every tool, or the
-case's ``tool:``) ranks its results; the case's rank for that tool is the rank of the first
-result from an expected source. Per tool this gives hit@k (the share of its cases found in
-its top k) and MRR (mean of 1/rank, 0 when missed) and the cases it missed; overall a case
-counts as found when any tool asked found it, at the best rank among them.
-"""
+"""Scoring the retrieval test cases of agent.yaml (``deckhand test``): hit@k, MRR and missed cases per tool."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The passage of a result a person reads first: the window of a chunk with the most query terms.
-
-A chunk is hundreds of tokens; the CLI shows about three lines of it, the ones that match the
-query best, with the query's terms marked. Words are matched through the keyword index's own
-analysis (:class:`deckhand.retrieval.analysis.Analyzer`: lower case, stopwords dropped,
-English stemming), so "rotating keys" marks "rotate" and "key" as BM25 would count them.
-"""
+"""The passage of a result a person reads first: the window of a chunk with the most query terms."""
 
 from __future__ import annotations
 
@@ -75,12 +69,8 @@ class QueryTerms:
 
 
 def snippet(text: str, query: str | QueryTerms, width: int = SNIPPET_CHARS) -> list[Segment]:
-    """The best window of ``text`` for ``query``, at most about ``width`` characters, whitespace collapsed.
-
-    The window holding the most distinct query terms wins (then the most hits, then the
-    earliest); it is centred on its first and last hit. ``…`` marks text cut at either end.
-    A text with no hit gives its beginning.
-    """
+    """The best window of ``text`` for ``query`` (most distinct terms, then most hits, then earliest), about ``width``
+    characters, ``…`` marking cuts; a text with no hit gives its beginning."""
     terms = query if isinstance(query, QueryTerms) else QueryTerms(query)
     found = terms.words(text)
     if len(_SPACE.sub(" ", text.strip())) <= width or not found:
@@ -101,12 +91,7 @@ def snippet(text: str, query: str | QueryTerms, width: int = SNIPPET_CHARS) -> l
 
 
 def code_snippet(text: str, query: str | QueryTerms, lines: int = CODE_LINES) -> list[Segment]:
-    """The best ``lines`` consecutive lines of source code ``text`` for ``query``, line breaks and indentation
-    kept, the query's terms marked; a line of ``…`` marks lines left out before or after.
-
-    The window holding the most distinct query terms wins (then the most hits, then the earliest); a text of
-    at most ``lines`` lines is shown whole, and one with no hit from its first line.
-    """
+    """The best ``lines`` consecutive lines of source code ``text`` for ``query``, layout kept, cuts marked."""
     terms = query if isinstance(query, QueryTerms) else QueryTerms(query)
     rows = text.strip("\n").split("\n")
     first = 0

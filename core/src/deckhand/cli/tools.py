@@ -66,9 +66,8 @@ def build_tools(
 
 @contextlib.contextmanager
 def closing(tools: list[ToolBase]) -> Iterator[None]:
-    """Close every tool's store when the command is done with them: the default store's last connection then
-    folds its write-ahead log into the index file and records the file as checked (the next ingest need not
-    read it whole), instead of leaving that to the interpreter's exit."""
+    """Close every tool's store when the command is done: the default store's last connection then folds its write-ahead
+    log into the index file and records it as checked, rather than leaving that to the interpreter's exit."""
     try:
         yield
     finally:
@@ -90,11 +89,7 @@ def initialize_tools(
     shard: Shard | None = None,
     executor: ExecutorBase | None = None,
 ) -> bool:
-    """Ingest every tool (showing ``displays[tool name]`` if given); print one summary line each.
-
-    Without ``refresh`` (and ``force``) a tool already ingested is only opened: its source is
-    not walked (``deckhand search`` / ``chat`` without ``--refresh``). ``executor`` runs the work of
-    every tool that ingests a source (None: ``local``). True if any file failed."""
+    """Ingest (or, without ``refresh``, just open) every tool with one summary line each; True if any file failed."""
     any_failed = False
     for tool in tools:
         if shard is not None and not tool.ingests_in_units:
@@ -203,11 +198,8 @@ full_option = click.option("--full", is_flag=True, help="Show each result's whol
 def answer(
     tool: ToolBase, query: str, top_k: int | None = None, *, full: bool = False, extra: Mapping[str, Any] | None = None
 ) -> Text:
-    """What a person sees for ``query`` on ``tool``: the results (best passages or whole chunks) or why none.
-
-    A tool type that writes its own result text (a plugin overriding ``format_results``) is
-    shown in that text: it chose how its results read. ``extra`` holds search arguments only
-    some tools take (``filter``), passed only when given."""
+    """What a person sees for ``query`` on ``tool``: the results or why none (``extra``: arguments passed when
+    given)."""
     extra = extra or {}
     shown = Text()
     stale = tool.opened_changes()
@@ -320,8 +312,7 @@ def search_cmd() -> click.Command:
 
 
 def _filterable(tools: list[ToolBase], *, explicit: bool) -> list[ToolBase]:
-    """The tools a filtered search asks: all of them when named with --tool (one that takes no filter
-    is a one-line error before any ingestion), else those that take a filter, saying which were left out."""
+    """The tools a filtered search asks: those named with --tool (each must take a filter), else all that take one."""
     refused = [t for t in tools if not takes_filter(t)]
     if refused and (explicit or len(refused) == len(tools)):
         raise refuse_filter(refused[0])

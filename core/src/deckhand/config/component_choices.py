@@ -1,12 +1,5 @@
-"""Components named in configuration, and their options checked against the models plugins declare.
-
-A component is selected by name (``chunker: token``) or by a mapping with its options
-(``chunker: {name: token, chunk_size: 256}``): a :class:`ComponentChoice`. When configuration
-is validated, the registry (``context={"registry": ...}`` of pydantic's ``model_validate``,
-else the process-wide one) says which components exist and which options each accepts; every
-problem is a pydantic error located at the field that caused it, so ``agent.yaml`` errors read
-``file: tools[0].chunker.chunk_sise: unknown option (did you mean 'chunk_size'? ...)``.
-"""
+"""Components named in configuration (``chunker: token`` or ``{name: token, chunk_size: 256}``) and their options,
+checked against the models plugins declare; every problem is a pydantic error located at its field."""
 
 from __future__ import annotations
 
@@ -39,9 +32,7 @@ REGISTRY_KEY = "registry"
 UNKNOWN_FIELD = "deckhand_unknown_field"
 INVALID = "deckhand_invalid"
 NOT_FOUND = "deckhand_not_found"
-#: JSON Schema keywords the static models leave for :mod:`deckhand.config.schema` to fill in from the
-#: registry: a field naming a component of a kind (and other names it accepts), and a model whose
-#: options field follows the component another field names.
+#: JSON Schema keywords the static models leave for :mod:`deckhand.config.schema` to fill in from the registry.
 COMPONENT_KEYWORD = "x-deckhand-component"
 ALSO_KEYWORD = "x-deckhand-also"
 OPTIONS_KEYWORD = "x-deckhand-options"
@@ -112,8 +103,7 @@ def choice_field(kind: Kind, default: str, description: str, also: tuple[str, ..
 
 
 def parse_model_choice(value: Any) -> Any:
-    """An ``embedding_model:`` value: a string as written (a name, or ``<embedder>:<model>``), or a flat
-    ``{name: NAME, ...options}`` mapping → :class:`ComponentChoice`."""
+    """An ``embedding_model:`` value, a name or a flat ``{name: NAME, ...options}`` → :class:`ComponentChoice`."""
     if value is None or isinstance(value, str | ComponentChoice):
         return value.strip() if isinstance(value, str) else value
     if not isinstance(value, Mapping):
@@ -238,8 +228,8 @@ def relocate(
 
 @contextlib.contextmanager
 def runtime_errors(tool: str) -> Iterator[None]:
-    """Outside validation (a tool resolving its components against its own registry), report a
-    missing component as :class:`ComponentNotFoundError` and bad options as one-line :class:`ConfigError`."""
+    """Outside validation, a missing component as :class:`ComponentNotFoundError`, bad options as
+    :class:`ConfigError`."""
     try:
         yield
     except ValidationError as exc:
@@ -275,11 +265,7 @@ def validate_options(
     extra_keys: tuple[str, ...] = (),
     context: Any = None,
 ) -> dict[str, Any]:
-    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments.
-
-    Errors are located under ``loc``; ``extra_keys`` are other keys valid at that place (the
-    ``name`` of a flat choice mapping) that error messages list as allowed.
-    """
+    """Check ``options`` with the model ``component`` declared; the factory's keyword arguments."""
     model = component.options
     if model is None:
         if options:
@@ -305,8 +291,7 @@ def validate_options(
 
 
 def contested(component: Component, details: list[InitErrorDetails]) -> list[InitErrorDetails]:
-    """``details`` (errors of ``component``'s options), each saying which plugin's model rejected them when
-    other plugins register the same name (its options may have been written for one of those)."""
+    """``details`` of ``component``'s options, naming the plugin whose model rejected them where names are shared."""
     if not component.shadows:
         return details
     others = " and ".join(repr(p) for p in component.shadows)
@@ -345,13 +330,8 @@ def resolve_choice(
     context: Any = None,
     refuse_unused: bool = False,
 ) -> tuple[Component, dict[str, Any]]:
-    """The component ``choice`` names and the keyword options its factory gets, validated.
-
-    ``shorthands`` are tool-level settings passed on when the user wrote them and the component's
-    options model declares a field of that name; writing one in both places is an error. With
-    ``refuse_unused``, a written one the component does not declare is an error too (else it
-    would be dropped without a word).
-    """
+    """The component ``choice`` names and its validated keyword options; ``shorthands`` are tool-level settings passed
+    on where the options model declares them (with ``refuse_unused``, an undeclared written one is an error)."""
     component = resolve_component(registry, kind, choice.name, loc)
     options = dict(choice.options)
     declared = accepted_keys(component.options) if component.options is not None else set()
@@ -391,11 +371,7 @@ def resolve_choice(
 
 
 def resolve_embedder(registry: PluginRegistry, name: str) -> Component:
-    """The embedder component for an ``embedding_model:`` value.
-
-    ``<embedder>:<model>`` (e.g. ``sentence-transformers:./models/my-model``) selects the
-    embedder registered as ``<embedder>``, whose factory receives the whole value.
-    """
+    """The embedder component for an ``embedding_model:`` value (``<embedder>:<model>`` selects ``<embedder>``)."""
     try:
         return registry.resolve("embedder", name)
     except ComponentNotFoundError:
@@ -412,8 +388,5 @@ def embedder_options(
     loc: tuple[Any, ...] = ("embedding_model",),
     context: Any = None,
 ) -> dict[str, Any]:
-    """The factory's keyword arguments: ``options`` validated with the embedder's options model.
-
-    Raises the located pydantic error (configuration validation reports it with the file).
-    """
+    """The factory's keyword arguments: ``options`` validated with the embedder's options model."""
     return validate_options(component, options, loc, extra_keys=("name",), context=context)

@@ -1,8 +1,4 @@
-"""``type: hierarchical_document``: structure-aware hybrid search (dense + keyword + exact).
-
-Every field here is used by :class:`deckhand.tools.hierarchical_tool.HierarchicalDocumentTool`;
-see docs/hierarchical-document.md for the reference.
-"""
+"""``type: hierarchical_document``: structure-aware hybrid search (docs/hierarchical-document.md)."""
 
 from __future__ import annotations
 
@@ -24,10 +20,8 @@ from deckhand.config.results import FOCUSED, ResultShape, ResultsMode, results_f
 from deckhand.config.tool_fields import SourceToolConfig
 from deckhand.plugins import Component, PluginRegistry
 
-#: ``keyword_strategy: auto``: the store's own full-text ranking (strategy ``native``) when that
-#: strategy is installed and the store meets what it requires, else ``tantivy`` on a store that keeps
-#: side indexes (the sqlite store), else ``bm25`` (the in-memory store: it rebuilds at every start,
-#: where bm25 builds in half tantivy's time; docs/benchmarks.md).
+#: ``keyword_strategy: auto``: ``native`` where installed and supported, else ``tantivy`` on a store keeping side
+#: indexes, else ``bm25`` (which builds in half tantivy's time, for stores rebuilding at every start).
 AUTO = "auto"
 #: The in-process strategy every other one falls back to.
 BM25 = "bm25"
@@ -130,8 +124,7 @@ class HierarchicalDocumentToolConfig(SourceToolConfig):
     def keyword_component(
         self, registry: PluginRegistry, name: str | None = None, *, context: Any = None
     ) -> tuple[Component, dict[str, Any]]:
-        """Keyword strategy ``name`` (default: the configured one, which must not be ``auto``) and the
-        keyword options its factory gets; the configured options apply only to the configured strategy."""
+        """Keyword strategy ``name`` (default: the configured one) and the keyword options its factory gets."""
         configured = self.keyword_strategy
         choice = configured if name in (None, configured.name) else ComponentChoice(name=str(name))
         return resolve_choice(

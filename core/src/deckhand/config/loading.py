@@ -32,12 +32,8 @@ _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def interpolate(value: Any, file: Path, field: str = "") -> Any:
-    """Replace ``${VAR}`` in every string with the environment's value (``$$`` is a literal ``$``).
-
-    The values substituted into a secret-bearing field (``connection_string``, ``api_key``,
-    ``headers``, ...) are registered as secrets (:func:`deckhand.redaction.register_config_secrets`):
-    from then on no output of this process shows them, whole or in part.
-    """
+    """Replace ``${VAR}`` in every string with the environment's value (``$$`` is a literal ``$``); values substituted
+    into a secret-bearing field are registered as secrets, so no output shows them."""
     if isinstance(value, str):
         used: dict[str, str] = {}
 
@@ -136,11 +132,7 @@ def validate(model: type[M], data: dict[str, Any], file: Path, registry: PluginR
 
 
 def load_agent_config(path: str | Path, registry: PluginRegistry | None = None) -> AgentConfig:
-    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory.
-
-    Tool types, chunkers, keyword strategies and the options of every plugin component are
-    checked against ``registry`` (default: the process-wide one).
-    """
+    """Load and validate an ``agent.yaml``; relative sources are resolved against its directory."""
     file = Path(path)
     data = interpolate(read_yaml(file), file)
     base = file.resolve().parent
@@ -179,15 +171,8 @@ def global_configs(cwd: Path | None, home: Path | None) -> Iterator[tuple[Global
 def resolve_database(
     tool_database: DatabaseConfig | None, cwd: Path | None = None, home: Path | None = None
 ) -> tuple[DatabaseConfig, str]:
-    """The database a tool uses and where that choice came from.
-
-    Precedence: the tool's ``database`` > ``./.deckhand/config.yaml`` > ``./.holodeck/config.yaml``
-    > ``~/.deckhand/config.yaml`` > ``~/.holodeck/config.yaml`` > the persistent sqlite store
-    (an index file in the state directory). A file that exists but has no ``vectorstore``
-    section is passed over. The contract's default is the volatile in-memory store; deckhand
-    persists by default so a new process does not re-ingest every source (``provider:
-    in-memory`` keeps the volatile behaviour).
-    """
+    """The database a tool uses and where that choice came from: the tool's ``database``, else the global config files
+    in order, else the persistent sqlite store (deckhand persists by default so a new process does not re-ingest)."""
     if tool_database is not None:
         return tool_database, "tool configuration"
     for config, path in global_configs(cwd, home):
@@ -203,12 +188,7 @@ def resolve_executor(
     cwd: Path | None = None,
     home: Path | None = None,
 ) -> tuple[ComponentChoice, str]:
-    """The executor an ingest uses and where that choice came from.
-
-    Precedence: ``--executor NAME[:ADDRESS]`` (``flag``; ``ADDRESS`` becomes the ``address`` option) >
-    ``executor:`` of ``agent_file`` (``configured``) > the global config files' ``executor:`` (in the order of
-    :func:`global_config_paths`) > ``local``.
-    """
+    """The executor an ingest uses and where that choice came from (flag, agent file, global config, ``local``)."""
     if flag is not None:
         name, sep, address = flag.strip().partition(":")
         if not name:

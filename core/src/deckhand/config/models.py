@@ -1,9 +1,4 @@
-"""Pydantic models of ``agent.yaml`` and the global ``config.yaml``.
-
-Unknown keys are rejected (a typo must not be silently ignored). Each ``tools:`` entry is
-validated by the config model its ``type`` registered (``register.tool``), looked up in the
-plugin registry of the validation context (else the process-wide one).
-"""
+"""Pydantic models of ``agent.yaml`` and the global ``config.yaml``; unknown keys are rejected."""
 
 from __future__ import annotations
 
@@ -169,8 +164,7 @@ def executor_field() -> Any:
 
 
 def check_executor(choice: ComponentChoice | None, info: ValidationInfo) -> None:
-    """Check an installed executor's options against its model; an executor that is not installed is
-    reported by the ingest that would use it (with the command that installs it), as a store is."""
+    """Check an installed executor's options; a missing executor is reported by the ingest that would use it."""
     registry = registry_of(info)
     if choice is not None and registry.find("executor", choice.name) is not None:
         resolve_choice(registry, "executor", choice, ("executor",), context=info.context)

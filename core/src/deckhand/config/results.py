@@ -1,11 +1,5 @@
-"""``results:``: how a source tool shapes its ranked results before an agent reads them.
-
-``ranked`` is the vectorstore contract's behaviour: the ``top_k`` best results by score, with no
-floor and no cutoff unless ``min_similarity_score`` is set. ``focused`` leaves out what an agent
-should not have to read: results below the embedding model's measured noise level, results far
-below the best one (``relative_cutoff``) and a file's second result ahead of other files' first
-(``max_results_per_source``). Each knob set explicitly wins over the preset.
-"""
+"""``results:``: how a source tool shapes its ranked results: ``ranked`` (the contract's ``top_k`` by score) or
+``focused`` (leaving out noise, far-below-best and repeated-file results); each knob set explicitly wins."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``).
-
-The static models cannot know which plugins are installed, so the schema is assembled from
-the registry: ``tools`` items are the registered tool types' config models (a union on
-``type``); fields naming a component (``chunker:``, ``keyword_strategy:``) list the installed
-ones and, for each, the options its model declares; ``database.options`` and
-``contextual_embeddings.options`` follow the selected store or generator (``if``/``then``).
-Editors that read JSON Schema (the YAML language server) complete and check all of it.
-"""
+"""The JSON Schema of ``agent.yaml`` and ``config.yaml`` for the installed plugins (``deckhand schema``)."""
 
 from __future__ import annotations
 
@@ -21,8 +13,7 @@ from deckhand.config.models import AgentConfig, GlobalConfig
 from deckhand.config.tool_fields import ToolConfigBase
 from deckhand.plugins import Component, Kind, PluginRegistry, get_registry
 
-#: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords: ``$defs``,
-#: ``prefixItems``); stated so that editors and validators need not guess.
+#: The JSON Schema dialect of the schemas written here (pydantic writes draft 2020-12 keywords).
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: Kinds whose components may declare options that appear in configuration.
 OPTION_KINDS: tuple[Kind, ...] = (

@@ -1,5 +1,4 @@
-"""The configuration pieces every tool type builds on: strict models, the ``database:`` block, the
-fields every tool entry has and those shared by tools that ingest a source."""
+"""The configuration pieces every tool type builds on: strict models, ``database:`` and the shared fields."""
 
 from __future__ import annotations
 
@@ -64,12 +63,7 @@ DEFAULT_EXECUTOR = "local"
 
 
 class DatabaseConfig(StrictModel):
-    """Where a tool stores its vectors (the contract's ``database:`` block).
-
-    When the store plugin named by ``provider`` is installed, ``options`` are checked with the
-    options model it registered and ``connection_string`` against the URL schemes it declared;
-    a provider no installed plugin provides is reported when a tool opens its store.
-    """
+    """Where a tool stores its vectors (the contract's ``database:`` block), checked with the provider's model."""
 
     model_config = options_follow("store", by="provider")
 
@@ -97,13 +91,8 @@ class DatabaseConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _top_level_options(cls, data: Any, info: ValidationInfo) -> Any:
-        """Keys the store's options model declares may also be written at the top of ``database:``.
-
-        The original platform's ``database:`` blocks put provider settings there
-        (``persist_directory: ./data``, ``api_key: ${KEY}``); they move into ``options``, so such
-        a block validates unchanged. Any other unknown key is still an error; a key given in both
-        places is one too.
-        """
+        """Keys the store's options model declares may also be written at the top of ``database:`` (the original
+        platform's form); they move into ``options``, and a key given in both places is an error."""
         if not isinstance(data, dict) or not isinstance(data.get("provider"), str):
             return data
         store = _store(data["provider"].strip().lower(), registry_of(info))
@@ -187,12 +176,7 @@ def named_loaders(registry: PluginRegistry, name: str, where: tuple[str | int, .
 
 
 class SourceToolConfig(ToolConfigBase):
-    """Fields every tool that ingests a source shares: its source, embedder, chunker and database.
-
-    Subclasses may declare ``chunker`` with another default (:func:`deckhand.config.component_choices.choice_field`),
-    name the tool-level settings the chunker may also take in :attr:`chunker_shorthands`, and put
-    their own cross-field rules in :meth:`check` (run before the registered components are checked).
-    """
+    """Fields every tool that ingests a source shares: its source, embedder, chunker and database."""
 
     #: Tool-level field → chunker option it doubles as (when the chunker declares that option).
     chunker_shorthands: ClassVar[dict[str, str]] = {}
@@ -319,9 +303,7 @@ class SourceToolConfig(ToolConfigBase):
         return self
 
     def check_chunker_settings(self, takes: set[str]) -> None:
-        """Rules between the tool-level chunker settings (:attr:`chunker_shorthands`), run only with the
-        options the configured chunker declares (``takes``: e.g. an overlap check only for a chunker
-        that takes ``chunk_overlap``); raise ValueError with a message naming them."""
+        """Rules between the tool-level chunker settings the configured chunker takes; ValueError naming them."""
 
     def check_components(self, registry: PluginRegistry, context: Any) -> None:
         """Check the registered components this entry names (chunker, reranker, ...) and their options."""
@@ -335,9 +317,7 @@ class SourceToolConfig(ToolConfigBase):
             named_loaders(registry, name, ("loaders", i))
 
     def loader_components(self, registry: PluginRegistry) -> list[Component]:
-        """The plugin loaders this tool opted in to (deckhand's own are always used): those of the plugins its
-        type and its chunker come from, and those ``loaders:`` names (a loader, ``plugin:loader``, or a plugin: all of
-        its loaders). Installing a plugin changes no other tool."""
+        """The plugin loaders this tool opted in to (through its type, its chunker or ``loaders:``)."""
         plugins: set[str] = set()
         for kind, name in (("tool", self.type), ("chunker", self.chunker.name)):
             component = registry.find(kind, name)  # type: ignore[arg-type]
@@ -350,8 +330,7 @@ class SourceToolConfig(ToolConfigBase):
         return [c for c in chosen.values() if not c.builtin]
 
     def embedder_options(self, registry: PluginRegistry, *, context: Any = None) -> dict[str, Any] | None:
-        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name, which is
-        resolved when the tool opens, as a missing store is)."""
+        """The validated options of ``embedding_model: {name: ..., ...}`` (None for a plain name)."""
         return check_embedder_options(self.embedding_model, registry, context)
 
     @model_validator(mode="after")

@@ -1,20 +1,5 @@
-"""BEIR-format datasets and the metrics BEIR reports, computed as BEIR computes them.
-
-A BEIR dataset directory holds ``corpus.jsonl`` (``_id``, ``title``, ``text``),
-``queries.jsonl`` (``_id``, ``text``) and ``qrels/<split>.tsv`` (``query-id``,
-``corpus-id``, ``score``, with a header line). BEIR scores runs with pytrec_eval (the
-trec_eval definitions); this module reproduces them without that C extension:
-
-- results are ranked by score, highest first, ties broken by document id in reverse
-  order (trec_eval's ordering);
-- a document whose id equals the query's id is dropped from the results first
-  (BEIR's ``ignore_identical_ids=True`` default, which matters for datasets such as
-  ArguAna and Quora where queries are also documents);
-- nDCG@k uses gain = relevance and discount log2(rank + 1); the ideal DCG ranks every
-  judged relevant document of the query (relevance > 0) by relevance, cut at k;
-- Recall@k is the number of relevant documents in the top k over all relevant ones;
-- the reported figure is the mean over the queries that have both judgements and results.
-"""
+"""BEIR-format datasets and BEIR's nDCG@k and Recall@k, computed as pytrec_eval does without the C extension: ties
+broken by document id in reverse, a document with the query's id dropped, the mean over judged queries with results."""
 
 from __future__ import annotations
 
@@ -140,11 +125,7 @@ def evaluate(
     *,
     ignore_identical_ids: bool = True,
 ) -> dict[str, float]:
-    """Mean ``ndcg@k`` and ``recall@k`` over judged queries with results, as BEIR reports them.
-
-    ``results`` maps query id → {document id: score}. Returns e.g.
-    ``{"ndcg@10": 0.64, "recall@100": 0.92, "queries": 300}``.
-    """
+    """Mean ``ndcg@k`` and ``recall@k`` over judged queries with results, as BEIR reports them."""
     totals = {f"{metric}@{k}": 0.0 for metric in ("ndcg", "recall") for k in k_values}
     evaluated = 0
     deepest = max(k_values)
@@ -173,12 +154,7 @@ def top_k_cosine(
     *,
     batch_size: int = 256,
 ) -> dict[str, dict[str, float]]:
-    """Exact cosine search: for each query, its ``k`` best documents with their similarities.
-
-    Vectors need not be normalised; both sides are L2-normalised here. The result feeds
-    :func:`evaluate` directly. One extra hit is kept per query so that dropping an
-    identical id still leaves ``k`` results.
-    """
+    """Exact cosine search: each query's ``k`` best documents (plus one, for a dropped identical id)."""
     if len(query_ids) != len(query_vectors) or len(doc_ids) != len(doc_vectors):
         raise ValueError("ids and vectors differ in length")
     docs = doc_vectors / np.maximum(np.linalg.norm(doc_vectors, axis=1, keepdims=True), 1e-12)

@@ -1,10 +1,4 @@
-"""Search filters: by path glob, file type and metadata, the same on every store.
-
-:mod:`deckhand.filters.spec` holds what people and agents write (:class:`SearchFilter`, the
-``--filter`` expressions); :mod:`deckhand.filters.conditions` what stores receive
-(:class:`Filter`, a conjunction of :class:`Condition` s) and its reference meaning. See
-``docs/filters.md``.
-"""
+"""Search filters by path glob, file type and metadata, the same on every store (docs/filters.md)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""The filter stores receive: a conjunction of conditions on top-level record metadata keys.
-
-This is the whole store-facing interface of filters (see ``docs/writing-a-store-plugin.md``):
-a :class:`Filter` holds :class:`Condition` s that must all hold; each names one key of
-``Record.metadata``, an :class:`Op` and its values. :meth:`Filter.matches` is the reference
-meaning every store's translation must agree with (the store conformance kit checks that),
-and what the in-memory store and the in-process keyword channels apply directly.
-
-Meaning, per condition on ``key`` (``v`` the record's ``metadata.get(key)``):
-
-* a value's *elements* are ``v`` itself, or the items of ``v`` when it is a list; only strings,
-  numbers and booleans are ever matched (``None``, objects and nested lists never are);
-* ``EQ`` -- some element equals one of the values: strings exactly (case-sensitive), numbers
-  numerically (``2`` equals ``2.0``), booleans as booleans; a string never equals a number;
-* ``NE`` -- not ``EQ`` (so records without the key pass);
-* ``LT``, ``LTE``, ``GT``, ``GTE`` -- ``v`` is a number (not a boolean, not a list) compared
-  with the one value;
-* ``GLOB`` -- some string element matches one of the patterns: ``*`` any run of characters
-  (``/`` included), ``?`` exactly one character, every other character itself, case-sensitive;
-* ``EXISTS`` -- with ``(True,)`` the key is present and not ``None``; with ``(False,)`` it is not.
-"""
+"""The filter stores receive: a conjunction of conditions on metadata keys, with its reference meaning."""
 
 from __future__ import annotations
 
@@ -41,7 +21,7 @@ KEY_PATTERN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
 
 
 class Op(enum.StrEnum):
-    """What a :class:`Condition` checks (see the module docstring for the exact meaning)."""
+    """What a :class:`Condition` checks (docs/writing-a-store-plugin.md gives the exact meaning)."""
 
     EQ = "eq"
     NE = "ne"
@@ -68,13 +48,8 @@ def check_key(key: str, where: str = "metadata") -> str:
 
 
 def check_value(value: object, where: str) -> None:
-    """:class:`FilterError` naming ``where`` unless every store can compare ``value`` exactly.
-
-    A string holding NUL (SQLite's ``GLOB`` stops at it, PostgreSQL and RediSearch refuse it)
-    or a lone surrogate (not UTF-8, so no database can receive it) is refused, and so is a
-    number outside what a float holds (every store compares numbers as floats): infinities,
-    NaN and integers such as ``10**400``.
-    """
+    """:class:`FilterError` naming ``where`` unless every store can compare ``value`` exactly: no NUL (SQLite's ``GLOB``
+    stops at it), no lone surrogate, no number a float cannot hold."""
     if isinstance(value, bool):
         return
     if isinstance(value, str):
@@ -237,12 +212,7 @@ def _equal_any(value: Any, wanted: tuple[Scalar, ...]) -> bool:
 
 
 def glob_match(pattern: str, text: str) -> bool:
-    """Whether ``text`` matches ``pattern`` whole (``*`` any run, ``?`` one character, the rest itself).
-
-    In time linear in ``text`` for a pattern of bounded length: the fixed pieces between the stars
-    are found leftmost first, one after the other (what a backtracking regular expression did took
-    exponential time: ``*a*a*a*a*b`` against 300 letters took seconds).
-    """
+    """Whether ``text`` matches ``pattern`` whole (``*`` any run, ``?`` one character), in linear time."""
     pieces = _glob_pieces(pattern)
     if len(pieces) == 1:
         return len(text) == pieces[0].size and pieces[0].at(text, 0)

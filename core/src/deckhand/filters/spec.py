@@ -1,18 +1,4 @@
-"""The filter people and agents write (:class:`SearchFilter`), and its command-line form.
-
-A :class:`SearchFilter` is what Python programs, the MCP server and OpenAI-style function
-calls pass; ``deckhand search --filter EXPR`` builds one from expressions
-(:func:`parse_expressions`). :meth:`SearchFilter.compile` turns it into the
-:class:`~deckhand.filters.conditions.Filter` stores apply. Every problem is a
-:class:`~deckhand.errors.FilterError` with one line naming the field and the fix.
-
-Fields every ingested chunk carries (written by the ingestion pipeline):
-
-* ``path`` -- the file's path relative to the tool's ``source`` (posix), e.g. ``guides/setup.md``;
-* ``file_type`` -- its extension, lower case, without the dot, e.g. ``md``;
-* the document's own fields: a markdown file's YAML front matter, and whatever metadata
-  its loader attaches; deckhand's chunk fields (``section_id``, ``chunk_type``, ...) too.
-"""
+"""The filter people and agents write (:class:`SearchFilter`) and its ``--filter`` expression form."""
 
 from __future__ import annotations
 
@@ -57,8 +43,7 @@ _TYPE = re.compile(r"[a-z0-9][a-z0-9_+-]{0,15}")
 
 StrictScalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
-# Agents get flat JSON Schemas (no anyOf; see deckhand.schemas): each field shows its main form,
-# while validation also takes the shorthand (one string for a list, a bare value for {"eq": value}).
+# Agents get flat JSON Schemas (no anyOf): each field shows its main form; validation also takes the shorthand.
 _STRINGS = WithJsonSchema({"type": "array", "items": {"type": "string"}})
 _ANY_VALUE = WithJsonSchema({"description": "A string, number or boolean, or a list of them (any of them)."})
 _NUMBER = WithJsonSchema({"type": "number"})
@@ -95,12 +80,10 @@ MetadataValue = StrictScalar | list[StrictScalar] | MetadataCondition
 
 
 class SearchFilter(BaseModel):
-    """Which chunks a search may return: every given part must hold.
+    """Which chunks a search may return; every given part must hold.
 
-    ``path``: glob(s) relative to the tool's source (``*`` also crosses ``/``; a pattern without
-    ``/`` also matches the file name); ``type``: file extension(s); ``metadata``: field name →
-    a value (equality; a list means any of them) or operators.
-    """
+    ``path``: glob(s) relative to the tool's source (``*`` crosses ``/``; a pattern without ``/`` also matches the file
+    name); ``type``: extension(s); ``metadata``: field → value (a list means any) or operators."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -256,10 +239,7 @@ def _operators(key: str, spec: MetadataCondition) -> list[Condition]:
 
 
 def filter_validation_line(exc: ValidationError) -> str:
-    """One line for the most telling problem: a metadata operator's own error beats the union's alternatives.
-
-    Keys and values the caller wrote are shown escaped (:func:`~deckhand.printable.printable_line`).
-    """
+    """One line for the most telling problem (an operator's own error beats the union's), escaped."""
     return printable_line(_validation_line(exc))
 
 
@@ -307,12 +287,7 @@ SYNTAX = (
 
 
 def parse_expressions(expressions: Iterable[str]) -> SearchFilter:
-    """``--filter`` expressions (all must hold) as one :class:`SearchFilter`.
-
-    ``path:`` and ``type:`` given several times mean any of them; a value list
-    ``author=Ann,Bob`` means any of them (``\\,`` is a literal comma); ``true``/``false`` and
-    numbers are typed, a value in double quotes is always text (``version="2.0"``).
-    """
+    """``--filter`` expressions (all must hold) as one :class:`SearchFilter`; the syntax is docs/filters.md's."""
     paths: list[str] = []
     types: list[str] = []
     metadata: dict[str, dict[str, Any]] = {}

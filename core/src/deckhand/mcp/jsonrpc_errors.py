@@ -1,17 +1,5 @@
-"""The answer to a stdio line the MCP SDK cannot read: JSON-RPC parse and invalid-request errors.
-
-The SDK's stdio transport drops a line it cannot validate (it logs "transport yielded
-exception" and sends nothing), so the client's request waits forever. Over HTTP the same
-bytes get an error. :func:`refusal` gives that error for stdio, with the request's ``id``
-when one can still be read, so the client's pending request ends:
-
-* not JSON, not UTF-8, or a string holding a lone UTF-16 surrogate (``"\\ud800"``): -32700;
-* JSON that is no JSON-RPC 2.0 message (a batch, a wrong ``jsonrpc``, ``params`` that are not an
-  object, ...): -32600;
-* JSON nested deeper than the SDK's parser reads (:data:`MAX_MESSAGE_DEPTH`; Python's own gives up near
-  1,000): -32600 naming the limit, with the ``id`` read from the top level without parsing the rest
-  (:func:`too_deep`, also used for HTTP bodies).
-"""
+"""The JSON-RPC parse (-32700) or invalid-request (-32600) error for a stdio line the MCP SDK cannot read: the SDK drops
+such a line silently, which would leave the client's request waiting forever."""
 
 from __future__ import annotations
 
@@ -78,9 +66,8 @@ def refusal(line: str) -> dict[str, Any] | None:
 
 
 def too_deep(text: str) -> dict[str, Any] | None:
-    """The error for a message nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: not that deep), answered with
-    its ``id`` when the top level names one (a string or an integer), so the client can match it. One pass over
-    the text, never parsing what is too deep to parse."""
+    """The error for a message nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: not that deep), with its top-level
+    ``id`` when it has one, found in one pass without parsing."""
     if text.count("{") + text.count("[") <= MAX_MESSAGE_DEPTH:
         return None  # cannot be that deep: nothing to scan
     depth = deepest = 0

@@ -1,29 +1,5 @@
-"""Change notifications: subscribed clients hear when what a tool holds changes, whoever changed it.
-
-A tool's index changes through ``--watch``, ``deckhand_ingest``, a write of an agent, and also
-through *another process*: a CLI ``deckhand ingest``, a Ray run, another replica over the same
-store. :class:`Changes` notices all of them the same way: it reads each tool's *change stamp*
-(:meth:`deckhand.calls.toolbox.Toolbox.change_stamp`: the sqlite store's records version, else
-a digest of the store's manifest) every :data:`POLL_INTERVAL` seconds while some client listens
-(a subscription, a listen stream), and right after an ingest or a write of this process. A stamp
-that differs from the last one read is a change, announced as
-
-* to 2025-era sessions: ``notifications/resources/updated`` for each URI the session subscribed
-  to (``resources/subscribe``) that the change touched (a file of the tool's source or an agent
-  document whose index entry changed, or the source's own directory URI: any change of the
-  tool), and ``notifications/resources/list_changed`` (the agent documents listed, and the files
-  the tool serves, so what its resource template and completions reach, may differ); a session
-  that subscribed to nothing is told nothing (a client that did not ask may not expect it);
-* to 2026-07-28 clients: the same two events on their ``subscriptions/listen`` streams, as each
-  stream's filter asks.
-
-Each read has a deadline (:data:`STAMP_WAIT` to take a busy tool, :data:`STAMP_DEADLINE` for the
-store to answer); a read that misses it is skipped, never retried in a loop, and a tool whose
-read is still outstanding is not read again until it returns.
-
-:func:`Changes.tool_changed` is the entry point for code that changed a tool itself (a write):
-it announces at once, from any thread.
-"""
+"""Change notifications: subscribed clients hear when what a tool holds changes, whoever changed it (docs/mcp.md). Each
+tool's change stamp is polled every :data:`POLL_INTERVAL` seconds while someone listens, within deadlines."""
 
 from __future__ import annotations
 
@@ -59,8 +35,7 @@ SEND_DEADLINE = 5.0
 MAX_SUBSCRIPTIONS = 1000
 #: Most 2025-era sessions with subscriptions remembered (the least recently subscribed is forgotten first).
 MAX_SESSIONS = 1024
-#: Most URIs, and characters of them, held for every session together: what one session may not exceed alone
-#: bounds the server only with the sessions counted too (1,024 x 1,000 x 4 KB would be 4 GB).
+#: Most URIs, and characters of them, held for all sessions together (1,024 x 1,000 x 4 KB would be 4 GB).
 MAX_HELD_URIS = 20_000
 MAX_HELD_CHARS = 2_000_000
 #: JSON-RPC error of a subscription refused (the spec's "resource not found").
@@ -76,9 +51,8 @@ class _Session:
 
 
 def canonical(uri: str) -> str:
-    """``uri`` as a subscription is kept and announced: without its fragment (a ``#L12-L30`` range names part of
-    the same resource, and the spec lets an update name the resource holding what was subscribed to), and a
-    ``file://localhost/`` URI as ``file:///``."""
+    """``uri`` as a subscription is kept and announced: without its fragment (an update may name the resource holding
+    what was subscribed to), and ``file://localhost/`` as ``file:///``."""
     uri = uri.partition("#")[0]
     if uri[:17].lower() == "file://localhost/":
         uri = "file:///" + uri[17:]
@@ -86,7 +60,7 @@ def canonical(uri: str) -> str:
 
 
 class Changes:
-    """Who listens to which changes, and telling them: one per server (see the module docstring)."""
+    """Who listens to which changes, and telling them: one per server (docs/mcp.md)."""
 
     def __init__(
         self, toolbox: Toolbox, reader: SourceReader, *, interval: float = POLL_INTERVAL, sessions: bool = True
@@ -109,11 +83,7 @@ class Changes:
 
     # -- the entry points ----------------------------------------------------------------------
     def tool_changed(self, name: str) -> None:
-        """Tell every client listening that what tool ``name`` holds changed; from any thread, returns at once.
-
-        For code that changed the tool itself (``deckhand_add``, ``deckhand_delete``): the announcement
-        goes out now, and the next stamp read does not announce the same change again.
-        """
+        """Tell every listening client that tool ``name`` changed, at once, from any thread."""
         self._soon(self._changed, name)
 
     def check_soon(self, name: str) -> None:
@@ -121,8 +91,7 @@ class Changes:
         self._soon(self._check, name)
 
     async def run(self) -> None:
-        """Read every tool's stamp every :attr:`interval` seconds while a client listens, until cancelled (nothing
-        when the interval is 0)."""
+        """Read every tool's stamp every :attr:`interval` seconds while a client listens (never when 0)."""
         self.attach()
         if self.interval <= 0:
             return
@@ -137,8 +106,7 @@ class Changes:
         return self._subscribed_uris() or self.listen.open > 0
 
     def _listener_came(self) -> None:
-        """A subscription or a listen stream: the first since nobody listened reads the stamps afresh now (a
-        change made while nobody listened is no news to it), so a change right after it is told apart."""
+        """A subscription or listen stream; the first since nobody listened reads the stamps afresh now."""
         if self._listening:
             return
         self._listening = True
@@ -237,8 +205,7 @@ class Changes:
             loop.call_soon_threadsafe(start)
 
     async def _read(self, name: str, read: Callable[[str, float], Any]) -> tuple[bool, Any]:
-        """``(done, value)`` of ``read(name, STAMP_WAIT)`` in a thread; not done while an earlier read of the
-        tool is still out, or past :data:`STAMP_DEADLINE`."""
+        """``(done, value)`` of ``read(name, STAMP_WAIT)`` in a thread, bounded by :data:`STAMP_DEADLINE`."""
         if name in self._reading:
             return False, None
         self._reading.add(name)
@@ -315,9 +282,8 @@ class Changes:
         return any(s.uris for s in self._sessions.values()) or bool(self.listen.resource_uris())
 
     def _where(self, uri: str) -> tuple[str, Path | str, bool] | None:
-        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (an agent document: its
-        URI without a ``#L`` range), and whether the URI names the source itself (any change of the tool); None
-        outside every source."""
+        """``(tool, place, whole)``: the tool whose source holds ``uri``, the file's path (or agent document's URI), and
+        whether the URI names the source itself; None outside every source."""
         if not isinstance(uri, str) or len(uri) > MAX_URI_CHARS or "\0" in uri:
             return None
         if is_agent_source(uri):

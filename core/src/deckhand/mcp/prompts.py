@@ -1,12 +1,5 @@
-"""MCP prompts: ``deckhand_search``, a search a person starts from the client (a slash command in most).
-
-MCP completes the arguments of prompts and resource templates only (``completion/complete`` has no
-reference to a tool), so the arguments that name things are offered here, completed as they are
-typed: ``tool`` (the search tools), ``path`` (a file or folder under that tool's source, the
-files ``resources/read`` would serve) and ``section`` (a section id the tool's chunks carry: a
-numbered heading, a code symbol). ``prompts/get`` returns one user message asking the model to
-call the tool with exactly those arguments (``path`` and ``section`` become the search's ``filter``).
-"""
+"""MCP prompts: ``deckhand_search``, a search a person starts from the client, whose ``tool``, ``path`` and ``section``
+arguments are completed as typed (MCP completes prompt and template arguments only, never a tool's)."""
 
 from __future__ import annotations
 
@@ -30,8 +23,7 @@ class Prompts:
     def __init__(
         self, searchable: list[str], resources: Resources, sections: Callable[[str], list[str]] | None = None
     ) -> None:
-        """``searchable``: the tools a query can be sent to (``path`` completes under their sources);
-        ``sections(tool)``: the section ids that tool's chunks carry (``section`` completes from them)."""
+        """The search tools a query can be sent to, and ``sections(tool)``: the section ids its chunks carry."""
         self.searchable = searchable
         self.resources = resources
         self.sections = sections or (lambda tool: [])
@@ -98,9 +90,7 @@ class Prompts:
         }
 
     def complete(self, prompt: str, argument: str, prefix: str, context: dict[str, str]) -> dict[str, Any]:
-        """``completion/complete`` of a prompt argument: ``tool`` from the search tools, ``path`` from the files
-        and ``section`` from the section ids of the tool named in ``context`` (or the only one); nothing for
-        anything else."""
+        """``completion/complete`` of a prompt argument: ``tool``, ``path`` or ``section``; nothing for others."""
         none: dict[str, Any] = {"values": [], "hasMore": False}
         if prompt != SEARCH or len(prefix) > MAX_URI_CHARS or "\0" in prefix:
             return none

@@ -1,13 +1,4 @@
-"""MCP resources: the files behind search hits, as ``resource_link`` items and ``resources/read``.
-
-A search result's content carries, after the text, one ``resource_link`` per hit that has a
-file (``file:///srv/docs/keys.md#L12-L30``: the chunk's lines). ``resources/read`` of such a
-URI returns those lines (``#L`` range omitted: the whole file, up to the read limit); the
-resolution and its limits are :class:`deckhand.calls.source_reading.SourceReader`'s: only files a
-served tool indexes. ``resources/templates/list`` gives one template per tool's source;
-``resources/list`` names the documents agents added (``deckhand_add``; ``deckhand-agent://tool/id``,
-read the same way); files are reached through hits and templates, not listed.
-"""
+"""MCP resources: the files behind search hits, and the documents agents added (``resources/list``)."""
 
 from __future__ import annotations
 
@@ -113,11 +104,8 @@ class Resources:
         return out
 
     def read(self, uri: str) -> dict[str, Any]:
-        """The ``ReadResourceResult`` wire form; an SDK error (code -32002, one line) when it cannot be read.
-
-        The text fits the result budget, cut at a line boundary; a cut read's content carries, in
-        ``_meta["deckhand/nextUri"]``, the URI of the rest (the next line to the range's end).
-        """
+        """The ``ReadResourceResult`` wire form, cut to the result budget (``_meta["deckhand/nextUri"]`` names the
+        rest); an SDK error (-32002, one line) when it cannot be read."""
         passage: Passage | AgentPassage
         try:
             if self.agent is not None and is_agent_source(uri):
@@ -134,11 +122,7 @@ class Resources:
         return {"contents": [content]}
 
     def complete(self, template: str, argument: str, prefix: str) -> dict[str, Any]:
-        """``completion/complete`` for a template's ``path``: indexed files under its source starting with ``prefix``.
-
-        Only files the reader would serve are offered (never outside the source, no hidden or unindexed
-        files), sorted, at most :data:`MAX_COMPLETIONS`; the wire form's ``completion`` object.
-        """
+        """``completion/complete`` for a template's ``path``: servable files under its source matching ``prefix``."""
         found = len(template) <= MAX_URI_CHARS and argument == "path"
         tool = next((t["name"] for t in self.templates() if t["uriTemplate"] == template), None) if found else None
         return self.complete_path(tool, prefix) if tool is not None else {"values": [], "hasMore": False}

@@ -1,12 +1,4 @@
-"""The parts of the ``mcp`` SDK that differ between its 1.x and 2.x lines, in one place.
-
-deckhand supports ``mcp>=1.26,<3``. The wire protocol is the same; what changed at 2.0 is the
-low-level server's registration (decorators in 1.x, ``on_*`` constructor arguments in 2.x),
-how a handler reaches its request (a context variable in 1.x, a ``ctx`` argument in 2.x),
-and the field names of the pydantic types (camelCase in 1.x, snake_case with camelCase
-aliases in 2.x). Everything here builds SDK objects from camelCase dictionaries, which both
-lines validate, so the rest of the server never touches a version-specific name.
-"""
+"""The parts of the ``mcp`` SDK that differ between its 1.x and 2.x lines (both validate camelCase dicts)."""
 
 from __future__ import annotations
 
@@ -102,14 +94,8 @@ def build_server(
     *,
     subscribe: bool = True,
 ) -> Any:
-    """A low-level ``Server`` answering ``tools/list`` and ``tools/call`` with the given functions,
-    the resource requests with ``resources`` when given, the subscriptions with ``changes``
-    (``resources/subscribe`` and ``resources/unsubscribe``; ``subscriptions/listen`` on 2.x), and
-    the prompt requests with ``prompts`` (``completion/complete`` of prompt arguments included).
-    ``subscribe`` False (a ``--stateless`` server) leaves ``resources/subscribe`` out of the capabilities.
-
-    ``call`` must never raise: it returns the result's wire form, with ``isError`` for failures.
-    """
+    """A low-level ``Server`` answering tools, resources, subscriptions and prompts with the given functions;
+    ``subscribe`` False leaves ``resources/subscribe`` out. ``call`` must never raise."""
     if SDK_MAJOR >= 2:
         server = _build_v2(name, server_version, instructions, list_tools, call, resources, changes, prompts)
     else:
@@ -120,11 +106,8 @@ def build_server(
 
 
 def _declare_changes(server: Any, subscribe: bool) -> None:
-    """Make the server's ``initialize`` answer say ``resources: {subscribe: <subscribe>, listChanged: true}``.
-
-    Both lines take the list-changed flags as an argument of ``create_initialization_options`` (which
-    the transports call without one), and 1.x says ``subscribe: false`` even with a handler.
-    """
+    """Make ``initialize`` say ``resources: {subscribe: <subscribe>, listChanged: true}`` (both lines otherwise leave
+    the flags out, and 1.x says ``subscribe: false`` even with a handler)."""
     from mcp.server.lowlevel import NotificationOptions
 
     plain = server.create_initialization_options
@@ -152,21 +135,13 @@ class _SessionSubscriber:
 
 
 def _subscriber(changes: ChangeHub, session: Any) -> tuple[object, Subscriber]:
-    """The key of a 2025-era session (one per connection) and how to tell it of changes.
-
-    On 2.x the session object is made anew for each request, so the key is the connection under it.
-    (The one other place deckhand reaches into the SDK is :func:`forget_session`.)
-    """
+    """The key of a 2025-era session (on 2.x its connection) and how to tell it of changes."""
     changes.attach()
     return _sdk_member(session, "_connection", session), _SessionSubscriber(session)
 
 
 class ListenStreams:
-    """The open ``subscriptions/listen`` streams (2026-07-28; the SDK 2.x serves them, 1.x has none).
-
-    Delivery, filtering and the acknowledgement are the SDK's ``ListenHandler``'s; deckhand keeps
-    which resource URIs the open streams asked for, to publish an update for each that changed.
-    """
+    """The open ``subscriptions/listen`` streams (2026-07-28, SDK 2.x only) and the resource URIs each asked for."""
 
     #: Most streams open at once.
     MAX_STREAMS = 256
@@ -397,8 +372,7 @@ def _build_v2(
 def _completion(
     resources: ResourceSource, prompts: PromptSource | None, ref: Any, argument: str, value: str, context: Any
 ) -> dict[str, Any]:
-    """The ``completion`` wire object for a reference: a resource template's, or a prompt's (with the
-    arguments already given, ``context.arguments``)."""
+    """The ``completion`` wire object for a resource template's or a prompt's reference."""
     if ref.type == "ref/resource":
         return resources.complete(str(ref.uri), argument, value)
     if ref.type == "ref/prompt" and prompts is not None:
@@ -418,13 +392,8 @@ def validate_message(line: str) -> None:
 
 
 def session_manager(app: Any, security: Any, *, stateless: bool = False) -> Any:
-    """The SDK's streamable-HTTP manager, with its own session limits off (2.x has some).
-
-    On 2.x it serves the 2026-07-28 revision's self-contained requests whatever ``stateless`` says;
-    ``stateless`` decides how the 2025 revisions are served: with sessions (``Mcp-Session-Id``, which
-    deckhand bounds itself, the same way on both lines: :mod:`deckhand.mcp.sessions`), or without
-    (every POST answered on its own, so any replica can take any request).
-    """
+    """The SDK's streamable-HTTP manager, with its own session limits off (:mod:`deckhand.mcp.sessions` bounds them on
+    both lines); ``stateless`` serves the 2025 revisions without sessions."""
     from mcp.server import streamable_http_manager as manager
 
     options: dict[str, Any] = {"app": app, "security_settings": security, "stateless": stateless}
@@ -447,30 +416,19 @@ _HANDSHAKE_VERSIONS = _handshake_versions()
 
 
 def sessionless(protocol_version: str | None) -> bool:
-    """Whether a request whose ``MCP-Protocol-Version`` header says ``protocol_version`` is served without a
-    session by the SDK installed: on 2.x, any revision ``initialize`` does not negotiate (2026-07-28 and
-    later; an unknown one is refused by the SDK, also without a session). 1.x serves every request in session
-    mode."""
+    """Whether a request of ``protocol_version`` is served without a session (2.x, 2026-07-28 and later)."""
     return SDK_MAJOR >= 2 and protocol_version is not None and protocol_version not in _HANDSHAKE_VERSIONS
 
 
 def forget_session(manager: Any, session_id: str) -> None:
-    """Drop a closed session from the manager's table.
-
-    1.x keeps a terminated session's transport in ``_server_instances`` for the life of the process
-    (2.x removes it); this is the one place deckhand reaches into the manager, and a no-op where the
-    table is gone.
-    """
+    """Drop a closed session from the manager's table, where 1.x would keep its transport for good."""
     instances = _sdk_member(manager, "_server_instances")
     if isinstance(instances, dict):
         instances.pop(session_id, None)
 
 
 def on_close(key: object, callback: Callable[[], None]) -> bool:
-    """Call ``callback`` when the 2025-era session ``key`` (:func:`_subscriber`'s) ends, however it ends (the
-    client's ``DELETE``, an idle or evicted session, a dropped stdio pipe): 2.x unwinds its connection's
-    ``exit_stack`` then, 1.x its session's (``_exit_stack``, in ``__aexit__``). False where neither is found (a
-    closed session is then forgotten when a notification to it fails)."""
+    """Call ``callback`` when the 2025-era session ``key`` ends, however; False if its exit stack is not found."""
     stack = _sdk_member(key, "exit_stack") or _sdk_member(key, "_exit_stack")
     if not isinstance(stack, contextlib.AsyncExitStack):
         return False

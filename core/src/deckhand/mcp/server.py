@@ -1,13 +1,4 @@
-"""The MCP server: every call of a :class:`~deckhand.calls.toolbox.Toolbox` as an MCP tool.
-
-Each operation of :func:`deckhand.calls.catalog.operations` becomes one MCP tool with its
-input and output schemas and behaviour hints. A call's arguments are checked against the limits
-of :mod:`deckhand.limits` first; then the call, and the masking of its answer, run in their own
-daemon thread (the tools are blocking), so the event loop keeps answering ``ping``,
-``tools/list`` and the other sessions' calls meanwhile, and a client that goes away never keeps
-the process alive. Every failure comes back as a tool result with ``isError: true`` and one line
-of text; the server goes on.
-"""
+"""The MCP server: every call of a :class:`~deckhand.calls.toolbox.Toolbox` as an MCP tool."""
 
 from __future__ import annotations
 
@@ -55,11 +46,8 @@ class DeckhandMcpServer:
         changes_interval: float | None = None,
         stateless: bool = False,
     ) -> None:
-        """Serve ``toolbox``; ``result_budget`` is the tokens of one answer for tools that set none;
-        ``changes_interval`` the seconds between two looks for changes made by other processes
-        (:mod:`deckhand.mcp.notifications`; None: its default, 0: none). ``stateless`` (``--stateless``): no
-        2025 session outlives its request, so ``resources/subscribe`` is neither offered nor accepted
-        (a 2026-07-28 client's ``subscriptions/listen`` still is)."""
+        """Serve ``toolbox``. ``changes_interval`` is the seconds between looks for other processes' changes (None:
+        default, 0: none); ``stateless`` offers no ``resources/subscribe``."""
         from deckhand.mcp.notifications import POLL_INTERVAL, Changes
 
         self.toolbox = toolbox
@@ -106,12 +94,7 @@ class DeckhandMcpServer:
         ]
 
     async def call(self, name: str, arguments: dict[str, Any], report: sdk.Reporter) -> dict[str, Any]:
-        """Answer one ``tools/call``; never raises (failures are ``isError`` results).
-
-        Every string of the answer goes through the toolbox's redaction: no secret reaches the
-        agent, even one an indexed document or a driver's error happens to hold. The masking runs
-        in a thread too: an answer is as long as a tool makes it, and the event loop serves everyone.
-        """
+        """Answer one ``tools/call``, every string redacted (in a thread too); never raises."""
         result = await self._call(name, arguments, report)
         return await in_daemon_thread(self._redacted, result)
 
@@ -240,11 +223,7 @@ class _Progress:
 
 
 async def in_daemon_thread(func: Callable[..., T], *args: Any) -> T:
-    """Run ``func(*args)`` in a new daemon thread and await its result.
-
-    Unlike the event loop's default executor, a daemon thread never delays the process's exit
-    (a client that disconnects during a long ingest is not kept waiting for it).
-    """
+    """Run ``func(*args)`` in a new daemon thread and await it; unlike the default executor, it never delays exit."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 

@@ -1,9 +1,4 @@
-"""Start the MCP server: background ingestion, the transport, and the watcher when asked.
-
-The transport starts at once, so a client's ``initialize`` and ``tools/list`` are answered
-while the tools are still being ingested (one after the other, in a background thread). A
-search that arrives meanwhile waits for its tool (see :mod:`deckhand.calls.toolbox`).
-"""
+"""Start the MCP server: the transport at once (tools ingest in the background), and the watcher when asked."""
 
 from __future__ import annotations
 
@@ -34,15 +29,10 @@ def serve(
     cursor_secret: str | None = None,
     changes_interval: float | None = None,
 ) -> None:
-    """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP).
+    """Serve ``toolbox`` until the client closes stdin (stdio) or the process is interrupted (HTTP), then close it.
 
-    ``echo`` receives the lines a person watching stderr wants: where the server listens and one
-    summary per ingest. ``result_budget`` is the tokens of one answer (tools without their own).
-    ``stateless`` serves HTTP clients of the 2025 revisions without sessions (2026-07-28 clients never
-    have one); ``cursor_secret``, shared by replicas, makes their search cursors valid on each other;
-    ``changes_interval`` is the seconds between two looks for changes other processes made (see
-    :mod:`deckhand.mcp.notifications`). The toolbox is closed on the way out.
-    """
+    ``echo`` gets the lines for a person watching stderr; ``stateless`` serves 2025-revision HTTP clients without
+    sessions; ``cursor_secret``, shared by replicas, makes their cursors valid on each other."""
     say = echo or (lambda line: None)
     use_cursor_secret(cursor_secret)
     app = DeckhandMcpServer(

@@ -1,10 +1,4 @@
-"""How the MCP server is reached: stdio (default) or streamable HTTP.
-
-HTTP binds a loopback address unless told otherwise. On loopback the Host and Origin headers
-must name loopback too (DNS-rebinding protection). Bound anywhere else, the server refuses
-to start without a bearer token in :data:`TOKEN_ENV`, and then every HTTP request must carry
-``Authorization: Bearer <token>``. The token is compared in constant time and never logged.
-"""
+"""How the MCP server is reached: stdio (default) or streamable HTTP (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -103,11 +97,7 @@ def bearer_token(address: HttpAddress, environ: dict[str, str] | None = None) ->
 
 
 def cursor_secret(environ: dict[str, str] | None = None) -> str | None:
-    """The secret search cursors are signed with: :data:`CURSOR_KEY_ENV`, else the bearer token, else None.
-
-    Replicas behind one load balancer share it, so a cursor one gave continues on another
-    (:func:`deckhand.calls.result_pages.use_cursor_secret`); None keeps a random key of this process.
-    """
+    """The cursor-signing secret: :data:`CURSOR_KEY_ENV`, else the bearer token, else None (a per-process key)."""
     env = os.environ if environ is None else environ
     secret = env.get(CURSOR_KEY_ENV, "").strip()
     if secret and len(secret) < TOKEN_MIN_LENGTH:
@@ -123,11 +113,8 @@ def cursor_secret(environ: dict[str, str] | None = None) -> str | None:
 
 @contextmanager
 def claimed_stdio() -> Iterator[tuple[Any, Any]]:
-    """The process's stdin and stdout, reserved for the protocol while the server runs.
-
-    File descriptor 0 then reads the null device and 1 writes to stderr, so neither a stray
-    ``print`` nor a child process (git, a converter) can corrupt or steal protocol messages.
-    """
+    """The process's stdin and stdout, reserved for the protocol: fd 0 then reads the null device and fd 1 writes to
+    stderr, so no stray ``print`` or child process can corrupt protocol messages."""
     import anyio
 
     sys.stdout.flush()
@@ -136,8 +123,7 @@ def claimed_stdio() -> Iterator[tuple[Any, Any]]:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    # surrogateescape: bytes that are not UTF-8 reach the line check (see jsonrpc_errors) instead of
-    # silently becoming U+FFFD inside a request.
+    # surrogateescape: bytes that are not UTF-8 reach the line check (jsonrpc_errors) instead of becoming U+FFFD.
     reader = io.TextIOWrapper(open(protocol_in, "rb"), encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     writer = io.TextIOWrapper(open(protocol_out, "wb"), encoding="utf-8", newline="\n")  # noqa: SIM115
     try:
@@ -212,22 +198,17 @@ async def serve_stdio(app: DeckhandMcpServer) -> None:
 
 #: Seconds between two warnings of refused bearer tokens (the refusals between are counted in the next one).
 AUTH_LOG_INTERVAL = 60.0
-#: A client's second wrong token in a row waits this long before its 401, each next one twice as long, up to
-#: :data:`AUTH_MAX_DELAY` (on the event loop's clock: other requests go on meanwhile).
+#: A client's second wrong token in a row waits this long before its 401, each next one twice as long.
 AUTH_DELAY = 0.05
 AUTH_MAX_DELAY = 2.0
-#: Clients whose wrong tokens in a row are remembered (the least recently refused is forgotten first), and the
-#: seconds after which a client's last refusal is forgotten.
+#: Clients whose wrong tokens in a row are remembered (least recently refused forgotten first), and for how long.
 AUTH_CLIENTS = 1024
 AUTH_FORGET_AFTER = 600.0
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
-
-    A refusal is logged at most once per :data:`AUTH_LOG_INTERVAL` (with how many were not), and a client that
-    keeps sending wrong tokens waits longer for each 401 (:data:`AUTH_DELAY` doubling, at most
-    :data:`AUTH_MAX_DELAY`; a right token from it starts over)."""
+    """ASGI middleware requiring ``Authorization: Bearer <token>``; refusals are logged at most once per
+    :data:`AUTH_LOG_INTERVAL`, and a client sending wrong tokens waits longer for each 401."""
 
     def __init__(
         self,
@@ -287,11 +268,7 @@ MAX_BODY = 4 * 1024 * 1024
 
 
 class Utf8Bodies:
-    """ASGI middleware: a POST body that is not UTF-8 JSON (or too large) gets a JSON-RPC error, never a 500.
-
-    The SDK 1.x answers 500 "internal error" to bytes that are not UTF-8, and to NUL bytes (which
-    ``json.loads`` of bytes takes for UTF-32).
-    """
+    """ASGI middleware: a POST body that is not UTF-8 JSON gets a JSON-RPC error, not SDK 1.x's 500."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -367,11 +344,7 @@ def http_app_and_keeper(
     idle_timeout: float = IDLE_TIMEOUT,
     stateless: bool = False,
 ) -> tuple[Any, SessionKeeper]:
-    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions.
-
-    ``stateless`` serves the 2025 revisions without sessions too (see :func:`deckhand.mcp.sdk.session_manager`);
-    the keeper then has none to keep.
-    """
+    """:func:`http_app` and the :class:`~deckhand.mcp.sessions.SessionKeeper` bounding its sessions."""
     import anyio
     from starlette.applications import Starlette
     from starlette.routing import Route

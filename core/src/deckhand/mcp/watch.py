@@ -1,13 +1,4 @@
-"""``deckhand mcp --watch``: re-ingest a tool when files under its source change.
-
-Uses ``watchfiles`` (native notifications: inotify, FSEvents, ReadDirectoryChangesW). Changes
-are debounced: a batch is handled once no file changed for :data:`QUIET_MS` (and at the latest
-after :data:`MAX_BATCH_MS` of continuous changes), so saving ten files re-ingests once. Only
-files ingestion would read count (supported extensions, no hidden files or directories, what the
-tool's ``include:``/``exclude:`` take: a change under ``node_modules/`` re-ingests nothing). The
-re-ingest is the tools' ordinary incremental one: changed and new files are ingested, deleted
-ones removed, the rest only checked. Searches arriving meanwhile wait for it.
-"""
+"""``deckhand mcp --watch``: re-ingest a tool when files it would ingest change (debounced, ``watchfiles``)."""
 
 from __future__ import annotations
 
@@ -33,8 +24,7 @@ MAX_BATCH_MS = 5000
 
 
 def _extensions(toolbox: Toolbox, names: Iterable[str]) -> set[str]:
-    """The extensions some watched tool reads: each tool's own loaders (deckhand's and the plugin loaders it opted
-    in to: a ``.py`` change matters to a tool with ``chunker: code``, not to a documentation tool)."""
+    """The extensions some watched tool reads, through its own loaders (deckhand's and those it opted in to)."""
     from deckhand.calls.source_reading import tool_loaders
 
     return {extension for name in names for extension in tool_loaders(toolbox.tool(name)).by_extension}
@@ -66,8 +56,7 @@ class _SourceFilter:
         return SCRIPT in self.extensions and not path.suffix and not path.exists()
 
     def taken(self, path: Path, root: Path, selection: Selection | None = None) -> bool:
-        """Whether ``path`` is a file ingestion would read under directory ``root`` (by ``selection``, else by
-        any of the selections of ``root``'s tools)."""
+        """Whether ``path`` is a file ingestion would read under directory ``root``."""
         if root not in path.parents:
             return False
         relative = path.relative_to(root)
@@ -114,8 +103,7 @@ async def watch_sources(
     for name, source in sources.items():
         by_source.setdefault(source, []).append(selections[name])
     keep = _SourceFilter(sources.values(), _extensions(toolbox, sources), by_source)
-    # Directory sources are watched recursively; a file source through its directory, not recursively
-    # (editors save by replacing the file, which a watch on the file itself would lose).
+    # A file source is watched through its directory: editors save by replacing the file, which a file watch would lose.
     recursive = sorted({str(p) for p in sources.values() if p.is_dir()})
     flat = sorted({str(p.parent) for p in sources.values() if not p.is_dir()} - set(recursive))
     lock = asyncio.Lock()

@@ -1,8 +1,4 @@
-"""Vector memory: an agent's decisions at (issue x, stage y, layer z), behind a pluggable backend.
-
-``VectorMemoryManager`` implements the vector memory contract; backends come from the
-``register.memory_backend`` (git-memory's ``git``, deckhand's in-process ``memory``).
-"""
+"""Vector memory: an agent's decisions at (issue x, stage y, layer z), behind a pluggable backend."""
 
 from deckhand.memory.backend import ScanEntry, SyncResult, sync_message
 from deckhand.memory.coordinates import VectorCoordinate, parse_coordinate

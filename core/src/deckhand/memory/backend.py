@@ -1,11 +1,4 @@
-"""Plain data exchanged between the memory manager and its backends, and the commit-message rule.
-
-:class:`ScanEntry` and :class:`SyncResult` are defined in :mod:`deckhand.types` (the backend contract
-names them) and re-exported here.
-
-A backend (see :class:`deckhand.bases.MemoryBackendBase`) stores one serialized decision per
-coordinate; the manager does validation, immutability, indexing and queries.
-"""
+"""Plain data exchanged between the memory manager and its backends, and the commit-message rule."""
 
 from __future__ import annotations
 
@@ -43,10 +36,7 @@ def sync_message(
     *,
     list_limit: int = 50,
 ) -> str:
-    """The commit message of a sync: the caller's subject (if any), then the count and the ranges.
-
-    Every backend that records history uses it, so commit messages look the same everywhere.
-    """
+    """The commit message of a sync: the caller's subject (if any), then the count and ranges."""
     total = len(changed) + len(deleted)
     summary = f"vector memory: {total} decision{'s' if total != 1 else ''} at {describe_ranges([*changed, *deleted])}"
     lines = [custom.strip(), "", summary] if custom and custom.strip() else [summary]

@@ -1,7 +1,4 @@
-"""Where a decision lives: issue number x, cycle stage y, memory layer z.
-
-:class:`VectorCoordinate` is defined in :mod:`deckhand.types` (the memory backend contract names it).
-"""
+"""Where a decision lives: :class:`VectorCoordinate`, defined in :mod:`deckhand.types` and re-exported here."""
 
 from __future__ import annotations
 

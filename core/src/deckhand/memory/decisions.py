@@ -14,10 +14,7 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 @dataclass(frozen=True)
 class StoredDecision:
-    """One decision: where it lives, what it says, when and by which agent it was written.
-
-    Frozen because the manager's indexes hold the same objects it hands out.
-    """
+    """One decision: where it lives, what it says, when and by which agent; frozen, as the indexes share it."""
 
     coordinate: VectorCoordinate
     content: str
@@ -59,11 +56,8 @@ class StoredDecision:
         )
 
     def to_bytes(self) -> bytes:
-        """The file content: indented UTF-8 JSON with a final newline, so git diffs read well.
-
-        Byte-for-byte ``json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\\n"``, built
-        by hand because ``json`` only uses its C encoder without ``indent`` (10x faster here).
-        """
+        """The file content, byte for byte ``json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\\n"``, built
+        by hand because ``json`` only uses its C encoder without ``indent`` (10x faster here)."""
         enc = _encode
         c = self.coordinate
         if self.issue_context is None:
@@ -87,11 +81,7 @@ class StoredDecision:
 
 
 def decision_problem(coordinate: VectorCoordinate, data: bytes) -> str | None:
-    """Why ``data`` is not a valid decision file for ``coordinate`` (one line), or None when it is.
-
-    The manager refuses to load such a file and a backend refuses to commit it (``sync`` skips it
-    and says so): what history records is only what can be read back.
-    """
+    """Why ``data`` is not a valid decision file for ``coordinate`` (one line), or None."""
     try:
         decision = StoredDecision.from_bytes(data)
     except (ValueError, KeyError, TypeError) as exc:

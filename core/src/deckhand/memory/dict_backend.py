@@ -16,11 +16,7 @@ _ids = itertools.count(1)
 
 
 class InMemoryBackend(MemoryBackendBase):
-    """Keeps serialized decisions in memory; nothing survives the process.
-
-    ``sync()`` records nothing durable but reports (and forgets) what changed since the last
-    sync, with the same message a git commit would carry.
-    """
+    """Keeps serialized decisions in memory only; ``sync()`` reports (and forgets) what changed."""
 
     persistent = False
 

@@ -1,11 +1,4 @@
-"""In-memory indexes over the stored decisions: by coordinate (ordered) and by word (inverted).
-
-Coordinates are kept in a sorted list, so range and partial-order queries cost a binary
-search plus the size of the answer. The inverted index maps each lower-cased token (text between whitespace) to
-the coordinates whose content contains it; each run of word characters of a search term is
-looked up in the vocabulary (a few thousand tokens, searched in C through one joined string),
-never against every decision, and only the few candidates are checked for the exact term.
-"""
+"""In-memory indexes over the stored decisions: by coordinate (sorted) and by word (inverted)."""
 
 from __future__ import annotations
 
@@ -96,9 +89,7 @@ class ContentIndex:
         if key in self._words_of:
             self.remove(key)
         lowered = content.lower()
-        # Whitespace-separated tokens (punctuation included) are 3x quicker to produce than
-        # regex words and keep the candidate set exact enough: a run of word characters that
-        # occurs in the text lies inside one such token.
+        # Whitespace-separated tokens are 3x quicker than regex words, and every run of word characters lies inside one.
         tokens = set(lowered.split())
         self._words_of[key] = tokens
         self._text_of[key] = lowered

@@ -1,14 +1,5 @@
-"""``VectorMemoryManager``: the contract's API over a pluggable memory backend.
-
-The manager validates every input, enforces the immutable architecture layer, keeps the
-in-memory indexes (coordinates, words, and lazily embeddings) and answers queries from them;
-the backend (git-memory by default) stores the JSON files and records history.
-
-Reads are served from the index, which is built when the manager starts and rebuilt by
-``load_from_git()``: decisions another process stores become visible here after a load.
-Immutability does not depend on the index: the backend refuses to create a z=1 decision that
-exists in storage, atomically across processes.
-"""
+"""``VectorMemoryManager``: the contract's API over a pluggable memory backend (docs/memory.md). It validates input,
+enforces the immutable layer and answers queries from in-memory indexes; the backend stores the files and history."""
 
 from __future__ import annotations
 
@@ -68,15 +59,9 @@ class VectorMemoryManager:
         embedding_model: EmbeddingModel = None,
         embedding_cache: Path | str | object | None = _DEFAULT,
     ) -> None:
-        """Open the memory at ``repo_path`` with the named backend (or a backend object).
-
-        Raises ``ValueError`` if ``agent_id`` is empty, ``StorageError`` if the backend cannot
-        open ``repo_path`` (git-memory: missing or not a git repository) and
-        ``ComponentNotFoundError`` if no installed plugin provides the backend. Decisions
-        that cannot be read are logged and listed in :attr:`load_errors`; the rest load.
-        ``embedding_cache`` is the SQLite file caching embeddings for :meth:`search_semantic`
-        (default ``<repo_path>/.deckhand/cache/embeddings.sqlite``; ``None`` for no disk cache).
-        """
+        """Open the memory at ``repo_path`` with the named backend (or a backend object); unreadable decisions are
+        logged and listed in :attr:`load_errors`. ``embedding_cache``: the SQLite file of semantic search's
+        embeddings."""
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise ValueError(f"agent_id must be a non-empty string identifying the agent, got {agent_id!r}")
         self.agent_id = agent_id
@@ -107,8 +92,7 @@ class VectorMemoryManager:
         self._semantic = SemanticIndex(self._build_embedder)
         #: The embedding cache this manager opened for its own embedder (closed by :meth:`close`).
         self._opened_cache: EmbeddingCache | None = None
-        # The embedding index is filled on the first semantic search, then kept current; the
-        # word index is built while loading (its build would otherwise land on the first search).
+        # The embedding index is filled on the first semantic search; the word index is built while loading.
         self._semantic_ready = False
         self._corrupt: dict[Key, StorageError] = {}
         self._pending: set[Key] = set()
@@ -125,13 +109,8 @@ class VectorMemoryManager:
     def store(
         self, coord: VectorCoordinate, content: str, issue_context: Mapping[str, str] | None = None
     ) -> StoredDecision:
-        """Store a decision at ``coord`` and return it (not committed: call :meth:`sync`).
-
-        Raises ``CoordinateValidationError`` for a bad coordinate, ``ImmutableLayerError`` if
-        ``coord`` is on z=1 and already holds a decision (here or in another process),
-        ``ValueError`` for empty or oversized content or a malformed ``issue_context``,
-        ``StorageError``/``ConcurrencyError`` when the backend fails.
-        """
+        """Store a decision at ``coord`` and return it (not committed: call :meth:`sync`); ``ImmutableLayerError`` if
+        ``coord`` is on z=1 and already holds a decision, here or in another process."""
         coord = _coordinate(coord)
         _check_content(content)
         context = _check_context(issue_context)
@@ -174,10 +153,7 @@ class VectorMemoryManager:
         y_range: tuple[int, int] | None = None,
         z_range: tuple[int, int] | None = None,
     ) -> list[StoredDecision]:
-        """Decisions with x, y and z within the inclusive ranges (``None`` = all), in (x, y, z) order.
-
-        Raises ``QueryError`` if a range is not two integers or its min is greater than its max.
-        """
+        """Decisions with x, y and z within the inclusive ranges (``None`` = all), in (x, y, z) order."""
         xs = _range("x_range", x_range, X_MIN, X_MAX)
         ys = _range("y_range", y_range, Y_VALUES[0], Y_VALUES[-1])
         zs = _range("z_range", z_range, Z_VALUES[0], Z_VALUES[-1])
@@ -187,13 +163,7 @@ class VectorMemoryManager:
     def query_partial_order(
         self, x_threshold: int, y_threshold: int, z_filter: int | None = None
     ) -> list[StoredDecision]:
-        """Decisions that come before ``(x_threshold, y_threshold)``: ``x < x_t or (x == x_t and y < y_t)``.
-
-        This is everything that happened before that issue's stage, in (x, y, z) order (the
-        rollback set). ``x_threshold`` may be 1001 and ``y_threshold`` 6 to include the last
-        issue or stage. Raises ``CoordinateValidationError`` for thresholds or a ``z_filter``
-        out of range.
-        """
+        """Decisions before ``(x_threshold, y_threshold)`` in (x, y, z) order: the rollback set."""
         check_int("x_threshold", x_threshold, X_MIN, X_MAX + 1)
         check_int("y_threshold", y_threshold, Y_VALUES[0], Y_VALUES[-1] + 1)
         if z_filter is not None:
@@ -202,11 +172,7 @@ class VectorMemoryManager:
             return self._index.before(x_threshold, y_threshold, z_filter)
 
     def search_content(self, search_terms: Sequence[str], match_all: bool = False) -> list[StoredDecision]:
-        """Decisions whose content contains the terms (case-insensitive substrings), most matching terms first.
-
-        With ``match_all`` every term must occur; otherwise any. Ties are in (x, y, z) order.
-        Raises ``QueryError`` if ``search_terms`` is empty or holds an empty or non-string term.
-        """
+        """Decisions containing the terms (case-insensitive; all with ``match_all``), most matching first."""
         return [d for d, _ in self.search_content_ranked(search_terms, match_all)]
 
     def search_content_ranked(
@@ -220,11 +186,7 @@ class VectorMemoryManager:
             return [(d, n) for key, n in hits if (d := get(key)) is not None]
 
     def search_semantic(self, query: str, k: int = 5) -> list[MemoryHit]:
-        """The ``k`` decisions closest in meaning to ``query``, best first (beyond the contract).
-
-        Uses the configured embedder (default all-MiniLM-L6-v2), loaded on the first call;
-        embeddings are cached on disk, so a restarted agent does not re-embed its memory.
-        """
+        """The ``k`` decisions closest in meaning to ``query``, best first (beyond the contract)."""
         if not isinstance(query, str) or not query.strip():
             raise QueryError(f"query must be a non-empty string, got {query!r}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -241,13 +203,7 @@ class VectorMemoryManager:
     # ------------------------------------------------------------------ persistence
 
     def sync(self, message: str | None = None) -> SyncResult:
-        """Commit every pending change of the memory (and nothing else) to the backend's history.
-
-        The commit message names the coordinate ranges and the number of decisions; with
-        nothing to commit this is a no-op whose result has ``commit=None``. A decision file that
-        does not parse is left out of the commit and listed in ``skipped`` (one warning each). Raises
-        ``StorageError`` if git fails and ``ConcurrencyError`` if another sync holds the lock.
-        """
+        """Commit every pending change of the memory to the backend's history (unparseable files left out)."""
         if message is not None and not isinstance(message, str):
             raise TypeError(f"message must be a string, got {type(message).__name__}")
         with self._lock:
@@ -258,12 +214,7 @@ class VectorMemoryManager:
         return result
 
     def load_from_git(self) -> int:
-        """Rebuild the indexes from storage (after a pull or a restart) and return the number loaded.
-
-        Every readable decision is loaded. If some could not be read, the index still holds
-        all the others and ``CorruptDecisionsError`` (a ``StorageError``) is raised afterwards,
-        naming each bad file; they are also kept in :attr:`load_errors`.
-        """
+        """Rebuild the indexes from storage; the number loaded (``CorruptDecisionsError`` after, if some failed)."""
         with self._lock:
             self._index.clear()
             self._content.clear()

@@ -1,12 +1,5 @@
-"""Which memory an agent uses: the ``memory:`` sections of agent.yaml and the global config files.
-
-Sections combine field by field, highest precedence last: ``~/.holodeck/config.yaml``,
-``~/.deckhand/config.yaml``, ``./.holodeck/config.yaml``, ``./.deckhand/config.yaml``, then
-``agent.yaml``; a field set in a higher file wins. When a higher file switches ``backend``,
-the lower files' ``options`` (meant for the other backend) are dropped. A relative ``path``
-is resolved against the directory holding agent.yaml, or the project directory holding
-``.deckhand/`` for a global file.
-"""
+"""Which memory an agent uses: the ``memory:`` sections of the global config files and agent.yaml, combined field by
+field (docs/memory.md); a relative ``path`` is resolved against the directory of the file that set it."""
 
 from __future__ import annotations
 
@@ -46,7 +39,7 @@ def _layer(memory: MemoryConfig, base: Path) -> dict[str, Any]:
 def resolve_memory_config(
     agent_file: Path | str | None = None, cwd: Path | None = None, home: Path | None = None
 ) -> ResolvedMemory:
-    """Merge the memory sections that apply (see the module docstring); defaults where none is set."""
+    """Merge the memory sections that apply (precedence: docs/memory.md); defaults where none is set."""
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     layers: list[tuple[dict[str, Any], str]] = []

@@ -1,9 +1,4 @@
-"""Ranking decisions by meaning: an embedding per decision, built lazily and kept current.
-
-Nothing is loaded until the first semantic search; then every decision not yet embedded is
-embedded in one batch (through the on-disk embedding cache, so a restart re-embeds nothing)
-and later searches embed only the decisions stored since.
-"""
+"""Ranking decisions by meaning: an embedding per decision, built on the first search and kept current."""
 
 from __future__ import annotations
 
@@ -63,11 +58,7 @@ class SemanticIndex:
             return self._embedder
 
     def _embed_missing(self) -> None:
-        """Embed every decision that has no vector yet, without holding the lock meanwhile.
-
-        Stores go on while a large first batch is embedded; a decision rewritten during the
-        batch keeps no stale vector (it is embedded at the next search).
-        """
+        """Embed every decision without a vector, not holding the lock meanwhile."""
         embedder = self.embedder()
         with self._lock:
             pending = {k: t for k, t in self._text.items() if k not in self._vector}
@@ -96,10 +87,7 @@ class SemanticIndex:
         return self._matrix, self._matrix_keys
 
     def search(self, query: str, k: int, allowed: Collection[Key] | None = None) -> list[tuple[Key, float]]:
-        """The ``k`` decisions closest in meaning to ``query``: ``(coordinate, score in [0, 1])``, best first.
-
-        Decisions stored while the search runs may be left out of it; the next search has them.
-        """
+        """The ``k`` decisions closest in meaning to ``query`` as ``(coordinate, score in [0, 1])``, best first."""
         import numpy as np
 
         from deckhand.similarity import cosine_to_score

@@ -1,9 +1,4 @@
-"""Agent tools built from configuration (``type:`` in agent.yaml).
-
-Tool types are plugins (``register.tool``); :func:`build_tool` builds the one a validated
-``tools:`` entry names. Every tool subclasses :class:`ToolBase`, the contract (what front ends ask of a tool beyond
-its searches has defaults there), and tools that ingest a source share :class:`deckhand.tools.source_tool.SourceTool`.
-"""
+"""Agent tools built from configuration (``type:``): :func:`build_tool` and :class:`ToolBase`, their contract."""
 
 from __future__ import annotations
 
@@ -41,18 +36,8 @@ __all__ = ["ToolBase", "ToolFactory", "build_tool", "build_worker"]
 class ToolBase(ABC):
     """An agent tool, as the CLI, the MCP server and Python programs use it: the contract of a tool type.
 
-    Built by :func:`deckhand.tools.build_tool` from a validated ``tools:`` entry. The life cycle
-    is ``initialize`` (ingest what changed; again later to pick up changes, ``force_ingest`` to
-    redo everything), any number of searches, then ``close``. Every blocking method has an
-    ``async`` twin that runs it in a worker thread, so the tool (and the store under it) is
-    called from one thread at a time, but not always the same one. Its searches take ``filter``: only chunks that
-    pass it (:class:`deckhand.filters.SearchFilter`, a mapping of the same shape, or ``--filter`` expressions; see
-    ``docs/filters.md``); it is given one only when :meth:`function_definition` lists ``filter``
-    (:func:`deckhand.tools.tool_io.takes_filter`).
-
-    What front ends ask beyond that has the defaults of a tool that holds no index and ingests no source
-    (:class:`~deckhand.tools.source_tool.SourceTool` overrides them).
-    """
+    The life cycle is ``initialize`` (ingest what changed), searches, then ``close``; every blocking method has an
+    ``async`` twin run in a worker thread. A search gets ``filter`` only when :meth:`function_definition` lists it."""
 
     #: The validated ``tools:`` entry the tool was built from.
     config: ToolConfigBase
@@ -62,8 +47,7 @@ class ToolBase(ABC):
     base_dir: Path | None = None
     #: Whether ``initialize_sync`` takes ``shard=`` and ``executor=`` (its work runs as units an executor runs).
     ingests_in_units: ClassVar[bool] = False
-    #: Whether the tool's answer text is its own presentation, shown as it is (a tool type of its own, or one that
-    #: overrides ``format_results``); False: a front end may draw its results its own way.
+    #: Whether the tool's answer text is its own presentation, shown as is (False: a front end may draw its results).
     own_text: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -106,8 +90,7 @@ class ToolBase(ABC):
         return None
 
     def opened_changes(self) -> SourceChanges | None:
-        """What changed under the source since the last ingest, as opening the index found (None: nothing changed,
-        not checked, or the index was ingested in this process)."""
+        """What changed under the source since the last ingest, as opening the index found (None: nothing known)."""
         return None
 
     @property
@@ -171,19 +154,8 @@ class ToolBase(ABC):
 
     @abstractmethod
     def function_definition(self) -> dict[str, Any]:
-        """The function agents are given for the tool, as ``{"name", "description", "parameters"}``.
-
-        Exactly: ``name`` is ``config.name``; ``description`` is text; ``parameters`` is a JSON
-        Schema object (``{"type": "object", "properties": {...}, "required": ["query", ...]}``)
-        describing the arguments of :meth:`search_results`: ``query`` (required), and ``filter``
-        and ``top_k`` where the tool takes them: deckhand passes a search nothing else.
-        :func:`deckhand.tools.tool_io.function_definition` builds the standard one. The MCP
-        server and the Semantic Kernel plugin derive each search's input schema from
-        ``parameters``, so a tool may describe its own arguments (a query that is a regular
-        expression). OpenAI's wrapped form ``{"type": "function", "function": {...}}`` is
-        accepted and unwrapped; anything else is a :class:`deckhand.errors.PluginError` naming
-        the tool (:func:`deckhand.tools.tool_io.tool_function` checks it).
-        """
+        """The function agents are given for the tool, ``{"name", "description", "parameters"}``, the JSON Schema
+        ``parameters`` describing ``query`` and, where taken, ``filter`` and ``top_k``."""
 
     @abstractmethod
     def close(self) -> None:
@@ -231,9 +203,9 @@ def build_tool(
 def build_worker(
     description: PipelineDescription, *, writes: bool, registry: PluginRegistry | None = None
 ) -> FileWorker:
-    """The unit of work of an executor's worker, built from ``description`` alone (no tool): its embedder (behind
-    the shared embedding cache, the model loaded on first use), its context step, and with ``writes`` its
-    collection, opened for writing (never the in-memory fallback)."""
+    """The unit of work of an executor's worker, built from ``description`` alone: its embedder (the model loaded on
+    first use), its context step and, with ``writes``, its collection opened for writing (never the in-memory
+    fallback)."""
     from deckhand.building.lazy_embedders import lazy_embedder_for
     from deckhand.config.component_choices import REGISTRY_KEY, ComponentChoice, resolve_component, validate_options
     from deckhand.config.tool_fields import DatabaseConfig

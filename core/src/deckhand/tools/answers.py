@@ -1,9 +1,4 @@
-"""One query's answer, computed in one pass: :class:`Answer`, asked for with :class:`SearchOptions`.
-
-``SourceTool.answer`` fills it from one :class:`~deckhand.retrieval.engine.Ranking`: the results, the text agents
-read, and when there are no results why (off-topic, under the threshold, filtered out) from the candidates that
-same pass ranked, so an empty answer costs no second search.
-"""
+"""One query's answer computed in one pass: results, their text, and why there are none."""
 
 from __future__ import annotations
 
@@ -29,8 +24,7 @@ class Empty(StrEnum):
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What one query asks beside its text: the result count (None: the configured one), a filter, and for a
-    hybrid tool the search mode and score threshold (None: the configured ones; ``min_score`` 0 disables it)."""
+    """What one query asks beside its text: result count, filter, and a hybrid tool's mode and score threshold."""
 
     top_k: int | None = None
     filter: FilterInput = None

@@ -1,12 +1,4 @@
-"""Contextual embeddings for a source tool: the context step between chunking and embedding.
-
-A tool whose configuration has ``contextual_embeddings`` mixes :class:`ContextualChunks` in
-before :class:`deckhand.tools.source_tool.SourceTool`: before an ingest it builds the configured
-context generator (``structural``: the file's path, title and heading chain; ``llm``: a chat
-model's summary), and its ``prepare`` step embeds each chunk with its context prepended,
-keeping the context in the record's metadata (``context``) so keyword indexes can be rebuilt
-from the store alone. Results show the chunk's own text, never the context.
-"""
+"""Contextual embeddings: each chunk embedded with its generated context (kept in ``context`` metadata) prepended."""
 
 from __future__ import annotations
 

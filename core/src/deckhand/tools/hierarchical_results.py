@@ -1,9 +1,4 @@
-"""Result models and text format of the ``hierarchical_document`` tool.
-
-Programs get :class:`HierarchicalSearchResult` (pydantic, JSON-ready); agents get the
-plan's text format from :func:`format_hierarchical_results`: score, source, location
-(``A > B > C``), section id, content, relevant definitions and resolved references.
-"""
+"""Result models and the agents' text format of the ``hierarchical_document`` tool."""
 
 from __future__ import annotations
 
@@ -37,8 +32,7 @@ class HierarchicalSearchResult(SearchResult):
 
     parent_chain: list[str] = Field(default_factory=list)
     chunk_type: str | None = None
-    #: Per modality (semantic, keyword, exact; rerank when a reranker reordered the results): rank and
-    #: score; absent when it did not return the chunk.
+    #: Rank and score per modality (semantic, keyword, exact, rerank); absent where it did not return the chunk.
     modalities: dict[str, ModalityHit] = Field(default_factory=dict)
 
 

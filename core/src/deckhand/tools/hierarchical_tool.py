@@ -1,20 +1,4 @@
-"""The ``hierarchical_document`` tool: structure-aware hybrid search over documents.
-
-The life cycle is :class:`deckhand.tools.source_tool.SourceTool`'s: ingestion runs the pipeline
-(:class:`deckhand.ingest.pipeline.Ingestor`) with the configured chunker (default
-``structure``) and the context step of :mod:`deckhand.tools.contextual` (contextual embeddings).
-
-Queries are answered by the tool's query engine (:class:`deckhand.retrieval.engine.QueryEngine`, immutable):
-this module wires the configuration to it (:class:`~deckhand.retrieval.engine.SearchSettings` per query) and
-turns its hits into :class:`~deckhand.tools.hierarchical_results.HierarchicalSearchResult`. The side indexes
-it reads are kept by the tool's :class:`~deckhand.retrieval.keeper.IndexKeeper` (built with the configured
-keyword strategy): after every ingestion or open (and so at start-up) it brings them up to date with the
-records: keyword (tantivy, BM25, or the store's own full text), exact (section ids, defined terms, quoted
-phrases), definitions and cross-references, opened from beside the store that keeps them
-(:mod:`deckhand.retrieval.side_indexes`), updated in place or rebuilt; the tool then builds a new engine over
-them. A query first checks the records version (one read) so an ingestion by another process is picked up;
-it then runs the modalities of ``search_mode`` and fuses them (:mod:`deckhand.retrieval.fusion`).
-"""
+"""The ``hierarchical_document`` tool: structure-aware hybrid search over documents (docs/hierarchical-document.md)."""
 
 from __future__ import annotations
 
@@ -82,18 +66,13 @@ class HierarchicalDocumentTool(RankedTool):
         return self._keyword_index
 
     def refresh_indexes(self, store: StoreBase, *, new_keyword: bool = False) -> None:
-        """Bring the side indexes up to date with ``store``'s records; ``new_keyword`` builds the configured
-        keyword strategy anew first (after the configuration changed)."""
+        """Bring the side indexes up to date with ``store``; ``new_keyword`` rebuilds the keyword strategy first."""
         self.index.rebuild_side_indexes(store, self._keyword_index if new_keyword else None)
 
     # -- side indexes -------------------------------------------------------------------
     def _keyword_index(self, store: StoreBase) -> tuple[KeywordIndexBase, str]:
-        """The configured keyword strategy on ``store``.
-
-        ``auto`` is ``native`` when that strategy is installed and ``store`` implements what it
-        requires, else ``tantivy`` when ``store`` keeps side indexes (the sqlite store), else ``bm25``.
-        A named strategy whose requirements ``store`` lacks gets one warning and ``bm25``.
-        """
+        """The configured keyword strategy on ``store``: ``auto`` is ``native`` where supported, else ``tantivy`` where
+        the store keeps side indexes, else ``bm25``; an unsupported named one warns and gets ``bm25``."""
         wanted = self.config.keyword_strategy.name
         registry = self.registry
         if wanted == AUTO:
@@ -156,13 +135,8 @@ class HierarchicalDocumentTool(RankedTool):
         min_score: float | None = None,
         filter: FilterInput = None,
     ) -> list[SearchResult]:
-        """The ``top_k`` best chunks for ``query`` in ``mode`` (default: the configured mode).
-
-        ``min_score`` overrides the configured threshold (0 disables it). ``filter`` holds in
-        every modality: the store applies it to the dense search (and to its own full text),
-        and the in-process keyword and exact rankings keep only records whose metadata pass it,
-        so every fused result satisfies it (see :mod:`deckhand.retrieval.engine`).
-        """
+        """The ``top_k`` best chunks for ``query`` in ``mode`` (default: configured); ``min_score`` 0 disables the
+        threshold."""
         given = SearchMode(mode).value if mode is not None else None
         return self.answer(query, SearchOptions(top_k, filter, given, min_score)).results
 

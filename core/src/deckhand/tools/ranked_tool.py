@@ -1,11 +1,4 @@
-"""A source tool whose queries go through its index's query engine: :class:`RankedTool`.
-
-:meth:`RankedTool.answer` is the one query call: the filter compiled and checked once (``Index.filter_for``), one
-pass of the engine (:meth:`deckhand.index.Index.search`), the results made from its hits, and, when there are none,
-why (:class:`~deckhand.tools.answers.Empty`) from what that pass saw: its best dense similarity against the
-model's off-topic level, the candidates the score threshold dropped, the filter. No second search is run, except
-one dense look-up when the query's mode ran no dense search at all and an off-topic level applies.
-"""
+""":class:`RankedTool`, a source tool whose queries go through its index's query engine in one pass."""
 
 from __future__ import annotations
 
@@ -23,8 +16,7 @@ from deckhand.types import SearchHit, SearchResult
 
 class RankedTool(ContextualChunks):
     """A tool that answers from its index's query engine: a subclass maps its configuration to
-    :class:`~deckhand.retrieval.engine.SearchSettings` (:meth:`search_settings`) and may shape its results
-    (:meth:`result_of`)."""
+    :class:`~deckhand.retrieval.engine.SearchSettings` and may shape its results (:meth:`result_of`)."""
 
     #: What the score threshold is called in the line saying that every candidate was under it.
     threshold_name = "score"
@@ -34,8 +26,7 @@ class RankedTool(ContextualChunks):
         raise NotImplementedError
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
-        """The results for ``query`` with ``options``, the text agents read, and why it is empty when it is, from
-        one pass of the engine."""
+        """The results for ``query``, their text, and why there are none, from one pass of the engine."""
         index = self.index
         index.ready(query)
         where = index.filter_for(options.filter)
@@ -53,8 +44,7 @@ class RankedTool(ContextualChunks):
     def search_results_sync(
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> list[SearchResult]:
-        """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter`` (see
-        :meth:`deckhand.tools.source_tool.SourceTool.search_results_sync`): :meth:`answer`'s."""
+        """The ``top_k`` best results for ``query`` that pass ``filter``: :meth:`answer`'s."""
         return self.answer(query, SearchOptions(top_k, filter)).results
 
     def result_of(self, rank: int, hit: SearchHit) -> SearchResult:
@@ -96,9 +86,8 @@ class RankedTool(ContextualChunks):
         return str(settings.min_score)
 
     def similarity_floor(self) -> float | None:
-        """``min_similarity_score`` when set (0: none); else, with ``results: focused`` and an embedding model
-        whose noise level was measured (:data:`deckhand.similarity.UNRELATED_COSINE`), the similarity under which
-        its results are noise; else none (``results: ranked``, the contract)."""
+        """``min_similarity_score`` when set (0: none); else, with ``results: focused``, the similarity under which the
+        embedding model's results are noise, where measured (:data:`deckhand.similarity.UNRELATED_COSINE`)."""
         shape = self.config.result_shape()
         if shape.min_similarity is not None:
             return shape.min_similarity or None
@@ -108,9 +97,9 @@ class RankedTool(ContextualChunks):
         return unrelated_below(embedder.model_id, self.index.metric)
 
     def relevance_floor(self) -> float | None:
-        """The similarity a query's best match needs for the query to get any result: with ``results: focused``, no
-        ``min_similarity_score`` set (which then rules alone) and an embedding model whose off-topic level was
-        measured (:data:`deckhand.similarity.OFF_TOPIC_COSINE`), that level; else none (``results: ranked``)."""
+        """The similarity a query's best match needs for any result: with ``results: focused`` and no
+        ``min_similarity_score``, the model's measured off-topic level (:data:`deckhand.similarity.OFF_TOPIC_COSINE`);
+        else none."""
         shape = self.config.result_shape()
         embedder = self.index.embedder
         if shape.min_similarity is not None or not shape.noise_floor or embedder is None:

@@ -1,5 +1,4 @@
-"""Every tool that ingests a source: :class:`SourceTool`, its configuration, an :class:`~deckhand.index.Index` (the
-opened collection: opening, rebuilds, ingestion into it, queries) and the presentation of what it answers."""
+"""Every tool that ingests a source: :class:`SourceTool`, over an :class:`~deckhand.index.Index`."""
 
 from __future__ import annotations
 
@@ -32,11 +31,8 @@ __all__ = ["SourceTool"]
 
 
 class SourceTool(ToolBase):
-    """Base of tools that ingest a source into an index and answer queries from it (a ``ToolBase``).
-
-    A subclass implements :meth:`search_results_sync` (or :meth:`answer`); it may override :meth:`prepare` (a step
-    between chunking and embedding), :meth:`keyword_factory` (side indexes), :meth:`format_results`,
-    :meth:`no_results` and :meth:`default_description` (the builtin tools: :class:`~.ranked_tool.RankedTool`)."""
+    """Base of tools that ingest a source into an index and answer queries from it; a subclass implements
+    :meth:`search_results_sync` (or :meth:`answer`) and may override the other steps."""
 
     config: SourceToolConfig
     base_dir: Path
@@ -88,8 +84,8 @@ class SourceTool(ToolBase):
     def initialize_sync(
         self, force_ingest: bool = False, *, shard: Shard | None = None, executor: ExecutorBase | None = None
     ) -> IngestReport:
-        """Open the index and ingest the source: only what changed unless ``force_ingest``, only ``shard``'s files,
-        the work run by ``executor`` (default: ``local``, in this process); see :meth:`Index.ingest`."""
+        """Open the index and ingest the source (only what changed unless ``force_ingest``); see
+        :meth:`Index.ingest`."""
         return self.index.ingest(
             force=force_ingest,
             shard=shard,
@@ -109,9 +105,8 @@ class SourceTool(ToolBase):
         return await asyncio.to_thread(self.open_sync)
 
     def open_sync(self) -> IngestReport:
-        """Open the index for searching (:meth:`Index.open_ingested`: no file read, no model loaded), its report saying
-        which files changed since the last ingest (:meth:`source_changes`); ingest the source (:meth:`initialize`)
-        only if it was never completely ingested (new, or an ingestion killed midway, as far as the store can tell)."""
+        """Open the index for searching (no file read, no model loaded), its report saying which files changed since the
+        last ingest; ingest the source only if it was never completely ingested."""
         opened = self.open_ingested()
         return opened.check(self.source_changes) if opened is not None else self.initialize_sync()
 
@@ -154,8 +149,7 @@ class SourceTool(ToolBase):
         return self.index.pipeline_description(self.context_spec(), self._prepare_step() is not None)
 
     def context_spec(self) -> ComponentSpec | None:
-        """The context generator of this tool's step between chunking and embedding, by name and settings
-        (None: no such step)."""
+        """The context generator of this tool's step before embedding (None: no such step)."""
         return None
 
     def _prepare_step(self) -> Callable[[Document, list[Chunk]], list[Chunk]] | None:
@@ -187,9 +181,8 @@ class SourceTool(ToolBase):
         return await asyncio.to_thread(lambda: self.answer(query, SearchOptions(top_k, filter)).results)
 
     def answer(self, query: str, options: SearchOptions = NO_OPTIONS) -> Answer:
-        """The results for ``query`` and the text agents read for them (or why there are none): what every front
-        end asks. Here from :meth:`search_results_sync` and :meth:`no_results`; the builtin tools answer in one
-        pass (:class:`deckhand.tools.ranked_tool.RankedTool`)."""
+        """The results for ``query``, the text agents read for them, or why there are none: what every front end asks
+        (the builtin tools answer in one pass: :class:`deckhand.tools.ranked_tool.RankedTool`)."""
         results = list(self.search_results_sync(query, options.top_k, filter=options.filter))
         if results:
             return Answer(results, self.format_results(results))
@@ -200,8 +193,8 @@ class SourceTool(ToolBase):
         self, query: str, top_k: int | None = None, *, filter: FilterInput = None
     ) -> Sequence[SearchResult]:
         """The ``top_k`` best results for ``query`` (default: the configured count) that pass ``filter``: a
-        :class:`deckhand.filters.SearchFilter`, the same as a mapping (``{"path": "guides/*", "metadata": {"year":
-        {"gte": 2020}}}``), or ``--filter`` expressions (``["type:md", "author=Ann"]``); see ``docs/filters.md``."""
+        :class:`deckhand.filters.SearchFilter`, a mapping of the same shape or ``--filter`` expressions
+        (docs/filters.md)."""
         raise NotImplementedError
 
     def no_results(self, query: str, *, filter: FilterInput = None) -> str:
@@ -215,14 +208,12 @@ class SourceTool(ToolBase):
         return f"Search {self.config.source}"
 
     def function_definition(self) -> dict[str, Any]:
-        """The function definition agents are given for this tool: ``{"name", "description", "parameters"}``
-        (``query`` described by :meth:`query_description`)."""
+        """The function definition agents are given for this tool (``query`` described by :meth:`query_description`)."""
         description = self.config.description or self.default_description()
         return function_definition(self.config.name, description, query=self.query_description())
 
     def query_description(self) -> str | None:
-        """How the ``query`` parameter is described where this tool understands more than natural language
-        (None: the standard wording); only what the tool really supports."""
+        """How ``query`` is described where the tool understands more than natural language (None: standard)."""
         return None
 
     def ready_store(self, query: str) -> StoreBase:

@@ -36,12 +36,8 @@ def filter_parameter() -> dict[str, Any]:
 def function_definition(
     name: str, description: str, *, takes_filter: bool = True, query: str | None = None
 ) -> dict[str, Any]:
-    """The function definition of a search tool (the contract's tool-call JSON), in the unwrapped form
-    ``{"name", "description", "parameters"}`` that :meth:`deckhand.tools.ToolBase.function_definition` returns.
-
-    ``filter`` is optional (left out with ``takes_filter=False``, for a search that takes none); ``query``
-    describes the query where a tool understands more than natural language (section ids).
-    """
+    """The function definition of a search tool in the unwrapped form ``{"name", "description", "parameters"}``;
+    ``takes_filter=False`` leaves ``filter`` out, ``query`` describes a query that is more than natural language."""
     properties: dict[str, Any] = {"query": query_parameter(query)}
     if takes_filter:
         properties["filter"] = filter_parameter()
@@ -53,8 +49,7 @@ def function_definition(
 
 
 def takes_filter(tool: Any) -> bool:
-    """Whether ``tool`` is given filters: its function definition lists ``filter`` (every tool's search accepts
-    the keyword, :class:`deckhand.tools.ToolBase` checks its subclasses; a tool says here whether it applies one)."""
+    """Whether ``tool`` is given filters: whether its function definition lists ``filter``."""
     return "filter" in tool_function(tool)["parameters"]["properties"]
 
 
@@ -68,16 +63,8 @@ def refuse_filter(tool: Any) -> FilterError:
 
 
 def tool_function(tool: Any) -> dict[str, Any]:
-    """``tool.function_definition()`` checked, in the unwrapped form ``{"name", "description", "parameters"}``.
-
-    OpenAI's wrapped form ``{"type": "function", "function": {...}}`` (Chat Completions) and the flat form
-    with ``"type": "function"`` (Responses) are unwrapped: both say the same thing. Missing or empty
-    ``parameters`` mean the standard ones (``query`` and ``filter``). Anything else that deckhand could
-    not present faithfully is a :class:`deckhand.errors.PluginError` naming the tool and its type: a
-    ``name`` other than the configured one, a description that is no text, ``parameters`` that are not
-    an object schema with a ``query`` property, or a property deckhand never passes to a search (only
-    ``query``, ``top_k`` and ``filter`` reach it).
-    """
+    """``tool.function_definition()`` checked and unwrapped (OpenAI's wrapped and flat forms accepted); anything
+    deckhand could not present faithfully is a :class:`PluginError` naming the tool."""
     config = tool.config
     name = config.name
     where = f"tool {name!r} (type {config.type!r}, {type(tool).__name__}).function_definition()"
@@ -125,8 +112,7 @@ def tool_function(tool: Any) -> dict[str, Any]:
 
 
 def format_results(results: list[SearchResult]) -> str:
-    """The contract's result text: a count line, then one block per result (a chunk of source code also
-    names its symbol, language and lines: ``| Symbol: shapes.Circle.area (python, lines 19-21)``)."""
+    """The contract's result text: a count line, then one block per result (code also names its symbol and lines)."""
     blocks = [f"Found {len(results)} result(s):"]
     for r in results:
         blocks.append(f"[{r.rank}] Score: {r.score:.2f} | Source: {printable(r.source)}{symbol_note(r)}\n{r.content}")

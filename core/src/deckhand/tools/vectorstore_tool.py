@@ -1,14 +1,4 @@
-"""The ``vectorstore`` tool: semantic search over a file or a directory.
-
-Implements the contract's ``VectorStoreTool``: ``initialize(force_ingest)`` ingests the
-source incrementally into the configured store (falling back to in-memory when its
-server is unreachable) and ``search(query)`` answers in the contract's text format. The
-life cycle is :class:`deckhand.tools.source_tool.SourceTool`'s; queries are answered by the tool's query
-engine (:class:`deckhand.retrieval.engine.QueryEngine`) in single mode, the dense search alone
-(:class:`deckhand.tools.ranked_tool.RankedTool`): the ``top_k`` nearest chunks above ``min_similarity_score``
-that pass the filter (applied by the store); with a reranker, the best ``rerank_top_n`` reordered by it (its
-score becomes the result's).
-"""
+"""The ``vectorstore`` tool: semantic search over a file or a directory, optionally reranked."""
 
 from __future__ import annotations
 
