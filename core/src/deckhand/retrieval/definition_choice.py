@@ -1,13 +1,5 @@
-"""Which definitions a result carries, and how they read (issue 31).
-
-A result may carry the definition of a term it uses only when the definition comes from its own
-document family: the result's own file, a file in the result's folder or in a folder above it (a
-glossary covers its folder and everything under it), or a file the result links to. So a glossary of
-one library never rides on another library's pages indexed beside it. Definitions are shown as plain
-text (:func:`deckhand.chunking.inline_markup.plain_text`), and one that only points elsewhere
-(``See field.``) is replaced by the definition it points to, when that is known in the same family,
-else left out.
-"""
+"""Which definitions a result carries (issue 31): only from its own document family (its file, its folder or one
+above, a file it links to), as plain text, a ``See field.`` pointer replaced by what it points to or left out."""
 
 from __future__ import annotations
 
@@ -55,9 +47,8 @@ def linked_documents(content: str, source: str) -> set[str]:
 
 
 def in_family(definition_source: str, result_source: str, linked: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Whether a definition made in ``definition_source`` may annotate a result of ``result_source``: the same
-    file, a file in the result's folder or a folder above it, or a document the result links to (``linked``,
-    as :func:`linked_documents` gives them)."""
+    """Whether a definition made in ``definition_source`` may annotate a result of ``result_source`` (see the
+    module's text; ``linked`` as :func:`linked_documents` gives them)."""
     definition_path, result_path = _path(definition_source), _path(result_source)
     if definition_path == result_path or _stem(definition_path) in linked:
         return True

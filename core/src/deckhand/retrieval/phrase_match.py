@@ -1,19 +1,5 @@
-"""The exact-match modality: section ids, defined terms and quoted phrases answered directly.
-
-A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
-in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
-verbatim, word for word (case-insensitive, never inside a longer word: ``"ERR-452"`` is not in ``ERR-4521``;
-with the ``tantivy`` keyword strategy by its phrase queries, else in the texts held in memory); when the phrase
-is a defined term, the chunk defining it ranks first. References inside a longer query ("what does section 5
-require") add that section's chunks after the direct matches. Everything is built from stored records (see
-``deckhand.retrieval.side_indexes``).
-
-Anchors (issue 47): an identifier the query holds (``ERR-4521``, ``parse_args``, ``#1234``, a UUID; or the whole
-query when it is one word, ``dwteiqivk``) that at most :data:`RARE` chunks hold verbatim, and each quoted phrase,
-anchor the chunks holding it (:meth:`ExactIndex.anchors`): they are exact matches (so the query is never
-off-topic), and when the query is nothing but identifiers and quoted phrases they rank first, else ahead of the
-chunks only the dense search found (:mod:`deckhand.retrieval.engine`).
-"""
+"""The exact-match modality: section ids, defined terms, quoted phrases, and the anchors of issue 47 (rare
+identifiers and quoted phrases, whose holders rank first when the query is nothing but them)."""
 
 from __future__ import annotations
 
@@ -49,9 +35,8 @@ _VERSION = re.compile(r"\d+(?:\.\d+){2,}")
 
 
 def identifier_shaped(word: str) -> bool:
-    """Whether ``word`` (one word of a query, punctuation around it removed) looks like an identifier, not a word
-    of prose: a compound (``parse_args``, ``ERR-4521``, ``a.b.c``, a UUID, an e-mail address, a URL), a ticket
-    number ``#1234``, a CamelCase word, letters mixed with digits (``0x1f``, ``zqtok0x``), a version ``1.4.2``."""
+    """Whether ``word`` (one word of a query) looks like an identifier, not prose: a compound, ``#1234``, CamelCase,
+    letters mixed with digits, a version ``1.4.2``."""
     if COMPOUND.fullmatch(word):
         if word.startswith("#") or _VERSION.fullmatch(word):
             return True
@@ -79,9 +64,8 @@ def _bounded(phrase: str, text: str) -> bool:
 
 
 def identifiers(query: str) -> list[str]:
-    """The words of ``query`` shaped like names in code (``where is parse_args defined`` → ``parse_args``): each
-    is looked up as a defined term, as the whole query is, so a question naming a function finds where it is
-    defined. At most :data:`MAX_IDENTIFIERS`, and none when the query is one already."""
+    """The words of ``query`` shaped like names in code, each looked up as a defined term (at most
+    :data:`MAX_IDENTIFIERS`, none when the query is one already)."""
     found = [m.group(0).strip(".") for m in IDENTIFIER.finditer(query[:2000])]
     return [] if found == [query] else list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
 
@@ -200,9 +184,8 @@ class ExactIndex:
         return ExactQuery(section, phrases, references)
 
     def anchors(self, query: str) -> Anchors:
-        """The chunks holding, word for word, an identifier of ``query`` or one of its quoted phrases that at most
-        :data:`RARE` chunks hold (see the module's text); they rank first when the query is nothing but such
-        words (``ERR-4521``, ``"retry window"``, ``dwteiqivk``) or quotes a phrase."""
+        """The chunks holding, word for word, an identifier or quoted phrase of ``query`` that at most :data:`RARE`
+        chunks hold; ``first`` says whether they rank first."""
         parsed = self.parse(query)
         bare = [w for w in (word.strip(AROUND) for word in QUOTED.sub(" ", query[:2000]).split()) if w]
         shaped = [w.lower() for w in bare if identifier_shaped(w)]

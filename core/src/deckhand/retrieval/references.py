@@ -1,8 +1,4 @@
-"""Resolution of cross-references ("see Section 5") to the chunks of the section they name.
-
-Built from the ``section_ids`` / ``section_id`` metadata of stored records; the references
-themselves are found at chunking time by :func:`deckhand.chunking.reference_finding.find_references`.
-"""
+"""Resolution of cross-references ("see Section 5") to the chunks of the section they name."""
 
 from __future__ import annotations
 
@@ -27,9 +23,8 @@ def section_ids_of(record: Record) -> list[str]:
 
 
 class KeptSections(Mapping[str, dict[str, list[tuple[int, str]]]]):
-    """A section table read per key from where it is kept (:meth:`ReferenceResolver.over`): besides a section's
-    every chunk, it answers whether a section is known and where it starts without reading all its chunks (a
-    section id every document has names hundreds of thousands of chunks in a large corpus)."""
+    """A section table read per key from where it is kept, which also says whether a section is known and where
+    it starts without reading all its chunks."""
 
     @abc.abstractmethod
     def first_chunk(self, ident: str, source: str | None) -> str | None:
@@ -52,11 +47,7 @@ def _first_chunk_in(
 
 
 class ReferenceResolver:
-    """Section id → ids of the chunks of that section (and its subsections), per source.
-
-    Built from record metadata: ``section_ids`` (every numbered heading of the chunk's chain,
-    outermost first), or ``section_id`` for records that only carry that.
-    """
+    """Section id → ids of the chunks of that section (and its subsections), per source, from record metadata."""
 
     def __init__(self) -> None:
         # section id → source → [(chunk index, record id)]
@@ -96,13 +87,8 @@ class ReferenceResolver:
         return sorted(self._by_id)
 
     def resolve(self, ref: str, *, source: str | None = None) -> list[str]:
-        """Record ids of the chunks of the section ``ref`` names, first chunk first.
-
-        ``ref`` may be a normalised id ("4.2") or as written ("§ 4.2", "see Article 12(3)").
-        An unknown sub-clause falls back to its enclosing section ("12(3)" → "12"). With
-        ``source``, that document's section wins when it has one; otherwise every document's
-        matching chunks are returned, document by document.
-        """
+        """Record ids of the chunks of the section ``ref`` names ("4.2", "§ 4.2", "see Article 12(3)"), first
+        first; an unknown sub-clause falls back to its section, and ``source``'s own section wins."""
         ident = self._normalise(ref)
         if ident is None:
             return []
@@ -120,9 +106,8 @@ class ReferenceResolver:
         return []
 
     def first(self, ref: str, *, source: str | None = None) -> str | None:
-        """The first record id :meth:`resolve` would return, without listing the rest: a section id every
-        document has ("1", "2.1") names hundreds of thousands of chunks in a large corpus, and annotating a
-        result needs only where the section starts."""
+        """The first record id :meth:`resolve` would return, without listing the rest (a section id every
+        document has names hundreds of thousands of chunks)."""
         ident = self._normalise(ref)
         if ident is None:
             return None

@@ -1,8 +1,4 @@
-"""Applying a reranker (``register.reranker``) to a query's fused candidates.
-
-The tool passes its best candidates, in fused order, with the text the reranker should read;
-:func:`rerank` returns them reordered by the reranker's scores (ties keep the fused order).
-"""
+"""Applying a reranker (``register.reranker``) to a query's fused candidates; ties keep the fused order."""
 
 from __future__ import annotations
 

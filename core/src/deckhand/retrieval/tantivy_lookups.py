@@ -1,18 +1,5 @@
-"""The hierarchical tool's look-ups answered by the ``tantivy`` keyword index: definitions, sections and result
-locations read per key from fields of the chunk documents, not from a file of their own (issue 30: measured
-against the side index file this replaced, docs/benchmarks.md "Feeding the side indexes").
-
-Each chunk's document carries its defined terms (``term``, looked up as
-:func:`~deckhand.retrieval.definition_lookup.term_key` gives them) and section ids (``section``) untokenised, its
-``source``, its chunk index stored, and stored in ``place`` its location, section id and definitions
-(:func:`deckhand.retrieval.tantivy_keyword._document`). The tables below are the read-only mappings that
-:meth:`DefinitionIndex.over <deckhand.retrieval.definition_lookup.DefinitionIndex.over>` and
-:meth:`ReferenceResolver.over <deckhand.retrieval.references.ReferenceResolver.over>` answer from, each entry in
-the order an in-memory build gives (source, then chunk index). Nothing is kept but the index: a look-up reads
-the documents of its key (at most :data:`_CACHED` keys are kept once read, by tables that live until the
-keeper's next refresh, when the index may have changed), so the crash guarantees are tantivy's position file's
-alone.
-"""
+"""The hierarchical tool's look-ups (definitions, sections, result locations) read per key from the fields of the
+``tantivy`` index's chunk documents, not from a file of their own (issue 30, docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Passage windows: a multi-vector score for the dense search's best candidates (``passage_windows``).
+"""Passage windows (``passage_windows``): the best dense candidates rescored by their best-matching window of words.
 
-A 512-token chunk's one vector averages everything it says, and MiniLM was trained on short passages: a
-question about one paragraph of it matches that paragraph better than the whole. With ``passage_windows: N``
-the best :data:`WINDOW_DEPTH` dense candidates are scored again as ``(1 - WINDOW_WEIGHT) * sim(chunk) +
-WINDOW_WEIGHT * max sim(window)``, each window being ``N`` words of the chunk after its context (title and
-heading chain), embedded with the tool's embedder through its cache (so a window is embedded once, on the
-first query that needs it). The weight, the depth and the 32 words the docs suggest were chosen on doc_qa's
-tune questions (docs/benchmarks.md, "Passage windows and the other levers").
+Weights and depth were chosen on doc_qa's tune questions (docs/benchmarks.md, "Passage windows and the other levers").
 """
 
 from __future__ import annotations
