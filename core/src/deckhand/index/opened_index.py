@@ -1,13 +1,5 @@
-"""An opened collection with everything a query reads bound once: :class:`Index`.
-
-The index opens (or re-opens) its collection for an embedding model
-(:func:`deckhand.index.components.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
-reading an index an earlier default model built, keeps the agent documents a rebuild drops in a journal and writes
-them again, ingests its tool's source as an executor's job (:meth:`Index.ingest`, with the components of
-:mod:`deckhand.index.components`), keeps its side indexes current (:class:`~deckhand.retrieval.keeper.IndexKeeper`)
-and the query engine over them, compiles and checks filters, and answers queries (:meth:`Index.search`). It knows
-nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
-"""
+"""An opened collection with everything a query reads bound once (:class:`Index`): opening and rebuilds, ingest,
+side indexes and query engine, filters and queries; formatting is the tool's."""
 
 from __future__ import annotations
 
@@ -54,8 +46,7 @@ from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, r
 
 log = logging.getLogger("deckhand")
 
-#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`): decided on one
-#: count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
+#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`), decided on one count.
 CHECK_CHUNKS = 50_000
 
 #: Query vectors kept in memory per index (``deckhand eval`` asks every query once per mode).
@@ -97,13 +88,9 @@ class IndexOpened(IngestReport):
 
 
 class Index:
-    """The collection of the tool ``config`` describes (its ``database:``, embedded with its ``embedding_model:``,
-    cut by its ``chunker:``, reordered by its ``reranker:``), opened by :meth:`open`, filled by :meth:`ingest`.
-
-    Public once opened: :attr:`store`, :attr:`embedder`, :attr:`engine` (the query engine over the side indexes),
-    :attr:`keeper` (with a ``keyword`` factory: the side indexes hybrid queries read), :attr:`provider`,
-    :attr:`metric` and :attr:`database` (as resolved). ``owner`` names the tool's class in errors.
-    """
+    """The collection of the tool ``config`` describes, opened by :meth:`open`, filled by :meth:`ingest`; once
+    opened, its store, embedder, query engine and side indexes' keeper are public. ``owner`` names the tool in
+    errors."""
 
     def __init__(
         self,
@@ -146,9 +133,8 @@ class Index:
     def open(
         self, force_ingest: bool, *, verify: bool = False, before: Callable[[CachedEmbedder], None] = lambda e: None
     ) -> tuple[StoreBase, CachedEmbedder, StoreBase | None]:
-        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
-        ``verify`` (an ingest) checks the index file's integrity first where the store can; ``before`` is given
-        each embedder before the collection is opened with it."""
+        """The collection opened (or re-opened) for the configured embedder, reusing the store if any; ``verify``
+        checks the file's integrity first, ``before`` is given each embedder before the collection is opened."""
         if force_ingest:
             self._former_default = None  # a rebuild is made with the configured (or current default) model
         model = self.config.embedding_model or self._former_default
@@ -248,11 +234,10 @@ class Index:
     def ingest(self, *, force: bool, shard: Shard | None, executor: ExecutorBase | None, progress: ProgressBase | None,
                before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
                context: ComponentSpec | None) -> IngestReport:  # fmt: skip
-        """Open the index (its file's integrity checked) and ingest its tool's source (only what changed unless
-        ``force``; only ``shard``'s files), run by ``executor`` (default: ``local``). ``before`` is given the embedder
-        before the store opens, ``prepare`` then says the tool's step between chunking and embedding, which
-        ``context`` names for other executors' workers. The agent documents a rebuild dropped are written again, the
-        ingest marked complete, and the index then answers queries."""
+        """Open the index (integrity checked) and ingest its tool's source (what changed unless ``force``; only
+        ``shard``'s files) with ``executor`` (default ``local``); ``prepare`` is the tool's step between chunking and
+        embedding, which ``context`` names for other executors' workers. Agent documents a rebuild dropped are
+        written again and the ingest marked complete."""
         if shard is not None and force:
             raise ConfigError(
                 "--shard and --force-ingest do not go together (each shard would drop the others' work): "
@@ -282,9 +267,8 @@ class Index:
         return report
 
     def pipeline_description(self, context: ComponentSpec | None, prepares: bool) -> PipelineDescription:
-        """What a worker of any executor builds this index's embedding and writing from (after the store was
-        opened: the database is the one resolved here), with the tool's context step ``context``; a tool that
-        ``prepares`` chunks with a step no description names would have it skipped by those workers: refused."""
+        """What a worker of any executor builds this index's embedding and writing from, with the context step
+        ``context`` (a tool whose ``prepare`` no description names is refused: those workers would skip it)."""
         if context is None and prepares:
             raise ConfigError(
                 f"tool {self.name!r} ({self.owner}) runs its own prepare step, which another "
@@ -367,10 +351,8 @@ class Index:
 
     # -- what it holds ---------------------------------------------------------------------------
     def changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
-        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk and
-        one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
-        number): past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
-        """
+        """Which files of the source were added, edited or deleted since the last ingest (a walk and a ``stat`` each);
+        None before opening and past ``max_chunks`` chunks, where the check costs a search too much (docs/cli.md)."""
         store, config = self.store, self.config
         if store is None or (max_chunks is not None and store.count() > max_chunks):
             return None  # decided on one count, before the manifest is read
@@ -400,13 +382,8 @@ class Index:
         return maintained.search_note() if maintained is not None else None
 
     def change_stamp(self) -> tuple[Any, ...] | None:
-        """A cheap value that changes whenever the stored records do, whoever wrote them (None before opening).
-
-        Another process ingesting into the same store (a CLI ingest, a Ray run, another replica) changes
-        it too, so a long-lived server can tell its clients without a restart. A store with side indexes
-        answers with its records version (one small query); any other with its count and a digest of its
-        manifest (each file's hash and chunk count), which every ingest that changes a file changes.
-        """
+        """A cheap value that changes whenever the stored records do, whoever wrote them (None before opening): the
+        records version, else the count and a digest of the manifest."""
         store = self.store
         if store is None:
             return None
@@ -526,12 +503,8 @@ class Index:
         return self.engine.ranking(store, query, settings, where=where, provider=self.provider)
 
     def filter_for(self, value: FilterInput) -> Filter | None:
-        """``value`` compiled for the store, or :class:`FilterError` (naming the tool) when it cannot be applied.
-
-        Refused: an invalid filter; a store that does not declare the filters capability; an index
-        holding chunks ingested before deckhand stored the fields filters read (``path``,
-        ``file_type``, front matter), which would silently match nothing.
-        """
+        """``value`` compiled for the store, or :class:`FilterError` naming the tool: for an invalid filter, a store
+        without the filters capability, or chunks ingested before the fields filters read were stored."""
         store = self.store
         try:
             where = compile_filter(value)
