@@ -1,12 +1,5 @@
-"""An inverted-file (IVF) index in NumPy: k-means lists over a matrix stored list by list.
-
-The vectors are split into ``lists`` clusters by k-means on a sample; the matrix is stored in
-list order, so a list is one contiguous slice. A query ranks the centroids, scans the float32
-rows of its ``probes`` nearest lists (one BLAS matrix-vector product per list, exact scores)
-and keeps the best. Building is two matrix products per k-means round plus one over all rows:
-about a minute at a million 384-dim vectors on 2 cores, where an HNSW graph takes 17–26 minutes
-(docs/benchmarks.md, "Dense search options at 1M"). No dependency beyond NumPy.
-"""
+"""An inverted-file (IVF) index in NumPy: k-means lists over a matrix stored list by list, exact scores in the
+probed lists; about a minute to build at 1M vectors (docs/benchmarks.md, "Dense search options at 1M")."""
 
 from __future__ import annotations
 
@@ -38,10 +31,8 @@ def _nearest(block: FloatArray, centroids: FloatArray, half_squares: FloatArray 
 
 
 def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False, rounds: int = ROUNDS) -> FloatArray:
-    """k-means centroids of ``sample`` (float32, one row per vector); empty clusters re-seeded from the sample.
-
-    Rows are assigned as :func:`probe` will rank the lists (inner product unless ``euclidean``),
-    so that a query scans the lists its neighbours were put in."""
+    """k-means centroids of ``sample`` (float32 rows), empty clusters re-seeded; rows are assigned as :func:`probe`
+    ranks the lists, so a query scans the lists its neighbours were put in."""
     rng = np.random.default_rng(seed)
     lists = max(1, min(lists, sample.shape[0]))
     centroids = np.array(sample[rng.choice(sample.shape[0], lists, replace=False)], dtype=np.float32)
@@ -82,9 +73,8 @@ def layout(labels: IntArray, lists: int) -> tuple[IntArray, IntArray]:
 
 
 def probe(centroids: FloatArray, query: FloatArray, probes: int, *, euclidean: bool = False) -> IntArray:
-    """The ``probes`` lists to scan for ``query``, best first: by inner product with the centroid
-    (cosine and inner-product collections; on clustered unit vectors it finds more neighbours in
-    few lists than the Euclidean order, as faiss's IP quantizer does) or by Euclidean distance."""
+    """The ``probes`` lists to scan for ``query``, best first: by inner product with the centroid (it finds more
+    neighbours on clustered unit vectors, as faiss's IP quantizer does) or by Euclidean distance."""
     if centroids.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     scores = centroids @ query
