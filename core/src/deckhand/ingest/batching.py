@@ -1,10 +1,5 @@
-"""Embedding the chunks read so far in groups sized to the model's measured rate.
-
-The first group of a big ingest is small (:data:`CALIBRATION_GROUP`): its time gives the
-rate for the estimate. Later groups hold about :data:`GROUP_SECONDS` of embedding, so
-progress is reported that often even with a slow model. A file's chunks may span groups;
-its records are stored once every chunk has a vector (:meth:`EmbedQueue.ready`).
-"""
+"""Embedding the chunks read so far in groups sized to the model's measured rate; a file's records are stored
+once every chunk has a vector (:meth:`EmbedQueue.ready`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""What a git repository's ``.gitignore`` files leave out, for a source that is (in) a working tree.
-
-A source directory inside a git working tree is walked as git sees it: the files its ``.gitignore``
-files (at every level from the repository's top, each relative to its own folder, a deeper one
-overriding) and ``.git/info/exclude`` ignore are not ingested, with git's pattern rules (the
-``pathspec`` package's ``gitwildmatch``: negation, ``**``, anchoring). An ignored folder is not
-walked. ``gitignore: false`` on the tool turns this off. The ignore files are the user's own
-repository files; each is read without following a symbolic link, and at most :data:`MAX_IGNORE_BYTES`.
-"""
+"""What a git working tree's ``.gitignore`` files and ``.git/info/exclude`` leave out of a source inside it, with
+git's rules (pathspec's ``gitwildmatch``); each file read without following a link, at most :data:`MAX_IGNORE_BYTES`."""
 
 from __future__ import annotations
 
@@ -104,9 +97,8 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 class Rules:
-    """One ignore file's patterns, and one regex that finds whether any of them matches a path at all: most paths
-    match none, and those are known in one search instead of one per pattern (git's verdict on the others, which
-    pattern wins, negations and directory patterns included, is pathspec's)."""
+    """One ignore file's patterns, and one regex telling whether any matches a path at all (most match none;
+    pathspec decides the others)."""
 
     def __init__(self, spec: pathspec.GitIgnoreSpec) -> None:
         self.spec = spec

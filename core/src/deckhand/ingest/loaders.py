@@ -25,13 +25,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DecodeSettings:
-    """How the file being loaded is decoded, and the notices its decoding produced.
-
-    The pipeline sets one per file (:func:`decoding`) so that loaders keep their one-argument
-    ``load(path)`` signature: ``encoding`` is ``auto`` or a pinned codec from the tool's
-    ``encoding:`` setting, and an uncertain detection is added to ``notices`` (the pipeline
-    logs it with the file's display path) instead of being logged here.
-    """
+    """How the file being loaded is decoded (``auto`` or the tool's pinned ``encoding:``), and the notices its
+    decoding produced; set per file by :func:`decoding` so loaders keep their one-argument ``load(path)``."""
 
     encoding: str = AUTO
     notices: list[str] = field(default_factory=list)
@@ -57,11 +52,8 @@ OCR_MODES = ("auto", "always", "never")
 
 @dataclass(frozen=True)
 class LoaderSettings:
-    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`).
-
-    ``ocr`` is the tool's ``ocr:`` setting (:data:`OCR_MODES`); ``cache_dir`` is where a loader may keep
-    work it can reuse (the directory of the embedding cache; None: keep nothing).
-    """
+    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`): its ``ocr:`` mode,
+    and ``cache_dir``, where a loader may keep reusable work (None: keep nothing)."""
 
     ocr: str = AUTO
     cache_dir: Path | None = None
@@ -87,12 +79,8 @@ def loading_with(settings: LoaderSettings) -> Iterator[LoaderSettings]:
 
 
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
-    """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`),
-    else detected (see :mod:`deckhand.encoding`).
-
-    Raises :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding.
-    An uncertain detection becomes one notice naming the encoding chosen.
-    """
+    """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`), else
+    detected; :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding."""
     settings = _settings.get()
     pinned = encoding or (settings.encoding if settings is not None else AUTO)
     if pinned != AUTO:
@@ -238,9 +226,7 @@ def _csv_table(text: str, path: Path) -> str:
 class MarkItDownLoader(LoaderBase):
     """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use).
 
-    Each extension goes to its own markitdown converter: markitdown's generic ``convert``
-    guesses the type from the content and, for a damaged PDF, falls back to reading its
-    raw bytes as plain text, which would index garbage instead of reporting the file.
+    Each extension goes to its own converter: the generic ``convert`` reads a damaged PDF's raw bytes as text.
     """
 
     extensions = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"})

@@ -1,17 +1,5 @@
-"""The ingestion pipeline: discover → load → chunk → embed → store, incrementally.
-
-A file is re-processed only when its size or mtime changed *and* its content hash
-differs (a touched but unchanged file just gets its manifest entry refreshed). Each
-file's chunks replace the old ones in one atomic store call, so a failure midway leaves
-the previous chunks searchable. Texts are embedded through :class:`CachedEmbedder`,
-so unchanged chunks are never embedded twice.
-
-:class:`Ingestor` wires the steps together; each lives in its own module:
-:mod:`~deckhand.ingest.change_detection` (which files changed), :mod:`~deckhand.ingest.reading`
-(loading and chunking ahead, on a thread and worker processes), :mod:`~deckhand.ingest.batching`
-(embedding groups), :mod:`~deckhand.ingest.eta` (the time estimate) and
-:mod:`~deckhand.ingest.report` (progress and the run's report).
-"""
+"""The ingestion pipeline, discover → load → chunk → embed → store, incrementally: a file is redone only when its
+size or mtime and its hash changed, and its chunks replace the old ones in one atomic store call."""
 
 from __future__ import annotations
 
@@ -100,11 +88,9 @@ def embed_file(
 
 
 def write_file(store: StoreBase, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
-    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call.
+    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call, for every executor.
 
-    A store error fails that file alone (its previous chunks are kept); an unreachable server or an
-    index file that cannot take writes stops the run (no later file would fare better; the next run
-    picks up where this one ended). Every executor writes through here, wherever it runs.
+    A store error fails that file alone; an unreachable server or a file that cannot take writes stops the run.
     """
     clock = time.perf_counter()
     state = FileState(**{**state.__dict__, "chunk_count": len(records)})
@@ -170,11 +156,8 @@ class Ingestor:
         return plan.report
 
     def plan(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> Plan:
-        """Decide what the run must do: discover ``source``, compare each file with the manifest (size and
-        mtime, then the content hash; the embedding model) and list the files to (re)process.
-
-        Every executor starts here (:mod:`deckhand.ingest.executor`), so what changed is decided one way.
-        """
+        """Decide what the run must do, for every executor: discover ``source``, compare each file with the
+        manifest (size and mtime, content hash, model) and list the files to (re)process."""
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir, selection=self.selection)

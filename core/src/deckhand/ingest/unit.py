@@ -1,12 +1,5 @@
-"""Ingestion as units of work: a tool's pipeline described as plain data, and the worker built from it.
-
-A :class:`PipelineDescription` names the components of one tool's ingest (its embedder and context step
-by name and settings, and the database it writes) as JSON-ready data: ``to_dict`` and ``from_dict`` carry it
-to another process or machine, as Haystack's components serialise. :func:`deckhand.tools.build_worker` builds a
-:class:`FileWorker` from it there (never a tool): the worker embeds one converted file's chunks (after the context
-step) and, where it writes, stores them through :func:`deckhand.ingest.pipeline.write_file`; otherwise its records
-go back to the one writer, the driver.
-"""
+"""Ingestion as units of work: a tool's pipeline described as plain JSON-ready data (:class:`PipelineDescription`),
+and the :class:`FileWorker` another process or machine builds from it to embed and store a converted file."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Loading and chunking files in worker processes, beside the embedder.
-
-Chunking is pure Python: on the ingest's reader thread it holds the GIL and takes turns with
-the embedder's own Python work, so a fast (GPU) embedder waits for it. A :class:`ChunkPool`
-runs :func:`convert` for whole files in ``spawn`` worker processes (never ``fork``: the
-ingesting process has threads) and the reader thread hands their chunks over in order.
-
-How many workers: ``DECKHAND_CHUNK_WORKERS`` (0: chunk on the reader thread), else
-:func:`worker_count`'s automatic choice, which uses workers only where they pay: more than
-two cores and enough bytes to chunk. The loaders and the chunker are pickled once per pool
-(a chunker that cannot be pickled keeps the work on the reader thread); files over
-:data:`LARGE_FILE` stay on the reader thread, which streams them.
-"""
+"""Loading and chunking files in ``spawn`` worker processes beside the embedder (chunking holds the GIL a fast
+embedder needs); ``DECKHAND_CHUNK_WORKERS`` or :func:`worker_count` decides how many."""
 
 from __future__ import annotations
 
@@ -90,11 +79,8 @@ def _cores() -> int:
 def load_text(
     loaders: Loads, path: Path, encoding: str, *, root: Path | None = None, max_bytes: int | None = None
 ) -> tuple[LoadedText | None, str | None, list[str]]:
-    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only).
-
-    The builtin loaders open it from ``root`` (its source directory) down without following a link
-    swapped in since the walk, and read at most ``max_bytes`` (:mod:`deckhand.ingest.opening`).
-    """
+    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only);
+    read from ``root`` down without following a swapped-in link, at most ``max_bytes``."""
     try:
         with decoding(encoding) as settings, confined_to(root, max_bytes):
             text = loaders.load_with_metadata(path)
@@ -106,10 +92,8 @@ def load_text(
 
 
 def title_of(text: str, path: Path) -> str:
-    """The first markdown heading in the first 50 lines, else the file name: used as document context.
-
-    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
-    """
+    """The first markdown heading in the first 50 lines, else the file name (only the start is split: a 200 MB
+    text is not copied to read 50 lines)."""
     for line in text[: 50 * 4096].splitlines()[:50]:
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -118,11 +102,8 @@ def title_of(text: str, path: Path) -> str:
 
 
 def file_fields(path: Path, display: str, root: Path | None, attached: Mapping[str, object]) -> dict[str, object]:
-    """The metadata every chunk of a file carries: its loader's (front matter), its path and type.
-
-    ``path`` (relative to the source ``root``) and ``file_type`` are deckhand's and win over a
-    document field of the same name; such a field is reported once.
-    """
+    """The metadata every chunk of a file carries: its loader's, then its ``path`` (relative to ``root``) and
+    ``file_type``, which win over a document field of the same name (reported once)."""
     try:
         relative = path.relative_to(root).as_posix() if root else path.name
     except ValueError:
@@ -216,16 +197,14 @@ class _Worker:
     records: _Records
 
 
-#: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``
-#: (:func:`deckhand.ingest.loaders.loading_progress`).
+#: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``.
 PartsTold = Callable[[str, int, int, str], None]
 #: A worker tells of a file's parts at most this often (seconds), and of its last part always: a 10,000-page
 #: file sends a message or two a second, not one a page.
 PARTS_INTERVAL = 0.5
 
 _worker: _Worker | None = None
-#: Where this worker process sends the parts it reads of a file (a queue a :class:`ChunkPool` that listens hands
-#: it; None: nobody listens, nothing is sent).
+#: Where this worker process sends the parts it reads of a file (None: nobody listens).
 _parts_queue: Any = None
 #: Why this worker process has no loaders and chunker (set when unpickling them failed).
 _unavailable = ""
@@ -251,9 +230,8 @@ def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
 
 
 def ensure_worker(payload: bytes, level: int) -> None:
-    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker, as a
-    :class:`ChunkPool` sends them) unless it already is: a worker of another engine (a Ray task's
-    process) converts many files, and unpickles the chunker (its tokenizer) once."""
+    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless it already
+    is, so a worker of another engine unpickles the chunker once for many files."""
     global _payload_digest
     digest = hashlib.sha256(payload).digest()
     if digest != _payload_digest or _worker is None:
@@ -315,9 +293,7 @@ def _parts_sender(parts: Any, source: str) -> Callable[[int, int, str], None] | 
 
 
 class _PartsReader:
-    """A thread of this process that reads what the workers tell of the parts they read, from the pool's start
-    to its end, and hands each to ``told``: a worker never waits on a full pipe, whatever the reader thread
-    is doing (reading a large file itself, waiting for the embedder)."""
+    """A thread that hands each part the workers tell of to ``told``, so a worker never waits on a full pipe."""
 
     #: Put by :meth:`close` once the workers have ended.
     END = ("", -1, -1, "")
@@ -366,9 +342,8 @@ class ChunkPool:
     def start(
         cls, workers: int, loaders: Loads, chunker: ChunkerBase, *, keep_text: bool, told: PartsTold | None = None
     ) -> ChunkPool | None:
-        """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle.
-        ``told(source, done, total, unit)`` hears, on a thread of its own, the parts the workers read of a long
-        file (a scan's pages); without it the workers send none."""
+        """A pool of ``workers`` processes, or None when the loaders or chunker do not pickle; ``told(source,
+        done, total, unit)`` hears, on a thread of its own, the parts the workers read of a long file."""
         try:
             payload = pickled_components(loaders, chunker)
         except Exception as exc:  # a lambda, a local class, a live connection: chunk on the reader thread
@@ -395,10 +370,7 @@ class ChunkPool:
         return self._executor.submit(convert, path, source, encoding, self.keep_text, root)
 
     def result(self, future: Future[Converted]) -> Converted | None:
-        """What ``future`` made, or None when the pool broke (the caller reads that file itself).
-
-        A chunker's own exception is raised here, as it would be on the reader thread.
-        """
+        """What ``future`` made (a chunker's own exception raised here), or None when the pool broke."""
         try:
             return future.result()
         except WorkerUnavailable as exc:
