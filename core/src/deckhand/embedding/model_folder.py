@@ -1,15 +1,5 @@
-"""Read a BERT-family model from a local folder in the common Hugging Face layout, without torch.
-
-The folder holds ``config.json``, the vocabulary (``tokenizer.json``, else ``vocab.txt``) and the
-weights as ``model.safetensors`` (a JSON header and raw little-endian arrays, read here directly).
-The weights become a :class:`deckhand.embedding.minilm_graph.Weights`, so the model runs on the
-same fused onnxruntime graph as the default embedder: matrices kept in fp32 (``float``) or
-quantized symmetrically per output column to int8 (``int8``).
-
-A folder path comes from configuration, so it is treated as untrusted: no symbolic link is
-followed (the folder itself or any file in it), every file's size is bounded, the config's sizes
-are bounded and checked against the arrays, and each refusal is one line naming the file and the fix.
-"""
+"""Read a BERT-family model from a local folder in the Hugging Face layout without torch, into the default's graph
+weights; the folder is configuration, so untrusted: no link followed, every size bounded (docs/embedders.md)."""
 
 from __future__ import annotations
 
