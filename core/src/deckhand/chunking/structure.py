@@ -1,24 +1,6 @@
-"""The ``structure`` chunker: one section → one or more chunks, with the section's metadata.
-
-Markdown is read along its headings (:mod:`deckhand.chunking.headings`), reStructuredText
-along its titles, with directives, literal blocks and tables kept whole as markup
-(:mod:`deckhand.chunking.rst`). Rules (docs/hierarchical-chunking.md explains the choices):
-
-* A chunk never spans two sections; small sections are not merged, so every chunk has one
-  exact ``parent_chain``/``section_id`` and a reference resolves to exactly its section.
-* A section longer than ``max_chunk_tokens`` is cut between blocks (paragraphs, lists,
-  tables, code), then an oversized paragraph between sentences, a list between items, a
-  table between rows (the header row repeated in each piece), a code block at blank lines
-  then lines (each piece re-fenced); a single sentence longer than the limit is cut into
-  token windows. A table row or a code line longer than the limit alone (a minified file in a
-  fence, a 20,000-character cell) is cut into token windows too, not re-fenced, and no piece is
-  longer than :func:`~deckhand.chunking.budget.char_cap` characters.
-* A heading whose section has no text of its own and no subsections becomes a ``header``
-  chunk; a heading with subsections but no text of its own only appears in their chains.
-* ``chunk_overlap`` tokens of whole sentences/paragraphs are repeated at the start of the
-  next piece of the *same* section; sections never overlap.
-* Chunk ``index`` is the position in the document, so the same text gives the same ids.
-"""
+"""The ``structure`` chunker: each section of a markdown or reStructuredText document → one or more chunks with
+the section's metadata, never spanning two sections, cut between blocks then finer units when too long
+(docs/hierarchical-chunking.md)."""
 
 from __future__ import annotations
 
