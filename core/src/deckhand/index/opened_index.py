@@ -199,8 +199,7 @@ class Index:
             raise
 
     def adopt(self, store: StoreBase, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
-        """Answer queries from ``store`` with ``embedder`` and the configured reranker (built once); side indexes
-        brought up to date; ``report`` recorded."""
+        """Answer queries from ``store`` with ``embedder`` and the reranker, side indexes brought up to date."""
         reranker = self.engine.reranker
         self.engine = QueryEngine(
             self.embed_query,
@@ -284,8 +283,7 @@ class Index:
         )
 
     def refresh(self, report: IngestReport, *, changed: bool) -> None:
-        """Bring the side indexes up to date when the stored records may have changed (``changed``), and build
-        the query engine over them; the seconds it took go into ``report``."""
+        """Bring the side indexes up to date when the records may have ``changed``, and build the query engine."""
         store = self.store
         if self.keeper is None or store is None:
             return
@@ -299,8 +297,7 @@ class Index:
         report.seconds["index"] = keeper.seconds
 
     def rebuild_side_indexes(self, store: StoreBase, keyword: KeywordFactory | None = None) -> None:
-        """Bring the side indexes up to date with ``store``'s records, with a keeper built anew on ``keyword`` when
-        given (after the configuration changed), and build the query engine over them."""
+        """Bring the side indexes up to date with ``store``'s records (with a new keeper on ``keyword`` when given)."""
         if keyword is not None:
             self.keeper = IndexKeeper(keyword, name=self.name)
         if self.keeper is not None:
@@ -402,8 +399,7 @@ class Index:
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
 
     def stored_files(self) -> dict[str, FileState]:
-        """The store's manifest: each stored source (as the store keys it) with its state and chunk count; one
-        entry per file, not per chunk (empty before opening)."""
+        """The store's manifest: each stored source with its state and chunk count (empty before opening)."""
         return self.store.manifest() if self.store is not None else {}
 
     def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
@@ -414,8 +410,7 @@ class Index:
         return self.store.get([record_id(source, i) for i in range(max(start, 0), stop)])
 
     def section_ids(self) -> list[str]:
-        """The section ids of the indexed documents (numbered headings, code symbols), sorted; none without side
-        indexes."""
+        """The section ids of the indexed documents, sorted; none without side indexes."""
         indexes = self.engine.indexes
         return indexes.resolver.section_ids() if indexes is not None else []
 
@@ -429,8 +424,7 @@ class Index:
     def write_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any], *, prepare: Prepare
     ) -> AgentDocument:
-        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once, cut by the
-        configured chunker and ``prepare``d by the tool's step."""
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
         store, embedder = self._writable()
         if self.write_chunker is None:
             self.write_chunker = lazy_chunker(self.config, self.registry, embedder)
@@ -450,8 +444,7 @@ class Index:
         return doc
 
     def remove_entry(self, source: str) -> int:
-        """Remove stored source ``source`` (an agent document, or a file's entry: never the file); the chunks it
-        held (0: none was stored)."""
+        """Remove stored source ``source`` (an agent document, or a file's entry: never the file); its chunk count."""
         store, _ = self._writable()
         state = store.manifest().get(source)
         if state is None:

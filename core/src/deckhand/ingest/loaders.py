@@ -46,14 +46,10 @@ def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
         _settings.reset(token)
 
 
-#: The ``ocr:`` values: recognise pages without a text layer (auto), every page (always), none (never).
-OCR_MODES = ("auto", "always", "never")
-
-
 @dataclass(frozen=True)
 class LoaderSettings:
-    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`): its ``ocr:`` mode,
-    and ``cache_dir``, where a loader may keep reusable work (None: keep nothing)."""
+    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`): its ``ocr:`` mode
+    (``auto``, ``always`` or ``never``), and ``cache_dir``, where a loader may keep reusable work (None: keep nothing)."""
 
     ocr: str = AUTO
     cache_dir: Path | None = None

@@ -135,6 +135,5 @@ class Analyzer:
         return [t for t in map(self.term, words(text) + identifier_wholes(text)) if t is not None]
 
     def terms(self, text: str) -> list[str]:
-        """Index terms of ``text`` (stopwords dropped, words stemmed): its words in order, then the words its
-        identifiers add (:func:`identifier_words`)."""
+        """Index terms of ``text`` (stopwords dropped, words stemmed), then the words its identifiers add."""
         return [t for t in map(self.term, words(text) + identifier_words(text)) if t is not None]

@@ -57,15 +57,13 @@ class _Analysed:
 
 
 class BM25Index(KeywordIndexBase):
-    """An in-process BM25 index over ``(record id, text)`` pairs (a :class:`~deckhand.bases.KeywordIndexBase`
-    whose searches, numpy on arrays it owns, run beside the dense search)."""
+    """An in-process BM25 index over ``(record id, text)`` pairs, searched beside the dense search."""
 
     runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: BM25Options) -> BM25Index:
-        """The ``bm25`` strategy's registered factory (:class:`deckhand.registration.KeywordStrategyFactory`);
-        it indexes the records it is given in memory, so neither ``store`` nor ``cache_path`` is used."""
+        """The registered factory: it indexes the records it is given in memory (``store``, ``cache_path`` unused)."""
         return cls(k1=options.k1, b=options.b)
 
     def __init__(

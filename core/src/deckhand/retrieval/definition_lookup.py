@@ -59,8 +59,7 @@ class DefinitionIndex:
 
     @classmethod
     def over(cls, table: Mapping[str, list[Definition]]) -> DefinitionIndex:
-        """An index answering from ``table`` (:func:`term_key` → entries, first added first; a side index
-        file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        """A read-only index answering from ``table`` (:func:`term_key` → entries, first added first)."""
         index = cls()
         index._by_term = typing.cast(dict[str, list[Definition]], table)
         return index
@@ -113,9 +112,8 @@ class DefinitionIndex:
         return ranked[:limit]
 
     def _narrowed(self, text: str) -> re.Pattern[str] | None:
-        """The pattern of :meth:`_compiled` less the terms that cannot match in ``text``, or None when none can.
-
-        A non-ASCII term is always kept (``ſ`` matches ``s`` when ignoring case)."""
+        """The pattern of :meth:`_compiled` less the terms that cannot match in ``text`` (None: none can); a
+        non-ASCII term is always kept (``ſ`` matches ``s`` when ignoring case)."""
         with self._lock:
             if self._starts is None:
                 self._starts = _FirstWords(self._by_term)

@@ -119,8 +119,7 @@ def fuse(
     weights: Mapping[str, float],
     k: float = 60.0,
 ) -> list[Fused]:
-    """Fuse with ``method``: ``rrf`` (:func:`reciprocal_rank_fusion`, constant ``k``), or ``zscore`` /
-    ``minmax`` (:func:`score_fusion`)."""
+    """Fuse with ``method``: ``rrf`` (constant ``k``), or ``zscore`` / ``minmax`` (:func:`score_fusion`)."""
     if method == "rrf":
         return reciprocal_rank_fusion(ranked, weights, k)
     return score_fusion(ranked, weights, method)

@@ -83,8 +83,7 @@ class IndexKeeper:
         return self.refresh(store)
 
     def _kept(self, store: StoreBase, side: SideIndexStorage, keyword: TantivyIndex) -> SideIndexes:
-        """The side indexes of a tantivy index kept beside the store: brought up to the store's log position (a
-        first build, the changes since applied in place, or a repair after a kill) and answering every look-up."""
+        """The side indexes of a tantivy index kept beside the store, brought up to the store's log position."""
         clock = time.perf_counter()
         log_ = record_log(store)
         assert log_ is not None
@@ -99,8 +98,7 @@ class IndexKeeper:
         return self.indexes
 
     def _rebuild(self, store: StoreBase) -> SideIndexes:
-        """Every side index rebuilt in memory from the stored records (from a store with a
-        :class:`~deckhand.capabilities.RecordLog`, read without their vectors)."""
+        """Every side index rebuilt in memory from the stored records (read without vectors where possible)."""
         clock = time.perf_counter()
         log_ = record_log(store)
         records = [record for _, record in log_.iter_rows()] if log_ is not None else list(store.iter_records())

@@ -23,20 +23,17 @@ def section_ids_of(record: Record) -> list[str]:
 
 
 class KeptSections(Mapping[str, dict[str, list[tuple[int, str]]]]):
-    """A section table read per key from where it is kept, which also says whether a section is known and where
-    it starts without reading all its chunks."""
+    """A section table read per key from where it is kept, saying where a section starts without reading it all."""
 
     @abc.abstractmethod
     def first_chunk(self, ident: str, source: str | None) -> str | None:
-        """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first
-        document (by source) that does; None when none does."""
+        """The first chunk of section ``ident`` in ``source`` if it has one, else in the first source that does."""
 
 
 def _first_chunk_in(
     table: Mapping[str, dict[str, list[tuple[int, str]]]], ident: str, source: str | None
 ) -> str | None:
-    """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first document
-    (in the table's order) that does, read from a table held whole; None when none does."""
+    """:meth:`KeptSections.first_chunk` for a table held whole (in the table's order; None: no source has it)."""
     by_source = table.get(ident)
     if not by_source:
         return None
@@ -75,8 +72,7 @@ class ReferenceResolver:
 
     @classmethod
     def over(cls, table: KeptSections) -> ReferenceResolver:
-        """A resolver answering from ``table`` (section id → source → [(chunk index, record id)]; the keyword
-        index's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        """A read-only resolver answering from ``table`` (section id → source → [(chunk index, record id)])."""
         resolver = cls()
         resolver._by_id = typing.cast(dict[str, dict[str, list[tuple[int, str]]]], table)
         resolver._first_chunk = table.first_chunk

@@ -21,8 +21,7 @@ def unit_of(record: Record) -> str:
 
 
 def diversify(items: Sequence[T], source: Callable[[T], str], per_source: int | None) -> list[T]:
-    """``items`` in order, with each source's items beyond the first ``per_source`` moved to the end
-    (in their order); unchanged when ``per_source`` is None or 0."""
+    """``items`` in order, each source's items beyond the first ``per_source`` (if set) moved to the end."""
     if not per_source:
         return list(items)
     kept: list[T] = []

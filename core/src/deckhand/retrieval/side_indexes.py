@@ -53,8 +53,7 @@ class SideIndexes:
 
 
 class KeywordPhrases:
-    """The exact modality's phrase texts answered by a keyword index that keeps the records' own text
-    (``tantivy``)."""
+    """The exact modality's phrase texts answered by a keyword index that keeps the records' text (``tantivy``)."""
 
     def __init__(self, keyword: KeywordIndexBase, locations: Mapping[str, tuple[str, str]]) -> None:
         self.keyword = keyword
@@ -125,8 +124,7 @@ def build(
 def _derived(
     records: Sequence[Record],
 ) -> tuple[DefinitionIndex, ReferenceResolver, ExactIndex, dict[str, tuple[str, str]]]:
-    """The look-ups besides the keyword index, in memory, over ``records`` (in order). The exact index's phrase
-    texts are the caller's."""
+    """The look-ups besides the keyword index, built in memory over ``records`` (phrase texts are the caller's)."""
     definitions = DefinitionIndex()
     definitions.add_records(records)
     resolver = ReferenceResolver()

@@ -39,8 +39,7 @@ log = logging.getLogger("deckhand")
 
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
-#: Layout of the index (fields, analysis); an index written with another is rebuilt (6: ``body`` and ``heading``
-#: hold the builtin BM25's terms, ``length`` the number of ``body``'s, the ``ident`` field gone).
+#: Layout of the index (fields, analysis); an index written with another is rebuilt.
 FORMAT = 6
 #: tantivy's own BM25 k1 and b (fixed by tantivy; documentation ranked better with the builtin's 0.9 and 0.4, issue
 #: 43, so hits are rescored with the options' k1 and b from each term's frequency, exact length and tantivy's idf).
@@ -48,11 +47,10 @@ _TANTIVY_K1 = 1.2
 _TANTIVY_B = 0.75
 #: Hits read per one wanted when their scores are computed again with other k1 and b (tantivy ranks them).
 _RESCORE_OVERREAD = 2
-#: A query term found in at most this many documents per hit is read from the whole index when rescoring (cheaper
-#: than a filter of the hits, which costs about what reading this many documents a hit does).
+#: A query term in at most this many documents per hit is read from the whole index when rescoring (cheaper than a
+#: filter of the hits).
 _UNRESTRICTED = 4
-#: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
-#: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
+#: The analyzers registered on every opened index (tantivy does not persist custom tokenizers).
 _TERMS_TOKENIZER = "deckhand_terms"
 _PATH_TOKENIZER = "deckhand_path"
 _EXACT_TOKENIZER = "deckhand_exact"
@@ -64,11 +62,9 @@ _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 _PATH_WORD = r"[\p{L}\p{N}]+"
 #: Longer tokens are dropped (tantivy refuses terms past 64 KiB; no word of prose comes near this).
 _LONGEST = 100
-#: Indexing memory of a writer per thread (tantivy needs at least 15 MB per thread): a segment is written each
-#: time a thread's fills, so more memory means fewer segments to merge after a build.
+#: Indexing memory of a writer per thread (tantivy needs at least 15 MB): more means fewer segments to merge.
 _WRITER_HEAP = 128_000_000
-#: Threads of a writer that rebuilds the whole index (one per core, up to four: 512 MB of indexing memory; tantivy
-#: tokenises and indexes in them while Python hands over the documents); an update of a few records writes with one.
+#: Threads of a writer that rebuilds the whole index (one per core, up to four); an update writes with one.
 _BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
@@ -137,8 +133,7 @@ def _schema() -> tantivy.Schema:
 
 
 def body_text(record: Record) -> str:
-    """The ``body`` field: what the bm25 strategy indexes (content, contextual header, heading chain, section
-    label and defined terms, each part once: :func:`deckhand.retrieval.side_indexes.indexed_text`)."""
+    """The ``body`` field: what the bm25 strategy indexes (:func:`deckhand.retrieval.side_indexes.indexed_text`)."""
     return indexed_text(record)
 
 
@@ -156,22 +151,20 @@ def terms_text(text: str) -> str:
 
 
 def heading_text(record: Record) -> str:
-    """The ``heading`` field: the heading chain (a document's title is its first heading), for the extra weight
-    ``heading_boost`` gives a heading match on top of its match in ``body``."""
+    """The ``heading`` field: the heading chain, weighted ``heading_boost`` on top of its match in ``body``."""
     return "\n".join(str(h) for h in record.metadata.get("parent_chain") or [])
 
 
 class TantivyIndex(KeywordIndexBase):
     """A tantivy index over a collection's records: a keyword strategy that reads records itself, filters its
-    searches and runs beside the dense search (:class:`~deckhand.bases.KeywordIndexBase`)."""
+    searches and runs beside the dense search."""
 
     reads_records = True
     runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: TantivyOptions) -> TantivyIndex:
-        """The ``tantivy`` strategy's registered factory: on disk beside a store that names side index files and
-        keeps a record log (the sqlite store), else in memory. ``cache_path`` is not used."""
+        """The registered factory: on disk beside a store with side index files and a record log, else in memory."""
         files, log_ = side_index_files(store), record_log(store)
         if files is not None and log_ is not None:
             return cls(options, lambda: files.side_index_path(SIDE_INDEX), log_.rows_matching)
@@ -197,8 +190,7 @@ class TantivyIndex(KeywordIndexBase):
         self._schema: tantivy.Schema | None = None
         #: Reloads of the searcher so far (``index.searcher()`` gives a new object each call).
         self._generation = 0
-        #: By generation: the documents tantivy's BM25 counts (deleted ones until a merge, as its idf does) and the
-        #: average ``length`` of the live ones (the rescoring's N and avgdl).
+        #: By generation: the documents tantivy's idf counts and the live ones' average ``length`` (N and avgdl).
         self._statistics: tuple[int, int, float] | None = None
         #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
         self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
@@ -242,8 +234,7 @@ class TantivyIndex(KeywordIndexBase):
 
     # -- building ---------------------------------------------------------------------
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
-        """(Re)build from ``(record id, indexed text)`` pairs, all in the ``body`` field (the plain
-        ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
+        """(Re)build from ``(record id, indexed text)`` pairs, all in the ``body`` field (the plain contract)."""
         with self._lock:
             index = self._open()
             self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
@@ -413,8 +404,7 @@ class TantivyIndex(KeywordIndexBase):
         return 1 if (self.options.k1, self.options.b) == (_TANTIVY_K1, _TANTIVY_B) else _RESCORE_OVERREAD
 
     def _collection_statistics(self, searcher: tantivy.Searcher, generation: int) -> tuple[int, float]:
-        """The document count tantivy's idf uses (deleted ones too until merged) and the live ones' average
-        ``length``, cached per ``generation``."""
+        """The document count tantivy's idf uses (deleted ones until merged) and the live ones' average length."""
         import tantivy
 
         if self._statistics is None or self._statistics[0] != generation:
@@ -548,8 +538,7 @@ class TantivyIndex(KeywordIndexBase):
         return ordered[:limit]
 
     def documents(self, field: str, values: Sequence[str], *, source: str | None = None) -> list[tantivy.Document]:
-        """The documents whose untokenised ``field`` holds one of ``values`` (and whose source is ``source``, if
-        given), in no particular order."""
+        """The documents whose untokenised ``field`` holds one of ``values`` (from ``source``, if given)."""
         import tantivy
 
         index, schema = self._index, self._schema
@@ -572,8 +561,7 @@ class TantivyIndex(KeywordIndexBase):
         return [searcher.doc(address) for _, address in searcher.search(query, limit, count=False).hits]
 
     def first_source(self, section: str) -> str | None:
-        """The first source (in sort order) with a chunk of ``section``: one hit, ordered by the ``source`` fast
-        field, rather than every chunk of it."""
+        """The first source (in sort order) with a chunk of ``section``, read as one hit."""
         import tantivy
 
         index, schema = self._index, self._schema

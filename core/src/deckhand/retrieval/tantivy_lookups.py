@@ -24,8 +24,7 @@ _CACHED = 4096
 
 
 class _Chunk:
-    """What a look-up reads from one document (its ``place`` decoded only when asked for: a section's chunks
-    need none of it)."""
+    """What a look-up reads from one document (its ``place`` decoded only when asked for)."""
 
     __slots__ = ("_doc", "_place", "chunk_index", "id", "source")
 

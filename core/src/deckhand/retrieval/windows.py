@@ -36,8 +36,7 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
 def rescored(
     query: Vector, hits: Sequence[SearchHit], size: int, embed: Callable[[Sequence[str]], np.ndarray]
 ) -> list[SearchHit]:
-    """The first :data:`WINDOW_DEPTH` of ``hits`` scored with their best window and sorted by that score,
-    then the rest as they were (see the module docstring). ``embed`` gives the vectors of many texts."""
+    """The first :data:`WINDOW_DEPTH` of ``hits`` rescored with their best window and sorted, then the rest."""
     head, tail = list(hits[:WINDOW_DEPTH]), list(hits[WINDOW_DEPTH:])
     if not head:
         return list(hits)
