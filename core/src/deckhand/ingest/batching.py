@@ -113,8 +113,7 @@ class EmbedQueue:
             offset += end - start
 
     def _note_long_inputs(self, parts: list[tuple[Pending, int, int]]) -> None:
-        """One warning per file with chunks over the embedder's input limit, saying what the embedder does
-        with them (for embedders that say: ``long_inputs``, e.g. a remote model's split-and-average)."""
+        """One warning per file with chunks over the embedder's input limit, saying what it does with them."""
         handling = self.embedder.long_inputs
         if not handling:
             return

@@ -63,11 +63,10 @@ def display_path(path: Path, base: Path | None = None) -> str:
 def discover(
     source: str | Path, extensions: Collection[str], *, base: Path | None = None, selection: Selection = EVERYTHING
 ) -> Discovery:
-    """List the supported files of ``source`` (a file, taken as named, or a directory walked recursively): only
-    what ``selection`` takes, never past an excluded directory; neither counts as skipped.
+    """List the supported files of ``source`` (a file, taken as named, or a directory walked recursively) that
+    ``selection`` takes; symlinks only while they resolve inside the source, names not valid UTF-8 in ``failed``.
 
-    Symlinks are followed only while they resolve inside the source; a name that is not valid UTF-8 is listed in
-    ``failed``, its bad bytes escaped. Raises ``FileNotFoundError`` if the source is missing.
+    Raises ``FileNotFoundError`` if the source is missing.
     """
     given = Path(source).expanduser()
     if not given.exists():

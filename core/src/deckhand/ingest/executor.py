@@ -30,9 +30,8 @@ class IngestJob:
 
 
 class ExecutorBase(ABC):
-    """An executor (the kind's base class, in :mod:`deckhand.api`): ``run`` does an :class:`IngestJob`'s work between
-    :meth:`Ingestor.plan` and :meth:`Ingestor.finish` and returns the run's report.
-    ``deckhand.testing.kits.ExecutorTests`` checks that its run ingests what ``local`` ingests."""
+    """An executor (the kind's base class): ``run`` does an :class:`IngestJob`'s work and returns the run's report
+    (``deckhand.testing.kits.ExecutorTests`` checks it ingests what ``local`` does)."""
 
     @abstractmethod
     def run(self, job: IngestJob) -> IngestReport: ...

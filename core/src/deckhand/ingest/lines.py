@@ -18,8 +18,7 @@ _VISIBLE = re.compile(r"\S")
 
 
 def with_start_lines(text: str, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-    """``chunks`` with ``start_line`` (and ``end_line``) added where they carry a ``start_char`` into ``text``,
-    counting newlines once through the text (chunks come in order)."""
+    """``chunks`` with ``start_line`` (and ``end_line``) where they carry a ``start_char``, in one pass of ``text``."""
     offset, line = 0, 1
     for chunk in chunks:
         start = chunk.metadata.get("start_char")

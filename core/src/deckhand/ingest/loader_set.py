@@ -64,8 +64,7 @@ class LoaderSet:
         return LoadedText(loaded)
 
     def verbatim(self, path: Path) -> bool:
-        """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
-        offsets into it are places in the file (results then show line numbers)."""
+        """Whether the loader of ``path`` returns the file's own text, so offsets are places in the file."""
         loader = self.by_extension.get(file_type(path, self.by_extension))
         return loader is not None and loader.verbatim
 

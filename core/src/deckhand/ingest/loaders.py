@@ -49,7 +49,7 @@ def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
 @dataclass(frozen=True)
 class LoaderSettings:
     """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`): its ``ocr:`` mode
-    (``auto``, ``always`` or ``never``), and ``cache_dir``, where a loader may keep reusable work (None: keep nothing)."""
+    (``auto``, ``always`` or ``never``) and ``cache_dir``, where a loader may keep reusable work (None: nowhere)."""
 
     ocr: str = AUTO
     cache_dir: Path | None = None
@@ -111,8 +111,7 @@ _parts_read: ContextVar[Callable[[int, int, str], None] | None] = ContextVar("de
 
 
 def loading_progress(done: int, total: int, unit: str = "pages") -> None:
-    """Report that ``done`` of the ``total`` parts (pages) of the file being loaded are read, so a long file
-    (a 300-page scan) shows its progress part by part; nothing happens outside an ingest."""
+    """Report that ``done`` of the ``total`` parts (pages) of the file being loaded are read (only in an ingest)."""
     callback = _parts_read.get()
     if callback is not None:
         callback(done, total, unit)
@@ -220,10 +219,8 @@ def _csv_table(text: str, path: Path) -> str:
 
 
 class MarkItDownLoader(LoaderBase):
-    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use).
-
-    Each extension goes to its own converter: the generic ``convert`` reads a damaged PDF's raw bytes as text.
-    """
+    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use), one converter per
+    extension: the generic ``convert`` reads a damaged PDF's raw bytes as text."""
 
     extensions = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
     priority = 0

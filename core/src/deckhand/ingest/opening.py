@@ -72,8 +72,7 @@ def open_source_file(path: Path) -> BinaryIO:
 
 
 def read_source_bytes(path: Path) -> bytes:
-    """All of ``path``'s bytes under the current confinement (a file that grew past the limit meanwhile is
-    refused too)."""
+    """All of ``path``'s bytes under the current confinement (refused if the file grew past the limit)."""
     limit = (_confinement.get() or _FREE).max_bytes
     with open_source_file(path) as fh:
         data = fh.read() if limit is None else fh.read(limit + 1)
@@ -104,8 +103,7 @@ def _open(path: Path, root: Path | None) -> int:
 
 
 def _open_one(name: str | Path, flags: int, directory: int | None) -> int:
-    """``os.open``; a refusal caused by a symbolic link (ELOOP; ENOTDIR for a directory; EMLINK on FreeBSD)
-    said as such."""
+    """``os.open``; a refusal caused by a symbolic link (ELOOP, ENOTDIR, EMLINK on FreeBSD) said as such."""
     try:
         return os.open(name, flags, dir_fd=directory)
     except OSError as exc:

@@ -77,8 +77,7 @@ def records_of(pending: Pending) -> list[Record]:
 def embed_file(
     embedder: EmbedderBase, file: SourceFile, state: FileState, chunks: list[Chunk], report: IngestReport
 ) -> list[Record]:
-    """The records of one file's ``chunks``, embedded on their own (an executor's worker elsewhere); what the
-    embedder reports is added to ``report``."""
+    """The records of one file's ``chunks``, embedded on their own (by an executor's worker elsewhere)."""
     pending = Pending(file, state, chunks)
     queue = EmbedQueue(embedder, NoProgress(), IngestStatus())
     queue.files.append(pending)
@@ -88,10 +87,8 @@ def embed_file(
 
 
 def write_file(store: StoreBase, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
-    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call, for every executor.
-
-    A store error fails that file alone; an unreachable server or a file that cannot take writes stops the run.
-    """
+    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call: a store error fails
+    that file alone, an unreachable server or a file that cannot take writes stops the run."""
     clock = time.perf_counter()
     state = FileState(**{**state.__dict__, "chunk_count": len(records)})
     try:
@@ -252,8 +249,7 @@ class Ingestor:
         self.progress.advance()
 
     def finish(self, plan: Plan) -> None:
-        """Remove the files gone from the source (this shard's only) and bring the store's derived indexes
-        up to date: the end of every executor's run."""
+        """Remove the files gone from the source (this shard's only) and update the store's derived indexes."""
         report = plan.report
         clock = time.perf_counter()
         for gone in plan.gone:
@@ -272,8 +268,7 @@ class Ingestor:
         return self._status
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
-        """Embed the queued chunks in groups (all of them when ``final``), storing each file as soon as
-        all its chunks have vectors."""
+        """Embed the queued chunks in groups (all when ``final``), storing each file once all have vectors."""
         while True:
             waiting = self._embedding.waiting
             group = self._embedding.group_size(self._estimated)
@@ -302,6 +297,5 @@ class Ingestor:
         self.progress.note(message)
 
     def report_status(self) -> None:
-        """Show where the run stands (a progress display that takes ``status``: the line of files, chunks,
-        chunks/s and time left)."""
+        """Show where the run stands on a progress display that takes ``status``."""
         self.progress.status(self._status)

@@ -36,8 +36,7 @@ def parts_of(text: str, places: Sequence[tuple[int, dict[str, Any]]]) -> list[tu
 def chunk_parts(
     cut: Callable[[Document], Iterable[Chunk]], document: Document, places: Sequence[tuple[int, dict[str, Any]]]
 ) -> Iterator[Chunk]:
-    """``document``'s chunks by ``cut``, each part of :func:`parts_of` cut on its own (offsets into the whole text,
-    chunks numbered on through the parts)."""
+    """``document``'s chunks by ``cut``, each part of :func:`parts_of` cut on its own and numbered on."""
     parts = parts_of(document.text, places)
     if len(parts) <= 1:
         yield from cut(document)

@@ -47,8 +47,7 @@ READ_BATCH = 32
 
 @dataclass
 class Read:
-    """What the reader thread hands over about file number ``index``: its next chunks, a problem,
-    and (``done``) that nothing more of it follows."""
+    """What the reader thread hands over about file ``index``: its next chunks, a problem, or that it is ``done``."""
 
     index: int
     chunks: list[Chunk] = field(default_factory=list)
@@ -99,11 +98,8 @@ class Reader:
     def read_ahead(
         self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
     ) -> Iterator[Read]:
-        """What :meth:`read` says about each file of ``todo``, in order, from a thread that runs at most
-        :data:`READ_AHEAD` hand-overs ahead of the caller (or hands over what worker processes made).
-
-        Only the caller touches the store, the queue and ``report``; the reading's timings are added at the end.
-        """
+        """What :meth:`read` says about each file of ``todo``, in order, from a thread at most :data:`READ_AHEAD`
+        hand-overs ahead; only the caller touches the store, the queue and ``report``."""
         workers = worker_count(sum(states[f.display].size for f in todo if states[f.display].size <= LARGE_FILE))
         ahead: queue.Queue[Read | _ReaderEnd] = queue.Queue(maxsize=READ_AHEAD)
         stop = threading.Event()

@@ -112,8 +112,7 @@ class Selection:
 
 
 def _union(globs: Iterable[str]) -> Callable[[str], re.Match[str] | None] | None:
-    """One regex matching what any of ``globs`` matches as :func:`fnmatch.fnmatchcase` does, or None when there are
-    none."""
+    """One regex matching what any of ``globs`` matches as :func:`fnmatch.fnmatchcase` does (None: no globs)."""
     translated = [f"(?:{fnmatch.translate(g)})" for g in dict.fromkeys(globs)]
     return re.compile("|".join(translated)).match if translated else None
 
@@ -137,8 +136,7 @@ class _AnyOf:
 
 
 class _Globs:
-    """A selection's patterns compiled into four predicates: files and directories excluded, files and directories
-    included."""
+    """A selection's patterns compiled into four predicates: files and directories excluded and included."""
 
     def __init__(self, include: tuple[Pattern, ...], exclude: tuple[Pattern, ...]) -> None:
         self.excludes_file = _AnyOf([p for p in exclude if not p.directories_only])

@@ -138,8 +138,7 @@ class FileWorker:
     def embed(
         self, file: SourceFile, state: FileState, converted: Converted, report: IngestReport
     ) -> list[Record] | None:
-        """Embed ``converted``'s chunks (it lets go of them) and write them; the records when this worker does not
-        write, else None. What the embedder and the store report is added to ``report``."""
+        """Embed ``converted``'s chunks (releasing them) and write them, or return the records when not a writer."""
         chunks, converted.chunks = converted.chunks, []
         if self.prepare is not None and chunks:
             clock = time.perf_counter()
