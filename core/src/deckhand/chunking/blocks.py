@@ -22,8 +22,7 @@ class Block:
     start: int
     end: int
     parts: list[tuple[int, int]] = field(default_factory=list)
-    #: For tables: the span of the header row and its separator; for RST directives: the ``..`` line
-    #: and its options. Repeated in each piece of a block cut for size.
+    #: A table's header row and separator, or a directive's header: repeated in each piece of a block cut for size.
     header: tuple[int, int] | None = None
     #: For code: the opening and closing fence lines' spans.
     fences: tuple[tuple[int, int], tuple[int, int] | None] | None = None
@@ -34,8 +33,7 @@ def _is_table_line(line: Line) -> bool:
 
 
 def split_blocks(lines: list[Line], in_code: list[bool], marks: list[Region | None] | None = None) -> list[Block]:
-    """Blocks of the given body lines (``in_code`` and the RST regions ``marks`` aligned with ``lines``; a region's
-    lines are also marked in ``in_code``)."""
+    """Blocks of the given body lines (``in_code`` and the RST regions ``marks`` aligned with ``lines``)."""
     blocks: list[Block] = []
     i = 0
     n = len(lines)

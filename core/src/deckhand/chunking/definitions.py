@@ -7,8 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER
-#: ("Definitions and Interpretation", "Glossary of terms"; not "Definition detection").
+#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER.
 _HEADING_KEYWORDS = frozenset(
     {"definitions", "definition", "glossary", "interpretation", "terminology", "abbreviations", "acronyms"}
 )
@@ -133,8 +132,7 @@ def _deflist_entry(lines: list[str], i: int) -> tuple[list[str], int] | None:
 
 
 def _units(text: str, markup: str = "markdown", deflists: bool = False) -> list[_Unit]:
-    """Paragraphs and list items (wrapped lines joined), table rows and definition-list
-    entries (``deflists``: read indented ones), in order."""
+    """Paragraphs and list items, table rows and (with ``deflists``) definition-list entries, in order."""
     units: list[_Unit] = []
     current: list[str] = []
     current_item = False

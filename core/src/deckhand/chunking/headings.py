@@ -34,8 +34,7 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(.+?)\1")
 
 @dataclass(frozen=True)
 class Heading:
-    """One heading: its level (1 = top), cleaned text, section id, and the span of its line(s), line break
-    included."""
+    """One heading: its level (1 = top), cleaned text, section id, and the span of its line(s)."""
 
     level: int
     text: str
@@ -163,8 +162,7 @@ def _normalise_number(number: str) -> str:
 
 
 def parse_headings(text: str) -> list[Heading]:
-    """Every heading of ``text`` in document order: explicit markdown headings, or, when the
-    document has none, implicit numbered headings."""
+    """Every heading of ``text`` in order: explicit markdown headings, else implicit numbered ones."""
     lines = split_lines(text)
     in_code = code_lines(lines)
     headings = _explicit_headings(lines, in_code)

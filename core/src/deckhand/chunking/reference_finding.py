@@ -56,8 +56,7 @@ def find_references(text: str, *, exclude: Iterable[str] = ()) -> list[str]:
 
 
 def parent_ids(section_id: str) -> list[str]:
-    """``section_id`` then its enclosing ids: "12(3)(a)" → ["12(3)(a)", "12(3)", "12"];
-    "4.2.1" → ["4.2.1", "4.2", "4"]."""
+    """``section_id`` then its enclosing ids: "12(3)(a)" → ["12(3)(a)", "12(3)", "12"]."""
     chain = [section_id]
     current = section_id
     while True:

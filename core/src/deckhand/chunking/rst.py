@@ -152,8 +152,7 @@ def regions(lines: list[Line]) -> list[Region]:
 
 
 def _indented_run(lines: list[Line], start: int, base: int) -> int:
-    """Last line of the run from ``start`` of blank lines or lines indented more than ``base``
-    (trailing blank lines excluded); ``start - 1`` when the run is empty."""
+    """Last line of the run from ``start`` of blank lines or lines indented past ``base`` (``start - 1``: none)."""
     last = start - 1
     j = start
     while j < len(lines) and (lines[j].blank or _indent(lines[j].text) > base):

@@ -100,8 +100,7 @@ class _Section:
 
 @dataclass(frozen=True)
 class _Markup:
-    """How a document's structure is read: markdown (with implicit numbered headings for PDF
-    text) or reStructuredText."""
+    """How a document's structure is read: markdown or reStructuredText."""
 
     is_rst: bool
     in_code: list[bool]
@@ -189,8 +188,7 @@ class StructureChunker(ChunkerBase):
             if heading_piece is not None and section.is_leaf:
                 return [[heading_piece]]
             return []
-        # The heading is glued to the first piece of its section, so pieces leave room for it;
-        # a heading too long for that (a tiny limit) is packed like any other piece.
+        # The heading is glued to the first piece of its section (unless too long), so pieces leave room for it.
         glue = heading_piece is not None and heading_piece.tokens <= self.max_chunk_tokens // 4
         limit = self.max_chunk_tokens - (heading_piece.tokens if glue and heading_piece else 0)
         pieces: list[_Piece] = []
@@ -293,8 +291,7 @@ class StructureChunker(ChunkerBase):
         return out
 
     def _token_windows(self, text: str, start: int, end: int, limit: int, kind: str = "sentence") -> list[_Piece]:
-        """Last resort for a run-on sentence: windows of ``limit`` tokens, cut at word starts when possible, and at
-        most ``max_chars`` characters each."""
+        """Last resort for a run-on sentence: windows of ``limit`` tokens and ``max_chars`` characters."""
         spans = list(self._stream.iter_token_spans(text[start:end]))
         out: list[_Piece] = []
         i = 0
@@ -312,8 +309,7 @@ class StructureChunker(ChunkerBase):
         return out
 
     def _code_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
-        """An oversized fenced block (or RST literal block or directive) cut at blank lines, then
-        at lines; each piece re-fenced (a directive's header repeated)."""
+        """An oversized code block or directive cut at blank lines, then at lines, each piece re-fenced."""
         if block.fences is not None:
             opening = text[block.fences[0][0] : block.fences[0][1]]
             closing = text[block.fences[1][0] : block.fences[1][1]].strip() if block.fences[1] else opening.strip()[:3]
@@ -474,8 +470,7 @@ def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[st
 def _sections(
     lines: list[Line], in_code: list[bool], headings: list[Heading], marks: list[rst.Region | None] | None = None
 ) -> list[_Section]:
-    """Split the document's lines at headings; the text before the first heading is a section
-    without heading (its chain is empty)."""
+    """Split the document's lines at headings (the text before the first is a section without heading)."""
     line_at = {line.start: i for i, line in enumerate(lines)}
     bounds: list[tuple[int, int]] = []  # (first line of heading, first body line)
     for h in headings:

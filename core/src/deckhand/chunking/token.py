@@ -53,8 +53,7 @@ class TokenChunker(ChunkerBase):
         return list(self.iter_chunks(document))
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
-        """The windows of ``document``, one by one, from a token stream where the tokenizer gives one, so memory
-        does not grow with the document."""
+        """The windows of ``document``, one by one, from the tokenizer's stream where it has one."""
         text = document.text
         spans = self._stream.iter_token_spans(text)
         window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]

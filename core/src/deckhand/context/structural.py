@@ -65,8 +65,7 @@ LEAD_WORDS = 40
 
 
 def lead_sentence(text: str, headings: Sequence[Heading]) -> str:
-    """The first sentence of the first paragraph of prose in ``text`` (headings, front matter and
-    markup skipped), at most :data:`LEAD_WORDS` words; empty when there is none."""
+    """The first sentence of the first prose paragraph in ``text``, at most :data:`LEAD_WORDS` words (or empty)."""
     heading_spans = [(h.start, h.end) for h in headings]
     paragraph: list[str] = []
     offset = 0

@@ -97,8 +97,7 @@ _unusable: set[Path] = set()
 
 
 def open_cache(path: Path) -> EmbeddingCache | None:
-    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened:
-    an unwritable or missing state directory, a full disk. Embedding goes on without it."""
+    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened."""
     try:
         return EmbeddingCache(path)
     except (OSError, sqlite3.Error) as exc:

@@ -200,8 +200,7 @@ class _Builder:
         w_q, w_scale, w_zp = self.int_weight(name, weight)
         zero_point = w_zp[0] if w_zp else ""
         if per_token:
-            # Each row divided by its largest magnitude before the per-tensor quantization and
-            # multiplied back after: per-token activation scales from per-tensor kernels.
+            # Each row scaled by its largest magnitude and back after: per-token scales from per-tensor kernels.
             peak = self.op("ReduceMax", [self.op("Abs", [x])[0]], keepdims=1, axes=(-1,))[0]
             peak = self.op("Max", [peak, self.const(f"{name}_tiny", np.array(1e-6, np.float32))])[0]
             scaled = self.op("Div", [x, peak])[0]

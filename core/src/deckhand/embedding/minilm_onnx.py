@@ -37,19 +37,16 @@ MAX_TOKENS = 512
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
-#: On the CPU: int8 products with a scale per token take ~1.8x less CPU than fp32 on this project's
-#: (AVX2) processors at SciFact's fp32 nDCG@10 (docs/benchmarks.md, "A new user's first ingest").
-#: On a GPU the default is fp32 (onnxruntime has no CUDA kernels for the int8 operators).
+#: int8 takes ~1.8x less CPU at fp32's quality (docs/benchmarks.md); on a GPU the default is fp32 (onnxruntime
+#: has no CUDA kernels for the int8 operators).
 DEFAULT_PRECISION = "int8"
 #: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
 #: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
 ID_LABELS = {"float": "float", "int8": "int8-tok"}
 #: Most texts per batched (GPU) call.
 GPU_BATCH_SIZE = 4096
-#: At most this many (padded) tokens per batched model call (the GPU path). Attention
-#: memory grows with batch x length², and onnxruntime's arena keeps its high-water mark, so
-#: 32 inputs of 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in
-#: small batches.
+#: At most this many (padded) tokens per batched model call: attention memory grows with batch x length², and
+#: onnxruntime's arena keeps its high-water mark (32 inputs of 512 tokens drove peak RSS past 4 GiB).
 TOKEN_BUDGET = 4096
 #: The same on a GPU, where memory is plentiful and large batches are what keeps it busy.
 GPU_TOKEN_BUDGET = 131_072
@@ -165,8 +162,7 @@ class WordPieceTokenizer(TokenizerBase):
 
 
 def minilm_tokenizer(model: str | None = None) -> WordPieceTokenizer:
-    """The model's WordPiece tokenizer, built once per process without the model (what a process that only chunks
-    needs); the embedder shares it."""
+    """The model's WordPiece tokenizer, built once per process without the model (the embedder shares it)."""
     return _shared_tokenizer()
 
 
@@ -202,8 +198,7 @@ def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | byt
 def graph_key(
     weights_path: Path, options: minilm_graph.GraphOptions, *builders: ModuleType, identity: str | None = None
 ) -> str:
-    """The graph cache's key: the ``builders``' source, the weights file (``identity``, default its path, with
-    its size and time) and the graph options."""
+    """The graph cache's key: the ``builders``' source, the weights file's ``identity`` and the graph options."""
     stat = weights_path.stat()
     return graph_cache.cache_key(
         [
@@ -248,8 +243,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
     @classmethod
     def from_options(cls, model: str | None, options: None = None) -> MiniLMOnnxEmbedder:
-        """The ``minilm`` embedder's registered factory (:class:`deckhand.registration.EmbedderFactory`):
-        its settings come in the name (``minilm:int8,window=256``), so it registers no options model."""
+        """The registered factory: the settings come in the name (``minilm:int8,window=256``), not as options."""
         return cls(model)
 
     def __init__(
@@ -335,8 +329,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             return np.zeros((0, self.dimension), dtype=np.float32)
         rows, owners = self._windows(texts)
         sums = self._embed_per_text(rows) if self._per_text else self._embed_batched(rows)
-        # Each row's sum of token embeddings and its token count: texts made of several
-        # windows get the mean over all their tokens, as if read in one pass.
+        # Sums and counts per row: a text read as several windows gets the mean over all its tokens.
         pooled = np.zeros((len(texts), self.dimension), dtype=np.float32)
         np.add.at(pooled, owners, sums)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -373,8 +366,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
     def _embed_batched(self, rows: list[list[int]]) -> np.ndarray:
         out = np.empty((len(rows), self.dimension), dtype=np.float32)
-        # Sorting by token length keeps padding (wasted work) small inside each batch; the
-        # longest come first so the arena reaches its high-water mark once, early.
+        # Sorted by length, longest first: little padding per batch, and the arena peaks once, early.
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
         start = 0
         while start < len(order):

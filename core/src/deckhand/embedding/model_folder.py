@@ -239,8 +239,7 @@ def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], str]:
 
 
 def weights_digest(folder: Path, weights: Path) -> str:
-    """A short digest of ``config.json`` and the weights' header (names, shapes, offsets): what identifies the model
-    when the folder is copied elsewhere, read without reading the weights."""
+    """A short digest of ``config.json`` and the weights' header, identifying the model wherever the folder is."""
     fd = _open(weights, MAX_WEIGHTS_BYTES, "model.safetensors (the weights)")
     with os.fdopen(fd, "rb") as handle:
         length = int.from_bytes(handle.read(8), "little")

@@ -36,8 +36,7 @@ TITLE_KEY = "title"
 #: Metadata keys deckhand sets itself, refused in an agent's fields so none can pass for provenance (``Symbol:
 #: FORGED``).
 RESERVED_KEYS = DERIVED_METADATA_KEYS | frozenset(SearchResult.model_fields) | {PATH_KEY, TYPE_KEY, TEXT_KEY, TITLE_KEY}
-#: What a document id may be, as a whole (``fullmatch``: a ``$`` would also match before a final newline); it
-#: becomes part of a URI and of record ids.
+#: What a document id may be, as a whole (``fullmatch``: ``$`` would match before a final newline).
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 Prepare = Callable[[Document, list[Chunk]], list[Chunk]]
@@ -94,8 +93,7 @@ def write_document(
     metadata: Mapping[str, Any],
     added: float | None = None,
 ) -> AgentDocument:
-    """Chunk, contextualise (``prepare``), embed and store one document in one ``replace_source``, replacing one of
-    the same id."""
+    """Chunk, contextualise (``prepare``), embed and store one document, replacing one of the same id."""
     source = agent_uri(tool, doc_id)
     fields: dict[str, Any] = {**metadata, TITLE_KEY: title, PATH_KEY: source, TYPE_KEY: AGENT_TYPE}
     document = Document(source=source, text=text, title=title, metadata=fields)

@@ -33,8 +33,7 @@ log = logging.getLogger("deckhand")
 
 
 def store_component(registry: PluginRegistry, config: DatabaseConfig, tool: str, where: str = "") -> Component:
-    """The store plugin ``config`` names, its ``options:`` checked against it: a one-line error naming tool
-    ``tool`` (``where``: which end of a migration, for instance) and the field otherwise."""
+    """The store plugin ``config`` names, its ``options:`` checked (else one line naming ``tool`` and the field)."""
     component = registry.resolve("store", config.provider)
     with runtime_errors(tool):
         try:
@@ -130,8 +129,7 @@ def open_collection(
 def migration_end(
     registry: PluginRegistry, tool: SourceToolConfig, base_dir: Path, label: str, embedder: EmbedderBase
 ) -> MigrationEnd:
-    """One end of ``deckhand migrate``: ``tool`` of the configuration ``label`` (in ``base_dir``), its store built
-    (not opened) from its resolved ``database:``, the store plugin and options checked now."""
+    """One end of ``deckhand migrate``: ``tool`` of the configuration ``label``, its store built but not opened."""
     database, _ = resolve_database(tool.database, cwd=base_dir)
     component = store_component(registry, database, tool.name, f" of {label}")
     source = Path(tool.source).expanduser()

@@ -178,8 +178,7 @@ class Index:
                 self.store, self.opened = None, False
                 with contextlib.suppress(Exception):
                     reused.close()
-            # An unreachable server keeps the store: its client reconnects once the server is back, and
-            # the index it holds answers searches again without a re-ingest.
+            # An unreachable server keeps the store: its client reconnects once the server is back.
             raise
         if reused is None:
             self.provider, self.metric, self.database = used.provider, used.distance_metric, used
@@ -391,8 +390,7 @@ class Index:
         return ("manifest", store.count(), hash(tuple(manifest)))
 
     def indexed_files(self) -> dict[Path | str, str]:
-        """Each file the store holds, by its absolute path, with its content hash (empty before opening); an
-        agent document by its ``deckhand-agent://`` URI. Two side by side say which files an ingest changed."""
+        """Each file the store holds (an agent document by its URI) with its content hash (empty before opening)."""
         store = self.store
         if store is None:
             return {}
@@ -403,8 +401,7 @@ class Index:
         return self.store.manifest() if self.store is not None else {}
 
     def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
-        """Chunks ``start`` to ``stop - 1`` of stored ``source`` (a :meth:`stored_files` key) as they were cut,
-        read by id (never the whole index); the ones the store lacks are left out."""
+        """Chunks ``start`` to ``stop - 1`` of stored ``source`` as cut, read by id (missing ones left out)."""
         if self.store is None or stop <= start:
             return []
         return self.store.get([record_id(source, i) for i in range(max(start, 0), stop)])

@@ -32,16 +32,15 @@ log = logging.getLogger("deckhand.ingest")
 
 #: The setting: how many worker processes load and chunk files (0: the reader thread does).
 WORKERS_ENV = "DECKHAND_CHUNK_WORKERS"
-#: Files larger than this stay on the reader thread, streamed through ``iter_chunks``: a worker
-#: would hold the whole text and send every chunk back at once.
+#: Files larger than this stay on the reader thread, streamed (a worker would hold them whole).
+
 LARGE_FILE = 8_000_000
 #: The automatic choice uses workers only when the files a worker may take add up to this many
 #: bytes (below it chunking takes seconds and starting the workers would cost as much).
 AUTO_MIN_BYTES = 8_000_000
 #: Most workers the automatic choice starts; two cores are left to the embedder and the caller.
 AUTO_MAX_WORKERS = 8
-#: Files submitted and not yet handed over, per worker, and their bytes in all: bounds the
-#: results waiting in memory.
+#: Files submitted and not yet handed over, per worker, and their bytes in all (bounds memory).
 FILES_PER_WORKER = 4
 IN_FLIGHT_BYTES = 64_000_000
 
@@ -92,8 +91,7 @@ def load_text(
 
 
 def title_of(text: str, path: Path) -> str:
-    """The first markdown heading in the first 50 lines, else the file name (only the start is split: a 200 MB
-    text is not copied to read 50 lines)."""
+    """The first markdown heading in the first 50 lines (without splitting the whole text), else the file name."""
     for line in text[: 50 * 4096].splitlines()[:50]:
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -199,8 +197,7 @@ class _Worker:
 
 #: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``.
 PartsTold = Callable[[str, int, int, str], None]
-#: A worker tells of a file's parts at most this often (seconds), and of its last part always: a 10,000-page
-#: file sends a message or two a second, not one a page.
+#: A worker tells of a file's parts at most this often (seconds), and of its last part always.
 PARTS_INTERVAL = 0.5
 
 _worker: _Worker | None = None
@@ -230,8 +227,7 @@ def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
 
 
 def ensure_worker(payload: bytes, level: int) -> None:
-    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless it already
-    is, so a worker of another engine unpickles the chunker once for many files."""
+    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless it is."""
     global _payload_digest
     digest = hashlib.sha256(payload).digest()
     if digest != _payload_digest or _worker is None:
@@ -276,8 +272,7 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
 
 
 def _parts_sender(parts: Any, source: str) -> Callable[[int, int, str], None] | None:
-    """What sends ``source``'s parts read to ``parts`` (None without a queue): at most one each
-    :data:`PARTS_INTERVAL`, and the last part."""
+    """What sends ``source``'s parts read to ``parts`` (None without a queue), at most one each PARTS_INTERVAL."""
     if parts is None:
         return None
     sent = -PARTS_INTERVAL

@@ -242,8 +242,7 @@ def _build(end: MigrationEnd) -> _Side:
 
 
 def _spec(end: MigrationEnd) -> CollectionSpec:
-    """The collection ``end``'s tool opens: its embedder described (model id, dimension; the model is not
-    loaded where the registration describes it) and its database's metric and algorithm."""
+    """The collection ``end``'s tool opens: its embedder described, its database's metric and algorithm."""
     embedder = end.embedder
     return CollectionSpec(
         name=end.name,

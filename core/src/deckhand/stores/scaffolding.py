@@ -38,8 +38,7 @@ class OpenCollection(StoreBase):
         return self._spec
 
     def _query_vector(self, vector: Vector, *, hint: str = "") -> npt.NDArray[np.float32]:
-        """The query ``vector`` as float32, once the collection is open; a size other than the collection's
-        raises :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`QUERY_MODEL_HINT`)."""
+        """The query ``vector`` as float32, once open; another size raises DimensionMismatchError (with ``hint``)."""
         spec = self.spec
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.size != spec.dimension:

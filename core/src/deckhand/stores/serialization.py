@@ -29,8 +29,7 @@ def spec_to_dict(spec: CollectionSpec) -> dict[str, Any]:
 
 
 def spec_from_json(raw: str) -> CollectionSpec:
-    """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others are ignored;
-    ``dimension`` may be written as text)."""
+    """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others ignored)."""
     return spec_from_dict(json.loads(raw))
 
 

@@ -133,8 +133,7 @@ COMPLETE_MARK = "ingest/complete"
 
 
 def mark_complete(store: StoreBase, started: float | None = None) -> None:
-    """Record that the store's records are those of a complete ingestion started at ``started`` (seconds since the
-    epoch; None: unknown), so a later open need not walk the source."""
+    """Record that the store's records are those of a complete ingestion started at ``started`` (epoch seconds)."""
     side = side_index_storage(store)
     if side is not None:
         data = struct.pack("<d", started) if started is not None else b""
