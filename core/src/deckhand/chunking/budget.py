@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-#: Characters a chunk may hold per token of its budget (English prose is about 4 to 5 per token, code
-#: with its indentation 4 to 10): only a stretch of whitespace or of one unbroken "word" reaches it.
+#: Characters a chunk may hold per token of its budget (prose has 4 to 5 per token, indented code 4 to 10).
 CHARS_PER_TOKEN = 16
 
 _NEWLINE = re.compile(r"\n")

@@ -77,8 +77,7 @@ class Definition:
 
 
 def is_definitions_heading(heading: str) -> bool:
-    """Whether a heading names a definitions section ("1. Definitions", "Glossary",
-    "Definitions and Interpretation", "Defined Terms"), not merely mentions one."""
+    """Whether a heading names a definitions section ("1. Definitions", "Glossary"), not merely mentions one."""
     from deckhand.chunking.headings import section_label
 
     text = heading.strip()
@@ -102,8 +101,7 @@ class _Unit:
     table_row: bool
     #: A pandoc definition-list entry ("Term" then ":   definition"): explicit, trusted anywhere.
     explicit: bool = False
-    #: An indented definition-list entry ("Term" then the definition indented under it),
-    #: written ``**Term**: definition``; ``terms`` are all the terms stacked above the definition.
+    #: An indented definition-list entry, written ``**Term**: definition`` (``terms``: all stacked above it).
     deflist: bool = False
     terms: tuple[str, ...] = ()
 

@@ -76,8 +76,7 @@ _ABBREVIATIONS = frozenset(
 
 @dataclass(frozen=True)
 class _Piece:
-    """A packable unit: a slice of the document, or a rewritten slice (re-fenced code, a table
-    piece with its header) when ``exact`` is False."""
+    """A packable unit: a slice of the document, or (``exact`` False) a rewritten one such as re-fenced code."""
 
     text: str
     start: int
@@ -408,8 +407,7 @@ class StructureChunker(ChunkerBase):
         numbered = [h for h in chain if h.section_id]
         in_definitions = any(is_definitions_heading(h.text) for h in chain)
         body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
-        # code and markup are not prose: "x" means … in a snippet or a directive's options defines
-        # nothing and refers to no section; an RST glossary's entries are definitions
+        # code and markup are not prose (they define nothing), but an RST glossary's entries are definitions
         prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", *_VERBATIM))
         markup = "rst" if is_rst else "markdown"
         definitions = extract_definitions(prose, in_definitions_section=in_definitions, markup=markup)

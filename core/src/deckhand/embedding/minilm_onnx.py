@@ -40,8 +40,7 @@ PRECISIONS = ("int8", "float")
 #: int8 takes ~1.8x less CPU at fp32's quality (docs/benchmarks.md); on a GPU the default is fp32 (onnxruntime
 #: has no CUDA kernels for the int8 operators).
 DEFAULT_PRECISION = "int8"
-#: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
-#: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
+#: What a precision is called in model ids (``int8-tok``: a scale per token; the earlier ``int8`` was per text).
 ID_LABELS = {"float": "float", "int8": "int8-tok"}
 #: Most texts per batched (GPU) call.
 GPU_BATCH_SIZE = 4096
@@ -54,8 +53,7 @@ GPU_TOKEN_BUDGET = 131_072
 
 @dataclass(frozen=True)
 class MiniLMSettings:
-    """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]`` (``int8`` or ``float``, ``window=N``,
-    ``pool`` or ``truncate``, the device; docs/embedders.md)."""
+    """What an ``embedding_model:`` value ``minilm[:OPTION,...]`` selects (the options: docs/embedders.md)."""
 
     precision: str | None = None
     window: int = WINDOW
@@ -102,8 +100,7 @@ DEFAULT_MODEL_ID = MiniLMSettings().model_id(DEFAULT_PRECISION)
 #: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
 SPAN_WINDOW = 1 << 16
 
-#: Where a text can be cut without changing its tokens: BERT splits words at whitespace and
-#: puts every CJK ideograph in a word of its own, and WordPiece never looks across words.
+#: Where a text can be cut without changing its tokens (BERT splits at whitespace and around CJK ideographs).
 _SAFE_CUT = re.compile(r"[ \t\n\r]|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 #: ASCII punctuation, which BERT's pre-tokenizer always splits off as a token of its own.
 _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
@@ -291,9 +288,8 @@ class MiniLMOnnxEmbedder(EmbedderBase):
         """Open the session on the graph ``graph_of`` gives for this embedder's device and precision."""
         from deckhand.embedding import minilm_graph
 
-        # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
-        # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does
-        # not depend on its neighbours. GPU: large masked batches.
+        # CPU: one text per call, texts in parallel (1.4x less CPU than masked batches, and a text's int8 vector
+        # does not depend on its neighbours). GPU: large masked batches.
         self._per_text = self.device == "cpu"
         graph = minilm_graph.GraphOptions(
             quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),

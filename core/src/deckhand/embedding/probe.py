@@ -16,8 +16,7 @@ KEPT = "the index was not rebuilt (it is kept as it was and still answers search
 
 
 def probe(embedder: EmbedderBase, tool: str) -> None:
-    """Embed :data:`PROBE_TEXT` with ``embedder``'s model and check it gives one finite vector of
-    ``embedder.dimension`` values; raises one line naming tool ``tool`` otherwise."""
+    """Check ``embedder``'s model gives one finite vector of its dimension, else raise one line naming ``tool``."""
     model = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
     try:
         vectors = np.asarray(model.embed([PROBE_TEXT]))

@@ -33,8 +33,7 @@ AGENT_TYPE = "agent"
 TEXT_KEY = "agent_text"
 #: The metadata key of the document's title (every chunk).
 TITLE_KEY = "title"
-#: Metadata keys deckhand sets itself, refused in an agent's fields so none can pass for provenance (``Symbol:
-#: FORGED``).
+#: Metadata keys deckhand sets itself, refused in an agent's fields so none can pass for provenance.
 RESERVED_KEYS = DERIVED_METADATA_KEYS | frozenset(SearchResult.model_fields) | {PATH_KEY, TYPE_KEY, TEXT_KEY, TITLE_KEY}
 #: What a document id may be, as a whole (``fullmatch``: ``$`` would match before a final newline).
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

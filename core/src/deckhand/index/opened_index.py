@@ -88,9 +88,8 @@ class IndexOpened(IngestReport):
 
 
 class Index:
-    """The collection of the tool ``config`` describes, opened by :meth:`open`, filled by :meth:`ingest`; once
-    opened, its store, embedder, query engine and side indexes' keeper are public. ``owner`` names the tool in
-    errors."""
+    """The collection of the tool ``config`` describes, opened by :meth:`open`, filled by :meth:`ingest`; ``owner``
+    names the tool in errors."""
 
     def __init__(
         self,
@@ -133,8 +132,7 @@ class Index:
     def open(
         self, force_ingest: bool, *, verify: bool = False, before: Callable[[CachedEmbedder], None] = lambda e: None
     ) -> tuple[StoreBase, CachedEmbedder, StoreBase | None]:
-        """The collection opened (or re-opened) for the configured embedder, reusing the store if any; ``verify``
-        checks the file's integrity first, ``before`` is given each embedder before the collection is opened."""
+        """The collection opened for the configured embedder (``before`` given each), integrity first if ``verify``."""
         if force_ingest:
             self._former_default = None  # a rebuild is made with the configured (or current default) model
         model = self.config.embedding_model or self._former_default
@@ -484,8 +482,8 @@ class Index:
         return self.store
 
     def search(self, query: str, settings: SearchSettings, where: Filter | None = None) -> Ranking:
-        """The best records for ``query`` that pass ``where`` (compiled by :meth:`filter_for`), and what the pass
-        saw (:class:`~deckhand.retrieval.engine.Ranking`); another process's ingest is picked up first."""
+        """The best records for ``query`` passing ``where`` (:meth:`filter_for`), and what the pass saw."""
+
         store = self.ready(query)
         fresh = self.keeper.current(store) if self.keeper is not None else None
         if fresh is not None:

@@ -17,14 +17,11 @@ from deckhand.types import Chunk, FileState, IngestReport, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Most chunks embedded together; bounds memory while keeping the model's batches full. A file
-#: with more chunks is embedded in several groups (its records are stored together at the end).
+#: Most chunks embedded together: bounds memory while keeping the model's batches full.
 EMBED_GROUP = 2048
-#: Fewest chunks embedded together, and the first group of a big ingest: its embedding time
-#: gives the rate of the estimate.
+#: Fewest chunks embedded together, and the first group of a big ingest (its time gives the estimate's rate).
 CALIBRATION_GROUP = 64
-#: After the first group, a group holds about this many seconds of embedding at the measured rate,
-#: so progress is reported that often even with a slow model (2,048 chunks take half an hour at 1/s).
+#: After the first group, a group holds about this many seconds of embedding, so progress is reported that often.
 GROUP_SECONDS = 30.0
 
 

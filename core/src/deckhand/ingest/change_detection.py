@@ -32,8 +32,8 @@ def changed_states(
     max_file_size: int | None,
     report: IngestReport,
 ) -> dict[str, FileState]:
-    """The new manifest state of each of ``files`` that must be (re)ingested, by display path, in order; one
-    whose size, mtime and model match its entry is unchanged on one ``stat``."""
+    """The new manifest state of each of ``files`` that must be (re)ingested, by display path, in order."""
+
     states: dict[str, FileState] = {}
     model = embedder.model_id
     limit = max_file_size if max_file_size is not None else float("inf")

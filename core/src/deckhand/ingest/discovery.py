@@ -17,8 +17,7 @@ from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
 from deckhand.types import Skipped
 
-#: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
-#: result can carry such a name, and an escaped stand-in could collide with a real file's name).
+#: Why a name that is not valid UTF-8 is left out (nothing can carry it; an escaped stand-in could collide).
 NOT_UTF8 = "its name is not valid UTF-8; rename it to ingest it"
 
 log = logging.getLogger("deckhand.ingest")
@@ -43,8 +42,7 @@ class SourceFile:
 
 @dataclass
 class Discovery:
-    """What a walk found: the files to ingest, those left out on purpose (``skipped``: unsupported,
-    excluded, links) and the places that could not be read (``failed``)."""
+    """What a walk found: the files to ingest, those left out on purpose (``skipped``) and unreadable (``failed``)."""
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)

@@ -57,8 +57,7 @@ class GitIgnore:
         return self.folder("/".join(parts[:-1])).ignores(parts[-1], directory=directory)
 
     def folder(self, relative: str) -> FolderRules:
-        """The rules that decide for the entries of the folder at ``relative`` (posix, relative to :attr:`top`;
-        "" for the top): a walk looks them up once per folder, then asks for each entry by name."""
+        """The rules deciding for the entries of the folder at ``relative`` (posix, from :attr:`top`; "": the top)."""
         parts = relative.split("/") if relative else []
         specs: list[tuple[Rules, str]] = []
         for depth in range(len(parts) + 1):  # the top's .gitignore first, the deepest last (it wins)
@@ -97,8 +96,7 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 class Rules:
-    """One ignore file's patterns, and one regex telling whether any matches a path at all (most match none;
-    pathspec decides the others)."""
+    """One ignore file's patterns, with one regex telling whether any matches a path at all (most match none)."""
 
     def __init__(self, spec: pathspec.GitIgnoreSpec) -> None:
         self.spec = spec

@@ -51,8 +51,7 @@ class LoaderSet:
         return self.load_with_metadata(path).text
 
     def load_with_metadata(self, path: Path) -> LoadedText:
-        """The file's text and the metadata its loader attached; while it loads, :func:`current_loaders` is this
-        set (a loader of containers hands parts to their types' loaders through it)."""
+        """The file's text and its loader's metadata; meanwhile :func:`current_loaders` is this set (for containers)."""
         token = _current.set(self)
         try:
             with loading_with(self.settings):

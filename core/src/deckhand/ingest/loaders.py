@@ -163,8 +163,7 @@ class TextLoader(LoaderBase):
 
 
 class TableLoader(LoaderBase):
-    """CSV as a markdown table and JSON as a fenced code block, the way markitdown renders them,
-    without importing markitdown (whose import alone takes seconds)."""
+    """CSV as a markdown table and JSON as a fenced code block, as markitdown renders them, without its slow import."""
 
     extensions = frozenset({".csv", ".json"})
     priority = 0

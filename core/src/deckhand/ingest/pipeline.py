@@ -40,8 +40,7 @@ __all__ = [
 
 log = logging.getLogger("deckhand.ingest")
 
-#: The source names of documents an agent added (:mod:`deckhand.index.agent_documents`, which the tools layer
-#: holds above this one): an ingest leaves them alone.
+#: The source names of documents an agent added (:mod:`deckhand.index.agent_documents`): an ingest leaves them alone.
 AGENT_SOURCE_PREFIX = "deckhand-agent://"
 
 #: The default ``max_file_size`` (the tool configuration's default too).

@@ -53,8 +53,7 @@ def chunk_parts(
 
 
 def with_places(text: str, places: Sequence[tuple[int, dict[str, Any]]], chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-    """``chunks``, each with the fields of the place of ``places`` its first visible character is in (none without a
-    ``start_char`` or before the first place); the chunker's own metadata wins."""
+    """``chunks``, each with the fields of the place its first visible character is in (its own metadata wins)."""
     if not places:
         yield from chunks
         return

@@ -38,8 +38,7 @@ from deckhand.types import Chunk, Document, FileState, IngestReport
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Read-ahead hand-overs queued between the reader thread and the embedder (each holds up to
-#: :data:`READ_BATCH` chunks), so conversion and chunking run at most this far ahead.
+#: Read-ahead hand-overs (each up to :data:`READ_BATCH` chunks) queued between the reader thread and the embedder.
 READ_AHEAD = 64
 #: Most chunks in one hand-over from the reader thread.
 READ_BATCH = 32

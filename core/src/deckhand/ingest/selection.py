@@ -9,10 +9,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-#: Folders no one wants indexed: version control, dependencies, caches, build output, virtual
-#: environments and Sphinx's copied static assets. ``default_excludes: false`` drops them. ``build/``
-#: and ``dist/`` only at the top of the source, where a project's build writes them: deeper, a folder
-#: so named is as likely a manual's chapter (``docs/guides/build/``).
+#: Folders no one wants indexed (``default_excludes: false`` drops them); ``build/`` and ``dist/`` only at the top,
+#: since deeper a folder so named is as likely a manual's chapter (``docs/guides/build/``).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/",
     "node_modules/",

@@ -97,8 +97,7 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def context_step(generator: ContextGeneratorBase, name: str) -> Prepare:
-    """The step that prepends each chunk's context (from ``generator``, named ``name`` in errors) to what is
-    embedded, keeping the context in the chunk's metadata (``context``)."""
+    """The step that prepends each chunk's context (from ``generator``) to what is embedded and to its metadata."""
 
     def prepare(document: Document, chunks: list[Chunk]) -> list[Chunk]:
         if not chunks:

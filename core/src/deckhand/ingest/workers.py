@@ -35,8 +35,7 @@ WORKERS_ENV = "DECKHAND_CHUNK_WORKERS"
 #: Files larger than this stay on the reader thread, streamed (a worker would hold them whole).
 
 LARGE_FILE = 8_000_000
-#: The automatic choice uses workers only when the files a worker may take add up to this many
-#: bytes (below it chunking takes seconds and starting the workers would cost as much).
+#: The automatic choice uses workers only for at least this many bytes of files (below, starting them costs more).
 AUTO_MIN_BYTES = 8_000_000
 #: Most workers the automatic choice starts; two cores are left to the embedder and the caller.
 AUTO_MAX_WORKERS = 8
@@ -140,8 +139,7 @@ def cut(
     path: Path,
     places: Sequence[tuple[int, dict[str, Any]]] = (),
 ) -> list[Chunk]:
-    """``document``'s chunks (whole, not streamed), carrying its fields, the fields of the place each starts in
-    (:mod:`deckhand.ingest.places`) and, for a verbatim text, their first line."""
+    """``document``'s chunks (not streamed) with its fields, their place's fields and, for verbatim text, lines."""
     pieces = chunk_parts(chunker.chunk, document, places)
     chunks = list(with_places(document.text, places, (with_fields(c, document.metadata) for c in pieces)))
     if loaders.verbatim(path):
@@ -236,8 +234,7 @@ def ensure_worker(payload: bytes, level: int) -> None:
 
 
 def pickled_components(loaders: Loads, chunker: ChunkerBase) -> bytes:
-    """The loaders and chunker as worker processes receive them (a ``PicklingError`` or other error when
-    one of them cannot go: a lambda, a local class, a live connection)."""
+    """The loaders and chunker as worker processes receive them (raising when one of them cannot be pickled)."""
     return pickle.dumps((loaders, chunker))
 
 

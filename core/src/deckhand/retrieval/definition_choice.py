@@ -14,8 +14,7 @@ from deckhand.retrieval.definition_lookup import DefinitionIndex
 
 #: Redirects followed from one definition (``a``: see ``b``; ``b``: see ``c``) before giving up.
 MAX_HOPS = 3
-#: Link targets in a result's text: Markdown ``](target)``, RST ```text <target>`_``, ``:doc:`target```,
-#: ``{doc}`target``` (a title before ``<`` is allowed in the last two).
+#: Link targets in a result's text: Markdown ``](target)``, RST ```text <target>`_``, ``:doc:``, ``{doc}``.
 _LINK_TARGET = re.compile(
     r"\]\(([^()\s#]{1,300})|<([^<>\s`#]{1,300})>`_|(?:\{doc\}|:doc:)`(?:[^`<\n]{0,200}<)?([^`<>\n#]{1,300})>?`"
 )
@@ -33,8 +32,7 @@ def _stem(path: str) -> str:
 
 
 def linked_documents(content: str, source: str) -> set[str]:
-    """The documents ``content`` (of the file ``source``) links to, as paths without extensions resolved
-    against ``source``'s folder (a web link names no indexed document and is left out)."""
+    """The documents ``content`` (of ``source``) links to, as extensionless paths resolved against its folder."""
     folder = posixpath.dirname(_path(source))
     found: set[str] = set()
     for match in _LINK_TARGET.finditer(content):

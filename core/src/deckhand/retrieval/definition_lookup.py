@@ -70,8 +70,7 @@ class DefinitionIndex:
         return next((d for d in entries if allow is None or allow(d)), None)
 
     def every(self, term: str, limit: int) -> list[Definition]:
-        """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``: a name
-        several files define (four ``parse_args`` in one repository, one term in two glossaries)."""
+        """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``."""
         return list((self._by_term.get(term_key(term)) or [])[: max(limit, 0)])
 
     def terms(self) -> list[str]:

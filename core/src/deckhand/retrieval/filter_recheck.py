@@ -13,8 +13,7 @@ JUDGE_BATCH = 256
 
 
 class FilterRecheck:
-    """Which record ids pass a filter, judged once per id on their stored metadata, read in batches into
-    ``records`` (the query's record cache)."""
+    """Which record ids pass a filter, judged once per id on stored metadata read in batches into ``records``."""
 
     def __init__(self, store: StoreBase, where: Filter | None, records: dict[str, Record]) -> None:
         self.store = store

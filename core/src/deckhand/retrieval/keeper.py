@@ -28,8 +28,7 @@ class IndexKeeper:
     def __init__(self, keyword_index: KeywordFactory, *, name: str = "") -> None:
         self.keyword_index = keyword_index
         self.name = name
-        #: The keyword strategy in use (with :class:`~deckhand.bases.KeywordIndexBase`'s members) and the store
-        #: it was built for.
+        #: The keyword strategy in use and the store it was built for.
         self.keyword: KeywordIndexBase | None = None
         self.keyword_strategy: str | None = None
         self.store: StoreBase | None = None

@@ -16,15 +16,13 @@ QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 #: Score of a direct section or defined-term match (phrase matches score by coverage).
 DIRECT = 1.0
-#: A word of a query shaped like a name in code, not like a word: ``parse_args``, ``shapes.area``,
-#: ``CliRunner``, ``getValue``, ``HTTPTransport`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
+#: A word of a query shaped like a name in code: ``parse_args``, ``shapes.area``, ``CliRunner``, ``HTTPTransport``.
 IDENTIFIER = re.compile(
     r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)"
 )
 #: Most identifiers of one query looked up as defined terms.
 MAX_IDENTIFIERS = 8
-#: An identifier held by at most this many chunks anchors them (more: it is a common word of the source, and
-#: the keyword ranking's IDF weighs it instead).
+#: An identifier held by at most this many chunks anchors them (more: a common word, left to the keyword IDF).
 RARE = 10
 #: Most words of one query tried as anchors.
 MAX_ANCHORS = 8
@@ -35,8 +33,7 @@ _VERSION = re.compile(r"\d+(?:\.\d+){2,}")
 
 
 def identifier_shaped(word: str) -> bool:
-    """Whether ``word`` (one word of a query) looks like an identifier, not prose: a compound, ``#1234``, CamelCase,
-    letters mixed with digits, a version ``1.4.2``."""
+    """Whether ``word`` (of a query) looks like an identifier: a compound, ``#1234``, CamelCase, letters and digits."""
     if COMPOUND.fullmatch(word):
         if word.startswith("#") or _VERSION.fullmatch(word):
             return True
@@ -64,8 +61,7 @@ def _bounded(phrase: str, text: str) -> bool:
 
 
 def identifiers(query: str) -> list[str]:
-    """The words of ``query`` shaped like names in code, each looked up as a defined term (at most
-    :data:`MAX_IDENTIFIERS`, none when the query is one already)."""
+    """The words of ``query`` shaped like names in code, to look up as defined terms (none if it is one already)."""
     found = [m.group(0).strip(".") for m in IDENTIFIER.finditer(query[:2000])]
     return [] if found == [query] else list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
 
@@ -100,8 +96,7 @@ class PhraseTexts(Protocol):
         ...
 
     def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, build position, record id)`` of the texts containing at least one of ``phrases``
-        (at most ``limit`` of them), in build order."""
+        """``(phrases found, position, record id)`` of at most ``limit`` texts holding any of ``phrases``, in order."""
         ...
 
 
@@ -113,8 +108,7 @@ class InMemoryTexts(dict[str, str]):
         return {i for i in record_ids if i in self}
 
     def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order (all
-        of them: ``limit`` is for texts that are not in memory)."""
+        """``(phrases found, position, record id)`` of every text holding any of ``phrases``, in order."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
             found = sum(1 for p in phrases if p in text and _bounded(p, text))
@@ -129,8 +123,7 @@ class Anchors:
 
     #: Record id → how many of the query's anchoring identifiers and phrases it holds.
     held: dict[str, int]
-    #: Whether they rank first: the query is nothing but identifiers and quoted phrases (or one word), or it
-    #: quotes a phrase.
+    #: Whether they rank first: the query is only identifiers and quoted phrases (or one word), or quotes a phrase.
     first: bool
 
     def __bool__(self) -> bool:

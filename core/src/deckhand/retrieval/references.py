@@ -13,8 +13,7 @@ from deckhand.types import Record
 
 
 def section_ids_of(record: Record) -> list[str]:
-    """The section ids ``record`` belongs to: ``section_ids`` (its heading chain's, outermost first), else its
-    ``section_id``; each once."""
+    """The section ids ``record`` belongs to (``section_ids``, outermost first, else ``section_id``), each once."""
     ids = record.metadata.get("section_ids")
     if not ids:
         own = record.metadata.get("section_id")
@@ -49,8 +48,7 @@ class ReferenceResolver:
     def __init__(self) -> None:
         # section id → source → [(chunk index, record id)]
         self._by_id: dict[str, dict[str, list[tuple[int, str]]]] = {}
-        #: Where section ``ident`` starts (in ``source`` when it has it): read from the table, or asked of a
-        #: kept table that answers without reading every chunk (:meth:`over`).
+        #: Where section ``ident`` starts (in ``source`` when it has it), from the table or a kept one.
         self._first_chunk: Callable[[str, str | None], str | None] = lambda i, s: _first_chunk_in(self._by_id, i, s)
         self._lock = threading.Lock()
 
@@ -102,8 +100,7 @@ class ReferenceResolver:
         return []
 
     def first(self, ref: str, *, source: str | None = None) -> str | None:
-        """The first record id :meth:`resolve` would return, without listing the rest (a section id every
-        document has names hundreds of thousands of chunks)."""
+        """The first record id :meth:`resolve` would return, without listing the rest."""
         ident = self._normalise(ref)
         if ident is None:
             return None

@@ -36,8 +36,7 @@ def diversify(items: Sequence[T], source: Callable[[T], str], per_source: int | 
 
 
 def relative_cutoff(items: Sequence[T], score: Callable[[T], float], fraction: float | None) -> list[T]:
-    """The leading items scoring at least ``fraction`` of the first item's score (items best first);
-    unchanged when ``fraction`` is None or 0, or the best score is not positive."""
+    """The leading items (best first) scoring at least ``fraction`` (if set) of the first's score, if positive."""
     if not fraction or not items:
         return list(items)
     best = score(items[0])

@@ -47,8 +47,7 @@ _TANTIVY_K1 = 1.2
 _TANTIVY_B = 0.75
 #: Hits read per one wanted when their scores are computed again with other k1 and b (tantivy ranks them).
 _RESCORE_OVERREAD = 2
-#: A query term in at most this many documents per hit is read from the whole index when rescoring (cheaper than a
-#: filter of the hits).
+#: A query term in at most this many documents per hit is read from the whole index when rescoring.
 _UNRESTRICTED = 4
 #: The analyzers registered on every opened index (tantivy does not persist custom tokenizers).
 _TERMS_TOKENIZER = "deckhand_terms"
@@ -92,8 +91,7 @@ class TantivyOptions(BaseModel):
 
 
 def _analyzer(word: str | None = None) -> tantivy.TextAnalyzer:
-    """Words of the pattern ``word``, lower-cased (``path`` and ``content``); None: terms already analysed in
-    Python, separated by spaces (``body`` and ``heading``)."""
+    """Words of the pattern ``word``, lower-cased; None: terms already analysed in Python, separated by spaces."""
     import tantivy
 
     if word is None:
@@ -132,11 +130,6 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
-def body_text(record: Record) -> str:
-    """The ``body`` field: what the bm25 strategy indexes (:func:`deckhand.retrieval.side_indexes.indexed_text`)."""
-    return indexed_text(record)
-
-
 def ident_terms(text: str, *, query: bool = False) -> list[str]:
     """The terms the identifiers in ``text`` add to its words, as the builtin BM25 analyses them; for a ``query``
     only each identifier's whole."""
@@ -156,8 +149,7 @@ def heading_text(record: Record) -> str:
 
 
 class TantivyIndex(KeywordIndexBase):
-    """A tantivy index over a collection's records: a keyword strategy that reads records itself, filters its
-    searches and runs beside the dense search."""
+    """A tantivy index over a collection's records: a keyword strategy that reads records and filters searches."""
 
     reads_records = True
     runs_beside = True
@@ -311,8 +303,7 @@ class TantivyIndex(KeywordIndexBase):
         deleted: Sequence[int] | None,
         position: tuple[int, int] | None,
     ) -> None:
-        """Delete the rows ``deleted`` (None: every document), add ``docs``, commit once, write the ``position``
-        reached, and let the writer finish its merges (which releases its lock)."""
+        """Delete the rows ``deleted`` (None: all), add ``docs``, commit once, write ``position``, finish merges."""
         try:
             if deleted is None:
                 writer.delete_all_documents()
@@ -475,8 +466,7 @@ class TantivyIndex(KeywordIndexBase):
         return tantivy.Query.const_score_query(tantivy.Query.boolean_query(clauses), 0.0)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        """Best ``k`` of the records ``where`` allows, as :meth:`search` ranks them; None for an index in memory
-        (its documents carry no store rows: the caller checks the records instead)."""
+        """Best ``k`` of the records ``where`` allows; None for an index in memory (its documents carry no rows)."""
         import tantivy
 
         index, schema, built = self._index, self._schema, self._query(query)
@@ -614,8 +604,7 @@ def _damage(path: Path) -> str | None:
 
 
 def _set_aside_if_damaged(path: Path) -> None:
-    """Move a damaged index directory (or the link or file in its place, not followed) aside as
-    ``<name>.damaged-<when>``, with one warning line, so the index is rebuilt from the records."""
+    """Move a damaged index directory (or what is in its place) aside as ``<name>.damaged-<when>``, with a warning."""
     try:
         reason = _damage(path)
     except OSError as exc:
@@ -645,8 +634,7 @@ def _saved(path: Path) -> dict[str, Any] | None:
 
 
 def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
-    """A writer of ``index``: one thread per core for a ``full`` rebuild, else one (raises ValueError while
-    another process holds the index's writer lock)."""
+    """A writer of ``index``, multi-threaded for a ``full`` rebuild (ValueError while another process writes)."""
     threads = _BUILD_THREADS if full else 1
     return index.writer(_WRITER_HEAP * threads, threads)
 
@@ -664,8 +652,7 @@ def _plain(record_id: str, text: str) -> tantivy.Document:
 
 
 def _document(record: Record, row: int | None) -> tantivy.Document:
-    """``record``'s document, built in one call: the keyword fields and the look-up fields (terms and section ids
-    untokenised, its source, and its location and definitions stored in ``place``)."""
+    """``record``'s document, built in one call: the keyword fields and the look-up fields."""
     import tantivy
 
     meta = record.metadata
@@ -676,7 +663,7 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
-    terms = _ANALYZER.terms(body_text(record))
+    terms = _ANALYZER.terms(indexed_text(record))
     return tantivy.Document(
         id=record.id,
         body=" ".join(terms),

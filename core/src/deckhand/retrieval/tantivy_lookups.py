@@ -97,8 +97,7 @@ class Definitions(_Keyed[list[Definition]]):
 
 
 class Sections(_Keyed[dict[str, list[tuple[int, str]]]], KeptSections):
-    """Section id → source → ``(chunk index, record id)`` of its chunks; whether a section is known, and where it
-    starts, are answered without reading every chunk of it."""
+    """Section id → source → ``(chunk index, record id)`` of its chunks, read per key."""
 
     def __init__(self, keyword: TantivyIndex) -> None:
         super().__init__(keyword, "section")

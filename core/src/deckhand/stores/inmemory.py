@@ -19,11 +19,7 @@ _INITIAL_CAPACITY = 1024
 
 
 class InMemoryStore(OpenCollection):
-    """A volatile collection: records, their vectors and the ingestion manifest.
-
-    Each instance is its own collection (another starts empty); one lock makes it thread-safe, and filters
-    apply with their reference meaning.
-    """
+    """A volatile, thread-safe collection: records, vectors and manifest; each instance is its own collection."""
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.FILTERS})
 

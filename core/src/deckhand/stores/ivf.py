@@ -31,8 +31,7 @@ def _nearest(block: FloatArray, centroids: FloatArray, half_squares: FloatArray 
 
 
 def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False, rounds: int = ROUNDS) -> FloatArray:
-    """k-means centroids of ``sample`` (float32 rows), empty clusters re-seeded; rows are assigned as :func:`probe`
-    ranks the lists, so a query scans the lists its neighbours were put in."""
+    """k-means centroids of ``sample`` (float32 rows), rows assigned as :func:`probe` ranks lists (none left empty)."""
     rng = np.random.default_rng(seed)
     lists = max(1, min(lists, sample.shape[0]))
     centroids = np.array(sample[rng.choice(sample.shape[0], lists, replace=False)], dtype=np.float32)
@@ -47,8 +46,8 @@ def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False,
         if empty.any():
             centroids[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
         if not euclidean:
-            # spherical k-means: by inner product a long centroid wins every row near it, and lists
-            # grow lopsided (a few hold most rows, and a query probing one reads them all)
+            # spherical k-means: by inner product a long centroid wins every row near it (lopsided lists)
+
             norms = np.linalg.norm(centroids, axis=1, keepdims=True)
             centroids /= np.where(norms == 0, 1.0, norms)
     return centroids

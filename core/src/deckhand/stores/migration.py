@@ -273,8 +273,7 @@ def _open_source(src: _Side, source: MigrationEnd) -> CollectionSpec:
 
 
 def _open_target(dst: _Side, target: MigrationEnd, spec: CollectionSpec, *, replace: bool) -> bool:
-    """Open (create) the target collection, True if ``replace`` dropped an existing one; one built for another
-    model, dimension, metric or algorithm is refused without ``replace``."""
+    """Open (create) the target collection; True if ``replace`` dropped one (another model or layout is refused)."""
     previous = _open(dst, target, spec)
     if previous is None:
         return False

@@ -141,8 +141,7 @@ def mark_complete(store: StoreBase, started: float | None = None) -> None:
 
 
 def ingest_started(store: StoreBase) -> float | None:
-    """When the complete ingestion the store's records come from started (:func:`mark_complete`); None when the
-    store cannot say (no side indexes, an ingestion that did not finish, or one marked before this was kept)."""
+    """When the complete ingestion the store's records come from started (:func:`mark_complete`); None: unknown."""
     side = side_index_storage(store)
     found = side.load_side_index(COMPLETE_MARK) if side is not None else None
     if found is None or len(found[1]) != 8:
