@@ -204,7 +204,6 @@ def build_reranker(config: SourceToolConfig, registry: PluginRegistry, base_dir:
 
 def loader_set(config: SourceToolConfig, registry: PluginRegistry, base_dir: Path) -> LoaderSet:
     """The loaders a tool reads its files with (deckhand's own and the plugins' it opted in to), with its settings."""
-
     settings = LoaderSettings(ocr=config.ocr, cache_dir=None if cache_disabled() else state_dir(base_dir) / "cache")
     return LoaderSet.from_registry(registry, config.loader_components(registry), settings)
 

@@ -483,7 +483,6 @@ class Index:
 
     def search(self, query: str, settings: SearchSettings, where: Filter | None = None) -> Ranking:
         """The best records for ``query`` passing ``where`` (:meth:`filter_for`), and what the pass saw."""
-
         store = self.ready(query)
         fresh = self.keeper.current(store) if self.keeper is not None else None
         if fresh is not None:

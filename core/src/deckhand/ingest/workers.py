@@ -33,7 +33,6 @@ log = logging.getLogger("deckhand.ingest")
 #: The setting: how many worker processes load and chunk files (0: the reader thread does).
 WORKERS_ENV = "DECKHAND_CHUNK_WORKERS"
 #: Files larger than this stay on the reader thread, streamed (a worker would hold them whole).
-
 LARGE_FILE = 8_000_000
 #: The automatic choice uses workers only for at least this many bytes of files (below, starting them costs more).
 AUTO_MIN_BYTES = 8_000_000
@@ -225,7 +224,7 @@ def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
 
 
 def ensure_worker(payload: bytes, level: int) -> None:
-    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless it is."""
+    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless done already."""
     global _payload_digest
     digest = hashlib.sha256(payload).digest()
     if digest != _payload_digest or _worker is None:

@@ -47,7 +47,6 @@ def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False,
             centroids[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
         if not euclidean:
             # spherical k-means: by inner product a long centroid wins every row near it (lopsided lists)
-
             norms = np.linalg.norm(centroids, axis=1, keepdims=True)
             centroids /= np.where(norms == 0, 1.0, norms)
     return centroids
