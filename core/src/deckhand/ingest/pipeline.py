@@ -1,5 +1,5 @@
 """The ingestion pipeline, discover → load → chunk → embed → store, incrementally: a file is redone only when its
-size or mtime and its hash changed, and its chunks replace the old ones in one atomic store call."""
+size or mtime changed and its hash differs, and its chunks replace the old ones in one atomic store call."""
 
 from __future__ import annotations
 

@@ -341,7 +341,7 @@ class ChunkPool:
             log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
             return None
         level = log_level()
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context("spawn")  # never fork: the ingesting process has threads
         parts = _PartsReader(context.SimpleQueue(), told) if told is not None else None
         executor = ProcessPoolExecutor(
             workers,

@@ -31,7 +31,7 @@ def _nearest(block: FloatArray, centroids: FloatArray, half_squares: FloatArray 
 
 
 def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False, rounds: int = ROUNDS) -> FloatArray:
-    """k-means centroids of ``sample`` (float32 rows), rows assigned as :func:`probe` ranks lists (none left empty)."""
+    """k-means centroids of ``sample`` (empty clusters re-seeded), each row assigned as :func:`probe` ranks lists."""
     rng = np.random.default_rng(seed)
     lists = max(1, min(lists, sample.shape[0]))
     centroids = np.array(sample[rng.choice(sample.shape[0], lists, replace=False)], dtype=np.float32)

@@ -90,7 +90,7 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     def from_config(
         cls, config: Any, collection: str = "default", options: OptionsT | None = None, *, base_dir: Path | None = None
     ) -> Self:
-        """The registered factory; ``options`` default to ``config.options`` parsed, ``base_dir`` is unused."""
+        """The registered factory; ``options`` parsed from ``config.options`` when not given, ``base_dir`` unused."""
         if not config.connection_string:
             raise StoreError(
                 f"database.connection_string is required for provider {cls.provider!r} (e.g. {cls.url_example})"
