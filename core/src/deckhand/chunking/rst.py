@@ -49,9 +49,8 @@ RST_SUFFIXES = (".rst", ".rest", ".rst.txt")
 
 @dataclass(frozen=True)
 class Region:
-    """Lines ``first``..``last`` (inclusive) that form one markup unit of ``kind`` ``code``, ``table``, ``glossary``,
-    ``markup`` (targets, substitutions, comments: not content) or ``directive``; ``header_last`` is the last line
-    of a directive's header, repeated in each piece of one cut for size (``-1``: none)."""
+    """Lines ``first``..``last`` (inclusive) forming one markup unit of ``kind`` (``code``, ``table``, ``glossary``,
+    ``markup``: not content, or ``directive``); ``header_last`` ends a directive's header (``-1``: none)."""
 
     kind: str
     first: int

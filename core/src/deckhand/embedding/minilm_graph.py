@@ -217,13 +217,11 @@ ROLES = ("qkv", "o", "ffn1", "ffn2")
 
 @dataclass(frozen=True)
 class GraphOptions:
-    """How the graph is put together (each choice measured: docs/benchmarks.md, "Embedder").
-
-    ``quantize``: the products computed as int8 x int8 (the rest fp32); ``unsigned``: uint8 weights, zero point
-    128 (U8U8 kernels cannot saturate without VNNI); ``attention``: ``fused`` or ``mha``; ``masked``: take
-    ``attention_mask`` (else rows must be equally long); ``norm``: ``skip`` or ``add``; ``gelu``: ``erf`` or
-    ``tanh``; ``per_token``: a scale per token from per-tensor kernels (error to fp32 ~2.7x lower, ~15 % slower).
-    """
+    """How the graph is put together (each choice measured: docs/benchmarks.md, "Embedder"): ``quantize``, the
+    products computed as int8 x int8; ``unsigned``, uint8 weights, zero point 128 (U8U8 kernels cannot saturate
+    without VNNI); ``attention``, ``fused`` or ``mha``; ``masked``, take ``attention_mask`` (else rows are equally
+    long); ``norm``, ``skip`` or ``add``; ``gelu``, ``erf`` or ``tanh``; ``per_token``, a scale per token from
+    per-tensor kernels (error to fp32 ~2.7x lower, ~15 % slower)."""
 
     quantize: frozenset[str] = frozenset(ROLES)
     unsigned: bool = False

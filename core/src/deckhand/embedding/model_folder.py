@@ -91,8 +91,7 @@ def read_small(path: Path, limit: int, what: str) -> bytes:
 
 
 def model_folder(value: str | Path, base_dir: Path | None = None, *, setting: str = "model") -> Path:
-    """The model folder ``value`` names (relative to ``base_dir``, else the working directory); a
-    one-line :class:`ConfigError` when it is missing, a link, or not a folder."""
+    """The model folder ``value`` names (relative to ``base_dir``); a ConfigError if missing, a link or a file."""
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path

@@ -1,7 +1,5 @@
-"""Passage windows (``passage_windows``): the best dense candidates rescored by their best-matching window of words.
-
-Weights and depth were chosen on doc_qa's tune questions (docs/benchmarks.md, "Passage windows and the other levers").
-"""
+"""Passage windows (``passage_windows``): the best dense candidates rescored by their best-matching window of words,
+weights and depth chosen on doc_qa's tune questions (docs/benchmarks.md, "Passage windows and the other levers")."""
 
 from __future__ import annotations
 
