@@ -1,9 +1,5 @@
-"""A section body → blocks: paragraphs, fenced code, tables and lists (and, in
-reStructuredText, the markup regions of :mod:`deckhand.chunking.rst`).
-
-Blocks are the units the chunker packs; each knows its sub-units (list items, table rows,
-code lines) so an oversized block can be cut only where cutting is harmless.
-"""
+"""A section body → blocks (paragraphs, fenced code, tables, lists, RST markup regions), each knowing the sub-units
+an oversized block may be cut between."""
 
 from __future__ import annotations
 
@@ -19,18 +15,14 @@ _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\
 
 @dataclass(frozen=True)
 class Block:
-    """A run of lines of one kind, with character offsets into the document.
-
-    ``parts`` are the spans an oversized block may be cut between: list items, table rows
-    (after the header), code lines (blank lines marked in ``breaks``).
-    """
+    """A run of lines of one kind, with character offsets into the document; ``parts`` are the spans an oversized
+    block may be cut between (list items, table rows, code lines; blank lines in ``breaks``)."""
 
     kind: str  # "paragraph", "code", "table", "list"; RST also "directive", "glossary"
     start: int
     end: int
     parts: list[tuple[int, int]] = field(default_factory=list)
-    #: For tables: the span of the header row and its separator; for RST directives: the ``..`` line
-    #: and its options. Repeated in each piece of a block cut for size.
+    #: A table's header row and separator, or a directive's header: repeated in each piece of a block cut for size.
     header: tuple[int, int] | None = None
     #: For code: the opening and closing fence lines' spans.
     fences: tuple[tuple[int, int], tuple[int, int] | None] | None = None
@@ -41,10 +33,7 @@ def _is_table_line(line: Line) -> bool:
 
 
 def split_blocks(lines: list[Line], in_code: list[bool], marks: list[Region | None] | None = None) -> list[Block]:
-    """Blocks of the given body lines (``in_code`` and the RST regions ``marks`` aligned with ``lines``).
-
-    A region becomes one block of its kind; its lines must also be marked in ``in_code``.
-    """
+    """Blocks of the given body lines (``in_code`` and the RST regions ``marks`` aligned with ``lines``)."""
     blocks: list[Block] = []
     i = 0
     n = len(lines)

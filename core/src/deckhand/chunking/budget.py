@@ -1,18 +1,12 @@
-"""What every chunker holds a chunk to besides its token budget: a hard cap on characters.
-
-A token budget alone does not bound a chunk: whitespace is no token (2,000-deep indentation gives
-a 512-token chunk of 138,000 characters) and a run of letters with no space or punctuation is one
-``[UNK]`` token however long it is. So a chunk's text is also at most :func:`char_cap` characters,
-and :func:`char_cuts` cuts a longer stretch at lines, then spaces, then anywhere.
-"""
+"""A hard cap on a chunk's characters besides its token budget, which alone bounds nothing: whitespace is no token,
+and an unbroken run of letters is one ``[UNK]`` however long."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
-#: Characters a chunk may hold per token of its budget (English prose is about 4 to 5 per token, code
-#: with its indentation 4 to 10): only a stretch of whitespace or of one unbroken "word" reaches it.
+#: Characters a chunk may hold per token of its budget (prose has 4 to 5 per token, indented code 4 to 10).
 CHARS_PER_TOKEN = 16
 
 _NEWLINE = re.compile(r"\n")
@@ -26,9 +20,8 @@ def char_cap(tokens: int) -> int:
 
 
 def char_cuts(text: str, start: int, end: int, cap: int) -> Iterator[tuple[int, int]]:
-    """``start``..``end`` of ``text`` as consecutive spans of at most ``cap`` characters, covering it all:
-    each cut after the last newline of the span's second half, else after its last whitespace, else
-    before its last punctuation, else at ``cap`` characters exactly."""
+    """``start``..``end`` of ``text`` as consecutive spans of at most ``cap`` characters, each cut after a newline in
+    its second half, else after whitespace, else before punctuation, else at ``cap``."""
     cap = max(1, cap)
     begin = start
     while end - begin > cap:

@@ -1,29 +1,5 @@
-"""Defined terms: detection in chunk text, and the index that finds definitions for a result.
-
-A definition is detected only where the document's form says a term is being defined:
-
-* anywhere: ``"Term" means …`` (also ``shall mean``, ``is defined as``, ``refers to``,
-  ``includes``, ``has the meaning given in …``), the same with ``**Term**`` instead of quotes,
-  a parenthetical defined term (``Acme Ltd (the "Provider")``, ``a notice (a "compliance
-  notice")``), pandoc definition lists (a line ``Term`` then ``:   definition``, as markitdown
-  renders HTML ``<dl>``), and a bold term followed by a definition that reads as one
-  (``**Term**: a …``, ``**Term** — the …``);
-* in reStructuredText, definition lists (a line ``Term`` with the definition indented under it)
-  whose definition reads as one, and every entry of a ``.. glossary::``;
-* inside a definitions section (a heading in the chain says Definitions, Glossary,
-  Interpretation, Defined terms or Terminology): ``Term: definition``, ``Term — definition``,
-  ``Term means …`` without quotes, indented definition lists and two-column tables;
-* in a *term list* (a list in which at least two items look like ``Term: definition``), the
-  items whose definition starts with an article (``- Latency: the time to first byte``).
-
-A definition "reads as one" when it starts with an article or a lower-case word that opens no
-clause, so labels (``Note: …``, ``**Step 1**: create …``), feature lists (``**Durable**: Every
-message …``), instructions (``- Disk: keep 20% free``) and ``X means that …`` are not definitions.
-Code and markup (fenced code, RST directives and literal blocks) are never read here: the
-chunker passes prose only. Detected definitions are stored in the chunk's metadata, so
-:class:`deckhand.retrieval.definition_lookup.DefinitionIndex` rebuilds from stored records without
-re-reading any file.
-"""
+"""Defined terms detected in chunk prose, only where the document's form says a term is defined (the forms are in
+docs/hierarchical-chunking.md), stored in the chunk's metadata for the definitions index."""
 
 from __future__ import annotations
 
@@ -31,8 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER
-#: ("Definitions and Interpretation", "Glossary of terms"; not "Definition detection").
+#: A definitions heading holds one of these words and otherwise only words from _HEADING_FILLER.
 _HEADING_KEYWORDS = frozenset(
     {"definitions", "definition", "glossary", "interpretation", "terminology", "abbreviations", "acronyms"}
 )
@@ -102,8 +77,7 @@ class Definition:
 
 
 def is_definitions_heading(heading: str) -> bool:
-    """Whether a heading names a definitions section ("1. Definitions", "Glossary",
-    "Definitions and Interpretation", "Defined Terms"), not merely mentions one."""
+    """Whether a heading names a definitions section ("1. Definitions", "Glossary"), not merely mentions one."""
     from deckhand.chunking.headings import section_label
 
     text = heading.strip()
@@ -127,8 +101,7 @@ class _Unit:
     table_row: bool
     #: A pandoc definition-list entry ("Term" then ":   definition"): explicit, trusted anywhere.
     explicit: bool = False
-    #: An indented definition-list entry ("Term" then the definition indented under it),
-    #: written ``**Term**: definition``; ``terms`` are all the terms stacked above the definition.
+    #: An indented definition-list entry, written ``**Term**: definition`` (``terms``: all stacked above it).
     deflist: bool = False
     terms: tuple[str, ...] = ()
 
@@ -157,8 +130,7 @@ def _deflist_entry(lines: list[str], i: int) -> tuple[list[str], int] | None:
 
 
 def _units(text: str, markup: str = "markdown", deflists: bool = False) -> list[_Unit]:
-    """Paragraphs and list items (wrapped lines joined), table rows and definition-list
-    entries (``deflists``: read indented ones), in order."""
+    """Paragraphs and list items, table rows and (with ``deflists``) definition-list entries, in order."""
     units: list[_Unit] = []
     current: list[str] = []
     current_item = False
@@ -256,13 +228,8 @@ def _colon_definition(text: str) -> tuple[str, str] | None:
 def extract_definitions(
     text: str, *, in_definitions_section: bool = False, markup: str = "markdown"
 ) -> list[tuple[str, str]]:
-    """``(term, definition)`` pairs defined in ``text``, each term once, in order.
-
-    ``in_definitions_section`` enables the weaker forms (``Term: definition``, unquoted
-    ``Term means``, indented definition lists, two-column tables) that are only trusted under a
-    definitions heading. ``markup`` is ``markdown`` or ``rst`` (whose indented definition lists
-    count outside definitions sections too, when the definition reads as one).
-    """
+    """``(term, definition)`` pairs defined in ``text`` (``markdown`` or ``rst`` ``markup``), each term once, in order;
+    ``in_definitions_section`` enables the weaker forms trusted only under a definitions heading."""
     units = _units(text, markup, deflists=in_definitions_section or markup == "rst")
     term_list = _term_list_flags(units)
     found: dict[str, tuple[str, str]] = {}
@@ -357,11 +324,8 @@ _CLAUSE_OPENERS = frozenset(
 
 
 def _reads_as_definition(text: str, *, strict: bool = False) -> bool:
-    """Whether ``text`` reads as the definition of a term rather than a remark or an instruction:
-    ``**Partition**: an ordered sequence …`` does, ``**Performance**: Verify all operations …``
-    (a feature list) does not. A definition starts with an article or, unless ``strict``, a
-    lower-case word that opens no clause (``strict``: only an article, for lists whose items may
-    be instructions such as ``- Disk: keep 20% free``)."""
+    """Whether ``text`` reads as a term's definition rather than a remark or instruction: it starts with an article
+    or, unless ``strict``, a lower-case word that opens no clause (``**Performance**: Verify …`` does not)."""
     first = text.strip().split(maxsplit=1)[0] if text.strip() else ""
     first = first.strip("*_`\"'“‘(,;:")
     if not first.isalpha() or first.lower() in _CLAUSE_OPENERS:
@@ -372,9 +336,8 @@ def _reads_as_definition(text: str, *, strict: bool = False) -> bool:
 
 
 def _named_before(text: str, determiner: str = "") -> str | None:
-    """What a parenthetical defined term names: the clause just before it, e.g. the party in
-    ``between Acme Ltd, a company registered in Ireland (the "Provider")``, or after ``(a "…")``
-    the noun phrase just before (``serve a notice (a "compliance notice")`` → ``a notice``)."""
+    """What a parenthetical defined term names: the clause before it (``Acme Ltd, ... (the "Provider")``), or after
+    ``(a "…")`` the noun phrase before (``serve a notice (a "compliance notice")`` → ``a notice``)."""
     sentence = re.split(r"(?<=[.!?;])\s+|\)\s*,?\s*(?:\band\b|\bor\b)?\s*", text)[-1]
     if determiner in ("a", "an"):
         phrase = re.search(r"\b(?:an?|the|any|each)\s+[^,;:()]{1,80}$", sentence.rstrip(), re.IGNORECASE)

@@ -1,15 +1,5 @@
-"""Markdown headings → a heading list with levels and section ids.
-
-Explicit headings are ATX (``## 4.2 Scope``) and setext (a line underlined with ``===`` or
-``---``). Lines inside fenced code blocks and YAML front matter are never headings, so a
-``# comment`` in a shell snippet stays code.
-
-Text converted from PDF by markitdown has no ``#`` headings at all; for a document without a
-single explicit heading, numbered lines on their own ("4.2 Scope of services", "Article 12
-Termination", "SECTION 5. PAYMENT", "§ 3 Fees") become *implicit* headings, conservatively:
-short, title-like, not a wrapped line of a paragraph, followed by body text, and not one of a
-run of sibling lines (a table of contents or a numbered list).
-"""
+"""Markdown headings (ATX and setext, never in code or front matter) → a heading list with levels and section ids;
+a document without any gets numbered title-like lines as implicit headings (PDF text, docs/hierarchical-chunking.md)."""
 
 from __future__ import annotations
 
@@ -44,11 +34,7 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(.+?)\1")
 
 @dataclass(frozen=True)
 class Heading:
-    """One heading: its level (1 = top), cleaned text, character span and section id.
-
-    ``start``/``end`` cover the heading's line(s) (both lines of a setext heading), ``end``
-    including the line break.
-    """
+    """One heading: its level (1 = top), cleaned text, section id, and the span of its line(s)."""
 
     level: int
     text: str
@@ -131,11 +117,8 @@ def clean_heading_text(text: str) -> str:
 
 
 def section_label(heading: str) -> tuple[str, str] | None:
-    """``(section_id, label as written)`` when ``heading`` starts with a section number, else None.
-
-    "§ 4.2 Scope" → ("4.2", "§ 4.2"); "ARTICLE 12 Termination" → ("12", "ARTICLE 12");
-    "4.2 Scope" → ("4.2", "4.2"); "Schedule 1 Prices" → ("Schedule 1", "Schedule 1").
-    """
+    """``(section_id, label as written)`` when ``heading`` starts with a section number, else None: "§ 4.2 Scope" →
+    ("4.2", "§ 4.2"), "Schedule 1 Prices" → ("Schedule 1", "Schedule 1")."""
     text = heading.strip()
     for pattern in (_SECTION_SIGN, _BARE_LABEL, _PREFIXED_LABEL, _NUMBERED, _ROMAN_NUMBERED):
         match = pattern.match(text)
@@ -148,11 +131,8 @@ def section_label(heading: str) -> tuple[str, str] | None:
 
 
 def normalise_section_id(text: str) -> str | None:
-    """The normalised section id named by ``text``, or None.
-
-    "§ 4.2" → "4.2", "Section 5" → "5", "Article 12(3)" → "12(3)", "Chapter iii" → "III",
-    "4.2." → "4.2", "Schedule 1" → "Schedule 1", "Annex a" → "Annex A".
-    """
+    """The normalised section id named by ``text``, or None: "§ 4.2" → "4.2", "Section 5" → "5", "Chapter iii" →
+    "III", "Annex a" → "Annex A"."""
     text = " ".join(text.strip().split())
     match = _SECTION_SIGN.match(text)
     if match:
@@ -182,8 +162,7 @@ def _normalise_number(number: str) -> str:
 
 
 def parse_headings(text: str) -> list[Heading]:
-    """Every heading of ``text`` in document order: explicit markdown headings, or, when the
-    document has none, implicit numbered headings."""
+    """Every heading of ``text`` in order: explicit markdown headings, else implicit numbered ones."""
     lines = split_lines(text)
     in_code = code_lines(lines)
     headings = _explicit_headings(lines, in_code)

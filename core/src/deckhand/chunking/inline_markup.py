@@ -1,13 +1,5 @@
-"""Inline markup rendered to the text a reader sees, for the short snippets an agent is shown beside a result
-(definitions): MyST and Sphinx roles, reStructuredText literals, emphasis and links, Markdown links and code.
-
-``{term}`field``` and ``:term:`field``` read ``field``; ``:ref:`the guide <guide>``` reads ``the guide``;
-``:class:`~flask.Flask``` reads ``Flask`` (Sphinx shows the last name after ``~``); ````x```` and ```x```
-read ``x``; ``*x*`` and ``**x**`` read ``x``; ```Hatch <https://…>`_`` and ``[Hatch](https://…)`` read
-``Hatch``. Every pattern is a single pass with bounded or negated-class repetition (linear time).
-
-:func:`redirect_target` recognises a definition that only points elsewhere (``See field.``).
-"""
+"""Inline markup (MyST and Sphinx roles, RST and Markdown literals, emphasis and links) rendered to the text a reader
+sees, for definitions shown beside a result; every pattern is linear-time."""
 
 from __future__ import annotations
 

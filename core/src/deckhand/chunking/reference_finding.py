@@ -1,10 +1,5 @@
-"""Cross-references ("see Section 5", "§ 4.2", "Article 12(3)") and their resolution to chunks.
-
-:func:`find_references` turns free text into normalised section ids (the same ids the chunker
-gives headings, see :func:`deckhand.chunking.headings.normalise_section_id`).
-:class:`ReferenceResolver` maps ids to the chunks of the section they name, rebuilt from the
-``section_ids`` / ``section_id`` metadata of stored records.
-"""
+"""Cross-references in free text ("see Section 5", "§ 4.2", "Article 12(3)") as the normalised section ids the
+chunker gives headings."""
 
 from __future__ import annotations
 
@@ -33,12 +28,8 @@ _MORE_ITEM = re.compile(rf"{_NUM}|{_ROMAN}\b")
 
 
 def find_references(text: str, *, exclude: Iterable[str] = ()) -> list[str]:
-    """Normalised section ids referred to in ``text``, each once, in order of appearance.
-
-    "see Section 5" → ["5"]; "§ 4.2" → ["4.2"]; "Articles 12(3) and 13" → ["12(3)", "13"];
-    "Schedule 2" → ["Schedule 2"]. Ids in ``exclude`` (e.g. the chunk's own section) are
-    left out.
-    """
+    """Normalised section ids referred to in ``text``, each once, in order, none in ``exclude``: "Articles 12(3) and
+    13" → ["12(3)", "13"]."""
     skip = set(exclude)
     found: dict[str, None] = {}
     for match in _REFERENCE.finditer(text):
@@ -65,8 +56,7 @@ def find_references(text: str, *, exclude: Iterable[str] = ()) -> list[str]:
 
 
 def parent_ids(section_id: str) -> list[str]:
-    """``section_id`` then its enclosing ids: "12(3)(a)" → ["12(3)(a)", "12(3)", "12"];
-    "4.2.1" → ["4.2.1", "4.2", "4"]."""
+    """``section_id`` then its enclosing ids: "12(3)(a)" → ["12(3)(a)", "12(3)", "12"]."""
     chain = [section_id]
     current = section_id
     while True:

@@ -1,12 +1,5 @@
-"""reStructuredText structure: section titles, and the regions that are markup rather than prose.
-
-Titles are a line underlined (and optionally overlined) with one repeated punctuation
-character; as in docutils, each distinct style (character, with or without overline) gets
-the next level the first time it appears. *Regions* are kept whole by the chunker and never
-read as headings or prose: explicit markup (``.. directive::`` with its options and body,
-comments, targets, substitutions), literal blocks (the indented block after a paragraph
-ending in ``::``), doctest blocks (``>>>``) and tables (grid and simple).
-"""
+"""reStructuredText structure: section titles (levels as docutils assigns them), and the regions that are markup
+rather than prose (directives, comments, targets, literal and doctest blocks, tables), which the chunker keeps whole."""
 
 from __future__ import annotations
 
@@ -56,14 +49,8 @@ RST_SUFFIXES = (".rst", ".rest", ".rst.txt")
 
 @dataclass(frozen=True)
 class Region:
-    """Lines ``first``..``last`` (inclusive) that form one markup unit.
-
-    ``kind`` is ``code`` (literal blocks, code directives, doctests), ``table``, ``glossary``,
-    ``markup`` (hyperlink targets, substitution definitions and comments: not content) or
-    ``directive`` (any other directive, footnotes, citations); ``header_last`` is the last line of a
-    directive's header (the ``..`` line and its ``:option:`` lines), repeated in each piece of
-    a directive cut for size; ``-1`` when there is none.
-    """
+    """Lines ``first``..``last`` (inclusive) forming one markup unit of ``kind`` (``code``, ``table``, ``glossary``,
+    ``markup``: not content, or ``directive``); ``header_last`` ends a directive's header (``-1``: none)."""
 
     kind: str
     first: int
@@ -164,8 +151,7 @@ def regions(lines: list[Line]) -> list[Region]:
 
 
 def _indented_run(lines: list[Line], start: int, base: int) -> int:
-    """Last line of the run from ``start`` of blank lines or lines indented more than ``base``
-    (trailing blank lines excluded); ``start - 1`` when the run is empty."""
+    """Last line of the run from ``start`` of blank lines or lines indented past ``base`` (``start - 1``: none)."""
     last = start - 1
     j = start
     while j < len(lines) and (lines[j].blank or _indent(lines[j].text) > base):

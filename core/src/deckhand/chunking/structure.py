@@ -1,24 +1,6 @@
-"""The ``structure`` chunker: one section → one or more chunks, with the section's metadata.
-
-Markdown is read along its headings (:mod:`deckhand.chunking.headings`), reStructuredText
-along its titles, with directives, literal blocks and tables kept whole as markup
-(:mod:`deckhand.chunking.rst`). Rules (docs/hierarchical-chunking.md explains the choices):
-
-* A chunk never spans two sections; small sections are not merged, so every chunk has one
-  exact ``parent_chain``/``section_id`` and a reference resolves to exactly its section.
-* A section longer than ``max_chunk_tokens`` is cut between blocks (paragraphs, lists,
-  tables, code), then an oversized paragraph between sentences, a list between items, a
-  table between rows (the header row repeated in each piece), a code block at blank lines
-  then lines (each piece re-fenced); a single sentence longer than the limit is cut into
-  token windows. A table row or a code line longer than the limit alone (a minified file in a
-  fence, a 20,000-character cell) is cut into token windows too, not re-fenced, and no piece is
-  longer than :func:`~deckhand.chunking.budget.char_cap` characters.
-* A heading whose section has no text of its own and no subsections becomes a ``header``
-  chunk; a heading with subsections but no text of its own only appears in their chains.
-* ``chunk_overlap`` tokens of whole sentences/paragraphs are repeated at the start of the
-  next piece of the *same* section; sections never overlap.
-* Chunk ``index`` is the position in the document, so the same text gives the same ids.
-"""
+"""The ``structure`` chunker: each section of a markdown or reStructuredText document → one or more chunks with
+the section's metadata, never spanning two sections, cut between blocks then finer units when too long
+(docs/hierarchical-chunking.md)."""
 
 from __future__ import annotations
 
@@ -94,8 +76,7 @@ _ABBREVIATIONS = frozenset(
 
 @dataclass(frozen=True)
 class _Piece:
-    """A packable unit: a slice of the document, or a rewritten slice (re-fenced code, a table
-    piece with its header) when ``exact`` is False."""
+    """A packable unit: a slice of the document, or (``exact`` False) a rewritten one such as re-fenced code."""
 
     text: str
     start: int
@@ -118,8 +99,7 @@ class _Section:
 
 @dataclass(frozen=True)
 class _Markup:
-    """How a document's structure is read: markdown (with implicit numbered headings for PDF
-    text) or reStructuredText."""
+    """How a document's structure is read: markdown or reStructuredText."""
 
     is_rst: bool
     in_code: list[bool]
@@ -207,8 +187,7 @@ class StructureChunker(ChunkerBase):
             if heading_piece is not None and section.is_leaf:
                 return [[heading_piece]]
             return []
-        # The heading is glued to the first piece of its section, so pieces leave room for it;
-        # a heading too long for that (a tiny limit) is packed like any other piece.
+        # The heading is glued to the first piece of its section (unless too long), so pieces leave room for it.
         glue = heading_piece is not None and heading_piece.tokens <= self.max_chunk_tokens // 4
         limit = self.max_chunk_tokens - (heading_piece.tokens if glue and heading_piece else 0)
         pieces: list[_Piece] = []
@@ -311,8 +290,7 @@ class StructureChunker(ChunkerBase):
         return out
 
     def _token_windows(self, text: str, start: int, end: int, limit: int, kind: str = "sentence") -> list[_Piece]:
-        """Last resort for a run-on sentence: windows of ``limit`` tokens, cut at word starts when possible, and at
-        most ``max_chars`` characters each."""
+        """Last resort for a run-on sentence: windows of ``limit`` tokens and ``max_chars`` characters."""
         spans = list(self._stream.iter_token_spans(text[start:end]))
         out: list[_Piece] = []
         i = 0
@@ -330,8 +308,7 @@ class StructureChunker(ChunkerBase):
         return out
 
     def _code_pieces(self, text: str, block: Block, limit: int) -> list[_Piece]:
-        """An oversized fenced block (or RST literal block or directive) cut at blank lines, then
-        at lines; each piece re-fenced (a directive's header repeated)."""
+        """An oversized code block or directive cut at blank lines, then at lines, each piece re-fenced."""
         if block.fences is not None:
             opening = text[block.fences[0][0] : block.fences[0][1]]
             closing = text[block.fences[1][0] : block.fences[1][1]].strip() if block.fences[1] else opening.strip()[:3]
@@ -430,8 +407,7 @@ class StructureChunker(ChunkerBase):
         numbered = [h for h in chain if h.section_id]
         in_definitions = any(is_definitions_heading(h.text) for h in chain)
         body_text = "\n\n".join(p.text for p in pieces if p.kind != "heading")
-        # code and markup are not prose: "x" means … in a snippet or a directive's options defines
-        # nothing and refers to no section; an RST glossary's entries are definitions
+        # code and markup are not prose (they define nothing), but an RST glossary's entries are definitions
         prose = "\n\n".join(p.text for p in pieces if p.kind not in ("heading", *_VERBATIM))
         markup = "rst" if is_rst else "markdown"
         definitions = extract_definitions(prose, in_definitions_section=in_definitions, markup=markup)
@@ -492,8 +468,7 @@ def _chunk_type(pieces: list[_Piece], body_text: str, definitions: list[tuple[st
 def _sections(
     lines: list[Line], in_code: list[bool], headings: list[Heading], marks: list[rst.Region | None] | None = None
 ) -> list[_Section]:
-    """Split the document's lines at headings; the text before the first heading is a section
-    without heading (its chain is empty)."""
+    """Split the document's lines at headings (the text before the first is a section without heading)."""
     line_at = {line.start: i for i, line in enumerate(lines)}
     bounds: list[tuple[int, int]] = []  # (first line of heading, first body line)
     for h in headings:

@@ -28,12 +28,8 @@ class TokenChunkerOptions(StrictModel):
 
 
 class TokenChunker(ChunkerBase):
-    """Cuts a document into windows of ``chunk_size`` tokens, consecutive windows sharing
-    ``chunk_overlap`` tokens. Tokens are the embedder's own, so a chunk never exceeds what
-    the model reads; chunk text is an exact slice of the document (no re-detokenising). A window
-    longer than :func:`~deckhand.chunking.budget.char_cap` characters (whitespace, one unbroken
-    "word") is cut into pieces of at most that many.
-    """
+    """Cuts a document into windows of ``chunk_size`` of the embedder's tokens sharing ``chunk_overlap``, each an
+    exact slice of the text and at most :func:`~deckhand.chunking.budget.char_cap` characters."""
 
     @classmethod
     def from_options(cls, tokenizer: TokenizerBase, options: TokenChunkerOptions) -> TokenChunker:
@@ -57,9 +53,7 @@ class TokenChunker(ChunkerBase):
         return list(self.iter_chunks(document))
 
     def iter_chunks(self, document: Document) -> Iterator[Chunk]:
-        """The windows of ``document``, one by one: the tokens are read as a stream when the tokenizer
-        can (``iter_token_spans``), so memory does not grow with the document, and the pipeline can
-        embed the first chunks of a huge file while the rest are still being cut."""
+        """The windows of ``document``, one by one, from the tokenizer's stream where it has one."""
         text = document.text
         spans = self._stream.iter_token_spans(text)
         window = [span for _, span in zip(range(self.chunk_size), spans, strict=False)]

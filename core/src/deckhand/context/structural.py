@@ -1,12 +1,5 @@
-"""The offline context generator: a chunk's context is its document's title and heading chain.
-
-Chunks of the ``structure`` chunker carry their title and heading chain in their metadata.
-Chunks of other chunkers (the ``token`` chunker of the ``vectorstore`` tool) carry only their
-character offsets; for those the document's outline is read once (markdown or
-reStructuredText headings, :func:`deckhand.chunking.structure.outline`) and each chunk gets the
-chain in force where it starts. With ``path: true`` the context starts with the file's path
-relative to the source, which names what a reference page is about when its text does not.
-"""
+"""The offline context generator: a chunk's context is its document's title and heading chain (read from the
+outline for chunkers that store only offsets), after the file's path with ``path: true``."""
 
 from __future__ import annotations
 
@@ -41,12 +34,8 @@ def structural_context(
     path: bool = False,
     lead: str = "",
 ) -> str:
-    """``"Title > Heading > Subheading"`` for ``chunk`` (title not repeated when the top heading is
-    the title; just the title without a heading chain), after ``"path: "`` when ``path``.
-
-    ``outline_of`` (the document's :func:`~deckhand.chunking.structure.outline`) gives the title and
-    chain of chunks whose metadata has none but has their ``start_char``.
-    """
+    """``"Title > Heading > Subheading"`` for ``chunk`` (the title not repeated as a top heading), after ``"path: "``
+    when ``path``; ``outline_of`` gives the chain of a chunk whose metadata has only its ``start_char``."""
     metadata = chunk.metadata or {}
     chain_meta = metadata.get("parent_chain")
     title = str(metadata.get("title") or document.title or "").strip()
@@ -76,8 +65,7 @@ LEAD_WORDS = 40
 
 
 def lead_sentence(text: str, headings: Sequence[Heading]) -> str:
-    """The first sentence of the first paragraph of prose in ``text`` (headings, front matter and
-    markup skipped), at most :data:`LEAD_WORDS` words; empty when there is none."""
+    """The first sentence of the first prose paragraph in ``text``, at most :data:`LEAD_WORDS` words (or empty)."""
     heading_spans = [(h.start, h.end) for h in headings]
     paragraph: list[str] = []
     offset = 0

@@ -1,12 +1,5 @@
-"""An on-disk embedding cache so the same text is never embedded twice.
-
-Keyed by (model id, SHA-256 of the text); stored in SQLite under ``.deckhand/cache/``.
-Wrapping any embedder in :class:`CachedEmbedder` makes re-ingesting unchanged content
-nearly free, even into the volatile in-memory store.
-
-The cache only saves work: when its file cannot be read or written (disk full, a read-only or
-damaged file) it says so in one warning and the run goes on without it.
-"""
+"""An on-disk embedding cache (SQLite, keyed by model id and the text's SHA-256) so the same text is never embedded
+twice; a cache that cannot be read or written is one warning, and the run goes on without it."""
 
 from __future__ import annotations
 
@@ -104,8 +97,7 @@ _unusable: set[Path] = set()
 
 
 def open_cache(path: Path) -> EmbeddingCache | None:
-    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened:
-    an unwritable or missing state directory, a full disk. Embedding goes on without it."""
+    """The cache at ``path``, or None with one warning (once per file and process) when it cannot be opened."""
     try:
         return EmbeddingCache(path)
     except (OSError, sqlite3.Error) as exc:
@@ -122,12 +114,8 @@ def open_cache(path: Path) -> EmbeddingCache | None:
 
 
 class CachedEmbedder(EmbedderBase):
-    """An embedder that answers from the cache and embeds only texts it has not seen.
-
-    When the inner embedder hands vectors over as they are made (``embed_batches(texts)`` yielding
-    ``(indices, vectors)``, as remote embedders do), each part is cached as it arrives: a run that
-    fails halfway keeps what was embedded, and the next run does not ask for it again.
-    """
+    """An embedder that answers from the cache and embeds only texts it has not seen, caching each part an inner
+    ``embed_batches`` hands over as it arrives (a run failing halfway keeps what was embedded)."""
 
     def __init__(self, inner: EmbedderBase, cache: EmbeddingCache | None) -> None:
         self.inner = inner

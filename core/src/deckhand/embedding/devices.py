@@ -1,9 +1,5 @@
-"""Which device an embedder runs on: ``auto``, ``cpu``, ``cuda`` or ``mps``.
-
-Pure functions of what is requested and what the installed libraries offer, so the choice
-is tested on machines without a GPU. ``auto`` takes a GPU when the runtime sees one and the
-CPU otherwise; asking for a device that is not there is an error that says what to install.
-"""
+"""Which device an embedder runs on (``auto``, ``cpu``, ``cuda`` or ``mps``): pure functions of what is requested
+and what the installed libraries offer, so the choice is tested without a GPU."""
 
 from __future__ import annotations
 
@@ -18,10 +14,8 @@ CPU_PROVIDER = "CPUExecutionProvider"
 
 
 def choose_device(requested: str | None, available: Collection[str], *, what: str, hint: str) -> str:
-    """The device to use: ``requested`` (default ``auto``) among the ``available`` GPUs ("cuda", "mps").
-
-    ``what`` names the runtime in errors; ``hint`` says how to get GPU support.
-    """
+    """The device to use: ``requested`` (default ``auto``) among the ``available`` GPUs; ``what`` names the runtime
+    in errors, ``hint`` says how to get GPU support."""
     wanted = (requested or "auto").strip().lower()
     if wanted not in DEVICES:
         raise EmbeddingError(f"unknown device {requested!r}; choose from {', '.join(DEVICES)}")

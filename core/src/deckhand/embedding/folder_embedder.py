@@ -1,13 +1,5 @@
-"""The ``bert`` embedder: a BERT-family model from a local folder on the default's fused onnxruntime graph.
-
-``embedding_model: bert:/models/bge-small-en-v1.5`` or, with options,
-``{name: bert, model: /models/e5-small-v2, pooling: mean, query_prefix: "query: ", passage_prefix: "passage: "}``.
-The folder (Hugging Face layout, :mod:`deckhand.embedding.model_folder`) is read once per process and
-turned into the graph :mod:`deckhand.embedding.minilm_graph` builds for the default model, cached like it.
-Texts run as the default's do (on the CPU one at a time, int8 products with per-token scales unless
-``precision: float``), so a text's vector does not depend on its batch. Pooling is the folder's
-sentence-transformers setting (``1_Pooling/config.json``) unless ``pooling`` says; vectors are unit length.
-"""
+"""The ``bert`` embedder: a BERT-family model from a local folder on the default's fused onnxruntime graph, run as
+the default's texts are (docs/embedders.md)."""
 
 from __future__ import annotations
 

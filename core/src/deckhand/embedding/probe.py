@@ -1,11 +1,5 @@
-"""One text embedded before an index is dropped for a rebuild, so a rebuild that cannot work never starts.
-
-A rebuild (``--force-ingest`` after a change of model, dimension, metric or algorithm) drops the
-collection and embeds everything again. Before the drop, :func:`probe` asks the embedder's model
-itself (never the embedding cache) for one vector: that checks the server is reachable, the key is
-accepted and the vectors have the length the configuration declares. When it fails, the error
-says so in one line and the previous index is left as it was, still answering searches.
-"""
+"""One text embedded with the model itself before an index is dropped for a rebuild, so a rebuild that cannot work
+(server down, key refused, wrong vector length) never starts and the previous index keeps answering."""
 
 from __future__ import annotations
 
@@ -22,9 +16,7 @@ KEPT = "the index was not rebuilt (it is kept as it was and still answers search
 
 
 def probe(embedder: EmbedderBase, tool: str) -> None:
-    """Embed :data:`PROBE_TEXT` with ``embedder``'s model and check the answer is one finite vector of
-    ``embedder.dimension`` values; raises one line naming tool ``tool`` otherwise (a refused key and a
-    wrong vector length exit 3, as configuration errors; an unreachable server is an :class:`EmbeddingError`)."""
+    """Check ``embedder``'s model gives one finite vector of its dimension, else raise one line naming ``tool``."""
     model = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
     try:
         vectors = np.asarray(model.embed([PROBE_TEXT]))

@@ -1,19 +1,5 @@
-"""Documents an agent adds to a tool (``deckhand_add``): stored beside the source's files, never among them.
-
-An agent-added document is kept in the tool's own collection, chunked, contextualised and
-embedded as the tool does a file, under a source name of its own namespace,
-``deckhand-agent://<tool>/<id>`` (no display path of a file can take that form). Its manifest
-entry is written with its records in one ``replace_source``, so ``deckhand migrate`` copies it
-like a file, while an ingest never treats it as a file: the sweep of files gone from the source
-skips this namespace (:func:`is_agent_source`), and ``--force-ingest`` re-processes only the
-files it finds. A rebuild for another embedding model keeps them too (:func:`kept_documents`
-before the drop, :func:`write_document` again after it).
-
-Every chunk carries ``path`` (the document's URI) and ``file_type`` ``agent`` (so filters can
-select or leave out agent documents), the ``title`` and the agent's metadata fields; the first
-chunk also keeps the whole text (:data:`TEXT_KEY`), which is what ``resources/read`` serves and
-what a rebuild embeds again.
-"""
+"""Documents an agent adds to a tool (``deckhand_add``): stored in the tool's collection under sources of their own
+namespace, ``deckhand-agent://<tool>/<id>``, which an ingest's sweep skips and a rebuild keeps."""
 
 from __future__ import annotations
 
@@ -47,12 +33,9 @@ AGENT_TYPE = "agent"
 TEXT_KEY = "agent_text"
 #: The metadata key of the document's title (every chunk).
 TITLE_KEY = "title"
-#: Metadata keys deckhand sets itself, so an agent's field of the same name could pass for provenance (``Symbol:
-#: FORGED``): the keys chunkers and the ingest derive, the fields of a result, and an agent document's own.
-#: Refused in one line naming the field.
+#: Metadata keys deckhand sets itself, refused in an agent's fields so none can pass for provenance.
 RESERVED_KEYS = DERIVED_METADATA_KEYS | frozenset(SearchResult.model_fields) | {PATH_KEY, TYPE_KEY, TEXT_KEY, TITLE_KEY}
-#: What a document id may be, as a whole (``fullmatch``: a ``$`` would also match before a final newline); it
-#: becomes part of a URI and of record ids.
+#: What a document id may be, as a whole (``fullmatch``: ``$`` would match before a final newline).
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 Prepare = Callable[[Document, list[Chunk]], list[Chunk]]
@@ -109,10 +92,7 @@ def write_document(
     metadata: Mapping[str, Any],
     added: float | None = None,
 ) -> AgentDocument:
-    """Chunk, contextualise (``prepare``), embed and store one document, replacing one of the same id.
-
-    The records and the manifest entry are written in one all-or-nothing ``replace_source``.
-    """
+    """Chunk, contextualise (``prepare``), embed and store one document, replacing one of the same id."""
     source = agent_uri(tool, doc_id)
     fields: dict[str, Any] = {**metadata, TITLE_KEY: title, PATH_KEY: source, TYPE_KEY: AGENT_TYPE}
     document = Document(source=source, text=text, title=title, metadata=fields)
@@ -204,11 +184,8 @@ def pending_path(state: Path, tool: str) -> Path:
 
 
 def save_pending(path: Path, docs: list[AgentDocument]) -> None:
-    """Write ``docs`` to ``path`` atomically (owner-only) before a rebuild drops them from the index.
-
-    A process killed between the drop and the write again leaves this file; the next ingest reads it
-    (:func:`load_pending`), so no agent document is lost.
-    """
+    """Write ``docs`` to ``path`` atomically (owner-only) before a rebuild drops them, so a process killed in
+    between loses none (:func:`load_pending`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
     partial.unlink(missing_ok=True)  # one a killed run left; a link put there is removed, never written through
@@ -221,10 +198,8 @@ def save_pending(path: Path, docs: list[AgentDocument]) -> None:
 
 
 def load_pending(path: Path) -> list[AgentDocument]:
-    """The agent documents an interrupted rebuild left at ``path`` (none when there is no such file).
-
-    Read without following a link (a link or anything but a regular file is left alone, with a warning).
-    """
+    """The agent documents an interrupted rebuild left at ``path`` (none without such a file; a link or anything
+    but a regular file is left alone, with a warning)."""
     try:
         with confined_to(path.parent):
             raw = json.loads(read_source_bytes(path))

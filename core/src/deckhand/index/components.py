@@ -33,8 +33,7 @@ log = logging.getLogger("deckhand")
 
 
 def store_component(registry: PluginRegistry, config: DatabaseConfig, tool: str, where: str = "") -> Component:
-    """The store plugin ``config`` names, its ``options:`` checked against it: a one-line error naming tool
-    ``tool`` (``where``: which end of a migration, for instance) and the field otherwise."""
+    """The store plugin ``config`` names, its ``options:`` checked (else one line naming ``tool`` and the field)."""
     component = registry.resolve("store", config.provider)
     with runtime_errors(tool):
         try:
@@ -56,13 +55,9 @@ def open_store(
     force: bool = False,
     verify: bool = False,
 ) -> tuple[StoreBase, CollectionSpec | None, DatabaseConfig]:
-    """Open the tool's store per the precedence rules; fall back to in-memory if the server is down.
-
-    Returns the store, the spec the collection had before (None if new), and the database
-    configuration actually used. A damaged index file (:class:`IndexCorruptError`) is an
-    error, or with ``force`` (``--force-ingest``) set aside by ``drop()`` and started anew.
-    ``verify`` (an ingest) checks the whole file first where the store can (``verify_integrity``).
-    """
+    """Open the tool's store per the precedence rules, falling back to in-memory if the server is down: the store,
+    the collection's earlier spec (None if new) and the database configuration used. A damaged file is an error, or
+    with ``force`` set aside; ``verify`` checks the whole file first where the store can."""
     config, origin = resolve_database(database, cwd=cwd)
     log.debug("tool %s: database %s (from %s)", collection, config.provider, origin)
     # Checked at load against the registry then in use; again against the tool's own.
@@ -107,17 +102,10 @@ def open_collection(
     verify: bool = False,
     before_rebuild: Callable[[StoreBase], None] | None = None,
 ) -> tuple[StoreBase, DatabaseConfig]:
-    """Open tool ``name``'s collection for ``embedder``'s vectors (what every tool that ingests does).
-
-    The database is resolved first (tool > project > user > the default sqlite store) so the collection is
-    created with the metric and algorithm of whichever configuration applies; an index built
-    with other settings is refused unless ``force_ingest`` (see :func:`check_collection`).
-    ``store`` is the collection's store from an earlier initialisation in this process: it is
-    opened again rather than replaced, so what it holds (all of it, for the in-memory store)
-    is kept and unchanged files are not ingested again. ``verify`` (set by an ingest, which is about to
-    write) checks the index file's integrity first (see :func:`open_store`). ``before_rebuild`` (a tool embeds
-    one probe text) is called before an index is dropped for a rebuild; when it raises, nothing is dropped.
-    """
+    """Open tool ``name``'s collection for ``embedder``'s vectors, with the database resolved first so it gets
+    that configuration's metric and algorithm; an index built with other settings is refused unless
+    ``force_ingest``. ``store`` (from an earlier opening) is reopened, keeping what it holds; ``before_rebuild``
+    runs before an index is dropped for a rebuild, and nothing is dropped when it raises."""
     config, origin = resolve_database(database, cwd=base_dir)
     log.debug("tool %s: database %s from %s", name, config.provider, origin)
     spec = CollectionSpec(
@@ -141,8 +129,7 @@ def open_collection(
 def migration_end(
     registry: PluginRegistry, tool: SourceToolConfig, base_dir: Path, label: str, embedder: EmbedderBase
 ) -> MigrationEnd:
-    """One end of ``deckhand migrate``: ``tool`` of the configuration ``label`` (in ``base_dir``), its store built
-    (not opened) from its resolved ``database:``, the store plugin and options checked now."""
+    """One end of ``deckhand migrate``: ``tool`` of the configuration ``label``, its store built but not opened."""
     database, _ = resolve_database(tool.database, cwd=base_dir)
     component = store_component(registry, database, tool.name, f" of {label}")
     source = Path(tool.source).expanduser()
@@ -216,9 +203,7 @@ def build_reranker(config: SourceToolConfig, registry: PluginRegistry, base_dir:
 
 
 def loader_set(config: SourceToolConfig, registry: PluginRegistry, base_dir: Path) -> LoaderSet:
-    """The loaders a tool reads its files with: deckhand's own and the plugin loaders it opted in to
-    (:meth:`~deckhand.config.tool_fields.SourceToolConfig.loader_components`), reading its ``ocr:`` setting and the
-    embedding cache's directory for the work they may reuse (none with ``DECKHAND_NO_CACHE=1``)."""
+    """The loaders a tool reads its files with (deckhand's own and the plugins' it opted in to), with its settings."""
     settings = LoaderSettings(ocr=config.ocr, cache_dir=None if cache_disabled() else state_dir(base_dir) / "cache")
     return LoaderSet.from_registry(registry, config.loader_components(registry), settings)
 

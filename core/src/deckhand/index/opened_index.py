@@ -1,13 +1,5 @@
-"""An opened collection with everything a query reads bound once: :class:`Index`.
-
-The index opens (or re-opens) its collection for an embedding model
-(:func:`deckhand.index.components.open_collection`: integrity, model compatibility, a rebuild's drop), keeps
-reading an index an earlier default model built, keeps the agent documents a rebuild drops in a journal and writes
-them again, ingests its tool's source as an executor's job (:meth:`Index.ingest`, with the components of
-:mod:`deckhand.index.components`), keeps its side indexes current (:class:`~deckhand.retrieval.keeper.IndexKeeper`)
-and the query engine over them, compiles and checks filters, and answers queries (:meth:`Index.search`). It knows
-nothing of formatting: the tool does (:mod:`deckhand.tools.source_tool`).
-"""
+"""An opened collection with everything a query reads bound once (:class:`Index`): opening and rebuilds, ingest,
+side indexes and query engine, filters and queries; formatting is the tool's."""
 
 from __future__ import annotations
 
@@ -54,8 +46,7 @@ from deckhand.types import Chunk, Document, FileState, Metric, Record, Vector, r
 
 log = logging.getLogger("deckhand")
 
-#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`): decided on one
-#: count, before the manifest is read; every file holds a chunk at least, so it bounds the files checked too.
+#: Most chunks of an index whose source a search checks for changes (:meth:`Index.changes`), decided on one count.
 CHECK_CHUNKS = 50_000
 
 #: Query vectors kept in memory per index (``deckhand eval`` asks every query once per mode).
@@ -97,13 +88,8 @@ class IndexOpened(IngestReport):
 
 
 class Index:
-    """The collection of the tool ``config`` describes (its ``database:``, embedded with its ``embedding_model:``,
-    cut by its ``chunker:``, reordered by its ``reranker:``), opened by :meth:`open`, filled by :meth:`ingest`.
-
-    Public once opened: :attr:`store`, :attr:`embedder`, :attr:`engine` (the query engine over the side indexes),
-    :attr:`keeper` (with a ``keyword`` factory: the side indexes hybrid queries read), :attr:`provider`,
-    :attr:`metric` and :attr:`database` (as resolved). ``owner`` names the tool's class in errors.
-    """
+    """The collection of the tool ``config`` describes, opened by :meth:`open`, filled by :meth:`ingest`; ``owner``
+    names the tool in errors."""
 
     def __init__(
         self,
@@ -146,9 +132,7 @@ class Index:
     def open(
         self, force_ingest: bool, *, verify: bool = False, before: Callable[[CachedEmbedder], None] = lambda e: None
     ) -> tuple[StoreBase, CachedEmbedder, StoreBase | None]:
-        """The collection opened (or re-opened) for the configured embedder, and the store reused (if any);
-        ``verify`` (an ingest) checks the index file's integrity first where the store can; ``before`` is given
-        each embedder before the collection is opened with it."""
+        """The collection opened for the configured embedder (``before`` given each), integrity first if ``verify``."""
         if force_ingest:
             self._former_default = None  # a rebuild is made with the configured (or current default) model
         model = self.config.embedding_model or self._former_default
@@ -192,8 +176,7 @@ class Index:
                 self.store, self.opened = None, False
                 with contextlib.suppress(Exception):
                     reused.close()
-            # An unreachable server keeps the store: its client reconnects once the server is back, and
-            # the index it holds answers searches again without a re-ingest.
+            # An unreachable server keeps the store: its client reconnects once the server is back.
             raise
         if reused is None:
             self.provider, self.metric, self.database = used.provider, used.distance_metric, used
@@ -213,8 +196,7 @@ class Index:
             raise
 
     def adopt(self, store: StoreBase, embedder: CachedEmbedder, report: IngestReport, *, changed: bool) -> None:
-        """Answer queries from ``store`` with ``embedder`` and the configured reranker (built once); side indexes
-        brought up to date; ``report`` recorded."""
+        """Answer queries from ``store`` with ``embedder`` and the reranker, side indexes brought up to date."""
         reranker = self.engine.reranker
         self.engine = QueryEngine(
             self.embed_query,
@@ -248,11 +230,10 @@ class Index:
     def ingest(self, *, force: bool, shard: Shard | None, executor: ExecutorBase | None, progress: ProgressBase | None,
                before: Callable[[CachedEmbedder], None], prepare: Callable[[], Prepare],
                context: ComponentSpec | None) -> IngestReport:  # fmt: skip
-        """Open the index (its file's integrity checked) and ingest its tool's source (only what changed unless
-        ``force``; only ``shard``'s files), run by ``executor`` (default: ``local``). ``before`` is given the embedder
-        before the store opens, ``prepare`` then says the tool's step between chunking and embedding, which
-        ``context`` names for other executors' workers. The agent documents a rebuild dropped are written again, the
-        ingest marked complete, and the index then answers queries."""
+        """Open the index (integrity checked) and ingest its tool's source (what changed unless ``force``; only
+        ``shard``'s files) with ``executor`` (default ``local``); ``prepare`` is the tool's step between chunking and
+        embedding, which ``context`` names for other executors' workers. Agent documents a rebuild dropped are
+        written again and the ingest marked complete."""
         if shard is not None and force:
             raise ConfigError(
                 "--shard and --force-ingest do not go together (each shard would drop the others' work): "
@@ -282,9 +263,8 @@ class Index:
         return report
 
     def pipeline_description(self, context: ComponentSpec | None, prepares: bool) -> PipelineDescription:
-        """What a worker of any executor builds this index's embedding and writing from (after the store was
-        opened: the database is the one resolved here), with the tool's context step ``context``; a tool that
-        ``prepares`` chunks with a step no description names would have it skipped by those workers: refused."""
+        """What a worker of any executor builds this index's embedding and writing from, with the context step
+        ``context`` (a tool whose ``prepare`` no description names is refused: those workers would skip it)."""
         if context is None and prepares:
             raise ConfigError(
                 f"tool {self.name!r} ({self.owner}) runs its own prepare step, which another "
@@ -300,8 +280,7 @@ class Index:
         )
 
     def refresh(self, report: IngestReport, *, changed: bool) -> None:
-        """Bring the side indexes up to date when the stored records may have changed (``changed``), and build
-        the query engine over them; the seconds it took go into ``report``."""
+        """Bring the side indexes up to date when the records may have ``changed``, and build the query engine."""
         store = self.store
         if self.keeper is None or store is None:
             return
@@ -315,8 +294,7 @@ class Index:
         report.seconds["index"] = keeper.seconds
 
     def rebuild_side_indexes(self, store: StoreBase, keyword: KeywordFactory | None = None) -> None:
-        """Bring the side indexes up to date with ``store``'s records, with a keeper built anew on ``keyword`` when
-        given (after the configuration changed), and build the query engine over them."""
+        """Bring the side indexes up to date with ``store``'s records (with a new keeper on ``keyword`` when given)."""
         if keyword is not None:
             self.keeper = IndexKeeper(keyword, name=self.name)
         if self.keeper is not None:
@@ -367,10 +345,8 @@ class Index:
 
     # -- what it holds ---------------------------------------------------------------------------
     def changes(self, max_chunks: int | None = CHECK_CHUNKS) -> SourceChanges | None:
-        """Which files of the source were added, edited or deleted since the last ingest (no file is read: a walk and
-        one ``stat`` each). None before it is opened, and when it holds more than ``max_chunks`` chunks (None: any
-        number): past that the check costs a search too much (see docs/cli.md), and ``deckhand ingest`` is the check.
-        """
+        """Which files of the source were added, edited or deleted since the last ingest (a walk and a ``stat`` each);
+        None before opening and past ``max_chunks`` chunks, where the check costs a search too much (docs/cli.md)."""
         store, config = self.store, self.config
         if store is None or (max_chunks is not None and store.count() > max_chunks):
             return None  # decided on one count, before the manifest is read
@@ -400,13 +376,8 @@ class Index:
         return maintained.search_note() if maintained is not None else None
 
     def change_stamp(self) -> tuple[Any, ...] | None:
-        """A cheap value that changes whenever the stored records do, whoever wrote them (None before opening).
-
-        Another process ingesting into the same store (a CLI ingest, a Ray run, another replica) changes
-        it too, so a long-lived server can tell its clients without a restart. A store with side indexes
-        answers with its records version (one small query); any other with its count and a digest of its
-        manifest (each file's hash and chunk count), which every ingest that changes a file changes.
-        """
+        """A cheap value that changes whenever the stored records do, whoever wrote them (None before opening): the
+        records version, else the count and a digest of the manifest."""
         store = self.store
         if store is None:
             return None
@@ -417,28 +388,24 @@ class Index:
         return ("manifest", store.count(), hash(tuple(manifest)))
 
     def indexed_files(self) -> dict[Path | str, str]:
-        """Each file the store holds, by its absolute path, with its content hash (empty before opening); an
-        agent document by its ``deckhand-agent://`` URI. Two side by side say which files an ingest changed."""
+        """Each file the store holds (an agent document by its URI) with its content hash (empty before opening)."""
         store = self.store
         if store is None:
             return {}
         return {self._absolute(source): state.sha256 for source, state in store.manifest().items()}
 
     def stored_files(self) -> dict[str, FileState]:
-        """The store's manifest: each stored source (as the store keys it) with its state and chunk count; one
-        entry per file, not per chunk (empty before opening)."""
+        """The store's manifest: each stored source with its state and chunk count (empty before opening)."""
         return self.store.manifest() if self.store is not None else {}
 
     def stored_chunks(self, source: str, start: int, stop: int) -> list[Record]:
-        """Chunks ``start`` to ``stop - 1`` of stored ``source`` (a :meth:`stored_files` key) as they were cut,
-        read by id (never the whole index); the ones the store lacks are left out."""
+        """Chunks ``start`` to ``stop - 1`` of stored ``source`` as cut, read by id (missing ones left out)."""
         if self.store is None or stop <= start:
             return []
         return self.store.get([record_id(source, i) for i in range(max(start, 0), stop)])
 
     def section_ids(self) -> list[str]:
-        """The section ids of the indexed documents (numbered headings, code symbols), sorted; none without side
-        indexes."""
+        """The section ids of the indexed documents, sorted; none without side indexes."""
         indexes = self.engine.indexes
         return indexes.resolver.section_ids() if indexes is not None else []
 
@@ -452,8 +419,7 @@ class Index:
     def write_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any], *, prepare: Prepare
     ) -> AgentDocument:
-        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once, cut by the
-        configured chunker and ``prepare``d by the tool's step."""
+        """Store ``text`` as agent document ``doc_id`` (replacing one of that id), searchable at once."""
         store, embedder = self._writable()
         if self.write_chunker is None:
             self.write_chunker = lazy_chunker(self.config, self.registry, embedder)
@@ -473,8 +439,7 @@ class Index:
         return doc
 
     def remove_entry(self, source: str) -> int:
-        """Remove stored source ``source`` (an agent document, or a file's entry: never the file); the chunks it
-        held (0: none was stored)."""
+        """Remove stored source ``source`` (an agent document, or a file's entry: never the file); its chunk count."""
         store, _ = self._writable()
         state = store.manifest().get(source)
         if state is None:
@@ -517,8 +482,7 @@ class Index:
         return self.store
 
     def search(self, query: str, settings: SearchSettings, where: Filter | None = None) -> Ranking:
-        """The best records for ``query`` that pass ``where`` (compiled by :meth:`filter_for`), and what the pass
-        saw (:class:`~deckhand.retrieval.engine.Ranking`); another process's ingest is picked up first."""
+        """The best records for ``query`` passing ``where`` (:meth:`filter_for`), and what the pass saw."""
         store = self.ready(query)
         fresh = self.keeper.current(store) if self.keeper is not None else None
         if fresh is not None:
@@ -526,12 +490,8 @@ class Index:
         return self.engine.ranking(store, query, settings, where=where, provider=self.provider)
 
     def filter_for(self, value: FilterInput) -> Filter | None:
-        """``value`` compiled for the store, or :class:`FilterError` (naming the tool) when it cannot be applied.
-
-        Refused: an invalid filter; a store that does not declare the filters capability; an index
-        holding chunks ingested before deckhand stored the fields filters read (``path``,
-        ``file_type``, front matter), which would silently match nothing.
-        """
+        """``value`` compiled for the store, or :class:`FilterError` naming the tool: for an invalid filter, a store
+        without the filters capability, or chunks ingested before the fields filters read were stored."""
         store = self.store
         try:
             where = compile_filter(value)

@@ -1,10 +1,5 @@
-"""Embedding the chunks read so far in groups sized to the model's measured rate.
-
-The first group of a big ingest is small (:data:`CALIBRATION_GROUP`): its time gives the
-rate for the estimate. Later groups hold about :data:`GROUP_SECONDS` of embedding, so
-progress is reported that often even with a slow model. A file's chunks may span groups;
-its records are stored once every chunk has a vector (:meth:`EmbedQueue.ready`).
-"""
+"""Embedding the chunks read so far in groups sized to the model's measured rate; a file's records are stored
+once every chunk has a vector (:meth:`EmbedQueue.ready`)."""
 
 from __future__ import annotations
 
@@ -22,14 +17,11 @@ from deckhand.types import Chunk, FileState, IngestReport, Vector
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Most chunks embedded together; bounds memory while keeping the model's batches full. A file
-#: with more chunks is embedded in several groups (its records are stored together at the end).
+#: Most chunks embedded together: bounds memory while keeping the model's batches full.
 EMBED_GROUP = 2048
-#: Fewest chunks embedded together, and the first group of a big ingest: its embedding time
-#: gives the rate of the estimate.
+#: Fewest chunks embedded together, and the first group of a big ingest (its time gives the estimate's rate).
 CALIBRATION_GROUP = 64
-#: After the first group, a group holds about this many seconds of embedding at the measured rate,
-#: so progress is reported that often even with a slow model (2,048 chunks take half an hour at 1/s).
+#: After the first group, a group holds about this many seconds of embedding, so progress is reported that often.
 GROUP_SECONDS = 30.0
 
 
@@ -118,8 +110,7 @@ class EmbedQueue:
             offset += end - start
 
     def _note_long_inputs(self, parts: list[tuple[Pending, int, int]]) -> None:
-        """One warning per file with chunks over the embedder's input limit, saying what the embedder does
-        with them (for embedders that say: ``long_inputs``, e.g. a remote model's split-and-average)."""
+        """One warning per file with chunks over the embedder's input limit, saying what it does with them."""
         handling = self.embedder.long_inputs
         if not handling:
             return

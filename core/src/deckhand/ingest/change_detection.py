@@ -32,11 +32,8 @@ def changed_states(
     max_file_size: int | None,
     report: IngestReport,
 ) -> dict[str, FileState]:
-    """The new manifest state of each of ``files`` that must be (re)ingested, by display path, in ``files``' order.
+    """The new manifest state of each of ``files`` that must be (re)ingested, by display path, in order."""
 
-    A file whose size, mtime and embedding model match its manifest entry is unchanged, decided on one ``stat``
-    (the loop an unchanged 100,000-file source spends its check in); any other goes through :func:`_changed_state`.
-    """
     states: dict[str, FileState] = {}
     model = embedder.model_id
     limit = max_file_size if max_file_size is not None else float("inf")
@@ -77,12 +74,8 @@ def _changed_state(
     max_file_size: int | None,
     report: IngestReport,
 ) -> FileState | None:
-    """The new manifest state if ``file`` (``stat``: its stat, taken now; its size, mtime or model differ from
-    ``known``, or ``force``) must be (re)ingested, else None (its content unchanged, or too large).
-
-    A file over ``max_file_size`` is skipped and its old chunks deleted; a touched file whose
-    content hash is unchanged gets its manifest entry refreshed in ``store`` and counts as unchanged.
-    """
+    """The new manifest state if ``file`` (``stat``: taken now) must be (re)ingested, else None: a file over
+    ``max_file_size`` has its old chunks deleted, and a touched one whose hash is unchanged its entry refreshed."""
     if max_file_size is not None and stat.st_size > max_file_size:
         report.skip(
             file.display,

@@ -17,8 +17,7 @@ from deckhand.ingest.selection import EVERYTHING, Selection
 from deckhand.printable import is_utf8, utf8_name
 from deckhand.types import Skipped
 
-#: Why a file or directory whose name is not valid UTF-8 is left out (no store, JSON answer or MCP
-#: result can carry such a name, and an escaped stand-in could collide with a real file's name).
+#: Why a name that is not valid UTF-8 is left out (nothing can carry it; an escaped stand-in could collide).
 NOT_UTF8 = "its name is not valid UTF-8; rename it to ingest it"
 
 log = logging.getLogger("deckhand.ingest")
@@ -43,8 +42,7 @@ class SourceFile:
 
 @dataclass
 class Discovery:
-    """What a walk found: the files to ingest, those left out on purpose (``skipped``: unsupported,
-    excluded, links) and the places that could not be read (``failed``)."""
+    """What a walk found: the files to ingest, those left out on purpose (``skipped``) and unreadable (``failed``)."""
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -63,15 +61,10 @@ def display_path(path: Path, base: Path | None = None) -> str:
 def discover(
     source: str | Path, extensions: Collection[str], *, base: Path | None = None, selection: Selection = EVERYTHING
 ) -> Discovery:
-    """List the supported files of ``source`` (a file or a directory, walked recursively).
+    """List the supported files of ``source`` (a file, taken as named, or a directory walked recursively) that
+    ``selection`` takes; symlinks only while they resolve inside the source, names not valid UTF-8 in ``failed``.
 
-    Under a directory, only what ``selection`` takes is listed, and a directory it excludes is not
-    walked; neither counts as skipped. A source that is a file is taken as named.
-
-    Symlinks are followed only while they resolve inside the source directory; anything
-    else is skipped with a reason. A supported file (or a directory) whose name is not valid
-    UTF-8 is listed in ``failed``, named with its bad bytes escaped (``bad_\\xff.txt``), and the
-    walk goes on. Raises ``FileNotFoundError`` if the source is missing.
+    Raises ``FileNotFoundError`` if the source is missing.
     """
     given = Path(source).expanduser()
     if not given.exists():
@@ -91,12 +84,9 @@ def discover(
         shown = _shown(where, root, shown_root, base) if _inside(where, root) else str(where)
         out.failed.append(Skipped(utf8_name(shown), f"cannot read directory ({exc.strerror or exc})"))
 
-    # Depth first, files before subdirectories, both sorted: the order os.walk gave. os.scandir's entries
-    # answer "directory? link? regular file?" from the directory listing itself; a directory's display path,
-    # its .gitignore rules and whether include: covers it are worked out once, and each file is kept as
+    # Depth first, files before subdirectories, both sorted (os.walk's order), with os.scandir's entries and plain
     # strings: an unchanged 100,000-file source is walked without a pathlib object or a syscall per file.
-    # ``inside``: the directory relative to the source ("" for the source, else ending in "/"); ``covered``:
-    # whether include: takes every file under it (no include:, or it or a directory above matches one).
+    # ``inside``: the directory relative to the source ("" or ending in "/"); ``covered``: include: takes all under it.
     pending: list[tuple[str, str, bool]] = [(str(root), "", not selection.include or selection.covers(""))]
     while pending:
         current, inside, covered = pending.pop()

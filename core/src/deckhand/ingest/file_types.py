@@ -1,10 +1,5 @@
-"""Which loader reads a file: the one registered for its extension, or, for a file without one that starts
-with ``#!`` (a script: ``bin/deploy``), the one registered for :data:`SCRIPT`.
-
-A loader lists ``"#!"`` among its ``extensions`` to read scripts (the code plugin's does); discovery then
-takes a file without an extension when its first two bytes are ``#!``, and leaves out the others (``LICENSE``,
-``Makefile``) as before.
-"""
+"""Which loader reads a file: the one registered for its extension, or, for a file without one that starts with
+``#!``, the one registered for :data:`SCRIPT`."""
 
 from __future__ import annotations
 

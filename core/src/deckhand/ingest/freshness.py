@@ -1,13 +1,5 @@
-"""Whether an index is behind its source: which files were added, edited or deleted since the last ingest.
-
-The check is the unchanged path of an ingest (:func:`deckhand.ingest.change_detection.changed_states`) without
-its hashing: walk the source as an ingest would (:func:`deckhand.ingest.discovery.discover`, the tool's
-``include:``/``exclude:`` and ``.gitignore``), ``stat`` each file and compare its size and mtime with
-the index's manifest. A file the index does not hold counts as new when it appeared (its ctime or mtime)
-after the last ingest started; an older one is a file that ingest left out (unreadable, empty, over
-``max_file_size``) and is not reported again. A touched file whose content is the same counts as edited
-until the next ingest (which only refreshes its manifest entry): the check never reads a file.
-"""
+"""Whether an index is behind its source: an ingest's walk and ``stat`` compared with the manifest, never reading a
+file (a touched file counts as edited until the next ingest)."""
 
 from __future__ import annotations
 
@@ -67,11 +59,8 @@ def source_changes(
     max_file_size: int | None = None,
     ingested_at: float | None = None,
 ) -> SourceChanges:
-    """What changed under ``source`` against ``manifest`` (the index's, keyed by display path).
-
-    ``ingested_at`` (when the last complete ingest started; None: unknown) tells a new file from one that
-    ingest left out; unknown, every file the index lacks counts as new.
-    """
+    """What changed under ``source`` against ``manifest`` (keyed by display path); a file the index lacks counts as
+    new only if it appeared after ``ingested_at`` (when unknown, always), else that ingest left it out."""
     clock = time.perf_counter()
     found = discover(source, extensions, base=base, selection=selection)
     limit = max_file_size if max_file_size is not None else float("inf")

@@ -1,12 +1,5 @@
-"""YAML front matter of markdown files, parsed into the document's metadata.
-
-A markdown file that starts with a ``---`` line and closes it with ``---`` (or ``...``)
-within its first 200 lines has front matter; its mapping becomes metadata every chunk of the
-file carries, so searches can filter on ``author``, ``tags``, ``year``... The text itself is
-left as it is (the structure chunker already leaves front matter out of sections).
-Dates become ISO strings so the metadata stays JSON; front matter that is not a YAML mapping
-is reported once and ignored, never an error that loses the file.
-"""
+"""YAML front matter of markdown files (a ``---`` block within the first 200 lines), parsed into metadata every
+chunk carries; dates become ISO strings, and a block that is not a mapping is reported once and ignored."""
 
 from __future__ import annotations
 

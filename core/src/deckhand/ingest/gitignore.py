@@ -1,12 +1,5 @@
-"""What a git repository's ``.gitignore`` files leave out, for a source that is (in) a working tree.
-
-A source directory inside a git working tree is walked as git sees it: the files its ``.gitignore``
-files (at every level from the repository's top, each relative to its own folder, a deeper one
-overriding) and ``.git/info/exclude`` ignore are not ingested, with git's pattern rules (the
-``pathspec`` package's ``gitwildmatch``: negation, ``**``, anchoring). An ignored folder is not
-walked. ``gitignore: false`` on the tool turns this off. The ignore files are the user's own
-repository files; each is read without following a symbolic link, and at most :data:`MAX_IGNORE_BYTES`.
-"""
+"""What a git working tree's ``.gitignore`` files and ``.git/info/exclude`` leave out of a source inside it, with
+git's rules (pathspec's ``gitwildmatch``); each file read without following a link, at most :data:`MAX_IGNORE_BYTES`."""
 
 from __future__ import annotations
 
@@ -64,8 +57,7 @@ class GitIgnore:
         return self.folder("/".join(parts[:-1])).ignores(parts[-1], directory=directory)
 
     def folder(self, relative: str) -> FolderRules:
-        """The rules that decide for the entries of the folder at ``relative`` (posix, relative to :attr:`top`;
-        "" for the top): a walk looks them up once per folder, then asks for each entry by name."""
+        """The rules deciding for the entries of the folder at ``relative`` (posix, from :attr:`top`; "": the top)."""
         parts = relative.split("/") if relative else []
         specs: list[tuple[Rules, str]] = []
         for depth in range(len(parts) + 1):  # the top's .gitignore first, the deepest last (it wins)
@@ -104,9 +96,7 @@ _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 class Rules:
-    """One ignore file's patterns, and one regex that finds whether any of them matches a path at all: most paths
-    match none, and those are known in one search instead of one per pattern (git's verdict on the others, which
-    pattern wins, negations and directory patterns included, is pathspec's)."""
+    """One ignore file's patterns, with one regex telling whether any matches a path at all (most match none)."""
 
     def __init__(self, spec: pathspec.GitIgnoreSpec) -> None:
         self.spec = spec

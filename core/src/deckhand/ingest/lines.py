@@ -1,12 +1,5 @@
-"""Line numbers for chunks of files whose loaded text is the file's own text (.txt, .md, .rst).
-
-Results show where a chunk is (``docs/guide.md:42``), so a person can open the file there.
-Chunkers record ``start_char`` (an offset into the loaded text); for a loader that returns
-the file verbatim (decoded, nothing converted) the pipeline turns it into ``start_line``,
-the 1-based line of the chunk's first visible character, and, from ``end_char``, ``end_line``:
-the line of its last visible character (MCP results link to ``file#Lstart-Lend``). Converted formats (PDF, Office,
-CSV as a table) get no line: an offset into the converted text is no place in the file.
-"""
+"""Line numbers (``start_line``, ``end_line``) for chunks of files whose loaded text is the file's own (.txt, .md,
+.rst); a converted format gets none, an offset into converted text being no place in the file."""
 
 from __future__ import annotations
 
@@ -25,10 +18,7 @@ _VISIBLE = re.compile(r"\S")
 
 
 def with_start_lines(text: str, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-    """``chunks`` with ``start_line`` (and ``end_line``) added where they carry a ``start_char`` into ``text``.
-
-    Newlines are counted incrementally while the chunks advance through the text (chunkers
-    emit them in order), so a 200 MB file costs one pass, not one per chunk."""
+    """``chunks`` with ``start_line`` (and ``end_line``) where they carry a ``start_char``, in one pass of ``text``."""
     offset, line = 0, 1
     for chunk in chunks:
         start = chunk.metadata.get("start_char")

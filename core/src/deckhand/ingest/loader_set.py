@@ -20,13 +20,8 @@ _current: ContextVar[LoaderSet | None] = ContextVar("deckhand_loader_set", defau
 
 
 class LoaderSet:
-    """Picks the loader for each extension among the loaders given: the highest ``priority`` wins, and on a tie the
-    loader given last (see :meth:`from_registry`); a script without an extension goes to the loader of ``#!``
-    (:mod:`deckhand.ingest.file_types`).
-
-    ``settings`` (the tool's ``ocr:``, the cache directory) are what loaders read from
-    :func:`deckhand.ingest.loaders.loader_settings` while this set loads a file.
-    """
+    """Picks the loader for each extension: the highest ``priority`` wins, then the one given last; a script
+    without an extension goes to the loader of ``#!``. Loaders read ``settings`` while this set loads a file."""
 
     def __init__(self, loaders: Iterable[LoaderBase], settings: LoaderSettings | None = None) -> None:
         self.by_extension: dict[str, LoaderBase] = {}
@@ -41,10 +36,8 @@ class LoaderSet:
     def from_registry(
         cls, registry: PluginRegistry, chosen: Iterable[Component] = (), settings: LoaderSettings | None = None
     ) -> LoaderSet:
-        """deckhand's own loaders and the plugin loaders ``chosen`` (those a tool opted in to: an installed
-        plugin's loaders are used by no tool that did not), reading with ``settings``. For an extension several
-        claim, the highest ``priority`` wins, then a plugin's over deckhand's own, then the plugin whose name sorts
-        first."""
+        """deckhand's own loaders and the plugin loaders ``chosen`` by the tool, reading with ``settings``; for an
+        extension several claim, the highest ``priority``, then a plugin's, then the first plugin by name wins."""
         own = [c for c in registry.of_plugin("loader", BUILTIN)]
         plugins = sorted((c for c in chosen if not c.builtin), key=lambda c: (c.plugin, c.name), reverse=True)
         return cls((component.create() for component in [*own, *plugins]), settings)
@@ -58,11 +51,7 @@ class LoaderSet:
         return self.load_with_metadata(path).text
 
     def load_with_metadata(self, path: Path) -> LoadedText:
-        """The file's text and the metadata its loader attached (a loader may return just the text).
-
-        While it loads, :func:`current_loaders` is this set: a loader of containers (a mail's
-        attachments) hands the parts to the loaders of their types through it.
-        """
+        """The file's text and its loader's metadata; meanwhile :func:`current_loaders` is this set (for containers)."""
         token = _current.set(self)
         try:
             with loading_with(self.settings):
@@ -74,8 +63,7 @@ class LoaderSet:
         return LoadedText(loaded)
 
     def verbatim(self, path: Path) -> bool:
-        """Whether the loader of ``path`` returns the file's own text (``verbatim = True``), so that
-        offsets into it are places in the file (results then show line numbers)."""
+        """Whether the loader of ``path`` returns the file's own text, so offsets are places in the file."""
         loader = self.by_extension.get(file_type(path, self.by_extension))
         return loader is not None and loader.verbatim
 

@@ -25,13 +25,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DecodeSettings:
-    """How the file being loaded is decoded, and the notices its decoding produced.
-
-    The pipeline sets one per file (:func:`decoding`) so that loaders keep their one-argument
-    ``load(path)`` signature: ``encoding`` is ``auto`` or a pinned codec from the tool's
-    ``encoding:`` setting, and an uncertain detection is added to ``notices`` (the pipeline
-    logs it with the file's display path) instead of being logged here.
-    """
+    """How the file being loaded is decoded (``auto`` or the tool's pinned ``encoding:``), and the notices its
+    decoding produced; set per file by :func:`decoding` so loaders keep their one-argument ``load(path)``."""
 
     encoding: str = AUTO
     notices: list[str] = field(default_factory=list)
@@ -51,17 +46,10 @@ def decoding(encoding: str = AUTO) -> Iterator[DecodeSettings]:
         _settings.reset(token)
 
 
-#: The ``ocr:`` values: recognise pages without a text layer (auto), every page (always), none (never).
-OCR_MODES = ("auto", "always", "never")
-
-
 @dataclass(frozen=True)
 class LoaderSettings:
-    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`).
-
-    ``ocr`` is the tool's ``ocr:`` setting (:data:`OCR_MODES`); ``cache_dir`` is where a loader may keep
-    work it can reuse (the directory of the embedding cache; None: keep nothing).
-    """
+    """The tool's settings that loaders read, set for each file loaded (:func:`loader_settings`): its ``ocr:`` mode
+    (``auto``, ``always`` or ``never``) and ``cache_dir``, where a loader may keep reusable work (None: nowhere)."""
 
     ocr: str = AUTO
     cache_dir: Path | None = None
@@ -87,12 +75,8 @@ def loading_with(settings: LoaderSettings) -> Iterator[LoaderSettings]:
 
 
 def decode_text(data: bytes, path: Path, encoding: str | None = None) -> str:
-    """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`),
-    else detected (see :mod:`deckhand.encoding`).
-
-    Raises :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding.
-    An uncertain detection becomes one notice naming the encoding chosen.
-    """
+    """Decode a file's bytes: the pinned ``encoding`` (argument, else the one set by :func:`decoding`), else
+    detected; :class:`LoaderError` for binary data and for bytes invalid in a pinned encoding."""
     settings = _settings.get()
     pinned = encoding or (settings.encoding if settings is not None else AUTO)
     if pinned != AUTO:
@@ -127,8 +111,7 @@ _parts_read: ContextVar[Callable[[int, int, str], None] | None] = ContextVar("de
 
 
 def loading_progress(done: int, total: int, unit: str = "pages") -> None:
-    """Report that ``done`` of the ``total`` parts (pages) of the file being loaded are read, so a long file
-    (a 300-page scan) shows its progress part by part; nothing happens outside an ingest."""
+    """Report that ``done`` of the ``total`` parts (pages) of the file being loaded are read (only in an ingest)."""
     callback = _parts_read.get()
     if callback is not None:
         callback(done, total, unit)
@@ -180,8 +163,7 @@ class TextLoader(LoaderBase):
 
 
 class TableLoader(LoaderBase):
-    """CSV as a markdown table and JSON as a fenced code block, the way markitdown renders them,
-    without importing markitdown (whose import alone takes seconds)."""
+    """CSV as a markdown table and JSON as a fenced code block, as markitdown renders them, without its slow import."""
 
     extensions = frozenset({".csv", ".json"})
     priority = 0
@@ -236,12 +218,8 @@ def _csv_table(text: str, path: Path) -> str:
 
 
 class MarkItDownLoader(LoaderBase):
-    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use).
-
-    Each extension goes to its own markitdown converter: markitdown's generic ``convert``
-    guesses the type from the content and, for a damaged PDF, falls back to reading its
-    raw bytes as plain text, which would index garbage instead of reporting the file.
-    """
+    """Converts PDF, Office and HTML files to markdown with markitdown (imported on first use), one converter per
+    extension: the generic ``convert`` reads a damaged PDF's raw bytes as text."""
 
     extensions = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm"})
     priority = 0

@@ -1,16 +1,6 @@
-"""Opening a source's files without following a symbolic link swapped in after the walk checked them.
-
-Discovery and the MCP reader check that a path holds no symbolic link, then open it; between the
-two, a link to ``/etc/passwd`` can take the file's (or a directory's) place. So a file is opened
-from the source directory down, one component at a time, each with ``O_NOFOLLOW``: a link found
-at open time is refused (``ELOOP``), whatever was checked before. Only regular files open (a FIFO
-would block the reader), and a byte limit is checked on the opened file itself.
-
-The builtin loaders read through :func:`read_source_bytes` / :func:`open_source_file`; the
-confinement (the source directory, the byte limit) is set for the file being loaded by
-:func:`confined_to`, the way :func:`deckhand.ingest.loaders.decoding` sets its encoding, so loaders
-keep their one-argument ``load(path)``.
-"""
+"""Opening a source's files from the source directory down, one component at a time with ``O_NOFOLLOW``, so a
+symbolic link swapped in after the walk's check is refused (docs/security.md); only regular files, within a byte
+limit set for the file being loaded by :func:`confined_to`."""
 
 from __future__ import annotations
 
@@ -63,12 +53,8 @@ def confined_to(root: Path | None, max_bytes: int | None = None) -> Iterator[Non
 
 
 def open_source_file(path: Path) -> BinaryIO:
-    """``path`` opened for binary reading under the current confinement.
-
-    :class:`OSError` (``ELOOP``) when a component below the confinement root (or ``path`` itself) is a
-    symbolic link at the moment of opening, ``EINVAL`` for anything but a regular file, and
-    :class:`TooLarge` over the byte limit.
-    """
+    """``path`` opened for binary reading under the current confinement: :class:`OSError` (``ELOOP``) for a symbolic
+    link below the root, ``EINVAL`` for anything but a regular file, :class:`TooLarge` over the byte limit."""
     confinement = _confinement.get() or _FREE
     fd = _open(path, confinement.root)
     try:
@@ -86,8 +72,7 @@ def open_source_file(path: Path) -> BinaryIO:
 
 
 def read_source_bytes(path: Path) -> bytes:
-    """All of ``path``'s bytes under the current confinement (a file that grew past the limit meanwhile is
-    refused too)."""
+    """All of ``path``'s bytes under the current confinement (refused if the file grew past the limit)."""
     limit = (_confinement.get() or _FREE).max_bytes
     with open_source_file(path) as fh:
         data = fh.read() if limit is None else fh.read(limit + 1)
@@ -118,8 +103,7 @@ def _open(path: Path, root: Path | None) -> int:
 
 
 def _open_one(name: str | Path, flags: int, directory: int | None) -> int:
-    """``os.open``; a refusal caused by a symbolic link (ELOOP; ENOTDIR for a directory; EMLINK on FreeBSD)
-    said as such."""
+    """``os.open``; a refusal caused by a symbolic link (ELOOP, ENOTDIR, EMLINK on FreeBSD) said as such."""
     try:
         return os.open(name, flags, dir_fd=directory)
     except OSError as exc:

@@ -1,17 +1,5 @@
-"""The ingestion pipeline: discover → load → chunk → embed → store, incrementally.
-
-A file is re-processed only when its size or mtime changed *and* its content hash
-differs (a touched but unchanged file just gets its manifest entry refreshed). Each
-file's chunks replace the old ones in one atomic store call, so a failure midway leaves
-the previous chunks searchable. Texts are embedded through :class:`CachedEmbedder`,
-so unchanged chunks are never embedded twice.
-
-:class:`Ingestor` wires the steps together; each lives in its own module:
-:mod:`~deckhand.ingest.change_detection` (which files changed), :mod:`~deckhand.ingest.reading`
-(loading and chunking ahead, on a thread and worker processes), :mod:`~deckhand.ingest.batching`
-(embedding groups), :mod:`~deckhand.ingest.eta` (the time estimate) and
-:mod:`~deckhand.ingest.report` (progress and the run's report).
-"""
+"""The ingestion pipeline, discover → load → chunk → embed → store, incrementally: a file is redone only when its
+size or mtime changed and its hash differs, and its chunks replace the old ones in one atomic store call."""
 
 from __future__ import annotations
 
@@ -52,8 +40,7 @@ __all__ = [
 
 log = logging.getLogger("deckhand.ingest")
 
-#: The source names of documents an agent added (:mod:`deckhand.index.agent_documents`, which the tools layer
-#: holds above this one): an ingest leaves them alone.
+#: The source names of documents an agent added (:mod:`deckhand.index.agent_documents`): an ingest leaves them alone.
 AGENT_SOURCE_PREFIX = "deckhand-agent://"
 
 #: The default ``max_file_size`` (the tool configuration's default too).
@@ -89,8 +76,7 @@ def records_of(pending: Pending) -> list[Record]:
 def embed_file(
     embedder: EmbedderBase, file: SourceFile, state: FileState, chunks: list[Chunk], report: IngestReport
 ) -> list[Record]:
-    """The records of one file's ``chunks``, embedded on their own (an executor's worker elsewhere); what the
-    embedder reports is added to ``report``."""
+    """The records of one file's ``chunks``, embedded on their own (by an executor's worker elsewhere)."""
     pending = Pending(file, state, chunks)
     queue = EmbedQueue(embedder, NoProgress(), IngestStatus())
     queue.files.append(pending)
@@ -100,12 +86,8 @@ def embed_file(
 
 
 def write_file(store: StoreBase, display: str, state: FileState, records: list[Record], report: IngestReport) -> None:
-    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call.
-
-    A store error fails that file alone (its previous chunks are kept); an unreachable server or an
-    index file that cannot take writes stops the run (no later file would fare better; the next run
-    picks up where this one ended). Every executor writes through here, wherever it runs.
-    """
+    """Replace file ``display``'s records and manifest entry in one all-or-nothing store call: a store error fails
+    that file alone, an unreachable server or a file that cannot take writes stops the run."""
     clock = time.perf_counter()
     state = FileState(**{**state.__dict__, "chunk_count": len(records)})
     try:
@@ -170,11 +152,8 @@ class Ingestor:
         return plan.report
 
     def plan(self, source: str | Path, *, force: bool = False, shard: Shard | None = None) -> Plan:
-        """Decide what the run must do: discover ``source``, compare each file with the manifest (size and
-        mtime, then the content hash; the embedding model) and list the files to (re)process.
-
-        Every executor starts here (:mod:`deckhand.ingest.executor`), so what changed is decided one way.
-        """
+        """Decide what the run must do, for every executor: discover ``source``, compare each file with the
+        manifest (size and mtime, content hash, model) and list the files to (re)process."""
         report = IngestReport()
         clock = time.perf_counter()
         found = discover(source, self.loaders.extensions, base=self.base_dir, selection=self.selection)
@@ -269,8 +248,7 @@ class Ingestor:
         self.progress.advance()
 
     def finish(self, plan: Plan) -> None:
-        """Remove the files gone from the source (this shard's only) and bring the store's derived indexes
-        up to date: the end of every executor's run."""
+        """Remove the files gone from the source (this shard's only) and update the store's derived indexes."""
         report = plan.report
         clock = time.perf_counter()
         for gone in plan.gone:
@@ -289,8 +267,7 @@ class Ingestor:
         return self._status
 
     def _embed_ready(self, report: IngestReport, *, final: bool) -> None:
-        """Embed the queued chunks in groups (all of them when ``final``), storing each file as soon as
-        all its chunks have vectors."""
+        """Embed the queued chunks in groups (all when ``final``), storing each file once all have vectors."""
         while True:
             waiting = self._embedding.waiting
             group = self._embedding.group_size(self._estimated)
@@ -319,6 +296,5 @@ class Ingestor:
         self.progress.note(message)
 
     def report_status(self) -> None:
-        """Show where the run stands (a progress display that takes ``status``: the line of files, chunks,
-        chunks/s and time left)."""
+        """Show where the run stands on a progress display that takes ``status``."""
         self.progress.status(self._status)

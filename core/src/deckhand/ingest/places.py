@@ -1,13 +1,5 @@
-"""Where a chunk is inside a converted file: the page of a PDF, the message of a mailbox, the attachment of a mail.
-
-A loader that knows the parts of its text returns them as :attr:`deckhand.types.LoadedText.places`:
-``(offset, fields)`` pairs in order, each saying that from ``offset`` on the text is, say, ``{"page": 3}``.
-Chunkers record ``start_char`` (an offset into the loaded text); each chunk gets the fields of the place
-its first visible character is in, so results say ``scan.pdf (page 3)`` and filters can select a mail's
-``subject``. A chunk that runs onto a later page also says the page it ends on (``end_page``:
-``scan.pdf (pages 3-4)``). Places that differ in more than their page (a mail's body and each attachment,
-each message of a mailbox) are chunked apart (:func:`chunk_parts`), so no chunk mixes two of them.
-"""
+"""Where a chunk is inside a converted file (a PDF's page, a mailbox's message): each chunk gets the fields of the
+loader's place its first character is in, and places differing in more than their page are chunked apart."""
 
 from __future__ import annotations
 
@@ -44,9 +36,7 @@ def parts_of(text: str, places: Sequence[tuple[int, dict[str, Any]]]) -> list[tu
 def chunk_parts(
     cut: Callable[[Document], Iterable[Chunk]], document: Document, places: Sequence[tuple[int, dict[str, Any]]]
 ) -> Iterator[Chunk]:
-    """``document``'s chunks by ``cut`` (a chunker's ``chunk`` or ``iter_chunks``), each part of :func:`parts_of`
-    cut on its own (offsets into the whole text, chunks numbered on through the parts); ``cut(document)``
-    when the text is one part."""
+    """``document``'s chunks by ``cut``, each part of :func:`parts_of` cut on its own and numbered on."""
     parts = parts_of(document.text, places)
     if len(parts) <= 1:
         yield from cut(document)
@@ -63,11 +53,7 @@ def chunk_parts(
 
 
 def with_places(text: str, places: Sequence[tuple[int, dict[str, Any]]], chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-    """``chunks``, each with the fields of the place of ``places`` its first visible character is in.
-
-    A chunk without a ``start_char``, or before the first place, is left as it is; the chunker's own
-    metadata wins over a place's field of the same name.
-    """
+    """``chunks``, each with the fields of the place its first visible character is in (its own metadata wins)."""
     if not places:
         yield from chunks
         return

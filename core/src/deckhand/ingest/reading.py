@@ -1,8 +1,4 @@
-"""Reading files into chunks ahead of the embedder: a reader thread, and worker processes for many files.
-
-:class:`Reader` loads and chunks the files of one run, in order, on a thread that runs ahead of
-the caller, so the next files are converted and chunked while the current ones are embedded.
-"""
+"""Reading files into chunks ahead of the embedder: a reader thread, and worker processes for many files."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ from deckhand.types import Chunk, Document, FileState, IngestReport
 
 log = logging.getLogger("deckhand.ingest")
 
-#: Read-ahead hand-overs queued between the reader thread and the embedder (each holds up to
-#: :data:`READ_BATCH` chunks), so conversion and chunking run at most this far ahead.
+#: Read-ahead hand-overs (each up to :data:`READ_BATCH` chunks) queued between the reader thread and the embedder.
 READ_AHEAD = 64
 #: Most chunks in one hand-over from the reader thread.
 READ_BATCH = 32
@@ -51,8 +46,7 @@ READ_BATCH = 32
 
 @dataclass
 class Read:
-    """What the reader thread hands over about file number ``index``: its next chunks, a problem,
-    and (``done``) that nothing more of it follows."""
+    """What the reader thread hands over about file ``index``: its next chunks, a problem, or that it is ``done``."""
 
     index: int
     chunks: list[Chunk] = field(default_factory=list)
@@ -103,14 +97,8 @@ class Reader:
     def read_ahead(
         self, todo: Sequence[SourceFile], states: Mapping[str, FileState], report: IngestReport
     ) -> Iterator[Read]:
-        """What :meth:`read` says about each file of ``todo``, in order, from a thread that runs
-        ahead of the caller (at most :data:`READ_AHEAD` hand-overs), so the next files are converted
-        and chunked while the current ones are embedded. With worker processes
-        (:mod:`deckhand.ingest.workers`) the thread hands over what they made, in the same order.
-
-        Only the caller touches the store, the queue and ``report``; the reading's own timings
-        (``convert``, ``chunk``; the workers' added up) are added to ``report`` when it ends.
-        """
+        """What :meth:`read` says about each file of ``todo``, in order, from a thread at most :data:`READ_AHEAD`
+        hand-overs ahead; only the caller touches the store, the queue and ``report``."""
         workers = worker_count(sum(states[f.display].size for f in todo if states[f.display].size <= LARGE_FILE))
         ahead: queue.Queue[Read | _ReaderEnd] = queue.Queue(maxsize=READ_AHEAD)
         stop = threading.Event()
@@ -175,10 +163,8 @@ class Reader:
     def pooled(
         self, pool: ChunkPool, todo: Sequence[SourceFile], states: Mapping[str, FileState], seconds: dict[str, float]
     ) -> Iterator[Read]:
-        """Every file of ``todo``, in order, loaded and chunked by ``pool`` (files over :data:`LARGE_FILE`
-        on this thread, streamed), with at most ``pool.max_files`` files and :data:`IN_FLIGHT_BYTES`
-        in flight. If the pool breaks (a worker killed, a chunker that does not unpickle), the
-        files it had not handed over are read on this thread."""
+        """Every file of ``todo``, in order, chunked by ``pool`` (files over :data:`LARGE_FILE` streamed here), within
+        ``pool.max_files`` files and :data:`IN_FLIGHT_BYTES` in flight; if the pool breaks, the rest is read here."""
         pending: deque[tuple[int, Future[Converted] | None, int]] = deque()
         following, in_flight = 0, 0
         while pending or following < len(todo):
@@ -240,10 +226,8 @@ class Reader:
             yield Read(index, fraction=1.0, done=True)
 
     def read(self, index: int, file: SourceFile, seconds: dict[str, float]) -> Iterator[Read]:
-        """Load file ``index`` and cut it into chunks on this thread; a chunker that can stream
-        (``iter_chunks``) hands them over while it cuts, so a huge file is embedded as it goes
-        (the ``prepare`` step, when there is one, runs on each batch of chunks).
-        The time spent is added to ``seconds`` (``convert``: loading; ``chunk``: the rest)."""
+        """Load file ``index`` and chunk it on this thread, streaming through ``iter_chunks`` where it can (with
+        ``prepare`` on each batch); the time goes to ``seconds`` (``convert``, ``chunk``)."""
         clock = time.perf_counter()
         hand_over = self._hand_over
 

@@ -1,13 +1,5 @@
-"""Which files of a source a tool ingests: its ``include:`` and ``exclude:`` glob patterns.
-
-Patterns read as the ``encoding:`` patterns do (:func:`deckhand.encoding.encoding_for`): relative
-to the source, posix, ``*`` also crosses ``/``, and a pattern without ``/`` also matches the
-name alone (at any depth). A trailing ``/`` names directories only (``node_modules/``); a leading
-``/`` anchors a pattern at the source (``/build/``: not ``docs/build/``); a leading ``**/`` is the
-same as none. An excluded directory is not walked at all. With ``include:`` a file is ingested
-only when it, or a directory above it, matches one of its patterns; ``exclude:`` wins over
-``include:``. Files left out by a pattern are not reported as skipped: leaving them out was asked for.
-"""
+"""Which files of a source a tool ingests: its ``include:`` and ``exclude:`` glob patterns, read as ``encoding:``'s
+are (plus ``dir/`` for directories only and ``/`` anchoring); ``exclude:`` wins, and what they leave out is no skip."""
 
 from __future__ import annotations
 
@@ -17,10 +9,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-#: Folders no one wants indexed: version control, dependencies, caches, build output, virtual
-#: environments and Sphinx's copied static assets. ``default_excludes: false`` drops them. ``build/``
-#: and ``dist/`` only at the top of the source, where a project's build writes them: deeper, a folder
-#: so named is as likely a manual's chapter (``docs/guides/build/``).
+#: Folders no one wants indexed (``default_excludes: false`` drops them); ``build/`` and ``dist/`` only at the top,
+#: since deeper a folder so named is as likely a manual's chapter (``docs/guides/build/``).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/",
     "node_modules/",
@@ -67,8 +57,7 @@ class Selection:
 
     include: tuple[Pattern, ...] = ()
     exclude: tuple[Pattern, ...] = tuple(Pattern.parse(p) for p in DEFAULT_EXCLUDES)
-    #: Whether a source in a git working tree leaves out what its ``.gitignore`` files ignore
-    #: (:mod:`deckhand.ingest.gitignore`; the walk applies it, these patterns know no files).
+    #: Whether a source in a git working tree leaves out what its ``.gitignore`` files ignore (the walk applies it).
     gitignore: bool = True
 
     @classmethod
@@ -94,11 +83,8 @@ class Selection:
         return self._globs.includes_directory(relative)
 
     def takes(self, relative: str, *, covered: bool | None = None) -> bool:
-        """Whether the file at ``relative`` (in a walked directory) is ingested.
-
-        ``covered``: whether a directory above the file is one :meth:`covers` says yes to (or there is no
-        ``include:``), when the caller knows (a walk carries it down); None works it out from ``relative``.
-        """
+        """Whether the file at ``relative`` (in a walked directory) is ingested; ``covered`` says whether a
+        directory above it is one :meth:`covers` takes, when the caller knows (None: worked out here)."""
         globs = self._globs
         if globs.excludes_file(relative):
             return False
@@ -124,17 +110,14 @@ class Selection:
 
 
 def _union(globs: Iterable[str]) -> Callable[[str], re.Match[str] | None] | None:
-    """One regex matching what any of ``globs`` matches (:func:`fnmatch.fnmatchcase`'s reading of each: a union of
-    :func:`fnmatch.translate` patterns, each anchored at both ends, matches exactly when one of them does);
-    None when there are none."""
+    """One regex matching what any of ``globs`` matches as :func:`fnmatch.fnmatchcase` does (None: no globs)."""
     translated = [f"(?:{fnmatch.translate(g)})" for g in dict.fromkeys(globs)]
     return re.compile("|".join(translated)).match if translated else None
 
 
 class _AnyOf:
-    """Whether any of some patterns matches a relative path (:meth:`Pattern.matches`, whatever ``directories_only``
-    says: the caller passes the patterns that apply), in at most two regex matches: the whole path, then the name
-    alone for the patterns without ``/`` that are not anchored. (A class, not a closure: a selection pickles.)"""
+    """Whether any of some patterns matches a relative path, in at most two regex matches: the whole path, then the
+    name alone (a class, not a closure: a selection pickles)."""
 
     __slots__ = ("_name", "_whole")
 
@@ -151,9 +134,7 @@ class _AnyOf:
 
 
 class _Globs:
-    """A selection's patterns compiled into four predicates that answer :meth:`Pattern.matches` for all of them
-    at once: files excluded, directories excluded, files included, directories included (a pattern that names
-    directories only is left out of the file predicates)."""
+    """A selection's patterns compiled into four predicates: files and directories excluded and included."""
 
     def __init__(self, include: tuple[Pattern, ...], exclude: tuple[Pattern, ...]) -> None:
         self.excludes_file = _AnyOf([p for p in exclude if not p.directories_only])

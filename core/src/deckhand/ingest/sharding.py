@@ -1,11 +1,5 @@
-"""A deterministic split of a source's files between ingest processes (``deckhand ingest --shard I/N``).
-
-Several machines can ingest one large source into one server store, each file embedded once:
-shard I of N takes the files whose relative path hashes to I (SHA-1 of the path as the
-manifest spells it, so every machine and platform agrees), writes only those, and removes from
-the manifest only the files of its own shard that are gone. Shards may finish in any order and
-any one may be run again; together they leave the index one ingest of the whole source would.
-"""
+"""A deterministic split of a source's files between ingest processes (``deckhand ingest --shard I/N``): shard I
+takes the files whose manifest path hashes (SHA-1) to I, so every machine agrees and each file is embedded once."""
 
 from __future__ import annotations
 

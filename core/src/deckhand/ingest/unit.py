@@ -1,12 +1,5 @@
-"""Ingestion as units of work: a tool's pipeline described as plain data, and the worker built from it.
-
-A :class:`PipelineDescription` names the components of one tool's ingest (its embedder and context step
-by name and settings, and the database it writes) as JSON-ready data: ``to_dict`` and ``from_dict`` carry it
-to another process or machine, as Haystack's components serialise. :func:`deckhand.tools.build_worker` builds a
-:class:`FileWorker` from it there (never a tool): the worker embeds one converted file's chunks (after the context
-step) and, where it writes, stores them through :func:`deckhand.ingest.pipeline.write_file`; otherwise its records
-go back to the one writer, the driver.
-"""
+"""Ingestion as units of work: a tool's pipeline described as plain JSON-ready data (:class:`PipelineDescription`),
+and the :class:`FileWorker` another process or machine builds from it to embed and store a converted file."""
 
 from __future__ import annotations
 
@@ -104,8 +97,7 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def context_step(generator: ContextGeneratorBase, name: str) -> Prepare:
-    """The step that prepends each chunk's context (from ``generator``, named ``name`` in errors) to what is
-    embedded, keeping the context in the chunk's metadata (``context``)."""
+    """The step that prepends each chunk's context (from ``generator``) to what is embedded and to its metadata."""
 
     def prepare(document: Document, chunks: list[Chunk]) -> list[Chunk]:
         if not chunks:
@@ -145,8 +137,7 @@ class FileWorker:
     def embed(
         self, file: SourceFile, state: FileState, converted: Converted, report: IngestReport
     ) -> list[Record] | None:
-        """Embed ``converted``'s chunks (it lets go of them) and write them; the records when this worker does not
-        write, else None. What the embedder and the store report is added to ``report``."""
+        """Embed ``converted``'s chunks (releasing them) and write them, or return the records when not a writer."""
         chunks, converted.chunks = converted.chunks, []
         if self.prepare is not None and chunks:
             clock = time.perf_counter()

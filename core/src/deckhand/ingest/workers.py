@@ -1,16 +1,5 @@
-"""Loading and chunking files in worker processes, beside the embedder.
-
-Chunking is pure Python: on the ingest's reader thread it holds the GIL and takes turns with
-the embedder's own Python work, so a fast (GPU) embedder waits for it. A :class:`ChunkPool`
-runs :func:`convert` for whole files in ``spawn`` worker processes (never ``fork``: the
-ingesting process has threads) and the reader thread hands their chunks over in order.
-
-How many workers: ``DECKHAND_CHUNK_WORKERS`` (0: chunk on the reader thread), else
-:func:`worker_count`'s automatic choice, which uses workers only where they pay: more than
-two cores and enough bytes to chunk. The loaders and the chunker are pickled once per pool
-(a chunker that cannot be pickled keeps the work on the reader thread); files over
-:data:`LARGE_FILE` stay on the reader thread, which streams them.
-"""
+"""Loading and chunking files in ``spawn`` worker processes beside the embedder (chunking holds the GIL a fast
+embedder needs); ``DECKHAND_CHUNK_WORKERS`` or :func:`worker_count` decides how many."""
 
 from __future__ import annotations
 
@@ -43,16 +32,13 @@ log = logging.getLogger("deckhand.ingest")
 
 #: The setting: how many worker processes load and chunk files (0: the reader thread does).
 WORKERS_ENV = "DECKHAND_CHUNK_WORKERS"
-#: Files larger than this stay on the reader thread, streamed through ``iter_chunks``: a worker
-#: would hold the whole text and send every chunk back at once.
+#: Files larger than this stay on the reader thread, streamed (a worker would hold them whole).
 LARGE_FILE = 8_000_000
-#: The automatic choice uses workers only when the files a worker may take add up to this many
-#: bytes (below it chunking takes seconds and starting the workers would cost as much).
+#: The automatic choice uses workers only for at least this many bytes of files (below, starting them costs more).
 AUTO_MIN_BYTES = 8_000_000
 #: Most workers the automatic choice starts; two cores are left to the embedder and the caller.
 AUTO_MAX_WORKERS = 8
-#: Files submitted and not yet handed over, per worker, and their bytes in all: bounds the
-#: results waiting in memory.
+#: Files submitted and not yet handed over, per worker, and their bytes in all (bounds memory).
 FILES_PER_WORKER = 4
 IN_FLIGHT_BYTES = 64_000_000
 
@@ -90,11 +76,8 @@ def _cores() -> int:
 def load_text(
     loaders: Loads, path: Path, encoding: str, *, root: Path | None = None, max_bytes: int | None = None
 ) -> tuple[LoadedText | None, str | None, list[str]]:
-    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only).
-
-    The builtin loaders open it from ``root`` (its source directory) down without following a link
-    swapped in since the walk, and read at most ``max_bytes`` (:mod:`deckhand.ingest.opening`).
-    """
+    """``path``'s text and metadata, or why it could not be loaded, and the decoding notices (on success only);
+    read from ``root`` down without following a swapped-in link, at most ``max_bytes``."""
     try:
         with decoding(encoding) as settings, confined_to(root, max_bytes):
             text = loaders.load_with_metadata(path)
@@ -106,10 +89,7 @@ def load_text(
 
 
 def title_of(text: str, path: Path) -> str:
-    """The first markdown heading in the first 50 lines, else the file name: used as document context.
-
-    Only the start of the text is split: ``text.splitlines()`` would copy a 200 MB text to read 50 lines.
-    """
+    """The first markdown heading in the first 50 lines (without splitting the whole text), else the file name."""
     for line in text[: 50 * 4096].splitlines()[:50]:
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -118,11 +98,8 @@ def title_of(text: str, path: Path) -> str:
 
 
 def file_fields(path: Path, display: str, root: Path | None, attached: Mapping[str, object]) -> dict[str, object]:
-    """The metadata every chunk of a file carries: its loader's (front matter), its path and type.
-
-    ``path`` (relative to the source ``root``) and ``file_type`` are deckhand's and win over a
-    document field of the same name; such a field is reported once.
-    """
+    """The metadata every chunk of a file carries: its loader's, then its ``path`` (relative to ``root``) and
+    ``file_type``, which win over a document field of the same name (reported once)."""
     try:
         relative = path.relative_to(root).as_posix() if root else path.name
     except ValueError:
@@ -161,8 +138,7 @@ def cut(
     path: Path,
     places: Sequence[tuple[int, dict[str, Any]]] = (),
 ) -> list[Chunk]:
-    """``document``'s chunks (whole, not streamed), carrying its fields, the fields of the place each starts in
-    (:mod:`deckhand.ingest.places`) and, for a verbatim text, their first line."""
+    """``document``'s chunks (not streamed) with its fields, their place's fields and, for verbatim text, lines."""
     pieces = chunk_parts(chunker.chunk, document, places)
     chunks = list(with_places(document.text, places, (with_fields(c, document.metadata) for c in pieces)))
     if loaders.verbatim(path):
@@ -216,16 +192,13 @@ class _Worker:
     records: _Records
 
 
-#: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``
-#: (:func:`deckhand.ingest.loaders.loading_progress`).
+#: Where a worker tells of the parts it reads of a file: ``(source, done, total, unit)``.
 PartsTold = Callable[[str, int, int, str], None]
-#: A worker tells of a file's parts at most this often (seconds), and of its last part always: a 10,000-page
-#: file sends a message or two a second, not one a page.
+#: A worker tells of a file's parts at most this often (seconds), and of its last part always.
 PARTS_INTERVAL = 0.5
 
 _worker: _Worker | None = None
-#: Where this worker process sends the parts it reads of a file (a queue a :class:`ChunkPool` that listens hands
-#: it; None: nobody listens, nothing is sent).
+#: Where this worker process sends the parts it reads of a file (None: nobody listens).
 _parts_queue: Any = None
 #: Why this worker process has no loaders and chunker (set when unpickling them failed).
 _unavailable = ""
@@ -251,9 +224,7 @@ def _start_worker(payload: bytes, level: int, parts: Any = None) -> None:
 
 
 def ensure_worker(payload: bytes, level: int) -> None:
-    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker, as a
-    :class:`ChunkPool` sends them) unless it already is: a worker of another engine (a Ray task's
-    process) converts many files, and unpickles the chunker (its tokenizer) once."""
+    """Set this process up to :func:`convert` with ``payload`` (the pickled loaders and chunker) unless done already."""
     global _payload_digest
     digest = hashlib.sha256(payload).digest()
     if digest != _payload_digest or _worker is None:
@@ -262,8 +233,7 @@ def ensure_worker(payload: bytes, level: int) -> None:
 
 
 def pickled_components(loaders: Loads, chunker: ChunkerBase) -> bytes:
-    """The loaders and chunker as worker processes receive them (a ``PicklingError`` or other error when
-    one of them cannot go: a lambda, a local class, a live connection)."""
+    """The loaders and chunker as worker processes receive them (raising when one of them cannot be pickled)."""
     return pickle.dumps((loaders, chunker))
 
 
@@ -298,8 +268,7 @@ def convert(path: Path, source: str, encoding: str, keep_text: bool, root: Path 
 
 
 def _parts_sender(parts: Any, source: str) -> Callable[[int, int, str], None] | None:
-    """What sends ``source``'s parts read to ``parts`` (None without a queue): at most one each
-    :data:`PARTS_INTERVAL`, and the last part."""
+    """What sends ``source``'s parts read to ``parts`` (None without a queue), at most one each PARTS_INTERVAL."""
     if parts is None:
         return None
     sent = -PARTS_INTERVAL
@@ -315,9 +284,7 @@ def _parts_sender(parts: Any, source: str) -> Callable[[int, int, str], None] | 
 
 
 class _PartsReader:
-    """A thread of this process that reads what the workers tell of the parts they read, from the pool's start
-    to its end, and hands each to ``told``: a worker never waits on a full pipe, whatever the reader thread
-    is doing (reading a large file itself, waiting for the embedder)."""
+    """A thread that hands each part the workers tell of to ``told``, so a worker never waits on a full pipe."""
 
     #: Put by :meth:`close` once the workers have ended.
     END = ("", -1, -1, "")
@@ -366,16 +333,15 @@ class ChunkPool:
     def start(
         cls, workers: int, loaders: Loads, chunker: ChunkerBase, *, keep_text: bool, told: PartsTold | None = None
     ) -> ChunkPool | None:
-        """A pool of ``workers`` processes, or None (one debug line) when the loaders or chunker do not pickle.
-        ``told(source, done, total, unit)`` hears, on a thread of its own, the parts the workers read of a long
-        file (a scan's pages); without it the workers send none."""
+        """A pool of ``workers`` processes, or None when the loaders or chunker do not pickle; ``told(source,
+        done, total, unit)`` hears, on a thread of its own, the parts the workers read of a long file."""
         try:
             payload = pickled_components(loaders, chunker)
         except Exception as exc:  # a lambda, a local class, a live connection: chunk on the reader thread
             log.debug("chunking in the reader thread: the loaders or chunker cannot go to worker processes (%s)", exc)
             return None
         level = log_level()
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context("spawn")  # never fork: the ingesting process has threads
         parts = _PartsReader(context.SimpleQueue(), told) if told is not None else None
         executor = ProcessPoolExecutor(
             workers,
@@ -395,10 +361,7 @@ class ChunkPool:
         return self._executor.submit(convert, path, source, encoding, self.keep_text, root)
 
     def result(self, future: Future[Converted]) -> Converted | None:
-        """What ``future`` made, or None when the pool broke (the caller reads that file itself).
-
-        A chunker's own exception is raised here, as it would be on the reader thread.
-        """
+        """What ``future`` made (a chunker's own exception raised here), or None when the pool broke."""
         try:
             return future.result()
         except WorkerUnavailable as exc:

@@ -1,23 +1,5 @@
-"""Text analysis for keyword search: lowercase, unicode word split, English stopwords, stemming.
-
-The SciFact reference BM25 (0.676 nDCG@10) uses this recipe: an English Snowball stemmer
-(PyStemmer, a small C extension) and an English stopword list. Splitting is done with
-``str.translate`` + ``str.split`` (C speed; a regex was 2-3× slower on this workload):
-every character that is not a letter, a digit or a dot becomes a space, then leading and
-trailing dots are stripped, so a sentence's last word loses its full stop while dotted
-numbers such as ``4.2`` stay one term and section numbers remain searchable.
-
-Identifiers (issue 47) are understood on top of that split: :func:`identifier_words` gives the words an
-identifier adds to it, so that a query for the whole identifier and for its parts both match. A compound joined
-by ``_ - / @ : +`` (``parse_args``, ``ERR-4521``, a UUID, an e-mail address, a URL) adds itself whole (the split
-gives its parts); a ticket number ``#1234`` adds itself with its ``#``; a dotted name with a letter in it
-(``a.b.c``, ``bob.smith``) adds its parts (the split keeps it whole; dotted numbers such as ``4.2`` and
-``1.4.2`` stay whole only); a CamelCase or camelCase word adds its parts (``HTTPTransport``: ``http``,
-``transport``). Hex numbers (``0x1f``) and words mixing letters and digits are one word already. The builtin
-BM25, tantivy (its ``ident`` field) and the exact modality all use these same words. A document is indexed with
-all of them; a query looks up its words and each identifier's whole (:meth:`Analyzer.query_terms`), which is
-what the parts of the document's identifiers are matched by anyway: a part asked for is one of the query's words.
-"""
+"""Text analysis for keyword search: lower case, a ``str.translate`` word split (2-3x a regex's speed), English
+stopwords, Snowball stemming, and the words identifiers add (issue 47: an identifier's whole and its parts)."""
 
 from __future__ import annotations
 
@@ -53,10 +35,8 @@ def words(text: str) -> list[str]:
 
 #: Characters that join the parts of a compound identifier (a dot only joins: the split keeps dotted words).
 CONNECTORS = "._-/@:+"
-#: A compound identifier: letters and digits joined by connectors (``parse_args``, ``ERR-4521``, a UUID,
-#: ``bob@example.com``, ``https://example.com/a``), or a ticket number (``#1234``). Both patterns start only where
-#: a run of letters and digits starts (the look-behind): the same matches, but a search tried again inside a long
-#: run that cannot match made them quadratic (a 20,000-letter token ending in ``-`` took 6 s).
+#: A compound identifier (``parse_args``, ``ERR-4521``, a UUID, an address), or a ticket number (``#1234``). Both
+#: start only where a run of letters and digits starts: without the look-behind they were quadratic (6 s on 20 kB).
 COMPOUND = re.compile(r"#\d+(?![^\W_])|(?<![^\W_])[^\W_]+(?:[._\-/@:+]+[^\W_]+)+")
 #: A word with a case change inside: ``getValue``, ``ParseArgs``, ``HTTPTransport``.
 CAMEL = re.compile(r"(?<![^\W_])[^\W_]*(?:[a-z0-9][A-Z]|[A-Z]{2}[a-z])[^\W_]*")
@@ -65,11 +45,8 @@ _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 def identifier_words(text: str) -> list[str]:
-    """The raw lower-case words identifiers in ``text`` add to :func:`words`' split (see the module's text):
-    each compound's whole, the parts of dotted names, the parts of CamelCase words.
-
-    Only the whitespace-separated tokens that can hold an identifier reach a regular expression: one that is
-    letters and digits in one case (or capitalised) cannot, nor can a plural acronym (``URLs``)."""
+    """The lower-case words identifiers in ``text`` add to :func:`words`' split: each compound's whole, the parts
+    of dotted and CamelCase names (only tokens that can hold one reach a regular expression)."""
     out: list[str] = []
     for token in text.split():
         if not token.isalnum():
@@ -125,8 +102,7 @@ def _only_dots(whole: str) -> bool:
 
 
 def compound_whole(word: str) -> str | None:
-    """``word`` lower-cased when it is one compound identifier that :func:`identifier_words` adds whole
-    (``err-4521``, ``#1234``, a UUID, an address), else None (a plain word, a dotted name, a phrase)."""
+    """``word`` lower-cased when :func:`identifier_words` adds it whole (``err-4521``, ``#1234``), else None."""
     word = word.strip().lower()
     if not COMPOUND.fullmatch(word) or not (word.startswith("#") or not _only_dots(word)):
         return None
@@ -151,12 +127,10 @@ class Analyzer:
         return sys.intern(self._stemmer.stemWord(word))
 
     def query_terms(self, text: str) -> list[str]:
-        """Index terms a query for ``text`` looks up: its words' terms, and each identifier's whole (``err-4521``);
-        not the parts an identifier adds to a document (they are among its words already, or they would count an
-        identifier two and three times over the other words of a question)."""
+        """Index terms a query for ``text`` looks up: its words' terms and each identifier's whole, not the parts
+        (they are among its words already, or would count an identifier twice)."""
         return [t for t in map(self.term, words(text) + identifier_wholes(text)) if t is not None]
 
     def terms(self, text: str) -> list[str]:
-        """Index terms of ``text`` (stopwords dropped, words stemmed): its words in order, then the words its
-        identifiers add (:func:`identifier_words`)."""
+        """Index terms of ``text`` (stopwords dropped, words stemmed), then the words its identifiers add."""
         return [t for t in map(self.term, words(text) + identifier_words(text)) if t is not None]

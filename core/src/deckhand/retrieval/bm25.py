@@ -1,26 +1,5 @@
-"""The builtin ``bm25`` keyword strategy: Okapi BM25 on a sparse term → document matrix.
-
-rank-bm25 (the library the plan names) scores with a Python loop over every document for
-every query term; here the per-(term, document) BM25 weights are computed once at build
-time and stored as postings (a CSC-like layout: for each term a slice of document rows
-and weights), so a query is one ``numpy.bincount`` over the postings of its terms
-followed by ``argpartition`` (see ``benchmarks/bm25_bench.py`` for the measured gap).
-
-Scoring (Robertson/Lucene form, identical ranking to rank-bm25's BM25Okapi except that
-the IDF never goes negative)::
-
-    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-    score(q, d) = Σ_{t in q} idf(t) · tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 - b + b·|d|/avgdl))
-
-with |d| the number of index terms of d (after stopwords; an identifier's whole and parts count as the
-words :func:`deckhand.retrieval.analysis.identifier_words` adds). Defaults k1 0.9, b 0.4 (the
-BEIR / Pyserini values behind the SciFact reference figure).
-
-Rebuilds reuse each document's analysed terms (keyed by record id and a hash of its text), so
-the in-memory store, which rebuilds after every ingest, re-analyses only records whose text
-changed. Stores that keep side indexes (sqlite) use the ``tantivy`` strategy instead; there
-``bm25`` (when configured) is rebuilt from the records when a process starts.
-"""
+"""The builtin ``bm25`` keyword strategy: Okapi BM25 (IDF never negative) over postings computed at build time,
+so a query is one ``numpy.bincount`` (``benchmarks/bm25_bench.py``); rebuilds re-analyse only changed texts."""
 
 from __future__ import annotations
 
@@ -78,15 +57,13 @@ class _Analysed:
 
 
 class BM25Index(KeywordIndexBase):
-    """An in-process BM25 index over ``(record id, text)`` pairs (a :class:`~deckhand.bases.KeywordIndexBase`
-    whose searches, numpy on arrays it owns, run beside the dense search)."""
+    """An in-process BM25 index over ``(record id, text)`` pairs, searched beside the dense search."""
 
     runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: BM25Options) -> BM25Index:
-        """The ``bm25`` strategy's registered factory (:class:`deckhand.registration.KeywordStrategyFactory`);
-        it indexes the records it is given in memory, so neither ``store`` nor ``cache_path`` is used."""
+        """The registered factory: it indexes the records it is given in memory (``store``, ``cache_path`` unused)."""
         return cls(k1=options.k1, b=options.b)
 
     def __init__(

@@ -1,12 +1,5 @@
-"""Declarations after what they declare: a chunk of source code that only declares a symbol (an ``@overload``
-signature, a ``.pyi`` stub, an abstract method; its ``declaration`` metadata, set by a code chunker) never ranks
-ahead of the chunk that implements it when both are among the results.
-
-A declaration is short and repeats the name and types a question asks about, so keyword and dense search both
-like it; but what an agent asked for is the code that runs. Each declaration ranked ahead of an implementation of
-its symbol (the same ``symbol``; for an abstract method, a method of that name in another class) gets it just
-ahead of it, in its place and with its score, so scores still fall down the list.
-"""
+"""Declarations after what they declare: a code chunk that only declares a symbol (``@overload``, a stub, an
+abstract method) never ranks ahead of its implementation among the results."""
 
 from __future__ import annotations
 
@@ -46,9 +39,8 @@ def after_implementations(
     score: Callable[[T], float],
     with_score: Callable[[T, float], T],
 ) -> list[T]:
-    """``items`` (best first) with the first implementation ranked after a declaration of its symbol moved up to
-    the declaration's place and score, the declaration right after it (``with_score`` gives an item with another
-    score); so scores still fall down the list. Unchanged when no item is a declaration."""
+    """``items`` (best first) with an implementation ranked after a declaration of its symbol moved to the
+    declaration's place and score, the declaration right after it; unchanged when no item is a declaration."""
     metas = [metadata(item) for item in items]
     if not any(_text(m, DECLARATION) for m in metas):
         return list(items)

@@ -1,13 +1,5 @@
-"""Which definitions a result carries, and how they read (issue 31).
-
-A result may carry the definition of a term it uses only when the definition comes from its own
-document family: the result's own file, a file in the result's folder or in a folder above it (a
-glossary covers its folder and everything under it), or a file the result links to. So a glossary of
-one library never rides on another library's pages indexed beside it. Definitions are shown as plain
-text (:func:`deckhand.chunking.inline_markup.plain_text`), and one that only points elsewhere
-(``See field.``) is replaced by the definition it points to, when that is known in the same family,
-else left out.
-"""
+"""Which definitions a result carries (issue 31): only from its own document family (its file, its folder or one
+above, a file it links to), as plain text, a ``See field.`` pointer replaced by what it points to or left out."""
 
 from __future__ import annotations
 
@@ -22,8 +14,7 @@ from deckhand.retrieval.definition_lookup import DefinitionIndex
 
 #: Redirects followed from one definition (``a``: see ``b``; ``b``: see ``c``) before giving up.
 MAX_HOPS = 3
-#: Link targets in a result's text: Markdown ``](target)``, RST ```text <target>`_``, ``:doc:`target```,
-#: ``{doc}`target``` (a title before ``<`` is allowed in the last two).
+#: Link targets in a result's text: Markdown ``](target)``, RST ```text <target>`_``, ``:doc:``, ``{doc}``.
 _LINK_TARGET = re.compile(
     r"\]\(([^()\s#]{1,300})|<([^<>\s`#]{1,300})>`_|(?:\{doc\}|:doc:)`(?:[^`<\n]{0,200}<)?([^`<>\n#]{1,300})>?`"
 )
@@ -41,8 +32,7 @@ def _stem(path: str) -> str:
 
 
 def linked_documents(content: str, source: str) -> set[str]:
-    """The documents ``content`` (of the file ``source``) links to, as paths without extensions resolved
-    against ``source``'s folder (a web link names no indexed document and is left out)."""
+    """The documents ``content`` (of ``source``) links to, as extensionless paths resolved against its folder."""
     folder = posixpath.dirname(_path(source))
     found: set[str] = set()
     for match in _LINK_TARGET.finditer(content):
@@ -55,9 +45,8 @@ def linked_documents(content: str, source: str) -> set[str]:
 
 
 def in_family(definition_source: str, result_source: str, linked: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Whether a definition made in ``definition_source`` may annotate a result of ``result_source``: the same
-    file, a file in the result's folder or a folder above it, or a document the result links to (``linked``,
-    as :func:`linked_documents` gives them)."""
+    """Whether a definition made in ``definition_source`` may annotate a result of ``result_source`` (see the
+    module's text; ``linked`` as :func:`linked_documents` gives them)."""
     definition_path, result_path = _path(definition_source), _path(result_source)
     if definition_path == result_path or _stem(definition_path) in linked:
         return True

@@ -1,8 +1,4 @@
-"""The definitions index: finds the definitions of the terms a search result uses.
-
-Rebuilt from the ``definitions`` the structure chunker stored in each record's metadata
-(see :mod:`deckhand.chunking.definitions`), so no file is re-read at start-up.
-"""
+"""The definitions index: the definitions of the terms a search result uses, from the records' ``definitions``."""
 
 from __future__ import annotations
 
@@ -32,11 +28,7 @@ def definitions_of(record: Record) -> list[Definition]:
 
 
 class DefinitionIndex:
-    """Defined terms of every stored chunk, rebuilt from record metadata (``definitions``).
-
-    A term defined in several places keeps every definition; :meth:`lookup` and
-    :meth:`relevant` return the first one added (document order within a source).
-    """
+    """Defined terms of every stored chunk; a term defined in several places answers with the first one added."""
 
     def __init__(self) -> None:
         self._by_term: dict[str, list[Definition]] = {}
@@ -67,8 +59,7 @@ class DefinitionIndex:
 
     @classmethod
     def over(cls, table: Mapping[str, list[Definition]]) -> DefinitionIndex:
-        """An index answering from ``table`` (:func:`term_key` → entries, first added first; a side index
-        file's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        """A read-only index answering from ``table`` (:func:`term_key` → entries, first added first)."""
         index = cls()
         index._by_term = typing.cast(dict[str, list[Definition]], table)
         return index
@@ -79,8 +70,7 @@ class DefinitionIndex:
         return next((d for d in entries if allow is None or allow(d)), None)
 
     def every(self, term: str, limit: int) -> list[Definition]:
-        """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``: a name
-        several files define (four ``parse_args`` in one repository, one term in two glossaries)."""
+        """Every definition of ``term`` (case-insensitive), first written first, at most ``limit``."""
         return list((self._by_term.get(term_key(term)) or [])[: max(limit, 0)])
 
     def terms(self) -> list[str]:
@@ -98,12 +88,8 @@ class DefinitionIndex:
         exclude_record_id: str | None = None,
         allow: Callable[[Definition], bool] | None = None,
     ) -> list[Definition]:
-        """Definitions of the terms that appear in ``text`` (whole words, case-insensitive,
-        plural ``-s``/``-es`` accepted), longest terms first, at most ``limit``.
-
-        ``exclude_record_id`` leaves out definitions made by that chunk itself; ``allow`` (default: any)
-        chooses which of a term's definitions may be given (the first it accepts is).
-        """
+        """Definitions of the terms in ``text`` (whole words, case-insensitive, plural ``-s``/``-es``), longest
+        first, at most ``limit``; none made by ``exclude_record_id``, only those ``allow`` accepts."""
         if limit <= 0 or not self._by_term:
             return []
         pattern = self._narrowed(text) if text.isascii() else self._compiled()
@@ -125,10 +111,8 @@ class DefinitionIndex:
         return ranked[:limit]
 
     def _narrowed(self, text: str) -> re.Pattern[str] | None:
-        """The pattern of :meth:`_compiled` less the terms that cannot match anywhere in ``text`` (ASCII), so
-        its matches are the same; None when no term can. A term matches only where a chunk of ``text`` not
-        preceded by a word character starts with its first word (case-insensitively, as ASCII folds), and a
-        term that is not ASCII is always kept (``ſ`` matches ``s`` when ignoring case)."""
+        """The pattern of :meth:`_compiled` less the terms that cannot match in ``text`` (None: none can); a
+        non-ASCII term is always kept (``ſ`` matches ``s`` when ignoring case)."""
         with self._lock:
             if self._starts is None:
                 self._starts = _FirstWords(self._by_term)

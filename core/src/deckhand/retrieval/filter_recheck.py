@@ -1,9 +1,4 @@
-"""The filter recheck: which ids of an in-process ranking pass a search filter.
-
-The store applies a filter to its own searches (dense, and its full text); the in-process
-rankings (BM25, exact matches) know nothing of metadata, so the query engine keeps only the
-ids whose stored metadata pass it, read from the store in batches, each id judged once per query.
-"""
+"""The filter recheck: which ids of an in-process ranking (BM25, exact matches) pass a search filter."""
 
 from __future__ import annotations
 
@@ -18,11 +13,7 @@ JUDGE_BATCH = 256
 
 
 class FilterRecheck:
-    """Which record ids pass a filter, judged on their stored metadata (read in batches, once per id).
-
-    Records read to judge are added to ``records`` (the query's record cache), so a result
-    that passes is not read again.
-    """
+    """Which record ids pass a filter, judged once per id on stored metadata read in batches into ``records``."""
 
     def __init__(self, store: StoreBase, where: Filter | None, records: dict[str, Record]) -> None:
         self.store = store

@@ -1,12 +1,5 @@
-"""The ``bert-cross-encoder`` reranker: a BERT cross-encoder from a local folder, on onnxruntime, no torch.
-
-``reranker: {name: bert-cross-encoder, model: ./models/ms-marco-MiniLM-L-6-v2}`` (relative to agent.yaml's
-folder). The folder (Hugging Face layout, a ``BertForSequenceClassification``) becomes the fused graph the
-default embedder runs on, with ``token_type_ids`` (query 0, passage 1); the pooler and classifier run in
-NumPy on each pair's [CLS] row. Scores are the logit through a sigmoid (one label) or the second label's
-softmax probability (two), in ``[0, 1]``. fp32 by default: a reranker scores few pairs per query, and int8
-moves scores that only differ a little.
-"""
+"""The ``bert-cross-encoder`` reranker: a BERT cross-encoder from a local folder, on the default embedder's
+onnxruntime graph, scores in ``[0, 1]``; fp32 by default, since int8 moves scores that differ only a little."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""Fusing the modalities' rankings: weighted reciprocal rank fusion (RRF), or normalised scores.
-
-For modalities m with weight w_m, each returning a ranked list (rank 1 = best)::
-
-    rrf(d)   = Σ_m  w_m / (k + rank_m(d))          (a list that misses d adds nothing)
-    score(d) = rrf(d) / Σ_m w_m / (k + 1)
-
-The denominator is the largest value ``rrf`` can take for the configured weights (a
-document ranked first by every modality), so ``score`` is in [0, 1] and ``min_score``
-means the same thing whatever the weights or ``k``.
-
-Score fusion (:func:`score_fusion`, the ``hierarchical_document`` default ``fusion: zscore``)
-adds the modalities' scores instead, each normalised per query; measured on SciFact it beats
-RRF on held-out queries (docs/benchmarks.md, "Fusion").
-"""
+"""Fusing the modalities' rankings: weighted reciprocal rank fusion, or normalised scores (docs/benchmarks.md,
+"Fusion"); either fused score is in [0, 1], 1 for a document every modality ranks first."""
 
 from __future__ import annotations
 
@@ -26,11 +13,7 @@ SCORE_METHODS = ("zscore", "minmax")
 
 @dataclass
 class Fused:
-    """One fused result: the id, its normalised score and what each modality said about it.
-
-    ``rrf`` is the fused value before normalisation (the RRF sum, or the weighted sum of
-    normalised scores for :func:`score_fusion`).
-    """
+    """One fused result: the id, its normalised score, what each modality said, and ``rrf`` before normalising."""
 
     id: str
     score: float
@@ -49,12 +32,8 @@ def reciprocal_rank_fusion(
     weights: Mapping[str, float],
     k: float = 60.0,
 ) -> list[Fused]:
-    """Fuse ``{modality: [(id, score), ...best first]}`` lists; best first.
-
-    Modalities absent from ``weights`` or weighted 0 still report their rank and score on
-    the results they return but add nothing to the fused value. Ties keep the order of
-    first appearance (modalities in the order given), so the result is deterministic.
-    """
+    """Fuse ``{modality: [(id, score), ...best first]}`` by ``Σ w_m / (k + rank_m)``; best first, ties in order of
+    first appearance. A modality weighted 0 reports its ranks but adds nothing."""
     if k < 0:
         raise ValueError(f"rrf k must be >= 0 (got {k})")
     gains = {
@@ -65,12 +44,8 @@ def reciprocal_rank_fusion(
 
 
 def _normalised(hits: Sequence[tuple[str, float]], method: str) -> dict[str, float]:
-    """Each listed id's score on a common scale where a document the list misses would be 0.
-
-    ``zscore``: standard scores, shifted so the list's lowest is 0 (so the unlisted get what
-    the list's worst got). ``minmax``: the best hit 1, the last 0. A list whose scores are all
-    equal (a single hit, or exact matches that all score 1) gives each of its hits 1.
-    """
+    """Each listed id's score on a scale where an unlisted one would be 0 (``zscore`` shifted so the lowest is 0,
+    or ``minmax``); a list of equal scores gives each hit 1."""
     scores = [float(raw) for _, raw in hits]
     low = min(scores)
     if method == "zscore":
@@ -90,15 +65,8 @@ def score_fusion(
     weights: Mapping[str, float],
     method: str = "zscore",
 ) -> list[Fused]:
-    """Fuse by a weighted sum of per-query normalised scores; best first.
-
-    ``fused(d) = Σ_m w_m · norm_m(d)`` with ``norm_m`` from :func:`_normalised` (a list that
-    misses d adds 0), and ``score(d) = fused(d) / Σ_m w_m · max norm_m``: 1 for a document
-    that is the best hit of every modality, as with RRF, so ``min_score`` keeps its meaning.
-    Unlike RRF it keeps how far apart the scores are, not only their order: a document far
-    ahead in one modality is not pulled level with one merely ranked next to it. Ranks and
-    raw scores are kept as in :func:`reciprocal_rank_fusion`; ties keep first appearance.
-    """
+    """Fuse by a weighted sum of per-query normalised scores (:func:`_normalised`), divided by its largest
+    possible value; best first, ties in order of first appearance. Unlike RRF it keeps how far apart scores are."""
     if method not in SCORE_METHODS:
         raise ValueError(f"fusion method must be one of {', '.join(SCORE_METHODS)} (got {method!r})")
     gains: dict[str, dict[str, float]] = {}
@@ -127,9 +95,8 @@ def _ranks(hits: Sequence[tuple[str, float]]) -> list[tuple[int, tuple[str, floa
 def _combine(
     ranked: Mapping[str, Sequence[tuple[str, float]]], gains: Mapping[str, Mapping[str, float]], top: float
 ) -> list[Fused]:
-    """Every listed document with its ranks and raw scores, ``rrf`` the sum of its ``gains`` (per
-    modality and id), best first; ``score`` is ``rrf / top`` capped at 1. Ties keep the order of
-    first appearance (modalities in the order given)."""
+    """Every listed document with its ranks and raw scores, ``rrf`` the sum of its ``gains``, ``score`` ``rrf /
+    top`` capped at 1; best first, ties in order of first appearance."""
     fused: dict[str, Fused] = {}
     for modality, hits in ranked.items():
         gain = gains.get(modality, {})
@@ -152,8 +119,7 @@ def fuse(
     weights: Mapping[str, float],
     k: float = 60.0,
 ) -> list[Fused]:
-    """Fuse with ``method``: ``rrf`` (:func:`reciprocal_rank_fusion`, constant ``k``), or ``zscore`` /
-    ``minmax`` (:func:`score_fusion`)."""
+    """Fuse with ``method``: ``rrf`` (constant ``k``), or ``zscore`` / ``minmax`` (:func:`score_fusion`)."""
     if method == "rrf":
         return reciprocal_rank_fusion(ranked, weights, k)
     return score_fusion(ranked, weights, method)

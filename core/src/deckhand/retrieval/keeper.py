@@ -1,16 +1,5 @@
-"""The keeper of a tool's side indexes: keyword, exact, definitions, sections and locations kept current with
-the store's records, apart from the query engine that reads them (:mod:`deckhand.retrieval.engine`).
-
-:meth:`IndexKeeper.refresh` runs after every ingest or open: with the ``tantivy`` keyword index kept beside a
-store that names side index files and keeps a record log (the sqlite store), the index brings itself up to the
-store's log position (a first build, the changes since applied in place, or a repair after a kill) and answers
-every look-up (:mod:`deckhand.retrieval.tantivy_lookups`). Anywhere else every side index is rebuilt from the
-records in memory. :meth:`IndexKeeper.current`
-checks the records version (one read) so another process's ingest is picked up; a store without one
-(PostgreSQL, Redis: replicas of ``deckhand mcp --http``, a CLI or Ray ingest beside a running server) has its
-manifest compared instead, at most every :data:`FRESHNESS_INTERVAL` seconds. Each gives the
-:class:`~deckhand.retrieval.side_indexes.SideIndexes` a new query engine is built over.
-"""
+"""The keeper of a tool's side indexes: kept current with the store's records (in place in the ``tantivy`` index
+of a store with a record log, else rebuilt in memory), picking up other processes' ingests."""
 
 from __future__ import annotations
 
@@ -39,8 +28,7 @@ class IndexKeeper:
     def __init__(self, keyword_index: KeywordFactory, *, name: str = "") -> None:
         self.keyword_index = keyword_index
         self.name = name
-        #: The keyword strategy in use (with :class:`~deckhand.bases.KeywordIndexBase`'s members) and the store
-        #: it was built for.
+        #: The keyword strategy in use and the store it was built for.
         self.keyword: KeywordIndexBase | None = None
         self.keyword_strategy: str | None = None
         self.store: StoreBase | None = None
@@ -77,11 +65,8 @@ class IndexKeeper:
         return self.indexes
 
     def current(self, store: StoreBase) -> SideIndexes | None:
-        """New side indexes when another process (or store object) changed the records since, else None.
-
-        A store that keeps a records version answers at once; for any other, the manifest (one read of
-        every file's entry) is compared at most every :data:`FRESHNESS_INTERVAL` seconds.
-        """
+        """New side indexes when another process (or store object) changed the records since, else None (without
+        a records version, the manifest is compared at most every :data:`FRESHNESS_INTERVAL` seconds)."""
         side = side_index_storage(store)
         if side is not None:
             if self.version is not None and side.records_version() != self.version:
@@ -97,8 +82,7 @@ class IndexKeeper:
         return self.refresh(store)
 
     def _kept(self, store: StoreBase, side: SideIndexStorage, keyword: TantivyIndex) -> SideIndexes:
-        """The side indexes of a tantivy index kept beside the store: brought up to the store's log position (a
-        first build, the changes since applied in place, or a repair after a kill) and answering every look-up."""
+        """The side indexes of a tantivy index kept beside the store, brought up to the store's log position."""
         clock = time.perf_counter()
         log_ = record_log(store)
         assert log_ is not None
@@ -113,8 +97,7 @@ class IndexKeeper:
         return self.indexes
 
     def _rebuild(self, store: StoreBase) -> SideIndexes:
-        """Every side index rebuilt in memory from the stored records (from a store with a
-        :class:`~deckhand.capabilities.RecordLog`, read without their vectors)."""
+        """Every side index rebuilt in memory from the stored records (read without vectors where possible)."""
         clock = time.perf_counter()
         log_ = record_log(store)
         records = [record for _, record in log_.iter_rows()] if log_ is not None else list(store.iter_records())

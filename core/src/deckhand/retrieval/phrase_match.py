@@ -1,19 +1,5 @@
-"""The exact-match modality: section ids, defined terms and quoted phrases answered directly.
-
-A query such as ``§ 4.2`` or ``Section 5`` names a section: its chunks come back first,
-in document order. A quoted phrase (``"force majeure"``) matches chunks containing it
-verbatim, word for word (case-insensitive, never inside a longer word: ``"ERR-452"`` is not in ``ERR-4521``;
-with the ``tantivy`` keyword strategy by its phrase queries, else in the texts held in memory); when the phrase
-is a defined term, the chunk defining it ranks first. References inside a longer query ("what does section 5
-require") add that section's chunks after the direct matches. Everything is built from stored records (see
-``deckhand.retrieval.side_indexes``).
-
-Anchors (issue 47): an identifier the query holds (``ERR-4521``, ``parse_args``, ``#1234``, a UUID; or the whole
-query when it is one word, ``dwteiqivk``) that at most :data:`RARE` chunks hold verbatim, and each quoted phrase,
-anchor the chunks holding it (:meth:`ExactIndex.anchors`): they are exact matches (so the query is never
-off-topic), and when the query is nothing but identifiers and quoted phrases they rank first, else ahead of the
-chunks only the dense search found (:mod:`deckhand.retrieval.engine`).
-"""
+"""The exact-match modality: section ids, defined terms, quoted phrases, and the anchors of issue 47 (rare
+identifiers and quoted phrases, whose holders rank first when the query is nothing but them)."""
 
 from __future__ import annotations
 
@@ -30,15 +16,13 @@ QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 #: Score of a direct section or defined-term match (phrase matches score by coverage).
 DIRECT = 1.0
-#: A word of a query shaped like a name in code, not like a word: ``parse_args``, ``shapes.area``,
-#: ``CliRunner``, ``getValue``, ``HTTPTransport`` (a term defined by a code chunk; see ``deckhand_code.symbols``).
+#: A word of a query shaped like a name in code: ``parse_args``, ``shapes.area``, ``CliRunner``, ``HTTPTransport``.
 IDENTIFIER = re.compile(
     r"(?<![\w.])(?:\w*_\w+|[A-Za-z]\w*(?:\.\w+)+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)"
 )
 #: Most identifiers of one query looked up as defined terms.
 MAX_IDENTIFIERS = 8
-#: An identifier held by at most this many chunks anchors them (more: it is a common word of the source, and
-#: the keyword ranking's IDF weighs it instead).
+#: An identifier held by at most this many chunks anchors them (more: a common word, left to the keyword IDF).
 RARE = 10
 #: Most words of one query tried as anchors.
 MAX_ANCHORS = 8
@@ -49,9 +33,7 @@ _VERSION = re.compile(r"\d+(?:\.\d+){2,}")
 
 
 def identifier_shaped(word: str) -> bool:
-    """Whether ``word`` (one word of a query, punctuation around it removed) looks like an identifier, not a word
-    of prose: a compound (``parse_args``, ``ERR-4521``, ``a.b.c``, a UUID, an e-mail address, a URL), a ticket
-    number ``#1234``, a CamelCase word, letters mixed with digits (``0x1f``, ``zqtok0x``), a version ``1.4.2``."""
+    """Whether ``word`` (of a query) looks like an identifier: a compound, ``#1234``, CamelCase, letters and digits."""
     if COMPOUND.fullmatch(word):
         if word.startswith("#") or _VERSION.fullmatch(word):
             return True
@@ -79,9 +61,7 @@ def _bounded(phrase: str, text: str) -> bool:
 
 
 def identifiers(query: str) -> list[str]:
-    """The words of ``query`` shaped like names in code (``where is parse_args defined`` → ``parse_args``): each
-    is looked up as a defined term, as the whole query is, so a question naming a function finds where it is
-    defined. At most :data:`MAX_IDENTIFIERS`, and none when the query is one already."""
+    """The words of ``query`` shaped like names in code, to look up as defined terms (none if it is one already)."""
     found = [m.group(0).strip(".") for m in IDENTIFIER.finditer(query[:2000])]
     return [] if found == [query] else list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
 
@@ -116,8 +96,7 @@ class PhraseTexts(Protocol):
         ...
 
     def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, build position, record id)`` of the texts containing at least one of ``phrases``
-        (at most ``limit`` of them), in build order."""
+        """``(phrases found, position, record id)`` of at most ``limit`` texts holding any of ``phrases``, in order."""
         ...
 
 
@@ -129,8 +108,7 @@ class InMemoryTexts(dict[str, str]):
         return {i for i in record_ids if i in self}
 
     def containing(self, phrases: tuple[str, ...], limit: int) -> list[tuple[int, int, str]]:
-        """``(phrases found, position, record id)`` of the texts containing any of ``phrases``, in order (all
-        of them: ``limit`` is for texts that are not in memory)."""
+        """``(phrases found, position, record id)`` of every text holding any of ``phrases``, in order."""
         out = []
         for position, (record_id, text) in enumerate(self.items()):
             found = sum(1 for p in phrases if p in text and _bounded(p, text))
@@ -145,8 +123,7 @@ class Anchors:
 
     #: Record id → how many of the query's anchoring identifiers and phrases it holds.
     held: dict[str, int]
-    #: Whether they rank first: the query is nothing but identifiers and quoted phrases (or one word), or it
-    #: quotes a phrase.
+    #: Whether they rank first: the query is only identifiers and quoted phrases (or one word), or quotes a phrase.
     first: bool
 
     def __bool__(self) -> bool:
@@ -200,9 +177,8 @@ class ExactIndex:
         return ExactQuery(section, phrases, references)
 
     def anchors(self, query: str) -> Anchors:
-        """The chunks holding, word for word, an identifier of ``query`` or one of its quoted phrases that at most
-        :data:`RARE` chunks hold (see the module's text); they rank first when the query is nothing but such
-        words (``ERR-4521``, ``"retry window"``, ``dwteiqivk``) or quotes a phrase."""
+        """The chunks holding, word for word, an identifier or quoted phrase of ``query`` that at most :data:`RARE`
+        chunks hold; ``first`` says whether they rank first."""
         parsed = self.parse(query)
         bare = [w for w in (word.strip(AROUND) for word in QUOTED.sub(" ", query[:2000]).split()) if w]
         shaped = [w.lower() for w in bare if identifier_shaped(w)]

@@ -1,8 +1,4 @@
-"""Resolution of cross-references ("see Section 5") to the chunks of the section they name.
-
-Built from the ``section_ids`` / ``section_id`` metadata of stored records; the references
-themselves are found at chunking time by :func:`deckhand.chunking.reference_finding.find_references`.
-"""
+"""Resolution of cross-references ("see Section 5") to the chunks of the section they name."""
 
 from __future__ import annotations
 
@@ -17,8 +13,7 @@ from deckhand.types import Record
 
 
 def section_ids_of(record: Record) -> list[str]:
-    """The section ids ``record`` belongs to: ``section_ids`` (its heading chain's, outermost first), else its
-    ``section_id``; each once."""
+    """The section ids ``record`` belongs to (``section_ids``, outermost first, else ``section_id``), each once."""
     ids = record.metadata.get("section_ids")
     if not ids:
         own = record.metadata.get("section_id")
@@ -27,21 +22,17 @@ def section_ids_of(record: Record) -> list[str]:
 
 
 class KeptSections(Mapping[str, dict[str, list[tuple[int, str]]]]):
-    """A section table read per key from where it is kept (:meth:`ReferenceResolver.over`): besides a section's
-    every chunk, it answers whether a section is known and where it starts without reading all its chunks (a
-    section id every document has names hundreds of thousands of chunks in a large corpus)."""
+    """A section table read per key from where it is kept, saying where a section starts without reading it all."""
 
     @abc.abstractmethod
     def first_chunk(self, ident: str, source: str | None) -> str | None:
-        """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first
-        document (by source) that does; None when none does."""
+        """The first chunk of section ``ident`` in ``source`` if it has one, else in the first source that does."""
 
 
 def _first_chunk_in(
     table: Mapping[str, dict[str, list[tuple[int, str]]]], ident: str, source: str | None
 ) -> str | None:
-    """The first chunk of section ``ident`` in ``source`` when that document has it, else in the first document
-    (in the table's order) that does, read from a table held whole; None when none does."""
+    """:meth:`KeptSections.first_chunk` for a table held whole (in the table's order; None: no source has it)."""
     by_source = table.get(ident)
     if not by_source:
         return None
@@ -52,17 +43,12 @@ def _first_chunk_in(
 
 
 class ReferenceResolver:
-    """Section id → ids of the chunks of that section (and its subsections), per source.
-
-    Built from record metadata: ``section_ids`` (every numbered heading of the chunk's chain,
-    outermost first), or ``section_id`` for records that only carry that.
-    """
+    """Section id → ids of the chunks of that section (and its subsections), per source, from record metadata."""
 
     def __init__(self) -> None:
         # section id → source → [(chunk index, record id)]
         self._by_id: dict[str, dict[str, list[tuple[int, str]]]] = {}
-        #: Where section ``ident`` starts (in ``source`` when it has it): read from the table, or asked of a
-        #: kept table that answers without reading every chunk (:meth:`over`).
+        #: Where section ``ident`` starts (in ``source`` when it has it), from the table or a kept one.
         self._first_chunk: Callable[[str, str | None], str | None] = lambda i, s: _first_chunk_in(self._by_id, i, s)
         self._lock = threading.Lock()
 
@@ -84,8 +70,7 @@ class ReferenceResolver:
 
     @classmethod
     def over(cls, table: KeptSections) -> ReferenceResolver:
-        """A resolver answering from ``table`` (section id → source → [(chunk index, record id)]; the keyword
-        index's, read per lookup). It is read-only: rebuild rather than add to or remove from it."""
+        """A read-only resolver answering from ``table`` (section id → source → [(chunk index, record id)])."""
         resolver = cls()
         resolver._by_id = typing.cast(dict[str, dict[str, list[tuple[int, str]]]], table)
         resolver._first_chunk = table.first_chunk
@@ -96,13 +81,8 @@ class ReferenceResolver:
         return sorted(self._by_id)
 
     def resolve(self, ref: str, *, source: str | None = None) -> list[str]:
-        """Record ids of the chunks of the section ``ref`` names, first chunk first.
-
-        ``ref`` may be a normalised id ("4.2") or as written ("§ 4.2", "see Article 12(3)").
-        An unknown sub-clause falls back to its enclosing section ("12(3)" → "12"). With
-        ``source``, that document's section wins when it has one; otherwise every document's
-        matching chunks are returned, document by document.
-        """
+        """Record ids of the chunks of the section ``ref`` names ("4.2", "§ 4.2", "see Article 12(3)"), first
+        first; an unknown sub-clause falls back to its section, and ``source``'s own section wins."""
         ident = self._normalise(ref)
         if ident is None:
             return []
@@ -120,9 +100,7 @@ class ReferenceResolver:
         return []
 
     def first(self, ref: str, *, source: str | None = None) -> str | None:
-        """The first record id :meth:`resolve` would return, without listing the rest: a section id every
-        document has ("1", "2.1") names hundreds of thousands of chunks in a large corpus, and annotating a
-        result needs only where the section starts."""
+        """The first record id :meth:`resolve` would return, without listing the rest."""
         ident = self._normalise(ref)
         if ident is None:
             return None

@@ -1,13 +1,5 @@
-"""Whether a query is about anything in the source at all (issue 31): an off-topic question gets no result.
-
-An answer is relevant when its best dense similarity reaches the embedding model's off-topic level
-(:func:`deckhand.similarity.off_topic_below`), or when a chunk the dense search found above the model's noise
-level holds more than half of the query's terms (stemmed, stopwords left out). The second rule keeps a short
-question whose words a chunk uses but whose meaning the model places low ("Who answers vulnerability
-reports?" against a chunk covering three sections scores 0.18), while an off-topic question that shares a
-common word or two with the source ("best pizza recipe" with "best practices" and "the recipe below") has
-no chunk with most of its words.
-"""
+"""Whether a query is about anything in the source (issue 31): its best dense similarity reaches the model's
+off-topic level, or a dense hit above the noise level holds more than half of the query's terms."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Applying a reranker (``register.reranker``) to a query's fused candidates.
-
-The tool passes its best candidates, in fused order, with the text the reranker should read;
-:func:`rerank` returns them reordered by the reranker's scores (ties keep the fused order).
-"""
+"""Applying a reranker (``register.reranker``) to a query's fused candidates; ties keep the fused order."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ T = TypeVar("T")
 def rerank(
     reranker: RerankerBase, query: str, candidates: Sequence[T], text: Callable[[T], str]
 ) -> list[tuple[T, float]]:
-    """``candidates`` with their reranker scores, best first; raises :class:`RerankError` when the
-    reranker fails or answers with the wrong number of scores or a score outside ``[0, 1]``."""
+    """``candidates`` with their reranker scores, best first; :class:`RerankError` for a failure or a bad answer."""
     if not candidates:
         return []
     try:

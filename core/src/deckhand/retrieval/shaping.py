@@ -1,19 +1,5 @@
-"""Shaping a ranked list before an agent reads it: fewer chunks of one file, no tail of noise.
-
-Both steps work on any ranked items, given how to read an item's source and score, so the
-query engine applies them alike to fused candidates and to a store's dense hits.
-
-* :func:`diversify`: at most ``per_source`` items of one source ahead of any further item of
-  it. Items over the cap are moved behind the others, not dropped, so a search over one or
-  two files still fills ``top_k``; a long page can no longer fill every slot and push a short
-  page that answers the question out of view.
-* :func:`unit_of`: what counts as one source there: a file, except that each definition of source code (a
-  chunk naming its ``symbol`` and ``language``) is one of its own, since one file holds many definitions and
-  a question asks about one of them (a long function's parts are one definition).
-* :func:`relative_cutoff`: drops items scoring below a fraction of the best item's score, the
-  unrelated chunks an absolute threshold cannot catch because the scale of scores varies by
-  query.
-"""
+"""Shaping a ranked list before an agent reads it: at most a few items per source first (:func:`diversify`,
+:func:`unit_of`), and no tail scoring far below the best (:func:`relative_cutoff`)."""
 
 from __future__ import annotations
 
@@ -35,8 +21,7 @@ def unit_of(record: Record) -> str:
 
 
 def diversify(items: Sequence[T], source: Callable[[T], str], per_source: int | None) -> list[T]:
-    """``items`` in order, with each source's items beyond the first ``per_source`` moved to the end
-    (in their order); unchanged when ``per_source`` is None or 0."""
+    """``items`` in order, each source's items beyond the first ``per_source`` (if set) moved to the end."""
     if not per_source:
         return list(items)
     kept: list[T] = []
@@ -51,8 +36,7 @@ def diversify(items: Sequence[T], source: Callable[[T], str], per_source: int | 
 
 
 def relative_cutoff(items: Sequence[T], score: Callable[[T], float], fraction: float | None) -> list[T]:
-    """The leading items scoring at least ``fraction`` of the first item's score (items best first);
-    unchanged when ``fraction`` is None or 0, or the best score is not positive."""
+    """The leading items (best first) scoring at least ``fraction`` (if set) of the first's score, if positive."""
     if not fraction or not items:
         return list(items)
     best = score(items[0])

@@ -1,12 +1,5 @@
-"""The query engine's side indexes: what it derives from the records to answer a hybrid query.
-
-Keyword, exact (section ids, defined terms, quoted phrases), definitions, cross-references and the result
-locations are all derived from the stored records. With the ``tantivy`` keyword strategy in a store that keeps
-side index files and a record log (the sqlite store), they are all fields of its index, kept current in place
-from the store's record log (:mod:`deckhand.retrieval.tantivy_lookups`): a new process opens the index instead of
-reading every record. Anywhere else (the in-memory store, ``bm25`` or a plugin's strategy) they are rebuilt from
-the records in memory (:func:`build`; :class:`deckhand.retrieval.keeper.IndexKeeper` decides which).
-"""
+"""The query engine's side indexes (keyword, exact, definitions, references, locations), derived from the records:
+kept in the ``tantivy`` index beside a store with a record log, else rebuilt in memory (:func:`build`)."""
 
 from __future__ import annotations
 
@@ -60,9 +53,7 @@ class SideIndexes:
 
 
 class KeywordPhrases:
-    """The exact modality's phrase texts (:class:`~deckhand.retrieval.phrase_match.PhraseTexts`) answered by a
-    keyword index that keeps the records' own text (``tantivy``: phrase queries), with ``locations`` saying
-    which records are indexed."""
+    """The exact modality's phrase texts answered by a keyword index that keeps the records' text (``tantivy``)."""
 
     def __init__(self, keyword: KeywordIndexBase, locations: Mapping[str, tuple[str, str]]) -> None:
         self.keyword = keyword
@@ -89,11 +80,8 @@ def location_of(metadata: dict[str, Any]) -> str:
 
 
 def indexed_text(record: Record) -> str:
-    """What keyword search sees: content plus context, heading chain, section id and defined terms.
-
-    Parts already contained in the content (a title repeated as the first heading) are
-    left out, so no word is counted twice just because it is both context and content.
-    """
+    """What keyword search sees: content plus context, heading chain, section id and defined terms, each part
+    already in the content left out."""
     meta = record.metadata
     content = record.content
     seen = content.lower()
@@ -116,11 +104,8 @@ def indexed_text(record: Record) -> str:
 def build(
     records: Sequence[Record], keyword: KeywordIndexBase, keyword_strategy: str, log_: RecordLog | None = None
 ) -> SideIndexes:
-    """Every side index built from ``records`` (in order), the keyword index built into ``keyword``: one that
-    reads records (:attr:`~deckhand.bases.KeywordIndexBase.reads_records`) brings itself up to ``log_`` (the
-    store the records were read from, when it keeps one) or indexes the records, and answers the quoted
-    phrases; any other gets the records' indexed texts, and the phrases are looked for in the contents held in
-    memory."""
+    """Every side index built from ``records``: a keyword index that reads records syncs itself to ``log_`` (or
+    indexes them) and answers quoted phrases; any other gets the indexed texts and phrases are matched in memory."""
     if keyword.reads_records:
         if log_ is not None:
             keyword.sync(log_)
@@ -139,8 +124,7 @@ def build(
 def _derived(
     records: Sequence[Record],
 ) -> tuple[DefinitionIndex, ReferenceResolver, ExactIndex, dict[str, tuple[str, str]]]:
-    """The look-ups besides the keyword index, in memory, over ``records`` (in order). The exact index's phrase
-    texts are the caller's."""
+    """The look-ups besides the keyword index, built in memory over ``records`` (phrase texts are the caller's)."""
     definitions = DefinitionIndex()
     definitions.add_records(records)
     resolver = ReferenceResolver()

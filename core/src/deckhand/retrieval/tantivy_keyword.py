@@ -1,58 +1,6 @@
-"""The ``tantivy`` keyword strategy: BM25 over a tantivy index, one per collection, kept current from the store.
-
-Each record is one tantivy document with the fields ``body`` (what the bm25 strategy indexes: content,
-context, heading chain, section label and defined terms), ``heading`` (the heading chain again, title first,
-weighted ``heading_boost`` on top of its match in ``body``), ``path`` (the source path's words, weighted
-``path_boost``), ``file_type`` (the extension, untokenised), ``content`` (the chunk's own text, lower-cased
-words with their positions, neither stemmed nor stopped: the exact modality's quoted phrases), ``id`` (stored,
-for results) and ``row`` (the store's row, a fast field: deletes, and filters checked without reading a stored
-document). ``body`` and ``heading`` hold the terms :class:`deckhand.retrieval.analysis.Analyzer` gives, the
-builtin BM25's own analysis (words of letters and digits with inner dots, lower case, English stopwords,
-Snowball English stemming of alphabetic words, and the words identifiers add: an identifier's whole,
-``err-4521``, and the parts of dotted and CamelCase names), handed to tantivy separated by spaces, so both
-strategies index and look up the same terms and a document's length is the same number of terms in both
-(issue 43: tantivy's own tokenizer and a separate identifier field ranked documentation differently). A query
-is :meth:`~deckhand.retrieval.analysis.Analyzer.query_terms`, each term looked for in ``body`` and ``heading``,
-and the path's words in ``path``, summed over fields, top ``k`` found by block-max WAND rather than by scoring
-every matching document.
-
-BM25's parameters: tantivy fixes k1 at 1.2 and b at 0.75, and documentation ranked better with the builtin
-BM25's 0.9 and 0.4 (issue 43). So the hits' ``body`` scores are computed again with the options ``k1`` and ``b``
-(defaults 0.9 and 0.4): a term's score in tantivy, ``idf · 2.2 · tf / (tf + 1.2 · (0.25 + 0.75 · dl / avgdl))``,
-gives its frequency tf in each hit (an integer, so the one-byte code in which tantivy keeps a document's length
-does not blur it), ``length`` (a fast field) the hit's exact number of terms, and the average of ``length`` over
-the live documents avgdl, from which the score with ``k1`` and ``b`` follows as the builtin computes it (with
-tantivy's idf, whose N, read from ``every``'s one term, counts a deleted document until its segment is merged). Twice
-as many hits are read as are wanted, tantivy ranking them. Each query term is searched once more: on the hits alone
-(a disjunction of their rows, a fast field, else of their stored ids) or, for a term in at most four documents per
-hit, on the whole index (cheaper than the filter); the arithmetic runs in NumPy, one array per term.
-
-Where it lives: beside the sqlite store's file (:class:`deckhand.capabilities.SideIndexFiles`, a directory named
-after the collection's id, deleted with it); for other stores in memory (tantivy's RAM directory), rebuilt
-from the records like the builtin ``bm25`` one.
-
-Kept current from the store's record log (:class:`deckhand.capabilities.RecordLog`), never rebuilt on each change:
-after each commit the store's log position it reached (records version, highest row) is written to
-``position.json`` in the index's directory (renamed into place; tantivy-py 0.27 has no commit payload), so
-every document counted in BM25's statistics is a record's and they are exact. :meth:`TantivyIndex.sync` reads
-it, asks the store what changed since (:meth:`~deckhand.capabilities.RecordLog.changes_since`), deletes the
-removed rows, adds the new ones (each after deleting its row, so applying the same changes twice is harmless)
-and commits; a store whose log no longer reaches back, an index written with other settings, one without a
-position or an unreadable one is rebuilt from every record. A process killed anywhere between the store's
-write and the position's rename leaves the position at or behind the commit, never ahead of it, and the next
-sync (any process's next open, or its next query after the records version changed) applies what is missing.
-A sync also reloads the searcher, so a process open during another's ingest sees the new documents.
-
-A filtered search (:meth:`TantivyIndex.search_filtered`) takes the rows the store's filter allows
-(:meth:`~deckhand.capabilities.RecordLog.rows_matching`) and checks them on the ``row`` fast field: a few thousand
-allowed rows become a term-set clause of the query, more are checked on the best hits, read deeper until
-``k`` pass. Quoted phrases (:meth:`TantivyIndex.phrases`) are phrase queries on ``content``, a phrase that is one
-compound identifier (``ERR-4521``, ``#1234``) a term query for its whole on ``body``. The definition,
-section and location look-ups read the fields ``term``, ``section`` and ``source`` (untokenised), ``chunk``
-(stored) and ``place`` (stored: location, section id, definitions) of the same documents
-(:mod:`deckhand.retrieval.tantivy_lookups`). A rebuild writes with a thread per core (tantivy tokenises and
-indexes in them while Python hands over one document per record).
-"""
+"""The ``tantivy`` keyword strategy: BM25 over a tantivy index per collection, beside the store's file (else in
+memory), kept current from the store's record log (docs/default-store.md); it also answers quoted phrases,
+filters as allowed rows, and the look-ups of :mod:`deckhand.retrieval.tantivy_lookups`."""
 
 from __future__ import annotations
 
@@ -91,19 +39,17 @@ log = logging.getLogger("deckhand")
 
 #: Name of the side index (a directory beside the store's file).
 SIDE_INDEX = "keyword-tantivy"
-#: Layout of the index (fields, analysis); an index written with another is rebuilt (6: ``body`` and ``heading``
-#: hold the builtin BM25's terms, ``length`` the number of ``body``'s, the ``ident`` field gone).
+#: Layout of the index (fields, analysis); an index written with another is rebuilt.
 FORMAT = 6
-#: tantivy's own BM25 k1 and b (constants of tantivy's).
+#: tantivy's own BM25 k1 and b (fixed by tantivy; documentation ranked better with the builtin's 0.9 and 0.4, issue
+#: 43, so hits are rescored with the options' k1 and b from each term's frequency, exact length and tantivy's idf).
 _TANTIVY_K1 = 1.2
 _TANTIVY_B = 0.75
 #: Hits read per one wanted when their scores are computed again with other k1 and b (tantivy ranks them).
 _RESCORE_OVERREAD = 2
-#: A query term found in at most this many documents per hit is read from the whole index when rescoring (cheaper
-#: than a filter of the hits, which costs about what reading this many documents a hit does).
+#: A query term in at most this many documents per hit is read from the whole index when rescoring.
 _UNRESTRICTED = 4
-#: The analyzers registered on every opened index (tantivy does not persist custom tokenizers): text and
-#: headings, and paths (split at dots and slashes too, so ``rigging.md`` is found by ``rigging``).
+#: The analyzers registered on every opened index (tantivy does not persist custom tokenizers).
 _TERMS_TOKENIZER = "deckhand_terms"
 _PATH_TOKENIZER = "deckhand_path"
 _EXACT_TOKENIZER = "deckhand_exact"
@@ -115,11 +61,9 @@ _WORD = r"[\p{L}\p{N}]+(?:\.+[\p{L}\p{N}]+)*"
 _PATH_WORD = r"[\p{L}\p{N}]+"
 #: Longer tokens are dropped (tantivy refuses terms past 64 KiB; no word of prose comes near this).
 _LONGEST = 100
-#: Indexing memory of a writer per thread (tantivy needs at least 15 MB per thread): a segment is written each
-#: time a thread's fills, so more memory means fewer segments to merge after a build.
+#: Indexing memory of a writer per thread (tantivy needs at least 15 MB): more means fewer segments to merge.
 _WRITER_HEAP = 128_000_000
-#: Threads of a writer that rebuilds the whole index (one per core, up to four: 512 MB of indexing memory; tantivy
-#: tokenises and indexes in them while Python hands over the documents); an update of a few records writes with one.
+#: Threads of a writer that rebuilds the whole index (one per core, up to four); an update writes with one.
 _BUILD_THREADS = max(1, min(os.cpu_count() or 1, 4))
 #: How long a sync waits for another process's writer to finish before searching the index as it is.
 _LOCK_WAIT_S = 30.0
@@ -147,8 +91,7 @@ class TantivyOptions(BaseModel):
 
 
 def _analyzer(word: str | None = None) -> tantivy.TextAnalyzer:
-    """Words of the pattern ``word``, lower-cased (``path`` and ``content``); None: terms already analysed in
-    Python, separated by spaces (``body`` and ``heading``)."""
+    """Words of the pattern ``word``, lower-cased; None: terms already analysed in Python, separated by spaces."""
     import tantivy
 
     if word is None:
@@ -187,43 +130,33 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
-def body_text(record: Record) -> str:
-    """The ``body`` field: what the bm25 strategy indexes (content, contextual header, heading chain, section
-    label and defined terms, each part once: :func:`deckhand.retrieval.side_indexes.indexed_text`)."""
-    return indexed_text(record)
-
-
 def ident_terms(text: str, *, query: bool = False) -> list[str]:
-    """The terms the identifiers in ``text`` add to its words, analysed as the builtin BM25 analyses them
-    (:func:`deckhand.retrieval.analysis.identifier_words`); for a ``query`` only each identifier's whole
-    (:meth:`deckhand.retrieval.analysis.Analyzer.query_terms`)."""
+    """The terms the identifiers in ``text`` add to its words, as the builtin BM25 analyses them; for a ``query``
+    only each identifier's whole."""
     added = identifier_wholes(text) if query else identifier_words(text)
     return [t for t in map(_ANALYZER.term, added) if t is not None and len(t) <= _LONGEST]
 
 
 def terms_text(text: str) -> str:
-    """The value of ``body`` or ``heading`` for ``text``: its builtin BM25 terms
-    (:meth:`deckhand.retrieval.analysis.Analyzer.terms`) separated by spaces."""
+    """The value of ``body`` or ``heading`` for ``text``: its builtin BM25 terms separated by spaces (both
+    strategies index the same terms and lengths: tantivy's own tokenizer ranked documentation differently, issue 43)."""
     return " ".join(_ANALYZER.terms(text))
 
 
 def heading_text(record: Record) -> str:
-    """The ``heading`` field: the heading chain (a document's title is its first heading), for the extra weight
-    ``heading_boost`` gives a heading match on top of its match in ``body``."""
+    """The ``heading`` field: the heading chain, weighted ``heading_boost`` on top of its match in ``body``."""
     return "\n".join(str(h) for h in record.metadata.get("parent_chain") or [])
 
 
 class TantivyIndex(KeywordIndexBase):
-    """A tantivy index over a collection's records: a keyword strategy that reads records itself, filters its
-    searches and runs beside the dense search (:class:`~deckhand.bases.KeywordIndexBase`)."""
+    """A tantivy index over a collection's records: a keyword strategy that reads records and filters searches."""
 
     reads_records = True
     runs_beside = True
 
     @classmethod
     def from_options(cls, store: object, cache_path: Path | None, options: TantivyOptions) -> TantivyIndex:
-        """The ``tantivy`` strategy's registered factory: on disk beside a store that names side index files and
-        keeps a record log (the sqlite store), else in memory. ``cache_path`` is not used."""
+        """The registered factory: on disk beside a store with side index files and a record log, else in memory."""
         files, log_ = side_index_files(store), record_log(store)
         if files is not None and log_ is not None:
             return cls(options, lambda: files.side_index_path(SIDE_INDEX), log_.rows_matching)
@@ -247,11 +180,9 @@ class TantivyIndex(KeywordIndexBase):
         self._index: tantivy.Index | None = None
         self._path: Path | None = None
         self._schema: tantivy.Schema | None = None
-        #: Reloads of the searcher so far (``index.searcher()`` gives a new object each call, so the searcher's
-        #: contents are told apart by this count, raised after each reload).
+        #: Reloads of the searcher so far (``index.searcher()`` gives a new object each call).
         self._generation = 0
-        #: By generation: the documents tantivy's BM25 counts (deleted ones until a merge, as its idf does) and the
-        #: average ``length`` of the live ones (the rescoring's N and avgdl).
+        #: By generation: the documents tantivy's idf counts and the live ones' average ``length`` (N and avgdl).
         self._statistics: tuple[int, int, float] | None = None
         #: The query's analyzers: paths, exact phrases (text and headings: :data:`_ANALYZER`, in Python).
         self._analyzers: tuple[tantivy.TextAnalyzer, tantivy.TextAnalyzer] | None = None
@@ -295,8 +226,7 @@ class TantivyIndex(KeywordIndexBase):
 
     # -- building ---------------------------------------------------------------------
     def build(self, docs: Iterable[tuple[str, str]]) -> None:
-        """(Re)build from ``(record id, indexed text)`` pairs, all in the ``body`` field (the plain
-        ``KeywordIndex`` contract; the tool gives records instead, :meth:`index_records`)."""
+        """(Re)build from ``(record id, indexed text)`` pairs, all in the ``body`` field (the plain contract)."""
         with self._lock:
             index = self._open()
             self._rewrite(index, ((None, _plain(record_id, text)) for record_id, text in docs))
@@ -308,9 +238,8 @@ class TantivyIndex(KeywordIndexBase):
             self._rewrite(index, ((None, _document(r, None)) for r in records))
 
     def sync(self, records: RecordLog) -> None:
-        """Bring the index to the store's current log position: apply the changes since the position its last
-        commit reached, or rebuild from every record when it has none or the store cannot say what changed; then
-        reload the searcher. Waits (up to a deadline) while another process writes it, then searches it as it is."""
+        """Bring the index to the store's current log position (the changes since its last commit, or a rebuild),
+        then reload the searcher; waits (up to a deadline) while another process writes it."""
         with self._lock:
             index = self._open()
             deadline = time.monotonic() + _LOCK_WAIT_S
@@ -374,9 +303,7 @@ class TantivyIndex(KeywordIndexBase):
         deleted: Sequence[int] | None,
         position: tuple[int, int] | None,
     ) -> None:
-        """Delete the rows ``deleted`` (None: every document), add ``docs`` (in an update, each after deleting
-        its row), commit once, write the ``position`` reached, and let the writer finish its merges (which also
-        releases its lock)."""
+        """Delete the rows ``deleted`` (None: all), add ``docs``, commit once, write ``position``, finish merges."""
         try:
             if deleted is None:
                 writer.delete_all_documents()
@@ -468,9 +395,7 @@ class TantivyIndex(KeywordIndexBase):
         return 1 if (self.options.k1, self.options.b) == (_TANTIVY_K1, _TANTIVY_B) else _RESCORE_OVERREAD
 
     def _collection_statistics(self, searcher: tantivy.Searcher, generation: int) -> tuple[int, float]:
-        """The number of documents tantivy's idf counts (deleted ones too until their segment is merged: the
-        documents holding ``every``'s one term) and the average ``length`` of the live ones (kept per reload:
-        ``generation`` is the count read before ``searcher`` was taken, so a reload in between only recomputes)."""
+        """The document count tantivy's idf uses (deleted ones until merged) and the live ones' average length."""
         import tantivy
 
         if self._statistics is None or self._statistics[0] != generation:
@@ -480,9 +405,8 @@ class TantivyIndex(KeywordIndexBase):
         return self._statistics[1], self._statistics[2]
 
     def _rescored(self, searcher: tantivy.Searcher, generation: int, query: str, hits: list[_Hit]) -> list[_Hit]:
-        """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (see
-        the module's text): each query term is asked once more, as a term query on the hits alone (on the whole
-        index when it is rarer than :data:`_UNRESTRICTED` times the hits: reading all of it costs less)."""
+        """``hits`` with their ``body`` scores computed again with the options ``k1`` and ``b``, best first (a term
+        rarer than :data:`_UNRESTRICTED` times the hits is read from the whole index, cheaper than a filter)."""
         import tantivy
 
         k1, b, schema = self.options.k1, self.options.b, self._schema
@@ -542,8 +466,7 @@ class TantivyIndex(KeywordIndexBase):
         return tantivy.Query.const_score_query(tantivy.Query.boolean_query(clauses), 0.0)
 
     def search_filtered(self, query: str, k: int, where: Filter) -> list[tuple[str, float]] | None:
-        """Best ``k`` of the records ``where`` allows, as :meth:`search` ranks them; None for an index in memory
-        (its documents carry no store rows: the caller checks the records instead)."""
+        """Best ``k`` of the records ``where`` allows; None for an index in memory (its documents carry no rows)."""
         import tantivy
 
         index, schema, built = self._index, self._schema, self._query(query)
@@ -605,9 +528,7 @@ class TantivyIndex(KeywordIndexBase):
         return ordered[:limit]
 
     def documents(self, field: str, values: Sequence[str], *, source: str | None = None) -> list[tantivy.Document]:
-        """The documents whose untokenised ``field`` (``id``, ``term``, ``section``) holds one of ``values`` (and
-        whose source is ``source``, if given), in no particular order (the side indexes' look-ups,
-        :mod:`deckhand.retrieval.tantivy_lookups`)."""
+        """The documents whose untokenised ``field`` holds one of ``values`` (from ``source``, if given)."""
         import tantivy
 
         index, schema = self._index, self._schema
@@ -630,8 +551,7 @@ class TantivyIndex(KeywordIndexBase):
         return [searcher.doc(address) for _, address in searcher.search(query, limit, count=False).hits]
 
     def first_source(self, section: str) -> str | None:
-        """The first source (in sort order) with a chunk of ``section``: one hit, ordered by the ``source`` fast
-        field, rather than every chunk of it."""
+        """The first source (in sort order) with a chunk of ``section``, read as one hit."""
         import tantivy
 
         index, schema = self._index, self._schema
@@ -684,8 +604,7 @@ def _damage(path: Path) -> str | None:
 
 
 def _set_aside_if_damaged(path: Path) -> None:
-    """Move a damaged index directory (or the link or file in its place, not followed) aside as
-    ``<name>.damaged-<when>``, with one warning line, so the index is rebuilt from the records."""
+    """Move a damaged index directory (or what is in its place) aside as ``<name>.damaged-<when>``, with a warning."""
     try:
         reason = _damage(path)
     except OSError as exc:
@@ -715,8 +634,7 @@ def _saved(path: Path) -> dict[str, Any] | None:
 
 
 def _writer(index: tantivy.Index, *, full: bool) -> tantivy.IndexWriter:
-    """A writer of ``index``: one thread per core for a ``full`` rebuild, else one (raises ValueError while
-    another process holds the index's writer lock)."""
+    """A writer of ``index``, multi-threaded for a ``full`` rebuild (ValueError while another process writes)."""
     threads = _BUILD_THREADS if full else 1
     return index.writer(_WRITER_HEAP * threads, threads)
 
@@ -734,9 +652,7 @@ def _plain(record_id: str, text: str) -> tantivy.Document:
 
 
 def _document(record: Record, row: int | None) -> tantivy.Document:
-    """``record``'s document, built in one call (the fields as keyword arguments; an empty list: no value): the
-    keyword fields, and the look-up fields (:mod:`deckhand.retrieval.tantivy_lookups`): its defined terms and
-    section ids untokenised, its source, and its location and definitions stored in ``place``."""
+    """``record``'s document, built in one call: the keyword fields and the look-up fields."""
     import tantivy
 
     meta = record.metadata
@@ -747,7 +663,7 @@ def _document(record: Record, row: int | None) -> tantivy.Document:
         None if section_id is None else str(section_id),
         [[d.term, d.definition] for d in definitions],
     ]
-    terms = _ANALYZER.terms(body_text(record))
+    terms = _ANALYZER.terms(indexed_text(record))
     return tantivy.Document(
         id=record.id,
         body=" ".join(terms),

@@ -1,18 +1,5 @@
-"""The hierarchical tool's look-ups answered by the ``tantivy`` keyword index: definitions, sections and result
-locations read per key from fields of the chunk documents, not from a file of their own (issue 30: measured
-against the side index file this replaced, docs/benchmarks.md "Feeding the side indexes").
-
-Each chunk's document carries its defined terms (``term``, looked up as
-:func:`~deckhand.retrieval.definition_lookup.term_key` gives them) and section ids (``section``) untokenised, its
-``source``, its chunk index stored, and stored in ``place`` its location, section id and definitions
-(:func:`deckhand.retrieval.tantivy_keyword._document`). The tables below are the read-only mappings that
-:meth:`DefinitionIndex.over <deckhand.retrieval.definition_lookup.DefinitionIndex.over>` and
-:meth:`ReferenceResolver.over <deckhand.retrieval.references.ReferenceResolver.over>` answer from, each entry in
-the order an in-memory build gives (source, then chunk index). Nothing is kept but the index: a look-up reads
-the documents of its key (at most :data:`_CACHED` keys are kept once read, by tables that live until the
-keeper's next refresh, when the index may have changed), so the crash guarantees are tantivy's position file's
-alone.
-"""
+"""The hierarchical tool's look-ups (definitions, sections, result locations) read per key from the fields of the
+``tantivy`` index's chunk documents, not from a file of their own (issue 30, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +24,7 @@ _CACHED = 4096
 
 
 class _Chunk:
-    """What a look-up reads from one document (its ``place`` decoded only when asked for: a section's chunks
-    need none of it)."""
+    """What a look-up reads from one document (its ``place`` decoded only when asked for)."""
 
     __slots__ = ("_doc", "_place", "chunk_index", "id", "source")
 
@@ -111,8 +97,7 @@ class Definitions(_Keyed[list[Definition]]):
 
 
 class Sections(_Keyed[dict[str, list[tuple[int, str]]]], KeptSections):
-    """Section id → source → ``(chunk index, record id)`` of its chunks; whether a section is known, and where it
-    starts, are answered without reading every chunk of it."""
+    """Section id → source → ``(chunk index, record id)`` of its chunks, read per key."""
 
     def __init__(self, keyword: TantivyIndex) -> None:
         super().__init__(keyword, "section")

@@ -1,13 +1,5 @@
-"""Passage windows: a multi-vector score for the dense search's best candidates (``passage_windows``).
-
-A 512-token chunk's one vector averages everything it says, and MiniLM was trained on short passages: a
-question about one paragraph of it matches that paragraph better than the whole. With ``passage_windows: N``
-the best :data:`WINDOW_DEPTH` dense candidates are scored again as ``(1 - WINDOW_WEIGHT) * sim(chunk) +
-WINDOW_WEIGHT * max sim(window)``, each window being ``N`` words of the chunk after its context (title and
-heading chain), embedded with the tool's embedder through its cache (so a window is embedded once, on the
-first query that needs it). The weight, the depth and the 32 words the docs suggest were chosen on doc_qa's
-tune questions (docs/benchmarks.md, "Passage windows and the other levers").
-"""
+"""Passage windows (``passage_windows``): the best dense candidates rescored by their best-matching window of words,
+weights and depth chosen on doc_qa's tune questions (docs/benchmarks.md, "Passage windows and the other levers")."""
 
 from __future__ import annotations
 
@@ -42,8 +34,7 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
 def rescored(
     query: Vector, hits: Sequence[SearchHit], size: int, embed: Callable[[Sequence[str]], np.ndarray]
 ) -> list[SearchHit]:
-    """The first :data:`WINDOW_DEPTH` of ``hits`` scored with their best window and sorted by that score,
-    then the rest as they were (see the module docstring). ``embed`` gives the vectors of many texts."""
+    """The first :data:`WINDOW_DEPTH` of ``hits`` rescored with their best window and sorted, then the rest."""
     head, tail = list(hits[:WINDOW_DEPTH]), list(hits[WINDOW_DEPTH:])
     if not head:
         return list(hits)

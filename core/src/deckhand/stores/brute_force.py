@@ -1,9 +1,5 @@
-"""Brute-force (exact) top-k over one float32 matrix: the ranking both builtin stores share.
-
-A search is one matrix-vector product and a partial sort, so 100k vectors answer in a few
-milliseconds. Ties with the k-th best keep row order, so equal scores rank the same way on
-every call (``argpartition`` alone would pick among ties arbitrarily).
-"""
+"""Brute-force (exact) top-k over one float32 matrix, the ranking both builtin stores share; ties with the k-th
+best keep row order, so equal scores rank alike on every call."""
 
 from __future__ import annotations
 
@@ -28,11 +24,8 @@ def top_k(
     k: int,
     min_score: float | None = None,
 ) -> tuple[IntArray, FloatArray]:
-    """Rows of ``matrix`` (among those ``mask`` allows) nearest ``query``, best first, and their scores.
-
-    ``norms`` and ``squares`` are each row's Euclidean norm and squared norm, kept by the
-    caller so that COSINE and L2 cost no more than IP. Scores follow :mod:`deckhand.similarity`.
-    """
+    """Rows of ``matrix`` (among those ``mask`` allows) nearest ``query``, best first, and their scores; the
+    caller's ``norms`` and ``squares`` make COSINE and L2 cost no more than IP."""
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     n = matrix.shape[0]
     if n == 0 or k <= 0:

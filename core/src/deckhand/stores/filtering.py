@@ -1,9 +1,5 @@
-"""Handing a filter to a store: only to one that declares it can apply it.
-
-A store that does not declare :attr:`~deckhand.capabilities.StoreCapability.FILTERS` is never
-given ``where=``: :func:`require_filters` raises :class:`~deckhand.errors.FilterError` instead,
-so a filter is never silently ignored (such a store's own ``search`` calls it on a ``where``).
-"""
+"""Handing a filter to a store: only to one that declares it can apply it (:func:`require_filters` raises
+otherwise), so a filter is never silently ignored."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Exact vector search in process memory with NumPy.
-
-Vectors live in one contiguous float32 matrix; a search is a single matrix-vector
-product followed by ``argpartition`` for the top k, so 100k chunks answer in
-milliseconds. Deleted rows are compacted lazily. Nothing persists across processes.
-"""
+"""Exact vector search in process memory with NumPy; nothing persists across processes."""
 
 from __future__ import annotations
 
@@ -24,12 +19,7 @@ _INITIAL_CAPACITY = 1024
 
 
 class InMemoryStore(OpenCollection):
-    """A volatile collection: records, their vectors and the ingestion manifest.
-
-    Each instance is its own collection: a second instance (another connection) starts
-    empty, so it is not persistent; every method takes one lock, so threads may share an
-    instance. Filters are applied with their reference meaning (:meth:`Filter.matches`).
-    """
+    """A volatile, thread-safe collection: records, vectors and manifest; each instance is its own collection."""
 
     capabilities: ClassVar[frozenset[StoreCapability]] = frozenset({StoreCapability.FILTERS})
 

@@ -1,12 +1,5 @@
-"""An inverted-file (IVF) index in NumPy: k-means lists over a matrix stored list by list.
-
-The vectors are split into ``lists`` clusters by k-means on a sample; the matrix is stored in
-list order, so a list is one contiguous slice. A query ranks the centroids, scans the float32
-rows of its ``probes`` nearest lists (one BLAS matrix-vector product per list, exact scores)
-and keeps the best. Building is two matrix products per k-means round plus one over all rows:
-about a minute at a million 384-dim vectors on 2 cores, where an HNSW graph takes 17–26 minutes
-(docs/benchmarks.md, "Dense search options at 1M"). No dependency beyond NumPy.
-"""
+"""An inverted-file (IVF) index in NumPy: k-means lists over a matrix stored list by list, exact scores in the
+probed lists; about a minute to build at 1M vectors (docs/benchmarks.md, "Dense search options at 1M")."""
 
 from __future__ import annotations
 
@@ -38,10 +31,7 @@ def _nearest(block: FloatArray, centroids: FloatArray, half_squares: FloatArray 
 
 
 def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False, rounds: int = ROUNDS) -> FloatArray:
-    """k-means centroids of ``sample`` (float32, one row per vector); empty clusters re-seeded from the sample.
-
-    Rows are assigned as :func:`probe` will rank the lists (inner product unless ``euclidean``),
-    so that a query scans the lists its neighbours were put in."""
+    """k-means centroids of ``sample`` (empty clusters re-seeded), each row assigned as :func:`probe` ranks lists."""
     rng = np.random.default_rng(seed)
     lists = max(1, min(lists, sample.shape[0]))
     centroids = np.array(sample[rng.choice(sample.shape[0], lists, replace=False)], dtype=np.float32)
@@ -56,8 +46,7 @@ def train(sample: FloatArray, lists: int, seed: int, *, euclidean: bool = False,
         if empty.any():
             centroids[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
         if not euclidean:
-            # spherical k-means: by inner product a long centroid wins every row near it, and lists
-            # grow lopsided (a few hold most rows, and a query probing one reads them all)
+            # spherical k-means: by inner product a long centroid wins every row near it (lopsided lists)
             norms = np.linalg.norm(centroids, axis=1, keepdims=True)
             centroids /= np.where(norms == 0, 1.0, norms)
     return centroids
@@ -82,9 +71,8 @@ def layout(labels: IntArray, lists: int) -> tuple[IntArray, IntArray]:
 
 
 def probe(centroids: FloatArray, query: FloatArray, probes: int, *, euclidean: bool = False) -> IntArray:
-    """The ``probes`` lists to scan for ``query``, best first: by inner product with the centroid
-    (cosine and inner-product collections; on clustered unit vectors it finds more neighbours in
-    few lists than the Euclidean order, as faiss's IP quantizer does) or by Euclidean distance."""
+    """The ``probes`` lists to scan for ``query``, best first: by inner product with the centroid (it finds more
+    neighbours on clustered unit vectors, as faiss's IP quantizer does) or by Euclidean distance."""
     if centroids.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     scores = centroids @ query

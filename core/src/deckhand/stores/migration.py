@@ -1,26 +1,5 @@
-"""Moving a tool's index to another store without embedding anything again (``deckhand migrate``).
-
-An index is records (a chunk's text, metadata and vector) plus the ingestion manifest (one
-:class:`~deckhand.types.FileState` per file). Both are copied through the
-:class:`~deckhand.bases.StoreBase` methods every store has, so any store can be the
-source and any persistent store the target; the embedder is only *described* (its model id
-and dimension, to create the target collection and check it matches), never called.
-
-**Order.** Files are copied one at a time with ``replace_source(source, records, state)``: a
-file's manifest entry is written in the same all-or-nothing step as its records, so at every
-moment the target's manifest names only files whose chunks are all there. An interrupted
-migration therefore never claims a file is ingested that is not, and running it again copies
-what is missing: a file whose manifest entry in the target already equals the source's is
-skipped (the store wrote its records with it). Records are read by id in batches (the ids of a
-file's chunks are ``record_id(source, 0 .. chunk_count - 1)``); a file whose records do not
-all come back that way, and records no manifest entry describes, are found in one pass over
-:meth:`~deckhand.bases.StoreBase.iter_records`.
-
-**Derived data.** Side indexes (keyword, definitions) are not copied: the target tool builds
-them from the records the first time it opens the index, as after any ingest by another
-process. The target's own bulk structures (the sqlite store's HNSW graph) are brought up to
-date with ``maintain()`` at the end, as an ingest does.
-"""
+"""Copying a tool's index to another store without embedding anything again (``deckhand migrate``): records and
+manifest through the :class:`~deckhand.bases.StoreBase` methods; side indexes are rebuilt by the target."""
 
 from __future__ import annotations
 
@@ -47,9 +26,8 @@ DEFAULT_BATCH = 1000
 
 @dataclass(frozen=True)
 class MigrationEnd:
-    """One end of a migration, as plain settings (:func:`deckhand.index.components.migration_end` reads them
-    from a tool's entry of an agent configuration): tool ``name``'s index of the files under ``source``, in the
-    store ``build`` builds (not opened) for ``provider`` with its resolved database's settings."""
+    """One end of a migration, as plain settings: tool ``name``'s index of the files under ``source``, in the store
+    ``build`` builds (not opened) for ``provider`` with its resolved database's settings."""
 
     name: str
     #: The tool's source, absolute; and the directory its configuration is in (file names are relative to it).
@@ -57,8 +35,7 @@ class MigrationEnd:
     base_dir: Path
     #: Where the tool is configured, for messages (the configuration file).
     label: str
-    #: The tool's embedder, only described (model id and dimension; the caller passes a lazy one, see
-    #: :func:`deckhand.building.lazy_embedders.lazy_embedder`): the collection is created for it, never embedded with.
+    #: The tool's embedder, only described (model id and dimension): the collection is created for it.
     embedder: EmbedderBase
     provider: str
     build: Callable[[], StoreBase]
@@ -145,15 +122,12 @@ def migrate(
     replace: bool = False,
     progress: Callable[[MigrationStatus], None] | None = None,
 ) -> MigrationReport:
-    """Copy ``source``'s index into ``target``'s store: each file's records (with their vectors) and its
-    manifest entry in one ``replace_source``; files the target already holds as the source does are skipped.
+    """Copy ``source``'s index into ``target``'s store, a file at a time (records and manifest entry in one
+    ``replace_source``, so an interrupted run never claims a file it lacks), skipping files the target holds alike.
 
-    Refused with one line (:class:`ConfigError`, :class:`ModelMismatchError`,
-    :class:`StoreConnectionError`): tools that do not index the same files under the same names,
-    the same collection at both ends, a target store that keeps nothing (in-memory), a source
-    with no index, a target tool embedding with another model or dimension, an unreachable
-    store, and, without ``replace``, a target collection that holds files the source has not or
-    was created for another model or layout. With ``replace`` the target collection is dropped first.
+    Refused with one line: different files at the two ends, the same collection, an in-memory target, no source
+    index, another model or dimension, an unreachable store, and, without ``replace`` (which drops the target
+    collection first), a target holding other files or built for another model or layout.
     """
     if batch_size < 1:
         raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
@@ -239,9 +213,7 @@ def _same_collection(src: _Side, source: MigrationEnd, dst: _Side, target: Migra
 def _check_target_holds_only(
     dst: _Side, target: MigrationEnd, manifest: dict[str, FileState], source_count: int
 ) -> None:
-    """Without ``--replace``, the target may hold only what an earlier run of this migration wrote: files the source
-    has (copied whole, as ``replace_source`` writes them) and no more records than those files and the source's
-    own records outside its manifest account for."""
+    """Without ``--replace``, the target may hold only what an earlier run of this migration wrote."""
     held = dst.store.manifest()
     foreign = sorted(set(held) - set(manifest))
     extra = dst.store.count() - sum(state.chunk_count for state in held.values())
@@ -270,8 +242,7 @@ def _build(end: MigrationEnd) -> _Side:
 
 
 def _spec(end: MigrationEnd) -> CollectionSpec:
-    """The collection ``end``'s tool opens: its embedder described (model id, dimension; the model is not
-    loaded where the registration describes it) and its database's metric and algorithm."""
+    """The collection ``end``'s tool opens: its embedder described, its database's metric and algorithm."""
     embedder = end.embedder
     return CollectionSpec(
         name=end.name,
@@ -302,10 +273,7 @@ def _open_source(src: _Side, source: MigrationEnd) -> CollectionSpec:
 
 
 def _open_target(dst: _Side, target: MigrationEnd, spec: CollectionSpec, *, replace: bool) -> bool:
-    """Open (create) the target collection; True if ``replace`` dropped an existing one first.
-
-    An existing collection built for another model, dimension, metric or algorithm is refused without ``replace``.
-    """
+    """Open (create) the target collection; True if ``replace`` dropped one (another model or layout is refused)."""
     previous = _open(dst, target, spec)
     if previous is None:
         return False

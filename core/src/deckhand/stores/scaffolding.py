@@ -1,17 +1,5 @@
-"""Scaffolding shared by deckhand's stores, so that each store's module holds only what its database needs.
-
-* :class:`OpenCollection`: the collection a store serves and the spec ``open()`` set; :attr:`~OpenCollection.spec`
-  raises :class:`~deckhand.errors.StoreError` until then, and :meth:`~OpenCollection._query_vector` and
-  :meth:`~OpenCollection._checked_vectors` check a query's and records' sizes against it.
-* :class:`ServerStore`: a collection on a database server reached by a URL, with the constructor every
-  server store takes (``url, collection, *, index_name, options``); a store names its options model
-  (:meth:`~ServerStore._default_options`, :meth:`~ServerStore._parse_options`) and connects in
-  :meth:`~ServerStore._connect`; :meth:`~ServerStore.from_config` builds it from a ``database:`` block;
-  :meth:`~ServerStore._record_vector` checks a record's vector before anything is written.
-
-Both subclass the store's contract, :class:`deckhand.bases.StoreBase`; a third-party store may subclass
-them (``ServerStore`` is in :mod:`deckhand.api`) or the base alone.
-"""
+"""Scaffolding shared by deckhand's stores (:class:`OpenCollection`, the spec and size checks; :class:`ServerStore`,
+a collection on a server reached by a URL), so each store's module holds only what its database needs."""
 
 from __future__ import annotations
 
@@ -50,8 +38,7 @@ class OpenCollection(StoreBase):
         return self._spec
 
     def _query_vector(self, vector: Vector, *, hint: str = "") -> npt.NDArray[np.float32]:
-        """The query ``vector`` as float32, once the collection is open; a size other than the collection's
-        raises :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`QUERY_MODEL_HINT`)."""
+        """The query ``vector`` as float32, once open; another size raises DimensionMismatchError (with ``hint``)."""
         spec = self.spec
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.size != spec.dimension:
@@ -77,9 +64,8 @@ class OpenCollection(StoreBase):
 class ServerStore(OpenCollection, Generic[OptionsT]):
     """One collection on a database server, reached by ``url``.
 
-    The constructor keeps the collection, the index name and the options (the store's defaults
-    when none are given), then calls :meth:`_connect` with the URL, which reaches the server or
-    raises (:class:`~deckhand.errors.StoreConnectionError` naming the URL with its secrets masked).
+    The constructor keeps the collection, the index name and the options (else the store's defaults), then
+    calls :meth:`_connect`, which reaches the server or raises :class:`~deckhand.errors.StoreConnectionError`.
     """
 
     def __init__(
@@ -104,9 +90,7 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     def from_config(
         cls, config: Any, collection: str = "default", options: OptionsT | None = None, *, base_dir: Path | None = None
     ) -> Self:
-        """The registered factory (:class:`deckhand.registration.StoreFactory`): the tool's ``database:`` block, the
-        collection name and the validated ``database.options`` (parsed from ``config.options`` when a caller passes
-        none); a server store keeps no files, so ``base_dir`` is not used."""
+        """The registered factory; ``options`` parsed from ``config.options`` when not given, ``base_dir`` unused."""
         if not config.connection_string:
             raise StoreError(
                 f"database.connection_string is required for provider {cls.provider!r} (e.g. {cls.url_example})"
@@ -134,11 +118,9 @@ class ServerStore(OpenCollection, Generic[OptionsT]):
     def _record_vector(
         self, record: Record, dim: int, *, hint: str = "", finite_for: str | None = None
     ) -> npt.NDArray[np.float32]:
-        """``record``'s vector as float32, checked before any write: a size other than ``dim`` raises
-        :class:`~deckhand.errors.DimensionMismatchError` (``hint`` appended, e.g. :data:`CHANGED_MODEL_HINT`);
-        with ``finite_for`` (the database's name), NaN or infinite components raise :class:`StoreError`, and
-        so do a norm no float32 dot product survives and, under COSINE, an all-zero vector (any metric's
-        scores with such a vector are meaningless: every chunk would score 0)."""
+        """``record``'s vector as float32, checked before any write: a wrong size raises
+        :class:`~deckhand.errors.DimensionMismatchError` (with ``hint``); with ``finite_for`` (the database's name),
+        non-finite components, a norm float32 cannot take and, under COSINE, an all-zero vector raise StoreError."""
         exact = np.asarray(record.vector, dtype=np.float64).reshape(-1)
         if exact.size != dim:
             raise DimensionMismatchError(

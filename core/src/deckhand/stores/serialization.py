@@ -1,10 +1,4 @@
-"""JSON forms of a collection's spec and of manifest entries, for stores that keep them as text.
-
-Server stores (Redis, Weaviate, ...) keep the spec a collection was created with and each
-file's manifest entry in the database itself; these are the one JSON shape they share, so a
-store plugin need not write its own. The store kit's other processes
-(:mod:`deckhand.testing.store_process`) pass specs in the same shape.
-"""
+"""JSON forms of a collection's spec and of manifest entries, the one shape server stores keep them in."""
 
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ def spec_to_dict(spec: CollectionSpec) -> dict[str, Any]:
 
 
 def spec_from_json(raw: str) -> CollectionSpec:
-    """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others are ignored;
-    ``dimension`` may be written as text)."""
+    """The :class:`CollectionSpec` of a JSON object with :func:`spec_to_dict`'s keys (others ignored)."""
     return spec_from_dict(json.loads(raw))
 
 

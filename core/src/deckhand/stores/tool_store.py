@@ -1,17 +1,5 @@
-"""Opening a tool's collection in plain settings (:mod:`deckhand.index.components` reads its ``database:`` block):
-the store's factory, the fallback policy, the integrity and compatibility checks, the mark of a complete ingestion.
-
-Rebuilds: an index built with other settings is dropped only with ``--force-ingest``, and only after the
-caller's ``before_rebuild`` check passed (a tool embeds one probe text: :mod:`deckhand.embedding.probe`), so a
-rebuild that cannot work leaves the previous index searchable. A collection that holds no chunks (a first
-ingest that failed) has nothing to protect: it is created anew for the configured embedder without asking.
-
-Fallback policy: when the configured server cannot be reached, a tool uses the in-memory
-store for the run if fallback is allowed. Whether it is: the command line's choice
-(:func:`fallback_policy`, set by ``--allow-fallback/--no-fallback``), else the database's
-``allow_fallback``, else the caller's default (``deckhand ingest`` refuses, search/chat/test
-and library use fall back). Authentication and permission errors never fall back.
-"""
+"""Opening a tool's collection from plain settings: the store's factory, the fallback policy (docs/cli.md), the
+integrity and compatibility checks, and the mark of a complete ingestion."""
 
 from __future__ import annotations
 
@@ -34,14 +22,8 @@ log = logging.getLogger("deckhand")
 
 
 def create_store(component: Component, config: Any, collection: str, *, base_dir: Path) -> StoreBase:
-    """Build (not open) ``collection``'s store with ``component``'s factory: the one place factories are called.
-
-    The factory is called as ``factory(config, collection, options, base_dir=base_dir)``
-    (:class:`deckhand.registration.StoreFactory`): ``config`` is the resolved ``database:`` block, ``options``
-    is ``database.options`` as an instance of the store's options model, and ``base_dir`` the agent config's
-    directory, against which a store keeping files resolves relative paths (its default files go under
-    :func:`deckhand.paths.state_dir` ``(base_dir)``).
-    """
+    """Build (not open) ``collection``'s store with ``component``'s factory, the one place factories are called:
+    ``factory(config, collection, options, base_dir=base_dir)`` (:class:`deckhand.registration.StoreFactory`)."""
     store: StoreBase = component.create(
         config, collection, options=dict(config.options or {}), validate=True, base_dir=base_dir
     )
@@ -82,8 +64,7 @@ def fallback_policy(allow: bool | None, *, default: bool = True) -> Iterator[Non
 
 def open_checked(store: StoreBase, spec: CollectionSpec, force: bool, *, verify: bool = False) -> CollectionSpec | None:
     """``store.open(spec)``; with ``force`` or ``verify``, a store with the ``integrity_check`` capability is checked
-    first, so ``--force-ingest`` also rebuilds an index whose damage a plain open does not notice, and an
-    ingest never writes into (and reports success on) a damaged index."""
+    first, so neither a rebuild nor an ingest misses damage a plain open does not notice."""
     try:
         check = integrity_check(store) if force or verify else None
         if check is not None:
@@ -106,8 +87,7 @@ def check_collection(
     before_rebuild: Callable[[StoreBase], None] | None = None,
 ) -> None:
     """Rebuild (with ``force``) or refuse tool ``name``'s index built with another model, dimension, metric or
-    algorithm (shared by every tool type). ``before_rebuild(store)`` is called before anything is dropped: when
-    it raises, the index is left as it was. A collection holding no chunks is created anew without asking."""
+    algorithm; nothing is dropped if ``before_rebuild(store)`` raises, and an empty collection is recreated."""
     model_changed = previous.embedding_model != spec.embedding_model or previous.dimension != spec.dimension
     layout = [
         f"{label} {old.value} but the configuration now uses {new.value}"
@@ -153,9 +133,7 @@ COMPLETE_MARK = "ingest/complete"
 
 
 def mark_complete(store: StoreBase, started: float | None = None) -> None:
-    """Record that the store's records are those of a complete ingestion (stores with side indexes), and when
-    it started (``started``, seconds since the epoch; None: unknown); an ingest and ``deckhand migrate`` mark
-    it, so a later open need not walk the source."""
+    """Record that the store's records are those of a complete ingestion started at ``started`` (epoch seconds)."""
     side = side_index_storage(store)
     if side is not None:
         data = struct.pack("<d", started) if started is not None else b""
@@ -163,8 +141,7 @@ def mark_complete(store: StoreBase, started: float | None = None) -> None:
 
 
 def ingest_started(store: StoreBase) -> float | None:
-    """When the complete ingestion the store's records come from started (:func:`mark_complete`); None when the
-    store cannot say (no side indexes, an ingestion that did not finish, or one marked before this was kept)."""
+    """When the complete ingestion the store's records come from started (:func:`mark_complete`); None: unknown."""
     side = side_index_storage(store)
     found = side.load_side_index(COMPLETE_MARK) if side is not None else None
     if found is None or len(found[1]) != 8:
