@@ -10,7 +10,9 @@ a page and its fault-around neighbours (64 KB) per fault: 77 MB for the same 10,
 
 The graph file itself is mapped by usearch, whose opening reads every node's header (at a million nodes the
 ~270 MB of neighbour lists, all of them resident from then on, where a query needs a few thousand):
-:func:`release_mapping` unmaps what the opening touched and advises the mapping for random access.
+:func:`release_mapping` unmaps what the opening touched and advises the mapping for random access. A warm
+process's queries then map most of the file back (each fault maps 64 KB around the page it needs):
+:class:`MappingBudget` unmaps it again past ``ann_mapped_mb``, for a searcher whose resident set must stay bounded.
 """
 
 from __future__ import annotations
