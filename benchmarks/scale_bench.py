@@ -24,9 +24,10 @@ Then, each in a new process:
    own share (load and embed that file, in a fresh process) is timed apart.
 
     uv run python benchmarks/scale_bench.py --chunks 1000000 --per-file 10 [--tool hierarchical] [--ann-index ivf]
-        [--ann-precision b1] [--workdir DIR] [--search-only]
+        [--ann-precision b1] [--workdir DIR] [--search-only] [--ann-mapped-mb N]
 
-``--search-only`` measures steps 1 and 2 again on the index an earlier run left in ``--workdir``.
+``--search-only`` measures steps 1 and 2 again on the index an earlier run left in ``--workdir``;
+``--ann-mapped-mb`` sets that search-time option there first (0 removes it).
 """
 
 from __future__ import annotations
@@ -102,6 +103,20 @@ def make_source(root: Path, tool: str, texts: list[list[str]], ann_index: str, a
     lines = "".join(f"        {key}: {value}\n" for key, value in options.items() if value)
     agent = AGENT.format(kind=kind, name=name) + (OPTIONS + lines if lines else "")
     (root / "agent.yaml").write_text(agent, encoding="utf-8")
+
+
+def set_mapped_mb(root: Path, mapped_mb: int) -> None:
+    """Set (or, for 0, remove) ``ann_mapped_mb`` in the work folder's ``agent.yaml``: a search-time option, so it
+    applies to an index already built (a line-level edit of the file :func:`make_source` wrote)."""
+    path = root / "agent.yaml"
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if "ann_mapped_mb:" not in line]
+    if mapped_mb:
+        if OPTIONS.splitlines()[-1] not in lines:
+            lines += OPTIONS.splitlines()
+        lines.append(f"        ann_mapped_mb: {mapped_mb}")
+    elif lines[-1] == OPTIONS.splitlines()[-1]:
+        lines = lines[: -len(OPTIONS.splitlines())]  # no option left: no options block
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def metadata(tool: str, n: int, i: int) -> dict[str, object]:
@@ -322,6 +337,11 @@ def main() -> None:
     parser.add_argument(
         "--ann-precision", choices=("i8", "b1", "f16", "f32"), help="the sqlite store's ann_precision (default: i8)"
     )
+    parser.add_argument(
+        "--ann-mapped-mb",
+        type=int,
+        help="the sqlite store's ann_mapped_mb (a search-time option: set in --workdir's agent.yaml, 0 removes it)",
+    )
     parser.add_argument("--workdir", type=Path)
     parser.add_argument(
         "--search-only",
@@ -342,6 +362,8 @@ def main() -> None:
         print(f"source written: {files:,} files in {time.perf_counter() - clock:.0f} s", flush=True)
         write_index(root, args.tool, texts)
         del texts
+    if args.ann_mapped_mb is not None:
+        set_mapped_mb(root, args.ann_mapped_mb)
     name = TOOLS[args.tool][1]
     disk = sum(p.stat().st_size for p in (root / "state").rglob("*") if p.is_file())
     print(f"index on disk: {disk / 1e9:.2f} GB", flush=True)

@@ -63,6 +63,32 @@ def test_scale_bench_for_the_hierarchical_tool_reports_every_figure(tmp_path: Pa
     assert len(re.findall(r"(semantic|hybrid) search, top 10, 5 queries", again)) == 4 and re.search(warm, again)
     assert "deckhand ingest" not in again and "source written" not in again
     assert written() == before
+    # issue 46: a warm searcher under ann_mapped_mb (graph_budget.py), the option set for that process only
+    budget = _run(
+        tmp_path, "graph_budget.py", "--workdir", str(tmp_path / "work"), "--mapped-mb", "1", "--queries", "5"
+    )
+    assert len(re.findall(r"ann_mapped_mb 1, pass \d, (semantic|hybrid): p50 [\d.]+ ms, p95 [\d.]+ ms", budget)) == 4
+    assert re.search(r"ann_mapped_mb 1: graph unmapped \d+ times", budget)
+
+
+def test_scale_bench_sets_and_removes_ann_mapped_mb_in_the_work_folder(tmp_path: Path) -> None:
+    import yaml
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import scale_bench
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    for extra in ("", scale_bench.OPTIONS + "        ann_precision: b1\n"):
+        plain = scale_bench.AGENT.format(kind="hierarchical_document", name="acts") + extra
+        (tmp_path / "agent.yaml").write_text(plain, encoding="utf-8")
+        scale_bench.set_mapped_mb(tmp_path, 64)
+        scale_bench.set_mapped_mb(tmp_path, 384)
+        options = yaml.safe_load((tmp_path / "agent.yaml").read_text(encoding="utf-8"))["tools"][0]["database"]
+        assert options["options"]["ann_mapped_mb"] == 384
+        assert options["options"].get("ann_precision") == ("b1" if extra else None)
+        scale_bench.set_mapped_mb(tmp_path, 0)
+        assert (tmp_path / "agent.yaml").read_text(encoding="utf-8") == plain
 
 
 def test_index_check_bench_reports_full_and_stamped_checks(tmp_path: Path) -> None:

@@ -179,3 +179,55 @@ def test_opening_a_graph_leaves_none_of_its_node_headers_mapped(tmp_path: Path) 
     resident = _resident_kb(ranges)
     assert resident < headers_kb // 4, f"{resident} KB of the graph resident after opening ({headers_kb} KB headers)"
     assert view.candidates(vectors[77], 5)[0] == 78
+
+
+@linux_only
+def test_a_mapping_past_its_budget_is_unmapped_and_one_within_it_is_left(tmp_path: Path) -> None:
+    path = tmp_path / "pages.bin"
+    path.write_bytes(os.urandom(16 << 20))
+    mapping = paging.map_random(path)
+    ranges = paging.mappings_of(path)
+    within, spent = paging.MappingBudget(ranges, 64 << 20), paging.MappingBudget(ranges, 4 << 20)
+    none = paging.MappingBudget(ranges, 0)
+    assert sum(mapping[at] for at in range(0, len(mapping), mmap.PAGESIZE)) >= 0  # every page mapped in
+    assert _resident_kb(ranges) > 8192
+    assert not none.check() and not within.check(), "no budget, or one not spent: nothing is unmapped"
+    assert _resident_kb(ranges) > 8192
+    assert spent.check() and spent.releases == 1
+    assert _resident_kb(ranges) < 1024, "past the budget the mapping's pages are unmapped"
+    assert mapping[len(mapping) - 1] == path.read_bytes()[-1], "and read back on the next access"
+    assert not spent.check(), "the budget counts from the release (one access maps at most a 2 MB folio)"
+    mapping.close()
+
+
+@linux_only
+@pytest.mark.parametrize("mapped_mb", [0, 1])
+def test_a_warm_graph_keeps_at_most_ann_mapped_mb_of_its_file_mapped(tmp_path: Path, mapped_mb: int) -> None:
+    """A long-lived searcher maps in much of the graph file query by query (at 1M nodes the whole ~630 MB file,
+    issue 46): with ``ann_mapped_mb`` the graph's pages are unmapped again after the search that spends it."""
+    from usearch.index import Index
+
+    rows, dim = 20_000, 16
+    vectors = np.random.default_rng(6).standard_normal((rows, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    graph = Index(ndim=dim, metric="cos", dtype="i8", connectivity=32)
+    graph.add(np.arange(1, rows + 1, dtype=np.uint64), vectors, threads=1)
+    path = tmp_path / "index.sqlite.c1.g1.usearch"
+    graph.save(str(path))
+    matrix, numbers = sqlite_ann.companions(path)
+    np.save(matrix, vectors)
+    np.save(numbers, np.arange(1, rows + 1, dtype=np.int64))
+    assert path.stat().st_size > 4 << 20
+    state = sqlite_ann.AnnState(1, rows, rows, path.name, "i8")
+    view = sqlite_ann.GraphView(path, state, SQLiteOptions(ann_mapped_mb=mapped_mb))
+    ranges = paging.mappings_of(path)
+    most = 0
+    for i in range(0, rows, rows // 40):
+        assert view.candidates(vectors[i], 5)[0] == i + 1
+        most = max(most, _resident_kb(ranges))
+    if mapped_mb:
+        assert view.budget.releases >= 1
+        assert most <= 1024 * mapped_mb, f"{most} KB of the graph mapped after a search, over its {mapped_mb} MB"
+    else:
+        assert view.budget.releases == 0
+        assert most > 2048, f"without a budget a warm graph keeps what queries mapped ({most} KB)"

@@ -44,7 +44,7 @@ from deckhand.paths import is_link, open_no_link, refuse_link
 from deckhand.stores.sqlite.flat import FlatView, RowMatrix
 from deckhand.stores.sqlite.ivf_files import IvfView
 from deckhand.stores.sqlite.options import SQLiteOptions
-from deckhand.stores.sqlite.page_cache import mappings_of, recache_in_pages, release_mapping
+from deckhand.stores.sqlite.page_cache import MappingBudget, mappings_of, recache_in_pages, release_mapping
 from deckhand.types import Metric
 
 log = logging.getLogger("deckhand")
@@ -162,7 +162,10 @@ class GraphView(RowMatrix):
         # access, so the int8 vectors a query reads from disk enter the cache page by page (issue 46).
         before = mappings_of(path)
         self.index.view(str(path))
-        release_mapping(mappings_of(path) - before)
+        mapped = mappings_of(path) - before
+        release_mapping(mapped)
+        #: What a warm process keeps of the graph: its pages unmapped again past ``ann_mapped_mb`` (issue 46).
+        self.budget = MappingBudget(mapped, settings.ann_mapped_mb << 20)
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> IntArray:
         """Row numbers of (about) the ``count`` nearest vectors, best first."""
@@ -170,6 +173,7 @@ class GraphView(RowMatrix):
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
         matches = self.index.search(encode(query, binary=self.binary), count)
+        self.budget.check()
         return np.asarray(matches.keys, dtype=np.int64)
 
 

@@ -66,6 +66,12 @@ class SQLiteOptions(StrictModel):
         description="HNSW: candidates the graph returns beyond k, rescored exactly in float32 "
         "(0: 24, or 390 for a b1 graph, whose Hamming order is coarser).",
     )
+    ann_mapped_mb: int = Field(
+        default=0,
+        ge=0,
+        description="HNSW: MB of file pages a search process may map in while searching the graph; past it the "
+        "graph's pages are unmapped (they stay in the OS page cache, re-mapped as queries touch them). 0: no limit.",
+    )
     ann_background_rows: int = Field(
         default=100_000,
         ge=1,

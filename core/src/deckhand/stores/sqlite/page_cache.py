@@ -10,13 +10,16 @@ a page and its fault-around neighbours (64 KB) per fault: 77 MB for the same 10,
 
 The graph file itself is mapped by usearch, whose opening reads every node's header (at a million nodes the
 ~270 MB of neighbour lists, all of them resident from then on, where a query needs a few thousand):
-:func:`release_mapping` unmaps what the opening touched and advises the mapping for random access.
+:func:`release_mapping` unmaps what the opening touched and advises the mapping for random access. A warm
+process's queries then map most of the file back (each fault maps 64 KB around the page it needs):
+:class:`MappingBudget` unmaps it again past ``ann_mapped_mb``, for a searcher whose resident set must stay bounded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import mmap
 import os
 import sys
@@ -169,6 +172,49 @@ def release_mapping(ranges: Iterable[tuple[int, int]]) -> None:
             advise(start, end - start, advice)
 
 
+def file_resident() -> int | None:
+    """Bytes of file-backed (and shared) memory resident in this process (``/proc/self/statm``'s third field, a
+    read of a few dozen bytes); None where there is no such file."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[2]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class MappingBudget:
+    """Holds the resident pages of read-only file mappings within ``budget`` bytes: :meth:`check`, called after
+    each search, unmaps them (:func:`release_mapping`; they stay in the page cache) once the process's resident
+    file-backed memory has grown by more than ``budget`` since they were last unmapped. The growth is the
+    process's, so pages of other files mapped meanwhile count too: the budget errs towards releasing early.
+
+    ``budget`` 0, no ranges, or a platform without ``/proc/self/statm``: nothing is ever released.
+    """
+
+    def __init__(self, ranges: Iterable[tuple[int, int]], budget: int) -> None:
+        self.ranges = frozenset(ranges)
+        self.budget = budget
+        #: Times the pages were unmapped (for tests and benchmarks).
+        self.releases = 0
+        self._floor = file_resident() if budget > 0 and self.ranges else None
+
+    def check(self) -> bool:
+        """Unmap the ranges' pages if the budget is spent; True when they were."""
+        if self._floor is None:
+            return False
+        now = file_resident()
+        if now is None or now - self._floor <= self.budget:
+            return False
+        release_mapping(self.ranges)
+        self.releases += 1
+        self._floor = file_resident()
+        return True
+
+
+_PAGE = mmap.PAGESIZE
+
+
+@functools.cache
 def _madvise() -> Callable[[int, int, int], int] | None:
     if not (sys.platform.startswith("linux") and hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap, "MADV_RANDOM")):
         return None

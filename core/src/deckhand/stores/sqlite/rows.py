@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,3 +48,13 @@ def dump_metadata(metadata: dict[str, Any]) -> str:
 def record_of(row: tuple[Any, ...], vector: Vector) -> Record:
     _, record_id, source, chunk_index, content, metadata = row[:6]
     return Record(record_id, source, int(chunk_index), content, vector, json.loads(metadata))
+
+
+def records_of(rows: Sequence[tuple[Any, ...]], vectors: Sequence[Vector]) -> list[Record]:
+    """:func:`record_of` of each row with its vector, the metadata of all parsed as one JSON array (a search's
+    hundred records: one parse instead of a hundred, about half the time)."""
+    metadata = json.loads(f"[{','.join(row[5] for row in rows)}]")
+    return [
+        Record(row[1], row[2], int(row[3]), row[4], vector, meta)
+        for row, vector, meta in zip(rows, vectors, metadata, strict=True)
+    ]

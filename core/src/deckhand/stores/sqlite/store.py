@@ -57,7 +57,7 @@ from deckhand.stores.sqlite.approximate import ApproximateIndex
 from deckhand.stores.sqlite.file import connect, index_path, set_aside, stamp, translated, verify
 from deckhand.stores.sqlite.matrix import IntArray, VectorMatrix
 from deckhand.stores.sqlite.options import SQLITE_CAPABILITIES, SQLiteOptions
-from deckhand.stores.sqlite.rows import Collection, next_row, record_of
+from deckhand.stores.sqlite.rows import Collection, next_row, records_of
 from deckhand.types import CollectionSpec, FileState, Record, RecordChanges, SearchHit, Vector
 
 if TYPE_CHECKING:
@@ -291,9 +291,9 @@ class SQLiteStore(OpenCollection):
             if not ranked:
                 return []
             fetched = reads.records_by_row(conn, found, [row for _, row, _ in ranked])
-            return [
-                SearchHit(record_of(fetched[row], stored), score) for score, row, stored in ranked if row in fetched
-            ]
+            kept = [(score, fetched[row], stored) for score, row, stored in ranked if row in fetched]
+            records = records_of([columns for _, columns, _ in kept], [stored for _, _, stored in kept])
+            return [SearchHit(record, score) for (score, _, _), record in zip(kept, records, strict=True)]
 
     def maintain(self, threads: int | None = None) -> str | None:
         """Bring the approximate index up to date after writes (called at the end of an ingest).
