@@ -9,8 +9,8 @@ markitdown gives for a PDF), then times, on the default embedder's tokenizer:
 - rebuilding the definitions index and reference resolver from the chunks' records, and a
   ``relevant()`` / ``resolve()`` round per chunk;
 - the ``structural`` context generator;
-- the ``llm`` generator against a local stand-in server (no LLM involved: measures the client's
-  overhead, then the cached second run).
+- the ``llm`` generator (deckhand-ai-openai) against a local stand-in server (no LLM involved: measures
+  the client's overhead, then the cached second run).
 
 The plan's target is ingestion under 30 s per 100 pages. Usage::
 
@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 from deckhand.chunking.structure import StructureChunker
 from deckhand.chunking.token import TokenChunker
-from deckhand.context.llm import LLMContextGenerator, LLMContextSettings
 from deckhand.context.structural import StructuralContextGenerator
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.references import ReferenceResolver
 from deckhand.types import Chunk, Document, Record
+from deckhand_openai.llm_context import LLMContextGenerator, LLMContextSettings
 
 #: About 500 words per page.
 WORDS_PER_PAGE = 500

@@ -298,6 +298,33 @@ def test_an_agent_with_text_embedding_3_small_without_the_plugin_says_what_to_in
     assert _check(re.findall(r'pip install (?:-e )?"([^"]+)"', result.stderr)[0], "cli") is None
 
 
+@pytest.mark.parametrize(
+    ("choice", "missing"),
+    [
+        ("contextual_embeddings: {generator: llm}", "no context generator plugin provides 'llm'"),
+        ("reranker: llm", "no reranker plugin provides 'llm'"),
+    ],
+)
+def test_an_agent_choosing_an_llm_component_without_the_plugin_says_what_to_install(
+    tmp_path: Path, choice: str, missing: str
+) -> None:
+    """The llm context generator and reranker are deckhand-ai-openai's: without it, one line names its install."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n")
+    (tmp_path / "agent.yaml").write_text(
+        f"tools:\n  - {{type: hierarchical_document, name: kb, source: docs, {choice}}}\n"
+    )
+    env = {**os.environ, "DECKHAND_PLUGINS": "", "DECKHAND_HOME": str(tmp_path / "state")}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "deckhand"), "-c", str(tmp_path / "agent.yaml"), "ingest"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert missing in result.stderr
+    assert f"install it with: {install_command('deckhand-ai[openai]')}" in result.stderr
+    assert _check(re.findall(r'pip install (?:-e )?"([^"]+)"', result.stderr)[0], "cli") is None
+
+
 @pytest.mark.parametrize("module", ["deckhand_redis.server", "deckhand_postgres.server"])
 def test_the_launchers_the_hints_name_import_without_pytest(module: str) -> None:
     launcher = importlib.import_module(module)

@@ -129,7 +129,6 @@ def test_builtin_components_subclass_their_kinds_base(tmp_path: Path) -> None:
     from deckhand.context.structural import StructuralContextGenerator
     from deckhand.memory.dict_backend import InMemoryBackend
     from deckhand.retrieval.folder_rerank import FolderCrossEncoder
-    from deckhand.retrieval.llm_rerank import LLMReranker
     from deckhand.stores.inmemory import InMemoryStore
     from deckhand.stores.sqlite.store import SQLiteStore
 
@@ -137,7 +136,6 @@ def test_builtin_components_subclass_their_kinds_base(tmp_path: Path) -> None:
         (InMemoryStore, StoreBase),
         (SQLiteStore, StoreBase),
         (StructuralContextGenerator, ContextGeneratorBase),
-        (LLMReranker, RerankerBase),
         (FolderCrossEncoder, RerankerBase),
         (InMemoryBackend, MemoryBackendBase),
         (LocalExecutor, ExecutorBase),

@@ -187,16 +187,6 @@ def test_keyword_strategy_choices(tmp_path: Path) -> None:
 
 
 def test_context_generator_options(tmp_path: Path) -> None:
-    llm = "    contextual_embeddings:\n      generator: llm\n      options: {base_url: 'http://127.0.0.1:9/v1', "
-    assert _error(tmp_path, HIERARCHICAL + llm + "model: m, max_concurency: 2}\n") == (
-        "tools[0].contextual_embeddings.options.max_concurency: unknown option (did you mean 'max_concurrency'? "
-        "context generator 'llm' accepts base_url, api_key, api_key_env, azure_endpoint, azure_deployment, "
-        "api_version, azure_ad_token_env, azure_identity, headers, timeout_s, max_retries, backoff_s, max_backoff_s, "
-        "max_concurrency, model, max_document_tokens, max_context_tokens, temperature, prompt)"
-    )
-    assert (
-        _error(tmp_path, HIERARCHICAL + llm + "}\n") == "tools[0].contextual_embeddings.options.model: Field required"
-    )
     structural = "    contextual_embeddings: {generator: structural, options: {pth: true}}\n"
     assert _error(tmp_path, HIERARCHICAL + structural) == (
         "tools[0].contextual_embeddings.options.pth: unknown option (did you mean 'path'? "
@@ -267,7 +257,7 @@ def test_schema_command_uses_the_installed_plugins() -> None:
     schema = json.loads(CliRunner().invoke(cli, ["schema"]).stdout)
     context = schema["$defs"]["ContextualEmbeddingsConfig"]
     rules = {tuple(r["if"]["properties"]["generator"]["enum"]): r["then"] for r in context["allOf"]}
-    assert rules[("llm",)]["properties"]["options"] == {"$ref": "#/$defs/LLMContextSettings"}
+    assert rules[("structural",)]["properties"]["options"] == {"$ref": "#/$defs/StructuralContextOptions"}
     assert "x-deckhand-component" not in json.dumps(schema)
 
 

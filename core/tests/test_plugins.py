@@ -157,6 +157,8 @@ GENERIC_HINT = (
         ("keyword_strategy", "native", 'install it with: pip install "deckhand-ai[native-hybrid]"'),
         ("memory_backend", "git", 'install it with: pip install "deckhand-ai[git-memory]"'),
         ("reranker", "cross-encoder", 'install it with: pip install "deckhand-ai[sentence-transformers]"'),
+        ("context_generator", "llm", 'install it with: pip install "deckhand-ai[openai]"'),
+        ("reranker", "llm", 'install it with: pip install "deckhand-ai[openai]"'),
         ("keyword_strategy", "native-ish", GENERIC_HINT),
         ("memory_backend", "git-lfs", GENERIC_HINT),
     ],

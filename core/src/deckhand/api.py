@@ -3,8 +3,8 @@
 Everything a plugin needs is named here: the hook and the registrar, each kind's contract (its base
 class: a component of the kind subclasses it), the types and errors, the filter language, the configuration
 models a tool type or a store receives, and the few helpers plugins legitimately share (reading a
-source file safely, the token chunker to extend, a store's JSON and scores, secret redaction, the
-OpenAI-compatible client, running an ingest's stages elsewhere), and what a front end (a plugin's ``deckhand``
+source file safely, the token chunker to extend, a store's JSON and scores, secret redaction, running an
+ingest's stages elsewhere), and what a front end (a plugin's ``deckhand``
 command, ``deckhand ui``) shares with the CLI and the MCP server: the agent calls, the command options, HTTP
 security and the retrieval cases. Every other module of deckhand is
 internal and may move between releases; an import-linter contract keeps first-party plugins to this
@@ -77,7 +77,7 @@ from deckhand.filters.spec import SYNTAX as FILTER_SYNTAX
 from deckhand.filters.spec import FilterInput, SearchFilter, parse_expressions
 from deckhand.hookspecs import hookimpl
 from deckhand.install_hints import Installation, extras_of, install_command
-from deckhand.paths import state_dir
+from deckhand.paths import refuse_link, state_dir
 from deckhand.printable import printable
 from deckhand.redaction import MASK, redact, redact_secrets, redact_url, register_secret
 from deckhand.registration import (
@@ -135,6 +135,7 @@ if TYPE_CHECKING:
     from deckhand.config.loading import load_agent_config
     from deckhand.config.models import RetrievalTestCase
     from deckhand.config.tool_fields import DatabaseConfig, SourceToolConfig
+    from deckhand.context.structural import structural_context
     from deckhand.embedding.devices import choose_device
     from deckhand.embedding.minilm_onnx import WordPieceTokenizer
     from deckhand.evaluation.beir import load_beir
@@ -164,8 +165,6 @@ if TYPE_CHECKING:
         VectorMemoryError,
     )
     from deckhand.plugins import PluginRegistry, get_registry
-    from deckhand.remote.client import MalformedResponse, RemoteCallError, RemoteClient
-    from deckhand.remote.settings import RemoteSettings
     from deckhand.retrieval.phrase_match import IDENTIFIER
     from deckhand.stores.filtering import keyword_search as filtered_keyword_search
     from deckhand.stores.filtering import require_filters
@@ -194,6 +193,7 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.config.tool_fields": "DatabaseConfig SourceToolConfig",
     "deckhand.config.loading": "load_agent_config",
     "deckhand.config.component_choices": "Choice choice_field",
+    "deckhand.context.structural": "structural_context",
     "deckhand.embedding.devices": "choose_device",
     "deckhand.embedding.minilm_onnx": "WordPieceTokenizer",
     "deckhand.evaluation.beir": "load_beir",
@@ -215,8 +215,6 @@ _LAZY_MODULES: dict[str, str] = {
     "deckhand.memory.memory_errors": "ConcurrencyError CoordinateValidationError CorruptDecisionsError "
     "ImmutableLayerError QueryError StorageError VectorMemoryError",
     "deckhand.plugins": "PluginRegistry get_registry",
-    "deckhand.remote.client": "MalformedResponse RemoteCallError RemoteClient",
-    "deckhand.remote.settings": "RemoteSettings",
     "deckhand.retrieval.phrase_match": "IDENTIFIER",
     "deckhand.stores.scaffolding": "CHANGED_MODEL_HINT QUERY_MODEL_HINT ServerStore",
     "deckhand.stores.filtering": "filtered_keyword_search=keyword_search filtered_search=search require_filters",
@@ -319,7 +317,6 @@ __all__ = [
     "LoaderError",
     "LoaderFactory",
     "LoaderSettings",
-    "MalformedResponse",
     "MemoryBackendBase",
     "MemoryBackendFactory",
     "Metric",
@@ -338,9 +335,6 @@ __all__ = [
     "RecordChanges",
     "RecordLog",
     "Registrar",
-    "RemoteCallError",
-    "RemoteClient",
-    "RemoteSettings",
     "RerankError",
     "RerankerBase",
     "RerankerFactory",
@@ -432,6 +426,7 @@ __all__ = [
     "redact",
     "redact_secrets",
     "redact_url",
+    "refuse_link",
     "register_secret",
     "replay",
     "require_filters",
@@ -440,6 +435,7 @@ __all__ = [
     "spec_to_dict",
     "state_dir",
     "store_capabilities",
+    "structural_context",
     "sync_message",
     "takes_filter",
     "transport_security",

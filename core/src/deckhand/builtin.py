@@ -18,7 +18,6 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.chunking.token import TokenChunker, TokenChunkerOptions
     from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
     from deckhand.config.vectorstore import VectorStoreToolConfig
-    from deckhand.context.llm import LLMContextSettings, llm_context_generator
     from deckhand.context.structural import StructuralContextOptions, build_structural_generator
     from deckhand.embedding.devices import gpu_runtime_installed
     from deckhand.embedding.folder_embedder import FolderEmbedderOptions
@@ -34,7 +33,6 @@ def deckhand_register(register: Registrar) -> None:
     from deckhand.ingest.loaders import MarkItDownLoader, TableLoader, TextLoader
     from deckhand.retrieval.bm25 import BM25Index, BM25Options
     from deckhand.retrieval.folder_rerank import FolderRerankerOptions
-    from deckhand.retrieval.llm_rerank import LLMRerankerOptions, build_llm_reranker
     from deckhand.retrieval.tantivy_keyword import TantivyIndex, TantivyOptions
     from deckhand.stores.sqlite.options import SQLiteOptions
 
@@ -60,19 +58,6 @@ def deckhand_register(register: Registrar) -> None:
         build_structural_generator,
         description="document title and heading chain (offline, default)",
         options=StructuralContextOptions,
-    )
-    register.context_generator(
-        "llm",
-        llm_context_generator,
-        description="LLM-written context via an OpenAI-compatible chat endpoint",
-        options=LLMContextSettings,
-    )
-
-    register.reranker(
-        "llm",
-        build_llm_reranker,
-        description="a chat model grades each candidate, via an OpenAI-compatible endpoint",
-        options=LLMRerankerOptions,
     )
 
     # Described here so a process that never embeds never loads the model (deckhand.building.lazy_embedders);

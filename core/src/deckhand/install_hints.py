@@ -47,6 +47,7 @@ COMPONENT_NAMES: dict[str, frozenset[str]] = {
             "azure-openai",
             "openai-compatible",
             "ollama",
+            "llm",  # the context generator and the reranker
         }
     ),
     "git-memory": frozenset({"git"}),

@@ -1,21 +1,18 @@
-"""deckhand's own loaders, chunkers, embedder, keyword strategy, context generator, reranker, executor and tool
-types pass the kits of :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
+"""deckhand's own loaders, chunkers, embedder, keyword strategy, context generator, executor and tool types
+pass the kits of :mod:`deckhand.testing.kits`, built through the registry as a plugin's components are."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _chat_server import ChatServer, serve_chat
 from deckhand.api import (
     ChunkerBase,
     ContextGeneratorBase,
     EmbedderBase,
     KeywordIndexBase,
     LoaderBase,
-    RerankerBase,
     ToolBase,
 )
 from deckhand.config.hierarchical import HierarchicalDocumentToolConfig
@@ -29,12 +26,9 @@ from deckhand.testing.kits import (
     ExecutorTests,
     KeywordStrategyTests,
     LoaderTests,
-    RerankerTests,
     ToolTests,
 )
 from deckhand.tools import build_tool
-
-KEY_ENV = "DECKHAND_TEST_KIT_RERANK_KEY"
 
 
 class TestTextLoader(LoaderTests):
@@ -122,20 +116,6 @@ class TestStructuralContext(ContextGeneratorTests):
             get_registry().resolve("context_generator", "structural").create(None, options={})
         )
         return generator
-
-
-def _grade(prompt: str) -> str:
-    """The stand-in model's judgement: a passage about the tide is relevant."""
-    return "Relevance: 9" if "tide" in prompt.split("<passage>", 1)[1] else "1"
-
-
-class TestLLMReranker(RerankerTests):
-    @pytest.fixture
-    def reranker(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[RerankerBase]:
-        monkeypatch.setenv(KEY_ENV, "sk-kit-test")
-        with serve_chat(ChatServer(reply=_grade)) as server:
-            options = {"base_url": server.url, "model": "judge", "api_key_env": KEY_ENV}
-            yield get_registry().resolve("reranker", "llm").create(None, options=options, validate=True)
 
 
 @pytest.fixture

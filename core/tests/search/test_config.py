@@ -44,14 +44,14 @@ def test_full_configuration(tmp_path: Path) -> None:
     bm25_k1: 1.2
     bm25_b: 0.75
     contextual_embeddings:
-      generator: llm
-      options: {base_url: "http://127.0.0.1:9/v1", model: m, api_key_env: null}
+      generator: structural
+      options: {path: true}
     database: {provider: in-memory}
 """
     tool = load_agent_config(_write(tmp_path, yaml)).tools[0]
     assert isinstance(tool, HierarchicalDocumentToolConfig)
     assert tool.weights == {"semantic": 0.5, "keyword": 2.0, "exact": 0.0}
-    assert tool.contextual_embeddings.options["model"] == "m"
+    assert tool.contextual_embeddings.options["path"] is True
     assert tool.keyword_strategy.name == "bm25"
     # bm25_k1 and bm25_b are the bm25 strategy's k1 and b, validated with its options model
     assert tool.keyword_component(get_registry())[1] == {"k1": 1.2, "b": 0.75}
@@ -79,7 +79,10 @@ def test_full_configuration(tmp_path: Path) -> None:
         ("    rrf_k: -5\n", "tools[0].rrf_k: Input should be greater than or equal to 0"),
         ("    bm25_b: 2\n", "tools[0].bm25_b: Input should be less than or equal to 1"),
         ("    chunk_size: 512\n", "tools[0].chunk_size: unknown field"),
-        ("    contextual_embeddings: {generator: llm, model: x}\n", "tools[0].contextual_embeddings.model: unknown"),
+        (
+            "    contextual_embeddings: {generator: structural, model: x}\n",
+            "tools[0].contextual_embeddings.model: unknown",
+        ),
     ],
 )
 def test_errors_name_file_and_field(tmp_path: Path, yaml: str, message: str) -> None:

@@ -236,10 +236,9 @@ def test_a_really_full_disk(project: Path, tiny_disk: Path) -> None:
 def test_a_cache_swapped_for_a_link_is_not_opened(
     tmp_path: Path, linked: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """SQLite follows links: a cache file (or its WAL) as a link to a database outside the state directory is not
-    opened (the embedding cache: one warning, embedding goes on without it; the context cache: an error naming
-    it); the database it points to is neither read nor written."""
-    from deckhand.context.llm import ContextCache
+    """SQLite follows links: an embedding cache file (or its WAL) as a link to a database outside the state
+    directory is not opened (one warning, embedding goes on without it); the database it points to is neither read
+    nor written. (The llm context cache: plugins/openai/tests/test_llm_context.py.)"""
     from deckhand.embedding.cache import open_cache
 
     outside = tmp_path / "outside.sqlite"
@@ -247,11 +246,8 @@ def test_a_cache_swapped_for_a_link_is_not_opened(
     before = outside.read_bytes()
     cache = tmp_path / "cache"
     cache.mkdir()
-    for name in ("embeddings.sqlite", "contexts.sqlite"):
-        Path(f"{cache / name}{linked}").symlink_to(outside)
+    Path(f"{cache / 'embeddings.sqlite'}{linked}").symlink_to(outside)
     with caplog.at_level(logging.WARNING, logger="deckhand"):
         assert open_cache(cache / "embeddings.sqlite") is None
     assert "symbolic link" in caplog.records[-1].getMessage()
-    with pytest.raises(OSError, match="symbolic link"):
-        ContextCache(cache / "contexts.sqlite")
     assert outside.read_bytes() == before and not Path(f"{outside}-wal").exists()

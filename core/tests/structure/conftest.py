@@ -1,14 +1,13 @@
 """Fixtures for the structure-aware chunking tests: the real MiniLM tokenizer, fixture texts,
-a tiny hand-written PDF writer and a local chat-completions server."""
+and a tiny hand-written PDF writer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 import pytest
-from _chat_server import ChatServer, serve_chat
 from _foundation_helpers import serialize_pdf
 from deckhand.chunking.structure import StructureChunker
 from deckhand.embedding.minilm_onnx import WordPieceTokenizer
@@ -74,19 +73,3 @@ def write_pdf(path: Path, pages: list[list[tuple[int, str] | None]]) -> None:
 def pdf_writer() -> Callable[[Path, list[list[tuple[int, str] | None]]], None]:
     """:func:`write_pdf`, as a fixture (test modules cannot import conftest reliably)."""
     return write_pdf
-
-
-# --- a local chat-completions server ------------------------------------------------------
-
-
-def _context_reply(prompt: str) -> str:
-    """What the stand-in answers a context request: the chunk's first line, recognisably."""
-    chunk = prompt.split("<chunk>", 1)[1].split("</chunk>", 1)[0].strip()
-    return f"Context for: {chunk.splitlines()[0][:40]}"
-
-
-@pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
-    """A chat-completions server on 127.0.0.1 with a free port, stopped after the test."""
-    with serve_chat(ChatServer(reply=_context_reply)) as state:
-        yield state

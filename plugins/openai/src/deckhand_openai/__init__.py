@@ -1,1 +1,2 @@
-"""deckhand embedders on the official OpenAI SDK: OpenAI, Azure OpenAI and OpenAI-compatible servers."""
+"""deckhand's remote components on the official OpenAI SDK: embedders, the ``llm`` context generator and the
+``llm`` reranker, for OpenAI, Azure OpenAI and OpenAI-compatible servers."""

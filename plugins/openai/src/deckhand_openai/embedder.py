@@ -26,14 +26,12 @@ from deckhand.api import (
     EmbedderAuthenticationError,
     EmbedderBase,
     EmbeddingError,
-    MalformedResponse,
-    RemoteCallError,
-    RemoteClient,
     Vector,
     WordPieceTokenizer,
     degenerate_row,
 )
 
+from deckhand_openai.client import MalformedResponse, RemoteCallError, RemoteClient
 from deckhand_openai.options import KNOWN_MODELS, SHORTENABLE, EmbedderOptions
 
 #: What a short probe request embeds to learn the vector length of a model no option describes.

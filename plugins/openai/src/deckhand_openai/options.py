@@ -1,4 +1,5 @@
-"""The options of the remote embedders: :class:`deckhand.remote.RemoteSettings` plus batching and model limits.
+"""The options of the remote embedders: :class:`~deckhand_openai.remote_settings.RemoteSettings`, batching, model
+limits.
 
 Each provider has its own model, differing only in what is required and in the defaults: the OpenAI
 API needs a key (``OPENAI_API_KEY``), Azure OpenAI an endpoint and a deployment, an OpenAI-compatible
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from deckhand.api import RemoteSettings
 from pydantic import ConfigDict, Field
+
+from deckhand_openai.remote_settings import RemoteSettings
 
 #: Models of the OpenAI API: vector length and input limit (tokens).
 KNOWN_MODELS: dict[str, tuple[int, int]] = {

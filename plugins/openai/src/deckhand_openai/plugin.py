@@ -1,4 +1,7 @@
-"""Registers the remote embedders with deckhand (loaded through the ``deckhand`` entry point).
+"""Registers the remote components with deckhand (loaded through the ``deckhand`` entry point).
+
+The ``llm`` context generator (``contextual_embeddings: {generator: llm}``) and the ``llm`` reranker
+(``reranker: {name: llm}``) ask an OpenAI-compatible chat endpoint.
 
 ``embedding_model:`` values they serve:
 
@@ -8,8 +11,8 @@
 - ``{name: openai-compatible, base_url: ..., model: ...}`` for vLLM, TEI, LM Studio, llama.cpp, infinity;
 - ``ollama:<model>`` (Ollama on 127.0.0.1:11434), or ``{name: ollama, model: ..., base_url: ...}``.
 
-Registering imports nothing but the options models; an embedder is built (its key read) when a tool
-opens its index, and it sends nothing until it embeds.
+Registering imports nothing but the options models (not the SDK); a component is built (its key read)
+when a tool opens its index, and it sends nothing until it is used.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 from deckhand.api import EmbedderFactory, EmbeddingError, Registrar, hookimpl
 
+from deckhand_openai.llm_context import LLMContextSettings, llm_context_generator
+from deckhand_openai.llm_rerank import LLMRerankerOptions, build_llm_reranker
 from deckhand_openai.options import (
     KNOWN_MODELS,
     AzureOptions,
@@ -78,6 +83,18 @@ def _ollama(name: str | None, options: OllamaOptions, /) -> Any:
 
 @hookimpl
 def deckhand_register(register: Registrar) -> None:
+    register.context_generator(
+        "llm",
+        llm_context_generator,
+        description="LLM-written context via an OpenAI-compatible chat endpoint",
+        options=LLMContextSettings,
+    )
+    register.reranker(
+        "llm",
+        build_llm_reranker,
+        description="a chat model grades each candidate, via an OpenAI-compatible endpoint",
+        options=LLMRerankerOptions,
+    )
     for model, (dimension, limit) in KNOWN_MODELS.items():
         register.embedder(
             model,

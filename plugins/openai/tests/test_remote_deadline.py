@@ -10,9 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 from _chat_server import ChatServer, serve_chat
-from deckhand.remote import RemoteCallError, RemoteClient, RemoteSettings
-from deckhand.retrieval.llm_rerank import LLMReranker, LLMRerankerOptions
-from deckhand.retrieval.rerank import RerankError
+from deckhand.api import RerankError
+from deckhand_openai.client import RemoteCallError, RemoteClient
+from deckhand_openai.llm_rerank import LLMReranker, LLMRerankerOptions
+from deckhand_openai.remote_settings import RemoteSettings
 
 TIMEOUT = 1.0
 #: Slack for a loaded machine: a request must fail well before the dribbled answer (~10 s) is complete.

@@ -10,7 +10,7 @@ connection errors and malformed answers are retried with exponential backoff and
 
 ``timeout_s`` bounds each attempt as a whole (connect, send, the full answer), not each read of
 the socket: a server that dribbles its answer fails the attempt at ``timeout_s`` like one that
-sends nothing (:mod:`deckhand.remote.deadline`).
+sends nothing (:mod:`deckhand_openai.deadline`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from deckhand.redaction import MASK, register_secret
-from deckhand.remote.settings import RemoteSettings
+from deckhand.api import MASK, ConfigError, register_secret
+
+from deckhand_openai.remote_settings import RemoteSettings
 
 T = TypeVar("T")
 
@@ -109,7 +110,7 @@ class RemoteClient:
             "default_headers": dict(s.headers) or None,
         }
         if not asynchronous:  # the async client's attempts are bounded by asyncio.wait_for in acall
-            from deckhand.remote.deadline import bounded_client
+            from deckhand_openai.deadline import bounded_client
 
             common["http_client"] = bounded_client(s.url, s.timeout_s)
         if s.azure:
@@ -159,7 +160,7 @@ class RemoteClient:
 
     def call(self, request: Callable[[], T]) -> T:
         """``request()`` (an SDK call, with its parsing) retried as the settings say."""
-        from deckhand.remote.deadline import deadline
+        from deckhand_openai.deadline import deadline
 
         attempts = self.settings.max_retries + 1
         for attempt in range(attempts):
@@ -257,8 +258,6 @@ def _azure_identity_provider(who: str) -> Callable[[], str]:
     try:
         from azure.identity import DefaultAzureCredential, get_bearer_token_provider
     except ImportError:
-        from deckhand.errors import ConfigError
-
         raise ConfigError(
             f"{who}: azure_identity: true needs azure-identity; install it with: pip install azure-identity"
         ) from None

@@ -1,9 +1,7 @@
-"""Context generators for contextual embeddings: ``structural`` (offline) and ``llm``.
+"""The ``llm`` context generator: an OpenAI-compatible chat endpoint writes each chunk's context.
 
-The tool embeds and keyword-indexes ``f"{context}\\n\\n{content}"`` while results keep showing
-the original chunk. ``structural`` writes the document title and heading chain; ``llm`` asks
-an OpenAI-compatible chat endpoint for a 50–100 token situating context (Anthropic's
-contextual retrieval), caching each answer so re-ingesting never asks twice.
+It asks for a 50–100 token situating context (Anthropic's contextual retrieval), prepended to the
+chunk where it is embedded and keyword-indexed, and caches each answer so re-ingesting never asks twice.
 """
 
 from __future__ import annotations
@@ -19,15 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from deckhand.api import Chunk, ConfigError, ContextGeneratorBase, Document, refuse_link, state_dir, structural_context
 from pydantic import Field
 
-from deckhand.bases import ContextGeneratorBase
-from deckhand.context.structural import structural_context
-from deckhand.errors import ConfigError
-from deckhand.paths import refuse_link
-from deckhand.remote.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
-from deckhand.remote.client import RemoteCallError, retry_after_seconds
-from deckhand.types import Chunk, Document
+from deckhand_openai.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand_openai.client import RemoteCallError, retry_after_seconds
 
 __all__ = ["LLMContextGenerator", "LLMContextSettings", "build_llm_generator", "retry_after_seconds"]
 
@@ -50,7 +44,7 @@ CHARS_PER_TOKEN = 4
 
 class LLMContextSettings(ChatSettings):
     """Settings of the ``llm`` context generator: an OpenAI-compatible chat-completions endpoint (or Azure
-    OpenAI) as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
+    OpenAI) as :class:`~deckhand_openai.remote_settings.RemoteSettings` describes it, the chat model and the prompt."""
 
     placeholders = ("document", "chunk")
 
@@ -108,7 +102,7 @@ class ContextCache:
 class LLMContextGenerator(ChatCaller, ContextGeneratorBase):
     """Anthropic-style contextual retrieval through an OpenAI-compatible chat endpoint.
 
-    Requests go through :class:`deckhand.remote.RemoteClient` (the async OpenAI SDK client, its one
+    Requests go through :class:`~deckhand_openai.client.RemoteClient` (the async OpenAI SDK client, its one
     retry loop), at most ``max_concurrency`` at a time. A chunk that still fails gets its structural
     context instead, and ingestion goes on with one warning line per document. Answers are cached
     on disk, so the same chunk of the same document is never sent twice for the same model and prompt.
@@ -214,13 +208,11 @@ class LLMContextGenerator(ChatCaller, ContextGeneratorBase):
 
 def default_cache_path(base_dir: Path | None = None) -> Path:
     """``<state dir>/cache/contexts.sqlite`` (``$DECKHAND_HOME`` or ``<project>/.deckhand``)."""
-    from deckhand.paths import state_dir
-
     return state_dir(base_dir or Path.cwd()) / "cache" / "contexts.sqlite"
 
 
 def llm_context_generator(base_dir: Path | None, options: LLMContextSettings) -> LLMContextGenerator:
-    """The ``llm`` generator's registered factory (:class:`deckhand.registration.ContextGeneratorFactory`)."""
+    """The ``llm`` generator's registered factory (:class:`deckhand.api.ContextGeneratorFactory`)."""
     return build_llm_generator(options, base_dir=base_dir)
 
 

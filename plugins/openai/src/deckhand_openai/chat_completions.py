@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import field_validator
 
-from deckhand.remote.client import MalformedResponse, RemoteClient
-from deckhand.remote.settings import RemoteSettings
+from deckhand_openai.client import MalformedResponse, RemoteClient
+from deckhand_openai.remote_settings import RemoteSettings
 
 
 class ChatSettings(RemoteSettings):

@@ -1,4 +1,4 @@
-"""The one client for remote model calls (``deckhand.remote``): settings shared by chat and embedding calls,
+"""The one client for remote model calls (``deckhand_openai.client``): settings shared by chat and embedding calls,
 where the key comes from, and that it is never shown."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 from _chat_server import ChatServer, serve_chat
-from deckhand.errors import ConfigError
-from deckhand.remote import RemoteCallError, RemoteClient, RemoteSettings
-from deckhand.retrieval.llm_rerank import LLMReranker, LLMRerankerOptions
+from deckhand.api import ConfigError
+from deckhand_openai.client import RemoteCallError, RemoteClient
+from deckhand_openai.llm_rerank import LLMReranker, LLMRerankerOptions
+from deckhand_openai.remote_settings import RemoteSettings
 from pydantic import ValidationError
 
 KEY = "sk-shared-client-key-777"

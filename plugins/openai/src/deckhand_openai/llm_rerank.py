@@ -2,10 +2,10 @@
 
 Each passage is sent with the query in its own request (at most ``max_concurrency`` at a time)
 and the model answers a relevance grade from 0 to 10, which becomes the score ``grade / 10``.
-Requests go through :class:`deckhand.remote.RemoteClient` (the OpenAI SDK, one retry loop shared with
+Requests go through :class:`~deckhand_openai.client.RemoteClient` (the OpenAI SDK, one retry loop shared with
 every remote call: 429, 5xx, timeouts and connection errors retried with backoff honouring
 ``Retry-After``); if a passage still gets no grade, the query's reranking fails as a whole with
-one :class:`~deckhand.errors.RerankError` and the tool keeps the fused order. The key comes from
+one :class:`~deckhand.api.RerankError` and the tool keeps the fused order. The key comes from
 ``api_key`` (written ``${VAR}``) or the variable ``api_key_env`` names; it is never logged, and URLs
 in messages are redacted.
 """
@@ -19,12 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from deckhand.api import RerankerBase, RerankError
 from pydantic import Field
 
-from deckhand.bases import RerankerBase
-from deckhand.errors import RerankError
-from deckhand.remote.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
-from deckhand.remote.client import RemoteCallError
+from deckhand_openai.chat_completions import ChatCaller, ChatSettings, answer, chat_arguments
+from deckhand_openai.client import RemoteCallError
 
 log = logging.getLogger("deckhand")
 
@@ -43,7 +42,7 @@ _GRADE = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d+)?)(?![\w])")
 
 class LLMRerankerOptions(ChatSettings):
     """Settings of the ``llm`` reranker (``reranker: {name: llm, base_url: ..., model: ...}``): the endpoint
-    as :class:`deckhand.remote.RemoteSettings` describes it, the chat model and the prompt."""
+    as :class:`~deckhand_openai.remote_settings.RemoteSettings` describes it, the chat model and the prompt."""
 
     placeholders = ("query", "passage")
 
@@ -115,5 +114,5 @@ class LLMReranker(ChatCaller, RerankerBase):
 
 
 def build_llm_reranker(base_dir: Path | None, options: LLMRerankerOptions) -> LLMReranker:
-    """The ``llm`` reranker's registered factory (:class:`deckhand.registration.RerankerFactory`)."""
+    """The ``llm`` reranker's registered factory (:class:`deckhand.api.RerankerFactory`)."""
     return LLMReranker(options)

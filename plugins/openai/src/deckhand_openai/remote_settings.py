@@ -3,7 +3,7 @@
 One pydantic model, :class:`RemoteSettings`, is the base of the options of every component that calls
 an OpenAI-compatible service: the ``llm`` context generator, the ``llm`` reranker and the embedders of
 deckhand-ai-openai. They therefore accept the same keys, validated the same way, and
-:class:`deckhand.remote.client.RemoteClient` builds one SDK client from any of them.
+:class:`deckhand_openai.client.RemoteClient` builds one SDK client from any of them.
 
 The key is never kept in clear in a model: ``api_key`` is a :class:`pydantic.SecretStr` (written as
 ``${VAR}`` in agent.yaml), and ``api_key_env`` names an environment variable read when the client is
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 
+from deckhand.api import ConfigError, redact_url
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
-
-from deckhand.errors import ConfigError
-from deckhand.redaction import redact_url
 
 #: The OpenAI API; what ``base_url`` means when neither it nor ``azure_endpoint`` is set.
 OPENAI_BASE_URL = "https://api.openai.com/v1"
