@@ -93,3 +93,19 @@ def test_the_rows_of_a_page_scanned_askew_are_turned_upright_before_they_are_rea
         for t, c, q in found
     ]
     assert page_text(Recognised(1700, 2200, tuple(boxes))) != " ".join(rows)  # read as tilted boxes, rows mix
+
+
+def test_a_title_wider_than_one_column_does_not_hide_the_gutter() -> None:
+    # Seed 3's two-column bench page (issue 44, run 6): a title crossing the gutter but under 55% of the page's
+    # width, ragged right edges and short lines; the old code found no gutter and read across the columns.
+    boxes = [line("Harbour board: terms of the lease", 193, 156, width=763, height=40)]
+    widths = [498, 531, 553, 601, 598, 606, 598, 523, 605, 598]
+    for row, width in enumerate(widths):
+        top = 272 + row * 26
+        boxes.append(line(f"left column sentence number {row} goes on", 190, top, width=width))
+        boxes.append(line(f"right column sentence number {row} goes on", 912, top, width=width + 60))
+    order = page_text(page(*reversed(boxes))).split("\n\n")
+    assert order[0] == "Harbour board: terms of the lease"
+    assert order[1].startswith("left column sentence number 0") and "number 9" in order[1]
+    assert "right" not in order[1]
+    assert order[2].startswith("right column sentence number 0") and "left" not in order[2]

@@ -4,8 +4,9 @@ The engine gives boxes in no useful order. Here:
 
 * lines under the confidence threshold (:data:`MIN_CONFIDENCE`) are dropped: specks, stamps, the
   texture of a photographed page read as letters;
-* a page is read column by column when its lines stand in columns of prose (a gutter of white no line
-  crosses, each side holding several lines of text): a line that spans the gutter (a title, a footer)
+* a page is read column by column when its lines stand in columns of prose (a gutter of white found from the
+  x-projection of the boxes, which only a few lines cross, each side holding several lines of text): a line
+  that crosses the gutter (a title, a footer, however wide)
   separates the bands of columns and is read in its place; short cells side by side (a table) are
   read row by row instead;
 * boxes on one level form a row (the cells of a table row, a line the detector cut in two), left to right;
@@ -31,6 +32,8 @@ MIN_CONFIDENCE_ENV = "DECKHAND_OCR_MIN_CONFIDENCE"
 #: A column of prose holds at least this many lines of at least :data:`PROSE_CHARS` characters on average.
 COLUMN_LINES = 3
 PROSE_CHARS = 12
+#: At most this share of a page's lines may cross a gutter between columns (titles, footers spanning them).
+SPANNING_SHARE = 0.25
 #: White between rows wider than this many row heights starts a paragraph.
 PARAGRAPH_GAP = 0.6
 #: Cells of one row are set apart by this.
@@ -102,11 +105,11 @@ def reading_order(lines: Sequence[TextLine]) -> list[list[TextLine]]:
     left, right = min(line.left for line in lines), max(line.right for line in lines)
     span = max(right - left, 1.0)
     height = statistics.median(line.height for line in lines)
-    wide = [line for line in lines if line.right - line.left > 0.55 * span]
-    narrow = [line for line in lines if line.right - line.left <= 0.55 * span]
-    gutters = _gutters(narrow, max(1.5 * height, 0.02 * span))
+    gutters = _gutters(lines, max(1.5 * height, 0.02 * span))
     if not gutters:
         return [list(lines)]
+    wide = [line for line in lines if any(line.left < b and line.right > a for a, b in gutters)]
+    narrow = [line for line in lines if not any(line.left < b and line.right > a for a, b in gutters)]
     columns = _columns(narrow, gutters)
     if not all(_prose(column) for column in columns):
         return [list(lines)]  # cells side by side: a table, read row by row
@@ -126,17 +129,34 @@ def reading_order(lines: Sequence[TextLine]) -> list[list[TextLine]]:
 
 
 def _gutters(lines: Sequence[TextLine], min_gap: float) -> list[tuple[float, float]]:
-    """The vertical bands of white (x from, x to) at least ``min_gap`` wide that no line of ``lines`` crosses."""
-    spans = sorted((line.left, line.right) for line in lines)
-    if not spans:
-        return []
+    """The vertical bands of white (x from, x to) at least ``min_gap`` wide between columns of ``lines``.
+
+    From the x-projection of the boxes: a band that at most :data:`SPANNING_SHARE` of the lines cross (a
+    title, a footer spanning the columns; however wide they are) and that has at least :data:`COLUMN_LINES`
+    lines wholly on each side. Ragged right edges and short last lines leave white at a column's right, but
+    no lines stand beyond it, so it is no gutter."""
+    allowed = max(1, int(SPANNING_SHARE * len(lines)))
+    xs = sorted({x for line in lines for x in (line.left, line.right)})
+    counted = [(a, b, sum(1 for line in lines if line.left < b and line.right > a)) for a, b in itertools.pairwise(xs)]
     gaps: list[tuple[float, float]] = []
-    reach = spans[0][1]
-    for start, end in spans[1:]:
-        if start - reach >= min_gap:
-            gaps.append((reach, start))
-        reach = max(reach, end)
-    return gaps
+    for low, run in itertools.groupby(counted, key=lambda item: item[2] <= allowed):
+        if not low:
+            continue
+        pieces = list(run)
+        fewest = min(count for _, _, count in pieces)  # the white core of the band: ragged edges left out
+        for core, part in itertools.groupby(pieces, key=lambda item: item[2] == fewest):
+            if core:
+                cells = list(part)
+                gaps.append((cells[0][0], cells[-1][1]))
+    gutters = []
+    for a, b in gaps:
+        if b - a < min_gap:
+            continue
+        before = sum(1 for line in lines if line.right <= a)
+        after = sum(1 for line in lines if line.left >= b)
+        if before >= COLUMN_LINES and after >= COLUMN_LINES:
+            gutters.append((a, b))
+    return gutters
 
 
 def _columns(lines: Sequence[TextLine], gutters: Sequence[tuple[float, float]]) -> list[list[TextLine]]:
