@@ -26,10 +26,9 @@ import pytest
 from _chat_server import ChatServer, serve_chat
 from _embedding_server import EmbeddingServer, serve_embeddings
 from click.testing import CliRunner, Result
-from deckhand.calls.toolbox import Toolbox
+from deckhand.api import Toolbox, redact
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.redaction import redact
 from deckhand.testing.secrets import leaked_pieces, log_records, logged_text
 
 #: ASCII (an HTTP header can carry it, so a server can echo it) and not (the request cannot be sent).
