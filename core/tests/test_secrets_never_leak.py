@@ -11,7 +11,10 @@ stack), tracebacks of exceptions, MCP tool results. Regression of issue 19 item 
 printed ``failed to resolve host 'TailLeak99@127.0.0.1'`` for the password ``Wrong@TailLeak99``.
 
 Servers that refuse the password are tested in the Redis and PostgreSQL plugins
-(``test_redis_secrets.py``, ``test_postgres_secrets.py``).
+(``test_redis_secrets.py``, ``test_postgres_secrets.py``). The ``llm`` reranker and context generator
+live in the openai plugin, which this session does not install: their cases here reach "plugin not
+installed"; with the plugin installed, their keys and the remote embedders' (unreachable host, a
+server echoing the key in a 400/401/500, invalid options) are tested in ``plugins/openai/tests/test_openai_secrets.py``.
 """
 
 from __future__ import annotations
