@@ -12,9 +12,8 @@ from deckhand.embedding.minilm_onnx import WordPieceTokenizer
 from deckhand.retrieval.definition_lookup import DefinitionIndex
 from deckhand.retrieval.phrase_match import ExactIndex, identifiers
 from deckhand.retrieval.references import ReferenceResolver
+from deckhand.testing.legal_corpus import ACT
 from deckhand.types import Document, Record
-
-from .conftest import ACT
 
 
 def _index() -> tuple[ExactIndex, dict[str, Record]]:

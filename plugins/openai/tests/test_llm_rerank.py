@@ -17,6 +17,7 @@ from deckhand.config.loading import load_agent_config
 from deckhand.config.schema import agent_schema
 from deckhand.plugins import PluginRegistry
 from deckhand.testing.kits import RerankerTests
+from deckhand.testing.legal_corpus import write_legal_corpus
 from deckhand.tools import build_tool
 from deckhand.tools.hierarchical_tool import HierarchicalDocumentTool
 from deckhand.tools.source_tool import SourceTool
@@ -28,61 +29,12 @@ SECRET = "sk-Rq8vLw3nXz6pJt2m"
 KEY_ENV = "DECKHAND_TEST_RERANK_KEY"
 QUERY = "what happens to an operator who breaches the general duty"
 
-ACT = """# Widget Safety Act
-
-## Part 1 Preliminary
-
-### 1.1 Short title
-
-This Act may be cited as the Widget Safety Act.
-
-### 1.2 Definitions
-
-In this Act:
-
-"Operator" means a person who runs a widget factory.
-
-"Force majeure" means an event beyond the reasonable control of the Operator, such as flood or war.
-
-## Part 2 Duties
-
-### 2.1 General duty
-
-An Operator must keep every widget factory safe and clean. Penalties for breach are set out in Section 3.1.
-
-### 2.2 Inspections
-
-The inspector may enter a factory at any time. An Operator is excused from a duty under section 2.1 during
-force majeure.
-
-## Part 3 Enforcement
-
-### 3.1 Penalties
-
-An Operator who breaches section 2.1 is liable to a fine of 500 units.
-"""
-
-GUIDE = """# Gardening Guide
-
-## Soil
-
-Tomatoes grow best in loose, well-drained soil rich in compost.
-
-## Watering
-
-Water seedlings in the morning so leaves dry before nightfall.
-"""
-
 
 @pytest.fixture
 def legal_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project directory with docs/act.md, docs/guide.md and an isolated deckhand state dir."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "act.md").write_text(ACT, encoding="utf-8")
-    (docs / "guide.md").write_text(GUIDE, encoding="utf-8")
     monkeypatch.setenv("DECKHAND_HOME", str(tmp_path / ".state"))
-    return tmp_path
+    return write_legal_corpus(tmp_path)
 
 
 def _grade(prompt: str) -> str:
