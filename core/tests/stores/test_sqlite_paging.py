@@ -28,6 +28,22 @@ def _matrix(tmp_path: Path, rows: int = 3000, dim: int = 8) -> tuple[Path, np.nd
     return path, values
 
 
+def _saved_graph(tmp_path: Path, rows: int, dim: int, seed: int) -> tuple[Path, np.ndarray, sqlite_ann.AnnState]:
+    """An i8 usearch graph of ``rows`` unit vectors saved as the store names it, its companions beside it."""
+    from usearch.index import Index
+
+    vectors = np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    graph = Index(ndim=dim, metric="cos", dtype="i8", connectivity=32)
+    graph.add(np.arange(1, rows + 1, dtype=np.uint64), vectors, threads=1)
+    path = tmp_path / "index.sqlite.c1.g1.usearch"
+    graph.save(str(path))
+    matrix, numbers = sqlite_ann.companions(path)
+    np.save(matrix, vectors)
+    np.save(numbers, np.arange(1, rows + 1, dtype=np.int64))
+    return path, vectors, sqlite_ann.AnnState(1, rows, rows, path.name, "i8")
+
+
 def test_rows_read_one_by_one_or_through_the_mapping_are_the_stored_ones(tmp_path: Path) -> None:
     path, values = _matrix(tmp_path)
     matrix = MatrixFile(path)
@@ -159,19 +175,8 @@ def _resident_kb(ranges: set[tuple[int, int]]) -> int:
 def test_opening_a_graph_leaves_none_of_its_node_headers_mapped(tmp_path: Path) -> None:
     """usearch's view() reads every node's header (at 1M nodes ~270 MB resident before any query, issue 46):
     the opened view unmaps them, and a search maps back only what it visits."""
-    from usearch.index import Index
-
-    rows, dim = 12_000, 8
-    vectors = np.random.default_rng(5).standard_normal((rows, dim)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    graph = Index(ndim=dim, metric="cos", dtype="i8", connectivity=32)
-    graph.add(np.arange(1, rows + 1, dtype=np.uint64), vectors, threads=1)
-    path = tmp_path / "index.sqlite.c1.g1.usearch"
-    graph.save(str(path))
-    matrix, numbers = sqlite_ann.companions(path)
-    np.save(matrix, vectors)
-    np.save(numbers, np.arange(1, rows + 1, dtype=np.int64))
-    state = sqlite_ann.AnnState(1, rows, rows, path.name, "i8")
+    rows = 12_000
+    path, vectors, state = _saved_graph(tmp_path, rows, 8, seed=5)
     view = sqlite_ann.GraphView(path, state, SQLiteOptions())
     ranges = paging.mappings_of(path)
     assert ranges, "the graph is mapped"
@@ -205,20 +210,9 @@ def test_a_mapping_past_its_budget_is_unmapped_and_one_within_it_is_left(tmp_pat
 def test_a_warm_graph_keeps_at_most_ann_mapped_mb_of_its_file_mapped(tmp_path: Path, mapped_mb: int) -> None:
     """A long-lived searcher maps in much of the graph file query by query (at 1M nodes the whole ~630 MB file,
     issue 46): with ``ann_mapped_mb`` the graph's pages are unmapped again after the search that spends it."""
-    from usearch.index import Index
-
-    rows, dim = 20_000, 16
-    vectors = np.random.default_rng(6).standard_normal((rows, dim)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    graph = Index(ndim=dim, metric="cos", dtype="i8", connectivity=32)
-    graph.add(np.arange(1, rows + 1, dtype=np.uint64), vectors, threads=1)
-    path = tmp_path / "index.sqlite.c1.g1.usearch"
-    graph.save(str(path))
-    matrix, numbers = sqlite_ann.companions(path)
-    np.save(matrix, vectors)
-    np.save(numbers, np.arange(1, rows + 1, dtype=np.int64))
+    rows = 20_000
+    path, vectors, state = _saved_graph(tmp_path, rows, 16, seed=6)
     assert path.stat().st_size > 4 << 20
-    state = sqlite_ann.AnnState(1, rows, rows, path.name, "i8")
     view = sqlite_ann.GraphView(path, state, SQLiteOptions(ann_mapped_mb=mapped_mb))
     ranges = paging.mappings_of(path)
     most = 0
