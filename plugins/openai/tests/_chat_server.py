@@ -13,8 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from _stand_in import JsonHandler, serving
 
 
 @dataclass
@@ -69,43 +70,15 @@ class ChatServer:
 def serve_chat(state: ChatServer) -> Iterator[ChatServer]:
     """Serve ``state`` on 127.0.0.1 (a free port) for the duration of the block."""
 
-    class Handler(BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True
+    class Handler(JsonHandler):
+        def answer(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+            if path != "/v1/chat/completions":
+                return 404, {}, b"{}"
+            return state.answer(body, headers)
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path != "/v1/chat/completions":
-                status, extra, payload = 404, dict[str, str](), b"{}"
-            else:
-                status, extra, payload = state.answer(body, {k.lower(): v for k, v in self.headers.items()})
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in extra.items():
-                self.send_header(key, value)
-            if state.dribble_s:
-                raw, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + payload, []
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                    for i in range(len(raw)):  # bounded: one byte per step
-                        self.wfile.write(raw[i : i + 1])
-                        time.sleep(state.dribble_s)
-                return
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
-                self.wfile.write(payload)
+        def dribble(self) -> float:
+            return state.dribble_s
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serving(Handler) as url:
+        state.url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

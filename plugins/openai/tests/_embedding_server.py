@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from _stand_in import JsonHandler, serving
 
 _WORD = re.compile(r"\w+")
 #: The API key the tests give (it must never appear in any output).
@@ -133,44 +133,17 @@ def _inputs(body: dict[str, Any]) -> list[str]:
 def serve_embeddings(state: EmbeddingServer) -> Iterator[EmbeddingServer]:
     """Serve ``state`` on 127.0.0.1 (a free port) for the duration of the block."""
 
-    class Handler(BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True
+    class Handler(JsonHandler):
+        dribble_bytes = DRIBBLE_BYTES
 
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if not self.path.split("?", 1)[0].endswith("/embeddings"):
-                status, extra, payload = 404, dict[str, str](), b"{}"
-            else:
-                status, extra, payload = state.answer(self.path, body, {k.lower(): v for k, v in self.headers.items()})
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in extra.items():
-                self.send_header(key, value)
-            if state.dribbling:  # status line and headers included: no read of the client ever waits long
-                raw, self._headers_buffer = b"".join(self._headers_buffer) + b"\r\n" + payload, []
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                    for i in range(min(len(raw), DRIBBLE_BYTES)):
-                        self.wfile.write(raw[i : i + 1])
-                        time.sleep(DRIBBLE_S)
-                self.close_connection = True
-                return
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
-                self.wfile.write(payload)
+        def answer(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+            if not path.split("?", 1)[0].endswith("/embeddings"):
+                return 404, {}, b"{}"
+            return state.answer(path, body, headers)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+        def dribble(self) -> float:
+            return DRIBBLE_S if state.dribbling else 0.0
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serving(Handler) as url:
+        state.url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
