@@ -20,9 +20,7 @@ server echoing the key in a 400/401/500, invalid options) are tested in ``plugin
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +28,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 from deckhand.calls.toolbox import Toolbox
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
 from deckhand.redaction import SECRETS, redact
-from deckhand.testing.secrets import leaked_pieces, log_records, logged_text
+from deckhand.testing.secrets import cli_shown, leaked_pieces, log_records, logged_text
 
 #: The markers: URL delimiters, percent, hash, non-ASCII; none of their 4-character pieces is an ordinary word.
 MARKERS = {
@@ -157,15 +155,6 @@ def _write(project: Path, case: Case) -> Path:
     return project / "agent.yaml"
 
 
-def _shown(result: Result) -> str:
-    text = result.output
-    with contextlib.suppress(ValueError):  # (stderr is not captured apart on every click version)
-        text += result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        text += "".join(traceback.format_exception(result.exception))
-    return text
-
-
 def _logged(records: list[logging.LogRecord]) -> str:
     return logged_text(records)
 
@@ -189,7 +178,7 @@ def test_commands_never_show_a_secret(
     ]
     for args in runs:
         result = runner.invoke(cli, args)
-        _assert_clean(f"deckhand {' '.join(args)}", _shown(result))
+        _assert_clean(f"deckhand {' '.join(args)}", cli_shown(result))
     _assert_clean("the log records", _logged(records))
 
 
@@ -231,10 +220,10 @@ def test_plugins_and_schema_never_show_a_secret(
         with monkeypatch.context() as env:
             for name in MARKERS:
                 env.delenv(name)
-            ordinary = _shown(CliRunner().invoke(cli, args))
+            ordinary = cli_shown(CliRunner().invoke(cli, args))
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
-        _assert_clean(f"deckhand {' '.join(args)}", _shown(result), ordinary=ordinary)
+        _assert_clean(f"deckhand {' '.join(args)}", cli_shown(result), ordinary=ordinary)
     _assert_clean("the log records", _logged(records))
 
 

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from _chat_server import ChatServer, serve_chat
 from _embedding_server import EmbeddingServer, serve_embeddings
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 from deckhand.api import Toolbox, redact
 from deckhand.cli.main import cli
 from deckhand.mcp.server import DeckhandMcpServer
-from deckhand.testing.secrets import leaked_pieces, log_records, logged_text
+from deckhand.testing.secrets import cli_shown, leaked_pieces, log_records, logged_text
 
 #: ASCII (an HTTP header can carry it, so a server can echo it) and not (the request cannot be sent).
 MARKERS = {
@@ -168,15 +168,6 @@ def _write(project: Path, case: Case, url: str) -> Path:
     return project / "agent.yaml"
 
 
-def _shown(result: Result) -> str:
-    text = result.output
-    with contextlib.suppress(ValueError):  # (stderr is not captured apart on every click version)
-        text += result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        text += "".join(traceback.format_exception(result.exception))
-    return text
-
-
 def _assert_clean(where: str, text: str, secrets: Iterable[str] = MARKERS.values()) -> None:
     found = leaked_pieces(text, secrets)
     assert not found, f"{where} shows pieces of a secret {found}:\n{text[-3000:]}"
@@ -193,7 +184,7 @@ def test_commands_never_show_a_key(project: Path, case: Case, records: list[logg
             ["-vv", "search", "backups", "--allow-fallback"],
             ["-vv", "search", "backups", "--json", "--no-fallback"],
         ):
-            shown = _shown(runner.invoke(cli, args))
+            shown = cli_shown(runner.invoke(cli, args))
             _assert_clean(f"deckhand {' '.join(args)}", shown)
             everything += shown
         if case.status and "DH_SECRET_E" in case.tool_extra:

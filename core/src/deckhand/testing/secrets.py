@@ -59,6 +59,19 @@ def logged_text(records: Iterable[logging.LogRecord]) -> str:
     return "\n".join(formatter.format(r) for r in records)
 
 
+def cli_shown(result: Any) -> str:
+    """Everything a click ``Result`` showed: its output, its stderr where captured apart, and the traceback of an
+    exception other than ``SystemExit``."""
+    import traceback
+
+    text: str = result.output
+    with contextlib.suppress(ValueError):  # (stderr is not captured apart on every click version)
+        text += result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        text += "".join(traceback.format_exception(result.exception))
+    return text
+
+
 def refused_store_outputs(agent: Path, tool: str, query: str) -> tuple[str, str]:
     """What a person and an agent see when the store of ``tool`` refuses its credentials.
 
